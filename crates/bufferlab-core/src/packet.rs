@@ -1,0 +1,264 @@
+//! Packets as small `Copy` records in an arena (no payload bytes: a payload
+//! is a length). Handles (`PacketId`) are recycled through a free list, so the
+//! hot path never allocates per packet (STYLE.md "Hot path").
+//!
+//! Lengths: `len` is the L2 frame length a qdisc sees (`qdisc_pkt_len`): IP
+//! total length + 14 bytes of Ethernet header, no FCS (qdiscs.md §1.2).
+
+use crate::time::SimTime;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+pub const ETH_HEADER: u32 = 14;
+pub const IPV4_HEADER: u32 = 20;
+pub const UDP_HEADER: u32 = 8;
+pub const ICMP_HEADER: u32 = 8;
+/// TCP header with the timestamp option (20 + 12), as Linux sends by default.
+pub const TCP_HEADER_TS: u32 = 32;
+/// An ARP frame on Ethernet: 14 + 28 bytes.
+pub const ARP_FRAME: u32 = 42;
+
+/// An IPv4 address in host byte order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Ipv4(pub u32);
+
+impl Ipv4 {
+    pub const UNSPECIFIED: Ipv4 = Ipv4(0);
+
+    pub fn parse(s: &str) -> Option<Ipv4> {
+        let mut parts = s.split('.');
+        let mut v: u32 = 0;
+        for _ in 0..4 {
+            let p: u8 = parts.next()?.parse().ok()?;
+            v = (v << 8) | p as u32;
+        }
+        if parts.next().is_some() {
+            return None;
+        }
+        Some(Ipv4(v))
+    }
+}
+
+impl fmt::Display for Ipv4 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0.to_be_bytes();
+        write!(f, "{}.{}.{}.{}", b[0], b[1], b[2], b[3])
+    }
+}
+
+impl TryFrom<String> for Ipv4 {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Ipv4::parse(&s).ok_or_else(|| format!("not an IPv4 address: {s:?}"))
+    }
+}
+
+impl From<Ipv4> for String {
+    fn from(a: Ipv4) -> String {
+        a.to_string()
+    }
+}
+
+/// IP protocol numbers we model (ARP is not IP but travels the same way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Proto {
+    Icmp,
+    Tcp,
+    Udp,
+    Arp,
+}
+
+impl Proto {
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Icmp => "icmp",
+            Proto::Tcp => "tcp",
+            Proto::Udp => "udp",
+            Proto::Arp => "arp",
+        }
+    }
+}
+
+/// What the packet carries, as far as the simulation needs to know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payload {
+    /// Application data (UDP datagram payload); `seq` and `sent_at` are the
+    /// iperf3 payload header (sequence number, send timestamp).
+    Data,
+    /// ICMP echo request/reply with identifier and sequence.
+    Echo { reply: bool, ident: u16, seq: u16 },
+    /// ARP request/reply for `Packet::dst` (the address being resolved).
+    Arp { reply: bool },
+    /// A message on a modelled TCP control connection (iperf3's port-5201
+    /// connection): `msg` is the message type, `conn` the connection id.
+    Control { msg: u8, conn: u32 },
+    /// A TCP reset answering a connection attempt to a closed port.
+    Reset { conn: u32 },
+}
+
+/// ECN codepoints in the low two bits of the TOS byte (RFC 3168).
+pub const ECN_MASK: u8 = 0b11;
+pub const ECN_CE: u8 = 0b11;
+
+/// One packet. `Copy`, a few dozen bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    pub src: Ipv4,
+    pub dst: Ipv4,
+    pub proto: Proto,
+    /// Full TOS / DS byte (DSCP << 2 | ECN).
+    pub tos: u8,
+    pub ttl: u8,
+    /// L2 frame length in bytes (see module doc).
+    pub len: u32,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub payload: Payload,
+    /// Application sequence number (iperf3 UDP counter, 1-based).
+    pub seq: u64,
+    /// Application send timestamp (iperf3 UDP header, ICMP echo data).
+    pub sent_at: SimTime,
+    /// Flow index for per-flow accounting (`u32::MAX` = not counted).
+    pub flow: u32,
+    /// netem flipped a bit: receivers discard the packet (bad checksum).
+    pub corrupt: bool,
+}
+
+impl Packet {
+    pub const NO_FLOW: u32 = u32::MAX;
+
+    /// RFC 3168 marking primitive (qdiscs.md §1.6): Not-ECT cannot be marked
+    /// (the caller drops instead); ECT(0)/ECT(1) become CE; CE stays CE.
+    pub fn set_ce(&mut self) -> bool {
+        if self.proto == Proto::Arp || self.tos & ECN_MASK == 0 {
+            return false;
+        }
+        self.tos |= ECN_CE;
+        true
+    }
+
+    /// IP total length (the frame without its Ethernet header).
+    pub fn ip_len(&self) -> u32 {
+        self.len - ETH_HEADER
+    }
+}
+
+/// Handle of a packet in the arena.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PacketId(pub u32);
+
+/// Packet storage with a free list. `live()` is the number of packets that
+/// exist right now (queued, on a wire, or waiting for ARP), which the
+/// conservation check compares with created − delivered − dropped.
+#[derive(Default)]
+pub struct PacketArena {
+    slots: Vec<Packet>,
+    free: Vec<u32>,
+    created: u64,
+}
+
+impl PacketArena {
+    pub fn alloc(&mut self, p: Packet) -> PacketId {
+        self.created += 1;
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = p;
+                PacketId(i)
+            }
+            None => {
+                self.slots.push(p);
+                PacketId(self.slots.len() as u32 - 1)
+            }
+        }
+    }
+
+    pub fn free(&mut self, id: PacketId) {
+        debug_assert!(!self.free.contains(&id.0), "double free of {:?}", id);
+        self.free.push(id.0);
+    }
+
+    #[inline]
+    pub fn get(&self, id: PacketId) -> &Packet {
+        &self.slots[id.0 as usize]
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
+        &mut self.slots[id.0 as usize]
+    }
+
+    #[inline]
+    pub fn len_of(&self, id: PacketId) -> u32 {
+        self.slots[id.0 as usize].len
+    }
+
+    pub fn live(&self) -> u64 {
+        (self.slots.len() - self.free.len()) as u64
+    }
+
+    /// Packets ever allocated (clones made by netem's `duplicate` included).
+    pub fn created(&self) -> u64 {
+        self.created
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A 1514-byte UDP test frame from 10.0.0.1 to 10.0.0.2.
+    pub(crate) fn frame(len: u32) -> Packet {
+        Packet {
+            src: Ipv4::parse("10.0.0.1").unwrap(),
+            dst: Ipv4::parse("10.0.0.2").unwrap(),
+            proto: Proto::Udp,
+            tos: 0,
+            ttl: 64,
+            len,
+            src_port: 40000,
+            dst_port: 5201,
+            payload: Payload::Data,
+            seq: 0,
+            sent_at: SimTime::ZERO,
+            flow: Packet::NO_FLOW,
+            corrupt: false,
+        }
+    }
+
+    #[test]
+    fn ipv4_round_trip() {
+        let a = Ipv4::parse("192.168.25.24").unwrap();
+        assert_eq!(a.0, 0xC0A8_1918);
+        assert_eq!(a.to_string(), "192.168.25.24");
+        assert!(Ipv4::parse("10.0.0").is_none());
+        assert!(Ipv4::parse("10.0.0.256").is_none());
+        assert!(Ipv4::parse("10.0.0.1.2").is_none());
+    }
+
+    #[test]
+    fn set_ce_marks_only_ect_packets() {
+        let mut p = frame(1514);
+        p.tos = 0x00;
+        assert!(!p.set_ce());
+        p.tos = 0x32; // AF12 + ECT(0), the CPM report's class 2
+        assert!(p.set_ce());
+        assert_eq!(p.tos, 0x33);
+        assert!(p.set_ce(), "already CE counts as marked");
+    }
+
+    #[test]
+    fn arena_recycles_slots_and_counts_live_packets() {
+        let mut a = PacketArena::default();
+        let x = a.alloc(frame(100));
+        let y = a.alloc(frame(200));
+        assert_eq!(a.live(), 2);
+        a.free(x);
+        assert_eq!(a.live(), 1);
+        let z = a.alloc(frame(300));
+        assert_eq!(z, x, "freed slot is reused");
+        assert_eq!(a.len_of(y), 200);
+        assert_eq!(a.len_of(z), 300);
+        assert_eq!(a.created(), 3);
+    }
+}

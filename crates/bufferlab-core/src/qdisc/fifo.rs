@@ -1,0 +1,1 @@
+//! fifo (to be written)

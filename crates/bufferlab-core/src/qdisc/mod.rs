@@ -1,0 +1,181 @@
+//! Queueing disciplines with Linux semantics (../shared/specs/qdiscs.md).
+//!
+//! The contract follows Linux's `struct Qdisc_ops` (include/net/sch_generic.h):
+//! every model offers `enqueue`, `dequeue`, `peek`, `change`, `reset`/purge,
+//! and reports its parameters and statistics for `tc -s qdisc show`.
+//! One model per file, selected through the closed enum [`AnyQdisc`]; the
+//! hierarchy (root/parent/handle, single-slot children of tbf and netem) and
+//! the `tc qdisc add|change|replace|del` decision procedure of
+//! net/sched/sch_api.c (`tc_modify_qdisc`, qdiscs.md §1.3) live in `tree.rs`.
+//!
+//! Drops: the qdisc that drops a packet calls [`QdiscCtx::drop_packet`]
+//! (which frees it and counts it once per interface by [`DropReason`]) and
+//! returns [`Verdict::Dropped`], so every ancestor adds one to its own
+//! `drops` as Linux's parents do (qdiscs.md §1.5).
+
+pub mod fifo;
+pub mod netem;
+pub mod spec;
+pub mod tbf;
+pub mod tree;
+
+use crate::packet::{PacketArena, PacketId};
+use crate::time::SimTime;
+use serde::Serialize;
+
+pub use spec::{NetemSpec, ParentSpec, QdiscSpec, TbfSpec, TcRequest, TcVerb};
+pub use tree::{QdiscInfo, QdiscTree};
+
+/// Why a packet was dropped. Counted per interface (summary.json) and mapped
+/// onto tc's counters (`dropped`, RED's `early`/`pdrop`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// A fifo (pfifo/bfifo, the default child of tbf) was full: tail drop.
+    QueueFull,
+    /// pfifo_head_drop removed its oldest packet to make room.
+    HeadDrop,
+    /// tbf: packet larger than the bucket (`max_size`), never sendable.
+    TooBig,
+    /// netem random / Markov / Gilbert-Elliott loss.
+    NetemLoss,
+    /// netem's own `limit` (delay line full).
+    NetemLimit,
+    /// Slot held a noop qdisc (tbf/red child deleted): black hole.
+    Blackhole,
+    /// Queued packets freed when their qdisc was replaced or deleted.
+    Purged,
+    /// netem corrupted the packet; the receiver's checksum check discards it.
+    Corrupt,
+    /// No route to the destination / TTL expired.
+    NoRoute,
+    /// Nobody listens on the destination port (and no ICMP error modelled).
+    NoListener,
+    /// ARP resolution queue overflow or failure.
+    NeighbourFailed,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 11] = [
+        DropReason::QueueFull,
+        DropReason::HeadDrop,
+        DropReason::TooBig,
+        DropReason::NetemLoss,
+        DropReason::NetemLimit,
+        DropReason::Blackhole,
+        DropReason::Purged,
+        DropReason::Corrupt,
+        DropReason::NoRoute,
+        DropReason::NoListener,
+        DropReason::NeighbourFailed,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::QueueFull => "queue_full",
+            DropReason::HeadDrop => "head_drop",
+            DropReason::TooBig => "too_big",
+            DropReason::NetemLoss => "netem_loss",
+            DropReason::NetemLimit => "netem_limit",
+            DropReason::Blackhole => "blackhole",
+            DropReason::Purged => "purged",
+            DropReason::Corrupt => "corrupt",
+            DropReason::NoRoute => "no_route",
+            DropReason::NoListener => "no_listener",
+            DropReason::NeighbourFailed => "neighbour_failed",
+        }
+    }
+}
+
+/// Drop counts of one interface, indexed by [`DropReason`].
+#[derive(Clone, Debug, Default)]
+pub struct DropCounters {
+    pub packets: [u64; DropReason::ALL.len()],
+    pub bytes: [u64; DropReason::ALL.len()],
+}
+
+impl DropCounters {
+    pub fn total_packets(&self) -> u64 {
+        self.packets.iter().sum()
+    }
+}
+
+/// Result of an enqueue (Linux's NET_XMIT_* codes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The packet is now owned by the qdisc.
+    Queued,
+    /// The packet was dropped (and already freed and counted via the ctx).
+    Dropped(DropReason),
+}
+
+/// The common statistics block of every qdisc (`struct gnet_stats_basic` +
+/// `gnet_stats_queue`); changed only through the helpers below.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct QdiscStats {
+    /// Sent bytes / packets (updated when a packet is handed upward).
+    pub bytes: u64,
+    pub packets: u64,
+    pub drops: u64,
+    pub overlimits: u64,
+    pub requeues: u64,
+    /// Queued bytes and entries (`backlog`, `qlen`).
+    pub backlog: u64,
+    pub qlen: u64,
+}
+
+impl QdiscStats {
+    #[inline]
+    pub fn queued(&mut self, len: u32) {
+        self.backlog += len as u64;
+        self.qlen += 1;
+    }
+    #[inline]
+    pub fn unqueued(&mut self, len: u32) {
+        self.backlog -= len as u64;
+        self.qlen -= 1;
+    }
+    #[inline]
+    pub fn sent(&mut self, len: u32) {
+        self.bytes += len as u64;
+        self.packets += 1;
+    }
+    #[inline]
+    pub fn dropped(&mut self) {
+        self.drops += 1;
+    }
+}
+
+/// What a qdisc operation may touch besides itself: the clock, the packet
+/// arena, the interface's drop counters, the watchdog request and the list
+/// of packets to re-enqueue at the root (netem duplicates).
+pub struct QdiscCtx<'a> {
+    pub now: SimTime,
+    pub arena: &'a mut PacketArena,
+    pub drops: &'a mut DropCounters,
+    /// Earliest instant at which a throttled qdisc wants to be dequeued again
+    /// (the qdisc watchdog, an hrtimer in Linux).
+    pub watchdog: Option<SimTime>,
+    /// Clones to enqueue at the interface's root once the current operation
+    /// returns (netem `duplicate`, qdiscs.md §4.4).
+    pub reinject: &'a mut Vec<PacketId>,
+}
+
+impl<'a> QdiscCtx<'a> {
+    /// Free a packet and count it against `reason` for this interface.
+    pub fn drop_packet(&mut self, id: PacketId, reason: DropReason) {
+        let len = self.arena.len_of(id);
+        self.drops.packets[reason.index()] += 1;
+        self.drops.bytes[reason.index()] += len as u64;
+        self.arena.free(id);
+    }
+
+    /// Ask to be dequeued again at `at` (keeps the earliest request).
+    pub fn arm_watchdog(&mut self, at: SimTime) {
+        self.watchdog = Some(self.watchdog.map_or(at, |w| w.min(at)));
+    }
+}

@@ -1,0 +1,1 @@
+//! netem (to be written)

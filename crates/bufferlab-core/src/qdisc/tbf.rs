@@ -1,0 +1,1 @@
+//! tbf (to be written)
