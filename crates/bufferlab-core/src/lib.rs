@@ -3,13 +3,22 @@
 //!
 //! Layers and data flow: a validated config (topology, seed, options) builds
 //! the [`engine::Simulator`]; `tc` requests reshape the qdisc trees of its
-//! interfaces; applications (ping, iperf3, UDP generators) inject packets;
-//! the run loop pops events ordered by (time, sequence); results leave as
-//! plain data for the Python layer to format. The engine reads no files,
-//! clocks or environment.
+//! interfaces ([`qdisc`]); applications ([`app`]: ping, iperf3, UDP
+//! generators, the queue monitor) inject packets; the run loop pops events
+//! ordered by (time, sequence) ([`sched`]); results leave as plain data
+//! (JSON values) for the Python layer to format. The engine reads no files,
+//! clocks or environment, and the same config and seed give bit-identical
+//! results.
 
+pub mod app;
+pub mod engine;
 pub mod error;
 pub mod packet;
 pub mod qdisc;
 pub mod rng;
+pub mod sched;
 pub mod time;
+pub mod topology;
+
+pub use engine::Simulator;
+pub use error::{Error, Result, TcError};

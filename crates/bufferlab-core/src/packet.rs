@@ -142,6 +142,14 @@ impl Packet {
     pub fn ip_len(&self) -> u32 {
         self.len - ETH_HEADER
     }
+
+    /// Bytes of UDP payload (0 for other protocols).
+    pub fn udp_payload_len(&self) -> u32 {
+        match self.proto {
+            Proto::Udp => self.len.saturating_sub(ETH_HEADER + IPV4_HEADER + UDP_HEADER),
+            _ => 0,
+        }
+    }
 }
 
 /// Handle of a packet in the arena.

@@ -1,6 +1,107 @@
+//! Thin PyO3 binding of bufferlab-core: JSON strings in and out, one
+//! exception per core error kind, the interpreter released while simulating.
+//! All parsing, validation in the user's words, and formatting live in the
+//! Python package (python/bufferlab); this crate only moves data.
+
+use bufferlab_core::time::SimTime;
+use bufferlab_core::{Error, TcError};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
+create_exception!(_core, CoreError, PyException, "Base class of the engine's errors.");
+create_exception!(_core, ConfigError, CoreError, "The simulator config (topology, options) is invalid.");
+create_exception!(_core, TcRequestError, CoreError, "A tc request failed; the message is tc's own text.");
+create_exception!(_core, AppError, CoreError, "An application could not be started or addressed.");
+create_exception!(_core, SchemaError, CoreError, "JSON handed to the engine does not match its schema.");
+
+/// The single map from core errors to Python exceptions.
+fn to_py(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::Config(_) => ConfigError::new_err(msg),
+        Error::Tc(TcError::Exists | TcError::NotFound | TcError::Invalid(_) | TcError::NoDevice(_)) => {
+            TcRequestError::new_err(msg)
+        }
+        Error::App(_) => AppError::new_err(msg),
+        Error::Schema(_) => SchemaError::new_err(msg),
+    }
+}
+
+fn json_out(v: &impl serde::Serialize) -> PyResult<String> {
+    serde_json::to_string(v).map_err(|e| SchemaError::new_err(e.to_string()))
+}
+
+/// One simulated network. See docs/internals.md for every method's JSON.
+#[pyclass(module = "bufferlab._core")]
+struct Simulator {
+    inner: bufferlab_core::Simulator,
+}
+
+#[pymethods]
+impl Simulator {
+    #[new]
+    fn new(config_json: &str) -> PyResult<Self> {
+        Ok(Simulator { inner: bufferlab_core::Simulator::from_json(config_json).map_err(to_py)? })
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.inner.now().as_nanos()
+    }
+
+    fn tc(&mut self, request_json: &str) -> PyResult<()> {
+        let req = serde_json::from_str(request_json).map_err(|e| SchemaError::new_err(format!("tc request: {e}")))?;
+        self.inner.tc(&req).map_err(to_py)
+    }
+
+    fn qdisc_show(&self, dev: &str) -> PyResult<String> {
+        json_out(&self.inner.qdisc_show(dev).map_err(to_py)?)
+    }
+
+    fn start_app(&mut self, node: &str, spec_json: &str) -> PyResult<u32> {
+        self.inner.start_app(node, spec_json).map_err(to_py)
+    }
+
+    fn stop_app(&mut self, app_id: u32) -> PyResult<()> {
+        self.inner.stop_app(app_id).map_err(to_py)
+    }
+
+    fn app_finished(&self, app_id: u32) -> PyResult<bool> {
+        self.inner.app_finished(app_id).map_err(to_py)
+    }
+
+    /// Advance to `until_ns` or until applications finish (their ids are
+    /// returned). The interpreter is released meanwhile.
+    fn run(&mut self, py: Python<'_>, until_ns: u64) -> Vec<u32> {
+        let inner = &mut self.inner;
+        py.detach(|| inner.run(SimTime::from_nanos(until_ns)))
+    }
+
+    fn next_event_ns(&self) -> Option<u64> {
+        self.inner.next_event_time().map(|t| t.as_nanos())
+    }
+
+    fn events_processed(&self) -> u64 {
+        self.inner.events_processed()
+    }
+
+    fn app_result(&self, app_id: u32) -> PyResult<String> {
+        json_out(&self.inner.app_result(app_id).map_err(to_py)?)
+    }
+
+    fn summary(&self) -> PyResult<String> {
+        json_out(&self.inner.summary())
+    }
+}
+
 #[pymodule]
-fn _core(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Simulator>()?;
+    m.add("CoreError", m.py().get_type::<CoreError>())?;
+    m.add("ConfigError", m.py().get_type::<ConfigError>())?;
+    m.add("TcRequestError", m.py().get_type::<TcRequestError>())?;
+    m.add("AppError", m.py().get_type::<AppError>())?;
+    m.add("SchemaError", m.py().get_type::<SchemaError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,702 @@
+//! iperf3 client and server, UDP tests (TCP data streams arrive with the TCP
+//! model). Behaviour follows iperf3 3.7 `src/iperf_api.c`, `src/iperf_udp.c`
+//! as summarised in formats.md §1.2 and §1.7:
+//!
+//! * the control connection (TCP port 5201 by default) is modelled as a
+//!   reliable message exchange: CONNECT (cookie + parameters) →
+//!   CREATE_STREAMS → the client's 4-byte UDP "connect" datagram and the
+//!   server's 4-byte answer (both TOS 0, sent before `IP_TOS` is applied) →
+//!   TEST_START (the server's clock starts when it sends it, the client's
+//!   when it arrives) → data → TEST_END → RESULTS. Control messages travel
+//!   through the same qdiscs as the data, so `receiver_time` includes the
+//!   queueing delay, as on a real path. A lost control message is resent
+//!   after a fixed timer (1 s during set-up, 300 ms later) — a stand-in for
+//!   TCP's retransmission until the TCP model carries the control connection.
+//! * the sender sends datagram n (1-based) at `start + (n−1)·blksize·8/rate`
+//!   (iperf3's throttle lets a datagram go whenever bits sent / elapsed <
+//!   rate), each carrying its sequence number and send timestamp;
+//! * the receiver counts gaps (`cnt_error`), late datagrams
+//!   (`out_of_order`, which also cancel one error) and the RFC 3550 jitter
+//!   estimate with transit times at iperf3's microsecond resolution.
+//!
+//! Intervals are recorded at exact `interval` ticks from each side's start;
+//! text and JSON are produced by python/bufferlab/formats/iperf3.py.
+
+use super::{parse_addr, AppCtx};
+use crate::error::{Error, Result};
+use crate::packet::{Ipv4, Packet, Payload, Proto};
+use crate::rng::ComponentRng;
+use crate::time::{SimDuration, SimTime, NS_PER_SEC};
+use serde::Deserialize;
+use serde_json::json;
+
+/// Control-connection message types (our own numbering).
+mod msg {
+    pub const CONNECT: u8 = 1;
+    pub const CREATE_STREAMS: u8 = 2;
+    pub const ACCESS_DENIED: u8 = 3;
+    pub const TEST_START: u8 = 4;
+    pub const TEST_END: u8 = 5;
+    pub const RESULTS: u8 = 6;
+}
+
+/// Application bytes carried by each control message (cookie + JSON
+/// parameters, a JSON results document, or a one-byte state).
+const CONNECT_BYTES: u32 = 37 + 4 + 160;
+const STATE_BYTES: u32 = 1;
+const RESULTS_BYTES: u32 = 4 + 420;
+/// iperf3's UDP "connect" datagram and its answer carry 4 bytes.
+const UDP_CONNECT_BYTES: u32 = 4;
+
+const SETUP_RETRY: SimDuration = SimDuration::from_secs(1);
+const RUNNING_RETRY: SimDuration = SimDuration::from_millis(300);
+
+/// What the client told the server at CONNECT time, and what the server
+/// reports back with RESULTS (the JSON exchanged over the control connection).
+pub struct SharedTest {
+    omit: SimDuration,
+    totals: Option<ReceiverTotals>,
+}
+
+/// The side channel standing in for the parameter and result JSON documents.
+#[derive(Default)]
+pub struct IperfRegistry {
+    tests: Vec<SharedTest>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct ReceiverTotals {
+    bytes: u64,
+    packets: u64,
+    received: u64,
+    lost: u64,
+    out_of_order: u64,
+    jitter_s: f64,
+    start: SimTime,
+    end: SimTime,
+}
+
+impl ReceiverTotals {
+    fn to_json(self) -> serde_json::Value {
+        json!({
+            "bytes": self.bytes, "packets": self.packets, "received": self.received,
+            "lost": self.lost, "out_of_order": self.out_of_order, "jitter_s": self.jitter_s,
+            "start_ns": self.start.as_nanos(), "end_ns": self.end.as_nanos(),
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    Udp,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    pub port: u16,
+    #[serde(default)]
+    pub one_off: bool,
+    pub interval_ns: u64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSpec {
+    pub dst: String,
+    pub port: u16,
+    pub protocol: Protocol,
+    pub rate_bps: u64,
+    pub blksize: u32,
+    pub duration_ns: u64,
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    #[serde(default)]
+    pub omit_ns: u64,
+    pub interval_ns: u64,
+    #[serde(default)]
+    pub tos: u8,
+}
+
+/// Periodic interval bookkeeping shared by both sides: ticks every
+/// `interval` from `start`, closing one record per tick.
+struct Ticker {
+    interval: SimDuration,
+    start: SimTime,
+    last_tick: SimTime,
+    next_tick: SimTime,
+}
+
+impl Ticker {
+    fn new(interval: SimDuration, start: SimTime) -> Self {
+        Ticker { interval, start, last_tick: start, next_tick: start + interval }
+    }
+}
+
+/// Counters of one UDP receiving stream (iperf_udp_recv).
+#[derive(Clone, Copy, Debug, Default)]
+struct RecvCounters {
+    bytes: u64,
+    received: u64,
+    /// highest sequence number seen (iperf3's packet_count)
+    max_seq: u64,
+    cnt_error: u64,
+    out_of_order: u64,
+    jitter_s: f64,
+    prev_transit_s: f64,
+}
+
+impl RecvCounters {
+    fn on_datagram(&mut self, seq: u64, payload: u32, sent_at: SimTime, now: SimTime) {
+        self.bytes += payload as u64;
+        self.received += 1;
+        if seq > self.max_seq {
+            if seq > self.max_seq + 1 {
+                self.cnt_error += seq - 1 - self.max_seq;
+            }
+            self.max_seq = seq;
+        } else {
+            self.out_of_order += 1;
+            self.cnt_error = self.cnt_error.saturating_sub(1);
+        }
+        // iperf3 timestamps have microsecond resolution on both ends.
+        let transit = (now.as_nanos() / 1000) as f64 / 1e6 - (sent_at.as_nanos() / 1000) as f64 / 1e6;
+        let d = (transit - self.prev_transit_s).abs();
+        self.prev_transit_s = transit;
+        self.jitter_s += (d - self.jitter_s) / 16.0;
+    }
+
+    fn minus(&self, base: &RecvCounters) -> RecvCounters {
+        RecvCounters {
+            bytes: self.bytes - base.bytes,
+            received: self.received - base.received,
+            max_seq: self.max_seq - base.max_seq,
+            cnt_error: self.cnt_error.saturating_sub(base.cnt_error),
+            out_of_order: self.out_of_order - base.out_of_order,
+            jitter_s: self.jitter_s,
+            prev_transit_s: self.prev_transit_s,
+        }
+    }
+}
+
+// ---------------------------------------------------------------- server
+
+struct ServerTest {
+    conn: u32,
+    client_ip: Ipv4,
+    client_ctrl_port: u16,
+    client_data_port: Option<u16>,
+    local_ip: Ipv4,
+    omit: SimDuration,
+    /// instant TEST_START was sent (first start; `ticker.start` moves at omit end)
+    started: Option<SimTime>,
+    omit_end: Option<SimTime>,
+    ticker: Option<Ticker>,
+    counters: RecvCounters,
+    /// counters at the omit end and at the last interval tick
+    base: RecvCounters,
+    at_last_tick: RecvCounters,
+    intervals: Vec<serde_json::Value>,
+    totals: Option<ReceiverTotals>,
+}
+
+impl ServerTest {
+    fn close_interval(&mut self, end: SimTime) {
+        let Some(t) = self.ticker.as_mut() else { return };
+        let d = self.counters.minus(&self.at_last_tick);
+        let omitted = self.omit_end.is_some_and(|e| end <= e);
+        self.intervals.push(json!({
+            "start_ns": t.last_tick.as_nanos(), "end_ns": end.as_nanos(),
+            "bytes": d.bytes, "packets": d.max_seq, "received": d.received,
+            "lost": d.cnt_error, "out_of_order": d.out_of_order,
+            "jitter_s": self.counters.jitter_s, "omitted": omitted,
+        }));
+        t.last_tick = end;
+        t.next_tick = end + t.interval;
+        self.at_last_tick = self.counters;
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        json!({
+            "client_ip": self.client_ip.to_string(),
+            "client_ctrl_port": self.client_ctrl_port,
+            "client_data_port": self.client_data_port,
+            "local_ip": self.local_ip.to_string(),
+            "protocol": "udp",
+            "test_start_ns": self.started.map(|t| t.as_nanos()),
+            "start_ns": self.ticker.as_ref().map(|t| t.start.as_nanos()),
+            "omit_ns": self.omit.as_nanos(),
+            "intervals": self.intervals,
+            "total": self.totals.map(ReceiverTotals::to_json),
+            "complete": self.totals.is_some(),
+        })
+    }
+}
+
+pub struct Server {
+    port: u16,
+    one_off: bool,
+    interval: SimDuration,
+    start: SimTime,
+    end: SimTime,
+    tests: Vec<ServerTest>,
+    /// index into `tests` of the test in progress
+    current: Option<usize>,
+    finished: bool,
+    interrupted: bool,
+}
+
+impl Server {
+    pub fn new(spec: ServerSpec) -> Result<Server> {
+        if spec.interval_ns == 0 {
+            return Err(Error::App("iperf3: the reporting interval must be positive".into()));
+        }
+        Ok(Server {
+            port: spec.port,
+            one_off: spec.one_off,
+            interval: SimDuration(spec.interval_ns),
+            start: SimTime::ZERO,
+            end: SimTime::ZERO,
+            tests: Vec::new(),
+            current: None,
+            finished: false,
+            interrupted: false,
+        })
+    }
+
+    pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
+        self.start = ctx.now;
+        let in_use = |_| {
+            Error::App(format!(
+                "iperf3: error - unable to start listener for connections: Address already in use (port {})",
+                self.port
+            ))
+        };
+        ctx.sockets.bind(Proto::Tcp, self.port, ctx.id).map_err(in_use)?;
+        ctx.sockets.bind(Proto::Udp, self.port, ctx.id).map_err(in_use)
+    }
+
+    pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
+        match p.payload {
+            Payload::Control { msg, conn } => self.on_control(ctx, p, msg, conn),
+            Payload::Data if p.proto == Proto::Udp => self.on_datagram(ctx, p),
+            _ => {}
+        }
+    }
+
+    fn reply(ctx: &mut AppCtx, p: &Packet, msg: u8, conn: u32, bytes: u32) {
+        ctx.send_control(p.src, p.dst_port, p.src_port, msg, conn, bytes);
+    }
+
+    fn on_control(&mut self, ctx: &mut AppCtx, p: &Packet, m: u8, conn: u32) {
+        let same = |t: &ServerTest| t.conn == conn;
+        match m {
+            msg::CONNECT => match self.current {
+                None if self.tests.last().is_some_and(same) => {} // stale retransmission
+                None => {
+                    let omit = ctx.iperf.tests.get(conn as usize).map_or(SimDuration::ZERO, |t| t.omit);
+                    self.tests.push(ServerTest {
+                        conn,
+                        client_ip: p.src,
+                        client_ctrl_port: p.src_port,
+                        client_data_port: None,
+                        local_ip: p.dst,
+                        omit,
+                        started: None,
+                        omit_end: None,
+                        ticker: None,
+                        counters: RecvCounters::default(),
+                        base: RecvCounters::default(),
+                        at_last_tick: RecvCounters::default(),
+                        intervals: Vec::new(),
+                        totals: None,
+                    });
+                    self.current = Some(self.tests.len() - 1);
+                    Self::reply(ctx, p, msg::CREATE_STREAMS, conn, STATE_BYTES);
+                }
+                Some(i) if same(&self.tests[i]) => Self::reply(ctx, p, msg::CREATE_STREAMS, conn, STATE_BYTES),
+                Some(_) => Self::reply(ctx, p, msg::ACCESS_DENIED, conn, STATE_BYTES),
+            },
+            msg::TEST_END => {
+                if let Some(i) = self.current.filter(|&i| same(&self.tests[i])) {
+                    self.finish_test(ctx, i);
+                    Self::reply(ctx, p, msg::RESULTS, conn, RESULTS_BYTES);
+                    self.current = None;
+                    if self.one_off {
+                        self.stop(ctx);
+                    }
+                } else if self.tests.iter().any(|t| same(t) && t.totals.is_some()) {
+                    Self::reply(ctx, p, msg::RESULTS, conn, RESULTS_BYTES); // our RESULTS was lost
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_datagram(&mut self, ctx: &mut AppCtx, p: &Packet) {
+        let Some(i) = self.current else { return };
+        let t = &mut self.tests[i];
+        if p.src != t.client_ip {
+            return;
+        }
+        if p.seq == 0 {
+            // UDP "connect": answer it and start the test (idempotent on retries).
+            t.client_data_port = Some(p.src_port);
+            ctx.send_udp(p.src, self.port, p.src_port, UDP_CONNECT_BYTES, 0, 0);
+            if t.started.is_none() {
+                t.started = Some(ctx.now);
+                t.omit_end = (t.omit > SimDuration::ZERO).then(|| ctx.now + t.omit);
+                t.ticker = Some(Ticker::new(self.interval, ctx.now));
+            }
+            ctx.send_control(t.client_ip, self.port, t.client_ctrl_port, msg::TEST_START, t.conn, STATE_BYTES);
+        } else if t.started.is_some() && Some(p.src_port) == t.client_data_port {
+            t.counters.on_datagram(p.seq, p.udp_payload_len(), p.sent_at, ctx.now);
+        }
+    }
+
+    fn finish_test(&mut self, ctx: &mut AppCtx, i: usize) {
+        let t = &mut self.tests[i];
+        let Some(ticker) = t.ticker.as_ref() else {
+            // TEST_END before the test started: nothing was measured.
+            t.totals = Some(ReceiverTotals { start: ctx.now, end: ctx.now, ..Default::default() });
+            return;
+        };
+        let start = ticker.start;
+        t.close_interval(ctx.now);
+        let d = t.counters.minus(&t.base);
+        let totals = ReceiverTotals {
+            bytes: d.bytes,
+            packets: d.max_seq,
+            received: d.received,
+            lost: d.cnt_error,
+            out_of_order: d.out_of_order,
+            jitter_s: t.counters.jitter_s,
+            start,
+            end: ctx.now,
+        };
+        t.totals = Some(totals);
+        if let Some(shared) = ctx.iperf.tests.get_mut(t.conn as usize) {
+            shared.totals = Some(totals);
+        }
+    }
+
+    pub fn poll_timeout(&self) -> Option<SimTime> {
+        let t = &self.tests[self.current?];
+        let tick = t.ticker.as_ref()?.next_tick;
+        Some(t.omit_end.map_or(tick, |e| e.min(tick)))
+    }
+
+    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+        let Some(i) = self.current else { return };
+        let t = &mut self.tests[i];
+        if t.omit_end == Some(ctx.now) {
+            // iperf_reset_stats: counters restart, the clock restarts at 0.
+            t.close_interval(ctx.now);
+            t.base = t.counters;
+            t.base.jitter_s = 0.0;
+            t.counters.jitter_s = 0.0;
+            t.at_last_tick = t.counters;
+            t.ticker = Some(Ticker::new(self.interval, ctx.now));
+            t.omit_end = None;
+            return;
+        }
+        if t.ticker.as_ref().is_some_and(|k| ctx.now >= k.next_tick) {
+            t.close_interval(ctx.now);
+        }
+    }
+
+    fn stop(&mut self, ctx: &mut AppCtx) {
+        self.finished = true;
+        self.end = ctx.now;
+        ctx.sockets.unbind_all(ctx.id);
+    }
+
+    pub fn interrupt(&mut self, ctx: &mut AppCtx) {
+        if !self.finished {
+            self.interrupted = true;
+            self.stop(ctx);
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    pub fn result(&self, _iperf: &IperfRegistry) -> serde_json::Value {
+        json!({
+            "port": self.port,
+            "start_ns": self.start.as_nanos(),
+            "end_ns": self.end.as_nanos(),
+            "interrupted": self.interrupted,
+            "tests": self.tests.iter().map(ServerTest::to_json).collect::<Vec<_>>(),
+        })
+    }
+}
+
+// ---------------------------------------------------------------- client
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClientState {
+    Connecting,
+    Starting,
+    Running,
+    Ending,
+    Done,
+}
+
+pub struct Client {
+    spec: ClientSpec,
+    dst: Ipv4,
+    cookie: String,
+    state: ClientState,
+    conn: u32,
+    ctrl_port: u16,
+    data_port: u16,
+    local_ip: Ipv4,
+    /// TEST_START arrival; `ticker.start` moves to the omit end
+    test_start: SimTime,
+    omit_end: Option<SimTime>,
+    stop_at: SimTime,
+    ticker: Option<Ticker>,
+    retry_at: Option<SimTime>,
+    next_send: Option<SimTime>,
+    /// datagrams sent since TEST_START (the sequence number)
+    sent: u64,
+    /// counters since the (post-omit) start and at the last tick
+    packets: u64,
+    bytes: u64,
+    tick_packets: u64,
+    tick_bytes: u64,
+    intervals: Vec<serde_json::Value>,
+    sender_end: SimTime,
+    error: Option<String>,
+    finished: bool,
+    interrupted: bool,
+}
+
+impl Client {
+    pub fn new(spec: ClientSpec, mut rng: ComponentRng) -> Result<Client> {
+        if spec.rate_bps == 0 {
+            return Err(Error::App("iperf3: the UDP target bitrate must be positive".into()));
+        }
+        if spec.blksize < 16 || spec.blksize > 65507 {
+            return Err(Error::App(format!("iperf3: block size {} outside 16..65507 for UDP", spec.blksize)));
+        }
+        if spec.interval_ns == 0 {
+            return Err(Error::App("iperf3: the reporting interval must be positive".into()));
+        }
+        // make_cookie: 36 characters from the base32 alphabet [a-z2-7].
+        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz234567";
+        let cookie = (0..36).map(|_| ALPHABET[(rng.next_u32() % 32) as usize] as char).collect();
+        Ok(Client {
+            dst: parse_addr("iperf3 server", &spec.dst)?,
+            spec,
+            cookie,
+            state: ClientState::Connecting,
+            conn: 0,
+            ctrl_port: 0,
+            data_port: 0,
+            local_ip: Ipv4::UNSPECIFIED,
+            test_start: SimTime::ZERO,
+            omit_end: None,
+            stop_at: SimTime::MAX,
+            ticker: None,
+            retry_at: None,
+            next_send: None,
+            sent: 0,
+            packets: 0,
+            bytes: 0,
+            tick_packets: 0,
+            tick_bytes: 0,
+            intervals: Vec::new(),
+            sender_end: SimTime::ZERO,
+            error: None,
+            finished: false,
+            interrupted: false,
+        })
+    }
+
+    pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
+        self.local_ip = ctx.addr;
+        self.ctrl_port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id);
+        self.data_port = ctx.sockets.bind_near(Proto::Udp, self.ctrl_port.saturating_add(2), ctx.id);
+        self.conn = ctx.iperf.tests.len() as u32;
+        ctx.iperf.tests.push(SharedTest { omit: SimDuration(self.spec.omit_ns), totals: None });
+        self.send_connect(ctx);
+        Ok(())
+    }
+
+    fn send_connect(&mut self, ctx: &mut AppCtx) {
+        ctx.send_control(self.dst, self.ctrl_port, self.spec.port, msg::CONNECT, self.conn, CONNECT_BYTES);
+        self.retry_at = Some(ctx.now + SETUP_RETRY);
+    }
+
+    fn send_udp_connect(&mut self, ctx: &mut AppCtx) {
+        ctx.send_udp(self.dst, self.data_port, self.spec.port, UDP_CONNECT_BYTES, 0, 0);
+        self.retry_at = Some(ctx.now + SETUP_RETRY);
+    }
+
+    fn send_test_end(&mut self, ctx: &mut AppCtx) {
+        ctx.send_control(self.dst, self.ctrl_port, self.spec.port, msg::TEST_END, self.conn, STATE_BYTES);
+        self.retry_at = Some(ctx.now + RUNNING_RETRY);
+    }
+
+    pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
+        match (self.state, p.payload) {
+            (_, Payload::Reset { .. }) if self.state == ClientState::Connecting => {
+                self.fail(ctx, "unable to connect to server: Connection refused");
+            }
+            (ClientState::Connecting, Payload::Control { msg: msg::CREATE_STREAMS, .. }) => {
+                self.state = ClientState::Starting;
+                self.send_udp_connect(ctx);
+            }
+            (ClientState::Connecting, Payload::Control { msg: msg::ACCESS_DENIED, .. }) => {
+                self.fail(ctx, "the server is busy running a test. try again later");
+            }
+            (ClientState::Starting, Payload::Control { msg: msg::TEST_START, .. }) => self.begin(ctx),
+            (ClientState::Ending, Payload::Control { msg: msg::RESULTS, .. }) => {
+                self.state = ClientState::Done;
+                self.retry_at = None;
+                self.stop(ctx);
+            }
+            _ => {}
+        }
+    }
+
+    fn begin(&mut self, ctx: &mut AppCtx) {
+        self.state = ClientState::Running;
+        self.retry_at = None;
+        self.test_start = ctx.now;
+        let omit = SimDuration(self.spec.omit_ns);
+        self.omit_end = (omit > SimDuration::ZERO).then(|| ctx.now + omit);
+        self.stop_at = ctx.now + omit + SimDuration(self.spec.duration_ns);
+        self.ticker = Some(Ticker::new(SimDuration(self.spec.interval_ns), ctx.now));
+        self.next_send = Some(ctx.now);
+    }
+
+    /// Send time of datagram number `n` (1-based).
+    fn send_time(&self, n: u64) -> SimTime {
+        let bits = (n - 1) as u128 * self.spec.blksize as u128 * 8;
+        self.test_start + SimDuration((bits * NS_PER_SEC as u128 / self.spec.rate_bps as u128) as u64)
+    }
+
+    fn close_interval(&mut self, end: SimTime) {
+        let Some(t) = self.ticker.as_mut() else { return };
+        let omitted = self.omit_end.is_some_and(|e| end <= e);
+        self.intervals.push(json!({
+            "start_ns": t.last_tick.as_nanos(), "end_ns": end.as_nanos(),
+            "bytes": self.bytes - self.tick_bytes, "packets": self.packets - self.tick_packets,
+            "omitted": omitted,
+        }));
+        t.last_tick = end;
+        t.next_tick = end + t.interval;
+        self.tick_bytes = self.bytes;
+        self.tick_packets = self.packets;
+    }
+
+    pub fn poll_timeout(&self) -> Option<SimTime> {
+        if self.finished {
+            return None;
+        }
+        let mut next = self.retry_at;
+        if self.state == ClientState::Running {
+            let tick = self.ticker.as_ref().map(|t| t.next_tick);
+            for t in [self.next_send, tick, self.omit_end, Some(self.stop_at)].into_iter().flatten() {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        }
+        next
+    }
+
+    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+        let now = ctx.now;
+        if self.retry_at.is_some_and(|t| now >= t) {
+            match self.state {
+                ClientState::Connecting => self.send_connect(ctx),
+                ClientState::Starting => self.send_udp_connect(ctx),
+                ClientState::Ending => self.send_test_end(ctx),
+                _ => self.retry_at = None,
+            }
+        }
+        if self.state != ClientState::Running {
+            return;
+        }
+        // Order within one instant: send what is due, then close the stats.
+        while self.next_send.is_some_and(|t| t <= now) && now < self.stop_at {
+            self.sent += 1;
+            self.packets += 1;
+            self.bytes += self.spec.blksize as u64;
+            ctx.send_udp(self.dst, self.data_port, self.spec.port, self.spec.blksize, self.spec.tos, self.sent);
+            if self.spec.bytes.is_some_and(|b| self.bytes >= b) {
+                self.stop_at = now;
+            }
+            self.next_send = Some(self.send_time(self.sent + 1));
+        }
+        if self.omit_end.is_some_and(|e| now >= e) {
+            self.close_interval(now);
+            self.packets = 0;
+            self.bytes = 0;
+            self.tick_packets = 0;
+            self.tick_bytes = 0;
+            self.ticker = Some(Ticker::new(SimDuration(self.spec.interval_ns), now));
+            self.omit_end = None;
+        }
+        if now >= self.stop_at {
+            self.close_interval(now);
+            self.sender_end = now;
+            self.next_send = None;
+            self.state = ClientState::Ending;
+            self.send_test_end(ctx);
+        } else if self.ticker.as_ref().is_some_and(|t| now >= t.next_tick) {
+            self.close_interval(now);
+        }
+    }
+
+    fn fail(&mut self, ctx: &mut AppCtx, why: &str) {
+        self.error = Some(why.to_string());
+        self.state = ClientState::Done;
+        self.retry_at = None;
+        self.stop(ctx);
+    }
+
+    fn stop(&mut self, ctx: &mut AppCtx) {
+        self.finished = true;
+        ctx.sockets.unbind_all(ctx.id);
+    }
+
+    pub fn interrupt(&mut self, ctx: &mut AppCtx) {
+        if !self.finished {
+            self.interrupted = true;
+            if self.state == ClientState::Running {
+                self.close_interval(ctx.now);
+                self.sender_end = ctx.now;
+            }
+            self.stop(ctx);
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    pub fn result(&self, iperf: &IperfRegistry) -> serde_json::Value {
+        let start = self.ticker.as_ref().map_or(self.test_start, |t| t.start);
+        let receiver = iperf.tests.get(self.conn as usize).and_then(|t| t.totals).map(ReceiverTotals::to_json);
+        json!({
+            "error": self.error,
+            "interrupted": self.interrupted,
+            "local_ip": self.local_ip.to_string(),
+            "local_port": self.data_port,
+            "ctrl_port": self.ctrl_port,
+            "remote_ip": self.dst.to_string(),
+            "remote_port": self.spec.port,
+            "cookie": self.cookie,
+            "test_start_ns": self.test_start.as_nanos(),
+            "start_ns": start.as_nanos(),
+            "intervals": self.intervals,
+            "sender": {"bytes": self.bytes, "packets": self.packets, "end_ns": self.sender_end.as_nanos()},
+            "receiver": receiver,
+        })
+    }
+}

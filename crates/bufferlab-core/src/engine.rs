@@ -1,0 +1,846 @@
+//! The simulator: interfaces with their qdisc trees and wires, the nodes'
+//! IP stacks (routing, ARP, ICMP echo, sockets), applications, and the run
+//! loop.
+//!
+//! Packet path (qdiscs.md §1.4): a node hands a packet to an interface; the
+//! interface enqueues it into its root qdisc (or, with `noqueue`, puts it on
+//! the wire at once) and then "kicks" the root: dequeue and transmit until
+//! the qdisc is empty or throttled (the qdisc then asks for a watchdog) or
+//! the wire is busy serialising (finite-rate links only; veths have no
+//! serialisation delay). A packet on a wire reaches the peer after
+//! `tx_time + delay`; zero-delay arrivals are processed at the same instant
+//! through a FIFO, wires with delay keep their own FIFO and schedule only
+//! their head (DESIGN.md "Performance design").
+//!
+//! Accounting: every packet created is eventually delivered to a node's
+//! stack, dropped with a counted reason (per interface or per node), or is
+//! still held somewhere (qdisc, wire, ARP queue). `summary()` reports all
+//! three and the identity between them.
+
+use crate::app::{App, AppCtx, AppSpec, IperfRegistry, Sockets};
+use crate::error::{Error, Result};
+use crate::packet::{Ipv4, Packet, PacketArena, PacketId, Payload, Proto, ARP_FRAME};
+use crate::qdisc::tree::{AutoHandles, QdiscProfile};
+use crate::qdisc::{DropCounters, DropReason, QdiscCtx, QdiscInfo, QdiscSpec, QdiscTree, TcRequest, TcVerb};
+use crate::rng::ComponentRng;
+use crate::sched::{Event, EventQueue};
+use crate::time::{Rate, SimDuration, SimTime};
+use crate::topology::{IfaceId, NodeId, NodeKind, Topology, TopologyConfig};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+
+/// Linux `neigh` defaults: unresolved queue of 212 992 bytes
+/// (`unres_qlen_bytes` = SK_WMEM_MAX), 3 solicitations 1 s apart.
+const ARP_QUEUE_BYTES: u64 = 212_992;
+const ARP_TRIES: u32 = 3;
+const ARP_RETRANS: SimDuration = SimDuration::from_secs(1);
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineOptions {
+    /// Resolve neighbours with ARP before the first packet (qdiscs.md §2.5 of
+    /// formats.md: the first ping of a pair pays one extra round trip).
+    #[serde(default = "yes")]
+    pub arp: bool,
+    #[serde(default)]
+    pub netem_modern_accounting: bool,
+    #[serde(default)]
+    pub netem_dup_after_limit: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions { arp: true, netem_modern_accounting: false, netem_dup_after_limit: false }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub nodes: Vec<crate::topology::NodeConfig>,
+    pub links: Vec<crate::topology::LinkConfig>,
+    #[serde(default)]
+    pub options: EngineOptions,
+}
+
+struct Iface {
+    tree: QdiscTree,
+    /// packets on the way to the peer, in arrival order
+    wire: VecDeque<(SimTime, PacketId)>,
+    rate: Rate,
+    delay: SimDuration,
+    busy_until: SimTime,
+    link_free_pending: bool,
+    watchdog_at: Option<SimTime>,
+    drops: DropCounters,
+    tx_packets: u64,
+    tx_bytes: u64,
+    rx_packets: u64,
+    rx_bytes: u64,
+}
+
+enum NeighState {
+    Incomplete { tries: u32, retry_at: SimTime },
+    Reachable,
+}
+
+struct Neighbour {
+    addr: Ipv4,
+    out: IfaceId,
+    state: NeighState,
+    queue: Vec<PacketId>,
+    queued_bytes: u64,
+}
+
+struct Node {
+    kind: NodeKind,
+    addr: Ipv4,
+    sockets: Sockets,
+    neighbours: Vec<Neighbour>,
+    drops: DropCounters,
+    timer_at: Option<SimTime>,
+}
+
+struct AppSlot {
+    app: App,
+    node: NodeId,
+    timer_at: Option<SimTime>,
+    reported: bool,
+}
+
+#[derive(Clone, Copy, Default)]
+struct FlowStats {
+    sent_packets: u64,
+    sent_bytes: u64,
+    received_packets: u64,
+    received_bytes: u64,
+}
+
+/// The whole simulated network. See the module doc for the data flow.
+pub struct Simulator {
+    now: SimTime,
+    seed: u64,
+    topo: Topology,
+    ifaces: Vec<Iface>,
+    nodes: Vec<Node>,
+    apps: Vec<AppSlot>,
+    flows: Vec<FlowStats>,
+    events: EventQueue,
+    arena: PacketArena,
+    auto_handles: AutoHandles,
+    iperf: IperfRegistry,
+    options: EngineOptions,
+    /// zero-delay arrivals to process at the current instant: (receiving iface, packet)
+    pending: VecDeque<(IfaceId, PacketId)>,
+    out_buf: Vec<Packet>,
+    reinject_buf: Vec<PacketId>,
+    finished: Vec<u32>,
+    delivered_packets: u64,
+    delivered_bytes: u64,
+}
+
+impl Simulator {
+    pub fn from_json(config: &str) -> Result<Simulator> {
+        let cfg: SimConfig = serde_json::from_str(config).map_err(|e| Error::Schema(format!("simulator config: {e}")))?;
+        Simulator::new(cfg)
+    }
+
+    pub fn new(cfg: SimConfig) -> Result<Simulator> {
+        let topo = Topology::build(&TopologyConfig { nodes: cfg.nodes, links: cfg.links })?;
+        let profile = QdiscProfile {
+            netem_modern_accounting: cfg.options.netem_modern_accounting,
+            netem_dup_after_limit: cfg.options.netem_dup_after_limit,
+        };
+        let ifaces = (0..topo.iface_names.len())
+            .map(|i| Iface {
+                tree: QdiscTree::new(&topo.iface_names[i], cfg.seed, profile),
+                wire: VecDeque::new(),
+                rate: Rate(topo.iface_rate_bps[i]),
+                delay: SimDuration(topo.iface_delay_ns[i]),
+                busy_until: SimTime::ZERO,
+                link_free_pending: false,
+                watchdog_at: None,
+                drops: DropCounters::default(),
+                tx_packets: 0,
+                tx_bytes: 0,
+                rx_packets: 0,
+                rx_bytes: 0,
+            })
+            .collect();
+        let nodes = (0..topo.node_names.len())
+            .map(|n| Node {
+                kind: topo.node_kinds[n],
+                addr: topo.node_addrs(n).next().unwrap_or(Ipv4::UNSPECIFIED),
+                sockets: Sockets::new(ComponentRng::new(cfg.seed, &format!("node/{}/ports", topo.node_names[n]))),
+                neighbours: Vec::new(),
+                drops: DropCounters::default(),
+                timer_at: None,
+            })
+            .collect();
+        let mut sim = Simulator {
+            now: SimTime::ZERO,
+            seed: cfg.seed,
+            topo,
+            ifaces,
+            nodes,
+            apps: Vec::new(),
+            flows: Vec::new(),
+            events: EventQueue::default(),
+            arena: PacketArena::default(),
+            auto_handles: AutoHandles::default(),
+            iperf: IperfRegistry::default(),
+            options: cfg.options,
+            pending: VecDeque::new(),
+            out_buf: Vec::new(),
+            reinject_buf: Vec::new(),
+            finished: Vec::new(),
+            delivered_packets: 0,
+            delivered_bytes: 0,
+        };
+        // A finite-rate wire is a real NIC: its default qdisc is pfifo_fast
+        // (veths keep noqueue), as Linux's default_qdisc does.
+        for i in 0..sim.ifaces.len() {
+            if sim.ifaces[i].rate.bps() > 0 {
+                let req = TcRequest {
+                    verb: TcVerb::Add,
+                    dev: sim.topo.iface_names[i].clone(),
+                    parent: Some(crate::qdisc::ParentSpec::Root),
+                    handle: None,
+                    qdisc: Some(QdiscSpec::PfifoFast),
+                };
+                sim.tc(&req)?;
+            }
+        }
+        Ok(sim)
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    // ------------------------------------------------------------ control API
+
+    pub fn tc(&mut self, req: &TcRequest) -> Result<()> {
+        let iface = self.topo.iface_by_name(&req.dev).ok_or_else(|| crate::error::TcError::NoDevice(req.dev.clone()))?;
+        let ifc = &mut self.ifaces[iface];
+        let mut ctx = QdiscCtx {
+            now: self.now,
+            arena: &mut self.arena,
+            drops: &mut ifc.drops,
+            watchdog: None,
+            reinject: &mut self.reinject_buf,
+        };
+        ifc.tree.apply(req, &mut ctx, &mut self.auto_handles)?;
+        // A change may release packets at once (tbf refills its bucket).
+        self.kick(iface);
+        Ok(())
+    }
+
+    pub fn qdisc_show(&self, dev: &str) -> Result<Vec<QdiscInfo>> {
+        let iface = self.topo.iface_by_name(dev).ok_or_else(|| crate::error::TcError::NoDevice(dev.to_string()))?;
+        Ok(self.ifaces[iface].tree.show())
+    }
+
+    pub fn start_app(&mut self, node_name: &str, spec_json: &str) -> Result<u32> {
+        let spec: AppSpec = serde_json::from_str(spec_json).map_err(|e| Error::Schema(format!("application spec: {e}")))?;
+        let node = self.topo.node_by_name(node_name).ok_or_else(|| Error::App(format!("unknown node {node_name:?}")))?;
+        if self.nodes[node].kind == NodeKind::Switch {
+            return Err(Error::App(format!(
+                "{node_name} is a switch: it runs no applications (use a host's terminal)"
+            )));
+        }
+        let id = self.apps.len() as u32;
+        let rng = ComponentRng::new(self.seed, &format!("app/{id}"));
+        let mut app = App::new(spec, rng)?;
+        if let Some(dev) = app.monitored_dev() {
+            let iface = self.topo.iface_by_name(dev).ok_or_else(|| Error::App(format!("Cannot find device \"{dev}\"")))?;
+            app.bind_monitored_iface(iface);
+        }
+        self.apps.push(AppSlot { app, node, timer_at: None, reported: false });
+        self.flows.push(FlowStats::default());
+        if let Err(e) = self.with_app(id, |app, ctx| app.start(ctx)) {
+            self.nodes[node].sockets.unbind_all(id);
+            self.out_buf.clear();
+            self.apps.pop();
+            self.flows.pop();
+            return Err(e);
+        }
+        self.after_app(id);
+        Ok(id)
+    }
+
+    pub fn stop_app(&mut self, id: u32) -> Result<()> {
+        self.check_app(id)?;
+        self.with_app(id, |app, ctx| app.interrupt(ctx));
+        self.after_app(id);
+        Ok(())
+    }
+
+    pub fn app_result(&self, id: u32) -> Result<Value> {
+        self.check_app(id)?;
+        Ok(self.apps[id as usize].app.result(&self.iperf))
+    }
+
+    pub fn app_finished(&self, id: u32) -> Result<bool> {
+        self.check_app(id)?;
+        Ok(self.apps[id as usize].app.is_finished())
+    }
+
+    fn check_app(&self, id: u32) -> Result<()> {
+        if (id as usize) < self.apps.len() {
+            Ok(())
+        } else {
+            Err(Error::App(format!("no application with id {id}")))
+        }
+    }
+
+    /// Advance simulated time up to `until`, or until one or more
+    /// applications finish; returns those applications' ids.
+    pub fn run(&mut self, until: SimTime) -> Vec<u32> {
+        self.finished.clear();
+        loop {
+            self.drain_pending();
+            if !self.finished.is_empty() {
+                break;
+            }
+            match self.events.peek_time() {
+                Some(t) if t <= until => {
+                    let (t, ev) = self.events.pop().expect("peeked");
+                    self.now = t;
+                    self.dispatch(ev);
+                }
+                _ => {
+                    self.now = self.now.max(until);
+                    break;
+                }
+            }
+        }
+        std::mem::take(&mut self.finished)
+    }
+
+    /// Instant of the next scheduled event, if any.
+    pub fn next_event_time(&self) -> Option<SimTime> {
+        self.events.peek_time()
+    }
+
+    pub fn events_processed(&self) -> u64 {
+        self.events.popped()
+    }
+
+    // ------------------------------------------------------------ dispatch
+
+    fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::WireArrival(i) => self.wire_arrival(i as usize),
+            Event::LinkFree(i) => {
+                self.ifaces[i as usize].link_free_pending = false;
+                self.kick(i as usize);
+            }
+            Event::Watchdog(i) => {
+                let ifc = &mut self.ifaces[i as usize];
+                if ifc.watchdog_at == Some(self.now) {
+                    ifc.watchdog_at = None;
+                    self.kick(i as usize);
+                }
+            }
+            Event::AppTimer(a) => {
+                let slot = &self.apps[a as usize];
+                if slot.timer_at == Some(self.now) {
+                    self.apps[a as usize].timer_at = None;
+                    let ifaces = &self.ifaces;
+                    let backlog = |i: usize| ifaces[i].tree.leaf_backlog();
+                    let slot = &mut self.apps[a as usize];
+                    let node = &mut self.nodes[slot.node];
+                    let mut ctx = AppCtx {
+                        now: self.now,
+                        id: a,
+                        addr: node.addr,
+                        out: &mut self.out_buf,
+                        sockets: &mut node.sockets,
+                        iperf: &mut self.iperf,
+                    };
+                    slot.app.handle_timeout(&mut ctx, backlog);
+                    self.after_app(a);
+                }
+            }
+            Event::NodeTimer(n) => {
+                if self.nodes[n as usize].timer_at == Some(self.now) {
+                    self.nodes[n as usize].timer_at = None;
+                    self.arp_timer(n as usize);
+                }
+            }
+        }
+    }
+
+    fn drain_pending(&mut self) {
+        while let Some((iface, pid)) = self.pending.pop_front() {
+            self.receive(iface, pid);
+        }
+    }
+
+    fn with_app<R>(&mut self, id: u32, f: impl FnOnce(&mut App, &mut AppCtx) -> R) -> R {
+        let slot = &mut self.apps[id as usize];
+        let node = &mut self.nodes[slot.node];
+        let mut ctx = AppCtx {
+            now: self.now,
+            id,
+            addr: node.addr,
+            out: &mut self.out_buf,
+            sockets: &mut node.sockets,
+            iperf: &mut self.iperf,
+        };
+        f(&mut slot.app, &mut ctx)
+    }
+
+    /// Send what the application queued, re-arm its timer, note completion.
+    fn after_app(&mut self, id: u32) {
+        let node = self.apps[id as usize].node;
+        let mut out = std::mem::take(&mut self.out_buf);
+        for p in out.drain(..) {
+            if p.flow != Packet::NO_FLOW {
+                let f = &mut self.flows[p.flow as usize];
+                f.sent_packets += 1;
+                f.sent_bytes += p.len as u64;
+            }
+            let pid = self.arena.alloc(p);
+            self.send_from_node(node, pid);
+        }
+        self.out_buf = out;
+        let slot = &mut self.apps[id as usize];
+        let t = slot.app.poll_timeout();
+        if t != slot.timer_at {
+            slot.timer_at = t;
+            if let Some(t) = t {
+                self.events.schedule(t.max(self.now), Event::AppTimer(id));
+            }
+        }
+        if slot.app.is_finished() && !slot.reported {
+            slot.reported = true;
+            self.finished.push(id);
+        }
+    }
+
+    // ------------------------------------------------------------ IP layer
+
+    fn node_drop(&mut self, node: NodeId, pid: PacketId, reason: DropReason) {
+        let len = self.arena.len_of(pid);
+        let d = &mut self.nodes[node].drops;
+        d.packets[reason.index()] += 1;
+        d.bytes[reason.index()] += len as u64;
+        self.arena.free(pid);
+    }
+
+    /// A node originates or forwards `pid`: route it, resolve the next hop,
+    /// hand it to the out interface.
+    fn send_from_node(&mut self, node: NodeId, pid: PacketId) {
+        let dst = self.arena.get(pid).dst;
+        if self.topo.is_local(node, dst) {
+            self.local_deliver(node, pid);
+            return;
+        }
+        let Some(route) = self.topo.route(node, dst).copied() else {
+            self.node_drop(node, pid, DropReason::NoRoute);
+            return;
+        };
+        if !self.options.arp || self.nodes[node].kind == NodeKind::Switch {
+            self.iface_xmit(route.out, pid);
+            return;
+        }
+        let n = &mut self.nodes[node];
+        match n.neighbours.iter_mut().position(|e| e.addr == route.next_hop) {
+            Some(i) if matches!(n.neighbours[i].state, NeighState::Reachable) => self.iface_xmit(route.out, pid),
+            Some(i) => self.arp_enqueue(node, i, pid),
+            None => {
+                let retry_at = self.now + ARP_RETRANS;
+                n.neighbours.push(Neighbour {
+                    addr: route.next_hop,
+                    out: route.out,
+                    state: NeighState::Incomplete { tries: 1, retry_at },
+                    queue: Vec::new(),
+                    queued_bytes: 0,
+                });
+                let i = n.neighbours.len() - 1;
+                self.arp_enqueue(node, i, pid);
+                self.send_arp(node, route.out, route.next_hop, false);
+                self.arm_node_timer(node);
+            }
+        }
+    }
+
+    /// Hold a packet until its neighbour resolves; like Linux, drop the
+    /// oldest held packets when the queue's byte budget is exceeded.
+    fn arp_enqueue(&mut self, node: NodeId, i: usize, pid: PacketId) {
+        let len = self.arena.len_of(pid) as u64;
+        loop {
+            let e = &mut self.nodes[node].neighbours[i];
+            if e.queued_bytes + len <= ARP_QUEUE_BYTES || e.queue.is_empty() {
+                break;
+            }
+            let old = e.queue.remove(0);
+            e.queued_bytes -= self.arena.len_of(old) as u64;
+            self.node_drop(node, old, DropReason::NeighbourFailed);
+        }
+        let e = &mut self.nodes[node].neighbours[i];
+        e.queue.push(pid);
+        e.queued_bytes += len;
+    }
+
+    fn send_arp(&mut self, node: NodeId, out: IfaceId, target: Ipv4, reply: bool) {
+        let src = self.topo.iface_ip[out].unwrap_or(self.nodes[node].addr);
+        let p = Packet {
+            src,
+            dst: target,
+            proto: Proto::Arp,
+            tos: 0,
+            ttl: 64,
+            len: ARP_FRAME,
+            src_port: 0,
+            dst_port: 0,
+            payload: Payload::Arp { reply },
+            seq: 0,
+            sent_at: self.now,
+            flow: Packet::NO_FLOW,
+            corrupt: false,
+        };
+        let pid = self.arena.alloc(p);
+        self.iface_xmit(out, pid);
+    }
+
+    fn arm_node_timer(&mut self, node: NodeId) {
+        let next = self.nodes[node]
+            .neighbours
+            .iter()
+            .filter_map(|e| match e.state {
+                NeighState::Incomplete { retry_at, .. } => Some(retry_at),
+                NeighState::Reachable => None,
+            })
+            .min();
+        let n = &mut self.nodes[node];
+        if next != n.timer_at {
+            n.timer_at = next;
+            if let Some(t) = next {
+                self.events.schedule(t, Event::NodeTimer(node as u32));
+            }
+        }
+    }
+
+    /// Re-solicit unresolved neighbours; give up after `ARP_TRIES`.
+    fn arp_timer(&mut self, node: NodeId) {
+        let now = self.now;
+        let mut i = 0;
+        while i < self.nodes[node].neighbours.len() {
+            let e = &mut self.nodes[node].neighbours[i];
+            match e.state {
+                NeighState::Incomplete { tries, retry_at } if retry_at <= now => {
+                    if tries >= ARP_TRIES {
+                        let e = self.nodes[node].neighbours.remove(i);
+                        for pid in e.queue {
+                            self.node_drop(node, pid, DropReason::NeighbourFailed);
+                        }
+                        continue;
+                    }
+                    e.state = NeighState::Incomplete { tries: tries + 1, retry_at: now + ARP_RETRANS };
+                    let (out, addr) = (e.out, e.addr);
+                    self.send_arp(node, out, addr, false);
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        self.arm_node_timer(node);
+    }
+
+    /// Learn that `addr` is reachable and release what waited for it.
+    fn neighbour_confirmed(&mut self, node: NodeId, addr: Ipv4, via: IfaceId) {
+        let n = &mut self.nodes[node];
+        match n.neighbours.iter().position(|e| e.addr == addr) {
+            Some(i) => {
+                let e = &mut n.neighbours[i];
+                e.state = NeighState::Reachable;
+                e.queued_bytes = 0;
+                let out = e.out;
+                let held = std::mem::take(&mut e.queue);
+                for pid in held {
+                    self.iface_xmit(out, pid);
+                }
+                self.arm_node_timer(node);
+            }
+            None => n.neighbours.push(Neighbour {
+                addr,
+                out: via,
+                state: NeighState::Reachable,
+                queue: Vec::new(),
+                queued_bytes: 0,
+            }),
+        }
+    }
+
+    /// A packet arrives on `iface` (of the receiving node).
+    fn receive(&mut self, iface: IfaceId, pid: PacketId) {
+        let ifc = &mut self.ifaces[iface];
+        ifc.rx_packets += 1;
+        ifc.rx_bytes += self.arena.len_of(pid) as u64;
+        let node = self.topo.iface_node[iface];
+        let p = *self.arena.get(pid);
+        if p.proto == Proto::Arp && self.topo.is_local(node, p.dst) {
+            self.delivered(pid);
+            let is_reply = matches!(p.payload, Payload::Arp { reply: true });
+            self.neighbour_confirmed(node, p.src, iface);
+            if !is_reply {
+                self.send_arp(node, iface, p.src, true);
+            }
+            return;
+        }
+        match self.nodes[node].kind {
+            NodeKind::Switch => self.send_from_node(node, pid),
+            NodeKind::Host | NodeKind::Router if self.topo.is_local(node, p.dst) => self.local_deliver(node, pid),
+            NodeKind::Host => self.node_drop(node, pid, DropReason::NoRoute),
+            NodeKind::Router => {
+                if p.ttl <= 1 {
+                    self.node_drop(node, pid, DropReason::NoRoute);
+                } else {
+                    self.arena.get_mut(pid).ttl -= 1;
+                    self.send_from_node(node, pid);
+                }
+            }
+        }
+    }
+
+    fn delivered(&mut self, pid: PacketId) {
+        let p = self.arena.get(pid);
+        self.delivered_packets += 1;
+        self.delivered_bytes += p.len as u64;
+        if p.flow != Packet::NO_FLOW {
+            let f = &mut self.flows[p.flow as usize];
+            f.received_packets += 1;
+            f.received_bytes += p.len as u64;
+        }
+        self.arena.free(pid);
+    }
+
+    /// The node's own stack consumes the packet.
+    fn local_deliver(&mut self, node: NodeId, pid: PacketId) {
+        let p = *self.arena.get(pid);
+        if p.corrupt {
+            // The IP/UDP/ICMP checksum fails; the stack discards it.
+            self.node_drop(node, pid, DropReason::Corrupt);
+            return;
+        }
+        let target = match p.payload {
+            Payload::Echo { reply: false, ident, seq } => {
+                self.delivered(pid);
+                let mut r = p;
+                r.src = p.dst;
+                r.dst = p.src;
+                r.ttl = 64;
+                r.flow = Packet::NO_FLOW;
+                r.payload = Payload::Echo { reply: true, ident, seq };
+                let rid = self.arena.alloc(r);
+                self.send_from_node(node, rid);
+                return;
+            }
+            Payload::Echo { reply: true, ident, .. } => self.nodes[node].sockets.lookup(Proto::Icmp, ident),
+            Payload::Arp { .. } => None,
+            _ => self.nodes[node].sockets.lookup(p.proto, p.dst_port),
+        };
+        match target {
+            Some(app) => {
+                self.delivered(pid);
+                self.with_app(app, |a, ctx| a.handle_packet(ctx, &p));
+                self.after_app(app);
+            }
+            None if p.proto == Proto::Tcp => {
+                // A closed TCP port answers with a reset (connection refused).
+                self.delivered(pid);
+                if let Payload::Control { conn, .. } = p.payload {
+                    let mut r = p;
+                    r.src = p.dst;
+                    r.dst = p.src;
+                    r.src_port = p.dst_port;
+                    r.dst_port = p.src_port;
+                    r.ttl = 64;
+                    r.flow = Packet::NO_FLOW;
+                    r.len = crate::packet::ETH_HEADER + crate::packet::IPV4_HEADER + 20;
+                    r.payload = Payload::Reset { conn };
+                    let rid = self.arena.alloc(r);
+                    self.send_from_node(node, rid);
+                }
+            }
+            None => self.node_drop(node, pid, DropReason::NoListener),
+        }
+    }
+
+    // ------------------------------------------------------------ interfaces
+
+    fn iface_xmit(&mut self, iface: IfaceId, pid: PacketId) {
+        let ifc = &mut self.ifaces[iface];
+        if ifc.tree.is_noqueue() {
+            self.put_on_wire(iface, pid);
+            return;
+        }
+        let mut ctx = QdiscCtx {
+            now: self.now,
+            arena: &mut self.arena,
+            drops: &mut ifc.drops,
+            watchdog: None,
+            reinject: &mut self.reinject_buf,
+        };
+        ifc.tree.enqueue(&mut ctx, pid);
+        // netem duplicates re-enter at the root, in the order they were made
+        let mut k = 0;
+        while k < ctx.reinject.len() {
+            let clone = ctx.reinject[k];
+            ifc.tree.enqueue(&mut ctx, clone);
+            k += 1;
+        }
+        ctx.reinject.clear();
+        self.kick(iface);
+    }
+
+    /// Dequeue and transmit until the root is empty, throttled, or the wire busy.
+    fn kick(&mut self, iface: IfaceId) {
+        loop {
+            let ifc = &mut self.ifaces[iface];
+            if ifc.busy_until > self.now {
+                if !ifc.link_free_pending {
+                    ifc.link_free_pending = true;
+                    self.events.schedule(ifc.busy_until, Event::LinkFree(iface as u32));
+                }
+                return;
+            }
+            if ifc.tree.is_noqueue() {
+                return;
+            }
+            let mut ctx = QdiscCtx {
+                now: self.now,
+                arena: &mut self.arena,
+                drops: &mut ifc.drops,
+                watchdog: None,
+                reinject: &mut self.reinject_buf,
+            };
+            match ifc.tree.dequeue(&mut ctx) {
+                Some(pid) => self.put_on_wire(iface, pid),
+                None => {
+                    if let Some(w) = ctx.watchdog {
+                        if ifc.watchdog_at != Some(w) {
+                            ifc.watchdog_at = Some(w);
+                            self.events.schedule(w.max(self.now), Event::Watchdog(iface as u32));
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn put_on_wire(&mut self, iface: IfaceId, pid: PacketId) {
+        let len = self.arena.len_of(pid);
+        let ifc = &mut self.ifaces[iface];
+        ifc.tx_packets += 1;
+        ifc.tx_bytes += len as u64;
+        let tx = ifc.rate.tx_time(len as u64);
+        if ifc.rate.bps() > 0 {
+            ifc.busy_until = self.now + tx;
+        }
+        let arrival = self.now + tx + ifc.delay;
+        let peer = self.topo.iface_peer[iface];
+        if arrival == self.now {
+            self.pending.push_back((peer, pid));
+        } else {
+            if ifc.wire.is_empty() {
+                self.events.schedule(arrival, Event::WireArrival(iface as u32));
+            }
+            ifc.wire.push_back((arrival, pid));
+        }
+    }
+
+    fn wire_arrival(&mut self, iface: IfaceId) {
+        let peer = self.topo.iface_peer[iface];
+        while let Some(&(t, pid)) = self.ifaces[iface].wire.front() {
+            if t > self.now {
+                self.events.schedule(t, Event::WireArrival(iface as u32));
+                break;
+            }
+            self.ifaces[iface].wire.pop_front();
+            self.receive(peer, pid);
+        }
+    }
+
+    // ------------------------------------------------------------ reporting
+
+    /// Packets physically held anywhere: qdiscs, wires, ARP queues, and the
+    /// zero-delay arrival FIFO.
+    fn held_packets(&self) -> u64 {
+        let in_ifaces: u64 = self.ifaces.iter().map(|i| i.tree.held_packets() + i.wire.len() as u64).sum();
+        let in_arp: u64 = self.nodes.iter().flat_map(|n| n.neighbours.iter()).map(|e| e.queue.len() as u64).sum();
+        in_ifaces + in_arp + self.pending.len() as u64
+    }
+
+    pub fn summary(&self) -> Value {
+        let drops_json = |d: &DropCounters| {
+            let mut m = serde_json::Map::new();
+            for r in DropReason::ALL {
+                if d.packets[r.index()] > 0 {
+                    m.insert(r.name().into(), json!({"packets": d.packets[r.index()], "bytes": d.bytes[r.index()]}));
+                }
+            }
+            Value::Object(m)
+        };
+        let mut ifaces = serde_json::Map::new();
+        let mut dropped: u64 = 0;
+        for (i, ifc) in self.ifaces.iter().enumerate() {
+            dropped += ifc.drops.total_packets();
+            ifaces.insert(
+                self.topo.iface_names[i].clone(),
+                json!({
+                    "node": self.topo.node_names[self.topo.iface_node[i]],
+                    "peer": self.topo.iface_names[self.topo.iface_peer[i]],
+                    "tx_packets": ifc.tx_packets, "tx_bytes": ifc.tx_bytes,
+                    "rx_packets": ifc.rx_packets, "rx_bytes": ifc.rx_bytes,
+                    "drops": drops_json(&ifc.drops),
+                    "qdiscs": ifc.tree.show(),
+                }),
+            );
+        }
+        let mut nodes = serde_json::Map::new();
+        for (n, node) in self.nodes.iter().enumerate() {
+            dropped += node.drops.total_packets();
+            nodes.insert(self.topo.node_names[n].clone(), json!({"drops": drops_json(&node.drops)}));
+        }
+        let flows: Vec<Value> = self
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.sent_packets > 0)
+            .map(|(id, f)| {
+                json!({
+                    "app": id, "kind": self.apps[id].app.kind(),
+                    "node": self.topo.node_names[self.apps[id].node],
+                    "sent_packets": f.sent_packets, "sent_bytes": f.sent_bytes,
+                    "received_packets": f.received_packets, "received_bytes": f.received_bytes,
+                })
+            })
+            .collect();
+        json!({
+            "time_ns": self.now.as_nanos(),
+            "events": self.events.popped(),
+            "packets": {
+                "created": self.arena.created(),
+                "delivered": self.delivered_packets,
+                "delivered_bytes": self.delivered_bytes,
+                "dropped": dropped,
+                "live": self.arena.live(),
+                "held": self.held_packets(),
+            },
+            "interfaces": ifaces,
+            "nodes": nodes,
+            "flows": flows,
+        })
+    }
+}

@@ -1,0 +1,331 @@
+//! Nodes, interfaces and links, and shortest-path static routing.
+//!
+//! The Python layer applies Mininet's conventions (qdiscs.md §9: host `hX`
+//! has `hX-eth0` and 10.0.0.X; the k-th link of a switch is `sX-eth<k>`) and
+//! hands the engine a fully named topology. Switches forward at layer 2 and
+//! routers at layer 3; both are modelled as forwarding by destination address
+//! along shortest paths (in hops; ties go to the link listed first), which is
+//! what Mininet's learning switches and a statically routed Linux router do
+//! on the tree-shaped lab topologies. Hosts never forward.
+
+use crate::error::{Error, Result};
+use crate::packet::Ipv4;
+use serde::Deserialize;
+use std::collections::{HashMap, VecDeque};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKind {
+    Host,
+    Switch,
+    Router,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    pub name: String,
+    pub kind: NodeKind,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointConfig {
+    pub node: String,
+    pub intf: String,
+    #[serde(default)]
+    pub ip: Option<Ipv4>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    pub a: EndpointConfig,
+    pub b: EndpointConfig,
+    /// Serialisation rate of the wire in bit/s; 0 = veth (instantaneous).
+    #[serde(default)]
+    pub rate_bps: u64,
+    /// Propagation delay in ns (0 for veth).
+    #[serde(default)]
+    pub delay_ns: u64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyConfig {
+    pub nodes: Vec<NodeConfig>,
+    pub links: Vec<LinkConfig>,
+}
+
+/// Index of a node / interface in the engine's tables.
+pub type NodeId = usize;
+pub type IfaceId = usize;
+
+/// Where a node sends packets for one destination: out interface and the
+/// address of the next layer-3 hop (the neighbour ARP must resolve).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    pub dst: Ipv4,
+    pub out: IfaceId,
+    pub next_hop: Ipv4,
+}
+
+/// The static part of the network: names, adjacency and routes.
+#[derive(Debug)]
+pub struct Topology {
+    pub node_names: Vec<String>,
+    pub node_kinds: Vec<NodeKind>,
+    /// interfaces of each node, in link order
+    pub node_ifaces: Vec<Vec<IfaceId>>,
+    pub iface_names: Vec<String>,
+    pub iface_node: Vec<NodeId>,
+    pub iface_peer: Vec<IfaceId>,
+    pub iface_ip: Vec<Option<Ipv4>>,
+    pub iface_rate_bps: Vec<u64>,
+    pub iface_delay_ns: Vec<u64>,
+    /// per node: routes sorted by destination address (binary-searched)
+    pub routes: Vec<Vec<Route>>,
+}
+
+impl Topology {
+    pub fn build(cfg: &TopologyConfig) -> Result<Topology> {
+        let mut node_index: HashMap<&str, NodeId> = HashMap::new();
+        for (i, n) in cfg.nodes.iter().enumerate() {
+            if n.name.is_empty() {
+                return Err(Error::Config("a node has an empty name".into()));
+            }
+            if node_index.insert(n.name.as_str(), i).is_some() {
+                return Err(Error::Config(format!("node {:?} is declared twice", n.name)));
+            }
+        }
+        let mut t = Topology {
+            node_names: cfg.nodes.iter().map(|n| n.name.clone()).collect(),
+            node_kinds: cfg.nodes.iter().map(|n| n.kind).collect(),
+            node_ifaces: vec![Vec::new(); cfg.nodes.len()],
+            iface_names: Vec::new(),
+            iface_node: Vec::new(),
+            iface_peer: Vec::new(),
+            iface_ip: Vec::new(),
+            iface_rate_bps: Vec::new(),
+            iface_delay_ns: Vec::new(),
+            routes: vec![Vec::new(); cfg.nodes.len()],
+        };
+        let mut iface_index: HashMap<String, IfaceId> = HashMap::new();
+        let mut addr_owner: HashMap<Ipv4, IfaceId> = HashMap::new();
+        for (li, link) in cfg.links.iter().enumerate() {
+            let mut ids = [0usize; 2];
+            for (k, ep) in [&link.a, &link.b].into_iter().enumerate() {
+                let node = *node_index.get(ep.node.as_str()).ok_or_else(|| {
+                    Error::Config(format!("link {} names unknown node {:?}", li + 1, ep.node))
+                })?;
+                let id = t.iface_names.len();
+                if iface_index.insert(ep.intf.clone(), id).is_some() {
+                    return Err(Error::Config(format!("interface {:?} is declared twice", ep.intf)));
+                }
+                if let Some(ip) = ep.ip {
+                    if t.node_kinds[node] == NodeKind::Switch {
+                        return Err(Error::Config(format!(
+                            "interface {:?} of switch {:?} cannot have an address (switches forward at layer 2)",
+                            ep.intf, ep.node
+                        )));
+                    }
+                    if let Some(other) = addr_owner.insert(ip, id) {
+                        return Err(Error::Config(format!(
+                            "address {ip} is given to both {:?} and {:?}",
+                            t.iface_names[other], ep.intf
+                        )));
+                    }
+                } else if t.node_kinds[node] != NodeKind::Switch {
+                    return Err(Error::Config(format!(
+                        "interface {:?} of {:?} needs an address",
+                        ep.intf, ep.node
+                    )));
+                }
+                t.iface_names.push(ep.intf.clone());
+                t.iface_node.push(node);
+                t.iface_ip.push(ep.ip);
+                t.iface_rate_bps.push(link.rate_bps);
+                t.iface_delay_ns.push(link.delay_ns);
+                t.iface_peer.push(usize::MAX);
+                t.node_ifaces[node].push(id);
+                ids[k] = id;
+            }
+            if t.iface_node[ids[0]] == t.iface_node[ids[1]] {
+                return Err(Error::Config(format!("link {} connects {:?} to itself", li + 1, link.a.node)));
+            }
+            t.iface_peer[ids[0]] = ids[1];
+            t.iface_peer[ids[1]] = ids[0];
+        }
+        t.compute_routes();
+        Ok(t)
+    }
+
+    pub fn iface_by_name(&self, name: &str) -> Option<IfaceId> {
+        self.iface_names.iter().position(|n| n == name)
+    }
+
+    pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
+        self.node_names.iter().position(|n| n == name)
+    }
+
+    /// Addresses of a node, in interface order.
+    pub fn node_addrs(&self, node: NodeId) -> impl Iterator<Item = Ipv4> + '_ {
+        self.node_ifaces[node].iter().filter_map(|&i| self.iface_ip[i])
+    }
+
+    pub fn is_local(&self, node: NodeId, addr: Ipv4) -> bool {
+        self.node_addrs(node).any(|a| a == addr)
+    }
+
+    /// Route of `node` towards `dst`, if `dst` is reachable.
+    #[inline]
+    pub fn route(&self, node: NodeId, dst: Ipv4) -> Option<&Route> {
+        let table = &self.routes[node];
+        table.binary_search_by_key(&dst, |r| r.dst).ok().map(|i| &table[i])
+    }
+
+    /// Breadth-first search from every addressed interface back over the
+    /// graph. Hosts are leaves: paths never transit a host. Neighbours are
+    /// explored in interface (= link) order, so ties go to the first link.
+    fn compute_routes(&mut self) {
+        let n = self.node_names.len();
+        for dst_iface in 0..self.iface_names.len() {
+            let Some(dst) = self.iface_ip[dst_iface] else { continue };
+            let dst_node = self.iface_node[dst_iface];
+            // dist/next: for each node, the interface leading towards dst and
+            // the first layer-3 node's address on the way.
+            let mut visited = vec![false; n];
+            let mut queue = VecDeque::new();
+            visited[dst_node] = true;
+            // The owner reaches itself locally; its neighbours reach it through
+            // the link attached to `dst_iface` first, then other links.
+            let mut order: Vec<IfaceId> = vec![dst_iface];
+            order.extend(self.node_ifaces[dst_node].iter().copied().filter(|&i| i != dst_iface));
+            for &i in &order {
+                let peer = self.iface_peer[i];
+                let pn = self.iface_node[peer];
+                if !visited[pn] {
+                    visited[pn] = true;
+                    // next_hop seen from pn is the address on dst_node's side of the link
+                    let hop = self.iface_ip[i].unwrap_or(dst);
+                    self.routes[pn].push(Route { dst, out: peer, next_hop: hop });
+                    queue.push_back((pn, hop));
+                }
+            }
+            while let Some((node, hop_from_node)) = queue.pop_front() {
+                if self.node_kinds[node] == NodeKind::Host {
+                    continue; // hosts do not forward
+                }
+                for &i in &self.node_ifaces[node] {
+                    let peer = self.iface_peer[i];
+                    let pn = self.iface_node[peer];
+                    if visited[pn] {
+                        continue;
+                    }
+                    visited[pn] = true;
+                    // A switch is transparent: the next L3 hop stays the same.
+                    // A router is itself the next hop: its address on this link.
+                    let hop = match self.node_kinds[node] {
+                        NodeKind::Switch => hop_from_node,
+                        _ => self.iface_ip[i].unwrap_or(hop_from_node),
+                    };
+                    self.routes[pn].push(Route { dst, out: peer, next_hop: hop });
+                    queue.push_back((pn, hop));
+                }
+            }
+        }
+        for table in &mut self.routes {
+            table.sort_by_key(|r| r.dst);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ep(node: &str, intf: &str, ip: Option<&str>) -> EndpointConfig {
+        EndpointConfig { node: node.into(), intf: intf.into(), ip: ip.map(|s| Ipv4::parse(s).unwrap()) }
+    }
+
+    fn link(a: EndpointConfig, b: EndpointConfig) -> LinkConfig {
+        LinkConfig { a, b, rate_bps: 0, delay_ns: 0 }
+    }
+
+    fn node(name: &str, kind: NodeKind) -> NodeConfig {
+        NodeConfig { name: name.into(), kind }
+    }
+
+    /// Lab 14: links [h1,s1] [s1,s2] [s2,h3] [h2,s1].
+    fn lab14() -> Topology {
+        let cfg = TopologyConfig {
+            nodes: vec![
+                node("h1", NodeKind::Host),
+                node("h2", NodeKind::Host),
+                node("h3", NodeKind::Host),
+                node("s1", NodeKind::Switch),
+                node("s2", NodeKind::Switch),
+            ],
+            links: vec![
+                link(ep("h1", "h1-eth0", Some("10.0.0.1")), ep("s1", "s1-eth1", None)),
+                link(ep("s1", "s1-eth2", None), ep("s2", "s2-eth1", None)),
+                link(ep("s2", "s2-eth2", None), ep("h3", "h3-eth0", Some("10.0.0.3"))),
+                link(ep("h2", "h2-eth0", Some("10.0.0.2")), ep("s1", "s1-eth3", None)),
+            ],
+        };
+        Topology::build(&cfg).unwrap()
+    }
+
+    #[test]
+    fn lab14_routes_cross_s1_eth2() {
+        let t = lab14();
+        let h3 = Ipv4::parse("10.0.0.3").unwrap();
+        let s1 = t.node_by_name("s1").unwrap();
+        let r = t.route(s1, h3).unwrap();
+        assert_eq!(t.iface_names[r.out], "s1-eth2");
+        let h1 = t.node_by_name("h1").unwrap();
+        let r = t.route(h1, h3).unwrap();
+        assert_eq!(t.iface_names[r.out], "h1-eth0");
+        assert_eq!(r.next_hop, h3, "switches are transparent for ARP");
+        // back from h3 to h2 goes through s2-eth1 and s1-eth3
+        let h2 = Ipv4::parse("10.0.0.2").unwrap();
+        let s2 = t.node_by_name("s2").unwrap();
+        assert_eq!(t.iface_names[t.route(s2, h2).unwrap().out], "s2-eth1");
+        assert_eq!(t.iface_names[t.route(s1, h2).unwrap().out], "s1-eth3");
+    }
+
+    #[test]
+    fn router_is_the_next_hop_of_its_hosts() {
+        let cfg = TopologyConfig {
+            nodes: vec![node("host1", NodeKind::Host), node("router", NodeKind::Router), node("host2", NodeKind::Host)],
+            links: vec![
+                link(ep("host1", "eth0", Some("192.168.24.21")), ep("router", "eth2", Some("192.168.24.22"))),
+                link(ep("router", "eth1", Some("192.168.25.22")), ep("host2", "eth0b", Some("192.168.25.24"))),
+            ],
+        };
+        let t = Topology::build(&cfg).unwrap();
+        let h1 = t.node_by_name("host1").unwrap();
+        let r = t.route(h1, Ipv4::parse("192.168.25.24").unwrap()).unwrap();
+        assert_eq!(r.next_hop, Ipv4::parse("192.168.24.22").unwrap());
+        let router = t.node_by_name("router").unwrap();
+        let r = t.route(router, Ipv4::parse("192.168.25.24").unwrap()).unwrap();
+        assert_eq!(t.iface_names[r.out], "eth1");
+        assert_eq!(r.next_hop, Ipv4::parse("192.168.25.24").unwrap());
+    }
+
+    #[test]
+    fn bad_topologies_are_rejected_with_a_reason() {
+        let dup = TopologyConfig { nodes: vec![node("h1", NodeKind::Host), node("h1", NodeKind::Host)], links: vec![] };
+        assert!(matches!(Topology::build(&dup), Err(Error::Config(m)) if m.contains("twice")));
+        let unknown = TopologyConfig {
+            nodes: vec![node("h1", NodeKind::Host)],
+            links: vec![link(ep("h1", "h1-eth0", Some("10.0.0.1")), ep("s9", "s9-eth1", None))],
+        };
+        assert!(matches!(Topology::build(&unknown), Err(Error::Config(m)) if m.contains("s9")));
+        let no_ip = TopologyConfig {
+            nodes: vec![node("h1", NodeKind::Host), node("s1", NodeKind::Switch)],
+            links: vec![link(ep("h1", "h1-eth0", None), ep("s1", "s1-eth1", None))],
+        };
+        assert!(matches!(Topology::build(&no_ip), Err(Error::Config(m)) if m.contains("needs an address")));
+    }
+}

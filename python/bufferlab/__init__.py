@@ -1,0 +1,29 @@
+"""bufferlab: a fast, deterministic packet-level simulator for bufferbloat,
+AQM and TCP congestion-control labs, driven by the labs' own command lines.
+
+    from bufferlab import load_scenario, run_scenario
+    summary = run_scenario(load_scenario("scenarios/udp-tbf-netem.toml"))
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .errors import BufferlabError, CommandError, NotSupportedError, ScenarioError
+from .runner import run_scenario
+from .scenario.load import load_scenario
+
+try:
+    __version__ = version("bufferlab")
+except PackageNotFoundError:  # running from a source tree without installing
+    __version__ = "0.0.0+src"
+
+__all__ = [
+    "BufferlabError",
+    "CommandError",
+    "NotSupportedError",
+    "ScenarioError",
+    "load_scenario",
+    "run_scenario",
+    "__version__",
+]

@@ -1,0 +1,524 @@
+"""``iperf3`` command lines (server ``-s`` and client ``-c HOST``).
+
+Mirrors iperf3 ``src/iperf_api.c`` ``iperf_parse_arguments`` (3.7 behaviour,
+with the 3.0.x/3.1 differences of formats.md §1.1 behind the profile's
+``iperf3_version``), ``src/units.c`` and ``src/iperf_error.c`` texts:
+
+* ``getopt_long`` with options and operands interleaved; long options by
+  unique prefix; the 3.7 option set (``--bitrate``/``--bandwidth``, ...);
+* per-option checks in source order: ``-p`` 1..65535, ``-i`` 0 or 0.1..60,
+  ``-t`` ≤ 86400, ``-P`` ≤ 128, ``-w`` ≤ 512 MiB, ``-S`` via ``strtol(.., 0)``
+  in 0..255, ``-O`` 0..60, ``-b RATE[/BURST]`` (BURST 1..1000);
+* then role checks (``some option you are trying to set is client only`` /
+  ``... server only``), block size limits, the test-end-condition rule
+  (``-t`` with ``-n`` is iperf3's own error ``only one test end condition
+  (-t, -n, -k) may be specified``), and last the missing-role error.
+
+Messages are iperf3's ``parameter error - <iperf_strerror text>``.
+
+Defaults: port 5201; ``-t`` 10 s; UDP rate 1 048 576 bit/s (``UDP_RATE``);
+UDP block size 1448 (3.2+: the control connection's MSS on a 1500-byte MTU)
+or 8192 (3.0.x/3.1); TCP block size 131072.
+
+The handouts' ``-0 10`` typo is read as ``-O 10`` with a warning. TCP clients
+parse fully; :func:`ensure_supported` is what refuses them (until the TCP
+model lands).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
+from bufferlab.profile import Profile
+from bufferlab.units import parse_iperf_rate, parse_iperf_size, strtod_prefix
+
+from ._common import Resolver, c_strtol, check_host
+from ._getopt import Getopt, Opt, OptSpec
+from .shell import Word
+
+__all__ = ["Iperf3Server", "Iperf3Client", "parse_iperf3", "ensure_supported"]
+
+DEFAULT_PORT = 5201
+DEFAULT_DURATION = 10
+UDP_RATE = 1024 * 1024
+DEFAULT_TCP_BLKSIZE = 128 * 1024
+MAX_TIME = 86400
+MAX_STREAMS = 128
+MAX_BURST = 1000
+MAX_BLOCKSIZE = 1024 * 1024
+MIN_UDP_BLOCKSIZE = 4 + 4 + 8
+MAX_UDP_BLOCKSIZE = 65535 - 8 - 20
+MAX_TCP_BUFFER = 512 * 1024 * 1024
+MIN_INTERVAL = 0.1
+MAX_INTERVAL = 60.0
+
+
+def default_udp_blksize(profile: Profile) -> int:
+    """3.2+: the control connection's MSS (1448 on Mininet); before: 8192."""
+    return 1448 if profile.iperf3_at_least(3, 2) else 8192
+
+
+@dataclass
+class Iperf3Server:
+    port: int = DEFAULT_PORT
+    one_off: bool = False  # -1
+    daemon: bool = False  # -D
+    interval_s: float = 1.0  # -i (0 = no interval reports)
+    json: bool = False  # -J
+    verbose: bool = False  # -V
+    logfile: str | None = None
+    format: str | None = None  # -f letter
+    debug: bool = False
+
+
+@dataclass
+class Iperf3Client:
+    host: str  # as typed (an IPv4 literal)
+    host_col: int
+    protocol: str = "tcp"  # "udp" with -u
+    port: int = DEFAULT_PORT
+    rate_bps: int = 0  # -b; UDP default 1048576, TCP default 0 = unlimited
+    rate_given: bool = False
+    blksize: int = DEFAULT_TCP_BLKSIZE  # -l (UDP payload size for UDP)
+    blksize_given: bool = False
+    duration_s: int = DEFAULT_DURATION  # -t; 0 = until interrupted (or -n/-k)
+    bytes: int | None = None  # -n
+    blocks: int | None = None  # -k
+    tos: int = 0  # -S
+    title: str | None = None  # -T
+    json: bool = False  # -J
+    interval_s: float = 1.0  # -i
+    omit_s: int = 0  # -O
+    logfile: str | None = None
+    parallel: int = 1  # -P
+    reverse: bool = False  # -R
+    window: int | None = None  # -w (socket buffer, bytes)
+    congestion: str | None = None  # -C
+    no_delay: bool = False  # -N
+    zerocopy: bool = False  # -Z
+    verbose: bool = False
+    format: str | None = None
+    udp_counters_64bit: bool = False
+    debug: bool = False
+    words_col: int = 0  # column of the program name
+
+
+_SPECS = [
+    OptSpec("p", "p", ("port",), arg=True),
+    OptSpec("f", "f", ("format",), arg=True),
+    OptSpec("i", "i", ("interval",), arg=True),
+    OptSpec("D", "D", ("daemon",)),
+    OptSpec("1", "1", ("one-off",)),
+    OptSpec("V", "V", ("verbose",)),
+    OptSpec("J", "J", ("json",)),
+    OptSpec("v", "v", ("version",)),
+    OptSpec("s", "s", ("server",)),
+    OptSpec("c", "c", ("client",), arg=True),
+    OptSpec("u", "u", ("udp",)),
+    OptSpec("b", "b", ("bitrate", "bandwidth"), arg=True),
+    OptSpec("t", "t", ("time",), arg=True),
+    OptSpec("n", "n", ("bytes",), arg=True),
+    OptSpec("k", "k", ("blockcount",), arg=True),
+    OptSpec("l", "l", ("length",), arg=True),
+    OptSpec("P", "P", ("parallel",), arg=True),
+    OptSpec("R", "R", ("reverse",)),
+    OptSpec("bidir", None, ("bidir",)),
+    OptSpec("w", "w", ("window",), arg=True),
+    OptSpec("B", "B", ("bind",), arg=True),
+    OptSpec("cport", None, ("cport",), arg=True),
+    OptSpec("M", "M", ("set-mss",), arg=True),
+    OptSpec("N", "N", ("no-delay",)),
+    OptSpec("4", "4", ("version4",)),
+    OptSpec("6", "6", ("version6",)),
+    OptSpec("S", "S", ("tos",), arg=True),
+    OptSpec("dscp", None, ("dscp",), arg=True),
+    OptSpec("L", "L", ("flowlabel",), arg=True),
+    OptSpec("Z", "Z", ("zerocopy",)),
+    OptSpec("O", "O", ("omit",), arg=True),
+    OptSpec("F", "F", ("file",), arg=True),
+    OptSpec("A", "A", ("affinity",), arg=True),
+    OptSpec("T", "T", ("title",), arg=True),
+    OptSpec("C", "C", ("congestion", "linux-congestion"), arg=True),
+    OptSpec("d", "d", ("debug",)),
+    OptSpec("I", "I", ("pidfile",), arg=True),
+    OptSpec("logfile", None, ("logfile",), arg=True),
+    OptSpec("forceflush", None, ("forceflush",)),
+    OptSpec("get-server-output", None, ("get-server-output",)),
+    OptSpec("udp-counters-64bit", None, ("udp-counters-64bit",)),
+    OptSpec("no-fq-socket-pacing", None, ("no-fq-socket-pacing",)),
+    OptSpec("h", "h", ("help",)),
+]
+
+_SUPPORTED_TEXT = (
+    "-s, -c HOST, -u, -b RATE, -l LEN, -t SEC, -n BYTES, -p PORT, -S TOS, -T TITLE, -J, "
+    "-i SEC, -O SEC, -P N, -R, -w SIZE, -C ALGO, -D, -1, -V, -f FMT, --logfile FILE"
+)
+#: real iperf3 options bufferlab does not model (parsed only to refuse them clearly)
+_UNSUPPORTED = {
+    "v": "-v (version)",
+    "h": "-h (help)",
+    "bidir": "--bidir",
+    "B": "-B (bind)",
+    "cport": "--cport",
+    "M": "-M (set-mss)",
+    "6": "-6 (IPv6)",
+    "dscp": "--dscp",
+    "L": "-L (flow label)",
+    "F": "-F (file)",
+    "A": "-A (affinity)",
+    "I": "-I (pidfile)",
+    "get-server-output": "--get-server-output",
+    "no-fq-socket-pacing": "--no-fq-socket-pacing",
+}
+_CLIENT_ONLY = {"u", "b", "t", "n", "k", "l", "P", "R", "w", "M", "N", "S", "Z", "O", "T", "C"}
+_SERVER_ONLY = {"D", "1"}
+
+
+def _perr(text: str, col: int | None, expected: str | None = None, suggestion: str | None = None) -> CommandError:
+    return CommandError(f"parameter error - {text}", col=col, expected=expected, suggestion=suggestion)
+
+
+def _atoi_strict(o: Opt, what: str) -> int:
+    """``atoi`` with the silent truncations turned into errors."""
+    assert o.value is not None
+    v, rest = c_strtol(o.value.text, 10)
+    if v is None or rest:
+        hint = None
+        num, _ = strtod_prefix(o.value.text)
+        if num is not None and math.isfinite(num):
+            hint = f"iperf3 {o.spelled} takes whole numbers; iperf3 would read {o.value.text!r} as {int(num)}"
+        raise CommandError(
+            f"iperf3: invalid {what} {o.value.text!r} for {o.spelled}",
+            col=o.value.col,
+            expected=f"{o.spelled} N (an integer)",
+            suggestion=hint,
+        )
+    return v
+
+
+def _atof(o: Opt, what: str) -> float:
+    assert o.value is not None
+    v, rest = strtod_prefix(o.value.text)
+    if v is None or rest or not math.isfinite(v):
+        raise CommandError(
+            f"iperf3: invalid {what} {o.value.text!r} for {o.spelled}",
+            col=o.value.col,
+            expected=f"{o.spelled} SECONDS (a number)",
+        )
+    return v
+
+
+def _unit(fn, o: Opt, **kw) -> int:  # type: ignore[no-untyped-def]
+    assert o.value is not None
+    try:
+        return fn(o.value.text, o.value.col, **kw)
+    except CommandError as err:
+        raise CommandError(
+            f"iperf3: {err.message} for {o.spelled}",
+            col=err.col,
+            expected=err.expected,
+            suggestion=err.suggestion,
+        ) from None
+
+
+def parse_iperf3(
+    words: list[Word],
+    diag: Diagnostics,
+    profile: Profile | None = None,
+    resolve: Resolver | None = None,
+) -> Iperf3Server | Iperf3Client:
+    """Parse ``iperf3 ...`` (``words[0]`` is ``iperf3``).
+
+    ``resolve`` (optional) maps a Mininet host name to its address so that
+    ``-c h3`` can be answered with "h3 is 10.0.0.3".
+    """
+    profile = profile or Profile()
+    getopt = Getopt(
+        "iperf3",
+        _SPECS,
+        expected="supported options: " + _SUPPORTED_TEXT,
+        short_aliases={"0": ("O", "iperf3 has no -0 option; read as -O (omit), write -O")},
+    )
+    opts, operands = getopt.parse(words[1:])
+    for warning, col in getopt.alias_warnings:
+        diag.warn(warning, col)
+    if operands:
+        w = operands[0]
+        raise CommandError(
+            f"iperf3: unexpected argument {w.text!r}",
+            col=w.col,
+            expected="options only: " + _SUPPORTED_TEXT,
+            suggestion="a host goes after -c (iperf3 -c 10.0.0.2)",
+        )
+
+    role: str | None = None
+    role_col: int | None = None
+    host: Word | None = None
+    client_flag: Opt | None = None
+    server_flag: Opt | None = None
+    udp = False
+    port = DEFAULT_PORT
+    rate: int | None = None
+    burst_given = False
+    blksize = 0
+    blksize_opt: Opt | None = None
+    duration = DEFAULT_DURATION
+    duration_given = False
+    nbytes = 0
+    nblocks = 0
+    interval = 1.0
+    tos = 0
+    title = None
+    json_out = verbose = debug = False
+    logfile = None
+    fmt = None
+    parallel = 1
+    reverse = False
+    window: int | None = None
+    congestion = None
+    no_delay = zerocopy = counters64 = False
+    omit = 0
+    daemon = one_off = False
+
+    for o in opts:
+        k = o.key
+        if k in _UNSUPPORTED:
+            raise NotSupportedError(
+                f"iperf3 {_UNSUPPORTED[k]} is not supported",
+                col=o.col,
+                expected="supported options: " + _SUPPORTED_TEXT,
+            )
+        if k in _CLIENT_ONLY and client_flag is None:
+            client_flag = o
+        if k in _SERVER_ONLY and server_flag is None:
+            server_flag = o
+        if k == "p":
+            port = _atoi_strict(o, "port")
+            if not 1 <= port <= 65535:
+                raise _perr("port number must be between 1 and 65535 inclusive", o.value.col if o.value else o.col)
+        elif k == "f":
+            assert o.value is not None
+            if not o.value.text or o.value.text[0] not in "kmgtKMGT":
+                raise _perr(
+                    "bad format specifier (valid formats are in the set [kmgtKMGT])",
+                    o.value.col,
+                )
+            fmt = o.value.text[0]
+        elif k == "i":
+            interval = _atof(o, "interval")
+            if (interval < MIN_INTERVAL or interval > MAX_INTERVAL) and interval != 0:
+                raise _perr(
+                    f"invalid report interval (min = {MIN_INTERVAL:g}, max = {MAX_INTERVAL:g} seconds)",
+                    o.value.col if o.value else o.col,
+                )
+        elif k == "D":
+            daemon = True
+        elif k == "1":
+            one_off = True
+        elif k == "V":
+            verbose = True
+        elif k == "J":
+            json_out = True
+        elif k == "s":
+            if role == "c":
+                raise _perr("cannot be both server and client", o.col)
+            role, role_col = "s", o.col
+        elif k == "c":
+            if role == "s":
+                raise _perr("cannot be both server and client", o.col)
+            role, role_col = "c", o.col
+            host = o.value
+        elif k == "u":
+            udp = True
+        elif k == "b":
+            assert o.value is not None
+            text = o.value.text
+            if "/" in text:
+                rate_text, _, burst_text = text.partition("/")
+                b, rest = c_strtol(burst_text, 10)
+                if b is None or rest or b <= 0 or b > MAX_BURST:
+                    raise _perr(
+                        f"invalid burst count (maximum = {MAX_BURST})",
+                        o.value.col + len(rate_text) + 1,
+                    )
+                burst_given = True
+                o = Opt(o.key, o.spelled, o.col, Word(rate_text, o.value.col))
+            rate = _unit(parse_iperf_rate, o, legacy_1024=not profile.iperf3_at_least(3, 1))
+            if burst_given:
+                raise NotSupportedError(
+                    "iperf3 -b RATE/BURST (burst mode) is not supported yet",
+                    col=o.value.col if o.value else o.col,
+                    expected="-b RATE",
+                )
+        elif k == "t":
+            duration = _atoi_strict(o, "time")
+            if duration > MAX_TIME:
+                raise _perr(f"test duration too long (maximum = {MAX_TIME} seconds)", o.value.col if o.value else o.col)
+            if duration < 0:
+                raise CommandError("iperf3: the test duration cannot be negative", col=o.value.col if o.value else o.col)
+            duration_given = True
+        elif k == "n":
+            nbytes = _unit(parse_iperf_size, o)
+        elif k == "k":
+            nblocks = _unit(parse_iperf_size, o)
+        elif k == "l":
+            blksize = _unit(parse_iperf_size, o)
+            blksize_opt = o
+        elif k == "P":
+            parallel = _atoi_strict(o, "stream count")
+            if parallel > MAX_STREAMS:
+                raise _perr(
+                    f"number of parallel streams too large (maximum = {MAX_STREAMS})",
+                    o.value.col if o.value else o.col,
+                )
+            if parallel < 1:
+                raise CommandError("iperf3: -P needs at least 1 stream", col=o.value.col if o.value else o.col)
+        elif k == "R":
+            reverse = True
+        elif k == "w":
+            window = _unit(parse_iperf_size, o)
+            if window > MAX_TCP_BUFFER:
+                raise _perr(
+                    f"socket buffer size too large (maximum = {MAX_TCP_BUFFER} bytes)",
+                    o.value.col if o.value else o.col,
+                )
+        elif k == "N":
+            no_delay = True
+        elif k == "4":
+            pass
+        elif k == "S":
+            assert o.value is not None
+            v, rest = c_strtol(o.value.text, 0)
+            if v is None or v < 0 or v > 255:
+                raise _perr(
+                    "bad TOS value (must be between 0 and 255 inclusive)",
+                    o.value.col,
+                    expected="-S TOS: 0x32, 050 (octal), 50",
+                )
+            if rest:
+                diag.warn(
+                    f"iperf3 ignores {rest!r} after the TOS value {v}",
+                    o.value.col + len(o.value.text) - len(rest),
+                )
+            tos = v
+        elif k == "Z":
+            zerocopy = True
+        elif k == "O":
+            omit = _atoi_strict(o, "omit")
+            if omit < 0 or omit > 60:
+                raise _perr("bogus value for --omit", o.value.col if o.value else o.col)
+        elif k == "T":
+            assert o.value is not None
+            title = o.value.text
+        elif k == "C":
+            assert o.value is not None
+            congestion = o.value.text
+        elif k == "d":
+            debug = True
+        elif k == "logfile":
+            assert o.value is not None
+            logfile = o.value.text
+        elif k == "forceflush":
+            pass
+        elif k == "udp-counters-64bit":
+            counters64 = True
+
+    if role == "c" and server_flag is not None:
+        raise _perr("some option you are trying to set is server only", server_flag.col)
+    if role == "s" and client_flag is not None:
+        raise _perr("some option you are trying to set is client only", client_flag.col)
+
+    if blksize == 0:
+        blksize_given = False
+        blksize = default_udp_blksize(profile) if udp else DEFAULT_TCP_BLKSIZE
+    else:
+        blksize_given = True
+    blk_col = blksize_opt.value.col if blksize_opt and blksize_opt.value else None
+    if blksize <= 0 or blksize > MAX_BLOCKSIZE:
+        raise _perr(f"block size too large (maximum = {MAX_BLOCKSIZE} bytes)", blk_col)
+    if udp and (blksize < MIN_UDP_BLOCKSIZE or blksize > MAX_UDP_BLOCKSIZE):
+        raise _perr(
+            f"block size invalid (minimum = {MIN_UDP_BLOCKSIZE} bytes, maximum = {MAX_UDP_BLOCKSIZE} bytes)",
+            blk_col,
+        )
+    if (nbytes or nblocks) and not duration_given:
+        duration = 0
+    if (duration_given and nbytes) or (duration_given and nblocks) or (nbytes and nblocks):
+        col = next((o.col for o in opts if o.key in ("n", "k")), None)
+        raise _perr("only one test end condition (-t, -n, -k) may be specified", col)
+    if role is None:
+        raise _perr(
+            "must either be a client (-c) or server (-s)",
+            words[0].col,
+            expected="iperf3 -s  or  iperf3 -c HOST [options]",
+        )
+
+    if role == "s":
+        return Iperf3Server(
+            port=port,
+            one_off=one_off,
+            daemon=daemon,
+            interval_s=interval,
+            json=json_out,
+            verbose=verbose,
+            logfile=logfile,
+            format=fmt,
+            debug=debug,
+        )
+    assert host is not None
+    check_host(
+        host,
+        "iperf3",
+        resolve,
+        f"iperf3: error - unable to connect to server: {host.text}: Name or service not known",
+    )
+    return Iperf3Client(
+        host=host.text,
+        host_col=host.col,
+        protocol="udp" if udp else "tcp",
+        port=port,
+        rate_bps=rate if rate is not None else (UDP_RATE if udp else 0),
+        rate_given=rate is not None,
+        blksize=blksize,
+        blksize_given=blksize_given,
+        duration_s=duration,
+        bytes=nbytes or None,
+        blocks=nblocks or None,
+        tos=tos,
+        title=title,
+        json=json_out,
+        interval_s=interval,
+        omit_s=omit,
+        logfile=logfile,
+        parallel=parallel,
+        reverse=reverse,
+        window=window,
+        congestion=congestion,
+        no_delay=no_delay,
+        zerocopy=zerocopy,
+        verbose=verbose,
+        format=fmt,
+        udp_counters_64bit=counters64,
+        debug=debug,
+        words_col=words[0].col,
+    )
+
+
+def ensure_supported(cmd: Iperf3Server | Iperf3Client) -> None:
+    """Refuse what parses but the engine cannot run yet (call before starting)."""
+    if isinstance(cmd, Iperf3Server):
+        return
+    if cmd.protocol == "tcp":
+        raise NotSupportedError(
+            "iperf3 over TCP is not supported yet; add -u for a UDP test",
+            col=cmd.words_col,
+            expected="iperf3 -c HOST -u [-b RATE] ...",
+        )
+    if cmd.reverse:
+        raise NotSupportedError("iperf3 -R (reverse) is not supported yet", col=cmd.words_col)
+    if cmd.parallel != 1:
+        raise NotSupportedError("iperf3 -P (parallel streams) is not supported yet", col=cmd.words_col)
+    if cmd.blocks is not None:
+        raise NotSupportedError("iperf3 -k (block count) is not supported yet", col=cmd.words_col)

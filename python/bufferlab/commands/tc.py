@@ -1,0 +1,1165 @@
+"""``tc qdisc ...`` command lines -> validated requests in the kernel's units.
+
+Mirrors iproute2 (qdiscs.md §0 lists the tags read):
+
+* ``tc/tc.c`` -- global options (``-s``, ``-d``, ``-r``, ``-p``, ``-i``) and
+  object selection, all by ``matches()`` prefix in tc's order;
+* ``tc/tc_qdisc.c`` -- verbs (``a``dd, ``c``hange, ``r``eplace, ``l``ink,
+  ``d``elete, ``list``/``show``/``lst``; first match in that order wins) and
+  ``dev``/``handle``/``root``/``parent`` parsing, including its error texts;
+* ``tc/tc_util.c`` -- ``get_qdisc_handle`` (hex major, ``:`` or end),
+  ``get_tc_classid`` (hex ``maj:min``), ``parse_percent``;
+* ``tc/q_fifo.c`` (pfifo, bfifo, pfifo_head_drop; exact ``limit``);
+* ``tc/q_tbf.c`` -- keywords, prefix rules, mandatory checks, ``latency`` →
+  ``limit`` conversion and its error messages;
+* ``tc/q_netem.c`` -- every keyword with ``matches()`` prefixes in source
+  order, optional positional numbers (next word starts with a digit, or ``-``
+  for the overheads), defaults and final checks;
+* ``lib/utils.c``/``lib/utils_math.c`` number readers (see :mod:`bufferlab.units`).
+
+:meth:`TcQdiscRequest.to_json` produces exactly the serde JSON of
+``crates/bufferlab-core/src/qdisc/spec.rs`` (``TcRequest``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
+from bufferlab.profile import Profile
+from bufferlab.units import (
+    U32_MAX,
+    parse_netem_time,
+    parse_percent,
+    parse_percent_fraction,
+    parse_rate,
+    parse_size,
+    parse_time_ns64,
+    parse_time_us,
+    percent_to_u32,
+)
+
+from ._common import c_int_full, matches, suggestion_for
+from .shell import Word
+
+__all__ = [
+    "ParentRoot",
+    "ParentClass",
+    "ParentSpec",
+    "NoqueueSpec",
+    "FifoSpec",
+    "PfifoFastSpec",
+    "TbfSpec",
+    "NetemLossRandom",
+    "NetemLossState",
+    "NetemLossGemodel",
+    "NetemCorrelation",
+    "NetemPercent",
+    "NetemRate",
+    "NetemSlot",
+    "NetemSpec",
+    "QdiscSpec",
+    "TcQdiscRequest",
+    "TcShow",
+    "parse_tc",
+    "MODELLED_QDISCS",
+    "KNOWN_UNMODELLED_QDISCS",
+]
+
+# ---------------------------------------------------------------------------
+# request data (field order = spec.rs field order, so JSON matches serde's)
+
+
+@dataclass(frozen=True)
+class ParentRoot:
+    def to_json_value(self) -> Any:
+        return "root"
+
+
+@dataclass(frozen=True)
+class ParentClass:
+    major: int
+    minor: int
+
+    def to_json_value(self) -> Any:
+        return {"class": {"major": self.major, "minor": self.minor}}
+
+
+ParentSpec = Union[ParentRoot, ParentClass]
+
+
+@dataclass
+class NoqueueSpec:
+    kind: str = "noqueue"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "noqueue"}
+
+
+@dataclass
+class FifoSpec:
+    """pfifo / bfifo / pfifo_head_drop; ``limit`` None = kernel default."""
+
+    kind: str
+    limit: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "limit": self.limit}
+
+
+@dataclass
+class PfifoFastSpec:
+    kind: str = "pfifo_fast"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "pfifo_fast"}
+
+
+@dataclass
+class TbfSpec:
+    """What the kernel receives (qdiscs.md §3.2); ``latency`` already turned into ``limit``."""
+
+    rate: int  # bytes/s
+    burst: int  # bytes
+    limit: int  # bytes
+    peakrate: int | None = None  # bytes/s
+    mtu: int | None = None  # bytes (only with peakrate)
+    mpu: int = 0
+    overhead: int = 0
+    atm: bool = False
+    kind: str = field(default="tbf", repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "tbf",
+            "rate": self.rate,
+            "burst": self.burst,
+            "limit": self.limit,
+            "peakrate": self.peakrate,
+            "mtu": self.mtu,
+            "mpu": self.mpu,
+            "overhead": self.overhead,
+            "atm": self.atm,
+        }
+
+
+@dataclass
+class NetemLossRandom:
+    p: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": "random", "p": self.p}
+
+
+@dataclass
+class NetemLossState:
+    p13: int
+    p31: int
+    p32: int
+    p23: int
+    p14: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": "state", "p13": self.p13, "p31": self.p31, "p32": self.p32, "p23": self.p23, "p14": self.p14}
+
+
+@dataclass
+class NetemLossGemodel:
+    p: int
+    r: int
+    h: int
+    k1: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": "gemodel", "p": self.p, "r": self.r, "h": self.h, "k1": self.k1}
+
+
+NetemLoss = Union[NetemLossRandom, NetemLossState, NetemLossGemodel]
+
+
+@dataclass
+class NetemCorrelation:
+    delay: int = 0
+    loss: int = 0
+    duplicate: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"delay": self.delay, "loss": self.loss, "duplicate": self.duplicate}
+
+
+@dataclass
+class NetemPercent:
+    p: int = 0
+    corr: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"p": self.p, "corr": self.corr}
+
+
+@dataclass
+class NetemRate:
+    rate: int  # bytes/s
+    packet_overhead: int = 0
+    cell_size: int = 0
+    cell_overhead: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rate": self.rate,
+            "packet_overhead": self.packet_overhead,
+            "cell_size": self.cell_size,
+            "cell_overhead": self.cell_overhead,
+        }
+
+
+@dataclass
+class NetemSlot:
+    min_delay: int = 0  # ns
+    max_delay: int = 0  # ns
+    dist: tuple[str, int, int] | None = None  # (distribution, delay ns, jitter ns)
+    packets: int | None = None
+    bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "min_delay": self.min_delay,
+            "max_delay": self.max_delay,
+            "dist": list(self.dist) if self.dist is not None else None,
+            "packets": self.packets,
+            "bytes": self.bytes,
+        }
+
+
+@dataclass
+class NetemSpec:
+    """netem as the kernel receives it (qdiscs.md §4.1, §4.8). ``None`` = not given."""
+
+    limit: int = 1000
+    latency: int = 0  # ns
+    jitter: int = 0  # ns
+    loss: NetemLoss = field(default_factory=NetemLossRandom)
+    gap: int = 0
+    duplicate: int = 0
+    correlation: NetemCorrelation | None = None
+    reorder: NetemPercent | None = None
+    corrupt: NetemPercent | None = None
+    rate: NetemRate | None = None
+    ecn: bool | None = None
+    slot: NetemSlot | None = None
+    distribution: str | None = None
+    kind: str = field(default="netem", repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "netem",
+            "limit": self.limit,
+            "latency": self.latency,
+            "jitter": self.jitter,
+            "loss": self.loss.to_dict(),
+            "gap": self.gap,
+            "duplicate": self.duplicate,
+            "correlation": self.correlation.to_dict() if self.correlation else None,
+            "reorder": self.reorder.to_dict() if self.reorder else None,
+            "corrupt": self.corrupt.to_dict() if self.corrupt else None,
+            "rate": self.rate.to_dict() if self.rate else None,
+            "ecn": self.ecn,
+            "slot": self.slot.to_dict() if self.slot else None,
+            "distribution": self.distribution,
+        }
+
+
+QdiscSpec = Union[NoqueueSpec, FifoSpec, PfifoFastSpec, TbfSpec, NetemSpec]
+
+_VERB_JSON = {"add": "add", "change": "change", "replace": "replace", "link": "link", "delete": "delete"}
+
+
+@dataclass
+class TcQdiscRequest:
+    """One ``tc qdisc {add|change|replace|link|delete} ...``."""
+
+    verb: str  # "add" | "change" | "replace" | "link" | "delete"
+    dev: str
+    parent: ParentSpec | None = None  # None: neither root nor parent given
+    handle: int | None = None  # major of "handle X:"
+    qdisc: QdiscSpec | None = None  # None only for delete
+    dev_col: int | None = None
+    kind_col: int | None = None
+    verb_col: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verb": _VERB_JSON[self.verb],
+            "dev": self.dev,
+            "parent": self.parent.to_json_value() if self.parent is not None else None,
+            "handle": self.handle,
+            "qdisc": self.qdisc.to_dict() if self.qdisc is not None else None,
+        }
+
+    def to_json(self) -> str:
+        """The ``TcRequest`` JSON the engine's ``Simulator.tc()`` takes."""
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+
+@dataclass
+class TcShow:
+    """``tc [-s] [-d] qdisc {show|ls|list} [dev D] [root|handle H|parent P] [invisible]``."""
+
+    dev: str | None = None
+    stats: bool = False
+    details: bool = False
+    raw: bool = False
+    pretty: bool = False
+    iec: bool = False
+    invisible: bool = False
+    #: filters of ``tc qdisc show`` (iproute2 >= 4.x): root / parent / handle
+    parent: ParentSpec | None = None
+    handle: int | None = None
+    dev_col: int | None = None
+
+
+# ---------------------------------------------------------------------------
+# qdisc kinds
+
+MODELLED_QDISCS = ("noqueue", "pfifo", "bfifo", "pfifo_head_drop", "pfifo_fast", "tbf", "netem")
+
+#: real Linux qdiscs, and the SIM kinds of qdiscs.md §5.10/§6/§7, not modelled yet
+KNOWN_UNMODELLED_QDISCS = (
+    "red", "red_csc573", "red_ns3", "blue", "cpm_red", "cpm_blue", "sfb", "gred", "choke",
+    "codel", "fq_codel", "pie", "fq_pie", "cake", "fq", "sfq", "htb", "hfsc", "prio",
+    "drr", "qfq", "ets", "cbq", "cbs", "etf", "taprio", "mq", "mqprio", "multiq",
+    "skbprio", "hhf", "plug", "dsmark", "atm", "ingress", "clsact", "teql", "dualpi2",
+)
+
+_NOT_COMPLETE = 'Command line is not complete. Try option "help"'
+
+
+class _Cursor:
+    def __init__(self, words: list[Word], i: int = 0) -> None:
+        self.words = words
+        self.i = i
+
+    def done(self) -> bool:
+        return self.i >= len(self.words)
+
+    def peek(self, k: int = 0) -> Word | None:
+        j = self.i + k
+        return self.words[j] if j < len(self.words) else None
+
+    def take(self) -> Word:
+        w = self.words[self.i]
+        self.i += 1
+        return w
+
+    def value(self, keyword: Word, expected: str | None = None) -> Word:
+        """NEXT_ARG(): the word after ``keyword`` or tc's "not complete" error."""
+        if self.done():
+            raise CommandError(_NOT_COMPLETE, col=keyword.col, expected=expected or f"a value after {keyword.text!r}")
+        return self.take()
+
+
+def _rewrap(err: CommandError, message: str, col: int | None = None) -> CommandError:
+    cls = NotSupportedError if isinstance(err, NotSupportedError) else CommandError
+    return cls(message, col=err.col if col is None else col, expected=err.expected, suggestion=err.suggestion)
+
+
+def _unit(fn: Callable[..., Any], word: Word, message: str, *args: Any, **kw: Any) -> Any:
+    """Run a units reader; on error keep its column/expected/hint, use tc's message."""
+    try:
+        return fn(word.text, *args, col=word.col, **kw)
+    except CommandError as err:
+        raise _rewrap(err, message) from None
+
+
+# ---------------------------------------------------------------------------
+# handles
+
+
+def _qdisc_handle(word: Word) -> int | None:
+    """``get_qdisc_handle``: hex major < 0x10000 then ``:`` or end; ``none`` = 0."""
+    t = word.text
+    if t == "none":
+        return None
+    j = 0
+    while j < len(t) and t[j] in "0123456789abcdefABCDEF":
+        j += 1
+    if j == 0 or (j < len(t) and t[j] != ":"):
+        raise CommandError(
+            f'Error: argument "{t}" is wrong: invalid qdisc ID',
+            col=word.col,
+            expected="a handle such as 1: or 8001: (hexadecimal major number and a colon)",
+        )
+    major = int(t[:j], 16)
+    if major >= 1 << 16:
+        raise CommandError(
+            f'Error: argument "{t}" is wrong: invalid qdisc ID',
+            col=word.col,
+            expected="a major number between 1: and ffff:",
+        )
+    return major or None
+
+
+def _classid(word: Word, what: str = "invalid parent ID") -> ParentSpec | None:
+    """``get_tc_classid``: ``root``, ``none``, ``maj:``, ``maj:min``, ``:min`` or a bare hex number."""
+    t = word.text
+    if t == "root":
+        return ParentRoot()
+    if t == "none":
+        return None
+    bad = CommandError(
+        f'Error: argument "{t}" is wrong: {what}',
+        col=word.col,
+        expected="a class id such as 1: or 1:1 (hexadecimal), or root",
+    )
+    hexd = "0123456789abcdefABCDEF"
+    j = 0
+    while j < len(t) and t[j] in hexd:
+        j += 1
+    if j == 0 and not t.startswith(":"):
+        raise bad
+    major = int(t[:j], 16) if j else 0
+    if j < len(t) and t[j] == ":":
+        if major >= 1 << 16:
+            raise bad
+        rest = t[j + 1 :]
+        k = 0
+        while k < len(rest) and rest[k] in hexd:
+            k += 1
+        if k != len(rest):
+            raise bad
+        minor = int(rest, 16) if rest else 0
+        if minor >= 1 << 16:
+            raise bad
+    elif j == len(t):
+        # a bare number is the raw 32-bit class id
+        if major > U32_MAX:
+            raise bad
+        major, minor = major >> 16, major & 0xFFFF
+    else:
+        raise bad
+    if major == 0xFFFF and minor == 0xFFFF:
+        return ParentRoot()
+    if major == 0 and minor == 0:
+        return None
+    return ParentClass(major, minor)
+
+
+# ---------------------------------------------------------------------------
+# kind parsers
+
+
+def _parse_fifo(kind: str, kind_word: Word, cur: _Cursor) -> FifoSpec:
+    limit: int | None = None
+    while not cur.done():
+        w = cur.take()
+        if w.text == "limit":
+            v = cur.value(w, "limit NUMBER")
+            limit = _unit(parse_size, v, f'{kind}: Illegal value for "limit": "{v.text}"')
+        elif w.text == "help":
+            raise CommandError(
+                f"Usage: ... <[p|b]fifo | pfifo_head_drop> [ limit NUMBER ]", col=w.col
+            )
+        else:
+            raise CommandError(
+                f'{kind}: unknown parameter "{w.text}"',
+                col=w.col,
+                expected="limit NUMBER",
+                suggestion=suggestion_for(w.text, ["limit"]),
+            )
+    return FifoSpec(kind=kind, limit=limit)
+
+
+_TBF_USAGE = (
+    "Usage: ... tbf limit BYTES burst BYTES[/BYTES] rate KBPS [ mtu BYTES[/BYTES] ] "
+    "[ peakrate KBPS ] [ latency TIME ] [ overhead BYTES ] [ linklayer TYPE ]"
+)
+_TBF_EXPECTED = "tbf rate RATE burst SIZE (limit SIZE | latency TIME) [peakrate RATE mtu SIZE] [mpu SIZE] [overhead N] [linklayer ethernet|atm|adsl]"
+_TBF_KEYWORDS = ["limit", "latency", "burst", "buffer", "maxburst", "mtu", "minburst", "mpu", "rate", "peakrate", "overhead", "linklayer"]
+
+
+def _size_and_cell(word: Word, param: str) -> int:
+    """``get_size_and_cell``: SIZE[/CELL], CELL a power of two (ignored by the model)."""
+    text = word.text
+    msg = f'tbf: illegal value for "{param}": "{text}"'
+    size_text, slash, cell_text = text.partition("/")
+    size = _unit(parse_size, Word(size_text, word.col), msg)
+    if slash:
+        cell = c_int_full(cell_text, 0)
+        if cell is None or cell <= 0 or cell & (cell - 1) or cell >= 1 << 31:
+            raise CommandError(
+                msg,
+                col=word.col + len(size_text) + 1,
+                expected="SIZE/CELL with CELL a power of two, e.g. 10k/8",
+            )
+    return size
+
+
+def _parse_tbf(kind_word: Word, cur: _Cursor) -> TbfSpec:
+    limit = latency = burst = mtu = mpu = 0
+    rate = peakrate = 0
+    overhead = 0
+    atm = False
+    given: set[str] = set()
+
+    def dup(name: str, w: Word, label: str | None = None) -> None:
+        if name in given:
+            raise CommandError(f'tbf: duplicate "{label or name}" specification', col=w.col)
+        given.add(name)
+
+    while not cur.done():
+        w = cur.take()
+        t = w.text
+        if matches(t, "limit"):
+            v = cur.value(w, "limit SIZE")
+            dup("limit", w)
+            if "latency" in given:
+                raise CommandError('tbf: specifying both "latency" and "limit" is not allowed', col=w.col)
+            limit = _unit(parse_size, v, f'tbf: illegal value for "limit": "{v.text}"')
+        elif matches(t, "latency"):
+            v = cur.value(w, "latency TIME")
+            dup("latency", w)
+            if "limit" in given:
+                raise CommandError('tbf: specifying both "limit" and "/latency" is not allowed', col=w.col)
+            latency = _unit(parse_time_us, v, f'tbf: illegal value for "latency": "{v.text}"')
+        elif matches(t, "burst") or t in ("buffer", "maxburst"):
+            v = cur.value(w, f"{t} SIZE")
+            dup("burst", w, "buffer/burst/maxburst")
+            burst = _size_and_cell(v, t)
+        elif t in ("mtu", "minburst"):
+            v = cur.value(w, f"{t} SIZE")
+            dup("mtu", w, "mtu/minburst")
+            mtu = _size_and_cell(v, t)
+        elif t == "mpu":
+            v = cur.value(w, "mpu SIZE")
+            dup("mpu", w)
+            mpu = _unit(parse_size, v, f'tbf: illegal value for "mpu": "{v.text}"')
+        elif t == "rate":
+            v = cur.value(w, "rate RATE")
+            dup("rate", w)
+            rate = _unit(parse_rate, v, f'tbf: illegal value for "rate": "{v.text}"')
+        elif matches(t, "peakrate"):
+            v = cur.value(w, "peakrate RATE")
+            dup("peakrate", w)
+            peakrate = _unit(parse_rate, v, f'tbf: illegal value for "peakrate": "{v.text}"')
+        elif matches(t, "overhead"):
+            v = cur.value(w, "overhead BYTES")
+            dup("overhead", w)
+            n = c_int_full(v.text, 10)
+            if n is None or not 0 <= n <= 0xFFFF:
+                raise CommandError(
+                    f'tbf: illegal value for "overhead": "{v.text}"',
+                    col=v.col,
+                    expected="an integer between 0 and 65535",
+                )
+            overhead = n
+        elif matches(t, "linklayer"):
+            v = cur.value(w, "linklayer ethernet|atm|adsl")
+            if matches(v.text, "ethernet"):
+                atm = False
+            elif matches(v.text, "atm") or matches(v.text, "adsl"):
+                atm = True
+            else:
+                raise CommandError(
+                    f'tbf: illegal value for "linklayer": "{v.text}"',
+                    col=v.col,
+                    expected="ethernet, atm or adsl",
+                    suggestion=suggestion_for(v.text, ["ethernet", "atm", "adsl"]),
+                )
+        elif t == "help":
+            raise CommandError(_TBF_USAGE, col=w.col, expected=_TBF_EXPECTED)
+        else:
+            raise CommandError(
+                f'tbf: unknown parameter "{t}"',
+                col=w.col,
+                expected=_TBF_EXPECTED,
+                suggestion=suggestion_for(t, _TBF_KEYWORDS),
+            )
+
+    problems = []
+    if rate == 0:
+        problems.append('tbf: the "rate" parameter is mandatory.')
+    if not burst:
+        problems.append('tbf: the "burst" parameter is mandatory.')
+    if peakrate and not mtu:
+        problems.append('tbf: when "peakrate" is specified, "mtu" must also be specified.')
+    if limit == 0 and latency == 0:
+        problems.append('tbf: either "limit" or "latency" is required.')
+    if problems:
+        raise CommandError(
+            "\n".join(problems),
+            col=kind_word.col,
+            expected=_TBF_EXPECTED,
+            suggestion="e.g. tbf rate 1gbit burst 500000 limit 26214400",
+        )
+
+    if limit == 0:
+        lim = float(rate) * float(latency) / 1000000 + burst
+        if peakrate:
+            lim2 = float(peakrate) * float(latency) / 1000000 + mtu
+            if lim2 < lim:
+                lim = lim2
+        if lim > U32_MAX:
+            raise CommandError(
+                f"tbf: latency {latency}us gives a limit above 4294967295 bytes",
+                col=kind_word.col,
+                expected=_TBF_EXPECTED,
+            )
+        limit = int(lim)
+
+    return TbfSpec(
+        rate=rate,
+        burst=burst,
+        limit=limit,
+        peakrate=peakrate or None,
+        mtu=mtu if peakrate else None,
+        mpu=mpu,
+        overhead=overhead,
+        atm=atm,
+    )
+
+
+_NETEM_EXPECTED = (
+    "netem [limit PACKETS] [delay TIME [JITTER [CORR]]] [distribution uniform|normal|pareto|paretonormal] "
+    "[loss [random] PCT [CORR] | loss state P13 [P31 [P32 [P23 [P14]]]] | loss gemodel P [R [1-H [1-K]]]] [ecn] "
+    "[duplicate PCT [CORR]] [corrupt PCT [CORR]] [reorder PCT [CORR] [gap N]] "
+    "[rate RATE [PACKETOVERHEAD [CELLSIZE [CELLOVERHEAD]]]] [slot MIN [MAX] [packets N] [bytes SIZE]]"
+)
+_NETEM_KEYWORDS = [
+    "limit", "latency", "delay", "loss", "drop", "ecn", "reorder", "corrupt", "gap",
+    "duplicate", "distribution", "rate", "slot",
+]
+_NETEM_DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal")
+
+
+def _netem_distribution(word: Word) -> str:
+    if word.text in _NETEM_DISTRIBUTIONS:
+        return word.text
+    raise CommandError(
+        f"No distribution data for {word.text} (/usr/lib/tc//{word.text}.dist: No such file or directory)",
+        col=word.col,
+        expected="uniform, normal, pareto or paretonormal",
+        suggestion=suggestion_for(word.text, _NETEM_DISTRIBUTIONS),
+    )
+
+
+def _parse_netem(kind_word: Word, cur: _Cursor, diag: Diagnostics, ns_mode: bool) -> NetemSpec:
+    spec = NetemSpec()
+    loss_p = 0
+    loss_model: NetemLoss | None = None
+    cor = NetemCorrelation()
+    corr_present = False
+    dup_corr_word: Word | None = None
+    reorder: NetemPercent | None = None
+    corrupt: NetemPercent | None = None
+    ecn_word: Word | None = None
+    dist_word: Word | None = None
+    gap_word: Word | None = None
+
+    def next_is_number(signed: bool = False) -> bool:
+        w = cur.peek()
+        if w is None or not w.text:
+            return False
+        return w.text[0].isdigit() or (signed and w.text[0] == "-")
+
+    def pct(word: Word, label: str) -> int:
+        return _unit(parse_percent, word, f'Illegal "{label}"')
+
+    def tm(word: Word, label: str) -> int:
+        return _unit(parse_netem_time, word, f'Illegal "{label}"', ns_mode)
+
+    while not cur.done():
+        w = cur.take()
+        t = w.text
+        if matches(t, "limit"):
+            v = cur.value(w, "limit PACKETS")
+            spec.limit = _unit(parse_size, v, 'Illegal "limit"')
+        elif matches(t, "latency") or matches(t, "delay"):
+            v = cur.value(w, "delay TIME [JITTER [CORRELATION]]")
+            spec.latency = tm(v, "latency")
+            if next_is_number():
+                spec.jitter = tm(cur.take(), "latency")
+                if next_is_number():
+                    corr_present = True
+                    cor.delay = pct(cur.take(), "latency")
+        elif matches(t, "loss") or matches(t, "drop"):
+            if loss_p > 0 or loss_model is not None:
+                raise CommandError(
+                    'Illegal "duplicate loss argument"',
+                    col=w.col,
+                    expected="a single loss clause",
+                )
+            v = cur.value(w, "loss [random] PERCENT [CORRELATION]")
+            if v.text[:1].isdigit() or v.text == "random":
+                if v.text == "random":
+                    v = cur.value(v, "loss random PERCENT")
+                loss_p = pct(v, "loss percent")
+                if next_is_number():
+                    corr_present = True
+                    cor.loss = pct(cur.take(), "loss correllation")
+            elif v.text == "state":
+                p = cur.value(v, "loss state P13 [P31 [P32 [P23 [P14]]]]")
+                p13 = _unit(parse_percent_fraction, p, 'Illegal "loss p13"')
+                vals = [percent_to_u32(p13), percent_to_u32(1.0 - p13), 0, percent_to_u32(1.0), 0]
+                for idx, label in enumerate(("loss p31", "loss p32", "loss p23", "loss p14"), start=1):
+                    if not next_is_number():
+                        break
+                    vals[idx] = pct(cur.take(), label)
+                loss_model = NetemLossState(*vals)
+            elif v.text == "gemodel":
+                p = cur.value(v, "loss gemodel P [R [1-H [1-K]]]")
+                pf = _unit(parse_percent_fraction, p, 'Illegal "loss gemodel p"')
+                ge = [percent_to_u32(pf), percent_to_u32(1.0 - pf), 0, 0]
+                if next_is_number():
+                    ge[1] = pct(cur.take(), "loss gemodel r")
+                    if next_is_number():
+                        ge[2] = U32_MAX - pct(cur.take(), "loss gemodel h")
+                        if next_is_number():
+                            ge[3] = pct(cur.take(), "loss gemodel k")
+                loss_model = NetemLossGemodel(*ge)
+            else:
+                hint = None
+                if v.text.startswith("."):
+                    hint = f"write 0{v.text} (tc needs a leading digit)"
+                else:
+                    hint = suggestion_for(v.text, ["random", "state", "gemodel"])
+                raise CommandError(
+                    f"Unknown loss parameter: {v.text}",
+                    col=v.col,
+                    expected="loss PERCENT, loss random PERCENT, loss state P13 ..., loss gemodel P ...",
+                    suggestion=hint,
+                )
+        elif matches(t, "ecn"):
+            ecn_word = w
+        elif matches(t, "reorder"):
+            v = cur.value(w, "reorder PERCENT [CORRELATION] [gap N]")
+            reorder = NetemPercent(pct(v, "reorder"), 0)
+            if next_is_number():
+                corr_present = True
+                reorder.corr = pct(cur.take(), "reorder")
+        elif matches(t, "corrupt"):
+            v = cur.value(w, "corrupt PERCENT [CORRELATION]")
+            corrupt = NetemPercent(pct(v, "corrupt"), 0)
+            if next_is_number():
+                corr_present = True
+                corrupt.corr = pct(cur.take(), "corrupt")
+        elif matches(t, "gap"):
+            v = cur.value(w, "gap DISTANCE")
+            n = c_int_full(v.text, 0)
+            if n is None or not 0 <= n <= U32_MAX:
+                raise CommandError('Illegal "gap"', col=v.col, expected="an unsigned integer")
+            spec.gap = n
+            gap_word = w
+        elif matches(t, "duplicate"):
+            v = cur.value(w, "duplicate PERCENT [CORRELATION]")
+            spec.duplicate = pct(v, "duplicate")
+            if next_is_number():
+                dup_corr_word = cur.take()
+                cor.duplicate = pct(dup_corr_word, "duplicate")
+        elif matches(t, "distribution"):
+            v = cur.value(w, "distribution uniform|normal|pareto|paretonormal")
+            spec.distribution = _netem_distribution(v)
+            dist_word = w
+        elif matches(t, "rate"):
+            v = cur.value(w, "rate RATE [PACKETOVERHEAD [CELLSIZE [CELLOVERHEAD]]]")
+            if "%" in v.text:
+                raise NotSupportedError(
+                    "netem rate as a percentage of the device speed is not supported yet",
+                    col=v.col,
+                    expected="an absolute rate such as 8mbit",
+                )
+            r = NetemRate(_unit(parse_rate, v, 'Illegal "rate"'))
+            if next_is_number(signed=True):
+                x = cur.take()
+                n = c_int_full(x.text, 0)
+                if n is None or not -(2**31) <= n < 2**31:
+                    raise CommandError('Illegal "rate"', col=x.col, expected="PACKETOVERHEAD: a signed integer")
+                r.packet_overhead = n
+            if next_is_number():
+                x = cur.take()
+                n = c_int_full(x.text, 0)
+                if n is None or not 0 <= n <= U32_MAX:
+                    raise CommandError('Illegal "rate"', col=x.col, expected="CELLSIZE: an unsigned integer")
+                r.cell_size = n
+            if next_is_number(signed=True):
+                x = cur.take()
+                n = c_int_full(x.text, 0)
+                if n is None or not -(2**31) <= n < 2**31:
+                    raise CommandError('Illegal "rate"', col=x.col, expected="CELLOVERHEAD: a signed integer")
+                r.cell_overhead = n
+            spec.rate = r
+        elif matches(t, "slot"):
+            slot = NetemSlot()
+            if next_is_number():
+                v = cur.take()
+                slot.min_delay = _unit(parse_time_ns64, v, 'Illegal "slot min_delay"')
+                if next_is_number():
+                    v2 = cur.take()
+                    slot.max_delay = _unit(parse_time_ns64, v2, 'Illegal "slot max_delay"')
+                    if slot.max_delay < slot.min_delay:
+                        raise CommandError(
+                            'Illegal "slot max_delay"',
+                            col=v2.col,
+                            expected="MAX_DELAY >= MIN_DELAY",
+                        )
+                else:
+                    slot.max_delay = slot.min_delay
+            else:
+                v = cur.value(w, "slot MIN_DELAY [MAX_DELAY] | slot distribution TYPE DELAY JITTER")
+                if v.text != "distribution":
+                    raise CommandError(
+                        f"Unknown slot parameter: {v.text}",
+                        col=v.col,
+                        expected="slot MIN_DELAY [MAX_DELAY] | slot distribution TYPE DELAY JITTER",
+                    )
+                d = _netem_distribution(cur.value(v, "slot distribution TYPE DELAY JITTER"))
+                dl = cur.value(v, "slot distribution TYPE DELAY JITTER")
+                delay = _unit(parse_time_ns64, dl, 'Illegal "slot delay"')
+                jt = cur.value(v, "slot distribution TYPE DELAY JITTER")
+                jitter = _unit(parse_time_ns64, jt, 'Illegal "slot jitter"')
+                if jitter <= 0:
+                    raise CommandError("Non-positive jitter", col=jt.col, expected="a positive jitter")
+                slot.dist = (d, delay, jitter)
+            nxt = cur.peek()
+            if nxt is not None and matches(nxt.text, "packets"):
+                kw = cur.take()
+                x = cur.peek()
+                n = c_int_full(x.text, 0) if x is not None else None
+                if n is None or not 0 <= n < 2**31:
+                    raise CommandError(
+                        'Illegal "slot packets"',
+                        col=(x or kw).col,
+                        expected="packets N (a non-negative integer)",
+                    )
+                cur.take()
+                slot.packets = n
+            nxt = cur.peek()
+            if nxt is not None and matches(nxt.text, "bytes"):
+                kw = cur.take()
+                x = cur.peek()
+                if x is None:
+                    raise CommandError('Illegal "slot bytes"', col=kw.col, expected="bytes SIZE")
+                slot.bytes = _unit(parse_size, x, 'Illegal "slot bytes"')
+                cur.take()
+            spec.slot = slot
+        elif t == "seed":
+            raise NotSupportedError("netem seed is not supported yet", col=w.col)
+        elif t == "help":
+            raise CommandError("Usage: ... netem " + _NETEM_EXPECTED[6:], col=w.col)
+        else:
+            raise CommandError(
+                f'What is "{t}"?',
+                col=w.col,
+                expected=_NETEM_EXPECTED,
+                suggestion=suggestion_for(t, _NETEM_KEYWORDS),
+            )
+
+    # final checks, in q_netem.c order
+    if reorder is not None and reorder.p:
+        if spec.latency == 0:
+            raise CommandError(
+                "reordering not possible without specifying some delay",
+                col=kind_word.col,
+                expected="netem delay TIME reorder PERCENT",
+            )
+        if spec.gap == 0:
+            spec.gap = 1
+    elif spec.gap > 0:
+        raise CommandError(
+            "gap specified without reorder probability",
+            col=gap_word.col if gap_word else kind_word.col,
+            expected="netem delay TIME reorder PERCENT gap N",
+        )
+    if ecn_word is not None and loss_p <= 0 and loss_model is None:
+        raise CommandError(
+            "ecn requested without loss model",
+            col=ecn_word.col,
+            expected="netem loss PERCENT ecn",
+        )
+    if dist_word is not None and (spec.latency == 0 or spec.jitter == 0):
+        raise CommandError(
+            "distribution specified but no latency and jitter values",
+            col=dist_word.col,
+            expected="netem delay TIME JITTER distribution TYPE",
+        )
+
+    spec.loss = loss_model if loss_model is not None else NetemLossRandom(loss_p)
+    if corr_present:
+        spec.correlation = cor
+    elif dup_corr_word is not None:
+        diag.warn(
+            "tc sends the duplicate correlation only together with a delay, loss, reorder "
+            "or corrupt correlation; this one is ignored, as tc ignores it",
+            dup_corr_word.col,
+        )
+    spec.reorder = reorder
+    spec.corrupt = corrupt
+    spec.ecn = True if ecn_word is not None else None
+    return spec
+
+
+def _parse_nofopt(kind: str, cur: _Cursor) -> None:
+    """Kinds without an option parser in tc (generic ``parse_nofopt``)."""
+    if not cur.done():
+        w = cur.peek()
+        assert w is not None
+        if kind == "pfifo_fast":
+            raise CommandError(f"qdisc '{kind}' does not support option parsing", col=w.col)
+        raise CommandError(
+            f'Unknown qdisc "{kind}", hence option "{w.text}" is unparsable',
+            col=w.col,
+            expected=f"{kind} takes no options",
+        )
+
+
+def _parse_kind(kind_word: Word, cur: _Cursor, diag: Diagnostics, profile: Profile) -> QdiscSpec:
+    kind = kind_word.text
+    if kind in ("pfifo", "bfifo", "pfifo_head_drop"):
+        return _parse_fifo(kind, kind_word, cur)
+    if kind == "tbf":
+        return _parse_tbf(kind_word, cur)
+    if kind == "netem":
+        return _parse_netem(kind_word, cur, diag, profile.netem_time_ns)
+    if kind == "noqueue":
+        _parse_nofopt(kind, cur)
+        return NoqueueSpec()
+    if kind == "pfifo_fast":
+        _parse_nofopt(kind, cur)
+        return PfifoFastSpec()
+    if kind in KNOWN_UNMODELLED_QDISCS:
+        raise NotSupportedError(
+            f"qdisc {kind} is not supported yet",
+            col=kind_word.col,
+            expected="one of the modelled qdiscs: " + ", ".join(MODELLED_QDISCS),
+        )
+    hint = suggestion_for(kind, MODELLED_QDISCS + KNOWN_UNMODELLED_QDISCS)
+    if not cur.done():
+        opt = cur.peek()
+        assert opt is not None
+        raise CommandError(
+            f'Unknown qdisc "{kind}", hence option "{opt.text}" is unparsable',
+            col=kind_word.col,
+            expected="a qdisc kind: " + ", ".join(MODELLED_QDISCS),
+            suggestion=hint,
+        )
+    raise CommandError(
+        "Error: Specified qdisc kind is unknown.",
+        col=kind_word.col,
+        expected="a qdisc kind: " + ", ".join(MODELLED_QDISCS),
+        suggestion=hint,
+    )
+
+
+# ---------------------------------------------------------------------------
+# tc / tc qdisc
+
+
+_TC_USAGE = "Usage: tc [ OPTIONS ] OBJECT { COMMAND | help }"
+_QDISC_USAGE = (
+    "Usage: tc qdisc [ add | del | replace | change | show ] dev STRING "
+    "[ handle QHANDLE ] [ root | parent CLASSID ] [ QDISC_KIND [ OPTIONS ] ]"
+)
+
+# tc.c global options in tc's matching order: (name, attribute or None = not supported)
+_TC_OPTIONS: list[tuple[tuple[str, ...], str | None]] = [
+    (("-stats", "-statistics"), "stats"),
+    (("-details",), "details"),
+    (("-raw",), "raw"),
+    (("-pretty",), "pretty"),
+    (("-graph",), None),
+    (("-Version",), None),
+    (("-iec",), "iec"),
+    (("-help",), None),
+    (("-force",), None),
+    (("-batch",), None),
+    (("-netns",), None),
+    (("-names", "-nm"), None),
+    (("-cf", "-conf"), None),
+    (("-timestamp",), None),
+    (("-tshort",), None),
+    (("-echo",), None),
+    (("-json",), None),
+    (("-oneline",), None),
+    (("-brief",), None),
+]
+
+_VERBS = [("add", "add"), ("change", "change"), ("replace", "replace"), ("link", "link"), ("delete", "delete")]
+
+
+def parse_tc(words: list[Word], diag: Diagnostics, profile: Profile | None = None) -> TcQdiscRequest | TcShow:
+    """Parse a ``tc`` command line (``words[0]`` is ``tc``).
+
+    Returns a :class:`TcQdiscRequest` for add/change/replace/link/delete, or
+    a :class:`TcShow` for ``qdisc show``/``ls``/``list`` (and bare ``tc qdisc``).
+    """
+    profile = profile or Profile()
+    flags: dict[str, bool] = {}
+    i = 1
+    while i < len(words) and words[i].text.startswith("-") and len(words[i].text) > 1:
+        w = words[i]
+        t = w.text[1:] if w.text.startswith("--") else w.text
+        for names, attr in _TC_OPTIONS:
+            if any(matches(t, n) for n in names):
+                if attr is None:
+                    raise NotSupportedError(f"tc option {w.text} is not supported yet", col=w.col,
+                                            expected="-s, -d, -r, -p, -i")
+                flags[attr] = True
+                break
+        else:
+            raise CommandError(
+                f'Option "{w.text}" is unknown, try "tc -help".',
+                col=w.col,
+                expected="-s (statistics), -d (details), -r, -p, -i",
+            )
+        i += 1
+    if i >= len(words):
+        raise CommandError(_TC_USAGE, col=words[0].col if words else None, expected="tc qdisc ...")
+    obj = words[i]
+    if matches(obj.text, "qdisc"):
+        pass
+    elif any(matches(obj.text, o) for o in ("class", "filter", "chain", "actions", "monitor", "exec")):
+        full = next(o for o in ("class", "filter", "chain", "actions", "monitor", "exec") if matches(obj.text, o))
+        raise NotSupportedError(f"tc {full} is not supported yet", col=obj.col, expected="tc qdisc ...")
+    elif matches(obj.text, "help"):
+        raise CommandError(_TC_USAGE, col=obj.col, expected="tc qdisc ...")
+    else:
+        raise CommandError(
+            f'Object "{obj.text}" is unknown, try "tc help".',
+            col=obj.col,
+            expected="qdisc",
+            suggestion=suggestion_for(obj.text, ["qdisc", "class", "filter"]),
+        )
+    cur = _Cursor(words, i + 1)
+    if cur.done():
+        return TcShow(**flags)
+    verb_w = cur.take()
+    vt = verb_w.text
+    for prefix, verb in _VERBS:
+        if matches(vt, prefix):
+            return _parse_modify(verb, verb_w, cur, diag, profile)
+    if matches(vt, "list") or matches(vt, "show") or matches(vt, "lst"):
+        return _parse_show(cur, flags)
+    if matches(vt, "help"):
+        raise CommandError(_QDISC_USAGE, col=verb_w.col, expected="add, change, replace, link, del or show")
+    raise CommandError(
+        f'Command "{vt}" is unknown, try "tc qdisc help".',
+        col=verb_w.col,
+        expected="add, change, replace, link, del or show",
+        suggestion=suggestion_for(vt, ["add", "change", "replace", "link", "del", "delete", "show", "list"]),
+    )
+
+
+def _parse_modify(verb: str, verb_w: Word, cur: _Cursor, diag: Diagnostics, profile: Profile) -> TcQdiscRequest:
+    dev: Word | None = None
+    handle: int | None = None
+    handle_given = False
+    parent: ParentSpec | None = None
+    parent_given = False
+    kind_word: Word | None = None
+    while not cur.done():
+        w = cur.take()
+        t = w.text
+        if t == "dev":
+            v = cur.value(w, "dev DEVICE")
+            if dev is not None:
+                raise CommandError(f'Error: duplicate "dev": "{v.text}" is the second value.', col=v.col)
+            dev = v
+        elif t == "handle":
+            if handle_given:
+                raise CommandError(f'Error: duplicate "handle": "{t}" is the second value.', col=w.col)
+            v = cur.value(w, "handle MAJOR:")
+            handle = _qdisc_handle(v)
+            handle_given = True
+        elif t == "root":
+            if parent_given:
+                raise CommandError('Error: "root" is duplicate parent ID', col=w.col)
+            parent = ParentRoot()
+            parent_given = True
+        elif t in ("clsact", "ingress"):
+            raise NotSupportedError(f"tc qdisc {t} is not supported yet", col=w.col, expected="root or parent CLASSID")
+        elif t == "parent":
+            v = cur.value(w, "parent CLASSID")
+            if parent_given:
+                raise CommandError(f'Error: duplicate "parent": "{v.text}" is the second value.', col=v.col)
+            parent = _classid(v)
+            parent_given = parent is not None
+        elif matches(t, "estimator") or matches(t, "stab") or matches(t, "ingress_block") or matches(t, "egress_block"):
+            full = next(k for k in ("estimator", "stab", "ingress_block", "egress_block") if matches(t, k))
+            raise NotSupportedError(f"tc qdisc {full} is not supported yet", col=w.col)
+        elif matches(t, "help"):
+            raise CommandError(_QDISC_USAGE, col=w.col)
+        else:
+            kind_word = w
+            break
+
+    qdisc: QdiscSpec | None = None
+    if kind_word is not None:
+        qdisc = _parse_kind(kind_word, cur, diag, profile)
+    if dev is None:
+        raise CommandError(
+            "RTNETLINK answers: No such device",
+            col=verb_w.col,
+            expected="dev DEVICE, e.g. tc qdisc add dev s1-eth2 root netem delay 20ms",
+        )
+    if qdisc is None and verb != "delete":
+        raise CommandError(
+            f"tc qdisc {verb} needs a qdisc kind",
+            col=verb_w.col,
+            expected="a qdisc kind after root/parent/handle: " + ", ".join(MODELLED_QDISCS),
+        )
+    return TcQdiscRequest(
+        verb=verb,
+        dev=dev.text,
+        parent=parent,
+        handle=handle,
+        qdisc=qdisc,
+        dev_col=dev.col,
+        kind_col=kind_word.col if kind_word else None,
+        verb_col=verb_w.col,
+    )
+
+
+def _parse_show(cur: _Cursor, flags: dict[str, bool]) -> TcShow:
+    show = TcShow(**flags)
+    filt_given = False
+
+    def one_filter(w: Word) -> None:
+        nonlocal filt_given
+        if filt_given:
+            what = "handle" if show.handle is not None else "parent"
+            raise CommandError(f'Error: argument "{w.text}" is wrong: {what} is already specified', col=w.col)
+        filt_given = True
+
+    while not cur.done():
+        w = cur.take()
+        t = w.text
+        if t == "dev":
+            v = cur.value(w, "dev DEVICE")
+            show.dev = v.text
+            show.dev_col = v.col
+        elif t == "root":
+            one_filter(w)
+            show.parent = ParentRoot()
+        elif t in ("ingress", "clsact"):
+            raise NotSupportedError(f"tc qdisc show {t} is not supported yet", col=w.col)
+        elif matches(t, "parent"):
+            one_filter(w)
+            v = cur.value(w, "parent CLASSID")
+            show.parent = _classid(v)
+        elif matches(t, "handle"):
+            one_filter(w)
+            v = cur.value(w, "handle MAJOR:")
+            show.handle = _qdisc_handle(v)
+        elif matches(t, "help"):
+            raise CommandError(_QDISC_USAGE, col=w.col)
+        elif t == "invisible":
+            show.invisible = True
+        else:
+            raise CommandError(
+                f'What is "{t}"? Try "tc qdisc help".',
+                col=w.col,
+                expected="show [dev DEVICE] [root | handle H | parent P] [invisible]",
+                suggestion=suggestion_for(t, ["dev", "root", "parent", "handle", "invisible"]),
+            )
+    return show

@@ -1,0 +1,78 @@
+"""The engine as the Python layer sees it: the native ``Simulator`` with JSON
+converted to dicts and the engine's exceptions mapped once, here."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from . import _core
+from .errors import BufferlabError
+
+
+class EngineError(BufferlabError):
+    """The engine refused a request the Python layer built (a bug, or a
+    topology the engine cannot build); the message says what."""
+
+
+class TcFailure(Exception):
+    """A tc request the kernel would refuse; ``str()`` is tc's own text."""
+
+
+class AppStartError(Exception):
+    """An application could not start (port in use, unknown device, ...)."""
+
+
+class Engine:
+    def __init__(self, config: dict[str, Any]) -> None:
+        try:
+            self._sim = _core.Simulator(json.dumps(config))
+        except _core.CoreError as e:
+            raise EngineError(str(e)) from None
+
+    @property
+    def now_ns(self) -> int:
+        return self._sim.now_ns()
+
+    def tc(self, request: dict[str, Any]) -> None:
+        try:
+            self._sim.tc(json.dumps(request))
+        except _core.TcRequestError as e:
+            raise TcFailure(str(e)) from None
+        except _core.CoreError as e:
+            raise EngineError(str(e)) from None
+
+    def qdisc_show(self, dev: str) -> list[dict[str, Any]]:
+        try:
+            return json.loads(self._sim.qdisc_show(dev))
+        except _core.TcRequestError as e:
+            raise TcFailure(str(e)) from None
+
+    def start_app(self, node: str, spec: dict[str, Any]) -> int:
+        try:
+            return self._sim.start_app(node, json.dumps(spec))
+        except _core.AppError as e:
+            raise AppStartError(str(e)) from None
+        except _core.CoreError as e:
+            raise EngineError(str(e)) from None
+
+    def stop_app(self, app_id: int) -> None:
+        self._sim.stop_app(app_id)
+
+    def app_finished(self, app_id: int) -> bool:
+        return self._sim.app_finished(app_id)
+
+    def run(self, until_ns: int) -> list[int]:
+        return self._sim.run(until_ns)
+
+    def next_event_ns(self) -> int | None:
+        return self._sim.next_event_ns()
+
+    def events_processed(self) -> int:
+        return self._sim.events_processed()
+
+    def app_result(self, app_id: int) -> dict[str, Any]:
+        return json.loads(self._sim.app_result(app_id))
+
+    def summary(self) -> dict[str, Any]:
+        return json.loads(self._sim.summary())

@@ -1,0 +1,26 @@
+"""Plots written next to the data files (matplotlib, non-interactive backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def plot_queue(samples: list[list[int]], start_ns: int, dev: str, path: Path) -> None:
+    """Queue occupancy over time, as ``plot_q.sh`` draws it (formats.md §6)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = [(s[0] - start_ns) / 1e9 for s in samples]
+    b = [s[1] for s in samples]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.plot(t, b, lw=1.2)
+    ax.set_xlabel("Time (s)")
+    ax.set_ylabel("Queue occupancy (bytes)")
+    ax.set_title(f"Queue occupancy of {dev}")
+    ax.grid(True, alpha=0.4)
+    ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

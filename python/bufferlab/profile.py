@@ -1,0 +1,66 @@
+"""Version profiles: which Linux / iperf3 / iputils / iproute2 behaviour to mimic.
+
+``lab2019`` is what the Lab 7/14/16 handouts ran (Linux 5.x, iproute2 4.15,
+iperf3 3.7, iputils s20180629); ``modern`` is Linux 6.x, iproute2 >= 6.9,
+iperf3 3.12+, iputils >= 20210202 (formats.md "Version profiles", qdiscs.md §11).
+Each knob may be overridden from a scenario's ``[sim]`` table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str = "lab2019"
+    #: iperf3 version as (major, minor): output layout switches (formats.md §1.1)
+    iperf3_version: tuple[int, int] = (3, 7)
+    #: iputils release style for ping output: "s20180629" or "modern" (formats.md §2)
+    ping_style: str = "s20180629"
+    #: iproute2 >= 6.9: bare netem times are ns (else µs quantised to 64 ns ticks)
+    netem_time_ns: bool = False
+    #: iproute2 >= 5.7 time printing (%.3g) instead of %.1f
+    tc_modern_print: bool = False
+    #: kernel netem accounting (qdiscs.md §11 netem_accounting)
+    netem_modern_accounting: bool = False
+    #: queue sampling interval of plot_q.sh, seconds
+    queue_sample_interval: float = 0.1
+    #: per-ping scheduling lag added to each send (formats.md §2.3), µs
+    ping_send_lag_us: int = 100
+    #: first socket number iperf3 prints (5 on a plain shell; 15 in the handouts' xterms)
+    iperf3_socket_base: int = 5
+    #: `uname -a` text iperf3 puts in system_info
+    system_info: str = "Linux bufferlab 5.4.0-bufferlab #1 SMP x86_64"
+    #: wall-clock instant (UNIX seconds) that simulated time 0 corresponds to,
+    #: used only for iperf3's timestamp field
+    epoch: int = 1586887805
+    #: hard cap on the simulated time of one part, seconds (None = no cap)
+    stop_at: float | None = None
+
+    def iperf3_at_least(self, major: int, minor: int) -> bool:
+        return self.iperf3_version >= (major, minor)
+
+
+PROFILES: dict[str, Profile] = {
+    "lab2019": Profile(),
+    "modern": Profile(
+        name="modern",
+        iperf3_version=(3, 12),
+        ping_style="modern",
+        netem_time_ns=True,
+        tc_modern_print=True,
+        netem_modern_accounting=True,
+        system_info="Linux bufferlab 6.8.0-bufferlab #1 SMP PREEMPT_DYNAMIC x86_64",
+    ),
+}
+
+
+def profile_fields() -> list[str]:
+    return [f.name for f in fields(Profile)]
+
+
+def with_overrides(base: Profile, overrides: dict[str, Any]) -> Profile:
+    """Return ``base`` with the given knobs replaced (keys already validated)."""
+    return replace(base, **overrides)

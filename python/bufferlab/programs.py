@@ -1,0 +1,466 @@
+"""The programs a scenario line can run, each in two steps.
+
+``prepare_command`` parses and validates a command when the scenario is
+checked (before anything runs), in the terminal's context (which node, which
+interfaces are visible); it returns a *prepared* command: a function that,
+given the run-time context, returns a generator which performs the command in
+simulated time (yielding what it waits for) and returns its exit status.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .commands import generators as gen_cmd
+from .commands import iperf3 as iperf3_cmd
+from .commands import ping as ping_cmd
+from .commands import sysctl as sysctl_cmd
+from .commands.shell import SimpleCommand, Word
+from .commands.tc import TcQdiscRequest, TcShow, parse_tc
+from .engine import AppStartError, TcFailure
+from .errors import CommandError, Diagnostics, NotSupportedError
+from .formats import iperf3 as iperf3_fmt
+from .formats import ping as ping_fmt
+from .formats import queue as queue_fmt
+from .formats import tc as tc_fmt
+from .profile import Profile
+from .scenario.topology import BuiltTopology
+from .units import parse_duration_ns
+
+if TYPE_CHECKING:
+    from .runner import RunCtx
+
+NS = 1_000_000_000
+Gen = Generator[Any, Any, int]
+Prepared = Callable[["RunCtx"], Gen]
+
+
+@dataclass
+class PrepareCtx:
+    terminal: str
+    topo: BuiltTopology
+    profile: Profile
+    diag: Diagnostics
+
+    @property
+    def node(self) -> str | None:
+        return None if self.terminal == "admin" else self.terminal
+
+    def require_node(self, word: Word, what: str) -> str:
+        if self.node is None:
+            raise CommandError(
+                f"{what} runs on a host: the admin terminal is the machine's root namespace",
+                col=word.col, suggestion=f'type it in a host\'s terminal, e.g. "h1: {what} ..."',
+            )
+        if self.topo.node_kinds[self.node] == "switch":
+            raise CommandError(f"{self.node} is a switch and runs no programs", col=word.col,
+                               suggestion="use a host's terminal")
+        return self.node
+
+    def engine_dev(self, dev: str, col: int | None) -> str:
+        name = self.topo.resolve_dev(self.terminal, dev)
+        if name is not None:
+            return name
+        owner = self.topo.owner_of(dev)
+        if owner is not None and owner != self.terminal:
+            where = "the admin terminal" if self.topo.node_kinds[owner] == "switch" else f"{owner}'s terminal"
+            raise CommandError(f'Cannot find device "{dev}"', col=col,
+                               suggestion=f"{dev} belongs to {owner}: run the line in {where}")
+        visible = [i.name for i in self.topo.interfaces
+                   if (self.terminal == "admin" and self.topo.node_kinds[i.node] == "switch")
+                   or i.node == self.terminal]
+        close = difflib.get_close_matches(dev, visible, n=1)
+        raise CommandError(f'Cannot find device "{dev}"', col=col,
+                           expected="one of " + ", ".join(visible) if visible else "an interface of this node",
+                           suggestion=f"did you mean {close[0]}?" if close else None)
+
+    def resolve_host(self, name: str) -> str | None:
+        """Mininet host name → its address (for did-you-mean hints)."""
+        return self.topo.host_ip(name) if name in self.topo.node_kinds else None
+
+
+# ---------------------------------------------------------------------- dispatch
+
+def prepare_command(pc: PrepareCtx, sc: SimpleCommand) -> Prepared:
+    if not sc.words:
+        return _builtin_true
+    prog = sc.words[0].text
+    handler = PROGRAMS.get(prog)
+    if handler is None:
+        close = difflib.get_close_matches(prog, list(PROGRAMS), n=1)
+        raise CommandError(
+            f"{prog}: command not found (not modelled by bufferlab)", col=sc.words[0].col,
+            expected="one of " + ", ".join(sorted(PROGRAMS)),
+            suggestion=f"did you mean {close[0]}?" if close else None,
+        )
+    return handler(pc, sc.words)
+
+
+def _builtin_true(rt: "RunCtx") -> Gen:
+    return 0
+    yield  # pragma: no cover - makes this a generator
+
+
+def _instant(fn: Callable[["RunCtx"], int]) -> Prepared:
+    def run(rt: "RunCtx") -> Gen:
+        return fn(rt)
+        yield  # pragma: no cover
+
+    return run
+
+
+# ---------------------------------------------------------------------- tc
+
+def tc_request_for_engine(words: list[Word], profile: Profile, engine_dev: str) -> dict[str, Any]:
+    """Parse a tc line already known to be valid (TCLink options) into the engine's request."""
+    req = parse_tc(words, Diagnostics(), profile)
+    assert isinstance(req, TcQdiscRequest)
+    d = req.to_dict()
+    d["dev"] = engine_dev
+    return d
+
+
+def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    parsed = parse_tc(words, pc.diag, pc.profile)
+    if parsed.dev is None:
+        dev = None
+    else:
+        dev = pc.engine_dev(parsed.dev, parsed.dev_col)
+    if isinstance(parsed, TcShow):
+        show = parsed
+        devs = [dev] if dev else [i.engine_name for i in pc.topo.interfaces
+                                  if (pc.terminal == "admin" and pc.topo.node_kinds[i.node] == "switch")
+                                  or i.node == pc.terminal]
+        names = {i.engine_name: i.name for i in pc.topo.interfaces}
+
+        def run_show(rt: "RunCtx") -> int:
+            text = []
+            for d in devs:
+                blocks = rt.engine.qdisc_show(d)
+                text.append(tc_fmt.tc_show_text(blocks, rt.runner.sc.profile, stats=show.stats,
+                                                details=show.details, invisible=show.invisible,
+                                                dev=names[d] if len(devs) > 1 else None))
+            rt.io.out("".join(text))
+            return 0
+
+        return _instant(run_show)
+    request = parsed.to_dict()
+    request["dev"] = dev
+
+    def run_modify(rt: "RunCtx") -> int:
+        try:
+            rt.engine.tc(request)
+        except TcFailure as e:
+            rt.io.err(str(e))
+            return 2
+        return 0
+
+    return _instant(run_modify)
+
+
+# ---------------------------------------------------------------------- sysctl
+
+def _prep_sysctl(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    cmd = sysctl_cmd.parse_sysctl(words, pc.diag)
+
+    def run(rt: "RunCtx") -> int:
+        store = rt.runner.sysctl.setdefault(rt.term.name, {})
+        out, err, status = sysctl_cmd.execute_sysctl(cmd, store)
+        rt.io.out(out)
+        rt.io.err(err)
+        return status
+
+    return _instant(run)
+
+
+# ---------------------------------------------------------------------- ping
+
+def _prep_ping(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    node = pc.require_node(words[0], "ping")
+    cmd = ping_cmd.parse_ping(words, pc.diag, resolve=pc.resolve_host)
+    lag_ns = pc.profile.ping_send_lag_us * 1000
+    spec = {
+        "kind": "ping", "dst": cmd.target, "count": cmd.count,
+        "interval_ns": round(cmd.interval_s * NS), "size": cmd.size,
+        "deadline_ns": round(cmd.deadline_s * NS) if cmd.deadline_s is not None else None,
+        "timeout_ns": round(cmd.timeout_s * NS) if cmd.timeout_s is not None else None,
+        "send_lag_ns": lag_ns, "tos": cmd.tos or 0,
+    }
+    endless = cmd.count is None and cmd.deadline_s is None
+
+    def run(rt: "RunCtx") -> Gen:
+        app = rt.start_app(node, spec)
+        expected = None if endless else rt.now_ns + (cmd.count or 1) * (spec["interval_ns"] + lag_ns)
+        from .runner import WaitApp
+
+        yield WaitApp(app, endless, expected)
+        result = rt.engine.app_result(app)
+        rt.io.out(ping_fmt.ping_text(result, cmd.target, rt.runner.sc.profile, quiet=cmd.quiet))
+        return ping_fmt.ping_exit_status(result)
+
+    return run
+
+
+# ---------------------------------------------------------------------- iperf3
+
+def _prep_iperf3(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    node = pc.require_node(words[0], "iperf3")
+    cmd = iperf3_cmd.parse_iperf3(words, pc.diag, pc.profile)
+    if isinstance(cmd, iperf3_cmd.Iperf3Server):
+        return _iperf3_server(node, cmd)
+    iperf3_cmd.ensure_supported(cmd)
+    return _iperf3_client(node, cmd)
+
+
+def _write_tool_output(rt: "RunCtx", logfile: str | None, text: str, stderr: str = "") -> None:
+    if logfile:
+        path = rt.term.cwd / logfile
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as f:
+            f.write(text + stderr)
+    else:
+        rt.io.out(text)
+        rt.io.err(stderr)
+
+
+def _iperf3_server(node: str, cmd: Any) -> Prepared:
+    spec = {"kind": "iperf3_server", "port": cmd.port, "one_off": cmd.one_off,
+            "interval_ns": round(cmd.interval_s * NS)}
+
+    def emit(rt: "RunCtx", app: int) -> None:
+        result = rt.engine.app_result(app)
+        profile = rt.runner.sc.profile
+        if cmd.json:
+            text = "".join(iperf3_fmt.server_json(result, profile))
+            stderr = ""
+        else:
+            text = iperf3_fmt.server_text(result, profile)
+            stderr = ""
+        _write_tool_output(rt, cmd.logfile, text, stderr)
+
+    def run(rt: "RunCtx") -> Gen:
+        from .runner import WaitApp
+
+        try:
+            app = rt.start_app(node, spec)
+        except AppStartError as e:
+            rt.io.err(str(e))
+            return 1
+        if cmd.daemon:
+            rt.detach(app, lambda: emit(rt, app) if cmd.logfile else None)
+            return 0
+        yield WaitApp(app, True)
+        emit(rt, app)
+        return 0
+
+    return run
+
+
+def _iperf3_client(node: str, cmd: Any) -> Prepared:
+    def run(rt: "RunCtx") -> Gen:
+        from .runner import WaitApp
+
+        profile = rt.runner.sc.profile
+        spec = {
+            "kind": "iperf3_client", "dst": cmd.host, "port": cmd.port, "protocol": "udp",
+            "rate_bps": cmd.rate_bps, "blksize": cmd.blksize,
+            "duration_ns": round(cmd.duration_s * NS), "bytes": cmd.bytes,
+            "omit_ns": round(cmd.omit_s * NS), "interval_ns": round(cmd.interval_s * NS),
+            "tos": cmd.tos or 0,
+        }
+        app = rt.start_app(node, spec)
+        expected = rt.now_ns + spec["duration_ns"] + spec["omit_ns"]
+        yield WaitApp(app, False, expected)
+        result = rt.engine.app_result(app)
+        info = iperf3_fmt.client_info_from_command(cmd)
+        if cmd.json:
+            text = iperf3_fmt.client_json(result, info, profile)
+            stderr = ""
+        else:
+            text = iperf3_fmt.client_text(result, info, profile)
+            stderr = ""
+        if result.get("error") and not cmd.json:
+            text, stderr = "", iperf3_fmt.error_text(result, info)
+        _write_tool_output(rt, cmd.logfile, text, stderr)
+        return 1 if result.get("error") else 0
+
+    return run
+
+
+# ---------------------------------------------------------------------- generators
+
+def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    node = pc.require_node(words[0], words[0].text)
+    cmd = gen_cmd.parse_generator(words, pc.diag)
+    spec = gen_cmd.engine_spec(cmd)
+    endless = gen_cmd.is_endless(cmd)
+
+    def run(rt: "RunCtx") -> Gen:
+        from .runner import WaitApp
+
+        try:
+            app = rt.start_app(node, spec)
+        except AppStartError as e:
+            rt.io.err(f"{words[0].text}: {e}")
+            return 1
+        duration = spec.get("duration_ns")
+        yield WaitApp(app, endless, rt.now_ns + duration if duration else None)
+        rt.io.out(gen_cmd.report_text(cmd, rt.engine.app_result(app)))
+        return 0
+
+    return run
+
+
+# ---------------------------------------------------------------------- plot_q.sh
+
+def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    if len(words) != 2:
+        raise CommandError("plot_q.sh takes one interface name", col=words[0].col,
+                           expected="plot_q.sh IFACE", suggestion="e.g. sudo plot_q.sh s1-eth2")
+    dev_word = words[1]
+    dev = pc.engine_dev(dev_word.text, dev_word.col)
+    interval_ns = round(pc.profile.queue_sample_interval * NS)
+
+    def run(rt: "RunCtx") -> Gen:
+        from .runner import WaitApp
+
+        app = rt.start_app(_any_host(rt), {"kind": "qmon", "dev": dev, "interval_ns": interval_ns})
+        start = rt.now_ns
+        yield WaitApp(app, True)
+        samples = rt.engine.app_result(app)["samples"]
+        dat = rt.term.cwd / f"q_{dev_word.text}.dat"
+        dat.parent.mkdir(parents=True, exist_ok=True)
+        dat.write_text(queue_fmt.q_dat(samples, start), encoding="utf-8")
+        csv = rt.term.home.parent / f"queue_{dev_word.text}.csv"
+        csv.write_text(queue_fmt.q_csv(samples, start), encoding="utf-8")
+        rt.note_queue_file(csv)
+        from .plots import plot_queue
+
+        plot_queue(samples, start, dev_word.text, dat.with_suffix(".png"))
+        return 0
+
+    return run
+
+
+def _any_host(rt: "RunCtx") -> str:
+    """The queue monitor reads qdisc statistics; it is hosted on the first host
+    (it sends nothing, so where it lives does not matter)."""
+    return rt.runner.sc.hosts[0]
+
+
+# ---------------------------------------------------------------------- shell builtins
+
+def _prep_cd(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    if len(words) > 2:
+        raise CommandError("cd: too many arguments", col=words[2].col)
+    target = words[1].text if len(words) == 2 else None
+
+    def run(rt: "RunCtx") -> int:
+        if target is None or target == "~":
+            rt.term.cwd = rt.term.home
+            return 0
+        new = _within(rt, rt.term.cwd / target)
+        if new is None or not new.is_dir():
+            rt.io.err(f"bash: cd: {target}: No such file or directory")
+            return 1
+        rt.term.cwd = new
+        return 0
+
+    return _instant(run)
+
+
+def _within(rt: "RunCtx", path: Path) -> Path | None:
+    """Resolve ``path``; terminals may not leave their node folder."""
+    p = path.resolve()
+    home = rt.term.home.resolve()
+    return p if p == home or home in p.parents else None
+
+
+def _prep_mkdir(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    parents = any(w.text == "-p" for w in words[1:])
+    names = [w for w in words[1:] if w.text != "-p"]
+    for w in names:
+        if w.text.startswith("-"):
+            raise NotSupportedError(f"mkdir: option {w.text} is not supported", col=w.col, expected="mkdir [-p] DIR...")
+    if not names:
+        raise CommandError("mkdir: missing operand", col=words[0].col, expected="mkdir [-p] DIR...")
+
+    def run(rt: "RunCtx") -> int:
+        status = 0
+        for w in names:
+            p = _within(rt, rt.term.cwd / w.text)
+            if p is None:
+                rt.io.err(f"mkdir: cannot create directory '{w.text}': outside the node's results folder")
+                status = 1
+                continue
+            if p.exists() and not parents:
+                rt.io.err(f"mkdir: cannot create directory '{w.text}': File exists")
+                status = 1
+                continue
+            try:
+                p.mkdir(parents=parents, exist_ok=parents)
+            except FileNotFoundError:
+                rt.io.err(f"mkdir: cannot create directory '{w.text}': No such file or directory")
+                status = 1
+        return status
+
+    return _instant(run)
+
+
+def _prep_sleep(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    if len(words) < 2:
+        raise CommandError("sleep: missing operand", col=words[0].col, expected="sleep DURATION (e.g. sleep 5)")
+    total = sum(parse_duration_ns(w.text, w.col) for w in words[1:])
+
+    def run(rt: "RunCtx") -> Gen:
+        from .runner import WaitUntil
+
+        yield WaitUntil(rt.now_ns + total)
+        return 0
+
+    return run
+
+
+def _prep_echo(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    text = " ".join(w.text for w in words[1:]) + "\n"
+    return _instant(lambda rt: (rt.io.out(text), 0)[1])
+
+
+def _prep_xdg_open(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    files = " ".join(shlex.quote(w.text) for w in words[1:])
+    return _instant(lambda rt: (rt.io.err(f"(xdg-open {files}: a viewer is not opened in simulation)"), 0)[1])
+
+
+def _not_yet(what: str, issue: str) -> Callable[[PrepareCtx, list[Word]], Prepared]:
+    def prep(pc: PrepareCtx, words: list[Word]) -> Prepared:
+        raise NotSupportedError(f"{words[0].text} is not supported yet ({what} arrives with {issue})",
+                                col=words[0].col)
+
+    return prep
+
+
+PROGRAMS: dict[str, Callable[[PrepareCtx, list[Word]], Prepared]] = {
+    "tc": _prep_tc,
+    "sysctl": _prep_sysctl,
+    "ping": _prep_ping,
+    "iperf3": _prep_iperf3,
+    "cbr": _prep_generator,
+    "poisson": _prep_generator,
+    "onoff": _prep_generator,
+    "sink": _prep_generator,
+    "bulk": _prep_generator,
+    "plot_q.sh": _prep_plot_q,
+    "plot_iperf.sh": _not_yet("the TCP iperf3 plotter", "the TCP issue"),
+    "tcpdump": _not_yet("packet capture", "the results issue"),
+    "cd": _prep_cd,
+    "mkdir": _prep_mkdir,
+    "sleep": _prep_sleep,
+    "echo": _prep_echo,
+    "xdg-open": _prep_xdg_open,
+    "true": lambda pc, words: _builtin_true,
+}

@@ -1,0 +1,197 @@
+"""Mininet naming and addressing, and TCLink options as qdiscs.
+
+Conventions (mininet/net.py, mininet/node.py, mininet/link.py; qdiscs.md §9):
+- host ``hX`` gets ``10.0.0.N`` where N is its position in the hosts list
+  (Mininet's ``ipBase`` 10.0.0.0/8, assigned in ``addHost`` order);
+- interface names are ``<node>-eth<k>``, numbered per node in link order,
+  from 0 on hosts and routers (Mininet ``Node.portBase``) and from 1 on
+  switches (``Switch.portBase``); a link table may name them (``a_intf``);
+- switch ports live in the machine's root namespace (the ``admin``
+  terminal); host and router interfaces only in their own node's terminal;
+- ``bw``/``delay``/``jitter``/``loss``/``max_queue_size`` become the qdiscs
+  ``TCIntf.config`` installs with ``use_tbf``: ``tbf rate <bw>Mbit burst 15000
+  latency <15·8/bw>ms`` as root ``5:`` and ``netem`` as ``10:`` under it (or
+  as root), on both interfaces of the link. htb is not modelled.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+from ..errors import ScenarioError
+from .load import LinkSpec, Scenario
+
+
+@dataclass
+class Interface:
+    node: str
+    name: str
+    #: globally unique name used by the engine
+    engine_name: str
+    ip: str | None
+
+
+@dataclass
+class BuiltTopology:
+    engine_config: dict
+    interfaces: list[Interface]
+    #: node -> its interfaces, in link order
+    by_node: dict[str, list[Interface]]
+    node_kinds: dict[str, str]
+    #: (interface engine name, tc command line) for every TCLink option, in order
+    tclink_commands: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def host_ip(self, node: str) -> str | None:
+        for i in self.by_node.get(node, []):
+            if i.ip:
+                return i.ip
+        return None
+
+    def resolve_dev(self, terminal: str, dev: str) -> str | None:
+        """Engine name of ``dev`` as seen from ``terminal``'s namespace."""
+        if terminal == "admin":
+            for i in self.interfaces:
+                if i.name == dev and self.node_kinds[i.node] == "switch":
+                    return i.engine_name
+            return None
+        for i in self.by_node.get(terminal, []):
+            if i.name == dev:
+                return i.engine_name
+        return None
+
+    def owner_of(self, dev: str) -> str | None:
+        for i in self.interfaces:
+            if i.name == dev:
+                return i.node
+        return None
+
+    def address_owner(self, ip: str) -> str | None:
+        for i in self.interfaces:
+            if i.ip == ip:
+                return i.node
+        return None
+
+
+def _ip(value: str, file: str, line: int, what: str) -> str:
+    try:
+        return str(ipaddress.IPv4Interface(value).ip)
+    except ValueError:
+        raise ScenarioError(
+            f"{what}: {value!r} is not an IPv4 address", file=file, line=line,
+            expected='an address such as "192.168.24.21/24" or "10.0.0.5"',
+        ) from None
+
+
+def build_topology(sc: Scenario) -> BuiltTopology:
+    file = str(sc.path)
+    kinds = {**{h: "host" for h in sc.hosts}, **{s: "switch" for s in sc.switches},
+             **{r: "router" for r in sc.routers}}
+    default_ip = {h: f"10.0.0.{k + 1}" for k, h in enumerate(sc.hosts)}
+    next_port = {n: (1 if kinds[n] == "switch" else 0) for n in kinds}
+    by_node: dict[str, list[Interface]] = {n: [] for n in kinds}
+    links_json = []
+    ifaces: list[Interface] = []
+    used_ips: dict[str, str] = {}
+
+    def endpoint(node: str, intf: str | None, ip: str | None, link: LinkSpec, side: str) -> Interface:
+        name = intf or f"{node}-eth{next_port[node]}"
+        next_port[node] += 1
+        if any(i.name == name for i in by_node[node]):
+            raise ScenarioError(f"{node} has two interfaces named {name!r}", file=file, line=link.line)
+        kind = kinds[node]
+        if kind == "switch":
+            if ip is not None:
+                raise ScenarioError(
+                    f"{side}_ip: switch {node} forwards at layer 2 and has no address", file=file,
+                    line=link.line, suggestion="make it a router (routers = [...]) if it should route by IP",
+                )
+        elif ip is not None:
+            ip = _ip(ip, file, link.line, f"{side}_ip")
+        elif kind == "host" and not by_node[node]:
+            ip = default_ip[node]
+        else:
+            what = "router" if kind == "router" else "host with several links"
+            raise ScenarioError(
+                f"{node}'s interface {name} needs an address ({what})", file=file, line=link.line,
+                expected=f"a link table with {side}_ip, e.g. {{ a = \"{link.a}\", b = \"{link.b}\", "
+                f"{side}_ip = \"192.168.1.1/24\" }}",
+            )
+        if ip is not None:
+            if ip in used_ips:
+                raise ScenarioError(f"address {ip} is used by both {used_ips[ip]} and {node}", file=file,
+                                    line=link.line)
+            used_ips[ip] = node
+        i = Interface(node=node, name=name, engine_name=name, ip=ip)
+        by_node[node].append(i)
+        ifaces.append(i)
+        return i
+
+    commands: list[tuple[str, str, str]] = []
+    pending: list[tuple[LinkSpec, Interface, Interface]] = []
+    for link in sc.links:
+        a = endpoint(link.a, link.a_intf, link.a_ip, link, "a")
+        b = endpoint(link.b, link.b_intf, link.b_ip, link, "b")
+        pending.append((link, a, b))
+    # Names that repeat across nodes (eth0 on two hosts) get the node prefix in the engine.
+    counts: dict[str, int] = {}
+    for i in ifaces:
+        counts[i.name] = counts.get(i.name, 0) + 1
+    for i in ifaces:
+        if counts[i.name] > 1:
+            i.engine_name = f"{i.node}/{i.name}"
+    for link, a, b in pending:
+        links_json.append({
+            "a": {"node": a.node, "intf": a.engine_name, "ip": a.ip},
+            "b": {"node": b.node, "intf": b.engine_name, "ip": b.ip},
+        })
+        for intf in (a, b):
+            for line in tclink_lines(link, file):
+                commands.append((intf.node, intf.engine_name, line))
+    config = {
+        "seed": sc.seed,
+        "nodes": [{"name": n, "kind": k} for n, k in kinds.items()],
+        "links": links_json,
+        "options": {
+            "arp": sc.arp,
+            "netem_modern_accounting": sc.profile.netem_modern_accounting,
+            "netem_dup_after_limit": sc.profile.netem_modern_accounting,
+        },
+    }
+    return BuiltTopology(config, ifaces, by_node, kinds, commands)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:f}"
+
+
+def tclink_lines(link: LinkSpec, file: str) -> list[str]:
+    """The tc arguments (after ``tc qdisc add dev IF``) TCIntf.config would run."""
+    lines = []
+    parent = "root"
+    if link.bw is not None:
+        if not 0 < link.bw <= 1000:
+            raise ScenarioError(
+                f"bw = {link.bw}: Mininet accepts 0 < bw <= 1000 (Mbit/s) and silently skips shaping "
+                "otherwise", file=file, line=link.line,
+                suggestion="for faster links add a tbf with a tc line in a part",
+            )
+        latency_ms = 15 * 8 / link.bw
+        lines.append(f"root handle 5: tbf rate {_fmt(link.bw)}Mbit burst 15000 latency {_fmt(latency_ms)}ms")
+        parent = "parent 5:1"
+    netem = []
+    if link.delay is not None:
+        netem.append(f"delay {link.delay}")
+    if link.jitter is not None:
+        if link.delay is None:
+            raise ScenarioError("jitter needs a delay (netem delay D JITTER)", file=file, line=link.line)
+        netem.append(link.jitter)
+    if link.loss is not None:
+        if link.loss > 100:
+            raise ScenarioError(f"loss = {link.loss}: a percentage between 0 and 100", file=file, line=link.line)
+        netem.append(f"loss {int(link.loss)}")  # Mininet formats loss with %d
+    if link.max_queue_size is not None:
+        netem.append(f"limit {link.max_queue_size}")
+    if netem:
+        lines.append(f"{parent} handle 10: netem " + " ".join(netem))
+    return lines
