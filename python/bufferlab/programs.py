@@ -136,15 +136,10 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
         devs = [dev] if dev else [i.engine_name for i in pc.topo.interfaces
                                   if (pc.terminal == "admin" and pc.topo.node_kinds[i.node] == "switch")
                                   or i.node == pc.terminal]
-        names = {i.engine_name: i.name for i in pc.topo.interfaces}
 
         def run_show(rt: "RunCtx") -> int:
-            text = []
-            for d in devs:
-                blocks = rt.engine.qdisc_show(d)
-                text.append(tc_fmt.tc_show_text(blocks, rt.runner.sc.profile, stats=show.stats,
-                                                details=show.details, invisible=show.invisible,
-                                                dev=names[d] if len(devs) > 1 else None))
+            text = [tc_fmt.tc_show_text(rt.engine.qdisc_show(d), rt.runner.sc.profile, stats=show.stats,
+                                        details=show.details, invisible=show.invisible) for d in devs]
             rt.io.out("".join(text))
             return 0
 
@@ -235,13 +230,8 @@ def _iperf3_server(node: str, cmd: Any) -> Prepared:
     def emit(rt: "RunCtx", app: int) -> None:
         result = rt.engine.app_result(app)
         profile = rt.runner.sc.profile
-        if cmd.json:
-            text = "".join(iperf3_fmt.server_json(result, profile))
-            stderr = ""
-        else:
-            text = iperf3_fmt.server_text(result, profile)
-            stderr = ""
-        _write_tool_output(rt, cmd.logfile, text, stderr)
+        text = iperf3_fmt.server_json(result, profile) if cmd.json else iperf3_fmt.server_text(result, profile)
+        _write_tool_output(rt, cmd.logfile, text)
 
     def run(rt: "RunCtx") -> Gen:
         from .runner import WaitApp
@@ -277,19 +267,25 @@ def _iperf3_client(node: str, cmd: Any) -> Prepared:
         expected = rt.now_ns + spec["duration_ns"] + spec["omit_ns"]
         yield WaitApp(app, False, expected)
         result = rt.engine.app_result(app)
-        info = iperf3_fmt.client_info_from_command(cmd)
+        info = _cmd_info(cmd)
+        failed = bool(result.get("error")) or bool(result.get("interrupted"))
         if cmd.json:
-            text = iperf3_fmt.client_json(result, info, profile)
-            stderr = ""
+            _write_tool_output(rt, cmd.logfile, iperf3_fmt.client_json(result, info, profile))
+        elif result.get("error"):
+            _write_tool_output(rt, cmd.logfile, "", iperf3_fmt.client_text(result, info, profile))
         else:
-            text = iperf3_fmt.client_text(result, info, profile)
-            stderr = ""
-        if result.get("error") and not cmd.json:
-            text, stderr = "", iperf3_fmt.error_text(result, info)
-        _write_tool_output(rt, cmd.logfile, text, stderr)
-        return 1 if result.get("error") else 0
+            _write_tool_output(rt, cmd.logfile, iperf3_fmt.client_text(result, info, profile))
+        return 1 if failed else 0
 
     return run
+
+
+def _cmd_info(cmd: Any) -> iperf3_fmt.CmdInfo:
+    return iperf3_fmt.CmdInfo(
+        host=cmd.host, port=cmd.port, protocol=cmd.protocol, duration_s=int(cmd.duration_s),
+        omit_s=int(cmd.omit_s), blksize=cmd.blksize, tos=cmd.tos or 0, title=cmd.title,
+        num_streams=cmd.parallel, bytes=cmd.bytes or 0, rate=cmd.rate_bps, interval_s=cmd.interval_s,
+    )
 
 
 # ---------------------------------------------------------------------- generators

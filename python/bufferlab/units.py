@@ -118,9 +118,7 @@ _SIZE_SCALE: dict[str, float] = {
 SIZE_EXPECTED = "a size in bytes: 500000, 10k (= 10240), 400kb, 2mb, 1mbit (= 131072)"
 
 
-def _num_error(
-    message: str, col: int | None, expected: str, suggestion: str | None = None
-) -> CommandError:
+def _num_error(message: str, col: int | None, expected: str, suggestion: str | None = None) -> CommandError:
     return CommandError(message, col=col, expected=expected, suggestion=suggestion)
 
 
@@ -141,9 +139,7 @@ def parse_size(text: str, col: int | None = None) -> int:
         raise _num_error(f'invalid size "{text}"', col, SIZE_EXPECTED, "sizes are non-negative")
     size = value * _SIZE_SCALE[suffix]
     if size > U32_MAX:
-        raise _num_error(
-            f'size "{text}" is too large (maximum 4294967295 bytes)', col, SIZE_EXPECTED
-        )
+        raise _num_error(f'size "{text}" is too large (maximum 4294967295 bytes)', col, SIZE_EXPECTED)
     return int(size)
 
 
@@ -184,7 +180,8 @@ def _rate_bits(text: str, col: int | None) -> float:
     if suffix not in _RATE_SCALE:
         hint = RATE_SUGGESTION
         if suffix in ("k", "m", "g", "t", "kb", "mb", "gb"):
-            hint = f'"{rest}" is not a tc rate unit: write {text[: len(text) - len(rest)]}{suffix[0]}bit for bits/s'
+            number = text[: len(text) - len(rest)]
+            hint = f'"{rest}" is not a tc rate unit: write {number}{suffix[0]}bit for bits/s'
         elif suffix.endswith("bits"):
             hint = f'write "{rest[:-1]}" (no s): {RATE_SUGGESTION}'
         raise _num_error(f'invalid rate "{text}": unknown unit "{rest}"', col, RATE_EXPECTED, hint)
@@ -259,7 +256,7 @@ def _time(text: str, col: int | None, table: dict[str, float], expected: str) ->
     if suffix not in table:
         hint = "times take s, ms, us" + (", ns" if "ns" in table else "")
         if suffix in ("m", "min", "mins", "minute", "minutes"):
-            hint = f'tc has no minutes unit: write {value * 60:g}s'
+            hint = f"tc has no minutes unit: write {value * 60:g}s"
         raise _num_error(f'invalid time "{text}": unknown unit "{rest}"', col, expected, hint)
     if not math.isfinite(value) or value < 0:
         raise _num_error(f'invalid time "{text}"', col, expected, "times are non-negative")
@@ -294,7 +291,9 @@ def parse_netem_time(text: str, ns_mode: bool, col: int | None = None) -> int:
     us = parse_time_us(text, col)
     ticks = int(us * TICKS_PER_US)
     if ticks >> 32:
-        raise _num_error(f"Illegal {us} time (too large)", col, TIME_EXPECTED, "netem delays must stay below 274.8s")
+        raise _num_error(
+            f"Illegal {us} time (too large)", col, TIME_EXPECTED, "netem delays must stay below 274.8s"
+        )
     return ticks * NS_PER_TICK
 
 
@@ -313,7 +312,9 @@ def parse_percent_fraction(text: str, col: int | None = None) -> float:
     if frac > 1.0 or frac < 0.0 or math.isnan(frac):
         raise _num_error(f'percentage "{text}" is out of range', col, PERCENT_EXPECTED)
     if rest and rest != "%":
-        raise _num_error(f'invalid percentage "{text}"', col, PERCENT_EXPECTED, "only a single trailing % is allowed")
+        raise _num_error(
+            f'invalid percentage "{text}"', col, PERCENT_EXPECTED, "only a single trailing % is allowed"
+        )
     return frac
 
 
@@ -371,7 +372,7 @@ def _iperf_number(text: str, col: int | None, kilo: int, expected: str, what: st
         return value * float(kilo) ** _IPERF_SUFFIX[rest.lower()]
     hint = None
     if rest[:1].lower() in _IPERF_SUFFIX:
-        hint = f'write {m.group(0)}{rest[0]} (iperf3 reads only the letter after the number)'
+        hint = f"write {m.group(0)}{rest[0]} (iperf3 reads only the letter after the number)"
     raise _num_error(f'invalid {what} "{text}": unknown unit "{rest}"', col, expected, hint)
 
 

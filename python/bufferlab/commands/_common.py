@@ -88,7 +88,12 @@ def c_strtol(text: str, base: int = 0) -> tuple[int | None, str]:
         neg = s[i] == "-"
         i += 1
     b = base
-    if (b in (0, 16)) and s[i : i + 2].lower() == "0x" and i + 2 < len(s) and s[i + 2] in "0123456789abcdefABCDEF":
+    if (
+        (b in (0, 16))
+        and s[i : i + 2].lower() == "0x"
+        and i + 2 < len(s)
+        and s[i + 2] in "0123456789abcdefABCDEF"
+    ):
         b = 16
         i += 2
     elif b == 0:

@@ -129,7 +129,8 @@ class Getopt:
             k = 1
             while k < len(t):
                 ch = t[k]
-                col = w.col + k
+                # the word's column for the first letter, the letter's own inside a cluster
+                col = w.col if k == 1 else w.col + k
                 spec = self.short.get(ch)
                 if spec is None and ch in self.short_aliases:
                     real, warning = self.short_aliases[ch]
@@ -140,7 +141,7 @@ class Getopt:
                 if spec.arg:
                     rest = t[k + 1 :]
                     if rest:
-                        value = Word(rest, col + 1)
+                        value = Word(rest, w.col + k + 1)
                     elif i + 1 < n:
                         i += 1
                         value = words[i]

@@ -176,7 +176,9 @@ _CLIENT_ONLY = {"u", "b", "t", "n", "k", "l", "P", "R", "w", "M", "N", "S", "Z",
 _SERVER_ONLY = {"D", "1"}
 
 
-def _perr(text: str, col: int | None, expected: str | None = None, suggestion: str | None = None) -> CommandError:
+def _perr(
+    text: str, col: int | None, expected: str | None = None, suggestion: str | None = None
+) -> CommandError:
     return CommandError(f"parameter error - {text}", col=col, expected=expected, suggestion=suggestion)
 
 
@@ -254,7 +256,6 @@ def parse_iperf3(
         )
 
     role: str | None = None
-    role_col: int | None = None
     host: Word | None = None
     client_flag: Opt | None = None
     server_flag: Opt | None = None
@@ -297,7 +298,9 @@ def parse_iperf3(
         if k == "p":
             port = _atoi_strict(o, "port")
             if not 1 <= port <= 65535:
-                raise _perr("port number must be between 1 and 65535 inclusive", o.value.col if o.value else o.col)
+                raise _perr(
+                    "port number must be between 1 and 65535 inclusive", o.value.col if o.value else o.col
+                )
         elif k == "f":
             assert o.value is not None
             if not o.value.text or o.value.text[0] not in "kmgtKMGT":
@@ -324,11 +327,11 @@ def parse_iperf3(
         elif k == "s":
             if role == "c":
                 raise _perr("cannot be both server and client", o.col)
-            role, role_col = "s", o.col
+            role = "s"
         elif k == "c":
             if role == "s":
                 raise _perr("cannot be both server and client", o.col)
-            role, role_col = "c", o.col
+            role = "c"
             host = o.value
         elif k == "u":
             udp = True
@@ -355,9 +358,14 @@ def parse_iperf3(
         elif k == "t":
             duration = _atoi_strict(o, "time")
             if duration > MAX_TIME:
-                raise _perr(f"test duration too long (maximum = {MAX_TIME} seconds)", o.value.col if o.value else o.col)
+                raise _perr(
+                    f"test duration too long (maximum = {MAX_TIME} seconds)",
+                    o.value.col if o.value else o.col,
+                )
             if duration < 0:
-                raise CommandError("iperf3: the test duration cannot be negative", col=o.value.col if o.value else o.col)
+                raise CommandError(
+                    "iperf3: the test duration cannot be negative", col=o.value.col if o.value else o.col
+                )
             duration_given = True
         elif k == "n":
             nbytes = _unit(parse_iperf_size, o)
@@ -374,7 +382,9 @@ def parse_iperf3(
                     o.value.col if o.value else o.col,
                 )
             if parallel < 1:
-                raise CommandError("iperf3: -P needs at least 1 stream", col=o.value.col if o.value else o.col)
+                raise CommandError(
+                    "iperf3: -P needs at least 1 stream", col=o.value.col if o.value else o.col
+                )
         elif k == "R":
             reverse = True
         elif k == "w":

@@ -62,10 +62,34 @@ _SPECS = [
 ]
 # real iputils options, refused as not supported (letter -> takes a value)
 _OTHER = {
-    "a": False, "A": False, "b": False, "B": False, "d": False, "D": False, "f": False,
-    "h": False, "L": False, "n": False, "O": False, "r": False, "R": False, "U": False,
-    "v": False, "V": False, "4": False, "6": False, "F": True, "I": True, "l": True,
-    "m": True, "M": True, "N": True, "p": True, "S": True, "t": True, "T": True,
+    "a": False,
+    "A": False,
+    "b": False,
+    "B": False,
+    "d": False,
+    "D": False,
+    "f": False,
+    "h": False,
+    "L": False,
+    "n": False,
+    "O": False,
+    "r": False,
+    "R": False,
+    "U": False,
+    "v": False,
+    "V": False,
+    "4": False,
+    "6": False,
+    "F": True,
+    "I": True,
+    "l": True,
+    "m": True,
+    "M": True,
+    "N": True,
+    "p": True,
+    "S": True,
+    "t": True,
+    "T": True,
 }
 _SPECS += [OptSpec("other:" + k, k, arg=v) for k, v in _OTHER.items()]
 
@@ -96,7 +120,9 @@ def _tos(o: Opt) -> int:
     else:
         v, rest = c_strtol(text, 10)
     if v is None or rest:
-        raise CommandError(f'ping: "{text}" bad value for TOS', col=o.value.col, expected="-Q TOS: 0x32 or 50")
+        raise CommandError(
+            f'ping: "{text}" bad value for TOS', col=o.value.col, expected="-Q TOS: 0x32 or 50"
+        )
     if v < 0 or v > 255:
         raise CommandError(
             "ping: the decimal value of TOS bits must be in range 0-255",
@@ -121,20 +147,31 @@ def parse_ping(words: list[Word], diag: Diagnostics, resolve: Resolver | None = 
         if o.key == "c":
             n = _int(o, "ping: bad number of packets to transmit.", "-c COUNT (at least 1)")
             if n <= 0:
-                raise CommandError("ping: bad number of packets to transmit.", col=o.value.col if o.value else o.col,
-                                   expected="-c COUNT (at least 1)")
+                raise CommandError(
+                    "ping: bad number of packets to transmit.",
+                    col=o.value.col if o.value else o.col,
+                    expected="-c COUNT (at least 1)",
+                )
             cmd.count = n
         elif o.key == "i":
             v = _num(o, "ping: bad timing interval", "-i SECONDS (e.g. 1, 0.2)")
             if v < 0 or v >= (2**31 - 1) / 1000 - 1:
-                raise CommandError("ping: bad timing interval", col=o.value.col if o.value else o.col,
-                                   expected="-i SECONDS (e.g. 1, 0.2)")
+                raise CommandError(
+                    "ping: bad timing interval",
+                    col=o.value.col if o.value else o.col,
+                    expected="-i SECONDS (e.g. 1, 0.2)",
+                )
             cmd.interval_s = v
         elif o.key == "s":
-            n = _int(o, f"ping: invalid packet size {o.value.text if o.value else ''!r}", "-s BYTES (0..65507)")
+            n = _int(
+                o, f"ping: invalid packet size {o.value.text if o.value else ''!r}", "-s BYTES (0..65507)"
+            )
             if n < 0:
-                raise CommandError(f"ping: illegal negative packet size {n}.", col=o.value.col if o.value else o.col,
-                                   expected="-s BYTES (0..65507)")
+                raise CommandError(
+                    f"ping: illegal negative packet size {n}.",
+                    col=o.value.col if o.value else o.col,
+                    expected="-s BYTES (0..65507)",
+                )
             if n > MAX_DATALEN:
                 raise CommandError(
                     f"ping: packet size {n} is too large. Maximum is {MAX_DATALEN}",
@@ -145,12 +182,16 @@ def parse_ping(words: list[Word], diag: Diagnostics, resolve: Resolver | None = 
         elif o.key == "w":
             v = _num(o, "ping: bad wait time.", "-w SECONDS")
             if v < 0:
-                raise CommandError("ping: bad wait time.", col=o.value.col if o.value else o.col, expected="-w SECONDS")
+                raise CommandError(
+                    "ping: bad wait time.", col=o.value.col if o.value else o.col, expected="-w SECONDS"
+                )
             cmd.deadline_s = v
         elif o.key == "W":
             v = _num(o, "ping: bad linger time.", "-W SECONDS")
             if v < 0:
-                raise CommandError("ping: bad linger time.", col=o.value.col if o.value else o.col, expected="-W SECONDS")
+                raise CommandError(
+                    "ping: bad linger time.", col=o.value.col if o.value else o.col, expected="-W SECONDS"
+                )
             cmd.timeout_s = v
         elif o.key == "q":
             cmd.quiet = True

@@ -235,8 +235,16 @@ def _strip_sudo(words: list[_Tok]) -> list[_Tok]:
             if t.startswith("--") and len(t) > 2:
                 name = t[2:].split("=", 1)[0]
                 takes = name in {
-                    "user", "group", "prompt", "close-from", "chdir", "role",
-                    "type", "command-timeout", "other-user", "host",
+                    "user",
+                    "group",
+                    "prompt",
+                    "close-from",
+                    "chdir",
+                    "role",
+                    "type",
+                    "command-timeout",
+                    "other-user",
+                    "host",
                 }
                 k += 2 if (takes and "=" not in t) else 1
                 continue

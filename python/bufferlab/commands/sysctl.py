@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Union
 
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
 
@@ -40,10 +39,12 @@ __all__ = [
     "SysctlCommand",
     "parse_sysctl",
     "format_sysctl_echo",
+    "execute_sysctl",
+    "sysctl_defaults",
     "kernel_text",
 ]
 
-SysctlValue = Union[int, str, tuple[int, int, int]]
+SysctlValue = int | str | tuple[int, int, int]
 
 #: key -> value type: "vec3", "cc", "int", "bool", "ecn", "adv", "qdisc"
 MODELLED_KEYS: dict[str, str] = {
@@ -66,13 +67,43 @@ MODELLED_KEYS: dict[str, str] = {
 SUPPORTED_CC = ("reno", "cubic", "htcp", "bbr")
 #: congestion controls Linux ships as modules (net/ipv4/tcp_*.c) but bufferlab does not model
 LINUX_CC = (
-    "bic", "vegas", "veno", "westwood", "hybla", "highspeed", "illinois", "scalable",
-    "lp", "yeah", "dctcp", "cdg", "nv", "bbr2", "bbr3", "prague",
+    "bic",
+    "vegas",
+    "veno",
+    "westwood",
+    "hybla",
+    "highspeed",
+    "illinois",
+    "scalable",
+    "lp",
+    "yeah",
+    "dctcp",
+    "cdg",
+    "nv",
+    "bbr2",
+    "bbr3",
+    "prague",
 )
 _MODELLED_QDISCS = ("pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "noqueue", "tbf", "netem")
 _LINUX_QDISCS = (
-    "fq_codel", "fq", "codel", "sfq", "pie", "fq_pie", "cake", "red", "sfb", "choke",
-    "hhf", "prio", "multiq", "mq", "drr", "qfq", "htb", "hfsc",
+    "fq_codel",
+    "fq",
+    "codel",
+    "sfq",
+    "pie",
+    "fq_pie",
+    "cake",
+    "red",
+    "sfb",
+    "choke",
+    "hhf",
+    "prio",
+    "multiq",
+    "mq",
+    "drr",
+    "qfq",
+    "htb",
+    "hfsc",
 )
 
 INT_MAX = 2**31 - 1
@@ -141,6 +172,50 @@ def format_sysctl_echo(cmd: SysctlCommand, store: Mapping[str, SysctlValue]) -> 
         else:
             out.append(shown + ("\n" if cmd.newline else ""))
     return "".join(out)
+
+
+def sysctl_defaults(modern: bool = False) -> dict[str, SysctlValue]:
+    """Linux's values of the modelled keys on a fresh namespace.
+
+    [lab2019] (Linux 4.15-5.4): tcp_rmem 4096 87380 6291456 (tcp.md §3);
+    [modern] (>= 4.20): tcp_rmem default 131072. ``default_qdisc`` is the
+    kernel's own default (distributions may override it with sysctl.d).
+    """
+    return {
+        "net.ipv4.tcp_rmem": (4096, 131072 if modern else 87380, 6291456),
+        "net.ipv4.tcp_wmem": (4096, 16384, 4194304),
+        "net.ipv4.tcp_congestion_control": "cubic",
+        "net.ipv4.tcp_ecn": 2,
+        "net.ipv4.tcp_sack": 1,
+        "net.ipv4.tcp_timestamps": 1,
+        "net.ipv4.tcp_window_scaling": 1,
+        "net.ipv4.tcp_moderate_rcvbuf": 1,
+        "net.ipv4.tcp_adv_win_scale": 1,
+        "net.ipv4.tcp_slow_start_after_idle": 1,
+        "net.ipv4.tcp_no_metrics_save": 0,
+        "net.core.rmem_max": 212992,
+        "net.core.wmem_max": 212992,
+        "net.core.default_qdisc": "pfifo_fast",
+    }
+
+
+def execute_sysctl(
+    cmd: SysctlCommand,
+    store: dict[str, SysctlValue],
+    defaults: Mapping[str, SysctlValue] | None = None,
+) -> tuple[str, str, int]:
+    """Run a parsed command against ``store`` (mutated: writes are applied).
+
+    Keys missing from ``store`` read as ``defaults`` (``sysctl_defaults()``
+    if None). Returns ``(stdout, stderr, exit status)``; every error was
+    already raised at parse time, so stderr is empty and the status 0.
+    """
+    base = dict(defaults if defaults is not None else sysctl_defaults())
+    base.update(store)
+    out = format_sysctl_echo(cmd, base)
+    for key, value in cmd.writes():
+        store[key] = value
+    return out, "", 0
 
 
 # ---------------------------------------------------------------------------
@@ -328,7 +403,9 @@ def parse_sysctl(words: list[Word], diag: Diagnostics) -> SysctlCommand:
                 if nxt is not None and "=" in nxt.text:
                     joined = _canonical_key(name + "_" + nxt.text.split("=", 1)[0])
                     if joined in MODELLED_KEYS:
-                        hint = f"did you mean {joined}='{nxt.text.split('=', 1)[1]}'? (no space inside the key)"
+                        hint = (
+                            f"did you mean {joined}='{nxt.text.split('=', 1)[1]}'? (no space inside the key)"
+                        )
                 raise CommandError(
                     f'sysctl: "{w.text}" must be of the form name=value',
                     col=w.col,

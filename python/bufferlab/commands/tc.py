@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
 from bufferlab.profile import Profile
@@ -88,7 +88,7 @@ class ParentClass:
         return {"class": {"major": self.major, "minor": self.minor}}
 
 
-ParentSpec = Union[ParentRoot, ParentClass]
+ParentSpec = ParentRoot | ParentClass
 
 
 @dataclass
@@ -163,7 +163,14 @@ class NetemLossState:
     p14: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": "state", "p13": self.p13, "p31": self.p31, "p32": self.p32, "p23": self.p23, "p14": self.p14}
+        return {
+            "model": "state",
+            "p13": self.p13,
+            "p31": self.p31,
+            "p32": self.p32,
+            "p23": self.p23,
+            "p14": self.p14,
+        }
 
 
 @dataclass
@@ -177,7 +184,7 @@ class NetemLossGemodel:
         return {"model": "gemodel", "p": self.p, "r": self.r, "h": self.h, "k1": self.k1}
 
 
-NetemLoss = Union[NetemLossRandom, NetemLossState, NetemLossGemodel]
+NetemLoss = NetemLossRandom | NetemLossState | NetemLossGemodel
 
 
 @dataclass
@@ -271,7 +278,7 @@ class NetemSpec:
         }
 
 
-QdiscSpec = Union[NoqueueSpec, FifoSpec, PfifoFastSpec, TbfSpec, NetemSpec]
+QdiscSpec = NoqueueSpec | FifoSpec | PfifoFastSpec | TbfSpec | NetemSpec
 
 _VERB_JSON = {"add": "add", "change": "change", "replace": "replace", "link": "link", "delete": "delete"}
 
@@ -327,10 +334,44 @@ MODELLED_QDISCS = ("noqueue", "pfifo", "bfifo", "pfifo_head_drop", "pfifo_fast",
 
 #: real Linux qdiscs, and the SIM kinds of qdiscs.md §5.10/§6/§7, not modelled yet
 KNOWN_UNMODELLED_QDISCS = (
-    "red", "red_csc573", "red_ns3", "blue", "cpm_red", "cpm_blue", "sfb", "gred", "choke",
-    "codel", "fq_codel", "pie", "fq_pie", "cake", "fq", "sfq", "htb", "hfsc", "prio",
-    "drr", "qfq", "ets", "cbq", "cbs", "etf", "taprio", "mq", "mqprio", "multiq",
-    "skbprio", "hhf", "plug", "dsmark", "atm", "ingress", "clsact", "teql", "dualpi2",
+    "red",
+    "red_csc573",
+    "red_ns3",
+    "blue",
+    "cpm_red",
+    "cpm_blue",
+    "sfb",
+    "gred",
+    "choke",
+    "codel",
+    "fq_codel",
+    "pie",
+    "fq_pie",
+    "cake",
+    "fq",
+    "sfq",
+    "htb",
+    "hfsc",
+    "prio",
+    "drr",
+    "qfq",
+    "ets",
+    "cbq",
+    "cbs",
+    "etf",
+    "taprio",
+    "mq",
+    "mqprio",
+    "multiq",
+    "skbprio",
+    "hhf",
+    "plug",
+    "dsmark",
+    "atm",
+    "ingress",
+    "clsact",
+    "teql",
+    "dualpi2",
 )
 
 _NOT_COMPLETE = 'Command line is not complete. Try option "help"'
@@ -356,7 +397,9 @@ class _Cursor:
     def value(self, keyword: Word, expected: str | None = None) -> Word:
         """NEXT_ARG(): the word after ``keyword`` or tc's "not complete" error."""
         if self.done():
-            raise CommandError(_NOT_COMPLETE, col=keyword.col, expected=expected or f"a value after {keyword.text!r}")
+            raise CommandError(
+                _NOT_COMPLETE, col=keyword.col, expected=expected or f"a value after {keyword.text!r}"
+            )
         return self.take()
 
 
@@ -458,9 +501,7 @@ def _parse_fifo(kind: str, kind_word: Word, cur: _Cursor) -> FifoSpec:
             v = cur.value(w, "limit NUMBER")
             limit = _unit(parse_size, v, f'{kind}: Illegal value for "limit": "{v.text}"')
         elif w.text == "help":
-            raise CommandError(
-                f"Usage: ... <[p|b]fifo | pfifo_head_drop> [ limit NUMBER ]", col=w.col
-            )
+            raise CommandError("Usage: ... <[p|b]fifo | pfifo_head_drop> [ limit NUMBER ]", col=w.col)
         else:
             raise CommandError(
                 f'{kind}: unknown parameter "{w.text}"',
@@ -475,8 +516,24 @@ _TBF_USAGE = (
     "Usage: ... tbf limit BYTES burst BYTES[/BYTES] rate KBPS [ mtu BYTES[/BYTES] ] "
     "[ peakrate KBPS ] [ latency TIME ] [ overhead BYTES ] [ linklayer TYPE ]"
 )
-_TBF_EXPECTED = "tbf rate RATE burst SIZE (limit SIZE | latency TIME) [peakrate RATE mtu SIZE] [mpu SIZE] [overhead N] [linklayer ethernet|atm|adsl]"
-_TBF_KEYWORDS = ["limit", "latency", "burst", "buffer", "maxburst", "mtu", "minburst", "mpu", "rate", "peakrate", "overhead", "linklayer"]
+_TBF_EXPECTED = (
+    "tbf rate RATE burst SIZE (limit SIZE | latency TIME) [peakrate RATE mtu SIZE] [mpu SIZE] "
+    "[overhead N] [linklayer ethernet|atm|adsl]"
+)
+_TBF_KEYWORDS = [
+    "limit",
+    "latency",
+    "burst",
+    "buffer",
+    "maxburst",
+    "mtu",
+    "minburst",
+    "mpu",
+    "rate",
+    "peakrate",
+    "overhead",
+    "linklayer",
+]
 
 
 def _size_and_cell(word: Word, param: str) -> int:
@@ -622,13 +679,25 @@ def _parse_tbf(kind_word: Word, cur: _Cursor) -> TbfSpec:
 
 _NETEM_EXPECTED = (
     "netem [limit PACKETS] [delay TIME [JITTER [CORR]]] [distribution uniform|normal|pareto|paretonormal] "
-    "[loss [random] PCT [CORR] | loss state P13 [P31 [P32 [P23 [P14]]]] | loss gemodel P [R [1-H [1-K]]]] [ecn] "
+    "[loss [random] PCT [CORR] | loss state P13 [P31 [P32 [P23 [P14]]]] | "
+    "loss gemodel P [R [1-H [1-K]]]] [ecn] "
     "[duplicate PCT [CORR]] [corrupt PCT [CORR]] [reorder PCT [CORR] [gap N]] "
     "[rate RATE [PACKETOVERHEAD [CELLSIZE [CELLOVERHEAD]]]] [slot MIN [MAX] [packets N] [bytes SIZE]]"
 )
 _NETEM_KEYWORDS = [
-    "limit", "latency", "delay", "loss", "drop", "ecn", "reorder", "corrupt", "gap",
-    "duplicate", "distribution", "rate", "slot",
+    "limit",
+    "latency",
+    "delay",
+    "loss",
+    "drop",
+    "ecn",
+    "reorder",
+    "corrupt",
+    "gap",
+    "duplicate",
+    "distribution",
+    "rate",
+    "slot",
 ]
 _NETEM_DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal")
 
@@ -774,7 +843,9 @@ def _parse_netem(kind_word: Word, cur: _Cursor, diag: Diagnostics, ns_mode: bool
                 x = cur.take()
                 n = c_int_full(x.text, 0)
                 if n is None or not -(2**31) <= n < 2**31:
-                    raise CommandError('Illegal "rate"', col=x.col, expected="PACKETOVERHEAD: a signed integer")
+                    raise CommandError(
+                        'Illegal "rate"', col=x.col, expected="PACKETOVERHEAD: a signed integer"
+                    )
                 r.packet_overhead = n
             if next_is_number():
                 x = cur.take()
@@ -984,7 +1055,13 @@ _TC_OPTIONS: list[tuple[tuple[str, ...], str | None]] = [
     (("-brief",), None),
 ]
 
-_VERBS = [("add", "add"), ("change", "change"), ("replace", "replace"), ("link", "link"), ("delete", "delete")]
+_VERBS = [
+    ("add", "add"),
+    ("change", "change"),
+    ("replace", "replace"),
+    ("link", "link"),
+    ("delete", "delete"),
+]
 
 
 def parse_tc(words: list[Word], diag: Diagnostics, profile: Profile | None = None) -> TcQdiscRequest | TcShow:
@@ -1002,8 +1079,9 @@ def parse_tc(words: list[Word], diag: Diagnostics, profile: Profile | None = Non
         for names, attr in _TC_OPTIONS:
             if any(matches(t, n) for n in names):
                 if attr is None:
-                    raise NotSupportedError(f"tc option {w.text} is not supported yet", col=w.col,
-                                            expected="-s, -d, -r, -p, -i")
+                    raise NotSupportedError(
+                        f"tc option {w.text} is not supported yet", col=w.col, expected="-s, -d, -r, -p, -i"
+                    )
                 flags[attr] = True
                 break
         else:
@@ -1019,7 +1097,9 @@ def parse_tc(words: list[Word], diag: Diagnostics, profile: Profile | None = Non
     if matches(obj.text, "qdisc"):
         pass
     elif any(matches(obj.text, o) for o in ("class", "filter", "chain", "actions", "monitor", "exec")):
-        full = next(o for o in ("class", "filter", "chain", "actions", "monitor", "exec") if matches(obj.text, o))
+        full = next(
+            o for o in ("class", "filter", "chain", "actions", "monitor", "exec") if matches(obj.text, o)
+        )
         raise NotSupportedError(f"tc {full} is not supported yet", col=obj.col, expected="tc qdisc ...")
     elif matches(obj.text, "help"):
         raise CommandError(_TC_USAGE, col=obj.col, expected="tc qdisc ...")
@@ -1050,7 +1130,9 @@ def parse_tc(words: list[Word], diag: Diagnostics, profile: Profile | None = Non
     )
 
 
-def _parse_modify(verb: str, verb_w: Word, cur: _Cursor, diag: Diagnostics, profile: Profile) -> TcQdiscRequest:
+def _parse_modify(
+    verb: str, verb_w: Word, cur: _Cursor, diag: Diagnostics, profile: Profile
+) -> TcQdiscRequest:
     dev: Word | None = None
     handle: int | None = None
     handle_given = False
@@ -1077,14 +1159,21 @@ def _parse_modify(verb: str, verb_w: Word, cur: _Cursor, diag: Diagnostics, prof
             parent = ParentRoot()
             parent_given = True
         elif t in ("clsact", "ingress"):
-            raise NotSupportedError(f"tc qdisc {t} is not supported yet", col=w.col, expected="root or parent CLASSID")
+            raise NotSupportedError(
+                f"tc qdisc {t} is not supported yet", col=w.col, expected="root or parent CLASSID"
+            )
         elif t == "parent":
             v = cur.value(w, "parent CLASSID")
             if parent_given:
                 raise CommandError(f'Error: duplicate "parent": "{v.text}" is the second value.', col=v.col)
             parent = _classid(v)
             parent_given = parent is not None
-        elif matches(t, "estimator") or matches(t, "stab") or matches(t, "ingress_block") or matches(t, "egress_block"):
+        elif (
+            matches(t, "estimator")
+            or matches(t, "stab")
+            or matches(t, "ingress_block")
+            or matches(t, "egress_block")
+        ):
             full = next(k for k in ("estimator", "stab", "ingress_block", "egress_block") if matches(t, k))
             raise NotSupportedError(f"tc qdisc {full} is not supported yet", col=w.col)
         elif matches(t, "help"):

@@ -39,13 +39,18 @@ built yet (``ValueError``); the generic line helpers below already cover
 the TCP text layouts. iperf3 3.0.x is only honoured for the header word
 ``Bandwidth`` (its UDP summary layout and 8192-byte defaults are not).
 
-Extra, optional engine-result keys this module understands (beyond
-docs/internals.md): client ``interrupted`` (Ctrl-C),
-``omit_end_ns`` (instant the omit timer reset the stats), ``connect_ns``;
-server ``interval_ns``, ``one_off`` and per test ``cookie``, ``params``
-(the client's test parameters), ``peer`` (the client's sender totals as
-received in the results exchange: ``bytes``, ``packets``, ``start_ns``,
-``end_ns``), ``omit_end_ns``.
+Engine keys used beyond docs/internals.md: ``test_start_ns`` (the stream's
+first ``start_time``; ``start_ns`` is then the post-omit one), client
+``interrupted`` (Ctrl-C); optional: ``omit_end_ns`` (when ``test_start_ns``
+is absent), ``connect_ns`` (the ``timestamp`` instant), server
+``interval_ns`` and ``one_off``, and per server test ``cookie``, ``params``
+(the client's test parameters: ``num_streams``, ``blksize``, ``omit``,
+``duration``, ``bytes``, ``blocks``, ``tos``, ``rate``) and ``peer`` (the
+client's sender totals as received in the results exchange: ``bytes``,
+``packets``, ``start_ns``, ``end_ns``). Without ``peer`` the server falls
+back as iperf3 does when no results were exchanged (sender_time =
+receiver_time, 0 bytes sent). A server test with ``total: null`` (cut by
+Ctrl-C) is summarised from its post-omit intervals.
 """
 
 from __future__ import annotations
@@ -325,22 +330,36 @@ class _Interval:
     raw: dict[str, Any]
 
 
-def _intervals(raw: Iterable[dict[str, Any]], start_ns: int, omit_end_ns: int | None,
-               interval_s: float) -> tuple[list[_Interval], int]:
+def _time_bases(obj: dict[str, Any]) -> tuple[int, int]:
+    """(original start, post-omit start) of a stream, in µs.
+
+    The engine reports ``test_start_ns`` (TEST_START, the stream's first
+    ``start_time``) and ``start_ns`` (``start_time`` after the omit reset;
+    equal without ``-O``). Without ``test_start_ns``, ``start_ns`` is the
+    original start and the reset instant is ``omit_end_ns`` or the end of
+    the last omitted interval.
+    """
+    orig = obj.get("test_start_ns")
+    if orig is not None:
+        return _us(orig), _us(obj["start_ns"])
+    omitted = [iv for iv in obj.get("intervals", []) if iv.get("omitted")]
+    post = obj.get("omit_end_ns")
+    if post is None:
+        post = omitted[-1]["end_ns"] if omitted else obj["start_ns"]
+    return _us(obj["start_ns"]), _us(post)
+
+
+def _intervals(obj: dict[str, Any], interval_s: float) -> tuple[list[_Interval], int]:
     """Interval times as iperf3 computes them; drops short empty intervals.
 
-    Returns the kept intervals and the µs instant of the stream's
-    ``start_time`` after the omit period (the summary's time base).
+    Omitted intervals are timed from the original ``start_time``, the others
+    from the post-omit one (so they restart at 0.00). Returns the kept
+    intervals and the µs instant of the post-omit ``start_time`` (the
+    summary's time base).
     """
-    raw = list(raw)
-    s_us = _us(start_ns)
-    omitted = [iv for iv in raw if iv.get("omitted")]
-    if omitted:
-        base_us = _us(omit_end_ns if omit_end_ns is not None else omitted[-1]["end_ns"])
-    else:
-        base_us = s_us
+    s_us, base_us = _time_bases(obj)
     kept: list[_Interval] = []
-    for iv in raw:
+    for iv in obj.get("intervals", []):
         ist, iet = _us(iv["start_ns"]), _us(iv["end_ns"])
         base = s_us if iv.get("omitted") else base_us
         length = _secs(ist, iet)
@@ -436,8 +455,7 @@ def client_json(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
         return _error_document(profile, "error - " + str(result["error"]), cmd_info.title)
     _check_udp(cmd_info.protocol)
     sock = int(profile.iperf3_socket_base)
-    kept, base_us = _intervals(result.get("intervals", []), result["start_ns"],
-                               result.get("omit_end_ns"), cmd_info.interval_s)
+    kept, base_us = _intervals(result, cmd_info.interval_s)
 
     start: dict[str, Any] = {
         "connected": [{
@@ -449,7 +467,8 @@ def client_json(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
         }],
         "version": _version_string(profile),
         "system_info": profile.system_info,
-        "timestamp": _timestamp(profile, result.get("connect_ns", result["start_ns"])),
+        "timestamp": _timestamp(profile, result.get("connect_ns",
+                                                    result.get("test_start_ns", result["start_ns"]))),
         "connecting_to": {"host": cmd_info.host, "port": int(cmd_info.port)},
         "cookie": result["cookie"],
     }
@@ -516,8 +535,7 @@ def client_text(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
     p(REPORT_CONNECTING % (cmd_info.host, int(cmd_info.port)))
     p(REPORT_CONNECTED % (sock, result["local_ip"], int(result["local_port"]),
                           result["remote_ip"], int(result["remote_port"])))
-    kept, base_us = _intervals(result.get("intervals", []), result["start_ns"],
-                               result.get("omit_end_ns"), cmd_info.interval_s)
+    kept, base_us = _intervals(result, cmd_info.interval_s)
     header_done = False
     for iv in kept:
         if iv.first and not header_done:
@@ -561,8 +579,23 @@ class _ServerSummary:
     jitter: float
 
 
+def _derived_total(test: dict[str, Any]) -> dict[str, Any]:
+    """Totals of a test cut short (no ``total``): the post-omit intervals summed."""
+    ivs = [iv for iv in test.get("intervals", []) if not iv.get("omitted")]
+    if not ivs:
+        return {}
+    return {
+        "bytes": sum(int(iv.get("bytes", 0)) for iv in ivs),
+        "packets": sum(int(iv.get("packets", 0)) for iv in ivs),
+        "lost": sum(int(iv.get("lost", 0)) for iv in ivs),
+        "out_of_order": sum(int(iv.get("out_of_order", 0)) for iv in ivs),
+        "jitter_s": float(ivs[-1].get("jitter_s", 0.0)),
+        "end_ns": ivs[-1]["end_ns"],
+    }
+
+
 def _server_summary(test: dict[str, Any], base_us: int) -> _ServerSummary:
-    total = test.get("total") or {}
+    total = test.get("total") or _derived_total(test)
     receiver_time = _secs(base_us, _us(total["end_ns"])) if total.get("end_ns") is not None else 0.0
     peer = test.get("peer")
     sender_time = _secs(_us(peer["start_ns"]), _us(peer["end_ns"])) if peer else 0.0
@@ -623,11 +656,20 @@ def server_text(result: dict[str, Any], profile: Any) -> str:
     _banner(p, result, 1, profile)
     for n, test in enumerate(tests, start=1):
         _check_udp(test.get("protocol", "udp"))
+        cut = not test.get("complete", True) and result.get("interrupted")
         p(REPORT_ACCEPTED % (test["client_ip"], int(test["client_ctrl_port"])))
-        p(REPORT_CONNECTED % (sock, test["local_ip"], int(result["port"]), test["client_ip"],
-                              int(test["client_data_port"])))
-        kept, base_us = _intervals(test.get("intervals", []), test["start_ns"],
-                                   test.get("omit_end_ns"), interval_s)
+        if test.get("client_data_port") is not None:
+            p(REPORT_CONNECTED % (sock, test["local_ip"], int(result["port"]), test["client_ip"],
+                                  int(test["client_data_port"])))
+        if test.get("start_ns") is None:  # TEST_START never happened: nothing measured
+            if cut:
+                p.raw("iperf3: interrupt - the server has terminated\n")
+                return p.text()
+            if result.get("one_off"):
+                return p.text()
+            _banner(p, result, n + 1, profile)
+            continue
+        kept, base_us = _intervals(test, interval_s)
         header_done = False
         for iv in kept:
             if iv.first and not header_done:
@@ -643,7 +685,7 @@ def server_text(result: dict[str, Any], profile: Any) -> str:
                    s.jitter * 1000.0, s.lost, s.receiver_packets,
                    100.0 * s.lost / s.receiver_packets if s.receiver_packets > 0 else 0.0,
                    "receiver"))
-        if not test.get("complete", True) and result.get("interrupted"):
+        if cut:
             p.raw("iperf3: interrupt - the server has terminated\n")
             return p.text()
         if result.get("one_off"):
@@ -659,19 +701,26 @@ def _server_document(result: dict[str, Any], test: dict[str, Any], profile: Any)
     sock = int(profile.iperf3_socket_base)
     port = int(result["port"])
     params = test.get("params") or {}
-    kept, base_us = _intervals(test.get("intervals", []), test["start_ns"],
-                               test.get("omit_end_ns"), _server_interval_s(result))
-    start: dict[str, Any] = {
-        "connected": [{
+    started = test.get("start_ns") is not None
+    connected = []
+    if test.get("client_data_port") is not None:
+        connected.append({
             "socket": sock,
             "local_host": test["local_ip"],
             "local_port": port,
             "remote_host": test["client_ip"],
             "remote_port": int(test["client_data_port"]),
-        }],
+        })
+    at_ns = test.get("connect_ns")
+    if at_ns is None:
+        at_ns = test.get("test_start_ns") if started else None
+    if at_ns is None:
+        at_ns = test.get("start_ns") or 0
+    start: dict[str, Any] = {
+        "connected": connected,
         "version": _version_string(profile),
         "system_info": profile.system_info,
-        "timestamp": _timestamp(profile, test.get("connect_ns", test["start_ns"])),
+        "timestamp": _timestamp(profile, at_ns),
         "accepted_connection": {"host": test["client_ip"], "port": int(test["client_ctrl_port"])},
         "cookie": test.get("cookie", ""),
     }
@@ -684,7 +733,10 @@ def _server_document(result: dict[str, Any], test: dict[str, Any], profile: Any)
         "udp", params.get("num_streams", 1), params.get("blksize", 1448), params.get("omit", 0),
         params.get("duration", 10), params.get("bytes", 0), params.get("blocks", 0),
         params.get("tos", 0), params.get("rate", 1048576), profile)
+    if not started:  # TEST_START never happened: the skeleton only
+        return {"start": start, "intervals": [], "end": {}}
 
+    kept, base_us = _intervals(test, _server_interval_s(result))
     intervals = []
     for iv in kept:
         nbytes = int(iv.raw["bytes"])

@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 from .tc import sprint_size
 
-__all__ = ["q_dat", "parse_size"]
+__all__ = ["q_dat", "q_csv", "parse_size"]
 
 
 def parse_size(text: str) -> int:
@@ -34,4 +34,12 @@ def q_dat(samples: Iterable[Sequence[int]], start_ns: int) -> str:
     for sample in samples:
         t_ns, backlog = int(sample[0]), int(sample[1])
         lines.append("%.3f %d\n" % ((t_ns - int(start_ns)) / 1e9, parse_size(sprint_size(backlog))))
+    return "".join(lines)
+
+
+def q_csv(samples: Iterable[Sequence[int]], start_ns: int) -> str:
+    """The exact samples (no tc rounding) as CSV: time since start, bytes, packets."""
+    lines = ["time_s,backlog_bytes,backlog_packets\n"]
+    for t_ns, backlog, qlen in samples:
+        lines.append("%.9f,%d,%d\n" % ((int(t_ns) - int(start_ns)) / 1e9, int(backlog), int(qlen)))
     return "".join(lines)

@@ -28,7 +28,7 @@ SIM_KEYS = {"profile", "queue_sample_interval", "stop_at", "iperf3_version", "pi
 TOPOLOGY_KEYS = {"hosts", "switches", "routers", "links"}
 PART_KEYS = {"name", "cmds", "duration"}
 LINK_KEYS = {"a", "b", "a_intf", "b_intf", "a_ip", "b_ip", "bw", "delay", "jitter", "loss",
-             "max_queue_size"}
+             "max_queue_size", "wire_rate", "wire_delay"}
 #: [sim] keys reserved for models that arrive with later issues
 NOT_YET = {
     "gso": "GSO super-packets are not supported yet (packets are MTU-sized)",
@@ -75,6 +75,9 @@ class LinkSpec:
     jitter: str | None = None
     loss: float | None = None
     max_queue_size: int | None = None
+    #: a physical wire instead of a veth: serialisation rate (tc rate syntax) and propagation delay
+    wire_rate: str | None = None
+    wire_delay: str | None = None
     line: int = 0
 
 
@@ -348,7 +351,7 @@ def _check_link_types(spec: LinkSpec, i: int, src: SourceMap) -> None:
     def bad(key: str, what: str) -> ScenarioError:
         return _err(src, f"link {i + 1}: {key} must be {what}", line=spec.line)
 
-    for key in ("a", "b", "a_intf", "b_intf", "a_ip", "b_ip", "delay", "jitter"):
+    for key in ("a", "b", "a_intf", "b_intf", "a_ip", "b_ip", "delay", "jitter", "wire_rate", "wire_delay"):
         v = getattr(spec, key)
         if v is not None and not isinstance(v, str):
             raise bad(key, 'a string (e.g. delay = "5ms")')

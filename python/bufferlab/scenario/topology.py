@@ -19,7 +19,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
-from ..errors import ScenarioError
+from ..errors import CommandError, ScenarioError
+from ..units import parse_duration_ns, parse_rate
 from .load import LinkSpec, Scenario
 
 
@@ -144,6 +145,7 @@ def build_topology(sc: Scenario) -> BuiltTopology:
         links_json.append({
             "a": {"node": a.node, "intf": a.engine_name, "ip": a.ip},
             "b": {"node": b.node, "intf": b.engine_name, "ip": b.ip},
+            **_wire(link, file),
         })
         for intf in (a, b):
             for line in tclink_lines(link, file):
@@ -159,6 +161,22 @@ def build_topology(sc: Scenario) -> BuiltTopology:
         },
     }
     return BuiltTopology(config, ifaces, by_node, kinds, commands)
+
+
+def _wire(link: LinkSpec, file: str) -> dict[str, int]:
+    """``wire_rate``/``wire_delay``: a physical link (serialisation + propagation)."""
+    out = {}
+    try:
+        if link.wire_rate is not None:
+            out["rate_bps"] = parse_rate(link.wire_rate) * 8
+            if out["rate_bps"] <= 0:
+                raise CommandError("wire_rate must be positive")
+        if link.wire_delay is not None:
+            out["delay_ns"] = parse_duration_ns(link.wire_delay)
+    except CommandError as e:
+        raise ScenarioError(f"link {link.a}-{link.b}: {e.message}", file=file, line=link.line,
+                            expected=e.expected or 'wire_rate = "10mbit", wire_delay = "5ms"') from None
+    return out
 
 
 def _fmt(x: float) -> str:

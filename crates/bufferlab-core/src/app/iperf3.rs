@@ -55,7 +55,12 @@ const RUNNING_RETRY: SimDuration = SimDuration::from_millis(300);
 /// reports back with RESULTS (the JSON exchanged over the control connection).
 pub struct SharedTest {
     omit: SimDuration,
+    /// the client's parameters (iperf3's parameter JSON) and cookie
+    params: serde_json::Value,
+    cookie: String,
     totals: Option<ReceiverTotals>,
+    /// the client's sender totals, known to the server once TEST_END arrives
+    peer: Option<serde_json::Value>,
 }
 
 /// The side channel standing in for the parameter and result JSON documents.
@@ -217,8 +222,12 @@ impl ServerTest {
         self.at_last_tick = self.counters;
     }
 
-    fn to_json(&self) -> serde_json::Value {
+    fn to_json(&self, iperf: &IperfRegistry) -> serde_json::Value {
+        let shared = iperf.tests.get(self.conn as usize);
         json!({
+            "params": shared.map(|t| t.params.clone()),
+            "cookie": shared.map(|t| t.cookie.clone()),
+            "peer": shared.and_then(|t| t.peer.clone()),
             "client_ip": self.client_ip.to_string(),
             "client_ctrl_port": self.client_ctrl_port,
             "client_data_port": self.client_data_port,
@@ -415,6 +424,10 @@ impl Server {
     pub fn interrupt(&mut self, ctx: &mut AppCtx) {
         if !self.finished {
             self.interrupted = true;
+            // iperf3 runs a last stats callback before printing on SIGINT.
+            if let Some(i) = self.current.take() {
+                self.finish_test(ctx, i);
+            }
             self.stop(ctx);
         }
     }
@@ -423,13 +436,15 @@ impl Server {
         self.finished
     }
 
-    pub fn result(&self, _iperf: &IperfRegistry) -> serde_json::Value {
+    pub fn result(&self, iperf: &IperfRegistry) -> serde_json::Value {
         json!({
             "port": self.port,
+            "one_off": self.one_off,
+            "interval_ns": self.interval.as_nanos(),
             "start_ns": self.start.as_nanos(),
             "end_ns": self.end.as_nanos(),
             "interrupted": self.interrupted,
-            "tests": self.tests.iter().map(ServerTest::to_json).collect::<Vec<_>>(),
+            "tests": self.tests.iter().map(|t| t.to_json(iperf)).collect::<Vec<_>>(),
         })
     }
 }
@@ -522,7 +537,19 @@ impl Client {
         self.ctrl_port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id);
         self.data_port = ctx.sockets.bind_near(Proto::Udp, self.ctrl_port.saturating_add(2), ctx.id);
         self.conn = ctx.iperf.tests.len() as u32;
-        ctx.iperf.tests.push(SharedTest { omit: SimDuration(self.spec.omit_ns), totals: None });
+        let params = json!({
+            "protocol": "udp", "num_streams": 1, "blksize": self.spec.blksize,
+            "omit_ns": self.spec.omit_ns, "duration_ns": self.spec.duration_ns,
+            "bytes": self.spec.bytes.unwrap_or(0), "blocks": 0, "tos": self.spec.tos,
+            "rate_bps": self.spec.rate_bps,
+        });
+        ctx.iperf.tests.push(SharedTest {
+            omit: SimDuration(self.spec.omit_ns),
+            params,
+            cookie: self.cookie.clone(),
+            totals: None,
+            peer: None,
+        });
         self.send_connect(ctx);
         Ok(())
     }
@@ -645,6 +672,13 @@ impl Client {
         if now >= self.stop_at {
             self.close_interval(now);
             self.sender_end = now;
+            let start = self.ticker.as_ref().map_or(self.test_start, |t| t.start);
+            if let Some(shared) = ctx.iperf.tests.get_mut(self.conn as usize) {
+                shared.peer = Some(json!({
+                    "bytes": self.bytes, "packets": self.packets,
+                    "start_ns": start.as_nanos(), "end_ns": now.as_nanos(),
+                }));
+            }
             self.next_send = None;
             self.state = ClientState::Ending;
             self.send_test_end(ctx);

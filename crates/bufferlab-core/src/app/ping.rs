@@ -61,6 +61,8 @@ pub struct Ping {
     give_up: Option<SimTime>,
     replies: Vec<Reply>,
     seen: Vec<bool>,
+    /// largest number of requests outstanding when a reply arrived (iputils `pipesize`)
+    pipesize: u32,
     finished: bool,
     interrupted: bool,
 }
@@ -89,6 +91,7 @@ impl Ping {
             give_up: None,
             replies: Vec::new(),
             seen: Vec::new(),
+            pipesize: 0,
             finished: false,
             interrupted: false,
         })
@@ -130,6 +133,7 @@ impl Ping {
         }
         let dup = self.seen[idx];
         self.seen[idx] = true;
+        self.pipesize = self.pipesize.max((self.transmitted as u16).wrapping_sub(seq) as u32 + 1);
         self.replies.push(Reply { seq, ttl: p.ttl, rtt: ctx.now - p.sent_at, dup });
         if let Some(c) = self.count {
             let received = self.replies.iter().filter(|r| !r.dup).count() as u32;
@@ -185,6 +189,9 @@ impl Ping {
         json!({
             "dst": self.dst.to_string(),
             "size": self.size,
+            "count": self.count,
+            "deadline_ns": self.deadline.map(|d| d.as_nanos()),
+            "pipesize": self.pipesize,
             "transmitted": self.transmitted,
             "start_ns": self.start.as_nanos(),
             "last_send_ns": self.last_send.as_nanos(),

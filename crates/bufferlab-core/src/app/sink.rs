@@ -30,13 +30,16 @@ pub struct Sink {
     packets: u64,
     /// UDP payload bytes
     bytes: u64,
+    /// one-way delays (arrival − send timestamp): sum and maximum, ns
+    delay_sum: u128,
+    delay_max: u64,
     finished: bool,
 }
 
 impl Sink {
     pub fn new(spec: SinkSpec) -> Result<Sink> {
         let SinkProto::Udp = spec.proto;
-        Ok(Sink { port: spec.port, start: SimTime::ZERO, end: SimTime::ZERO, first: None, last: None, packets: 0, bytes: 0, finished: false })
+        Ok(Sink { port: spec.port, start: SimTime::ZERO, end: SimTime::ZERO, first: None, last: None, packets: 0, bytes: 0, delay_sum: 0, delay_max: 0, finished: false })
     }
 
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
@@ -51,6 +54,9 @@ impl Sink {
         self.last = Some(ctx.now);
         self.packets += 1;
         self.bytes += p.udp_payload_len() as u64;
+        let d = ctx.now.saturating_since(p.sent_at).as_nanos();
+        self.delay_sum += d as u128;
+        self.delay_max = self.delay_max.max(d);
     }
 
     pub fn interrupt(&mut self, ctx: &mut AppCtx) {
@@ -70,6 +76,8 @@ impl Sink {
             "port": self.port,
             "packets": self.packets,
             "bytes": self.bytes,
+            "mean_delay_ns": if self.packets > 0 { self.delay_sum as f64 / self.packets as f64 } else { 0.0 },
+            "max_delay_ns": self.delay_max,
             "first_ns": self.first.map(|t| t.as_nanos()),
             "last_ns": self.last.map(|t| t.as_nanos()),
             "start_ns": self.start.as_nanos(),

@@ -26,6 +26,17 @@ pub enum Pattern {
     Onoff,
 }
 
+/// Payload size of each datagram: always `size`, or exponentially
+/// distributed with mean `size` (rounded, at least 1 byte) for M/M/1-like
+/// service times.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SizeDist {
+    #[default]
+    Fixed,
+    Exponential,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UdpSourceSpec {
@@ -45,7 +56,12 @@ pub struct UdpSourceSpec {
     pub off_ns: Option<u64>,
     #[serde(default)]
     pub tos: u8,
+    #[serde(default)]
+    pub size_dist: SizeDist,
 }
+
+/// Largest UDP payload in an IPv4 datagram.
+const MAX_UDP_PAYLOAD: u32 = 65_507;
 
 pub struct UdpSource {
     spec: UdpSourceSpec,
@@ -73,7 +89,7 @@ impl UdpSource {
         if spec.rate_bps == 0 {
             return Err(Error::App("udp source: rate must be positive".into()));
         }
-        if spec.size == 0 || spec.size > 65507 {
+        if spec.size == 0 || spec.size > MAX_UDP_PAYLOAD {
             return Err(Error::App(format!("udp source: size {} outside 1..65507", spec.size)));
         }
         if spec.pattern == Pattern::Onoff && (spec.on_ns.unwrap_or(0) == 0 || spec.off_ns.is_none()) {
@@ -168,9 +184,15 @@ impl UdpSource {
     }
 
     fn send(&mut self, ctx: &mut AppCtx) {
+        let size = match self.spec.size_dist {
+            SizeDist::Fixed => self.spec.size,
+            SizeDist::Exponential => {
+                (self.rng.exponential(self.spec.size as f64).round() as u32).clamp(1, MAX_UDP_PAYLOAD)
+            }
+        };
         self.packets += 1;
-        self.bytes += self.spec.size as u64;
-        ctx.send_udp(self.dst, self.sport, self.spec.port, self.spec.size, self.spec.tos, self.packets);
+        self.bytes += size as u64;
+        ctx.send_udp(self.dst, self.sport, self.spec.port, size, self.spec.tos, self.packets);
         self.run_index += 1;
         self.next_send = match self.spec.pattern {
             Pattern::Cbr => Some(self.run_start + self.cbr_offset(self.run_index)),

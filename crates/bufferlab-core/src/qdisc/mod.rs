@@ -24,7 +24,7 @@ use crate::time::SimTime;
 use serde::Serialize;
 
 pub use spec::{NetemSpec, ParentSpec, QdiscSpec, TbfSpec, TcRequest, TcVerb};
-pub use tree::{QdiscInfo, QdiscTree};
+pub use tree::{AnyQdisc, AutoHandles, QdiscInfo, QdiscProfile, QdiscTree};
 
 /// Why a packet was dropped. Counted per interface (summary.json) and mapped
 /// onto tc's counters (`dropped`, RED's `early`/`pdrop`, ...).
@@ -107,7 +107,9 @@ impl DropCounters {
 /// Result of an enqueue (Linux's NET_XMIT_* codes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// The packet is now owned by the qdisc.
+    /// The packet is now owned by the qdisc. (A pfifo_head_drop that made
+    /// room by dropping its oldest packet also says `Queued`; that drop is
+    /// counted through the ctx and reported to ancestors separately.)
     Queued,
     /// The packet was dropped (and already freed and counted via the ctx).
     Dropped(DropReason),
@@ -148,6 +150,14 @@ impl QdiscStats {
     pub fn dropped(&mut self) {
         self.drops += 1;
     }
+    /// Packets that left the subtree below without a dequeue
+    /// (`qdisc_tree_reduce_backlog`): fewer queued, more dropped.
+    #[inline]
+    pub(crate) fn absorb(&mut self, r: tree::Reduce) {
+        self.qlen = self.qlen.saturating_sub(r.qlen);
+        self.backlog = self.backlog.saturating_sub(r.backlog);
+        self.drops += r.drops;
+    }
 }
 
 /// What a qdisc operation may touch besides itself: the clock, the packet
@@ -161,7 +171,9 @@ pub struct QdiscCtx<'a> {
     /// (the qdisc watchdog, an hrtimer in Linux).
     pub watchdog: Option<SimTime>,
     /// Clones to enqueue at the interface's root once the current operation
-    /// returns (netem `duplicate`, qdiscs.md §4.4).
+    /// returns (netem `duplicate`, qdiscs.md §4.4). `QdiscTree::enqueue` and
+    /// `QdiscTree::dequeue` re-enqueue the clones they create themselves and
+    /// leave the vector as they found it.
     pub reinject: &'a mut Vec<PacketId>,
 }
 

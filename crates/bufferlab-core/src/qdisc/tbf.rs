@@ -73,7 +73,10 @@ impl RateCfg {
         if self.atm {
             len = len.div_ceil(48) * 53;
         }
-        ((len as u128 * self.mult as u128) >> self.shift) as u64
+        match len.checked_mul(self.mult as u64) {
+            Some(p) => p >> self.shift,
+            None => ((len as u128 * self.mult as u128) >> self.shift) as u64,
+        }
     }
 }
 
@@ -139,7 +142,9 @@ impl Tbf {
         }
         let rate = RateCfg::new(spec.rate, spec.overhead, spec.mpu, spec.atm);
         let mut max_size = spec.burst;
-        let buffer = clamp_ns(rate.l2t_ns(spec.burst));
+        // With the burst in bytes (TCA_TBF_BURST) the kernel takes l2t(burst)
+        // unclamped; only the legacy tick value was capped at 2³² ns.
+        let buffer = rate.l2t_ns(spec.burst).min(i64::MAX as u64) as i64;
         let (peak, mtu) = match spec.peakrate {
             None | Some(0) => (None, 0),
             Some(prate) => {
@@ -154,7 +159,7 @@ impl Tbf {
                 })?;
                 let peak = RateCfg::new(prate, spec.overhead, spec.mpu, spec.atm);
                 max_size = max_size.min(mtu_bytes);
-                (Some(peak), clamp_ns(peak.l2t_ns(mtu_bytes)))
+                (Some(peak), peak.l2t_ns(mtu_bytes).min(i64::MAX as u64) as i64)
             }
         };
         if max_size == 0 {
@@ -285,11 +290,6 @@ impl Tbf {
     pub fn tokens_ns(&self) -> i64 {
         self.tokens
     }
-}
-
-/// The kernel keeps `buffer`/`mtu` below 2³² ns (`min_t(u64, …, ~0U)`).
-fn clamp_ns(ns: u64) -> i64 {
-    ns.min(u32::MAX as u64) as i64
 }
 
 #[cfg(test)]
