@@ -73,7 +73,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     r.check()
     summary = r.run()
     if not args.quiet:
-        print(f"{sc.name}: {summary['simulated_s']:.3f} s simulated in {summary['wall_s']:.2f} s wall, "
+        print(f"{sc.name}: {summary['simulated_s']:.3f} s simulated in {r.wall_s:.2f} s wall, "
               f"{summary['events']} events; results in {r.root}")
     return 0
 

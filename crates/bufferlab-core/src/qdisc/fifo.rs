@@ -69,12 +69,22 @@ impl Fifo {
     /// `init` from a `tc` spec; `None` if `spec` is not a fifo kind.
     pub fn from_spec(spec: &QdiscSpec) -> Option<Fifo> {
         let (kind, limit) = Self::resolve(spec)?;
-        Some(Fifo { kind, limit, queue: VecDeque::new(), stats: QdiscStats::default() })
+        Some(Fifo {
+            kind,
+            limit,
+            queue: VecDeque::new(),
+            stats: QdiscStats::default(),
+        })
     }
 
     /// The default child of tbf (sch_fifo.c `fifo_create_dflt` with bfifo ops).
     pub fn bfifo(limit: u32) -> Fifo {
-        Fifo { kind: FifoKind::Bfifo, limit, queue: VecDeque::new(), stats: QdiscStats::default() }
+        Fifo {
+            kind: FifoKind::Bfifo,
+            limit,
+            queue: VecDeque::new(),
+            stats: QdiscStats::default(),
+        }
     }
 
     /// Kind and effective limit of a fifo spec (defaults resolved).
@@ -82,7 +92,9 @@ impl Fifo {
         Some(match *spec {
             QdiscSpec::Pfifo { limit } => (FifoKind::Pfifo, limit.unwrap_or(TXQUEUELEN)),
             QdiscSpec::Bfifo { limit } => (FifoKind::Bfifo, limit.unwrap_or(BFIFO_DEFAULT_LIMIT)),
-            QdiscSpec::PfifoHeadDrop { limit } => (FifoKind::PfifoHeadDrop, limit.unwrap_or(TXQUEUELEN)),
+            QdiscSpec::PfifoHeadDrop { limit } => {
+                (FifoKind::PfifoHeadDrop, limit.unwrap_or(TXQUEUELEN))
+            }
             QdiscSpec::PfifoFast => (FifoKind::PfifoFast, TXQUEUELEN),
             _ => return None,
         })
@@ -151,8 +163,9 @@ impl Fifo {
     /// `tc qdisc change … <fifo> [limit N]`: only the limit changes.
     /// pfifo_fast has no change op and no options: nothing to do.
     pub fn change(&mut self, spec: &QdiscSpec) -> Result<(), TcError> {
-        let (kind, limit) =
-            Self::resolve(spec).ok_or_else(|| TcError::Invalid(format!("{} cannot take these options", self.kind.name())))?;
+        let (kind, limit) = Self::resolve(spec).ok_or_else(|| {
+            TcError::Invalid(format!("{} cannot take these options", self.kind.name()))
+        })?;
         if kind != self.kind {
             return Err(TcError::Invalid("Invalid qdisc name".into()));
         }
@@ -218,10 +231,25 @@ mod tests {
         let b = env.pkt(1514);
         let c = env.pkt(1486);
         let mut ctx = env.ctx(0);
-        assert_eq!(q.enqueue(&mut ctx, &mut red, a), Verdict::Queued, "0 + 1514 <= 3000");
-        assert_eq!(q.enqueue(&mut ctx, &mut red, b), Verdict::Dropped(DropReason::QueueFull), "3028 > 3000");
-        assert_eq!(q.enqueue(&mut ctx, &mut red, c), Verdict::Queued, "3000 <= 3000");
-        assert_eq!((q.stats().backlog, q.stats().qlen, q.stats().drops), (3000, 2, 1));
+        assert_eq!(
+            q.enqueue(&mut ctx, &mut red, a),
+            Verdict::Queued,
+            "0 + 1514 <= 3000"
+        );
+        assert_eq!(
+            q.enqueue(&mut ctx, &mut red, b),
+            Verdict::Dropped(DropReason::QueueFull),
+            "3028 > 3000"
+        );
+        assert_eq!(
+            q.enqueue(&mut ctx, &mut red, c),
+            Verdict::Queued,
+            "3000 <= 3000"
+        );
+        assert_eq!(
+            (q.stats().backlog, q.stats().qlen, q.stats().drops),
+            (3000, 2, 1)
+        );
         assert_eq!(env.drops.packets[DropReason::QueueFull.index()], 1);
     }
 
@@ -232,8 +260,18 @@ mod tests {
         let mut red = Reduce::default();
         let ids: Vec<_> = (0..3).map(|_| env.pkt(1514)).collect();
         let mut ctx = env.ctx(0);
-        let v: Vec<_> = ids.iter().map(|&id| q.enqueue(&mut ctx, &mut red, id)).collect();
-        assert_eq!(v, [Verdict::Queued, Verdict::Queued, Verdict::Dropped(DropReason::QueueFull)]);
+        let v: Vec<_> = ids
+            .iter()
+            .map(|&id| q.enqueue(&mut ctx, &mut red, id))
+            .collect();
+        assert_eq!(
+            v,
+            [
+                Verdict::Queued,
+                Verdict::Queued,
+                Verdict::Dropped(DropReason::QueueFull)
+            ]
+        );
         let s = q.stats();
         assert_eq!((s.drops, s.backlog, s.qlen, s.overlimits), (1, 3028, 2, 0));
     }
@@ -249,17 +287,32 @@ mod tests {
             assert_eq!(q.enqueue(&mut ctx, &mut red, id), Verdict::Queued);
         }
         assert_eq!(q.queue.iter().copied().collect::<Vec<_>>(), [b, c]);
-        assert_eq!((q.stats().drops, q.stats().qlen, q.stats().backlog), (1, 2, 500));
+        assert_eq!(
+            (q.stats().drops, q.stats().qlen, q.stats().backlog),
+            (1, 2, 500)
+        );
         // Ancestors learn: one packet of 100 bytes left, one drop.
-        assert_eq!(red, Reduce { qlen: 1, backlog: 100, drops: 1 });
+        assert_eq!(
+            red,
+            Reduce {
+                qlen: 1,
+                backlog: 100,
+                drops: 1
+            }
+        );
         assert_eq!(env.drops.packets[DropReason::HeadDrop.index()], 1);
     }
 
     #[test]
     fn e2d_capacity_of_the_handout_byte_limits() {
-        for (limit, frames) in
-            [(160_000, 105), (204_800, 135), (409_600, 270), (2_500_000, 1651), (2_621_440, 1731), (26_214_400, 17314)]
-        {
+        for (limit, frames) in [
+            (160_000, 105),
+            (204_800, 135),
+            (409_600, 270),
+            (2_500_000, 1651),
+            (2_621_440, 1731),
+            (26_214_400, 17314),
+        ] {
             let mut env = Env::default();
             let mut q = Fifo::bfifo(limit);
             let mut red = Reduce::default();
@@ -297,11 +350,17 @@ mod tests {
         q.change(&QdiscSpec::Pfifo { limit: Some(2) }).unwrap();
         assert_eq!((q.stats().qlen, q.stats().drops), (5, 0));
         let id = env.pkt(1000);
-        assert_eq!(q.enqueue(&mut env.ctx(0), &mut red, id), Verdict::Dropped(DropReason::QueueFull));
+        assert_eq!(
+            q.enqueue(&mut env.ctx(0), &mut red, id),
+            Verdict::Dropped(DropReason::QueueFull)
+        );
         // Dequeue in order; Sent counts bytes and packets.
         let first = q.dequeue(&mut env.ctx(0)).unwrap();
         assert_eq!(first, PacketId(0));
-        assert_eq!((q.stats().packets, q.stats().bytes, q.stats().qlen), (1, 1000, 4));
+        assert_eq!(
+            (q.stats().packets, q.stats().bytes, q.stats().qlen),
+            (1, 1000, 4)
+        );
         assert!(q.change(&QdiscSpec::Bfifo { limit: None }).is_err());
     }
 

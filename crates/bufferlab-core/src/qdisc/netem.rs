@@ -1,5 +1,5 @@
 //! `netem` — network emulator (qdiscs.md §4; Linux net/sched/sch_netem.c as
-//! of 5.2 for [lab2019] and 6.x for [modern], iproute2 netem/*.c tables).
+//! of 5.2 for \[lab2019\] and 6.x for \[modern\], iproute2 netem/*.c tables).
 //!
 //! Per packet, in the kernel's order (the order fixes both the counters and
 //! which random draws each decision consumes):
@@ -13,12 +13,16 @@
 //!
 //! Dequeue hands out the immediate queue first, then every due packet of the
 //! delay line — straight up when there is no child, or moved into the child
-//! all at once (the child then shapes them: Lab 14's tbf). [lab2019] netem's
-//! qlen/backlog/limit count only what is inside netem itself; [modern] the
+//! all at once (the child then shapes them: Lab 14's tbf). \[lab2019\] netem's
+//! qlen/backlog/limit count only what is inside netem itself; \[modern\] the
 //! limit counts the delay line (`t_len`) and qlen/backlog include the child.
+//! When nothing is due, netem asks its child for a packet, arms its watchdog
+//! for the head's `time_to_send`, and then — as `netem_dequeue` does — asks
+//! the child once more, so a throttled tbf child counts two `overlimits` per
+//! such attempt (the pseudo-code of qdiscs.md §4.5 shows only one call).
 //!
 //! Randomness: one stream per netem (`ComponentRng`), standing in for the
-//! kernel's `prandom_u32()` ([lab2019]) / per-qdisc PRNG ([modern], reseeded
+//! kernel's `prandom_u32()` (\[lab2019\]) / per-qdisc PRNG (\[modern\], reseeded
 //! on every change). Only distributions can match Linux (qdiscs.md P21).
 //! `crandom` correlation, `tabledist`, the loss chains and the 32-bit
 //! probability comparisons are the kernel's integer arithmetic.
@@ -30,8 +34,10 @@
 //! parent (Linux 5.x reports success there and leaks a parent qlen); jitter
 //! is capped at 2³¹−1 ns in both profiles (5.x truncated it to 32 bits); a
 //! `time_to_send` before time zero is clamped to zero; corruption sets
-//! `Packet::corrupt` instead of flipping a bit (no draws consumed). GSO
-//! segmentation is not modelled.
+//! `Packet::corrupt` instead of flipping a bit (no draws consumed); \[lab2019\]
+//! netem ignores qlen/backlog reductions reported from its child (it never
+//! counted those packets; Linux subtracted them anyway). GSO segmentation is
+//! not modelled.
 
 pub mod dist;
 
@@ -105,15 +111,36 @@ enum Loss {
     /// `loss random P` (also no loss: P = 0): uses `loss` and `loss_cor`.
     Random,
     /// 4-state Markov chain (GI model). `state` 1..=4 as in qdiscs.md §4.3.
-    State { p13: u32, p31: u32, p32: u32, p23: u32, p14: u32, state: u8 },
+    State {
+        p13: u32,
+        p31: u32,
+        p32: u32,
+        p23: u32,
+        p14: u32,
+        state: u8,
+    },
     /// Gilbert-Elliott.
-    Gemodel { p: u32, r: u32, h: u32, k1: u32, bad: bool },
+    Gemodel {
+        p: u32,
+        r: u32,
+        h: u32,
+        k1: u32,
+        bad: bool,
+    },
 }
 
 /// One step of the 4-state chain (`loss_4state`) on draw `r`; returns
 /// (next state, lost). Comparisons are u32, sums wrap as in C; a draw equal
 /// to a boundary changes nothing and loses nothing.
-pub fn step_4state(state: u8, r: u32, p13: u32, p31: u32, p32: u32, p23: u32, p14: u32) -> (u8, bool) {
+pub fn step_4state(
+    state: u8,
+    r: u32,
+    p13: u32,
+    p31: u32,
+    p32: u32,
+    p23: u32,
+    p14: u32,
+) -> (u8, bool) {
     match state {
         1 => {
             if r < p14 {
@@ -148,7 +175,15 @@ pub fn step_4state(state: u8, r: u32, p13: u32, p31: u32, p32: u32, p23: u32, p1
 
 /// One step of Gilbert-Elliott (`loss_gilb_ell`): the transition draw, then
 /// the loss draw tested against the state the packet arrived in.
-pub fn step_gemodel(bad: bool, transition: u32, loss_draw: u32, p: u32, r: u32, h: u32, k1: u32) -> (bool, bool) {
+pub fn step_gemodel(
+    bad: bool,
+    transition: u32,
+    loss_draw: u32,
+    p: u32,
+    r: u32,
+    h: u32,
+    k1: u32,
+) -> (bool, bool) {
     if !bad {
         (transition < p, loss_draw < k1)
     } else {
@@ -192,9 +227,9 @@ impl Draws {
 /// Behaviour switches from the profile (qdiscs.md §11).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NetemEnv {
-    /// [modern] limit on the delay line only, qlen/backlog include the child.
+    /// \[modern\] limit on the delay line only, qlen/backlog include the child.
     pub modern_accounting: bool,
-    /// [modern] duplicates re-enqueued after the limit check.
+    /// \[modern\] duplicates re-enqueued after the limit check.
     pub dup_after_limit: bool,
 }
 
@@ -226,7 +261,7 @@ pub struct Netem {
     reorder_cor: Crandom,
     corrupt_cor: Crandom,
     draws: Draws,
-    /// RNG stream name and how many times it was reseeded ([modern]).
+    /// RNG stream name and how many times it was reseeded (\[modern\]).
     stream: String,
     seed: u64,
     reseeds: u32,
@@ -246,7 +281,13 @@ pub struct Netem {
 impl Netem {
     /// `netem_init`: a zeroed qdisc configured by `spec`. `stream` names the
     /// RNG stream (unique per netem of the run).
-    pub fn new(spec: &NetemSpec, seed: u64, stream: String, env: NetemEnv, now: SimTime) -> Result<Netem, TcError> {
+    pub fn new(
+        spec: &NetemSpec,
+        seed: u64,
+        stream: String,
+        env: NetemEnv,
+        now: SimTime,
+    ) -> Result<Netem, TcError> {
         let mut q = Netem {
             spec: spec.clone(),
             limit: 0,
@@ -293,13 +334,10 @@ impl Netem {
                 )));
             }
         }
-        if let Some(r) = &spec.rate {
-            if r.cell_size == 0 && r.cell_overhead != 0 {
-                return Err(TcError::Invalid("netem: rate CELLOVERHEAD needs a CELLSIZE".into()));
-            }
-        }
         if spec.gap > 0 && spec.latency == 0 {
-            return Err(TcError::Invalid("netem: reordering not possible without specifying some delay".into()));
+            return Err(TcError::Invalid(
+                "netem: reordering not possible without specifying some delay".into(),
+            ));
         }
         Ok(())
     }
@@ -310,8 +348,27 @@ impl Netem {
         Self::validate(spec)?;
         self.loss_model = match spec.loss {
             NetemLoss::Random { .. } => Loss::Random,
-            NetemLoss::State { p13, p31, p32, p23, p14 } => Loss::State { p13, p31, p32, p23, p14, state: 1 },
-            NetemLoss::Gemodel { p, r, h, k1 } => Loss::Gemodel { p, r, h, k1, bad: false },
+            NetemLoss::State {
+                p13,
+                p31,
+                p32,
+                p23,
+                p14,
+            } => Loss::State {
+                p13,
+                p31,
+                p32,
+                p23,
+                p14,
+                state: 1,
+            },
+            NetemLoss::Gemodel { p, r, h, k1 } => Loss::Gemodel {
+                p,
+                r,
+                h,
+                k1,
+                bad: false,
+            },
         };
         if let Some(d) = spec.distribution {
             self.table = dist::table(d);
@@ -331,17 +388,32 @@ impl Netem {
             self.reorder = u32::MAX;
         }
         if let Some(c) = spec.correlation {
-            self.delay_cor = Crandom { rho: c.delay, last: self.draws.next_u32() };
-            self.loss_cor = Crandom { rho: c.loss, last: self.draws.next_u32() };
-            self.dup_cor = Crandom { rho: c.duplicate, last: self.draws.next_u32() };
+            self.delay_cor = Crandom {
+                rho: c.delay,
+                last: self.draws.next_u32(),
+            };
+            self.loss_cor = Crandom {
+                rho: c.loss,
+                last: self.draws.next_u32(),
+            };
+            self.dup_cor = Crandom {
+                rho: c.duplicate,
+                last: self.draws.next_u32(),
+            };
         }
         if let Some(r) = spec.reorder {
             self.reorder = r.p;
-            self.reorder_cor = Crandom { rho: r.corr, last: self.draws.next_u32() };
+            self.reorder_cor = Crandom {
+                rho: r.corr,
+                last: self.draws.next_u32(),
+            };
         }
         if let Some(c) = spec.corrupt {
             self.corrupt = c.p;
-            self.corrupt_cor = Crandom { rho: c.corr, last: self.draws.next_u32() };
+            self.corrupt_cor = Crandom {
+                rho: c.corr,
+                last: self.draws.next_u32(),
+            };
         }
         if let Some(r) = spec.rate {
             self.rate = r;
@@ -362,7 +434,10 @@ impl Netem {
         self.spec.jitter = self.jitter as u64;
         if self.gap != 0 && spec.reorder.is_none() {
             let corr = self.spec.reorder.map_or(0, |r| r.corr);
-            self.spec.reorder = Some(super::spec::NetemPercent { p: self.reorder, corr });
+            self.spec.reorder = Some(super::spec::NetemPercent {
+                p: self.reorder,
+                corr,
+            });
         }
         Ok(())
     }
@@ -399,7 +474,11 @@ impl Netem {
                 NetemDistribution::Uniform => None,
                 other => dist::table(other),
             };
-            (table, delay.min(i64::MAX as u64) as i64, jitter.min(i32::MAX as u64) as i32)
+            (
+                table,
+                delay.min(i64::MAX as u64) as i64,
+                jitter.min(i32::MAX as u64) as i32,
+            )
         });
         let dist_jitter = dist.map_or(0, |d| d.2);
         if s.min_delay == 0 && s.max_delay == 0 && dist_jitter == 0 {
@@ -441,7 +520,10 @@ impl Netem {
 
     fn enqueue_one(&mut self, ctx: &mut QdiscCtx, id: PacketId, may_duplicate: bool) -> Verdict {
         let mut count = 1u32;
-        if may_duplicate && self.duplicate != 0 && self.duplicate >= self.dup_cor.apply(self.draws.next_u32()) {
+        if may_duplicate
+            && self.duplicate != 0
+            && self.duplicate >= self.dup_cor.apply(self.draws.next_u32())
+        {
             count += 1;
         }
         if self.loss_event() {
@@ -530,8 +612,17 @@ impl Netem {
     /// `loss_event()`: the configured model's verdict for one packet.
     fn loss_event(&mut self) -> bool {
         match self.loss_model {
-            Loss::Random => self.loss != 0 && random_loss(self.loss, self.loss_cor.apply(self.draws.next_u32())),
-            Loss::State { p13, p31, p32, p23, p14, state } => {
+            Loss::Random => {
+                self.loss != 0 && random_loss(self.loss, self.loss_cor.apply(self.draws.next_u32()))
+            }
+            Loss::State {
+                p13,
+                p31,
+                p32,
+                p23,
+                p14,
+                state,
+            } => {
                 let r = self.draws.next_u32();
                 let (next, lost) = step_4state(state, r, p13, p31, p32, p23, p14);
                 if let Loss::State { state, .. } = &mut self.loss_model {
@@ -568,13 +659,13 @@ impl Netem {
         if r.rate == 0 {
             return 0;
         }
-        let mut l = (len as i64 + r.packet_overhead as i64).max(0);
+        let mut l = (len as i128 + r.packet_overhead as i128).max(0);
         if r.cell_size != 0 {
-            let cs = r.cell_size as i64;
+            let cs = r.cell_size as i128;
             let cells = (l + cs - 1) / cs;
-            l = (cells * (cs + r.cell_overhead as i64)).max(0);
+            l = (cells * (cs + r.cell_overhead as i128)).max(0);
         }
-        ((l as u128 * 1_000_000_000u128) / r.rate as u128).min(i64::MAX as u128) as i64
+        (l * 1_000_000_000 / r.rate as i128).min(i64::MAX as i128) as i64
     }
 
     /// Insert into the delay line after every packet due at the same time or
@@ -602,7 +693,9 @@ impl Netem {
         };
         let Some(s) = &mut self.slot else { return };
         let next_delay = match (s.dist, draw) {
-            (Some((Some(table), delay, jitter)), Some(rnd)) => tabledist(delay, jitter, rnd, Some(table)),
+            (Some((Some(table), delay, jitter)), Some(rnd)) => {
+                tabledist(delay, jitter, rnd, Some(table))
+            }
             (Some((Some(_), delay, _)), None) => delay,
             (_, rnd) => s.min + ((rnd.unwrap_or(0) as i128 * (s.max - s.min) as i128) >> 32) as i64,
         };
@@ -613,7 +706,12 @@ impl Netem {
 
     /// `netem_dequeue` (qdiscs.md §4.5). `child` is the chain below netem
     /// (empty: no child, deliver directly).
-    pub fn dequeue(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, child: &mut [Node]) -> Option<PacketId> {
+    pub fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        child: &mut [Node],
+    ) -> Option<PacketId> {
         loop {
             if let Some((_, id)) = self.immediate.pop_front() {
                 let len = ctx.arena.len_of(id);
@@ -621,12 +719,17 @@ impl Netem {
                 self.stats.sent(len);
                 return Some(id);
             }
-            let Some(&(tts, id)) = self.tfifo.front() else { break };
+            let Some(&(tts, id)) = self.tfifo.front() else {
+                break;
+            };
             let now = ctx.now.as_nanos();
             if matches!(&self.slot, Some(s) if s.next < tts) {
                 self.new_slot(now);
             }
-            let slot_open = self.slot.as_ref().map_or(true, |s| s.next <= now);
+            let slot_open = match &self.slot {
+                Some(s) => s.next <= now,
+                None => true,
+            };
             if tts <= now && slot_open {
                 self.tfifo.pop_front();
                 let len = ctx.arena.len_of(id);
@@ -679,7 +782,12 @@ impl Netem {
         self.child_dequeue(ctx, red, child)
     }
 
-    fn child_dequeue(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, child: &mut [Node]) -> Option<PacketId> {
+    fn child_dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        child: &mut [Node],
+    ) -> Option<PacketId> {
         let before = *red;
         let p = tree::dequeue_chain(child, ctx, red);
         self.absorb(red.since(before));
@@ -693,7 +801,7 @@ impl Netem {
     }
 
     /// A change inside the child subtree reported by `qdisc_tree_reduce_backlog`.
-    /// [lab2019] netem does not count its child's packets, so only the drops apply.
+    /// \[lab2019\] netem does not count its child's packets, so only the drops apply.
     pub(crate) fn absorb(&mut self, r: Reduce) {
         if self.env.modern_accounting {
             self.stats.absorb(r);
@@ -789,7 +897,14 @@ mod tests {
     }
 
     fn netem(spec: &NetemSpec) -> Netem {
-        let mut q = Netem::new(spec, 7, "test/qdisc1".into(), NetemEnv::default(), SimTime::ZERO).unwrap();
+        let mut q = Netem::new(
+            spec,
+            7,
+            "test/qdisc1".into(),
+            NetemEnv::default(),
+            SimTime::ZERO,
+        )
+        .unwrap();
         q.at_root = true;
         q
     }
@@ -804,7 +919,8 @@ mod tests {
             handle: Some(1),
             qdisc: Some(QdiscSpec::Netem(spec)),
         };
-        tree.apply(&req, &mut env.ctx(0), &mut AutoHandles::default()).unwrap();
+        tree.apply(&req, &mut env.ctx(0), &mut AutoHandles::default())
+            .unwrap();
         (tree, env)
     }
 
@@ -819,9 +935,15 @@ mod tests {
     fn e8_loss_threshold_is_inclusive() {
         let loss = pct(0.01);
         assert_eq!(loss, 429_497);
-        assert!(random_loss(loss, 429_497), "a draw equal to the threshold loses");
+        assert!(
+            random_loss(loss, 429_497),
+            "a draw equal to the threshold loses"
+        );
         assert!(!random_loss(loss, 429_498));
-        assert!(!random_loss(0, 0), "loss 0 never loses, even on a zero draw");
+        assert!(
+            !random_loss(0, 0),
+            "loss 0 never loses, even on a zero draw"
+        );
         assert_eq!(pct(1.0), 42_949_673);
         assert_eq!(pct(100.0), u32::MAX);
         assert!(random_loss(u32::MAX, u32::MAX));
@@ -835,17 +957,26 @@ mod tests {
         let mut env = Env::default();
         q.script(&[429_497, 429_498]);
         let (a, b) = (env.pkt(1514), env.pkt(1514));
-        assert_eq!(q.enqueue(&mut env.ctx(0), a), Verdict::Dropped(DropReason::NetemLoss));
+        assert_eq!(
+            q.enqueue(&mut env.ctx(0), a),
+            Verdict::Dropped(DropReason::NetemLoss)
+        );
         assert_eq!(q.enqueue(&mut env.ctx(0), b), Verdict::Queued);
         assert_eq!((q.stats().drops, q.stats().qlen), (1, 1));
     }
 
     #[test]
     fn e9_uniform_jitter_and_correlation() {
-        assert_eq!(tabledist(100 * MS as i64, 10 * MS as i32, 0x1234_5678, None), 95_419_896);
+        assert_eq!(
+            tabledist(100 * MS as i64, 10 * MS as i32, 0x1234_5678, None),
+            95_419_896
+        );
         let rho = pct(25.0);
         assert_eq!(rho, 1_073_741_824);
-        let mut c = Crandom { rho, last: 0x8000_0000 };
+        let mut c = Crandom {
+            rho,
+            last: 0x8000_0000,
+        };
         assert_eq!(c.apply(0x1234_5678), 765_935_834);
         assert_eq!(c.last, 765_935_834);
         // No correlation: the draw itself.
@@ -860,7 +991,13 @@ mod tests {
         s.jitter = 10 * MS;
         let (mut tree, mut env) = tree_with(s, QdiscProfile::default());
         root_netem(&mut tree).script(&[19_000_000, 1_000_000]);
-        let out = run(&mut tree, &mut env, &[(0, 1514), (MS, 1514)], false, u64::MAX);
+        let out = run(
+            &mut tree,
+            &mut env,
+            &[(0, 1514), (MS, 1514)],
+            false,
+            u64::MAX,
+        );
         assert_eq!(out, [(92 * MS, 1), (109 * MS, 0)]);
     }
 
@@ -890,17 +1027,31 @@ mod tests {
         for r in 0..4096u32 {
             sum += tabledist(20 * MS as i64, MS as i32, r, Some(normal));
         }
-        assert!(((sum / 4096) - 20 * MS as i64).abs() < 5_000, "mean {}", sum / 4096);
+        assert!(
+            ((sum / 4096) - 20 * MS as i64).abs() < 5_000,
+            "mean {}",
+            sum / 4096
+        );
     }
 
     #[test]
     fn e10_rate_serialises_behind_the_last_packet() {
         let mut s = base(0);
-        s.rate = Some(NetemRate { rate: 1_000_000, packet_overhead: 0, cell_size: 0, cell_overhead: 0 });
+        s.rate = Some(NetemRate {
+            rate: 1_000_000,
+            packet_overhead: 0,
+            cell_size: 0,
+            cell_overhead: 0,
+        });
         let (mut tree, mut env) = tree_with(s.clone(), QdiscProfile::default());
         let out = run(&mut tree, &mut env, &[(0, 1514), (0, 1514)], true, u64::MAX);
         assert_eq!(out, [(1_514_000, 0), (3_028_000, 1)]);
-        s.rate = Some(NetemRate { rate: 1_000_000, packet_overhead: -14, cell_size: 0, cell_overhead: 0 });
+        s.rate = Some(NetemRate {
+            rate: 1_000_000,
+            packet_overhead: -14,
+            cell_size: 0,
+            cell_overhead: 0,
+        });
         let (mut tree, mut env) = tree_with(s, QdiscProfile::default());
         let out = run(&mut tree, &mut env, &[(0, 1514), (0, 1514)], true, u64::MAX);
         assert_eq!(out, [(1_500_000, 0), (3_000_000, 1)]);
@@ -910,7 +1061,12 @@ mod tests {
     fn rate_cells_round_up() {
         let mut s = base(0);
         // ATM-like: 48-byte cells carried in 53 bytes: 1514 → 32 cells → 1696 B.
-        s.rate = Some(NetemRate { rate: 1_000_000, packet_overhead: 0, cell_size: 48, cell_overhead: 5 });
+        s.rate = Some(NetemRate {
+            rate: 1_000_000,
+            packet_overhead: 0,
+            cell_size: 48,
+            cell_overhead: 5,
+        });
         let q = netem(&s);
         assert_eq!(q.packet_time_ns(1514), 1_696_000);
         assert_eq!(q.packet_time_ns(48), 53_000);
@@ -925,7 +1081,10 @@ mod tests {
         let out = run(&mut tree, &mut env, &arrivals, false, u64::MAX);
         // The line never holds more than 1000, so over any 20 ms at most 1000
         // leave: delivered between 100 ms and 300 ms ≈ 10 000 (605.6 Mbit/s).
-        let window = out.iter().filter(|&&(t, _)| (100 * MS..300 * MS).contains(&t)).count() as f64;
+        let window = out
+            .iter()
+            .filter(|&&(t, _)| (100 * MS..300 * MS).contains(&t))
+            .count() as f64;
         let mbit = window * 1514.0 * 8.0 / 0.2 / 1e6;
         assert!((mbit - 605.6).abs() < 2.0, "{mbit} Mbit/s");
         let s = *root_netem(&mut tree).stats();
@@ -937,7 +1096,10 @@ mod tests {
     fn reorder_gap_sends_every_gap_th_packet_at_once() {
         let mut s = base(10 * MS);
         s.gap = 5;
-        s.reorder = Some(NetemPercent { p: u32::MAX, corr: 0 });
+        s.reorder = Some(NetemPercent {
+            p: u32::MAX,
+            corr: 0,
+        });
         let (mut tree, mut env) = tree_with(s, QdiscProfile::default());
         let arrivals: Vec<(u64, u32)> = (0..10).map(|k| (k * 100_000, 100)).collect();
         let out = run(&mut tree, &mut env, &arrivals, false, u64::MAX);
@@ -988,13 +1150,16 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_order_follows_the_profile() {
+    fn a_root_duplicate_is_queued_before_its_original_in_both_profiles() {
         // [lab2019] the clone enters the root (this netem) before the original.
         let old = dup_order(QdiscProfile::default());
         assert_eq!(old.iter().map(|e| e.2).collect::<Vec<_>>(), [false, true]);
         // [modern] the clone is enqueued after the limit check, still before
         // the original is put in the delay line.
-        let new = dup_order(QdiscProfile { netem_modern_accounting: true, netem_dup_after_limit: true });
+        let new = dup_order(QdiscProfile {
+            netem_modern_accounting: true,
+            netem_dup_after_limit: true,
+        });
         assert_eq!(new.iter().map(|e| e.2).collect::<Vec<_>>(), [false, true]);
     }
 
@@ -1007,13 +1172,31 @@ mod tests {
         s.limit = 1;
         let (mut tree, mut env) = tree_with(s.clone(), QdiscProfile::default());
         let id = env.pkt(1514);
-        assert_eq!(tree.enqueue(&mut env.ctx(0), id), Verdict::Dropped(DropReason::NetemLimit));
-        assert_eq!((root_netem(&mut tree).stats().qlen, root_netem(&mut tree).stats().drops), (1, 1));
-        let (mut tree, mut env) =
-            tree_with(s, QdiscProfile { netem_modern_accounting: true, netem_dup_after_limit: true });
+        assert_eq!(
+            tree.enqueue(&mut env.ctx(0), id),
+            Verdict::Dropped(DropReason::NetemLimit)
+        );
+        assert_eq!(
+            (
+                root_netem(&mut tree).stats().qlen,
+                root_netem(&mut tree).stats().drops
+            ),
+            (1, 1)
+        );
+        let (mut tree, mut env) = tree_with(
+            s,
+            QdiscProfile {
+                netem_modern_accounting: true,
+                netem_dup_after_limit: true,
+            },
+        );
         let id = env.pkt(1514);
         assert_eq!(tree.enqueue(&mut env.ctx(0), id), Verdict::Queued);
-        assert_eq!(root_netem(&mut tree).stats().qlen, 2, "t_len was 0 at both checks");
+        assert_eq!(
+            root_netem(&mut tree).stats().qlen,
+            2,
+            "t_len was 0 at both checks"
+        );
     }
 
     #[test]
@@ -1028,14 +1211,20 @@ mod tests {
         let clones = out.len() as f64 - n as f64;
         let prob = (d as f64 + 1.0) / 4_294_967_296.0;
         let (mean, sd) = (n as f64 * prob, (n as f64 * prob * (1.0 - prob)).sqrt());
-        assert!((clones - mean).abs() < 5.0 * sd, "{clones} vs {mean} ± {sd}");
+        assert!(
+            (clones - mean).abs() < 5.0 * sd,
+            "{clones} vs {mean} ± {sd}"
+        );
         assert_eq!(env.arena.created(), out.len() as u64);
     }
 
     #[test]
     fn corrupt_marks_packets_and_ecn_marks_instead_of_losing() {
         let mut s = base(0);
-        s.corrupt = Some(NetemPercent { p: u32::MAX, corr: 0 });
+        s.corrupt = Some(NetemPercent {
+            p: u32::MAX,
+            corr: 0,
+        });
         s.loss = NetemLoss::Random { p: u32::MAX };
         s.ecn = Some(true);
         let mut q = netem(&s);
@@ -1044,7 +1233,10 @@ mod tests {
         env.arena.get_mut(ect).tos = 0x02;
         let plain = env.pkt(1514);
         assert_eq!(q.enqueue(&mut env.ctx(0), ect), Verdict::Queued);
-        assert_eq!(q.enqueue(&mut env.ctx(0), plain), Verdict::Dropped(DropReason::NetemLoss));
+        assert_eq!(
+            q.enqueue(&mut env.ctx(0), plain),
+            Verdict::Dropped(DropReason::NetemLoss)
+        );
         let p = env.arena.get(ect);
         assert_eq!((p.tos, p.corrupt), (0x03, true));
         // The marked "loss" still counts in dropped.
@@ -1071,7 +1263,9 @@ mod tests {
         let mut g = fc.clone();
         let mut sum = 0.0;
         for _ in 0..1_000_000 {
-            g = (0..n).map(|i| (0..n).map(|j| p[i][j] * g[j]).sum()).collect();
+            g = (0..n)
+                .map(|i| (0..n).map(|j| p[i][j] * g[j]).sum())
+                .collect();
             let c: f64 = (0..n).map(|i| pi[i] * fc[i] * g[i]).sum();
             sum += c;
             if c.abs() < 1e-15 {
@@ -1110,7 +1304,13 @@ mod tests {
     fn state_loss_rate_matches_the_markov_chain() {
         let (p13, p31, p32, p23, p14) = (pct(5.0), pct(70.0), pct(10.0), pct(40.0), pct(1.0));
         let mut s = base(0);
-        s.loss = NetemLoss::State { p13, p31, p32, p23, p14 };
+        s.loss = NetemLoss::State {
+            p13,
+            p31,
+            p32,
+            p23,
+            p14,
+        };
         let f = |v: u32| v as f64 / 4_294_967_296.0;
         // Transitions as the kernel takes them (boundary ties have probability 2^-32).
         let p = vec![
@@ -1131,7 +1331,12 @@ mod tests {
         let (p, r, one_minus_h, one_minus_k) = (pct(2.0), pct(30.0), pct(60.0), pct(1.0));
         let h = u32::MAX - one_minus_h;
         let mut s = base(0);
-        s.loss = NetemLoss::Gemodel { p, r, h, k1: one_minus_k };
+        s.loss = NetemLoss::Gemodel {
+            p,
+            r,
+            h,
+            k1: one_minus_k,
+        };
         let f = |v: u32| v as f64 / 4_294_967_296.0;
         // States with the loss probability of the state the packet arrives in.
         let (eg, eb) = (f(one_minus_k), (u32::MAX - h) as f64 / 4_294_967_296.0);
@@ -1150,7 +1355,11 @@ mod tests {
         let (p13, p31, p32, p23, p14) = (100, 1000, 50, 70, 10);
         assert_eq!(step_4state(1, 5, p13, p31, p32, p23, p14), (4, true));
         assert_eq!(step_4state(1, 50, p13, p31, p32, p23, p14), (3, true));
-        assert_eq!(step_4state(1, 10, p13, p31, p32, p23, p14), (1, false), "tie: no change");
+        assert_eq!(
+            step_4state(1, 10, p13, p31, p32, p23, p14),
+            (1, false),
+            "tie: no change"
+        );
         assert_eq!(step_4state(1, 500, p13, p31, p32, p23, p14), (1, false));
         assert_eq!(step_4state(2, 69, p13, p31, p32, p23, p14), (3, true));
         assert_eq!(step_4state(2, 70, p13, p31, p32, p23, p14), (2, false));
@@ -1170,7 +1379,10 @@ mod tests {
         let mut c = Crandom { rho, last: 0 };
         let mut rng = ComponentRng::new(1, "crandom");
         let n = 200_000;
-        let xs: Vec<f64> = (0..n).map(|_| c.apply(rng.next_u32()) as f64 / 4_294_967_296.0).skip(100).collect();
+        let xs: Vec<f64> = (0..n)
+            .map(|_| c.apply(rng.next_u32()) as f64 / 4_294_967_296.0)
+            .skip(100)
+            .collect();
         let m = xs.iter().sum::<f64>() / xs.len() as f64;
         let v = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / xs.len() as f64;
         let r = rho as f64 / 4_294_967_296.0;
@@ -1180,7 +1392,11 @@ mod tests {
         // So a correlated 1% loss loses less than 1% (P13).
         let mut s = base(0);
         s.loss = NetemLoss::Random { p: pct(1.0) };
-        s.correlation = Some(NetemCorrelation { delay: 0, loss: rho, duplicate: 0 });
+        s.correlation = Some(NetemCorrelation {
+            delay: 0,
+            loss: rho,
+            duplicate: 0,
+        });
         let lost = count_losses(&s, 200_000) as f64 / 200_000.0;
         assert!(lost < 0.005, "{lost}");
     }
@@ -1188,18 +1404,61 @@ mod tests {
     #[test]
     fn slot_releases_bursts_of_n_packets() {
         let mut s = base(0);
-        s.slot = Some(NetemSlot { min_delay: 10 * MS, max_delay: 10 * MS, dist: None, packets: Some(2), bytes: None });
+        s.slot = Some(NetemSlot {
+            min_delay: 10 * MS,
+            max_delay: 10 * MS,
+            dist: None,
+            packets: Some(2),
+            bytes: None,
+        });
         let (mut tree, mut env) = tree_with(s, QdiscProfile::default());
-        let out = run(&mut tree, &mut env, &vec![(0, 1514); 5], true, u64::MAX);
+        let out = run(&mut tree, &mut env, &[(0, 1514); 5], true, u64::MAX);
         let times: Vec<u64> = out.iter().map(|e| e.0).collect();
         assert_eq!(times, [0, 0, 10 * MS, 10 * MS, 20 * MS]);
+    }
+
+    #[test]
+    fn slot_distribution_draws_slot_gaps_from_the_table() {
+        let mut s = base(0);
+        s.slot = Some(NetemSlot {
+            min_delay: 0,
+            max_delay: 0,
+            dist: Some((NetemDistribution::Normal, 10 * MS, 2 * MS)),
+            packets: Some(1),
+            bytes: None,
+        });
+        let (mut tree, mut env) = tree_with(s, QdiscProfile::default());
+        let out = run(&mut tree, &mut env, &[(0, 100); 200], true, u64::MAX);
+        assert_eq!(out[0].0, 0, "the first slot opens at configuration");
+        let gaps: Vec<f64> = out
+            .windows(2)
+            .map(|w| (w[1].0 - w[0].0) as f64 / MS as f64)
+            .collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+        // 199 normal gaps of mean 10 ms, sd 2 ms: the mean is within 5·2/√199 ms.
+        assert!((mean - 10.0).abs() < 0.71, "{mean}");
+        assert!((sd - 2.0).abs() < 0.5, "{sd}");
+        // Without a table and MIN = MAX = 0 the slot is off.
+        let mut off = base(0);
+        off.slot = Some(NetemSlot {
+            min_delay: 0,
+            max_delay: 0,
+            dist: None,
+            packets: Some(1),
+            bytes: None,
+        });
+        assert!(netem(&off).slot.is_none());
     }
 
     #[test]
     fn change_resets_the_fixed_block_and_keeps_the_rest() {
         let mut s = base(20 * MS);
         s.corrupt = Some(NetemPercent { p: 5, corr: 0 });
-        s.rate = Some(NetemRate { rate: 1_000_000, ..Default::default() });
+        s.rate = Some(NetemRate {
+            rate: 1_000_000,
+            ..Default::default()
+        });
         s.ecn = Some(true);
         s.loss = NetemLoss::Random { p: 7 };
         s.distribution = Some(NetemDistribution::Normal);
@@ -1210,18 +1469,30 @@ mod tests {
         c.loss = NetemLoss::Random { p: 429_497 };
         q.change(&c, SimTime::ZERO).unwrap();
         let e = q.spec();
-        assert_eq!((e.limit, e.latency, e.jitter, e.duplicate), (1000, 30 * MS, 0, 0));
+        assert_eq!(
+            (e.limit, e.latency, e.jitter, e.duplicate),
+            (1000, 30 * MS, 0, 0)
+        );
         assert_eq!(e.loss, NetemLoss::Random { p: 429_497 });
         assert_eq!(e.corrupt, Some(NetemPercent { p: 5, corr: 0 }));
         assert_eq!(e.rate.map(|r| r.rate), Some(1_000_000));
-        assert_eq!((e.ecn, e.distribution), (Some(true), Some(NetemDistribution::Normal)));
+        assert_eq!(
+            (e.ecn, e.distribution),
+            (Some(true), Some(NetemDistribution::Normal))
+        );
         assert_eq!(q.corrupt, 5);
         assert!(q.table.is_some());
         // A gap without a reorder clause means 100 % reorder.
         let mut g = base(30 * MS);
         g.gap = 3;
         q.change(&g, SimTime::ZERO).unwrap();
-        assert_eq!(q.spec().reorder, Some(NetemPercent { p: u32::MAX, corr: 0 }));
+        assert_eq!(
+            q.spec().reorder,
+            Some(NetemPercent {
+                p: u32::MAX,
+                corr: 0
+            })
+        );
         // Reordering needs a delay.
         let mut bad = base(0);
         bad.gap = 2;

@@ -47,19 +47,25 @@ impl RateCfg {
     /// reached 2^63), so that `len·mult >> shift` ≈ len·1e9/rate ns.
     pub fn new(rate: u64, overhead: u32, mpu: u32, atm: bool) -> RateCfg {
         let (mut mult, mut shift) = (1u32, 0u8);
-        if rate > 0 {
-            let mut factor: u64 = 1_000_000_000;
-            loop {
-                // Fits in u32: it starts ≤ 1e9 and stops once bit 31 is set.
-                mult = (factor / rate) as u32;
-                if mult & (1 << 31) != 0 || factor & (1 << 63) != 0 {
-                    break;
-                }
-                factor <<= 1;
-                shift += 1;
+        let mut factor: u64 = 1_000_000_000;
+        // A zero rate (refused by validation) keeps mult 1, shift 0.
+        while let Some(m) = factor.checked_div(rate) {
+            // Fits in u32: it starts ≤ 1e9 and stops once bit 31 is set.
+            mult = m as u32;
+            if mult & (1 << 31) != 0 || factor & (1 << 63) != 0 {
+                break;
             }
+            factor <<= 1;
+            shift += 1;
         }
-        RateCfg { rate, mult, shift, overhead, mpu, atm }
+        RateCfg {
+            rate,
+            mult,
+            shift,
+            overhead,
+            mpu,
+            atm,
+        }
     }
 
     /// `psched_l2t_ns`: nanoseconds to send `len` bytes (overhead added
@@ -132,13 +138,21 @@ impl Tbf {
     /// burst in bytes, so `buffer = l2t(burst)` and `max_size = burst`).
     fn params(spec: &TbfSpec) -> Result<Params, TcError> {
         if spec.rate == 0 {
-            return Err(TcError::Invalid("tbf: \"rate\" must be greater than 0".into()));
+            return Err(TcError::Invalid(
+                "tbf: \"rate\" must be greater than 0".into(),
+            ));
         }
         if spec.overhead > u16::MAX as u32 {
-            return Err(TcError::Invalid(format!("tbf: overhead {} out of range 0..65535", spec.overhead)));
+            return Err(TcError::Invalid(format!(
+                "tbf: overhead {} out of range 0..65535",
+                spec.overhead
+            )));
         }
         if spec.mpu > u16::MAX as u32 {
-            return Err(TcError::Invalid(format!("tbf: mpu {} out of range 0..65535", spec.mpu)));
+            return Err(TcError::Invalid(format!(
+                "tbf: mpu {} out of range 0..65535",
+                spec.mpu
+            )));
         }
         let rate = RateCfg::new(spec.rate, spec.overhead, spec.mpu, spec.atm);
         let mut max_size = spec.burst;
@@ -155,22 +169,42 @@ impl Tbf {
                     )));
                 }
                 let mtu_bytes = spec.mtu.ok_or_else(|| {
-                    TcError::Invalid("tbf: when \"peakrate\" is specified, \"mtu\" must also be specified".into())
+                    TcError::Invalid(
+                        "tbf: when \"peakrate\" is specified, \"mtu\" must also be specified"
+                            .into(),
+                    )
                 })?;
                 let peak = RateCfg::new(prate, spec.overhead, spec.mpu, spec.atm);
                 max_size = max_size.min(mtu_bytes);
-                (Some(peak), peak.l2t_ns(mtu_bytes).min(i64::MAX as u64) as i64)
+                (
+                    Some(peak),
+                    peak.l2t_ns(mtu_bytes).min(i64::MAX as u64) as i64,
+                )
             }
         };
         if max_size == 0 {
-            return Err(TcError::Invalid("tbf: \"burst\" (and \"mtu\" with peakrate) must be greater than 0".into()));
+            return Err(TcError::Invalid(
+                "tbf: \"burst\" (and \"mtu\" with peakrate) must be greater than 0".into(),
+            ));
         }
-        Ok(Params { rate, peak, buffer, mtu, max_size })
+        Ok(Params {
+            rate,
+            peak,
+            buffer,
+            mtu,
+            max_size,
+        })
     }
 
     /// `tbf_enqueue`: drop what can never be sent, else hand to the child.
     /// An empty slot (`child` empty) is Linux's noop qdisc: a black hole.
-    pub fn enqueue(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, id: PacketId, child: &mut [Node]) -> Verdict {
+    pub fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        id: PacketId,
+        child: &mut [Node],
+    ) -> Verdict {
         let len = ctx.arena.len_of(id);
         if len > self.max_size {
             self.stats.dropped();
@@ -200,7 +234,12 @@ impl Tbf {
     /// `tbf_dequeue`: peek at the child's head; send it if both buckets cover
     /// its cost, else arm the watchdog for the exact instant and count an
     /// overlimit. Nothing happens (no overlimit) while the child is empty.
-    pub fn dequeue(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, child: &mut [Node]) -> Option<PacketId> {
+    pub fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        child: &mut [Node],
+    ) -> Option<PacketId> {
         let before = *red;
         let head = tree::peek_chain(child, ctx, red);
         self.stats.absorb(red.since(before));
@@ -301,7 +340,16 @@ mod tests {
     use crate::qdisc::{ParentSpec, TcRequest, TcVerb};
 
     fn spec(rate: u64, burst: u32, limit: u32) -> TbfSpec {
-        TbfSpec { rate, burst, limit, peakrate: None, mtu: None, mpu: 0, overhead: 0, atm: false }
+        TbfSpec {
+            rate,
+            burst,
+            limit,
+            peakrate: None,
+            mtu: None,
+            mpu: 0,
+            overhead: 0,
+            atm: false,
+        }
     }
 
     fn root_tbf(env: &mut Env, s: TbfSpec) -> QdiscTree {
@@ -313,7 +361,8 @@ mod tests {
             handle: Some(1),
             qdisc: Some(QdiscSpec::Tbf(s)),
         };
-        tree.apply(&req, &mut env.ctx(0), &mut AutoHandles::default()).unwrap();
+        tree.apply(&req, &mut env.ctx(0), &mut AutoHandles::default())
+            .unwrap();
         tree
     }
 
@@ -333,7 +382,10 @@ mod tests {
         assert_eq!(r.l2t_ns(65_536), 524_288);
         assert_eq!(r.l2t_ns(500_000), 4_000_000);
         let t = Tbf::new(&spec(125_000_000, 500_000, 26_214_400), SimTime::ZERO).unwrap();
-        assert_eq!((t.buffer_ns(), t.max_size(), t.tokens_ns()), (4_000_000, 500_000, 4_000_000));
+        assert_eq!(
+            (t.buffer_ns(), t.max_size(), t.tokens_ns()),
+            (4_000_000, 500_000, 4_000_000)
+        );
     }
 
     #[test]
@@ -350,7 +402,10 @@ mod tests {
             assert_eq!(out[k].0 - out[k - 1].0, 12_112);
         }
         let s = tbf_of(&tree).stats();
-        assert_eq!((s.packets, s.bytes, s.qlen, s.backlog), (340, 340 * 1514, 0, 0));
+        assert_eq!(
+            (s.packets, s.bytes, s.qlen, s.backlog),
+            (340, 340 * 1514, 0, 0)
+        );
     }
 
     #[test]
@@ -365,7 +420,10 @@ mod tests {
         assert_eq!((s.qlen, s.backlog, s.drops), (105, 105 * 1514, 15));
         let child = tree.show()[1].clone();
         assert!(child.anonymous);
-        assert_eq!((child.kind, child.stats.drops, child.parent), ("bfifo", 15, Some((1, 1))));
+        assert_eq!(
+            (child.kind, child.stats.drops, child.parent),
+            ("bfifo", 15, Some((1, 1)))
+        );
     }
 
     #[test]
@@ -378,11 +436,14 @@ mod tests {
         // 33 frames per full bucket: 33 × 121 120 = 3 996 960 ≤ 4 000 000 < 34 × 121 120.
         let mut env = Env::default();
         let mut tree = root_tbf(&mut env, spec(12_500_000, 50_000, 26_214_400));
-        let out = run(&mut tree, &mut env, &vec![(0, 1514); 40], true, u64::MAX);
+        let out = run(&mut tree, &mut env, &[(0, 1514); 40], true, u64::MAX);
         assert_eq!(out.iter().filter(|&&(t, _)| t == 0).count(), 33);
         // A packet larger than the burst can never be sent.
         let big = env.pkt(50_001);
-        assert_eq!(tree.enqueue(&mut env.ctx(0), big), Verdict::Dropped(DropReason::TooBig));
+        assert_eq!(
+            tree.enqueue(&mut env.ctx(0), big),
+            Verdict::Dropped(DropReason::TooBig)
+        );
     }
 
     #[test]
@@ -394,9 +455,12 @@ mod tests {
         let mut tree = root_tbf(&mut env, spec(1_000_000, 10_240, 204_800));
         assert_eq!(tbf_of(&tree).buffer_ns(), 10_240_000);
         // All ten present at t = 0, one dequeue run at 0, then one per watchdog.
-        let out = run(&mut tree, &mut env, &vec![(0, 1514); 10], true, u64::MAX);
+        let out = run(&mut tree, &mut env, &[(0, 1514); 10], true, u64::MAX);
         let times: Vec<u64> = out.iter().map(|&(t, _)| t).collect();
-        assert_eq!(times, [0, 0, 0, 0, 0, 0, 358_000, 1_872_000, 3_386_000, 4_900_000]);
+        assert_eq!(
+            times,
+            [0, 0, 0, 0, 0, 0, 358_000, 1_872_000, 3_386_000, 4_900_000]
+        );
         assert_eq!(tbf_of(&tree).stats().overlimits, 4);
         assert_eq!(tbf_of(&tree).tokens_ns(), 0);
     }
@@ -414,7 +478,10 @@ mod tests {
             tree.dequeue(&mut env.ctx(0)).unwrap();
             left.push(tbf_of(&tree).tokens_ns());
         }
-        assert_eq!(left, [8_726_000, 7_212_000, 5_698_000, 4_184_000, 2_670_000, 1_156_000]);
+        assert_eq!(
+            left,
+            [8_726_000, 7_212_000, 5_698_000, 4_184_000, 2_670_000, 1_156_000]
+        );
         let mut ctx = env.ctx(0);
         assert!(tree.dequeue(&mut ctx).is_none());
         assert_eq!(ctx.watchdog, Some(SimTime::from_nanos(358_000)));
@@ -425,7 +492,7 @@ mod tests {
         let mut env = Env::default();
         let mut tree = root_tbf(&mut env, spec(125_000_000, 500_000, 2_621_440));
         // Drain the bucket, then queue 1 000 000 bytes (approximately: 660 frames).
-        let _ = run(&mut tree, &mut env, &vec![(0, 1514); 330], true, 0);
+        let _ = run(&mut tree, &mut env, &[(0, 1514); 330], true, 0);
         for _ in 0..660 {
             let id = env.pkt(1514);
             tree.enqueue(&mut env.ctx(1_000), id);
@@ -439,11 +506,19 @@ mod tests {
             handle: Some(1),
             qdisc: Some(QdiscSpec::Tbf(spec(125_000_000, 500_000, limit))),
         };
-        tree.apply(&req(26_214_400), &mut env.ctx(2_000), &mut AutoHandles::default()).unwrap();
+        tree.apply(
+            &req(26_214_400),
+            &mut env.ctx(2_000),
+            &mut AutoHandles::default(),
+        )
+        .unwrap();
         let after = *tbf_of(&tree).stats();
         assert_eq!(after, before, "nothing dropped, counters continue");
         assert_eq!(tbf_of(&tree).tokens_ns(), 4_000_000);
-        assert_eq!(tree.show()[1].options, serde_json::json!({"limit": 26_214_400}));
+        assert_eq!(
+            tree.show()[1].options,
+            serde_json::json!({"limit": 26_214_400})
+        );
         // The reverse change with ~20 MB queued drops nothing now; arrivals are
         // dropped until the backlog falls below limit − len.
         for _ in 0..13_000 {
@@ -452,10 +527,18 @@ mod tests {
         }
         let queued = tbf_of(&tree).stats().backlog;
         assert_eq!(queued, 13_660 * 1514);
-        tree.apply(&req(2_621_440), &mut env.ctx(4_000), &mut AutoHandles::default()).unwrap();
+        tree.apply(
+            &req(2_621_440),
+            &mut env.ctx(4_000),
+            &mut AutoHandles::default(),
+        )
+        .unwrap();
         assert_eq!(tbf_of(&tree).stats().backlog, queued);
         let id = env.pkt(1514);
-        assert_eq!(tree.enqueue(&mut env.ctx(5_000), id), Verdict::Dropped(DropReason::QueueFull));
+        assert_eq!(
+            tree.enqueue(&mut env.ctx(5_000), id),
+            Verdict::Dropped(DropReason::QueueFull)
+        );
         // Order is preserved: packets leave in arrival order.
         let mut seqs = vec![];
         while let Some(id) = tree.dequeue(&mut env.ctx(10_000_000)) {
@@ -464,7 +547,10 @@ mod tests {
         }
         assert_eq!(seqs.len(), 330);
         assert!(seqs.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(seqs[0], 330, "the first frame queued after the initial burst");
+        assert_eq!(
+            seqs[0], 330,
+            "the first frame queued after the initial burst"
+        );
     }
 
     #[test]
@@ -476,14 +562,17 @@ mod tests {
         s.mtu = Some(1514);
         let mut env = Env::default();
         let mut tree = root_tbf(&mut env, s.clone());
-        let out = run(&mut tree, &mut env, &vec![(0, 1514); 4], true, u64::MAX);
+        let out = run(&mut tree, &mut env, &[(0, 1514); 4], true, u64::MAX);
         let times: Vec<u64> = out.iter().map(|&(t, _)| t).collect();
         assert_eq!(times, [0, 1_211_200, 2_422_400, 3_633_600]);
         assert_eq!(tbf_of(&tree).max_size(), 1514);
         // Validation at construction, naming the option.
         s.peakrate = Some(125_000);
         let e = Tbf::new(&s, SimTime::ZERO).unwrap_err();
-        assert!(matches!(e, TcError::Invalid(ref m) if m.contains("peakrate")), "{e:?}");
+        assert!(
+            matches!(e, TcError::Invalid(ref m) if m.contains("peakrate")),
+            "{e:?}"
+        );
         s.peakrate = Some(1_250_000);
         s.mtu = None;
         assert!(Tbf::new(&s, SimTime::ZERO).is_err());
@@ -511,7 +600,10 @@ mod tests {
         let mut tree = root_tbf(&mut env, spec(125_000_000, 500_000, 0));
         assert_eq!(tree.show().len(), 1);
         let id = env.pkt(1514);
-        assert_eq!(tree.enqueue(&mut env.ctx(0), id), Verdict::Dropped(DropReason::Blackhole));
+        assert_eq!(
+            tree.enqueue(&mut env.ctx(0), id),
+            Verdict::Dropped(DropReason::Blackhole)
+        );
         assert!(tree.dequeue(&mut env.ctx(0)).is_none());
         assert_eq!(tbf_of(&tree).stats().overlimits, 0);
     }

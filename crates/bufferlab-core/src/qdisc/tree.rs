@@ -8,8 +8,8 @@
 //! exactly one child slot, so a device's tree is a chain: `nodes[0]` is the
 //! root, `nodes[i+1]` sits in the slot of `nodes[i]`. An empty slot below tbf
 //! is Linux's noop qdisc (a black hole); below netem it means "deliver
-//! directly". A qdisc calls into its child chain through [`enqueue_chain`],
-//! [`peek_chain`] and [`dequeue_chain`].
+//! directly". A qdisc calls into its child chain through `enqueue_chain`,
+//! `peek_chain` and `dequeue_chain`.
 //!
 //! Accounting. A parent counts `drops += 1` when its child's enqueue reports
 //! a drop. Packets that leave a subtree any other way — a head drop, a netem
@@ -44,11 +44,11 @@ use std::collections::VecDeque;
 /// Behaviour switches that differ between kernel generations (qdiscs.md §11).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QdiscProfile {
-    /// [modern] netem: `limit` counts the delay line only and qlen/backlog
-    /// include the child; [lab2019] (false): qlen/backlog = delay line +
+    /// \[modern\] netem: `limit` counts the delay line only and qlen/backlog
+    /// include the child; \[lab2019\] (false): qlen/backlog = delay line +
     /// immediate queue.
     pub netem_modern_accounting: bool,
-    /// [modern] netem duplicates are re-enqueued after the limit check.
+    /// \[modern\] netem duplicates are re-enqueued after the limit check.
     pub netem_dup_after_limit: bool,
 }
 
@@ -72,7 +72,11 @@ impl AutoHandles {
     /// every candidate tried.
     pub fn alloc(&mut self, in_use: impl Fn(u16) -> bool) -> Option<u16> {
         for _ in 0..0x8000 {
-            let h = if self.next == 0 || self.next == 0xFFFF { 0x8000 } else { self.next };
+            let h = if self.next == 0 || self.next == 0xFFFF {
+                0x8000
+            } else {
+                self.next
+            };
             self.next = if h == 0xFFFE { 0x8000 } else { h + 1 };
             if !in_use(h) {
                 return Some(h);
@@ -135,8 +139,11 @@ pub struct Noqueue {
     stats: QdiscStats,
 }
 
-/// Every qdisc kind, dispatched by `match` (no trait objects).
+/// Every qdisc kind, dispatched by `match` (no trait objects). Variants are
+/// stored inline: a device has a handful of nodes, and boxing netem would
+/// add a pointer chase to every packet.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum AnyQdisc {
     Noqueue(Noqueue),
     Fifo(Fifo),
@@ -222,7 +229,13 @@ pub struct Node {
 
 impl Node {
     fn new(handle: u16, parent_minor: u16, anonymous: bool, q: AnyQdisc) -> Node {
-        Node { handle, parent_minor, anonymous, q, peeked: None }
+        Node {
+            handle,
+            parent_minor,
+            anonymous,
+            q,
+            peeked: None,
+        }
     }
 
     fn default_root() -> Node {
@@ -263,7 +276,12 @@ impl Node {
 }
 
 /// Enqueue into the qdisc at the head of `chain` (its children follow).
-pub(crate) fn enqueue_chain(chain: &mut [Node], ctx: &mut QdiscCtx, red: &mut Reduce, id: PacketId) -> Verdict {
+pub(crate) fn enqueue_chain(
+    chain: &mut [Node],
+    ctx: &mut QdiscCtx,
+    red: &mut Reduce,
+    id: PacketId,
+) -> Verdict {
     let Some((node, below)) = chain.split_first_mut() else {
         // An empty slot is the noop qdisc.
         ctx.drop_packet(id, DropReason::Blackhole);
@@ -282,7 +300,11 @@ pub(crate) fn enqueue_chain(chain: &mut [Node], ctx: &mut QdiscCtx, red: &mut Re
 
 /// Dequeue from the head of `chain`, handing out a peeked packet first
 /// (`qdisc_dequeue_peeked`).
-pub(crate) fn dequeue_chain(chain: &mut [Node], ctx: &mut QdiscCtx, red: &mut Reduce) -> Option<PacketId> {
+pub(crate) fn dequeue_chain(
+    chain: &mut [Node],
+    ctx: &mut QdiscCtx,
+    red: &mut Reduce,
+) -> Option<PacketId> {
     let (node, below) = chain.split_first_mut()?;
     if let Some(p) = node.peeked.take() {
         let len = ctx.arena.len_of(p);
@@ -299,7 +321,11 @@ pub(crate) fn dequeue_chain(chain: &mut [Node], ctx: &mut QdiscCtx, red: &mut Re
 
 /// Peek at the head of `chain`: a fifo's head, or for tbf/netem the packet
 /// their dequeue returns, cached and still counted (`qdisc_peek_dequeued`).
-pub(crate) fn peek_chain(chain: &mut [Node], ctx: &mut QdiscCtx, red: &mut Reduce) -> Option<PacketId> {
+pub(crate) fn peek_chain(
+    chain: &mut [Node],
+    ctx: &mut QdiscCtx,
+    red: &mut Reduce,
+) -> Option<PacketId> {
     let (node, below) = chain.split_first_mut()?;
     if let Some(p) = node.peeked {
         return Some(p);
@@ -350,7 +376,13 @@ pub struct QdiscTree {
 impl QdiscTree {
     /// A fresh veth: `noqueue` root.
     pub fn new(dev: &str, seed: u64, profile: QdiscProfile) -> Self {
-        QdiscTree { dev: dev.to_string(), seed, profile, nodes: vec![Node::default_root()], created: 0 }
+        QdiscTree {
+            dev: dev.to_string(),
+            seed,
+            profile,
+            nodes: vec![Node::default_root()],
+            created: 0,
+        }
     }
 
     /// The root is `noqueue`: the engine hands packets straight to the link.
@@ -403,7 +435,12 @@ impl QdiscTree {
     }
 
     /// One `tc qdisc add|change|replace|link|delete` (qdiscs.md §1.3).
-    pub fn apply(&mut self, req: &TcRequest, ctx: &mut QdiscCtx, auto: &mut AutoHandles) -> Result<(), TcError> {
+    pub fn apply(
+        &mut self,
+        req: &TcRequest,
+        ctx: &mut QdiscCtx,
+        auto: &mut AutoHandles,
+    ) -> Result<(), TcError> {
         if req.dev != self.dev {
             return Err(TcError::NoDevice(req.dev.clone()));
         }
@@ -414,9 +451,17 @@ impl QdiscTree {
     }
 
     /// `tc_modify_qdisc`.
-    fn modify(&mut self, req: &TcRequest, f: u8, ctx: &mut QdiscCtx, auto: &mut AutoHandles) -> Result<(), TcError> {
-        let spec =
-            req.qdisc.as_ref().ok_or_else(|| TcError::Invalid("a qdisc kind is required for this command".into()))?;
+    fn modify(
+        &mut self,
+        req: &TcRequest,
+        f: u8,
+        ctx: &mut QdiscCtx,
+        auto: &mut AutoHandles,
+    ) -> Result<(), TcError> {
+        let spec = req
+            .qdisc
+            .as_ref()
+            .ok_or_else(|| TcError::Invalid("a qdisc kind is required for this command".into()))?;
         let handle = req.handle.filter(|&h| h != 0);
         let Some(parent) = req.parent else {
             // Neither root nor parent: the handle names the qdisc to change.
@@ -432,8 +477,12 @@ impl QdiscTree {
             }
         };
         // The slot's occupant; default children (handle 0) never block.
-        let classful = p_idx.map_or(true, |p| self.nodes[p].q.classful());
-        let q_idx = (classful && slot < self.nodes.len() && self.nodes[slot].handle != 0).then_some(slot);
+        let classful = match p_idx {
+            Some(p) => self.nodes[p].q.classful(),
+            None => true,
+        };
+        let q_idx =
+            (classful && slot < self.nodes.len() && self.nodes[slot].handle != 0).then_some(slot);
         if let (Some(qi), Some(h)) = (q_idx, handle) {
             if self.nodes[qi].handle == h {
                 return self.modify_at(qi, f, spec, ctx);
@@ -444,7 +493,16 @@ impl QdiscTree {
                 return Err(TcError::Exists);
             }
             return match self.find(h) {
-                None => self.create_and_graft(slot, p_idx, minor, Some(h), f & CREATE != 0, spec, ctx, auto),
+                None => self.create_and_graft(
+                    slot,
+                    p_idx,
+                    minor,
+                    Some(h),
+                    f & CREATE != 0,
+                    spec,
+                    ctx,
+                    auto,
+                ),
                 Some(j) => {
                     if f & EXCL != 0 {
                         return Err(TcError::Exists);
@@ -461,16 +519,23 @@ impl QdiscTree {
             };
         }
         match q_idx {
-            None => self.create_and_graft(slot, p_idx, minor, None, f & CREATE != 0, spec, ctx, auto),
+            None => {
+                self.create_and_graft(slot, p_idx, minor, None, f & CREATE != 0, spec, ctx, auto)
+            }
             Some(qi) => {
                 if spec.kind() != self.nodes[qi].q.kind() {
                     // add/replace with another kind graft a new qdisc; so does a
-                    // flagless `change` (kernel ≥ 6.6 / da71714e, see report).
+                    // flagless `change` (qdiscs.md §1.3, the logic since Linux
+                    // commit da71714e "fix a qdisc modification with ambiguous
+                    // command request", 2023; older kernels answered add with
+                    // EEXIST and change with EINVAL here).
                     if f & CREATE != 0 && f & (REPLACE | EXCL) != 0 {
-                        return self.create_and_graft(slot, p_idx, minor, None, true, spec, ctx, auto);
+                        return self
+                            .create_and_graft(slot, p_idx, minor, None, true, spec, ctx, auto);
                     }
                     if f == 0 {
-                        return self.create_and_graft(slot, p_idx, minor, None, true, spec, ctx, auto);
+                        return self
+                            .create_and_graft(slot, p_idx, minor, None, true, spec, ctx, auto);
                     }
                 }
                 self.modify_at(qi, f, spec, ctx)
@@ -479,7 +544,13 @@ impl QdiscTree {
     }
 
     /// MODIFY: change an existing qdisc in place; counters are kept.
-    fn modify_at(&mut self, idx: usize, f: u8, spec: &QdiscSpec, ctx: &mut QdiscCtx) -> Result<(), TcError> {
+    fn modify_at(
+        &mut self,
+        idx: usize,
+        f: u8,
+        spec: &QdiscSpec,
+        ctx: &mut QdiscCtx,
+    ) -> Result<(), TcError> {
         if f & EXCL != 0 {
             return Err(TcError::Exists);
         }
@@ -509,7 +580,10 @@ impl QdiscTree {
                     f.set_limit(limit);
                 }
             }
-            None if limit > 0 => self.nodes.push(Node::new(0, 1, true, AnyQdisc::Fifo(Fifo::bfifo(limit)))),
+            None if limit > 0 => {
+                self.nodes
+                    .push(Node::new(0, 1, true, AnyQdisc::Fifo(Fifo::bfifo(limit))))
+            }
             None => {}
         }
     }
@@ -533,9 +607,9 @@ impl QdiscTree {
         }
         let handle = match handle {
             Some(h) => h,
-            None => auto
-                .alloc(|h| self.find(h).is_some())
-                .ok_or_else(|| TcError::Invalid("Maximum number of qdisc handles was exceeded".into()))?,
+            None => auto.alloc(|h| self.find(h).is_some()).ok_or_else(|| {
+                TcError::Invalid("Maximum number of qdisc handles was exceeded".into())
+            })?,
         };
         self.created += 1;
         let mut segment = self.build(spec, handle, slot == 0, ctx.now)?;
@@ -557,11 +631,19 @@ impl QdiscTree {
 
     /// `init` of a new qdisc (validation included); tbf comes with its
     /// anonymous bfifo when `limit > 0`.
-    fn build(&self, spec: &QdiscSpec, handle: u16, at_root: bool, now: SimTime) -> Result<Vec<Node>, TcError> {
+    fn build(
+        &self,
+        spec: &QdiscSpec,
+        handle: u16,
+        at_root: bool,
+        now: SimTime,
+    ) -> Result<Vec<Node>, TcError> {
         let q = match spec {
             QdiscSpec::Noqueue => {
                 if !at_root {
-                    return Err(TcError::Invalid("noqueue can only be the root qdisc".into()));
+                    return Err(TcError::Invalid(
+                        "noqueue can only be the root qdisc".into(),
+                    ));
                 }
                 AnyQdisc::Noqueue(Noqueue::default())
             }
@@ -582,7 +664,8 @@ impl QdiscTree {
                 AnyQdisc::Netem(Netem::new(s, self.seed, stream, env, now)?)
             }
             fifo => AnyQdisc::Fifo(
-                Fifo::from_spec(fifo).ok_or_else(|| TcError::Invalid(format!("unknown qdisc {}", fifo.kind())))?,
+                Fifo::from_spec(fifo)
+                    .ok_or_else(|| TcError::Invalid(format!("unknown qdisc {}", fifo.kind())))?,
             ),
         };
         Ok(vec![Node::new(handle, 0, false, q)])
@@ -598,7 +681,11 @@ impl QdiscTree {
             b += c;
         }
         for node in &mut self.nodes[..slot] {
-            node.q.absorb(Reduce { qlen: n, backlog: b, drops: n });
+            node.q.absorb(Reduce {
+                qlen: n,
+                backlog: b,
+                drops: n,
+            });
         }
         self.nodes.drain(slot..j);
         self.nodes[slot].parent_minor = minor;
@@ -616,7 +703,11 @@ impl QdiscTree {
         }
         if n > 0 {
             for node in &mut self.nodes[..k] {
-                node.q.absorb(Reduce { qlen: n, backlog: b, drops: n });
+                node.q.absorb(Reduce {
+                    qlen: n,
+                    backlog: b,
+                    drops: n,
+                });
             }
         }
     }
@@ -715,7 +806,10 @@ impl QdiscTree {
 
     /// Packets physically stored anywhere in the tree.
     pub fn held_packets(&self) -> u64 {
-        self.nodes.iter().map(|n| n.q.held() + n.peeked.is_some() as u64).sum()
+        self.nodes
+            .iter()
+            .map(|n| n.q.held() + n.peeked.is_some() as u64)
+            .sum()
     }
 
     /// The qdisc at chain position `idx` (0 = root).
@@ -784,7 +878,12 @@ pub(crate) mod harness {
 
     /// Dequeue until empty at `t`; delivered packets are recorded as
     /// (t, seq) and freed. Returns the watchdog of the final call.
-    pub fn kick(tree: &mut QdiscTree, env: &mut Env, t: u64, out: &mut Vec<(u64, u64)>) -> Option<u64> {
+    pub fn kick(
+        tree: &mut QdiscTree,
+        env: &mut Env,
+        t: u64,
+        out: &mut Vec<(u64, u64)>,
+    ) -> Option<u64> {
         loop {
             let mut ctx = env.ctx(t);
             let p = tree.dequeue(&mut ctx);
@@ -796,7 +895,9 @@ pub(crate) mod harness {
                 }
                 None => {
                     let wd = wd.map(|w| w.as_nanos());
-                    assert!(wd.map_or(true, |w| w > t), "watchdog at {wd:?} not after {t}");
+                    if let Some(w) = wd {
+                        assert!(w > t, "watchdog at {w} not after {t}");
+                    }
                     return wd;
                 }
             }
@@ -852,8 +953,19 @@ mod tests {
     const MS: u64 = 1_000_000;
     const DEV: &str = "s1-eth2";
 
-    fn req(verb: TcVerb, parent: Option<ParentSpec>, handle: Option<u16>, qdisc: Option<QdiscSpec>) -> TcRequest {
-        TcRequest { verb, dev: DEV.into(), parent, handle, qdisc }
+    fn req(
+        verb: TcVerb,
+        parent: Option<ParentSpec>,
+        handle: Option<u16>,
+        qdisc: Option<QdiscSpec>,
+    ) -> TcRequest {
+        TcRequest {
+            verb,
+            dev: DEV.into(),
+            parent,
+            handle,
+            qdisc,
+        }
     }
 
     fn root() -> Option<ParentSpec> {
@@ -865,7 +977,16 @@ mod tests {
     }
 
     fn tbf(rate: u64, burst: u32, limit: u32) -> QdiscSpec {
-        QdiscSpec::Tbf(TbfSpec { rate, burst, limit, peakrate: None, mtu: None, mpu: 0, overhead: 0, atm: false })
+        QdiscSpec::Tbf(TbfSpec {
+            rate,
+            burst,
+            limit,
+            peakrate: None,
+            mtu: None,
+            mpu: 0,
+            overhead: 0,
+            atm: false,
+        })
     }
 
     fn netem(latency: u64) -> NetemSpec {
@@ -886,6 +1007,9 @@ mod tests {
         }
     }
 
+    /// (kind, handle, parent, anonymous) of a `show` block.
+    type Block = (&'static str, u16, Option<(u16, u16)>, bool);
+
     struct Lab {
         tree: QdiscTree,
         env: Env,
@@ -894,7 +1018,11 @@ mod tests {
 
     impl Lab {
         fn new(profile: QdiscProfile) -> Lab {
-            Lab { tree: QdiscTree::new(DEV, 42, profile), env: Env::default(), auto: AutoHandles::default() }
+            Lab {
+                tree: QdiscTree::new(DEV, 42, profile),
+                env: Env::default(),
+                auto: AutoHandles::default(),
+            }
         }
         fn tc(&mut self, r: TcRequest) -> Result<(), TcError> {
             self.tc_at(0, r)
@@ -903,8 +1031,12 @@ mod tests {
             let mut ctx = self.env.ctx(t);
             self.tree.apply(&r, &mut ctx, &mut self.auto)
         }
-        fn blocks(&self) -> Vec<(&'static str, u16, Option<(u16, u16)>, bool)> {
-            self.tree.show().iter().map(|b| (b.kind, b.handle, b.parent, b.anonymous)).collect()
+        fn blocks(&self) -> Vec<Block> {
+            self.tree
+                .show()
+                .iter()
+                .map(|b| (b.kind, b.handle, b.parent, b.anonymous))
+                .collect()
         }
         fn stats(&self, i: usize) -> QdiscStats {
             self.tree.show()[i].stats
@@ -924,8 +1056,20 @@ mod tests {
 
     fn lab14(profile: QdiscProfile, limit: u32) -> Lab {
         let mut lab = Lab::new(profile);
-        lab.tc(req(TcVerb::Add, root(), Some(1), Some(QdiscSpec::Netem(netem(20 * MS))))).unwrap();
-        lab.tc(req(TcVerb::Add, class(1, 0), Some(2), Some(tbf(125_000_000, 500_000, limit)))).unwrap();
+        lab.tc(req(
+            TcVerb::Add,
+            root(),
+            Some(1),
+            Some(QdiscSpec::Netem(netem(20 * MS))),
+        ))
+        .unwrap();
+        lab.tc(req(
+            TcVerb::Add,
+            class(1, 0),
+            Some(2),
+            Some(tbf(125_000_000, 500_000, limit)),
+        ))
+        .unwrap();
         lab
     }
 
@@ -934,7 +1078,10 @@ mod tests {
         let lab = Lab::new(QdiscProfile::default());
         assert!(lab.tree.is_noqueue());
         let b = &lab.tree.show()[0];
-        assert_eq!((b.kind, b.handle, b.parent, b.anonymous), ("noqueue", 0, None, false));
+        assert_eq!(
+            (b.kind, b.handle, b.parent, b.anonymous),
+            ("noqueue", 0, None, false)
+        );
         assert_eq!(b.stats, QdiscStats::default());
         assert_eq!(lab.tree.leaf_backlog(), (0, 0));
     }
@@ -945,18 +1092,32 @@ mod tests {
         assert!(!lab.tree.is_noqueue());
         assert_eq!(
             lab.blocks(),
-            [("netem", 1, None, false), ("tbf", 2, Some((1, 0)), false), ("bfifo", 0, Some((2, 1)), true)]
+            [
+                ("netem", 1, None, false),
+                ("tbf", 2, Some((1, 0)), false),
+                ("bfifo", 0, Some((2, 1)), true)
+            ]
         );
         let show = lab.tree.show();
         assert_eq!(show[2].options, json!({"limit": 160_000}));
         assert_eq!(show[1].options["burst"], json!(500_000));
         assert_eq!(show[0].options["latency"], json!(20 * MS));
         // Lab 14 part 2: change the tbf's limit; the bfifo follows in place.
-        lab.tc(req(TcVerb::Change, class(1, 0), Some(2), Some(tbf(125_000_000, 500_000, 2_621_440)))).unwrap();
+        lab.tc(req(
+            TcVerb::Change,
+            class(1, 0),
+            Some(2),
+            Some(tbf(125_000_000, 500_000, 2_621_440)),
+        ))
+        .unwrap();
         assert_eq!(lab.tree.show()[2].options, json!({"limit": 2_621_440}));
         lab.enqueue(0, 3, 1000);
         kick(&mut lab.tree, &mut lab.env, 21 * MS, &mut vec![]);
-        assert_eq!(lab.tree.leaf_backlog(), (0, 0), "the tbf is the leaf; it sent everything");
+        assert_eq!(
+            lab.tree.leaf_backlog(),
+            (0, 0),
+            "the tbf is the leaf; it sent everything"
+        );
     }
 
     #[test]
@@ -964,7 +1125,13 @@ mod tests {
         let mut lab = lab14(QdiscProfile::default(), 160_000);
         // 400 back-to-back frames at t = 0: all due at 20 ms, all moved into the
         // tbf at once; its bfifo keeps 105, the full bucket sends them at 20 ms.
-        let out = run(&mut lab.tree, &mut lab.env, &vec![(0, 1514); 400], true, u64::MAX);
+        let out = run(
+            &mut lab.tree,
+            &mut lab.env,
+            &[(0, 1514); 400],
+            true,
+            u64::MAX,
+        );
         assert_eq!(out.len(), 105);
         assert!(out.iter().all(|&(t, _)| t == 20 * MS));
         let (ne, tb, bf) = (lab.stats(0), lab.stats(1), lab.stats(2));
@@ -993,7 +1160,10 @@ mod tests {
         assert!(bf.drops > 0);
         assert_eq!((ne.drops, tb.drops), (bf.drops, bf.drops));
         assert_eq!(out.len() as u64 + bf.drops, n);
-        assert_eq!((ne.packets, tb.packets), (out.len() as u64, out.len() as u64));
+        assert_eq!(
+            (ne.packets, tb.packets),
+            (out.len() as u64, out.len() as u64)
+        );
         assert_eq!((ne.qlen, ne.backlog, tb.qlen, tb.backlog), (0, 0, 0, 0));
         // Under netem every dequeue attempt while the tbf is throttled counts
         // twice (netem tries its child again after arming its own watchdog).
@@ -1003,13 +1173,32 @@ mod tests {
 
     #[test]
     fn netem_accounting_lab2019_vs_modern() {
-        for (profile, netem_qlen) in
-            [(QdiscProfile::default(), 0), (QdiscProfile { netem_modern_accounting: true, ..Default::default() }, 10)]
-        {
+        for (profile, netem_qlen) in [
+            (QdiscProfile::default(), 0),
+            (
+                QdiscProfile {
+                    netem_modern_accounting: true,
+                    ..Default::default()
+                },
+                10,
+            ),
+        ] {
             // tbf 1 kbit/s: whatever netem moves into it stays there.
             let mut lab = Lab::new(profile);
-            lab.tc(req(TcVerb::Add, root(), Some(1), Some(QdiscSpec::Netem(netem(MS))))).unwrap();
-            lab.tc(req(TcVerb::Add, class(1, 0), Some(2), Some(tbf(125, 1514, 100_000)))).unwrap();
+            lab.tc(req(
+                TcVerb::Add,
+                root(),
+                Some(1),
+                Some(QdiscSpec::Netem(netem(MS))),
+            ))
+            .unwrap();
+            lab.tc(req(
+                TcVerb::Add,
+                class(1, 0),
+                Some(2),
+                Some(tbf(125, 1514, 100_000)),
+            ))
+            .unwrap();
             lab.enqueue(0, 11, 1000);
             assert_eq!(lab.stats(0).qlen, 11);
             let mut out = vec![];
@@ -1017,7 +1206,10 @@ mod tests {
             assert_eq!(out.len(), 1, "one frame fits the bucket");
             assert_eq!(lab.stats(0).qlen, netem_qlen);
             assert_eq!(lab.stats(0).backlog, netem_qlen * 1000);
-            assert_eq!((lab.stats(1).qlen, lab.tree.leaf_backlog()), (10, (10_000, 10)));
+            assert_eq!(
+                (lab.stats(1).qlen, lab.tree.leaf_backlog()),
+                (10, (10_000, 10))
+            );
             lab.conserved();
         }
     }
@@ -1025,24 +1217,56 @@ mod tests {
     #[test]
     fn lab16_tbf_root_graft_then_change_keeps_the_child() {
         let mut lab = Lab::new(QdiscProfile::default());
-        lab.tc(req(TcVerb::Add, root(), Some(1), Some(tbf(125_000_000, 500_000, 26_214_400)))).unwrap();
-        assert_eq!(lab.blocks(), [("tbf", 1, None, false), ("bfifo", 0, Some((1, 1)), true)]);
+        lab.tc(req(
+            TcVerb::Add,
+            root(),
+            Some(1),
+            Some(tbf(125_000_000, 500_000, 26_214_400)),
+        ))
+        .unwrap();
+        assert_eq!(
+            lab.blocks(),
+            [("tbf", 1, None, false), ("bfifo", 0, Some((1, 1)), true)]
+        );
         // Drain the bucket and leave 20 frames in the default bfifo.
-        run(&mut lab.tree, &mut lab.env, &vec![(0, 1514); 350], true, 0);
+        run(&mut lab.tree, &mut lab.env, &[(0, 1514); 350], true, 0);
         assert_eq!(lab.stats(0).qlen, 20);
         // The default child is treated as empty: the graft succeeds and purges it.
-        lab.tc(req(TcVerb::Add, class(1, 0), Some(2), Some(QdiscSpec::Netem(netem(5 * MS))))).unwrap();
-        assert_eq!(lab.blocks(), [("tbf", 1, None, false), ("netem", 2, Some((1, 0)), false)]);
+        lab.tc(req(
+            TcVerb::Add,
+            class(1, 0),
+            Some(2),
+            Some(QdiscSpec::Netem(netem(5 * MS))),
+        ))
+        .unwrap();
+        assert_eq!(
+            lab.blocks(),
+            [("tbf", 1, None, false), ("netem", 2, Some((1, 0)), false)]
+        );
         let t = lab.stats(0);
         assert_eq!((t.qlen, t.backlog, t.drops), (0, 0, 20));
         assert_eq!(lab.env.drops.packets[DropReason::Purged.index()], 20);
         lab.enqueue(MS, 5, 1514);
         // Lab 16 part 3: change the root tbf; the child and its queue survive.
-        lab.tc_at(2 * MS, req(TcVerb::Change, root(), Some(1), Some(tbf(12_500_000, 50_000, 26_214_400)))).unwrap();
-        assert_eq!(lab.blocks(), [("tbf", 1, None, false), ("netem", 2, Some((1, 0)), false)]);
+        lab.tc_at(
+            2 * MS,
+            req(
+                TcVerb::Change,
+                root(),
+                Some(1),
+                Some(tbf(12_500_000, 50_000, 26_214_400)),
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            lab.blocks(),
+            [("tbf", 1, None, false), ("netem", 2, Some((1, 0)), false)]
+        );
         assert_eq!((lab.stats(0).qlen, lab.stats(1).qlen), (5, 5));
         match lab.tree.node_qdisc(0) {
-            Some(AnyQdisc::Tbf(t)) => assert_eq!((t.tokens_ns(), t.spec().rate), (4_000_000, 12_500_000)),
+            Some(AnyQdisc::Tbf(t)) => {
+                assert_eq!((t.tokens_ns(), t.spec().rate), (4_000_000, 12_500_000))
+            }
             _ => panic!(),
         }
         let out = run(&mut lab.tree, &mut lab.env, &[], true, u64::MAX);
@@ -1056,10 +1280,28 @@ mod tests {
     #[test]
     fn tbf_change_sets_a_named_fifo_child_limit() {
         let mut lab = Lab::new(QdiscProfile::default());
-        lab.tc(req(TcVerb::Add, root(), Some(1), Some(tbf(125_000_000, 500_000, 100_000)))).unwrap();
-        lab.tc(req(TcVerb::Add, class(1, 1), Some(2), Some(QdiscSpec::Pfifo { limit: Some(10) }))).unwrap();
+        lab.tc(req(
+            TcVerb::Add,
+            root(),
+            Some(1),
+            Some(tbf(125_000_000, 500_000, 100_000)),
+        ))
+        .unwrap();
+        lab.tc(req(
+            TcVerb::Add,
+            class(1, 1),
+            Some(2),
+            Some(QdiscSpec::Pfifo { limit: Some(10) }),
+        ))
+        .unwrap();
         assert_eq!(lab.tree.show()[1].parent, Some((1, 1)));
-        lab.tc(req(TcVerb::Change, root(), Some(1), Some(tbf(125_000_000, 500_000, 64)))).unwrap();
+        lab.tc(req(
+            TcVerb::Change,
+            root(),
+            Some(1),
+            Some(tbf(125_000_000, 500_000, 64)),
+        ))
+        .unwrap();
         // fifo_set_limit hands the byte limit to the pfifo, which reads packets.
         assert_eq!(lab.tree.show()[1].options, json!({"limit": 64}));
     }
@@ -1067,19 +1309,50 @@ mod tests {
     #[test]
     fn deleting_the_tbf_child_leaves_a_black_hole() {
         let mut lab = Lab::new(QdiscProfile::default());
-        lab.tc(req(TcVerb::Add, root(), Some(1), Some(tbf(125_000_000, 500_000, 100_000)))).unwrap();
-        lab.tc(req(TcVerb::Add, class(1, 0), Some(2), Some(QdiscSpec::Pfifo { limit: None }))).unwrap();
+        lab.tc(req(
+            TcVerb::Add,
+            root(),
+            Some(1),
+            Some(tbf(125_000_000, 500_000, 100_000)),
+        ))
+        .unwrap();
+        lab.tc(req(
+            TcVerb::Add,
+            class(1, 0),
+            Some(2),
+            Some(QdiscSpec::Pfifo { limit: None }),
+        ))
+        .unwrap();
         // The anonymous bfifo cannot be deleted (handle 0), the named pfifo can.
-        lab.tc(req(TcVerb::Delete, class(1, 0), Some(2), None)).unwrap();
+        lab.tc(req(TcVerb::Delete, class(1, 0), Some(2), None))
+            .unwrap();
         assert_eq!(lab.blocks(), [("tbf", 1, None, false)]);
         let id = lab.env.pkt(100);
-        assert_eq!(lab.tree.enqueue(&mut lab.env.ctx(0), id), Verdict::Dropped(DropReason::Blackhole));
+        assert_eq!(
+            lab.tree.enqueue(&mut lab.env.ctx(0), id),
+            Verdict::Dropped(DropReason::Blackhole)
+        );
         assert_eq!(lab.stats(0).drops, 1);
-        assert_eq!(lab.tc(req(TcVerb::Delete, class(1, 0), None, None)), Err(TcError::NotFound));
+        assert_eq!(
+            lab.tc(req(TcVerb::Delete, class(1, 0), None, None)),
+            Err(TcError::NotFound)
+        );
         // A later change of the tbf finds the noop slot and creates a new default bfifo.
-        lab.tc(req(TcVerb::Change, root(), Some(1), Some(tbf(125_000_000, 500_000, 100_000)))).unwrap();
-        assert_eq!(lab.blocks(), [("tbf", 1, None, false), ("bfifo", 0, Some((1, 1)), true)]);
-        assert_eq!(lab.tc(req(TcVerb::Delete, class(1, 0), None, None)), Err(TcError::NotFound));
+        lab.tc(req(
+            TcVerb::Change,
+            root(),
+            Some(1),
+            Some(tbf(125_000_000, 500_000, 100_000)),
+        ))
+        .unwrap();
+        assert_eq!(
+            lab.blocks(),
+            [("tbf", 1, None, false), ("bfifo", 0, Some((1, 1)), true)]
+        );
+        assert_eq!(
+            lab.tc(req(TcVerb::Delete, class(1, 0), None, None)),
+            Err(TcError::NotFound)
+        );
         lab.conserved();
     }
 
@@ -1087,7 +1360,13 @@ mod tests {
     fn deleting_the_netem_child_delivers_directly() {
         let mut lab = lab14(QdiscProfile::default(), 160_000);
         lab.enqueue(0, 3, 1514);
-        lab.tc(req(TcVerb::Delete, class(1, 0), Some(2), Some(tbf(1, 1, 1)))).unwrap();
+        lab.tc(req(
+            TcVerb::Delete,
+            class(1, 0),
+            Some(2),
+            Some(tbf(1, 1, 1)),
+        ))
+        .unwrap();
         assert_eq!(lab.blocks(), [("netem", 1, None, false)]);
         let mut out = vec![];
         kick(&mut lab.tree, &mut lab.env, 20 * MS, &mut out);
@@ -1101,69 +1380,168 @@ mod tests {
         let ne = || Some(QdiscSpec::Netem(netem(MS)));
         let pf = || Some(QdiscSpec::Pfifo { limit: None });
         // Nothing to delete on a fresh veth.
-        assert_eq!(lab.tc(req(TcVerb::Delete, root(), None, None)), Err(TcError::NotFound));
-        assert_eq!(lab.tc(req(TcVerb::Change, None, Some(5), ne())), Err(TcError::NotFound));
-        assert_eq!(lab.tc(req(TcVerb::Link, root(), Some(9), pf())), Err(TcError::NotFound));
+        assert_eq!(
+            lab.tc(req(TcVerb::Delete, root(), None, None)),
+            Err(TcError::NotFound)
+        );
+        assert_eq!(
+            lab.tc(req(TcVerb::Change, None, Some(5), ne())),
+            Err(TcError::NotFound)
+        );
+        assert_eq!(
+            lab.tc(req(TcVerb::Link, root(), Some(9), pf())),
+            Err(TcError::NotFound)
+        );
         lab.tc(req(TcVerb::Add, root(), Some(1), ne())).unwrap();
         // add on an occupied root, with the same or another handle.
-        assert_eq!(lab.tc(req(TcVerb::Add, root(), Some(1), ne())), Err(TcError::Exists));
-        assert_eq!(lab.tc(req(TcVerb::Add, root(), Some(2), Some(tbf(1000, 1000, 1000)))), Err(TcError::Exists));
-        assert_eq!(lab.tc(req(TcVerb::Add, root(), None, ne())), Err(TcError::Exists));
-        assert_eq!(lab.tc(req(TcVerb::Change, root(), Some(3), ne())), Err(TcError::Exists));
-        assert_eq!(lab.tc(req(TcVerb::Add, None, Some(1), ne())), Err(TcError::Exists));
+        assert_eq!(
+            lab.tc(req(TcVerb::Add, root(), Some(1), ne())),
+            Err(TcError::Exists)
+        );
+        assert_eq!(
+            lab.tc(req(
+                TcVerb::Add,
+                root(),
+                Some(2),
+                Some(tbf(1000, 1000, 1000))
+            )),
+            Err(TcError::Exists)
+        );
+        assert_eq!(
+            lab.tc(req(TcVerb::Add, root(), None, ne())),
+            Err(TcError::Exists)
+        );
+        assert_eq!(
+            lab.tc(req(TcVerb::Change, root(), Some(3), ne())),
+            Err(TcError::Exists)
+        );
+        assert_eq!(
+            lab.tc(req(TcVerb::Add, None, Some(1), ne())),
+            Err(TcError::Exists)
+        );
         // Same handle, other kind: EINVAL.
-        let e = lab.tc(req(TcVerb::Replace, root(), Some(1), Some(tbf(1000, 1000, 1000))));
+        let e = lab.tc(req(
+            TcVerb::Replace,
+            root(),
+            Some(1),
+            Some(tbf(1000, 1000, 1000)),
+        ));
         assert!(matches!(e, Err(TcError::Invalid(_))), "{e:?}");
-        assert!(matches!(lab.tc(req(TcVerb::Change, None, None, ne())), Err(TcError::Invalid(_))));
-        assert_eq!(lab.tc(req(TcVerb::Change, class(7, 0), Some(2), ne())), Err(TcError::NotFound));
-        assert!(matches!(lab.tc(req(TcVerb::Delete, None, Some(1), None)), Err(TcError::Invalid(_))));
-        assert!(matches!(lab.tc(req(TcVerb::Delete, root(), Some(2), None)), Err(TcError::Invalid(_))));
+        assert!(matches!(
+            lab.tc(req(TcVerb::Change, None, None, ne())),
+            Err(TcError::Invalid(_))
+        ));
+        assert_eq!(
+            lab.tc(req(TcVerb::Change, class(7, 0), Some(2), ne())),
+            Err(TcError::NotFound)
+        );
+        assert!(matches!(
+            lab.tc(req(TcVerb::Delete, None, Some(1), None)),
+            Err(TcError::Invalid(_))
+        ));
+        assert!(matches!(
+            lab.tc(req(TcVerb::Delete, root(), Some(2), None)),
+            Err(TcError::Invalid(_))
+        ));
         // change without a handle modifies the root of the same kind.
         lab.tc(req(TcVerb::Change, root(), None, ne())).unwrap();
         assert_eq!(lab.blocks(), [("netem", 1, None, false)]);
         // replace without a handle and another kind: new qdisc, automatic handle.
-        lab.tc(req(TcVerb::Replace, root(), None, Some(tbf(125_000, 10_000, 10_000)))).unwrap();
-        assert_eq!(lab.blocks(), [("tbf", 0x8001, None, false), ("bfifo", 0, Some((0x8001, 1)), true)]);
+        lab.tc(req(
+            TcVerb::Replace,
+            root(),
+            None,
+            Some(tbf(125_000, 10_000, 10_000)),
+        ))
+        .unwrap();
+        assert_eq!(
+            lab.blocks(),
+            [
+                ("tbf", 0x8001, None, false),
+                ("bfifo", 0, Some((0x8001, 1)), true)
+            ]
+        );
         // The default child does not block an add without handle: 8002.
-        lab.tc(req(TcVerb::Add, class(0x8001, 0), None, pf())).unwrap();
-        assert_eq!(lab.blocks(), [("tbf", 0x8001, None, false), ("pfifo", 0x8002, Some((0x8001, 0)), false)]);
+        lab.tc(req(TcVerb::Add, class(0x8001, 0), None, pf()))
+            .unwrap();
+        assert_eq!(
+            lab.blocks(),
+            [
+                ("tbf", 0x8001, None, false),
+                ("pfifo", 0x8002, Some((0x8001, 0)), false)
+            ]
+        );
         // A fifo has no classes.
         let e = lab.tc(req(TcVerb::Add, class(0x8002, 0), None, pf()));
         assert!(matches!(e, Err(TcError::Invalid(_))), "{e:?}");
         assert_eq!(lab.auto.next, 0x8004, "the failed create consumed 8003");
         // Loop: graft the root below its own child.
-        let e = lab.tc(req(TcVerb::Replace, class(0x8002, 0), Some(0x8001), Some(tbf(1000, 1000, 1000))));
+        let e = lab.tc(req(
+            TcVerb::Replace,
+            class(0x8002, 0),
+            Some(0x8001),
+            Some(tbf(1000, 1000, 1000)),
+        ));
         assert!(matches!(e, Err(TcError::Invalid(_))), "{e:?}");
         // Invalid options are refused before anything changes.
-        let e = lab.tc(req(TcVerb::Replace, root(), None, Some(QdiscSpec::Tbf(TbfSpec {
-            rate: 1000,
-            burst: 1000,
-            limit: 1000,
-            peakrate: Some(10),
-            mtu: Some(1514),
-            mpu: 0,
-            overhead: 0,
-            atm: false,
-        }))));
-        assert!(matches!(e, Err(TcError::Invalid(ref m)) if m.contains("peakrate")), "{e:?}");
+        let e = lab.tc(req(
+            TcVerb::Replace,
+            root(),
+            None,
+            Some(QdiscSpec::Tbf(TbfSpec {
+                rate: 1000,
+                burst: 1000,
+                limit: 1000,
+                peakrate: Some(10),
+                mtu: Some(1514),
+                mpu: 0,
+                overhead: 0,
+                atm: false,
+            })),
+        ));
+        assert!(
+            matches!(e, Err(TcError::Invalid(ref m)) if m.contains("peakrate")),
+            "{e:?}"
+        );
         assert_eq!(lab.blocks()[0].1, 0x8001);
         // delete root restores noqueue.
         lab.tc(req(TcVerb::Delete, root(), None, None)).unwrap();
         assert!(lab.tree.is_noqueue());
-        assert_eq!(lab.tc(req(TcVerb::Delete, root(), None, None)), Err(TcError::NotFound));
-        let other = TcRequest { dev: "s9-eth9".into(), ..req(TcVerb::Add, root(), None, ne()) };
+        assert_eq!(
+            lab.tc(req(TcVerb::Delete, root(), None, None)),
+            Err(TcError::NotFound)
+        );
+        let other = TcRequest {
+            dev: "s9-eth9".into(),
+            ..req(TcVerb::Add, root(), None, ne())
+        };
         assert_eq!(lab.tc(other), Err(TcError::NoDevice("s9-eth9".into())));
     }
 
     #[test]
     fn automatic_handles_skip_those_in_use() {
         let mut lab = Lab::new(QdiscProfile::default());
-        lab.tc(req(TcVerb::Add, root(), Some(0x8001), Some(tbf(125_000, 10_000, 0)))).unwrap();
-        lab.tc(req(TcVerb::Add, class(0x8001, 0), None, Some(QdiscSpec::Netem(netem(MS))))).unwrap();
+        lab.tc(req(
+            TcVerb::Add,
+            root(),
+            Some(0x8001),
+            Some(tbf(125_000, 10_000, 0)),
+        ))
+        .unwrap();
+        lab.tc(req(
+            TcVerb::Add,
+            class(0x8001, 0),
+            None,
+            Some(QdiscSpec::Netem(netem(MS))),
+        ))
+        .unwrap();
         assert_eq!(lab.blocks()[1].1, 0x8002);
         // The counter is machine-wide: another device continues from it.
         let mut other = QdiscTree::new("s2-eth1", 42, QdiscProfile::default());
-        let r = TcRequest { dev: "s2-eth1".into(), ..req(TcVerb::Add, root(), None, Some(QdiscSpec::Netem(netem(0)))) };
+        let r = TcRequest {
+            dev: "s2-eth1".into(),
+            ..req(TcVerb::Add, root(), None, Some(QdiscSpec::Netem(netem(0))))
+        };
         other.apply(&r, &mut lab.env.ctx(0), &mut lab.auto).unwrap();
         assert_eq!(other.show()[0].handle, 0x8003);
         let mut a = AutoHandles { next: 0xFFFE };
@@ -1175,26 +1553,52 @@ mod tests {
 
     #[test]
     fn replacing_a_loaded_subtree_purges_it() {
-        let mut lab = lab14(QdiscProfile { netem_modern_accounting: true, ..Default::default() }, 1_000_000);
+        let mut lab = lab14(
+            QdiscProfile {
+                netem_modern_accounting: true,
+                ..Default::default()
+            },
+            1_000_000,
+        );
         // 10 in netem's delay line, 30 in the tbf (bucket empty), 1 ms apart.
-        let mut c = |lab: &mut Lab, t, n| {
+        let c = |lab: &mut Lab, t, n| {
             lab.enqueue(t, n, 1514);
             kick(&mut lab.tree, &mut lab.env, t, &mut vec![])
         };
         c(&mut lab, 0, 360);
         c(&mut lab, 20 * MS, 0);
         lab.enqueue(20 * MS, 10, 1514);
-        assert_eq!((lab.stats(0).qlen, lab.stats(1).qlen, lab.stats(2).qlen), (40, 30, 30));
+        assert_eq!(
+            (lab.stats(0).qlen, lab.stats(1).qlen, lab.stats(2).qlen),
+            (40, 30, 30)
+        );
         // Replace the tbf by a pfifo: its 30 packets are purged.
-        lab.tc_at(20 * MS, req(TcVerb::Replace, class(1, 0), Some(3), Some(QdiscSpec::Pfifo { limit: None })))
-            .unwrap();
-        assert_eq!(lab.blocks(), [("netem", 1, None, false), ("pfifo", 3, Some((1, 0)), false)]);
+        lab.tc_at(
+            20 * MS,
+            req(
+                TcVerb::Replace,
+                class(1, 0),
+                Some(3),
+                Some(QdiscSpec::Pfifo { limit: None }),
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            lab.blocks(),
+            [("netem", 1, None, false), ("pfifo", 3, Some((1, 0)), false)]
+        );
         let ne = lab.stats(0);
         assert_eq!((ne.qlen, ne.backlog, ne.drops), (10, 15_140, 30));
         assert_eq!(lab.env.drops.packets[DropReason::Purged.index()], 30);
         lab.conserved();
         // Delete the root: everything else goes.
-        lab.tc(req(TcVerb::Delete, root(), Some(1), Some(QdiscSpec::Netem(netem(0))))).unwrap();
+        lab.tc(req(
+            TcVerb::Delete,
+            root(),
+            Some(1),
+            Some(QdiscSpec::Netem(netem(0))),
+        ))
+        .unwrap();
         assert_eq!(lab.env.arena.live(), 0);
         assert_eq!(lab.tree.held_packets(), 0);
     }
@@ -1202,10 +1606,22 @@ mod tests {
     #[test]
     fn duplicates_below_the_root_are_reinjected_at_the_root() {
         let mut lab = Lab::new(QdiscProfile::default());
-        lab.tc(req(TcVerb::Add, root(), Some(1), Some(tbf(125_000_000, 500_000, 100_000)))).unwrap();
+        lab.tc(req(
+            TcVerb::Add,
+            root(),
+            Some(1),
+            Some(tbf(125_000_000, 500_000, 100_000)),
+        ))
+        .unwrap();
         let mut n = netem(MS);
         n.duplicate = u32::MAX;
-        lab.tc(req(TcVerb::Add, class(1, 0), Some(2), Some(QdiscSpec::Netem(n)))).unwrap();
+        lab.tc(req(
+            TcVerb::Add,
+            class(1, 0),
+            Some(2),
+            Some(QdiscSpec::Netem(n)),
+        ))
+        .unwrap();
         let id = lab.env.pkt(1000);
         assert_eq!(lab.tree.enqueue(&mut lab.env.ctx(0), id), Verdict::Queued);
         assert!(lab.env.reinject.is_empty(), "the tree drained its clones");
@@ -1224,12 +1640,65 @@ mod tests {
     }
 
     #[test]
+    fn netem_under_tbf_arms_its_watchdog_through_the_peek() {
+        let mut lab = Lab::new(QdiscProfile::default());
+        lab.tc(req(
+            TcVerb::Add,
+            root(),
+            Some(1),
+            Some(tbf(125_000_000, 500_000, 0)),
+        ))
+        .unwrap();
+        lab.tc(req(
+            TcVerb::Add,
+            class(1, 0),
+            Some(2),
+            Some(QdiscSpec::Netem(netem(5 * MS))),
+        ))
+        .unwrap();
+        assert_eq!(
+            lab.blocks(),
+            [("tbf", 1, None, false), ("netem", 2, Some((1, 0)), false)]
+        );
+        let out = run(
+            &mut lab.tree,
+            &mut lab.env,
+            &[(0, 1514), (MS, 1514)],
+            false,
+            u64::MAX,
+        );
+        assert_eq!(out, [(5 * MS, 0), (6 * MS, 1)]);
+        // An empty peek is not an overlimit.
+        assert_eq!(
+            (
+                lab.stats(0).overlimits,
+                lab.stats(0).packets,
+                lab.stats(1).packets
+            ),
+            (0, 2, 2)
+        );
+        lab.conserved();
+    }
+
+    #[test]
     fn a_throttled_tbf_under_a_tbf_holds_its_packet_in_the_peek_cache() {
         let mut lab = Lab::new(QdiscProfile::default());
         // Outer: one 1000-byte frame per 8 µs but a single-frame bucket;
         // inner: 1 Gbit/s too, bucket of five frames.
-        lab.tc(req(TcVerb::Add, root(), Some(1), Some(tbf(125_000_000, 1000, 0)))).unwrap();
-        lab.tc(req(TcVerb::Add, class(1, 0), Some(2), Some(tbf(125_000_000, 5000, 100_000)))).unwrap();
+        lab.tc(req(
+            TcVerb::Add,
+            root(),
+            Some(1),
+            Some(tbf(125_000_000, 1000, 0)),
+        ))
+        .unwrap();
+        lab.tc(req(
+            TcVerb::Add,
+            class(1, 0),
+            Some(2),
+            Some(tbf(125_000_000, 5000, 100_000)),
+        ))
+        .unwrap();
         lab.enqueue(0, 4, 1000);
         let mut out = vec![];
         let wd = kick(&mut lab.tree, &mut lab.env, 0, &mut out);
@@ -1247,14 +1716,22 @@ mod tests {
             kick(&mut lab.tree, &mut lab.env, t, &mut out);
         }
         assert_eq!(out, [(8_000, 1), (16_000, 2), (24_000, 3)]);
-        assert_eq!((lab.stats(0).qlen, lab.stats(1).qlen, lab.stats(2).qlen), (0, 0, 0));
+        assert_eq!(
+            (lab.stats(0).qlen, lab.stats(1).qlen, lab.stats(2).qlen),
+            (0, 0, 0)
+        );
         lab.conserved();
     }
 
     #[test]
     fn conservation_under_lossy_jittery_duplicating_traffic() {
-        for profile in [QdiscProfile::default(), QdiscProfile { netem_modern_accounting: true, netem_dup_after_limit: true }]
-        {
+        for profile in [
+            QdiscProfile::default(),
+            QdiscProfile {
+                netem_modern_accounting: true,
+                netem_dup_after_limit: true,
+            },
+        ] {
             let mut lab = Lab::new(profile);
             let mut n = netem(5 * MS);
             n.jitter = 3 * MS;
@@ -1262,13 +1739,28 @@ mod tests {
             n.loss = NetemLoss::Random { p: u32::MAX / 20 };
             n.duplicate = u32::MAX / 20;
             n.gap = 3;
-            n.reorder = Some(NetemPercent { p: u32::MAX / 4, corr: 0 });
-            lab.tc(req(TcVerb::Add, root(), Some(1), Some(QdiscSpec::Netem(n)))).unwrap();
-            lab.tc(req(TcVerb::Add, class(1, 0), Some(2), Some(tbf(12_500_000, 15_140, 60_000)))).unwrap();
-            let arrivals: Vec<(u64, u32)> = (0..20_000u64).map(|k| (k * 40_000 + (k * 7919) % 30_000, 1514)).collect();
+            n.reorder = Some(NetemPercent {
+                p: u32::MAX / 4,
+                corr: 0,
+            });
+            lab.tc(req(TcVerb::Add, root(), Some(1), Some(QdiscSpec::Netem(n))))
+                .unwrap();
+            lab.tc(req(
+                TcVerb::Add,
+                class(1, 0),
+                Some(2),
+                Some(tbf(12_500_000, 15_140, 60_000)),
+            ))
+            .unwrap();
+            let arrivals: Vec<(u64, u32)> = (0..20_000u64)
+                .map(|k| (k * 40_000 + (k * 7919) % 30_000, 1514))
+                .collect();
             let out = run(&mut lab.tree, &mut lab.env, &arrivals, false, u64::MAX);
             let dropped = lab.env.drops.total_packets();
-            assert_eq!(lab.env.arena.created(), out.len() as u64 + dropped + lab.tree.held_packets());
+            assert_eq!(
+                lab.env.arena.created(),
+                out.len() as u64 + dropped + lab.tree.held_packets()
+            );
             assert_eq!(lab.tree.held_packets(), 0);
             let (ne, tb) = (lab.stats(0), lab.stats(1));
             assert_eq!(ne.packets, out.len() as u64);
@@ -1319,10 +1811,26 @@ mod perf {
             overhead: 0,
             atm: false,
         };
-        let add = |parent, handle, q| TcRequest { verb: TcVerb::Add, dev: "s1-eth2".into(), parent, handle, qdisc: Some(q) };
-        tree.apply(&add(Some(ParentSpec::Root), Some(1), QdiscSpec::Netem(netem)), &mut env.ctx(0), &mut auto).unwrap();
+        let add = |parent, handle, q| TcRequest {
+            verb: TcVerb::Add,
+            dev: "s1-eth2".into(),
+            parent,
+            handle,
+            qdisc: Some(q),
+        };
+        tree.apply(
+            &add(Some(ParentSpec::Root), Some(1), QdiscSpec::Netem(netem)),
+            &mut env.ctx(0),
+            &mut auto,
+        )
+        .unwrap();
         let child = Some(ParentSpec::Class { major: 1, minor: 0 });
-        tree.apply(&add(child, Some(2), QdiscSpec::Tbf(tbf)), &mut env.ctx(0), &mut auto).unwrap();
+        tree.apply(
+            &add(child, Some(2), QdiscSpec::Tbf(tbf)),
+            &mut env.ctx(0),
+            &mut auto,
+        )
+        .unwrap();
         let n = 5_000_000u64;
         let start = std::time::Instant::now();
         let mut delivered = 0u64;
@@ -1331,7 +1839,6 @@ mod perf {
             let t = k * 11_000; // slightly faster than the tbf: a standing queue and drops
             while let Some(w) = wd.filter(|&w| w <= t) {
                 let mut ctx = env.ctx(w);
-                wd = None;
                 while let Some(p) = tree.dequeue(&mut ctx) {
                     delivered += 1;
                     ctx.arena.free(p);

@@ -48,7 +48,9 @@ pub fn table(d: NetemDistribution) -> Option<&'static [i16]> {
 }
 
 fn clip_all(v: &[i32]) -> Vec<i16> {
-    v.iter().map(|&x| x.clamp(i16::MIN as i32, i16::MAX as i32) as i16).collect()
+    v.iter()
+        .map(|&x| x.clamp(i16::MIN as i32, i16::MAX as i32) as i16)
+        .collect()
 }
 
 /// Standard normal CDF exactly as the generator writes it: `.5 + .5·erf(x/(√2·1))`.
@@ -183,7 +185,10 @@ mod tests {
         ];
         for (x, want) in cases {
             let got = erf(x);
-            assert!((got - want).abs() <= 4.0 * f64::EPSILON, "erf({x}) = {got}, want {want}");
+            assert!(
+                (got - want).abs() <= 4.0 * f64::EPSILON,
+                "erf({x}) = {got}, want {want}"
+            );
         }
         assert_eq!(erf(30.0), 1.0);
         assert_eq!(erf(-30.0), -1.0);
@@ -191,7 +196,11 @@ mod tests {
 
     #[test]
     fn tables_have_4096_monotone_entries() {
-        for d in [NetemDistribution::Normal, NetemDistribution::Pareto, NetemDistribution::Paretonormal] {
+        for d in [
+            NetemDistribution::Normal,
+            NetemDistribution::Pareto,
+            NetemDistribution::Paretonormal,
+        ] {
             let t = table(d).unwrap();
             assert_eq!(t.len(), TABLE_LEN);
             assert!(t.windows(2).all(|w| w[0] <= w[1]), "{d:?} not monotone");

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Benchmark: CBR UDP at ~1 Gbit/s through netem + tbf for 90 simulated seconds.
+
+Lab 14's topology (h1,h2 -- s1 -- s2 -- h3), `netem delay 20ms limit 10000`
+as the root of s1-eth2 with a `tbf rate 1gbit burst 500000 limit 2621440`
+child, and `cbr -r 950M -l 1448` from h1 to a sink on h3 (977.5 Mbit/s of
+frames, just under the shaped rate, so every packet crosses three hops).
+
+Prints wall time, the simulated/wall ratio, data packets per wall second,
+packet-hops per wall second (one hop = one packet handed to a wire), events
+per second, and the ratio to the target of issue 3 (5 M packet-hops/s on one
+core). Not a test: run it by hand, record the numbers in benches/RESULTS.md.
+
+    python benches/udp_netem_tbf.py [--seconds 90] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bufferlab import load_scenario
+from bufferlab.runner import Runner
+
+TARGET_HOPS_PER_S = 5e6
+
+SCENARIO = """
+name = "bench: CBR UDP through netem + tbf"
+seed = 1
+[topology]
+hosts = ["h1", "h2", "h3"]
+switches = ["s1", "s2"]
+links = [["h1", "s1"], ["s1", "s2"], ["s2", "h3"], ["h2", "s1"]]
+[[part]]
+name = "run"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms limit 10000",
+  "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 1gbit burst 500000 limit 2621440",
+  "h3: sink -u",
+  "h1: cbr -c 10.0.0.3 -u -r 950M -l 1448 -t {seconds}",
+]
+"""
+
+
+def once(seconds: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "bench.toml"
+        path.write_text(SCENARIO.format(seconds=seconds))
+        runner = Runner(load_scenario(path), Path(d) / "results", progress=False)
+        runner.check()
+        t0 = time.perf_counter()
+        summary = runner.run()
+        wall = time.perf_counter() - t0
+    hops = sum(i["tx_packets"] for i in summary["interfaces"].values())
+    data = next(f["sent_packets"] for f in summary["flows"] if f["kind"] == "udp_source")
+    return {
+        "wall_s": wall,
+        "simulated_s": summary["simulated_s"],
+        "data_packets": data,
+        "hops": hops,
+        "events": summary["events"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=int, default=90, help="simulated seconds (default 90)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs; the median is reported (default 3)")
+    args = ap.parse_args()
+    runs = [once(args.seconds) for _ in range(args.repeat)]
+    wall = statistics.median(r["wall_s"] for r in runs)
+    r = runs[0]
+    hops_per_s = r["hops"] / wall
+    print(f"simulated            {r['simulated_s']:.1f} s")
+    walls = ", ".join(f"{x['wall_s']:.3f}" for x in runs)
+    print(f"wall (median of {args.repeat})   {wall:.3f} s   ({walls})")
+    print(f"simulated/wall       {r['simulated_s'] / wall:.1f}x")
+    print(f"data packets         {r['data_packets']:,}  ({r['data_packets'] / wall / 1e6:.2f} M/s)")
+    print(f"packet-hops          {r['hops']:,}  ({hops_per_s / 1e6:.2f} M/s)")
+    print(f"events               {r['events']:,}  ({r['events'] / wall / 1e6:.2f} M/s)")
+    print(f"ratio to target      {hops_per_s / TARGET_HOPS_PER_S:.2f} (target {TARGET_HOPS_PER_S / 1e6:.0f} M hops/s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""System tests: whole scenarios, checked against first-principles expectations
+(shaped rate in payload terms, RTT = propagation + backlog/rate, loss rates
+within computed statistical bounds, packet conservation, determinism)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from conftest import SCENARIOS
+
+from bufferlab import load_scenario, run_scenario
+
+LAB14_TOPO = """
+[topology]
+hosts = ["h1", "h2", "h3"]
+switches = ["s1", "s2"]
+links = [["h1", "s1"], ["s1", "s2"], ["s2", "h3"], ["h2", "s1"]]
+"""
+
+
+def run(path: Path, out: Path, seed: int | None = None) -> dict:
+    sc = load_scenario(path)
+    if seed is not None:
+        sc.seed = seed
+    return run_scenario(sc, results_root=out, progress=False)
+
+
+def ping_rtts(text: str) -> list[float]:
+    return [float(m) for m in re.findall(r"time=([\d.]+) ms", text)]
+
+
+def assert_conserved(summary: dict) -> None:
+    p = summary["packets"]
+    assert p["created"] == p["delivered"] + p["dropped"] + p["live"], p
+    assert p["live"] == p["held"], p
+
+
+def sink_received(text: str) -> int:
+    m = re.search(r"sink: received (\d+) packets", text)
+    assert m, text
+    return int(m.group(1))
+
+
+@pytest.fixture(scope="module")
+def udp_lab(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+    out = tmp_path_factory.mktemp("udp")
+    summary = run(SCENARIOS / "udp-tbf-netem.toml", out)
+    return summary, out / "udp-tbf-netem"
+
+
+def test_under_rate_udp_arrives_whole_and_ping_sees_the_base_rtt(udp_lab):
+    summary, root = udp_lab
+    doc = json.loads((root / "under-rate/h1/udp.json").read_text())
+    s = doc["end"]["sum"]
+    assert s["lost_packets"] == 0
+    # 5 Mbit/s for 20 s in 1448-byte datagrams: floor(5e6*20/(8*1448)) + 1
+    assert s["packets"] == 5_000_000 * 20 // (8 * 1448) + 1
+    rtts = ping_rtts((root / "under-rate/h2/ping.txt").read_text())
+    assert len(rtts) == 20
+    # netem adds 20 ms one way; the first ping also waits for ARP across it
+    assert rtts[0] == pytest.approx(40.0, abs=0.1)
+    assert all(r == pytest.approx(20.0, abs=0.1) for r in rtts[1:])
+    assert_conserved(summary)
+
+
+def test_over_rate_udp_is_cut_to_the_shaped_rate_and_ping_waits_behind_the_full_buffer(udp_lab):
+    summary, root = udp_lab
+    server = (root / "over-rate/h3/terminal.log").read_text()
+    m = re.search(r"sec\s+[\d.]+ MBytes\s+([\d.]+) Mbits/sec .*receiver", server)
+    assert m, server
+    # 10 Mbit/s of 1490-byte frames carries 10e6 * 1448/1490 bit/s of payload
+    assert float(m.group(1)) == pytest.approx(10e6 * 1448 / 1490 / 1e6, abs=0.02)
+    rtts = ping_rtts((root / "over-rate/h2/ping.txt").read_text())
+    # Between arrivals (every 0.77 ms) and departures (every 1.19 ms) the bfifo
+    # holds between limit - 2 frames and limit bytes; ping prints whole ms above 100 ms.
+    limit = 150 * 1024
+    full = limit // 1490 * 1490
+    lo = 20 + (limit - 2 * 1490) * 8 / 10e6 * 1e3 - 0.5
+    hi = 20 + (limit + 98) * 8 / 10e6 * 1e3 + 0.5
+    assert len(rtts) == 15
+    assert all(lo <= r <= hi for r in rtts), (lo, rtts, hi)
+    # queue samples: the tbf's bfifo never holds more than its limit, and it fills
+    dat = [line.split() for line in (root / "over-rate/admin/q_s1-eth2.dat").read_text().splitlines()]
+    backlog = [int(b) for _, b in dat]
+    assert max(backlog) <= limit
+    assert max(backlog) >= full - 1490
+    drops = summary["interfaces"]["s1-eth2"]["drops"]["queue_full"]["packets"]
+    assert drops > 8000
+    assert_conserved(summary)
+
+
+def test_tc_statistics_add_up(udp_lab):
+    _, root = udp_lab
+    text = (root / "over-rate/admin/terminal.log").read_text()
+    sent = [int(x) for x in re.findall(r"Sent (\d+) bytes", text)]
+    dropped = [int(x) for x in re.findall(r"dropped (\d+),", text)]
+    assert len(sent) == 2 and sent[0] == sent[1], "netem hands every packet to the tbf"
+    assert dropped[0] == dropped[1] > 0, "the tbf's drops propagate to netem (qdiscs.md §1.5)"
+
+
+def test_same_seed_gives_identical_outputs_and_another_seed_does_not(tmp_path):
+    def digest(root: Path) -> dict[str, str]:
+        return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(root.rglob("*")) if p.is_file()}
+
+    path = SCENARIOS / "udp-tbf-netem.toml"
+    run(path, tmp_path / "a")
+    run(path, tmp_path / "b")
+    run(path, tmp_path / "c", seed=99)
+    a, b, c = (digest(tmp_path / x / "udp-tbf-netem") for x in "abc")
+    assert a == b
+    assert a.keys() == c.keys() and a != c  # ports, cookies differ with the seed
+
+
+def test_netem_on_one_and_on_both_directions(write_scenario, tmp_path):
+    path = write_scenario(f"""
+name = "rtt"
+{LAB14_TOPO}
+[[part]]
+name = "one-way"
+cmds = ["admin: tc qdisc add dev s1-eth2 root netem delay 20ms", "h1: ping 10.0.0.3 -c 5 > p.txt"]
+[[part]]
+name = "both-ways"
+cmds = ["admin: tc qdisc add dev s2-eth1 root netem delay 20ms", "h1: ping 10.0.0.3 -c 5 > p.txt"]
+""")
+    run(path, tmp_path)
+    one = ping_rtts((tmp_path / "t/one-way/h1/p.txt").read_text())
+    both = ping_rtts((tmp_path / "t/both-ways/h1/p.txt").read_text())
+    assert one[1:] == [20.0] * 4
+    assert both == [40.0] * 5, "ARP was resolved in the first part and the cache carries over"
+
+
+def test_tclink_delay_is_installed_on_both_ends(write_scenario, tmp_path):
+    path = write_scenario("""
+name = "tclink"
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [{ a = "h1", b = "s1", delay = "10ms" }, ["s1", "h2"]]
+[[part]]
+name = "p"
+cmds = ["h2: ping 10.0.0.1 -c 3 > p.txt", "admin: tc qdisc show dev s1-eth1"]
+""")
+    run(path, tmp_path)
+    rtts = ping_rtts((tmp_path / "t/p/h2/p.txt").read_text())
+    assert rtts[1:] == [20.0, 20.0]
+    assert "qdisc netem 10: root refcnt 2 limit 1000 delay 10.0ms" in (
+        tmp_path / "t/p/admin/terminal.log").read_text()
+
+
+def test_random_loss_rate_is_within_its_statistical_bound(write_scenario, tmp_path):
+    n = 40_000
+    path = write_scenario(f"""
+name = "loss"
+seed = 3
+{LAB14_TOPO}
+[[part]]
+name = "p"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root netem loss 1%",
+  "h3: sink -u",
+  "h1: cbr -c 10.0.0.3 -u -r 8M -l 1000 -n {n * 1000}",
+]
+""")
+    summary = run(path, tmp_path)
+    received = sink_received((tmp_path / "t/p/h3/terminal.log").read_text())
+    p = 42949673 / 2**32  # rint(0.01 * (2^32 - 1)) + 1 over 2^32 (qdiscs.md §4.3)
+    sigma = math.sqrt(p * (1 - p) / n)
+    assert abs((n - received) / n - p) < 4 * sigma
+    assert summary["interfaces"]["s1-eth2"]["drops"]["netem_loss"]["packets"] == n - received
+    assert_conserved(summary)
+
+
+def test_cpm_scenario_classes_share_the_shaped_link(tmp_path):
+    summary = run(SCENARIOS / "cpm-red.toml", tmp_path)
+    root = tmp_path / "cpm-red"
+    un = (root / "uncongested/host1/terminal.log").read_text()
+    assert un.count("receiver") == 3
+    assert re.findall(r"Class\d:  \[  5\].* (\d+)/\d+ \([\d.]+%\)  receiver", un) == ["0", "0", "0"]
+    co = (root / "congested/host1/terminal.log").read_text()
+    got = sum(float(x) for x in re.findall(r"([\d.]+) Mbits/sec .*receiver", co))
+    # three 3.5 Mbit/s flows into 8 Mbit/s of frames: 8e6 * 1448/1490 of payload in total
+    assert got == pytest.approx(8 * 1448 / 1490, rel=0.03)
+    assert_conserved(summary)
