@@ -81,7 +81,8 @@ def main() -> None:
     print(f"data packets         {r['data_packets']:,}  ({r['data_packets'] / wall / 1e6:.2f} M/s)")
     print(f"packet-hops          {r['hops']:,}  ({hops_per_s / 1e6:.2f} M/s)")
     print(f"events               {r['events']:,}  ({r['events'] / wall / 1e6:.2f} M/s)")
-    print(f"ratio to target      {hops_per_s / TARGET_HOPS_PER_S:.2f} (target {TARGET_HOPS_PER_S / 1e6:.0f} M hops/s)")
+    ratio = hops_per_s / TARGET_HOPS_PER_S
+    print(f"ratio to target      {ratio:.2f} (target {TARGET_HOPS_PER_S / 1e6:.0f} M hops/s)")
 
 
 if __name__ == "__main__":

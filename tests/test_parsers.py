@@ -1794,7 +1794,9 @@ def test_generator_hints():
     assert e.suggestion == "write bits/s, e.g. 10Mbit (tc reads 'Mbps' as bytes per second)"
     e = g_err("cbr -c 10.0.0.7 -u")
     assert e.suggestion == "e.g. cbr -c 10.0.0.7 -u -r 1M"
-    assert e.expected == "cbr -c DEST -u -r RATE [-l SIZE] [--size-dist fixed|exp] [-t T] [-n BYTES] [-p PORT] [-S TOS]"
+    assert e.expected == (
+        "cbr -c DEST -u -r RATE [-l SIZE] [--size-dist fixed|exp] [-t T] [-n BYTES] [-p PORT] [-S TOS]"
+    )
 
 
 def test_generator_report_text():

@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import SCENARIOS
 
 from bufferlab import load_scenario, run_scenario
+from conftest import SCENARIOS
 
 LAB14_TOPO = """
 [topology]
@@ -105,8 +105,11 @@ def test_tc_statistics_add_up(udp_lab):
 
 def test_same_seed_gives_identical_outputs_and_another_seed_does_not(tmp_path):
     def digest(root: Path) -> dict[str, str]:
-        return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-                for p in sorted(root.rglob("*")) if p.is_file()}
+        return {
+            str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*"))
+            if p.is_file()
+        }
 
     path = SCENARIOS / "udp-tbf-netem.toml"
     run(path, tmp_path / "a")
@@ -149,8 +152,10 @@ cmds = ["h2: ping 10.0.0.1 -c 3 > p.txt", "admin: tc qdisc show dev s1-eth1"]
     run(path, tmp_path)
     rtts = ping_rtts((tmp_path / "t/p/h2/p.txt").read_text())
     assert rtts[1:] == [20.0, 20.0]
-    assert "qdisc netem 10: root refcnt 2 limit 1000 delay 10.0ms" in (
-        tmp_path / "t/p/admin/terminal.log").read_text()
+    assert (
+        "qdisc netem 10: root refcnt 2 limit 1000 delay 10.0ms"
+        in (tmp_path / "t/p/admin/terminal.log").read_text()
+    )
 
 
 def test_random_loss_rate_is_within_its_statistical_bound(write_scenario, tmp_path):

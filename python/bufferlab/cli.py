@@ -22,16 +22,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"bufferlab {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    run = sub.add_parser("run", help="run a scenario and write its results",
-                         description="Run every part of SCENARIO and write results/<scenario>/...")
+    run = sub.add_parser(
+        "run",
+        help="run a scenario and write its results",
+        description="Run every part of SCENARIO and write results/<scenario>/...",
+    )
     run.add_argument("scenario", type=Path, help="scenario file (.toml)")
-    run.add_argument("-o", "--output", type=Path, default=Path("results"),
-                     help="results folder (default: ./results)")
+    run.add_argument(
+        "-o", "--output", type=Path, default=Path("results"), help="results folder (default: ./results)"
+    )
     run.add_argument("--seed", type=int, help="override the scenario's seed")
     run.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     run.add_argument("--no-progress", action="store_true", help="never show the progress bar")
-    check = sub.add_parser("check", help="validate a scenario without running it",
-                           description="Parse SCENARIO and every command line in it; report the first error.")
+    check = sub.add_parser(
+        "check",
+        help="validate a scenario without running it",
+        description="Parse SCENARIO and every command line in it; report the first error.",
+    )
     check.add_argument("scenario", type=Path, help="scenario file (.toml)")
     return p
 
@@ -62,8 +69,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         for w in r.warnings:
             print(w, file=sys.stderr)
         n = sum(len(p.commands) for p in sc.parts)
-        print(f"{args.scenario}: OK ({len(sc.parts)} parts, {n} command lines, "
-              f"{len(sc.hosts) + len(sc.switches) + len(sc.routers)} nodes)")
+        print(
+            f"{args.scenario}: OK ({len(sc.parts)} parts, {n} command lines, "
+            f"{len(sc.hosts) + len(sc.switches) + len(sc.routers)} nodes)"
+        )
         return 0
     if args.seed is not None:
         sc.seed = args.seed
@@ -73,8 +82,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     r.check()
     summary = r.run()
     if not args.quiet:
-        print(f"{sc.name}: {summary['simulated_s']:.3f} s simulated in {r.wall_s:.2f} s wall, "
-              f"{summary['events']} events; results in {r.root}")
+        print(
+            f"{sc.name}: {summary['simulated_s']:.3f} s simulated in {r.wall_s:.2f} s wall, "
+            f"{summary['events']} events; results in {r.root}"
+        )
     return 0
 
 

@@ -38,7 +38,7 @@ class CommandError(BufferlabError):
         self.where: str | None = None  # "FILE:LINE:COL" once located
         self.command: str | None = None
 
-    def locate(self, where: str, command: str) -> "CommandError":
+    def locate(self, where: str, command: str) -> CommandError:
         self.where = where
         self.command = command
         return self

@@ -55,11 +55,15 @@ class PrepareCtx:
         if self.node is None:
             raise CommandError(
                 f"{what} runs on a host: the admin terminal is the machine's root namespace",
-                col=word.col, suggestion=f'type it in a host\'s terminal, e.g. "h1: {what} ..."',
+                col=word.col,
+                suggestion=f'type it in a host\'s terminal, e.g. "h1: {what} ..."',
             )
         if self.topo.node_kinds[self.node] == "switch":
-            raise CommandError(f"{self.node} is a switch and runs no programs", col=word.col,
-                               suggestion="use a host's terminal")
+            raise CommandError(
+                f"{self.node} is a switch and runs no programs",
+                col=word.col,
+                suggestion="use a host's terminal",
+            )
         return self.node
 
     def engine_dev(self, dev: str, col: int | None) -> str:
@@ -69,15 +73,24 @@ class PrepareCtx:
         owner = self.topo.owner_of(dev)
         if owner is not None and owner != self.terminal:
             where = "the admin terminal" if self.topo.node_kinds[owner] == "switch" else f"{owner}'s terminal"
-            raise CommandError(f'Cannot find device "{dev}"', col=col,
-                               suggestion=f"{dev} belongs to {owner}: run the line in {where}")
-        visible = [i.name for i in self.topo.interfaces
-                   if (self.terminal == "admin" and self.topo.node_kinds[i.node] == "switch")
-                   or i.node == self.terminal]
+            raise CommandError(
+                f'Cannot find device "{dev}"',
+                col=col,
+                suggestion=f"{dev} belongs to {owner}: run the line in {where}",
+            )
+        visible = [
+            i.name
+            for i in self.topo.interfaces
+            if (self.terminal == "admin" and self.topo.node_kinds[i.node] == "switch")
+            or i.node == self.terminal
+        ]
         close = difflib.get_close_matches(dev, visible, n=1)
-        raise CommandError(f'Cannot find device "{dev}"', col=col,
-                           expected="one of " + ", ".join(visible) if visible else "an interface of this node",
-                           suggestion=f"did you mean {close[0]}?" if close else None)
+        raise CommandError(
+            f'Cannot find device "{dev}"',
+            col=col,
+            expected="one of " + ", ".join(visible) if visible else "an interface of this node",
+            suggestion=f"did you mean {close[0]}?" if close else None,
+        )
 
     def resolve_host(self, name: str) -> str | None:
         """Mininet host name → its address (for did-you-mean hints)."""
@@ -85,6 +98,7 @@ class PrepareCtx:
 
 
 # ---------------------------------------------------------------------- dispatch
+
 
 def prepare_command(pc: PrepareCtx, sc: SimpleCommand) -> Prepared:
     if not sc.words:
@@ -94,20 +108,21 @@ def prepare_command(pc: PrepareCtx, sc: SimpleCommand) -> Prepared:
     if handler is None:
         close = difflib.get_close_matches(prog, list(PROGRAMS), n=1)
         raise CommandError(
-            f"{prog}: command not found (not modelled by bufferlab)", col=sc.words[0].col,
+            f"{prog}: command not found (not modelled by bufferlab)",
+            col=sc.words[0].col,
             expected="one of " + ", ".join(sorted(PROGRAMS)),
             suggestion=f"did you mean {close[0]}?" if close else None,
         )
     return handler(pc, sc.words)
 
 
-def _builtin_true(rt: "RunCtx") -> Gen:
+def _builtin_true(rt: RunCtx) -> Gen:
     return 0
     yield  # pragma: no cover - makes this a generator
 
 
-def _instant(fn: Callable[["RunCtx"], int]) -> Prepared:
-    def run(rt: "RunCtx") -> Gen:
+def _instant(fn: Callable[[RunCtx], int]) -> Prepared:
+    def run(rt: RunCtx) -> Gen:
         return fn(rt)
         yield  # pragma: no cover
 
@@ -115,6 +130,7 @@ def _instant(fn: Callable[["RunCtx"], int]) -> Prepared:
 
 
 # ---------------------------------------------------------------------- tc
+
 
 def tc_request_for_engine(words: list[Word], profile: Profile, engine_dev: str) -> dict[str, Any]:
     """Parse a tc line already known to be valid (TCLink options) into the engine's request."""
@@ -133,13 +149,28 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
         dev = pc.engine_dev(parsed.dev, parsed.dev_col)
     if isinstance(parsed, TcShow):
         show = parsed
-        devs = [dev] if dev else [i.engine_name for i in pc.topo.interfaces
-                                  if (pc.terminal == "admin" and pc.topo.node_kinds[i.node] == "switch")
-                                  or i.node == pc.terminal]
+        devs = (
+            [dev]
+            if dev
+            else [
+                i.engine_name
+                for i in pc.topo.interfaces
+                if (pc.terminal == "admin" and pc.topo.node_kinds[i.node] == "switch")
+                or i.node == pc.terminal
+            ]
+        )
 
-        def run_show(rt: "RunCtx") -> int:
-            text = [tc_fmt.tc_show_text(rt.engine.qdisc_show(d), rt.runner.sc.profile, stats=show.stats,
-                                        details=show.details, invisible=show.invisible) for d in devs]
+        def run_show(rt: RunCtx) -> int:
+            text = [
+                tc_fmt.tc_show_text(
+                    rt.engine.qdisc_show(d),
+                    rt.runner.sc.profile,
+                    stats=show.stats,
+                    details=show.details,
+                    invisible=show.invisible,
+                )
+                for d in devs
+            ]
             rt.io.out("".join(text))
             return 0
 
@@ -147,7 +178,7 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
     request = parsed.to_dict()
     request["dev"] = dev
 
-    def run_modify(rt: "RunCtx") -> int:
+    def run_modify(rt: RunCtx) -> int:
         try:
             rt.engine.tc(request)
         except TcFailure as e:
@@ -160,10 +191,11 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 # ---------------------------------------------------------------------- sysctl
 
+
 def _prep_sysctl(pc: PrepareCtx, words: list[Word]) -> Prepared:
     cmd = sysctl_cmd.parse_sysctl(words, pc.diag)
 
-    def run(rt: "RunCtx") -> int:
+    def run(rt: RunCtx) -> int:
         store = rt.runner.sysctl.setdefault(rt.term.name, {})
         out, err, status = sysctl_cmd.execute_sysctl(cmd, store)
         rt.io.out(out)
@@ -175,20 +207,25 @@ def _prep_sysctl(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 # ---------------------------------------------------------------------- ping
 
+
 def _prep_ping(pc: PrepareCtx, words: list[Word]) -> Prepared:
     node = pc.require_node(words[0], "ping")
     cmd = ping_cmd.parse_ping(words, pc.diag, resolve=pc.resolve_host)
     lag_ns = pc.profile.ping_send_lag_us * 1000
     spec = {
-        "kind": "ping", "dst": cmd.target, "count": cmd.count,
-        "interval_ns": round(cmd.interval_s * NS), "size": cmd.size,
+        "kind": "ping",
+        "dst": cmd.target,
+        "count": cmd.count,
+        "interval_ns": round(cmd.interval_s * NS),
+        "size": cmd.size,
         "deadline_ns": round(cmd.deadline_s * NS) if cmd.deadline_s is not None else None,
         "timeout_ns": round(cmd.timeout_s * NS) if cmd.timeout_s is not None else None,
-        "send_lag_ns": lag_ns, "tos": cmd.tos or 0,
+        "send_lag_ns": lag_ns,
+        "tos": cmd.tos or 0,
     }
     endless = cmd.count is None and cmd.deadline_s is None
 
-    def run(rt: "RunCtx") -> Gen:
+    def run(rt: RunCtx) -> Gen:
         app = rt.start_app(node, spec)
         expected = None if endless else rt.now_ns + (cmd.count or 1) * (spec["interval_ns"] + lag_ns)
         from .runner import WaitApp
@@ -203,6 +240,7 @@ def _prep_ping(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 # ---------------------------------------------------------------------- iperf3
 
+
 def _prep_iperf3(pc: PrepareCtx, words: list[Word]) -> Prepared:
     node = pc.require_node(words[0], "iperf3")
     cmd = iperf3_cmd.parse_iperf3(words, pc.diag, pc.profile)
@@ -212,7 +250,7 @@ def _prep_iperf3(pc: PrepareCtx, words: list[Word]) -> Prepared:
     return _iperf3_client(node, cmd)
 
 
-def _write_tool_output(rt: "RunCtx", logfile: str | None, text: str, stderr: str = "") -> None:
+def _write_tool_output(rt: RunCtx, logfile: str | None, text: str, stderr: str = "") -> None:
     if logfile:
         path = rt.term.cwd / logfile
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -224,16 +262,22 @@ def _write_tool_output(rt: "RunCtx", logfile: str | None, text: str, stderr: str
 
 
 def _iperf3_server(node: str, cmd: Any) -> Prepared:
-    spec = {"kind": "iperf3_server", "port": cmd.port, "one_off": cmd.one_off,
-            "interval_ns": round(cmd.interval_s * NS)}
+    spec = {
+        "kind": "iperf3_server",
+        "port": cmd.port,
+        "one_off": cmd.one_off,
+        "interval_ns": round(cmd.interval_s * NS),
+    }
 
-    def emit(rt: "RunCtx", app: int) -> None:
+    def emit(rt: RunCtx, app: int) -> None:
         result = rt.engine.app_result(app)
         profile = rt.runner.sc.profile
-        text = iperf3_fmt.server_json(result, profile) if cmd.json else iperf3_fmt.server_text(result, profile)
+        text = (
+            iperf3_fmt.server_json(result, profile) if cmd.json else iperf3_fmt.server_text(result, profile)
+        )
         _write_tool_output(rt, cmd.logfile, text)
 
-    def run(rt: "RunCtx") -> Gen:
+    def run(rt: RunCtx) -> Gen:
         from .runner import WaitApp
 
         try:
@@ -252,15 +296,21 @@ def _iperf3_server(node: str, cmd: Any) -> Prepared:
 
 
 def _iperf3_client(node: str, cmd: Any) -> Prepared:
-    def run(rt: "RunCtx") -> Gen:
+    def run(rt: RunCtx) -> Gen:
         from .runner import WaitApp
 
         profile = rt.runner.sc.profile
         spec = {
-            "kind": "iperf3_client", "dst": cmd.host, "port": cmd.port, "protocol": "udp",
-            "rate_bps": cmd.rate_bps, "blksize": cmd.blksize,
-            "duration_ns": round(cmd.duration_s * NS), "bytes": cmd.bytes,
-            "omit_ns": round(cmd.omit_s * NS), "interval_ns": round(cmd.interval_s * NS),
+            "kind": "iperf3_client",
+            "dst": cmd.host,
+            "port": cmd.port,
+            "protocol": "udp",
+            "rate_bps": cmd.rate_bps,
+            "blksize": cmd.blksize,
+            "duration_ns": round(cmd.duration_s * NS),
+            "bytes": cmd.bytes,
+            "omit_ns": round(cmd.omit_s * NS),
+            "interval_ns": round(cmd.interval_s * NS),
             "tos": cmd.tos or 0,
         }
         app = rt.start_app(node, spec)
@@ -282,13 +332,23 @@ def _iperf3_client(node: str, cmd: Any) -> Prepared:
 
 def _cmd_info(cmd: Any) -> iperf3_fmt.CmdInfo:
     return iperf3_fmt.CmdInfo(
-        host=cmd.host, port=cmd.port, protocol=cmd.protocol, duration_s=int(cmd.duration_s),
-        omit_s=int(cmd.omit_s), blksize=cmd.blksize, tos=cmd.tos or 0, title=cmd.title,
-        num_streams=cmd.parallel, bytes=cmd.bytes or 0, rate=cmd.rate_bps, interval_s=cmd.interval_s,
+        host=cmd.host,
+        port=cmd.port,
+        protocol=cmd.protocol,
+        duration_s=int(cmd.duration_s),
+        omit_s=int(cmd.omit_s),
+        blksize=cmd.blksize,
+        tos=cmd.tos or 0,
+        title=cmd.title,
+        num_streams=cmd.parallel,
+        bytes=cmd.bytes or 0,
+        rate=cmd.rate_bps,
+        interval_s=cmd.interval_s,
     )
 
 
 # ---------------------------------------------------------------------- generators
+
 
 def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
     node = pc.require_node(words[0], words[0].text)
@@ -296,7 +356,7 @@ def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
     spec = gen_cmd.engine_spec(cmd)
     endless = gen_cmd.is_endless(cmd)
 
-    def run(rt: "RunCtx") -> Gen:
+    def run(rt: RunCtx) -> Gen:
         from .runner import WaitApp
 
         try:
@@ -314,15 +374,20 @@ def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 # ---------------------------------------------------------------------- plot_q.sh
 
+
 def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
     if len(words) != 2:
-        raise CommandError("plot_q.sh takes one interface name", col=words[0].col,
-                           expected="plot_q.sh IFACE", suggestion="e.g. sudo plot_q.sh s1-eth2")
+        raise CommandError(
+            "plot_q.sh takes one interface name",
+            col=words[0].col,
+            expected="plot_q.sh IFACE",
+            suggestion="e.g. sudo plot_q.sh s1-eth2",
+        )
     dev_word = words[1]
     dev = pc.engine_dev(dev_word.text, dev_word.col)
     interval_ns = round(pc.profile.queue_sample_interval * NS)
 
-    def run(rt: "RunCtx") -> Gen:
+    def run(rt: RunCtx) -> Gen:
         from .runner import WaitApp
 
         app = rt.start_app(_any_host(rt), {"kind": "qmon", "dev": dev, "interval_ns": interval_ns})
@@ -343,7 +408,7 @@ def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
     return run
 
 
-def _any_host(rt: "RunCtx") -> str:
+def _any_host(rt: RunCtx) -> str:
     """The queue monitor reads qdisc statistics; it is hosted on the first host
     (it sends nothing, so where it lives does not matter)."""
     return rt.runner.sc.hosts[0]
@@ -351,12 +416,13 @@ def _any_host(rt: "RunCtx") -> str:
 
 # ---------------------------------------------------------------------- shell builtins
 
+
 def _prep_cd(pc: PrepareCtx, words: list[Word]) -> Prepared:
     if len(words) > 2:
         raise CommandError("cd: too many arguments", col=words[2].col)
     target = words[1].text if len(words) == 2 else None
 
-    def run(rt: "RunCtx") -> int:
+    def run(rt: RunCtx) -> int:
         if target is None or target == "~":
             rt.term.cwd = rt.term.home
             return 0
@@ -370,7 +436,7 @@ def _prep_cd(pc: PrepareCtx, words: list[Word]) -> Prepared:
     return _instant(run)
 
 
-def _within(rt: "RunCtx", path: Path) -> Path | None:
+def _within(rt: RunCtx, path: Path) -> Path | None:
     """Resolve ``path``; terminals may not leave their node folder."""
     p = path.resolve()
     home = rt.term.home.resolve()
@@ -382,11 +448,13 @@ def _prep_mkdir(pc: PrepareCtx, words: list[Word]) -> Prepared:
     names = [w for w in words[1:] if w.text != "-p"]
     for w in names:
         if w.text.startswith("-"):
-            raise NotSupportedError(f"mkdir: option {w.text} is not supported", col=w.col, expected="mkdir [-p] DIR...")
+            raise NotSupportedError(
+                f"mkdir: option {w.text} is not supported", col=w.col, expected="mkdir [-p] DIR..."
+            )
     if not names:
         raise CommandError("mkdir: missing operand", col=words[0].col, expected="mkdir [-p] DIR...")
 
-    def run(rt: "RunCtx") -> int:
+    def run(rt: RunCtx) -> int:
         status = 0
         for w in names:
             p = _within(rt, rt.term.cwd / w.text)
@@ -410,10 +478,12 @@ def _prep_mkdir(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 def _prep_sleep(pc: PrepareCtx, words: list[Word]) -> Prepared:
     if len(words) < 2:
-        raise CommandError("sleep: missing operand", col=words[0].col, expected="sleep DURATION (e.g. sleep 5)")
+        raise CommandError(
+            "sleep: missing operand", col=words[0].col, expected="sleep DURATION (e.g. sleep 5)"
+        )
     total = sum(parse_duration_ns(w.text, w.col) for w in words[1:])
 
-    def run(rt: "RunCtx") -> Gen:
+    def run(rt: RunCtx) -> Gen:
         from .runner import WaitUntil
 
         yield WaitUntil(rt.now_ns + total)
@@ -434,8 +504,9 @@ def _prep_xdg_open(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 def _not_yet(what: str, issue: str) -> Callable[[PrepareCtx, list[Word]], Prepared]:
     def prep(pc: PrepareCtx, words: list[Word]) -> Prepared:
-        raise NotSupportedError(f"{words[0].text} is not supported yet ({what} arrives with {issue})",
-                                col=words[0].col)
+        raise NotSupportedError(
+            f"{words[0].text} is not supported yet ({what} arrives with {issue})", col=words[0].col
+        )
 
     return prep
 

@@ -63,7 +63,7 @@ JobGen = Generator[Wait, Any, int]
 class Io:
     """Where one command's output goes: its redirect file or the terminal log."""
 
-    def __init__(self, term: "Terminal", redirect_path: Path | None, append: bool) -> None:
+    def __init__(self, term: Terminal, redirect_path: Path | None, append: bool) -> None:
         self.term = term
         self.path = redirect_path
         self.append = append
@@ -124,8 +124,13 @@ class PartTimeout(BufferlabError):
 
 
 class Runner:
-    def __init__(self, scenario: Scenario, results_root: Path | None = None,
-                 progress: bool | None = None, echo: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        results_root: Path | None = None,
+        progress: bool | None = None,
+        echo: Callable[[str], None] | None = None,
+    ) -> None:
         self.sc = scenario
         self.topo: BuiltTopology = build_topology(scenario)
         self.root = (results_root or Path("results")) / scenario.slug
@@ -211,17 +216,21 @@ class Runner:
         sched.run()
         for term in terminals.values():
             term.flush()
-        self.part_reports.append({
-            "name": part.name, "start_ns": start, "end_ns": eng.now_ns,
-            "queues": sched.queue_files,
-        })
+        self.part_reports.append(
+            {
+                "name": part.name,
+                "start_ns": start,
+                "end_ns": eng.now_ns,
+                "queues": sched.queue_files,
+            }
+        )
 
-    def _terminal_proc(self, sched: "_Scheduler", term: Terminal, lines: list[PreparedLine]) -> JobGen:
+    def _terminal_proc(self, sched: _Scheduler, term: Terminal, lines: list[PreparedLine]) -> JobGen:
         status = 0
         for pl in lines:
             yield NextLine(pl.command.index)
             term.log(f"$ {pl.command.text}")
-            for job, bg in zip(pl.jobs, pl.backgrounds):
+            for job, bg in zip(pl.jobs, pl.backgrounds, strict=True):
                 if bg:
                     sched.spawn(self._job(sched, term, pl, job), pl.command.index)
                     status = 0
@@ -229,8 +238,9 @@ class Runner:
                     status = yield from self._job(sched, term, pl, job)
         return status
 
-    def _job(self, sched: "_Scheduler", term: Terminal, pl: PreparedLine,
-             job: list[tuple[SimpleCommand, Prepared]]) -> JobGen:
+    def _job(
+        self, sched: _Scheduler, term: Terminal, pl: PreparedLine, job: list[tuple[SimpleCommand, Prepared]]
+    ) -> JobGen:
         status = 0
         for k, (sc, prepared) in enumerate(job):
             if k > 0 and status != 0:
@@ -281,7 +291,7 @@ class RunCtx:
     """What a running command may use."""
 
     runner: Runner
-    sched: "_Scheduler"
+    sched: _Scheduler
     term: Terminal
     command: Command
     io: Io
@@ -299,8 +309,9 @@ class RunCtx:
         app_id = self.engine.start_app(node, spec)
         while len(self.runner.apps) <= app_id:
             self.runner.apps.append(None)  # type: ignore[arg-type]
-        self.runner.apps[app_id] = AppRecord(app_id, self.sched.part.name, self.term.name,
-                                             self.command.text, self.command.where())
+        self.runner.apps[app_id] = AppRecord(
+            app_id, self.sched.part.name, self.term.name, self.command.text, self.command.where()
+        )
         return app_id
 
     def detach(self, app_id: int, on_end: Callable[[], None]) -> None:
@@ -370,8 +381,11 @@ class _Scheduler:
                     continue
                 if now >= self.stop_ns:
                     self._timeout()
-                target = min([w.t_ns for w in finite if isinstance(w, WaitUntil)] +
-                             ([self.min_end_ns] if now < self.min_end_ns else []) + [self.stop_ns])
+                target = min(
+                    [w.t_ns for w in finite if isinstance(w, WaitUntil)]
+                    + ([self.min_end_ns] if now < self.min_end_ns else [])
+                    + [self.stop_ns]
+                )
                 # Run in slices so the progress display and Ctrl-C stay responsive.
                 slice_end = min(target, now + NS) if progress else target
                 finished = eng.run(slice_end)
@@ -401,7 +415,8 @@ class _Scheduler:
     def _interrupt_endless(self) -> None:
         eng = self.engine
         assert eng is not None
-        for key, _, gen, w in sorted(self.waiting, key=lambda x: (x[0], x[1])):
+        # Ctrl-C in file order; every remaining wait is an endless application here
+        for *_, w in sorted(self.waiting, key=lambda x: (x[0], x[1])):
             assert isinstance(w, WaitApp)
             eng.stop_app(w.app_id)
         self._wake({w.app_id for *_, w in self.waiting if isinstance(w, WaitApp)})
@@ -409,9 +424,16 @@ class _Scheduler:
     def _timeout(self) -> None:
         eng = self.engine
         assert eng is not None
-        pending = sorted({self.runner.apps[w.app_id].where + ": " + self.runner.apps[w.app_id].command
-                          for *_, w in self.waiting if isinstance(w, WaitApp) and not w.endless
-                          and w.app_id < len(self.runner.apps) and self.runner.apps[w.app_id]})
+        pending = sorted(
+            {
+                self.runner.apps[w.app_id].where + ": " + self.runner.apps[w.app_id].command
+                for *_, w in self.waiting
+                if isinstance(w, WaitApp)
+                and not w.endless
+                and w.app_id < len(self.runner.apps)
+                and self.runner.apps[w.app_id]
+            }
+        )
         for *_, w in self.waiting:
             if isinstance(w, WaitApp) and not eng.app_finished(w.app_id):
                 eng.stop_app(w.app_id)
@@ -425,7 +447,8 @@ class _Scheduler:
         cap = (self.stop_ns - self.start_ns) / NS
         raise PartTimeout(
             f"part {self.part.name!r} did not finish within stop_at = {cap:g} s of simulated time; "
-            "still running: " + ("; ".join(pending) or "sleep")
+            "still running: "
+            + ("; ".join(pending) or "sleep")
             + "\n  hint: a client whose server never answers waits forever; raise [sim] stop_at if the "
             "experiment is really that long"
         )
@@ -439,9 +462,12 @@ class _Progress:
 
         self.sched = sched
         self.p = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(),
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
             TextColumn("{task.completed:.1f}/{task.total:.1f} s simulated"),
-            TimeElapsedColumn(), TimeRemainingColumn(), transient=True,
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            transient=True,
         )
         self.p.start()
         self.task = self.p.add_task(f"part {sched.part.name}", total=1.0)
@@ -456,8 +482,12 @@ class _Progress:
         self.p.stop()
 
 
-def run_scenario(scenario: Scenario, results_root: Path | None = None, progress: bool | None = None,
-                 echo: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_scenario(
+    scenario: Scenario,
+    results_root: Path | None = None,
+    progress: bool | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     r = Runner(scenario, results_root, progress, echo)
     r.check()
     return r.run()

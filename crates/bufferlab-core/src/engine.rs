@@ -21,7 +21,7 @@ use crate::app::{App, AppCtx, AppSpec, IperfRegistry, Sockets};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, PacketArena, PacketId, Payload, Proto, ARP_FRAME};
 use crate::qdisc::tree::{AutoHandles, QdiscProfile};
-use crate::qdisc::{DropCounters, DropReason, QdiscCtx, QdiscInfo, QdiscSpec, QdiscTree, TcRequest, TcVerb};
+use crate::qdisc::{DropCounters, DropReason, QdiscCtx, QdiscInfo, QdiscTree, TcRequest};
 use crate::rng::ComponentRng;
 use crate::sched::{Event, EventQueue};
 use crate::time::{Rate, SimDuration, SimTime};
@@ -55,7 +55,11 @@ fn yes() -> bool {
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        EngineOptions { arp: true, netem_modern_accounting: false, netem_dup_after_limit: false }
+        EngineOptions {
+            arp: true,
+            netem_modern_accounting: false,
+            netem_dup_after_limit: false,
+        }
     }
 }
 
@@ -147,19 +151,29 @@ pub struct Simulator {
 
 impl Simulator {
     pub fn from_json(config: &str) -> Result<Simulator> {
-        let cfg: SimConfig = serde_json::from_str(config).map_err(|e| Error::Schema(format!("simulator config: {e}")))?;
+        let cfg: SimConfig = serde_json::from_str(config)
+            .map_err(|e| Error::Schema(format!("simulator config: {e}")))?;
         Simulator::new(cfg)
     }
 
     pub fn new(cfg: SimConfig) -> Result<Simulator> {
-        let topo = Topology::build(&TopologyConfig { nodes: cfg.nodes, links: cfg.links })?;
+        let topo = Topology::build(&TopologyConfig {
+            nodes: cfg.nodes,
+            links: cfg.links,
+        })?;
         let profile = QdiscProfile {
             netem_modern_accounting: cfg.options.netem_modern_accounting,
             netem_dup_after_limit: cfg.options.netem_dup_after_limit,
         };
         let ifaces = (0..topo.iface_names.len())
             .map(|i| Iface {
-                tree: QdiscTree::new(&topo.iface_names[i], cfg.seed, profile),
+                // A finite-rate wire is a real NIC with a TX queue: its default
+                // qdisc is pfifo_fast (veths keep noqueue), as Linux's default_qdisc.
+                tree: if topo.iface_rate_bps[i] > 0 {
+                    QdiscTree::new_nic(&topo.iface_names[i], cfg.seed, profile)
+                } else {
+                    QdiscTree::new(&topo.iface_names[i], cfg.seed, profile)
+                },
                 wire: VecDeque::new(),
                 rate: Rate(topo.iface_rate_bps[i]),
                 delay: SimDuration(topo.iface_delay_ns[i]),
@@ -177,13 +191,16 @@ impl Simulator {
             .map(|n| Node {
                 kind: topo.node_kinds[n],
                 addr: topo.node_addrs(n).next().unwrap_or(Ipv4::UNSPECIFIED),
-                sockets: Sockets::new(ComponentRng::new(cfg.seed, &format!("node/{}/ports", topo.node_names[n]))),
+                sockets: Sockets::new(ComponentRng::new(
+                    cfg.seed,
+                    &format!("node/{}/ports", topo.node_names[n]),
+                )),
                 neighbours: Vec::new(),
                 drops: DropCounters::default(),
                 timer_at: None,
             })
             .collect();
-        let mut sim = Simulator {
+        Ok(Simulator {
             now: SimTime::ZERO,
             seed: cfg.seed,
             topo,
@@ -202,22 +219,7 @@ impl Simulator {
             finished: Vec::new(),
             delivered_packets: 0,
             delivered_bytes: 0,
-        };
-        // A finite-rate wire is a real NIC: its default qdisc is pfifo_fast
-        // (veths keep noqueue), as Linux's default_qdisc does.
-        for i in 0..sim.ifaces.len() {
-            if sim.ifaces[i].rate.bps() > 0 {
-                let req = TcRequest {
-                    verb: TcVerb::Add,
-                    dev: sim.topo.iface_names[i].clone(),
-                    parent: Some(crate::qdisc::ParentSpec::Root),
-                    handle: None,
-                    qdisc: Some(QdiscSpec::PfifoFast),
-                };
-                sim.tc(&req)?;
-            }
-        }
-        Ok(sim)
+        })
     }
 
     pub fn now(&self) -> SimTime {
@@ -227,7 +229,10 @@ impl Simulator {
     // ------------------------------------------------------------ control API
 
     pub fn tc(&mut self, req: &TcRequest) -> Result<()> {
-        let iface = self.topo.iface_by_name(&req.dev).ok_or_else(|| crate::error::TcError::NoDevice(req.dev.clone()))?;
+        let iface = self
+            .topo
+            .iface_by_name(&req.dev)
+            .ok_or_else(|| crate::error::TcError::NoDevice(req.dev.clone()))?;
         let ifc = &mut self.ifaces[iface];
         let mut ctx = QdiscCtx {
             now: self.now,
@@ -243,13 +248,20 @@ impl Simulator {
     }
 
     pub fn qdisc_show(&self, dev: &str) -> Result<Vec<QdiscInfo>> {
-        let iface = self.topo.iface_by_name(dev).ok_or_else(|| crate::error::TcError::NoDevice(dev.to_string()))?;
+        let iface = self
+            .topo
+            .iface_by_name(dev)
+            .ok_or_else(|| crate::error::TcError::NoDevice(dev.to_string()))?;
         Ok(self.ifaces[iface].tree.show())
     }
 
     pub fn start_app(&mut self, node_name: &str, spec_json: &str) -> Result<u32> {
-        let spec: AppSpec = serde_json::from_str(spec_json).map_err(|e| Error::Schema(format!("application spec: {e}")))?;
-        let node = self.topo.node_by_name(node_name).ok_or_else(|| Error::App(format!("unknown node {node_name:?}")))?;
+        let spec: AppSpec = serde_json::from_str(spec_json)
+            .map_err(|e| Error::Schema(format!("application spec: {e}")))?;
+        let node = self
+            .topo
+            .node_by_name(node_name)
+            .ok_or_else(|| Error::App(format!("unknown node {node_name:?}")))?;
         if self.nodes[node].kind == NodeKind::Switch {
             return Err(Error::App(format!(
                 "{node_name} is a switch: it runs no applications (use a host's terminal)"
@@ -259,10 +271,18 @@ impl Simulator {
         let rng = ComponentRng::new(self.seed, &format!("app/{id}"));
         let mut app = App::new(spec, rng)?;
         if let Some(dev) = app.monitored_dev() {
-            let iface = self.topo.iface_by_name(dev).ok_or_else(|| Error::App(format!("Cannot find device \"{dev}\"")))?;
+            let iface = self
+                .topo
+                .iface_by_name(dev)
+                .ok_or_else(|| Error::App(format!("Cannot find device \"{dev}\"")))?;
             app.bind_monitored_iface(iface);
         }
-        self.apps.push(AppSlot { app, node, timer_at: None, reported: false });
+        self.apps.push(AppSlot {
+            app,
+            node,
+            timer_at: None,
+            reported: false,
+        });
         self.flows.push(FlowStats::default());
         if let Err(e) = self.with_app(id, |app, ctx| app.start(ctx)) {
             self.nodes[node].sockets.unbind_all(id);
@@ -453,8 +473,14 @@ impl Simulator {
             return;
         }
         let n = &mut self.nodes[node];
-        match n.neighbours.iter_mut().position(|e| e.addr == route.next_hop) {
-            Some(i) if matches!(n.neighbours[i].state, NeighState::Reachable) => self.iface_xmit(route.out, pid),
+        match n
+            .neighbours
+            .iter_mut()
+            .position(|e| e.addr == route.next_hop)
+        {
+            Some(i) if matches!(n.neighbours[i].state, NeighState::Reachable) => {
+                self.iface_xmit(route.out, pid)
+            }
             Some(i) => self.arp_enqueue(node, i, pid),
             None => {
                 let retry_at = self.now + ARP_RETRANS;
@@ -545,7 +571,10 @@ impl Simulator {
                         }
                         continue;
                     }
-                    e.state = NeighState::Incomplete { tries: tries + 1, retry_at: now + ARP_RETRANS };
+                    e.state = NeighState::Incomplete {
+                        tries: tries + 1,
+                        retry_at: now + ARP_RETRANS,
+                    };
                     let (out, addr) = (e.out, e.addr);
                     self.send_arp(node, out, addr, false);
                 }
@@ -599,7 +628,9 @@ impl Simulator {
         }
         match self.nodes[node].kind {
             NodeKind::Switch => self.send_from_node(node, pid),
-            NodeKind::Host | NodeKind::Router if self.topo.is_local(node, p.dst) => self.local_deliver(node, pid),
+            NodeKind::Host | NodeKind::Router if self.topo.is_local(node, p.dst) => {
+                self.local_deliver(node, pid)
+            }
             NodeKind::Host => self.node_drop(node, pid, DropReason::NoRoute),
             NodeKind::Router => {
                 if p.ttl <= 1 {
@@ -633,19 +664,29 @@ impl Simulator {
             return;
         }
         let target = match p.payload {
-            Payload::Echo { reply: false, ident, seq } => {
+            Payload::Echo {
+                reply: false,
+                ident,
+                seq,
+            } => {
                 self.delivered(pid);
                 let mut r = p;
                 r.src = p.dst;
                 r.dst = p.src;
                 r.ttl = 64;
                 r.flow = Packet::NO_FLOW;
-                r.payload = Payload::Echo { reply: true, ident, seq };
+                r.payload = Payload::Echo {
+                    reply: true,
+                    ident,
+                    seq,
+                };
                 let rid = self.arena.alloc(r);
                 self.send_from_node(node, rid);
                 return;
             }
-            Payload::Echo { reply: true, ident, .. } => self.nodes[node].sockets.lookup(Proto::Icmp, ident),
+            Payload::Echo {
+                reply: true, ident, ..
+            } => self.nodes[node].sockets.lookup(Proto::Icmp, ident),
             Payload::Arp { .. } => None,
             _ => self.nodes[node].sockets.lookup(p.proto, p.dst_port),
         };
@@ -691,15 +732,8 @@ impl Simulator {
             watchdog: None,
             reinject: &mut self.reinject_buf,
         };
+        // (the tree re-enqueues netem duplicates at its root itself)
         ifc.tree.enqueue(&mut ctx, pid);
-        // netem duplicates re-enter at the root, in the order they were made
-        let mut k = 0;
-        while k < ctx.reinject.len() {
-            let clone = ctx.reinject[k];
-            ifc.tree.enqueue(&mut ctx, clone);
-            k += 1;
-        }
-        ctx.reinject.clear();
         self.kick(iface);
     }
 
@@ -710,7 +744,8 @@ impl Simulator {
             if ifc.busy_until > self.now {
                 if !ifc.link_free_pending {
                     ifc.link_free_pending = true;
-                    self.events.schedule(ifc.busy_until, Event::LinkFree(iface as u32));
+                    self.events
+                        .schedule(ifc.busy_until, Event::LinkFree(iface as u32));
                 }
                 return;
             }
@@ -730,7 +765,8 @@ impl Simulator {
                     if let Some(w) = ctx.watchdog {
                         if ifc.watchdog_at != Some(w) {
                             ifc.watchdog_at = Some(w);
-                            self.events.schedule(w.max(self.now), Event::Watchdog(iface as u32));
+                            self.events
+                                .schedule(w.max(self.now), Event::Watchdog(iface as u32));
                         }
                     }
                     return;
@@ -754,7 +790,8 @@ impl Simulator {
             self.pending.push_back((peer, pid));
         } else {
             if ifc.wire.is_empty() {
-                self.events.schedule(arrival, Event::WireArrival(iface as u32));
+                self.events
+                    .schedule(arrival, Event::WireArrival(iface as u32));
             }
             ifc.wire.push_back((arrival, pid));
         }
@@ -777,8 +814,17 @@ impl Simulator {
     /// Packets physically held anywhere: qdiscs, wires, ARP queues, and the
     /// zero-delay arrival FIFO.
     fn held_packets(&self) -> u64 {
-        let in_ifaces: u64 = self.ifaces.iter().map(|i| i.tree.held_packets() + i.wire.len() as u64).sum();
-        let in_arp: u64 = self.nodes.iter().flat_map(|n| n.neighbours.iter()).map(|e| e.queue.len() as u64).sum();
+        let in_ifaces: u64 = self
+            .ifaces
+            .iter()
+            .map(|i| i.tree.held_packets() + i.wire.len() as u64)
+            .sum();
+        let in_arp: u64 = self
+            .nodes
+            .iter()
+            .flat_map(|n| n.neighbours.iter())
+            .map(|e| e.queue.len() as u64)
+            .sum();
         in_ifaces + in_arp + self.pending.len() as u64
     }
 
@@ -787,7 +833,10 @@ impl Simulator {
             let mut m = serde_json::Map::new();
             for r in DropReason::ALL {
                 if d.packets[r.index()] > 0 {
-                    m.insert(r.name().into(), json!({"packets": d.packets[r.index()], "bytes": d.bytes[r.index()]}));
+                    m.insert(
+                        r.name().into(),
+                        json!({"packets": d.packets[r.index()], "bytes": d.bytes[r.index()]}),
+                    );
                 }
             }
             Value::Object(m)
@@ -811,7 +860,10 @@ impl Simulator {
         let mut nodes = serde_json::Map::new();
         for (n, node) in self.nodes.iter().enumerate() {
             dropped += node.drops.total_packets();
-            nodes.insert(self.topo.node_names[n].clone(), json!({"drops": drops_json(&node.drops)}));
+            nodes.insert(
+                self.topo.node_names[n].clone(),
+                json!({"drops": drops_json(&node.drops)}),
+            );
         }
         let flows: Vec<Value> = self
             .flows

@@ -22,8 +22,12 @@ impl fmt::Display for TcError {
         match self {
             TcError::Exists => write!(f, "RTNETLINK answers: File exists"),
             TcError::NotFound => write!(f, "RTNETLINK answers: No such file or directory"),
-            TcError::Invalid(why) if why.is_empty() => write!(f, "RTNETLINK answers: Invalid argument"),
-            TcError::Invalid(why) => write!(f, "Error: {why}.\nRTNETLINK answers: Invalid argument"),
+            TcError::Invalid(why) if why.is_empty() => {
+                write!(f, "RTNETLINK answers: Invalid argument")
+            }
+            TcError::Invalid(why) => {
+                write!(f, "Error: {why}.\nRTNETLINK answers: Invalid argument")
+            }
             TcError::NoDevice(dev) => write!(f, "Cannot find device \"{dev}\""),
         }
     }

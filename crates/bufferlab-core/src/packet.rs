@@ -19,7 +19,9 @@ pub const TCP_HEADER_TS: u32 = 32;
 pub const ARP_FRAME: u32 = 42;
 
 /// An IPv4 address in host byte order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(try_from = "String", into = "String")]
 pub struct Ipv4(pub u32);
 
@@ -146,7 +148,9 @@ impl Packet {
     /// Bytes of UDP payload (0 for other protocols).
     pub fn udp_payload_len(&self) -> u32 {
         match self.proto {
-            Proto::Udp => self.len.saturating_sub(ETH_HEADER + IPV4_HEADER + UDP_HEADER),
+            Proto::Udp => self
+                .len
+                .saturating_sub(ETH_HEADER + IPV4_HEADER + UDP_HEADER),
             _ => 0,
         }
     }

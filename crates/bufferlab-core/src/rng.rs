@@ -39,7 +39,9 @@ impl ComponentRng {
     /// The stream of component `component` in a run seeded with `seed`.
     pub fn new(seed: u64, component: &str) -> Self {
         let mixed = splitmix64(seed ^ splitmix64(fnv1a64(component.as_bytes())));
-        ComponentRng { inner: Xoshiro256PlusPlus::seed_from_u64(mixed) }
+        ComponentRng {
+            inner: Xoshiro256PlusPlus::seed_from_u64(mixed),
+        }
     }
 
     /// A uniform 32-bit draw ("draw u32" in qdiscs.md).
@@ -85,9 +87,15 @@ mod tests {
 
     #[test]
     fn components_and_seeds_are_independent_streams() {
-        let a: Vec<u32> = (0..8).scan(ComponentRng::new(1, "a"), |r, _| Some(r.next_u32())).collect();
-        let b: Vec<u32> = (0..8).scan(ComponentRng::new(1, "b"), |r, _| Some(r.next_u32())).collect();
-        let c: Vec<u32> = (0..8).scan(ComponentRng::new(2, "a"), |r, _| Some(r.next_u32())).collect();
+        let a: Vec<u32> = (0..8)
+            .scan(ComponentRng::new(1, "a"), |r, _| Some(r.next_u32()))
+            .collect();
+        let b: Vec<u32> = (0..8)
+            .scan(ComponentRng::new(1, "b"), |r, _| Some(r.next_u32()))
+            .collect();
+        let c: Vec<u32> = (0..8)
+            .scan(ComponentRng::new(2, "a"), |r, _| Some(r.next_u32()))
+            .collect();
         assert_ne!(a, b);
         assert_ne!(a, c);
     }

@@ -7,17 +7,23 @@ use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 
 /// An instant of simulated time, in nanoseconds since the start of the run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct SimTime(pub u64);
 
 /// A span of simulated time, in nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct SimDuration(pub u64);
 
 /// A rate in bits per second.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Rate(pub u64);
 
@@ -142,7 +148,10 @@ mod tests {
         let t = SimTime(1_500_000_000) + SimDuration::from_millis(20);
         assert_eq!(t, SimTime(1_520_000_000));
         assert_eq!(t - SimTime(20_000_000), SimDuration(1_500_000_000));
-        assert_eq!(t.saturating_since(SimTime(2_000_000_000)), SimDuration::ZERO);
+        assert_eq!(
+            t.saturating_since(SimTime(2_000_000_000)),
+            SimDuration::ZERO
+        );
         assert_eq!(format!("{}", t), "1.520000000s");
     }
 }

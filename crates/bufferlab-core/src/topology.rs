@@ -95,7 +95,10 @@ impl Topology {
                 return Err(Error::Config("a node has an empty name".into()));
             }
             if node_index.insert(n.name.as_str(), i).is_some() {
-                return Err(Error::Config(format!("node {:?} is declared twice", n.name)));
+                return Err(Error::Config(format!(
+                    "node {:?} is declared twice",
+                    n.name
+                )));
             }
         }
         let mut t = Topology {
@@ -120,7 +123,10 @@ impl Topology {
                 })?;
                 let id = t.iface_names.len();
                 if iface_index.insert(ep.intf.clone(), id).is_some() {
-                    return Err(Error::Config(format!("interface {:?} is declared twice", ep.intf)));
+                    return Err(Error::Config(format!(
+                        "interface {:?} is declared twice",
+                        ep.intf
+                    )));
                 }
                 if let Some(ip) = ep.ip {
                     if t.node_kinds[node] == NodeKind::Switch {
@@ -151,7 +157,11 @@ impl Topology {
                 ids[k] = id;
             }
             if t.iface_node[ids[0]] == t.iface_node[ids[1]] {
-                return Err(Error::Config(format!("link {} connects {:?} to itself", li + 1, link.a.node)));
+                return Err(Error::Config(format!(
+                    "link {} connects {:?} to itself",
+                    li + 1,
+                    link.a.node
+                )));
             }
             t.iface_peer[ids[0]] = ids[1];
             t.iface_peer[ids[1]] = ids[0];
@@ -170,7 +180,9 @@ impl Topology {
 
     /// Addresses of a node, in interface order.
     pub fn node_addrs(&self, node: NodeId) -> impl Iterator<Item = Ipv4> + '_ {
-        self.node_ifaces[node].iter().filter_map(|&i| self.iface_ip[i])
+        self.node_ifaces[node]
+            .iter()
+            .filter_map(|&i| self.iface_ip[i])
     }
 
     pub fn is_local(&self, node: NodeId, addr: Ipv4) -> bool {
@@ -181,7 +193,10 @@ impl Topology {
     #[inline]
     pub fn route(&self, node: NodeId, dst: Ipv4) -> Option<&Route> {
         let table = &self.routes[node];
-        table.binary_search_by_key(&dst, |r| r.dst).ok().map(|i| &table[i])
+        table
+            .binary_search_by_key(&dst, |r| r.dst)
+            .ok()
+            .map(|i| &table[i])
     }
 
     /// Breadth-first search from every addressed interface back over the
@@ -190,7 +205,9 @@ impl Topology {
     fn compute_routes(&mut self) {
         let n = self.node_names.len();
         for dst_iface in 0..self.iface_names.len() {
-            let Some(dst) = self.iface_ip[dst_iface] else { continue };
+            let Some(dst) = self.iface_ip[dst_iface] else {
+                continue;
+            };
             let dst_node = self.iface_node[dst_iface];
             // dist/next: for each node, the interface leading towards dst and
             // the first layer-3 node's address on the way.
@@ -200,7 +217,12 @@ impl Topology {
             // The owner reaches itself locally; its neighbours reach it through
             // the link attached to `dst_iface` first, then other links.
             let mut order: Vec<IfaceId> = vec![dst_iface];
-            order.extend(self.node_ifaces[dst_node].iter().copied().filter(|&i| i != dst_iface));
+            order.extend(
+                self.node_ifaces[dst_node]
+                    .iter()
+                    .copied()
+                    .filter(|&i| i != dst_iface),
+            );
             for &i in &order {
                 let peer = self.iface_peer[i];
                 let pn = self.iface_node[peer];
@@ -208,7 +230,11 @@ impl Topology {
                     visited[pn] = true;
                     // next_hop seen from pn is the address on dst_node's side of the link
                     let hop = self.iface_ip[i].unwrap_or(dst);
-                    self.routes[pn].push(Route { dst, out: peer, next_hop: hop });
+                    self.routes[pn].push(Route {
+                        dst,
+                        out: peer,
+                        next_hop: hop,
+                    });
                     queue.push_back((pn, hop));
                 }
             }
@@ -229,7 +255,11 @@ impl Topology {
                         NodeKind::Switch => hop_from_node,
                         _ => self.iface_ip[i].unwrap_or(hop_from_node),
                     };
-                    self.routes[pn].push(Route { dst, out: peer, next_hop: hop });
+                    self.routes[pn].push(Route {
+                        dst,
+                        out: peer,
+                        next_hop: hop,
+                    });
                     queue.push_back((pn, hop));
                 }
             }
@@ -245,15 +275,27 @@ mod tests {
     use super::*;
 
     fn ep(node: &str, intf: &str, ip: Option<&str>) -> EndpointConfig {
-        EndpointConfig { node: node.into(), intf: intf.into(), ip: ip.map(|s| Ipv4::parse(s).unwrap()) }
+        EndpointConfig {
+            node: node.into(),
+            intf: intf.into(),
+            ip: ip.map(|s| Ipv4::parse(s).unwrap()),
+        }
     }
 
     fn link(a: EndpointConfig, b: EndpointConfig) -> LinkConfig {
-        LinkConfig { a, b, rate_bps: 0, delay_ns: 0 }
+        LinkConfig {
+            a,
+            b,
+            rate_bps: 0,
+            delay_ns: 0,
+        }
     }
 
     fn node(name: &str, kind: NodeKind) -> NodeConfig {
-        NodeConfig { name: name.into(), kind }
+        NodeConfig {
+            name: name.into(),
+            kind,
+        }
     }
 
     /// Lab 14: links [h1,s1] [s1,s2] [s2,h3] [h2,s1].
@@ -267,10 +309,19 @@ mod tests {
                 node("s2", NodeKind::Switch),
             ],
             links: vec![
-                link(ep("h1", "h1-eth0", Some("10.0.0.1")), ep("s1", "s1-eth1", None)),
+                link(
+                    ep("h1", "h1-eth0", Some("10.0.0.1")),
+                    ep("s1", "s1-eth1", None),
+                ),
                 link(ep("s1", "s1-eth2", None), ep("s2", "s2-eth1", None)),
-                link(ep("s2", "s2-eth2", None), ep("h3", "h3-eth0", Some("10.0.0.3"))),
-                link(ep("h2", "h2-eth0", Some("10.0.0.2")), ep("s1", "s1-eth3", None)),
+                link(
+                    ep("s2", "s2-eth2", None),
+                    ep("h3", "h3-eth0", Some("10.0.0.3")),
+                ),
+                link(
+                    ep("h2", "h2-eth0", Some("10.0.0.2")),
+                    ep("s1", "s1-eth3", None),
+                ),
             ],
         };
         Topology::build(&cfg).unwrap()
@@ -297,10 +348,20 @@ mod tests {
     #[test]
     fn router_is_the_next_hop_of_its_hosts() {
         let cfg = TopologyConfig {
-            nodes: vec![node("host1", NodeKind::Host), node("router", NodeKind::Router), node("host2", NodeKind::Host)],
+            nodes: vec![
+                node("host1", NodeKind::Host),
+                node("router", NodeKind::Router),
+                node("host2", NodeKind::Host),
+            ],
             links: vec![
-                link(ep("host1", "eth0", Some("192.168.24.21")), ep("router", "eth2", Some("192.168.24.22"))),
-                link(ep("router", "eth1", Some("192.168.25.22")), ep("host2", "eth0b", Some("192.168.25.24"))),
+                link(
+                    ep("host1", "eth0", Some("192.168.24.21")),
+                    ep("router", "eth2", Some("192.168.24.22")),
+                ),
+                link(
+                    ep("router", "eth1", Some("192.168.25.22")),
+                    ep("host2", "eth0b", Some("192.168.25.24")),
+                ),
             ],
         };
         let t = Topology::build(&cfg).unwrap();
@@ -308,24 +369,34 @@ mod tests {
         let r = t.route(h1, Ipv4::parse("192.168.25.24").unwrap()).unwrap();
         assert_eq!(r.next_hop, Ipv4::parse("192.168.24.22").unwrap());
         let router = t.node_by_name("router").unwrap();
-        let r = t.route(router, Ipv4::parse("192.168.25.24").unwrap()).unwrap();
+        let r = t
+            .route(router, Ipv4::parse("192.168.25.24").unwrap())
+            .unwrap();
         assert_eq!(t.iface_names[r.out], "eth1");
         assert_eq!(r.next_hop, Ipv4::parse("192.168.25.24").unwrap());
     }
 
     #[test]
     fn bad_topologies_are_rejected_with_a_reason() {
-        let dup = TopologyConfig { nodes: vec![node("h1", NodeKind::Host), node("h1", NodeKind::Host)], links: vec![] };
+        let dup = TopologyConfig {
+            nodes: vec![node("h1", NodeKind::Host), node("h1", NodeKind::Host)],
+            links: vec![],
+        };
         assert!(matches!(Topology::build(&dup), Err(Error::Config(m)) if m.contains("twice")));
         let unknown = TopologyConfig {
             nodes: vec![node("h1", NodeKind::Host)],
-            links: vec![link(ep("h1", "h1-eth0", Some("10.0.0.1")), ep("s9", "s9-eth1", None))],
+            links: vec![link(
+                ep("h1", "h1-eth0", Some("10.0.0.1")),
+                ep("s9", "s9-eth1", None),
+            )],
         };
         assert!(matches!(Topology::build(&unknown), Err(Error::Config(m)) if m.contains("s9")));
         let no_ip = TopologyConfig {
             nodes: vec![node("h1", NodeKind::Host), node("s1", NodeKind::Switch)],
             links: vec![link(ep("h1", "h1-eth0", None), ep("s1", "s1-eth1", None))],
         };
-        assert!(matches!(Topology::build(&no_ip), Err(Error::Config(m)) if m.contains("needs an address")));
+        assert!(
+            matches!(Topology::build(&no_ip), Err(Error::Config(m)) if m.contains("needs an address"))
+        );
     }
 }

@@ -55,12 +55,21 @@ fn assert_conservation(sim: &Simulator) {
     let delivered = p["delivered"].as_u64().unwrap();
     let dropped = p["dropped"].as_u64().unwrap();
     let live = p["live"].as_u64().unwrap();
-    assert_eq!(created, delivered + dropped + live, "every packet is delivered, dropped or live: {p}");
-    assert_eq!(live, p["held"].as_u64().unwrap(), "live packets are all somewhere: {p}");
+    assert_eq!(
+        created,
+        delivered + dropped + live,
+        "every packet is delivered, dropped or live: {p}"
+    );
+    assert_eq!(
+        live,
+        p["held"].as_u64().unwrap(),
+        "live packets are all somewhere: {p}"
+    );
 }
 
 fn ping(count: u32) -> String {
-    json!({"kind": "ping", "dst": "10.0.0.3", "count": count, "interval_ns": S, "size": 56}).to_string()
+    json!({"kind": "ping", "dst": "10.0.0.3", "count": count, "interval_ns": S, "size": 56})
+        .to_string()
 }
 
 #[test]
@@ -69,7 +78,12 @@ fn ping_rtt_is_the_one_way_netem_delay_and_the_first_pays_arp() {
     tc(&mut sim, netem_delay("s1-eth2", 20 * MS, 0));
     let app = sim.start_app("h1", &ping(4)).unwrap();
     let r = &run_until_done(&mut sim, &[app], 60 * S)[0];
-    let rtts: Vec<u64> = r["replies"].as_array().unwrap().iter().map(|x| x["rtt_ns"].as_u64().unwrap()).collect();
+    let rtts: Vec<u64> = r["replies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["rtt_ns"].as_u64().unwrap())
+        .collect();
     // ARP request crosses the 20 ms netem, the reply does not; then the echo request does.
     assert_eq!(rtts, vec![40 * MS, 20 * MS, 20 * MS, 20 * MS]);
     assert_eq!(r["transmitted"], 4);
@@ -83,7 +97,12 @@ fn netem_on_both_directions_doubles_the_rtt() {
     tc(&mut sim, netem_delay("s2-eth1", 20 * MS, 0));
     let app = sim.start_app("h2", &ping(3)).unwrap();
     let r = &run_until_done(&mut sim, &[app], 60 * S)[0];
-    let rtts: Vec<u64> = r["replies"].as_array().unwrap().iter().map(|x| x["rtt_ns"].as_u64().unwrap()).collect();
+    let rtts: Vec<u64> = r["replies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["rtt_ns"].as_u64().unwrap())
+        .collect();
     assert_eq!(rtts, vec![80 * MS, 40 * MS, 40 * MS]);
 }
 
@@ -91,8 +110,16 @@ fn netem_on_both_directions_doubles_the_rtt() {
 fn cbr_through_tbf(offered_bps: u64, shaped_bytes_per_s: u64) -> (f64, f64, Simulator) {
     let mut sim = lab14(3);
     tc(&mut sim, netem_delay("s1-eth2", 10 * MS, 0));
-    tc(&mut sim, tbf_child("s1-eth2", shaped_bytes_per_s, 15_000, 200_000));
-    let sink = sim.start_app("h3", &json!({"kind": "sink", "port": 5001, "proto": "udp"}).to_string()).unwrap();
+    tc(
+        &mut sim,
+        tbf_child("s1-eth2", shaped_bytes_per_s, 15_000, 200_000),
+    );
+    let sink = sim
+        .start_app(
+            "h3",
+            &json!({"kind": "sink", "port": 5001, "proto": "udp"}).to_string(),
+        )
+        .unwrap();
     let src = sim
         .start_app(
             "h1",
@@ -115,7 +142,11 @@ fn cbr_through_tbf(offered_bps: u64, shaped_bytes_per_s: u64) -> (f64, f64, Simu
 fn cbr_below_the_shaped_rate_gets_through_entirely() {
     // 5 Mbit/s of payload offered into a 10 Mbit/s tbf: nothing is lost.
     let (rate, bytes, sim) = cbr_through_tbf(5_000_000, 1_250_000);
-    assert_eq!(bytes as u64, 10 * 5_000_000 / 8 / 1448 * 1448 + 1448, "every datagram arrives");
+    assert_eq!(
+        bytes as u64,
+        10 * 5_000_000 / 8 / 1448 * 1448 + 1448,
+        "every datagram arrives"
+    );
     assert!((rate - 5e6).abs() / 5e6 < 0.002, "{rate}");
     assert_conservation(&sim);
 }
@@ -126,10 +157,16 @@ fn cbr_above_the_shaped_rate_is_cut_to_the_rate_in_payload_terms() {
     // gets 10 Mbit/s of frames, i.e. 10e6 * 1448/1490 of UDP payload.
     let (rate, _, sim) = cbr_through_tbf(20_000_000, 1_250_000);
     let expected = 10e6 * 1448.0 / 1490.0;
-    assert!((rate - expected).abs() / expected < 0.005, "{rate} vs {expected}");
+    assert!(
+        (rate - expected).abs() / expected < 0.005,
+        "{rate} vs {expected}"
+    );
     let s = sim.summary();
     let drops = &s["interfaces"]["s1-eth2"]["drops"]["queue_full"]["packets"];
-    assert!(drops.as_u64().unwrap() > 1000, "the excess is tail-dropped: {drops}");
+    assert!(
+        drops.as_u64().unwrap() > 1000,
+        "the excess is tail-dropped: {drops}"
+    );
     assert_conservation(&sim);
 }
 
@@ -159,7 +196,10 @@ fn iperf3_udp_test_counts_what_the_receiver_got() {
     let mut sim = lab14(5);
     tc(&mut sim, netem_delay("s1-eth2", 20 * MS, 0));
     let server = sim
-        .start_app("h3", &json!({"kind": "iperf3_server", "port": 5201, "interval_ns": S}).to_string())
+        .start_app(
+            "h3",
+            &json!({"kind": "iperf3_server", "port": 5201, "interval_ns": S}).to_string(),
+        )
         .unwrap();
     let client = sim
         .start_app(
@@ -201,7 +241,10 @@ fn iperf3_client_without_server_is_refused() {
         )
         .unwrap();
     let r = &run_until_done(&mut sim, &[client], 60 * S)[0];
-    assert_eq!(r["error"], "unable to connect to server: Connection refused");
+    assert_eq!(
+        r["error"],
+        "unable to connect to server: Connection refused"
+    );
 }
 
 #[test]
@@ -210,12 +253,23 @@ fn bad_config_and_specs_are_errors_not_panics() {
     assert!(Simulator::from_json(r#"{"seed": 1, "nodes": [], "links": [], "bogus": 1}"#).is_err());
     let mut sim = lab14(1);
     assert!(sim.start_app("nobody", &ping(1)).is_err());
-    assert!(sim.start_app("s1", &ping(1)).is_err(), "switches run no applications");
+    assert!(
+        sim.start_app("s1", &ping(1)).is_err(),
+        "switches run no applications"
+    );
     assert!(sim.start_app("h1", r#"{"kind": "ping"}"#).is_err());
-    assert!(sim.start_app("h1", r#"{"kind": "qmon", "dev": "eth9", "interval_ns": 1}"#).is_err());
-    let err = sim.tc(&serde_json::from_value(netem_delay("nope0", 0, 0)).unwrap()).unwrap_err();
+    assert!(sim
+        .start_app("h1", r#"{"kind": "qmon", "dev": "eth9", "interval_ns": 1}"#)
+        .is_err());
+    let err = sim
+        .tc(&serde_json::from_value(netem_delay("nope0", 0, 0)).unwrap())
+        .unwrap_err();
     assert_eq!(err.to_string(), "Cannot find device \"nope0\"");
     let srv = json!({"kind": "iperf3_server", "port": 5201, "interval_ns": S}).to_string();
     sim.start_app("h3", &srv).unwrap();
-    assert!(sim.start_app("h3", &srv).unwrap_err().to_string().contains("Address already in use"));
+    assert!(sim
+        .start_app("h3", &srv)
+        .unwrap_err()
+        .to_string()
+        .contains("Address already in use"));
 }

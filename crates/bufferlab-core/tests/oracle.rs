@@ -30,7 +30,12 @@ fn queue(seed: u64, size_dist: &str, payload: u32, rho: f64, seconds: u64) -> (f
     let mean_service = (payload as f64 + HEADERS) * 8.0 / WIRE_BPS;
     // λ = ρ / E[S]; the source's mean gap is payload·8 / rate_bps
     let rate_bps = (payload as f64 * 8.0 * rho / mean_service).round() as u64;
-    let sink = sim.start_app("h2", &json!({"kind": "sink", "port": 9, "proto": "udp"}).to_string()).unwrap();
+    let sink = sim
+        .start_app(
+            "h2",
+            &json!({"kind": "sink", "port": 9, "proto": "udp"}).to_string(),
+        )
+        .unwrap();
     let src = json!({"kind": "udp_source", "pattern": "poisson", "dst": "10.0.0.2", "port": 9,
                      "rate_bps": rate_bps, "size": payload, "duration_ns": seconds * S,
                      "size_dist": size_dist});
@@ -43,7 +48,10 @@ fn queue(seed: u64, size_dist: &str, payload: u32, rho: f64, seconds: u64) -> (f
     let r = sim.app_result(sink).unwrap();
     let summary = sim.summary();
     let dropped = summary["packets"]["dropped"].as_u64().unwrap();
-    (r["mean_delay_ns"].as_f64().unwrap() / 1e9 - mean_service, dropped)
+    (
+        r["mean_delay_ns"].as_f64().unwrap() / 1e9 - mean_service,
+        dropped,
+    )
 }
 
 #[test]
@@ -54,8 +62,15 @@ fn md1_mean_waiting_time_matches_theory_within_3_percent() {
     let (wq, dropped) = queue(11, "fixed", payload, rho, 400);
     assert_eq!(dropped, 0, "the queue never overflows at rho = 0.5");
     let err = (wq - theory).abs() / theory;
-    eprintln!("measured {wq:.6e} s, theory {theory:.6e} s, {:.2}% off", err * 100.0);
-    assert!(err < 0.03, "M/D/1: measured {wq:.6e} s, theory {theory:.6e} s ({:.2}% off)", err * 100.0);
+    eprintln!(
+        "measured {wq:.6e} s, theory {theory:.6e} s, {:.2}% off",
+        err * 100.0
+    );
+    assert!(
+        err < 0.03,
+        "M/D/1: measured {wq:.6e} s, theory {theory:.6e} s ({:.2}% off)",
+        err * 100.0
+    );
 }
 
 #[test]
@@ -70,6 +85,13 @@ fn mm1_mean_waiting_time_matches_theory_within_3_percent() {
     let theory = lambda * es2 / (2.0 * (1.0 - rho));
     let (wq, _) = queue(12, "exponential", payload, rho, 400);
     let err = (wq - theory).abs() / theory;
-    eprintln!("measured {wq:.6e} s, theory {theory:.6e} s, {:.2}% off", err * 100.0);
-    assert!(err < 0.03, "M/M/1: measured {wq:.6e} s, theory {theory:.6e} s ({:.2}% off)", err * 100.0);
+    eprintln!(
+        "measured {wq:.6e} s, theory {theory:.6e} s, {:.2}% off",
+        err * 100.0
+    );
+    assert!(
+        err < 0.03,
+        "M/M/1: measured {wq:.6e} s, theory {theory:.6e} s ({:.2}% off)",
+        err * 100.0
+    );
 }

@@ -9,20 +9,45 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
-create_exception!(_core, CoreError, PyException, "Base class of the engine's errors.");
-create_exception!(_core, ConfigError, CoreError, "The simulator config (topology, options) is invalid.");
-create_exception!(_core, TcRequestError, CoreError, "A tc request failed; the message is tc's own text.");
-create_exception!(_core, AppError, CoreError, "An application could not be started or addressed.");
-create_exception!(_core, SchemaError, CoreError, "JSON handed to the engine does not match its schema.");
+create_exception!(
+    _core,
+    CoreError,
+    PyException,
+    "Base class of the engine's errors."
+);
+create_exception!(
+    _core,
+    ConfigError,
+    CoreError,
+    "The simulator config (topology, options) is invalid."
+);
+create_exception!(
+    _core,
+    TcRequestError,
+    CoreError,
+    "A tc request failed; the message is tc's own text."
+);
+create_exception!(
+    _core,
+    AppError,
+    CoreError,
+    "An application could not be started or addressed."
+);
+create_exception!(
+    _core,
+    SchemaError,
+    CoreError,
+    "JSON handed to the engine does not match its schema."
+);
 
 /// The single map from core errors to Python exceptions.
 fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
     match e {
         Error::Config(_) => ConfigError::new_err(msg),
-        Error::Tc(TcError::Exists | TcError::NotFound | TcError::Invalid(_) | TcError::NoDevice(_)) => {
-            TcRequestError::new_err(msg)
-        }
+        Error::Tc(
+            TcError::Exists | TcError::NotFound | TcError::Invalid(_) | TcError::NoDevice(_),
+        ) => TcRequestError::new_err(msg),
         Error::App(_) => AppError::new_err(msg),
         Error::Schema(_) => SchemaError::new_err(msg),
     }
@@ -42,7 +67,9 @@ struct Simulator {
 impl Simulator {
     #[new]
     fn new(config_json: &str) -> PyResult<Self> {
-        Ok(Simulator { inner: bufferlab_core::Simulator::from_json(config_json).map_err(to_py)? })
+        Ok(Simulator {
+            inner: bufferlab_core::Simulator::from_json(config_json).map_err(to_py)?,
+        })
     }
 
     fn now_ns(&self) -> u64 {
@@ -50,7 +77,8 @@ impl Simulator {
     }
 
     fn tc(&mut self, request_json: &str) -> PyResult<()> {
-        let req = serde_json::from_str(request_json).map_err(|e| SchemaError::new_err(format!("tc request: {e}")))?;
+        let req = serde_json::from_str(request_json)
+            .map_err(|e| SchemaError::new_err(format!("tc request: {e}")))?;
         self.inner.tc(&req).map_err(to_py)
     }
 

@@ -182,10 +182,12 @@ _SPECS["onoff"] = _SPECS["cbr"] + [
 ]
 
 _USAGE = {
-    "cbr": "cbr -c DEST -u -r RATE [-l SIZE] [--size-dist fixed|exp] [-t T] [-n BYTES] [-p PORT] [-S TOS]",
-    "poisson": "poisson -c DEST -u -r RATE [-l SIZE] [--size-dist fixed|exp] [-t T] [-n BYTES] [-p PORT] [-S TOS]",
-    "onoff": "onoff -c DEST -u -r RATE [--on T] [--off T] [-l SIZE] [--size-dist fixed|exp] [-t T] [-n BYTES] "
+    "cbr": "cbr -c DEST -u -r RATE [-l SIZE] [--size-dist fixed|exp] [-t T] [-n BYTES] [-p PORT] "
+    "[-S TOS]",
+    "poisson": "poisson -c DEST -u -r RATE [-l SIZE] [--size-dist fixed|exp] [-t T] [-n BYTES] "
     "[-p PORT] [-S TOS]",
+    "onoff": "onoff -c DEST -u -r RATE [--on T] [--off T] [-l SIZE] [--size-dist fixed|exp] [-t T] "
+    "[-n BYTES] [-p PORT] [-S TOS]",
     "sink": "sink [-p PORT] [-u]",
     "bulk": "bulk -c DEST [-p PORT] [-n BYTES] [-t T] [-C CC]",
 }

@@ -141,7 +141,7 @@ def ping_text(result: dict[str, Any], target_as_typed: str, profile: Any, quiet:
     replies = list(result.get("replies", []))
     rtts = [int(r["rtt_ns"]) // 1000 for r in replies]
     if not quiet:
-        for r, t in zip(replies, rtts):
+        for r, t in zip(replies, rtts, strict=True):
             line = "%d bytes from %s: icmp_seq=%d" % (int(r.get("bytes", size + 8)), dst, int(r["seq"]))
             if r.get("ttl") is not None:
                 line += " ttl=%d" % int(r["ttl"])

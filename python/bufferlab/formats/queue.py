@@ -13,7 +13,7 @@ printed ``1Mb`` and recorded as 1 048 576).
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .tc import sprint_size
 

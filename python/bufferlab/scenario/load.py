@@ -16,19 +16,45 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ScenarioError
+from ..errors import CommandError, ScenarioError
 from ..profile import PROFILES, Profile, profile_fields, with_overrides
-from ..errors import CommandError
 from ..units import parse_duration_ns
 
 TOP_KEYS = {"name", "seed", "sim", "topology", "part", "hosts"}
-SIM_KEYS = {"profile", "queue_sample_interval", "stop_at", "iperf3_version", "ping_style",
-            "netem_time_ns", "tc_modern_print", "netem_modern_accounting", "ping_send_lag_us",
-            "iperf3_socket_base", "system_info", "epoch", "arp", "gso", "red_adaptive_timer"}
+SIM_KEYS = {
+    "profile",
+    "queue_sample_interval",
+    "stop_at",
+    "iperf3_version",
+    "ping_style",
+    "netem_time_ns",
+    "tc_modern_print",
+    "netem_modern_accounting",
+    "ping_send_lag_us",
+    "iperf3_socket_base",
+    "system_info",
+    "epoch",
+    "arp",
+    "gso",
+    "red_adaptive_timer",
+}
 TOPOLOGY_KEYS = {"hosts", "switches", "routers", "links"}
 PART_KEYS = {"name", "cmds", "duration"}
-LINK_KEYS = {"a", "b", "a_intf", "b_intf", "a_ip", "b_ip", "bw", "delay", "jitter", "loss",
-             "max_queue_size", "wire_rate", "wire_delay"}
+LINK_KEYS = {
+    "a",
+    "b",
+    "a_intf",
+    "b_intf",
+    "a_ip",
+    "b_ip",
+    "bw",
+    "delay",
+    "jitter",
+    "loss",
+    "max_queue_size",
+    "wire_rate",
+    "wire_delay",
+}
 #: [sim] keys reserved for models that arrive with later issues
 NOT_YET = {
     "gso": "GSO super-packets are not supported yet (packets are MTU-sized)",
@@ -180,7 +206,9 @@ def load_scenario(path: str | Path) -> Scenario:
     return _build(data, src, path)
 
 
-def _err(src: SourceMap, message: str, key: str | None = None, line: int | None = None, **kw: Any) -> ScenarioError:
+def _err(
+    src: SourceMap, message: str, key: str | None = None, line: int | None = None, **kw: Any
+) -> ScenarioError:
     if line is None and key is not None:
         line = src.key_line(key)
     return ScenarioError(message, file=src.file, line=line, **kw)
@@ -223,8 +251,12 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
     profile, arp = _build_sim(data.get("sim", {}), src)
     topo = data.get("topology")
     if not isinstance(topo, dict):
-        raise _err(src, "the scenario needs a [topology] table", line=None,
-                   expected='[topology] with hosts = [...], switches = [...], links = [[...], ...]')
+        raise _err(
+            src,
+            "the scenario needs a [topology] table",
+            line=None,
+            expected="[topology] with hosts = [...], switches = [...], links = [[...], ...]",
+        )
     topo_line = src.header_line("[topology]", 0)
     _check_keys(src, topo, TOPOLOGY_KEYS, "[topology]", line=topo_line)
     hosts = _str_list(src, topo, "hosts", "topology")
@@ -243,8 +275,17 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
     links = _build_links(topo.get("links", []), src, set(names))
     parts = _build_parts(data.get("part", []), src, set(names))
     return Scenario(
-        path=path, name=name, slug=_slug(path.stem), seed=seed, profile=profile, arp=arp,
-        hosts=hosts, switches=switches, routers=routers, links=links, parts=parts,
+        path=path,
+        name=name,
+        slug=_slug(path.stem),
+        seed=seed,
+        profile=profile,
+        arp=arp,
+        hosts=hosts,
+        switches=switches,
+        routers=routers,
+        links=links,
+        parts=parts,
     )
 
 
@@ -258,8 +299,13 @@ def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool]:
             raise _err(src, f"[sim] {k}: {why}", line=src.key_line(k, (line or 1) - 1))
     pname = sim.get("profile", "lab2019")
     if pname not in PROFILES:
-        raise _err(src, f"unknown profile {pname!r}", key="profile", expected=" or ".join(PROFILES),
-                   suggestion=_suggest(str(pname), set(PROFILES)))
+        raise _err(
+            src,
+            f"unknown profile {pname!r}",
+            key="profile",
+            expected=" or ".join(PROFILES),
+            suggestion=_suggest(str(pname), set(PROFILES)),
+        )
     overrides: dict[str, Any] = {}
     known = set(profile_fields())
     for k, v in sim.items():
@@ -311,22 +357,32 @@ def _convert_sim_value(key: str, v: Any) -> Any:
 
 def _build_links(raw: Any, src: SourceMap, names: set[str]) -> list[LinkSpec]:
     if not isinstance(raw, list):
-        raise _err(src, "topology.links must be a list", key="links",
-                   expected='links = [["h1", "s1"], {a = "s1", b = "h2", bw = 10}]')
+        raise _err(
+            src,
+            "topology.links must be a list",
+            key="links",
+            expected='links = [["h1", "s1"], {a = "s1", b = "h2", bw = 10}]',
+        )
     first = src.key_line("links") or 0
     out: list[LinkSpec] = []
     for i, item in enumerate(raw):
         line = first
         if isinstance(item, list):
             if len(item) != 2 or not all(isinstance(x, str) for x in item):
-                raise _err(src, f"link {i + 1} must name exactly two nodes", line=line,
-                           expected='["h1", "s1"]')
+                raise _err(
+                    src, f"link {i + 1} must name exactly two nodes", line=line, expected='["h1", "s1"]'
+                )
             spec = LinkSpec(a=item[0], b=item[1], line=line)
         elif isinstance(item, dict):
             for k in item:
                 if k not in LINK_KEYS:
-                    raise _err(src, f"unknown key {k!r} in link {i + 1}", line=line,
-                               expected=", ".join(sorted(LINK_KEYS)), suggestion=_suggest(k, LINK_KEYS))
+                    raise _err(
+                        src,
+                        f"unknown key {k!r} in link {i + 1}",
+                        line=line,
+                        expected=", ".join(sorted(LINK_KEYS)),
+                        suggestion=_suggest(k, LINK_KEYS),
+                    )
             if "a" not in item or "b" not in item:
                 raise _err(src, f"link {i + 1} needs both ends: a = ..., b = ...", line=line)
             try:
@@ -338,9 +394,13 @@ def _build_links(raw: Any, src: SourceMap, names: set[str]) -> list[LinkSpec]:
             raise _err(src, f"link {i + 1} must be a pair of names or a table", line=line)
         for end in (spec.a, spec.b):
             if end not in names:
-                raise _err(src, f"link {i + 1} names unknown node {end!r}", line=line,
-                           expected="a node listed in hosts, switches or routers",
-                           suggestion=_suggest(end, names))
+                raise _err(
+                    src,
+                    f"link {i + 1} names unknown node {end!r}",
+                    line=line,
+                    expected="a node listed in hosts, switches or routers",
+                    suggestion=_suggest(end, names),
+                )
         if spec.a == spec.b:
             raise _err(src, f"link {i + 1} connects {spec.a!r} to itself", line=line)
         out.append(spec)
@@ -360,15 +420,21 @@ def _check_link_types(spec: LinkSpec, i: int, src: SourceMap) -> None:
         if v is not None and (not isinstance(v, int | float) or isinstance(v, bool) or v < 0):
             raise bad(key, "a non-negative number")
     if spec.max_queue_size is not None and (
-        not isinstance(spec.max_queue_size, int) or isinstance(spec.max_queue_size, bool) or spec.max_queue_size <= 0
+        not isinstance(spec.max_queue_size, int)
+        or isinstance(spec.max_queue_size, bool)
+        or spec.max_queue_size <= 0
     ):
         raise bad("max_queue_size", "a positive integer (packets)")
 
 
 def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
     if not isinstance(raw, list) or not raw:
-        raise _err(src, "the scenario has no [[part]] sections", line=None,
-                   expected='[[part]]\nname = "..."\ncmds = ["h1: ping 10.0.0.2 -c 4"]')
+        raise _err(
+            src,
+            "the scenario has no [[part]] sections",
+            line=None,
+            expected='[[part]]\nname = "..."\ncmds = ["h1: ping 10.0.0.2 -c 4"]',
+        )
     parts: list[Part] = []
     seen: set[str] = set()
     index = 0
@@ -390,8 +456,12 @@ def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
                 raise _err(src, f"part {pname!r}: duration: {e}", line=line) from None
         cmds = part.get("cmds", [])
         if not isinstance(cmds, list) or not all(isinstance(c, str) for c in cmds):
-            raise _err(src, f"part {pname!r}: cmds must be a list of strings", line=line,
-                       expected='cmds = ["h1: ping 10.0.0.2 -c 4"]')
+            raise _err(
+                src,
+                f"part {pname!r}: cmds must be a list of strings",
+                line=line,
+                expected='cmds = ["h1: ping 10.0.0.2 -c 4"]',
+            )
         src.cursor = (line, 0)
         commands = []
         for c in cmds:
@@ -401,17 +471,23 @@ def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
             if not m:
                 raise ScenarioError(
                     "a command must start with the terminal it is typed in",
-                    file=src.file, line=cl, col=cc,
+                    file=src.file,
+                    line=cl,
+                    col=cc,
                     expected='"<node>: <command>" or "admin: <command>"',
                     suggestion='e.g. "h1: ping 10.0.0.3 -c 4"',
                 )
             term = m.group(1)
             if term != "admin" and term not in names:
                 raise ScenarioError(
-                    f"unknown terminal {term!r}", file=src.file, line=cl, col=cc,
-                    expected="a node name or admin", suggestion=_suggest(term, names | {"admin"}),
+                    f"unknown terminal {term!r}",
+                    file=src.file,
+                    line=cl,
+                    col=cc,
+                    expected="a node name or admin",
+                    suggestion=_suggest(term, names | {"admin"}),
                 )
-            commands.append(Command(term, c[m.end():], cl, cc + m.end(), index, src.file))
+            commands.append(Command(term, c[m.end() :], cl, cc + m.end(), index, src.file))
             index += 1
         parts.append(Part(slug, commands, duration, line))
     return parts

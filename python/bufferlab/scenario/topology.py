@@ -79,15 +79,20 @@ def _ip(value: str, file: str, line: int, what: str) -> str:
         return str(ipaddress.IPv4Interface(value).ip)
     except ValueError:
         raise ScenarioError(
-            f"{what}: {value!r} is not an IPv4 address", file=file, line=line,
+            f"{what}: {value!r} is not an IPv4 address",
+            file=file,
+            line=line,
             expected='an address such as "192.168.24.21/24" or "10.0.0.5"',
         ) from None
 
 
 def build_topology(sc: Scenario) -> BuiltTopology:
     file = str(sc.path)
-    kinds = {**{h: "host" for h in sc.hosts}, **{s: "switch" for s in sc.switches},
-             **{r: "router" for r in sc.routers}}
+    kinds = {
+        **{h: "host" for h in sc.hosts},
+        **{s: "switch" for s in sc.switches},
+        **{r: "router" for r in sc.routers},
+    }
     default_ip = {h: f"10.0.0.{k + 1}" for k, h in enumerate(sc.hosts)}
     next_port = {n: (1 if kinds[n] == "switch" else 0) for n in kinds}
     by_node: dict[str, list[Interface]] = {n: [] for n in kinds}
@@ -104,8 +109,10 @@ def build_topology(sc: Scenario) -> BuiltTopology:
         if kind == "switch":
             if ip is not None:
                 raise ScenarioError(
-                    f"{side}_ip: switch {node} forwards at layer 2 and has no address", file=file,
-                    line=link.line, suggestion="make it a router (routers = [...]) if it should route by IP",
+                    f"{side}_ip: switch {node} forwards at layer 2 and has no address",
+                    file=file,
+                    line=link.line,
+                    suggestion="make it a router (routers = [...]) if it should route by IP",
                 )
         elif ip is not None:
             ip = _ip(ip, file, link.line, f"{side}_ip")
@@ -114,14 +121,17 @@ def build_topology(sc: Scenario) -> BuiltTopology:
         else:
             what = "router" if kind == "router" else "host with several links"
             raise ScenarioError(
-                f"{node}'s interface {name} needs an address ({what})", file=file, line=link.line,
-                expected=f"a link table with {side}_ip, e.g. {{ a = \"{link.a}\", b = \"{link.b}\", "
-                f"{side}_ip = \"192.168.1.1/24\" }}",
+                f"{node}'s interface {name} needs an address ({what})",
+                file=file,
+                line=link.line,
+                expected=f'a link table with {side}_ip, e.g. {{ a = "{link.a}", b = "{link.b}", '
+                f'{side}_ip = "192.168.1.1/24" }}',
             )
         if ip is not None:
             if ip in used_ips:
-                raise ScenarioError(f"address {ip} is used by both {used_ips[ip]} and {node}", file=file,
-                                    line=link.line)
+                raise ScenarioError(
+                    f"address {ip} is used by both {used_ips[ip]} and {node}", file=file, line=link.line
+                )
             used_ips[ip] = node
         i = Interface(node=node, name=name, engine_name=name, ip=ip)
         by_node[node].append(i)
@@ -142,11 +152,13 @@ def build_topology(sc: Scenario) -> BuiltTopology:
         if counts[i.name] > 1:
             i.engine_name = f"{i.node}/{i.name}"
     for link, a, b in pending:
-        links_json.append({
-            "a": {"node": a.node, "intf": a.engine_name, "ip": a.ip},
-            "b": {"node": b.node, "intf": b.engine_name, "ip": b.ip},
-            **_wire(link, file),
-        })
+        links_json.append(
+            {
+                "a": {"node": a.node, "intf": a.engine_name, "ip": a.ip},
+                "b": {"node": b.node, "intf": b.engine_name, "ip": b.ip},
+                **_wire(link, file),
+            }
+        )
         for intf in (a, b):
             for line in tclink_lines(link, file):
                 commands.append((intf.node, intf.engine_name, line))
@@ -174,8 +186,12 @@ def _wire(link: LinkSpec, file: str) -> dict[str, int]:
         if link.wire_delay is not None:
             out["delay_ns"] = parse_duration_ns(link.wire_delay)
     except CommandError as e:
-        raise ScenarioError(f"link {link.a}-{link.b}: {e.message}", file=file, line=link.line,
-                            expected=e.expected or 'wire_rate = "10mbit", wire_delay = "5ms"') from None
+        raise ScenarioError(
+            f"link {link.a}-{link.b}: {e.message}",
+            file=file,
+            line=link.line,
+            expected=e.expected or 'wire_rate = "10mbit", wire_delay = "5ms"',
+        ) from None
     return out
 
 
@@ -191,7 +207,9 @@ def tclink_lines(link: LinkSpec, file: str) -> list[str]:
         if not 0 < link.bw <= 1000:
             raise ScenarioError(
                 f"bw = {link.bw}: Mininet accepts 0 < bw <= 1000 (Mbit/s) and silently skips shaping "
-                "otherwise", file=file, line=link.line,
+                "otherwise",
+                file=file,
+                line=link.line,
                 suggestion="for faster links add a tbf with a tc line in a part",
             )
         latency_ms = 15 * 8 / link.bw
@@ -206,7 +224,9 @@ def tclink_lines(link: LinkSpec, file: str) -> list[str]:
         netem.append(link.jitter)
     if link.loss is not None:
         if link.loss > 100:
-            raise ScenarioError(f"loss = {link.loss}: a percentage between 0 and 100", file=file, line=link.line)
+            raise ScenarioError(
+                f"loss = {link.loss}: a percentage between 0 and 100", file=file, line=link.line
+            )
         netem.append(f"loss {int(link.loss)}")  # Mininet formats loss with %d
     if link.max_queue_size is not None:
         netem.append(f"limit {link.max_queue_size}")

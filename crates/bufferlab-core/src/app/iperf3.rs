@@ -135,7 +135,12 @@ struct Ticker {
 
 impl Ticker {
     fn new(interval: SimDuration, start: SimTime) -> Self {
-        Ticker { interval, start, last_tick: start, next_tick: start + interval }
+        Ticker {
+            interval,
+            start,
+            last_tick: start,
+            next_tick: start + interval,
+        }
     }
 }
 
@@ -166,7 +171,8 @@ impl RecvCounters {
             self.cnt_error = self.cnt_error.saturating_sub(1);
         }
         // iperf3 timestamps have microsecond resolution on both ends.
-        let transit = (now.as_nanos() / 1000) as f64 / 1e6 - (sent_at.as_nanos() / 1000) as f64 / 1e6;
+        let transit =
+            (now.as_nanos() / 1000) as f64 / 1e6 - (sent_at.as_nanos() / 1000) as f64 / 1e6;
         let d = (transit - self.prev_transit_s).abs();
         self.prev_transit_s = transit;
         self.jitter_s += (d - self.jitter_s) / 16.0;
@@ -208,7 +214,9 @@ struct ServerTest {
 
 impl ServerTest {
     fn close_interval(&mut self, end: SimTime) {
-        let Some(t) = self.ticker.as_mut() else { return };
+        let Some(t) = self.ticker.as_mut() else {
+            return;
+        };
         let d = self.counters.minus(&self.at_last_tick);
         let omitted = self.omit_end.is_some_and(|e| end <= e);
         self.intervals.push(json!({
@@ -259,7 +267,9 @@ pub struct Server {
 impl Server {
     pub fn new(spec: ServerSpec) -> Result<Server> {
         if spec.interval_ns == 0 {
-            return Err(Error::App("iperf3: the reporting interval must be positive".into()));
+            return Err(Error::App(
+                "iperf3: the reporting interval must be positive".into(),
+            ));
         }
         Ok(Server {
             port: spec.port,
@@ -282,8 +292,12 @@ impl Server {
                 self.port
             ))
         };
-        ctx.sockets.bind(Proto::Tcp, self.port, ctx.id).map_err(in_use)?;
-        ctx.sockets.bind(Proto::Udp, self.port, ctx.id).map_err(in_use)
+        ctx.sockets
+            .bind(Proto::Tcp, self.port, ctx.id)
+            .map_err(in_use)?;
+        ctx.sockets
+            .bind(Proto::Udp, self.port, ctx.id)
+            .map_err(in_use)
     }
 
     pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
@@ -304,7 +318,11 @@ impl Server {
             msg::CONNECT => match self.current {
                 None if self.tests.last().is_some_and(same) => {} // stale retransmission
                 None => {
-                    let omit = ctx.iperf.tests.get(conn as usize).map_or(SimDuration::ZERO, |t| t.omit);
+                    let omit = ctx
+                        .iperf
+                        .tests
+                        .get(conn as usize)
+                        .map_or(SimDuration::ZERO, |t| t.omit);
                     self.tests.push(ServerTest {
                         conn,
                         client_ip: p.src,
@@ -324,7 +342,9 @@ impl Server {
                     self.current = Some(self.tests.len() - 1);
                     Self::reply(ctx, p, msg::CREATE_STREAMS, conn, STATE_BYTES);
                 }
-                Some(i) if same(&self.tests[i]) => Self::reply(ctx, p, msg::CREATE_STREAMS, conn, STATE_BYTES),
+                Some(i) if same(&self.tests[i]) => {
+                    Self::reply(ctx, p, msg::CREATE_STREAMS, conn, STATE_BYTES)
+                }
                 Some(_) => Self::reply(ctx, p, msg::ACCESS_DENIED, conn, STATE_BYTES),
             },
             msg::TEST_END => {
@@ -358,9 +378,17 @@ impl Server {
                 t.omit_end = (t.omit > SimDuration::ZERO).then(|| ctx.now + t.omit);
                 t.ticker = Some(Ticker::new(self.interval, ctx.now));
             }
-            ctx.send_control(t.client_ip, self.port, t.client_ctrl_port, msg::TEST_START, t.conn, STATE_BYTES);
+            ctx.send_control(
+                t.client_ip,
+                self.port,
+                t.client_ctrl_port,
+                msg::TEST_START,
+                t.conn,
+                STATE_BYTES,
+            );
         } else if t.started.is_some() && Some(p.src_port) == t.client_data_port {
-            t.counters.on_datagram(p.seq, p.udp_payload_len(), p.sent_at, ctx.now);
+            t.counters
+                .on_datagram(p.seq, p.udp_payload_len(), p.sent_at, ctx.now);
         }
     }
 
@@ -368,7 +396,11 @@ impl Server {
         let t = &mut self.tests[i];
         let Some(ticker) = t.ticker.as_ref() else {
             // TEST_END before the test started: nothing was measured.
-            t.totals = Some(ReceiverTotals { start: ctx.now, end: ctx.now, ..Default::default() });
+            t.totals = Some(ReceiverTotals {
+                start: ctx.now,
+                end: ctx.now,
+                ..Default::default()
+            });
             return;
         };
         let start = ticker.start;
@@ -493,17 +525,26 @@ pub struct Client {
 impl Client {
     pub fn new(spec: ClientSpec, mut rng: ComponentRng) -> Result<Client> {
         if spec.rate_bps == 0 {
-            return Err(Error::App("iperf3: the UDP target bitrate must be positive".into()));
+            return Err(Error::App(
+                "iperf3: the UDP target bitrate must be positive".into(),
+            ));
         }
         if spec.blksize < 16 || spec.blksize > 65507 {
-            return Err(Error::App(format!("iperf3: block size {} outside 16..65507 for UDP", spec.blksize)));
+            return Err(Error::App(format!(
+                "iperf3: block size {} outside 16..65507 for UDP",
+                spec.blksize
+            )));
         }
         if spec.interval_ns == 0 {
-            return Err(Error::App("iperf3: the reporting interval must be positive".into()));
+            return Err(Error::App(
+                "iperf3: the reporting interval must be positive".into(),
+            ));
         }
         // make_cookie: 36 characters from the base32 alphabet [a-z2-7].
         const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz234567";
-        let cookie = (0..36).map(|_| ALPHABET[(rng.next_u32() % 32) as usize] as char).collect();
+        let cookie = (0..36)
+            .map(|_| ALPHABET[(rng.next_u32() % 32) as usize] as char)
+            .collect();
         Ok(Client {
             dst: parse_addr("iperf3 server", &spec.dst)?,
             spec,
@@ -535,7 +576,9 @@ impl Client {
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.local_ip = ctx.addr;
         self.ctrl_port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id);
-        self.data_port = ctx.sockets.bind_near(Proto::Udp, self.ctrl_port.saturating_add(2), ctx.id);
+        self.data_port =
+            ctx.sockets
+                .bind_near(Proto::Udp, self.ctrl_port.saturating_add(2), ctx.id);
         self.conn = ctx.iperf.tests.len() as u32;
         let params = json!({
             "protocol": "udp", "num_streams": 1, "blksize": self.spec.blksize,
@@ -555,17 +598,38 @@ impl Client {
     }
 
     fn send_connect(&mut self, ctx: &mut AppCtx) {
-        ctx.send_control(self.dst, self.ctrl_port, self.spec.port, msg::CONNECT, self.conn, CONNECT_BYTES);
+        ctx.send_control(
+            self.dst,
+            self.ctrl_port,
+            self.spec.port,
+            msg::CONNECT,
+            self.conn,
+            CONNECT_BYTES,
+        );
         self.retry_at = Some(ctx.now + SETUP_RETRY);
     }
 
     fn send_udp_connect(&mut self, ctx: &mut AppCtx) {
-        ctx.send_udp(self.dst, self.data_port, self.spec.port, UDP_CONNECT_BYTES, 0, 0);
+        ctx.send_udp(
+            self.dst,
+            self.data_port,
+            self.spec.port,
+            UDP_CONNECT_BYTES,
+            0,
+            0,
+        );
         self.retry_at = Some(ctx.now + SETUP_RETRY);
     }
 
     fn send_test_end(&mut self, ctx: &mut AppCtx) {
-        ctx.send_control(self.dst, self.ctrl_port, self.spec.port, msg::TEST_END, self.conn, STATE_BYTES);
+        ctx.send_control(
+            self.dst,
+            self.ctrl_port,
+            self.spec.port,
+            msg::TEST_END,
+            self.conn,
+            STATE_BYTES,
+        );
         self.retry_at = Some(ctx.now + RUNNING_RETRY);
     }
 
@@ -574,15 +638,38 @@ impl Client {
             (_, Payload::Reset { .. }) if self.state == ClientState::Connecting => {
                 self.fail(ctx, "unable to connect to server: Connection refused");
             }
-            (ClientState::Connecting, Payload::Control { msg: msg::CREATE_STREAMS, .. }) => {
+            (
+                ClientState::Connecting,
+                Payload::Control {
+                    msg: msg::CREATE_STREAMS,
+                    ..
+                },
+            ) => {
                 self.state = ClientState::Starting;
                 self.send_udp_connect(ctx);
             }
-            (ClientState::Connecting, Payload::Control { msg: msg::ACCESS_DENIED, .. }) => {
+            (
+                ClientState::Connecting,
+                Payload::Control {
+                    msg: msg::ACCESS_DENIED,
+                    ..
+                },
+            ) => {
                 self.fail(ctx, "the server is busy running a test. try again later");
             }
-            (ClientState::Starting, Payload::Control { msg: msg::TEST_START, .. }) => self.begin(ctx),
-            (ClientState::Ending, Payload::Control { msg: msg::RESULTS, .. }) => {
+            (
+                ClientState::Starting,
+                Payload::Control {
+                    msg: msg::TEST_START,
+                    ..
+                },
+            ) => self.begin(ctx),
+            (
+                ClientState::Ending,
+                Payload::Control {
+                    msg: msg::RESULTS, ..
+                },
+            ) => {
                 self.state = ClientState::Done;
                 self.retry_at = None;
                 self.stop(ctx);
@@ -605,11 +692,14 @@ impl Client {
     /// Send time of datagram number `n` (1-based).
     fn send_time(&self, n: u64) -> SimTime {
         let bits = (n - 1) as u128 * self.spec.blksize as u128 * 8;
-        self.test_start + SimDuration((bits * NS_PER_SEC as u128 / self.spec.rate_bps as u128) as u64)
+        self.test_start
+            + SimDuration((bits * NS_PER_SEC as u128 / self.spec.rate_bps as u128) as u64)
     }
 
     fn close_interval(&mut self, end: SimTime) {
-        let Some(t) = self.ticker.as_mut() else { return };
+        let Some(t) = self.ticker.as_mut() else {
+            return;
+        };
         let omitted = self.omit_end.is_some_and(|e| end <= e);
         self.intervals.push(json!({
             "start_ns": t.last_tick.as_nanos(), "end_ns": end.as_nanos(),
@@ -629,7 +719,10 @@ impl Client {
         let mut next = self.retry_at;
         if self.state == ClientState::Running {
             let tick = self.ticker.as_ref().map(|t| t.next_tick);
-            for t in [self.next_send, tick, self.omit_end, Some(self.stop_at)].into_iter().flatten() {
+            for t in [self.next_send, tick, self.omit_end, Some(self.stop_at)]
+                .into_iter()
+                .flatten()
+            {
                 next = Some(next.map_or(t, |n| n.min(t)));
             }
         }
@@ -654,7 +747,14 @@ impl Client {
             self.sent += 1;
             self.packets += 1;
             self.bytes += self.spec.blksize as u64;
-            ctx.send_udp(self.dst, self.data_port, self.spec.port, self.spec.blksize, self.spec.tos, self.sent);
+            ctx.send_udp(
+                self.dst,
+                self.data_port,
+                self.spec.port,
+                self.spec.blksize,
+                self.spec.tos,
+                self.sent,
+            );
             if self.spec.bytes.is_some_and(|b| self.bytes >= b) {
                 self.stop_at = now;
             }
@@ -716,7 +816,11 @@ impl Client {
 
     pub fn result(&self, iperf: &IperfRegistry) -> serde_json::Value {
         let start = self.ticker.as_ref().map_or(self.test_start, |t| t.start);
-        let receiver = iperf.tests.get(self.conn as usize).and_then(|t| t.totals).map(ReceiverTotals::to_json);
+        let receiver = iperf
+            .tests
+            .get(self.conn as usize)
+            .and_then(|t| t.totals)
+            .map(ReceiverTotals::to_json);
         json!({
             "error": self.error,
             "interrupted": self.interrupted,

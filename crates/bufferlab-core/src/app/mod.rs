@@ -15,7 +15,9 @@ pub mod sink;
 pub mod udp_source;
 
 use crate::error::{Error, Result};
-use crate::packet::{Ipv4, Packet, Payload, Proto, ETH_HEADER, IPV4_HEADER, TCP_HEADER_TS, UDP_HEADER};
+use crate::packet::{
+    Ipv4, Packet, Payload, Proto, ETH_HEADER, IPV4_HEADER, TCP_HEADER_TS, UDP_HEADER,
+};
 use crate::rng::ComponentRng;
 use crate::time::SimTime;
 use serde::Deserialize;
@@ -56,12 +58,18 @@ pub const EPHEMERAL_HIGH: u16 = 60999;
 
 impl Sockets {
     pub fn new(rng: ComponentRng) -> Self {
-        Sockets { bound: Vec::new(), rng }
+        Sockets {
+            bound: Vec::new(),
+            rng,
+        }
     }
 
     #[inline]
     pub fn lookup(&self, proto: Proto, port: u16) -> Option<u32> {
-        self.bound.iter().find(|b| b.0 == proto && b.1 == port).map(|b| b.2)
+        self.bound
+            .iter()
+            .find(|b| b.0 == proto && b.1 == port)
+            .map(|b| b.2)
     }
 
     pub fn is_bound(&self, proto: Proto, port: u16) -> bool {
@@ -70,7 +78,10 @@ impl Sockets {
 
     pub fn bind(&mut self, proto: Proto, port: u16, app: u32) -> Result<()> {
         if self.is_bound(proto, port) {
-            return Err(Error::App(format!("{} port {port} is already in use", proto.name())));
+            return Err(Error::App(format!(
+                "{} port {port} is already in use",
+                proto.name()
+            )));
         }
         self.bound.push((proto, port, app));
         Ok(())
@@ -79,7 +90,9 @@ impl Sockets {
     /// A free ephemeral port for `proto`, chosen at random like Linux does.
     pub fn bind_ephemeral(&mut self, proto: Proto, app: u32) -> u16 {
         loop {
-            let p = self.rng.range_u64(EPHEMERAL_LOW as u64, EPHEMERAL_HIGH as u64) as u16;
+            let p = self
+                .rng
+                .range_u64(EPHEMERAL_LOW as u64, EPHEMERAL_HIGH as u64) as u16;
             if !self.is_bound(proto, p) {
                 self.bound.push((proto, p, app));
                 return p;
@@ -91,7 +104,11 @@ impl Sockets {
     pub fn bind_near(&mut self, proto: Proto, preferred: u16, app: u32) -> u16 {
         let mut p = preferred;
         while self.is_bound(proto, p) {
-            p = if p >= EPHEMERAL_HIGH { EPHEMERAL_LOW } else { p + 1 };
+            p = if p >= EPHEMERAL_HIGH {
+                EPHEMERAL_LOW
+            } else {
+                p + 1
+            };
         }
         self.bound.push((proto, p, app));
         p
@@ -115,16 +132,18 @@ pub struct AppCtx<'a> {
 }
 
 impl AppCtx<'_> {
-    fn base(&self, dst: Ipv4, proto: Proto, len: u32, sport: u16, dport: u16, tos: u8, payload: Payload) -> Packet {
+    /// A packet from this application with the given protocol, frame length
+    /// and payload; ports, TOS and sequence number start at zero.
+    fn base(&self, dst: Ipv4, proto: Proto, len: u32, payload: Payload) -> Packet {
         Packet {
             src: self.addr,
             dst,
             proto,
-            tos,
+            tos: 0,
             ttl: 64,
             len,
-            src_port: sport,
-            dst_port: dport,
+            src_port: 0,
+            dst_port: 0,
             payload,
             seq: 0,
             sent_at: self.now,
@@ -134,26 +153,60 @@ impl AppCtx<'_> {
     }
 
     /// Queue a UDP datagram with `payload_len` bytes of data.
-    pub fn send_udp(&mut self, dst: Ipv4, sport: u16, dport: u16, payload_len: u32, tos: u8, seq: u64) {
+    pub fn send_udp(
+        &mut self,
+        dst: Ipv4,
+        sport: u16,
+        dport: u16,
+        payload_len: u32,
+        tos: u8,
+        seq: u64,
+    ) {
         let len = ETH_HEADER + IPV4_HEADER + UDP_HEADER + payload_len;
-        let mut p = self.base(dst, Proto::Udp, len, sport, dport, tos, Payload::Data);
-        p.seq = seq;
-        self.out.push(p);
+        let p = self.base(dst, Proto::Udp, len, Payload::Data);
+        self.out.push(Packet {
+            src_port: sport,
+            dst_port: dport,
+            tos,
+            seq,
+            ..p
+        });
     }
 
     /// Queue a message on a modelled TCP control connection, carrying
     /// `data_len` bytes of application data.
-    pub fn send_control(&mut self, dst: Ipv4, sport: u16, dport: u16, msg: u8, conn: u32, data_len: u32) {
+    pub fn send_control(
+        &mut self,
+        dst: Ipv4,
+        sport: u16,
+        dport: u16,
+        msg: u8,
+        conn: u32,
+        data_len: u32,
+    ) {
         let len = ETH_HEADER + IPV4_HEADER + TCP_HEADER_TS + data_len;
-        let p = self.base(dst, Proto::Tcp, len, sport, dport, 0, Payload::Control { msg, conn });
-        self.out.push(p);
+        let p = self.base(dst, Proto::Tcp, len, Payload::Control { msg, conn });
+        self.out.push(Packet {
+            src_port: sport,
+            dst_port: dport,
+            ..p
+        });
     }
 
     /// Queue an ICMP echo request / reply of `data_len` data bytes.
     pub fn send_echo(&mut self, dst: Ipv4, ident: u16, seq: u16, data_len: u32, tos: u8) {
         let len = ETH_HEADER + IPV4_HEADER + crate::packet::ICMP_HEADER + data_len;
-        let p = self.base(dst, Proto::Icmp, len, 0, 0, tos, Payload::Echo { reply: false, ident, seq });
-        self.out.push(p);
+        let p = self.base(
+            dst,
+            Proto::Icmp,
+            len,
+            Payload::Echo {
+                reply: false,
+                ident,
+                seq,
+            },
+        );
+        self.out.push(Packet { tos, ..p });
     }
 }
 
@@ -203,7 +256,11 @@ impl App {
 
     /// `qdisc_backlog` is only read by the queue monitor: (bytes, packets)
     /// of the monitored interface's leaf qdisc at this instant.
-    pub fn handle_timeout(&mut self, ctx: &mut AppCtx, qdisc_backlog: impl FnOnce(usize) -> (u64, u64)) {
+    pub fn handle_timeout(
+        &mut self,
+        ctx: &mut AppCtx,
+        qdisc_backlog: impl FnOnce(usize) -> (u64, u64),
+    ) {
         match self {
             App::Ping(a) => a.handle_timeout(ctx),
             App::UdpSource(a) => a.handle_timeout(ctx),

@@ -115,7 +115,11 @@ impl Ping {
         ctx.send_echo(self.dst, self.ident, seq, self.size, self.tos);
         self.last_send = ctx.now;
         let more = self.count.is_none_or(|c| self.transmitted < c);
-        self.next_send = if more { Some(ctx.now + self.interval) } else { None };
+        self.next_send = if more {
+            Some(ctx.now + self.interval)
+        } else {
+            None
+        };
         if !more {
             let linger_end = ctx.now + self.linger;
             self.give_up = Some(self.give_up.map_or(linger_end, |g| g.min(linger_end)));
@@ -123,7 +127,12 @@ impl Ping {
     }
 
     pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        let Payload::Echo { reply: true, seq, .. } = p.payload else { return };
+        let Payload::Echo {
+            reply: true, seq, ..
+        } = p.payload
+        else {
+            return;
+        };
         if self.finished {
             return;
         }
@@ -133,8 +142,15 @@ impl Ping {
         }
         let dup = self.seen[idx];
         self.seen[idx] = true;
-        self.pipesize = self.pipesize.max((self.transmitted as u16).wrapping_sub(seq) as u32 + 1);
-        self.replies.push(Reply { seq, ttl: p.ttl, rtt: ctx.now - p.sent_at, dup });
+        self.pipesize = self
+            .pipesize
+            .max((self.transmitted as u16).wrapping_sub(seq) as u32 + 1);
+        self.replies.push(Reply {
+            seq,
+            ttl: p.ttl,
+            rtt: ctx.now - p.sent_at,
+            dup,
+        });
         if let Some(c) = self.count {
             let received = self.replies.iter().filter(|r| !r.dup).count() as u32;
             if received >= c {

@@ -28,9 +28,18 @@ pub struct Qmon {
 impl Qmon {
     pub fn new(spec: QmonSpec) -> Result<Qmon> {
         if spec.interval_ns == 0 {
-            return Err(Error::App("plot_q.sh: the sampling interval must be positive".into()));
+            return Err(Error::App(
+                "plot_q.sh: the sampling interval must be positive".into(),
+            ));
         }
-        Ok(Qmon { dev: spec.dev, iface: usize::MAX, interval: SimDuration(spec.interval_ns), next: None, samples: Vec::new(), finished: false })
+        Ok(Qmon {
+            dev: spec.dev,
+            iface: usize::MAX,
+            interval: SimDuration(spec.interval_ns),
+            next: None,
+            samples: Vec::new(),
+            finished: false,
+        })
     }
 
     pub fn dev(&self) -> &str {
@@ -72,7 +81,11 @@ impl Qmon {
     }
 
     pub fn result(&self) -> serde_json::Value {
-        let samples: Vec<_> = self.samples.iter().map(|(t, b, q)| json!([t.as_nanos(), b, q])).collect();
+        let samples: Vec<_> = self
+            .samples
+            .iter()
+            .map(|(t, b, q)| json!([t.as_nanos(), b, q]))
+            .collect();
         json!({"dev": self.dev, "samples": samples})
     }
 }

@@ -39,14 +39,30 @@ pub struct Sink {
 impl Sink {
     pub fn new(spec: SinkSpec) -> Result<Sink> {
         let SinkProto::Udp = spec.proto;
-        Ok(Sink { port: spec.port, start: SimTime::ZERO, end: SimTime::ZERO, first: None, last: None, packets: 0, bytes: 0, delay_sum: 0, delay_max: 0, finished: false })
+        Ok(Sink {
+            port: spec.port,
+            start: SimTime::ZERO,
+            end: SimTime::ZERO,
+            first: None,
+            last: None,
+            packets: 0,
+            bytes: 0,
+            delay_sum: 0,
+            delay_max: 0,
+            finished: false,
+        })
     }
 
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
         ctx.sockets
             .bind(Proto::Udp, self.port, ctx.id)
-            .map_err(|_| Error::App(format!("sink: UDP port {} is already in use on this host", self.port)))
+            .map_err(|_| {
+                Error::App(format!(
+                    "sink: UDP port {} is already in use on this host",
+                    self.port
+                ))
+            })
     }
 
     pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {

@@ -90,10 +90,16 @@ impl UdpSource {
             return Err(Error::App("udp source: rate must be positive".into()));
         }
         if spec.size == 0 || spec.size > MAX_UDP_PAYLOAD {
-            return Err(Error::App(format!("udp source: size {} outside 1..65507", spec.size)));
+            return Err(Error::App(format!(
+                "udp source: size {} outside 1..65507",
+                spec.size
+            )));
         }
-        if spec.pattern == Pattern::Onoff && (spec.on_ns.unwrap_or(0) == 0 || spec.off_ns.is_none()) {
-            return Err(Error::App("onoff: needs a positive on time and an off time".into()));
+        if spec.pattern == Pattern::Onoff && (spec.on_ns.unwrap_or(0) == 0 || spec.off_ns.is_none())
+        {
+            return Err(Error::App(
+                "onoff: needs a positive on time and an off time".into(),
+            ));
         }
         Ok(UdpSource {
             dst: parse_addr("udp source dst", &spec.dst)?,
@@ -154,7 +160,10 @@ impl UdpSource {
         if self.finished {
             return None;
         }
-        [self.next_send, self.period_end, self.stop_at].into_iter().flatten().min()
+        [self.next_send, self.period_end, self.stop_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
@@ -186,13 +195,19 @@ impl UdpSource {
     fn send(&mut self, ctx: &mut AppCtx) {
         let size = match self.spec.size_dist {
             SizeDist::Fixed => self.spec.size,
-            SizeDist::Exponential => {
-                (self.rng.exponential(self.spec.size as f64).round() as u32).clamp(1, MAX_UDP_PAYLOAD)
-            }
+            SizeDist::Exponential => (self.rng.exponential(self.spec.size as f64).round() as u32)
+                .clamp(1, MAX_UDP_PAYLOAD),
         };
         self.packets += 1;
         self.bytes += size as u64;
-        ctx.send_udp(self.dst, self.sport, self.spec.port, size, self.spec.tos, self.packets);
+        ctx.send_udp(
+            self.dst,
+            self.sport,
+            self.spec.port,
+            size,
+            self.spec.tos,
+            self.packets,
+        );
         self.run_index += 1;
         self.next_send = match self.spec.pattern {
             Pattern::Cbr => Some(self.run_start + self.cbr_offset(self.run_index)),

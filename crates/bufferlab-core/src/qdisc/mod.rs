@@ -138,7 +138,10 @@ impl QdiscStats {
     }
     #[inline]
     pub fn unqueued(&mut self, len: u32) {
-        debug_assert!(self.qlen > 0 && self.backlog >= len as u64, "qdisc accounting underflow");
+        debug_assert!(
+            self.qlen > 0 && self.backlog >= len as u64,
+            "qdisc accounting underflow"
+        );
         self.backlog = self.backlog.saturating_sub(len as u64);
         self.qlen = self.qlen.saturating_sub(1);
     }

@@ -45,10 +45,16 @@ pub struct TcRequest {
 pub enum QdiscSpec {
     Noqueue,
     /// `limit` in packets; `None` = txqueuelen (1000).
-    Pfifo { limit: Option<u32> },
+    Pfifo {
+        limit: Option<u32>,
+    },
     /// `limit` in bytes; `None` = txqueuelen × (mtu + 14) = 1 514 000.
-    Bfifo { limit: Option<u32> },
-    PfifoHeadDrop { limit: Option<u32> },
+    Bfifo {
+        limit: Option<u32>,
+    },
+    PfifoHeadDrop {
+        limit: Option<u32>,
+    },
     /// Modelled as pfifo(txqueuelen) with the pfifo_fast printout (qdiscs.md §2).
     PfifoFast,
     Tbf(TbfSpec),
@@ -99,11 +105,24 @@ pub struct TbfSpec {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "model", rename_all = "snake_case")]
 pub enum NetemLoss {
-    Random { p: u32 },
+    Random {
+        p: u32,
+    },
     /// 4-state Markov model ("GI").
-    State { p13: u32, p31: u32, p32: u32, p23: u32, p14: u32 },
+    State {
+        p13: u32,
+        p31: u32,
+        p32: u32,
+        p23: u32,
+        p14: u32,
+    },
     /// Gilbert-Elliott.
-    Gemodel { p: u32, r: u32, h: u32, k1: u32 },
+    Gemodel {
+        p: u32,
+        r: u32,
+        h: u32,
+        k1: u32,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]

@@ -238,8 +238,16 @@ impl Node {
         }
     }
 
-    fn default_root() -> Node {
-        Node::new(0, 0, false, AnyQdisc::Noqueue(Noqueue::default()))
+    /// The qdisc a device starts with (handle 0, so `add … root` replaces
+    /// it): `noqueue` on a veth, `pfifo_fast` on a NIC with a real TX queue
+    /// (Linux's `default_qdisc`).
+    fn default_root(nic: bool) -> Node {
+        let q = if nic {
+            AnyQdisc::Fifo(Fifo::from_spec(&QdiscSpec::PfifoFast).expect("pfifo_fast is a fifo"))
+        } else {
+            AnyQdisc::Noqueue(Noqueue::default())
+        };
+        Node::new(0, 0, false, q)
     }
 
     /// Free everything this qdisc holds itself (not its children) as purged.
@@ -371,17 +379,29 @@ pub struct QdiscTree {
     nodes: Vec<Node>,
     /// qdiscs created so far (names the netem RNG streams `dev/qdiscN`)
     created: u32,
+    /// the device has a real TX queue (finite-rate wire): default root pfifo_fast
+    nic: bool,
 }
 
 impl QdiscTree {
     /// A fresh veth: `noqueue` root.
     pub fn new(dev: &str, seed: u64, profile: QdiscProfile) -> Self {
+        Self::with_default_root(dev, seed, profile, false)
+    }
+
+    /// A fresh NIC (a finite-rate wire): `pfifo_fast 0:` root.
+    pub fn new_nic(dev: &str, seed: u64, profile: QdiscProfile) -> Self {
+        Self::with_default_root(dev, seed, profile, true)
+    }
+
+    fn with_default_root(dev: &str, seed: u64, profile: QdiscProfile, nic: bool) -> Self {
         QdiscTree {
             dev: dev.to_string(),
             seed,
             profile,
-            nodes: vec![Node::default_root()],
+            nodes: vec![Node::default_root(nic)],
             created: 0,
+            nic,
         }
     }
 
@@ -753,7 +773,7 @@ impl QdiscTree {
         self.purge_from(idx, ctx);
         self.nodes.truncate(idx);
         if idx == 0 {
-            self.nodes.push(Node::default_root());
+            self.nodes.push(Node::default_root(self.nic));
         }
         self.fixup();
         Ok(())
@@ -1212,6 +1232,25 @@ mod tests {
             );
             lab.conserved();
         }
+    }
+
+    #[test]
+    fn nic_default_pfifo_fast_is_replaced_by_add_root_and_restored_by_delete() {
+        let mut lab = Lab::new(QdiscProfile::default());
+        lab.tree = QdiscTree::new_nic(DEV, 42, QdiscProfile::default());
+        assert_eq!(lab.blocks(), vec![("pfifo_fast", 0, None, false)]);
+        // CPM: `tc qdisc add dev eth1 root handle 1: tbf …` on a real NIC
+        lab.tc(req(
+            TcVerb::Add,
+            root(),
+            Some(1),
+            Some(tbf(1_000_000, 10_240, 204_800)),
+        ))
+        .unwrap();
+        assert_eq!(lab.blocks()[0], ("tbf", 1, None, false));
+        lab.tc(req(TcVerb::Delete, root(), None, None)).unwrap();
+        assert_eq!(lab.blocks(), vec![("pfifo_fast", 0, None, false)]);
+        assert!(!lab.tree.is_noqueue());
     }
 
     #[test]
