@@ -97,6 +97,66 @@ pub enum Payload {
     Control { msg: u8, conn: u32 },
     /// A TCP reset answering a connection attempt to a closed port.
     Reset { conn: u32 },
+    /// A segment of a modelled TCP connection (crates/bufferlab-core/src/tcp).
+    Tcp(TcpHeader),
+}
+
+/// TCP flag bits (RFC 793, RFC 3168 for ECE/CWR).
+pub mod tcp_flags {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const RST: u8 = 0x04;
+    pub const PSH: u8 = 0x08;
+    pub const ACK: u8 = 0x10;
+    pub const ECE: u8 = 0x40;
+    pub const CWR: u8 = 0x80;
+}
+
+/// The TCP header fields the model uses. Options are laid out as Linux does:
+/// timestamps (12 bytes with padding) on every segment when enabled, SACK
+/// blocks (4 + 8·n bytes, n ≤ 3 with timestamps) on ACKs, and on SYNs the MSS,
+/// window-scale and SACK-permitted options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpHeader {
+    pub seq: u32,
+    pub ack: u32,
+    /// `tcp_flags::*` bits
+    pub flags: u8,
+    /// raw 16-bit window field (scaled by the peer's shift except on SYNs)
+    pub window: u16,
+    /// timestamps option present
+    pub ts: bool,
+    pub tsval: u32,
+    pub tsecr: u32,
+    /// SACK blocks `[start, end)`, the first `sack_len` are valid
+    pub sack: [(u32, u32); 3],
+    pub sack_len: u8,
+    /// SYN options: MSS (0 = absent), window scale (None = absent), SACK permitted
+    pub mss: u16,
+    pub wscale: Option<u8>,
+    pub sack_ok: bool,
+}
+
+impl TcpHeader {
+    /// Header length in bytes including options, as Linux lays them out.
+    pub fn header_len(&self) -> u32 {
+        let mut n = 20;
+        if self.flags & tcp_flags::SYN != 0 {
+            // MSS 4, SACK-permitted 2 (+ packed with TS), TS 10, NOP+wscale 4: 20 bytes with TS
+            n += 4 + if self.ts { 12 } else if self.sack_ok { 4 } else { 0 };
+            if self.wscale.is_some() {
+                n += 4;
+            }
+            return n;
+        }
+        if self.ts {
+            n += 12;
+        }
+        if self.sack_len > 0 {
+            n += 4 + 8 * self.sack_len as u32;
+        }
+        n
+    }
 }
 
 /// ECN codepoints in the low two bits of the TOS byte (RFC 3168).
