@@ -601,9 +601,712 @@ def test_client_interrupted():
     assert obj["end"]["sum"]["end"] == 3.000065
 
 
-def test_tcp_documents_not_built_yet():
-    with pytest.raises(ValueError):
-        iperf3.client_json(UDP_RESULT, dataclasses.replace(UDP_CMD, protocol="tcp"), LAB)
+# ---------------------------------------------------------------------------
+# iperf3 TCP: the formats.md §1.5 example (§11 item 1)
+#
+# `iperf3 -c 10.0.0.3 -t 3 -J` from h1 in Lab 14. TEST_START reaches the
+# client 2.0001 ms into the run (timestamp 18:03:21 = epoch 1586887401); the
+# three stats instants are 1.000154, 2.000211 and 3.000187 s after it (sub-µs
+# parts are truncated as clock_gettime → iperf_time does), so the float32
+# interval lengths are 1.000154, 1.000057 and 0.999976; the server's stream
+# ran 3.04431 s and read 308 015 832 B. mean_rtt = ⌊(38412+41833+43960)/3⌋.
+
+EXPECTED_TCP_JSON = """\
+{
+\t"start":\t{
+\t\t"connected":\t[{
+\t\t\t\t"socket":\t5,
+\t\t\t\t"local_host":\t"10.0.0.1",
+\t\t\t\t"local_port":\t47136,
+\t\t\t\t"remote_host":\t"10.0.0.3",
+\t\t\t\t"remote_port":\t5201
+\t\t\t}],
+\t\t"version":\t"iperf 3.7",
+\t\t"system_info":\t"@UNAME@",
+\t\t"timestamp":\t{
+\t\t\t"time":\t"Tue, 14 Apr 2020 18:03:21 GMT",
+\t\t\t"timesecs":\t1586887401
+\t\t},
+\t\t"connecting_to":\t{
+\t\t\t"host":\t"10.0.0.3",
+\t\t\t"port":\t5201
+\t\t},
+\t\t"cookie":\t"x3k2fzq7m4tq5lqj6ycn7vchbq2g2pwe3yrd",
+\t\t"tcp_mss_default":\t1448,
+\t\t"sock_bufsize":\t0,
+\t\t"sndbuf_actual":\t87380,
+\t\t"rcvbuf_actual":\t87380,
+\t\t"test_start":\t{
+\t\t\t"protocol":\t"TCP",
+\t\t\t"num_streams":\t1,
+\t\t\t"blksize":\t131072,
+\t\t\t"omit":\t0,
+\t\t\t"duration":\t3,
+\t\t\t"bytes":\t0,
+\t\t\t"blocks":\t0,
+\t\t\t"reverse":\t0,
+\t\t\t"tos":\t0
+\t\t}
+\t},
+\t"intervals":\t[{
+\t\t\t"streams":\t[{
+\t\t\t\t\t"socket":\t5,
+\t\t\t\t\t"start":\t0,
+\t\t\t\t\t"end":\t1.000154,
+\t\t\t\t\t"seconds":\t1.0001540184020996,
+\t\t\t\t\t"bytes":\t84434432,
+\t\t\t\t\t"bits_per_second":\t675371436.37054646,
+\t\t\t\t\t"retransmits":\t217,
+\t\t\t\t\t"snd_cwnd":\t1856336,
+\t\t\t\t\t"rtt":\t38412,
+\t\t\t\t\t"rttvar":\t6120,
+\t\t\t\t\t"pmtu":\t1500,
+\t\t\t\t\t"omitted":\tfalse,
+\t\t\t\t\t"sender":\ttrue
+\t\t\t\t}],
+\t\t\t"sum":\t{
+\t\t\t\t"start":\t0,
+\t\t\t\t"end":\t1.000154,
+\t\t\t\t"seconds":\t1.0001540184020996,
+\t\t\t\t"bytes":\t84434432,
+\t\t\t\t"bits_per_second":\t675371436.37054646,
+\t\t\t\t"retransmits":\t217,
+\t\t\t\t"omitted":\tfalse,
+\t\t\t\t"sender":\ttrue
+\t\t\t}
+\t\t}, {
+\t\t\t"streams":\t[{
+\t\t\t\t\t"socket":\t5,
+\t\t\t\t\t"start":\t1.000154,
+\t\t\t\t\t"end":\t2.000211,
+\t\t\t\t\t"seconds":\t1.0000569820404053,
+\t\t\t\t\t"bytes":\t112459776,
+\t\t\t\t\t"bits_per_second":\t899626945.42104638,
+\t\t\t\t\t"retransmits":\t0,
+\t\t\t\t\t"snd_cwnd":\t2057608,
+\t\t\t\t\t"rtt":\t41833,
+\t\t\t\t\t"rttvar":\t1532,
+\t\t\t\t\t"pmtu":\t1500,
+\t\t\t\t\t"omitted":\tfalse,
+\t\t\t\t\t"sender":\ttrue
+\t\t\t\t}],
+\t\t\t"sum":\t{
+\t\t\t\t"start":\t1.000154,
+\t\t\t\t"end":\t2.000211,
+\t\t\t\t"seconds":\t1.0000569820404053,
+\t\t\t\t"bytes":\t112459776,
+\t\t\t\t"bits_per_second":\t899626945.42104638,
+\t\t\t\t"retransmits":\t0,
+\t\t\t\t"omitted":\tfalse,
+\t\t\t\t"sender":\ttrue
+\t\t\t}
+\t\t}, {
+\t\t\t"streams":\t[{
+\t\t\t\t\t"socket":\t5,
+\t\t\t\t\t"start":\t2.000211,
+\t\t\t\t\t"end":\t3.000187,
+\t\t\t\t\t"seconds":\t0.99997597932815552,
+\t\t\t\t\t"bytes":\t113246208,
+\t\t\t\t\t"bits_per_second":\t905991426.52275038,
+\t\t\t\t\t"retransmits":\t0,
+\t\t\t\t\t"snd_cwnd":\t2244400,
+\t\t\t\t\t"rtt":\t43960,
+\t\t\t\t\t"rttvar":\t1109,
+\t\t\t\t\t"pmtu":\t1500,
+\t\t\t\t\t"omitted":\tfalse,
+\t\t\t\t\t"sender":\ttrue
+\t\t\t\t}],
+\t\t\t"sum":\t{
+\t\t\t\t"start":\t2.000211,
+\t\t\t\t"end":\t3.000187,
+\t\t\t\t"seconds":\t0.99997597932815552,
+\t\t\t\t"bytes":\t113246208,
+\t\t\t\t"bits_per_second":\t905991426.52275038,
+\t\t\t\t"retransmits":\t0,
+\t\t\t\t"omitted":\tfalse,
+\t\t\t\t"sender":\ttrue
+\t\t\t}
+\t\t}],
+\t"end":\t{
+\t\t"streams":\t[{
+\t\t\t\t"sender":\t{
+\t\t\t\t\t"socket":\t5,
+\t\t\t\t\t"start":\t0,
+\t\t\t\t\t"end":\t3.000187,
+\t\t\t\t\t"seconds":\t3.000187,
+\t\t\t\t\t"bytes":\t310140416,
+\t\t\t\t\t"bits_per_second":\t826989560.31740689,
+\t\t\t\t\t"retransmits":\t217,
+\t\t\t\t\t"max_snd_cwnd":\t2244400,
+\t\t\t\t\t"max_rtt":\t43960,
+\t\t\t\t\t"min_rtt":\t38412,
+\t\t\t\t\t"mean_rtt":\t41401,
+\t\t\t\t\t"sender":\ttrue
+\t\t\t\t},
+\t\t\t\t"receiver":\t{
+\t\t\t\t\t"socket":\t5,
+\t\t\t\t\t"start":\t0,
+\t\t\t\t\t"end":\t3.04431,
+\t\t\t\t\t"seconds":\t3.000187,
+\t\t\t\t\t"bytes":\t308015832,
+\t\t\t\t\t"bits_per_second":\t809420412.50726771,
+\t\t\t\t\t"sender":\ttrue
+\t\t\t\t}
+\t\t\t}],
+\t\t"sum_sent":\t{
+\t\t\t"start":\t0,
+\t\t\t"end":\t3.000187,
+\t\t\t"seconds":\t3.000187,
+\t\t\t"bytes":\t310140416,
+\t\t\t"bits_per_second":\t826989560.31740689,
+\t\t\t"retransmits":\t217,
+\t\t\t"sender":\ttrue
+\t\t},
+\t\t"sum_received":\t{
+\t\t\t"start":\t0,
+\t\t\t"end":\t3.04431,
+\t\t\t"seconds":\t3.04431,
+\t\t\t"bytes":\t308015832,
+\t\t\t"bits_per_second":\t809420412.50726771,
+\t\t\t"sender":\ttrue
+\t\t},
+\t\t"cpu_utilization_percent":\t{
+\t\t\t"host_total":\t4.083657123876451,
+\t\t\t"host_user":\t0.32419706893150113,
+\t\t\t"host_system":\t3.7594590282081639,
+\t\t\t"remote_total":\t7.9139462518692021,
+\t\t\t"remote_user":\t0.632183406829834,
+\t\t\t"remote_system":\t7.2817628450393679
+\t\t},
+\t\t"sender_tcp_congestion":\t"cubic",
+\t\t"receiver_tcp_congestion":\t"cubic"
+\t}
+}
+"""
+EXPECTED_TCP_JSON = EXPECTED_TCP_JSON.replace("@UNAME@", HANDOUT_UNAME)
+EXPECTED_TCP_TEXT = (
+    "Connecting to host 10.0.0.3, port 5201\n"
+    "[  5] local 10.0.0.1 port 47136 connected to 10.0.0.3 port 5201\n"
+    "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n"
+    "[  5]   0.00-1.00   sec  80.5 MBytes   675 Mbits/sec  217   1.77 MBytes       \n"
+    "[  5]   1.00-2.00   sec   107 MBytes   900 Mbits/sec    0   1.96 MBytes       \n"
+    "[  5]   2.00-3.00   sec   108 MBytes   906 Mbits/sec    0   2.14 MBytes       \n"
+    "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
+    "[ ID] Interval           Transfer     Bitrate         Retr\n"
+    "[  5]   0.00-3.00   sec   296 MBytes   827 Mbits/sec  217             sender\n"
+    "[  5]   0.00-3.04   sec   294 MBytes   809 Mbits/sec                  receiver\n"
+    "\n"
+    "iperf Done.\n"
+)
+
+LAB_TCP = dataclasses.replace(LAB_HANDOUT, epoch=1586887401)
+T_NS = 2_000_100          # client TEST_START (no -O: also the stream's start_time)
+SRV_NS = 1_400_050        # server stream start_time
+TCP_ENDS = [1_000_154_300, 2_000_211_700, 3_000_187_200]  # after T_NS
+TCP_IVS = [  # bytes, retransmits, snd_cwnd, snd_wnd, rtt, rttvar
+    (84434432, 217, 1856336, 3145728, 38412, 6120),
+    (112459776, 0, 2057608, 3145728, 41833, 1532),
+    (113246208, 0, 2244400, 3145728, 43960, 1109),
+]
+
+
+def _tcp_iv(a_ns, b_ns, nbytes, retr, cwnd, wnd, rtt, rttvar, omitted=False):
+    return {"start_ns": a_ns, "end_ns": b_ns, "bytes": nbytes, "retransmits": retr, "snd_cwnd": cwnd,
+            "snd_wnd": wnd, "rtt_us": rtt, "rttvar_us": rttvar, "pmtu": 1500, "omitted": omitted}
+
+
+def _tcp_result():
+    starts = [0] + TCP_ENDS[:-1]
+    ivs = [_tcp_iv(T_NS + a, T_NS + b, *vals) for a, b, vals in zip(starts, TCP_ENDS, TCP_IVS, strict=True)]
+    return {
+        "error": None, "interrupted": False, "protocol": "tcp", "reverse": False,
+        "local_ip": "10.0.0.1", "ctrl_port": 47134, "remote_ip": "10.0.0.3", "remote_port": 5201,
+        "cookie": "x3k2fzq7m4tq5lqj6ycn7vchbq2g2pwe3yrd", "tcp_mss_default": 1448,
+        "sndbuf_actual": 87380, "rcvbuf_actual": 87380,
+        "sender_congestion": "cubic", "receiver_congestion": "cubic",
+        "test_start_ns": T_NS, "start_ns": T_NS,
+        "streams": [{
+            "local_port": 47136,
+            "intervals": ivs,
+            "sender": {"bytes": 310140416, "retransmits": 217, "max_snd_cwnd": 2244400,
+                       "max_snd_wnd": 3145728, "max_rtt_us": 43960, "min_rtt_us": 38412,
+                       "mean_rtt_us": 41401, "start_ns": T_NS, "end_ns": T_NS + TCP_ENDS[-1]},
+            "receiver": {"bytes": 308015832, "start_ns": SRV_NS, "end_ns": SRV_NS + 3_044_310_400},
+        }],
+        "cpu_utilization_percent": {
+            "host_total": 4.083657123876451, "host_user": 0.32419706893150113,
+            "host_system": 3.7594590282081639, "remote_total": 7.9139462518692021,
+            "remote_user": 0.632183406829834, "remote_system": 7.2817628450393679},
+    }
+
+
+TCP_CMD = iperf3.CmdInfo(host="10.0.0.3", protocol="tcp", duration_s=3, blksize=131072, rate=0)
+
+
+def test_tcp_example_json_byte_exact():
+    assert iperf3.client_json(_tcp_result(), TCP_CMD, LAB_TCP) == EXPECTED_TCP_JSON
+
+
+def test_tcp_example_text_byte_exact():
+    assert iperf3.client_text(_tcp_result(), TCP_CMD, LAB_TCP) == EXPECTED_TCP_TEXT
+    titled = iperf3.client_text(_tcp_result(), dataclasses.replace(TCP_CMD, title="h1"), LAB_TCP)
+    assert titled == "".join("h1:  " + line for line in EXPECTED_TCP_TEXT.splitlines(True))
+
+
+def test_tcp_example_derived_numbers():
+    f32 = iperf3.float32
+    assert [cjson.format_number(f32(x)) for x in (1.000154, 1.000057, 0.999976)] == [
+        "1.0001540184020996", "1.0000569820404053", "0.99997597932815552"]
+    assert cjson.format_number(84434432 / f32(1.000154) * 8) == "675371436.37054646"
+    assert cjson.format_number(310140416 / 3.000187 * 8) == "826989560.31740689"
+    assert cjson.format_number(308015832 / 3.04431 * 8) == "809420412.50726771"
+    assert (38412 + 41833 + 43960) // 3 == 41401
+    assert all(cwnd % 1448 == 0 for _, _, cwnd, _, _, _ in TCP_IVS)
+    obj = json.loads(EXPECTED_TCP_JSON)
+    assert obj["end"]["streams"][0]["receiver"]["seconds"] == obj["end"]["sum_sent"]["seconds"]
+    assert obj["end"]["sum_received"]["seconds"] == 3.04431
+
+
+def test_tcp_iperf310_snd_wnd_and_iperf312_target_bitrate():
+    p310 = dataclasses.replace(LAB_TCP, iperf3_version=(3, 10))
+    obj = json.loads(iperf3.client_json(_tcp_result(), TCP_CMD, p310))
+    iv = obj["intervals"][0]["streams"][0]
+    assert list(iv) == ["socket", "start", "end", "seconds", "bytes", "bits_per_second", "retransmits",
+                        "snd_cwnd", "snd_wnd", "rtt", "rttvar", "pmtu", "omitted", "sender"]
+    assert iv["snd_wnd"] == 3145728
+    snd = obj["end"]["streams"][0]["sender"]
+    assert list(snd)[6:10] == ["retransmits", "max_snd_cwnd", "max_snd_wnd", "max_rtt"]
+    assert snd["max_snd_wnd"] == 3145728
+    assert "target_bitrate" not in obj["start"]
+    modern = iperf3.client_json(_tcp_result(), TCP_CMD, MODERN)
+    keys = list(json.loads(modern)["start"])
+    assert keys[keys.index("cookie"):keys.index("cookie") + 5] == [
+        "cookie", "tcp_mss_default", "target_bitrate", "sock_bufsize", "sndbuf_actual"]
+    assert '\t\t"tcp_mss_default":\t1448,\n\t\t"target_bitrate":\t0,\n' in modern
+    ts = json.loads(modern)["start"]["test_start"]
+    assert list(ts)[-3:] == ["reverse", "tos", "target_bitrate"] and ts["protocol"] == "TCP"
+    assert "snd_wnd" in json.loads(modern)["intervals"][0]["streams"][0]
+    # 3.7 (the reference layout) has neither key
+    assert '"snd_wnd"' not in EXPECTED_TCP_JSON and '"max_snd_wnd"' not in EXPECTED_TCP_JSON
+
+
+def test_tcp_iperf36_has_no_sender_keys():
+    p36 = dataclasses.replace(LAB_TCP, iperf3_version=(3, 6))
+    doc = iperf3.client_json(_tcp_result(), TCP_CMD, p36)
+    assert '"sender":\ttrue' not in doc and '"sender":\tfalse' not in doc
+    assert doc.count('"sender":\t{') == 1  # the end.streams[].sender object itself stays
+    assert json.loads(doc)["end"]["streams"][0]["sender"]["retransmits"] == 217
+
+
+def test_tcp_window_mss_and_title_keys():
+    cmd = dataclasses.replace(TCP_CMD, window=1048576, mss=1400, title="Lab14")
+    doc = iperf3.client_json(_tcp_result(), cmd, LAB_TCP)
+    obj = json.loads(doc)
+    assert obj["start"]["tcp_mss"] == 1400 and "tcp_mss_default" not in obj["start"]
+    assert obj["start"]["sock_bufsize"] == 1048576
+    assert list(obj)[-1] == "title" and obj["title"] == "Lab14"
+
+
+# ---------------------------------------------------------------------------
+# iperf3 TCP: Lab 14 handout lines from an engine result (§11 item 2, §1.8)
+
+
+def _lab14_result():
+    """10 s, socket 15: 13 212 057 B / 322 retr / cwnd 118·1448 in the first second."""
+    t0 = 5_000_000
+    ivs = [_tcp_iv(t0, t0 + 1_000_000_000, 13_212_057, 322, 118 * 1448, 0, 41_000, 3_000)]
+    rest = 92_600_000 - 13_212_057
+    for k in range(1, 10):
+        nbytes = rest // 9 + (rest % 9 if k == 9 else 0)
+        end = t0 + (k + 1) * 1_000_000_000 + (200_000 if k == 9 else 0)
+        ivs.append(_tcp_iv(ivs[-1]["end_ns"], end, nbytes, 260 if k == 1 else 0, 150 * 1448, 0,
+                           200_000, 5_000))
+    result = _tcp_result()
+    result.update(test_start_ns=t0, start_ns=t0, cpu_utilization_percent=None)
+    result["streams"] = [{
+        "local_port": 60380, "intervals": ivs,
+        "sender": {"bytes": 92_600_000, "retransmits": 582, "max_snd_cwnd": 150 * 1448,
+                   "max_snd_wnd": 0, "max_rtt_us": 200_000, "min_rtt_us": 41_000,
+                   "mean_rtt_us": 184_100, "start_ns": t0, "end_ns": ivs[-1]["end_ns"]},
+        "receiver": {"bytes": 90_660_000, "start_ns": 4_000_000, "end_ns": 4_000_000 + 10_041_234_000},
+    }]
+    return result
+
+
+def test_tcp_lab14_handout_lines_from_result():
+    p15 = dataclasses.replace(LAB, iperf3_socket_base=15)
+    cmd = dataclasses.replace(TCP_CMD, duration_s=10)
+    lines = iperf3.client_text(_lab14_result(), cmd, p15).splitlines()
+    assert lines[1] == "[ 15] local 10.0.0.1 port 60380 connected to 10.0.0.3 port 5201"
+    assert lines[3] == "[ 15]   0.00-1.00   sec  12.6 MBytes   106 Mbits/sec  322    167 KBytes       "
+    assert lines[12] == "[ 15]   9.00-10.00  sec  8.41 MBytes  70.6 Mbits/sec    0    212 KBytes       "
+    assert lines[-4:] == [
+        "[ 15]   0.00-10.00  sec  88.3 MBytes  74.1 Mbits/sec  582             sender",
+        "[ 15]   0.00-10.04  sec  86.5 MBytes  72.2 Mbits/sec                  receiver",
+        "",
+        "iperf Done."]
+    obj = json.loads(iperf3.client_json(_lab14_result(), cmd, p15))
+    assert obj["end"]["sum_sent"]["seconds"] == 10.0002  # plot_iperf.sh relies on ⌊seconds⌋ = 10
+    assert obj["end"]["streams"][0]["receiver"]["end"] == 10.041234
+
+
+# ---------------------------------------------------------------------------
+# iperf3 TCP: -P 2 -O 1 (formats.md §1.6, "Observed real layouts" of §1.8)
+
+P2_T0 = 3_000_000
+P2_OMIT_END = P2_T0 + 1_000_510_000   # omit timer: start_time reset (post-omit intervals restart at 0)
+P2_ROWS = {  # socket: (omitted bytes, [post-omit bytes], receiver bytes)
+    5: (1_191_500_000, [1_182_500_000, 1_154_500_000], 2_380_500_000),
+    7: (1_229_700_000, [1_188_000_000, 1_189_000_000], 2_420_700_000),
+}
+
+
+def _p2_result():
+    streams = []
+    for i, (omit_bytes, post, rbytes) in enumerate(P2_ROWS.values()):
+        skew = 2_000 * i  # the stats callback reads each stream's clock in turn
+        ivs = [_tcp_iv(P2_T0, P2_T0 + 1_000_500_000 + skew, omit_bytes, 0, 1023 * 1024, 0, 30, 5,
+                       omitted=True)]
+        a = ivs[0]["end_ns"]
+        for k, nbytes in enumerate(post):
+            b = P2_OMIT_END + (k + 1) * 1_000_000_000 + (300_000 if k == 1 else 0) + skew
+            ivs.append(_tcp_iv(a, b, nbytes, 0, 1023 * 1024, 0, 40, 8))
+            a = b
+        streams.append({
+            "local_port": 51000 + 2 * i, "intervals": ivs,
+            "sender": {"bytes": sum(post), "retransmits": 0, "max_snd_cwnd": 1023 * 1024,
+                       "max_snd_wnd": 0, "max_rtt_us": 40, "min_rtt_us": 30, "mean_rtt_us": 36,
+                       "start_ns": P2_OMIT_END, "end_ns": a},
+            "receiver": {"bytes": rbytes, "start_ns": 7_000_000, "end_ns": 7_000_000 + 2_039_000_000},
+        })
+    result = _tcp_result()
+    result.update(test_start_ns=P2_T0, start_ns=P2_OMIT_END, streams=streams,
+                  remote_ip="127.0.0.1", local_ip="127.0.0.1", cpu_utilization_percent=None)
+    return result
+
+
+P2_CMD = dataclasses.replace(TCP_CMD, host="127.0.0.1", duration_s=2, omit_s=1, num_streams=2)
+
+
+def test_tcp_parallel_omit_text_layout():
+    text = iperf3.client_text(_p2_result(), P2_CMD, LAB)
+    lines = text.splitlines()
+    assert lines[:3] == ["Connecting to host 127.0.0.1, port 5201",
+                         "[  5] local 127.0.0.1 port 51000 connected to 127.0.0.1 port 5201",
+                         "[  7] local 127.0.0.1 port 51002 connected to 127.0.0.1 port 5201"]
+    assert lines[3:9] == [
+        "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd",
+        "[  5]   0.00-1.00   sec  1.11 GBytes  9.53 Gbits/sec    0   1023 KBytes       (omitted)",
+        "[  7]   0.00-1.00   sec  1.15 GBytes  9.83 Gbits/sec    0   1023 KBytes       (omitted)",
+        "[SUM]   0.00-1.00   sec  2.25 GBytes  19.4 Gbits/sec    0             (omitted)",
+        "- - - - - - - - - - - - - - - - - - - - - - - - -",
+        "[  5]   0.00-1.00   sec  1.10 GBytes  9.46 Gbits/sec    0   1023 KBytes       ",
+    ]
+    assert lines[9].startswith("[  7]   0.00-1.00   sec ") and lines[10].startswith("[SUM]   0.00-1.00 ")
+    assert lines[11].startswith("- - -") and lines[12].startswith("[  5]   1.00-2.00 ")
+    assert lines[-10:] == [
+        "- - - - - - - - - - - - - - - - - - - - - - - - -",
+        "[ ID] Interval           Transfer     Bitrate         Retr",
+        "[  5]   0.00-2.00   sec  2.18 GBytes  9.35 Gbits/sec    0             sender",
+        "[  5]   0.00-2.04   sec  2.22 GBytes  9.34 Gbits/sec                  receiver",
+        "[  7]   0.00-2.00   sec  2.21 GBytes  9.51 Gbits/sec    0             sender",
+        "[  7]   0.00-2.04   sec  2.25 GBytes  9.50 Gbits/sec                  receiver",
+        "[SUM]   0.00-2.00   sec  4.39 GBytes  18.9 Gbits/sec    0             sender",
+        "[SUM]   0.00-2.04   sec  4.47 GBytes  18.8 Gbits/sec                  receiver",
+        "",
+        "iperf Done.",
+    ]
+    assert text.count("[ ID]") == 2 and text.count("[SUM]") == 5 and len(lines) == 25
+
+
+def test_tcp_parallel_omit_json():
+    doc = iperf3.client_json(_p2_result(), P2_CMD, LAB)
+    obj = json.loads(doc)
+    assert [c["socket"] for c in obj["start"]["connected"]] == [5, 7]
+    # cJSON appends the socket-buffer triple once per data connection (3.7–3.13)
+    assert doc.count('\t\t"sock_bufsize":\t0,\n\t\t"sndbuf_actual":\t87380,\n'
+                     '\t\t"rcvbuf_actual":\t87380,\n') == 2
+    assert doc.index('"rcvbuf_actual"') < doc.index('"test_start"')
+    assert obj["start"]["test_start"]["omit"] == 1 and obj["start"]["test_start"]["num_streams"] == 2
+    assert [iv["sum"]["omitted"] for iv in obj["intervals"]] == [True, False, False]
+    first, second = obj["intervals"][0], obj["intervals"][1]
+    # post-omit intervals restart at |end of the omitted one − reset instant| (iperf_time_diff)
+    assert [s["start"] for s in second["streams"]] == [0.00001, 0.000008]
+    assert first["streams"][1]["end"] == 1.000502
+    assert first["sum"]["bytes"] == 1_191_500_000 + 1_229_700_000
+    assert first["sum"]["seconds"] == first["streams"][0]["seconds"] == iperf3.float32(1.0005)
+    assert first["sum"]["bits_per_second"] == (1_191_500_000 + 1_229_700_000) / iperf3.float32(1.0005) * 8
+    assert list(first["sum"]) == ["start", "end", "seconds", "bytes", "bits_per_second", "retransmits",
+                                  "omitted", "sender"]
+    end = obj["end"]
+    assert [s["sender"]["end"] for s in end["streams"]] == [2.0003, 2.0003]   # first stream's time
+    assert [s["receiver"]["seconds"] for s in end["streams"]] == [2.0003, 2.0003]
+    assert end["sum_sent"]["bytes"] == 2_337_000_000 + 2_377_000_000
+    assert end["sum_received"] == {"start": 0, "end": 2.039, "seconds": 2.039, "bytes": 4_801_200_000,
+                                   "bits_per_second": 4_801_200_000 / 2.039 * 8, "sender": True}
+    assert end["sender_tcp_congestion"] == "cubic" and end["receiver_tcp_congestion"] == "cubic"
+    p314 = dataclasses.replace(LAB, iperf3_version=(3, 14))
+    assert iperf3.client_json(_p2_result(), P2_CMD, p314).count('"sock_bufsize"') == 1
+
+
+def test_tcp_short_final_block_dropped_only_if_every_stream_is_short_and_empty():
+    result = _p2_result()
+    for st in result["streams"]:
+        a = st["intervals"][-1]["end_ns"]
+        st["intervals"].append(_tcp_iv(a, a + 50_000_000, 0, 0, 1023 * 1024, 0, 40, 8))
+    assert iperf3.client_text(result, P2_CMD, LAB) == iperf3.client_text(_p2_result(), P2_CMD, LAB)
+    assert len(json.loads(iperf3.client_json(result, P2_CMD, LAB))["intervals"]) == 3
+    result["streams"][1]["intervals"][-1]["bytes"] = 1448
+    obj = json.loads(iperf3.client_json(result, P2_CMD, LAB))
+    assert len(obj["intervals"]) == 4
+    assert obj["intervals"][3]["sum"]["bytes"] == 1448 and obj["intervals"][3]["streams"][0]["bytes"] == 0
+    text = iperf3.client_text(result, P2_CMD, LAB)
+    assert "[  5]   2.00-2.05   sec  0.00 Bytes  0.00 bits/sec    0   1023 KBytes       \n" in text
+    assert "[SUM]   2.00-2.05   sec  1.41 KBytes   232 Kbits/sec    0             \n" in text
+
+
+# ---------------------------------------------------------------------------
+# iperf3 TCP: -R on the client, interrupts, protocol checks
+
+
+def _reverse_result():
+    """The §1.5 run reversed: the server sends, the client's intervals are receiver intervals."""
+    result = _tcp_result()
+    st = result["streams"][0]
+    st["intervals"] = [{"start_ns": iv["start_ns"], "end_ns": iv["end_ns"], "bytes": iv["bytes"] - 1448,
+                        "omitted": False} for iv in st["intervals"]]
+    st["receiver"] = {"bytes": 308015832, "start_ns": T_NS, "end_ns": T_NS + 3_044_310_000}
+    st["sender"] = {"bytes": 310140416, "retransmits": 217, "max_snd_cwnd": 2244400, "max_snd_wnd": 0,
+                    "max_rtt_us": 43960, "min_rtt_us": 38412, "mean_rtt_us": 41401,
+                    "start_ns": SRV_NS, "end_ns": SRV_NS + 3_000_187_000}
+    result["reverse"] = True
+    return result
+
+
+REV_CMD = dataclasses.replace(TCP_CMD, reverse=True)
+
+
+def test_tcp_reverse_client_text():
+    assert iperf3.client_text(_reverse_result(), REV_CMD, LAB_TCP) == (
+        "Connecting to host 10.0.0.3, port 5201\n"
+        "Reverse mode, remote host 10.0.0.3 is sending\n"
+        "[  5] local 10.0.0.1 port 47136 connected to 10.0.0.3 port 5201\n"
+        "[ ID] Interval           Transfer     Bitrate\n"
+        "[  5]   0.00-1.00   sec  80.5 MBytes   675 Mbits/sec                  \n"
+        "[  5]   1.00-2.00   sec   107 MBytes   900 Mbits/sec                  \n"
+        "[  5]   2.00-3.00   sec   108 MBytes   906 Mbits/sec                  \n"
+        "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
+        "[ ID] Interval           Transfer     Bitrate         Retr\n"
+        "[  5]   0.00-3.00   sec   296 MBytes   827 Mbits/sec  217             sender\n"
+        "[  5]   0.00-3.04   sec   294 MBytes   809 Mbits/sec                  receiver\n"
+        "\n"
+        "iperf Done.\n")
+
+
+def test_tcp_reverse_client_json():
+    obj = json.loads(iperf3.client_json(_reverse_result(), REV_CMD, LAB_TCP))
+    assert obj["start"]["test_start"]["reverse"] == 1
+    iv = obj["intervals"][0]
+    assert list(iv["streams"][0]) == ["socket", "start", "end", "seconds", "bytes", "bits_per_second",
+                                      "omitted", "sender"]
+    assert list(iv["sum"]) == ["start", "end", "seconds", "bytes", "bits_per_second", "omitted", "sender"]
+    assert iv["streams"][0]["sender"] is False and iv["sum"]["sender"] is False
+    snd = obj["end"]["streams"][0]["sender"]
+    # the results exchange carries bytes, retransmits and times only (get_results)
+    assert snd == {"socket": 5, "start": 0, "end": 3.000187, "seconds": 3.000187, "bytes": 310140416,
+                   "bits_per_second": 310140416 / 3.000187 * 8, "retransmits": 217, "max_snd_cwnd": 0,
+                   "max_rtt": 0, "min_rtt": 0, "mean_rtt": 0, "sender": False}
+    rcv = obj["end"]["streams"][0]["receiver"]
+    assert rcv["end"] == rcv["seconds"] == 3.04431 and rcv["sender"] is False
+    assert obj["end"]["sum_sent"]["retransmits"] == 217 and obj["end"]["sum_sent"]["sender"] is False
+    assert obj["end"]["sum_received"]["seconds"] == 3.04431
+
+
+def test_tcp_client_interrupted():
+    result = _tcp_result()
+    result["interrupted"] = True
+    result["streams"][0]["receiver"] = None  # no results exchange happened
+    text = iperf3.client_text(result, TCP_CMD, LAB_TCP)
+    assert text.endswith(
+        "[  5]   0.00-3.00   sec   296 MBytes   827 Mbits/sec  217             sender\n"
+        "[  5]   0.00-3.00   sec  0.00 Bytes  0.00 bits/sec                  receiver\n"
+        "iperf3: interrupt - the client has terminated\n")
+    obj = json.loads(iperf3.client_json(result, TCP_CMD, LAB_TCP))
+    assert obj["error"] == "interrupt - the client has terminated"
+    assert obj["end"]["sum_received"]["end"] == 3.000187 and obj["end"]["sum_received"]["bytes"] == 0
+    assert "receiver_tcp_congestion" not in obj["end"]  # the peer's algorithm comes with the exchange
+    assert obj["end"]["sender_tcp_congestion"] == "cubic"
+
+
+def test_tcp_client_error_and_protocol_checks():
+    err = {"error": "unable to connect to server: Connection refused"}
+    assert iperf3.client_text(err, TCP_CMD, LAB) == (
+        "iperf3: error - unable to connect to server: Connection refused\n")
+    assert json.loads(iperf3.client_json(err, TCP_CMD, LAB))["error"].startswith("error - unable")
+    with pytest.raises(ValueError, match="sctp"):
+        iperf3.client_json(_tcp_result(), dataclasses.replace(TCP_CMD, protocol="sctp"), LAB)
+    with pytest.raises(ValueError, match="-R"):
+        iperf3.client_text(UDP_RESULT, dataclasses.replace(UDP_CMD, reverse=True), LAB)
+    # the protocol may also come from the engine result alone
+    assert iperf3.client_text(_tcp_result(), dataclasses.replace(TCP_CMD, protocol=""), LAB_TCP) == \
+        EXPECTED_TCP_TEXT
+
+
+# ---------------------------------------------------------------------------
+# iperf3 TCP: server side (formats.md §1.8 server block, §1.6)
+
+SRV_ENDS = [1_000_100_000, 2_000_200_000, 3_000_250_000, 3_044_310_000]
+SRV_BYTES = [82_823_000, 111_951_000, 112_196_328, 1_045_504]   # Σ = 308 015 832
+
+
+def _tcp_server_test(reverse=False, streams=None, complete=True):
+    if streams is None:
+        starts = [0] + SRV_ENDS[:-1]
+        ivs = [{"start_ns": SRV_NS + a, "end_ns": SRV_NS + b, "bytes": n, "omitted": False}
+               for a, b, n in zip(starts, SRV_ENDS, SRV_BYTES, strict=True)]
+        streams = [{"client_data_port": 47136, "intervals": ivs,
+                    "total": {"bytes": sum(SRV_BYTES), "start_ns": SRV_NS, "end_ns": SRV_NS + SRV_ENDS[-1]}}]
+    return {"client_ip": "10.0.0.1", "client_ctrl_port": 47134, "client_data_port": 47136,
+            "local_ip": "10.0.0.3", "protocol": "tcp", "test_start_ns": SRV_NS, "start_ns": SRV_NS,
+            "omit_ns": 0, "streams": streams, "complete": complete, "reverse": reverse,
+            "cookie": "x3k2fzq7m4tq5lqj6ycn7vchbq2g2pwe3yrd", "congestion": "cubic",
+            "sndbuf_actual": 87380, "rcvbuf_actual": 87380,
+            "params": {"num_streams": len(streams), "blksize": 131072, "omit": 0, "duration": 3,
+                       "bytes": 0, "blocks": 0, "tos": 0, "rate": 0}}
+
+
+TCP_BANNER = ("-----------------------------------------------------------\n"
+              "Server listening on 5201\n"
+              "-----------------------------------------------------------\n")
+
+
+def test_tcp_server_text_handout_block():
+    result = {"port": 5201, "start_ns": 0, "interrupted": False, "tests": [_tcp_server_test()]}
+    assert iperf3.server_text(result, LAB) == (
+        TCP_BANNER
+        + "Accepted connection from 10.0.0.1, port 47134\n"
+        "[  5] local 10.0.0.3 port 5201 connected to 10.0.0.1 port 47136\n"
+        "[ ID] Interval           Transfer     Bitrate\n"
+        "[  5]   0.00-1.00   sec  79.0 MBytes   663 Mbits/sec                  \n"
+        "[  5]   1.00-2.00   sec   107 MBytes   896 Mbits/sec                  \n"
+        "[  5]   2.00-3.00   sec   107 MBytes   898 Mbits/sec                  \n"
+        "[  5]   3.00-3.04   sec  1021 KBytes   190 Mbits/sec                  \n"
+        "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
+        "[ ID] Interval           Transfer     Bitrate\n"
+        "[  5]   0.00-3.04   sec   294 MBytes   809 Mbits/sec                  receiver\n"
+        + TCP_BANNER)
+
+
+def test_tcp_server_short_empty_final_interval_dropped_and_interrupt():
+    test = _tcp_server_test(complete=False)
+    test["streams"][0]["intervals"][-1]["bytes"] = 0
+    test["streams"][0]["total"] = None  # cut by Ctrl-C: summarised from the intervals
+    result = {"port": 5201, "start_ns": 0, "interrupted": True, "tests": [test]}
+    text = iperf3.server_text(result, LAB)
+    assert "3.00-3.04" not in text.split("- - -")[0]
+    assert text.endswith("[  5]   0.00-3.04   sec   293 MBytes   807 Mbits/sec                  receiver\n"
+                         "iperf3: interrupt - the server has terminated\n")
+    obj = json.loads(iperf3.server_json(result, LAB))
+    assert obj["error"] == "interrupt - the server has terminated" and len(obj["intervals"]) == 3
+
+
+def test_tcp_server_json_mirror_image():
+    result = {"port": 5201, "start_ns": 0, "interrupted": False, "tests": [_tcp_server_test()]}
+    doc = iperf3.server_json(result, LAB_TCP)
+    obj = json.loads(doc)
+    assert list(obj["start"]) == [
+        "connected", "version", "system_info", "sock_bufsize", "sndbuf_actual", "rcvbuf_actual",
+        "timestamp", "accepted_connection", "cookie", "tcp_mss_default", "test_start"]
+    assert obj["start"]["tcp_mss_default"] == 0 and obj["start"]["test_start"]["protocol"] == "TCP"
+    assert obj["start"]["connected"] == [{"socket": 5, "local_host": "10.0.0.3", "local_port": 5201,
+                                          "remote_host": "10.0.0.1", "remote_port": 47136}]
+    assert len(obj["intervals"]) == 4
+    iv = obj["intervals"][3]
+    assert list(iv["streams"][0]) == ["socket", "start", "end", "seconds", "bytes", "bits_per_second",
+                                      "omitted", "sender"]
+    assert iv["streams"][0]["sender"] is False and iv["sum"]["seconds"] == iperf3.float32(0.04406)
+    end = obj["end"]
+    # printed at TEST_END, before the results exchange: sender_time falls back to receiver_time
+    assert end["streams"][0]["sender"] == {"socket": 5, "start": 0, "end": 3.04431, "seconds": 3.04431,
+                                           "bytes": 0, "bits_per_second": 0, "sender": False}
+    assert end["streams"][0]["receiver"]["bytes"] == 308015832
+    assert end["sum_sent"] == {"start": 0, "end": 3.04431, "seconds": 3.04431, "bytes": 0,
+                               "bits_per_second": 0, "sender": False}
+    assert end["sum_received"]["bits_per_second"] == 308015832 / 3.04431 * 8
+    assert "sender_tcp_congestion" not in end and end["receiver_tcp_congestion"] == "cubic"
+    modern = json.loads(iperf3.server_json(result, MODERN))["start"]
+    assert list(modern)[9:11] == ["tcp_mss_default", "target_bitrate"]
+
+
+def _server_parallel_test():
+    streams = []
+    for i, port in enumerate((47136, 47138)):
+        ivs = []
+        a = 0
+        for k, b in enumerate(SRV_ENDS):
+            ivs.append({"start_ns": SRV_NS + a + 1000 * i, "end_ns": SRV_NS + b + 1000 * i,
+                        "bytes": SRV_BYTES[k] // 2, "omitted": False})
+            a = b
+        streams.append({"client_data_port": port, "intervals": ivs,
+                        "total": {"bytes": sum(iv["bytes"] for iv in ivs), "start_ns": SRV_NS,
+                                  "end_ns": SRV_NS + SRV_ENDS[-1] + 1000 * i}})
+    return _tcp_server_test(streams=streams)
+
+
+def test_tcp_server_parallel_sum_lines():
+    result = {"port": 5201, "start_ns": 0, "interrupted": False, "one_off": True,
+              "tests": [_server_parallel_test()]}
+    lines = iperf3.server_text(result, LAB).splitlines()
+    assert lines[4:6] == ["[  5] local 10.0.0.3 port 5201 connected to 10.0.0.1 port 47136",
+                          "[  8] local 10.0.0.3 port 5201 connected to 10.0.0.1 port 47138"]
+    assert lines[6:10] == [
+        "[ ID] Interval           Transfer     Bitrate",
+        "[  5]   0.00-1.00   sec  39.5 MBytes   331 Mbits/sec                  ",
+        "[  8]   0.00-1.00   sec  39.5 MBytes   331 Mbits/sec                  ",
+        "[SUM]   0.00-1.00   sec  79.0 MBytes   663 Mbits/sec                  "]
+    assert lines[10] == "- - - - - - - - - - - - - - - - - - - - - - - - -"
+    assert lines[-5:] == [
+        "- - - - - - - - - - - - - - - - - - - - - - - - -",
+        "[ ID] Interval           Transfer     Bitrate",
+        "[  5]   0.00-3.04   sec   147 MBytes   405 Mbits/sec                  receiver",
+        "[  8]   0.00-3.04   sec   147 MBytes   405 Mbits/sec                  receiver",
+        "[SUM]   0.00-3.04   sec   294 MBytes   809 Mbits/sec                  receiver"]
+    obj = json.loads(iperf3.server_json(result, LAB))
+    assert [s["socket"] for s in obj["intervals"][0]["streams"]] == [5, 8]
+    assert obj["end"]["sum_received"]["bytes"] == sum(b // 2 for b in SRV_BYTES) * 2
+
+
+def test_tcp_server_reverse_sends():
+    streams = [{"client_data_port": 47136,
+                "intervals": [_tcp_iv(SRV_NS + a, SRV_NS + b, *vals)
+                              for a, b, vals in zip([0] + TCP_ENDS[:-1], TCP_ENDS, TCP_IVS, strict=True)],
+                "total": {"bytes": 310140416, "retransmits": 217, "max_snd_cwnd": 2244400,
+                          "max_snd_wnd": 0, "max_rtt_us": 43960, "min_rtt_us": 38412,
+                          "mean_rtt_us": 41401, "start_ns": SRV_NS, "end_ns": SRV_NS + TCP_ENDS[-1]}}]
+    test = _tcp_server_test(reverse=True, streams=streams)
+    result = {"port": 5201, "start_ns": 0, "interrupted": False, "tests": [test]}
+    text = iperf3.server_text(result, LAB)
+    body = text.split("port 47136\n")[1]
+    assert body.startswith(EXPECTED_TCP_TEXT.split("port 5201\n", 2)[2].split("- - -")[0])
+    assert body.endswith(
+        "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
+        "[ ID] Interval           Transfer     Bitrate         Retr\n"
+        "[  5]   0.00-3.00   sec   296 MBytes   827 Mbits/sec  217             sender\n" + TCP_BANNER)
+    obj = json.loads(iperf3.server_json(result, LAB))
+    assert obj["start"]["test_start"]["reverse"] == 1
+    assert obj["intervals"][0]["streams"][0]["snd_cwnd"] == 1856336
+    assert obj["intervals"][0]["streams"][0]["sender"] is True
+    snd = obj["end"]["streams"][0]["sender"]
+    assert snd["mean_rtt"] == 41401 and snd["max_snd_cwnd"] == 2244400 and snd["sender"] is True
+    assert obj["end"]["sum_sent"]["retransmits"] == 217
+    assert obj["end"]["sender_tcp_congestion"] == "cubic" and "receiver_tcp_congestion" not in obj["end"]
+
+
+def test_tcp_server_stream_without_port_is_an_error():
+    test = _server_parallel_test()
+    del test["streams"][1]["client_data_port"]
+    with pytest.raises(ValueError, match="client_data_port"):
+        iperf3.server_text({"port": 5201, "start_ns": 0, "tests": [test]}, LAB)
 
 
 # ---------------------------------------------------------------------------

@@ -89,9 +89,13 @@ def _real_run(a: str, b: str, sw: str, port: str) -> tuple[float, str]:
     finally:
         server.wait(timeout=30)
     tc = _sh("ip", "netns", "exec", sw, "tc", "-s", "qdisc", "show", "dev", port).stdout
-    doc = json.loads(out)
-    received = doc["end"]["sum"]["bytes"] - doc["end"]["sum"]["lost_packets"] * doc["start"]["test_start"]["blksize"]
-    return received * 8 / doc["end"]["sum"]["seconds"], tc
+    return _received_bps(json.loads(out)), tc
+
+
+def _received_bps(doc: dict) -> float:
+    """Payload the receiver got (sent − lost datagrams) over the receiver's time."""
+    s = doc["end"]["sum"]
+    return (s["bytes"] - s["lost_packets"] * doc["start"]["test_start"]["blksize"]) * 8 / s["seconds"]
 
 
 def _simulated_run(write_scenario, tmp_path) -> float:
@@ -110,9 +114,7 @@ cmds = [
 ]
 """)
     run_scenario(load_scenario(path), results_root=tmp_path, progress=False)
-    doc = json.loads((tmp_path / "t/p/h1/out.json").read_text())
-    s = doc["end"]["sum"]
-    return (s["bytes"] - s["lost_packets"] * doc["start"]["test_start"]["blksize"]) * 8 / s["seconds"]
+    return _received_bps(json.loads((tmp_path / "t/p/h1/out.json").read_text()))
 
 
 def test_udp_through_tbf_matches_the_real_kernel(kernel_pair, write_scenario, tmp_path):

@@ -80,6 +80,13 @@ def _dispatch(args: argparse.Namespace) -> int:
     progress = False if (args.no_progress or args.quiet) else None
     r = Runner(sc, args.output, progress=progress, echo=echo)
     r.check()
+    try:
+        r.root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BufferlabError(
+            f"error: cannot create the results folder {r.root}: {e.strerror}\n"
+            "  hint: choose another folder with -o/--output"
+        ) from None
     summary = r.run()
     if not args.quiet:
         print(

@@ -149,11 +149,12 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
         dev = pc.engine_dev(parsed.dev, parsed.dev_col)
     if isinstance(parsed, TcShow):
         show = parsed
+        # (engine name, name to print): tc prints `dev NAME` when no device was named
         devs = (
-            [dev]
+            [(dev, None)]
             if dev
             else [
-                i.engine_name
+                (i.engine_name, i.name)
                 for i in pc.topo.interfaces
                 if (pc.terminal == "admin" and pc.topo.node_kinds[i.node] == "switch")
                 or i.node == pc.terminal
@@ -168,8 +169,9 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
                     stats=show.stats,
                     details=show.details,
                     invisible=show.invisible,
+                    dev=name,
                 )
-                for d in devs
+                for d, name in devs
             ]
             rt.io.out("".join(text))
             return 0
@@ -223,10 +225,20 @@ def _prep_ping(pc: PrepareCtx, words: list[Word]) -> Prepared:
         "send_lag_ns": lag_ns,
         "tos": cmd.tos or 0,
     }
+    if spec["interval_ns"] <= 0:  # root may, but the engine's ping needs a positive interval
+        raise NotSupportedError(
+            "ping -i 0 (as fast as replies come) is not supported yet",
+            col=_option_col(words, "-i"),
+            expected="-i SECONDS, e.g. -i 0.01",
+        )
     endless = cmd.count is None and cmd.deadline_s is None
 
     def run(rt: RunCtx) -> Gen:
-        app = rt.start_app(node, spec)
+        try:
+            app = rt.start_app(node, spec)
+        except AppStartError as e:
+            rt.io.err(f"connect: {e}")  # iputils: no route to the target
+            return 2
         expected = None if endless else rt.now_ns + (cmd.count or 1) * (spec["interval_ns"] + lag_ns)
         from .runner import WaitApp
 
@@ -244,17 +256,57 @@ def _prep_ping(pc: PrepareCtx, words: list[Word]) -> Prepared:
 def _prep_iperf3(pc: PrepareCtx, words: list[Word]) -> Prepared:
     node = pc.require_node(words[0], "iperf3")
     cmd = iperf3_cmd.parse_iperf3(words, pc.diag, pc.profile)
+    # Real iperf3 values the engine's applications cannot run (they need a positive
+    # interval and rate): refused here with their position rather than at run time.
+    if cmd.interval_s == 0:
+        raise NotSupportedError(
+            "iperf3 -i 0 (no interval reports) is not supported yet",
+            col=_option_col(words, "-i", "--interval"),
+            expected="-i SECONDS between 0.1 and 60",
+        )
     if isinstance(cmd, iperf3_cmd.Iperf3Server):
         return _iperf3_server(node, cmd)
     iperf3_cmd.ensure_supported(cmd)
+    if cmd.rate_bps == 0:
+        raise NotSupportedError(
+            "iperf3 -u -b 0 (an unlimited UDP rate) is not supported yet",
+            col=_option_col(words, "-b", "--bitrate", "--bandwidth"),
+            expected="-b RATE, e.g. -b 10M",
+        )
     return _iperf3_client(node, cmd)
 
 
-def _write_tool_output(rt: RunCtx, logfile: str | None, text: str, stderr: str = "") -> None:
+def _option_col(words: list[Word], short: str, *long: str) -> int:
+    """Column of the last word giving option ``short``/``long`` (the one that counts)."""
+    col = words[0].col
+    for w in words[1:]:
+        t = w.text
+        if t == short or t.startswith(short) and not t.startswith("--") or t.split("=")[0] in long:
+            col = w.col
+    return col
+
+
+def _open_logfile(rt: RunCtx, logfile: str | None) -> tuple[bool, Path | None]:
+    """iperf3 opens ``--logfile`` (append) when it starts, relative to the directory
+    it starts in: (True, its path or None), or (False, None) after iperf3's error
+    text if it cannot, as iperf3 exits then."""
+    if not logfile:
+        return True, None
+    path = _within(rt, rt.term.cwd / logfile)
+    try:
+        if path is None:
+            raise PermissionError(13, "Permission denied (outside the node's results folder)")
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as e:
+        rt.io.err(f"iperf3: error - unable to open log file: {e.strerror}")
+        return False, None
+    return True, path
+
+
+def _write_tool_output(rt: RunCtx, logfile: Path | None, text: str, stderr: str = "") -> None:
     if logfile:
-        path = rt.term.cwd / logfile
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as f:
+        with logfile.open("a", encoding="utf-8") as f:
             f.write(text + stderr)
     else:
         rt.io.out(text)
@@ -269,27 +321,30 @@ def _iperf3_server(node: str, cmd: Any) -> Prepared:
         "interval_ns": round(cmd.interval_s * NS),
     }
 
-    def emit(rt: RunCtx, app: int) -> None:
+    def emit(rt: RunCtx, app: int, log: Path | None) -> None:
         result = rt.engine.app_result(app)
         profile = rt.runner.sc.profile
         text = (
             iperf3_fmt.server_json(result, profile) if cmd.json else iperf3_fmt.server_text(result, profile)
         )
-        _write_tool_output(rt, cmd.logfile, text)
+        _write_tool_output(rt, log, text)
 
     def run(rt: RunCtx) -> Gen:
         from .runner import WaitApp
 
+        ok, log = _open_logfile(rt, cmd.logfile)
+        if not ok:
+            return 1
         try:
             app = rt.start_app(node, spec)
         except AppStartError as e:
             rt.io.err(str(e))
             return 1
         if cmd.daemon:
-            rt.detach(app, lambda: emit(rt, app) if cmd.logfile else None)
+            rt.detach(app, lambda: emit(rt, app, log) if log else None)
             return 0
         yield WaitApp(app, True)
-        emit(rt, app)
+        emit(rt, app, log)
         return 0
 
     return run
@@ -299,7 +354,12 @@ def _iperf3_client(node: str, cmd: Any) -> Prepared:
     def run(rt: RunCtx) -> Gen:
         from .runner import WaitApp
 
+        ok, log = _open_logfile(rt, cmd.logfile)
+        if not ok:
+            return 1
         profile = rt.runner.sc.profile
+        # -t 0 without -n: until interrupted (Ctrl-C at the end of the part)
+        endless = cmd.duration_s == 0 and cmd.bytes is None
         spec = {
             "kind": "iperf3_client",
             "dst": cmd.host,
@@ -307,24 +367,28 @@ def _iperf3_client(node: str, cmd: Any) -> Prepared:
             "protocol": "udp",
             "rate_bps": cmd.rate_bps,
             "blksize": cmd.blksize,
-            "duration_ns": round(cmd.duration_s * NS),
+            "duration_ns": round(cmd.duration_s * NS),  # 0 (-t 0, -n): no time limit
             "bytes": cmd.bytes,
             "omit_ns": round(cmd.omit_s * NS),
             "interval_ns": round(cmd.interval_s * NS),
             "tos": cmd.tos or 0,
         }
-        app = rt.start_app(node, spec)
-        expected = rt.now_ns + spec["duration_ns"] + spec["omit_ns"]
-        yield WaitApp(app, False, expected)
+        try:
+            app = rt.start_app(node, spec)
+        except AppStartError as e:
+            rt.io.err(f"iperf3: error - unable to connect to server: {e}")
+            return 1
+        expected = rt.now_ns + spec["duration_ns"] + spec["omit_ns"] if cmd.duration_s else None
+        yield WaitApp(app, endless, expected)
         result = rt.engine.app_result(app)
         info = _cmd_info(cmd)
         failed = bool(result.get("error")) or bool(result.get("interrupted"))
         if cmd.json:
-            _write_tool_output(rt, cmd.logfile, iperf3_fmt.client_json(result, info, profile))
+            _write_tool_output(rt, log, iperf3_fmt.client_json(result, info, profile))
         elif result.get("error"):
-            _write_tool_output(rt, cmd.logfile, "", iperf3_fmt.client_text(result, info, profile))
+            _write_tool_output(rt, log, "", iperf3_fmt.client_text(result, info, profile))
         else:
-            _write_tool_output(rt, cmd.logfile, iperf3_fmt.client_text(result, info, profile))
+            _write_tool_output(rt, log, iperf3_fmt.client_text(result, info, profile))
         return 1 if failed else 0
 
     return run
@@ -344,6 +408,8 @@ def _cmd_info(cmd: Any) -> iperf3_fmt.CmdInfo:
         bytes=cmd.bytes or 0,
         rate=cmd.rate_bps,
         interval_s=cmd.interval_s,
+        reverse=bool(cmd.reverse),
+        window=cmd.window or 0,
     )
 
 
@@ -362,7 +428,8 @@ def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
         try:
             app = rt.start_app(node, spec)
         except AppStartError as e:
-            rt.io.err(f"{words[0].text}: {e}")
+            prog = words[0].text
+            rt.io.err(str(e) if str(e).startswith(f"{prog}:") else f"{prog}: {e}")
             return 1
         duration = spec.get("duration_ns")
         yield WaitApp(app, endless, rt.now_ns + duration if duration else None)

@@ -27,7 +27,7 @@ from typing import Any
 
 from .commands.shell import Job, SimpleCommand, parse_shell
 from .engine import Engine
-from .errors import BufferlabError, CommandError, Diagnostics
+from .errors import BufferlabError, CommandError, Diagnostics, ScenarioError
 from .programs import PrepareCtx, Prepared, prepare_command
 from .scenario.load import Command, Part, Scenario
 from .scenario.topology import BuiltTopology, build_topology
@@ -61,23 +61,23 @@ JobGen = Generator[Wait, Any, int]
 
 
 class Io:
-    """Where one command's output goes: its redirect file or the terminal log."""
+    """Where one command's output goes: its redirect file or the terminal log.
 
-    def __init__(self, term: Terminal, redirect_path: Path | None, append: bool) -> None:
+    As in bash, the redirect file is opened (created, and truncated for ``>``)
+    before the command runs, so ``cmd > f`` empties ``f`` even if ``cmd`` prints
+    nothing; later writes append.
+    """
+
+    def __init__(self, term: Terminal, redirect_path: Path | None) -> None:
         self.term = term
         self.path = redirect_path
-        self.append = append
-        self._opened = False
 
     def out(self, text: str) -> None:
         if self.path is None:
             self.term.log(text)
             return
-        mode = "a" if (self.append or self._opened) else "w"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open(mode, encoding="utf-8") as f:
+        with self.path.open("a", encoding="utf-8") as f:
             f.write(text)
-        self._opened = True
 
     def err(self, text: str) -> None:
         self.term.log(text)
@@ -99,6 +99,13 @@ class Terminal:
         if self.transcript:
             self.home.mkdir(parents=True, exist_ok=True)
             (self.home / "terminal.log").write_text("".join(self.transcript), encoding="utf-8")
+
+
+def inside_home(term: Terminal, path: Path) -> Path | None:
+    """``path`` resolved, or None if it leaves the terminal's node folder (its home)."""
+    p = path.resolve()
+    home = term.home.resolve()
+    return p if p == home or home in p.parents else None
 
 
 @dataclass
@@ -148,7 +155,16 @@ class Runner:
 
     def check(self) -> None:
         """Parse every line of every part; raise the first error with its position."""
+        cap = self.sc.profile.stop_at or DEFAULT_STOP_AT_S
         for part in self.sc.parts:
+            if part.duration is not None and part.duration > cap:
+                raise ScenarioError(
+                    f"part {part.name!r}: duration = {part.duration:g} s is longer than stop_at = {cap:g} s",
+                    file=str(self.sc.path),
+                    line=part.line,
+                    expected="a duration no longer than [sim] stop_at",
+                    suggestion=f'raise [sim] stop_at, e.g. stop_at = "{part.duration:g}s"',
+                )
             self.lines[part.name] = [self._prepare_line(c) for c in part.commands]
 
     def _prepare_line(self, c: Command) -> PreparedLine:
@@ -213,9 +229,11 @@ class Runner:
         sched = _Scheduler(self, part, start)
         for t, pls in lines_by_term.items():
             sched.spawn(self._terminal_proc(sched, terminals[t], pls), pls[0].command.index)
-        sched.run()
-        for term in terminals.values():
-            term.flush()
+        try:
+            sched.run()
+        finally:  # what the terminals printed helps most when the part did not finish
+            for term in terminals.values():
+                term.flush()
         self.part_reports.append(
             {
                 "name": part.name,
@@ -229,8 +247,12 @@ class Runner:
         status = 0
         for pl in lines:
             yield NextLine(pl.command.index)
+            if sched.stopping:
+                break
             term.log(f"$ {pl.command.text}")
             for job, bg in zip(pl.jobs, pl.backgrounds, strict=True):
+                if sched.stopping:
+                    break
                 if bg:
                     sched.spawn(self._job(sched, term, pl, job), pl.command.index)
                     status = 0
@@ -243,17 +265,31 @@ class Runner:
     ) -> JobGen:
         status = 0
         for k, (sc, prepared) in enumerate(job):
-            if k > 0 and status != 0:
+            if k > 0 and (status != 0 or sched.stopping):
                 break  # `a && b`: b runs only if a succeeded
             io = self._io_for(term, sc)
+            if io is None:
+                status = 1  # bash: the redirect failed, the command does not run
+                continue
             rt = RunCtx(self, sched, term, pl.command, io)
             status = yield from prepared(rt)
         return status
 
-    def _io_for(self, term: Terminal, sc: SimpleCommand) -> Io:
+    def _io_for(self, term: Terminal, sc: SimpleCommand) -> Io | None:
         if sc.redirect is None:
-            return Io(term, None, False)
-        return Io(term, term.cwd / sc.redirect.target.text, sc.redirect.op == ">>")
+            return Io(term, None)
+        target = sc.redirect.target.text
+        path = inside_home(term, term.cwd / target)
+        if path is None:
+            term.log(f"bash: {target}: Permission denied (outside the node's results folder)")
+            return None
+        try:
+            with path.open("a" if sc.redirect.op == ">>" else "w", encoding="utf-8"):
+                pass
+        except OSError as e:
+            term.log(f"bash: {target}: {e.strerror}")
+            return None
+        return Io(term, path)
 
     # ------------------------------------------------------------ summary
 
@@ -340,6 +376,8 @@ class _Scheduler:
         self.detached: list[tuple[int, Callable[[], None]]] = []
         self.queue_files: list[str] = []
         self.expected_end_ns = start_ns
+        #: the part hit stop_at: interrupted commands print their output, nothing new starts
+        self.stopping = False
 
     def spawn(self, gen: JobGen, key: int) -> None:
         self._ready(gen, key, None)
@@ -372,6 +410,10 @@ class _Scheduler:
                 while self.ready:
                     key, _, gen, value = heapq.heappop(self.ready)
                     self._step(key, gen, value)
+                    # What this line started happens before the next line starts: at one
+                    # instant lines run in file order, so a client typed before its server
+                    # is refused even over a zero-delay veth.
+                    self._wake(set(eng.run(eng.now_ns)))
                 if not self.waiting:
                     break
                 now = eng.now_ns
@@ -395,6 +437,11 @@ class _Scheduler:
         finally:
             if progress:
                 progress.close()
+        self._end_detached()
+
+    def _end_detached(self) -> None:
+        eng = self.engine
+        assert eng is not None
         for app_id, on_end in self.detached:
             if not eng.app_finished(app_id):
                 eng.stop_app(app_id)
@@ -424,31 +471,37 @@ class _Scheduler:
     def _timeout(self) -> None:
         eng = self.engine
         assert eng is not None
-        pending = sorted(
-            {
-                self.runner.apps[w.app_id].where + ": " + self.runner.apps[w.app_id].command
-                for *_, w in self.waiting
-                if isinstance(w, WaitApp)
-                and not w.endless
-                and w.app_id < len(self.runner.apps)
-                and self.runner.apps[w.app_id]
-            }
-        )
-        for *_, w in self.waiting:
+        lines = {c.index: c for c in self.part.commands}
+        pending = [
+            f"{lines[key].where()}: {lines[key].text}"
+            for key in sorted(
+                {
+                    key
+                    for key, _, _, w in self.waiting
+                    if not (isinstance(w, WaitApp) and w.endless) and key in lines
+                }
+            )
+        ]
+        # Ctrl-C everything, let the interrupted commands print what they print then
+        # (ping's statistics, ...), and start nothing more.
+        self.stopping = True
+        for *_, w in sorted(self.waiting, key=lambda x: (x[0], x[1])):
             if isinstance(w, WaitApp) and not eng.app_finished(w.app_id):
                 eng.stop_app(w.app_id)
         self._wake({w.app_id for *_, w in self.waiting if isinstance(w, WaitApp)})
         while self.ready:
             key, _, gen, value = heapq.heappop(self.ready)
-            gen.close()
+            self._step(key, gen, value)
         for *_, gen, _w in self.waiting:
             gen.close()
         self.waiting = []
+        self._end_detached()
         cap = (self.stop_ns - self.start_ns) / NS
         raise PartTimeout(
+            f"{self.runner.sc.path}:{self.part.line}: error: "
             f"part {self.part.name!r} did not finish within stop_at = {cap:g} s of simulated time; "
-            "still running: "
-            + ("; ".join(pending) or "sleep")
+            "still running:\n    "
+            + "\n    ".join(pending)
             + "\n  hint: a client whose server never answers waits forever; raise [sim] stop_at if the "
             "experiment is really that long"
         )
@@ -458,6 +511,7 @@ class _Progress:
     """Simulated time done, wall time and ETA, on a terminal only (rich)."""
 
     def __init__(self, sched: _Scheduler) -> None:
+        from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
         self.sched = sched
@@ -467,6 +521,7 @@ class _Progress:
             TextColumn("{task.completed:.1f}/{task.total:.1f} s simulated"),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
+            console=Console(stderr=True),
             transient=True,
         )
         self.p.start()

@@ -111,10 +111,16 @@ struct Node {
     timer_at: Option<SimTime>,
 }
 
+/// An application and its timer bookkeeping. `timer_at` is when the
+/// application wants to be woken; `scheduled` is the earliest `AppTimer`
+/// entry known to be in the event queue. A timer that moves later (TCP's RTO
+/// on nearly every ACK) costs nothing: the pending entry fires early, finds
+/// nothing due, and re-arms. Only an earlier wake-up pushes a new entry.
 struct AppSlot {
     app: App,
     node: NodeId,
     timer_at: Option<SimTime>,
+    scheduled: Option<SimTime>,
     reported: bool,
 }
 
@@ -270,6 +276,12 @@ impl Simulator {
         let id = self.apps.len() as u32;
         let rng = ComponentRng::new(self.seed, &format!("app/{id}"));
         let mut app = App::new(spec, rng)?;
+        if let Some(dst) = app.destination() {
+            // connect()/sendto() fail at once without a route (ENETUNREACH)
+            if !self.topo.is_local(node, dst) && self.topo.route(node, dst).is_none() {
+                return Err(Error::App("Network is unreachable".into()));
+            }
+        }
         if let Some(dev) = app.monitored_dev() {
             let iface = self
                 .topo
@@ -281,6 +293,7 @@ impl Simulator {
             app,
             node,
             timer_at: None,
+            scheduled: None,
             reported: false,
         });
         self.flows.push(FlowStats::default());
@@ -321,9 +334,10 @@ impl Simulator {
     }
 
     /// Advance simulated time up to `until`, or until one or more
-    /// applications finish; returns those applications' ids.
+    /// applications finish; returns the ids of the applications that finished
+    /// since the previous call (also those that finished inside `start_app`
+    /// or `stop_app`, e.g. a ping of the node's own address).
     pub fn run(&mut self, until: SimTime) -> Vec<u32> {
-        self.finished.clear();
         loop {
             self.drain_pending();
             if !self.finished.is_empty() {
@@ -370,9 +384,11 @@ impl Simulator {
                 }
             }
             Event::AppTimer(a) => {
-                let slot = &self.apps[a as usize];
-                if slot.timer_at == Some(self.now) {
-                    self.apps[a as usize].timer_at = None;
+                let slot = &mut self.apps[a as usize];
+                if slot.scheduled == Some(self.now) {
+                    slot.scheduled = None;
+                }
+                if slot.timer_at.is_some_and(|t| t <= self.now) {
                     let ifaces = &self.ifaces;
                     let backlog = |i: usize| ifaces[i].tree.leaf_backlog();
                     let slot = &mut self.apps[a as usize];
@@ -386,8 +402,8 @@ impl Simulator {
                         iperf: &mut self.iperf,
                     };
                     slot.app.handle_timeout(&mut ctx, backlog);
-                    self.after_app(a);
                 }
+                self.after_app(a);
             }
             Event::NodeTimer(n) => {
                 if self.nodes[n as usize].timer_at == Some(self.now) {
@@ -433,11 +449,11 @@ impl Simulator {
         }
         self.out_buf = out;
         let slot = &mut self.apps[id as usize];
-        let t = slot.app.poll_timeout();
-        if t != slot.timer_at {
-            slot.timer_at = t;
-            if let Some(t) = t {
-                self.events.schedule(t.max(self.now), Event::AppTimer(id));
+        slot.timer_at = slot.app.poll_timeout();
+        if let Some(t) = slot.timer_at.map(|t| t.max(self.now)) {
+            if slot.scheduled.is_none_or(|s| t < s) {
+                slot.scheduled = Some(t);
+                self.events.schedule(t, Event::AppTimer(id));
             }
         }
         if slot.app.is_finished() && !slot.reported {

@@ -17,6 +17,7 @@ pub mod packet;
 pub mod qdisc;
 pub mod rng;
 pub mod sched;
+pub mod tcp;
 pub mod time;
 pub mod topology;
 

@@ -143,7 +143,13 @@ impl TcpHeader {
         let mut n = 20;
         if self.flags & tcp_flags::SYN != 0 {
             // MSS 4, SACK-permitted 2 (+ packed with TS), TS 10, NOP+wscale 4: 20 bytes with TS
-            n += 4 + if self.ts { 12 } else if self.sack_ok { 4 } else { 0 };
+            n += 4 + if self.ts {
+                12
+            } else if self.sack_ok {
+                4
+            } else {
+                0
+            };
             if self.wscale.is_some() {
                 n += 4;
             }

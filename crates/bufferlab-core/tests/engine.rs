@@ -273,3 +273,39 @@ fn bad_config_and_specs_are_errors_not_panics() {
         .to_string()
         .contains("Address already in use"));
 }
+
+#[test]
+fn a_host_pings_itself_through_its_own_stack() {
+    let mut sim = lab14(1);
+    let spec = json!({"kind": "ping", "dst": "10.0.0.1", "count": 2, "interval_ns": S, "size": 56});
+    let app = sim.start_app("h1", &spec.to_string()).unwrap();
+    // the first reply comes back inside start_app; the second one second later
+    assert_eq!(sim.run(bufferlab_core::time::SimTime(60 * S)), vec![app]);
+    assert_eq!(sim.now().as_nanos(), S);
+    let r = sim.app_result(app).unwrap();
+    let rtts: Vec<u64> = r["replies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["rtt_ns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(rtts, vec![0, 0]);
+    assert_conservation(&sim);
+}
+
+#[test]
+fn an_address_without_a_route_is_unreachable_at_start() {
+    let mut sim = lab14(1);
+    let spec = json!({"kind": "ping", "dst": "8.8.8.8", "count": 1, "interval_ns": S, "size": 56});
+    let err = sim.start_app("h1", &spec.to_string()).unwrap_err();
+    assert_eq!(err.to_string(), "Network is unreachable");
+}
+
+#[test]
+fn an_application_finishing_inside_start_app_is_reported_by_the_next_run() {
+    let mut sim = lab14(1);
+    let spec = json!({"kind": "ping", "dst": "10.0.0.1", "count": 1, "interval_ns": S, "size": 56});
+    let app = sim.start_app("h1", &spec.to_string()).unwrap();
+    assert_eq!(sim.run(bufferlab_core::time::SimTime(60 * S)), vec![app]);
+    assert_eq!(sim.now().as_nanos(), 0, "nothing else to wait for");
+}

@@ -33,10 +33,9 @@ interval ``seconds`` is that value stored in a float32; ``bits_per_second``
 
 Not modelled: CPU use — every ``cpu_utilization_percent`` member is 0 unless
 the engine result carries a ``cpu_utilization_percent`` object (the six
-iperf3 keys), which is then copied (used by the conformance test to replay
-the formats.md §1.7 example). TCP documents and ``--bidir``/``-R`` are not
-built yet (``ValueError``); the generic line helpers below already cover
-the TCP text layouts. iperf3 3.0.x is only honoured for the header word
+iperf3 keys), which is then copied (used by the conformance tests to replay
+the formats.md §1.5/§1.7 examples). ``--bidir`` and UDP ``-R`` are not built
+(``ValueError``). iperf3 3.0.x is only honoured for the header word
 ``Bandwidth`` (its UDP summary layout and 8192-byte defaults are not).
 
 Engine keys used beyond docs/internals.md: ``test_start_ns`` (the stream's
@@ -45,12 +44,49 @@ first ``start_time``; ``start_ns`` is then the post-omit one), client
 is absent), ``connect_ns`` (the ``timestamp`` instant), server
 ``interval_ns`` and ``one_off``, and per server test ``cookie``, ``params``
 (the client's test parameters: ``num_streams``, ``blksize``, ``omit``,
-``duration``, ``bytes``, ``blocks``, ``tos``, ``rate``) and ``peer`` (the
-client's sender totals as received in the results exchange: ``bytes``,
-``packets``, ``start_ns``, ``end_ns``). Without ``peer`` the server falls
-back as iperf3 does when no results were exchanged (sender_time =
-receiver_time, 0 bytes sent). A server test with ``total: null`` (cut by
-Ctrl-C) is summarised from its post-omit intervals.
+``duration``, ``bytes``, ``blocks``, ``tos``, ``rate``; TCP also ``window``
+(-w), ``mss`` (-M), ``reverse``) and ``peer`` (UDP only: the client's sender
+totals as received in the results exchange: ``bytes``, ``packets``,
+``start_ns``, ``end_ns``). Without ``peer`` the server falls back as iperf3
+does when no results were exchanged (sender_time = receiver_time, 0 bytes
+sent). A server test with ``total: null`` (cut by Ctrl-C) is summarised from
+its post-omit intervals.
+
+TCP (formats.md §1.5, §1.6, §1.8; ``iperf_print_intermediate``,
+``print_interval_results``, ``iperf_print_results``, ``get_results``,
+``iperf_tcp_connect``/``iperf_tcp_listen``, ``iperf_accept``,
+``iperf_handle_message_server``):
+
+* client: ``-P N`` streams with sockets base, base+2, …; interval ``[SUM]``
+  lines (text only for N > 1, JSON ``sum`` always) timed by the first stream;
+  the interval header only before the very first interval, the separator
+  before every later block when N > 1 (so after the ``-O`` omitted block);
+  the summary uses the first stream's sender/receiver times for every line;
+  ``-R``: ``Reverse mode, remote host … is sending``, receiver-type
+  intervals, ``"sender": false`` everywhere, and in ``end`` only what the
+  results exchange carries (bytes, retransmits, times): ``max_snd_cwnd``,
+  ``max_snd_wnd``, ``max_rtt``, ``min_rtt``, ``mean_rtt`` are 0 there;
+* JSON ``start``: ``tcp_mss_default`` (``tcp_mss`` with -M) after ``cookie``,
+  ``target_bitrate`` after it (3.12+), then one ``sock_bufsize`` /
+  ``sndbuf_actual`` / ``rcvbuf_actual`` triple **per stream** (cJSON appends a
+  duplicate key per ``iperf_tcp_connect``; fixed in 3.14); ``snd_wnd`` /
+  ``max_snd_wnd`` from 3.10;
+* server: prints its summary at TEST_END, *before* the results exchange, so
+  a normal (receiving) server has no retransmit columns, sender_time =
+  receiver_time and 0 bytes sent; only ``receiver`` lines (``sender`` lines
+  with ``-R``); sockets base, base+3, …; JSON ``start`` has the listener's
+  ``sock_bufsize``/``sndbuf_actual``/``rcvbuf_actual`` *before*
+  ``timestamp`` (``iperf_tcp_listen`` runs in the parameter exchange, before
+  ``on_connect``) and ``tcp_mss_default`` 0 (the server never reads its
+  control MSS); only its own congestion key.
+
+TCP engine keys used beyond docs/internals.md (all optional): client
+``connect_ns``, ``cpu_utilization_percent``; server test ``reverse`` (or
+``params.reverse``), ``cookie``, ``params``, ``congestion`` (the server's
+algorithm), ``sndbuf_actual`` / ``rcvbuf_actual`` (listener socket;
+defaults 16384 / 131072), per server stream ``client_data_port`` (required
+for streams after the first) and, with ``-R``, sender intervals (the client
+interval keys) and a ``total`` with the client ``sender`` keys.
 """
 
 from __future__ import annotations
@@ -86,6 +122,7 @@ SEPARATOR = "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
 
 # --- report templates (iperf_locale.c, 3.7; C printf layouts) ---------------
 REPORT_CONNECTING = "Connecting to host %s, port %d\n"
+REPORT_REVERSE = "Reverse mode, remote host %s is sending\n"
 REPORT_ACCEPTED = "Accepted connection from %s, port %d\n"
 REPORT_CONNECTED = "[%3d] local %s port %d connected to %s port %d\n"
 REPORT_DONE = "iperf Done.\n"
@@ -111,18 +148,21 @@ class CmdInfo:
 
     host        -c argument exactly as typed (``connecting_to.host``, text header)
     port        -p (default 5201)
-    protocol    "udp" (-u); "tcp" is rejected until the TCP results exist
+    protocol    "udp" (-u) or "tcp"
     duration_s  -t, whole seconds (``test_start.duration``)
     omit_s      -O, whole seconds (``test_start.omit``)
     blksize     -l or the default (1448 = control MSS for UDP on Mininet)
     tos         -S value as a decimal byte (``test_start.tos``)
     title       -T string or None (prefix ``title:  `` on every text line,
                 top-level ``title`` key in JSON)
-    num_streams -P (only 1 is supported by the engine results)
+    num_streams -P (UDP: only 1)
     bytes       -n target in bytes (0 = time based)
     blocks      -k target (0)
-    rate        -b in bit/s (``target_bitrate``, 3.12+)
+    rate        -b in bit/s (``target_bitrate``, 3.12+; TCP: 0 unless -b)
     interval_s  -i (the stats interval; used by the short-final-interval rule)
+    reverse     -R (TCP only)
+    window      -w in bytes (``sock_bufsize``; 0 when not given)
+    mss         -M in bytes (``tcp_mss`` instead of ``tcp_mss_default``; 0 = not given)
     """
 
     host: str
@@ -138,6 +178,9 @@ class CmdInfo:
     blocks: int = 0
     rate: int = 1048576
     interval_s: float = 1.0
+    reverse: bool = False
+    window: int = 0
+    mss: int = 0
 
 
 # --- numeric helpers ----------------------------------------------------------
@@ -350,31 +393,42 @@ def _time_bases(obj: dict[str, Any]) -> tuple[int, int]:
     return _us(obj["start_ns"]), _us(post)
 
 
-def _intervals(obj: dict[str, Any], interval_s: float) -> tuple[list[_Interval], int]:
-    """Interval times as iperf3 computes them; drops short empty intervals.
+def _timed_intervals(obj: dict[str, Any], interval_s: float) -> tuple[list[tuple[_Interval, bool]], int]:
+    """Every interval of one stream with iperf3's times, and whether it may be printed.
 
     Omitted intervals are timed from the original ``start_time``, the others
-    from the post-omit one (so they restart at 0.00). Returns the kept
-    intervals and the µs instant of the post-omit ``start_time`` (the
-    summary's time base).
+    from the post-omit one (so they restart at 0.00). The flag is
+    ``iperf_print_intermediate``'s test: at least 10 % of the interval length
+    or any data. Returns the intervals and the µs instant of the post-omit
+    ``start_time`` (the summary's time base).
     """
     s_us, base_us = _time_bases(obj)
-    kept: list[_Interval] = []
+    out: list[tuple[_Interval, bool]] = []
     for iv in obj.get("intervals", []):
         ist, iet = _us(iv["start_ns"]), _us(iv["end_ns"])
         base = s_us if iv.get("omitted") else base_us
         length = _secs(ist, iet)
-        # iperf_print_intermediate: keep if >= 10 % of the interval or any data
-        if not (length >= interval_s * 0.10 or int(iv.get("bytes", 0)) > 0):
-            continue
-        kept.append(_Interval(_secs(base, ist), _secs(base, iet), float32(length),
-                              ist == s_us, iv))
-    return kept, base_us
+        ok = length >= interval_s * 0.10 or int(iv.get("bytes", 0)) > 0
+        out.append((_Interval(_secs(base, ist), _secs(base, iet), float32(length), ist == s_us, iv), ok))
+    return out, base_us
+
+
+def _intervals(obj: dict[str, Any], interval_s: float) -> tuple[list[_Interval], int]:
+    """The printed intervals of one stream (short empty ones dropped) and the time base."""
+    timed, base_us = _timed_intervals(obj, interval_s)
+    return [iv for iv, ok in timed if ok], base_us
+
+
+def _check_protocol(protocol: str | None) -> str:
+    proto = str(protocol or "udp").lower()
+    if proto not in ("udp", "tcp"):
+        raise ValueError(f"iperf3 formatter: protocol {protocol!r} is not supported (UDP and TCP only)")
+    return proto
 
 
 def _check_udp(protocol: str) -> None:
-    if str(protocol).lower() != "udp":
-        raise ValueError(f"iperf3 formatter: protocol {protocol!r} is not supported yet (UDP only)")
+    if _check_protocol(protocol) != "udp":
+        raise ValueError(f"iperf3 formatter: {protocol!r} test passed to the UDP formatter")
 
 
 # --- client ---------------------------------------------------------------------
@@ -433,7 +487,8 @@ def _error_document(profile: Any, error: str, title: str | None) -> str:
 
 
 def _test_start(protocol: str, num_streams: int, blksize: int, omit: int, duration: int,
-                nbytes: int, blocks: int, tos: int, rate: int, profile: Any) -> dict[str, Any]:
+                nbytes: int, blocks: int, tos: int, rate: int, profile: Any,
+                reverse: bool = False) -> dict[str, Any]:
     ts: dict[str, Any] = {
         "protocol": protocol.upper(),
         "num_streams": int(num_streams),
@@ -442,7 +497,7 @@ def _test_start(protocol: str, num_streams: int, blksize: int, omit: int, durati
         "duration": int(duration),
         "bytes": int(nbytes),
         "blocks": int(blocks),
-        "reverse": 0,
+        "reverse": 1 if reverse else 0,
         "tos": int(tos),
     }
     if _has_target_bitrate(profile):
@@ -451,10 +506,12 @@ def _test_start(protocol: str, num_streams: int, blksize: int, omit: int, durati
 
 
 def client_json(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
-    """``iperf3 -c … -u -J`` document (formats.md §1.5/§1.7), with its newline."""
+    """``iperf3 -c … [-u] -J`` document (formats.md §1.5/§1.7), with its newline."""
     if result.get("error"):
         return _error_document(profile, "error - " + str(result["error"]), cmd_info.title)
-    _check_udp(cmd_info.protocol)
+    if _client_protocol(result, cmd_info) == "tcp":
+        return _tcp_client_json(result, cmd_info, profile)
+    _check_udp_client(cmd_info)
     sock = int(profile.iperf3_socket_base)
     kept, base_us = _intervals(result, cmd_info.interval_s)
 
@@ -529,7 +586,9 @@ def client_text(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
     """
     if result.get("error"):
         return f"iperf3: error - {result['error']}\n"
-    _check_udp(cmd_info.protocol)
+    if _client_protocol(result, cmd_info) == "tcp":
+        return _tcp_client_text(result, cmd_info, profile)
+    _check_udp_client(cmd_info)
     heads = _headers(profile)
     p = _Printer(cmd_info.title)
     sock = int(profile.iperf3_socket_base)
@@ -656,10 +715,14 @@ def server_text(result: dict[str, Any], profile: Any) -> str:
     tests = list(result.get("tests", []))
     _banner(p, result, 1, profile)
     for n, test in enumerate(tests, start=1):
-        _check_udp(test.get("protocol", "udp"))
+        tcp = _check_protocol(test.get("protocol", "udp")) == "tcp"
         cut = not test.get("complete", True) and result.get("interrupted")
         p(REPORT_ACCEPTED % (test["client_ip"], int(test["client_ctrl_port"])))
-        if test.get("client_data_port") is not None:
+        if tcp:
+            for sock_i, _st, cport in _server_tcp_stream_ids(test, profile):
+                p(REPORT_CONNECTED % (sock_i, test["local_ip"], int(result["port"]), test["client_ip"],
+                                      cport))
+        elif test.get("client_data_port") is not None:
             p(REPORT_CONNECTED % (sock, test["local_ip"], int(result["port"]), test["client_ip"],
                                   int(test["client_data_port"])))
         if test.get("start_ns") is None:  # TEST_START never happened: nothing measured
@@ -670,22 +733,10 @@ def server_text(result: dict[str, Any], profile: Any) -> str:
                 return p.text()
             _banner(p, result, n + 1, profile)
             continue
-        kept, base_us = _intervals(test, interval_s)
-        header_done = False
-        for iv in kept:
-            if iv.first and not header_done:
-                p(heads["udp"])
-                header_done = True
-            p(_udp_receiver_interval_line(sock, iv))
-        s = _server_summary(test, base_us)
-        p(SEPARATOR)
-        p(heads["udp"])
-        if s.out_of_order > 0:
-            p(REPORT_SUM_OUTOFORDER % ("", 0.0, s.sender_time, s.out_of_order))
-        p(udp_line(sock, 0.0, s.receiver_time, s.bytes_received, s.receiver_time,
-                   s.jitter * 1000.0, s.lost, s.receiver_packets,
-                   100.0 * s.lost / s.receiver_packets if s.receiver_packets > 0 else 0.0,
-                   "receiver"))
+        if tcp:
+            _tcp_server_test_text(p, heads, test, interval_s, profile)
+        else:
+            _udp_server_test_text(p, heads, test, interval_s, sock)
         if cut:
             p.raw("iperf3: interrupt - the server has terminated\n")
             return p.text()
@@ -697,8 +748,30 @@ def server_text(result: dict[str, Any], profile: Any) -> str:
     return p.text()
 
 
+def _udp_server_test_text(p: _Printer, heads: dict[str, str], test: dict[str, Any], interval_s: float,
+                          sock: int) -> None:
+    """Intervals and summary of one UDP test as the server prints them."""
+    kept, base_us = _intervals(test, interval_s)
+    header_done = False
+    for iv in kept:
+        if iv.first and not header_done:
+            p(heads["udp"])
+            header_done = True
+        p(_udp_receiver_interval_line(sock, iv))
+    s = _server_summary(test, base_us)
+    p(SEPARATOR)
+    p(heads["udp"])
+    if s.out_of_order > 0:
+        p(REPORT_SUM_OUTOFORDER % ("", 0.0, s.sender_time, s.out_of_order))
+    p(udp_line(sock, 0.0, s.receiver_time, s.bytes_received, s.receiver_time,
+               s.jitter * 1000.0, s.lost, s.receiver_packets,
+               100.0 * s.lost / s.receiver_packets if s.receiver_packets > 0 else 0.0,
+               "receiver"))
+
+
 def _server_document(result: dict[str, Any], test: dict[str, Any], profile: Any) -> dict[str, Any]:
-    _check_udp(test.get("protocol", "udp"))
+    if _check_protocol(test.get("protocol", "udp")) == "tcp":
+        return _tcp_server_document(result, test, profile)
     sock = int(profile.iperf3_socket_base)
     port = int(result["port"])
     params = test.get("params") or {}
@@ -798,3 +871,521 @@ def server_json(result: dict[str, Any], profile: Any) -> str:
     if result.get("interrupted"):
         docs.append(_error_document(profile, "interrupt - the server has terminated", None))
     return "".join(docs)
+
+
+# --- TCP ------------------------------------------------------------------------
+
+
+def _client_protocol(result: dict[str, Any], cmd_info: CmdInfo) -> str:
+    return _check_protocol(cmd_info.protocol or result.get("protocol"))
+
+
+def _check_udp_client(cmd_info: CmdInfo) -> None:
+    _check_udp(cmd_info.protocol)
+    if cmd_info.reverse:
+        raise ValueError("iperf3 formatter: UDP -R (reverse) is not supported")
+
+
+def _has_snd_wnd(profile: Any) -> bool:
+    return tuple(profile.iperf3_version) >= (3, 10)
+
+
+def _bufsize_per_stream(profile: Any) -> bool:
+    """3.0–3.13 add the socket-buffer triple once per data connection (fixed in 3.14)."""
+    return tuple(profile.iperf3_version) < (3, 14)
+
+
+class _JsonObject(dict):
+    """A JSON object whose members may repeat a key, as ``cJSON_AddItemToObject`` allows.
+
+    Lookups see the last value (like a JSON parser); ``items()`` — what the
+    cJSON printer iterates — yields every member in insertion order.
+    """
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self._pairs = list(pairs)
+
+    def items(self) -> list[tuple[str, Any]]:  # type: ignore[override]
+        return list(self._pairs)
+
+
+@dataclass
+class _TcpStream:
+    sock: int
+    raw: dict[str, Any]
+    timed: list[tuple[_Interval, bool]]
+
+
+def _stream_view(parent: dict[str, Any], stream: dict[str, Any]) -> dict[str, Any]:
+    """A stream's intervals with the time bases (per stream if given, else the test's)."""
+    view: dict[str, Any] = {"intervals": stream.get("intervals") or []}
+    for key in ("test_start_ns", "start_ns", "omit_end_ns"):
+        val = stream.get(key, parent.get(key))
+        if val is not None:
+            view[key] = val
+    return view
+
+
+def _tcp_streams(parent: dict[str, Any], socks: list[int], interval_s: float
+                 ) -> tuple[list[_TcpStream], list[int], int]:
+    """Streams with their timed intervals, the printed interval indices and the time base.
+
+    ``iperf_print_intermediate`` drops a block only when *every* stream's
+    interval is short (< 10 % of ``-i``) and empty.
+    """
+    streams = list(parent.get("streams") or [])
+    out: list[_TcpStream] = []
+    base_us: int | None = None
+    for sock, st in zip(socks, streams, strict=False):
+        timed, base = _timed_intervals(_stream_view(parent, st), interval_s)
+        if base_us is None:
+            base_us = base
+        out.append(_TcpStream(sock, st, timed))
+    if base_us is None:
+        base_us = _time_bases(parent)[1] if parent.get("start_ns") is not None else 0
+    n = max((len(s.timed) for s in out), default=0)
+    keep = [k for k in range(n) if any(k < len(s.timed) and s.timed[k][1] for s in out)]
+    return out, keep, base_us
+
+
+def _tcp_interval_stream_json(sock: int, iv: _Interval, sender: bool, profile: Any) -> dict[str, Any]:
+    raw = iv.raw
+    nbytes = int(raw["bytes"])
+    obj: dict[str, Any] = {"socket": sock, "start": iv.st, "end": iv.et, "seconds": iv.seconds,
+                           "bytes": nbytes, "bits_per_second": _bw(nbytes, iv.seconds) * 8}
+    if sender:
+        obj["retransmits"] = int(raw.get("retransmits", 0))
+        obj["snd_cwnd"] = int(raw.get("snd_cwnd", 0))
+        if _has_snd_wnd(profile):
+            obj["snd_wnd"] = int(raw.get("snd_wnd", 0))
+        obj["rtt"] = int(raw.get("rtt_us", 0))
+        obj["rttvar"] = int(raw.get("rttvar_us", 0))
+        obj["pmtu"] = int(raw.get("pmtu", 0))
+    obj["omitted"] = bool(raw.get("omitted", False))
+    return _sender_flag(obj, profile, sender)
+
+
+def _tcp_intervals_json(streams: list[_TcpStream], keep: list[int], sender: bool,
+                        profile: Any) -> list[dict[str, Any]]:
+    """``intervals``: per block the stream objects and the ``sum`` (timed by the first stream)."""
+    out = []
+    for k in keep:
+        block = [(s.sock, s.timed[k][0]) for s in streams if k < len(s.timed)]
+        first = block[0][1]
+        nbytes = sum(int(iv.raw["bytes"]) for _, iv in block)
+        total: dict[str, Any] = {"start": first.st, "end": first.et, "seconds": first.seconds,
+                                 "bytes": nbytes, "bits_per_second": _ratio(nbytes, first.seconds) * 8}
+        if sender:
+            total["retransmits"] = sum(int(iv.raw.get("retransmits", 0)) for _, iv in block)
+        total["omitted"] = bool(first.raw.get("omitted", False))
+        out.append({"streams": [_tcp_interval_stream_json(sock, iv, sender, profile) for sock, iv in block],
+                    "sum": _sender_flag(total, profile, sender)})
+    return out
+
+
+def _tcp_intervals_text(p: _Printer, heads: dict[str, str], streams: list[_TcpStream], keep: list[int],
+                        sender: bool, multi: bool) -> None:
+    """Interval lines: header before the very first one, separator between ``-P`` blocks."""
+    header_done = False
+    for k in keep:
+        block = [(s.sock, s.timed[k][0]) for s in streams if k < len(s.timed)]
+        for i, (sock, iv) in enumerate(block):
+            if i == 0:
+                if iv.first and not header_done:
+                    p(heads["retrans_cwnd"] if sender else heads["bw"])
+                    header_done = True
+                elif multi:
+                    p(SEPARATOR)
+            tag = REPORT_OMITTED if iv.raw.get("omitted") else ""
+            nbytes = int(iv.raw["bytes"])
+            if sender:
+                p(tcp_sender_interval_line(sock, iv.st, iv.et, nbytes, iv.seconds,
+                                           int(iv.raw.get("retransmits", 0)),
+                                           int(iv.raw.get("snd_cwnd", 0)), tag))
+            else:
+                p(tcp_receiver_line(sock, iv.st, iv.et, nbytes, iv.seconds, tag))
+        if multi and block:
+            first = block[0][1]
+            nbytes = sum(int(iv.raw["bytes"]) for _, iv in block)
+            xfer = unit_snprintf(nbytes, "A")
+            rate = unit_snprintf(_ratio(nbytes, first.seconds), "a")
+            tag = REPORT_OMITTED if first.raw.get("omitted") else ""
+            if sender:
+                retr = sum(int(iv.raw.get("retransmits", 0)) for _, iv in block)
+                p(REPORT_SUM_BW_RETRANS % ("", first.st, first.et, xfer, rate, retr, tag))
+            else:
+                p(REPORT_SUM_BW % ("", first.st, first.et, xfer, rate, tag))
+
+
+@dataclass
+class _TcpRow:
+    sock: int
+    sent: int
+    received: int
+    retransmits: int = 0
+    max_snd_cwnd: int = 0
+    max_snd_wnd: int = 0
+    max_rtt: int = 0
+    min_rtt: int = 0
+    mean_rtt: int = 0
+
+
+@dataclass
+class _TcpEnd:
+    sender_time: float
+    receiver_time: float
+    end_time: float      # this side's own measurement (receiver ``seconds`` quirk)
+    has_retr: bool       # sender_has_retransmits when the summary is printed
+    rows: list[_TcpRow]
+
+
+def _tcp_sender_stats(row: _TcpRow, snd: dict[str, Any]) -> None:
+    row.retransmits = int(snd.get("retransmits", 0))
+    row.max_snd_cwnd = int(snd.get("max_snd_cwnd", 0))
+    row.max_snd_wnd = int(snd.get("max_snd_wnd", 0))
+    row.max_rtt = int(snd.get("max_rtt_us", 0))
+    row.min_rtt = int(snd.get("min_rtt_us", 0))
+    row.mean_rtt = int(snd.get("mean_rtt_us", 0))
+
+
+def _own_end_ns(side: dict[str, Any], stream: _TcpStream) -> int | None:
+    if side.get("end_ns") is not None:
+        return int(side["end_ns"])
+    if stream.timed:
+        return int(stream.timed[-1][0].raw["end_ns"])
+    return None
+
+
+def _tcp_client_end(streams: list[_TcpStream], base_us: int, reverse: bool) -> _TcpEnd:
+    """``iperf_print_results`` on the client (after the results exchange, if any).
+
+    Times come from the first stream only: its own ``end_time`` (post-omit
+    ``start_time`` → last stats instant) and the peer's ``end − start`` from
+    the exchange; a missing peer time falls back to the own one. With
+    ``-R`` the exchange brings only bytes and retransmits of the sender.
+    """
+    own_key, peer_key = ("receiver", "sender") if reverse else ("sender", "receiver")
+    end_time = 0.0
+    peer_time = 0.0
+    exchanged = False
+    if streams:
+        first = streams[0]
+        own_end = _own_end_ns(first.raw.get(own_key) or {}, first)
+        end_time = _secs(base_us, _us(own_end)) if own_end is not None else 0.0
+        peer = first.raw.get(peer_key)
+        exchanged = peer is not None
+        if peer and peer.get("end_ns") is not None:
+            peer_time = _secs(_us(peer.get("start_ns", peer["end_ns"])), _us(peer["end_ns"]))
+    if reverse:
+        receiver_time = end_time
+        sender_time = peer_time if peer_time != 0.0 else receiver_time
+    else:
+        sender_time = end_time
+        receiver_time = peer_time if peer_time != 0.0 else sender_time
+    rows = []
+    for s in streams:
+        snd = s.raw.get("sender") or {}
+        rcv = s.raw.get("receiver") or {}
+        row = _TcpRow(s.sock, int(snd.get("bytes", 0)), int(rcv.get("bytes", 0)))
+        if reverse:
+            row.retransmits = int(snd.get("retransmits", 0))
+        else:
+            _tcp_sender_stats(row, snd)
+        rows.append(row)
+    return _TcpEnd(sender_time, receiver_time, end_time, (not reverse) or exchanged, rows)
+
+
+def _tcp_end_json(end: _TcpEnd, flag: bool, profile: Any, cpu: dict[str, Any],
+                  snd_cc: str | None, rcv_cc: str | None) -> dict[str, Any]:
+    streams = []
+    total_sent = total_received = total_retr = 0
+    for row in end.rows:
+        total_sent += row.sent
+        total_received += row.received
+        total_retr += row.retransmits
+        snd: dict[str, Any] = {"socket": row.sock, "start": 0.0, "end": end.sender_time,
+                               "seconds": end.sender_time, "bytes": row.sent,
+                               "bits_per_second": _bw(row.sent, end.sender_time) * 8}
+        if end.has_retr:
+            snd["retransmits"] = row.retransmits
+            snd["max_snd_cwnd"] = row.max_snd_cwnd
+            if _has_snd_wnd(profile):
+                snd["max_snd_wnd"] = row.max_snd_wnd
+            snd["max_rtt"] = row.max_rtt
+            snd["min_rtt"] = row.min_rtt
+            snd["mean_rtt"] = row.mean_rtt
+        rcv = {"socket": row.sock, "start": 0.0, "end": end.receiver_time, "seconds": end.end_time,
+               "bytes": row.received, "bits_per_second": _bw(row.received, end.receiver_time) * 8}
+        streams.append({"sender": _sender_flag(snd, profile, flag),
+                        "receiver": _sender_flag(rcv, profile, flag)})
+    sum_sent: dict[str, Any] = {"start": 0.0, "end": end.sender_time, "seconds": end.sender_time,
+                                "bytes": total_sent,
+                                "bits_per_second": _bw(total_sent, end.sender_time) * 8}
+    if end.has_retr:
+        sum_sent["retransmits"] = total_retr
+    sum_received = {"start": 0.0, "end": end.receiver_time, "seconds": end.receiver_time,
+                    "bytes": total_received,
+                    "bits_per_second": _bw(total_received, end.receiver_time) * 8}
+    doc: dict[str, Any] = {"streams": streams,
+                           "sum_sent": _sender_flag(sum_sent, profile, flag),
+                           "sum_received": _sender_flag(sum_received, profile, flag),
+                           "cpu_utilization_percent": cpu}
+    if snd_cc:
+        doc["sender_tcp_congestion"] = snd_cc
+    if rcv_cc:
+        doc["receiver_tcp_congestion"] = rcv_cc
+    return doc
+
+
+def _tcp_summary_text(p: _Printer, heads: dict[str, str], end: _TcpEnd, show_sender: bool,
+                      show_receiver: bool, multi: bool) -> None:
+    """Separator, header, per stream ``sender``/``receiver`` lines, ``[SUM]`` lines for -P."""
+    p(SEPARATOR)
+    p(heads["retrans"] if end.has_retr else heads["bw"])
+    st, rt = end.sender_time, end.receiver_time
+    for row in end.rows:
+        if show_sender:
+            if end.has_retr:
+                p(tcp_sender_summary_line(row.sock, 0.0, st, row.sent, st, row.retransmits))
+            else:
+                p(tcp_receiver_line(row.sock, 0.0, st, row.sent, st, "sender"))
+        if show_receiver:
+            p(tcp_receiver_line(row.sock, 0.0, rt, row.received, rt, "receiver"))
+    if not multi:
+        return
+    if show_sender:
+        sent = sum(r.sent for r in end.rows)
+        xfer, rate = unit_snprintf(sent, "A"), unit_snprintf(_bw(sent, st), "a")
+        if end.has_retr:
+            p(REPORT_SUM_BW_RETRANS % ("", 0.0, st, xfer, rate, sum(r.retransmits for r in end.rows),
+                                      "sender"))
+        else:
+            p(REPORT_SUM_BW % ("", 0.0, st, xfer, rate, "sender"))
+    if show_receiver:
+        received = sum(r.received for r in end.rows)
+        p(REPORT_SUM_BW % ("", 0.0, rt, unit_snprintf(received, "A"),
+                           unit_snprintf(_bw(received, rt), "a"), "receiver"))
+
+
+def _client_reverse(result: dict[str, Any], cmd_info: CmdInfo) -> bool:
+    return bool(cmd_info.reverse or result.get("reverse"))
+
+
+def _client_socks(result: dict[str, Any], profile: Any) -> list[int]:
+    base = int(profile.iperf3_socket_base)
+    return [base + 2 * i for i in range(len(result.get("streams") or []))]
+
+
+def _bufsize_pairs(profile: Any, n: int, window: int, sndbuf: int, rcvbuf: int) -> list[tuple[str, Any]]:
+    triple = [("sock_bufsize", int(window)), ("sndbuf_actual", int(sndbuf)),
+              ("rcvbuf_actual", int(rcvbuf))]
+    return triple * (max(n, 1) if _bufsize_per_stream(profile) else 1)
+
+
+def _tcp_client_json(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
+    """``iperf3 -c … -J`` over TCP (formats.md §1.5, §1.6)."""
+    reverse = _client_reverse(result, cmd_info)
+    sender = not reverse
+    socks = _client_socks(result, profile)
+    streams, keep, base_us = _tcp_streams(result, socks, cmd_info.interval_s)
+    connected = [{
+        "socket": s.sock,
+        "local_host": result["local_ip"],
+        "local_port": int(s.raw["local_port"]),
+        "remote_host": result["remote_ip"],
+        "remote_port": int(result["remote_port"]),
+    } for s in streams]
+    at_ns = next((result[k] for k in ("connect_ns", "test_start_ns", "start_ns")
+                  if result.get(k) is not None), 0)
+    pairs: list[tuple[str, Any]] = [
+        ("connected", connected),
+        ("version", _version_string(profile)),
+        ("system_info", profile.system_info),
+        ("timestamp", _timestamp(profile, at_ns)),
+        ("connecting_to", {"host": cmd_info.host, "port": int(cmd_info.port)}),
+        ("cookie", result["cookie"]),
+    ]
+    if cmd_info.mss:
+        pairs.append(("tcp_mss", int(cmd_info.mss)))
+    else:
+        pairs.append(("tcp_mss_default", int(result.get("tcp_mss_default", 1448))))
+    if _has_target_bitrate(profile):
+        pairs.append(("target_bitrate", int(cmd_info.rate)))
+    pairs += _bufsize_pairs(profile, len(streams), cmd_info.window,
+                            result.get("sndbuf_actual", 16384), result.get("rcvbuf_actual", 131072))
+    pairs.append(("test_start", _test_start("tcp", cmd_info.num_streams, cmd_info.blksize,
+                                            cmd_info.omit_s, cmd_info.duration_s, cmd_info.bytes,
+                                            cmd_info.blocks, cmd_info.tos, cmd_info.rate, profile,
+                                            reverse)))
+    end = _tcp_client_end(streams, base_us, reverse)
+    exchanged = bool(streams) and streams[0].raw.get("sender" if reverse else "receiver") is not None
+    own_cc, peer_cc = ("receiver_congestion", "sender_congestion") if reverse else (
+        "sender_congestion", "receiver_congestion")
+    ccs = {own_cc: result.get(own_cc), peer_cc: result.get(peer_cc) if exchanged else None}
+    doc: dict[str, Any] = {
+        "start": _JsonObject(pairs),
+        "intervals": _tcp_intervals_json(streams, keep, sender, profile),
+        "end": _tcp_end_json(end, sender, profile, _cpu(result), ccs["sender_congestion"],
+                             ccs["receiver_congestion"]),
+    }
+    if result.get("interrupted"):
+        doc["error"] = "interrupt - the client has terminated"
+    if cmd_info.title:
+        doc["title"] = cmd_info.title
+    return cjson.dumps(doc)
+
+
+def _tcp_client_text(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
+    """Human-readable TCP client output (formats.md §1.8), byte exact."""
+    reverse = _client_reverse(result, cmd_info)
+    heads = _headers(profile)
+    p = _Printer(cmd_info.title)
+    socks = _client_socks(result, profile)
+    streams, keep, base_us = _tcp_streams(result, socks, cmd_info.interval_s)
+    multi = max(cmd_info.num_streams, len(streams)) > 1
+    p(REPORT_CONNECTING % (cmd_info.host, int(cmd_info.port)))
+    if reverse:
+        p(REPORT_REVERSE % cmd_info.host)
+    for s in streams:
+        p(REPORT_CONNECTED % (s.sock, result["local_ip"], int(s.raw["local_port"]),
+                              result["remote_ip"], int(result["remote_port"])))
+    _tcp_intervals_text(p, heads, streams, keep, not reverse, multi)
+    end = _tcp_client_end(streams, base_us, reverse)
+    _tcp_summary_text(p, heads, end, True, True, multi)
+    if result.get("interrupted"):
+        p.raw("iperf3: interrupt - the client has terminated\n")
+    else:
+        p("\n")
+        p(REPORT_DONE)
+    return p.text()
+
+
+# --- TCP server -------------------------------------------------------------------
+
+
+def _server_reverse(test: dict[str, Any]) -> bool:
+    params = test.get("params") or {}
+    return bool(test.get("reverse", params.get("reverse", False)))
+
+
+def _server_tcp_stream_ids(test: dict[str, Any], profile: Any) -> list[tuple[int, dict[str, Any], int]]:
+    """(socket, stream, client data port) per stream: sockets base, base+3, … (formats.md §1.2)."""
+    base = int(profile.iperf3_socket_base)
+    out = []
+    for i, st in enumerate(test.get("streams") or []):
+        port = st.get("client_data_port")
+        if port is None and i == 0:
+            port = test.get("client_data_port")
+        if port is None:
+            raise ValueError(f"iperf3 formatter: server TCP stream {i} has no client_data_port")
+        out.append((base + 3 * i, st, int(port)))
+    return out
+
+
+def _derived_tcp_total(stream: dict[str, Any]) -> dict[str, Any]:
+    """Totals of a stream cut short (no ``total``): what iperf3's counters hold at that point."""
+    ivs = list(stream.get("intervals") or [])
+    if not ivs:
+        return {}
+    post = [iv for iv in ivs if not iv.get("omitted")]
+    rtts = [int(iv.get("rtt_us", 0)) for iv in ivs]
+    return {
+        "bytes": sum(int(iv.get("bytes", 0)) for iv in post),
+        "retransmits": sum(int(iv.get("retransmits", 0)) for iv in post),
+        "max_snd_cwnd": max(int(iv.get("snd_cwnd", 0)) for iv in ivs),
+        "max_snd_wnd": max(int(iv.get("snd_wnd", 0)) for iv in ivs),
+        "max_rtt_us": max(rtts),
+        "min_rtt_us": min((r for r in rtts if r > 0), default=0),
+        "mean_rtt_us": sum(rtts) // len(rtts),
+        "end_ns": ivs[-1]["end_ns"],
+    }
+
+
+def _server_tcp_parts(test: dict[str, Any], interval_s: float, profile: Any
+                      ) -> tuple[list[_TcpStream], list[int], _TcpEnd]:
+    """The server's streams, printed intervals and summary (printed before any exchange).
+
+    ``sender_time`` therefore equals ``receiver_time`` (the server's own
+    time), a receiving server reports 0 bytes sent and no retransmit
+    columns; a sending server (``-R``) has its own TCP statistics.
+    """
+    reverse = _server_reverse(test)
+    ids = _server_tcp_stream_ids(test, profile)
+    view = dict(test, streams=[st for _, st, _ in ids])
+    streams, keep, base_us = _tcp_streams(view, [sock for sock, _, _ in ids], interval_s)
+    rows = []
+    end_time = 0.0
+    for i, s in enumerate(streams):
+        tot = s.raw.get("total") or _derived_tcp_total(s.raw)
+        if i == 0:
+            own_end = _own_end_ns(tot, s)
+            end_time = _secs(base_us, _us(own_end)) if own_end is not None else 0.0
+        if reverse:
+            row = _TcpRow(s.sock, int(tot.get("bytes", 0)), 0)
+            _tcp_sender_stats(row, tot)
+        else:
+            row = _TcpRow(s.sock, 0, int(tot.get("bytes", 0)))
+        rows.append(row)
+    return streams, keep, _TcpEnd(end_time, end_time, end_time, reverse, rows)
+
+
+def _tcp_server_test_text(p: _Printer, heads: dict[str, str], test: dict[str, Any], interval_s: float,
+                          profile: Any) -> None:
+    """Intervals and summary of one TCP test as the server prints them."""
+    reverse = _server_reverse(test)
+    streams, keep, end = _server_tcp_parts(test, interval_s, profile)
+    params = test.get("params") or {}
+    multi = max(int(params.get("num_streams", 1)), len(streams)) > 1
+    _tcp_intervals_text(p, heads, streams, keep, reverse, multi)
+    _tcp_summary_text(p, heads, end, reverse, not reverse, multi)
+
+
+def _tcp_server_document(result: dict[str, Any], test: dict[str, Any], profile: Any) -> dict[str, Any]:
+    """``iperf3 -s -J`` document of one TCP test (the mirror image, formats.md §1.6)."""
+    reverse = _server_reverse(test)
+    port = int(result["port"])
+    params = test.get("params") or {}
+    ids = _server_tcp_stream_ids(test, profile)
+    connected = [{"socket": sock, "local_host": test["local_ip"], "local_port": port,
+                  "remote_host": test["client_ip"], "remote_port": cport} for sock, _, cport in ids]
+    started = test.get("start_ns") is not None
+    at_ns = test.get("connect_ns")
+    if at_ns is None:
+        at_ns = test.get("test_start_ns") if started else None
+    if at_ns is None:
+        at_ns = test.get("start_ns") or 0
+    pairs: list[tuple[str, Any]] = [
+        ("connected", connected),
+        ("version", _version_string(profile)),
+        ("system_info", profile.system_info),
+    ]
+    # iperf_tcp_listen runs in the parameter exchange, before on_connect: once per test
+    pairs += _bufsize_pairs(profile, 1, params.get("window", 0), test.get("sndbuf_actual", 16384),
+                            test.get("rcvbuf_actual", 131072))
+    pairs += [
+        ("timestamp", _timestamp(profile, at_ns)),
+        ("accepted_connection", {"host": test["client_ip"], "port": int(test["client_ctrl_port"])}),
+        ("cookie", test.get("cookie", "")),
+    ]
+    if params.get("mss"):
+        pairs.append(("tcp_mss", int(params["mss"])))
+    else:
+        pairs.append(("tcp_mss_default", 0))  # ctrl_sck_mss is only read by the client
+    if _has_target_bitrate(profile):
+        pairs.append(("target_bitrate", int(params.get("rate", 0))))
+    pairs.append(("test_start", _test_start(
+        "tcp", params.get("num_streams", max(len(ids), 1)), params.get("blksize", 131072),
+        params.get("omit", 0), params.get("duration", 10), params.get("bytes", 0),
+        params.get("blocks", 0), params.get("tos", 0), params.get("rate", 0), profile, reverse)))
+    start = _JsonObject(pairs)
+    if not started:
+        return {"start": start, "intervals": [], "end": {}}
+    streams, keep, end = _server_tcp_parts(test, _server_interval_s(result), profile)
+    cc = test.get("congestion")
+    return {
+        "start": start,
+        "intervals": _tcp_intervals_json(streams, keep, reverse, profile),
+        "end": _tcp_end_json(end, reverse, profile, _cpu(test), cc if reverse else None,
+                             None if reverse else cc),
+    }

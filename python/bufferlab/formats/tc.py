@@ -352,11 +352,13 @@ def _classid(parent: Any) -> str:
     return "%x:%x" % (major, minor)
 
 
-def _block_text(block: dict[str, Any], modern: bool, stats: bool, details: bool) -> str:
+def _block_text(block: dict[str, Any], modern: bool, stats: bool, details: bool, dev: str | None) -> str:
     kind = block["kind"]
     opts = dict(block.get("options") or {})
     parent = block.get("parent")
     line = "qdisc %s %x: " % (kind, int(block.get("handle", 0)))
+    if dev is not None:
+        line += "dev %s " % dev
     line += "root " if parent is None else "parent %s " % _classid(parent)
     refcnt = int(block.get("refcnt", 2 if parent is None else 1))
     if refcnt != 1:
@@ -375,12 +377,13 @@ def _block_text(block: dict[str, Any], modern: bool, stats: bool, details: bool)
 
 
 def tc_show_text(blocks: Iterable[dict[str, Any]] | str, profile: Any, stats: bool = True,
-                 details: bool = False, invisible: bool = False) -> str:
+                 details: bool = False, invisible: bool = False, dev: str | None = None) -> str:
     """``tc [-s] [-d] qdisc show dev X [invisible]`` for the engine's blocks.
 
     ``blocks`` is the list (or the JSON text) returned by
     ``Simulator.qdisc_show``; anonymous default children are shown only
-    with ``invisible=True``.
+    with ``invisible=True``. ``dev`` is given when ``tc qdisc show`` named no
+    device: tc then prints ``dev NAME`` in every block's first line.
     """
     if isinstance(blocks, str):
         blocks = json.loads(blocks)
@@ -389,5 +392,5 @@ def tc_show_text(blocks: Iterable[dict[str, Any]] | str, profile: Any, stats: bo
     for block in blocks:
         if block.get("anonymous") and not invisible:
             continue
-        out.append(_block_text(block, modern, stats, details))
+        out.append(_block_text(block, modern, stats, details, dev))
     return "".join(out)

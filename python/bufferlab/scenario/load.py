@@ -9,7 +9,7 @@ column.
 from __future__ import annotations
 
 import difflib
-import json
+import functools
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -38,6 +38,7 @@ SIM_KEYS = {
     "gso",
     "red_adaptive_timer",
 }
+DURATION_KEYS = ("queue_sample_interval", "stop_at")
 TOPOLOGY_KEYS = {"hosts", "switches", "routers", "links"}
 PART_KEYS = {"name", "cmds", "duration"}
 LINK_KEYS = {
@@ -73,9 +74,18 @@ class Command:
     col: int
     index: int
     file: str
+    #: file column (1-based) of each character of ``text`` (differs from ``col + k``
+    #: after a TOML escape such as ``\\"``); empty if unknown
+    cols: tuple[int, ...] = ()
 
     def where(self, col_in_text: int | None = None) -> str:
-        col = self.col + (col_in_text or 0)
+        k = col_in_text or 0
+        if k < len(self.cols):
+            col = self.cols[k]
+        elif self.cols:
+            col = self.cols[-1] + 1 + k - len(self.cols)
+        else:
+            col = self.col + k
         return f"{self.file}:{self.line}:{col}"
 
 
@@ -105,6 +115,12 @@ class LinkSpec:
     wire_rate: str | None = None
     wire_delay: str | None = None
     line: int = 0
+    col: int | None = None
+    #: (line, column) of each value written in the file, by key ("a", "b", "delay", ...)
+    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def pos(self, key: str) -> tuple[int, int | None]:
+        return self.positions.get(key, (self.line, self.col))
 
 
 @dataclass
@@ -123,6 +139,48 @@ class Scenario:
     warnings: list[str] = field(default_factory=list)
 
 
+_TOML_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"}
+
+
+def _toml_string_at(text: str, j: int) -> tuple[str, list[int], int] | None:
+    """Decode the one-line TOML string whose opening quote is ``text[j]``.
+
+    Returns (value, 0-based column of each character of the value, column
+    after the closing quote), or None if it is not a one-line string.
+    """
+    q = text[j]
+    if text.startswith(q * 3, j):
+        return None
+    out: list[str] = []
+    cols: list[int] = []
+    i = j + 1
+    while i < len(text):
+        ch = text[i]
+        if ch == q:
+            return "".join(out), cols, i + 1
+        if q == '"' and ch == "\\":
+            esc = text[i + 1 : i + 2]
+            if esc in _TOML_ESCAPES:
+                out.append(_TOML_ESCAPES[esc])
+                cols.append(i)
+                i += 2
+                continue
+            n = {"u": 4, "U": 8}.get(esc)
+            if n is None:
+                return None
+            try:
+                out.append(chr(int(text[i + 2 : i + 2 + n], 16)))
+            except ValueError:
+                return None
+            cols.append(i)
+            i += 2 + n
+            continue
+        out.append(ch)
+        cols.append(i)
+        i += 1
+    return None
+
+
 class SourceMap:
     """Finds keys and string values in the raw TOML text, scanning forward."""
 
@@ -131,11 +189,26 @@ class SourceMap:
         self.file = file
         self.cursor = (0, 0)  # (line index, column) where the next search starts
 
-    def key_line(self, key: str, start_line: int = 0) -> int | None:
-        pat = re.compile(rf"^\s*(\"{re.escape(key)}\"|{re.escape(key)})\s*=")
+    def key_pos(self, key: str, start_line: int = 0) -> tuple[int, int] | None:
+        """Line and column (1-based) of ``key =`` at the start of a line, from ``start_line`` (0-based)."""
+        pat = re.compile(rf"^(\s*)(\"{re.escape(key)}\"|{re.escape(key)})\s*=")
         for i in range(start_line, len(self.lines)):
-            if pat.search(self.lines[i]):
-                return i + 1
+            m = pat.search(self.lines[i])
+            if m:
+                return i + 1, m.end(1) + 1
+        return None
+
+    def key_line(self, key: str, start_line: int = 0) -> int | None:
+        pos = self.key_pos(key, start_line)
+        return pos[0] if pos else None
+
+    def inline_key_pos(self, key: str, start_line: int) -> tuple[int, int] | None:
+        """Line and column (1-based) of ``key =`` anywhere in a line (inline tables), from ``start_line``."""
+        pat = re.compile(rf"(?<![\w-])({re.escape(key)}|\"{re.escape(key)}\")\s*=")
+        for i in range(max(start_line - 1, 0), len(self.lines)):
+            m = pat.search(self.lines[i])
+            if m:
+                return i + 1, m.start() + 1
         return None
 
     def header_line(self, header: str, occurrence: int) -> int | None:
@@ -148,19 +221,32 @@ class SourceMap:
         return None
 
     def find_string(self, value: str) -> tuple[int, int] | None:
-        """Line and column (1-based) of the next occurrence of ``value`` as written."""
-        candidates = [value, json.dumps(value)[1:-1]]
+        """Line and column (1-based) of the next string literal whose value is ``value``."""
+        pos = self.find_string_cols(value)
+        return (pos[0], pos[1][0] if pos[1] else pos[2]) if pos else None
+
+    def find_string_cols(self, value: str) -> tuple[int, list[int], int] | None:
+        """Like :meth:`find_string`: (line, 1-based column of each character of the
+        value as written, 1-based column of the string's first character)."""
         li, col = self.cursor
         while li < len(self.lines):
             text = self.lines[li]
-            best = None
-            for c in candidates:
-                j = text.find(c, col)
-                if j >= 0 and (best is None or j < best):
-                    best = j
-            if best is not None:
-                self.cursor = (li, best + len(value))
-                return li + 1, best + 1
+            j = col
+            while j < len(text):
+                ch = text[j]
+                if ch == "#":
+                    break
+                if ch in "\"'":
+                    found = _toml_string_at(text, j)
+                    if found is None:
+                        break
+                    got, cols, end = found
+                    if got == value:
+                        self.cursor = (li, end)
+                        return li + 1, [c + 1 for c in cols], j + 2
+                    j = end
+                    continue
+                j += 1
             li, col = li + 1, 0
         return None
 
@@ -179,8 +265,26 @@ def _suggest(word: str, choices: set[str] | list[str]) -> str | None:
 
 
 def _slug(name: str) -> str:
-    s = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")
+    # no leading/trailing dots either: a part named ".." must not write outside its folder
+    s = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
     return s or "scenario"
+
+
+#: tomllib message start -> what usually causes it
+_TOML_HINTS = [
+    (
+        "Unclosed array",
+        'separate items with "," and close with "]"; a " inside a string is written \\" '
+        "(or write the command in single quotes: 'h1: echo \"x\"')",
+    ),
+    ("Unclosed inline table", 'separate items with "," and close with "}" on the same line'),
+    ("Invalid value", 'text values need quotes: name = "lab", delay = "5ms"'),
+    ("Unescaped '\\'", "write \\\\ for a backslash, or use a single-quoted string"),
+    ("Cannot overwrite a value", "a key is set twice in the same table"),
+    ("Cannot declare", "a table is declared twice; repeated sections are [[part]] (double brackets)"),
+    ("Expected ']]'", "a part section is written [[part]]"),
+    ("Expected ']'", "a table header is written [name]"),
+]
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -194,13 +298,20 @@ def load_scenario(path: str | Path) -> Scenario:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
-        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
+        msg = re.sub(r"\s*\((at line \d+, column \d+|at end of document)\)", "", str(e))
+        if m:
+            line, col = int(m.group(1)), int(m.group(2))
+        else:  # "at end of document": the last line, after its last character
+            lines = text.rstrip().splitlines() or [""]
+            line, col = len(lines), len(lines[-1]) + 1
         raise ScenarioError(
             f"invalid TOML: {msg}",
             file=file,
-            line=int(m.group(1)) if m else None,
-            col=int(m.group(2)) if m else None,
+            line=line,
+            col=col,
             expected="TOML syntax (strings in quotes, arrays in [ ], one key = value per line)",
+            suggestion=next((h for start, h in _TOML_HINTS if msg.startswith(start)), None)
+            or "check the quotes, brackets and commas just before this position",
         ) from None
     src = SourceMap(text, file)
     return _build(data, src, path)
@@ -210,18 +321,28 @@ def _err(
     src: SourceMap, message: str, key: str | None = None, line: int | None = None, **kw: Any
 ) -> ScenarioError:
     if line is None and key is not None:
-        line = src.key_line(key)
+        pos = src.key_pos(key)
+        if pos:
+            line, kw["col"] = pos
     return ScenarioError(message, file=src.file, line=line, **kw)
+
+
+def _key_err(src: SourceMap, message: str, key: str, table_line: int | None, **kw: Any) -> ScenarioError:
+    """An error about ``key`` of the table whose header is on ``table_line`` (1-based)."""
+    pos = src.key_pos(key, (table_line or 1) - 1) if table_line else src.key_pos(key)
+    if pos is None:
+        return ScenarioError(message, file=src.file, line=table_line, **kw)
+    return ScenarioError(message, file=src.file, line=pos[0], col=pos[1], **kw)
 
 
 def _check_keys(src: SourceMap, table: dict, allowed: set[str], where: str, line: int | None = None) -> None:
     for k in table:
         if k not in allowed:
-            raise _err(
+            raise _key_err(
                 src,
                 f"unknown key {k!r} in {where}",
-                key=k,
-                line=src.key_line(k, (line or 1) - 1) if line else None,
+                k,
+                line,
                 expected=", ".join(sorted(allowed)),
                 suggestion=_suggest(k, allowed),
             )
@@ -296,13 +417,14 @@ def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool]:
     _check_keys(src, sim, SIM_KEYS, "[sim]", line=line)
     for k, why in NOT_YET.items():
         if k in sim:
-            raise _err(src, f"[sim] {k}: {why}", line=src.key_line(k, (line or 1) - 1))
+            raise _key_err(src, f"[sim] {k}: {why}", k, line)
     pname = sim.get("profile", "lab2019")
-    if pname not in PROFILES:
-        raise _err(
+    if not isinstance(pname, str) or pname not in PROFILES:
+        raise _key_err(
             src,
             f"unknown profile {pname!r}",
-            key="profile",
+            "profile",
+            line,
             expected=" or ".join(PROFILES),
             suggestion=_suggest(str(pname), set(PROFILES)),
         )
@@ -311,20 +433,20 @@ def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool]:
     for k, v in sim.items():
         if k in ("profile", "arp"):
             continue
-        kline = src.key_line(k, (line or 1) - 1)
         try:
             overrides[k] = _convert_sim_value(k, v)
         except ValueError as e:
-            raise _err(src, f"[sim] {k}: {e}", line=kline) from None
+            expected = 'a duration such as "100ms" or "300s"' if k in DURATION_KEYS else None
+            raise _key_err(src, f"[sim] {k}: {e}", k, line, expected=expected) from None
         assert k in known
     arp = sim.get("arp", True)
     if not isinstance(arp, bool):
-        raise _err(src, "[sim] arp must be true or false", key="arp")
+        raise _key_err(src, "[sim] arp must be true or false", "arp", line)
     return with_overrides(PROFILES[pname], overrides), arp
 
 
 def _convert_sim_value(key: str, v: Any) -> Any:
-    if key in ("queue_sample_interval", "stop_at"):
+    if key in DURATION_KEYS:
         if not isinstance(v, str | int | float) or isinstance(v, bool):
             raise ValueError('expected a duration such as "100ms" or "300s"')
         s = parse_duration_s(str(v))
@@ -364,57 +486,90 @@ def _build_links(raw: Any, src: SourceMap, names: set[str]) -> list[LinkSpec]:
             expected='links = [["h1", "s1"], {a = "s1", b = "h2", bw = 10}]',
         )
     first = src.key_line("links") or 0
+    src.cursor = (max(first - 1, 0), 0)
+    line, col = first, None
     out: list[LinkSpec] = []
     for i, item in enumerate(raw):
-        line = first
+        # where each string of this link is written (the links are scanned in order)
+        values = item if isinstance(item, list) else list(item.values()) if isinstance(item, dict) else []
+        keys = ["a", "b"] if isinstance(item, list) else list(item) if isinstance(item, dict) else []
+        positions: dict[str, tuple[int, int]] = {}
+        for k, v in zip(keys, values, strict=False):
+            found = src.find_string(v) if isinstance(v, str) else None
+            if found:
+                positions[k] = found
+        if positions:
+            line, col = next(iter(positions.values()))
+        err = functools.partial(_link_err, src, positions, line, col)
         if isinstance(item, list):
             if len(item) != 2 or not all(isinstance(x, str) for x in item):
-                raise _err(
-                    src, f"link {i + 1} must name exactly two nodes", line=line, expected='["h1", "s1"]'
-                )
-            spec = LinkSpec(a=item[0], b=item[1], line=line)
+                raise err(f"link {i + 1} must name exactly two nodes", expected='["h1", "s1"]')
+            spec = LinkSpec(a=item[0], b=item[1], line=line, col=col, positions=positions)
         elif isinstance(item, dict):
             for k in item:
                 if k not in LINK_KEYS:
-                    raise _err(
-                        src,
+                    kpos = src.inline_key_pos(k, line)
+                    raise ScenarioError(
                         f"unknown key {k!r} in link {i + 1}",
-                        line=line,
+                        file=src.file,
+                        line=kpos[0] if kpos else line,
+                        col=kpos[1] if kpos else col,
                         expected=", ".join(sorted(LINK_KEYS)),
                         suggestion=_suggest(k, LINK_KEYS),
                     )
             if "a" not in item or "b" not in item:
-                raise _err(src, f"link {i + 1} needs both ends: a = ..., b = ...", line=line)
+                raise err(f"link {i + 1} needs both ends: a = ..., b = ...", expected='{a = "h1", b = "s1"}')
             try:
-                spec = LinkSpec(line=line, **item)
+                spec = LinkSpec(line=line, col=col, positions=positions, **item)
             except TypeError as e:  # pragma: no cover - keys checked above
-                raise _err(src, f"link {i + 1}: {e}", line=line) from None
-            _check_link_types(spec, i, src)
+                raise err(f"link {i + 1}: {e}") from None
+            _check_link_types(spec, i, err)
         else:
-            raise _err(src, f"link {i + 1} must be a pair of names or a table", line=line)
-        for end in (spec.a, spec.b):
+            raise err(f"link {i + 1} must be a pair of names or a table", expected='["h1", "s1"]')
+        for key, end in (("a", spec.a), ("b", spec.b)):
             if end not in names:
-                raise _err(
-                    src,
+                raise err(
                     f"link {i + 1} names unknown node {end!r}",
-                    line=line,
-                    expected="a node listed in hosts, switches or routers",
+                    key,
+                    expected="one of " + ", ".join(sorted(names)),
                     suggestion=_suggest(end, names),
                 )
         if spec.a == spec.b:
-            raise _err(src, f"link {i + 1} connects {spec.a!r} to itself", line=line)
+            raise err(f"link {i + 1} connects {spec.a!r} to itself", "b")
         out.append(spec)
     return out
 
 
-def _check_link_types(spec: LinkSpec, i: int, src: SourceMap) -> None:
+def _link_err(
+    src: SourceMap,
+    positions: dict[str, tuple[int, int]],
+    line: int,
+    col: int | None,
+    message: str,
+    key: str | None = None,
+    **kw: Any,
+) -> ScenarioError:
+    """An error about a link, at the value of ``key`` if known, else at the link."""
+    at = positions.get(key) if key else None
+    if key and at is None:
+        at = src.inline_key_pos(key, line)
+    ln, cl = at if at else (line, col)
+    return ScenarioError(message, file=src.file, line=ln, col=cl, **kw)
+
+
+def _check_link_types(spec: LinkSpec, i: int, err: Any) -> None:
     def bad(key: str, what: str) -> ScenarioError:
-        return _err(src, f"link {i + 1}: {key} must be {what}", line=spec.line)
+        return err(f"link {i + 1}: {key} must be {what}", key)
 
     for key in ("a", "b", "a_intf", "b_intf", "a_ip", "b_ip", "delay", "jitter", "wire_rate", "wire_delay"):
         v = getattr(spec, key)
         if v is not None and not isinstance(v, str):
             raise bad(key, 'a string (e.g. delay = "5ms")')
+    for key in ("a_intf", "b_intf"):
+        v = getattr(spec, key)
+        # Linux interface names: at most 15 characters, no blanks, '/' or ':' (dev_valid_name)
+        if v is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,15}", v):
+            raise bad(key, "an interface name of 1 to 15 letters, digits, '_', '.' or '-' (e.g. \"eth1\")")
     for key in ("bw", "loss"):
         v = getattr(spec, key)
         if v is not None and (not isinstance(v, int | float) or isinstance(v, bool) or v < 0):
@@ -443,30 +598,41 @@ def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
         _check_keys(src, part, PART_KEYS, f"part {p_i + 1}", line=line)
         pname = part.get("name", f"part{p_i + 1}")
         if not isinstance(pname, str) or not pname:
-            raise _err(src, f"part {p_i + 1}: name must be a non-empty string", line=line)
+            raise _key_err(src, f"part {p_i + 1}: name must be a non-empty string", "name", line)
         slug = _slug(pname)
         if slug in seen:
-            raise _err(src, f"two parts are named {pname!r}; output folders would collide", line=line)
+            raise _key_err(src, f"two parts are named {pname!r}; output folders would collide", "name", line)
         seen.add(slug)
         duration = part.get("duration")
         if duration is not None:
             try:
+                if not isinstance(duration, str | int | float) or isinstance(duration, bool):
+                    raise ValueError(f"{duration!r} is not a duration")
                 duration = parse_duration_s(str(duration))
             except ValueError as e:
-                raise _err(src, f"part {pname!r}: duration: {e}", line=line) from None
+                raise _key_err(
+                    src,
+                    f"part {pname!r}: duration: {e}",
+                    "duration",
+                    line,
+                    expected='a duration such as "30s", "500ms" or 90 (seconds)',
+                ) from None
         cmds = part.get("cmds", [])
         if not isinstance(cmds, list) or not all(isinstance(c, str) for c in cmds):
-            raise _err(
+            raise _key_err(
                 src,
                 f"part {pname!r}: cmds must be a list of strings",
-                line=line,
+                "cmds",
+                line,
                 expected='cmds = ["h1: ping 10.0.0.2 -c 4"]',
             )
         src.cursor = (line, 0)
         commands = []
         for c in cmds:
-            pos = src.find_string(c)
-            cl, cc = pos if pos else (line, 1)
+            pos = src.find_string_cols(c)
+            # file column of every character of the string (after TOML escapes)
+            cols = pos[1] if pos else []
+            cl, cc = (pos[0], pos[2]) if pos else (line, 1)
             m = re.match(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*:\s?", c)
             if not m:
                 raise ScenarioError(
@@ -484,10 +650,11 @@ def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
                     file=src.file,
                     line=cl,
                     col=cc,
-                    expected="a node name or admin",
+                    expected="one of " + ", ".join(sorted(names) + ["admin"]),
                     suggestion=_suggest(term, names | {"admin"}),
                 )
-            commands.append(Command(term, c[m.end() :], cl, cc + m.end(), index, src.file))
+            text_cols = tuple(cols[m.end() :]) if len(cols) == len(c) else ()
+            commands.append(Command(term, c[m.end() :], cl, cc + m.end(), index, src.file, text_cols))
             index += 1
         parts.append(Part(slug, commands, duration, line))
     return parts

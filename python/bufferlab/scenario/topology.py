@@ -19,8 +19,10 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
-from ..errors import CommandError, ScenarioError
-from ..units import parse_duration_ns, parse_rate
+from ..commands.shell import Word
+from ..commands.tc import parse_tc
+from ..errors import CommandError, Diagnostics, ScenarioError
+from ..units import parse_duration_ns, parse_netem_time, parse_rate
 from .load import LinkSpec, Scenario
 
 
@@ -74,14 +76,20 @@ class BuiltTopology:
         return None
 
 
-def _ip(value: str, file: str, line: int, what: str) -> str:
+def _at(link: LinkSpec, key: str) -> dict[str, int | None]:
+    """``line=``/``col=`` of a link's value (or of the link) for a ScenarioError."""
+    line, col = link.pos(key)
+    return {"line": line, "col": col}
+
+
+def _ip(value: str, file: str, link: LinkSpec, what: str) -> str:
     try:
         return str(ipaddress.IPv4Interface(value).ip)
     except ValueError:
         raise ScenarioError(
             f"{what}: {value!r} is not an IPv4 address",
             file=file,
-            line=line,
+            **_at(link, what),
             expected='an address such as "192.168.24.21/24" or "10.0.0.5"',
         ) from None
 
@@ -104,18 +112,20 @@ def build_topology(sc: Scenario) -> BuiltTopology:
         name = intf or f"{node}-eth{next_port[node]}"
         next_port[node] += 1
         if any(i.name == name for i in by_node[node]):
-            raise ScenarioError(f"{node} has two interfaces named {name!r}", file=file, line=link.line)
+            raise ScenarioError(
+                f"{node} has two interfaces named {name!r}", file=file, **_at(link, f"{side}_intf")
+            )
         kind = kinds[node]
         if kind == "switch":
             if ip is not None:
                 raise ScenarioError(
                     f"{side}_ip: switch {node} forwards at layer 2 and has no address",
                     file=file,
-                    line=link.line,
+                    **_at(link, f"{side}_ip"),
                     suggestion="make it a router (routers = [...]) if it should route by IP",
                 )
         elif ip is not None:
-            ip = _ip(ip, file, link.line, f"{side}_ip")
+            ip = _ip(ip, file, link, f"{side}_ip")
         elif kind == "host" and not by_node[node]:
             ip = default_ip[node]
         else:
@@ -123,14 +133,16 @@ def build_topology(sc: Scenario) -> BuiltTopology:
             raise ScenarioError(
                 f"{node}'s interface {name} needs an address ({what})",
                 file=file,
-                line=link.line,
+                **_at(link, side),
                 expected=f'a link table with {side}_ip, e.g. {{ a = "{link.a}", b = "{link.b}", '
                 f'{side}_ip = "192.168.1.1/24" }}',
             )
         if ip is not None:
             if ip in used_ips:
                 raise ScenarioError(
-                    f"address {ip} is used by both {used_ips[ip]} and {node}", file=file, line=link.line
+                    f"address {ip} is used by both {used_ips[ip]} and {node}",
+                    file=file,
+                    **_at(link, f"{side}_ip"),
                 )
             used_ips[ip] = node
         i = Interface(node=node, name=name, engine_name=name, ip=ip)
@@ -159,8 +171,10 @@ def build_topology(sc: Scenario) -> BuiltTopology:
                 **_wire(link, file),
             }
         )
+        lines = tclink_lines(link, file)
+        _check_tclink(link, lines, file, sc)
         for intf in (a, b):
-            for line in tclink_lines(link, file):
+            for line in lines:
                 commands.append((intf.node, intf.engine_name, line))
     config = {
         "seed": sc.seed,
@@ -178,21 +192,57 @@ def build_topology(sc: Scenario) -> BuiltTopology:
 def _wire(link: LinkSpec, file: str) -> dict[str, int]:
     """``wire_rate``/``wire_delay``: a physical link (serialisation + propagation)."""
     out = {}
+    key = "wire_rate"
     try:
         if link.wire_rate is not None:
             out["rate_bps"] = parse_rate(link.wire_rate) * 8
             if out["rate_bps"] <= 0:
                 raise CommandError("wire_rate must be positive")
+        key = "wire_delay"
         if link.wire_delay is not None:
             out["delay_ns"] = parse_duration_ns(link.wire_delay)
     except CommandError as e:
         raise ScenarioError(
-            f"link {link.a}-{link.b}: {e.message}",
+            f"link {link.a}-{link.b}: {key}: {e.message}",
             file=file,
-            line=link.line,
+            **_at(link, key),
             expected=e.expected or 'wire_rate = "10mbit", wire_delay = "5ms"',
+            suggestion=e.suggestion,
         ) from None
     return out
+
+
+def _check_tclink(link: LinkSpec, lines: list[str], file: str, sc: Scenario) -> None:
+    """Parse the tc lines of a link's TCLink options now, so that a bad ``delay`` is
+    reported at the link (by ``bufferlab check`` too), not when the run starts."""
+    for key in ("delay", "jitter"):
+        value = getattr(link, key)
+        if value is None:
+            continue
+        try:
+            parse_netem_time(value, sc.profile.netem_time_ns)
+        except CommandError as e:
+            raise ScenarioError(
+                f"link {link.a}-{link.b}: {key} = {value!r}: {e.message}",
+                file=file,
+                **_at(link, key),
+                expected=e.expected,
+                suggestion=e.suggestion,
+            ) from None
+    for args in lines:
+        words = [Word(w, 0) for w in f"tc qdisc add dev X {args}".split()]
+        try:
+            parse_tc(words, Diagnostics(), sc.profile)
+        except CommandError as e:
+            raise ScenarioError(
+                f"link {link.a}-{link.b}: its options give the invalid tc line 'tc qdisc add {args}': "
+                f"{e.message}",
+                file=file,
+                line=link.line,
+                col=link.col,
+                expected=e.expected,
+                suggestion=e.suggestion,
+            ) from None
 
 
 def _fmt(x: float) -> str:
@@ -209,7 +259,7 @@ def tclink_lines(link: LinkSpec, file: str) -> list[str]:
                 f"bw = {link.bw}: Mininet accepts 0 < bw <= 1000 (Mbit/s) and silently skips shaping "
                 "otherwise",
                 file=file,
-                line=link.line,
+                **_at(link, "bw"),
                 suggestion="for faster links add a tbf with a tc line in a part",
             )
         latency_ms = 15 * 8 / link.bw
@@ -220,12 +270,14 @@ def tclink_lines(link: LinkSpec, file: str) -> list[str]:
         netem.append(f"delay {link.delay}")
     if link.jitter is not None:
         if link.delay is None:
-            raise ScenarioError("jitter needs a delay (netem delay D JITTER)", file=file, line=link.line)
+            raise ScenarioError(
+                "jitter needs a delay (netem delay D JITTER)", file=file, **_at(link, "jitter")
+            )
         netem.append(link.jitter)
     if link.loss is not None:
         if link.loss > 100:
             raise ScenarioError(
-                f"loss = {link.loss}: a percentage between 0 and 100", file=file, line=link.line
+                f"loss = {link.loss}: a percentage between 0 and 100", file=file, **_at(link, "loss")
             )
         netem.append(f"loss {int(link.loss)}")  # Mininet formats loss with %d
     if link.max_queue_size is not None:

@@ -114,6 +114,7 @@ pub struct ClientSpec {
     pub protocol: Protocol,
     pub rate_bps: u64,
     pub blksize: u32,
+    /// test length; 0 = no time limit (`-t 0`, or `-n BYTES`)
     pub duration_ns: u64,
     #[serde(default)]
     pub bytes: Option<u64>,
@@ -580,11 +581,12 @@ impl Client {
             ctx.sockets
                 .bind_near(Proto::Udp, self.ctrl_port.saturating_add(2), ctx.id);
         self.conn = ctx.iperf.tests.len() as u32;
+        // iperf3's parameter JSON, as the server's `-J` output echoes it
         let params = json!({
             "protocol": "udp", "num_streams": 1, "blksize": self.spec.blksize,
-            "omit_ns": self.spec.omit_ns, "duration_ns": self.spec.duration_ns,
+            "omit": self.spec.omit_ns / NS_PER_SEC, "duration": self.spec.duration_ns / NS_PER_SEC,
             "bytes": self.spec.bytes.unwrap_or(0), "blocks": 0, "tos": self.spec.tos,
-            "rate_bps": self.spec.rate_bps,
+            "rate": self.spec.rate_bps,
         });
         ctx.iperf.tests.push(SharedTest {
             omit: SimDuration(self.spec.omit_ns),
@@ -684,7 +686,10 @@ impl Client {
         self.test_start = ctx.now;
         let omit = SimDuration(self.spec.omit_ns);
         self.omit_end = (omit > SimDuration::ZERO).then(|| ctx.now + omit);
-        self.stop_at = ctx.now + omit + SimDuration(self.spec.duration_ns);
+        self.stop_at = match self.spec.duration_ns {
+            0 => SimTime::MAX,
+            d => ctx.now + omit + SimDuration(d),
+        };
         self.ticker = Some(Ticker::new(SimDuration(self.spec.interval_ns), ctx.now));
         self.next_send = Some(ctx.now);
     }
@@ -808,6 +813,10 @@ impl Client {
             }
             self.stop(ctx);
         }
+    }
+
+    pub fn destination(&self) -> Ipv4 {
+        self.dst
     }
 
     pub fn is_finished(&self) -> bool {

@@ -307,6 +307,16 @@ impl App {
         }
     }
 
+    /// The address the application sends to, if any (checked for a route at start).
+    pub fn destination(&self) -> Option<Ipv4> {
+        match self {
+            App::Ping(a) => Some(a.destination()),
+            App::UdpSource(a) => Some(a.destination()),
+            App::Iperf3Client(a) => Some(a.destination()),
+            App::Sink(_) | App::Iperf3Server(_) | App::Qmon(_) => None,
+        }
+    }
+
     /// The queue monitor names an interface that the engine must resolve.
     pub fn monitored_dev(&self) -> Option<&str> {
         match self {

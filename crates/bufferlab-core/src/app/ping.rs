@@ -192,6 +192,10 @@ impl Ping {
         ctx.sockets.unbind_all(ctx.id);
     }
 
+    pub fn destination(&self) -> Ipv4 {
+        self.dst
+    }
+
     pub fn is_finished(&self) -> bool {
         self.finished
     }

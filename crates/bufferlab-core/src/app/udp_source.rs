@@ -247,6 +247,10 @@ impl UdpSource {
         }
     }
 
+    pub fn destination(&self) -> Ipv4 {
+        self.dst
+    }
+
     pub fn is_finished(&self) -> bool {
         self.finished
     }

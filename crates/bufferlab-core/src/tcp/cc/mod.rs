@@ -1,0 +1,633 @@
+//! Congestion control: the hook set of Linux's `struct tcp_congestion_ops`
+//! (include/net/tcp.h) and ports of `net/ipv4/tcp_cong.c` (Reno and the
+//! generic helpers), `tcp_cubic.c`, `tcp_htcp.c` and `tcp_bbr.c`
+//! (tcp.md §11, docs/tcp-design.md).
+//!
+//! Shape. The endpoint owns a [`CcSock`] — the `tcp_sock` fields the kernel
+//! modules read and write — keeps it in sync with its own state and calls
+//! the hooks of the closed enum [`Cc`] at the points Linux calls them
+//! (tcp.md §8): `pkts_acked` after cleaning the retransmission queue, then on
+//! the congestion-control step either `cong_control` (BBR, which then owns
+//! cwnd and pacing) or, outside CWR/Recovery, `cong_avoid`; `ssthresh` when a
+//! reduction starts (recovery, CWR, RTO), `undo_cwnd` when one is undone,
+//! `set_state` on every `icsk_ca_state` change, `cwnd_event` for
+//! `CA_EVENT_*`. Hooks that return a value (`ssthresh`, `undo_cwnd`) leave
+//! the store to the caller, as the kernel's callers do.
+//!
+//! Units are Linux's (tcp.md §1): windows in packets, `srtt_us` in µs << 3,
+//! time as `tcp_mstamp` µs, `tcp_clock_cache` ns and `tcp_jiffies32` at
+//! HZ = 250 (4 ms per jiffy, see [`tcp_jiffies32`]). All arithmetic is the
+//! kernel's fixed-width integer arithmetic, wrapping where C wraps, so that
+//! cwnd traces match the kernel's packet for packet; nothing here allocates
+//! per ACK.
+//!
+//! Kernel versions. Where the profiles of tcp.md differ in this code (only
+//! CUBIC's HyStart and one BBR initial value), [`CcProfile`] selects
+//! `lab2019` (Linux 4.15–5.3, as the handouts ran) or `modern` (6.x).
+//!
+//! Not modelled: the modules' `get_info` (inet_diag) output beyond
+//! [`Cc::metrics`], module parameters other than the documented defaults
+//! (each model's `*Params` struct lists them), and `tcp_vegas.c`.
+
+pub mod bbr;
+pub mod cubic;
+pub mod htcp;
+pub mod reno;
+
+#[cfg(test)]
+mod fluid;
+
+pub use bbr::{Bbr, BbrMode};
+pub use cubic::{Cubic, CubicParams};
+pub use htcp::{Htcp, HtcpParams};
+pub use reno::Reno;
+
+use crate::rng::ComponentRng;
+use crate::time::SimTime;
+
+/// Jiffies per second (`CONFIG_HZ` of Ubuntu/Debian generic kernels, tcp.md §1).
+pub const HZ: u32 = 250;
+/// `TCP_INFINITE_SSTHRESH` (include/net/tcp.h).
+pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+/// `TCP_INIT_CWND` (include/net/tcp.h): initial window, packets.
+pub const TCP_INIT_CWND: u32 = 10;
+/// `INITIAL_JIFFIES` (include/linux/jiffies.h): the jiffies counter starts
+/// 300 s before its 32-bit wrap, so wrap-unsafe code fails five minutes in.
+pub const INITIAL_JIFFIES: u32 = 0u32.wrapping_sub(300 * HZ);
+
+/// Nanoseconds per jiffy at [`HZ`].
+const NS_PER_JIFFY: u64 = 1_000_000_000 / HZ as u64;
+
+/// `tcp_jiffies32` at simulated time `now`: [`INITIAL_JIFFIES`] plus whole
+/// 4 ms ticks since the start of the run, wrapping like the kernel's.
+pub fn tcp_jiffies32(now: SimTime) -> u32 {
+    INITIAL_JIFFIES.wrapping_add((now.as_nanos() / NS_PER_JIFFY) as u32)
+}
+
+/// `usecs_to_jiffies` (include/linux/jiffies.h) at HZ 250: rounds **up**.
+pub fn usecs_to_jiffies(us: u32) -> u32 {
+    (us as u64).div_ceil(1_000_000 / HZ as u64) as u32
+}
+
+/// `msecs_to_jiffies` at HZ 250: rounds up.
+pub fn msecs_to_jiffies(ms: u32) -> u32 {
+    (ms as u64).div_ceil(1_000 / HZ as u64) as u32
+}
+
+/// `after(a, b)` (include/net/tcp.h): `a` is later than `b` in 32-bit
+/// sequence/jiffies space.
+#[inline]
+pub(crate) fn after(a: u32, b: u32) -> bool {
+    (b.wrapping_sub(a) as i32) < 0
+}
+
+/// `before(a, b)`: `a` is earlier than `b` in 32-bit sequence/jiffies space.
+#[inline]
+pub(crate) fn before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// `tcp_stamp_us_delta(t1, t0)` (include/net/tcp.h): `t1 − t0` in µs,
+/// clamped at 0.
+#[inline]
+pub(crate) fn stamp_us_delta(t1: u64, t0: u64) -> u64 {
+    (t1 as i64).wrapping_sub(t0 as i64).max(0) as u64
+}
+
+/// `icsk_ca_state` (include/net/tcp.h `enum tcp_ca_state`); ordered as in
+/// Linux, so `state >= CaState::Recovery` reads like the kernel's tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CaState {
+    #[default]
+    Open = 0,
+    Disorder = 1,
+    Cwr = 2,
+    Recovery = 3,
+    Loss = 4,
+}
+
+/// `enum tcp_ca_event` (include/net/tcp.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CaEvent {
+    /// First transmission when no packet is in flight (`tcp_event_data_sent`).
+    TxStart,
+    /// Congestion window restart after idle (`tcp_cwnd_restart`).
+    CwndRestart,
+    /// End of a CWR reduction (`tcp_end_cwnd_reduction`).
+    CompleteCwr,
+    /// RTO (`tcp_enter_loss`).
+    Loss,
+    /// ECT packet without CE received.
+    EcnNoCe,
+    /// CE-marked packet received.
+    EcnIsCe,
+}
+
+/// The `tcp_sock`/`sock` fields congestion control reads and writes, in the
+/// kernel's units. The endpoint keeps them current before every hook call.
+///
+/// Fields past `tso_segs_goal` are additions to the list in
+/// docs/tcp-design.md: CUBIC needs `lsndtime` (`CA_EVENT_TX_START`), BBR needs
+/// `delivered_mstamp` and the EDT pair `clock_ns`/`wstamp_ns`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CcSock {
+    /// congestion window, packets
+    pub snd_cwnd: u32,
+    /// slow-start threshold, packets ([`TCP_INFINITE_SSTHRESH`] = none yet)
+    pub snd_ssthresh: u32,
+    /// linear-increase counter, packets acked since the last +1
+    pub snd_cwnd_cnt: u32,
+    /// upper bound on `snd_cwnd`, packets (`~0` by default)
+    pub snd_cwnd_clamp: u32,
+    /// cwnd when the current reduction started, packets (Reno/CUBIC/H-TCP undo)
+    pub prior_cwnd: u32,
+    /// sending MSS, bytes (1448 with timestamps on a 1500-byte path)
+    pub mss_cache: u32,
+    /// smoothed RTT, µs << 3 (0 before the first sample)
+    pub srtt_us: u32,
+    /// `tcp_min_rtt()`: windowed minimum RTT, µs (`u32::MAX` before a sample)
+    pub min_rtt_us: u32,
+    /// segments sent and not yet cumulatively acked
+    pub packets_out: u32,
+    /// `tcp_packets_in_flight()`: packets_out − sacked − lost + retrans
+    pub packets_in_flight: u32,
+    /// `tcp_is_cwnd_limited()` (tcp.md §4)
+    pub is_cwnd_limited: bool,
+    /// packets delivered (cumulatively or selectively acked), `tp->delivered`
+    pub delivered: u32,
+    /// delivered packets that carried CE
+    pub delivered_ce: u32,
+    /// packets marked lost, `tp->lost`
+    pub lost: u32,
+    /// `tp->app_limited`: non-zero while the flow is application-limited
+    /// (the `delivered` count at which that ends); BBR writes it in PROBE_RTT
+    pub app_limited: u32,
+    /// `tcp_mstamp`: now, µs
+    pub now_us: u64,
+    /// `tcp_jiffies32`: now, jiffies (see [`tcp_jiffies32`])
+    pub jiffies: u32,
+    /// `icsk_ca_state` (updated by [`Cc::set_state`])
+    pub ca_state: CaState,
+    /// `sk_pacing_rate`, bytes/s (BBR writes it; others' pacing is §12)
+    pub pacing_rate: u64,
+    /// `sk_max_pacing_rate` (SO_MAX_PACING_RATE), bytes/s, `u64::MAX` = none
+    pub max_pacing_rate: u64,
+    /// `sk_pacing_status != SK_PACING_NONE`: BBR sets it (internal pacing
+    /// needed); the endpoint also sets it when an fq qdisc paces the flow.
+    /// CUBIC's HyStart reads it.
+    pub pacing_status_needed: bool,
+    /// next sequence number to send
+    pub snd_nxt: u32,
+    /// first unacknowledged sequence number
+    pub snd_una: u32,
+    /// the endpoint's current TSO burst size, segments (informational)
+    pub tso_segs_goal: u32,
+    /// `tp->delivered_mstamp`: time of the latest delivery, µs
+    pub delivered_mstamp: u64,
+    /// `tp->lsndtime`: jiffies of the last data transmission
+    pub lsndtime: u32,
+    /// `tp->tcp_clock_cache`: now, ns (`now_us == clock_ns / 1000`)
+    pub clock_ns: u64,
+    /// `tp->tcp_wstamp_ns`: earliest departure time of the next packet, ns
+    pub wstamp_ns: u64,
+}
+
+impl Default for CcSock {
+    /// The values after `tcp_init_sock` (tcp.md §4).
+    fn default() -> Self {
+        CcSock {
+            snd_cwnd: TCP_INIT_CWND,
+            snd_ssthresh: TCP_INFINITE_SSTHRESH,
+            snd_cwnd_cnt: 0,
+            snd_cwnd_clamp: u32::MAX,
+            prior_cwnd: 0,
+            mss_cache: 1448,
+            srtt_us: 0,
+            min_rtt_us: u32::MAX,
+            packets_out: 0,
+            packets_in_flight: 0,
+            is_cwnd_limited: false,
+            delivered: 0,
+            delivered_ce: 0,
+            lost: 0,
+            app_limited: 0,
+            now_us: 0,
+            jiffies: INITIAL_JIFFIES,
+            ca_state: CaState::Open,
+            pacing_rate: 0,
+            max_pacing_rate: u64::MAX,
+            pacing_status_needed: false,
+            snd_nxt: 0,
+            snd_una: 0,
+            tso_segs_goal: 2,
+            delivered_mstamp: 0,
+            lsndtime: INITIAL_JIFFIES,
+            clock_ns: 0,
+            wstamp_ns: 0,
+        }
+    }
+}
+
+impl CcSock {
+    /// `tcp_in_slow_start`: cwnd strictly below ssthresh.
+    #[inline]
+    pub fn in_slow_start(&self) -> bool {
+        self.snd_cwnd < self.snd_ssthresh
+    }
+
+    /// Sets all clocks from one simulated instant (µs, ns and jiffies agree).
+    pub fn set_clock(&mut self, now: SimTime) {
+        self.clock_ns = now.as_nanos();
+        self.now_us = now.as_nanos() / 1_000;
+        self.jiffies = tcp_jiffies32(now);
+    }
+}
+
+/// `struct ack_sample`: the argument of `pkts_acked`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckSample {
+    /// packets newly cumulatively acked by this ACK
+    pub pkts_acked: u32,
+    /// RTT sample, µs; −1 when the ACK gives none
+    pub rtt_us: i64,
+    /// packets in flight before this ACK
+    pub in_flight: u32,
+}
+
+/// `struct rate_sample` (tcp.md §10): the argument of `cong_control`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateSample {
+    /// `tp->delivered_mstamp` when the sampled packet was sent, µs
+    pub prior_mstamp: u64,
+    /// `tp->delivered` when the sampled packet was sent
+    pub prior_delivered: u32,
+    /// packets delivered over the interval, −1 if no valid sample
+    pub delivered: i32,
+    /// the sample's interval, µs; −1 if invalid
+    pub interval_us: i64,
+    pub snd_interval_us: u32,
+    pub rcv_interval_us: u32,
+    /// RTT of the most recently sent newly acked packet, µs; −1 if none
+    pub rtt_us: i64,
+    /// packets newly marked lost by this ACK
+    pub losses: i32,
+    /// packets newly (s)acked by this ACK
+    pub acked_sacked: u32,
+    /// packets in flight before this ACK
+    pub prior_in_flight: u32,
+    /// the sampled packet was sent while application-limited
+    pub is_app_limited: bool,
+    /// the sampled packet was a retransmission
+    pub is_retrans: bool,
+    /// the ACK was possibly delayed (stretched) by the receiver
+    pub is_ack_delayed: bool,
+}
+
+impl Default for RateSample {
+    /// An invalid sample (as `tcp_rate_gen` leaves it when nothing new was
+    /// delivered).
+    fn default() -> Self {
+        RateSample {
+            prior_mstamp: 0,
+            prior_delivered: 0,
+            delivered: -1,
+            interval_us: -1,
+            snd_interval_us: 0,
+            rcv_interval_us: 0,
+            rtt_us: -1,
+            losses: 0,
+            acked_sacked: 0,
+            prior_in_flight: 0,
+            is_app_limited: false,
+            is_retrans: false,
+            is_ack_delayed: false,
+        }
+    }
+}
+
+/// Which kernel's arithmetic to reproduce where it changed (tcp.md
+/// "kernel profiles"; DESIGN.md `[sim] profile`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CcProfile {
+    /// Linux 4.15–5.3 (Ubuntu 18.04–19.10), as the handouts ran.
+    #[default]
+    Lab2019,
+    /// Linux 6.x mainline.
+    Modern,
+}
+
+/// A congestion-control module, selected by its `tcp_congestion_control`
+/// sysctl name. Methods are the `tcp_congestion_ops` hooks; each delegates
+/// to the model, with Linux's fallback where the model has no hook.
+#[derive(Clone, Debug)]
+pub enum Cc {
+    Reno(Reno),
+    Cubic(Cubic),
+    Htcp(Htcp),
+    Bbr(Bbr),
+}
+
+/// Run seed of the BBR stream [`Cc::from_name`] uses (callers with a run
+/// seed pass their own stream to [`Cc::from_name_seeded`]).
+const DEFAULT_SEED: u64 = 0;
+
+impl Cc {
+    /// `"reno" | "cubic" | "htcp" | "bbr"` with the default profile
+    /// (`lab2019`) and a fixed BBR random stream.
+    pub fn from_name(name: &str) -> Option<Cc> {
+        Self::from_name_seeded(name, ComponentRng::new(DEFAULT_SEED, "tcp/cc/bbr"))
+    }
+
+    /// As [`Cc::from_name`], with the random stream BBR draws its initial
+    /// PROBE_BW phase from (`tcp_bbr.c` `bbr_reset_probe_bw_mode`).
+    pub fn from_name_seeded(name: &str, rng: ComponentRng) -> Option<Cc> {
+        Self::from_name_with(name, CcProfile::default(), rng)
+    }
+
+    /// The full constructor: module name, kernel profile, BBR's stream.
+    pub fn from_name_with(name: &str, profile: CcProfile, rng: ComponentRng) -> Option<Cc> {
+        Some(match name {
+            "reno" => Cc::Reno(Reno),
+            "cubic" => Cc::Cubic(Cubic::new(CubicParams::default(), profile)),
+            "htcp" => Cc::Htcp(Htcp::new(HtcpParams::default())),
+            "bbr" => Cc::Bbr(Bbr::new(profile, rng)),
+            _ => return None,
+        })
+    }
+
+    /// The module's name as `tcp_congestion_control` and `ss -i` print it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Cc::Reno(_) => "reno",
+            Cc::Cubic(_) => "cubic",
+            Cc::Htcp(_) => "htcp",
+            Cc::Bbr(_) => "bbr",
+        }
+    }
+
+    /// `init` (`tcp_init_congestion_control`): connection established.
+    pub fn init(&mut self, tp: &mut CcSock) {
+        match self {
+            Cc::Reno(_) => {}
+            Cc::Cubic(c) => c.init(tp),
+            Cc::Htcp(h) => h.init(tp),
+            Cc::Bbr(b) => b.init(tp),
+        }
+    }
+
+    /// `ssthresh`: the slow-start threshold after a congestion event; the
+    /// caller stores it in `snd_ssthresh`.
+    pub fn ssthresh(&mut self, tp: &mut CcSock) -> u32 {
+        match self {
+            Cc::Reno(r) => r.ssthresh(tp),
+            Cc::Cubic(c) => c.ssthresh(tp),
+            Cc::Htcp(h) => h.ssthresh(tp),
+            Cc::Bbr(b) => b.ssthresh(tp),
+        }
+    }
+
+    /// `cong_avoid`: grow cwnd on an ACK in Open/Disorder; `ack` is the
+    /// cumulative ACK number, `acked` the packets newly (s)acked.
+    /// BBR has none (it uses [`Cc::cong_control`]).
+    pub fn cong_avoid(&mut self, tp: &mut CcSock, ack: u32, acked: u32) {
+        match self {
+            Cc::Reno(r) => r.cong_avoid(tp, ack, acked),
+            Cc::Cubic(c) => c.cong_avoid(tp, ack, acked),
+            Cc::Htcp(h) => h.cong_avoid(tp, ack, acked),
+            Cc::Bbr(_) => {}
+        }
+    }
+
+    /// `tcp_set_ca_state`: calls the module's `set_state` while
+    /// `tp.ca_state` still holds the old state, then stores `new_state`.
+    pub fn set_state(&mut self, tp: &mut CcSock, new_state: CaState) {
+        match self {
+            Cc::Reno(_) => {}
+            Cc::Cubic(c) => c.set_state(tp, new_state),
+            Cc::Htcp(h) => h.set_state(tp, new_state),
+            Cc::Bbr(b) => b.set_state(tp, new_state),
+        }
+        tp.ca_state = new_state;
+    }
+
+    /// `cwnd_event` (`tcp_ca_event`).
+    pub fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
+        match self {
+            Cc::Reno(_) | Cc::Htcp(_) => {}
+            Cc::Cubic(c) => c.cwnd_event(tp, ev),
+            Cc::Bbr(b) => b.cwnd_event(tp, ev),
+        }
+    }
+
+    /// `pkts_acked`: per-ACK RTT/ack-count sample (tcp.md §8 step 6).
+    pub fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {
+        match self {
+            Cc::Reno(_) | Cc::Bbr(_) => {}
+            Cc::Cubic(c) => c.pkts_acked(tp, sample),
+            Cc::Htcp(h) => h.pkts_acked(tp, sample),
+        }
+    }
+
+    /// `undo_cwnd`: the cwnd to restore when a reduction proves spurious;
+    /// the caller stores it in `snd_cwnd`.
+    pub fn undo_cwnd(&mut self, tp: &mut CcSock) -> u32 {
+        match self {
+            Cc::Reno(r) => r.undo_cwnd(tp),
+            Cc::Cubic(c) => c.undo_cwnd(tp),
+            Cc::Htcp(h) => h.undo_cwnd(tp),
+            Cc::Bbr(b) => b.undo_cwnd(tp),
+        }
+    }
+
+    /// `cong_control`: BBR replaces the generic cwnd logic (PRR and
+    /// `cong_avoid`) and sets cwnd and pacing itself. Returns true when it
+    /// handled the ACK, false for modules without the hook.
+    pub fn cong_control(&mut self, tp: &mut CcSock, rs: &RateSample) -> bool {
+        match self {
+            Cc::Bbr(b) => {
+                b.cong_control(tp, rs);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the module has `cong_control` (BBR).
+    pub fn has_cong_control(&self) -> bool {
+        matches!(self, Cc::Bbr(_))
+    }
+
+    /// `sndbuf_expand`: cwnd multiples the send buffer provisions
+    /// (`tcp_sndbuf_expand`): 2 by default, 3 for BBR.
+    pub fn sndbuf_expand(&self) -> u32 {
+        match self {
+            Cc::Bbr(_) => 3,
+            _ => 2,
+        }
+    }
+
+    /// `min_tso_segs`: BBR's hook; others get the sysctl
+    /// `tcp_min_tso_segs` default, 2.
+    pub fn min_tso_segs(&self, tp: &CcSock) -> u32 {
+        match self {
+            Cc::Bbr(_) => bbr::min_tso_segs(tp),
+            _ => 2,
+        }
+    }
+
+    /// Named internal values for traces (CUBIC's K and W_max, H-TCP's
+    /// alpha/beta, BBR's mode, gains and model). Not for the per-ACK path.
+    pub fn metrics(&self) -> Vec<(&'static str, f64)> {
+        let mut out = Vec::new();
+        match self {
+            Cc::Reno(_) => {}
+            Cc::Cubic(c) => c.metrics(&mut out),
+            Cc::Htcp(h) => h.metrics(&mut out),
+            Cc::Bbr(b) => b.metrics(&mut out),
+        }
+        out
+    }
+}
+
+/// `tcp_slow_start` (tcp_cong.c): +1 packet per packet acked up to
+/// `ssthresh`, with no ABC cap (a stretch ACK for N adds N, tcp.md §17.9);
+/// returns the acks left over once ssthresh is reached.
+pub fn tcp_slow_start(tp: &mut CcSock, acked: u32) -> u32 {
+    let cwnd = tp.snd_cwnd.wrapping_add(acked).min(tp.snd_ssthresh);
+    let left = acked.wrapping_sub(cwnd.wrapping_sub(tp.snd_cwnd));
+    tp.snd_cwnd = cwnd.min(tp.snd_cwnd_clamp);
+    left
+}
+
+/// `tcp_cong_avoid_ai` (tcp_cong.c): additive increase of one packet per
+/// `w` packets acked, counted in `snd_cwnd_cnt`; credit collected under a
+/// larger `w` is cashed as a single +1 first.
+pub fn tcp_cong_avoid_ai(tp: &mut CcSock, w: u32, acked: u32) {
+    if tp.snd_cwnd_cnt >= w {
+        tp.snd_cwnd_cnt = 0;
+        tp.snd_cwnd = tp.snd_cwnd.wrapping_add(1);
+    }
+    tp.snd_cwnd_cnt = tp.snd_cwnd_cnt.wrapping_add(acked);
+    if tp.snd_cwnd_cnt >= w {
+        let delta = tp.snd_cwnd_cnt / w;
+        tp.snd_cwnd_cnt -= delta * w;
+        tp.snd_cwnd = tp.snd_cwnd.wrapping_add(delta);
+    }
+    tp.snd_cwnd = tp.snd_cwnd.min(tp.snd_cwnd_clamp);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jiffies_start_five_minutes_before_the_wrap() {
+        assert_eq!(INITIAL_JIFFIES, 4_294_892_296); // 2^32 − 300·250
+        assert_eq!(tcp_jiffies32(SimTime::ZERO), INITIAL_JIFFIES);
+        // 3.999 ms is still the first tick; 4 ms is the next
+        assert_eq!(
+            tcp_jiffies32(SimTime::from_nanos(3_999_999)),
+            INITIAL_JIFFIES
+        );
+        assert_eq!(
+            tcp_jiffies32(SimTime::from_nanos(4_000_000)),
+            INITIAL_JIFFIES + 1
+        );
+        // 300 s in: 75 000 ticks wrap the counter to exactly 0
+        assert_eq!(tcp_jiffies32(SimTime::from_nanos(300_000_000_000)), 0);
+        assert!(after(5, INITIAL_JIFFIES));
+        assert!(before(INITIAL_JIFFIES, 5));
+    }
+
+    #[test]
+    fn usecs_and_msecs_to_jiffies_round_up() {
+        assert_eq!(usecs_to_jiffies(0), 0);
+        assert_eq!(usecs_to_jiffies(1), 1);
+        assert_eq!(usecs_to_jiffies(4_000), 1);
+        assert_eq!(usecs_to_jiffies(4_001), 2);
+        assert_eq!(usecs_to_jiffies(100_000), 25);
+        assert_eq!(msecs_to_jiffies(10), 3); // 2.5 → 3
+        assert_eq!(msecs_to_jiffies(20), 5);
+        assert_eq!(msecs_to_jiffies(200), 50);
+    }
+
+    #[test]
+    fn slow_start_adds_every_acked_packet_up_to_ssthresh() {
+        let mut tp = CcSock::default(); // cwnd 10, ssthresh ∞
+        assert_eq!(tcp_slow_start(&mut tp, 5), 0);
+        assert_eq!(tp.snd_cwnd, 15);
+        // a 40-segment stretch ACK adds 40 (no ABC cap, tcp.md §17.9)
+        assert_eq!(tcp_slow_start(&mut tp, 40), 0);
+        assert_eq!(tp.snd_cwnd, 55);
+        // crossing ssthresh 60 with 8 acked: +5, 3 left over
+        tp.snd_ssthresh = 60;
+        assert_eq!(tcp_slow_start(&mut tp, 8), 3);
+        assert_eq!(tp.snd_cwnd, 60);
+    }
+
+    #[test]
+    fn slow_start_respects_the_clamp() {
+        let mut tp = CcSock {
+            snd_cwnd_clamp: 12,
+            ..CcSock::default()
+        };
+        assert_eq!(tcp_slow_start(&mut tp, 5), 0);
+        assert_eq!(tp.snd_cwnd, 12);
+    }
+
+    #[test]
+    fn additive_increase_is_one_packet_per_window_acked() {
+        let mut tp = CcSock::default();
+        for _ in 0..9 {
+            tcp_cong_avoid_ai(&mut tp, 10, 1);
+        }
+        assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (10, 9));
+        tcp_cong_avoid_ai(&mut tp, 10, 1);
+        assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (11, 0));
+        // stretch ACK of 25 at w = 11: +2, 3 left in the counter
+        tcp_cong_avoid_ai(&mut tp, 11, 25);
+        assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (13, 3));
+    }
+
+    #[test]
+    fn credit_from_a_larger_w_is_cashed_as_one_packet() {
+        let mut tp = CcSock {
+            snd_cwnd: 20,
+            snd_cwnd_cnt: 50,
+            ..CcSock::default()
+        };
+        // cnt 50 ≥ w 10: cnt → 0, cwnd 21; then +1 acked: cnt 1
+        tcp_cong_avoid_ai(&mut tp, 10, 1);
+        assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (21, 1));
+    }
+
+    #[test]
+    fn names_round_trip_and_unknown_names_are_refused() {
+        for n in ["reno", "cubic", "htcp", "bbr"] {
+            assert_eq!(Cc::from_name(n).unwrap().name(), n);
+        }
+        assert!(Cc::from_name("vegas").is_none());
+        assert!(Cc::from_name("CUBIC").is_none());
+    }
+
+    #[test]
+    fn only_bbr_has_cong_control_and_triple_sndbuf() {
+        for n in ["reno", "cubic", "htcp", "bbr"] {
+            let cc = Cc::from_name(n).unwrap();
+            assert_eq!(cc.has_cong_control(), n == "bbr");
+            assert_eq!(cc.sndbuf_expand(), if n == "bbr" { 3 } else { 2 });
+        }
+        let mut reno = Cc::from_name("reno").unwrap();
+        let mut tp = CcSock::default();
+        assert!(!reno.cong_control(&mut tp, &RateSample::default()));
+    }
+
+    #[test]
+    fn set_state_stores_the_new_state_after_the_hook() {
+        let mut cc = Cc::from_name("reno").unwrap();
+        let mut tp = CcSock::default();
+        cc.set_state(&mut tp, CaState::Recovery);
+        assert_eq!(tp.ca_state, CaState::Recovery);
+        assert!(CaState::Loss > CaState::Recovery && CaState::Cwr < CaState::Recovery);
+    }
+}

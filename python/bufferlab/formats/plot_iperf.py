@@ -1,0 +1,468 @@
+"""``plot_iperf.sh out.json`` (iperf3_plotter, legacy version the labs use), reproduced.
+
+formats.md §5. The shell pipeline being mimicked (``plot_iperf.sh`` runs
+``preprocessor.sh <json> .`` in the current directory, then ``cd results;
+gnuplot /usr/bin/*.plt``):
+
+1. ``jq empty`` must accept the file (else "not a valid JSON file", nothing
+   is written). jq 1.6 reads a *stream* of JSON values, so an empty file is
+   accepted (and then yields nothing).
+2. ``jq -r '.intervals[].streams[] | [.socket, .start, .end, .seconds,
+   .bytes, .bits_per_second, .retransmits, .snd_cwnd, .rtt, .rttvar, .pmtu,
+   .omitted] | @csv'``: one record per stream per interval; ``null`` (a
+   missing key) is an empty field, booleans ``true``/``false``, numbers in
+   jq 1.6's shortest round-trip form (``jvp_dtoa_fmt``: ``3``, ``1.000154``,
+   ``675371436.3705465``, ``1e-05``, ``1e+17``), strings quoted with ``""``.
+3. ``echo $res | sed 's/ /\\n/g' | sort > iperf.csv``: the unquoted ``echo``
+   joins every whitespace-separated word with one space, ``sed`` turns the
+   spaces into newlines, ``sort`` orders the lines byte-wise (C locale); no
+   record at all still gives one empty line.
+4. ``num = jq '.end.sum_sent.seconds' | cut -d. -f1`` (the integer part) is
+   the number of lines per flow: ``split -l num`` cuts ``iperf.csv`` into
+   ``results/1.dat``, ``2.dat``, … (``results/*`` is emptied first).
+5. Each ``.dat`` is rewritten by ``awk -F, '{print ($1, int($2), int($3),
+   ($5/1024)/1024, $6/1024/1024, $7, $8/1024, $9, $10, $11, $12)}' | sort -n
+   -k 2``: untouched fields are copied as text (so missing ones stay empty),
+   computed numbers print as integers when integral, else ``%.6g`` (awk's
+   ``OFMT``); the numeric sort on the key "field 2 to end of line" breaks
+   ties by comparing whole lines byte-wise.
+6. Seven plots, one line per ``.dat`` file (``ls -1 *.dat`` order, legend =
+   file name), x = column 2 "Time (sec)", grid, legend outside on the right;
+   written with matplotlib (Agg) as ``results/<name>.pdf`` plus a PNG of
+   each. A plot whose column has no numeric value in any file (gnuplot:
+   "Skipping data file with no valid points") is not written.
+
+Deviations, on purpose: when the split cannot happen (no
+``end.sum_sent.seconds``, e.g. UDP or ``-J`` error output) the real script
+leaves a stray empty file literally named ``results/*.dat`` and PDFs gnuplot
+could not draw; here nothing is written under ``results/`` and
+:class:`PlotError` says why. Locale: the real ``sort`` follows the shell's
+locale; this reproduces ``LC_ALL=C`` (identical for the numeric records of
+one flow; see formats.md §5).
+
+Problems are reported with :class:`PlotError` *after* everything that could
+be produced was written; ``PlotError.produced`` lists those files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PlotError", "PLOTS", "plot_iperf", "jq_number", "awk_number", "csv_records", "dat_lines"]
+
+#: (output name, y column (1-based, as in the .dat), y label, title, y axis from 0)
+PLOTS: tuple[tuple[str, int, str, str, bool], ...] = (
+    ("throughput", 5, "Mbps", "Throughput over time", False),
+    ("cwnd", 7, "Cwnd", "Sent Cwnd over time", False),
+    ("RTT", 8, "RTT", "RTT over time", False),
+    ("RTT_Var", 9, "RTT Var", "RTT Var over time", True),
+    ("retransmits", 6, "Retransmits", "Retransmits over time", False),
+    ("bytes", 4, "MBytes", "Sent data over time", False),
+    ("MTU", 10, "MTU", "MTU over time", True),
+)
+
+_CSV_KEYS = ("socket", "start", "end", "seconds", "bytes", "bits_per_second", "retransmits", "snd_cwnd",
+             "rtt", "rttvar", "pmtu", "omitted")
+_TCP_KEYS = ("retransmits", "snd_cwnd", "rtt", "rttvar", "pmtu")
+_DBL_MAX = sys.float_info.max
+_AWK_MAX_INT = 2**31 - 1  # mawk prints integral values up to INT_MAX with "%d"
+
+
+class PlotError(Exception):
+    """What went wrong, naming the file; ``produced`` = the files written anyway."""
+
+    def __init__(self, message: str, produced: list[Path] | tuple[Path, ...] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.produced = list(produced)
+
+
+# --- jq 1.6 -----------------------------------------------------------------------
+
+
+def jq_number(x: float) -> str:
+    """A number as jq 1.6 prints it (``jv_dump_term`` → ``jvp_dtoa_fmt``).
+
+    Shortest round-trip digits (David Gay's ``dtoa`` mode 0, as Python's
+    ``repr``); exponent form when the decimal exponent is ≤ −4 or more than
+    15 places past the last digit; infinities clamp to ±DBL_MAX.
+    """
+    x = float(x)
+    if math.isnan(x):
+        return "null"
+    if math.isinf(x):
+        x = math.copysign(_DBL_MAX, x)
+    if x == 0:
+        return "-0" if math.copysign(1.0, x) < 0 else "0"
+    sign = "-" if x < 0 else ""
+    tup = Decimal(repr(abs(x))).as_tuple()
+    digits = "".join(str(d) for d in tup.digits).rstrip("0") or "0"
+    exp = int(tup.exponent) + (len(tup.digits) - len(digits))
+    nd = len(digits)
+    decpt = nd + exp
+    if decpt <= -4 or decpt > nd + 15:
+        e = decpt - 1
+        mant = digits[0] + ("." + digits[1:] if nd > 1 else "")
+        return "%s%se%s%02d" % (sign, mant, "-" if e < 0 else "+", abs(e))
+    if decpt <= 0:
+        return sign + "0." + "0" * (-decpt) + digits
+    if decpt >= nd:
+        return sign + digits + "0" * (decpt - nd)
+    return sign + digits[:decpt] + "." + digits[decpt:]
+
+
+def _jq_dump(v: Any) -> str:
+    """``jq`` (not ``-r``) output of one value, compact enough for ``cut`` purposes."""
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, (int, float)):
+        return jq_number(v)
+    return json.dumps(v, indent=2, ensure_ascii=False)
+
+
+class _JqError(Exception):
+    pass
+
+
+def _jq_kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object"
+
+
+def _jq_index(v: Any, key: str) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, dict):
+        return v.get(key)
+    raise _JqError(f'Cannot index {_jq_kind(v)} with "{key}"')
+
+
+def _jq_iterate(v: Any) -> list[Any]:
+    if isinstance(v, list):
+        return v
+    if isinstance(v, dict):
+        return list(v.values())
+    raise _JqError(f"Cannot iterate over {_jq_kind(v)}")
+
+
+def _csv_field(v: Any) -> str:
+    if v is None:
+        return ""
+    if v is True or v is False:
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return "" if isinstance(v, float) and math.isnan(v) else jq_number(v)
+    if isinstance(v, str):
+        return '"' + v.replace('"', '""') + '"'
+    raise _JqError(f"{_jq_kind(v)} is not valid in a csv row")
+
+
+def csv_records(doc: Any) -> tuple[list[str], str | None]:
+    """The ``@csv`` lines jq prints for one document, and jq's error if it stopped."""
+    out: list[str] = []
+    try:
+        for interval in _jq_iterate(_jq_index(doc, "intervals")):
+            for stream in _jq_iterate(_jq_index(interval, "streams")):
+                out.append(",".join(_csv_field(_jq_index(stream, k)) for k in _CSV_KEYS))
+    except _JqError as e:
+        return out, str(e)
+    return out, None
+
+
+def _parse_stream(text: str) -> list[Any]:
+    """All JSON values of a file, as jq reads them (whitespace-separated stream)."""
+    dec = json.JSONDecoder()
+    values = []
+    pos = 0
+    n = len(text)
+    while True:
+        while pos < n and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= n:
+            return values
+        value, pos = dec.raw_decode(text, pos)
+        values.append(value)
+
+
+# --- awk / sort -------------------------------------------------------------------
+
+_NUM_PREFIX = re.compile(r"[ \t\n]*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def _awk_strtod(field: str) -> float:
+    """awk's string → number: the longest leading decimal number, else 0."""
+    m = _NUM_PREFIX.match(field)
+    return float(m.group(0)) if m else 0.0
+
+
+def awk_number(v: float) -> str:
+    """How awk ``print`` writes a computed number: integral → ``%d``, else ``OFMT`` (``%.6g``)."""
+    if math.isfinite(v) and v == int(v) and abs(v) <= _AWK_MAX_INT:
+        return "%d" % int(v)
+    if math.isnan(v):
+        return "-nan" if math.copysign(1.0, v) < 0 else "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return "%.6g" % v
+
+
+def _awk_row(line: str) -> str:
+    f = line.split(",")
+
+    def fld(i: int) -> str:
+        return f[i - 1] if i <= len(f) else ""
+
+    def num(i: int) -> float:
+        return _awk_strtod(fld(i))
+
+    parts = [
+        fld(1),
+        awk_number(float(math.trunc(num(2)))),
+        awk_number(float(math.trunc(num(3)))),
+        awk_number((num(5) / 1024) / 1024),
+        awk_number(num(6) / 1024 / 1024),
+        fld(7),
+        awk_number(num(8) / 1024),
+        fld(9),
+        fld(10),
+        fld(11),
+        fld(12),
+    ]
+    return " ".join(parts)
+
+
+_SORT_NUM = re.compile(r"[ \t]*(-?)(\d*)(?:\.(\d*))?")
+
+
+def _sort_key_field2(line: str) -> Decimal:
+    """``sort -n -k 2`` key: the leading number of "field 2 to end of line" (C locale)."""
+    i = 0
+    n = len(line)
+    while i < n and line[i] in " \t":  # field 1: leading blanks, then non-blanks
+        i += 1
+    while i < n and line[i] not in " \t":
+        i += 1
+    m = _SORT_NUM.match(line, i)
+    if not m or not (m.group(2) or m.group(3)):
+        return Decimal(0)
+    text = (m.group(1) or "") + (m.group(2) or "0") + "." + (m.group(3) or "0")
+    return Decimal(text)
+
+
+def dat_lines(chunk: list[str]) -> list[str]:
+    """One ``.dat`` file from its ``iperf.csv`` lines: the awk rewrite, then ``sort -n -k 2``."""
+    rows = [_awk_row(line) for line in chunk]
+    return sorted(rows, key=lambda r: (_sort_key_field2(r), r.encode()))
+
+
+# --- the script -------------------------------------------------------------------
+
+
+@dataclass
+class _Series:
+    name: str
+    x: list[float]
+    y: list[float]
+
+
+def _gnuplot_value(text: str) -> float | None:
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _series(dat: Path, col: int) -> _Series:
+    xs: list[float] = []
+    ys: list[float] = []
+    for line in dat.read_text().splitlines():
+        cells = line.split(" ")  # `set datafile separator " "`: every space separates
+        if len(cells) < max(2, col):
+            continue
+        x = _gnuplot_value(cells[1])
+        y = _gnuplot_value(cells[col - 1])
+        if x is None or y is None:
+            continue
+        xs.append(x)
+        ys.append(y)
+    return _Series(dat.name, xs, ys)
+
+
+def _draw(series: list[_Series], ylabel: str, title: str, y_from_zero: bool, pdf: Path, png: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.0, 3.5))
+    for s in series:
+        ax.plot(s.x, s.y, lw=1.2, label=s.name)
+    ax.set_xlabel("Time (sec)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True)
+    if y_from_zero:
+        ax.set_ylim(bottom=0)
+    # `set key reverse Left outside`: outside on the right, sample before the left-aligned name
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=True)
+    fig.tight_layout()
+    fig.savefig(pdf, format="pdf", metadata={"CreationDate": None, "ModDate": None})
+    fig.savefig(png, format="png", dpi=110)
+    plt.close(fig)
+
+
+def _split_count(docs: list[Any]) -> tuple[int | None, str | None]:
+    """``jq '.end.sum_sent.seconds' | cut -d. -f1`` as ``split -l`` would take it."""
+    outs: list[str] = []
+    for doc in docs:
+        try:
+            outs.append(_jq_dump(_jq_index(_jq_index(_jq_index(doc, "end"), "sum_sent"), "seconds")))
+        except _JqError as e:
+            return None, f"jq: {e}"
+    cut = "\n".join(line.split(".", 1)[0] for text in outs for line in text.split("\n"))
+    words = cut.split()
+    if len(words) != 1:
+        shown = ", ".join(outs) if outs else "nothing"
+        return None, f".end.sum_sent.seconds gives {shown}"
+    if not words[0].isdigit() or int(words[0]) < 1:
+        return None, f".end.sum_sent.seconds is {outs[0]} (integer part {words[0]!r})"
+    return int(words[0]), None
+
+
+def _protocol(doc: Any) -> str | None:
+    try:
+        proto = doc["start"]["test_start"]["protocol"]
+    except (KeyError, TypeError):
+        return None
+    return proto if isinstance(proto, str) else None
+
+
+def _clear_results(results: Path) -> None:
+    """``mkdir -p results; rm -rf results/*`` (dot files survive the glob)."""
+    results.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(results.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def plot_iperf(json_path: Path, workdir: Path) -> list[Path]:
+    """Run ``plot_iperf.sh json_path`` in ``workdir``; returns the files written.
+
+    Writes ``workdir/iperf.csv``, ``workdir/results/N.dat`` and, in
+    ``workdir/results``, ``throughput``, ``cwnd``, ``RTT``, ``RTT_Var``,
+    ``retransmits``, ``bytes`` and ``MTU`` as ``.pdf`` and ``.png``. The
+    returned list is in that order (csv, .dat files by number, then each
+    plot's PDF and PNG). Raises :class:`PlotError` naming the file and the
+    problem (not a file, not JSON / truncated, empty, not iperf3 output, a
+    UDP test, no TCP fields, a missing or unusable ``end.sum_sent.seconds``)
+    after writing whatever could still be produced.
+    """
+    workdir = Path(workdir)
+    json_path = Path(json_path)
+    src = json_path if json_path.is_absolute() else workdir / json_path
+    name = str(json_path)
+    if not src.is_file():
+        raise PlotError(f"plot_iperf: {name}: is not a file")
+    text = src.read_text(encoding="utf-8", errors="replace")
+    try:
+        docs = _parse_stream(text)
+    except json.JSONDecodeError as e:
+        stripped = text.rstrip()
+        truncated = (e.pos >= len(stripped) or e.msg.startswith("Unterminated string")
+                     or not stripped.endswith(("}", "]")))
+        what = "truncated JSON" if truncated else "not valid JSON"
+        raise PlotError(f"plot_iperf: {name}: {what} ({e.msg} at line {e.lineno} column {e.colno});"
+                        " nothing written") from None
+
+    problems: list[str] = []
+    produced: list[Path] = []
+    if not docs:
+        problems.append("empty file (no JSON document)")
+
+    # preprocessor.sh: iperf.csv
+    records: list[str] = []
+    for doc in docs:
+        lines, err = csv_records(doc)
+        records += lines
+        if err is not None:
+            problems.append(f"not iperf3 JSON output (jq: {err})")
+    words = "\n".join(records).split()
+    csv_text = "".join(w + "\n" for w in sorted(words, key=lambda w: w.encode())) if words else "\n"
+    workdir.mkdir(parents=True, exist_ok=True)
+    csv_path = workdir / "iperf.csv"
+    csv_path.write_text(csv_text)
+    produced.append(csv_path)
+
+    for doc in docs:
+        if isinstance(doc, dict) and isinstance(doc.get("error"), str):
+            problems.append(f"iperf3 reported an error: {doc['error']}")
+    if len(docs) > 1:
+        problems.append(f"{len(docs)} JSON documents in one file (iperf3 -s -J output?)")
+    udp = any(_protocol(d) == "UDP" for d in docs)
+    if udp:
+        problems.append("UDP test: no TCP fields (retransmits, snd_cwnd, rtt, rttvar, pmtu) and no "
+                        "end.sum_sent")
+    elif records and all(r.split(",")[6:11] == [""] * 5 for r in records):
+        problems.append("intervals carry no TCP sender fields (retransmits, snd_cwnd, rtt, rttvar, pmtu): "
+                        "receiver-side JSON (iperf3 -s -J or -R)?")
+
+    # split -l num; results/N.dat
+    results = workdir / "results"
+    _clear_results(results)
+    num, why = _split_count(docs)
+    dats: list[Path] = []
+    if num is None:
+        if docs and not udp:
+            problems.append(f"cannot split iperf.csv into flows: {why}")
+    else:
+        lines = csv_text.split("\n")[:-1]
+        for k in range(0, len(lines), num):
+            dat = results / f"{k // num + 1}.dat"
+            dat.write_text("".join(row + "\n" for row in dat_lines(lines[k:k + num])))
+            dats.append(dat)
+        produced += dats
+
+    # gnuplot /usr/bin/*.plt
+    if dats:
+        ordered = sorted(dats, key=lambda p: p.name.encode())  # ls -1 *.dat
+        missing = []
+        for stem, col, ylabel, title, from_zero in PLOTS:
+            series = [_series(d, col) for d in ordered]
+            if not any(s.x for s in series):
+                missing.append(stem)
+                continue
+            pdf, png = results / f"{stem}.pdf", results / f"{stem}.png"
+            _draw(series, ylabel, title, from_zero, pdf, png)
+            produced += [pdf, png]
+        if missing:
+            problems.append("no data to plot for " + ", ".join(f"{m}.pdf" for m in missing))
+
+    if problems:
+        raise PlotError(f"plot_iperf: {name}: " + "; ".join(dict.fromkeys(problems)), produced)
+    return produced
