@@ -240,13 +240,12 @@ impl Simulator {
             .iface_by_name(&req.dev)
             .ok_or_else(|| crate::error::TcError::NoDevice(req.dev.clone()))?;
         let ifc = &mut self.ifaces[iface];
-        let mut ctx = QdiscCtx {
-            now: self.now,
-            arena: &mut self.arena,
-            drops: &mut ifc.drops,
-            watchdog: None,
-            reinject: &mut self.reinject_buf,
-        };
+        let mut ctx = QdiscCtx::new(
+            self.now,
+            &mut self.arena,
+            &mut ifc.drops,
+            &mut self.reinject_buf,
+        );
         ifc.tree.apply(req, &mut ctx, &mut self.auto_handles)?;
         // A change may release packets at once (tbf refills its bucket).
         self.kick(iface);
@@ -741,13 +740,12 @@ impl Simulator {
             self.put_on_wire(iface, pid);
             return;
         }
-        let mut ctx = QdiscCtx {
-            now: self.now,
-            arena: &mut self.arena,
-            drops: &mut ifc.drops,
-            watchdog: None,
-            reinject: &mut self.reinject_buf,
-        };
+        let mut ctx = QdiscCtx::new(
+            self.now,
+            &mut self.arena,
+            &mut ifc.drops,
+            &mut self.reinject_buf,
+        );
         // (the tree re-enqueues netem duplicates at its root itself)
         ifc.tree.enqueue(&mut ctx, pid);
         self.kick(iface);
@@ -768,13 +766,12 @@ impl Simulator {
             if ifc.tree.is_noqueue() {
                 return;
             }
-            let mut ctx = QdiscCtx {
-                now: self.now,
-                arena: &mut self.arena,
-                drops: &mut ifc.drops,
-                watchdog: None,
-                reinject: &mut self.reinject_buf,
-            };
+            let mut ctx = QdiscCtx::new(
+                self.now,
+                &mut self.arena,
+                &mut ifc.drops,
+                &mut self.reinject_buf,
+            );
             match ifc.tree.dequeue(&mut ctx) {
                 Some(pid) => self.put_on_wire(iface, pid),
                 None => {

@@ -182,6 +182,22 @@ pub struct QdiscCtx<'a> {
 }
 
 impl<'a> QdiscCtx<'a> {
+    /// A context for one operation at `now` (no watchdog requested yet).
+    pub fn new(
+        now: SimTime,
+        arena: &'a mut PacketArena,
+        drops: &'a mut DropCounters,
+        reinject: &'a mut Vec<PacketId>,
+    ) -> Self {
+        QdiscCtx {
+            now,
+            arena,
+            drops,
+            watchdog: None,
+            reinject,
+        }
+    }
+
     /// Free a packet and count it against `reason` for this interface.
     pub fn drop_packet(&mut self, id: PacketId, reason: DropReason) {
         let len = self.arena.len_of(id);

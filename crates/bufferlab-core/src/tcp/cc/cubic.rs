@@ -1028,7 +1028,6 @@ mod tests {
         }
         let first = f.recoveries[0];
         f.set_buffer(400);
-        let t0 = f.now_us();
         let Cc::Cubic(c) = &f.cc else { unreachable!() };
         let w_max = c.last_max_cwnd;
         assert_eq!(w_max, first.cwnd_before);
@@ -1051,6 +1050,5 @@ mod tests {
         // convex: growth accelerates after the plateau
         assert!(inc(15) + inc(16) > inc(9) + inc(10), "{w:?}");
         assert!(w[17] > w_max + 20, "{w:?}");
-        let _ = t0;
     }
 }

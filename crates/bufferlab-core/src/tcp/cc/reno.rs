@@ -158,8 +158,9 @@ mod tests {
         for e in &ev[2..] {
             assert!((81..=83).contains(&e.cwnd_before), "{e:?}");
         }
-        // one RTT of AI is +1: a cycle from ~41 to ~81 lasts ~40 RTTs of
-        // 40..80 ms, i.e. 2.4 s ± one RTT-ish
+        // one RTT of AI is +1 and above the BDP the RTT is cwnd ms (1 ms
+        // per queued packet): a cycle from 41 to 81 lasts about
+        // Σ_{w=41}^{81} w ms = 2.5 s
         for w in ev[2..].windows(2) {
             let gap = w[1].at_us - w[0].at_us;
             assert!((2_000_000..=2_900_000).contains(&gap), "{gap}");
