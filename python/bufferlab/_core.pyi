@@ -4,7 +4,9 @@ schemas in docs/internals.md."""
 from typing import final
 
 __version__: str
-__all__ = ["Simulator", "CoreError", "ConfigError", "TcRequestError", "AppError", "SchemaError", "__version__"]
+__all__ = [
+    "Simulator", "CoreError", "ConfigError", "TcRequestError", "AppError", "SchemaError", "__version__",
+]
 
 class CoreError(Exception): ...
 class ConfigError(CoreError): ...
