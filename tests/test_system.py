@@ -192,3 +192,48 @@ def test_cpm_scenario_classes_share_the_shaped_link(tmp_path):
     # three 3.5 Mbit/s flows into 8 Mbit/s of frames: 8e6 * 1448/1490 of payload in total
     assert got == pytest.approx(8 * 1448 / 1490, rel=0.03)
     assert_conserved(summary)
+
+
+def _bulk_goodput(text: str) -> float:
+    m = re.search(r"sink: received \d+ packets, (\d+) bytes on tcp port \d+ in ([\d.]+) s", text)
+    assert m, text
+    return int(m.group(1)) * 8 / float(m.group(2))
+
+
+def test_tcp_bulk_fills_the_bottleneck_and_a_small_rmem_caps_it_at_rwnd_over_rtt(write_scenario, tmp_path):
+    # 50 Mbit/s tbf with a 1-BDP buffer, 20 ms one-way netem: RTT 20 ms, BDP 125 000 B.
+    path = write_scenario(f"""
+name = "bulk"
+{LAB14_TOPO}
+[[part]]
+name = "big"
+duration = "10s"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms limit 10000",
+  "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 50mbit burst 15k limit 125000",
+  "h3: sysctl -w net.ipv4.tcp_rmem='10240 87380 52428800'",
+  "h1: sysctl -w net.ipv4.tcp_wmem='10240 87380 52428800'",
+  "h3: sink",
+  "h1: bulk -c 10.0.0.3 -t 10",
+]
+[[part]]
+name = "small-rmem"
+duration = "10s"
+cmds = [
+  "h3: sysctl -w net.ipv4.tcp_rmem='4096 16384 16384'",
+  "h3: sink",
+  "h1: bulk -c 10.0.0.3 -t 10 -C reno",
+]
+""")
+    summary = run(path, tmp_path)
+    big = _bulk_goodput((tmp_path / "t/big/h3/terminal.log").read_text())
+    # the sink's lifetime includes the handshake and the final drain; allow 7%
+    assert big >= 0.93 * 50e6 * 1448 / 1514
+    assert big <= 50e6 * 1448 / 1514
+    small = _bulk_goodput((tmp_path / "t/small-rmem/h3/terminal.log").read_text())
+    # rcvbuf 16384 B, half of it window (tcp_adv_win_scale = 1): 8192 B, in whole
+    # segments 5 x 1448 = 7240 B per 20 ms RTT; delayed ACKs keep it somewhat below
+    cap = 8192 // 1448 * 1448 * 8 / 0.020
+    assert 0.75 * cap <= small <= cap * 1.01, (small, cap)
+    assert "bulk: sent" in (tmp_path / "t/big/h1/terminal.log").read_text()
+    assert_conserved(summary)

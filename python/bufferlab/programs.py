@@ -413,6 +413,48 @@ def _cmd_info(cmd: Any) -> iperf3_fmt.CmdInfo:
     )
 
 
+# ---------------------------------------------------------------------- TCP sockets
+
+#: sysctl key -> field of the engine's TCP socket settings (app/tcp.rs TcpSpec)
+_TCP_SYSCTLS = {
+    "net.ipv4.tcp_rmem": "rmem",
+    "net.ipv4.tcp_wmem": "wmem",
+    "net.core.rmem_max": "rmem_max",
+    "net.core.wmem_max": "wmem_max",
+    "net.ipv4.tcp_congestion_control": "congestion",
+    "net.ipv4.tcp_ecn": "ecn",
+    "net.ipv4.tcp_sack": "sack",
+    "net.ipv4.tcp_timestamps": "timestamps",
+    "net.ipv4.tcp_window_scaling": "window_scaling",
+    "net.ipv4.tcp_moderate_rcvbuf": "moderate_rcvbuf",
+    "net.ipv4.tcp_adv_win_scale": "adv_win_scale",
+    "net.ipv4.tcp_slow_start_after_idle": "slow_start_after_idle",
+    "net.ipv4.tcp_no_metrics_save": "no_metrics_save",
+}
+_TCP_BOOLS = {"sack", "timestamps", "window_scaling", "moderate_rcvbuf", "slow_start_after_idle",
+              "no_metrics_save"}
+
+
+def tcp_spec(
+    rt: RunCtx, node: str, congestion: str | None = None, window: int | None = None
+) -> dict[str, Any]:
+    """Socket settings of a new TCP socket on ``node``: the sysctls written on that
+    host so far (Linux reads them at socket creation) and per-socket options."""
+    spec: dict[str, Any] = {"profile": "modern" if rt.runner.sc.profile.name == "modern" else "lab2019"}
+    for key, value in rt.runner.sysctl.get(node, {}).items():
+        field = _TCP_SYSCTLS.get(key)
+        if field is None:
+            continue
+        if isinstance(value, tuple):
+            value = list(value)
+        spec[field] = bool(value) if field in _TCP_BOOLS else value
+    if congestion:
+        spec["congestion"] = congestion
+    if window:
+        spec["sndbuf"] = spec["rcvbuf"] = window
+    return spec
+
+
 # ---------------------------------------------------------------------- generators
 
 
@@ -425,6 +467,8 @@ def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
     def run(rt: RunCtx) -> Gen:
         from .runner import WaitApp
 
+        if spec["kind"] == "bulk" or spec.get("proto") == "tcp":
+            spec["tcp"] = tcp_spec(rt, node, congestion=getattr(cmd, "congestion", None))
         try:
             app = rt.start_app(node, spec)
         except AppStartError as e:

@@ -19,7 +19,9 @@
 
 use crate::app::{App, AppCtx, AppSpec, IperfRegistry, Sockets};
 use crate::error::{Error, Result};
-use crate::packet::{Ipv4, Packet, PacketArena, PacketId, Payload, Proto, ARP_FRAME};
+use crate::packet::{
+    tcp_flags, Ipv4, Packet, PacketArena, PacketId, Payload, Proto, TcpHeader, ARP_FRAME,
+};
 use crate::qdisc::tree::{AutoHandles, QdiscProfile};
 use crate::qdisc::{DropCounters, DropReason, QdiscCtx, QdiscInfo, QdiscTree, TcRequest};
 use crate::rng::ComponentRng;
@@ -712,18 +714,29 @@ impl Simulator {
                 self.after_app(app);
             }
             None if p.proto == Proto::Tcp => {
-                // A closed TCP port answers with a reset (connection refused).
+                // A closed TCP port answers with a reset (connection refused;
+                // tcp_v4_send_reset), except to a reset.
                 self.delivered(pid);
-                if let Payload::Control { conn, .. } = p.payload {
-                    let mut r = p;
-                    r.src = p.dst;
-                    r.dst = p.src;
-                    r.src_port = p.dst_port;
-                    r.dst_port = p.src_port;
-                    r.ttl = 64;
-                    r.flow = Packet::NO_FLOW;
-                    r.len = crate::packet::ETH_HEADER + crate::packet::IPV4_HEADER + 20;
-                    r.payload = Payload::Reset { conn };
+                let reset = match p.payload {
+                    Payload::Control { conn, .. } => Some(Payload::Reset { conn }),
+                    Payload::Tcp(h) if h.flags & tcp_flags::RST == 0 => {
+                        Some(Payload::Tcp(reset_for(&h, &p)))
+                    }
+                    _ => None,
+                };
+                if let Some(payload) = reset {
+                    let r = Packet {
+                        src: p.dst,
+                        dst: p.src,
+                        src_port: p.dst_port,
+                        dst_port: p.src_port,
+                        ttl: 64,
+                        tos: 0,
+                        flow: Packet::NO_FLOW,
+                        len: crate::packet::ETH_HEADER + crate::packet::IPV4_HEADER + 20,
+                        payload,
+                        ..p
+                    };
                     let rid = self.arena.alloc(r);
                     self.send_from_node(node, rid);
                 }
@@ -907,5 +920,28 @@ impl Simulator {
             "nodes": nodes,
             "flows": flows,
         })
+    }
+}
+
+/// The RST a closed port sends back (RFC 793 "Reset Generation"): it takes
+/// the offending segment's ACK as its sequence number, or, if there was no
+/// ACK, acknowledges the segment (SYN and FIN count one each).
+fn reset_for(h: &TcpHeader, p: &Packet) -> TcpHeader {
+    use tcp_flags::{ACK, FIN, RST, SYN};
+    if h.flags & ACK != 0 {
+        return TcpHeader {
+            seq: h.ack,
+            flags: RST,
+            ..TcpHeader::default()
+        };
+    }
+    let payload = p
+        .len
+        .saturating_sub(crate::packet::ETH_HEADER + crate::packet::IPV4_HEADER + h.header_len());
+    let len = payload + (h.flags & SYN != 0) as u32 + (h.flags & FIN != 0) as u32;
+    TcpHeader {
+        ack: h.seq.wrapping_add(len),
+        flags: RST | ACK,
+        ..TcpHeader::default()
     }
 }

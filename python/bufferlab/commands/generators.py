@@ -332,27 +332,21 @@ def parse_generator(
 
 def ensure_supported(cmd: GeneratorCommand) -> None:
     """Refuse what parses but the engine cannot run yet (call before starting)."""
-    if isinstance(cmd, BulkCommand):
-        raise NotSupportedError(
-            "bulk (TCP bulk send) is not supported yet; use cbr/onoff -u for UDP traffic",
-            col=cmd.words_col,
-        )
-    if isinstance(cmd, SinkCommand) and cmd.proto == "tcp":
-        raise NotSupportedError(
-            "sink over TCP is not supported yet; add -u", col=cmd.words_col, expected="sink -u [-p PORT]"
-        )
     if isinstance(cmd, UdpSourceCommand) and cmd.protocol == "tcp":
         raise NotSupportedError(
-            f"{cmd.pattern} over TCP is not supported yet; add -u",
+            f"{cmd.pattern} sends UDP only; add -u (use bulk for a TCP transfer)",
             col=cmd.words_col,
             expected=_USAGE[cmd.pattern],
         )
 
 
 def engine_spec(cmd: GeneratorCommand) -> dict[str, Any]:
-    """The engine app spec (docs/internals.md); refuses unsupported commands first."""
+    """The engine app spec (docs/internals.md); refuses unsupported commands first.
+    TCP specs (bulk, sink without -u) get their socket settings (``tcp``) from the caller."""
     ensure_supported(cmd)
-    assert isinstance(cmd, (UdpSourceCommand, SinkCommand))
+    if isinstance(cmd, BulkCommand):
+        return {"kind": "bulk", "dst": cmd.dest, "port": cmd.port, "bytes": cmd.bytes,
+                "duration_ns": cmd.duration_ns}
     return cmd.to_spec()
 
 
@@ -371,6 +365,8 @@ def report_text(cmd: GeneratorCommand, result: dict[str, Any]) -> str:
     """The one summary line a generator prints when it ends (bufferlab's own format).
 
     source: ``cbr: sent 1036 packets, 1500128 bytes to 10.0.0.7:5001 in 15.000 s (800068 bit/s)``
+    bulk:   ``bulk: sent 1000000 bytes (1000000 acknowledged, 3 retransmitted segments) to
+    10.0.0.8:5001 in 9.212 s (868432 bit/s, cubic)`` or ``bulk: connect: Connection refused``
     sink:   ``sink: received 1036 packets, 1500128 bytes on udp port 5001 in 15.000 s:
     goodput 800068 bit/s`` -- goodput = payload bits received / the sink's lifetime.
     """
@@ -383,8 +379,15 @@ def report_text(cmd: GeneratorCommand, result: dict[str, Any]) -> str:
             f"sink: received {packets} packets, {nbytes} bytes on {cmd.proto} port {cmd.port} "
             f"in {_secs(elapsed)} s: goodput {rate} bit/s\n"
         )
-    name = cmd.pattern if isinstance(cmd, UdpSourceCommand) else "bulk"
+    if isinstance(cmd, BulkCommand):
+        if result.get("refused"):
+            return "bulk: connect: Connection refused\n"
+        return (
+            f"bulk: sent {nbytes} bytes ({int(result.get('acked', 0))} acknowledged, "
+            f"{int(result.get('retransmits', 0))} retransmitted segments) to {cmd.dest}:{cmd.port} "
+            f"in {_secs(elapsed)} s ({rate} bit/s, {result.get('congestion', '')})\n"
+        )
     return (
-        f"{name}: sent {packets} packets, {nbytes} bytes to {cmd.dest}:{cmd.port} "
+        f"{cmd.pattern}: sent {packets} packets, {nbytes} bytes to {cmd.dest}:{cmd.port} "
         f"in {_secs(elapsed)} s ({rate} bit/s)\n"
     )

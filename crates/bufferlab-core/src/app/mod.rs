@@ -8,10 +8,12 @@
 //! socket bindings. `is_finished` turns true once; `result` is then the
 //! application's report as JSON (schemas in docs/internals.md).
 
+pub mod bulk;
 pub mod iperf3;
 pub mod ping;
 pub mod qmon;
 pub mod sink;
+pub mod tcp;
 pub mod udp_source;
 
 use crate::error::{Error, Result};
@@ -31,6 +33,7 @@ pub enum AppSpec {
     Ping(ping::PingSpec),
     UdpSource(udp_source::UdpSourceSpec),
     Sink(sink::SinkSpec),
+    Bulk(bulk::BulkSpec),
     Iperf3Server(iperf3::ServerSpec),
     Iperf3Client(iperf3::ClientSpec),
     Qmon(qmon::QmonSpec),
@@ -41,6 +44,8 @@ pub enum App {
     Ping(ping::Ping),
     UdpSource(udp_source::UdpSource),
     Sink(sink::Sink),
+    // boxed: a TCP endpoint is large next to the other models
+    Bulk(Box<bulk::Bulk>),
     Iperf3Server(iperf3::Server),
     Iperf3Client(iperf3::Client),
     Qmon(qmon::Qmon),
@@ -215,7 +220,8 @@ impl App {
         Ok(match spec {
             AppSpec::Ping(s) => App::Ping(ping::Ping::new(s, rng)?),
             AppSpec::UdpSource(s) => App::UdpSource(udp_source::UdpSource::new(s, rng)?),
-            AppSpec::Sink(s) => App::Sink(sink::Sink::new(s)?),
+            AppSpec::Sink(s) => App::Sink(sink::Sink::new(s, rng)?),
+            AppSpec::Bulk(s) => App::Bulk(Box::new(bulk::Bulk::new(s, rng)?)),
             AppSpec::Iperf3Server(s) => App::Iperf3Server(iperf3::Server::new(s)?),
             AppSpec::Iperf3Client(s) => App::Iperf3Client(iperf3::Client::new(s, rng)?),
             AppSpec::Qmon(s) => App::Qmon(qmon::Qmon::new(s)?),
@@ -227,6 +233,7 @@ impl App {
             App::Ping(a) => a.start(ctx),
             App::UdpSource(a) => a.start(ctx),
             App::Sink(a) => a.start(ctx),
+            App::Bulk(a) => a.start(ctx),
             App::Iperf3Server(a) => a.start(ctx),
             App::Iperf3Client(a) => a.start(ctx),
             App::Qmon(a) => a.start(ctx),
@@ -238,6 +245,7 @@ impl App {
             App::Ping(a) => a.handle_packet(ctx, p),
             App::UdpSource(_) | App::Qmon(_) => {}
             App::Sink(a) => a.handle_packet(ctx, p),
+            App::Bulk(a) => a.handle_packet(ctx, p),
             App::Iperf3Server(a) => a.handle_packet(ctx, p),
             App::Iperf3Client(a) => a.handle_packet(ctx, p),
         }
@@ -247,7 +255,8 @@ impl App {
         match self {
             App::Ping(a) => a.poll_timeout(),
             App::UdpSource(a) => a.poll_timeout(),
-            App::Sink(_) => None,
+            App::Sink(a) => a.poll_timeout(),
+            App::Bulk(a) => a.poll_timeout(),
             App::Iperf3Server(a) => a.poll_timeout(),
             App::Iperf3Client(a) => a.poll_timeout(),
             App::Qmon(a) => a.poll_timeout(),
@@ -264,7 +273,8 @@ impl App {
         match self {
             App::Ping(a) => a.handle_timeout(ctx),
             App::UdpSource(a) => a.handle_timeout(ctx),
-            App::Sink(_) => {}
+            App::Sink(a) => a.handle_timeout(ctx),
+            App::Bulk(a) => a.handle_timeout(ctx),
             App::Iperf3Server(a) => a.handle_timeout(ctx),
             App::Iperf3Client(a) => a.handle_timeout(ctx),
             App::Qmon(a) => {
@@ -279,6 +289,7 @@ impl App {
             App::Ping(a) => a.interrupt(ctx),
             App::UdpSource(a) => a.interrupt(ctx),
             App::Sink(a) => a.interrupt(ctx),
+            App::Bulk(a) => a.interrupt(ctx),
             App::Iperf3Server(a) => a.interrupt(ctx),
             App::Iperf3Client(a) => a.interrupt(ctx),
             App::Qmon(a) => a.interrupt(ctx),
@@ -290,6 +301,7 @@ impl App {
             App::Ping(a) => a.is_finished(),
             App::UdpSource(a) => a.is_finished(),
             App::Sink(a) => a.is_finished(),
+            App::Bulk(a) => a.is_finished(),
             App::Iperf3Server(a) => a.is_finished(),
             App::Iperf3Client(a) => a.is_finished(),
             App::Qmon(a) => a.is_finished(),
@@ -301,6 +313,7 @@ impl App {
             App::Ping(a) => a.result(),
             App::UdpSource(a) => a.result(),
             App::Sink(a) => a.result(),
+            App::Bulk(a) => a.result(),
             App::Iperf3Server(a) => a.result(iperf),
             App::Iperf3Client(a) => a.result(iperf),
             App::Qmon(a) => a.result(),
@@ -313,6 +326,7 @@ impl App {
             App::Ping(a) => Some(a.destination()),
             App::UdpSource(a) => Some(a.destination()),
             App::Iperf3Client(a) => Some(a.destination()),
+            App::Bulk(a) => Some(a.destination()),
             App::Sink(_) | App::Iperf3Server(_) | App::Qmon(_) => None,
         }
     }
@@ -336,6 +350,7 @@ impl App {
             App::Ping(_) => "ping",
             App::UdpSource(_) => "udp_source",
             App::Sink(_) => "sink",
+            App::Bulk(_) => "bulk",
             App::Iperf3Server(_) => "iperf3_server",
             App::Iperf3Client(_) => "iperf3_client",
             App::Qmon(_) => "qmon",

@@ -1,9 +1,13 @@
-//! `sink`: counts what arrives on a UDP port (like ns-3's PacketSink) and
-//! reports goodput at the end. Runs until interrupted.
+//! `sink`: counts what arrives on a UDP or TCP port (like ns-3's PacketSink)
+//! and reports goodput at the end. Runs until interrupted. Over TCP it
+//! accepts every connection to its port and reads everything as it arrives.
 
+use super::tcp::{is_syn, next_timeout, Conn, TcpSpec};
 use super::AppCtx;
 use crate::error::{Error, Result};
 use crate::packet::{Packet, Proto};
+use crate::rng::ComponentRng;
+use crate::tcp::endpoint::TcpConfig;
 use crate::time::SimTime;
 use serde::Deserialize;
 use serde_json::json;
@@ -12,6 +16,7 @@ use serde_json::json;
 #[serde(rename_all = "snake_case")]
 pub enum SinkProto {
     Udp,
+    Tcp,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -19,28 +24,43 @@ pub enum SinkProto {
 pub struct SinkSpec {
     pub port: u16,
     pub proto: SinkProto,
+    #[serde(default)]
+    pub tcp: TcpSpec,
 }
 
 pub struct Sink {
     port: u16,
+    proto: SinkProto,
+    /// TCP: socket settings of accepted connections, and the connections
+    tcp: Option<TcpConfig>,
+    conns: Vec<Conn>,
+    rng: ComponentRng,
     start: SimTime,
     end: SimTime,
     first: Option<SimTime>,
     last: Option<SimTime>,
+    /// UDP datagrams (TCP: data segments) received
     packets: u64,
-    /// UDP payload bytes
+    /// payload bytes received (TCP: read by the application)
     bytes: u64,
-    /// one-way delays (arrival − send timestamp): sum and maximum, ns
+    /// UDP one-way delays (arrival − send timestamp): sum and maximum, ns
     delay_sum: u128,
     delay_max: u64,
     finished: bool,
 }
 
 impl Sink {
-    pub fn new(spec: SinkSpec) -> Result<Sink> {
-        let SinkProto::Udp = spec.proto;
+    pub fn new(spec: SinkSpec, mut rng: ComponentRng) -> Result<Sink> {
+        let tcp = match spec.proto {
+            SinkProto::Tcp => Some(spec.tcp.config(rng.next_u64(), 0)?),
+            SinkProto::Udp => None,
+        };
         Ok(Sink {
             port: spec.port,
+            proto: spec.proto,
+            tcp,
+            conns: Vec::new(),
+            rng,
             start: SimTime::ZERO,
             end: SimTime::ZERO,
             first: None,
@@ -53,26 +73,83 @@ impl Sink {
         })
     }
 
+    fn ip_proto(&self) -> Proto {
+        match self.proto {
+            SinkProto::Udp => Proto::Udp,
+            SinkProto::Tcp => Proto::Tcp,
+        }
+    }
+
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
-        ctx.sockets
-            .bind(Proto::Udp, self.port, ctx.id)
-            .map_err(|_| {
-                Error::App(format!(
-                    "sink: UDP port {} is already in use on this host",
-                    self.port
-                ))
-            })
+        let proto = self.ip_proto();
+        ctx.sockets.bind(proto, self.port, ctx.id).map_err(|_| {
+            let name = proto.name().to_uppercase();
+            Error::App(format!(
+                "{name} port {} is already in use on this host",
+                self.port
+            ))
+        })
+    }
+
+    fn arrived(&mut self, now: SimTime, bytes: u64) {
+        if bytes > 0 {
+            self.first.get_or_insert(now);
+            self.last = Some(now);
+            self.bytes += bytes;
+        }
     }
 
     pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        self.first.get_or_insert(ctx.now);
-        self.last = Some(ctx.now);
-        self.packets += 1;
-        self.bytes += p.udp_payload_len() as u64;
-        let d = ctx.now.saturating_since(p.sent_at).as_nanos();
-        self.delay_sum += d as u128;
-        self.delay_max = self.delay_max.max(d);
+        let Some(cfg) = &self.tcp else {
+            self.packets += 1;
+            self.arrived(ctx.now, p.udp_payload_len() as u64);
+            let d = ctx.now.saturating_since(p.sent_at).as_nanos();
+            self.delay_sum += d as u128;
+            self.delay_max = self.delay_max.max(d);
+            return;
+        };
+        let i = match self.conns.iter().position(|c| c.owns(p)) {
+            Some(i) => i,
+            None if is_syn(p) => {
+                let rng = ComponentRng::new(self.rng.next_u64(), "sink/conn");
+                let Some(conn) = Conn::accept(cfg.clone(), ctx, p, rng) else {
+                    return;
+                };
+                self.conns.push(conn);
+                self.conns.len() - 1
+            }
+            None => return,
+        };
+        self.conns[i].input(ctx.now, p);
+        self.drain(ctx, i);
+    }
+
+    /// Read everything the connection has, and send what it has to send.
+    fn drain(&mut self, ctx: &mut AppCtx, i: usize) {
+        let got = self.conns[i].ep.read(ctx.now, u64::MAX);
+        self.arrived(ctx.now, got);
+        self.conns[i].flush(ctx, 0);
+    }
+
+    pub fn poll_timeout(&self) -> Option<SimTime> {
+        if self.finished {
+            return None;
+        }
+        next_timeout(self.conns.iter())
+    }
+
+    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+        for i in 0..self.conns.len() {
+            if self.conns[i]
+                .ep
+                .poll_timeout()
+                .is_some_and(|t| t <= ctx.now)
+            {
+                self.conns[i].ep.handle_timeout(ctx.now);
+                self.drain(ctx, i);
+            }
+        }
     }
 
     pub fn interrupt(&mut self, ctx: &mut AppCtx) {
@@ -88,9 +165,19 @@ impl Sink {
     }
 
     pub fn result(&self) -> serde_json::Value {
+        let packets = match self.proto {
+            SinkProto::Udp => self.packets,
+            SinkProto::Tcp => self
+                .conns
+                .iter()
+                .map(|c| c.ep.info().data_segs_in as u64)
+                .sum(),
+        };
         json!({
             "port": self.port,
-            "packets": self.packets,
+            "proto": match self.proto { SinkProto::Udp => "udp", SinkProto::Tcp => "tcp" },
+            "connections": self.conns.len(),
+            "packets": packets,
             "bytes": self.bytes,
             "mean_delay_ns": if self.packets > 0 { self.delay_sum as f64 / self.packets as f64 } else { 0.0 },
             "max_delay_ns": self.delay_max,

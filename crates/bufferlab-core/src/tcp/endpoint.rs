@@ -39,12 +39,12 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use super::cc::{
-    msecs_to_jiffies, tcp_jiffies32, usecs_to_jiffies, CaEvent, CaState, Cc, CcProfile, CcSock,
-    HZ, TCP_INFINITE_SSTHRESH,
+    tcp_jiffies32, usecs_to_jiffies, CaEvent, CaState, Cc, CcProfile, CcSock, HZ,
+    TCP_INFINITE_SSTHRESH,
 };
 use super::rate::RateState;
 use super::rcv::Receiver;
-use super::recovery::{Rack, Scoreboard, Seg, EVER_RETRANS, LOST, RETRANS, SACKED_ACKED};
+use super::recovery::{Rack, Scoreboard, Seg, RETRANS};
 use super::rtt::{
     jiffies_to_usecs, MinMax, RttEstimator, TCP_RTO_MAX, TCP_RTO_MIN, TCP_TIMEOUT_INIT,
     TCP_TIMEOUT_MIN, TCP_TIMEOUT_MIN_US,
@@ -82,6 +82,9 @@ pub const TCP_TIMEWAIT: SimDuration = SimDuration::from_secs(60);
 /// Send-buffer overhead per queued payload byte with TSO-sized skbs
 /// (tcp.md §6.2: `queued × 1.05 < sndbuf`), as a ratio ×100.
 pub const SNDBUF_OVERHEAD_PCT: u64 = 105;
+/// `tcp_mstamp` at simulated time zero, µs: the kernel's clocks are never
+/// zero (0 means "no timestamp" in many places), so ours start at 1 s.
+pub const CLOCK_BASE_US: u64 = 1_000_000;
 
 /// Socket and sysctl settings of one endpoint (Linux defaults in
 /// [`TcpConfig::default`] / [`TcpConfig::for_profile`]).
@@ -231,7 +234,10 @@ pub struct Segment {
 impl Segment {
     /// L2 frame length as qdiscs count it: 14 + 20 + TCP header + payload.
     pub fn frame_len(&self) -> u32 {
-        crate::packet::ETH_HEADER + crate::packet::IPV4_HEADER + self.hdr.header_len() + self.payload_len
+        crate::packet::ETH_HEADER
+            + crate::packet::IPV4_HEADER
+            + self.hdr.header_len()
+            + self.payload_len
     }
 }
 
@@ -488,6 +494,7 @@ impl TcpEndpoint {
             ..CcSock::default()
         };
         cs.set_clock(now);
+        cs.now_us = now.as_nanos() / 1000 + CLOCK_BASE_US;
         let jiffies = tcp_jiffies32(now);
         // SO_SNDBUF / SO_RCVBUF: doubled, capped at twice the core maximum
         let (sndbuf, sndbuf_locked) = match cfg.sndbuf {
@@ -508,7 +515,7 @@ impl TcpEndpoint {
             timers: TimerTable::default(),
             out: VecDeque::with_capacity(64),
             now,
-            now_us: now.as_nanos() / 1000,
+            now_us: now.as_nanos() / 1000 + CLOCK_BASE_US,
             sack_ok: false,
             ts_ok: false,
             wscale_ok: false,
@@ -598,8 +605,10 @@ impl TcpEndpoint {
         let mut ep = TcpEndpoint::new(cfg, local, remote, now, &mut rng);
         ep.set_clock(now);
         // tcp_connect_init: our window and scale; the peer's MSS is unknown
-        ep.rcv.select_initial_window(&ep.cfg, ep.advmss, ep.cfg.window_scaling);
-        ep.rcv.initialize_rcv_mss(ep.advmss, ep.mss_cache_for(TCP_MSS_DEFAULT));
+        ep.rcv
+            .select_initial_window(&ep.cfg, ep.advmss, ep.cfg.window_scaling);
+        ep.rcv
+            .initialize_rcv_mss(ep.advmss, ep.mss_cache_for(TCP_MSS_DEFAULT));
         ep.set_state(TcpState::SynSent);
         // the SYN sits on the retransmission queue like data (tcp_connect_queue_skb)
         ep.write_seq = ep.iss.wrapping_add(1);
@@ -658,7 +667,13 @@ impl TcpEndpoint {
     /// A segment arrived (`tcp_v4_rcv` → `tcp_rcv_state_process` /
     /// `tcp_rcv_established`). `payload_len` excludes SYN/FIN; `ecn_ce` is
     /// the IP header's CE mark.
-    pub fn handle_segment(&mut self, now: SimTime, hdr: &TcpHeader, payload_len: u32, ecn_ce: bool) {
+    pub fn handle_segment(
+        &mut self,
+        now: SimTime,
+        hdr: &TcpHeader,
+        payload_len: u32,
+        ecn_ce: bool,
+    ) {
         self.set_clock(now);
         self.segs_in = self.segs_in.wrapping_add(1);
         if payload_len > 0 {
@@ -710,7 +725,10 @@ impl TcpEndpoint {
         if self.fin_queued
             || !matches!(
                 self.state,
-                TcpState::Established | TcpState::CloseWait | TcpState::SynSent | TcpState::SynReceived
+                TcpState::Established
+                    | TcpState::CloseWait
+                    | TcpState::SynSent
+                    | TcpState::SynReceived
             )
         {
             return 0;
@@ -743,10 +761,24 @@ impl TcpEndpoint {
     }
 
     /// `sk_stream_is_writeable`: free space ≥ half of what is queued
-    /// (`select()` reports writable), tcp.md §6.2.
+    /// (`select()` reports writable), tcp.md §6.2. A pure query; an
+    /// application that waits for writability should use
+    /// [`TcpEndpoint::poll_writable`].
     pub fn writable(&self) -> bool {
         let queued = self.queued_bytes() as u64 * SNDBUF_OVERHEAD_PCT / 100;
         !self.fin_queued && queued * 3 / 2 <= self.sndbuf as u64
+    }
+
+    /// `tcp_poll` for `POLLOUT`: as [`TcpEndpoint::writable`], and a "no"
+    /// marks the socket `SOCK_NOSPACE` — the application is blocked on the
+    /// send buffer, which lets ACKs grow it (`tcp_new_space`). iperf3's
+    /// `select()` loop is exactly this.
+    pub fn poll_writable(&mut self) -> bool {
+        let w = self.writable();
+        if !w {
+            self.nospace = true;
+        }
+        w
     }
 
     /// The application reads up to `max` in-order bytes (`tcp_recvmsg`);
@@ -792,6 +824,16 @@ impl TcpEndpoint {
 
     pub fn state(&self) -> TcpState {
         self.state
+    }
+
+    /// Local address and port.
+    pub fn local(&self) -> (Ipv4, u16) {
+        self.local
+    }
+
+    /// Remote address and port.
+    pub fn remote(&self) -> (Ipv4, u16) {
+        self.remote
     }
 
     /// The congestion-control module (for traces: [`Cc::metrics`]).
@@ -886,8 +928,9 @@ impl TcpEndpoint {
     pub(super) fn set_clock(&mut self, now: SimTime) {
         debug_assert!(now >= self.now, "time went backwards");
         self.now = now;
-        self.now_us = now.as_nanos() / 1000;
+        self.now_us = now.as_nanos() / 1000 + CLOCK_BASE_US;
         self.cs.set_clock(now);
+        self.cs.now_us = self.now_us;
     }
 
     #[inline]
@@ -1030,17 +1073,25 @@ impl TcpEndpoint {
         self.cc.ssthresh(&mut self.cs)
     }
 
-    /// `tcp_win_from_space` for this profile.
+    /// `mss_cache` as `tcp_sync_mss` computes it for a given peer MSS.
     pub(super) fn mss_cache_for(&self, mss_clamp: u32) -> u32 {
         let mss = (self.cfg.pmtu - 40).min(mss_clamp);
-        let opts = if self.cfg.timestamps { TCPOLEN_TSTAMP_ALIGNED } else { 0 };
+        let opts = if self.cfg.timestamps {
+            TCPOLEN_TSTAMP_ALIGNED
+        } else {
+            0
+        };
         mss.saturating_sub(opts).max(48)
     }
 
     /// `tcp_sync_mss`: the sending MSS from the path MTU and the peer's MSS.
     pub(super) fn sync_mss(&mut self) {
         let mss = (self.cfg.pmtu - 40).min(self.mss_clamp);
-        let opts = if self.ts_ok { TCPOLEN_TSTAMP_ALIGNED } else { 0 };
+        let opts = if self.ts_ok {
+            TCPOLEN_TSTAMP_ALIGNED
+        } else {
+            0
+        };
         let mut mss = mss.saturating_sub(opts).max(48);
         // tcp_bound_to_half_wnd
         if self.max_window > TCP_MSS_DEFAULT && mss > self.max_window / 2 {
@@ -1107,9 +1158,7 @@ impl TcpEndpoint {
             if self.ts_ok {
                 self.ts_recent = hdr.tsval;
             }
-            self.ecn_ok = self.cfg.ecn == 1
-                && f & tcp_flags::ECE != 0
-                && f & tcp_flags::CWR == 0;
+            self.ecn_ok = self.cfg.ecn == 1 && f & tcp_flags::ECE != 0 && f & tcp_flags::CWR == 0;
             if !self.wscale_ok {
                 self.rcv.rcv_wscale = 0;
                 self.rcv.window_clamp = self.rcv.window_clamp.min(65535);
@@ -1123,8 +1172,7 @@ impl TcpEndpoint {
             self.snd_wl1 = hdr.seq;
             self.max_window = self.snd_wnd;
             self.sync_mss();
-            self.rcv
-                .initialize_rcv_mss(self.advmss, self.mss_cache);
+            self.rcv.initialize_rcv_mss(self.advmss, self.mss_cache);
             // tcp_try_undo_spurious_syn: the SYN-ACK echoes the first SYN
             if self.undo_marker != 0
                 && self.retrans_stamp != 0
@@ -1186,7 +1234,12 @@ impl TcpEndpoint {
     pub(super) fn sndbuf_expand(&mut self) {
         let per_mss = self.mss_clamp.max(self.mss_cache) + MAX_TCP_HEADER + SKB_SHINFO;
         let per_mss = per_mss.next_power_of_two() + SKB_STRUCT;
-        let nr_segs = self.cfg.init_cwnd.max(10).max(self.cwnd()).max(self.reordering + 1);
+        let nr_segs = self
+            .cfg
+            .init_cwnd
+            .max(10)
+            .max(self.cwnd())
+            .max(self.reordering + 1);
         let sndmem = (self.cc.sndbuf_expand() as u64) * nr_segs as u64 * per_mss as u64;
         if (self.sndbuf as u64) < sndmem {
             self.sndbuf = sndmem.min(self.cfg.wmem[2] as u64) as u32;
@@ -1448,7 +1501,8 @@ impl TcpEndpoint {
             }
             // tcp_nagle_test on the last (possibly partial) skb
             if is_last && len < mss && !fin && !nagle_off && !self.cfg.nodelay {
-                let minshall = after(self.snd_sml, self.snd_una) && !after(self.snd_sml, self.snd_nxt);
+                let minshall =
+                    after(self.snd_sml, self.snd_una) && !after(self.snd_sml, self.snd_nxt);
                 if self.sb.packets_out > 0 && minshall {
                     break;
                 }
@@ -1501,7 +1555,11 @@ impl TcpEndpoint {
                 h.wscale = Some(self.rcv.rcv_wscale);
             }
             h.sack_ok = if active { self.cfg.sack } else { self.sack_ok };
-            h.ts = if active { self.cfg.timestamps } else { self.ts_ok };
+            h.ts = if active {
+                self.cfg.timestamps
+            } else {
+                self.ts_ok
+            };
         } else {
             h.window = self.select_window();
             h.ts = self.ts_ok;
@@ -1571,7 +1629,7 @@ impl TcpEndpoint {
         let seq = self.snd_nxt;
         let end_seq = seq.wrapping_add(len).wrapping_add(fin as u32);
         let prior_wstamp = self.advance_wstamp();
-        let xmit_us = self.wstamp_ns / 1000;
+        let xmit_us = self.wstamp_ns / 1000 + CLOCK_BASE_US;
         let mut flags = tcp_flags::ACK;
         if fin {
             flags |= tcp_flags::FIN;
@@ -1612,14 +1670,39 @@ impl TcpEndpoint {
         if len < self.mss_cache {
             self.snd_sml = end_seq; // tcp_minshall_update
         }
-        if prior_packets == 0 || matches!(self.timers.pending_xmit(), Some((TcpTimer::LossProbe, _))) {
+        if prior_packets == 0
+            || matches!(self.timers.pending_xmit(), Some((TcpTimer::LossProbe, _)))
+        {
             self.rearm_rto();
         }
     }
 
-    /// `tcp_retransmit_skb` for the segment at `idx`; false if it could not
-    /// be sent (outside the peer's window).
+    /// `tcp_retransmit_skb` for the segment at `idx`: resend it and count it
+    /// as a retransmission in flight (`SACKED_RETRANS`, `retrans_out`, the
+    /// undo bookkeeping); false if it could not be sent.
     pub(super) fn retransmit_seg(&mut self, idx: usize) -> bool {
+        if !self.retransmit_raw(idx) {
+            return false;
+        }
+        let s = &mut self.sb.q[idx];
+        s.sacked |= RETRANS;
+        let xmit_ms = (s.xmit_us / 1000) as u32;
+        self.sb.retrans_out += 1;
+        if self.retrans_stamp == 0 {
+            self.retrans_stamp = xmit_ms;
+        }
+        if self.undo_retrans < 0 {
+            self.undo_retrans = 0;
+        }
+        self.undo_retrans += 1;
+        true
+    }
+
+    /// `__tcp_retransmit_skb`: resend the segment at `idx` (counted in
+    /// `total_retrans`, marked `EVER_RETRANS`) without the scoreboard
+    /// bookkeeping — what a tail loss probe does; false if it could not be
+    /// sent (outside the peer's window).
+    pub(super) fn retransmit_raw(&mut self, idx: usize) -> bool {
         let seg = self.sb.q[idx];
         // __tcp_retransmit_skb: do not retransmit beyond a shrunk window,
         // except the head as a zero-window probe
@@ -1637,7 +1720,7 @@ impl TcpEndpoint {
         self.total_retrans = self.total_retrans.wrapping_add(1);
         self.bytes_retrans += len as u64;
         let prior_wstamp = self.advance_wstamp();
-        let xmit_us = self.wstamp_ns / 1000;
+        let xmit_us = self.wstamp_ns / 1000 + CLOCK_BASE_US;
         let hdr = if syn {
             self.syn_header()
         } else {
@@ -1658,17 +1741,6 @@ impl TcpEndpoint {
         self.update_after_send(len, prior_wstamp);
         let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
         self.sb.on_retransmit(idx, xmit_us, tx);
-        // tcp_retransmit_skb bookkeeping
-        let s = &mut self.sb.q[idx];
-        s.sacked |= RETRANS;
-        self.sb.retrans_out += 1;
-        if self.retrans_stamp == 0 {
-            self.retrans_stamp = (xmit_us / 1000) as u32;
-        }
-        if self.undo_retrans < 0 {
-            self.undo_retrans = 0;
-        }
-        self.undo_retrans += 1;
         true
     }
 
@@ -1828,7 +1900,8 @@ impl TcpEndpoint {
 
     /// `tcp_slow_start_after_idle_check` → `tcp_cwnd_restart` (RFC 2861).
     pub(super) fn slow_start_after_idle_check(&mut self) {
-        if !self.cfg.slow_start_after_idle || self.sb.packets_out > 0 || self.cc.has_cong_control() {
+        if !self.cfg.slow_start_after_idle || self.sb.packets_out > 0 || self.cc.has_cong_control()
+        {
             return;
         }
         let delta = self.jiffies().wrapping_sub(self.lsndtime) as i32;
@@ -1943,8 +2016,12 @@ impl TcpEndpoint {
             || !matches!(self.ca_state(), CaState::Open | CaState::Cwr)
             || !matches!(
                 self.state,
-                TcpState::Established | TcpState::FinWait1 | TcpState::CloseWait | TcpState::LastAck
-                    | TcpState::Closing | TcpState::FinWait2
+                TcpState::Established
+                    | TcpState::FinWait1
+                    | TcpState::CloseWait
+                    | TcpState::LastAck
+                    | TcpState::Closing
+                    | TcpState::FinWait2
             )
         {
             return false;
@@ -2010,7 +2087,7 @@ impl TcpEndpoint {
         }
         if !probe_sent {
             let idx = self.sb.q.len() - 1;
-            if !self.retransmit_seg(idx) {
+            if !self.retransmit_raw(idx) {
                 self.rearm_rto();
                 return;
             }
@@ -2187,18 +2264,6 @@ impl TcpEndpoint {
             .set(TcpTimer::DelayedAck, jiffies_deadline(self.now, when));
     }
 
-    /// `msecs_to_jiffies` re-export for the receiver's constants.
-    #[allow(dead_code)]
-    pub(super) fn ms_to_j(ms: u32) -> u32 {
-        msecs_to_jiffies(ms)
-    }
-
-    /// Whether the segment at `idx` was ever retransmitted (for tests).
-    #[cfg(test)]
-    pub(super) fn seg_ever_retrans(&self, idx: usize) -> bool {
-        self.sb.q[idx].sacked & EVER_RETRANS != 0
-    }
-
     /// (for tests) flags of the rtx-queue entry starting at `seq`.
     #[cfg(test)]
     pub(super) fn seg_flags_at(&self, seq: u32) -> Option<u8> {
@@ -2212,6 +2277,166 @@ impl TcpEndpoint {
     }
 }
 
-/// Unused-import guard for constants referenced only in some cfgs.
-#[allow(dead_code)]
-const _: (u8, u8) = (LOST, SACKED_ACKED);
+#[cfg(test)]
+mod tests {
+    use super::super::harness::*;
+    use super::*;
+    use crate::time::Rate;
+
+    #[test]
+    fn handshake_offers_lab2019_windows_and_scales() {
+        // tcp_rmem 4096 87380 6291456 (lab2019): SYN 29200 (20 × 1460), wscale 7;
+        // the passive side quantises with MSS − 12: SYN-ACK 28960
+        let mut p = Pair::sym(cfg("cubic"), SimDuration::from_millis(10));
+        p.run_until(ms(100));
+        let syn = p.log[0].seg.hdr;
+        assert_eq!(syn.flags, tcp_flags::SYN);
+        assert_eq!(
+            (syn.window, syn.mss, syn.wscale, syn.sack_ok, syn.ts),
+            (29200, 1460, Some(7), true, true)
+        );
+        assert_eq!(syn.header_len(), 40);
+        let synack = p.from_b().next().unwrap().seg.hdr;
+        assert_eq!(synack.flags, tcp_flags::SYN | tcp_flags::ACK);
+        assert_eq!((synack.window, synack.wscale), (28960, Some(7)));
+        assert_eq!(p.a.state(), TcpState::Established);
+        assert_eq!(p.b().state(), TcpState::Established);
+        let i = p.a.info();
+        assert_eq!(
+            (i.snd_mss, i.pmtu, i.snd_wscale, i.rcv_wscale, i.options),
+            (1448, 1500, 7, 7, 7)
+        );
+        // the handshake's RTT sample: 20 ms, RTO 20 + 200 ms = 55 jiffies
+        assert_eq!((i.rtt, i.rttvar, i.rto), (20_000, 10_000, 220_000));
+        assert_eq!(i.snd_cwnd, 10);
+        assert_eq!(i.snd_ssthresh, TCP_INFINITE_SSTHRESH);
+        assert_eq!(p.b().info().rtt, 20_000, "SYN-ACK → ACK sample");
+        // tcp_rmem[2] = 52428800 (the handouts) → wscale 10
+        let mut big = cfg("cubic");
+        big.rmem = [10240, 87380, 52_428_800];
+        let p = Pair::sym(big, SimDuration::from_millis(10));
+        assert_eq!(p.log.is_empty(), true);
+        let syn = p.a.out.front().unwrap().hdr;
+        assert_eq!((syn.window, syn.wscale), (29200, Some(10)));
+    }
+
+    #[test]
+    fn handshake_offers_modern_windows() {
+        // tcp_rmem[1] = 131072 (modern): 65536 of window → SYN 64240, SYN-ACK 65160
+        let c = TcpConfig::for_profile(CcProfile::Modern);
+        let mut p = Pair::sym(c, SimDuration::from_millis(10));
+        p.run_until(ms(100));
+        assert_eq!(p.log[0].seg.hdr.window, 64240);
+        assert_eq!(p.from_b().next().unwrap().seg.hdr.window, 65160);
+    }
+
+    #[test]
+    fn initial_window_is_ten_segments() {
+        let mut p = Pair::sym(cfg("reno"), SimDuration::from_millis(50));
+        p.to_write = u64::MAX;
+        // the handshake completes at 100 ms; the first ACK of data returns at 200 ms
+        p.run_until(ms(199));
+        let first: Vec<_> = p.data_from_a().collect();
+        assert_eq!(first.len(), 10);
+        assert!(first
+            .iter()
+            .all(|s| s.t == ms(100) && s.seg.payload_len == 1448));
+        assert_eq!(p.a.info().unacked, 10);
+    }
+
+    /// Segments the client sent in each RTT-long slice after the handshake.
+    fn flights(p: &Pair, start: SimTime, rtt: SimDuration, n: usize) -> Vec<usize> {
+        (0..n)
+            .map(|k| {
+                let lo = start + SimDuration::from_nanos(rtt.as_nanos() * k as u64);
+                let hi = lo + rtt;
+                p.data_from_a().filter(|s| s.t >= lo && s.t < hi).count()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn slow_start_doubles_cwnd_every_rtt() {
+        // a receiver with room (no rwnd limit) and no bottleneck
+        let mut b = cfg("reno");
+        b.rmem = [4096, 4 << 20, 16 << 20];
+        let mut p = Pair::new(cfg("reno"), b, SimDuration::from_millis(50));
+        p.to_write = u64::MAX;
+        p.run_until(ms(700));
+        let f = flights(&p, ms(100), SimDuration::from_millis(100), 6);
+        assert_eq!(f, vec![10, 20, 40, 80, 160, 320]);
+    }
+
+    /// Data segments covered by each new cumulative ACK of the server, with
+    /// the ACK's send time.
+    fn acks_of_b(p: &Pair) -> Vec<(SimTime, u32)> {
+        let mut out = Vec::new();
+        let mut acked = p.from_b().next().unwrap().seg.hdr.ack;
+        for s in p.from_b().skip(1) {
+            let a = s.seg.hdr.ack;
+            if a != acked {
+                out.push((s.t, a.wrapping_sub(acked).div_ceil(1448)));
+                acked = a;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn delayed_ack_every_second_segment_after_quickacks() {
+        // a fixed 128 KiB receive buffer (SO_RCVBUF 64 KiB): the window stops
+        // growing early, so ACKs settle to one per two segments
+        let mut b = cfg("reno");
+        b.rcvbuf = Some(65536);
+        let mut a = cfg("reno");
+        a.wmem = [4096, 1 << 20, 4 << 20]; // the whole write fits the send buffer
+        let mut p = Pair::new(a, b, SimDuration::from_millis(50));
+        p.ab.rate = Some(Rate::from_bps(10_000_000));
+        // 81 full segments in one write (an odd count: the last waits)
+        p.to_write = 81 * 1448;
+        p.run_until(ms(3000));
+        assert_eq!(p.read, 81 * 1448);
+        let acks = acks_of_b(&p);
+        let per: Vec<u32> = acks.iter().map(|a| a.1).collect();
+        // quickack mode first: rcv_wnd 28960 / (2 × 1448) = 10 credits, topped
+        // up while grow_window opens rcv_ssthresh
+        assert!(per[..10].iter().all(|&n| n == 1));
+        // then every second full segment
+        let tail = &per[per.len() - 20..per.len() - 1];
+        assert!(tail.iter().all(|&n| n == 2), "{tail:?}");
+        // the odd last segment waits for the delayed-ACK timer: ato = 40 ms
+        // jiffy-quantised (10 ticks after the tick it arrived in), capped by
+        // the RTT estimate once ato has grown (tcp_send_delayed_ack)
+        let t_arr = p
+            .arrivals
+            .iter()
+            .filter(|s| s.from_a && s.seg.payload_len > 0)
+            .last()
+            .unwrap()
+            .t;
+        let (t_ack, n) = *acks.last().unwrap();
+        assert_eq!(n, 1);
+        let tick = 4_000_000;
+        let delay_ticks = t_ack.as_nanos() / tick - t_arr.as_nanos() / tick;
+        assert!((10..=25).contains(&delay_ticks), "{delay_ticks}");
+        assert_eq!(t_ack.as_nanos() % tick, 0);
+        // and every ACK not sent on a segment's arrival was a timer ACK ≥ 36 ms later
+        let arrivals: Vec<SimTime> = p
+            .arrivals
+            .iter()
+            .filter(|s| s.from_a)
+            .map(|s| s.t)
+            .collect();
+        let timer_acks: Vec<_> = acks.iter().filter(|a| !arrivals.contains(&a.0)).collect();
+        assert!(!timer_acks.is_empty());
+        for a in timer_acks {
+            let prev = arrivals.iter().filter(|&&t| t < a.0).last().unwrap();
+            assert!(
+                a.0 - *prev >= SimDuration::from_millis(36),
+                "{} {}",
+                a.0,
+                prev
+            );
+        }
+    }
+}

@@ -254,7 +254,14 @@ mod tests {
         let mut rs = RateAcc::default();
         for (i, t) in tx.iter().enumerate() {
             st.delivered += 1;
-            st.on_delivered(&mut rs, t, 1000 + 100 * i as u64, 1448 * (i as u32 + 1), false, false);
+            st.on_delivered(
+                &mut rs,
+                t,
+                1000 + 100 * i as u64,
+                1448 * (i as u32 + 1),
+                false,
+                false,
+            );
         }
         st.gen(&mut rs, 10, 0, false, 21_000, 20_000);
         assert_eq!(rs.delivered, 10);

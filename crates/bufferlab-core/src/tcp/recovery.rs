@@ -276,6 +276,28 @@ impl Scoreboard {
     }
 }
 
+impl Scoreboard {
+    /// The counters agree with the per-segment bits (`tcp_verify_left_out`
+    /// and friends); for tests.
+    #[cfg(test)]
+    pub fn check(&self, sack_ok: bool) {
+        let count = |m: u8| self.q.iter().filter(|s| s.sacked & m != 0).count() as u32;
+        assert_eq!(self.packets_out as usize, self.q.len(), "packets_out");
+        assert_eq!(self.lost_out, count(LOST), "lost_out");
+        assert_eq!(self.retrans_out, count(SACKED_RETRANS), "retrans_out");
+        if sack_ok {
+            assert_eq!(self.sacked_out, count(SACKED_ACKED), "sacked_out");
+        }
+        assert!(
+            self.sacked_out + self.lost_out <= self.packets_out,
+            "left_out"
+        );
+        for w in self.q.iter().collect::<Vec<_>>().windows(2) {
+            assert_eq!(w[0].end_seq, w[1].seq, "contiguous");
+        }
+    }
+}
+
 /// `struct tcp_sacktag_state`.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct SackTagState {
@@ -292,7 +314,12 @@ impl TcpEndpoint {
     // =====================================================================
 
     /// `tcp_ack`. `Err` = the ACK is unacceptable (discard the segment).
-    pub(super) fn tcp_ack(&mut self, hdr: &TcpHeader, payload_len: u32, mut fl: u32) -> Result<u32, ()> {
+    pub(super) fn tcp_ack(
+        &mut self,
+        hdr: &TcpHeader,
+        payload_len: u32,
+        mut fl: u32,
+    ) -> Result<u32, ()> {
         let prior_snd_una = self.snd_una;
         let is_sack_reneg = self.is_sack_reneg;
         let ack_seq = hdr.seq;
@@ -370,7 +397,13 @@ impl TcpEndpoint {
             }
             return Ok(fl);
         }
-        fl |= self.clean_rtx_queue(prior_fack, prior_snd_una, &mut st, &mut rs, fl & flag::ECE != 0);
+        fl |= self.clean_rtx_queue(
+            prior_fack,
+            prior_snd_una,
+            &mut st,
+            &mut rs,
+            fl & flag::ECE != 0,
+        );
         self.rack_update_reo_wnd(&rs);
         if self.tlp_high_seq != 0 {
             self.process_tlp_ack(ack, fl);
@@ -601,7 +634,13 @@ impl TcpEndpoint {
     }
 
     /// `tcp_check_dsack`: is the first block a D-SACK (RFC 2883)?
-    fn check_dsack(&mut self, blocks: &[(u32, u32)], ack: u32, prior_snd_una: u32, st: &mut SackTagState) -> bool {
+    fn check_dsack(
+        &mut self,
+        blocks: &[(u32, u32)],
+        ack: u32,
+        prior_snd_una: u32,
+        st: &mut SackTagState,
+    ) -> bool {
         let Some(&(s0, e0)) = blocks.first() else {
             return false;
         };
@@ -657,7 +696,14 @@ impl TcpEndpoint {
     }
 
     /// Tag every segment lying wholly inside `[start, end)` (`tcp_sacktag_walk`).
-    fn sacktag_range(&mut self, start: u32, end: u32, dup: bool, st: &mut SackTagState, rs: &mut RateAcc) {
+    fn sacktag_range(
+        &mut self,
+        start: u32,
+        end: u32,
+        dup: bool,
+        st: &mut SackTagState,
+        rs: &mut RateAcc,
+    ) {
         let mut idx = self.sb.first_ending_after(start);
         while idx < self.sb.q.len() {
             let seg = self.sb.q[idx];
@@ -669,13 +715,22 @@ impl TcpEndpoint {
                 self.sacktag_one(idx, dup, st);
                 let seg = self.sb.q[idx];
                 let sacked = seg.sacked & SACKED_ACKED != 0;
-                if self.rate.on_delivered(rs, &seg.tx, seg.xmit_us, seg.end_seq, seg.sacked & RETRANS != 0, sacked) {
+                if self.rate.on_delivered(
+                    rs,
+                    &seg.tx,
+                    seg.xmit_us,
+                    seg.end_seq,
+                    seg.sacked & RETRANS != 0,
+                    sacked,
+                ) {
                     self.sb.q[idx].tx.delivered_mstamp = 0;
                 }
                 if sacked {
                     self.sb.q[idx].in_tsorted = false;
                 }
-                if !before(seg.seq, self.highest_sack_seq()) || self.sb.highest_sack_end == self.snd_una {
+                if !before(seg.seq, self.highest_sack_seq())
+                    || self.sb.highest_sack_end == self.snd_una
+                {
                     if after(seg.end_seq, self.sb.highest_sack_end) || self.sb.sacked_out == 1 {
                         self.sb.highest_sack_end = seg.end_seq;
                     }
@@ -828,9 +883,14 @@ impl TcpEndpoint {
             }
             self.sb.packets_out -= 1;
             pkts_acked += 1;
-            let _ = self
-                .rate
-                .on_delivered(rs, &seg.tx, seg.xmit_us, seg.end_seq, sacked & RETRANS != 0, false);
+            let _ = self.rate.on_delivered(
+                rs,
+                &seg.tx,
+                seg.xmit_us,
+                seg.end_seq,
+                sacked & RETRANS != 0,
+                false,
+            );
             if seg.flags & tcp_flags::SYN == 0 {
                 fl |= flag::DATA_ACKED;
             } else {
@@ -877,7 +937,10 @@ impl TcpEndpoint {
                 self.check_sack_reordering(reord, false);
             }
         } else if let Some(head) = self.sb.q.front() {
-            if rtt_update && sack_rtt >= 0 && sack_rtt > self.now_us.saturating_sub(head.xmit_us) as i64 {
+            if rtt_update
+                && sack_rtt >= 0
+                && sack_rtt > self.now_us.saturating_sub(head.xmit_us) as i64
+            {
                 fl |= flag::SET_XMIT_TIMER;
             }
         }
@@ -917,7 +980,14 @@ impl TcpEndpoint {
     }
 
     /// `tcp_ack_update_rtt` (tcp.md §5 "RTT sample per ACK").
-    pub(super) fn ack_update_rtt(&mut self, fl: u32, mut seq_rtt: i64, sack_rtt: i64, mut ca_rtt: i64, rs: &mut RateAcc) -> bool {
+    pub(super) fn ack_update_rtt(
+        &mut self,
+        fl: u32,
+        mut seq_rtt: i64,
+        sack_rtt: i64,
+        mut ca_rtt: i64,
+        rs: &mut RateAcc,
+    ) -> bool {
         if seq_rtt < 0 {
             seq_rtt = sack_rtt;
         }
@@ -1017,7 +1087,12 @@ impl TcpEndpoint {
 
     /// `tcp_any_retrans_done`.
     fn any_retrans_done(&self) -> bool {
-        self.sb.retrans_out > 0 || self.sb.q.front().is_some_and(|h| h.sacked & EVER_RETRANS != 0)
+        self.sb.retrans_out > 0
+            || self
+                .sb
+                .q
+                .front()
+                .is_some_and(|h| h.sacked & EVER_RETRANS != 0)
     }
 
     /// `tcp_packet_delayed`.
@@ -1091,7 +1166,8 @@ impl TcpEndpoint {
     /// `tcp_try_undo_dsack`.
     fn try_undo_dsack(&mut self) -> bool {
         if self.undo_marker != 0 && self.undo_retrans == 0 {
-            self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(TCP_RACK_RECOVERY_THRESH);
+            self.rack.reo_wnd_persist =
+                (self.rack.reo_wnd_persist + 1).min(TCP_RACK_RECOVERY_THRESH);
             self.undo_cwnd_reduction(false);
             return true;
         }
@@ -1158,7 +1234,8 @@ impl TcpEndpoint {
         let prr_out = self.prr_out as i64;
         let nas = newly_acked_sacked as i64;
         let mut sndcnt: i64 = if delta < 0 {
-            let dividend = ssthresh as u64 * self.prr_delivered as u64 + self.cs.prior_cwnd as u64 - 1;
+            let dividend =
+                ssthresh as u64 * self.prr_delivered as u64 + self.cs.prior_cwnd as u64 - 1;
             (dividend / self.cs.prior_cwnd as u64) as i64 - prr_out
         } else {
             match self.cfg.profile {
@@ -1170,7 +1247,9 @@ impl TcpEndpoint {
                     delta.min(c)
                 }
                 CcProfile::Lab2019 => {
-                    if fl & (flag::RETRANS_DATA_ACKED | flag::LOST_RETRANS) == flag::RETRANS_DATA_ACKED {
+                    if fl & (flag::RETRANS_DATA_ACKED | flag::LOST_RETRANS)
+                        == flag::RETRANS_DATA_ACKED
+                    {
                         delta.min((prr_delivered - prr_out).max(nas) + 1)
                     } else {
                         delta.min(nas)
@@ -1252,7 +1331,11 @@ impl TcpEndpoint {
 
     /// `tcp_timeout_mark_lost`.
     fn timeout_mark_lost(&mut self) {
-        let is_reneg = self.sb.q.front().is_some_and(|h| h.sacked & SACKED_ACKED != 0);
+        let is_reneg = self
+            .sb
+            .q
+            .front()
+            .is_some_and(|h| h.sacked & SACKED_ACKED != 0);
         if is_reneg {
             self.sb.sacked_out = 0;
             self.is_sack_reneg = true;
@@ -1383,7 +1466,8 @@ impl TcpEndpoint {
         }
         // B. SACK reneging: give the receiver max(RTT/2, 10 ms)
         if *fl & flag::SACK_RENEGING != 0 && *fl & flag::SND_UNA_ADVANCED != 0 {
-            let delay = usecs_to_jiffies(self.rtt.srtt_us >> 4).max(super::cc::msecs_to_jiffies(10));
+            let delay =
+                usecs_to_jiffies(self.rtt.srtt_us >> 4).max(super::cc::msecs_to_jiffies(10));
             self.reset_xmit_timer(TcpTimer::Retransmit, delay, false);
             *fl &= !flag::SET_XMIT_TIMER;
             return;
@@ -1628,9 +1712,7 @@ impl TcpEndpoint {
             return;
         }
         let mut idx = match self.sb.retransmit_hint {
-            Some(h) if after(h, self.snd_una) || h == self.snd_una => {
-                self.sb.first_ending_after(h)
-            }
+            Some(h) if after(h, self.snd_una) || h == self.snd_una => self.sb.first_ending_after(h),
             _ => 0,
         };
         let mut hole = false;
@@ -1684,7 +1766,7 @@ mod tests {
     fn seg(seq: u32, xmit_us: u64) -> Seg {
         Seg {
             seq,
-            end_seq: seq + 1000,
+            end_seq: seq.wrapping_add(1000),
             sacked: 0,
             flags: 0,
             in_tsorted: true,
@@ -1749,9 +1831,449 @@ mod tests {
             rtt_us: 20_000,
             ..Rack::default()
         };
-        // reo_wnd 5 ms: segment 0 has waited 20 200 of 25 000 → 4800 left
+        // reo_wnd 5 ms: segments 0 and 1 waited 20 200 and 20 100 of 25 000;
+        // the timer covers the longest remaining wait
         let (lost, timeout) = sb.rack_detect_loss(&rack, 5000, 21_200);
         assert_eq!(lost, 0);
-        assert_eq!(timeout, 4800);
+        assert_eq!(timeout, 4900);
+    }
+}
+
+#[cfg(test)]
+mod endpoint_tests {
+    use super::super::harness::*;
+    use crate::packet::tcp_flags;
+    use crate::time::{Rate, SimDuration, SimTime};
+
+    /// Client with IW20 (one whole window in flight at once), server with a
+    /// large receive buffer, 10 Mb/s bottleneck (1.211 ms per full frame), 100 ms RTT.
+    fn iw20_pair(cc: &str) -> Pair {
+        let mut a = cfg(cc);
+        a.init_cwnd = 20;
+        let mut b = cfg(cc);
+        b.rmem = [4096, 1 << 20, 6 << 20];
+        let mut p = Pair::new(a, b, SimDuration::from_millis(50));
+        p.ab.rate = Some(Rate::from_bps(10_000_000));
+        p
+    }
+
+    #[test]
+    fn sack_recovery_of_one_loss_sends_what_prr_allows() {
+        // Reno, IW20, the first segment of the window lost. SACKs arrive one per
+        // segment; RACK declares the loss on the third (reo_wnd 0 once
+        // sacked_out ≥ 3). Before that, each SACK frees one packet of the
+        // 20-packet cwnd: two new segments go out (limited transmit).
+        // Recovery: prior_cwnd 20, ssthresh 10, in_flight 18 at entry; PRR
+        // sends ceil(10·prr_delivered/20) − prr_out per SACK, i.e. the
+        // retransmission on SACK 3, then one new segment per two SACKs.
+        let mut p = iw20_pair("reno");
+        let iss = p.a.iss();
+        p.ab.drop = Some(drop_first_tx(iss, vec![0]));
+        p.to_write = 60 * 1448;
+        p.run_until(SimTime::ZERO + SimDuration::from_secs(3));
+        assert_eq!(p.read, 60 * 1448, "everything delivered");
+        let i = p.a.info();
+        assert_eq!(i.total_retrans, 1);
+        // replay the sender's transmissions between the first SACK and the
+        // ACK that ends recovery, grouped per ACK received
+        let first_data = p.data_from_a().next().unwrap().t;
+        let mut per_ack: Vec<(u32, u32)> = Vec::new(); // (sacked segments so far, sent in response)
+        let mut sacks = 0;
+        let mut in_recovery_window = false;
+        for s in p.log.iter().filter(|s| s.t > first_data) {
+            if !s.from_a {
+                continue;
+            }
+            let _ = s;
+        }
+        // ACKs arriving at the client, in order, and what it sent at each instant
+        let acks: Vec<SimTime> = p
+            .arrivals
+            .iter()
+            .filter(|s| !s.from_a && s.t > first_data)
+            .map(|s| s.t)
+            .collect();
+        for t in acks {
+            let ack = p
+                .arrivals
+                .iter()
+                .find(|s| !s.from_a && s.t == t)
+                .unwrap()
+                .seg
+                .hdr;
+            let sent = p.data_from_a().filter(|s| s.t == t).count() as u32;
+            if ack.ack == iss.wrapping_add(1) && ack.sack_len > 0 {
+                sacks += 1;
+                in_recovery_window = true;
+                per_ack.push((sacks, sent));
+            } else if in_recovery_window {
+                per_ack.push((0, sent)); // the cumulative ACK ending recovery
+                break;
+            }
+        }
+        eprintln!("{per_ack:?}");
+        // SACKs 1, 2: one new segment each (cwnd 20, in flight 19)
+        assert_eq!(per_ack[0], (1, 1));
+        assert_eq!(per_ack[1], (2, 1));
+        // SACK 3 onwards: PRR (lab2019 tcp_cwnd_reduction), modelled here from
+        // the scoreboard: proportional while in_flight > ssthresh, then
+        // min(delta, newly_acked_sacked) (no retransmission acked yet)
+        let (ssthresh, prior_cwnd) = (10i64, 20i64);
+        let (mut packets_out, mut sacked, lost, mut retrans) = (22i64, 2i64, 1i64, 0i64);
+        let (mut prr_delivered, mut prr_out) = (0i64, 0i64);
+        let mut expected = Vec::new();
+        for k in 3..=21 {
+            sacked += 1;
+            let in_flight = packets_out - sacked - lost + retrans;
+            prr_delivered += 1;
+            let delta = ssthresh - in_flight;
+            let mut sndcnt = if delta < 0 {
+                (ssthresh * prr_delivered + prior_cwnd - 1) / prior_cwnd - prr_out
+            } else {
+                delta.min(1)
+            };
+            sndcnt = sndcnt.max(if prr_out == 0 { 1 } else { 0 });
+            if k == 3 {
+                retrans += 1;
+            } else {
+                packets_out += sndcnt;
+            }
+            prr_out += sndcnt;
+            expected.push(sndcnt as u32);
+        }
+        let got: Vec<u32> = per_ack[2..]
+            .iter()
+            .take_while(|a| a.0 > 0)
+            .map(|a| a.1)
+            .collect();
+        assert_eq!(got, expected);
+        assert_eq!(
+            expected,
+            [1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1]
+        );
+        // 21 SACKs (segments 1–19 and the two limited-transmit ones): PRR sent
+        // 10 segments in all, ceil(ssthresh × prr_delivered / prior_cwnd) = ceil(9.5)
+        assert_eq!(got.iter().sum::<u32>(), 10);
+        // recovery ends at cwnd = ssthresh = 10
+        let after = p
+            .samples
+            .iter()
+            .find(|s| s.ca_state == 0 && s.t > first_data + SimDuration::from_millis(150))
+            .unwrap();
+        assert_eq!((after.cwnd, after.ssthresh), (10, 10));
+    }
+
+    /// IW10 client (one write of `n` segments), 10 Mb/s bottleneck, 100 ms RTT.
+    fn burst_pair(n: u32, drop: Vec<u32>, owd_ms: u64) -> Pair {
+        let mut p = Pair::sym(cfg("reno"), SimDuration::from_millis(owd_ms));
+        p.ab.rate = Some(Rate::from_bps(10_000_000));
+        let iss = p.a.iss();
+        p.ab.drop = Some(drop_first_tx(iss, drop.iter().map(|k| k * 1448).collect()));
+        p.to_write = n as u64 * 1448;
+        p
+    }
+
+    /// Time and sequence offset of the client's retransmissions.
+    fn retransmissions(p: &Pair) -> Vec<(SimTime, u32)> {
+        let iss = p.a.iss();
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for s in p.data_from_a() {
+            let off = s.seg.hdr.seq.wrapping_sub(iss.wrapping_add(1));
+            if !seen.insert(off) {
+                out.push((s.t, off / 1448));
+            }
+        }
+        out
+    }
+
+    fn tick(t: SimTime) -> u64 {
+        t.as_nanos() / 4_000_000
+    }
+
+    #[test]
+    fn rack_detects_a_lost_last_but_one_segment_after_the_reordering_window() {
+        // 10 segments, the 9th lost: only one segment (the 10th) is SACKed, so
+        // no dupack threshold; RACK waits reo_wnd = min_rtt/4 and declares it
+        // (with 49 ms each way the REO timer, armed mid-tick, still fires after
+        // the reordering window; Linux's tcp_rack_reo_timeout does not re-arm
+        // itself if the jiffy rounding makes it fire a few µs early)
+        let mut p = burst_pair(10, vec![8], 49);
+        p.run_until(ms(1000));
+        assert_eq!(p.read, 10 * 1448);
+        let rtx = retransmissions(&p);
+        assert_eq!(rtx.len(), 1);
+        assert_eq!(rtx[0].1, 8);
+        // the SACK of segment 9 reached the client at t_sack
+        let t_sack = p
+            .arrivals
+            .iter()
+            .find(|s| !s.from_a && s.seg.hdr.sack_len > 0)
+            .unwrap()
+            .t;
+        let min_rtt = p.a.info().min_rtt;
+        // REO timer: usecs_to_jiffies(reo_wnd + 2 ms) from the SACK's tick
+        let reo_wnd = min_rtt / 4;
+        let when = (reo_wnd + 2000).div_ceil(4000) as u64;
+        assert_eq!(tick(rtx[0].0), tick(t_sack) + when);
+        assert_eq!(rtx[0].0.as_nanos() % 4_000_000, 0);
+        assert!(
+            rtx[0].0 - t_sack < SimDuration::from_millis(50),
+            "well before TLP/RTO"
+        );
+        let i = p.a.info();
+        assert_eq!((i.total_retrans, i.backoff), (1, 0));
+    }
+
+    #[test]
+    fn tlp_probes_a_tail_loss_and_rack_repairs_the_rest() {
+        // 10 segments, the last three lost: no SACK at all comes back. After the
+        // ACK of segment 7 the loss probe is armed at 2·srtt + 2 jiffies
+        // (lab2019); it retransmits the last segment, whose SACK lets RACK
+        // mark the other two lost: fast recovery, no RTO.
+        let mut p = burst_pair(10, vec![7, 8, 9], 50);
+        p.run_until(ms(500));
+        let rtx = retransmissions(&p);
+        assert_eq!(rtx.len(), 1, "only the probe so far");
+        assert_eq!(rtx[0].1, 9, "the probe re-sends the last segment");
+        let srtt = p.a.info().rtt; // no RTT sample since the last ACK
+        let t_last_ack = p
+            .arrivals
+            .iter()
+            .filter(|s| !s.from_a && s.t < rtx[0].0)
+            .last()
+            .unwrap()
+            .t;
+        let pto = (2 * srtt).div_ceil(4000) as u64 + 2;
+        assert_eq!(tick(rtx[0].0), tick(t_last_ack) + pto);
+        p.run_until(ms(2000));
+        assert_eq!(p.read, 10 * 1448);
+        let rtx = retransmissions(&p);
+        assert_eq!(rtx.iter().map(|r| r.1).collect::<Vec<_>>(), vec![9, 7, 8]);
+        let i = p.a.info();
+        assert_eq!((i.total_retrans, i.backoff), (3, 0));
+        assert!(p.samples.iter().any(|s| s.ca_state == 3), "fast recovery");
+        assert!(p.samples.iter().all(|s| s.ca_state != 4), "never an RTO");
+    }
+
+    #[test]
+    fn rto_after_a_lost_window_sets_ssthresh_cwnd_one_and_loss_state() {
+        // bulk Reno over 10 Mb/s, 100 ms RTT, held to ~88 segments in flight
+        // by a fixed 256 KiB receive buffer; from t = 1 s every data segment
+        // sent in the next 350 ms is lost: the whole flight and the loss
+        // probe. The RTO fires (the ACK clock has stopped) and its
+        // retransmission gets through.
+        use std::cell::RefCell;
+        use std::rc::Rc;
+        let mut b = cfg("reno");
+        b.rcvbuf = Some(131_072);
+        let mut p = Pair::new(cfg("reno"), b, SimDuration::from_millis(50));
+        p.ab.rate = Some(Rate::from_bps(10_000_000));
+        p.to_write = u64::MAX;
+        let dropped = Rc::new(RefCell::new(Vec::new()));
+        p.run_until(ms(1000));
+        let d2 = dropped.clone();
+        let clock = Rc::new(RefCell::new(SimTime::ZERO));
+        let c2 = clock.clone();
+        p.ab.drop = Some(Box::new(move |s: &crate::tcp::Segment| {
+            let now = *c2.borrow();
+            if s.payload_len > 0 && now < ms(1350) {
+                d2.borrow_mut().push(s.hdr.seq);
+                return true;
+            }
+            false
+        }));
+        // step in 1 ms slices so the drop rule knows the time
+        let mut before_rto = None;
+        while p.now < ms(3000) {
+            *clock.borrow_mut() = p.now;
+            let prev = p.a.info();
+            p.run_for(SimDuration::from_millis(1));
+            let i = p.a.info();
+            if before_rto.is_none() && i.ca_state == 4 {
+                before_rto = Some((prev, i));
+            }
+        }
+        let (prev, at) = before_rto.expect("an RTO happened");
+        assert_eq!(at.snd_cwnd, 1);
+        assert_eq!(
+            at.snd_ssthresh,
+            (prev.snd_cwnd / 2).max(2),
+            "Reno halves the cwnd of the moment"
+        );
+        assert_eq!(at.backoff, 1);
+        assert_eq!(at.rto, 2 * prev.rto, "RTO doubled");
+        // total_retrans counts every retransmission on the wire: the loss
+        // probe (a re-send of the last segment: the flight is rwnd-limited,
+        // so no new data fits), the RTO retransmission and the Loss-state
+        // slow-start retransmissions; nothing outside the lost flight
+        let mut d = dropped.borrow().clone();
+        d.sort_unstable();
+        d.dedup();
+        let iss = p.a.iss();
+        let lost: Vec<u32> = d
+            .iter()
+            .map(|x| x.wrapping_sub(iss.wrapping_add(1)) / 1448)
+            .collect();
+        let rtx = retransmissions(&p);
+        let i = p.a.info();
+        assert_eq!(i.total_retrans as usize, rtx.len());
+        assert_eq!(
+            rtx.len(),
+            lost.len() + 1,
+            "one loss probe, then each lost segment once"
+        );
+        assert_eq!(
+            rtx[0].1,
+            *lost.last().unwrap(),
+            "the probe re-sends the last segment"
+        );
+        let mut again: Vec<u32> = rtx[1..].iter().map(|r| r.1).collect();
+        again.sort_unstable();
+        assert_eq!(again, lost);
+        assert_eq!(i.ca_state, 0, "recovered");
+        assert!(p.read > 1_000_000, "{}", p.read);
+    }
+
+    #[test]
+    fn ecn_ce_is_echoed_until_cwr_and_cwnd_is_cut_once_per_window() {
+        let mut c = cfg("reno");
+        c.ecn = 1;
+        let mut b = c.clone();
+        b.rmem = [4096, 1 << 20, 6 << 20];
+        let mut p = Pair::new(c, b, SimDuration::from_millis(50));
+        p.ab.rate = Some(Rate::from_bps(10_000_000));
+        p.to_write = u64::MAX;
+        let iss = p.a.iss();
+        // CE on two segments of one window, and on one four RTTs later
+        let marks = [200u32, 205, 600];
+        p.ab.ce_rule = Some(Box::new(move |s: &crate::tcp::Segment| {
+            let k = s.hdr.seq.wrapping_sub(iss.wrapping_add(1)) / 1448;
+            s.payload_len > 0 && marks.contains(&k)
+        }));
+        p.run_until(ms(4000));
+        // negotiation: SYN with ECE|CWR, SYN-ACK with ECE
+        let ece_cwr = tcp_flags::ECE | tcp_flags::CWR;
+        assert_eq!(p.log[0].seg.hdr.flags & ece_cwr, ece_cwr);
+        assert_eq!(
+            p.from_b().next().unwrap().seg.hdr.flags & ece_cwr,
+            tcp_flags::ECE
+        );
+        assert!(p.data_from_a().all(|s| s.seg.ect));
+        let i = p.a.info();
+        assert_eq!(i.total_retrans, 0);
+        // the sender set CWR on exactly two data segments: one per reduction
+        let cwr: Vec<SimTime> = p
+            .data_from_a()
+            .filter(|s| s.seg.hdr.flags & tcp_flags::CWR != 0)
+            .map(|s| s.t)
+            .collect();
+        assert_eq!(cwr.len(), 2);
+        // the receiver echoed ECE from each first CE until the next CWR arrived
+        let arr_of = |k: u32| {
+            p.arrivals
+                .iter()
+                .find(|s| s.from_a && s.seg.hdr.seq.wrapping_sub(iss.wrapping_add(1)) / 1448 == k)
+                .unwrap()
+                .t
+        };
+        let cwr_arr: Vec<SimTime> = p
+            .arrivals
+            .iter()
+            .filter(|s| s.from_a && s.seg.payload_len > 0 && s.seg.hdr.flags & tcp_flags::CWR != 0)
+            .map(|s| s.t)
+            .collect();
+        let windows = [(arr_of(200), cwr_arr[0]), (arr_of(600), cwr_arr[1])];
+        assert!(
+            arr_of(205) < cwr_arr[0],
+            "the second mark fell in the same episode"
+        );
+        for s in p.from_b().filter(|s| s.seg.hdr.flags & tcp_flags::SYN == 0) {
+            let ece = s.seg.hdr.flags & tcp_flags::ECE != 0;
+            let expect = windows.iter().any(|&(a, b)| s.t >= a && s.t < b);
+            assert_eq!(ece, expect, "ACK at {}", s.t);
+        }
+        // one CWR episode for the two marks of the first window: ssthresh halved once
+        let cwr_states: Vec<&Sample> = p.samples.iter().filter(|s| s.ca_state == 2).collect();
+        let first = cwr_states[0];
+        let entered: Vec<&Sample> = p
+            .samples
+            .windows(2)
+            .filter(|w| w[0].ca_state != 2 && w[1].ca_state == 2)
+            .map(|w| &w[1])
+            .collect();
+        assert_eq!(entered.len(), 2);
+        let before = p.samples.iter().filter(|s| s.t < first.t).last().unwrap();
+        assert_eq!(first.ssthresh, (before.cwnd / 2).max(2));
+    }
+}
+
+#[cfg(test)]
+mod stress_tests {
+    use super::super::harness::*;
+    use crate::time::{Rate, SimDuration};
+
+    /// A drop-tail bottleneck that overflows: every module recovers from
+    /// repeated losses without stalling and keeps the scoreboard consistent.
+    fn lossy_run(cc: &str, sack: bool) -> (u64, u32) {
+        let mut c = cfg(cc);
+        c.sack = sack;
+        c.rmem = [4096, 87380, 6 << 20];
+        let mut p = Pair::sym(c, SimDuration::from_millis(10));
+        p.ab.rate = Some(Rate::from_bps(20_000_000));
+        p.ab.limit = 30;
+        p.to_write = u64::MAX;
+        p.run_until(ms(5000));
+        let i = p.a.info();
+        (p.read, i.total_retrans)
+    }
+
+    #[test]
+    fn every_module_survives_a_lossy_drop_tail_bottleneck() {
+        // 20 Mb/s × 20 ms = 34.5 packets of BDP, 30-packet queue
+        let ceiling = 20e6 / 8.0 * 1448.0 / 1514.0 * 5.0;
+        for cc in ["reno", "cubic", "htcp", "bbr"] {
+            let (read, retrans) = lossy_run(cc, true);
+            assert!(retrans > 0, "{cc}: the queue overflowed");
+            assert!(read as f64 > 0.75 * ceiling, "{cc}: {read} of {ceiling}");
+        }
+    }
+
+    #[test]
+    fn newreno_without_sack_recovers_too() {
+        let ceiling = 20e6 / 8.0 * 1448.0 / 1514.0 * 5.0;
+        let (read, retrans) = lossy_run("reno", false);
+        assert!(retrans > 0);
+        assert!(read as f64 > 0.6 * ceiling, "{read}");
+    }
+
+    /// Throughput of the model itself: a 1 Gb/s, 20 ms path with a
+    /// 1000-packet drop-tail queue for 10 simulated seconds (~0.8 M data
+    /// segments); `cargo test --release -- --ignored perf` prints the rate.
+    #[test]
+    #[ignore]
+    fn perf_one_gigabit_ten_seconds() {
+        for cc in ["cubic", "bbr"] {
+            let mut c = cfg(cc);
+            c.rmem = [10240, 87380, 52_428_800];
+            c.wmem = [10240, 87380, 52_428_800];
+            let mut p = Pair::sym(c, SimDuration::from_millis(10));
+            p.ab.rate = Some(Rate::from_bps(1_000_000_000));
+            p.ab.limit = 1000;
+            p.to_write = u64::MAX;
+            p.record = false;
+            p.check = false;
+            let t0 = std::time::Instant::now();
+            p.run_until(ms(10_000));
+            let el = t0.elapsed().as_secs_f64();
+            let segs = p.a.info().data_segs_out as f64;
+            eprintln!(
+                "{cc}: {segs} segments in {el:.2} s wall = {:.2} M segments/s; goodput {:.1} Mb/s; retrans {}",
+                segs / el / 1e6,
+                p.read as f64 * 8.0 / 10.0 / 1e6,
+                p.a.info().total_retrans
+            );
+            eprintln!("{:?}\n{:?}", p.a.info(), p.b().info());
+        }
     }
 }

@@ -225,7 +225,7 @@ mod tests {
     fn rttvar_decays_once_per_flight_but_not_below_rto_min() {
         let mut r = RttEstimator::new(RTO_MIN_US);
         r.sample(100_000, 0, 10); // mdev 200 000, rttvar 200 000
-        // a big deviation raises mdev_max and rttvar
+                                  // a big deviation raises mdev_max and rttvar
         r.sample(400_000, 0, 10);
         assert_eq!(r.srtt_us, 800_000 + 300_000);
         assert_eq!(r.mdev_us, 200_000 + (300_000 - 50_000));

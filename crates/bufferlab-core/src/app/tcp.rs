@@ -1,0 +1,199 @@
+//! Glue between applications and TCP endpoints (crates/bufferlab-core/src/tcp).
+//!
+//! An application owns its [`TcpEndpoint`]s. Segments it receives arrive
+//! through the port it bound; after every input or timer the application
+//! drains each endpoint's output into its packet outbox with [`flush`].
+//! [`TcpSpec`] is the socket configuration as it crosses from Python: the
+//! host's sysctls (net.ipv4.tcp_*, net.core.*) and per-socket options
+//! (iperf3 `-w`, `-C`), with Linux's defaults for anything left out.
+
+use super::AppCtx;
+use crate::error::{Error, Result};
+use crate::packet::{Ipv4, Packet, Payload, Proto};
+use crate::rng::ComponentRng;
+use crate::tcp::cc::{Cc, CcProfile};
+use crate::tcp::endpoint::{TcpConfig, TcpEndpoint};
+use crate::time::SimTime;
+use serde::Deserialize;
+
+/// ECN codepoint ECT(0) (RFC 3168).
+const ECT0: u8 = 0b10;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelProfile {
+    #[default]
+    Lab2019,
+    Modern,
+}
+
+/// Socket settings; `None` keeps the kernel profile's default.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpSpec {
+    #[serde(default)]
+    pub profile: KernelProfile,
+    #[serde(default)]
+    pub rmem: Option<[u32; 3]>,
+    #[serde(default)]
+    pub wmem: Option<[u32; 3]>,
+    #[serde(default)]
+    pub rmem_max: Option<u32>,
+    #[serde(default)]
+    pub wmem_max: Option<u32>,
+    #[serde(default)]
+    pub congestion: Option<String>,
+    #[serde(default)]
+    pub ecn: Option<u8>,
+    #[serde(default)]
+    pub sack: Option<bool>,
+    #[serde(default)]
+    pub timestamps: Option<bool>,
+    #[serde(default)]
+    pub window_scaling: Option<bool>,
+    #[serde(default)]
+    pub moderate_rcvbuf: Option<bool>,
+    #[serde(default)]
+    pub adv_win_scale: Option<i32>,
+    #[serde(default)]
+    pub slow_start_after_idle: Option<bool>,
+    #[serde(default)]
+    pub no_metrics_save: Option<bool>,
+    /// `SO_SNDBUF` / `SO_RCVBUF` requests (iperf3 `-w`), bytes
+    #[serde(default)]
+    pub sndbuf: Option<u32>,
+    #[serde(default)]
+    pub rcvbuf: Option<u32>,
+}
+
+impl TcpSpec {
+    /// The endpoint configuration, validated (unknown congestion control → error).
+    pub fn config(&self, seed: u64, tos: u8) -> Result<TcpConfig> {
+        let profile = match self.profile {
+            KernelProfile::Lab2019 => CcProfile::Lab2019,
+            KernelProfile::Modern => CcProfile::Modern,
+        };
+        let mut c = TcpConfig::for_profile(profile);
+        if let Some(name) = &self.congestion {
+            if Cc::from_name(name).is_none() {
+                return Err(Error::App(format!(
+                    "congestion control {name:?} is not available (reno, cubic, htcp, bbr)"
+                )));
+            }
+            c.congestion = name.clone();
+        }
+        c.rmem = self.rmem.unwrap_or(c.rmem);
+        c.wmem = self.wmem.unwrap_or(c.wmem);
+        c.rmem_max = self.rmem_max.unwrap_or(c.rmem_max);
+        c.wmem_max = self.wmem_max.unwrap_or(c.wmem_max);
+        c.ecn = self.ecn.unwrap_or(c.ecn);
+        c.sack = self.sack.unwrap_or(c.sack);
+        c.timestamps = self.timestamps.unwrap_or(c.timestamps);
+        c.window_scaling = self.window_scaling.unwrap_or(c.window_scaling);
+        c.moderate_rcvbuf = self.moderate_rcvbuf.unwrap_or(c.moderate_rcvbuf);
+        c.adv_win_scale = self.adv_win_scale.unwrap_or(c.adv_win_scale);
+        c.slow_start_after_idle = self
+            .slow_start_after_idle
+            .unwrap_or(c.slow_start_after_idle);
+        c.no_metrics_save = self.no_metrics_save.unwrap_or(c.no_metrics_save);
+        c.sndbuf = self.sndbuf.or(c.sndbuf);
+        c.rcvbuf = self.rcvbuf.or(c.rcvbuf);
+        c.tos = tos;
+        c.seed = seed;
+        Ok(c)
+    }
+}
+
+/// One connection of an application: the endpoint and its addressing.
+pub struct Conn {
+    pub ep: TcpEndpoint,
+    pub local_port: u16,
+    pub remote: (Ipv4, u16),
+}
+
+impl Conn {
+    /// Active open from `local_port` (already bound by the application).
+    pub fn connect(
+        cfg: TcpConfig,
+        ctx: &AppCtx,
+        local_port: u16,
+        remote: (Ipv4, u16),
+        rng: ComponentRng,
+    ) -> Conn {
+        let ep = TcpEndpoint::connect(cfg, (ctx.addr, local_port), remote, ctx.now, rng);
+        Conn {
+            ep,
+            local_port,
+            remote,
+        }
+    }
+
+    /// Passive open from a SYN that arrived on the application's port.
+    pub fn accept(cfg: TcpConfig, ctx: &AppCtx, p: &Packet, rng: ComponentRng) -> Option<Conn> {
+        let Payload::Tcp(hdr) = p.payload else {
+            return None;
+        };
+        let ep = TcpEndpoint::listen_accept(
+            cfg,
+            (p.dst, p.dst_port),
+            (p.src, p.src_port),
+            &hdr,
+            ctx.now,
+            rng,
+        );
+        Some(Conn {
+            ep,
+            local_port: p.dst_port,
+            remote: (p.src, p.src_port),
+        })
+    }
+
+    /// Feed a received segment to the endpoint.
+    pub fn input(&mut self, now: SimTime, p: &Packet) {
+        if let Payload::Tcp(hdr) = p.payload {
+            let payload = p.len.saturating_sub(
+                crate::packet::ETH_HEADER + crate::packet::IPV4_HEADER + hdr.header_len(),
+            );
+            self.ep
+                .handle_segment(now, &hdr, payload, p.tos & 0b11 == 0b11);
+        }
+    }
+
+    /// Hand every segment the endpoint wants to send now to the outbox.
+    pub fn flush(&mut self, ctx: &mut AppCtx, tos: u8) {
+        while let Some(seg) = self.ep.poll_transmit(ctx.now) {
+            let ecn = if seg.ect { ECT0 } else { 0 };
+            ctx.out.push(Packet {
+                src: ctx.addr,
+                dst: self.remote.0,
+                proto: Proto::Tcp,
+                tos: (tos & !0b11) | ecn,
+                ttl: 64,
+                len: seg.frame_len(),
+                src_port: self.local_port,
+                dst_port: self.remote.1,
+                payload: Payload::Tcp(seg.hdr),
+                seq: 0,
+                sent_at: ctx.now,
+                flow: ctx.id,
+                corrupt: false,
+            });
+        }
+    }
+
+    /// True if `p` belongs to this connection.
+    pub fn owns(&self, p: &Packet) -> bool {
+        p.src == self.remote.0 && p.src_port == self.remote.1 && p.dst_port == self.local_port
+    }
+}
+
+/// Earliest timer of a set of connections.
+pub fn next_timeout<'a>(conns: impl Iterator<Item = &'a Conn>) -> Option<SimTime> {
+    conns.filter_map(|c| c.ep.poll_timeout()).min()
+}
+
+/// Is `p` a connection request (SYN without ACK)?
+pub fn is_syn(p: &Packet) -> bool {
+    use crate::packet::tcp_flags::{ACK, SYN};
+    matches!(p.payload, Payload::Tcp(h) if h.flags & SYN != 0 && h.flags & ACK == 0)
+}
