@@ -1345,16 +1345,19 @@ def test_iperf3_servers():
     assert s.one_off and s.daemon
 
 
-def test_iperf3_tcp_client_parses_but_is_not_supported():
+def test_iperf3_tcp_client_parses_and_reverse_is_not_supported_yet():
     line = "iperf3 -c 10.0.0.3 -t 90 -J"
     c = ip3(line)
     assert (c.protocol, c.duration_s, c.json, c.blksize, c.rate_bps) == ("tcp", 90, True, 131072, 0)
-    with pytest.raises(NotSupportedError) as ei:
-        ensure_supported(c)
-    assert ei.value.message == "iperf3 over TCP is not supported yet; add -u for a UDP test"
-    assert ei.value.col == 0
+    ensure_supported(c)
     c = ip3("iperf3 -c 10.0.0.2 -P 4 -R -w 1M -C bbr -N")
     assert (c.parallel, c.reverse, c.window, c.congestion, c.no_delay) == (4, True, 1 << 20, "bbr", True)
+    with pytest.raises(NotSupportedError) as ei:
+        ensure_supported(c)
+    assert ei.value.message == "iperf3 -R (reverse) is not supported yet"
+    with pytest.raises(NotSupportedError) as ei:
+        ensure_supported(ip3("iperf3 -c 10.0.0.2 -b 10M"))
+    assert ei.value.message == "iperf3 -b over TCP (paced sending) is not supported yet"
 
 
 def test_iperf3_dash_zero_typo():
@@ -1539,7 +1542,7 @@ def test_iperf3_not_supported(line, token, message):
 def test_iperf3_ensure_supported_udp_limits():
     for line, msg in [
         ("iperf3 -c 10.0.0.2 -u -R", "iperf3 -R (reverse) is not supported yet"),
-        ("iperf3 -c 10.0.0.2 -u -P 2", "iperf3 -P (parallel streams) is not supported yet"),
+        ("iperf3 -c 10.0.0.2 -u -P 2", "iperf3 -u -P (parallel UDP streams) is not supported yet"),
         ("iperf3 -c 10.0.0.2 -u -k 100", "iperf3 -k (block count) is not supported yet"),
     ]:
         with pytest.raises(NotSupportedError) as ei:

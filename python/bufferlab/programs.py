@@ -267,7 +267,7 @@ def _prep_iperf3(pc: PrepareCtx, words: list[Word]) -> Prepared:
     if isinstance(cmd, iperf3_cmd.Iperf3Server):
         return _iperf3_server(node, cmd)
     iperf3_cmd.ensure_supported(cmd)
-    if cmd.rate_bps == 0:
+    if cmd.protocol == "udp" and cmd.rate_bps == 0:
         raise NotSupportedError(
             "iperf3 -u -b 0 (an unlimited UDP rate) is not supported yet",
             col=_option_col(words, "-b", "--bitrate", "--bandwidth"),
@@ -335,6 +335,7 @@ def _iperf3_server(node: str, cmd: Any) -> Prepared:
         ok, log = _open_logfile(rt, cmd.logfile)
         if not ok:
             return 1
+        spec["tcp"] = tcp_spec(rt, node)  # accepted data connections use this host's sysctls
         try:
             app = rt.start_app(node, spec)
         except AppStartError as e:
@@ -364,8 +365,8 @@ def _iperf3_client(node: str, cmd: Any) -> Prepared:
             "kind": "iperf3_client",
             "dst": cmd.host,
             "port": cmd.port,
-            "protocol": "udp",
-            "rate_bps": cmd.rate_bps,
+            "protocol": cmd.protocol,
+            "rate_bps": cmd.rate_bps if cmd.protocol == "udp" else 0,
             "blksize": cmd.blksize,
             "duration_ns": round(cmd.duration_s * NS),  # 0 (-t 0, -n): no time limit
             "bytes": cmd.bytes,
@@ -373,6 +374,9 @@ def _iperf3_client(node: str, cmd: Any) -> Prepared:
             "interval_ns": round(cmd.interval_s * NS),
             "tos": cmd.tos or 0,
         }
+        if cmd.protocol == "tcp":
+            spec["parallel"] = cmd.parallel
+            spec["tcp"] = tcp_spec(rt, node, congestion=cmd.congestion, window=cmd.window)
         try:
             app = rt.start_app(node, spec)
         except AppStartError as e:

@@ -107,3 +107,51 @@ fn one_flow_fills_a_bottleneck_with_a_bdp_of_buffer() {
         );
     }
 }
+
+#[test]
+fn iperf3_over_tcp_reports_sender_and_receiver_per_stream() {
+    let mut sim = dumbbell(3, 20, 100_000_000, 250_000);
+    let server = sim
+        .start_app(
+            "h3",
+            &json!({"kind": "iperf3_server", "port": 5201, "interval_ns": S, "tcp": lab_buffers()})
+                .to_string(),
+        )
+        .unwrap();
+    let spec = json!({"kind": "iperf3_client", "dst": "10.0.0.3", "port": 5201, "protocol": "tcp",
+                      "rate_bps": 0, "blksize": 131072, "duration_ns": 5 * S, "interval_ns": S,
+                      "parallel": 2, "tcp": lab_buffers()});
+    let client = sim.start_app("h1", &spec.to_string()).unwrap();
+    while !sim.app_finished(client).unwrap() && sim.now().as_nanos() < 60 * S {
+        sim.run(SimTime(60 * S));
+    }
+    let r = sim.app_result(client).unwrap();
+    assert_eq!(r["error"], Value::Null, "{r}");
+    let streams = r["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 2);
+    let mut sent = 0.0;
+    let mut received = 0.0;
+    for st in streams {
+        let iv = st["intervals"].as_array().unwrap();
+        assert_eq!(iv.len(), 5, "one interval per second");
+        assert_eq!(
+            st["sender"]["bytes"].as_u64().unwrap() % 131072,
+            0,
+            "whole blocking writes"
+        );
+        assert!(iv[4]["snd_cwnd"].as_u64().unwrap() % 1448 == 0);
+        assert!(
+            iv[4]["rtt_us"].as_u64().unwrap() >= 20_000,
+            "RTT at least the propagation delay"
+        );
+        sent += st["sender"]["bytes"].as_f64().unwrap();
+        received += st["receiver"]["bytes"].as_f64().unwrap();
+    }
+    assert!(received <= sent);
+    let goodput = received * 8.0 / 5.0;
+    eprintln!("2 streams: {:.2} Mbit/s received", goodput / 1e6);
+    assert!(goodput > 0.85 * 100e6 * 1448.0 / 1514.0 && goodput < 100e6 * 1448.0 / 1514.0 * 1.02);
+    sim.stop_app(server).unwrap();
+    let s = sim.app_result(server).unwrap();
+    assert_eq!(s["tests"][0]["streams"].as_array().unwrap().len(), 2);
+}

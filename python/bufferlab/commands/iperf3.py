@@ -520,15 +520,11 @@ def ensure_supported(cmd: Iperf3Server | Iperf3Client) -> None:
     """Refuse what parses but the engine cannot run yet (call before starting)."""
     if isinstance(cmd, Iperf3Server):
         return
-    if cmd.protocol == "tcp":
-        raise NotSupportedError(
-            "iperf3 over TCP is not supported yet; add -u for a UDP test",
-            col=cmd.words_col,
-            expected="iperf3 -c HOST -u [-b RATE] ...",
-        )
     if cmd.reverse:
         raise NotSupportedError("iperf3 -R (reverse) is not supported yet", col=cmd.words_col)
-    if cmd.parallel != 1:
-        raise NotSupportedError("iperf3 -P (parallel streams) is not supported yet", col=cmd.words_col)
+    if cmd.protocol == "udp" and cmd.parallel != 1:
+        raise NotSupportedError("iperf3 -u -P (parallel UDP streams) is not supported yet", col=cmd.words_col)
+    if cmd.protocol == "tcp" and cmd.rate_given:
+        raise NotSupportedError("iperf3 -b over TCP (paced sending) is not supported yet", col=cmd.words_col)
     if cmd.blocks is not None:
         raise NotSupportedError("iperf3 -k (block count) is not supported yet", col=cmd.words_col)

@@ -22,10 +22,13 @@
 //! Intervals are recorded at exact `interval` ticks from each side's start;
 //! text and JSON are produced by python/bufferlab/formats/iperf3.py.
 
+use super::iperf3_tcp::{RecvStream, SendStream};
+use super::tcp::{is_syn, next_timeout, Conn, TcpSpec};
 use super::{parse_addr, AppCtx};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Payload, Proto};
 use crate::rng::ComponentRng;
+use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
 use serde::Deserialize;
 use serde_json::json;
@@ -61,6 +64,11 @@ pub struct SharedTest {
     totals: Option<ReceiverTotals>,
     /// the client's sender totals, known to the server once TEST_END arrives
     peer: Option<serde_json::Value>,
+    /// TCP: the server's per-stream receiver totals, in stream order
+    stream_totals: Vec<serde_json::Value>,
+    /// TCP: streams the client opens, and the server's congestion control
+    streams: u32,
+    receiver_congestion: String,
 }
 
 /// The side channel standing in for the parameter and result JSON documents.
@@ -95,6 +103,7 @@ impl ReceiverTotals {
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     Udp,
+    Tcp,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -104,6 +113,9 @@ pub struct ServerSpec {
     #[serde(default)]
     pub one_off: bool,
     pub interval_ns: u64,
+    /// socket settings of accepted TCP data connections (the server host's sysctls)
+    #[serde(default)]
+    pub tcp: TcpSpec,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -123,6 +135,15 @@ pub struct ClientSpec {
     pub interval_ns: u64,
     #[serde(default)]
     pub tos: u8,
+    /// TCP: number of parallel streams (`-P`) and socket settings
+    #[serde(default = "one")]
+    pub parallel: u32,
+    #[serde(default)]
+    pub tcp: TcpSpec,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Periodic interval bookkeeping shared by both sides: ticks every
@@ -211,6 +232,13 @@ struct ServerTest {
     at_last_tick: RecvCounters,
     intervals: Vec<serde_json::Value>,
     totals: Option<ReceiverTotals>,
+    protocol: Protocol,
+    /// TCP data connections, in accept order
+    streams: Vec<RecvStream>,
+    expected_streams: u32,
+    /// TCP: TEST_START is resent until the first data arrives (the control
+    /// connection is a modelled message exchange)
+    start_retry: Option<SimTime>,
 }
 
 impl ServerTest {
@@ -218,8 +246,16 @@ impl ServerTest {
         let Some(t) = self.ticker.as_mut() else {
             return;
         };
-        let d = self.counters.minus(&self.at_last_tick);
         let omitted = self.omit_end.is_some_and(|e| end <= e);
+        if self.protocol == Protocol::Tcp {
+            for st in &mut self.streams {
+                st.close_interval(t.last_tick, end, omitted);
+            }
+            t.last_tick = end;
+            t.next_tick = end + t.interval;
+            return;
+        }
+        let d = self.counters.minus(&self.at_last_tick);
         self.intervals.push(json!({
             "start_ns": t.last_tick.as_nanos(), "end_ns": end.as_nanos(),
             "bytes": d.bytes, "packets": d.max_seq, "received": d.received,
@@ -241,7 +277,11 @@ impl ServerTest {
             "client_ctrl_port": self.client_ctrl_port,
             "client_data_port": self.client_data_port,
             "local_ip": self.local_ip.to_string(),
-            "protocol": "udp",
+            "protocol": match self.protocol { Protocol::Udp => "udp", Protocol::Tcp => "tcp" },
+            "streams": self.streams.iter()
+                .map(|st| st.to_json(self.ticker.as_ref().map_or(SimTime::ZERO, |t| t.start),
+                                     self.totals.map(|t| t.end)))
+                .collect::<Vec<_>>(),
             "test_start_ns": self.started.map(|t| t.as_nanos()),
             "start_ns": self.ticker.as_ref().map(|t| t.start.as_nanos()),
             "omit_ns": self.omit.as_nanos(),
@@ -255,6 +295,8 @@ impl ServerTest {
 pub struct Server {
     port: u16,
     one_off: bool,
+    tcp: TcpConfig,
+    rng: ComponentRng,
     interval: SimDuration,
     start: SimTime,
     end: SimTime,
@@ -266,7 +308,7 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(spec: ServerSpec) -> Result<Server> {
+    pub fn new(spec: ServerSpec, mut rng: ComponentRng) -> Result<Server> {
         if spec.interval_ns == 0 {
             return Err(Error::App(
                 "iperf3: the reporting interval must be positive".into(),
@@ -275,6 +317,8 @@ impl Server {
         Ok(Server {
             port: spec.port,
             one_off: spec.one_off,
+            tcp: spec.tcp.config(rng.next_u64(), 0)?,
+            rng,
             interval: SimDuration(spec.interval_ns),
             start: SimTime::ZERO,
             end: SimTime::ZERO,
@@ -305,7 +349,64 @@ impl Server {
         match p.payload {
             Payload::Control { msg, conn } => self.on_control(ctx, p, msg, conn),
             Payload::Data if p.proto == Proto::Udp => self.on_datagram(ctx, p),
+            Payload::Tcp(_) => self.on_segment(ctx, p),
             _ => {}
+        }
+    }
+
+    /// A TCP data-connection segment: accept the client's streams while the
+    /// test is being set up, read data, start the test once all are there.
+    fn on_segment(&mut self, ctx: &mut AppCtx, p: &Packet) {
+        let tcp = &self.tcp;
+        let mut found = None;
+        for (ti, t) in self.tests.iter().enumerate() {
+            if let Some(si) = t.streams.iter().position(|st| st.conn.owns(p)) {
+                found = Some((ti, si));
+            }
+        }
+        let (ti, si) = match found {
+            Some(f) => f,
+            None => {
+                let Some(ti) = self.current else { return };
+                let t = &mut self.tests[ti];
+                let full = t.streams.len() as u32 >= t.expected_streams;
+                if !is_syn(p) || p.src != t.client_ip || t.protocol != Protocol::Tcp || full {
+                    return;
+                }
+                let rng = ComponentRng::new(self.rng.next_u64(), "iperf3/conn");
+                let Some(conn) = Conn::accept(tcp.clone(), ctx, p, rng) else {
+                    return;
+                };
+                t.streams.push(RecvStream::new(conn));
+                (ti, t.streams.len() - 1)
+            }
+        };
+        let interval = self.interval;
+        let running = self.current == Some(ti);
+        let t = &mut self.tests[ti];
+        t.streams[si].conn.input(ctx.now, p);
+        let counting = running && t.started.is_some();
+        t.streams[si].read(ctx, counting);
+        if counting && t.streams[si].bytes() > 0 {
+            t.start_retry = None;
+        }
+        let all_up = t.streams.len() as u32 == t.expected_streams
+            && t.streams
+                .iter()
+                .all(|st| st.conn.ep.state() == TcpState::Established);
+        if running && t.started.is_none() && all_up {
+            t.started = Some(ctx.now);
+            t.omit_end = (t.omit > SimDuration::ZERO).then(|| ctx.now + t.omit);
+            t.ticker = Some(Ticker::new(interval, ctx.now));
+            t.start_retry = Some(ctx.now + RUNNING_RETRY);
+            ctx.send_control(
+                t.client_ip,
+                self.port,
+                t.client_ctrl_port,
+                msg::TEST_START,
+                t.conn,
+                STATE_BYTES,
+            );
         }
     }
 
@@ -319,11 +420,12 @@ impl Server {
             msg::CONNECT => match self.current {
                 None if self.tests.last().is_some_and(same) => {} // stale retransmission
                 None => {
-                    let omit = ctx
-                        .iperf
-                        .tests
-                        .get(conn as usize)
-                        .map_or(SimDuration::ZERO, |t| t.omit);
+                    let shared = ctx.iperf.tests.get_mut(conn as usize);
+                    let omit = shared.as_ref().map_or(SimDuration::ZERO, |t| t.omit);
+                    let expected_streams = shared.as_ref().map_or(0, |t| t.streams);
+                    if let Some(shared) = shared {
+                        shared.receiver_congestion = self.tcp.congestion.clone();
+                    }
                     self.tests.push(ServerTest {
                         conn,
                         client_ip: p.src,
@@ -339,6 +441,14 @@ impl Server {
                         at_last_tick: RecvCounters::default(),
                         intervals: Vec::new(),
                         totals: None,
+                        protocol: if expected_streams > 0 {
+                            Protocol::Tcp
+                        } else {
+                            Protocol::Udp
+                        },
+                        streams: Vec::new(),
+                        expected_streams,
+                        start_retry: None,
                     });
                     self.current = Some(self.tests.len() - 1);
                     Self::reply(ctx, p, msg::CREATE_STREAMS, conn, STATE_BYTES);
@@ -406,6 +516,26 @@ impl Server {
         };
         let start = ticker.start;
         t.close_interval(ctx.now);
+        t.start_retry = None;
+        if t.protocol == Protocol::Tcp {
+            let bytes: u64 = t.streams.iter().map(RecvStream::bytes).sum();
+            let totals = ReceiverTotals {
+                bytes,
+                start,
+                end: ctx.now,
+                ..Default::default()
+            };
+            t.totals = Some(totals);
+            if let Some(shared) = ctx.iperf.tests.get_mut(t.conn as usize) {
+                shared.totals = Some(totals);
+                shared.stream_totals = t
+                    .streams
+                    .iter()
+                    .map(|st| json!({"bytes": st.bytes(), "start_ns": start.as_nanos(), "end_ns": ctx.now.as_nanos()}))
+                    .collect();
+            }
+            return;
+        }
         let d = t.counters.minus(&t.base);
         let totals = ReceiverTotals {
             bytes: d.bytes,
@@ -424,17 +554,54 @@ impl Server {
     }
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
-        let t = &self.tests[self.current?];
-        let tick = t.ticker.as_ref()?.next_tick;
-        Some(t.omit_end.map_or(tick, |e| e.min(tick)))
+        if self.finished {
+            return None;
+        }
+        let conns = next_timeout(
+            self.tests
+                .iter()
+                .flat_map(|t| t.streams.iter().map(|s| &s.conn)),
+        );
+        let test = self.current.map(|i| &self.tests[i]).and_then(|t| {
+            let tick = t.ticker.as_ref()?.next_tick;
+            [Some(tick), t.omit_end, t.start_retry]
+                .into_iter()
+                .flatten()
+                .min()
+        });
+        [conns, test].into_iter().flatten().min()
     }
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
-        let Some(i) = self.current else { return };
+        let current = self.current;
+        for (ti, t) in self.tests.iter_mut().enumerate() {
+            let counting = current == Some(ti) && t.started.is_some();
+            for st in &mut t.streams {
+                if st.conn.ep.poll_timeout().is_some_and(|x| x <= ctx.now) {
+                    st.conn.ep.handle_timeout(ctx.now);
+                    st.read(ctx, counting);
+                }
+            }
+        }
+        let Some(i) = current else { return };
         let t = &mut self.tests[i];
+        if t.start_retry.is_some_and(|r| r <= ctx.now) {
+            ctx.send_control(
+                t.client_ip,
+                self.port,
+                t.client_ctrl_port,
+                msg::TEST_START,
+                t.conn,
+                STATE_BYTES,
+            );
+            t.start_retry = Some(ctx.now + RUNNING_RETRY);
+        }
         if t.omit_end == Some(ctx.now) {
             // iperf_reset_stats: counters restart, the clock restarts at 0.
             t.close_interval(ctx.now);
+            for st in &mut t.streams {
+                st.reset();
+            }
             t.base = t.counters;
             t.base.jitter_s = 0.0;
             t.counters.jitter_s = 0.0;
@@ -521,16 +688,30 @@ pub struct Client {
     error: Option<String>,
     finished: bool,
     interrupted: bool,
+    /// TCP: socket settings, the data streams, and their random streams
+    tcp: Option<TcpConfig>,
+    streams: Vec<SendStream>,
+    rng: ComponentRng,
 }
 
 impl Client {
     pub fn new(spec: ClientSpec, mut rng: ComponentRng) -> Result<Client> {
-        if spec.rate_bps == 0 {
+        let udp = spec.protocol == Protocol::Udp;
+        if udp && spec.rate_bps == 0 {
             return Err(Error::App(
                 "iperf3: the UDP target bitrate must be positive".into(),
             ));
         }
-        if spec.blksize < 16 || spec.blksize > 65507 {
+        if !udp && !(1..=128).contains(&spec.parallel) {
+            return Err(Error::App(format!(
+                "iperf3: {} parallel streams outside 1..128",
+                spec.parallel
+            )));
+        }
+        if !udp && spec.blksize == 0 {
+            return Err(Error::App("iperf3: the block size must be positive".into()));
+        }
+        if udp && (spec.blksize < 16 || spec.blksize > 65507) {
             return Err(Error::App(format!(
                 "iperf3: block size {} outside 16..65507 for UDP",
                 spec.blksize
@@ -546,7 +727,14 @@ impl Client {
         let cookie = (0..36)
             .map(|_| ALPHABET[(rng.next_u32() % 32) as usize] as char)
             .collect();
+        let tcp = match spec.protocol {
+            Protocol::Tcp => Some(spec.tcp.config(rng.next_u64(), spec.tos)?),
+            Protocol::Udp => None,
+        };
         Ok(Client {
+            tcp,
+            streams: Vec::new(),
+            rng,
             dst: parse_addr("iperf3 server", &spec.dst)?,
             spec,
             cookie,
@@ -577,13 +765,20 @@ impl Client {
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.local_ip = ctx.addr;
         self.ctrl_port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id);
-        self.data_port =
-            ctx.sockets
-                .bind_near(Proto::Udp, self.ctrl_port.saturating_add(2), ctx.id);
+        let streams = match self.spec.protocol {
+            Protocol::Udp => {
+                self.data_port =
+                    ctx.sockets
+                        .bind_near(Proto::Udp, self.ctrl_port.saturating_add(2), ctx.id);
+                0
+            }
+            Protocol::Tcp => self.spec.parallel,
+        };
         self.conn = ctx.iperf.tests.len() as u32;
         // iperf3's parameter JSON, as the server's `-J` output echoes it
         let params = json!({
-            "protocol": "udp", "num_streams": 1, "blksize": self.spec.blksize,
+            "protocol": if streams > 0 { "tcp" } else { "udp" }, "num_streams": streams.max(1),
+            "blksize": self.spec.blksize,
             "omit": self.spec.omit_ns / NS_PER_SEC, "duration": self.spec.duration_ns / NS_PER_SEC,
             "bytes": self.spec.bytes.unwrap_or(0), "blocks": 0, "tos": self.spec.tos,
             "rate": self.spec.rate_bps,
@@ -594,6 +789,9 @@ impl Client {
             cookie: self.cookie.clone(),
             totals: None,
             peer: None,
+            stream_totals: Vec::new(),
+            streams,
+            receiver_congestion: String::new(),
         });
         self.send_connect(ctx);
         Ok(())
@@ -648,7 +846,32 @@ impl Client {
                 },
             ) => {
                 self.state = ClientState::Starting;
-                self.send_udp_connect(ctx);
+                match &self.tcp {
+                    None => self.send_udp_connect(ctx),
+                    Some(cfg) => {
+                        // iperf_create_streams: one connection per stream
+                        self.retry_at = None;
+                        for _ in 0..self.spec.parallel {
+                            let port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id);
+                            let rng = ComponentRng::new(self.rng.next_u64(), "iperf3/stream");
+                            let mut conn = Conn::connect(
+                                cfg.clone(),
+                                ctx,
+                                port,
+                                (self.dst, self.spec.port),
+                                rng,
+                            );
+                            conn.flush(ctx, self.spec.tos);
+                            self.streams.push(SendStream::new(conn, self.spec.blksize));
+                        }
+                    }
+                }
+            }
+            (_, Payload::Tcp(_)) => {
+                if let Some(st) = self.streams.iter_mut().find(|st| st.conn.owns(p)) {
+                    st.conn.input(ctx.now, p);
+                }
+                self.pump(ctx);
             }
             (
                 ClientState::Connecting,
@@ -691,7 +914,32 @@ impl Client {
             d => ctx.now + omit + SimDuration(d),
         };
         self.ticker = Some(Ticker::new(SimDuration(self.spec.interval_ns), ctx.now));
-        self.next_send = Some(ctx.now);
+        if self.tcp.is_none() {
+            self.next_send = Some(ctx.now);
+        }
+        self.pump(ctx);
+    }
+
+    /// TCP: keep every stream's socket full while the test runs (`-n` caps
+    /// the bytes written over all streams), and send what the sockets emit.
+    fn pump(&mut self, ctx: &mut AppCtx) {
+        let writing = self.state == ClientState::Running && ctx.now < self.stop_at;
+        let mut written: u64 = self.streams.iter().map(SendStream::bytes).sum();
+        for st in &mut self.streams {
+            if writing {
+                let before = st.bytes();
+                let budget = self.spec.bytes.map(|b| b.saturating_sub(written - before));
+                st.write(ctx.now, budget);
+                written += st.bytes() - before;
+            }
+            st.conn.flush(ctx, self.spec.tos);
+        }
+        if self.tcp.is_some()
+            && self.spec.bytes.is_some_and(|b| written >= b)
+            && self.stop_at > ctx.now
+        {
+            self.stop_at = ctx.now; // -n reached: the test ends at the next timer
+        }
     }
 
     /// Send time of datagram number `n` (1-based).
@@ -706,6 +954,9 @@ impl Client {
             return;
         };
         let omitted = self.omit_end.is_some_and(|e| end <= e);
+        for st in &mut self.streams {
+            st.close_interval(t.last_tick, end, omitted);
+        }
         self.intervals.push(json!({
             "start_ns": t.last_tick.as_nanos(), "end_ns": end.as_nanos(),
             "bytes": self.bytes - self.tick_bytes, "packets": self.packets - self.tick_packets,
@@ -721,7 +972,13 @@ impl Client {
         if self.finished {
             return None;
         }
-        let mut next = self.retry_at;
+        let mut next = [
+            self.retry_at,
+            next_timeout(self.streams.iter().map(|s| &s.conn)),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         if self.state == ClientState::Running {
             let tick = self.ticker.as_ref().map(|t| t.next_tick);
             for t in [self.next_send, tick, self.omit_end, Some(self.stop_at)]
@@ -736,6 +993,11 @@ impl Client {
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         let now = ctx.now;
+        for st in &mut self.streams {
+            if st.conn.ep.poll_timeout().is_some_and(|t| t <= now) {
+                st.conn.ep.handle_timeout(now);
+            }
+        }
         if self.retry_at.is_some_and(|t| now >= t) {
             match self.state {
                 ClientState::Connecting => self.send_connect(ctx),
@@ -745,6 +1007,7 @@ impl Client {
             }
         }
         if self.state != ClientState::Running {
+            self.pump(ctx);
             return;
         }
         // Order within one instant: send what is due, then close the stats.
@@ -771,6 +1034,9 @@ impl Client {
             self.bytes = 0;
             self.tick_packets = 0;
             self.tick_bytes = 0;
+            for st in &mut self.streams {
+                st.reset();
+            }
             self.ticker = Some(Ticker::new(SimDuration(self.spec.interval_ns), now));
             self.omit_end = None;
         }
@@ -790,6 +1056,7 @@ impl Client {
         } else if self.ticker.as_ref().is_some_and(|t| now >= t.next_tick) {
             self.close_interval(now);
         }
+        self.pump(ctx);
     }
 
     fn fail(&mut self, ctx: &mut AppCtx, why: &str) {
@@ -825,6 +1092,9 @@ impl Client {
 
     pub fn result(&self, iperf: &IperfRegistry) -> serde_json::Value {
         let start = self.ticker.as_ref().map_or(self.test_start, |t| t.start);
+        if let Some(cfg) = &self.tcp {
+            return self.tcp_result(cfg, iperf.tests.get(self.conn as usize), start);
+        }
         let receiver = iperf
             .tests
             .get(self.conn as usize)
@@ -844,6 +1114,50 @@ impl Client {
             "intervals": self.intervals,
             "sender": {"bytes": self.bytes, "packets": self.packets, "end_ns": self.sender_end.as_nanos()},
             "receiver": receiver,
+        })
+    }
+
+    fn tcp_result(
+        &self,
+        cfg: &TcpConfig,
+        shared: Option<&SharedTest>,
+        start: SimTime,
+    ) -> serde_json::Value {
+        let received = shared
+            .map(|t| t.stream_totals.as_slice())
+            .unwrap_or_default();
+        let streams: Vec<_> = self
+            .streams
+            .iter()
+            .enumerate()
+            .map(|(i, st)| st.to_json(start, self.sender_end, received.get(i)))
+            .collect();
+        // SO_SNDBUF/SO_RCVBUF right after socket creation: tcp_wmem[1]/tcp_rmem[1],
+        // or twice the -w request capped at twice the core maximum
+        let sndbuf = cfg
+            .sndbuf
+            .map_or(cfg.wmem[1], |w| (2 * w).min(2 * cfg.wmem_max));
+        let rcvbuf = cfg
+            .rcvbuf
+            .map_or(cfg.rmem[1], |w| (2 * w).min(2 * cfg.rmem_max));
+        json!({
+            "error": self.error,
+            "interrupted": self.interrupted,
+            "protocol": "tcp",
+            "reverse": false,
+            "local_ip": self.local_ip.to_string(),
+            "ctrl_port": self.ctrl_port,
+            "remote_ip": self.dst.to_string(),
+            "remote_port": self.spec.port,
+            "cookie": self.cookie,
+            "tcp_mss_default": cfg.mss - if cfg.timestamps { 12 } else { 0 },
+            "sndbuf_actual": sndbuf,
+            "rcvbuf_actual": rcvbuf,
+            "sender_congestion": cfg.congestion,
+            "receiver_congestion": shared.map(|t| t.receiver_congestion.clone()),
+            "test_start_ns": self.test_start.as_nanos(),
+            "start_ns": start.as_nanos(),
+            "streams": streams,
         })
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod bulk;
 pub mod iperf3;
+pub mod iperf3_tcp;
 pub mod ping;
 pub mod qmon;
 pub mod sink;
@@ -222,7 +223,7 @@ impl App {
             AppSpec::UdpSource(s) => App::UdpSource(udp_source::UdpSource::new(s, rng)?),
             AppSpec::Sink(s) => App::Sink(sink::Sink::new(s, rng)?),
             AppSpec::Bulk(s) => App::Bulk(Box::new(bulk::Bulk::new(s, rng)?)),
-            AppSpec::Iperf3Server(s) => App::Iperf3Server(iperf3::Server::new(s)?),
+            AppSpec::Iperf3Server(s) => App::Iperf3Server(iperf3::Server::new(s, rng)?),
             AppSpec::Iperf3Client(s) => App::Iperf3Client(iperf3::Client::new(s, rng)?),
             AppSpec::Qmon(s) => App::Qmon(qmon::Qmon::new(s)?),
         })

@@ -29,6 +29,8 @@ pub struct Dir {
     pub drop: Option<DropRule>,
     /// mark CE on the segments this rule picks (ECT ones only)
     pub ce_rule: Option<DropRule>,
+    /// extra propagation delay for some segments (reordering)
+    pub delay_rule: Option<Box<dyn FnMut(&Segment) -> SimDuration>>,
     departures: VecDeque<SimTime>,
     busy_until: SimTime,
     flight: VecDeque<(SimTime, Segment, bool)>,
@@ -46,6 +48,7 @@ impl Dir {
             ce_threshold: None,
             drop: None,
             ce_rule: None,
+            delay_rule: None,
             departures: VecDeque::new(),
             busy_until: SimTime::ZERO,
             flight: VecDeque::new(),
@@ -92,7 +95,14 @@ impl Dir {
                 done
             }
         };
-        self.flight.push_back((depart + self.delay, seg, ce));
+        let extra = match self.delay_rule.as_mut() {
+            Some(r) => r(&seg),
+            None => SimDuration::ZERO,
+        };
+        let at = depart + self.delay + extra;
+        // keep the flight sorted by arrival (a delayed segment is overtaken)
+        let i = self.flight.partition_point(|f| f.0 <= at);
+        self.flight.insert(i, (at, seg, ce));
     }
 
     fn next(&self) -> Option<SimTime> {
@@ -116,7 +126,6 @@ pub struct Sample {
     pub cwnd: u32,
     pub ssthresh: u32,
     pub ca_state: u8,
-    pub in_flight: u32,
 }
 
 /// Two endpoints and a path.
@@ -238,7 +247,6 @@ impl Pair {
                 cwnd: i.snd_cwnd,
                 ssthresh: i.snd_ssthresh,
                 ca_state: i.ca_state,
-                in_flight: i.unacked + i.retrans - i.sacked - i.lost,
             });
         }
     }
@@ -332,7 +340,7 @@ impl Pair {
     }
 
     /// Segments sent by the server, in order.
-    pub fn from_b(&self) -> impl Iterator<Item = &Sent> {
+    pub fn segs_from_b(&self) -> impl Iterator<Item = &Sent> {
         self.log.iter().filter(|s| !s.from_a)
     }
 }
@@ -340,11 +348,6 @@ impl Pair {
 /// Milliseconds as SimTime.
 pub fn ms(v: u64) -> SimTime {
     SimTime::ZERO + SimDuration::from_millis(v)
-}
-
-/// Microseconds as SimTime.
-pub fn us(v: u64) -> SimTime {
-    SimTime::ZERO + SimDuration::from_micros(v)
 }
 
 /// A lab2019 Linux config with the given congestion control.

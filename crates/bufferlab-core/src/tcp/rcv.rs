@@ -202,7 +202,7 @@ impl Receiver {
                     space - (space >> self.adv_win_scale)
                 }
             }
-            CcProfile::Modern => space * self.scaling_ratio as i64 >> 8,
+            CcProfile::Modern => (space * self.scaling_ratio as i64) >> 8,
         }
     }
 
@@ -262,11 +262,12 @@ impl Receiver {
 
     /// `tcp_initialize_rcv_mss`.
     pub fn initialize_rcv_mss(&mut self, advmss: u32, mss_cache: u32) {
+        // min(advmss, mss_cache, rcv_wnd / 2, TCP_MSS_DEFAULT), at least TCP_MIN_MSS
         let hint = advmss
             .min(mss_cache)
             .min(self.rcv_wnd / 2)
-            .min(TCP_MSS_DEFAULT)
-            .max(TCP_MIN_MSS);
+            .min(TCP_MSS_DEFAULT);
+        let hint = hint.max(TCP_MIN_MSS);
         self.rcv_mss = hint;
     }
 
@@ -948,11 +949,9 @@ impl TcpEndpoint {
         if !self.ecn_ok {
             return;
         }
-        if ecn_ce {
-            if !self.rcv.demand_cwr {
-                self.rcv.enter_quickack_mode(2);
-                self.rcv.demand_cwr = true;
-            }
+        if ecn_ce && !self.rcv.demand_cwr {
+            self.rcv.enter_quickack_mode(2);
+            self.rcv.demand_cwr = true;
         }
         self.rcv.ecn_seen = true;
     }
@@ -1194,7 +1193,7 @@ mod tests {
         // the offered window approaches the cap's half, 1 MiB, less what is
         // queued unread (wscale 6 for a 2 MiB tcp_rmem[2])
         assert_eq!(r0.rcv_wscale, 6);
-        let w = (p.from_b().last().unwrap().seg.hdr.window as u32) << 6;
+        let w = (p.segs_from_b().last().unwrap().seg.hdr.window as u32) << 6;
         assert!(w <= 1 << 20 && w > (1 << 20) - 4 * 1448, "{w}");
     }
 
@@ -1216,7 +1215,7 @@ mod tests {
             (32_768, 14_924, 14_924)
         );
         assert_eq!(p.b().info().rcv_wscale, 0);
-        assert_eq!(p.from_b().last().unwrap().seg.hdr.window, 14_480);
+        assert_eq!(p.segs_from_b().last().unwrap().seg.hdr.window, 14_480);
         let read0 = p.read;
         p.run_until(ms(6000));
         let rate = (p.read - read0) as f64 / 4.0;

@@ -728,12 +728,9 @@ impl TcpEndpoint {
                 if sacked {
                     self.sb.q[idx].in_tsorted = false;
                 }
-                if !before(seg.seq, self.highest_sack_seq())
-                    || self.sb.highest_sack_end == self.snd_una
-                {
-                    if after(seg.end_seq, self.sb.highest_sack_end) || self.sb.sacked_out == 1 {
-                        self.sb.highest_sack_end = seg.end_seq;
-                    }
+                // tcp_advance_highest_sack
+                if !before(seg.seq, self.highest_sack_seq()) {
+                    self.sb.highest_sack_end = seg.end_seq;
                 }
             }
             idx += 1;
@@ -1060,7 +1057,7 @@ impl TcpEndpoint {
         if acked > 0 {
             let n = (acked as i64 - self.sb.sacked_out as i64).max(1) as u32;
             self.count_delivered(n, ece);
-            if acked - 1 >= self.sb.sacked_out {
+            if acked > self.sb.sacked_out {
                 self.sb.sacked_out = 0;
             } else {
                 self.sb.sacked_out -= acked - 1;
@@ -1477,12 +1474,10 @@ impl TcpEndpoint {
             self.retrans_stamp = 0;
         } else if !before(self.snd_una, self.high_seq) {
             match self.ca_state() {
-                CaState::Cwr => {
-                    // hold CWR until something above high_seq is acked
-                    if self.snd_una != self.high_seq {
-                        self.end_cwnd_reduction();
-                        self.set_ca_state(CaState::Open);
-                    }
+                // hold CWR until something above high_seq is acked
+                CaState::Cwr if self.snd_una != self.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_ca_state(CaState::Open);
                 }
                 CaState::Recovery => {
                     if !self.sack_ok {
@@ -2040,8 +2035,7 @@ mod endpoint_tests {
         let t_last_ack = p
             .arrivals
             .iter()
-            .filter(|s| !s.from_a && s.t < rtx[0].0)
-            .last()
+            .rfind(|s| !s.from_a && s.t < rtx[0].0)
             .unwrap()
             .t;
         let pto = (2 * srtt).div_ceil(4000) as u64 + 2;
@@ -2136,6 +2130,50 @@ mod endpoint_tests {
     }
 
     #[test]
+    fn a_reordered_segment_triggers_a_spurious_fast_retransmit_that_is_undone() {
+        // segment 30 (in slow start) is delayed 30 ms: RACK declares it lost
+        // once three later segments are SACKed, the original then arrives
+        // before the retransmission; the ACK's echoed timestamp predates the
+        // retransmission (Eifel, tcp_packet_delayed), so the reduction is
+        // undone, and the duplicate is D-SACKed
+        let mut b = cfg("reno");
+        b.rmem = [4096, 1 << 20, 6 << 20];
+        let mut p = Pair::new(cfg("reno"), b, SimDuration::from_millis(50));
+        p.ab.rate = Some(Rate::from_bps(10_000_000));
+        let iss = p.a.iss();
+        let mut done = false;
+        p.ab.delay_rule = Some(Box::new(move |s: &crate::tcp::Segment| {
+            let k = s.hdr.seq.wrapping_sub(iss.wrapping_add(1)) / 1448;
+            if s.payload_len > 0 && k == 30 && !done {
+                done = true;
+                return SimDuration::from_millis(30);
+            }
+            SimDuration::ZERO
+        }));
+        p.to_write = u64::MAX;
+        p.run_until(ms(1500));
+        let i = p.a.info();
+        assert_eq!(i.total_retrans, 1, "one spurious retransmission");
+        assert_eq!(retransmissions(&p)[0].1, 30);
+        assert!(i.reord_seen > 0, "reordering detected");
+        assert_eq!(i.dsack_dups, 1, "the duplicate was D-SACKed");
+        // the cwnd reduction was undone: still in slow start, never cut
+        let rec = p
+            .samples
+            .iter()
+            .position(|s| s.ca_state == 3)
+            .expect("recovery");
+        let before = p.samples[rec - 1].cwnd;
+        assert!(p.samples[rec..]
+            .iter()
+            .any(|s| s.ca_state == 0 && s.cwnd >= before));
+        assert_eq!(i.snd_ssthresh, crate::tcp::cc::TCP_INFINITE_SSTHRESH);
+        for s in &p.samples[rec - 2..rec + 60] {
+            eprintln!("{:?}", s);
+        }
+    }
+
+    #[test]
     fn ecn_ce_is_echoed_until_cwr_and_cwnd_is_cut_once_per_window() {
         let mut c = cfg("reno");
         c.ecn = 1;
@@ -2156,7 +2194,7 @@ mod endpoint_tests {
         let ece_cwr = tcp_flags::ECE | tcp_flags::CWR;
         assert_eq!(p.log[0].seg.hdr.flags & ece_cwr, ece_cwr);
         assert_eq!(
-            p.from_b().next().unwrap().seg.hdr.flags & ece_cwr,
+            p.segs_from_b().next().unwrap().seg.hdr.flags & ece_cwr,
             tcp_flags::ECE
         );
         assert!(p.data_from_a().all(|s| s.seg.ect));
@@ -2188,7 +2226,10 @@ mod endpoint_tests {
             arr_of(205) < cwr_arr[0],
             "the second mark fell in the same episode"
         );
-        for s in p.from_b().filter(|s| s.seg.hdr.flags & tcp_flags::SYN == 0) {
+        for s in p
+            .segs_from_b()
+            .filter(|s| s.seg.hdr.flags & tcp_flags::SYN == 0)
+        {
             let ece = s.seg.hdr.flags & tcp_flags::ECE != 0;
             let expect = windows.iter().any(|&(a, b)| s.t >= a && s.t < b);
             assert_eq!(ece, expect, "ACK at {}", s.t);
@@ -2203,7 +2244,7 @@ mod endpoint_tests {
             .map(|w| &w[1])
             .collect();
         assert_eq!(entered.len(), 2);
-        let before = p.samples.iter().filter(|s| s.t < first.t).last().unwrap();
+        let before = p.samples.iter().rfind(|s| s.t < first.t).unwrap();
         assert_eq!(first.ssthresh, (before.cwnd / 2).max(2));
     }
 }
