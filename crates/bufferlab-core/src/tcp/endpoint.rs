@@ -1,39 +1,49 @@
 //! The I/O-free TCP endpoint (tcp.md, docs/tcp-design.md): one connection's
-//! sender and receiver, Linux-faithful, with no clock and no queues of its
-//! own beyond the retransmission queue.
+//! sender and receiver, Linux-faithful, with no clock and no I/O.
 //!
 //! Calling convention (STYLE.md "Sans-I/O models"):
 //!
 //! * inputs: [`TcpEndpoint::handle_segment`] (a segment arrived),
 //!   [`TcpEndpoint::handle_timeout`] (the time from
 //!   [`TcpEndpoint::poll_timeout`] has come), and the socket calls
-//!   [`TcpEndpoint::write`], [`TcpEndpoint::read`], [`TcpEndpoint::close`];
-//! * outputs: [`TcpEndpoint::poll_transmit`] (drain it after every input at
-//!   the same instant: the segments the kernel would have handed to IP, in
-//!   order) and [`TcpEndpoint::poll_timeout`] (earliest armed timer).
+//!   [`TcpEndpoint::write`], [`TcpEndpoint::read`], [`TcpEndpoint::close`]
+//!   (plus [`TcpEndpoint::poll_writable`], `select()` for `POLLOUT`);
+//! * outputs: [`TcpEndpoint::poll_transmit`] — drain it after every input
+//!   at the same instant: the segments the kernel would have handed to IP,
+//!   in order — and [`TcpEndpoint::poll_timeout`] (earliest armed timer,
+//!   including the pacing release time).
 //!
-//! Each input runs to completion the way the kernel's softirq does — e.g. an
-//! ACK runs `tcp_ack()` (loss detection, congestion control), then
+//! Each input runs to completion the way the kernel's softirq does — an ACK
+//! runs `tcp_ack()` (loss detection, congestion control), then
 //! `tcp_xmit_recovery()`, `tcp_data_snd_check()` and `tcp_ack_snd_check()`
-//! (net/ipv4/tcp_input.c `tcp_rcv_established`) — so decisions see exactly
-//! the state Linux's would. The segments produced are staged in a reused
-//! `VecDeque` (no allocation per segment once warm).
+//! (net/ipv4/tcp_input.c `tcp_rcv_established`) — so every decision sees
+//! exactly the state Linux's would, and transmission time stamps, rate
+//! snapshots and PRR's `prr_out` advance segment by segment as in
+//! `tcp_write_xmit`. The segments produced wait in a reused `VecDeque` (no
+//! allocation per segment once warm).
 //!
 //! Where the code lives: this file has the public API, connection set-up and
 //! tear-down (`tcp_connect`, `tcp_rcv_synsent_state_process`,
 //! `tcp_rcv_state_process`), the send path (`tcp_write_xmit`,
-//! `__tcp_transmit_skb`, pacing, cwnd validation, send-buffer sizing) and the
-//! timers (`tcp_retransmit_timer`, `tcp_send_loss_probe`, delayed ACK);
-//! `recovery.rs` has `tcp_ack()` and everything of tcp.md §8–9; `rcv.rs` the
-//! receiver (§7).
+//! `__tcp_transmit_skb`, `__tcp_retransmit_skb`, EDT pacing, cwnd
+//! validation, send-buffer sizing) and the timers (`tcp_retransmit_timer`,
+//! `tcp_send_loss_probe`, `tcp_probe_timer`, delayed ACK; net/ipv4/
+//! tcp_output.c, tcp_timer.c); recovery.rs has `tcp_ack()` and everything
+//! of tcp.md §8–9; rcv.rs the receiver (§7).
 //!
-//! Simplifications (the "not modelled" list): GSO/TSO is off (every segment
-//! is one packet, tcp.md §2.1 `gso_mode = off`, so no TSO deferral or
-//! autosizing bursts); no TSQ; no urgent data, keep-alive, Fast Open, MTU
-//! probing, PAWS rejection or SYN cookies; the route-metrics cache
-//! (`tcp_no_metrics_save`) is not modelled; an `fq` qdisc's EDT pacing is
-//! approximated by holding segments in the endpoint until their departure
-//! time (the same schedule, but the segment reaches the qdisc later).
+//! Clocks: `tcp_mstamp` is the simulated time in µs plus [`CLOCK_BASE_US`]
+//! (the kernel treats a zero stamp as "none"); jiffies come from
+//! `cc::tcp_jiffies32` (HZ 250) and jiffy timers fire on tick boundaries.
+//!
+//! Not modelled: GSO/TSO (every segment is one packet, tcp.md §2.1
+//! `gso_mode = off`: no TSO autosizing or deferral), TSQ, urgent data,
+//! keep-alive, Fast Open, MTU probing, PAWS rejection, SYN cookies,
+//! simultaneous open, autocorking, the route-metrics cache
+//! (`tcp_no_metrics_save`), and receiver memory pressure beyond dropping
+//! what does not fit `sk_rcvbuf`. An `fq` qdisc's EDT pacing
+//! ([`TcpConfig::pacing`]) is approximated by holding segments in the
+//! endpoint until their departure time (same schedule; they reach the
+//! qdisc later).
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -42,12 +52,13 @@ use super::cc::{
     tcp_jiffies32, usecs_to_jiffies, CaEvent, CaState, Cc, CcProfile, CcSock, HZ,
     TCP_INFINITE_SSTHRESH,
 };
+use super::minmax::MinMax;
 use super::rate::RateState;
 use super::rcv::Receiver;
 use super::recovery::{Rack, Scoreboard, Seg, RETRANS};
 use super::rtt::{
-    jiffies_to_usecs, MinMax, RttEstimator, TCP_RTO_MAX, TCP_RTO_MIN, TCP_TIMEOUT_INIT,
-    TCP_TIMEOUT_MIN, TCP_TIMEOUT_MIN_US,
+    jiffies_to_usecs, RttEstimator, TCP_RTO_MAX, TCP_RTO_MIN, TCP_TIMEOUT_INIT, TCP_TIMEOUT_MIN,
+    TCP_TIMEOUT_MIN_US,
 };
 use super::seq::{after, before};
 use super::timers::{jiffies_deadline, TcpTimer, TimerTable, NS_PER_JIFFY};
@@ -544,7 +555,7 @@ impl TcpEndpoint {
             sb: Scoreboard::new(),
             rate: RateState::default(),
             rtt: RttEstimator::new(rto_min_us),
-            rtt_min: MinMax::new(jiffies),
+            rtt_min: MinMax::new(jiffies, u32::MAX),
             icsk_rto,
             backoff: 0,
             retransmits: 0,
@@ -613,7 +624,7 @@ impl TcpEndpoint {
         // the SYN sits on the retransmission queue like data (tcp_connect_queue_skb)
         ep.write_seq = ep.iss.wrapping_add(1);
         ep.retrans_stamp = ep.ts_now();
-        ep.send_syn(false);
+        ep.send_syn();
         ep.snd_nxt = ep.write_seq;
         let rto = ep.icsk_rto;
         ep.reset_xmit_timer(TcpTimer::Retransmit, rto, false);
@@ -1270,6 +1281,14 @@ impl TcpEndpoint {
             .wrapping_add(syn as u32)
             .wrapping_add(fin as u32);
 
+        if self.state == TcpState::TimeWait {
+            // tcp_timewait_state_process: a retransmitted FIN means our ACK
+            // was lost; ACK it again
+            if fin {
+                self.send_ack();
+            }
+            return;
+        }
         if self.state == TcpState::SynReceived && syn && f & tcp_flags::ACK == 0 {
             // the peer retransmitted its SYN: answer with our SYN-ACK again
             if seq.wrapping_add(1) == self.rcv.rcv_nxt {
@@ -1478,24 +1497,17 @@ impl TcpEndpoint {
             if self.pacing_check() {
                 break;
             }
-            let mut quota = self.cwnd_test();
-            if quota == 0 {
-                if push_one == 2 {
-                    quota = 1;
-                } else {
-                    break;
-                }
+            // tcp_cwnd_test (a loss probe may exceed cwnd by one); with one
+            // segment per skb any non-zero quota allows this segment
+            if self.cwnd_test() == 0 && push_one != 2 {
+                break;
             }
-            let _ = quota;
             let data_left = self.unsent_bytes();
             let len = data_left.min(mss);
             let is_last = len == data_left;
             let fin = self.fin_queued && is_last;
             // tcp_snd_wnd_test: the first MSS must fit the peer's window
-            let end = self
-                .snd_nxt
-                .wrapping_add(len)
-                .wrapping_add((fin && len < mss) as u32);
+            let end = self.snd_nxt.wrapping_add(len).wrapping_add(fin as u32);
             if after(end, self.wnd_end()) {
                 break;
             }
@@ -1722,7 +1734,11 @@ impl TcpEndpoint {
         let prior_wstamp = self.advance_wstamp();
         let xmit_us = self.wstamp_ns / 1000 + CLOCK_BASE_US;
         let hdr = if syn {
-            self.syn_header()
+            // RFC 3168 6.1.1.1 fallback (tcp_ecn_clear_syn): a retransmitted
+            // SYN no longer asks for ECN
+            let mut h = self.syn_header();
+            h.flags &= !(tcp_flags::ECE | tcp_flags::CWR);
+            h
         } else {
             let mut flags = tcp_flags::ACK;
             if fin {
@@ -1753,7 +1769,7 @@ impl TcpEndpoint {
     }
 
     /// The SYN (`tcp_connect`), queued on the retransmission queue.
-    fn send_syn(&mut self, _retransmit: bool) {
+    fn send_syn(&mut self) {
         let hdr = self.syn_header();
         let xmit_us = self.now_us;
         self.wstamp_ns = self.wstamp_ns.max(self.now.as_nanos());

@@ -18,6 +18,9 @@ use crate::time::{Rate, SimDuration, SimTime};
 /// true to drop it.
 pub type DropRule = Box<dyn FnMut(&Segment) -> bool>;
 
+/// An extra-delay rule: extra propagation delay per segment (reordering).
+pub type DelayRule = Box<dyn FnMut(&Segment) -> SimDuration>;
+
 /// One direction of the path.
 pub struct Dir {
     pub delay: SimDuration,
@@ -30,7 +33,7 @@ pub struct Dir {
     /// mark CE on the segments this rule picks (ECT ones only)
     pub ce_rule: Option<DropRule>,
     /// extra propagation delay for some segments (reordering)
-    pub delay_rule: Option<Box<dyn FnMut(&Segment) -> SimDuration>>,
+    pub delay_rule: Option<DelayRule>,
     departures: VecDeque<SimTime>,
     busy_until: SimTime,
     flight: VecDeque<(SimTime, Segment, bool)>,

@@ -13,6 +13,7 @@
 
 pub mod cc;
 pub mod endpoint;
+pub mod minmax;
 pub mod rate;
 pub mod rcv;
 pub mod recovery;

@@ -245,8 +245,11 @@ impl Receiver {
             wscale = (l - 15).clamp(0, TCP_MAX_WSCALE as i32) as u8;
         }
         if self.profile == CcProfile::Lab2019 && mss > (1u32 << wscale) {
-            // pre-4.19 initial receive window: 20 segments (29200 B for
-            // MSS 1460), see the module doc of endpoint.rs
+            // [lab2019] the initial window is capped at 20 segments: 29200 B
+            // for the active side's MSS 1460, 28960 for the passive side's
+            // 1448 — the SYN/SYN-ACK windows of the handouts' kernels (the
+            // cap went with 4.19's "SYN rwin to around 64KB", commit
+            // a337531b, whose message gives the old value as ~29 KB = 20 MSS)
             let init = if mss > 1460 {
                 (1460 * 20 / mss).max(2)
             } else {

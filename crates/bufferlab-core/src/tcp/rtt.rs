@@ -110,80 +110,10 @@ impl RttEstimator {
     }
 }
 
-/// One `struct minmax_sample`: a value and its jiffies stamp.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct MinMaxSample {
-    t: u32,
-    v: u32,
-}
-
-/// `struct minmax` with `minmax_running_min`: the minimum over a sliding
-/// window, kept as the best, second-best and third-best samples of
-/// successive sub-windows.
-#[derive(Clone, Debug)]
-pub struct MinMax {
-    s: [MinMaxSample; 3],
-}
-
-impl MinMax {
-    /// `minmax_reset(m, t, ~0U)`.
-    pub fn new(t: u32) -> Self {
-        let v = MinMaxSample { t, v: u32::MAX };
-        MinMax { s: [v; 3] }
-    }
-
-    /// `minmax_get`.
-    #[inline]
-    pub fn get(&self) -> u32 {
-        self.s[0].v
-    }
-
-    fn reset(&mut self, t: u32, meas: u32) -> u32 {
-        let v = MinMaxSample { t, v: meas };
-        self.s = [v; 3];
-        meas
-    }
-
-    /// `minmax_running_min(m, win, t, meas)`.
-    pub fn running_min(&mut self, win: u32, t: u32, meas: u32) -> u32 {
-        let val = MinMaxSample { t, v: meas };
-        if val.v <= self.s[0].v || val.t.wrapping_sub(self.s[2].t) > win {
-            return self.reset(t, meas);
-        }
-        if val.v <= self.s[1].v {
-            self.s[1] = val;
-            self.s[2] = val;
-        } else if val.v <= self.s[2].v {
-            self.s[2] = val;
-        }
-        self.subwin_update(win, val)
-    }
-
-    fn subwin_update(&mut self, win: u32, val: MinMaxSample) -> u32 {
-        let dt = val.t.wrapping_sub(self.s[0].t);
-        if dt > win {
-            // the whole window passed without a new minimum: promote
-            self.s[0] = self.s[1];
-            self.s[1] = self.s[2];
-            self.s[2] = val;
-            if val.t.wrapping_sub(self.s[0].t) > win {
-                self.s[0] = self.s[1];
-                self.s[1] = self.s[2];
-                self.s[2] = val;
-            }
-        } else if self.s[1].t == self.s[0].t && dt > win / 4 {
-            self.s[1] = val;
-            self.s[2] = val;
-        } else if self.s[2].t == self.s[1].t && dt > win / 2 {
-            self.s[2] = val;
-        }
-        self.s[0].v
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::minmax::MinMax;
 
     const RTO_MIN_US: u32 = 200_000;
 
@@ -253,7 +183,7 @@ mod tests {
     #[test]
     fn min_filter_keeps_the_window_minimum_and_expires_old_minima() {
         let win = 300 * HZ;
-        let mut m = MinMax::new(0);
+        let mut m = MinMax::new(0, u32::MAX);
         assert_eq!(m.get(), u32::MAX);
         assert_eq!(m.running_min(win, 10, 5000), 5000);
         assert_eq!(m.running_min(win, 20, 7000), 5000);

@@ -30,14 +30,12 @@
 //! current `delivered` after). The random initial PROBE_BW phase is drawn
 //! from the [`ComponentRng`] given at construction.
 
-pub mod filters;
-
 use super::{
     after, before, msecs_to_jiffies, stamp_us_delta, CaEvent, CaState, CcProfile, CcSock,
     RateSample, HZ, TCP_INIT_CWND,
 };
 use crate::rng::ComponentRng;
-use filters::MinMax;
+use crate::tcp::minmax::MinMax;
 
 /// `BW_SCALE`: bandwidth is packets/µs << 24.
 const BW_SCALE: u32 = 24;

@@ -7,8 +7,9 @@
 //! sample replaces the 2nd/3rd choice it beats. As time passes without a
 //! new best, the 2nd and 3rd choices are refreshed from the later quarter
 //! and half of the window, and when the best ages out of the window the
-//! choices shift down. BBR uses it as a max over 10 packet-timed rounds
-//! (time = round count, value = bandwidth in pkts/µs << 24).
+//! choices shift down. TCP uses it as the 5-minute min-RTT filter
+//! (`tcp_min_rtt`, time in jiffies) and BBR as a max over 10 packet-timed
+//! rounds (time = round count, value = bandwidth in pkts/µs << 24).
 
 /// One sample: time (any u32 clock, wrapping) and value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,6 +25,14 @@ pub struct MinMax {
 }
 
 impl MinMax {
+    /// A filter holding `meas` at time `t` (`minmax_reset`; TCP starts its
+    /// min-RTT filter at `~0U`).
+    pub fn new(t: u32, meas: u32) -> Self {
+        let mut m = MinMax::default();
+        m.reset(t, meas);
+        m
+    }
+
     /// `minmax_get`: the current best.
     #[inline]
     pub fn get(&self) -> u32 {
