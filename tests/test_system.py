@@ -237,3 +237,35 @@ cmds = [
     assert 0.75 * cap <= small <= cap * 1.01, (small, cap)
     assert "bulk: sent" in (tmp_path / "t/big/h1/terminal.log").read_text()
     assert_conserved(summary)
+
+
+def test_iperf3_tcp_json_feeds_plot_iperf_and_netem_overflow_is_warned(write_scenario, tmp_path):
+    # 1 Gbit/s through netem 20 ms with its default limit 1000: MTU-sized packets
+    # overflow the delay line (1 Gbit/s x 20 ms = 1651 frames), which is warned about.
+    path = write_scenario(f"""
+name = "plot"
+{LAB14_TOPO}
+[[part]]
+name = "p"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms",
+  "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 1gbit burst 500000 limit 2621440",
+  "h1: sysctl -w net.ipv4.tcp_wmem='10240 87380 52428800'",
+  "h3: sysctl -w net.ipv4.tcp_rmem='10240 87380 52428800'",
+  "h3: iperf3 -s",
+  "h1: iperf3 -c 10.0.0.3 -t 3 -J > out.json",
+  "h1: plot_iperf.sh out.json && cd results",
+]
+""")
+    summary = run(path, tmp_path)
+    doc = json.loads((tmp_path / "t/p/h1/out.json").read_text())
+    assert doc["start"]["test_start"]["protocol"] == "TCP"
+    assert doc["end"]["sender_tcp_congestion"] == "cubic"
+    rows = (tmp_path / "t/p/h1/results/1.dat").read_text().splitlines()
+    assert len(rows) == 3 and rows[0].split()[:3] == ["5", "0", "1"]
+    for name in ("throughput", "cwnd", "RTT", "RTT_Var", "retransmits", "bytes", "MTU"):
+        assert (tmp_path / f"t/p/h1/results/{name}.pdf").read_bytes().startswith(b"%PDF")
+    assert any("netem on s1-eth2 dropped" in w for w in summary["warnings"])
+    # the 605.6 Mbit/s ceiling of qdiscs.md E7: 1000 x 1514 B per 20 ms
+    got = doc["end"]["sum_received"]["bits_per_second"]
+    assert got < 1000 * 1514 * 8 / 0.020

@@ -529,6 +529,37 @@ def _any_host(rt: RunCtx) -> str:
     return rt.runner.sc.hosts[0]
 
 
+# ---------------------------------------------------------------------- plot_iperf.sh
+
+
+def _prep_plot_iperf(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    """``plot_iperf.sh FILE.json``: iperf.csv, results/N.dat and the seven plots
+    (formats.md §5), in the terminal's current folder."""
+    if len(words) != 2:
+        raise CommandError(
+            "plot_iperf.sh takes one iperf3 JSON file",
+            col=words[0].col,
+            expected="plot_iperf.sh FILE.json",
+            suggestion="e.g. h1: iperf3 -c 10.0.0.3 -J > out.json, then h1: plot_iperf.sh out.json",
+        )
+    name = words[1].text
+
+    def run(rt: RunCtx) -> int:
+        from .formats.plot_iperf import PlotError, plot_iperf
+
+        if _within(rt, rt.term.cwd / name) is None:
+            rt.io.err(f"plot_iperf.sh: {name}: outside the node's results folder")
+            return 1
+        try:
+            plot_iperf(Path(name), rt.term.cwd)
+        except PlotError as e:
+            rt.io.err(e.message)
+            return 1
+        return 0
+
+    return _instant(run)
+
+
 # ---------------------------------------------------------------------- shell builtins
 
 
@@ -637,7 +668,7 @@ PROGRAMS: dict[str, Callable[[PrepareCtx, list[Word]], Prepared]] = {
     "sink": _prep_generator,
     "bulk": _prep_generator,
     "plot_q.sh": _prep_plot_q,
-    "plot_iperf.sh": _not_yet("the TCP iperf3 plotter", "the TCP issue"),
+    "plot_iperf.sh": _prep_plot_iperf,
     "tcpdump": _not_yet("packet capture", "the results issue"),
     "cd": _prep_cd,
     "mkdir": _prep_mkdir,

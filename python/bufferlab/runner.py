@@ -150,6 +150,7 @@ class Runner:
         self.engine: Engine | None = None
         self.part_reports: list[dict[str, Any]] = []
         self.wall_s = 0.0
+        self._netem_limit_seen: dict[str, int] = {}
 
     # ------------------------------------------------------------ checking
 
@@ -242,6 +243,26 @@ class Runner:
                 "queues": sched.queue_files,
             }
         )
+        self._warn_netem_limit(part)
+
+    def _warn_netem_limit(self, part: Part) -> None:
+        """qdiscs.md P9: netem's `limit` counts packets in its delay line. With
+        MTU-sized packets (no GSO) a fast, long path overflows the default 1000
+        where Mininet, carrying 64 KB GSO super-packets, did not."""
+        assert self.engine is not None
+        for dev, info in self.engine.summary()["interfaces"].items():
+            total = info["drops"].get("netem_limit", {}).get("packets", 0)
+            new = total - self._netem_limit_seen.get(dev, 0)
+            self._netem_limit_seen[dev] = total
+            if new > 0:
+                w = (
+                    f"warning: part {part.name!r}: netem on {dev} dropped {new} packets at its limit: "
+                    "netem's limit counts packets in its delay line, and bufferlab sends MTU-sized "
+                    "packets where Mininet's veths carry 64 KB GSO super-packets (qdiscs.md P9); "
+                    "to reproduce a handout's figures raise the limit, e.g. netem delay 20ms limit 100000"
+                )
+                self.warnings.append(w)
+                self.echo(w)
 
     def _terminal_proc(self, sched: _Scheduler, term: Terminal, lines: list[PreparedLine]) -> JobGen:
         status = 0
