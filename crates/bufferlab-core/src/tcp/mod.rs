@@ -25,3 +25,4 @@ pub mod timers;
 mod harness;
 
 pub use endpoint::{Segment, TcpConfig, TcpEndpoint, TcpInfo, TcpState};
+#[cfg(test)] mod zz_scratch;
