@@ -269,3 +269,36 @@ cmds = [
     # the 605.6 Mbit/s ceiling of qdiscs.md E7: 1000 x 1514 B per 20 ms
     got = doc["end"]["sum_received"]["bits_per_second"]
     assert got < 1000 * 1514 * 8 / 0.020
+
+
+def test_ns3_flavoured_hosts_use_ns3_segment_size_and_buffer(write_scenario, tmp_path):
+    # The RED-vs-DropTail study's TCP: 536-byte segments, a 4000-byte receive
+    # buffer advertised whole (ns-3), min RTO 1 s, initial window 1 segment.
+    path = write_scenario(f"""
+name = "ns3"
+{LAB14_TOPO}
+[hosts.h1]
+tcp = {{ flavour = "ns3" }}
+[hosts.h3]
+tcp = {{ flavour = "ns3", mss = 536, min_rto = "1s", rcvbuf = 4000 }}
+[[part]]
+name = "p"
+duration = "10s"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root netem delay 20ms",
+  "h3: sink",
+  "h1: bulk -c 10.0.0.3 -t 10",
+]
+""")
+    run(path, tmp_path)
+    text = (tmp_path / "t/p/h3/terminal.log").read_text()
+    m = re.search(r"sink: received (\d+) packets, (\d+) bytes on tcp port \d+ in ([\d.]+) s", text)
+    assert m, text
+    packets, nbytes, secs = int(m.group(1)), int(m.group(2)), float(m.group(3))
+    assert nbytes / packets == pytest.approx(536, rel=0.01), "full segments carry 536 bytes"
+    # window: the whole 4000-byte buffer in whole 536-byte segments, once per 20 ms RTT;
+    # an odd 7-segment window leaves its last segment to the 40 ms delayed-ACK timer,
+    # and the sink's lifetime includes slow start from 1 segment: well below the cap
+    cap = 4000 // 536 * 536 * 8 / 0.020
+    assert 0.4 * cap <= nbytes * 8 / secs <= cap * 1.01
+    assert "reno" in (tmp_path / "t/p/h1/terminal.log").read_text(), "ns-3's TcpNewReno"

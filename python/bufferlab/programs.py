@@ -442,9 +442,16 @@ _TCP_BOOLS = {"sack", "timestamps", "window_scaling", "moderate_rcvbuf", "slow_s
 def tcp_spec(
     rt: RunCtx, node: str, congestion: str | None = None, window: int | None = None
 ) -> dict[str, Any]:
-    """Socket settings of a new TCP socket on ``node``: the sysctls written on that
-    host so far (Linux reads them at socket creation) and per-socket options."""
+    """Socket settings of a new TCP socket on ``node``. Precedence, lowest first:
+    the kernel profile's defaults (in the engine), the host's TCP flavour
+    defaults, the sysctls written on that host so far (Linux reads them at
+    socket creation), the host's explicit ``[hosts.X] tcp`` keys, and the
+    per-socket options of the command (``-C``, ``-w``)."""
     spec: dict[str, Any] = {"profile": "modern" if rt.runner.sc.profile.name == "modern" else "lab2019"}
+    host = rt.runner.sc.host_tcp.get(node, {})
+    if host.get("flavour") == "ns3":
+        # ns-3 grows no buffers and advertises the whole free buffer as its window
+        spec.update(moderate_rcvbuf=False, adv_win_scale=0)
     for key, value in rt.runner.sysctl.get(node, {}).items():
         field = _TCP_SYSCTLS.get(key)
         if field is None:
@@ -452,11 +459,29 @@ def tcp_spec(
         if isinstance(value, tuple):
             value = list(value)
         spec[field] = bool(value) if field in _TCP_BOOLS else value
+    for key, value in host.items():
+        if key == "mss":
+            spec["mss"] = value + 12  # advertised MSS: the payload plus the timestamp option
+        elif key == "min_rto":
+            spec["min_rto_ns"] = round(value * NS)
+        elif key in ("rcvbuf", "sndbuf"):
+            _socket_buffer(spec, key, value)
+        elif key != "flavour":
+            spec[key] = value
     if congestion:
         spec["congestion"] = congestion
     if window:
         spec["sndbuf"] = spec["rcvbuf"] = window
     return spec
+
+
+def _socket_buffer(spec: dict[str, Any], key: str, size: int) -> None:
+    """A buffer of exactly ``size`` bytes: SO_SNDBUF/SO_RCVBUF double the request
+    and cap it at twice net.core.{w,r}mem_max, so ask for half and lift the cap."""
+    request = (size + 1) // 2
+    cap = "rmem_max" if key == "rcvbuf" else "wmem_max"
+    spec[key] = request
+    spec[cap] = max(int(spec.get(cap, 212992)), request)
 
 
 # ---------------------------------------------------------------------- generators

@@ -137,6 +137,8 @@ class Scenario:
     links: list[LinkSpec]
     parts: list[Part]
     warnings: list[str] = field(default_factory=list)
+    #: per-host TCP defaults ([hosts.X] tcp = {...}), validated, in engine terms
+    host_tcp: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 _TOML_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"}
@@ -363,12 +365,6 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
     seed = data.get("seed", 1)
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
         raise _err(src, "seed must be a non-negative integer", key="seed", expected="e.g. seed = 1")
-    if "hosts" in data:
-        raise _err(
-            src,
-            "per-host settings ([hosts.X]) are not supported yet (TCP defaults arrive with the TCP issue)",
-            line=src.header_line("[hosts.", 0),
-        )
     profile, arp = _build_sim(data.get("sim", {}), src)
     topo = data.get("topology")
     if not isinstance(topo, dict):
@@ -407,7 +403,68 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
         routers=routers,
         links=links,
         parts=parts,
+        host_tcp=_build_host_tcp(data.get("hosts", {}), src, set(hosts + routers)),
     )
+
+
+HOST_KEYS = {"tcp"}
+TCP_KEYS = {"flavour", "mss", "min_rto", "rcvbuf", "sndbuf", "init_cwnd", "congestion"}
+#: ns-3's TcpSocket defaults (src/internet/model/tcp-socket.cc) in the engine's terms:
+#: SegmentSize 536, MinRto 1 s, InitialCwnd 1, Snd/RcvBufSize 131072, TcpNewReno, no
+#: receive-buffer autotuning, the whole free buffer advertised as the window.
+NS3_DEFAULTS = {"mss": 536, "min_rto": 1.0, "init_cwnd": 1, "rcvbuf": 131072, "sndbuf": 131072,
+                "congestion": "reno"}
+
+
+def _build_host_tcp(raw: Any, src: SourceMap, names: set[str]) -> dict[str, dict[str, Any]]:
+    """``[hosts.X] tcp = { flavour = "ns3", mss = 536, min_rto = "1s", rcvbuf = 4000 }``.
+
+    ``mss`` is the payload of a full segment, ``rcvbuf``/``sndbuf`` the socket
+    buffers in bytes (not a setsockopt request), ``min_rto`` a duration,
+    ``init_cwnd`` in segments. ``flavour = "ns3"`` starts from ns-3's defaults.
+    """
+    if not isinstance(raw, dict):
+        raise _err(src, "[hosts] must hold one table per host", key="hosts",
+                   expected='[hosts.h1]\ntcp = { flavour = "ns3" }')
+    out: dict[str, dict[str, Any]] = {}
+    for host, table in raw.items():
+        line = src.header_line(f"[hosts.{host}]", 0)
+        if host not in names:
+            raise _err(src, f"[hosts.{host}]: no host or router named {host!r}", line=line,
+                       suggestion=_suggest(host, names))
+        if not isinstance(table, dict):
+            raise _err(src, f"[hosts.{host}] must be a table", line=line)
+        _check_keys(src, table, HOST_KEYS, f"[hosts.{host}]", line=line)
+        tcp = table.get("tcp", {})
+        if not isinstance(tcp, dict):
+            raise _err(src, f"[hosts.{host}] tcp must be a table", line=line,
+                       expected='tcp = { flavour = "ns3", mss = 536 }')
+        for k in tcp:
+            if k not in TCP_KEYS:
+                raise _err(src, f"unknown key {k!r} in [hosts.{host}] tcp", line=line,
+                           expected=", ".join(sorted(TCP_KEYS)), suggestion=_suggest(k, TCP_KEYS))
+        flavour = tcp.get("flavour", "linux")
+        if flavour not in ("linux", "ns3"):
+            raise _err(src, f"[hosts.{host}] tcp flavour {flavour!r}", line=line, expected='"linux" or "ns3"')
+        merged: dict[str, Any] = dict(NS3_DEFAULTS) if flavour == "ns3" else {}
+        merged["flavour"] = flavour
+        for k, v in tcp.items():
+            if k == "flavour":
+                continue
+            if k == "min_rto":
+                try:
+                    v = parse_duration_s(str(v))
+                except ValueError as e:
+                    raise _err(src, f"[hosts.{host}] tcp min_rto: {e}", line=line) from None
+            elif k == "congestion":
+                if v not in ("reno", "cubic", "htcp", "bbr"):
+                    raise _err(src, f"[hosts.{host}] tcp congestion {v!r}", line=line,
+                               expected="reno, cubic, htcp or bbr")
+            elif not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise _err(src, f"[hosts.{host}] tcp {k} must be a positive integer", line=line)
+            merged[k] = v
+        out[host] = merged
+    return out
 
 
 def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool]:

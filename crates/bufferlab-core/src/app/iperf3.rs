@@ -69,6 +69,9 @@ pub struct SharedTest {
     /// TCP: streams the client opens, and the server's congestion control
     streams: u32,
     receiver_congestion: String,
+    /// TCP: the client's `-w` (iperf3's `socket_bufsize`, sent as "window"
+    /// in the parameter JSON), which the server applies to its data sockets
+    window: Option<u32>,
 }
 
 /// The side channel standing in for the parameter and result JSON documents.
@@ -236,6 +239,9 @@ struct ServerTest {
     /// TCP data connections, in accept order
     streams: Vec<RecvStream>,
     expected_streams: u32,
+    /// TCP: the client's `-w`; with the server's buffer sizes it gives
+    /// (SO_SNDBUF, SO_RCVBUF) as getsockopt reads them back
+    window: Option<(u32, u32, u32)>,
     /// TCP: TEST_START is resent until the first data arrives (the control
     /// connection is a modelled message exchange)
     start_retry: Option<SimTime>,
@@ -269,7 +275,7 @@ impl ServerTest {
 
     fn to_json(&self, iperf: &IperfRegistry) -> serde_json::Value {
         let shared = iperf.tests.get(self.conn as usize);
-        json!({
+        let mut doc = json!({
             "params": shared.map(|t| t.params.clone()),
             "cookie": shared.map(|t| t.cookie.clone()),
             "peer": shared.and_then(|t| t.peer.clone()),
@@ -288,7 +294,13 @@ impl ServerTest {
             "intervals": self.intervals,
             "total": self.totals.map(ReceiverTotals::to_json),
             "complete": self.totals.is_some(),
-        })
+        });
+        if let Some((_, sndbuf, rcvbuf)) = self.window {
+            // the listener's buffers after setsockopt (formats default them otherwise)
+            doc["sndbuf_actual"] = json!(sndbuf);
+            doc["rcvbuf_actual"] = json!(rcvbuf);
+        }
+        doc
     }
 }
 
@@ -374,7 +386,12 @@ impl Server {
                     return;
                 }
                 let rng = ComponentRng::new(self.rng.next_u64(), "iperf3/conn");
-                let Some(conn) = Conn::accept(tcp.clone(), ctx, p, rng) else {
+                let mut cfg = tcp.clone();
+                if let Some((w, _, _)) = t.window {
+                    cfg.sndbuf = Some(w);
+                    cfg.rcvbuf = Some(w);
+                }
+                let Some(conn) = Conn::accept(cfg, ctx, p, rng) else {
                     return;
                 };
                 t.streams.push(RecvStream::new(conn));
@@ -423,6 +440,13 @@ impl Server {
                     let shared = ctx.iperf.tests.get_mut(conn as usize);
                     let omit = shared.as_ref().map_or(SimDuration::ZERO, |t| t.omit);
                     let expected_streams = shared.as_ref().map_or(0, |t| t.streams);
+                    // iperf_tcp_listen: SO_RCVBUF/SO_SNDBUF of the client's -w on the
+                    // listener, inherited by the accepted data sockets; the kernel
+                    // doubles the request, capped at twice net.core.[rw]mem_max
+                    let window = shared.as_ref().and_then(|t| t.window).map(|w| {
+                        let cfg = &self.tcp;
+                        (w, (2 * w).min(2 * cfg.wmem_max), (2 * w).min(2 * cfg.rmem_max))
+                    });
                     if let Some(shared) = shared {
                         shared.receiver_congestion = self.tcp.congestion.clone();
                     }
@@ -448,6 +472,7 @@ impl Server {
                         },
                         streams: Vec::new(),
                         expected_streams,
+                        window,
                         start_retry: None,
                     });
                     self.current = Some(self.tests.len() - 1);
@@ -783,6 +808,12 @@ impl Client {
             "bytes": self.spec.bytes.unwrap_or(0), "blocks": 0, "tos": self.spec.tos,
             "rate": self.spec.rate_bps,
         });
+        // iperf3 sends "window" only when -w was given (send_parameters)
+        let window = self.tcp.as_ref().and_then(|c| c.sndbuf.or(c.rcvbuf));
+        let mut params = params;
+        if let Some(w) = window {
+            params["window"] = json!(w);
+        }
         ctx.iperf.tests.push(SharedTest {
             omit: SimDuration(self.spec.omit_ns),
             params,
@@ -792,6 +823,7 @@ impl Client {
             stream_totals: Vec::new(),
             streams,
             receiver_congestion: String::new(),
+            window,
         });
         self.send_connect(ctx);
         Ok(())

@@ -64,6 +64,16 @@ pub struct TcpSpec {
     pub sndbuf: Option<u32>,
     #[serde(default)]
     pub rcvbuf: Option<u32>,
+    /// advertised MSS in bytes (1460 on a 1500-byte path; the sending MSS is
+    /// 12 less with timestamps)
+    #[serde(default)]
+    pub mss: Option<u32>,
+    /// minimum retransmission timeout (Linux 200 ms; ns-3 1 s)
+    #[serde(default)]
+    pub min_rto_ns: Option<u64>,
+    /// initial congestion window in segments (Linux 10; ns-3 1)
+    #[serde(default)]
+    pub init_cwnd: Option<u32>,
 }
 
 impl TcpSpec {
@@ -98,6 +108,19 @@ impl TcpSpec {
         c.no_metrics_save = self.no_metrics_save.unwrap_or(c.no_metrics_save);
         c.sndbuf = self.sndbuf.or(c.sndbuf);
         c.rcvbuf = self.rcvbuf.or(c.rcvbuf);
+        if let Some(mss) = self.mss {
+            if !(88..=c.pmtu - 40).contains(&mss) {
+                return Err(Error::App(format!("tcp mss {mss} outside 88..{}", c.pmtu - 40)));
+            }
+            c.mss = mss;
+        }
+        c.min_rto = self.min_rto_ns.map_or(c.min_rto, crate::time::SimDuration);
+        if let Some(iw) = self.init_cwnd {
+            if iw == 0 {
+                return Err(Error::App("tcp init_cwnd must be at least 1 segment".into()));
+            }
+            c.init_cwnd = iw;
+        }
         c.tos = tos;
         c.seed = seed;
         Ok(c)

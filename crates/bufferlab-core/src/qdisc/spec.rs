@@ -59,6 +59,10 @@ pub enum QdiscSpec {
     PfifoFast,
     Tbf(TbfSpec),
     Netem(NetemSpec),
+    /// `red` (also `red_csc573`/`cpm_red` with a DS-byte coefficient map).
+    Red(RedSpec),
+    /// `blue` / `cpm_blue` (SIM qdisc, qdiscs.md §6.1, §7).
+    Blue(BlueSpec),
 }
 
 impl QdiscSpec {
@@ -72,6 +76,8 @@ impl QdiscSpec {
             QdiscSpec::PfifoFast => "pfifo_fast",
             QdiscSpec::Tbf(_) => "tbf",
             QdiscSpec::Netem(_) => "netem",
+            QdiscSpec::Red(_) => "red",
+            QdiscSpec::Blue(_) => "blue",
         }
     }
 }
@@ -202,4 +208,85 @@ pub struct NetemRate {
     pub packet_overhead: i32,
     pub cell_size: u32,
     pub cell_overhead: i32,
+}
+
+/// One entry of a CPM coefficient map: packets whose key (DS byte, or DSCP
+/// with `match_dscp`) equals `key` use the coefficient `num / den`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct DscpClass {
+    pub key: u8,
+    pub num: u32,
+    pub den: u32,
+}
+
+/// `dscp-coeff K:C,...,default:C [dscp-match byte|dscp]` (qdiscs.md §7):
+/// the CPM-RED / CPM-BLUE per-class factor on the marking probability.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct DscpCoeff {
+    pub classes: Vec<DscpClass>,
+    /// coefficient of every other key, as `(num, den)`
+    pub default: (u32, u32),
+    /// key = DS byte >> 2 (DSCP) instead of the whole DS byte
+    #[serde(default)]
+    pub match_dscp: bool,
+}
+
+/// `red` as the kernel receives it (qdiscs.md §5.2–5.3): `tc` has already
+/// computed Wlog, Plog, Scell_log, max_P and the idle-damping table.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+pub struct RedSpec {
+    /// bytes: the limit of the default bfifo child (0 = keep the child)
+    pub limit: u32,
+    /// thresholds in bytes (unscaled)
+    pub qth_min: u32,
+    pub qth_max: u32,
+    pub wlog: u8,
+    pub plog: u8,
+    pub scell_log: u8,
+    /// 256 entries (`Stab`)
+    pub stab: Vec<u8>,
+    /// trunc(probability·2³²); 0 = derive from Plog (probability 1.0)
+    pub max_p: u32,
+    #[serde(default)]
+    pub ecn: bool,
+    #[serde(default)]
+    pub harddrop: bool,
+    #[serde(default)]
+    pub adaptive: bool,
+    #[serde(default)]
+    pub nodrop: bool,
+    /// The adaptive flag reached the kernel in the qopt flags byte, so the
+    /// 500 ms timer runs (iproute2 ≤ 5.6, \[lab2019\]); false = \[modern\].
+    #[serde(default)]
+    pub adaptive_timer: bool,
+    /// CPM-RED coefficient map (SIM extension); `None` = plain RED.
+    #[serde(default)]
+    pub dscp_coeff: Option<DscpCoeff>,
+}
+
+/// `blue` (qdiscs.md §6.1). Probabilities are u32 fractions of 2³², times ns.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+pub struct BlueSpec {
+    /// packets
+    pub limit: u32,
+    /// d1, d2 as rint(d·2³²)
+    pub increment: u32,
+    pub decrement: u32,
+    /// hold times in ns
+    pub freeze_inc: u64,
+    pub freeze_dec: u64,
+    /// one shared timestamp for both directions (Feng's pseudo-code)
+    #[serde(default = "yes")]
+    pub shared: bool,
+    /// optional "queue above L" increase trigger, packets
+    #[serde(default)]
+    pub qthresh: Option<u32>,
+    #[serde(default)]
+    pub ecn: bool,
+    #[serde(default)]
+    pub dscp_coeff: Option<DscpCoeff>,
+}
+
+fn yes() -> bool {
+    true
 }
