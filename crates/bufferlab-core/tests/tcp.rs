@@ -155,3 +155,69 @@ fn iperf3_over_tcp_reports_sender_and_receiver_per_stream() {
     let s = sim.app_result(server).unwrap();
     assert_eq!(s["tests"][0]["streams"].as_array().unwrap().len(), 2);
 }
+
+/// One 10 s iperf3 TCP test (2 s omitted) over the 100 Mbit/s, 20 ms dumbbell;
+/// `extra` is merged into the client spec. Returns (client, server) results.
+fn iperf3_tcp(seed: u64, extra: Value) -> (Value, Value) {
+    let mut sim = dumbbell(seed, 20, 100_000_000, 250_000);
+    let server = sim
+        .start_app(
+            "h3",
+            &json!({"kind": "iperf3_server", "port": 5201, "interval_ns": S}).to_string(),
+        )
+        .unwrap();
+    let mut spec = json!({"kind": "iperf3_client", "dst": "10.0.0.3", "port": 5201,
+                          "protocol": "tcp", "rate_bps": 0, "blksize": 131072,
+                          "duration_ns": 10 * S, "interval_ns": S, "omit_ns": 2 * S});
+    for (k, v) in extra.as_object().unwrap() {
+        spec[k] = v.clone();
+    }
+    let client = sim.start_app("h1", &spec.to_string()).unwrap();
+    while !sim.app_finished(client).unwrap() && sim.now().as_nanos() < 60 * S {
+        sim.run(SimTime(60 * S));
+    }
+    let r = sim.app_result(client).unwrap();
+    assert_eq!(r["error"], Value::Null, "{r}");
+    sim.stop_app(server).unwrap();
+    (r, sim.app_result(server).unwrap())
+}
+
+#[test]
+fn iperf3_window_applies_to_the_server_socket_and_caps_throughput_at_rwnd_over_rtt() {
+    // iperf3 -w 16K: the client sends its socket_bufsize as "window" and the
+    // server sets SO_RCVBUF/SO_SNDBUF on its listener (iperf_tcp_listen), so
+    // the receive window is win_from_space(2 × 16384) = 16384 B: at most 11
+    // whole segments per 20 ms RTT (one of them may wait for the next ACK);
+    // the client's 32 KiB send buffer alone would allow twice that.
+    let legacy = json!({"tcp": {"sndbuf": 16384, "rcvbuf": 16384}});
+    for extra in [json!({"window": 16384}), legacy] {
+        let (r, s) = iperf3_tcp(4, extra.clone());
+        assert_eq!(r["rcvbuf_actual"], 32768);
+        let received = r["streams"][0]["receiver"]["bytes"].as_f64().unwrap();
+        let goodput = received * 8.0 / 10.0;
+        let n = (16384 / 1448) as f64;
+        let (lo, hi) = ((n - 1.0) * 1448.0 * 8.0 / 0.020, n * 1448.0 * 8.0 / 0.020);
+        eprintln!("{extra}: {:.3} Mbit/s in [{lo}, {hi}]", goodput / 1e6);
+        assert!(
+            goodput <= hi && goodput >= 0.99 * lo,
+            "{goodput} vs [{lo}, {hi}]"
+        );
+        let t = &s["tests"][0];
+        assert_eq!(t["params"]["window"], 16384);
+        assert_eq!(t["rcvbuf_actual"], 32768);
+        assert_eq!(t["sndbuf_actual"], 32768);
+    }
+}
+
+#[test]
+fn iperf3_without_window_leaves_the_server_buffers_alone() {
+    // A host whose own default buffers are set (e.g. an ns-3-flavoured host)
+    // but no -w: nothing is sent, the server keeps its own sockets.
+    let (_, s) = iperf3_tcp(
+        5,
+        json!({"window": 0, "tcp": {"sndbuf": 65536, "rcvbuf": 65536}}),
+    );
+    let t = &s["tests"][0];
+    assert_eq!(t["params"].get("window"), None);
+    assert_eq!(t.get("rcvbuf_actual"), None);
+}

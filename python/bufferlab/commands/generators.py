@@ -29,8 +29,9 @@ Decisions (documented defaults):
   first; neither = runs until the part ends (interrupted like ``iperf3 -s``);
 * ``-S TOS`` reads like iperf3 (``strtol(.., 0)``: ``0x32``, ``050``, ``50``).
 
-``bulk`` and a ``sink`` without ``-u`` parse fully; :func:`ensure_supported`
-refuses them until the TCP model lands.
+``bulk`` and a ``sink`` without ``-u`` are TCP; their socket settings (the
+host's sysctls, ``-C``) are added by the runner. :func:`ensure_supported`
+refuses only the UDP generators without ``-u``.
 """
 
 from __future__ import annotations

@@ -143,6 +143,12 @@ pub struct ClientSpec {
     pub parallel: u32,
     #[serde(default)]
     pub tcp: TcpSpec,
+    /// TCP: `-w` in bytes (iperf3's `socket_bufsize`; 0 = not given). The
+    /// client sets it as SO_SNDBUF/SO_RCVBUF and sends it to the server,
+    /// which sets it on its data sockets. When absent, equal `tcp.sndbuf`
+    /// and `tcp.rcvbuf` requests are taken as `-w` (older callers).
+    #[serde(default)]
+    pub window: Option<u32>,
 }
 
 fn one() -> u32 {
@@ -445,7 +451,11 @@ impl Server {
                     // doubles the request, capped at twice net.core.[rw]mem_max
                     let window = shared.as_ref().and_then(|t| t.window).map(|w| {
                         let cfg = &self.tcp;
-                        (w, (2 * w).min(2 * cfg.wmem_max), (2 * w).min(2 * cfg.rmem_max))
+                        (
+                            w,
+                            (2 * w).min(2 * cfg.wmem_max),
+                            (2 * w).min(2 * cfg.rmem_max),
+                        )
                     });
                     if let Some(shared) = shared {
                         shared.receiver_congestion = self.tcp.congestion.clone();
@@ -753,7 +763,14 @@ impl Client {
             .map(|_| ALPHABET[(rng.next_u32() % 32) as usize] as char)
             .collect();
         let tcp = match spec.protocol {
-            Protocol::Tcp => Some(spec.tcp.config(rng.next_u64(), spec.tos)?),
+            Protocol::Tcp => {
+                let mut cfg = spec.tcp.config(rng.next_u64(), spec.tos)?;
+                if let Some(w) = spec.window.filter(|&w| w > 0) {
+                    cfg.sndbuf = Some(w);
+                    cfg.rcvbuf = Some(w);
+                }
+                Some(cfg)
+            }
             Protocol::Udp => None,
         };
         Ok(Client {
@@ -809,7 +826,11 @@ impl Client {
             "rate": self.spec.rate_bps,
         });
         // iperf3 sends "window" only when -w was given (send_parameters)
-        let window = self.tcp.as_ref().and_then(|c| c.sndbuf.or(c.rcvbuf));
+        let window = match (self.spec.window, &self.tcp) {
+            (_, None) => None,
+            (Some(w), _) => Some(w).filter(|&w| w > 0),
+            (None, Some(c)) => c.sndbuf.filter(|&s| c.rcvbuf == Some(s)),
+        };
         let mut params = params;
         if let Some(w) = window {
             params["window"] = json!(w);

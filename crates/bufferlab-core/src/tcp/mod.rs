@@ -25,4 +25,3 @@ pub mod timers;
 mod harness;
 
 pub use endpoint::{Segment, TcpConfig, TcpEndpoint, TcpInfo, TcpState};
-#[cfg(test)] mod zz_scratch;
