@@ -302,3 +302,26 @@ cmds = [
     cap = 4000 // 536 * 536 * 8 / 0.020
     assert 0.4 * cap <= nbytes * 8 / secs <= cap * 1.01
     assert "reno" in (tmp_path / "t/p/h1/terminal.log").read_text(), "ns-3's TcpNewReno"
+
+
+def test_iperf3_reverse_text_output_has_the_receiver_layout(write_scenario, tmp_path):
+    path = write_scenario(f"""
+name = "rev"
+{LAB14_TOPO}
+[[part]]
+name = "p"
+cmds = [
+  "admin: tc qdisc add dev s2-eth1 root handle 1: netem delay 10ms",
+  "admin: tc qdisc add dev s2-eth1 parent 1: handle 2: tbf rate 50mbit burst 15k limit 125000",
+  "h3: iperf3 -s",
+  "h1: iperf3 -c 10.0.0.3 -t 3 -R",
+]
+""")
+    run(path, tmp_path)
+    text = (tmp_path / "t/p/h1/terminal.log").read_text()
+    assert "Reverse mode, remote host 10.0.0.3 is sending" in text
+    m = re.search(r"sec\s+[\d.]+ MBytes\s+([\d.]+) Mbits/sec\s+receiver", text)
+    assert m, text
+    # h3 -> h1 crosses s2-eth1's 50 Mbit/s tbf: payload at most 50e6 * 1448/1514
+    assert float(m.group(1)) <= 50 * 1448 / 1514
+    assert float(m.group(1)) > 0.8 * 50 * 1448 / 1514

@@ -377,6 +377,7 @@ def _iperf3_client(node: str, cmd: Any) -> Prepared:
         if cmd.protocol == "tcp":
             spec["parallel"] = cmd.parallel
             spec["window"] = cmd.window or 0  # -w, also sent to the server (iperf3's "window")
+            spec["reverse"] = bool(cmd.reverse)
             spec["tcp"] = tcp_spec(rt, node, congestion=cmd.congestion, window=cmd.window)
         try:
             app = rt.start_app(node, spec)

@@ -221,3 +221,32 @@ fn iperf3_without_window_leaves_the_server_buffers_alone() {
     assert_eq!(t["params"].get("window"), None);
     assert_eq!(t.get("rcvbuf_actual"), None);
 }
+
+#[test]
+fn iperf3_reverse_makes_the_server_send() {
+    // h3 serves, h1 runs the client with -R: data flows h3 -> h1, which does
+    // not cross s1-eth2's shaper (it shapes h1 -> h3 only)
+    let mut sim = dumbbell(4, 20, 100_000_000, 250_000);
+    let server =
+        json!({"kind": "iperf3_server", "port": 5201, "interval_ns": S, "tcp": lab_buffers()});
+    sim.start_app("h3", &server.to_string()).unwrap();
+    let spec = json!({"kind": "iperf3_client", "dst": "10.0.0.3", "port": 5201, "protocol": "tcp",
+                      "rate_bps": 0, "blksize": 131072, "duration_ns": 3 * S, "interval_ns": S,
+                      "reverse": true, "tcp": lab_buffers()});
+    let client = sim.start_app("h1", &spec.to_string()).unwrap();
+    while !sim.app_finished(client).unwrap() && sim.now().as_nanos() < 60 * S {
+        sim.run(SimTime(60 * S));
+    }
+    let r = sim.app_result(client).unwrap();
+    assert_eq!(r["reverse"], true);
+    let st = &r["streams"][0];
+    assert!(
+        st["intervals"][0].get("snd_cwnd").is_none(),
+        "the client's intervals are receiver intervals"
+    );
+    let sent = st["sender"]["bytes"].as_u64().unwrap();
+    let got = st["receiver"]["bytes"].as_u64().unwrap();
+    assert!(sent > 0 && got > 0 && got <= sent, "{st}");
+    assert_eq!(sent % 131072, 0, "the server's blocking writes");
+    assert!(st["sender"].get("retransmits").is_some());
+}

@@ -520,8 +520,10 @@ def ensure_supported(cmd: Iperf3Server | Iperf3Client) -> None:
     """Refuse what parses but the engine cannot run yet (call before starting)."""
     if isinstance(cmd, Iperf3Server):
         return
-    if cmd.reverse:
-        raise NotSupportedError("iperf3 -R (reverse) is not supported yet", col=cmd.words_col)
+    if cmd.reverse and cmd.protocol == "udp":
+        raise NotSupportedError("iperf3 -u -R (reverse UDP) is not supported yet", col=cmd.words_col)
+    if cmd.reverse and cmd.bytes is not None:
+        raise NotSupportedError("iperf3 -R with -n is not supported yet", col=cmd.words_col)
     if cmd.protocol == "udp" and cmd.parallel != 1:
         raise NotSupportedError("iperf3 -u -P (parallel UDP streams) is not supported yet", col=cmd.words_col)
     if cmd.protocol == "tcp" and cmd.rate_given:

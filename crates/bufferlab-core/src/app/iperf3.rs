@@ -22,7 +22,7 @@
 //! Intervals are recorded at exact `interval` ticks from each side's start;
 //! text and JSON are produced by python/bufferlab/formats/iperf3.py.
 
-use super::iperf3_tcp::{RecvStream, SendStream};
+use super::iperf3_tcp::{RecvStream, SendStream, Stream};
 use super::tcp::{is_syn, next_timeout, Conn, TcpSpec};
 use super::{parse_addr, AppCtx};
 use crate::error::{Error, Result};
@@ -66,9 +66,12 @@ pub struct SharedTest {
     peer: Option<serde_json::Value>,
     /// TCP: the server's per-stream receiver totals, in stream order
     stream_totals: Vec<serde_json::Value>,
-    /// TCP: streams the client opens, and the server's congestion control
+    /// TCP: streams the client opens, who sends (`-R`: the server), the
+    /// block size, and the server's congestion control
     streams: u32,
-    receiver_congestion: String,
+    reverse: bool,
+    blksize: u32,
+    server_congestion: String,
     /// TCP: the client's `-w` (iperf3's `socket_bufsize`, sent as "window"
     /// in the parameter JSON), which the server applies to its data sockets
     window: Option<u32>,
@@ -138,6 +141,9 @@ pub struct ClientSpec {
     pub interval_ns: u64,
     #[serde(default)]
     pub tos: u8,
+    /// TCP: the server sends and the client receives (`-R`)
+    #[serde(default)]
+    pub reverse: bool,
     /// TCP: number of parallel streams (`-P`) and socket settings
     #[serde(default = "one")]
     pub parallel: u32,
@@ -243,8 +249,11 @@ struct ServerTest {
     totals: Option<ReceiverTotals>,
     protocol: Protocol,
     /// TCP data connections, in accept order
-    streams: Vec<RecvStream>,
+    streams: Vec<Stream>,
     expected_streams: u32,
+    /// `-R`: this side sends
+    reverse: bool,
+    blksize: u32,
     /// TCP: the client's `-w`; with the server's buffer sizes it gives
     /// (SO_SNDBUF, SO_RCVBUF) as getsockopt reads them back
     window: Option<(u32, u32, u32)>,
@@ -290,10 +299,14 @@ impl ServerTest {
             "client_data_port": self.client_data_port,
             "local_ip": self.local_ip.to_string(),
             "protocol": match self.protocol { Protocol::Udp => "udp", Protocol::Tcp => "tcp" },
-            "streams": self.streams.iter()
-                .map(|st| st.to_json(self.ticker.as_ref().map_or(SimTime::ZERO, |t| t.start),
-                                     self.totals.map(|t| t.end)))
-                .collect::<Vec<_>>(),
+            "streams": self.streams.iter().map(|st| {
+                let start = self.ticker.as_ref().map_or(SimTime::ZERO, |t| t.start);
+                json!({
+                    "client_data_port": st.conn().remote.1,
+                    "intervals": st.intervals(),
+                    "total": self.totals.map(|t| st.totals(start, t.end)),
+                })
+            }).collect::<Vec<_>>(),
             "test_start_ns": self.started.map(|t| t.as_nanos()),
             "start_ns": self.ticker.as_ref().map(|t| t.start.as_nanos()),
             "omit_ns": self.omit.as_nanos(),
@@ -378,7 +391,7 @@ impl Server {
         let tcp = &self.tcp;
         let mut found = None;
         for (ti, t) in self.tests.iter().enumerate() {
-            if let Some(si) = t.streams.iter().position(|st| st.conn.owns(p)) {
+            if let Some(si) = t.streams.iter().position(|st| st.conn().owns(p)) {
                 found = Some((ti, si));
             }
         }
@@ -400,23 +413,29 @@ impl Server {
                 let Some(conn) = Conn::accept(cfg, ctx, p, rng) else {
                     return;
                 };
-                t.streams.push(RecvStream::new(conn));
+                t.streams.push(if t.reverse {
+                    Stream::Send(SendStream::new(conn, t.blksize))
+                } else {
+                    Stream::Recv(RecvStream::new(conn))
+                });
                 (ti, t.streams.len() - 1)
             }
         };
         let interval = self.interval;
         let running = self.current == Some(ti);
         let t = &mut self.tests[ti];
-        t.streams[si].conn.input(ctx.now, p);
+        t.streams[si].conn_mut().input(ctx.now, p);
         let counting = running && t.started.is_some();
-        t.streams[si].read(ctx, counting);
-        if counting && t.streams[si].bytes() > 0 {
+        t.streams[si].service(ctx, counting, None, 0);
+        // Receiving data proves the client got TEST_START; with -R nothing
+        // does, so TEST_START is repeated until TEST_END.
+        if counting && !t.reverse && t.streams[si].bytes() > 0 {
             t.start_retry = None;
         }
         let all_up = t.streams.len() as u32 == t.expected_streams
             && t.streams
                 .iter()
-                .all(|st| st.conn.ep.state() == TcpState::Established);
+                .all(|st| st.conn().ep.state() == TcpState::Established);
         if running && t.started.is_none() && all_up {
             t.started = Some(ctx.now);
             t.omit_end = (t.omit > SimDuration::ZERO).then(|| ctx.now + t.omit);
@@ -446,6 +465,9 @@ impl Server {
                     let shared = ctx.iperf.tests.get_mut(conn as usize);
                     let omit = shared.as_ref().map_or(SimDuration::ZERO, |t| t.omit);
                     let expected_streams = shared.as_ref().map_or(0, |t| t.streams);
+                    let (reverse, blksize) = shared
+                        .as_ref()
+                        .map_or((false, 0), |t| (t.reverse, t.blksize));
                     // iperf_tcp_listen: SO_RCVBUF/SO_SNDBUF of the client's -w on the
                     // listener, inherited by the accepted data sockets; the kernel
                     // doubles the request, capped at twice net.core.[rw]mem_max
@@ -458,7 +480,7 @@ impl Server {
                         )
                     });
                     if let Some(shared) = shared {
-                        shared.receiver_congestion = self.tcp.congestion.clone();
+                        shared.server_congestion = self.tcp.congestion.clone();
                     }
                     self.tests.push(ServerTest {
                         conn,
@@ -482,6 +504,8 @@ impl Server {
                         },
                         streams: Vec::new(),
                         expected_streams,
+                        reverse,
+                        blksize,
                         window,
                         start_retry: None,
                     });
@@ -553,7 +577,7 @@ impl Server {
         t.close_interval(ctx.now);
         t.start_retry = None;
         if t.protocol == Protocol::Tcp {
-            let bytes: u64 = t.streams.iter().map(RecvStream::bytes).sum();
+            let bytes: u64 = t.streams.iter().map(Stream::bytes).sum();
             let totals = ReceiverTotals {
                 bytes,
                 start,
@@ -566,7 +590,7 @@ impl Server {
                 shared.stream_totals = t
                     .streams
                     .iter()
-                    .map(|st| json!({"bytes": st.bytes(), "start_ns": start.as_nanos(), "end_ns": ctx.now.as_nanos()}))
+                    .map(|st| st.totals(start, ctx.now))
                     .collect();
             }
             return;
@@ -595,7 +619,7 @@ impl Server {
         let conns = next_timeout(
             self.tests
                 .iter()
-                .flat_map(|t| t.streams.iter().map(|s| &s.conn)),
+                .flat_map(|t| t.streams.iter().map(Stream::conn)),
         );
         let test = self.current.map(|i| &self.tests[i]).and_then(|t| {
             let tick = t.ticker.as_ref()?.next_tick;
@@ -612,9 +636,9 @@ impl Server {
         for (ti, t) in self.tests.iter_mut().enumerate() {
             let counting = current == Some(ti) && t.started.is_some();
             for st in &mut t.streams {
-                if st.conn.ep.poll_timeout().is_some_and(|x| x <= ctx.now) {
-                    st.conn.ep.handle_timeout(ctx.now);
-                    st.read(ctx, counting);
+                if st.conn().ep.poll_timeout().is_some_and(|x| x <= ctx.now) {
+                    st.conn_mut().ep.handle_timeout(ctx.now);
+                    st.service(ctx, counting, None, 0);
                 }
             }
         }
@@ -725,7 +749,7 @@ pub struct Client {
     interrupted: bool,
     /// TCP: socket settings, the data streams, and their random streams
     tcp: Option<TcpConfig>,
-    streams: Vec<SendStream>,
+    streams: Vec<Stream>,
     rng: ComponentRng,
 }
 
@@ -823,7 +847,7 @@ impl Client {
             "blksize": self.spec.blksize,
             "omit": self.spec.omit_ns / NS_PER_SEC, "duration": self.spec.duration_ns / NS_PER_SEC,
             "bytes": self.spec.bytes.unwrap_or(0), "blocks": 0, "tos": self.spec.tos,
-            "rate": self.spec.rate_bps,
+            "rate": self.spec.rate_bps, "reverse": self.spec.reverse,
         });
         // iperf3 sends "window" only when -w was given (send_parameters)
         let window = match (self.spec.window, &self.tcp) {
@@ -843,7 +867,9 @@ impl Client {
             peer: None,
             stream_totals: Vec::new(),
             streams,
-            receiver_congestion: String::new(),
+            server_congestion: String::new(),
+            reverse: self.spec.reverse,
+            blksize: self.spec.blksize,
             window,
         });
         self.send_connect(ctx);
@@ -915,14 +941,18 @@ impl Client {
                                 rng,
                             );
                             conn.flush(ctx, self.spec.tos);
-                            self.streams.push(SendStream::new(conn, self.spec.blksize));
+                            self.streams.push(if self.spec.reverse {
+                                Stream::Recv(RecvStream::new(conn))
+                            } else {
+                                Stream::Send(SendStream::new(conn, self.spec.blksize))
+                            });
                         }
                     }
                 }
             }
             (_, Payload::Tcp(_)) => {
-                if let Some(st) = self.streams.iter_mut().find(|st| st.conn.owns(p)) {
-                    st.conn.input(ctx.now, p);
+                if let Some(st) = self.streams.iter_mut().find(|st| st.conn().owns(p)) {
+                    st.conn_mut().input(ctx.now, p);
                 }
                 self.pump(ctx);
             }
@@ -976,18 +1006,16 @@ impl Client {
     /// TCP: keep every stream's socket full while the test runs (`-n` caps
     /// the bytes written over all streams), and send what the sockets emit.
     fn pump(&mut self, ctx: &mut AppCtx) {
-        let writing = self.state == ClientState::Running && ctx.now < self.stop_at;
-        let mut written: u64 = self.streams.iter().map(SendStream::bytes).sum();
+        let active = self.state == ClientState::Running && ctx.now < self.stop_at;
+        let mut written: u64 = self.streams.iter().map(Stream::bytes).sum();
         for st in &mut self.streams {
-            if writing {
-                let before = st.bytes();
-                let budget = self.spec.bytes.map(|b| b.saturating_sub(written - before));
-                st.write(ctx.now, budget);
-                written += st.bytes() - before;
-            }
-            st.conn.flush(ctx, self.spec.tos);
+            let before = st.bytes();
+            let budget = self.spec.bytes.map(|b| b.saturating_sub(written - before));
+            st.service(ctx, active, budget, self.spec.tos);
+            written += st.bytes() - before;
         }
         if self.tcp.is_some()
+            && !self.spec.reverse
             && self.spec.bytes.is_some_and(|b| written >= b)
             && self.stop_at > ctx.now
         {
@@ -1027,7 +1055,7 @@ impl Client {
         }
         let mut next = [
             self.retry_at,
-            next_timeout(self.streams.iter().map(|s| &s.conn)),
+            next_timeout(self.streams.iter().map(Stream::conn)),
         ]
         .into_iter()
         .flatten()
@@ -1047,8 +1075,8 @@ impl Client {
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         let now = ctx.now;
         for st in &mut self.streams {
-            if st.conn.ep.poll_timeout().is_some_and(|t| t <= now) {
-                st.conn.ep.handle_timeout(now);
+            if st.conn().ep.poll_timeout().is_some_and(|t| t <= now) {
+                st.conn_mut().ep.handle_timeout(now);
             }
         }
         if self.retry_at.is_some_and(|t| now >= t) {
@@ -1176,15 +1204,32 @@ impl Client {
         shared: Option<&SharedTest>,
         start: SimTime,
     ) -> serde_json::Value {
-        let received = shared
+        // the server's side of each stream, from the results exchange
+        let peer = shared
             .map(|t| t.stream_totals.as_slice())
             .unwrap_or_default();
         let streams: Vec<_> = self
             .streams
             .iter()
             .enumerate()
-            .map(|(i, st)| st.to_json(start, self.sender_end, received.get(i)))
+            .map(|(i, st)| {
+                let mine = Some(st.totals(start, self.sender_end));
+                let theirs = peer.get(i).cloned();
+                let (sender, receiver) = if self.spec.reverse {
+                    (theirs, mine)
+                } else {
+                    (mine, theirs)
+                };
+                json!({"local_port": st.conn().local_port, "intervals": st.intervals(),
+                       "sender": sender, "receiver": receiver})
+            })
             .collect();
+        let server_cc = shared.map(|t| t.server_congestion.clone());
+        let (sender_cc, receiver_cc) = if self.spec.reverse {
+            (server_cc, Some(cfg.congestion.clone()))
+        } else {
+            (Some(cfg.congestion.clone()), server_cc)
+        };
         // SO_SNDBUF/SO_RCVBUF right after socket creation: tcp_wmem[1]/tcp_rmem[1],
         // or twice the -w request capped at twice the core maximum
         let sndbuf = cfg
@@ -1197,7 +1242,7 @@ impl Client {
             "error": self.error,
             "interrupted": self.interrupted,
             "protocol": "tcp",
-            "reverse": false,
+            "reverse": self.spec.reverse,
             "local_ip": self.local_ip.to_string(),
             "ctrl_port": self.ctrl_port,
             "remote_ip": self.dst.to_string(),
@@ -1206,8 +1251,8 @@ impl Client {
             "tcp_mss_default": cfg.mss - if cfg.timestamps { 12 } else { 0 },
             "sndbuf_actual": sndbuf,
             "rcvbuf_actual": rcvbuf,
-            "sender_congestion": cfg.congestion,
-            "receiver_congestion": shared.map(|t| t.receiver_congestion.clone()),
+            "sender_congestion": sender_cc,
+            "receiver_congestion": receiver_cc,
             "test_start_ns": self.test_start.as_nanos(),
             "start_ns": start.as_nanos(),
             "streams": streams,

@@ -1,8 +1,9 @@
 //! iperf3's TCP data streams (src/iperf_tcp.c, the TCP parts of
-//! src/iperf_api.c; formats.md §1.2–§1.5): the sender keeps its socket
+//! src/iperf_api.c; formats.md §1.2–§1.6): the sender keeps its socket
 //! full with blocking writes of `blksize` bytes (a write counts once it has
 //! been copied whole), and samples `tcp_info` at every interval end; the
 //! receiver reads everything as it arrives and counts it while the test runs.
+//! The client sends and the server receives, or the reverse with `-R`.
 
 use super::tcp::Conn;
 use super::AppCtx;
@@ -107,19 +108,15 @@ impl SendStream {
         self.tick_retrans = info.total_retrans;
     }
 
-    pub fn to_json(&self, start: SimTime, end: SimTime, receiver: Option<&Value>) -> Value {
+    /// The sender's totals (the results exchange's per-stream sender fields).
+    pub fn totals(&self, start: SimTime, end: SimTime) -> Value {
         let info = self.conn.ep.info();
         json!({
-            "local_port": self.conn.local_port,
-            "intervals": self.intervals,
-            "sender": {
-                "bytes": self.bytes, "retransmits": info.total_retrans - self.retrans_base,
-                "max_snd_cwnd": self.max_cwnd, "max_snd_wnd": self.max_snd_wnd,
-                "max_rtt_us": self.rtt_max, "min_rtt_us": if self.rtt_count > 0 { self.rtt_min } else { 0 },
-                "mean_rtt_us": self.rtt_sum.checked_div(self.rtt_count).unwrap_or(0),
-                "start_ns": start.as_nanos(), "end_ns": end.as_nanos(),
-            },
-            "receiver": receiver,
+            "bytes": self.bytes, "retransmits": info.total_retrans - self.retrans_base,
+            "max_snd_cwnd": self.max_cwnd, "max_snd_wnd": self.max_snd_wnd,
+            "max_rtt_us": self.rtt_max, "min_rtt_us": if self.rtt_count > 0 { self.rtt_min } else { 0 },
+            "mean_rtt_us": self.rtt_sum.checked_div(self.rtt_count).unwrap_or(0),
+            "start_ns": start.as_nanos(), "end_ns": end.as_nanos(),
         })
     }
 }
@@ -169,11 +166,80 @@ impl RecvStream {
         self.tick_bytes = self.bytes;
     }
 
-    pub fn to_json(&self, start: SimTime, end: Option<SimTime>) -> Value {
-        json!({
-            "client_data_port": self.conn.remote.1,
-            "intervals": self.intervals,
-            "total": end.map(|e| json!({"bytes": self.bytes, "start_ns": start.as_nanos(), "end_ns": e.as_nanos()})),
-        })
+    pub fn totals(&self, start: SimTime, end: SimTime) -> Value {
+        json!({"bytes": self.bytes, "start_ns": start.as_nanos(), "end_ns": end.as_nanos()})
+    }
+}
+
+/// One data stream of a test, on either side.
+pub enum Stream {
+    Send(SendStream),
+    Recv(RecvStream),
+}
+
+impl Stream {
+    pub fn conn(&self) -> &Conn {
+        match self {
+            Stream::Send(s) => &s.conn,
+            Stream::Recv(s) => &s.conn,
+        }
+    }
+
+    pub fn conn_mut(&mut self) -> &mut Conn {
+        match self {
+            Stream::Send(s) => &mut s.conn,
+            Stream::Recv(s) => &mut s.conn,
+        }
+    }
+
+    /// Bytes written (sender) or read while running (receiver).
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Stream::Send(s) => s.bytes(),
+            Stream::Recv(s) => s.bytes(),
+        }
+    }
+
+    /// Move data after an input or timer: while the test is `active` the
+    /// sender fills its socket (within `budget` bytes in total, `-n`) and the
+    /// receiver counts what it reads; then send what the socket emits.
+    pub fn service(&mut self, ctx: &mut AppCtx, active: bool, budget: Option<u64>, tos: u8) {
+        match self {
+            Stream::Send(s) => {
+                if active {
+                    s.write(ctx.now, budget);
+                }
+                s.conn.flush(ctx, tos);
+            }
+            Stream::Recv(s) => s.read(ctx, active),
+        }
+    }
+
+    pub fn reset(&mut self) {
+        match self {
+            Stream::Send(s) => s.reset(),
+            Stream::Recv(s) => s.reset(),
+        }
+    }
+
+    pub fn close_interval(&mut self, start: SimTime, end: SimTime, omitted: bool) {
+        match self {
+            Stream::Send(s) => s.close_interval(start, end, omitted),
+            Stream::Recv(s) => s.close_interval(start, end, omitted),
+        }
+    }
+
+    pub fn intervals(&self) -> &[Value] {
+        match self {
+            Stream::Send(s) => &s.intervals,
+            Stream::Recv(s) => &s.intervals,
+        }
+    }
+
+    pub fn totals(&self, start: SimTime, end: SimTime) -> Value {
+        match self {
+            Stream::Send(s) => s.totals(start, end),
+            Stream::Recv(s) => s.totals(start, end),
+        }
     }
 }
