@@ -1345,16 +1345,17 @@ def test_iperf3_servers():
     assert s.one_off and s.daemon
 
 
-def test_iperf3_tcp_client_parses_and_reverse_is_not_supported_yet():
+def test_iperf3_tcp_client_parses_and_reverse_udp_is_not_supported_yet():
     line = "iperf3 -c 10.0.0.3 -t 90 -J"
     c = ip3(line)
     assert (c.protocol, c.duration_s, c.json, c.blksize, c.rate_bps) == ("tcp", 90, True, 131072, 0)
     ensure_supported(c)
     c = ip3("iperf3 -c 10.0.0.2 -P 4 -R -w 1M -C bbr -N")
     assert (c.parallel, c.reverse, c.window, c.congestion, c.no_delay) == (4, True, 1 << 20, "bbr", True)
+    ensure_supported(c)
     with pytest.raises(NotSupportedError) as ei:
-        ensure_supported(c)
-    assert ei.value.message == "iperf3 -R (reverse) is not supported yet"
+        ensure_supported(ip3("iperf3 -c 10.0.0.2 -u -R"))
+    assert ei.value.message == "iperf3 -u -R (reverse UDP) is not supported yet"
     with pytest.raises(NotSupportedError) as ei:
         ensure_supported(ip3("iperf3 -c 10.0.0.2 -b 10M"))
     assert ei.value.message == "iperf3 -b over TCP (paced sending) is not supported yet"
@@ -1541,7 +1542,7 @@ def test_iperf3_not_supported(line, token, message):
 
 def test_iperf3_ensure_supported_udp_limits():
     for line, msg in [
-        ("iperf3 -c 10.0.0.2 -u -R", "iperf3 -R (reverse) is not supported yet"),
+        ("iperf3 -c 10.0.0.2 -u -R", "iperf3 -u -R (reverse UDP) is not supported yet"),
         ("iperf3 -c 10.0.0.2 -u -P 2", "iperf3 -u -P (parallel UDP streams) is not supported yet"),
         ("iperf3 -c 10.0.0.2 -u -k 100", "iperf3 -k (block count) is not supported yet"),
     ]:
