@@ -110,14 +110,19 @@ impl TcpSpec {
         c.rcvbuf = self.rcvbuf.or(c.rcvbuf);
         if let Some(mss) = self.mss {
             if !(88..=c.pmtu - 40).contains(&mss) {
-                return Err(Error::App(format!("tcp mss {mss} outside 88..{}", c.pmtu - 40)));
+                return Err(Error::App(format!(
+                    "tcp mss {mss} outside 88..{}",
+                    c.pmtu - 40
+                )));
             }
             c.mss = mss;
         }
         c.min_rto = self.min_rto_ns.map_or(c.min_rto, crate::time::SimDuration);
         if let Some(iw) = self.init_cwnd {
             if iw == 0 {
-                return Err(Error::App("tcp init_cwnd must be at least 1 segment".into()));
+                return Err(Error::App(
+                    "tcp init_cwnd must be at least 1 segment".into(),
+                ));
             }
             c.init_cwnd = iw;
         }
