@@ -253,9 +253,29 @@ def _prep_ping(pc: PrepareCtx, words: list[Word]) -> Prepared:
 # ---------------------------------------------------------------------- iperf3
 
 
+def _check_congestion(name: str | None, words: list[Word]) -> None:
+    """`-C NAME` must be a congestion control the TCP model has (SUPPORTED_CC)."""
+    if name is None or name in sysctl_cmd.SUPPORTED_CC:
+        return
+    col = next((w.col for w in words if w.text == name), None)
+    if name in sysctl_cmd.LINUX_CC:
+        raise NotSupportedError(
+            f"congestion control {name} is not modelled yet", col=col,
+            expected=" or ".join(sysctl_cmd.SUPPORTED_CC),
+        )
+    close = difflib.get_close_matches(name, sysctl_cmd.SUPPORTED_CC, n=1)
+    raise CommandError(
+        f"unable to set TCP_CONGESTION: {name}: no such congestion control", col=col,
+        expected=" or ".join(sysctl_cmd.SUPPORTED_CC),
+        suggestion=f"did you mean {close[0]}?" if close else None,
+    )
+
+
 def _prep_iperf3(pc: PrepareCtx, words: list[Word]) -> Prepared:
     node = pc.require_node(words[0], "iperf3")
     cmd = iperf3_cmd.parse_iperf3(words, pc.diag, pc.profile)
+    if isinstance(cmd, iperf3_cmd.Iperf3Client):
+        _check_congestion(cmd.congestion, words)
     # Real iperf3 values the engine's applications cannot run (they need a positive
     # interval and rate): refused here with their position rather than at run time.
     if cmd.interval_s == 0:
@@ -492,6 +512,7 @@ def _socket_buffer(spec: dict[str, Any], key: str, size: int) -> None:
 def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
     node = pc.require_node(words[0], words[0].text)
     cmd = gen_cmd.parse_generator(words, pc.diag)
+    _check_congestion(getattr(cmd, "congestion", None), words)
     spec = gen_cmd.engine_spec(cmd)
     endless = gen_cmd.is_endless(cmd)
 
