@@ -309,3 +309,22 @@ fn an_application_finishing_inside_start_app_is_reported_by_the_next_run() {
     assert_eq!(sim.run(bufferlab_core::time::SimTime(60 * S)), vec![app]);
     assert_eq!(sim.now().as_nanos(), 0, "nothing else to wait for");
 }
+
+#[test]
+fn ping_with_a_lost_reply_waits_twice_the_slowest_rtt_not_ten_seconds() {
+    let mut sim = lab14(1);
+    // resolve ARP first, then lose half of the requests towards h3
+    let first = sim.start_app("h1", &ping(1)).unwrap();
+    run_until_done(&mut sim, &[first], 60 * S);
+    let mut lossy = netem_delay("s1-eth2", 10 * MS, u32::MAX / 2);
+    lossy["verb"] = json!("replace");
+    tc(&mut sim, lossy);
+    let spec = json!({"kind": "ping", "dst": "10.0.0.3", "count": 10, "interval_ns": 100 * MS, "size": 56});
+    let app = sim.start_app("h1", &spec.to_string()).unwrap();
+    let r = &run_until_done(&mut sim, &[app], 60 * S)[0];
+    let replies = r["replies"].as_array().unwrap().len();
+    assert!(0 < replies && replies < 10, "{replies}");
+    // after the last probe: max(2 x slowest RTT (10 ms), interval 100 ms) = 100 ms
+    let last = r["last_send_ns"].as_u64().unwrap();
+    assert_eq!(sim.now().as_nanos(), last + 100 * MS);
+}

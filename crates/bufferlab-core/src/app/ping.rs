@@ -3,9 +3,10 @@
 //! Timing follows iputils `ping_common.c` as described in formats.md §2: one
 //! request every `interval` plus a small per-send scheduling lag (real runs
 //! accumulate 0.05–0.2 ms per packet, which is visible in the statistics'
-//! `time` field); with `-c N` ping stops as soon as N replies arrived, or
-//! after `-W` (default: 10 s linger) past the last request, or at the `-w`
-//! deadline. The RTT is measured from the timestamp carried in the echo data,
+//! `time` field); with `-c N` ping stops as soon as N replies arrived, or,
+//! after the last request, once twice the slowest RTT (at least one interval)
+//! has passed — or `-W` (default 10 s) if no reply came at all
+//! (`__schedule_exit`) — or at the `-w` deadline. The RTT is measured from the timestamp carried in the echo data,
 //! as ping does. Output text is produced by python/bufferlab/formats/ping.py.
 
 use super::{parse_addr, AppCtx};
@@ -121,8 +122,15 @@ impl Ping {
             None
         };
         if !more {
-            let linger_end = ctx.now + self.linger;
-            self.give_up = Some(self.give_up.map_or(linger_end, |g| g.min(linger_end)));
+            // __schedule_exit: with some replies, wait twice the slowest RTT
+            // (at least one interval); with none, the linger time (-W or 10 s)
+            let max_rtt = self.replies.iter().map(|r| r.rtt).max();
+            let wait = match max_rtt {
+                Some(rtt) => SimDuration(2 * rtt.as_nanos()).max(self.interval),
+                None => self.linger,
+            };
+            let end = ctx.now + wait;
+            self.give_up = Some(self.give_up.map_or(end, |g| g.min(end)));
         }
     }
 
