@@ -1607,6 +1607,40 @@ def test_diffserv_rendering():
         "qdisc red 8001: parent 1: limit 400Kb min 16Kb max 32Kb \n")
 
 
+def test_cpm_red_and_blue_rendering():
+    coeff = {"classes": [{"key": 0x32, "num": 5, "den": 10}, {"key": 0x46, "num": 7, "den": 10}],
+             "default": [9, 10], "match_dscp": False}
+    red = {"kind": "red", "handle": 0x8001, "parent": [1, 0], "anonymous": False,
+           "options": {"limit": 409600, "qth_min": 16384, "qth_max": 32768, "wlog": 1, "plog": 17,
+                       "scell_log": 11, "max_p": 858993459, "dscp_coeff": coeff},
+           "stats": _stats(),
+           "xstats": {"marked": 0, "early": 7, "pdrop": 0, "other": 0,
+                      "classes": [{"key": "0x32", "passed": 5, "marked": 0, "early": 1, "pdrop": 0},
+                                  {"key": "0x46", "passed": 4, "marked": 0, "early": 2, "pdrop": 0},
+                                  {"key": "default", "passed": 3, "marked": 0, "early": 4, "pdrop": 0}]}}
+    text = tc.tc_show_text([red], LAB)
+    assert text.splitlines()[0] == (
+        "qdisc red 8001: parent 1: limit 400Kb min 16Kb max 32Kb dscp-coeff 0x32:0.5,0x46:0.7,default:0.9 ")
+    assert text.endswith("  marked 0 early 7 pdrop 0 other 0\n"
+                         "  class 0x32 passed 5 marked 0 early 1 pdrop 0\n"
+                         "  class 0x46 passed 4 marked 0 early 2 pdrop 0\n"
+                         "  class default passed 3 marked 0 early 4 pdrop 0\n")
+    assert tc.tc_show_text([red], LAB, stats=False, details=True) == (
+        "qdisc red 8001: parent 1: limit 400Kb min 16Kb max 32Kb ewma 1 probability 0.2 Scell_log 11 "
+        "dscp-coeff 0x32:0.5,0x46:0.7,default:0.9 \n")
+    blue = {"kind": "blue", "handle": 2, "parent": [1, 0], "anonymous": False,
+            "options": {"limit": 1000, "increment": 10737418, "decrement": 1073742,
+                        "freeze_inc": 100_000_000, "freeze_dec": 100_000_000, "shared": True,
+                        "qthresh": None, "ecn": True, "dscp_coeff": None},
+            "stats": _stats(),
+            "xstats": {"pmark": 0.0025, "early": 3, "overflow": 1, "marked": 2}}
+    assert tc.tc_show_text([blue], LAB) == (
+        "qdisc blue 2: parent 1: limit 1000p increment 0.0025 decrement 0.00025 freeze 100.0ms ecn \n"
+        " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"
+        " backlog 0b 0p requeues 0\n"
+        "  pmark 0.0025 early 3 overflow 1 marked 2\n")
+
+
 def test_tc_default_and_fifo_kinds():
     noq = {"kind": "noqueue", "handle": 0, "parent": None, "anonymous": False,
            "options": {"kind": "noqueue"}, "stats": _stats()}

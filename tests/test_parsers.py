@@ -100,17 +100,15 @@ def test_handout_lines_found():
 
 @pytest.mark.parametrize("cmd", HANDOUT)
 def test_every_handout_line_parses(cmd):
-    """Every handout tc/sysctl/iperf3/ping line parses; RED lines are NotSupported for now."""
+    """Every handout tc/sysctl/iperf3/ping line parses (RED lines with warnings for
+    the handouts' spellings ``avgpkt``/``adaptative`` and the ``red_csc573`` kind)."""
     diag = Diagnostics()
     if cmd.name == "tc":
+        req = parse_tc(cmd.words, diag, LAB2019)
+        assert isinstance(req, TcQdiscRequest)
         if " red" in cmd.text:
-            with pytest.raises(NotSupportedError) as ei:
-                parse_tc(cmd.words, diag, LAB2019)
-            kind = next(w for w in cmd.words if w.text.startswith("red"))
-            assert ei.value.col == kind.col
-            assert ei.value.message == f"qdisc {kind.text} is not supported yet"
-        else:
-            assert isinstance(parse_tc(cmd.words, diag, LAB2019), TcQdiscRequest)
+            assert req.qdisc is not None and req.qdisc.to_dict()["kind"] == "red"
+            assert diag.warnings
     elif cmd.name == "sysctl":
         parse_sysctl(cmd.words, diag)
     elif cmd.name == "iperf3":
@@ -674,10 +672,7 @@ def test_tc_not_supported(line, token, message):
 @pytest.mark.parametrize(
     "kind",
     [
-        "red",
-        "red_csc573",
-        "blue",
-        "cpm_blue",
+        "red_ns3",
         "sfb",
         "codel",
         "fq_codel",
@@ -697,18 +692,150 @@ def test_tc_unmodelled_kinds(kind):
     assert e.col == line.index(kind)
 
 
-def test_tc_red_handout_lines_not_supported_yet():
+def test_tc_red_handout_lines_compute_tcs_kernel_parameters():
+    """E11/E12 (qdiscs.md §5.9): Wlog, Plog, max_P, Scell_log and Stab as tc computes them."""
     line = (
-        "sudo tc qdisc add dev s2-eth2 parent 1: handle 2: red limit 26214400 max 8738133 min 2184533 "
+        "tc qdisc add dev s2-eth2 parent 1: handle 2: red limit 26214400 max 8738133 min 2184533 "
         "burst 2185 avpkt 1000 bandwidth 1gbit adaptative"
     )
-    e = tc_err(line, NotSupportedError)
-    assert e.message == "qdisc red is not supported yet" and e.col == line.index("red")
+    diag = Diagnostics()
+    q = tc(line, diag=diag).qdisc.to_dict()
+    assert (q["limit"], q["qth_min"], q["qth_max"]) == (26214400, 2184533, 8738133)
+    assert (q["wlog"], q["plog"], q["max_p"], q["scell_log"]) == (1, 29, 85899345, 4)
+    assert q["adaptive"] and q["adaptive_timer"]
+    assert [q["stab"][i] for i in (0, 11, 12, 22, 23, 248, 254, 255)] == [0, 0, 1, 1, 2, 22, 22, 31]
+    assert [str(w) for w in diag.warnings] == [
+        'warning: "adaptative" is accepted by tc as a synonym; the documented spelling is "adaptive"'
+    ]
+    assert diag.warnings[0].col == line.index("adaptative")
+    # [modern] (iproute2 >= 5.7): the flag travels outside the qopt byte, no timer
+    q = tc(line, MODERN).qdisc.to_dict()
+    assert q["adaptive"] and not q["adaptive_timer"]
+
     line = (
         "tc qdisc add dev eth1 parent 1: red limit 400kb min 16kb max 32kb avgpkt 1000 burst 17 "
         "probability 0.2 bandwidth 8mbit"
     )
-    assert tc_err(line, NotSupportedError).col == line.index("red")
+    diag = Diagnostics()
+    q = tc(line, diag=diag).qdisc.to_dict()
+    assert (q["limit"], q["qth_min"], q["qth_max"]) == (409600, 16384, 32768)
+    assert (q["wlog"], q["plog"], q["max_p"], q["scell_log"]) == (1, 17, 858993459, 11)
+    assert [q["stab"][i] for i in (11, 12, 253, 254, 255)] == [0, 1, 22, 23, 31]
+    assert q["dscp_coeff"] is None and not q["adaptive"]
+    assert "read as \"avpkt\"" in diag.warnings[0].message and diag.warnings[0].col == line.index("avgpkt")
+
+    # the report's module: red with the report's coefficient table, with a warning
+    diag = Diagnostics()
+    q = tc(line.replace(" red ", " red_csc573 "), diag=diag).qdisc.to_dict()
+    assert q["kind"] == "red" and q["wlog"] == 1
+    assert q["dscp_coeff"] == {
+        "classes": [{"key": 0x32, "num": 5, "den": 10}, {"key": 0x46, "num": 7, "den": 10}],
+        "default": [9, 10],
+        "match_dscp": False,
+    }
+    assert any("red_csc573" in w.message for w in diag.warnings)
+
+
+def test_tc_red_defaults_and_mininet_line():
+    diag = Diagnostics()
+    q = tc("tc qdisc add dev x root red limit 400000 avpkt 1000", diag=diag).qdisc.to_dict()
+    # max = limit div 4, min = max div 3, burst = (2 min + max) div (3 avpkt) = 55
+    assert (q["qth_max"], q["qth_min"]) == (100000, 33333)
+    assert q["max_p"] == int(0.02 * 2**32)
+    assert [w.message for w in diag.warnings] == ["RED: set bandwidth to 10Mbit"]
+    q = tc("tc qdisc add dev x root red limit 400000 min 30000 avpkt 1000 bandwidth 1mbit").qdisc.to_dict()
+    assert (q["qth_min"], q["qth_max"]) == (30000, 90000)
+    # E23: Mininet's line, probability 1 overflows max_P to 0 (kernel derives it from Plog)
+    q = tc(
+        "tc qdisc add dev x parent 5:1 handle 6: red limit 1000000 min 30000 max 35000 avpkt 1500 "
+        "burst 20 bandwidth 10mbit probability 1"
+    ).qdisc.to_dict()
+    assert (q["wlog"], q["plog"], q["max_p"]) == (1, 13, 0)
+    diag = Diagnostics()
+    q = tc("tc qdisc add dev x root red limit 60000 min 2000 max 6000 avpkt 100 burst 200", diag=diag)
+    assert q.qdisc.wlog == 10
+    assert "RED: WARNING. Burst 200 seems to be too large." in [w.message for w in diag.warnings]
+    # the handout's own burst formula (2·min+max)/(3·avpkt) gives Wlog 12: tc warns, and
+    # the kernel refuses it (bitlen(max) + Wlog = 24 + 12 >= 32)
+    e = tc_err("tc qdisc add dev x root red limit 26214400 min 2184533 max 8738133 avpkt 1000 burst 4369 "
+               "bandwidth 1gbit")
+    assert e.message == "RTNETLINK answers: Invalid argument"
+
+
+@pytest.mark.parametrize(
+    "line,token,message",
+    [
+        (
+            "tc qdisc add dev eth1 parent 1: red limit 400kb min 16kb max 32kb avpkt 1000 burst 16",
+            "red",
+            "tc_red_eval_ewma() burst 16 is too small ? Try burst 17\n"
+            "RED: failed to calculate EWMA constant.",
+        ),
+        ("tc qdisc add dev x root red limit 400kb min 16kb max 32kb", "red",
+         "RED: Required parameter (limit, avpkt) is missing"),
+        ("tc qdisc add dev x root red min 16kb max 32kb avpkt 1000", "red",
+         "RED: Required parameter (limit, avpkt) is missing"),
+        ("tc qdisc add dev x root red limit 400kb min 32kb max 16kb avpkt 1000 burst 40", "red",
+         "RED: failed to calculate probability. (max is below min)"),
+        ("tc qdisc add dev x root red limit 400kb avpkt 1000 probability 2%", "2%", 'Illegal "probability"'),
+        ("tc qdisc add dev x root red limit 400kb avpkt 1000 probability 1.5", "1.5",
+         "RED: probability 1.5 is outside 0..1"),
+        ("tc qdisc add dev x root red limit 400kb avpkt 1000 probability 0", "red",
+         "RED: failed to calculate probability."),
+        ("tc qdisc add dev x root red limit 400kb avpkt 1000 bandwidth 40gbit", "40gbit",
+         'Illegal "bandwidth"'),
+        ("tc qdisc add dev x root red limit 4x avpkt 1000", "4x", 'Illegal "limit"'),
+        ("tc qdisc add dev x root red limit 400kb avpkt 1000 burst 1.5", "1.5", 'Illegal "burst"'),
+        ("tc qdisc add dev x root red limit 400kb avpkt 1000 lim 5", "lim 5",
+         'What is "lim"?\n'
+         "Usage: ... red limit BYTES [min BYTES] [max BYTES] avpkt BYTES [burst PACKETS]\n"
+         "               [adaptive] [probability PROBABILITY] [bandwidth KBPS]\n"
+         "               [ecn] [harddrop] [nodrop]"),
+        ("tc qdisc add dev x root red limit 400kb avpkt 1000 nodrop", "red",
+         "RTNETLINK answers: Invalid argument"),
+        ("tc qdisc add dev x root red limit 400kb avpkt 1000 dscp-coeff 0x32:0.5", "0x32:0.5",
+         'red: "dscp-coeff" needs a "default:COEFF" entry'),
+        ("tc qdisc add dev x root red limit 400kb avpkt 1000 dscp-coeff 0x32:x,default:1", "0x32:x",
+         'red: illegal "dscp-coeff" entry "0x32:x"'),
+        ("tc qdisc add dev x root blue limit 0", "0", 'blue: illegal value for "limit": "0"'),
+        ("tc qdisc add dev x root blue increment 2", "2", 'blue: illegal value for "increment": "2"'),
+        ("tc qdisc add dev x root blue foo", "foo", 'blue: unknown parameter "foo"'),
+    ],
+)
+def test_tc_red_and_blue_errors(line, token, message):
+    e = tc_err(line)
+    assert e.message == message
+    assert e.col == line.index(token)
+
+
+def test_tc_red_min_above_limit_is_warned():
+    diag = Diagnostics()
+    tc("tc qdisc add dev x root red limit 10000 min 16kb max 32kb avpkt 1000 burst 17 bandwidth 8mbit",
+       diag=diag)
+    assert any("above limit" in w.message for w in diag.warnings)
+
+
+def test_tc_cpm_and_blue_syntax():
+    q = tc(
+        "tc qdisc add dev eth1 parent 1: red limit 400kb min 16kb max 32kb avpkt 1000 burst 17 "
+        "probability 0.2 bandwidth 8mbit ecn dscp-coeff 12:0.25,default:1 dscp-match dscp"
+    ).qdisc.to_dict()
+    assert q["ecn"] and q["dscp_coeff"] == {
+        "classes": [{"key": 12, "num": 25, "den": 100}], "default": [1, 1], "match_dscp": True}
+    q = tc("tc qdisc add dev eth1 parent 1: cpm_red limit 400kb avpkt 1000 bandwidth 8mbit").qdisc.to_dict()
+    assert q["kind"] == "red" and q["dscp_coeff"]["default"] == [9, 10]
+    q = tc("tc qdisc add dev eth1 parent 1: blue").qdisc.to_dict()
+    assert q == {"kind": "blue", "limit": 1000, "increment": 10737418, "decrement": 1073742,
+                 "freeze_inc": 100_000_000, "freeze_dec": 100_000_000, "shared": True, "qthresh": None,
+                 "ecn": False, "dscp_coeff": None}
+    q = tc("tc qdisc add dev eth1 parent 1: cpm_blue limit 200 increment 0.01 decrement 0.001 "
+           "freeze_inc 50ms freeze_dec 20ms qthresh 100 ecn").qdisc.to_dict()
+    assert (q["limit"], q["increment"], q["decrement"]) == (200, round(0.01 * 2**32), round(0.001 * 2**32))
+    assert (q["freeze_inc"], q["freeze_dec"], q["shared"], q["qthresh"], q["ecn"]) == (
+        50_000_000, 20_000_000, False, 100, True)
+    assert q["dscp_coeff"]["classes"][0] == {"key": 0x32, "num": 5, "den": 10}
+    e = tc_err("tc qdisc add dev x root blue bytemode", NotSupportedError)
+    assert e.message == "blue bytemode is not supported yet"
 
 
 def test_tc_unknown_kind():

@@ -37,8 +37,10 @@ Blocks follow docs/internals.md: ``{"kind", "handle", "parent": [maj, min] |
 null, "anonymous", "options", "stats"}``; ``options`` is the kind's spec from
 crates/bufferlab-core/src/qdisc/spec.rs in kernel units. Two optional keys
 are honoured: ``refcnt`` (default 2 for a root, 1 otherwise) and
-``xstats`` (red: ``{"marked", "early", "pdrop", "other"}``). ``red`` options
-(no Rust spec yet) are read as ``limit``, ``min``/``qth_min``,
+``xstats`` (red: ``{"marked", "early", "pdrop", "other"[, "classes"]}``;
+blue: ``{"pmark", "early", "overflow", "marked"[, "classes"]}``). ``red``
+options (the engine's ``RedSpec`` JSON, ``max_p`` = current value) are read
+as ``limit``, ``min``/``qth_min``,
 ``max``/``qth_max`` (bytes), ``ecn``/``harddrop``/``adaptive``/``nodrop``
 (bools) and, for ``-d``, ``wlog``, ``max_p`` (u32), ``plog``, ``scell_log``.
 Any other kind raises ``ValueError``.
@@ -308,15 +310,73 @@ def _red(opts: dict[str, Any], modern: bool, details: bool) -> str:
         else:
             out += "Plog %d " % int(opts.get("plog", 0))
         out += "Scell_log %d" % int(opts.get("scell_log", 0))
+        if opts.get("dscp_coeff"):
+            out += " "
+    if opts.get("dscp_coeff"):
+        out += "dscp-coeff %s " % _dscp_coeff_text(opts["dscp_coeff"])
     return out
+
+
+def _coeff(num: int, den: int) -> str:
+    return "%g" % (int(num) / int(den))
+
+
+def _dscp_coeff_text(m: dict[str, Any]) -> str:
+    """The CPM map as it was typed (qdiscs.md §7): ``0x32:0.5,...,default:0.9``."""
+    dscp = bool(m.get("match_dscp"))
+    parts = [("%d" if dscp else "0x%02x") % int(c["key"]) + ":" + _coeff(c["num"], c["den"])
+             for c in m.get("classes") or []]
+    num, den = m.get("default") or (1, 1)
+    parts.append("default:" + _coeff(num, den))
+    out = ",".join(parts)
+    if dscp:
+        out += " dscp-match dscp"
+    return out
+
+
+def _class_xstats(x: dict[str, Any]) -> str:
+    """SIM per-class lines ``  class 0x32 passed N marked M early E pdrop P``."""
+    out = ""
+    for c in x.get("classes") or []:
+        out += "  class %s passed %d marked %d early %d pdrop %d\n" % (
+            c.get("key"), int(c.get("passed", 0)), int(c.get("marked", 0)), int(c.get("early", 0)),
+            int(c.get("pdrop", 0)))
+    return out
+
+
+def _blue(opts: dict[str, Any], modern: bool) -> str:
+    out = "limit %dp increment %g decrement %g " % (
+        int(opts.get("limit", 1000)), int(opts.get("increment", 0)) / 2.0**32,
+        int(opts.get("decrement", 0)) / 2.0**32)
+    fi, fd = int(opts.get("freeze_inc", 0)), int(opts.get("freeze_dec", 0))
+    if opts.get("shared", True):
+        out += "freeze %s " % sprint_time(fi / 1000, modern)
+    else:
+        out += "freeze_inc %s freeze_dec %s " % (
+            sprint_time(fi / 1000, modern), sprint_time(fd / 1000, modern))
+    if opts.get("qthresh") is not None:
+        out += "qthresh %dp " % int(opts["qthresh"])
+    if opts.get("ecn"):
+        out += "ecn "
+    if opts.get("dscp_coeff"):
+        out += "dscp-coeff %s " % _dscp_coeff_text(opts["dscp_coeff"])
+    return out
+
+
+def _blue_xstats(block: dict[str, Any]) -> str:
+    x = block.get("xstats") or {}
+    line = "  pmark %g early %d overflow %d marked %d\n" % (
+        float(x.get("pmark", 0.0)), int(x.get("early", 0)), int(x.get("overflow", 0)),
+        int(x.get("marked", 0)))
+    return line + _class_xstats(x)
 
 
 def _red_xstats(block: dict[str, Any], modern: bool) -> str:
     x = block.get("xstats") or {}
     vals = tuple(int(x.get(k, 0)) for k in ("marked", "early", "pdrop", "other"))
     if modern:
-        return "  marked %d early %d pdrop %d other %d \n" % vals
-    return "  marked %d early %d pdrop %d other %d\n" % vals
+        return "  marked %d early %d pdrop %d other %d \n" % vals + _class_xstats(x)
+    return "  marked %d early %d pdrop %d other %d\n" % vals + _class_xstats(x)
 
 
 def _options_text(kind: str, opts: dict[str, Any], modern: bool, details: bool) -> str:
@@ -338,9 +398,11 @@ def _options_text(kind: str, opts: dict[str, Any], modern: bool, details: bool) 
         return _netem(opts, modern, details)
     if kind == "red":
         return _red(opts, modern, details)
+    if kind == "blue":
+        return _blue(opts, modern)
     raise ValueError(
         f"tc_show_text: qdisc kind {kind!r} has no printer yet "
-        "(known: noqueue, pfifo, bfifo, pfifo_head_drop, pfifo_fast, tbf, netem, red)")
+        "(known: noqueue, pfifo, bfifo, pfifo_head_drop, pfifo_fast, tbf, netem, red, blue)")
 
 
 def _classid(parent: Any) -> str:
@@ -373,6 +435,8 @@ def _block_text(block: dict[str, Any], modern: bool, stats: bool, details: bool,
     line += " backlog %s %dp requeues %d\n" % (sprint_size(g("backlog")), g("qlen"), g("requeues"))
     if kind == "red":
         line += _red_xstats(block, modern)
+    elif kind == "blue":
+        line += _blue_xstats(block)
     return line
 
 

@@ -17,6 +17,8 @@ pub struct ClassCounters {
     pub marked: u64,
     /// early/forced (or BLUE random) drops
     pub early: u64,
+    /// of which RED hard (forced) drops, average at or above `max`
+    pub forced: u64,
     /// tail drops at the real queue limit
     pub pdrop: u64,
 }
@@ -33,7 +35,9 @@ impl Cpm {
     pub fn new(map: &DscpCoeff) -> Result<Cpm, String> {
         let bad = |n: u32, d: u32| d == 0 || n as u64 > 1_000_000 * d as u64;
         if map.classes.iter().any(|c| bad(c.num, c.den)) || bad(map.default.0, map.default.1) {
-            return Err("dscp-coeff: coefficients must be fractions with a non-zero denominator".into());
+            return Err(
+                "dscp-coeff: coefficients must be fractions with a non-zero denominator".into(),
+            );
         }
         Ok(Cpm {
             map: map.clone(),
@@ -93,6 +97,7 @@ impl Cpm {
                 "passed": c.passed,
                 "marked": c.marked,
                 "early": c.early,
+                "forced": c.forced,
                 "pdrop": c.pdrop,
             }));
         }

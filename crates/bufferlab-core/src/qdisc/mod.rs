@@ -13,8 +13,11 @@
 //! returns [`Verdict::Dropped`], so every ancestor adds one to its own
 //! `drops` as Linux's parents do (qdiscs.md §1.5).
 
+pub mod blue;
+pub mod cpm;
 pub mod fifo;
 pub mod netem;
+pub mod red;
 pub mod spec;
 pub mod tbf;
 pub mod tree;
@@ -23,7 +26,10 @@ use crate::packet::{PacketArena, PacketId};
 use crate::time::SimTime;
 use serde::Serialize;
 
-pub use spec::{NetemSpec, ParentSpec, QdiscSpec, TbfSpec, TcRequest, TcVerb};
+pub use spec::{
+    BlueSpec, DscpClass, DscpCoeff, NetemSpec, ParentSpec, QdiscSpec, RedSpec, TbfSpec, TcRequest,
+    TcVerb,
+};
 pub use tree::{AnyQdisc, AutoHandles, QdiscInfo, QdiscProfile, QdiscTree};
 
 /// Why a packet was dropped. Counted per interface (summary.json) and mapped
@@ -53,10 +59,14 @@ pub enum DropReason {
     NoListener,
     /// ARP resolution queue overflow or failure.
     NeighbourFailed,
+    /// RED/BLUE probabilistic (early) drop.
+    EarlyDrop,
+    /// RED hard drop: average at or above `max`.
+    ForcedDrop,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 11] = [
+    pub const ALL: [DropReason; 13] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::TooBig,
@@ -68,6 +78,8 @@ impl DropReason {
         DropReason::NoRoute,
         DropReason::NoListener,
         DropReason::NeighbourFailed,
+        DropReason::EarlyDrop,
+        DropReason::ForcedDrop,
     ];
 
     pub fn index(self) -> usize {
@@ -87,6 +99,8 @@ impl DropReason {
             DropReason::NoRoute => "no_route",
             DropReason::NoListener => "no_listener",
             DropReason::NeighbourFailed => "neighbour_failed",
+            DropReason::EarlyDrop => "early_drop",
+            DropReason::ForcedDrop => "forced_drop",
         }
     }
 }

@@ -4,7 +4,7 @@
 //! net/sched/sch_generic.c `qdisc_tree_reduce_backlog`,
 //! include/net/sch_generic.h `qdisc_peek_dequeued`).
 //!
-//! Shape. Every classful qdisc we model (tbf, netem; later red, sfb) has
+//! Shape. Every classful qdisc we model (tbf, netem, red; later sfb) has
 //! exactly one child slot, so a device's tree is a chain: `nodes[0]` is the
 //! root, `nodes[i+1]` sits in the slot of `nodes[i]`. An empty slot below tbf
 //! is Linux's noop qdisc (a black hole); below netem it means "deliver
@@ -29,8 +29,10 @@
 //! one. netem duplicates are re-enqueued at the root by these two methods
 //! themselves (they drain the `ctx.reinject` entries they create).
 
+use super::blue::Blue;
 use super::fifo::Fifo;
 use super::netem::{Netem, NetemEnv};
+use super::red::Red;
 use super::spec::{ParentSpec, QdiscSpec, TcVerb};
 use super::tbf::Tbf;
 use super::{DropReason, QdiscCtx, QdiscStats, TcRequest, Verdict};
@@ -99,6 +101,9 @@ pub struct QdiscInfo {
     /// current options, in the kernel's units (the spec's JSON shape)
     pub options: serde_json::Value,
     pub stats: QdiscStats,
+    /// kind-specific statistics (red: marked/early/pdrop/other; blue)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xstats: Option<serde_json::Value>,
 }
 
 /// Packets that left a subtree other than by dequeue, reported to every
@@ -149,6 +154,8 @@ pub enum AnyQdisc {
     Fifo(Fifo),
     Tbf(Tbf),
     Netem(Netem),
+    Red(Red),
+    Blue(Blue),
 }
 
 impl AnyQdisc {
@@ -159,6 +166,8 @@ impl AnyQdisc {
             AnyQdisc::Fifo(f) => f.kind().name(),
             AnyQdisc::Tbf(_) => "tbf",
             AnyQdisc::Netem(_) => "netem",
+            AnyQdisc::Red(_) => "red",
+            AnyQdisc::Blue(_) => "blue",
         }
     }
 
@@ -168,6 +177,8 @@ impl AnyQdisc {
             AnyQdisc::Fifo(f) => f.stats(),
             AnyQdisc::Tbf(t) => t.stats(),
             AnyQdisc::Netem(n) => n.stats(),
+            AnyQdisc::Red(r) => r.stats(),
+            AnyQdisc::Blue(b) => b.stats(),
         }
     }
 
@@ -177,6 +188,8 @@ impl AnyQdisc {
             AnyQdisc::Fifo(f) => f.stats_mut(),
             AnyQdisc::Tbf(t) => t.stats_mut(),
             AnyQdisc::Netem(n) => n.stats_mut(),
+            AnyQdisc::Red(r) => r.stats_mut(),
+            AnyQdisc::Blue(b) => b.stats_mut(),
         }
     }
 
@@ -187,12 +200,26 @@ impl AnyQdisc {
             AnyQdisc::Fifo(f) => f.options(),
             AnyQdisc::Tbf(t) => t.options(),
             AnyQdisc::Netem(n) => n.options(),
+            AnyQdisc::Red(r) => r.options(),
+            AnyQdisc::Blue(b) => b.options(),
+        }
+    }
+
+    /// Kind-specific statistics (`tc -s` xstats), if the kind has any.
+    pub fn xstats(&self) -> Option<serde_json::Value> {
+        match self {
+            AnyQdisc::Red(r) => Some(r.xstats()),
+            AnyQdisc::Blue(b) => Some(b.xstats()),
+            _ => None,
         }
     }
 
     /// Has a child slot (`cl_ops`).
     pub fn classful(&self) -> bool {
-        matches!(self, AnyQdisc::Tbf(_) | AnyQdisc::Netem(_))
+        matches!(
+            self,
+            AnyQdisc::Tbf(_) | AnyQdisc::Netem(_) | AnyQdisc::Red(_)
+        )
     }
 
     /// Apply a reduction coming from the child subtree.
@@ -207,8 +234,9 @@ impl AnyQdisc {
         match self {
             AnyQdisc::Noqueue(n) => n.passthrough.len() as u64,
             AnyQdisc::Fifo(f) => f.held(),
-            AnyQdisc::Tbf(_) => 0,
+            AnyQdisc::Tbf(_) | AnyQdisc::Red(_) => 0,
             AnyQdisc::Netem(n) => n.held(),
+            AnyQdisc::Blue(b) => b.held(),
         }
     }
 }
@@ -275,6 +303,11 @@ impl Node {
                 (0, 0)
             }
             AnyQdisc::Netem(q) => q.reset(ctx),
+            AnyQdisc::Red(r) => {
+                r.reset(ctx.now);
+                (0, 0)
+            }
+            AnyQdisc::Blue(b) => b.reset(ctx),
         };
         let s = self.q.stats_mut();
         s.qlen = 0;
@@ -303,7 +336,15 @@ pub(crate) fn enqueue_chain(
         AnyQdisc::Fifo(f) => f.enqueue(ctx, red, id),
         AnyQdisc::Tbf(t) => t.enqueue(ctx, red, id, below),
         AnyQdisc::Netem(n) => n.enqueue(ctx, id),
+        AnyQdisc::Red(r) => r.enqueue(ctx, red, id, below),
+        AnyQdisc::Blue(b) => b.enqueue(ctx, id),
     }
+}
+
+/// Bytes queued in the qdisc at the head of `chain` (a parent's view of its
+/// child's `qstats.backlog`); 0 for an empty slot.
+pub(crate) fn chain_backlog(chain: &[Node]) -> u64 {
+    chain.first().map_or(0, |n| n.q.stats().backlog)
 }
 
 /// Dequeue from the head of `chain`, handing out a peeked packet first
@@ -324,6 +365,8 @@ pub(crate) fn dequeue_chain(
         AnyQdisc::Fifo(f) => f.dequeue(ctx),
         AnyQdisc::Tbf(t) => t.dequeue(ctx, red, below),
         AnyQdisc::Netem(n) => n.dequeue(ctx, red, below),
+        AnyQdisc::Red(r) => r.dequeue(ctx, red, below),
+        AnyQdisc::Blue(b) => b.dequeue(ctx),
     }
 }
 
@@ -341,6 +384,14 @@ pub(crate) fn peek_chain(
     let p = match &mut node.q {
         AnyQdisc::Noqueue(q) => return q.passthrough.front().copied(),
         AnyQdisc::Fifo(f) => return f.peek(),
+        AnyQdisc::Blue(b) => return b.peek(ctx.now),
+        AnyQdisc::Red(r) => {
+            // red's peek is its child's own (non-destructive) peek.
+            let before = *red;
+            let p = peek_chain(below, ctx, red);
+            r.stats_mut().absorb(red.since(before));
+            return p;
+        }
         AnyQdisc::Tbf(t) => t.dequeue(ctx, red, below)?,
         AnyQdisc::Netem(n) => n.dequeue(ctx, red, below)?,
     };
@@ -581,6 +632,29 @@ impl QdiscTree {
             (AnyQdisc::Noqueue(_), _) => Ok(()),
             (AnyQdisc::Fifo(q), s) => q.change(s),
             (AnyQdisc::Netem(q), QdiscSpec::Netem(s)) => q.change(s, ctx.now),
+            (AnyQdisc::Blue(q), QdiscSpec::Blue(s)) => q.change(s),
+            (AnyQdisc::Red(_), QdiscSpec::Red(s)) => {
+                // Validate first: a refused change touches nothing.
+                super::red::RedParms::new(s)?;
+                if let Some(m) = &s.dscp_coeff {
+                    super::cpm::Cpm::new(m).map_err(TcError::Invalid)?;
+                }
+                if s.limit > 0 {
+                    // A fresh default bfifo replaces (and purges) the child.
+                    self.purge_from(idx + 1, ctx);
+                    self.nodes.truncate(idx + 1);
+                    self.nodes
+                        .push(Node::new(0, 1, true, AnyQdisc::Fifo(Fifo::bfifo(s.limit))));
+                }
+                let child_empty = self
+                    .nodes
+                    .get(idx + 1)
+                    .is_none_or(|c| c.q.stats().qlen == 0);
+                match &mut self.nodes[idx].q {
+                    AnyQdisc::Red(q) => q.change(s, ctx.now, child_empty),
+                    _ => unreachable!("checked above"),
+                }
+            }
             (AnyQdisc::Tbf(q), QdiscSpec::Tbf(s)) => {
                 q.change(s)?;
                 self.tbf_child_limit(idx, s.limit);
@@ -674,6 +748,19 @@ impl QdiscTree {
                     v.push(Node::new(0, 1, true, AnyQdisc::Fifo(Fifo::bfifo(s.limit))));
                 }
                 return Ok(v);
+            }
+            QdiscSpec::Red(s) => {
+                let stream = format!("{}/qdisc{}", self.dev, self.created);
+                let r = Red::new(s, self.seed, &stream, now)?;
+                let mut v = vec![Node::new(handle, 0, false, AnyQdisc::Red(r))];
+                if s.limit > 0 {
+                    v.push(Node::new(0, 1, true, AnyQdisc::Fifo(Fifo::bfifo(s.limit))));
+                }
+                return Ok(v);
+            }
+            QdiscSpec::Blue(s) => {
+                let stream = format!("{}/qdisc{}", self.dev, self.created);
+                AnyQdisc::Blue(Blue::new(s, self.seed, &stream)?)
             }
             QdiscSpec::Netem(s) => {
                 let env = NetemEnv {
@@ -809,6 +896,7 @@ impl QdiscTree {
                 anonymous: n.anonymous,
                 options: n.q.options(),
                 stats: *n.q.stats(),
+                xstats: n.q.xstats(),
             })
             .collect()
     }
@@ -835,6 +923,11 @@ impl QdiscTree {
     /// The qdisc at chain position `idx` (0 = root).
     pub fn node_qdisc(&self, idx: usize) -> Option<&AnyQdisc> {
         self.nodes.get(idx).map(|n| &n.q)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn nodes_mut(&mut self) -> &mut [Node] {
+        &mut self.nodes
     }
 
     #[cfg(test)]
