@@ -184,10 +184,10 @@ cmds = [
 def test_cpm_scenario_classes_share_the_shaped_link(tmp_path):
     summary = run(SCENARIOS / "cpm-red.toml", tmp_path)
     root = tmp_path / "cpm-red"
-    un = (root / "uncongested/host1/terminal.log").read_text()
+    un = (root / "red-uncongested/host1/terminal.log").read_text()
     assert un.count("receiver") == 3
     assert re.findall(r"Class\d:  \[  5\].* (\d+)/\d+ \([\d.]+%\)  receiver", un) == ["0", "0", "0"]
-    co = (root / "congested/host1/terminal.log").read_text()
+    co = (root / "red-congested/host1/terminal.log").read_text()
     got = sum(float(x) for x in re.findall(r"([\d.]+) Mbits/sec .*receiver", co))
     # three 3.5 Mbit/s flows into 8 Mbit/s of frames: 8e6 * 1448/1490 of payload in total
     assert got == pytest.approx(8 * 1448 / 1490, rel=0.03)
