@@ -32,14 +32,16 @@ from bufferlab.runner import Runner
 TARGET_HOPS_PER_S = 5e6
 TARGET_LAB14_WALL_S = 5.0
 
-UDP = """
-name = "bench: CBR UDP through netem + tbf"
-seed = 1
-[topology]
+TOPOLOGY = """[topology]
 hosts = ["h1", "h2", "h3"]
 switches = ["s1", "s2"]
 links = [["h1", "s1"], ["s1", "s2"], ["s2", "h3"], ["h2", "s1"]]
-[[part]]
+"""
+
+UDP = """
+name = "bench: CBR UDP through netem + tbf"
+seed = 1
+{topology}[[part]]
 name = "run"
 cmds = [
   "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms limit 10000",
@@ -52,11 +54,7 @@ cmds = [
 LAB14 = """
 name = "bench: Lab 14 10xBDP"
 seed = 1
-[topology]
-hosts = ["h1", "h2", "h3"]
-switches = ["s1", "s2"]
-links = [["h1", "s1"], ["s1", "s2"], ["s2", "h3"], ["h2", "s1"]]
-[[part]]
+{topology}[[part]]
 name = "run"
 cmds = [
   "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms limit 100000",
@@ -76,7 +74,7 @@ WORKLOADS = {"udp": UDP, "lab14": LAB14}
 def once(workload: str, seconds: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "bench.toml"
-        path.write_text(WORKLOADS[workload].format(seconds=seconds))
+        path.write_text(WORKLOADS[workload].format(seconds=seconds, topology=TOPOLOGY))
         runner = Runner(load_scenario(path), Path(d) / "results", progress=False)
         runner.check()
         t0 = time.perf_counter()

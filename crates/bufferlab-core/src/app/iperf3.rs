@@ -876,16 +876,21 @@ impl Client {
         Ok(())
     }
 
-    fn send_connect(&mut self, ctx: &mut AppCtx) {
+    /// Send a control message and arm its retransmission timer.
+    fn send_ctrl(&mut self, ctx: &mut AppCtx, m: u8, bytes: u32, retry: SimDuration) {
         ctx.send_control(
             self.dst,
             self.ctrl_port,
             self.spec.port,
-            msg::CONNECT,
+            m,
             self.conn,
-            CONNECT_BYTES,
+            bytes,
         );
-        self.retry_at = Some(ctx.now + SETUP_RETRY);
+        self.retry_at = Some(ctx.now + retry);
+    }
+
+    fn send_connect(&mut self, ctx: &mut AppCtx) {
+        self.send_ctrl(ctx, msg::CONNECT, CONNECT_BYTES, SETUP_RETRY);
     }
 
     fn send_udp_connect(&mut self, ctx: &mut AppCtx) {
@@ -901,15 +906,7 @@ impl Client {
     }
 
     fn send_test_end(&mut self, ctx: &mut AppCtx) {
-        ctx.send_control(
-            self.dst,
-            self.ctrl_port,
-            self.spec.port,
-            msg::TEST_END,
-            self.conn,
-            STATE_BYTES,
-        );
-        self.retry_at = Some(ctx.now + RUNNING_RETRY);
+        self.send_ctrl(ctx, msg::TEST_END, STATE_BYTES, RUNNING_RETRY);
     }
 
     pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
