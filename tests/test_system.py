@@ -325,3 +325,16 @@ cmds = [
     # h3 -> h1 crosses s2-eth1's 50 Mbit/s tbf: payload at most 50e6 * 1448/1514
     assert float(m.group(1)) <= 50 * 1448 / 1514
     assert float(m.group(1)) > 0.8 * 50 * 1448 / 1514
+
+
+def test_cpm_summary_has_a_per_class_table(tmp_path, capsys):
+    summary = run(SCENARIOS / "cpm-red.toml", tmp_path)
+    parts = {p["name"]: p["classes"] for p in summary["parts"]}
+    assert [r["tos"] for r in parts["red-uncongested"]] == ["0x00", "0x32", "0x46"]
+    assert all(r["dropped"] == 0 and r["sent"] == r["received"] for r in parts["red-uncongested"])
+    classful = {r["tos"]: r for r in parts["classful-red-congested"]}
+    for r in classful.values():
+        assert r["dropped"] == r["sent"] - r["received"]
+        assert r["dropped_pct"] == pytest.approx(100 * r["dropped"] / r["sent"], abs=1e-3)
+    # coefficient 0.5 for 0x32 against 0.9 for the default class: fewest drops
+    assert classful["0x32"]["dropped"] < min(classful["0x46"]["dropped"], classful["0x00"]["dropped"])

@@ -415,6 +415,9 @@ def _iperf3_client(node: str, cmd: Any) -> Prepared:
             _write_tool_output(rt, log, "", iperf3_fmt.client_text(result, info, profile))
         else:
             _write_tool_output(rt, log, iperf3_fmt.client_text(result, info, profile))
+        if cmd.protocol == "udp" and result.get("receiver"):
+            sent = int(result["sender"]["packets"])
+            rt.sched.count_class(cmd.tos or 0, sent, int(result["receiver"]["received"]))
         return 1 if failed else 0
 
     return run

@@ -241,9 +241,20 @@ class Runner:
                 "start_ns": start,
                 "end_ns": eng.now_ns,
                 "queues": sched.queue_files,
+                "classes": sched.class_table(),
             }
         )
+        self._print_classes(part, sched.class_table())
         self._warn_netem_limit(part)
+
+    def _print_classes(self, part: Part, rows: list[dict[str, Any]]) -> None:
+        if len(rows) < 2:
+            return
+        self.echo(f"part {part.name}: UDP iperf3 datagrams per DS byte")
+        self.echo("  DS byte      sent  received   dropped  dropped %")
+        for r in rows:
+            cells = f"{r['sent']:>9} {r['received']:>9} {r['dropped']:>9} {r['dropped_pct']:>10.2f}"
+            self.echo(f"  {r['tos']:>7} {cells}")
 
     def _warn_netem_limit(self, part: Part) -> None:
         """qdiscs.md P9: netem's `limit` counts packets in its delay line. With
@@ -396,9 +407,27 @@ class _Scheduler:
         self.seq = 0
         self.detached: list[tuple[int, Callable[[], None]]] = []
         self.queue_files: list[str] = []
+        #: UDP iperf3 datagrams per DS byte: tos -> [sent, received]
+        self.classes: dict[int, list[int]] = {}
         self.expected_end_ns = start_ns
         #: the part hit stop_at: interrupted commands print their output, nothing new starts
         self.stopping = False
+
+    def count_class(self, tos: int, sent: int, received: int) -> None:
+        c = self.classes.setdefault(tos, [0, 0])
+        c[0] += sent
+        c[1] += received
+
+    def class_table(self) -> list[dict[str, Any]]:
+        """Per-DS-byte delivery of the part's UDP iperf3 tests (the CPM report's table)."""
+        rows = []
+        for tos, (sent, received) in sorted(self.classes.items()):
+            dropped = sent - received
+            rows.append({
+                "tos": f"0x{tos:02x}", "dscp": tos >> 2, "sent": sent, "received": received,
+                "dropped": dropped, "dropped_pct": round(100 * dropped / sent, 3) if sent else 0.0,
+            })
+        return rows
 
     def spawn(self, gen: JobGen, key: int) -> None:
         self._ready(gen, key, None)
