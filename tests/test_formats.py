@@ -1687,8 +1687,8 @@ def test_netem_option_text():
 
 
 def test_tc_unknown_kind_is_an_error():
-    block = {"kind": "fq_codel", "handle": 1, "parent": None, "options": {}, "stats": _stats()}
-    with pytest.raises(ValueError, match="fq_codel"):
+    block = {"kind": "fq_pie", "handle": 1, "parent": None, "options": {}, "stats": _stats()}
+    with pytest.raises(ValueError, match="fq_pie"):
         tc.tc_show_text([block], LAB)
 
 
@@ -1702,3 +1702,49 @@ def test_q_dat():
     assert queue.q_dat(samples, 1_000_000_000) == (
         "0.100 1048576\n0.250 2621440\n0.300 0\n1.000 26214400\n")
     assert queue.parse_size("2184533b") == 2184533
+
+
+def test_tc_codel_and_fq_codel_blocks():
+    codel = {"kind": "codel", "handle": 3, "parent": [2, 0],
+             "options": {"limit": 1000, "target": 4999, "interval": 99999, "ce_threshold": None,
+                         "ecn": False},
+             "stats": _stats(1514, 1, 2, 0, 3028, 2),
+             "xstats": {"count": 3, "lastcount": 1, "ldelay": 7200, "dropping": True, "drop_next": 31500,
+                        "maxpacket": 1514, "ecn_mark": 0, "drop_overlimit": 0, "ce_mark": 0}}
+    text = tc.tc_show_text([codel], LAB)
+    assert text.startswith("qdisc codel 3: parent 2: limit 1000p target 5.0ms interval 100.0ms \n")
+    assert text.endswith(
+        "  count 3 lastcount 1 ldelay 7.2ms dropping drop_next 31.5ms\n"
+        "  maxpacket 1514 ecn_mark 0 drop_overlimit 0\n")
+    fq = {"kind": "fq_codel", "handle": 3, "parent": [2, 0],
+          "options": {"limit": 10240, "flows": 1024, "quantum": 1514, "target": 4999, "interval": 99999,
+                      "ce_threshold": None, "memory_limit": 33554432, "ecn": True, "drop_batch": 64},
+          "stats": _stats(),
+          "xstats": {"maxpacket": 1514, "drop_overlimit": 0, "new_flow_count": 2, "ecn_mark": 1,
+                     "ce_mark": 0, "memory_used": 0, "drop_overmemory": 0, "new_flows_len": 0,
+                     "old_flows_len": 1}}
+    head = ("qdisc fq_codel 3: parent 2: limit 10240p flows 1024 quantum 1514 target 5.0ms "
+            "interval 100.0ms memory_limit 32Mb ecn ")
+    assert tc.tc_show_text([fq], LAB).startswith(head + "\n")
+    assert tc.tc_show_text([fq], MODERN).startswith(
+        "qdisc fq_codel 3: parent 2: limit 10240p flows 1024 quantum 1514 target 5ms "
+        "interval 100ms memory_limit 32Mb ecn drop_batch 64 \n")
+    assert tc.tc_show_text([fq], LAB).endswith(
+        "  maxpacket 1514 drop_overlimit 0 new_flow_count 2 ecn_mark 1 memory_used 0 drop_overmemory 0\n"
+        "  new_flows_len 0 old_flows_len 1\n")
+
+
+def test_tc_pie_block():
+    pie = {"kind": "pie", "handle": 3, "parent": [2, 0],
+           "options": {"limit": 1000, "target": 15000, "tupdate": 16000, "alpha": 2, "beta": 20,
+                       "ecn": False, "bytemode": False, "dq_rate_estimator": True},
+           "stats": _stats(),
+           "xstats": {"prob": 0.0125, "delay": 14200, "avg_dq_rate": 1250000, "packets_in": 10,
+                      "overlimit": 0, "dropped": 2, "maxq": 7, "ecn_mark": 0}}
+    text = tc.tc_show_text([pie], LAB)
+    assert text.startswith(
+        "qdisc pie 3: parent 2: limit 1000p target 15.0ms tupdate 16.0ms alpha 2 beta 20 "
+        "dq_rate_estimator \n")
+    assert text.endswith(
+        "  prob 0.0125 delay 14.2ms avg_dq_rate 1250000\n"
+        "  pkts_in 10 overlimit 0 dropped 2 maxq 7 ecn_mark 0\n")

@@ -674,9 +674,7 @@ def test_tc_not_supported(line, token, message):
     [
         "red_ns3",
         "sfb",
-        "codel",
-        "fq_codel",
-        "pie",
+        "fq_pie",
         "htb",
         "hfsc",
         "prio",
@@ -1939,3 +1937,54 @@ def test_generator_report_text():
     assert gen.report_text(
         s, {"packets": 2, "bytes": 2896, "start_ns": 0, "end_ns": 2 * 10**9, "first_ns": 1, "last_ns": 2}
     ) == ("sink: received 2 packets, 2896 bytes on udp port 5001 in 2.000 s: goodput 11584 bit/s\n")
+
+
+# codel / fq_codel (qdiscs.md §8.1-8.2): netlink attributes, times in µs, None = not given
+
+
+def test_tc_codel_options_in_kernel_units():
+    line = "tc qdisc add dev s1-eth2 parent 2: handle 3: codel limit 500 target 3ms interval 50ms ecn"
+    q = tc_json(line)["qdisc"]
+    assert q == {"kind": "codel", "limit": 500, "target": 3000, "interval": 50000, "ce_threshold": None,
+                 "ecn": True}
+    q = tc_json("tc qdisc add dev s1-eth2 root codel")["qdisc"]
+    assert q == {"kind": "codel", "limit": None, "target": None, "interval": None, "ce_threshold": None,
+                 "ecn": None}
+    q = tc_json("tc qdisc change dev s1-eth2 root codel noecn ce_threshold 1ms")["qdisc"]
+    assert (q["ecn"], q["ce_threshold"]) == (False, 1000)
+
+
+def test_tc_fq_codel_options_in_kernel_units():
+    q = tc_json(
+        "tc qdisc add dev s1-eth2 parent 2: fq_codel limit 1000 flows 64 quantum 300 target 10ms "
+        "memory_limit 4mb drop_batch 8 noecn"
+    )["qdisc"]
+    assert q == {"kind": "fq_codel", "limit": 1000, "flows": 64, "target": 10000, "interval": None,
+                 "quantum": 300, "ecn": False, "ce_threshold": None, "memory_limit": 4 << 20,
+                 "drop_batch": 8}
+
+
+def test_tc_codel_errors():
+    line = "tc qdisc add dev s1-eth2 root codel tagret 5ms"
+    e = tc_err(line)
+    assert e.message == 'What is "tagret"?' and e.col == line.index("tagret")
+    assert e.suggestion and "target" in e.suggestion
+    e = tc_err("tc qdisc add dev s1-eth2 root codel target soon")
+    assert e.message == 'Illegal "target"'
+    e = tc_err("tc qdisc add dev s1-eth2 root fq_codel flows 0")
+    assert "flows" in e.message
+    line = "tc qdisc add dev s1-eth2 root fq_codel ce_threshold_selector 0x1/0x3"
+    e = tc_err(line, NotSupportedError)
+    assert e.message == "fq_codel ce_threshold_selector is not supported yet"
+
+
+def test_tc_pie_options_and_profile_default():
+    line = "tc qdisc add dev s1-eth2 parent 2: pie limit 500 target 20ms tupdate 30ms alpha 4 beta 32 ecn"
+    line += " bytemode"
+    q = tc_json(line, MODERN)["qdisc"]
+    assert q == {"kind": "pie", "limit": 500, "target": 20000, "tupdate": 30000, "alpha": 4, "beta": 32,
+                 "ecn": True, "bytemode": True, "dq_rate_estimator": None}
+    # [lab2019] kernels only had the drain-rate estimator (qdiscs.md §11)
+    assert tc_json("tc qdisc add dev s1-eth2 root pie")["qdisc"]["dq_rate_estimator"] is True
+    e = tc_err("tc qdisc add dev s1-eth2 root pie alpha 33")
+    assert e.message == 'Illegal "alpha"'

@@ -69,6 +69,9 @@ __all__ = [
     "DscpCoeff",
     "RedSpec",
     "BlueSpec",
+    "CodelSpec",
+    "FqCodelSpec",
+    "PieSpec",
     "red_eval_ewma",
     "red_eval_p",
     "red_eval_idle_damping",
@@ -380,7 +383,76 @@ class BlueSpec:
         }
 
 
-QdiscSpec = NoqueueSpec | FifoSpec | PfifoFastSpec | TbfSpec | NetemSpec | RedSpec | BlueSpec
+@dataclass
+class CodelSpec:
+    """codel (qdiscs.md §8.1) as netlink attributes: times in µs; None = not given."""
+
+    limit: int | None = None
+    target: int | None = None
+    interval: int | None = None
+    ce_threshold: int | None = None
+    ecn: bool | None = None
+    kind: str = "codel"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "codel",
+            "limit": self.limit,
+            "target": self.target,
+            "interval": self.interval,
+            "ce_threshold": self.ce_threshold,
+            "ecn": self.ecn,
+        }
+
+
+@dataclass
+class FqCodelSpec:
+    """fq_codel (qdiscs.md §8.2): times in µs, sizes in bytes; None = not given."""
+
+    limit: int | None = None
+    flows: int | None = None
+    target: int | None = None
+    interval: int | None = None
+    quantum: int | None = None
+    ecn: bool | None = None
+    ce_threshold: int | None = None
+    memory_limit: int | None = None
+    drop_batch: int | None = None
+    kind: str = "fq_codel"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": "fq_codel"}
+        for k in ("limit", "flows", "target", "interval", "quantum", "ecn", "ce_threshold", "memory_limit",
+                  "drop_batch"):
+            d[k] = getattr(self, k)
+        return d
+
+
+@dataclass
+class PieSpec:
+    """pie (qdiscs.md §8.3): times in µs, alpha/beta as given (0..32); None = not given."""
+
+    limit: int | None = None
+    target: int | None = None
+    tupdate: int | None = None
+    alpha: int | None = None
+    beta: int | None = None
+    ecn: bool | None = None
+    bytemode: bool | None = None
+    dq_rate_estimator: bool | None = None
+    kind: str = "pie"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": "pie"}
+        for k in ("limit", "target", "tupdate", "alpha", "beta", "ecn", "bytemode", "dq_rate_estimator"):
+            d[k] = getattr(self, k)
+        return d
+
+
+QdiscSpec = (
+    NoqueueSpec | FifoSpec | PfifoFastSpec | TbfSpec | NetemSpec | RedSpec | BlueSpec
+    | CodelSpec | FqCodelSpec | PieSpec
+)
 
 _VERB_JSON = {"add": "add", "change": "change", "replace": "replace", "link": "link", "delete": "delete"}
 
@@ -445,6 +517,9 @@ MODELLED_QDISCS = (
     "cpm_red",
     "blue",
     "cpm_blue",
+    "codel",
+    "fq_codel",
+    "pie",
 )
 
 #: real Linux qdiscs, and the SIM kinds of qdiscs.md §5.10/§6/§7, not modelled yet
@@ -453,9 +528,6 @@ KNOWN_UNMODELLED_QDISCS = (
     "sfb",
     "gred",
     "choke",
-    "codel",
-    "fq_codel",
-    "pie",
     "fq_pie",
     "cake",
     "fq",
@@ -1457,6 +1529,108 @@ def _parse_blue(kind_word: Word, cur: _Cursor, cpm_default: bool) -> BlueSpec:
     return spec
 
 
+# codel / fq_codel (tc/q_codel.c, tc/q_fq_codel.c)
+
+_CODEL_USAGE = (
+    "codel [ limit PACKETS ] [ target TIME ] [ interval TIME ] [ ecn | noecn ] [ ce_threshold TIME ]"
+)
+_FQ_CODEL_USAGE = (
+    "fq_codel [ limit PACKETS ] [ flows NUMBER ] [ memory_limit BYTES ] [ target TIME ] [ interval TIME ] "
+    "[ quantum BYTES ] [ [no]ecn ] [ ce_threshold TIME ] [ drop_batch SIZE ]"
+)
+
+
+def _parse_codel_family(kind_word: Word, cur: _Cursor) -> CodelSpec | FqCodelSpec:
+    kind = kind_word.text
+    fq = kind == "fq_codel"
+    usage = _FQ_CODEL_USAGE if fq else _CODEL_USAGE
+    spec: CodelSpec | FqCodelSpec = FqCodelSpec() if fq else CodelSpec()
+    counts = ("limit", "flows", "quantum", "drop_batch") if fq else ("limit",)
+    times = ("target", "interval", "ce_threshold")
+    keywords = list(counts) + list(times) + ["ecn", "noecn"]
+    if fq:
+        keywords += ["memory_limit", "ce_threshold_selector"]
+
+    while not cur.done():
+        w = cur.take()
+        t = w.text
+        if t in counts:
+            v = cur.value(w, f"{t} NUMBER")
+            n = c_int_full(v.text, 0)
+            if n is None or not 0 <= n <= U32_MAX:
+                raise CommandError(f'Illegal "{t}"', col=v.col, expected=usage)
+            setattr(spec, t, n)
+        elif t in times:
+            v = cur.value(w, f"{t} TIME")
+            us = int(_unit(parse_time_us, v, f'Illegal "{t}"'))
+            setattr(spec, t, min(us, U32_MAX))
+        elif fq and t == "memory_limit":
+            v = cur.value(w, "memory_limit BYTES")
+            spec.memory_limit = int(_unit(parse_size, v, 'Illegal "memory_limit"'))  # type: ignore[union-attr]
+        elif t == "ecn":
+            spec.ecn = True
+        elif t == "noecn":
+            spec.ecn = False
+        elif fq and t == "ce_threshold_selector":
+            raise NotSupportedError(
+                "fq_codel ce_threshold_selector is not supported yet", col=w.col, expected=usage
+            )
+        else:
+            raise CommandError(
+                f'What is "{t}"?', col=w.col, expected=usage, suggestion=suggestion_for(t, keywords)
+            )
+    if fq:
+        assert isinstance(spec, FqCodelSpec)
+        if spec.flows is not None and not 1 <= spec.flows <= 65536:
+            raise CommandError("Error: fq_codel: flows must be 1..65536", col=kind_word.col, expected=usage)
+    if spec.limit == 0:
+        raise CommandError(f"Error: {kind}: limit must be at least 1", col=kind_word.col, expected=usage)
+    return spec
+
+
+_PIE_USAGE = (
+    "pie [ limit PACKETS ] [ target TIME ] [ tupdate TIME ] [ alpha ALPHA ] [ beta BETA ] "
+    "[ bytemode | nobytemode ] [ ecn | noecn ] [ dq_rate_estimator | no_dq_rate_estimator ]"
+)
+_PIE_FLAGS = {
+    "ecn": ("ecn", True), "noecn": ("ecn", False), "bytemode": ("bytemode", True),
+    "nobytemode": ("bytemode", False), "dq_rate_estimator": ("dq_rate_estimator", True),
+    "no_dq_rate_estimator": ("dq_rate_estimator", False),
+}
+
+
+def _parse_pie(kind_word: Word, cur: _Cursor, profile: Profile) -> PieSpec:
+    """tc/q_pie.c. [lab2019] kernels (before the 2020 rework) only had the
+    drain-rate estimator (qdiscs.md §11 ``pie_delay``), so it is the default there."""
+    spec = PieSpec()
+    if not profile.tc_modern_print:
+        spec.dq_rate_estimator = True
+    keywords = ["limit", "target", "tupdate", "alpha", "beta", *_PIE_FLAGS]
+    while not cur.done():
+        w = cur.take()
+        t = w.text
+        if t in ("limit", "alpha", "beta"):
+            v = cur.value(w, f"{t} NUMBER")
+            n = c_int_full(v.text, 0)
+            hi = U32_MAX if t == "limit" else 32
+            if n is None or not 0 <= n <= hi:
+                raise CommandError(f'Illegal "{t}"', col=v.col, expected=_PIE_USAGE)
+            setattr(spec, t, n)
+        elif t in ("target", "tupdate"):
+            v = cur.value(w, f"{t} TIME")
+            setattr(spec, t, min(int(_unit(parse_time_us, v, f'Illegal "{t}"')), U32_MAX))
+        elif t in _PIE_FLAGS:
+            name, val = _PIE_FLAGS[t]
+            setattr(spec, name, val)
+        else:
+            raise CommandError(
+                f'What is "{t}"?', col=w.col, expected=_PIE_USAGE, suggestion=suggestion_for(t, keywords)
+            )
+    if spec.limit == 0:
+        raise CommandError("Error: pie: limit must be at least 1", col=kind_word.col, expected=_PIE_USAGE)
+    return spec
+
+
 def _parse_nofopt(kind: str, cur: _Cursor) -> None:
     """Kinds without an option parser in tc (generic ``parse_nofopt``)."""
     if not cur.done():
@@ -1491,6 +1665,10 @@ def _parse_kind(kind_word: Word, cur: _Cursor, diag: Diagnostics, profile: Profi
         return _parse_red(kind_word, cur, diag, profile, cpm_default=True)
     if kind in ("blue", "cpm_blue"):
         return _parse_blue(kind_word, cur, cpm_default=kind == "cpm_blue")
+    if kind in ("codel", "fq_codel"):
+        return _parse_codel_family(kind_word, cur)
+    if kind == "pie":
+        return _parse_pie(kind_word, cur, profile)
     if kind == "noqueue":
         _parse_nofopt(kind, cur)
         return NoqueueSpec()

@@ -371,6 +371,90 @@ def _blue_xstats(block: dict[str, Any]) -> str:
     return line + _class_xstats(x)
 
 
+def _codel_common(opts: dict[str, Any], modern: bool) -> str:
+    out = "target %s " % sprint_time(int(opts.get("target", 5000)), modern)
+    if opts.get("ce_threshold") is not None:
+        out += "ce_threshold %s " % sprint_time(int(opts["ce_threshold"]), modern)
+    return out + "interval %s " % sprint_time(int(opts.get("interval", 100000)), modern)
+
+
+def _codel(opts: dict[str, Any], modern: bool) -> str:
+    """tc/q_codel.c ``codel_print_opt``."""
+    out = "limit %dp " % int(opts.get("limit", 1000)) + _codel_common(opts, modern)
+    if opts.get("ecn"):
+        out += "ecn "
+    return out
+
+
+def _fq_codel(opts: dict[str, Any], modern: bool) -> str:
+    """tc/q_fq_codel.c ``fq_codel_print_opt`` (``drop_batch`` from iproute2 v5 on = modern)."""
+    out = "limit %dp flows %d quantum %d " % (
+        int(opts.get("limit", 10240)), int(opts.get("flows", 1024)), int(opts.get("quantum", 1514)))
+    out += _codel_common(opts, modern)
+    out += "memory_limit %s " % sprint_size(int(opts.get("memory_limit", 32 << 20)))
+    if opts.get("ecn", True):
+        out += "ecn "
+    if modern:
+        out += "drop_batch %d " % int(opts.get("drop_batch", 64))
+    return out
+
+
+def _codel_xstats(block: dict[str, Any], modern: bool) -> str:
+    x = block.get("xstats") or {}
+    g = lambda k: int(x.get(k, 0))  # noqa: E731
+    out = "  count %d lastcount %d ldelay %s" % (g("count"), g("lastcount"), sprint_time(g("ldelay"), modern))
+    if x.get("dropping"):
+        out += " dropping"
+    dn = g("drop_next")
+    if dn < 0:
+        out += " drop_next -%s" % sprint_time(-dn, modern)
+    else:
+        out += " drop_next %s" % sprint_time(dn, modern)
+    out += "\n  maxpacket %d ecn_mark %d drop_overlimit %d" % (
+        g("maxpacket"), g("ecn_mark"), g("drop_overlimit"))
+    if g("ce_mark"):
+        out += " ce_mark %d" % g("ce_mark")
+    return out + "\n"
+
+
+def _fq_codel_xstats(block: dict[str, Any]) -> str:
+    x = block.get("xstats") or {}
+    g = lambda k: int(x.get(k, 0))  # noqa: E731
+    out = "  maxpacket %d drop_overlimit %d new_flow_count %d ecn_mark %d" % (
+        g("maxpacket"), g("drop_overlimit"), g("new_flow_count"), g("ecn_mark"))
+    if g("ce_mark"):
+        out += " ce_mark %d" % g("ce_mark")
+    if "memory_used" in x:
+        out += " memory_used %d" % g("memory_used")
+    if "drop_overmemory" in x:
+        out += " drop_overmemory %d" % g("drop_overmemory")
+    out += "\n  new_flows_len %d old_flows_len %d\n" % (g("new_flows_len"), g("old_flows_len"))
+    return out
+
+
+def _pie(opts: dict[str, Any], modern: bool) -> str:
+    """tc/q_pie.c ``pie_print_opt``."""
+    out = "limit %dp target %s tupdate %s alpha %d beta %d " % (
+        int(opts.get("limit", 1000)), sprint_time(int(opts.get("target", 15000)), modern),
+        sprint_time(int(opts.get("tupdate", 16000)), modern), int(opts.get("alpha", 2)),
+        int(opts.get("beta", 20)))
+    for flag in ("ecn", "bytemode", "dq_rate_estimator"):
+        if opts.get(flag):
+            out += flag + " "
+    return out
+
+
+def _pie_xstats(block: dict[str, Any], modern: bool) -> str:
+    x = block.get("xstats") or {}
+    g = lambda k: int(x.get(k, 0))  # noqa: E731
+    out = "  prob %g delay %s" % (float(x.get("prob", 0.0)), sprint_time(g("delay"), modern))
+    if "avg_dq_rate" in x:
+        out += " avg_dq_rate %d" % g("avg_dq_rate")
+    out += "\n  pkts_in %d overlimit %d dropped %d maxq %d ecn_mark %d\n" % (
+        g("packets_in"), g("overlimit"), g("dropped"), g("maxq"), g("ecn_mark"))
+    return out
+
+
 def _red_xstats(block: dict[str, Any], modern: bool) -> str:
     x = block.get("xstats") or {}
     vals = tuple(int(x.get(k, 0)) for k in ("marked", "early", "pdrop", "other"))
@@ -400,9 +484,16 @@ def _options_text(kind: str, opts: dict[str, Any], modern: bool, details: bool) 
         return _red(opts, modern, details)
     if kind == "blue":
         return _blue(opts, modern)
+    if kind == "codel":
+        return _codel(opts, modern)
+    if kind == "fq_codel":
+        return _fq_codel(opts, modern)
+    if kind == "pie":
+        return _pie(opts, modern)
     raise ValueError(
         f"tc_show_text: qdisc kind {kind!r} has no printer yet "
-        "(known: noqueue, pfifo, bfifo, pfifo_head_drop, pfifo_fast, tbf, netem, red, blue)")
+        "(known: noqueue, pfifo, bfifo, pfifo_head_drop, pfifo_fast, tbf, netem, red, blue, "
+        "codel, fq_codel, pie)")
 
 
 def _classid(parent: Any) -> str:
@@ -437,6 +528,12 @@ def _block_text(block: dict[str, Any], modern: bool, stats: bool, details: bool,
         line += _red_xstats(block, modern)
     elif kind == "blue":
         line += _blue_xstats(block)
+    elif kind == "codel":
+        line += _codel_xstats(block, modern)
+    elif kind == "fq_codel":
+        line += _fq_codel_xstats(block)
+    elif kind == "pie":
+        line += _pie_xstats(block, modern)
     return line
 
 

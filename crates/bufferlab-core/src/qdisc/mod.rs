@@ -14,9 +14,12 @@
 //! `drops` as Linux's parents do (qdiscs.md §1.5).
 
 pub mod blue;
+pub mod codel;
 pub mod cpm;
 pub mod fifo;
+pub mod fq_codel;
 pub mod netem;
+pub mod pie;
 pub mod red;
 pub mod spec;
 pub mod tbf;
@@ -27,8 +30,8 @@ use crate::time::SimTime;
 use serde::Serialize;
 
 pub use spec::{
-    BlueSpec, DscpClass, DscpCoeff, NetemSpec, ParentSpec, QdiscSpec, RedSpec, TbfSpec, TcRequest,
-    TcVerb,
+    BlueSpec, CodelSpec, DscpClass, DscpCoeff, FqCodelSpec, NetemSpec, ParentSpec, PieSpec,
+    QdiscSpec, RedSpec, TbfSpec, TcRequest, TcVerb,
 };
 pub use tree::{AnyQdisc, AutoHandles, QdiscInfo, QdiscProfile, QdiscTree};
 

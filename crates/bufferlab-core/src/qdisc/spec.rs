@@ -63,6 +63,12 @@ pub enum QdiscSpec {
     Red(RedSpec),
     /// `blue` / `cpm_blue` (SIM qdisc, qdiscs.md §6.1, §7).
     Blue(BlueSpec),
+    /// `codel` (qdiscs.md §8.1).
+    Codel(CodelSpec),
+    /// `fq_codel` (qdiscs.md §8.2).
+    FqCodel(FqCodelSpec),
+    /// `pie` (qdiscs.md §8.3).
+    Pie(PieSpec),
 }
 
 impl QdiscSpec {
@@ -78,6 +84,9 @@ impl QdiscSpec {
             QdiscSpec::Netem(_) => "netem",
             QdiscSpec::Red(_) => "red",
             QdiscSpec::Blue(_) => "blue",
+            QdiscSpec::Codel(_) => "codel",
+            QdiscSpec::FqCodel(_) => "fq_codel",
+            QdiscSpec::Pie(_) => "pie",
         }
     }
 }
@@ -289,4 +298,81 @@ pub struct BlueSpec {
 
 fn yes() -> bool {
     true
+}
+
+/// `codel` as the kernel receives it (netlink attributes, qdiscs.md §8.1):
+/// times in µs. `None` = attribute not sent: the kernel default on creation,
+/// the current value on `change`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+pub struct CodelSpec {
+    /// packets (default 1000)
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// µs (default 5 000)
+    #[serde(default)]
+    pub target: Option<u32>,
+    /// µs (default 100 000)
+    #[serde(default)]
+    pub interval: Option<u32>,
+    /// µs (default off)
+    #[serde(default)]
+    pub ce_threshold: Option<u32>,
+    /// default off
+    #[serde(default)]
+    pub ecn: Option<bool>,
+}
+
+/// `fq_codel` as the kernel receives it (qdiscs.md §8.2); times in µs,
+/// `None` = not given.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+pub struct FqCodelSpec {
+    /// packets (default 10 240)
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// number of flow queues (default 1024; only at creation)
+    #[serde(default)]
+    pub flows: Option<u32>,
+    #[serde(default)]
+    pub target: Option<u32>,
+    #[serde(default)]
+    pub interval: Option<u32>,
+    /// bytes (default 1514, minimum 256)
+    #[serde(default)]
+    pub quantum: Option<u32>,
+    /// default on
+    #[serde(default)]
+    pub ecn: Option<bool>,
+    #[serde(default)]
+    pub ce_threshold: Option<u32>,
+    /// bytes (default 32 MiB, capped at 2 GiB)
+    #[serde(default)]
+    pub memory_limit: Option<u32>,
+    /// default 64
+    #[serde(default)]
+    pub drop_batch: Option<u32>,
+}
+
+/// `pie` as the kernel receives it (qdiscs.md §8.3): times in µs, alpha and
+/// beta as given (0..32); `None` = not given.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+pub struct PieSpec {
+    /// packets (default 1000)
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// µs (default 15 000)
+    #[serde(default)]
+    pub target: Option<u32>,
+    /// µs (default 15 000; kept in jiffies, rounded up)
+    #[serde(default)]
+    pub tupdate: Option<u32>,
+    #[serde(default)]
+    pub alpha: Option<u32>,
+    #[serde(default)]
+    pub beta: Option<u32>,
+    #[serde(default)]
+    pub ecn: Option<bool>,
+    #[serde(default)]
+    pub bytemode: Option<bool>,
+    #[serde(default)]
+    pub dq_rate_estimator: Option<bool>,
 }

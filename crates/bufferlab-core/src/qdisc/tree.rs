@@ -30,8 +30,11 @@
 //! themselves (they drain the `ctx.reinject` entries they create).
 
 use super::blue::Blue;
+use super::codel::Codel;
 use super::fifo::Fifo;
+use super::fq_codel::FqCodel;
 use super::netem::{Netem, NetemEnv};
+use super::pie::Pie;
 use super::red::Red;
 use super::spec::{ParentSpec, QdiscSpec, TcVerb};
 use super::tbf::Tbf;
@@ -156,6 +159,9 @@ pub enum AnyQdisc {
     Netem(Netem),
     Red(Red),
     Blue(Blue),
+    Codel(Codel),
+    FqCodel(FqCodel),
+    Pie(Pie),
 }
 
 impl AnyQdisc {
@@ -168,6 +174,9 @@ impl AnyQdisc {
             AnyQdisc::Netem(_) => "netem",
             AnyQdisc::Red(_) => "red",
             AnyQdisc::Blue(_) => "blue",
+            AnyQdisc::Codel(_) => "codel",
+            AnyQdisc::FqCodel(_) => "fq_codel",
+            AnyQdisc::Pie(_) => "pie",
         }
     }
 
@@ -179,6 +188,9 @@ impl AnyQdisc {
             AnyQdisc::Netem(n) => n.stats(),
             AnyQdisc::Red(r) => r.stats(),
             AnyQdisc::Blue(b) => b.stats(),
+            AnyQdisc::Codel(c) => c.stats(),
+            AnyQdisc::FqCodel(c) => c.stats(),
+            AnyQdisc::Pie(c) => c.stats(),
         }
     }
 
@@ -190,6 +202,9 @@ impl AnyQdisc {
             AnyQdisc::Netem(n) => n.stats_mut(),
             AnyQdisc::Red(r) => r.stats_mut(),
             AnyQdisc::Blue(b) => b.stats_mut(),
+            AnyQdisc::Codel(c) => c.stats_mut(),
+            AnyQdisc::FqCodel(c) => c.stats_mut(),
+            AnyQdisc::Pie(c) => c.stats_mut(),
         }
     }
 
@@ -202,6 +217,9 @@ impl AnyQdisc {
             AnyQdisc::Netem(n) => n.options(),
             AnyQdisc::Red(r) => r.options(),
             AnyQdisc::Blue(b) => b.options(),
+            AnyQdisc::Codel(c) => c.options(),
+            AnyQdisc::FqCodel(c) => c.options(),
+            AnyQdisc::Pie(c) => c.options(),
         }
     }
 
@@ -210,6 +228,9 @@ impl AnyQdisc {
         match self {
             AnyQdisc::Red(r) => Some(r.xstats()),
             AnyQdisc::Blue(b) => Some(b.xstats()),
+            AnyQdisc::Codel(c) => Some(c.xstats()),
+            AnyQdisc::FqCodel(c) => Some(c.xstats()),
+            AnyQdisc::Pie(c) => Some(c.xstats()),
             _ => None,
         }
     }
@@ -237,6 +258,9 @@ impl AnyQdisc {
             AnyQdisc::Tbf(_) | AnyQdisc::Red(_) => 0,
             AnyQdisc::Netem(n) => n.held(),
             AnyQdisc::Blue(b) => b.held(),
+            AnyQdisc::Codel(c) => c.held(),
+            AnyQdisc::FqCodel(c) => c.held(),
+            AnyQdisc::Pie(c) => c.held(),
         }
     }
 }
@@ -308,6 +332,9 @@ impl Node {
                 (0, 0)
             }
             AnyQdisc::Blue(b) => b.reset(ctx),
+            AnyQdisc::Codel(c) => c.reset(ctx),
+            AnyQdisc::FqCodel(c) => c.reset(ctx),
+            AnyQdisc::Pie(c) => c.reset(ctx),
         };
         let s = self.q.stats_mut();
         s.qlen = 0;
@@ -338,6 +365,9 @@ pub(crate) fn enqueue_chain(
         AnyQdisc::Netem(n) => n.enqueue(ctx, id),
         AnyQdisc::Red(r) => r.enqueue(ctx, red, id, below),
         AnyQdisc::Blue(b) => b.enqueue(ctx, id),
+        AnyQdisc::Codel(c) => c.enqueue(ctx, id),
+        AnyQdisc::FqCodel(c) => c.enqueue(ctx, red, id),
+        AnyQdisc::Pie(c) => c.enqueue(ctx, id),
     }
 }
 
@@ -367,6 +397,9 @@ pub(crate) fn dequeue_chain(
         AnyQdisc::Netem(n) => n.dequeue(ctx, red, below),
         AnyQdisc::Red(r) => r.dequeue(ctx, red, below),
         AnyQdisc::Blue(b) => b.dequeue(ctx),
+        AnyQdisc::Codel(c) => c.dequeue(ctx, red),
+        AnyQdisc::FqCodel(c) => c.dequeue(ctx, red),
+        AnyQdisc::Pie(c) => c.dequeue(ctx),
     }
 }
 
@@ -394,6 +427,10 @@ pub(crate) fn peek_chain(
         }
         AnyQdisc::Tbf(t) => t.dequeue(ctx, red, below)?,
         AnyQdisc::Netem(n) => n.dequeue(ctx, red, below)?,
+        // codel/fq_codel run their drop logic at peek time (qdiscs.md §1.4)
+        AnyQdisc::Codel(c) => c.dequeue(ctx, red)?,
+        AnyQdisc::FqCodel(c) => c.dequeue(ctx, red)?,
+        AnyQdisc::Pie(c) => c.dequeue(ctx)?,
     };
     let len = ctx.arena.len_of(p);
     node.q.stats_mut().queued(len);
@@ -633,6 +670,24 @@ impl QdiscTree {
             (AnyQdisc::Fifo(q), s) => q.change(s),
             (AnyQdisc::Netem(q), QdiscSpec::Netem(s)) => q.change(s, ctx.now),
             (AnyQdisc::Blue(q), QdiscSpec::Blue(s)) => q.change(s),
+            (AnyQdisc::Codel(_), QdiscSpec::Codel(_))
+            | (AnyQdisc::FqCodel(_), QdiscSpec::FqCodel(_))
+            | (AnyQdisc::Pie(_), QdiscSpec::Pie(_)) => {
+                let (n, b) = match (&mut self.nodes[idx].q, spec) {
+                    (AnyQdisc::Codel(q), QdiscSpec::Codel(s)) => q.change(s, ctx)?,
+                    (AnyQdisc::FqCodel(q), QdiscSpec::FqCodel(s)) => q.change(s, ctx)?,
+                    (AnyQdisc::Pie(q), QdiscSpec::Pie(s)) => q.change(s, ctx)?,
+                    _ => unreachable!("matched above"),
+                };
+                for node in &mut self.nodes[..idx] {
+                    node.q.absorb(Reduce {
+                        qlen: n,
+                        backlog: b,
+                        drops: n,
+                    });
+                }
+                Ok(())
+            }
             (AnyQdisc::Red(_), QdiscSpec::Red(s)) => {
                 // Validate first: a refused change touches nothing.
                 super::red::RedParms::new(s)?;
@@ -761,6 +816,15 @@ impl QdiscTree {
             QdiscSpec::Blue(s) => {
                 let stream = format!("{}/qdisc{}", self.dev, self.created);
                 AnyQdisc::Blue(Blue::new(s, self.seed, &stream)?)
+            }
+            QdiscSpec::Codel(s) => AnyQdisc::Codel(Codel::new(s)?),
+            QdiscSpec::Pie(s) => {
+                let stream = format!("{}/qdisc{}", self.dev, self.created);
+                AnyQdisc::Pie(Pie::new(s, self.seed, &stream, now.as_nanos())?)
+            }
+            QdiscSpec::FqCodel(s) => {
+                let stream = format!("{}/qdisc{}", self.dev, self.created);
+                AnyQdisc::FqCodel(FqCodel::new(s, self.seed, &stream)?)
             }
             QdiscSpec::Netem(s) => {
                 let env = NetemEnv {
