@@ -37,3 +37,13 @@ def test_unknown_congestion_controls_are_named_with_their_position(tmp_path, cap
     assert "expected: reno or cubic or htcp or bbr" in err
     if hint:
         assert f"hint: {hint}" in err
+
+
+def test_a_zero_rtt_tcp_path_is_an_error_not_a_hang(tmp_path, capsys):
+    # no qdisc anywhere: plain veths, no delay, no rate limit
+    path = tmp_path / "zero.toml"
+    path.write_text(SCENARIO.format(line="h1: bulk -c 10.0.0.2 -t 1").replace("iperf3 -s", "sink"))
+    assert main(["run", str(path), "-o", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "simulated time stopped advancing" in err
+    assert "Traceback" not in err

@@ -63,7 +63,10 @@ class Engine:
         return self._sim.app_finished(app_id)
 
     def run(self, until_ns: int) -> list[int]:
-        return self._sim.run(until_ns)
+        try:
+            return self._sim.run(until_ns)
+        except _core.CoreError as e:  # simulated time cannot advance
+            raise EngineError(str(e)) from None
 
     def next_event_ns(self) -> int | None:
         return self._sim.next_event_ns()

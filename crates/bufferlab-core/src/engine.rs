@@ -38,6 +38,13 @@ const ARP_QUEUE_BYTES: u64 = 212_992;
 const ARP_TRIES: u32 = 3;
 const ARP_RETRANS: SimDuration = SimDuration::from_secs(1);
 
+/// Packets that may cross the network within one instant before a run is
+/// declared stuck. A TCP flow over a path with neither delay nor a rate limit
+/// (plain veths: no serialisation, no propagation, no host processing time
+/// modelled) has a zero round-trip time and would move unbounded data
+/// without simulated time advancing.
+const MAX_PACKETS_PER_INSTANT: u64 = 2_000_000;
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EngineOptions {
@@ -155,6 +162,9 @@ pub struct Simulator {
     finished: Vec<u32>,
     delivered_packets: u64,
     delivered_bytes: u64,
+    /// zero-delay arrivals processed at `instant` (see MAX_PACKETS_PER_INSTANT)
+    instant: SimTime,
+    instant_packets: u64,
 }
 
 impl Simulator {
@@ -227,6 +237,8 @@ impl Simulator {
             finished: Vec::new(),
             delivered_packets: 0,
             delivered_bytes: 0,
+            instant: SimTime::ZERO,
+            instant_packets: 0,
         })
     }
 
@@ -338,9 +350,9 @@ impl Simulator {
     /// applications finish; returns the ids of the applications that finished
     /// since the previous call (also those that finished inside `start_app`
     /// or `stop_app`, e.g. a ping of the node's own address).
-    pub fn run(&mut self, until: SimTime) -> Vec<u32> {
+    pub fn run(&mut self, until: SimTime) -> Result<Vec<u32>> {
         loop {
-            self.drain_pending();
+            self.drain_pending()?;
             if !self.finished.is_empty() {
                 break;
             }
@@ -356,7 +368,7 @@ impl Simulator {
                 }
             }
         }
-        std::mem::take(&mut self.finished)
+        Ok(std::mem::take(&mut self.finished))
     }
 
     /// Instant of the next scheduled event, if any.
@@ -415,10 +427,26 @@ impl Simulator {
         }
     }
 
-    fn drain_pending(&mut self) {
+    fn drain_pending(&mut self) -> Result<()> {
+        if self.instant != self.now {
+            self.instant = self.now;
+            self.instant_packets = 0;
+        }
         while let Some((iface, pid)) = self.pending.pop_front() {
+            self.instant_packets += 1;
+            if self.instant_packets > MAX_PACKETS_PER_INSTANT {
+                self.pending.push_front((iface, pid));
+                return Err(Error::Stalled(format!(
+                    "simulated time stopped advancing at {}: {} packets crossed the network in that one \
+                     instant. A TCP flow on a path with neither delay nor a rate limit (plain veths) has no \
+                     round-trip time and moves data without time passing; give the path a delay or a rate, \
+                     e.g. tc qdisc add dev s1-eth2 root netem delay 1ms",
+                    self.now, MAX_PACKETS_PER_INSTANT
+                )));
+            }
             self.receive(iface, pid);
         }
+        Ok(())
     }
 
     fn with_app<R>(&mut self, id: u32, f: impl FnOnce(&mut App, &mut AppCtx) -> R) -> R {

@@ -43,12 +43,16 @@ pub enum Error {
     App(String),
     /// The JSON handed to the engine does not match the expected schema.
     Schema(String),
+    /// Simulated time cannot advance (see `engine::MAX_PACKETS_PER_INSTANT`).
+    Stalled(String),
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Config(m) | Error::App(m) | Error::Schema(m) => f.write_str(m),
+            Error::Config(m) | Error::App(m) | Error::Schema(m) | Error::Stalled(m) => {
+                f.write_str(m)
+            }
             Error::Tc(e) => e.fmt(f),
         }
     }

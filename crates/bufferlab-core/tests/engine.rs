@@ -43,7 +43,7 @@ fn tbf_child(dev: &str, rate_bytes: u64, burst: u32, limit: u32) -> Value {
 /// Run until every listed application finished (or `limit`), then return their results.
 fn run_until_done(sim: &mut Simulator, apps: &[u32], limit: u64) -> Vec<Value> {
     while apps.iter().any(|&a| !sim.app_finished(a).unwrap()) && sim.now().as_nanos() < limit {
-        sim.run(bufferlab_core::time::SimTime(limit));
+        sim.run(bufferlab_core::time::SimTime(limit)).unwrap();
     }
     apps.iter().map(|&a| sim.app_result(a).unwrap()).collect()
 }
@@ -129,7 +129,8 @@ fn cbr_through_tbf(offered_bps: u64, shaped_bytes_per_s: u64) -> (f64, f64, Simu
         )
         .unwrap();
     run_until_done(&mut sim, &[src], 30 * S);
-    sim.run(bufferlab_core::time::SimTime(sim.now().as_nanos() + S)); // drain the queue
+    sim.run(bufferlab_core::time::SimTime(sim.now().as_nanos() + S))
+        .unwrap(); // drain the queue
     sim.stop_app(sink).unwrap();
     let r = sim.app_result(sink).unwrap();
     // goodput over the sink's busy period
@@ -280,7 +281,10 @@ fn a_host_pings_itself_through_its_own_stack() {
     let spec = json!({"kind": "ping", "dst": "10.0.0.1", "count": 2, "interval_ns": S, "size": 56});
     let app = sim.start_app("h1", &spec.to_string()).unwrap();
     // the first reply comes back inside start_app; the second one second later
-    assert_eq!(sim.run(bufferlab_core::time::SimTime(60 * S)), vec![app]);
+    assert_eq!(
+        sim.run(bufferlab_core::time::SimTime(60 * S)).unwrap(),
+        vec![app]
+    );
     assert_eq!(sim.now().as_nanos(), S);
     let r = sim.app_result(app).unwrap();
     let rtts: Vec<u64> = r["replies"]
@@ -306,7 +310,10 @@ fn an_application_finishing_inside_start_app_is_reported_by_the_next_run() {
     let mut sim = lab14(1);
     let spec = json!({"kind": "ping", "dst": "10.0.0.1", "count": 1, "interval_ns": S, "size": 56});
     let app = sim.start_app("h1", &spec.to_string()).unwrap();
-    assert_eq!(sim.run(bufferlab_core::time::SimTime(60 * S)), vec![app]);
+    assert_eq!(
+        sim.run(bufferlab_core::time::SimTime(60 * S)).unwrap(),
+        vec![app]
+    );
     assert_eq!(sim.now().as_nanos(), 0, "nothing else to wait for");
 }
 

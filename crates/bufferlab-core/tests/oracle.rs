@@ -41,9 +41,9 @@ fn queue(seed: u64, size_dist: &str, payload: u32, rho: f64, seconds: u64) -> (f
                      "size_dist": size_dist});
     let src = sim.start_app("h1", &src.to_string()).unwrap();
     while !sim.app_finished(src).unwrap() {
-        sim.run(SimTime((seconds + 10) * S));
+        sim.run(SimTime((seconds + 10) * S)).unwrap();
     }
-    sim.run(SimTime(sim.now().as_nanos() + S));
+    sim.run(SimTime(sim.now().as_nanos() + S)).unwrap();
     sim.stop_app(sink).unwrap();
     let r = sim.app_result(sink).unwrap();
     let summary = sim.summary();

@@ -51,7 +51,7 @@ fn bulk(
                       "duration_ns": seconds.map(|s| s * S), "tcp": tcp});
     let src = sim.start_app("h1", &spec.to_string()).unwrap();
     while !sim.app_finished(src).unwrap() && sim.now().as_nanos() < 600 * S {
-        sim.run(SimTime(600 * S));
+        sim.run(SimTime(600 * S)).unwrap();
     }
     sim.stop_app(sink).unwrap();
     (sim.app_result(src).unwrap(), sim.app_result(sink).unwrap())
@@ -71,7 +71,7 @@ fn a_connection_to_a_closed_port_is_refused() {
     let mut sim = dumbbell(1, 1, 100_000_000, 250_000);
     let spec = json!({"kind": "bulk", "dst": "10.0.0.3", "port": 9, "bytes": 1000});
     let src = sim.start_app("h1", &spec.to_string()).unwrap();
-    sim.run(SimTime(10 * S));
+    sim.run(SimTime(10 * S)).unwrap();
     assert!(sim.app_finished(src).unwrap());
     assert_eq!(sim.app_result(src).unwrap()["refused"], true);
 }
@@ -123,7 +123,7 @@ fn iperf3_over_tcp_reports_sender_and_receiver_per_stream() {
                       "parallel": 2, "tcp": lab_buffers()});
     let client = sim.start_app("h1", &spec.to_string()).unwrap();
     while !sim.app_finished(client).unwrap() && sim.now().as_nanos() < 60 * S {
-        sim.run(SimTime(60 * S));
+        sim.run(SimTime(60 * S)).unwrap();
     }
     let r = sim.app_result(client).unwrap();
     assert_eq!(r["error"], Value::Null, "{r}");
@@ -174,7 +174,7 @@ fn iperf3_tcp(seed: u64, extra: Value) -> (Value, Value) {
     }
     let client = sim.start_app("h1", &spec.to_string()).unwrap();
     while !sim.app_finished(client).unwrap() && sim.now().as_nanos() < 60 * S {
-        sim.run(SimTime(60 * S));
+        sim.run(SimTime(60 * S)).unwrap();
     }
     let r = sim.app_result(client).unwrap();
     assert_eq!(r["error"], Value::Null, "{r}");
@@ -235,7 +235,7 @@ fn iperf3_reverse_makes_the_server_send() {
                       "reverse": true, "tcp": lab_buffers()});
     let client = sim.start_app("h1", &spec.to_string()).unwrap();
     while !sim.app_finished(client).unwrap() && sim.now().as_nanos() < 60 * S {
-        sim.run(SimTime(60 * S));
+        sim.run(SimTime(60 * S)).unwrap();
     }
     let r = sim.app_result(client).unwrap();
     assert_eq!(r["reverse"], true);
@@ -249,4 +249,28 @@ fn iperf3_reverse_makes_the_server_send() {
     assert!(sent > 0 && got > 0 && got <= sent, "{st}");
     assert_eq!(sent % 131072, 0, "the server's blocking writes");
     assert!(st["sender"].get("retransmits").is_some());
+}
+
+#[test]
+fn a_tcp_flow_over_a_path_without_delay_or_rate_is_reported_not_hung() {
+    // Deleting the root netem+tbf leaves plain veths: zero RTT, no rate
+    // limit, so the flow would move unbounded data in one instant.
+    let mut sim = dumbbell(5, 10, 10_000_000, 100_000);
+    sim.start_app(
+        "h3",
+        &json!({"kind": "sink", "port": 5001, "proto": "tcp"}).to_string(),
+    )
+    .unwrap();
+    let spec = json!({"kind": "bulk", "dst": "10.0.0.3", "port": 5001, "duration_ns": 4 * S});
+    sim.start_app("h1", &spec.to_string()).unwrap();
+    sim.run(SimTime(2 * S)).unwrap();
+    let del = json!({"verb": "delete", "dev": "s1-eth2", "parent": "root", "handle": null, "qdisc": null});
+    sim.tc(&serde_json::from_value(del).unwrap()).unwrap();
+    let err = sim.run(SimTime(60 * S)).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("simulated time stopped advancing at 2."),
+        "{err}"
+    );
+    assert!(sim.now().as_nanos() < 3 * S);
 }

@@ -39,6 +39,12 @@ create_exception!(
     CoreError,
     "JSON handed to the engine does not match its schema."
 );
+create_exception!(
+    _core,
+    StalledError,
+    CoreError,
+    "Simulated time cannot advance (a TCP path with no delay and no rate)."
+);
 
 /// The single map from core errors to Python exceptions.
 fn to_py(e: Error) -> PyErr {
@@ -50,6 +56,7 @@ fn to_py(e: Error) -> PyErr {
         ) => TcRequestError::new_err(msg),
         Error::App(_) => AppError::new_err(msg),
         Error::Schema(_) => SchemaError::new_err(msg),
+        Error::Stalled(_) => StalledError::new_err(msg),
     }
 }
 
@@ -100,9 +107,10 @@ impl Simulator {
 
     /// Advance to `until_ns` or until applications finish (their ids are
     /// returned). The interpreter is released meanwhile.
-    fn run(&mut self, py: Python<'_>, until_ns: u64) -> Vec<u32> {
+    fn run(&mut self, py: Python<'_>, until_ns: u64) -> PyResult<Vec<u32>> {
         let inner = &mut self.inner;
         py.detach(|| inner.run(SimTime::from_nanos(until_ns)))
+            .map_err(to_py)
     }
 
     fn next_event_ns(&self) -> Option<u64> {
@@ -130,6 +138,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TcRequestError", m.py().get_type::<TcRequestError>())?;
     m.add("AppError", m.py().get_type::<AppError>())?;
     m.add("SchemaError", m.py().get_type::<SchemaError>())?;
+    m.add("StalledError", m.py().get_type::<StalledError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
