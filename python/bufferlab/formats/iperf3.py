@@ -435,11 +435,12 @@ def _check_udp(protocol: str) -> None:
 
 
 @dataclass
-class _ClientSummary:
-    sock: int
+class _UdpSummary:
+    """The end-of-test numbers of a UDP test, as either side prints them."""
+
     sender_time: float
     receiver_time: float
-    bytes_sent: int
+    bytes_sent: int       # on the server: the client's, from the results exchange, else 0
     bytes_received: int
     sender_packets: int
     receiver_packets: int
@@ -448,7 +449,22 @@ class _ClientSummary:
     jitter: float  # seconds
 
 
-def _client_summary(result: dict[str, Any], base_us: int, sock: int) -> _ClientSummary:
+def _udp_summary(sender: dict[str, Any], receiver: dict[str, Any], sender_time: float,
+                 receiver_time: float) -> _UdpSummary:
+    return _UdpSummary(
+        sender_time=sender_time,
+        receiver_time=receiver_time,
+        bytes_sent=int(sender.get("bytes", 0)),
+        bytes_received=int(receiver.get("bytes", 0)),
+        sender_packets=int(sender.get("packets", 0)),
+        receiver_packets=int(receiver.get("packets", 0)),
+        lost=int(receiver.get("lost", 0)),
+        out_of_order=int(receiver.get("out_of_order", 0)),
+        jitter=float(receiver.get("jitter_s", 0.0)),
+    )
+
+
+def _client_summary(result: dict[str, Any], base_us: int) -> _UdpSummary:
     sender = result.get("sender") or {}
     sender_time = _secs(base_us, _us(sender["end_ns"])) if sender.get("end_ns") is not None else 0.0
     recv = result.get("receiver")
@@ -458,19 +474,7 @@ def _client_summary(result: dict[str, Any], base_us: int, sock: int) -> _ClientS
         receiver_time = 0.0
     if receiver_time == 0.0:
         receiver_time = sender_time
-    recv = recv or {}
-    return _ClientSummary(
-        sock=sock,
-        sender_time=sender_time,
-        receiver_time=receiver_time,
-        bytes_sent=int(sender.get("bytes", 0)),
-        bytes_received=int(recv.get("bytes", 0)),
-        sender_packets=int(sender.get("packets", 0)),
-        receiver_packets=int(recv.get("packets", 0)),
-        lost=int(recv.get("lost", 0)),
-        out_of_order=int(recv.get("out_of_order", 0)),
-        jitter=float(recv.get("jitter_s", 0.0)),
-    )
+    return _udp_summary(sender, recv or {}, sender_time, receiver_time)
 
 
 def _error_document(profile: Any, error: str, title: str | None) -> str:
@@ -553,7 +557,7 @@ def client_json(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
         intervals.append({"streams": [_sender_flag(stream, profile, True)],
                           "sum": _sender_flag(total, profile, True)})
 
-    s = _client_summary(result, base_us, sock)
+    s = _client_summary(result, base_us)
     bw_sent = s.bytes_sent / s.sender_time if s.sender_time > 0.0 else 0.0
     packet_count = s.sender_packets or s.receiver_packets
     udp = {"socket": sock, "start": 0.0, "end": s.sender_time, "seconds": s.sender_time,
@@ -605,7 +609,7 @@ def client_text(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
                                    int(iv.raw.get("packets", 0)),
                                    REPORT_OMITTED if iv.raw.get("omitted") else ""))
 
-    s = _client_summary(result, base_us, sock)
+    s = _client_summary(result, base_us)
     p(SEPARATOR)
     p(heads["udp"])
     p(udp_line(sock, 0.0, s.sender_time, s.bytes_sent, s.sender_time, 0.0, 0, s.sender_packets,
@@ -626,19 +630,6 @@ def client_text(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
 # --- server ---------------------------------------------------------------------
 
 
-@dataclass
-class _ServerSummary:
-    sender_time: float
-    receiver_time: float
-    bytes_sent: int       # the client's sent bytes (results exchange), else 0
-    bytes_received: int
-    sender_packets: int   # the client's datagram count, else 0
-    receiver_packets: int
-    lost: int
-    out_of_order: int
-    jitter: float
-
-
 def _derived_total(test: dict[str, Any]) -> dict[str, Any]:
     """Totals of a test cut short (no ``total``): the post-omit intervals summed."""
     ivs = [iv for iv in test.get("intervals", []) if not iv.get("omitted")]
@@ -654,25 +645,14 @@ def _derived_total(test: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _server_summary(test: dict[str, Any], base_us: int) -> _ServerSummary:
+def _server_summary(test: dict[str, Any], base_us: int) -> _UdpSummary:
     total = test.get("total") or _derived_total(test)
     receiver_time = _secs(base_us, _us(total["end_ns"])) if total.get("end_ns") is not None else 0.0
     peer = test.get("peer")
     sender_time = _secs(_us(peer["start_ns"]), _us(peer["end_ns"])) if peer else 0.0
     if sender_time == 0.0:
         sender_time = receiver_time
-    peer = peer or {}
-    return _ServerSummary(
-        sender_time=sender_time,
-        receiver_time=receiver_time,
-        bytes_sent=int(peer.get("bytes", 0)),
-        bytes_received=int(total.get("bytes", 0)),
-        sender_packets=int(peer.get("packets", 0)),
-        receiver_packets=int(total.get("packets", 0)),
-        lost=int(total.get("lost", 0)),
-        out_of_order=int(total.get("out_of_order", 0)),
-        jitter=float(total.get("jitter_s", 0.0)),
-    )
+    return _udp_summary(peer or {}, total, sender_time, receiver_time)
 
 
 def _server_interval_s(result: dict[str, Any]) -> float:
