@@ -159,8 +159,20 @@ impl Scoreboard {
 
     /// Index of the segment starting exactly at `seq`.
     pub fn index_of_seq(&self, seq: u32) -> Option<usize> {
-        let base = self.base();
+        let first = self.q.front()?;
+        let base = first.seq;
         let key = seq.wrapping_sub(base);
+        if key > i32::MAX as u32 {
+            return None; // before the window: already acknowledged
+        }
+        // Segments are nearly always one MSS long: try that position first.
+        let mss = first.end_seq.wrapping_sub(base);
+        if mss > 0 {
+            let guess = (key / mss) as usize;
+            if self.q.get(guess).is_some_and(|s| s.seq == seq) {
+                return Some(guess);
+            }
+        }
         let i = self.q.partition_point(|s| s.seq.wrapping_sub(base) < key);
         (i < self.q.len() && self.q[i].seq == seq).then_some(i)
     }
