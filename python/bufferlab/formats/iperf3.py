@@ -464,6 +464,24 @@ def _udp_summary(sender: dict[str, Any], receiver: dict[str, Any], sender_time: 
     )
 
 
+def _udp_end(s: _UdpSummary, sock: int, profile: Any, client: bool, cpu: dict[str, Any]) -> dict[str, Any]:
+    """The JSON ``end`` object of a UDP test (one stream), key order as iperf3's."""
+    bw_sent = s.bytes_sent / s.sender_time if s.sender_time > 0.0 else 0.0
+    packet_count = s.sender_packets or s.receiver_packets
+    udp = {"socket": sock, "start": 0.0, "end": s.sender_time, "seconds": s.sender_time,
+           "bytes": s.bytes_sent, "bits_per_second": bw_sent * 8, "jitter_ms": s.jitter * 1000.0,
+           "lost_packets": s.lost, "packets": packet_count,
+           "lost_percent": 100.0 * s.lost / s.sender_packets if s.sender_packets > 0 else 0.0,
+           "out_of_order": s.out_of_order}
+    total = {"start": 0.0, "end": s.receiver_time, "seconds": s.receiver_time,
+             "bytes": s.bytes_sent, "bits_per_second": bw_sent * 8,
+             "jitter_ms": s.jitter * 1000.0, "lost_packets": s.lost, "packets": packet_count,
+             "lost_percent": 100.0 * s.lost / packet_count if packet_count > 0 else 0.0}
+    return {"streams": [{"udp": _sender_flag(udp, profile, client)}],
+            "sum": _sender_flag(total, profile, client),
+            "cpu_utilization_percent": cpu}
+
+
 def _client_summary(result: dict[str, Any], base_us: int) -> _UdpSummary:
     sender = result.get("sender") or {}
     sender_time = _secs(base_us, _us(sender["end_ns"])) if sender.get("end_ns") is not None else 0.0
@@ -557,21 +575,7 @@ def client_json(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
         intervals.append({"streams": [_sender_flag(stream, profile, True)],
                           "sum": _sender_flag(total, profile, True)})
 
-    s = _client_summary(result, base_us)
-    bw_sent = s.bytes_sent / s.sender_time if s.sender_time > 0.0 else 0.0
-    packet_count = s.sender_packets or s.receiver_packets
-    udp = {"socket": sock, "start": 0.0, "end": s.sender_time, "seconds": s.sender_time,
-           "bytes": s.bytes_sent, "bits_per_second": bw_sent * 8, "jitter_ms": s.jitter * 1000.0,
-           "lost_packets": s.lost, "packets": packet_count,
-           "lost_percent": 100.0 * s.lost / s.sender_packets if s.sender_packets > 0 else 0.0,
-           "out_of_order": s.out_of_order}
-    total = {"start": 0.0, "end": s.receiver_time, "seconds": s.receiver_time,
-             "bytes": s.bytes_sent, "bits_per_second": bw_sent * 8,
-             "jitter_ms": s.jitter * 1000.0, "lost_packets": s.lost, "packets": packet_count,
-             "lost_percent": 100.0 * s.lost / packet_count if packet_count > 0 else 0.0}
-    end = {"streams": [{"udp": _sender_flag(udp, profile, True)}],
-           "sum": _sender_flag(total, profile, True),
-           "cpu_utilization_percent": _cpu(result)}
+    end = _udp_end(_client_summary(result, base_us), sock, profile, True, _cpu(result))
 
     doc: dict[str, Any] = {"start": start, "intervals": intervals, "end": end}
     if result.get("interrupted"):
@@ -811,21 +815,7 @@ def _server_document(result: dict[str, Any], test: dict[str, Any], profile: Any)
         intervals.append({"streams": [_sender_flag(stream, profile, False)],
                           "sum": _sender_flag(total, profile, False)})
 
-    s = _server_summary(test, base_us)
-    bw_sent = s.bytes_sent / s.sender_time if s.sender_time > 0.0 else 0.0
-    packet_count = s.sender_packets or s.receiver_packets
-    udp = {"socket": sock, "start": 0.0, "end": s.sender_time, "seconds": s.sender_time,
-           "bytes": s.bytes_sent, "bits_per_second": bw_sent * 8, "jitter_ms": s.jitter * 1000.0,
-           "lost_packets": s.lost, "packets": packet_count,
-           "lost_percent": 100.0 * s.lost / s.sender_packets if s.sender_packets > 0 else 0.0,
-           "out_of_order": s.out_of_order}
-    total = {"start": 0.0, "end": s.receiver_time, "seconds": s.receiver_time,
-             "bytes": s.bytes_sent, "bits_per_second": bw_sent * 8,
-             "jitter_ms": s.jitter * 1000.0, "lost_packets": s.lost, "packets": packet_count,
-             "lost_percent": 100.0 * s.lost / packet_count if packet_count > 0 else 0.0}
-    end = {"streams": [{"udp": _sender_flag(udp, profile, False)}],
-           "sum": _sender_flag(total, profile, False),
-           "cpu_utilization_percent": _cpu(test)}
+    end = _udp_end(_server_summary(test, base_us), sock, profile, False, _cpu(test))
     return {"start": start, "intervals": intervals, "end": end}
 
 
