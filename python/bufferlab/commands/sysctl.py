@@ -22,7 +22,7 @@ a read prints the kernel's text (vectors TAB-separated). See
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
@@ -280,6 +280,23 @@ def _kernel_int(text: str) -> int | None:
     return c_int_full(text.strip(" \t\n"), 0)
 
 
+def _module_name(key: str, text: str, word: Word, what: str, modelled: Sequence[str],
+                 linux: Sequence[str], lead: str) -> str:
+    """A congestion control or qdisc name: one we model, one Linux has that we
+    do not (not supported yet), or neither (the kernel's ENOENT)."""
+    if text in modelled:
+        return text
+    if text in linux:
+        raise NotSupportedError(f"{what} {text} is not supported yet", col=word.col,
+                                expected="one of " + ", ".join(modelled))
+    best = did_you_mean(text, [*modelled, *linux])
+    raise CommandError(
+        f'sysctl: setting key "{key}": No such file or directory',
+        col=word.col,
+        expected=lead + ", ".join(modelled),
+        suggestion=f"did you mean {best}?" if best else None,
+    )
+
 def _parse_value(key: str, text: str, word: Word) -> SysctlValue:
     kind = MODELLED_KEYS[key]
     if kind == "vec3":
@@ -311,37 +328,10 @@ def _parse_value(key: str, text: str, word: Word) -> SysctlValue:
             )
         return (ints[0], ints[1], ints[2])
     if kind == "cc":
-        if text in SUPPORTED_CC:
-            return text
-        if text in LINUX_CC:
-            raise NotSupportedError(
-                f"congestion control {text} is not supported yet",
-                col=word.col,
-                expected="one of " + ", ".join(SUPPORTED_CC),
-            )
-        best = did_you_mean(text, SUPPORTED_CC + LINUX_CC)
-        raise CommandError(
-            f'sysctl: setting key "{key}": No such file or directory',
-            col=word.col,
-            expected="one of " + ", ".join(SUPPORTED_CC),
-            suggestion=f"did you mean {best}?" if best else None,
-        )
+        return _module_name(key, text, word, "congestion control", SUPPORTED_CC, LINUX_CC, "one of ")
     if kind == "qdisc":
-        if text in _MODELLED_QDISCS:
-            return text
-        if text in _LINUX_QDISCS:
-            raise NotSupportedError(
-                f"default qdisc {text} is not supported yet",
-                col=word.col,
-                expected="one of " + ", ".join(_MODELLED_QDISCS),
-            )
-        best = did_you_mean(text, _MODELLED_QDISCS + _LINUX_QDISCS)
-        raise CommandError(
-            f'sysctl: setting key "{key}": No such file or directory',
-            col=word.col,
-            expected="a qdisc name: " + ", ".join(_MODELLED_QDISCS),
-            suggestion=f"did you mean {best}?" if best else None,
-        )
+        return _module_name(key, text, word, "default qdisc", _MODELLED_QDISCS, _LINUX_QDISCS,
+                            "a qdisc name: ")
     n = _kernel_int(text)
     if kind == "bool":
         if n not in (0, 1):
