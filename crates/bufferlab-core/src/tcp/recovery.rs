@@ -167,8 +167,7 @@ impl Scoreboard {
         }
         // Segments are nearly always one MSS long: try that position first.
         let mss = first.end_seq.wrapping_sub(base);
-        if mss > 0 {
-            let guess = (key / mss) as usize;
+        if let Some(guess) = key.checked_div(mss).map(|g| g as usize) {
             if self.q.get(guess).is_some_and(|s| s.seq == seq) {
                 return Some(guess);
             }
