@@ -15,7 +15,7 @@ packet-hops per wall second (one hop = one packet handed to a wire), events
 per second, and the ratio to the target. Not a test: run it by hand and
 record the numbers in benches/RESULTS.md.
 
-    python benches/bench.py [udp|lab14] [--seconds 90] [--repeat 3]
+    python benches/bench.py [udp|lab14] [--seconds 90] [--repeat 3] [--observe none|capture|trace|both]
 """
 
 from __future__ import annotations
@@ -69,12 +69,19 @@ cmds = [
 ]
 """
 WORKLOADS = {"udp": UDP, "lab14": LAB14}
+#: --observe: packet capture and/or exact queue trace of the bottleneck (s1-eth2)
+OBSERVE = {
+    "none": "",
+    "capture": '[capture]\ninterfaces = ["s1-eth2"]\nsnaplen = 128\n',
+    "trace": '[trace]\nqueues = ["s1-eth2"]\n',
+}
+OBSERVE["both"] = OBSERVE["capture"] + OBSERVE["trace"]
 
 
-def once(workload: str, seconds: int) -> dict[str, float]:
+def once(workload: str, seconds: int, observe: str = "none") -> dict[str, float]:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "bench.toml"
-        path.write_text(WORKLOADS[workload].format(seconds=seconds, topology=TOPOLOGY))
+        path.write_text(WORKLOADS[workload].format(seconds=seconds, topology=TOPOLOGY + OBSERVE[observe]))
         runner = Runner(load_scenario(path), Path(d) / "results", progress=False)
         runner.check()
         t0 = time.perf_counter()
@@ -96,8 +103,10 @@ def main() -> None:
     ap.add_argument("workload", nargs="?", choices=sorted(WORKLOADS), default="udp")
     ap.add_argument("--seconds", type=int, default=90, help="simulated seconds (default 90)")
     ap.add_argument("--repeat", type=int, default=3, help="runs; the median is reported (default 3)")
+    ap.add_argument("--observe", choices=sorted(OBSERVE), default="none",
+                    help="also capture (pcap, snaplen 128) and/or trace the bottleneck queue")
     args = ap.parse_args()
-    runs = [once(args.workload, args.seconds) for _ in range(args.repeat)]
+    runs = [once(args.workload, args.seconds, args.observe) for _ in range(args.repeat)]
     wall = statistics.median(r["wall_s"] for r in runs)
     r = runs[0]
     hops_per_s = r["hops"] / wall

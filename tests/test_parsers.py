@@ -672,7 +672,6 @@ def test_tc_not_supported(line, token, message):
 @pytest.mark.parametrize(
     "kind",
     [
-        "red_ns3",
         "sfb",
         "fq_pie",
         "htb",

@@ -34,12 +34,49 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="override the scenario's seed")
     run.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     run.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    run.add_argument("--no-report", action="store_true", help="write the tables but not report.html")
     check = sub.add_parser(
         "check",
         help="validate a scenario without running it",
         description="Parse SCENARIO and every command line in it; report the first error.",
     )
     check.add_argument("scenario", type=Path, help="scenario file (.toml)")
+    report = sub.add_parser(
+        "report",
+        help="(re)write the tables and the HTML report of a run",
+        description="Write RESULTS_DIR/tables/ and RESULTS_DIR/report.html (self-contained).",
+    )
+    report.add_argument("results", type=Path, metavar="RESULTS_DIR", help="results/<scenario> of a run")
+    compare = sub.add_parser(
+        "compare",
+        help="overlay the plots and tabulate the metrics of several runs or parts",
+        description="Compare runs: each RUN is a results folder (results/<scenario>), a part inside one "
+        "(results/<scenario>/<part>) or one iperf3 output file inside a part.",
+    )
+    compare.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="results folder, part or file")
+    compare.add_argument(
+        "-o", "--output", type=Path, default=Path("compare"), help="output folder (default: ./compare)"
+    )
+    plot = sub.add_parser(
+        "plot",
+        help="plot any iperf3 JSON (throughput, cwnd, RTT, ... as plot_iperf.sh)",
+        description="Write the data files (N.dat per stream, sum.dat for -P) and the throughput, cwnd, "
+        "RTT, RTT_Var, retransmits, bytes and MTU plots (PDF and PNG) of an iperf3 -J output, ours or a "
+        "real iperf3's (3.0-3.1x; TCP or UDP; client or server; -P; -R).",
+    )
+    plot.add_argument("json", type=Path, metavar="FILE.json", help="iperf3 -J output")
+    plot.add_argument("-o", "--output", type=Path, metavar="DIR",
+                      help="output folder (default: results/ next to FILE.json, like plot_iperf.sh)")
+    export = sub.add_parser(
+        "export",
+        help="export a run's results to another tool's format (flent)",
+        description="Write one .flent.gz per part that ran an iperf3 client with -J (its throughput, and "
+        "the part's ping RTTs), loadable with flent -i FILE.",
+    )
+    export.add_argument("--flent", type=Path, required=True, metavar="RESULTS_DIR",
+                        help="results/<scenario> of a run (or the folder holding several)")
+    export.add_argument("-o", "--output", type=Path, metavar="OUT",
+                        help="output folder (default: each scenario's results folder)")
     return p
 
 
@@ -59,6 +96,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "report":
+        from .report import cli_report
+
+        return cli_report(args.results)
+    if args.command == "compare":
+        from .compare import cli_compare
+
+        return cli_compare(args.runs, args.output)
+    if args.command == "plot":
+        from .offline import cli_plot
+
+        return cli_plot(args.json, args.output)
+    if args.command == "export":
+        from .offline import cli_export_flent
+
+        return cli_export_flent(args.flent, args.output)
     from .runner import Runner
     from .scenario.load import load_scenario
 
@@ -88,10 +141,13 @@ def _dispatch(args: argparse.Namespace) -> int:
             "  hint: choose another folder with -o/--output"
         ) from None
     summary = r.run()
+    from .report import after_run
+
+    extra_s = after_run(r.root, report=not args.no_report, echo=echo)
     if not args.quiet:
         print(
-            f"{sc.name}: {summary['simulated_s']:.3f} s simulated in {r.wall_s:.2f} s wall, "
-            f"{summary['events']} events; results in {r.root}"
+            f"{sc.name}: {summary['simulated_s']:.3f} s simulated in {r.wall_s:.2f} s wall "
+            f"(+{extra_s:.2f} s tables/report), {summary['events']} events; results in {r.root}"
         )
     return 0
 

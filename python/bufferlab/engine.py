@@ -23,6 +23,15 @@ class AppStartError(Exception):
     """An application could not start (port in use, unknown device, ...)."""
 
 
+def capture_handle(capture_id: int) -> int:
+    """The wait handle of a capture: negative, so it never equals an application id."""
+    return -1 - capture_id
+
+
+def capture_of(handle: int) -> int:
+    return -1 - handle
+
+
 class Engine:
     def __init__(self, config: dict[str, Any]) -> None:
         try:
@@ -57,16 +66,49 @@ class Engine:
             raise EngineError(str(e)) from None
 
     def stop_app(self, app_id: int) -> None:
+        if app_id < 0:
+            self.capture_stop(capture_of(app_id))
+            return
         self._sim.stop_app(app_id)
 
     def app_finished(self, app_id: int) -> bool:
+        if app_id < 0:
+            return self._sim.capture_done(capture_of(app_id))
         return self._sim.app_finished(app_id)
 
     def run(self, until_ns: int) -> list[int]:
+        """Finished applications, and captures that reached their ``-c`` count
+        (as their wait handles, see ``capture_handle``)."""
         try:
-            return self._sim.run(until_ns)
+            done = self._sim.run(until_ns)
         except _core.CoreError as e:  # simulated time cannot advance
             raise EngineError(str(e)) from None
+        return done + [capture_handle(c) for c in self._sim.take_finished_captures()]
+
+    # Packet captures and queue traces (docs/internals.md "Observation"). They
+    # are not applications (an application id would shift every later
+    # application's random stream); a capture is waited for through a negative
+    # handle that ``run``, ``stop_app`` and ``app_finished`` understand.
+
+    def capture_start(self, spec: dict[str, Any]) -> int:
+        try:
+            return self._sim.capture_start(json.dumps(spec))
+        except _core.AppError as e:
+            raise AppStartError(str(e)) from None
+        except _core.CoreError as e:
+            raise EngineError(str(e)) from None
+
+    def capture_stop(self, capture_id: int) -> dict[str, Any]:
+        return json.loads(self._sim.capture_stop(capture_id))
+
+    def trace_start(self, dev: str, path: str, min_interval_ns: int = 0) -> int:
+        try:
+            return self._sim.trace_start(dev, path, min_interval_ns)
+        except _core.AppError as e:
+            raise AppStartError(str(e)) from None
+
+    def trace_stop(self, trace_id: int) -> dict[str, Any]:
+        return json.loads(self._sim.trace_stop(trace_id))
 
     def next_event_ns(self) -> int | None:
         return self._sim.next_event_ns()

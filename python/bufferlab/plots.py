@@ -20,7 +20,8 @@ def plot_queue(samples: list[list[int]], start_ns: int, dev: str, path: Path) ->
     ax.set_ylabel("Queue occupancy (bytes)")
     ax.set_title(f"Queue occupancy of {dev}")
     ax.grid(True, alpha=0.4)
-    ax.set_ylim(bottom=0)
+    # an empty queue gets a scale of one full frame, not matplotlib's ±0.05 B
+    ax.set_ylim(bottom=0, top=max(max(b, default=0) * 1.05, 1514))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

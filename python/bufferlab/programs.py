@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import capture
 from .commands import generators as gen_cmd
 from .commands import iperf3 as iperf3_cmd
+from .commands import ns3 as ns3_cmd
 from .commands import ping as ping_cmd
 from .commands import sysctl as sysctl_cmd
 from .commands.shell import SimpleCommand, Word
@@ -530,6 +532,8 @@ def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
             prog = words[0].text
             rt.io.err(str(e) if str(e).startswith(f"{prog}:") else f"{prog}: {e}")
             return 1
+        if spec["kind"] == "sink":
+            rt.note_sink(app, node, spec["port"], spec["proto"])
         duration = spec.get("duration_ns")
         yield WaitApp(app, endless, rt.now_ns + duration if duration else None)
         rt.io.out(gen_cmd.report_text(cmd, rt.engine.app_result(app)))
@@ -557,6 +561,7 @@ def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
         from .runner import WaitApp
 
         app = rt.start_app(_any_host(rt), {"kind": "qmon", "dev": dev, "interval_ns": interval_ns})
+        rt.runner.observation.trace_iface(dev)  # the exact series beside the samples
         start = rt.now_ns
         yield WaitApp(app, True)
         samples = rt.engine.app_result(app)["samples"]
@@ -718,9 +723,11 @@ PROGRAMS: dict[str, Callable[[PrepareCtx, list[Word]], Prepared]] = {
     "onoff": _prep_generator,
     "sink": _prep_generator,
     "bulk": _prep_generator,
+    "ns3-goodput": ns3_cmd.prep_ns3_goodput,
     "plot_q.sh": _prep_plot_q,
     "plot_iperf.sh": _prep_plot_iperf,
-    "tcpdump": _not_yet("packet capture", "the results issue"),
+    "tcpdump": capture.prep_tcpdump,
+    "tshark": capture.prep_tshark,
     "cd": _prep_cd,
     "mkdir": _prep_mkdir,
     "sleep": _prep_sleep,

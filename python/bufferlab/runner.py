@@ -28,6 +28,7 @@ from typing import Any
 from .commands.shell import Job, SimpleCommand, parse_shell
 from .engine import Engine
 from .errors import BufferlabError, CommandError, Diagnostics, ScenarioError
+from .observation import Observation
 from .programs import PrepareCtx, Prepared, prepare_command
 from .scenario.load import Command, Part, Scenario
 from .scenario.topology import BuiltTopology, build_topology
@@ -124,6 +125,10 @@ class AppRecord:
     terminal: str
     command: str
     where: str
+    #: simulated start time, and where its standard output went (relative to the
+    #: scenario's results folder): what the tables and the report need to place it
+    start_ns: int = 0
+    output: str = ""
 
 
 class PartTimeout(BufferlabError):
@@ -151,6 +156,10 @@ class Runner:
         self.part_reports: list[dict[str, Any]] = []
         self.wall_s = 0.0
         self._netem_limit_seen: dict[str, int] = {}
+        #: [capture], [trace] and plot_q.sh's queue traces (observation.py)
+        self.observation = Observation(self)
+        #: drop counters at the end of the previous part (interface -> reason -> [packets, bytes])
+        self._drops_seen: dict[str, dict[str, list[int]]] = {}
 
     # ------------------------------------------------------------ checking
 
@@ -167,6 +176,7 @@ class Runner:
                     suggestion=f'raise [sim] stop_at, e.g. stop_at = "{part.duration:g}s"',
                 )
             self.lines[part.name] = [self._prepare_line(c) for c in part.commands]
+        self.observation.check()
 
     def _prepare_line(self, c: Command) -> PreparedLine:
         diag = Diagnostics()
@@ -190,6 +200,7 @@ class Runner:
             self.echo(w)
         self.engine = Engine(self.topo.engine_config)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.observation.start_run()
         wall0 = time.perf_counter()
         for node, dev, args in self.topo.tclink_commands:
             self._apply_tclink(node, dev, args)
@@ -199,6 +210,7 @@ class Runner:
                 self._run_part(part)
         except PartTimeout as e:
             error = str(e)
+        self.observation.end_run()
         summary = self._write_summary(time.perf_counter() - wall0, error)
         if error:
             raise PartTimeout(error)
@@ -228,6 +240,7 @@ class Runner:
                 terminals[t] = Terminal(t, home, home)
             lines_by_term.setdefault(t, []).append(pl)
         sched = _Scheduler(self, part, start)
+        self.observation.start_part(part_dir)
         for t, pls in lines_by_term.items():
             sched.spawn(self._terminal_proc(sched, terminals[t], pls), pls[0].command.index)
         try:
@@ -241,11 +254,32 @@ class Runner:
                 "start_ns": start,
                 "end_ns": eng.now_ns,
                 "queues": sched.queue_files,
+                **self.observation.end_part(),
                 "classes": sched.class_table(),
+                "sinks": sched.sink_table(),
+                **self._part_counters(),
             }
         )
         self._print_classes(part, sched.class_table())
         self._warn_netem_limit(part)
+
+    def _part_counters(self) -> dict[str, Any]:
+        """``drops``: by interface and reason during this part (the engine's counters are
+        cumulative); ``qdiscs``: each configured interface's qdiscs as the part left them
+        (options and cumulative stats), for per-part rates and ``tc -s`` in the report."""
+        assert self.engine is not None
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        qdiscs: dict[str, Any] = {}
+        for dev, info in sorted(self.engine.summary()["interfaces"].items()):
+            if any(q["kind"] != "noqueue" for q in info["qdiscs"]):
+                qdiscs[dev] = info["qdiscs"]
+            seen = self._drops_seen.setdefault(dev, {})
+            for reason, c in sorted(info["drops"].items()):
+                p0, b0 = seen.get(reason, [0, 0])
+                if c["packets"] > p0:
+                    out.setdefault(dev, {})[reason] = {"packets": c["packets"] - p0, "bytes": c["bytes"] - b0}
+                seen[reason] = [c["packets"], c["bytes"]]
+        return {"drops": out, "qdiscs": qdiscs}
 
     def _print_classes(self, part: Part, rows: list[dict[str, Any]]) -> None:
         if len(rows) < 2:
@@ -331,7 +365,8 @@ class Runner:
         for f in eng["flows"]:
             rec = self.apps[f["app"]] if f["app"] < len(self.apps) else None
             if rec is not None:
-                f.update(part=rec.part, terminal=rec.terminal, command=rec.command)
+                f.update(part=rec.part, terminal=rec.terminal, command=rec.command,
+                         start_ns=rec.start_ns, output=rec.output)
         summary = {
             "scenario": self.sc.name,
             "file": str(self.sc.path),
@@ -346,6 +381,14 @@ class Runner:
             "flows": eng["flows"],
             "warnings": self.warnings,
             "error": error,
+            "captures": self.observation.run_capture_report,
+            # for the HTML report: the topology as built, and the scenario as written
+            "topology": {
+                "nodes": self.topo.engine_config["nodes"],
+                "links": self.topo.engine_config["links"],
+                "tclink": [list(c) for c in self.topo.tclink_commands],
+            },
+            "scenario_toml": self.sc.path.read_text(encoding="utf-8") if self.sc.path.is_file() else None,
         }
         (self.root / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         # Wall-clock figures differ between runs, so they stay out of summary.json
@@ -377,14 +420,20 @@ class RunCtx:
         app_id = self.engine.start_app(node, spec)
         while len(self.runner.apps) <= app_id:
             self.runner.apps.append(None)  # type: ignore[arg-type]
+        out = self.io.path if self.io.path is not None else self.term.home / "terminal.log"
         self.runner.apps[app_id] = AppRecord(
-            app_id, self.sched.part.name, self.term.name, self.command.text, self.command.where()
+            app_id, self.sched.part.name, self.term.name, self.command.text, self.command.where(),
+            self.now_ns, out.resolve().relative_to(self.runner.root.resolve()).as_posix(),
         )
         return app_id
 
     def detach(self, app_id: int, on_end: Callable[[], None]) -> None:
         """An application that outlives its command (iperf3 -D): interrupted at part end."""
         self.sched.detached.append((app_id, on_end))
+
+    def note_sink(self, app_id: int, host: str, port: int, proto: str) -> None:
+        """A `sink` started: listed in the part's summary and found by ns3-goodput."""
+        self.sched.sinks.append({"app": app_id, "host": host, "port": port, "proto": proto})
 
     def note_queue_file(self, path: Path) -> None:
         self.sched.queue_files.append(str(path.relative_to(self.runner.root)))
@@ -402,6 +451,8 @@ class _Scheduler:
         stop_at = runner.sc.profile.stop_at or DEFAULT_STOP_AT_S
         self.stop_ns = start_ns + int(stop_at * NS)
         self.min_end_ns = start_ns + int((part.duration or 0) * NS)
+        #: the part's `stop` (ns-3's Simulator::Stop): applications still running then are interrupted
+        self.hard_stop_ns = start_ns + round(part.stop * NS) if part.stop is not None else None
         self.ready: list[tuple[int, int, JobGen, Any]] = []
         self.waiting: list[tuple[int, int, JobGen, Wait]] = []
         self.seq = 0
@@ -409,6 +460,8 @@ class _Scheduler:
         self.queue_files: list[str] = []
         #: UDP iperf3 datagrams per DS byte: tos -> [sent, received]
         self.classes: dict[int, list[int]] = {}
+        #: the part's `sink` commands: {"app", "host", "port", "proto"} in start order
+        self.sinks: list[dict[str, Any]] = []
         self.expected_end_ns = start_ns
         #: the part hit stop_at: interrupted commands print their output, nothing new starts
         self.stopping = False
@@ -417,6 +470,20 @@ class _Scheduler:
         c = self.classes.setdefault(tos, [0, 0])
         c[0] += sent
         c[1] += received
+
+    def sink_table(self) -> list[dict[str, Any]]:
+        """What each `sink` of the part received; goodput = floor(bytes / the sink's lifetime)."""
+        eng = self.engine
+        assert eng is not None
+        rows = []
+        for s in self.sinks:
+            r = eng.app_result(s["app"])
+            life = int(r.get("end_ns", 0)) - int(r.get("start_ns", 0))
+            nbytes = int(r.get("bytes", 0))
+            rows.append({"host": s["host"], "port": s["port"], "proto": s["proto"], "bytes": nbytes,
+                         "packets": int(r.get("packets", 0)),
+                         "goodput_Bps": nbytes * NS // life if life > 0 else 0})
+        return rows
 
     def class_table(self) -> list[dict[str, Any]]:
         """Per-DS-byte delivery of the part's UDP iperf3 tests (the CPM report's table)."""
@@ -467,6 +534,10 @@ class _Scheduler:
                 if not self.waiting:
                     break
                 now = eng.now_ns
+                if self.hard_stop_ns is not None and now >= self.hard_stop_ns:
+                    self.hard_stop_ns = None
+                    self._interrupt_running()
+                    continue
                 finite = [w for *_, w in self.waiting if not (isinstance(w, WaitApp) and w.endless)]
                 if not finite and now >= self.min_end_ns:
                     self._interrupt_endless()
@@ -476,6 +547,7 @@ class _Scheduler:
                 target = min(
                     [w.t_ns for w in finite if isinstance(w, WaitUntil)]
                     + ([self.min_end_ns] if now < self.min_end_ns else [])
+                    + ([self.hard_stop_ns] if self.hard_stop_ns is not None else [])
                     + [self.stop_ns]
                 )
                 # Run in slices so the progress display and Ctrl-C stay responsive.
@@ -517,6 +589,17 @@ class _Scheduler:
             assert isinstance(w, WaitApp)
             eng.stop_app(w.app_id)
         self._wake({w.app_id for *_, w in self.waiting if isinstance(w, WaitApp)})
+
+    def _interrupt_running(self) -> None:
+        """The part's `stop`: Ctrl-C every application still running, in file order."""
+        eng = self.engine
+        assert eng is not None
+        waits = sorted(self.waiting, key=lambda x: (x[0], x[1]))
+        apps = [w.app_id for *_, w in waits if isinstance(w, WaitApp)]
+        for app_id in apps:
+            if not eng.app_finished(app_id):
+                eng.stop_app(app_id)
+        self._wake(set(apps))
 
     def _timeout(self) -> None:
         eng = self.engine

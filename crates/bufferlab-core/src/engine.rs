@@ -18,12 +18,14 @@
 //! three and the identity between them.
 
 use crate::app::{App, AppCtx, AppSpec, IperfRegistry, Sockets};
+use crate::capture::trace::Snap;
+use crate::capture::{is_ce, CaptureSpec, Observer};
 use crate::error::{Error, Result};
 use crate::packet::{
     tcp_flags, Ipv4, Packet, PacketArena, PacketId, Payload, Proto, TcpHeader, ARP_FRAME,
 };
 use crate::qdisc::tree::{AutoHandles, QdiscProfile};
-use crate::qdisc::{DropCounters, DropReason, QdiscCtx, QdiscInfo, QdiscTree, TcRequest};
+use crate::qdisc::{DropCounters, DropReason, QdiscCtx, QdiscInfo, QdiscTree, TcRequest, Verdict};
 use crate::rng::ComponentRng;
 use crate::sched::{Event, EventQueue};
 use crate::time::{Rate, SimDuration, SimTime};
@@ -165,6 +167,8 @@ pub struct Simulator {
     /// zero-delay arrivals processed at `instant` (see MAX_PACKETS_PER_INSTANT)
     instant: SimTime,
     instant_packets: u64,
+    /// packet captures and queue traces (capture/mod.rs); never read back
+    obs: Observer,
 }
 
 impl Simulator {
@@ -179,6 +183,7 @@ impl Simulator {
             nodes: cfg.nodes,
             links: cfg.links,
         })?;
+        let n_ifaces = topo.iface_names.len();
         let profile = QdiscProfile {
             netem_modern_accounting: cfg.options.netem_modern_accounting,
             netem_dup_after_limit: cfg.options.netem_dup_after_limit,
@@ -239,6 +244,7 @@ impl Simulator {
             delivered_bytes: 0,
             instant: SimTime::ZERO,
             instant_packets: 0,
+            obs: Observer::new(n_ifaces),
         })
     }
 
@@ -253,6 +259,10 @@ impl Simulator {
             .topo
             .iface_by_name(&req.dev)
             .ok_or_else(|| crate::error::TcError::NoDevice(req.dev.clone()))?;
+        let before = self
+            .obs
+            .traced(iface)
+            .then(|| root_snap(&self.ifaces[iface]));
         let ifc = &mut self.ifaces[iface];
         let mut ctx = QdiscCtx::new(
             self.now,
@@ -261,6 +271,12 @@ impl Simulator {
             &mut self.reinject_buf,
         );
         ifc.tree.apply(req, &mut ctx, &mut self.auto_handles)?;
+        if let Some(before) = before {
+            let after = root_snap(&self.ifaces[iface]);
+            let t = self.now.as_nanos();
+            self.obs
+                .with_trace(iface, |tr| tr.on_other(t, before, after));
+        }
         // A change may release packets at once (tbf refills its bucket).
         self.kick(iface);
         Ok(())
@@ -353,7 +369,7 @@ impl Simulator {
     pub fn run(&mut self, until: SimTime) -> Result<Vec<u32>> {
         loop {
             self.drain_pending()?;
-            if !self.finished.is_empty() {
+            if !self.finished.is_empty() || self.obs.has_finished() {
                 break;
             }
             match self.events.peek_time() {
@@ -378,6 +394,47 @@ impl Simulator {
 
     pub fn events_processed(&self) -> u64 {
         self.events.popped()
+    }
+
+    // ------------------------------------------------------------ observation
+
+    /// Open a packet capture (capture/mod.rs); returns its id.
+    pub fn capture_start(&mut self, spec_json: &str) -> Result<u32> {
+        let spec: CaptureSpec = serde_json::from_str(spec_json)
+            .map_err(|e| Error::Schema(format!("capture spec: {e}")))?;
+        self.obs.capture_start(&self.topo, spec)
+    }
+
+    /// Close a capture (idempotent): `{"captured", "matched", "error"}`.
+    pub fn capture_stop(&mut self, id: u32) -> Result<Value> {
+        self.obs.capture_stop(id)
+    }
+
+    /// The capture reached its packet count (`-c`) and closed its file.
+    pub fn capture_done(&self, id: u32) -> bool {
+        self.obs.capture_done(id)
+    }
+
+    /// Captures that reached their count since the last call; `run` returns
+    /// early at the instant one does.
+    pub fn take_finished_captures(&mut self) -> Vec<u32> {
+        self.obs.take_finished()
+    }
+
+    /// Trace every change of `dev`'s root qdisc into `path` (capture/trace.rs),
+    /// at most one record per `min_interval_ns` (0 = every change).
+    pub fn trace_start(&mut self, dev: &str, path: &str, min_interval_ns: u64) -> Result<u32> {
+        let drops = self
+            .topo
+            .iface_by_name(dev)
+            .map_or(0, |i| self.ifaces[i].drops.total_packets());
+        self.obs
+            .trace_start(&self.topo, dev, path, min_interval_ns, drops)
+    }
+
+    /// Close a queue trace: `{"counts": {...} | null, "error": str | null}`.
+    pub fn trace_stop(&mut self, id: u32) -> Result<Value> {
+        self.obs.trace_stop(id)
     }
 
     // ------------------------------------------------------------ dispatch
@@ -657,6 +714,10 @@ impl Simulator {
 
     /// A packet arrives on `iface` (of the receiving node).
     fn receive(&mut self, iface: IfaceId, pid: PacketId) {
+        if self.obs.captures_on(iface) {
+            let t = self.now.as_nanos();
+            self.obs.capture(&self.topo, iface, t, self.arena.get(pid));
+        }
         let ifc = &mut self.ifaces[iface];
         ifc.rx_packets += 1;
         ifc.rx_bytes += self.arena.len_of(pid) as u64;
@@ -776,11 +837,17 @@ impl Simulator {
     // ------------------------------------------------------------ interfaces
 
     fn iface_xmit(&mut self, iface: IfaceId, pid: PacketId) {
-        let ifc = &mut self.ifaces[iface];
-        if ifc.tree.is_noqueue() {
+        if self.ifaces[iface].tree.is_noqueue() {
             self.put_on_wire(iface, pid);
             return;
         }
+        let before = self
+            .obs
+            .traced(iface)
+            .then(|| root_snap(&self.ifaces[iface]));
+        let tos = self.arena.get(pid).tos;
+        self.arena.stamp(pid, self.now, tos);
+        let ifc = &mut self.ifaces[iface];
         let mut ctx = QdiscCtx::new(
             self.now,
             &mut self.arena,
@@ -788,8 +855,35 @@ impl Simulator {
             &mut self.reinject_buf,
         );
         // (the tree re-enqueues netem duplicates at its root itself)
-        ifc.tree.enqueue(&mut ctx, pid);
+        let verdict = ifc.tree.enqueue(&mut ctx, pid);
+        if let Some(before) = before {
+            let after = root_snap(&self.ifaces[iface]);
+            let queued = matches!(verdict, Verdict::Queued);
+            let now_tos = self.arena.get(pid).tos;
+            let marked = queued && is_ce(now_tos) && !is_ce(tos);
+            if queued {
+                // a mark made later, at dequeue, is told from this one by the TOS then
+                self.arena.stamp(pid, self.now, now_tos);
+            }
+            let t = self.now.as_nanos();
+            self.obs
+                .with_trace(iface, |tr| tr.on_enqueue(t, before, after, marked));
+        }
         self.kick(iface);
+    }
+
+    /// Queue-trace records of one dequeue operation at the root.
+    fn trace_dequeue(&mut self, iface: IfaceId, before: Snap, out: Option<PacketId>) {
+        let after = root_snap(&self.ifaces[iface]);
+        let t = self.now.as_nanos();
+        let left = out.map(|pid| {
+            let p = self.arena.get(pid);
+            let st = self.arena.stamp_of(pid);
+            let sojourn = t.saturating_sub(st.at.as_nanos());
+            (p.len, Some(sojourn), is_ce(p.tos) && !is_ce(st.tos))
+        });
+        self.obs
+            .with_trace(iface, |tr| tr.on_dequeue(t, before, after, left));
     }
 
     /// Dequeue and transmit until the root is empty, throttled, or the wire busy.
@@ -807,16 +901,23 @@ impl Simulator {
             if ifc.tree.is_noqueue() {
                 return;
             }
+            let before = self.obs.traced(iface).then(|| root_snap(ifc));
             let mut ctx = QdiscCtx::new(
                 self.now,
                 &mut self.arena,
                 &mut ifc.drops,
                 &mut self.reinject_buf,
             );
-            match ifc.tree.dequeue(&mut ctx) {
+            let out = ifc.tree.dequeue(&mut ctx);
+            let watchdog = ctx.watchdog;
+            if let Some(before) = before {
+                self.trace_dequeue(iface, before, out);
+            }
+            match out {
                 Some(pid) => self.put_on_wire(iface, pid),
                 None => {
-                    if let Some(w) = ctx.watchdog {
+                    let ifc = &mut self.ifaces[iface];
+                    if let Some(w) = watchdog {
                         if ifc.watchdog_at != Some(w) {
                             ifc.watchdog_at = Some(w);
                             self.events
@@ -830,6 +931,10 @@ impl Simulator {
     }
 
     fn put_on_wire(&mut self, iface: IfaceId, pid: PacketId) {
+        if self.obs.captures_on(iface) {
+            let t = self.now.as_nanos();
+            self.obs.capture(&self.topo, iface, t, self.arena.get(pid));
+        }
         let len = self.arena.len_of(pid);
         let ifc = &mut self.ifaces[iface];
         ifc.tx_packets += 1;
@@ -948,6 +1053,21 @@ impl Simulator {
             "nodes": nodes,
             "flows": flows,
         })
+    }
+}
+
+/// Root-qdisc state as queue traces record it: the root's backlog and all
+/// drops counted on the interface (the tree's, wherever in it they happen).
+fn root_snap(ifc: &Iface) -> Snap {
+    let st = ifc
+        .tree
+        .node_qdisc(0)
+        .map(|q| *q.stats())
+        .unwrap_or_default();
+    Snap {
+        bytes: st.backlog,
+        packets: st.qlen,
+        drops: ifc.drops.total_packets(),
     }
 }
 

@@ -8,9 +8,11 @@
 //! ordered by (time, sequence) ([`sched`]); results leave as plain data
 //! (JSON values) for the Python layer to format. The engine reads no files,
 //! clocks or environment, and the same config and seed give bit-identical
-//! results.
+//! results. The one writer of files is [`capture`] (packet captures, queue
+//! traces), which streams what it observes and never feeds back.
 
 pub mod app;
+pub mod capture;
 pub mod engine;
 pub mod error;
 pub mod packet;

@@ -234,6 +234,16 @@ pub struct PacketArena {
     slots: Vec<Packet>,
     free: Vec<u32>,
     created: u64,
+    /// per slot: when the packet entered its current root qdisc, and its TOS
+    /// byte then (queue traces: sojourn time, ECN marks made inside the qdisc)
+    entered: Vec<RootStamp>,
+}
+
+/// See `PacketArena::stamp`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RootStamp {
+    pub at: SimTime,
+    pub tos: u8,
 }
 
 impl PacketArena {
@@ -278,6 +288,23 @@ impl PacketArena {
     /// Packets ever allocated (clones made by netem's `duplicate` included).
     pub fn created(&self) -> u64 {
         self.created
+    }
+
+    /// Note that `id` enters an interface's root qdisc now (with TOS `tos`).
+    #[inline]
+    pub fn stamp(&mut self, id: PacketId, at: SimTime, tos: u8) {
+        let i = id.0 as usize;
+        if i >= self.entered.len() {
+            self.entered
+                .resize(self.slots.len().max(i + 1), RootStamp::default());
+        }
+        self.entered[i] = RootStamp { at, tos };
+    }
+
+    /// The last `stamp` of `id` (every packet in a qdisc has one).
+    #[inline]
+    pub fn stamp_of(&self, id: PacketId) -> RootStamp {
+        self.entered.get(id.0 as usize).copied().unwrap_or_default()
     }
 }
 

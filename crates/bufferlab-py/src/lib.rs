@@ -128,6 +128,34 @@ impl Simulator {
     fn summary(&self) -> PyResult<String> {
         json_out(&self.inner.summary())
     }
+
+    /// Open a packet capture (spec: docs/internals.md "Packet capture").
+    fn capture_start(&mut self, spec_json: &str) -> PyResult<u32> {
+        self.inner.capture_start(spec_json).map_err(to_py)
+    }
+
+    fn capture_stop(&mut self, capture_id: u32) -> PyResult<String> {
+        json_out(&self.inner.capture_stop(capture_id).map_err(to_py)?)
+    }
+
+    fn capture_done(&self, capture_id: u32) -> bool {
+        self.inner.capture_done(capture_id)
+    }
+
+    fn take_finished_captures(&mut self) -> Vec<u32> {
+        self.inner.take_finished_captures()
+    }
+
+    /// Stream every change of `dev`'s root qdisc to `path` (binary records).
+    fn trace_start(&mut self, dev: &str, path: &str, min_interval_ns: u64) -> PyResult<u32> {
+        self.inner
+            .trace_start(dev, path, min_interval_ns)
+            .map_err(to_py)
+    }
+
+    fn trace_stop(&mut self, trace_id: u32) -> PyResult<String> {
+        json_out(&self.inner.trace_stop(trace_id).map_err(to_py)?)
+    }
 }
 
 #[pymodule]

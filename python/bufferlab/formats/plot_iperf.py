@@ -42,6 +42,10 @@ one flow; see formats.md §5).
 
 Problems are reported with :class:`PlotError` *after* everything that could
 be produced was written; ``PlotError.produced`` lists those files.
+
+:func:`plot_json` (``bufferlab plot FILE.json``, last section) reuses the
+same rows and plots for any iperf3 JSON, grouping records by stream instead
+of the script's line-count split.
 """
 
 from __future__ import annotations
@@ -56,7 +60,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PlotError", "PLOTS", "plot_iperf", "jq_number", "awk_number", "csv_records", "dat_lines"]
+__all__ = ["PlotError", "PlotResult", "PLOTS", "plot_iperf", "plot_json", "load_iperf3_docs", "jq_number",
+           "awk_number", "csv_records", "dat_lines"]
 
 #: (output name, y column (1-based, as in the .dat), y label, title, y axis from 0)
 PLOTS: tuple[tuple[str, int, str, str, bool], ...] = (
@@ -227,7 +232,11 @@ def awk_number(v: float) -> str:
     return "%.6g" % v
 
 
-def _awk_row(line: str) -> str:
+def _awk_row(line: str, exact_time: bool = False, keep_blank: bool = False) -> str:
+    """One awk output row, plus two ``bufferlab plot`` departures from the script:
+    ``exact_time`` keeps start/end fractions (``-i`` below 1 s), ``keep_blank``
+    leaves a computed column empty when its source field is (awk would print 0,
+    e.g. a cwnd of 0 for UDP)."""
     f = line.split(",")
 
     def fld(i: int) -> str:
@@ -236,14 +245,17 @@ def _awk_row(line: str) -> str:
     def num(i: int) -> float:
         return _awk_strtod(fld(i))
 
+    def computed(i: int, v: float) -> str:
+        return "" if keep_blank and fld(i) == "" else awk_number(v)
+
     parts = [
         fld(1),
-        awk_number(float(math.trunc(num(2)))),
-        awk_number(float(math.trunc(num(3)))),
-        awk_number((num(5) / 1024) / 1024),
-        awk_number(num(6) / 1024 / 1024),
+        awk_number(num(2) if exact_time else float(math.trunc(num(2)))),
+        awk_number(num(3) if exact_time else float(math.trunc(num(3)))),
+        computed(5, (num(5) / 1024) / 1024),
+        computed(6, num(6) / 1024 / 1024),
         fld(7),
-        awk_number(num(8) / 1024),
+        computed(8, num(8) / 1024),
         fld(9),
         fld(10),
         fld(11),
@@ -270,9 +282,9 @@ def _sort_key_field2(line: str) -> Decimal:
     return Decimal(text)
 
 
-def dat_lines(chunk: list[str]) -> list[str]:
+def dat_lines(chunk: list[str], exact_time: bool = False, keep_blank: bool = False) -> list[str]:
     """One ``.dat`` file from its ``iperf.csv`` lines: the awk rewrite, then ``sort -n -k 2``."""
-    rows = [_awk_row(line) for line in chunk]
+    rows = [_awk_row(line, exact_time, keep_blank) for line in chunk]
     return sorted(rows, key=lambda r: (_sort_key_field2(r), r.encode()))
 
 
@@ -351,6 +363,16 @@ def _split_count(docs: list[Any]) -> tuple[int | None, str | None]:
     return int(words[0]), None
 
 
+def _decode_problem(text: str, e: json.JSONDecodeError) -> str:
+    """"truncated JSON (...)" when the text stops early, else "not valid JSON (...)"."""
+    stripped = text.strip()
+    truncated = stripped.startswith(("{", "[")) and (
+        e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
+        or not stripped.endswith(("}", "]")))
+    what = "truncated JSON" if truncated else "not valid JSON"
+    return f"{what} ({e.msg} at line {e.lineno} column {e.colno})"
+
+
 def _protocol(doc: Any) -> str | None:
     try:
         proto = doc["start"]["test_start"]["protocol"]
@@ -393,12 +415,7 @@ def plot_iperf(json_path: Path, workdir: Path) -> list[Path]:
     try:
         docs = _parse_stream(text)
     except json.JSONDecodeError as e:
-        stripped = text.rstrip()
-        truncated = (e.pos >= len(stripped) or e.msg.startswith("Unterminated string")
-                     or not stripped.endswith(("}", "]")))
-        what = "truncated JSON" if truncated else "not valid JSON"
-        raise PlotError(f"plot_iperf: {name}: {what} ({e.msg} at line {e.lineno} column {e.colno});"
-                        " nothing written") from None
+        raise PlotError(f"plot_iperf: {name}: {_decode_problem(text, e)}; nothing written") from None
 
     problems: list[str] = []
     produced: list[Path] = []
@@ -466,3 +483,223 @@ def plot_iperf(json_path: Path, workdir: Path) -> list[Path]:
     if problems:
         raise PlotError(f"plot_iperf: {name}: " + "; ".join(dict.fromkeys(problems)), produced)
     return produced
+
+
+# --- bufferlab plot FILE.json ----------------------------------------------------
+#
+# The same data files and plots, from any iperf3 JSON and without the script's
+# accidents: records are grouped by stream (``socket``) instead of split by
+# line count, so UDP, ``-R``, server-side (``iperf3 -s -J``), ``-O`` and
+# ``-P`` runs all plot. Field presence checked against iperf3's
+# ``iperf_api.c`` JSON emitters (3.0: no ``rttvar``/``pmtu``/``sender``;
+# 3.2+: ``rttvar``, ``pmtu``; 3.10+: ``snd_wnd``; TCP_INFO fields only in TCP
+# sender intervals; ``-s -J`` without ``-1`` writes one document per test).
+
+#: .dat column → the iperf3 interval key it comes from (for the "skipped" notes)
+_PLOT_KEY = {"throughput": "bits_per_second", "cwnd": "snd_cwnd", "RTT": "rtt", "RTT_Var": "rttvar",
+             "retransmits": "retransmits", "bytes": "bytes", "MTU": "pmtu"}
+_DAT_NAME = re.compile(r"(?:\d+|sum)\.dat")
+
+_EXPECTED_JSON = "the JSON document iperf3 writes with -J (keys start, intervals, end)"
+_HINT_JSON = "iperf3 -c HOST -J > out.json (client) or iperf3 -s -1 -J > server.json (server)"
+
+
+@dataclass
+class PlotResult:
+    """What ``plot_json`` wrote, and notes about plots it left out on purpose."""
+
+    produced: list[Path]
+    notes: list[str]
+
+
+def _user_error(name: str, what: str, expected: str = _EXPECTED_JSON, hint: str = _HINT_JSON) -> str:
+    return f"error: {name}: {what}\n  expected: {expected}\n  hint: {hint}"
+
+
+def load_iperf3_docs(json_path: Path) -> list[dict[str, Any]]:
+    """Every iperf3 document in ``json_path``; :class:`PlotError` if there is none usable.
+
+    The message names the file, what was wrong and expected, and a hint.
+    """
+    name = str(json_path)
+    if not json_path.is_file():
+        what = "is a folder" if json_path.is_dir() else "no such file"
+        raise PlotError(_user_error(name, what))
+    try:
+        text = json_path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise PlotError(_user_error(name, "not a text file (binary data)")) from None
+    if not text.strip():
+        raise PlotError(_user_error(name, "empty file", hint="was iperf3 interrupted before it wrote its "
+                                    "output? Run it again: " + _HINT_JSON))
+    try:
+        docs = _parse_stream(text)
+    except json.JSONDecodeError as e:
+        raise PlotError(_user_error(name, _decode_problem(text, e))) from None
+    good: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for doc in docs:
+        if not isinstance(doc, dict):
+            errors.append(f"a JSON {_jq_kind(doc)}, not an object")
+        elif not isinstance(doc.get("intervals"), list) or not isinstance(doc.get("start"), dict):
+            if isinstance(doc.get("error"), str):
+                errors.append(f"iperf3 reported an error and measured nothing: {doc['error']}")
+            else:
+                keys = ", ".join(list(doc)[:6]) or "none"
+                errors.append(f"not iperf3 output: no start/intervals keys (keys: {keys})")
+        else:
+            good.append(doc)
+    if not good:
+        raise PlotError(_user_error(name, "; ".join(dict.fromkeys(errors))))
+    return good
+
+
+def _stream_rows(doc: dict[str, Any]) -> tuple[dict[Any, list[str]], list[str], int, list[str]]:
+    """CSV records (plot_iperf.sh's columns) per socket, the ``sum`` records, omitted count, problems."""
+    per_socket: dict[Any, list[str]] = {}
+    sums: list[str] = []
+    omitted = 0
+    problems: list[str] = []
+    for k, interval in enumerate(doc["intervals"]):
+        streams = interval.get("streams") if isinstance(interval, dict) else None
+        if not isinstance(streams, list):
+            problems.append(f"intervals[{k}] has no streams list")
+            continue
+        for s in streams:
+            if not isinstance(s, dict):
+                problems.append(f"intervals[{k}].streams holds a {_jq_kind(s)}")
+                continue
+            if s.get("omitted") is True:  # -O warm-up: iperf3's own summary leaves it out too
+                omitted += 1
+                continue
+            try:
+                row = ",".join(_csv_field(s.get(key)) for key in _CSV_KEYS)
+            except _JqError as e:
+                problems.append(f"intervals[{k}].streams: {e}")
+                continue
+            per_socket.setdefault(s.get("socket"), []).append(row)
+        total = interval.get("sum") if isinstance(interval, dict) else None
+        if isinstance(total, dict) and total.get("omitted") is not True:
+            try:
+                sums.append(",".join(["sum"] + [_csv_field(total.get(key)) for key in _CSV_KEYS[1:]]))
+            except _JqError as e:
+                problems.append(f"intervals[{k}].sum: {e}")
+    return per_socket, sums, omitted, problems
+
+
+def _sub_second(rows: list[str]) -> bool:
+    """Reporting interval shorter than 1 s (``-i 0.2``): keep fractional times on the x axis."""
+    for row in rows[:-1]:  # the final interval may be short on any run
+        f = row.split(",")
+        try:
+            if float(f[2]) - float(f[1]) < 0.99:
+                return True
+        except (ValueError, IndexError):
+            continue
+    return False
+
+
+def _why_missing(doc: dict[str, Any], keys: list[str]) -> str:
+    proto = _protocol(doc)
+    if proto == "UDP":
+        return "UDP test: iperf3 reports TCP_INFO fields only for TCP senders"
+    senders = [s.get("sender") for iv in doc["intervals"] if isinstance(iv, dict)
+               for s in iv.get("streams") or [] if isinstance(s, dict)]
+    has_tcp = any(isinstance(s, dict) and "snd_cwnd" in s for iv in doc["intervals"] if isinstance(iv, dict)
+                  for s in iv.get("streams") or [])
+    receiver = (senders and all(x is False for x in senders) or doc["start"].get("connecting_to") is None
+                or (doc["start"].get("test_start") or {}).get("reverse"))
+    if not has_tcp and receiver:
+        return ("receiver-side intervals (iperf3 -s -J, or the client with -R) carry no TCP_INFO fields; "
+                "plot the sending side's JSON for them")
+    if set(keys) <= {"rttvar", "pmtu"}:
+        version = doc["start"].get("version") or "this iperf3"
+        return f"{version} does not report them (iperf3 added rttvar and pmtu in 3.2)"
+    return "no interval carries them"
+
+
+def _clear_own_files(out_dir: Path) -> None:
+    """Remove what an earlier ``bufferlab plot`` wrote here (only our file names)."""
+    if not out_dir.is_dir():
+        return
+    own = {f"{stem}.{ext}" for stem, *_ in PLOTS for ext in ("pdf", "png")}
+    for entry in out_dir.iterdir():
+        if entry.is_file() and (entry.name in own or _DAT_NAME.fullmatch(entry.name)):
+            entry.unlink()
+
+
+def _plot_doc(doc: dict[str, Any], out_dir: Path, label: str) -> tuple[list[Path], list[str], list[str]]:
+    produced: list[Path] = []
+    notes: list[str] = []
+    per_socket, sums, omitted, problems = _stream_rows(doc)
+    if isinstance(doc.get("error"), str):
+        problems.append(f"iperf3 reported an error: {doc['error']} (plotting the intervals it measured)")
+    if omitted:
+        notes.append(f"{label}: left out {omitted} omitted interval record(s) (-O warm-up)")
+    if not per_socket:
+        problems.append("no intervals to plot (the test measured nothing)")
+        return produced, notes, problems
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _clear_own_files(out_dir)
+    exact = any(_sub_second(rows) for rows in per_socket.values())
+    dats: list[Path] = []
+    chunks = list(per_socket.values()) + ([sums] if len(per_socket) > 1 and sums else [])
+    for n, rows in enumerate(chunks, 1):
+        dat = out_dir / ("sum.dat" if n > len(per_socket) else f"{n}.dat")
+        dat.write_text("".join(line + "\n" for line in dat_lines(rows, exact, keep_blank=True)))
+        dats.append(dat)
+    produced += dats
+    skipped: list[str] = []
+    for stem, col, ylabel, title, from_zero in PLOTS:
+        series = [_series(d, col) for d in dats]
+        if not any(s.x for s in series):
+            skipped.append(stem)
+            continue
+        pdf, png = out_dir / f"{stem}.pdf", out_dir / f"{stem}.png"
+        _draw([s for s in series if s.x], ylabel, title, from_zero, pdf, png)
+        produced += [pdf, png]
+    if skipped:
+        keys = [_PLOT_KEY[s] for s in skipped]
+        notes.append(f"{label}: no {', '.join(s + '.pdf' for s in skipped)}: the intervals have no "
+                     f"{', '.join(keys)} ({_why_missing(doc, keys)})")
+    return produced, notes, problems
+
+
+def plot_json(json_path: Path, out_dir: Path | None = None) -> PlotResult:
+    """``bufferlab plot``: data files and plots of any iperf3 JSON (3.0 to 3.1x).
+
+    Writes into ``out_dir`` (default: ``results/`` next to the JSON, as
+    ``plot_iperf.sh`` does) ``N.dat`` per stream in creation order (same
+    columns as the script's; times truncated to whole seconds unless the
+    reporting interval is shorter than 1 s), ``sum.dat`` for ``-P`` runs (the
+    intervals' ``sum``), and the seven plots as PDF and PNG. A file with
+    several tests (``iperf3 -s -J``) gets one ``testN/`` folder per test.
+    Plots whose field no interval has (UDP, receiver side, iperf3 3.0/3.1)
+    are skipped with a note. Bad input raises :class:`PlotError` after
+    writing whatever could still be produced.
+    """
+    json_path = Path(json_path)
+    docs = load_iperf3_docs(json_path)
+    out_dir = Path(out_dir) if out_dir is not None else json_path.parent / "results"
+    produced: list[Path] = []
+    notes: list[str] = []
+    problems: list[str] = []
+    if len(docs) > 1:
+        notes.append(f"{json_path}: {len(docs)} tests in one file (iperf3 -s -J); one folder each: "
+                     + ", ".join(str(out_dir / f"test{k}") for k in range(1, len(docs) + 1)))
+    for k, doc in enumerate(docs, 1):
+        where = out_dir if len(docs) == 1 else out_dir / f"test{k}"
+        label = str(json_path) if len(docs) == 1 else f"{json_path} (test {k})"
+        try:
+            files, doc_notes, doc_problems = _plot_doc(doc, where, label)
+        except OSError as e:
+            raise PlotError(f"error: cannot write into {where}: {e.strerror}\n"
+                            "  hint: choose another folder with -o", produced) from None
+        produced += files
+        notes += doc_notes
+        problems += [f"{label}: {p}" for p in doc_problems]
+    if problems:
+        lines = [f"error: {p}" for p in dict.fromkeys(problems)] + [f"note: {n}" for n in notes]
+        lines.append(f"  expected: {_EXPECTED_JSON}\n  hint: {_HINT_JSON}")
+        raise PlotError("\n".join(lines), produced)
+    return PlotResult(produced, notes)

@@ -455,6 +455,55 @@ def _pie_xstats(block: dict[str, Any], modern: bool) -> str:
     return out
 
 
+def _red_ns3(opts: dict[str, Any], modern: bool, details: bool) -> str:
+    """SIM ``red_ns3`` (qdiscs.md §5.10): the attributes as typed, in ns-3's terms."""
+    bytes_mode = opts.get("mode") == "bytes"
+    limit = int(opts.get("limit", 25))
+    out = "variant %s mode %s limit %s minth %g maxth %g qw %g " % (
+        opts.get("variant", "qdisc"), opts.get("mode", "packets"),
+        sprint_size(limit) if bytes_mode else "%dp" % limit, float(opts.get("min_th", 5.0)),
+        float(opts.get("max_th", 15.0)), float(opts.get("qw", 0.002)))
+    if opts.get("linterm") is not None:
+        out += "linterm %g " % float(opts["linterm"])
+    else:
+        out += "maxp %g " % float(opts.get("max_p") or 0.0)
+    out += "meanpktsize %d %s %s " % (int(opts.get("mean_pkt_size", 500)),
+                                      "gentle" if opts.get("gentle", True) else "nogentle",
+                                      "wait" if opts.get("wait", True) else "nowait")
+    out += "bandwidth %s linkdelay %s " % (sprint_rate(int(opts.get("bandwidth", 1500000)) // 8),
+                                           sprint_time(int(opts.get("link_delay", 20000000)) / 1000, modern))
+    if opts.get("ecn"):
+        out += "ecn " + ("" if opts.get("harddrop", True) else "noharddrop ")
+    for flag, name in (("ns1compat", "ns1compat"), ("ared", "ared"), ("adapt_max_p", "adaptmaxp"),
+                       ("feng", "feng"), ("nlred", "nlred")):
+        if opts.get(flag):
+            out += name + " "
+    if details and (opts.get("ared") or opts.get("adapt_max_p")):
+        out += "target %s interval %s top %g bottom %g alpha %g beta %g rtt %s " % (
+            sprint_time(int(opts.get("target_delay", 5000000)) / 1000, modern),
+            sprint_time(int(opts.get("interval", 500000000)) / 1000, modern), float(opts.get("top", 0.5)),
+            float(opts.get("bottom", 0.0)), float(opts.get("alpha", 0.01)), float(opts.get("beta", 0.9)),
+            sprint_time(int(opts.get("rtt", 100000000)) / 1000, modern))
+    if details and opts.get("feng"):
+        out += "fengalpha %g fengbeta %g " % (float(opts.get("feng_alpha", 3.0)),
+                                              float(opts.get("feng_beta", 2.0)))
+    return out
+
+
+def _red_ns3_xstats(block: dict[str, Any], modern: bool) -> str:
+    """Linux red's line (marked = ECN marks, early = unforced + forced drops, pdrop = hard-limit
+    drops), then ns-3's own counters (2015: forced_drop includes qlim_drop, as ns-3 counts) and
+    the live average, max_p and effective weight/thresholds."""
+    x = block.get("xstats") or {}
+    g = lambda k: int(x.get(k, 0))  # noqa: E731
+    out = _red_xstats(block, modern)
+    out += "  unforced_drop %d forced_drop %d qlim_drop %d unforced_mark %d forced_mark %d\n" % (
+        g("unforced_drop"), g("forced_drop"), g("qlim_drop"), g("unforced_mark"), g("forced_mark"))
+    out += "  avg %g cur_max_p %g qw %g minth %g maxth %g\n" % tuple(
+        float(x.get(k, 0.0)) for k in ("avg", "cur_max_p", "qw", "min_th", "max_th"))
+    return out
+
+
 def _red_xstats(block: dict[str, Any], modern: bool) -> str:
     x = block.get("xstats") or {}
     vals = tuple(int(x.get(k, 0)) for k in ("marked", "early", "pdrop", "other"))
@@ -490,10 +539,12 @@ def _options_text(kind: str, opts: dict[str, Any], modern: bool, details: bool) 
         return _fq_codel(opts, modern)
     if kind == "pie":
         return _pie(opts, modern)
+    if kind == "red_ns3":
+        return _red_ns3(opts, modern, details)
     raise ValueError(
         f"tc_show_text: qdisc kind {kind!r} has no printer yet "
         "(known: noqueue, pfifo, bfifo, pfifo_head_drop, pfifo_fast, tbf, netem, red, blue, "
-        "codel, fq_codel, pie)")
+        "codel, fq_codel, pie, red_ns3)")
 
 
 def _classid(parent: Any) -> str:
@@ -534,6 +585,8 @@ def _block_text(block: dict[str, Any], modern: bool, stats: bool, details: bool,
         line += _fq_codel_xstats(block)
     elif kind == "pie":
         line += _pie_xstats(block, modern)
+    elif kind == "red_ns3":
+        line += _red_ns3_xstats(block, modern)
     return line
 
 

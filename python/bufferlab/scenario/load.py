@@ -19,8 +19,9 @@ from typing import Any
 from ..errors import CommandError, ScenarioError
 from ..profile import PROFILES, Profile, profile_fields, with_overrides
 from ..units import parse_duration_ns
+from .observe import CaptureOptions, TraceOptions, build_capture, build_trace
 
-TOP_KEYS = {"name", "seed", "sim", "topology", "part", "hosts"}
+TOP_KEYS = {"name", "seed", "sim", "topology", "part", "hosts", "capture", "trace"}
 SIM_KEYS = {
     "profile",
     "queue_sample_interval",
@@ -40,7 +41,7 @@ SIM_KEYS = {
 }
 DURATION_KEYS = ("queue_sample_interval", "stop_at")
 TOPOLOGY_KEYS = {"hosts", "switches", "routers", "links"}
-PART_KEYS = {"name", "cmds", "duration"}
+PART_KEYS = {"name", "cmds", "duration", "stop"}
 LINK_KEYS = {
     "a",
     "b",
@@ -96,6 +97,9 @@ class Part:
     #: minimum duration (seconds) before endless commands are interrupted
     duration: float | None
     line: int
+    #: ns-3's ``Simulator::Stop``: seconds after the part's start at which every
+    #: application still running is interrupted (as by Ctrl-C); None = no such stop
+    stop: float | None = None
 
 
 @dataclass
@@ -139,6 +143,9 @@ class Scenario:
     warnings: list[str] = field(default_factory=list)
     #: per-host TCP defaults ([hosts.X] tcp = {...}), validated, in engine terms
     host_tcp: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: [capture] and [trace] (scenario/observe.py)
+    capture: CaptureOptions | None = None
+    trace: TraceOptions | None = None
 
 
 _TOML_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"}
@@ -404,6 +411,8 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
         links=links,
         parts=parts,
         host_tcp=_build_host_tcp(data.get("hosts", {}), src, set(hosts + routers)),
+        capture=build_capture(data.get("capture"), src),
+        trace=build_trace(data.get("trace"), src),
     )
 
 
@@ -660,20 +669,7 @@ def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
         if slug in seen:
             raise _key_err(src, f"two parts are named {pname!r}; output folders would collide", "name", line)
         seen.add(slug)
-        duration = part.get("duration")
-        if duration is not None:
-            try:
-                if not isinstance(duration, str | int | float) or isinstance(duration, bool):
-                    raise ValueError(f"{duration!r} is not a duration")
-                duration = parse_duration_s(str(duration))
-            except ValueError as e:
-                raise _key_err(
-                    src,
-                    f"part {pname!r}: duration: {e}",
-                    "duration",
-                    line,
-                    expected='a duration such as "30s", "500ms" or 90 (seconds)',
-                ) from None
+        duration, stop = (_part_duration(src, part, pname, key, line) for key in ("duration", "stop"))
         cmds = part.get("cmds", [])
         if not isinstance(cmds, list) or not all(isinstance(c, str) for c in cmds):
             raise _key_err(
@@ -713,5 +709,27 @@ def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
             text_cols = tuple(cols[m.end() :]) if len(cols) == len(c) else ()
             commands.append(Command(term, c[m.end() :], cl, cc + m.end(), index, src.file, text_cols))
             index += 1
-        parts.append(Part(slug, commands, duration, line))
+        parts.append(Part(slug, commands, duration, line, stop))
     return parts
+
+
+def _part_duration(src: SourceMap, part: dict[str, Any], pname: str, key: str, line: int) -> float | None:
+    """A part's ``duration`` or ``stop`` in seconds (None if absent)."""
+    v = part.get(key)
+    if v is None:
+        return None
+    try:
+        if not isinstance(v, str | int | float) or isinstance(v, bool):
+            raise ValueError(f"{v!r} is not a duration")
+        s = parse_duration_s(str(v))
+        if key == "stop" and s <= 0:
+            raise ValueError("must be positive")
+        return s
+    except ValueError as e:
+        raise _key_err(
+            src,
+            f"part {pname!r}: {key}: {e}",
+            key,
+            line,
+            expected='a duration such as "30s", "500ms" or 90 (seconds)',
+        ) from None

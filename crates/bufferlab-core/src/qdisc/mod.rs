@@ -21,6 +21,7 @@ pub mod fq_codel;
 pub mod netem;
 pub mod pie;
 pub mod red;
+pub mod red_ns3;
 pub mod spec;
 pub mod tbf;
 pub mod tree;
@@ -31,7 +32,7 @@ use serde::Serialize;
 
 pub use spec::{
     BlueSpec, CodelSpec, DscpClass, DscpCoeff, FqCodelSpec, NetemSpec, ParentSpec, PieSpec,
-    QdiscSpec, RedSpec, TbfSpec, TcRequest, TcVerb,
+    QdiscSpec, RedNs3Spec, RedSpec, TbfSpec, TcRequest, TcVerb,
 };
 pub use tree::{AnyQdisc, AutoHandles, QdiscInfo, QdiscProfile, QdiscTree};
 

@@ -69,6 +69,8 @@ pub enum QdiscSpec {
     FqCodel(FqCodelSpec),
     /// `pie` (qdiscs.md §8.3).
     Pie(PieSpec),
+    /// `red_ns3` (SIM: ns-3's RED, qdiscs.md §5.10).
+    RedNs3(RedNs3Spec),
 }
 
 impl QdiscSpec {
@@ -87,6 +89,7 @@ impl QdiscSpec {
             QdiscSpec::Codel(_) => "codel",
             QdiscSpec::FqCodel(_) => "fq_codel",
             QdiscSpec::Pie(_) => "pie",
+            QdiscSpec::RedNs3(_) => "red_ns3",
         }
     }
 }
@@ -375,4 +378,106 @@ pub struct PieSpec {
     pub bytemode: Option<bool>,
     #[serde(default)]
     pub dq_rate_estimator: Option<bool>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub enum RedNs3Variant {
+    /// `ns3::RedQueue` (src/network/utils/red-queue.cc, 2015)
+    #[serde(rename = "2015")]
+    V2015,
+    /// `ns3::RedQueueDisc` (ns-3 ≥ 3.25)
+    #[serde(rename = "qdisc")]
+    Qdisc,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RedNs3Mode {
+    Packets,
+    Bytes,
+}
+
+/// `red_ns3` (qdiscs.md §5.10): ns-3's RED attributes as given (thresholds
+/// and limit in the mode's unit, `qw` may be 0/−1/−2 for the automatic
+/// settings). Exactly one of `max_p` / `linterm` (max_p = 1/linterm) is set.
+/// Times in ns, `bandwidth` in bit/s.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+pub struct RedNs3Spec {
+    pub variant: RedNs3Variant,
+    pub mode: RedNs3Mode,
+    pub limit: u32,
+    pub min_th: f64,
+    pub max_th: f64,
+    pub qw: f64,
+    #[serde(default)]
+    pub max_p: Option<f64>,
+    #[serde(default)]
+    pub linterm: Option<f64>,
+    pub mean_pkt_size: u32,
+    pub gentle: bool,
+    pub wait: bool,
+    #[serde(default)]
+    pub ecn: bool,
+    /// RedQueueDisc `UseHardDrop` (default true)
+    #[serde(default = "yes")]
+    pub harddrop: bool,
+    #[serde(default)]
+    pub ns1compat: bool,
+    pub bandwidth: u64,
+    pub link_delay: u64,
+    #[serde(default)]
+    pub ared: bool,
+    #[serde(default)]
+    pub adapt_max_p: bool,
+    pub target_delay: u64,
+    pub interval: u64,
+    pub top: f64,
+    /// 0 = min(0.01, 8·MeanPktSize·rtt/bandwidth)
+    pub bottom: f64,
+    pub alpha: f64,
+    pub beta: f64,
+    pub rtt: u64,
+    #[serde(default)]
+    pub feng: bool,
+    pub feng_alpha: f64,
+    pub feng_beta: f64,
+    #[serde(default)]
+    pub nlred: bool,
+}
+
+impl Default for RedNs3Spec {
+    /// ns-3's attribute defaults (RedQueueDisc, packet mode).
+    fn default() -> Self {
+        RedNs3Spec {
+            variant: RedNs3Variant::Qdisc,
+            mode: RedNs3Mode::Packets,
+            limit: 25,
+            min_th: 5.0,
+            max_th: 15.0,
+            qw: 0.002,
+            max_p: None,
+            linterm: Some(50.0),
+            mean_pkt_size: 500,
+            gentle: true,
+            wait: true,
+            ecn: false,
+            harddrop: true,
+            ns1compat: false,
+            bandwidth: 1_500_000,
+            link_delay: 20_000_000,
+            ared: false,
+            adapt_max_p: false,
+            target_delay: 5_000_000,
+            interval: 500_000_000,
+            top: 0.5,
+            bottom: 0.0,
+            alpha: 0.01,
+            beta: 0.9,
+            rtt: 100_000_000,
+            feng: false,
+            feng_alpha: 3.0,
+            feng_beta: 2.0,
+            nlred: false,
+        }
+    }
 }

@@ -36,6 +36,7 @@ use super::fq_codel::FqCodel;
 use super::netem::{Netem, NetemEnv};
 use super::pie::Pie;
 use super::red::Red;
+use super::red_ns3::RedNs3;
 use super::spec::{ParentSpec, QdiscSpec, TcVerb};
 use super::tbf::Tbf;
 use super::{DropReason, QdiscCtx, QdiscStats, TcRequest, Verdict};
@@ -162,6 +163,7 @@ pub enum AnyQdisc {
     Codel(Codel),
     FqCodel(FqCodel),
     Pie(Pie),
+    RedNs3(RedNs3),
 }
 
 impl AnyQdisc {
@@ -177,6 +179,7 @@ impl AnyQdisc {
             AnyQdisc::Codel(_) => "codel",
             AnyQdisc::FqCodel(_) => "fq_codel",
             AnyQdisc::Pie(_) => "pie",
+            AnyQdisc::RedNs3(_) => "red_ns3",
         }
     }
 
@@ -191,6 +194,7 @@ impl AnyQdisc {
             AnyQdisc::Codel(c) => c.stats(),
             AnyQdisc::FqCodel(c) => c.stats(),
             AnyQdisc::Pie(c) => c.stats(),
+            AnyQdisc::RedNs3(r) => r.stats(),
         }
     }
 
@@ -205,6 +209,7 @@ impl AnyQdisc {
             AnyQdisc::Codel(c) => c.stats_mut(),
             AnyQdisc::FqCodel(c) => c.stats_mut(),
             AnyQdisc::Pie(c) => c.stats_mut(),
+            AnyQdisc::RedNs3(r) => r.stats_mut(),
         }
     }
 
@@ -220,6 +225,7 @@ impl AnyQdisc {
             AnyQdisc::Codel(c) => c.options(),
             AnyQdisc::FqCodel(c) => c.options(),
             AnyQdisc::Pie(c) => c.options(),
+            AnyQdisc::RedNs3(r) => r.options(),
         }
     }
 
@@ -231,6 +237,7 @@ impl AnyQdisc {
             AnyQdisc::Codel(c) => Some(c.xstats()),
             AnyQdisc::FqCodel(c) => Some(c.xstats()),
             AnyQdisc::Pie(c) => Some(c.xstats()),
+            AnyQdisc::RedNs3(r) => Some(r.xstats()),
             _ => None,
         }
     }
@@ -261,6 +268,7 @@ impl AnyQdisc {
             AnyQdisc::Codel(c) => c.held(),
             AnyQdisc::FqCodel(c) => c.held(),
             AnyQdisc::Pie(c) => c.held(),
+            AnyQdisc::RedNs3(r) => r.held(),
         }
     }
 }
@@ -335,6 +343,7 @@ impl Node {
             AnyQdisc::Codel(c) => c.reset(ctx),
             AnyQdisc::FqCodel(c) => c.reset(ctx),
             AnyQdisc::Pie(c) => c.reset(ctx),
+            AnyQdisc::RedNs3(r) => r.reset(ctx),
         };
         let s = self.q.stats_mut();
         s.qlen = 0;
@@ -368,6 +377,7 @@ pub(crate) fn enqueue_chain(
         AnyQdisc::Codel(c) => c.enqueue(ctx, id),
         AnyQdisc::FqCodel(c) => c.enqueue(ctx, red, id),
         AnyQdisc::Pie(c) => c.enqueue(ctx, id),
+        AnyQdisc::RedNs3(r) => r.enqueue(ctx, id),
     }
 }
 
@@ -400,6 +410,7 @@ pub(crate) fn dequeue_chain(
         AnyQdisc::Codel(c) => c.dequeue(ctx, red),
         AnyQdisc::FqCodel(c) => c.dequeue(ctx, red),
         AnyQdisc::Pie(c) => c.dequeue(ctx),
+        AnyQdisc::RedNs3(r) => r.dequeue(ctx),
     }
 }
 
@@ -418,6 +429,7 @@ pub(crate) fn peek_chain(
         AnyQdisc::Noqueue(q) => return q.passthrough.front().copied(),
         AnyQdisc::Fifo(f) => return f.peek(),
         AnyQdisc::Blue(b) => return b.peek(ctx.now),
+        AnyQdisc::RedNs3(r) => return r.peek(),
         AnyQdisc::Red(r) => {
             // red's peek is its child's own (non-destructive) peek.
             let before = *red;
@@ -532,6 +544,9 @@ impl QdiscTree {
                 continue;
             }
             let mut red = Reduce::default();
+            // a duplicate enters the root now (queue traces' sojourn time)
+            let tos = ctx.arena.get(clone).tos;
+            ctx.arena.stamp(clone, ctx.now, tos);
             let _ = enqueue_chain(&mut self.nodes, ctx, &mut red, clone);
         }
         ctx.reinject.truncate(start);
@@ -670,6 +685,7 @@ impl QdiscTree {
             (AnyQdisc::Fifo(q), s) => q.change(s),
             (AnyQdisc::Netem(q), QdiscSpec::Netem(s)) => q.change(s, ctx.now),
             (AnyQdisc::Blue(q), QdiscSpec::Blue(s)) => q.change(s),
+            (AnyQdisc::RedNs3(q), QdiscSpec::RedNs3(s)) => q.change(s, ctx.now),
             (AnyQdisc::Codel(_), QdiscSpec::Codel(_))
             | (AnyQdisc::FqCodel(_), QdiscSpec::FqCodel(_))
             | (AnyQdisc::Pie(_), QdiscSpec::Pie(_)) => {
@@ -816,6 +832,10 @@ impl QdiscTree {
             QdiscSpec::Blue(s) => {
                 let stream = format!("{}/qdisc{}", self.dev, self.created);
                 AnyQdisc::Blue(Blue::new(s, self.seed, &stream)?)
+            }
+            QdiscSpec::RedNs3(s) => {
+                let stream = format!("{}/qdisc{}", self.dev, self.created);
+                AnyQdisc::RedNs3(RedNs3::new(s, self.seed, &stream, now)?)
             }
             QdiscSpec::Codel(s) => AnyQdisc::Codel(Codel::new(s)?),
             QdiscSpec::Pie(s) => {

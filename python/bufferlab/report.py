@@ -1,0 +1,407 @@
+"""``<out>/<scenario>/report.html``: one self-contained page per run.
+
+No network access is needed to view it: CSS is inline, plots are embedded as
+base64 PNG, the topology is an inline SVG laid out here. The page depends
+only on the results folder, so the same run gives the same bytes (no
+generation timestamp).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .formats.tc import tc_show_text
+from .profile import PROFILES
+from .results import NS, Outputs, Problem, Run, load_run
+from .tables import TablesResult, p99, write_tables
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d232b;
+background:#f6f7f9}
+main{max-width:1180px;margin:0 auto;padding:18px 24px 60px}
+h1{font-size:24px;margin:8px 0 4px}h2{font-size:19px;margin:30px 0 8px;border-bottom:2px solid #d5dae1}
+h3{font-size:16px;margin:18px 0 6px}
+nav a{margin-right:12px}
+table{border-collapse:collapse;margin:6px 0 12px;background:#fff}
+td,th{border:1px solid #d5dae1;padding:3px 8px;text-align:right;white-space:nowrap}
+th{background:#eef1f5}td.l,th.l{text-align:left}
+pre{background:#fff;border:1px solid #d5dae1;padding:8px;overflow-x:auto;font-size:12.5px;line-height:1.3}
+figure{display:inline-block;margin:6px 10px 10px 0;background:#fff;border:1px solid #d5dae1;padding:6px}
+figure img{max-width:540px;height:auto;display:block}figcaption{font-size:12px;color:#555}
+.warn{background:#fff6e0;border-left:4px solid #e0a100;padding:6px 10px;margin:6px 0;white-space:pre-wrap}
+.err{background:#fde8e8;border-left:4px solid #c62828;padding:6px 10px;white-space:pre-wrap}
+.muted{color:#666}svg text{font-family:system-ui,sans-serif}
+details{margin:4px 0}summary{cursor:pointer}
+"""
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _num(v: Any, fmt: str = "{:,.0f}") -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return "–"
+    return fmt.format(v)
+
+
+def table(headers: list[str], rows: list[list[Any]], left: int = 1) -> str:
+    """An HTML table; the first ``left`` columns are text (left-aligned)."""
+    h = "".join(f'<th class="{"l" if i < left else ""}">{_e(c)}</th>' for i, c in enumerate(headers))
+    body = "".join(
+        "<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{_e(c)}</td>' for i, c in enumerate(r))
+        + "</tr>"
+        for r in rows
+    )
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def png_figure(path: Path, caption: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return (f'<figure><img alt="{_e(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{_e(caption)}</figcaption></figure>")
+
+
+def page(title: str, body: str) -> str:
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<style>{CSS}</style></head><body><main>{body}</main></body></html>\n")
+
+
+# ---------------------------------------------------------------- topology
+
+def _rate_text(bps: float) -> str:
+    for div, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
+        if bps >= div:
+            return f"{bps / div:g} {unit}"
+    return f"{bps:g} bit/s"
+
+
+def _qdisc_text(info: dict[str, Any]) -> str:
+    """A one-line reminder of an interface's qdiscs at the end of the run (``netem 20ms · tbf 1 Gbit/s``)."""
+    out = []
+    for q in info.get("qdiscs", []):
+        k, o = q.get("kind"), q.get("options", {})
+        if k in (None, "noqueue", "pfifo_fast") or q.get("anonymous"):
+            continue
+        bits = [k]
+        if o.get("latency"):
+            bits.append(f"{o['latency'] / 1e6:g}ms")
+        if o.get("rate"):
+            bits.append(_rate_text(o["rate"] * 8))
+        out.append(" ".join(bits))
+    return " · ".join(out)
+
+
+def _layout(nodes: list[dict[str, Any]], links: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """Columns for a left-to-right path picture: switches/routers in a chain, hosts at its ends."""
+    kind = {n["name"]: n["kind"] for n in nodes}
+    adj: dict[str, list[str]] = {n["name"]: [] for n in nodes}
+    for lk in links:
+        a, b = lk["a"]["node"], lk["b"]["node"]
+        adj[a].append(b)
+        adj[b].append(a)
+    core = [n["name"] for n in nodes if n["kind"] != "host"]
+
+    def bfs(src: str, allowed: set[str]) -> dict[str, int]:
+        dist, q = {src: 0}, [src]
+        for u in q:
+            for v in adj[u]:
+                if v in allowed and v not in dist:
+                    dist[v] = dist[u] + 1
+                    q.append(v)
+        return dist
+
+    col: dict[str, int] = {}
+    pool = core or [n["name"] for n in nodes]
+    allowed = set(pool)
+    for start in pool:  # one chain per connected piece, placed one after another
+        if start in col:
+            continue
+        far = max(bfs(start, allowed).items(), key=lambda kv: (kv[1], -pool.index(kv[0])))[0]
+        base = max(col.values(), default=-2) + 2
+        for n, d in bfs(far, allowed).items():
+            col[n] = base + d
+    if core:
+        lo, hi = min(col.values()), max(col.values())
+        first = next((v for n in nodes if kind[n["name"]] == "host"
+                      for v in adj[n["name"]] if v in col), None)
+        if first is not None and col[first] * 2 > lo + hi:  # the first host's side goes on the left
+            col = {n: lo + hi - c for n, c in col.items()}
+        alt = 0
+        for n in nodes:
+            h = n["name"]
+            if kind[h] != "host" or h in col:
+                continue
+            nb = [col[v] for v in adj[h] if v in col]
+            c = nb[0] if nb else hi + 1
+            if c == lo and (c != hi or alt % 2 == 0):
+                col[h] = c - 1
+            elif c == hi:
+                col[h] = c + 1
+            else:
+                col[h] = c
+            alt += 1
+    rows: dict[int, int] = {}
+    pos = {}
+    for n in nodes:
+        c = col.get(n["name"], 0)
+        pos[n["name"]] = (c, rows.get(c, 0))
+        rows[c] = rows.get(c, 0) + 1
+    return pos
+
+
+def topology_svg(summary: dict[str, Any]) -> str:
+    topo = summary.get("topology")
+    if not topo or not topo.get("nodes"):
+        return '<p class="muted">This summary.json records no topology (written by an older bufferlab).</p>'
+    nodes, links = topo["nodes"], topo["links"]
+    pos = _layout(nodes, links)
+    cmin = min(c for c, _ in pos.values())
+    per_col: dict[int, int] = {}
+    for c, _ in pos.values():
+        per_col[c] = per_col.get(c, 0) + 1
+    height_rows = max(per_col.values())
+    dx, dy, mx, my = 290, 130, 90, 70
+    xy = {}
+    for n, (c, r) in pos.items():
+        k = per_col[c]
+        xy[n] = (mx + (c - cmin) * dx, my + (r + (height_rows - k) / 2) * dy)
+    width = mx * 2 + (max(c for c, _ in pos.values()) - cmin) * dx
+    height = my * 2 + (height_rows - 1) * dy
+    ifs = summary.get("interfaces", {})
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-label="topology">']
+    for lk in links:
+        (x1, y1), (x2, y2) = xy[lk["a"]["node"]], xy[lk["b"]["node"]]
+        out.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#7a8696" stroke-width="2.5"/>')
+        label = []
+        if lk.get("rate_bps"):
+            label.append(_rate_text(lk["rate_bps"]))
+        if lk.get("delay_ns"):
+            label.append(f"{lk['delay_ns'] / 1e6:g} ms")
+        mxl, myl = (x1 + x2) / 2, (y1 + y2) / 2
+        out.append(f'<text x="{mxl}" y="{myl - 6}" text-anchor="middle" font-size="12" fill="#333">'
+                   f'{_e(", ".join(label) or "veth")}</text>')
+        for end, (xa, ya), (xb, yb) in (("a", (x1, y1), (x2, y2)), ("b", (x2, y2), (x1, y1))):
+            intf = lk[end]["intf"]
+            tx, ty = xa + (xb - xa) * 0.28, ya + (yb - ya) * 0.28
+            q = _qdisc_text(ifs.get(intf, {}))
+            ip = lk[end].get("ip")
+            out.append(f'<text x="{tx}" y="{ty + 16}" text-anchor="middle" font-size="11" fill="#1a5fb4">'
+                       f'{_e(intf)}{_e(" " + ip) if ip else ""}</text>')
+            if q:
+                out.append(f'<text x="{tx}" y="{ty + 30}" text-anchor="middle" font-size="11" '
+                           f'fill="#a14a00">{_e(q)}</text>')
+    colors = {"host": "#e3f0ff", "switch": "#e8f5e1", "router": "#fff0d9"}
+    for n in nodes:
+        x, y = xy[n["name"]]
+        if n["kind"] == "host":
+            out.append(f'<rect x="{x - 30}" y="{y - 18}" width="60" height="36" rx="6" '
+                       f'fill="{colors["host"]}" stroke="#1a5fb4"/>')
+        else:
+            out.append(f'<ellipse cx="{x}" cy="{y}" rx="34" ry="20" fill="{colors.get(n["kind"], "#eee")}" '
+                       'stroke="#2e7d32"/>')
+        out.append(f'<text x="{x}" y="{y + 5}" text-anchor="middle" font-size="14" font-weight="600">'
+                   f'{_e(n["name"])}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- sections
+
+def _pngs(root: Path, under: Path) -> list[Path]:
+    return sorted(p for p in under.rglob("*.png") if "tables" not in p.relative_to(root).parts[:1])
+
+
+def _timeline(run: Run, part: dict[str, Any]) -> str:
+    name = part["name"]
+    apps = sorted((f for f in run.summary["flows"] if f.get("part") == name and "start_ns" in f),
+                  key=lambda f: (f["start_ns"], f["app"]))
+    html_ = []
+    if apps:
+        rows = [[f"{(f['start_ns'] - part['start_ns']) / NS:.3f}", f.get("terminal", ""),
+                 f.get("command", ""), f.get("output", "")] for f in apps]
+        html_.append(table(["start (s into part)", "terminal", "command", "output"], rows, left=4))
+    pdir = run.root / name
+    terms = sorted(d for d in pdir.iterdir() if d.is_dir()) if pdir.is_dir() else []
+    for d in terms:
+        log = d / "terminal.log"
+        if log.is_file():
+            text = log.read_text(encoding="utf-8", errors="replace")
+            n = text.count("\n")
+            lines = f"{n} line" + ("" if n == 1 else "s")
+            html_.append(f"<details><summary>terminal <b>{_e(d.name)}</b> ({lines})</summary>"
+                         f"<pre>{_e(text)}</pre></details>")
+    return "".join(html_)
+
+
+def _tc_blocks(heading: str, qdiscs: dict[str, list[dict[str, Any]]], drops: dict[str, Any],
+               profile: Any) -> str:
+    parts = []
+    for iface, blocks in sorted(qdiscs.items()):
+        if not any(b.get("kind") != "noqueue" for b in blocks):
+            continue
+        try:
+            text = tc_show_text(blocks, profile, stats=True)
+        except (KeyError, TypeError, ValueError) as e:  # a qdisc kind this printer does not know
+            text = f"(cannot print: {e})\n"
+        reasons = sorted(drops.get(iface, {}).items())
+        why = ", ".join(f"{r}: {c.get('packets', 0):,} pkts" for r, c in reasons) or "none"
+        parts.append(f"<pre>$ tc -s qdisc show dev {_e(iface)}\n{_e(text)}</pre>"
+                     f"<p class='muted'>drops by reason: {_e(why)}</p>")
+    return f"<h3>{_e(heading)}</h3>" + ("".join(parts) or "<p class='muted'>No qdiscs.</p>")
+
+
+def _tc_section(run: Run) -> str:
+    prof = PROFILES.get(str(run.summary.get("profile")), PROFILES["lab2019"])
+    out = []
+    if all("qdiscs" in p for p in run.parts):
+        for p in run.parts:  # counters are cumulative since the qdisc was added; drops are the part's
+            out.append(_tc_blocks(f"end of part {p['name']}", p["qdiscs"], p.get("drops", {}), prof))
+    else:
+        ifs = run.summary["interfaces"]
+        out.append(_tc_blocks("end of the run", {k: v.get("qdiscs", []) for k, v in ifs.items()},
+                              {k: v.get("drops", {}) for k, v in ifs.items()}, prof))
+    shown = []
+    for p in run.parts:  # tc -s output the scenario itself printed
+        pdir = run.root / p["name"]
+        for log in sorted(pdir.glob("*/terminal.log")) if pdir.is_dir() else []:
+            text = log.read_text(encoding="utf-8", errors="replace")
+            for m in re.finditer(r"^\$ [^\n]*tc -s[^\n]*\n(?:(?!\$ )[^\n]*\n)*", text, re.M):
+                shown.append(f"<h3>{_e(log.relative_to(run.root).as_posix())}</h3><pre>{_e(m[0])}</pre>")
+    if shown:
+        out.append("<h3>Printed by the scenario</h3>" + "".join(shown))
+    return "".join(out)
+
+
+def _iperf3_section(out: Outputs) -> str:
+    if not out.iperf3:
+        return "<p class='muted'>No iperf3 output in this run.</p>"
+    rows = []
+    for t in out.iperf3:
+        rtts = [r["rtt"] / 1000 for r in t.rows if r["row"] == "stream" and r.get("rtt")]
+        rows.append([t.part, t.host, t.file, t.role, t.protocol, _num(t.sent_bytes), _num(t.received_bytes),
+                     _num(None if t.goodput_bps is None else t.goodput_bps / 1e6, "{:,.2f}"),
+                     _num(t.retransmits), _num(t.lost_packets),
+                     _num(None if t.mean_rtt_us is None else t.mean_rtt_us / 1000, "{:.2f}"),
+                     _num(p99(rtts), "{:.2f}"), t.error or ""])
+    return table(["part", "host", "file", "role", "proto", "sent B", "received B", "goodput Mbit/s",
+                  "retr", "lost", "mean RTT ms", "p99 RTT ms", "error"], rows, left=5)
+
+
+def _ping_section(out: Outputs) -> str:
+    if not out.pings:
+        return "<p class='muted'>No ping output in this run.</p>"
+    rows = []
+    for pr in out.pings:
+        rtt = [r[2] for r in pr.replies]
+        rows.append([pr.part, pr.host, pr.file, pr.dest, _num(pr.transmitted), _num(pr.received),
+                     _num(min(rtt) if rtt else None, "{:.2f}"),
+                     _num(sum(rtt) / len(rtt) if rtt else None, "{:.2f}"),
+                     _num(p99(rtt), "{:.2f}"), _num(max(rtt) if rtt else None, "{:.2f}")])
+    heads = ["part", "host", "file", "dest", "sent", "received", "min ms", "mean ms", "p99 ms", "max ms"]
+    return table(heads, rows, left=4)
+
+
+def _classes_section(run: Run) -> str:
+    rows = [[p["name"], c.get("tos"), c.get("dscp"), _num(c.get("sent")), _num(c.get("received")),
+             _num(c.get("dropped")), _num(c.get("dropped_pct"), "{:.3f}")]
+            for p in run.parts for c in p.get("classes", [])]
+    if not rows:
+        return "<p class='muted'>No UDP iperf3 datagrams per DS byte in this run.</p>"
+    return table(["part", "DS byte", "DSCP", "sent", "received", "dropped", "dropped %"], rows, left=2)
+
+
+def _flows_section(run: Run) -> str:
+    rows = [[f.get("part", ""), f.get("app"), f.get("kind"), f.get("node"), f.get("command", ""),
+             _num(f.get("sent_packets")), _num(f.get("received_packets")), _num(f.get("sent_bytes")),
+             _num(f.get("received_bytes"))] for f in run.summary["flows"]]
+    return table(["part", "app", "kind", "node", "command", "sent pkts", "recv pkts", "sent B", "recv B"],
+                 rows, left=5)
+
+
+def build_report(run: Run, out: Outputs, problems: list[Problem]) -> str:
+    s = run.summary
+    title = f"bufferlab report: {s.get('scenario')}"
+    b = [f"<h1>{_e(s.get('scenario'))}</h1>"]
+    nav = ["scenario", "topology", "warnings", "parts", "tc", "iperf3", "ping", "classes", "flows"]
+    b.append("<nav>" + "".join(f'<a href="#{n}">{n}</a>' for n in nav) + "</nav>")
+    b.append('<section id="scenario"><h2>Scenario</h2>')
+    b.append(table(["name", "file", "seed", "profile", "simulated s", "events"],
+                   [[s.get("scenario"), s.get("file"), s.get("seed"), s.get("profile"),
+                     _num(s.get("simulated_s"), "{:.3f}"), _num(s.get("events"))]], left=4))
+    if s.get("error"):
+        b.append(f'<div class="err">{_e(s["error"])}</div>')
+    if s.get("scenario_toml"):
+        b.append(f"<details><summary>scenario file</summary><pre>{_e(s['scenario_toml'])}</pre></details>")
+    b.append("</section>")
+    b.append(f'<section id="topology"><h2>Topology</h2>{topology_svg(s)}</section>')
+    warns = [str(w) for w in s.get("warnings", [])] + [str(p) for p in problems]
+    b.append('<section id="warnings"><h2>Warnings</h2>'
+             + ("".join(f'<div class="warn">{_e(w)}</div>' for w in warns) or "<p class='muted'>None.</p>")
+             + "</section>")
+    b.append('<section id="parts"><h2>Parts</h2>')
+    for p in run.parts:
+        b.append(f'<h3 id="part-{_e(p["name"])}">part {_e(p["name"])} '
+                 f'<span class="muted">{p["start_ns"] / NS:.3f}–{p["end_ns"] / NS:.3f} s</span></h3>')
+        b.append(_timeline(run, p))
+        pdir = run.root / p["name"]
+        for png in _pngs(run.root, pdir) if pdir.is_dir() else []:
+            b.append(png_figure(png, png.relative_to(run.root).as_posix()))
+    others = [q for q in _pngs(run.root, run.root)
+              if q.relative_to(run.root).parts[0] not in {p["name"] for p in run.parts}]
+    if others:
+        figs = "".join(png_figure(q, q.relative_to(run.root).as_posix()) for q in others)
+        b.append("<h3>Other plots</h3>" + figs)
+    b.append("</section>")
+    b.append(f'<section id="tc"><h2>tc -s statistics</h2>{_tc_section(run)}</section>')
+    b.append(f'<section id="iperf3"><h2>iperf3</h2>{_iperf3_section(out)}</section>')
+    b.append(f'<section id="ping"><h2>ping</h2>{_ping_section(out)}</section>')
+    b.append(f'<section id="classes"><h2>Per-class delivery</h2>{_classes_section(run)}</section>')
+    b.append(f'<section id="flows"><h2>Flows</h2>{_flows_section(run)}</section>')
+    return page(title, "".join(b))
+
+
+def write_report(run: Run, out: Outputs, problems: list[Problem]) -> Path:
+    path = run.root / "report.html"
+    path.write_text(build_report(run, out, problems), encoding="utf-8")
+    return path
+
+
+def tables_and_report(run: Run, report: bool = True) -> tuple[TablesResult, Path | None]:
+    """What ``bufferlab run`` writes after the simulation: the tables, then the report."""
+    res = write_tables(run)
+    assert res.outputs is not None
+    path = write_report(run, res.outputs, res.problems) if report else None
+    return res, path
+
+
+def after_run(root: Path, report: bool = True, echo: Callable[[str], None] = lambda s: None) -> float:
+    """Tables (and the report) at the end of ``bufferlab run``; returns the seconds it took.
+
+    A run without ping is not a mistake here, so only broken or empty files are echoed.
+    """
+    t0 = time.perf_counter()
+    res, _ = tables_and_report(load_run(root), report)
+    for p in res.problems:
+        if p.kind == "bad":
+            echo(f"note: {p}")
+    return time.perf_counter() - t0
+
+
+def cli_report(path: Path) -> int:
+    """``bufferlab report RESULTS_DIR``: everything is written; anything missing is reported, status 2."""
+    run = load_run(path)
+    res, html_path = tables_and_report(run)
+    print(f"{html_path} ({html_path.stat().st_size // 1024} KiB); tables in {res.folder}")  # type: ignore[union-attr]
+    for p in res.problems:
+        print(f"error: {p}", file=sys.stderr)
+    return 2 if res.problems else 0

@@ -1,0 +1,395 @@
+"""Reading a results folder back: summary.json, iperf3 output (JSON or text), ping text.
+
+Shared by the tables, the HTML report and ``bufferlab compare``. Everything
+here reads files ``bufferlab run`` wrote; a folder that is not ours raises
+:class:`ResultsError` with the path, what was expected and a hint. Problems
+that only affect one table or plot (no ping in the run, an interface with no
+samples) are collected as :class:`Problem` so every other output is still
+produced.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import BufferlabError
+
+NS = 1_000_000_000
+
+#: files that are never tool output (plots, data files, captures, our own tables)
+_SKIP_SUFFIXES = {".png", ".pdf", ".svg", ".dat", ".csv", ".parquet", ".pcap", ".pcapng", ".gz", ".html"}
+
+
+class ResultsError(BufferlabError):
+    """A results folder (or a file in it) is missing or not what bufferlab writes."""
+
+    def __init__(self, path: Path | str, message: str, expected: str, hint: str) -> None:
+        super().__init__(message)
+        self.path = str(path)
+        self.message = message
+        self.expected = expected
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.path}: error: {self.message}\n  expected: {self.expected}\n  hint: {self.hint}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something one output could not show; the others are still written."""
+
+    path: str
+    message: str
+    expected: str
+    hint: str
+    #: "absent": the run has no such data (no ping in it); "bad": a file is missing or empty
+    kind: str = "bad"
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}\n  expected: {self.expected}\n  hint: {self.hint}"
+
+
+@dataclass
+class Run:
+    """One scenario's results folder (``<out>/<scenario>``) and its summary.json."""
+
+    root: Path
+    summary: dict[str, Any]
+
+    @property
+    def parts(self) -> list[dict[str, Any]]:
+        return self.summary["parts"]
+
+    def part(self, name: str) -> dict[str, Any]:
+        return next(p for p in self.parts if p["name"] == name)
+
+
+def _check_summary(path: Path, doc: Any) -> None:
+    bad = None
+    if not isinstance(doc, dict):
+        bad = "its top level is not an object"
+    else:
+        missing = [k for k in ("scenario", "parts", "interfaces", "flows") if k not in doc]
+        if missing:
+            bad = "it has no " + ", ".join(repr(k) for k in missing)
+        elif not isinstance(doc["parts"], list) or not all(
+            isinstance(p, dict) and {"name", "start_ns", "end_ns"} <= p.keys() for p in doc["parts"]
+        ):
+            bad = "its 'parts' are not a list of {name, start_ns, end_ns}"
+    if bad:
+        raise ResultsError(
+            path,
+            f"not a bufferlab summary.json ({bad})",
+            "the summary.json that `bufferlab run` writes into <results>/<scenario>/",
+            "point at a folder written by `bufferlab run`, e.g. results/lab14-bufferbloat",
+        )
+
+
+def load_run(path: Path) -> Run:
+    """The scenario results folder ``path`` (or the only one inside an ``-o`` folder)."""
+    path = Path(path)
+    if not path.exists():
+        raise ResultsError(
+            path, "no such folder", "a results folder written by `bufferlab run`",
+            "run the scenario first: bufferlab run SCENARIO.toml -o OUT, then use OUT/<scenario>",
+        )
+    if not path.is_dir():
+        raise ResultsError(
+            path, "not a folder", "a results folder (<out>/<scenario>) containing summary.json",
+            "give the folder, not a file inside it",
+        )
+    summ = path / "summary.json"
+    if not summ.is_file():
+        inner = sorted(p.parent for p in path.glob("*/summary.json"))
+        if len(inner) == 1:
+            return load_run(inner[0])
+        if len(inner) > 1:
+            names = ", ".join(str(p) for p in inner)
+            raise ResultsError(
+                path, "holds the results of several scenarios", "one scenario's folder",
+                f"choose one of: {names}",
+            )
+        what = "is empty" if not any(path.iterdir()) else "has no summary.json"
+        raise ResultsError(
+            path, f"the folder {what}", "a results folder (<out>/<scenario>) containing summary.json",
+            "run the scenario first (bufferlab run SCENARIO.toml -o OUT) or check the path",
+        )
+    try:
+        doc = json.loads(summ.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ResultsError(
+            summ, f"cannot read it as JSON ({e})", "the summary.json that `bufferlab run` writes",
+            "re-run the scenario to rewrite it",
+        ) from None
+    _check_summary(summ, doc)
+    return Run(path, doc)
+
+
+# ---------------------------------------------------------------- iperf3
+
+@dataclass
+class Iperf3Test:
+    """One iperf3 test as found in an output file (JSON document or text block)."""
+
+    file: str  # relative to the scenario folder
+    part: str
+    host: str
+    index: int  # k-th test in that file (0-based)
+    role: str  # client | server
+    protocol: str  # tcp | udp
+    source: str  # json | text
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    #: receiver-side goodput (bits/s), bytes sent and received, retransmits, UDP losses
+    goodput_bps: float | None = None
+    sent_bytes: int | None = None
+    received_bytes: int | None = None
+    retransmits: int | None = None
+    lost_packets: int | None = None
+    packets: int | None = None
+    mean_rtt_us: float | None = None
+    error: str | None = None
+
+
+_INTERVAL_FIELDS = (
+    "socket", "start", "end", "seconds", "bytes", "bits_per_second", "retransmits", "snd_cwnd",
+    "snd_wnd", "rtt", "rttvar", "pmtu", "omitted", "sender", "packets", "lost_packets",
+    "lost_percent", "jitter_ms", "out_of_order",
+)
+
+
+def json_documents(text: str) -> list[Any] | None:
+    """Every JSON value in ``text`` (``>>`` appends documents), or None if it is not JSON."""
+    dec = json.JSONDecoder()
+    docs = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            return docs
+        try:
+            obj, i = dec.raw_decode(text, i)
+        except ValueError:
+            return None
+        docs.append(obj)
+
+
+def _is_iperf3_doc(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("start"), dict) and (
+        "intervals" in doc or "end" in doc or "error" in doc
+    )
+
+
+def _test_from_json(doc: dict[str, Any], file: str, part: str, host: str, index: int) -> Iperf3Test:
+    start = doc.get("start", {})
+    role = "server" if "accepted_connection" in start else "client"
+    proto = str(start.get("test_start", {}).get("protocol", "TCP")).lower()
+    t = Iperf3Test(file, part, host, index, role, proto, "json", error=doc.get("error"))
+    for iv in doc.get("intervals", []):
+        for st in iv.get("streams", []):
+            t.rows.append({"row": "stream", **{k: st.get(k) for k in _INTERVAL_FIELDS}})
+        if isinstance(iv.get("sum"), dict):
+            t.rows.append({"row": "sum", **{k: iv["sum"].get(k) for k in _INTERVAL_FIELDS if k != "socket"}})
+    end = doc.get("end", {})
+    if proto == "tcp":
+        snt, rcv = end.get("sum_sent", {}), end.get("sum_received", {})
+        t.sent_bytes, t.received_bytes = snt.get("bytes"), rcv.get("bytes")
+        t.retransmits = snt.get("retransmits")
+        t.goodput_bps = rcv.get("bits_per_second")
+        rtts = [s["sender"]["mean_rtt"] for s in end.get("streams", []) if "mean_rtt" in s.get("sender", {})]
+        t.mean_rtt_us = sum(rtts) / len(rtts) if rtts else None
+    else:
+        s = end.get("sum", {})
+        t.sent_bytes, t.packets, t.lost_packets = s.get("bytes"), s.get("packets"), s.get("lost_packets")
+        if t.sent_bytes is not None and t.packets:
+            t.received_bytes = round(t.sent_bytes * (t.packets - (t.lost_packets or 0)) / t.packets)
+            if s.get("seconds"):
+                t.goodput_bps = t.received_bytes * 8 / s["seconds"]
+    return t
+
+
+_UNITS = {"": 1, "K": 1, "M": 2, "G": 3, "T": 4}
+_LINE = re.compile(
+    r"\[\s*(?P<id>\d+|SUM)\]\s+(?P<st>\d+\.\d+)-\s*(?P<et>\d+\.\d+)\s+sec\s+"
+    r"(?P<xfer>[\d.]+)\s+(?P<xu>[KMGT]?)Bytes\s+(?P<bw>[\d.]+)\s+(?P<bu>[KMGT]?)bits/sec(?P<rest>.*)$"
+)
+_UDP_RECV = re.compile(
+    r"\s+(?P<jit>[\d.]+) ms\s+(?P<lost>-?\d+)/(?P<tot>\d+)\s+\((?P<pct>[-\d.e+]+|nan|-?inf)%\)"
+)
+_TCP_SEND = re.compile(r"\s+(?P<retr>\d+)\s+(?P<cw>[\d.]+)\s+(?P<cu>[KMGT]?)Bytes")
+_INT = re.compile(r"\s+(?P<n>\d+)\b")
+
+
+def _text_tests(text: str, file: str, part: str, host: str, first_index: int) -> list[Iperf3Test]:
+    """iperf3's human-readable output: interval lines and the sender/receiver summary.
+
+    Values carry the text's precision (``8.88 MBytes``), so bytes and bit rates
+    are rounded to three significant digits, as printed.
+    """
+    tests: list[Iperf3Test] = []
+    cur: Iperf3Test | None = None
+    header = ""
+    summary = False
+    for line in text.splitlines():
+        if "Connecting to host" in line or "Accepted connection from" in line:
+            role = "client" if "Connecting" in line else "server"
+            cur = Iperf3Test(file, part, host, first_index + len(tests), role, "tcp", "text")
+            tests.append(cur)
+            summary = False
+            continue
+        if cur is None:
+            continue
+        if "[ ID]" in line:
+            header = line
+            if "Datagrams" in line:
+                cur.protocol = "udp"
+            continue
+        if line.startswith("- - - -"):
+            summary = True
+            continue
+        if line.startswith("iperf3: error") and cur.error is None:
+            cur.error = line.split("error - ", 1)[-1].strip()
+            continue
+        m = _LINE.search(line)
+        if not m:
+            continue
+        nbytes = round(float(m["xfer"]) * 1024 ** _UNITS[m["xu"]])
+        bps = float(m["bw"]) * 1000 ** _UNITS[m["bu"]]
+        rest = m["rest"]
+        tag = rest.split()[-1] if rest.split() and rest.split()[-1] in ("sender", "receiver") else ""
+        if summary or tag:
+            if tag == "receiver" or ("Jitter" in header and tag != "sender"):
+                cur.received_bytes, cur.goodput_bps = nbytes, bps
+            else:
+                cur.sent_bytes = nbytes
+            r = _TCP_SEND.match(rest) or _INT.match(rest)
+            if tag == "sender" and r is not None and "retr" in r.groupdict():
+                cur.retransmits = int(r["retr"])
+            elif tag == "sender" and "Retr" in header and _INT.match(rest):
+                cur.retransmits = int(_INT.match(rest)["n"])  # type: ignore[index]
+            u = _UDP_RECV.match(rest)
+            if u is not None and tag != "sender":
+                cur.lost_packets, cur.packets = int(u["lost"]), int(u["tot"])
+            continue
+        st, et = float(m["st"]), float(m["et"])
+        row: dict[str, Any] = {k: None for k in _INTERVAL_FIELDS}
+        row.update(
+            row="sum" if m["id"] == "SUM" else "stream", socket=None if m["id"] == "SUM" else int(m["id"]),
+            start=st, end=et, seconds=round(et - st, 6), bytes=nbytes, bits_per_second=bps,
+            omitted="(omitted)" in rest,
+        )
+        if "Retr" in header:
+            row["sender"] = True
+            r = _TCP_SEND.match(rest)
+            if r:
+                row["retransmits"] = int(r["retr"])
+                row["snd_cwnd"] = round(float(r["cw"]) * 1024 ** _UNITS[r["cu"]])
+        elif "Jitter" in header:
+            row["sender"] = False
+            u = _UDP_RECV.match(rest)
+            if u:
+                row.update(jitter_ms=float(u["jit"]), lost_packets=int(u["lost"]), packets=int(u["tot"]),
+                           lost_percent=float(u["pct"]))
+        elif "Datagrams" in header:
+            row["sender"] = True
+            i = _INT.match(rest)
+            if i:
+                row["packets"] = int(i["n"])
+        else:
+            row["sender"] = False
+        cur.rows.append(row)
+    return tests
+
+
+# ---------------------------------------------------------------- ping
+
+@dataclass
+class PingRun:
+    file: str
+    part: str
+    host: str
+    index: int
+    dest: str
+    replies: list[tuple[int, int, float]] = field(default_factory=list)  # seq, ttl, rtt ms
+    transmitted: int | None = None
+    received: int | None = None
+
+
+_PING_HEAD = re.compile(r"^PING (\S+) \((\S+?)\)")
+_PING_REPLY = re.compile(r"icmp_seq=(\d+) ttl=(\d+) time=([\d.]+) ms")
+_PING_STATS = re.compile(r"^(\d+) packets transmitted, (\d+) received")
+
+
+def _ping_runs(text: str, file: str, part: str, host: str) -> list[PingRun]:
+    runs: list[PingRun] = []
+    for line in text.splitlines():
+        h = _PING_HEAD.match(line)
+        if h:
+            runs.append(PingRun(file, part, host, len(runs), h[2]))
+            continue
+        if not runs:
+            continue
+        r = _PING_REPLY.search(line)
+        if r and "(DUP!)" not in line:
+            runs[-1].replies.append((int(r[1]), int(r[2]), float(r[3])))
+            continue
+        s = _PING_STATS.match(line)
+        if s:
+            runs[-1].transmitted, runs[-1].received = int(s[1]), int(s[2])
+    return runs
+
+
+# ---------------------------------------------------------------- scanning
+
+@dataclass
+class Outputs:
+    iperf3: list[Iperf3Test]
+    pings: list[PingRun]
+
+
+def scan_outputs(run: Run) -> Outputs:
+    """Every iperf3 test and ping found in the parts' node folders, in a fixed order."""
+    tests: list[Iperf3Test] = []
+    pings: list[PingRun] = []
+    for p in run.parts:
+        pdir = run.root / p["name"]
+        if not pdir.is_dir():
+            continue
+        for host_dir in sorted(d for d in pdir.iterdir() if d.is_dir()):
+            for f in sorted(host_dir.rglob("*")):
+                if not f.is_file() or f.suffix.lower() in _SKIP_SUFFIXES:
+                    continue
+                rel = f.relative_to(run.root).as_posix()
+                try:
+                    text = f.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                docs = json_documents(text) if text.lstrip()[:1] == "{" else None
+                if docs is not None:
+                    ip = [d for d in docs if _is_iperf3_doc(d)]
+                    tests += [_test_from_json(d, rel, p["name"], host_dir.name, k) for k, d in enumerate(ip)]
+                    continue
+                if "iperf3" in text or "Interval" in text:
+                    tests += _text_tests(text, rel, p["name"], host_dir.name, 0)
+                if "PING " in text:
+                    pings += _ping_runs(text, rel, p["name"], host_dir.name)
+    return Outputs(tests, pings)
+
+
+def ping_interval_s(command: str) -> float:
+    """``-i`` of a ping command line (1 s by default), for the send times of its requests."""
+    m = re.search(r"(?:^|\s)-i\s*([\d.]+)", command)
+    try:
+        return float(m[1]) if m else 1.0
+    except ValueError:
+        return 1.0
+
+
+def app_for(run: Run, kind: str, file: str, index: int) -> dict[str, Any] | None:
+    """The summary's flow record of the ``index``-th ``kind`` application writing to ``file``."""
+    same = [f for f in run.summary.get("flows", []) if f.get("kind") == kind and f.get("output") == file]
+    return same[index] if index < len(same) else None
