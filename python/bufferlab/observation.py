@@ -33,8 +33,8 @@ class Observation:
         #: whole-run captures: (engine id, interface, file)
         self.run_captures: list[tuple[int, str, Path]] = []
         self.run_capture_report: list[dict[str, Any]] = []
-        #: the current part's traces: interface -> (engine id, binary file)
-        self.traces: dict[str, tuple[int, Path]] = {}
+        #: the current part's traces: interface -> (engine id, binary file, thinning interval ns)
+        self.traces: dict[str, tuple[int, Path, int]] = {}
         self.part_dir: Path | None = None
         self.part_captures: list[str] = []
         #: traced because of [trace] queues = "all": no file if the root never changed
@@ -114,8 +114,10 @@ class Observation:
             for dev in self._ifaces(sc.trace.queues, "queues", "[trace]", sc.trace.line):
                 self.trace_iface(dev, explicit=sc.trace.queues != ["all"])
 
-    def trace_iface(self, dev: str, explicit: bool = True) -> None:
-        """Trace ``dev``'s root qdisc until the part ends (once per part)."""
+    def trace_iface(self, dev: str, explicit: bool = True, default_min_ns: int = 0) -> None:
+        """Trace ``dev``'s root qdisc until the part ends (once per part), one
+        record per change or, thinned, per ``[trace] min_interval`` (else
+        ``default_min_ns``)."""
         eng = self.r.engine
         assert eng is not None and self.part_dir is not None
         if dev in self.traces:
@@ -124,9 +126,11 @@ class Observation:
             return
         self.part_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.part_dir / f".queue_trace_{dev}.bin"
-        min_ns = self.r.sc.trace.min_interval_ns if self.r.sc.trace is not None else 0
+        trace = self.r.sc.trace
+        min_ns = trace.min_interval_ns if trace is not None and trace.min_interval_ns is not None \
+            else default_min_ns
         tid = eng.trace_start(dev, str(tmp), min_ns)
-        self.traces[dev] = (tid, tmp)
+        self.traces[dev] = (tid, tmp, min_ns)
         if not explicit:
             self._implicit.add(dev)
 
@@ -141,12 +145,13 @@ class Observation:
         eng = self.r.engine
         assert eng is not None
         files = []
-        for dev, (tid, tmp) in sorted(self.traces.items()):
+        for dev, (tid, tmp, min_ns) in sorted(self.traces.items()):
             st = eng.trace_stop(tid)
             if st["error"]:
                 raise ScenarioError(f"queue trace of {dev}: {tmp}: {st['error']}", file=str(self.r.sc.path))
             out = tmp.with_name(f"queue_trace_{dev}.parquet")
-            rows = convert(tmp, out, dev, plot=not (dev in self._implicit and st["counts"]["records"] == 0))
+            rows = convert(tmp, out, dev, plot=not (dev in self._implicit and st["counts"]["records"] == 0),
+                           min_interval_ns=min_ns)
             if rows == 0 and dev in self._implicit:
                 out.unlink()  # "all": an interface whose root never changed (noqueue) has no file
                 continue

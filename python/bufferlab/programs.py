@@ -545,6 +545,11 @@ def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
 # ---------------------------------------------------------------------- plot_q.sh
 
 
+#: plot_q.sh's own queue trace keeps one record per millisecond at most
+#: (``[trace] min_interval`` overrides; ``[trace] queues`` lists exact ones)
+PLOT_Q_TRACE_INTERVAL_NS = 1_000_000
+
+
 def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
     if len(words) != 2:
         raise CommandError(
@@ -561,7 +566,9 @@ def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
         from .runner import WaitApp
 
         app = rt.start_app(_any_host(rt), {"kind": "qmon", "dev": dev, "interval_ns": interval_ns})
-        rt.runner.observation.trace_iface(dev)  # the exact series beside the samples
+        # a finer series beside the 100 ms samples: thinned to 1 ms by default,
+        # since every change of a gigabit queue is ~10^5 rows per second
+        rt.runner.observation.trace_iface(dev, default_min_ns=PLOT_Q_TRACE_INTERVAL_NS)
         start = rt.now_ns
         yield WaitApp(app, True)
         samples = rt.engine.app_result(app)["samples"]

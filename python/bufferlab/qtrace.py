@@ -115,9 +115,10 @@ class _Plot:
         self.smax = np.where(cur < 0, np.nan, cur)
 
 
-def convert(bin_path: Path, parquet_path: Path, dev: str, plot: bool = True) -> int:
-    """Write the Parquet file (and the plots) for one trace; returns the row count.
-    The binary file is removed afterwards."""
+def convert(bin_path: Path, parquet_path: Path, dev: str, plot: bool = True, min_interval_ns: int = 0) -> int:
+    """Write the Parquet file (and the plots) for one trace recorded with
+    thinning interval ``min_interval_ns`` (0: every change); returns the row
+    count. The binary file is removed afterwards."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -160,11 +161,11 @@ def convert(bin_path: Path, parquet_path: Path, dev: str, plot: bool = True) -> 
                 w.write_table(schema().empty_table())
     bin_path.unlink()
     if plot:
-        _draw(pl, dev, parquet_path.with_suffix(""))
+        _draw(pl, dev, parquet_path.with_suffix(""), min_interval_ns)
     return rows
 
 
-def _draw(pl: _Plot, dev: str, stem: Path) -> None:
+def _draw(pl: _Plot, dev: str, stem: Path, min_interval_ns: int) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -181,7 +182,7 @@ def _draw(pl: _Plot, dev: str, stem: Path) -> None:
         ax_s.plot(t[deq], a["sojourn_ns"][deq] / 1e6, ".", ms=2, color="C2")
         ax_d.step(t, a["drops"], where="post", color="C3", label="drops")
         ax_d.step(t, a["marks"], where="post", color="C4", label="ECN marks")
-        exact = "every change"
+        exact = "every record" if min_interval_ns else "every change"
     else:
         assert pl.bmin is not None and pl.pmax is not None and pl.smax is not None
         assert pl.drops is not None and pl.marks is not None
@@ -193,7 +194,10 @@ def _draw(pl: _Plot, dev: str, stem: Path) -> None:
         ax_s.plot(edges, pl.smax * 1e3, lw=0.8, color="C2")
         ax_d.step(t, pl.drops[seen], where="post", color="C3", label="drops")
         ax_d.step(t, pl.marks[seen], where="post", color="C4", label="ECN marks")
-        exact = f"min/max per {(pl.t1 - pl.t0) / PLOT_BINS * 1e3:.3g} ms of {pl.rows} changes"
+        unit = "records" if min_interval_ns else "changes"
+        exact = f"min/max per {(pl.t1 - pl.t0) / PLOT_BINS * 1e3:.3g} ms of {pl.rows} {unit}"
+    if min_interval_ns:
+        exact += f"; records at least {min_interval_ns / 1e6:g} ms apart"
     ax_b.set_title(f"Root qdisc of {dev} ({exact})")
     ax_b.set_ylabel("Backlog (bytes)")
     ax_p.set_ylabel("Backlog (packets)")

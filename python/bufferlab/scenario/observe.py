@@ -10,7 +10,9 @@
 
     [trace]                      # exact per-change queue series, per part
     queues = ["s1-eth2"]         # or "all" (every interface with a qdisc)
-    min_interval = "1ms"         # optional: at most one record per interval
+    min_interval = "1ms"         # optional: at most one record per interval (all traces,
+                                 # plot_q.sh's too); not given: every change of the listed
+                                 # queues, and 1 ms for the ones only plot_q.sh watches
 
 Names are checked against the topology by the runner (it knows the
 interfaces); everything else here, with the key's position on error.
@@ -45,7 +47,8 @@ class CaptureOptions:
 class TraceOptions:
     #: engine interface names, or ["all"]
     queues: list[str]
-    min_interval_ns: int
+    #: None: not given (exact for the listed queues, plot_q.sh's default for its own)
+    min_interval_ns: int | None
     line: int | None
 
 
@@ -97,9 +100,11 @@ def build_trace(raw: Any, src: SourceMap) -> TraceOptions | None:
     line = src.header_line("[trace]", 0)
     _check_keys(src, raw, TRACE_KEYS, "[trace]", line=line)
     queues = _names(src, raw, "queues", "[trace]", line)
-    mi = raw.get("min_interval", 0)
+    mi = raw.get("min_interval")
     try:
-        if isinstance(mi, str):
+        if mi is None:
+            min_ns = None
+        elif isinstance(mi, str):
             min_ns = parse_duration_ns(mi, 0)
         elif isinstance(mi, (int, float)) and not isinstance(mi, bool) and mi >= 0:
             min_ns = round(mi * 1e9)
