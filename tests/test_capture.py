@@ -197,6 +197,9 @@ def test_capture_files_read_back_with_tshark(captured: tuple[Path, dict]) -> Non
     syn = fields(h2, "tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport == 5201",
                  "tcp.options.mss_val", "tcp.options.wscale.shift", "tcp.options.sack_perm")
     assert syn and syn[0][0] == "1460" and syn[0][1] != "" and syn[0][2] != ""
+    # one SYN-ACK per SYN (the server once answered the accepted SYN twice)
+    synack = fields(h2, "tcp.flags.syn == 1 && tcp.flags.ack == 1", "tcp.srcport")
+    assert len(synack) == len(syn) == 1
     assert fields(h2, "tcp.len > 0 && tcp.dstport == 5201", "tcp.options.timestamp.tsval")[0][0] != ""
     assert fields(h2, "tcp.options.sack_le", "tcp.options.sack_le"), "SACK blocks after tbf drops"
     # every checksum verifies

@@ -396,7 +396,11 @@ impl Server {
             }
         }
         let (ti, si) = match found {
-            Some(f) => f,
+            Some((ti, si)) => {
+                self.tests[ti].streams[si].conn_mut().input(ctx.now, p);
+                (ti, si)
+            }
+            // the new connection has answered this SYN already (see sink.rs)
             None => {
                 let Some(ti) = self.current else { return };
                 let t = &mut self.tests[ti];
@@ -424,7 +428,6 @@ impl Server {
         let interval = self.interval;
         let running = self.current == Some(ti);
         let t = &mut self.tests[ti];
-        t.streams[si].conn_mut().input(ctx.now, p);
         let counting = running && t.started.is_some();
         t.streams[si].service(ctx, counting, None, 0);
         // Receiving data proves the client got TEST_START; with -R nothing
@@ -449,6 +452,13 @@ impl Server {
                 t.conn,
                 STATE_BYTES,
             );
+            // a sending (-R) server writes as soon as it is TEST_RUNNING
+            // (iperf_run_server), not on the next packet to arrive
+            if t.reverse {
+                for st in t.streams.iter_mut() {
+                    st.service(ctx, true, None, 0);
+                }
+            }
         }
     }
 

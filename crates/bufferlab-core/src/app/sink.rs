@@ -110,7 +110,12 @@ impl Sink {
             return;
         };
         let i = match self.conns.iter().position(|c| c.owns(p)) {
-            Some(i) => i,
+            Some(i) => {
+                self.conns[i].input(ctx.now, p);
+                i
+            }
+            // the new connection has answered this SYN already; feeding it
+            // again would read as a retransmitted SYN (a second SYN-ACK)
             None if is_syn(p) => {
                 let rng = ComponentRng::new(self.rng.next_u64(), "sink/conn");
                 let Some(conn) = Conn::accept(cfg.clone(), ctx, p, rng) else {
@@ -121,7 +126,6 @@ impl Sink {
             }
             None => return,
         };
-        self.conns[i].input(ctx.now, p);
         self.drain(ctx, i);
     }
 
