@@ -43,9 +43,13 @@ def test_compare_parts(out: Path, tmp_path: Path, capsys: pytest.CaptureFixture)
         p = flows[(flows.kind == "ping") & (flows.part == r["run"])].iloc[0]
         assert float(r["ping_rtt_mean_ms"]) == pytest.approx(p.rtt_mean_ms, rel=1e-5)
     summary = json.loads((out / "t/summary.json").read_text())
-    drops = {p["name"]: sum(c["packets"] for d in p["drops"].values() for c in d.values())
-             for p in summary["parts"]}
-    assert [int(r["drops"]) for r in rows] == [drops["droptail"], drops["red"]]
+    def count(part: dict, purged: bool) -> int:
+        return sum(c["packets"] for d in part["drops"].values() for reason, c in d.items()
+                   if (reason == "purged") == purged)
+
+    parts = {p["name"]: p for p in summary["parts"]}
+    assert [int(r["drops"]) for r in rows] == [count(parts[n], False) for n in ("droptail", "red")]
+    assert [int(r["purged"]) for r in rows] == [count(parts[n], True) for n in ("droptail", "red")]
     # the small droptail buffer queues less than the big one: its delay estimate is lower
     assert float(rows[0]["queue_delay_p99_ms"]) < float(rows[1]["queue_delay_p99_ms"])
     # plot_q.sh traces its interface exactly: the sojourn in the root netem

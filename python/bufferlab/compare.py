@@ -153,17 +153,22 @@ def metrics(sel: Selection) -> dict[str, Any]:
     tm, tp = _stats(tcp_rtt)
     retr = [t.retransmits for t in clients if t.retransmits is not None]
     lost = [t.lost_packets for t in clients if t.lost_packets is not None]
-    drops = None
+    drops = purged = None
     if sel.file is None and all("drops" in p for p in sel.run.parts):
-        drops = sum(c["packets"] for p in sel.run.parts if p["name"] in sel.parts
-                    for reasons in p.get("drops", {}).values() for c in reasons.values())
+        # packets a tc command threw away (a child qdisc replaced while it held
+        # the previous part's backlog) are not the queue's own drops
+        counts = [(reason, c["packets"]) for p in sel.run.parts if p["name"] in sel.parts
+                  for reasons in p.get("drops", {}).values() for reason, c in reasons.items()]
+        drops = sum(n for reason, n in counts if reason != "purged")
+        purged = sum(n for reason, n in counts if reason == "purged")
     qm, qp, qsrc = _queue_delay(sel)
     return {
         "run": sel.label, "iperf3_tests": len(clients),
         "goodput_mbps": float(np.mean(goodputs)) / 1e6 if goodputs else None,
         "ping_rtt_mean_ms": pm, "ping_rtt_p99_ms": pp, "tcp_rtt_mean_ms": tm, "tcp_rtt_p99_ms": tp,
         "retransmits": sum(retr) if retr else None, "udp_lost": sum(lost) if lost else None,
-        "drops": drops, "queue_delay_mean_ms": qm, "queue_delay_p99_ms": qp, "queue_delay_source": qsrc,
+        "drops": drops, "purged": purged,
+        "queue_delay_mean_ms": qm, "queue_delay_p99_ms": qp, "queue_delay_source": qsrc,
     }
 
 
@@ -173,8 +178,9 @@ COLUMNS = [
     ("ping_rtt_mean_ms", "ping RTT mean ms", "{:.2f}"), ("ping_rtt_p99_ms", "ping RTT p99 ms", "{:.2f}"),
     ("tcp_rtt_mean_ms", "TCP RTT mean ms", "{:.2f}"), ("tcp_rtt_p99_ms", "TCP RTT p99 ms", "{:.2f}"),
     ("retransmits", "retransmits", "{}"), ("udp_lost", "UDP lost", "{}"), ("drops", "drops", "{}"),
-    ("queue_delay_mean_ms", "queue delay mean ms", "{:.2f}"), ("queue_delay_p99_ms", "queue delay p99 ms",
-                                                                 "{:.2f}"),
+    ("purged", "purged by tc", "{}"),
+    ("queue_delay_mean_ms", "queue delay mean ms", "{:.2f}"),
+    ("queue_delay_p99_ms", "queue delay p99 ms", "{:.2f}"),
     ("queue_delay_source", "queue delay from", "{}"),
 ]
 
@@ -295,7 +301,8 @@ def compare(paths: list[Path], out: Path) -> tuple[list[dict[str, Any]], list[Pr
             table([h for _, h, _ in COLUMNS], [[_cell(r[c], f) for c, _, f in COLUMNS] for r in rows]),
             "<p class='muted'>goodput: mean over the run's iperf3 client tests of the receiver's rate; "
             "RTT p99 over ping replies and over iperf3's per-interval TCP RTT; drops: the parts' qdisc "
-            "drop counters (all interfaces; not split per file); queue delay: exact sojourn times when "
+            "drop counters (all interfaces; not split per file) except packets purged by a tc command, "
+            "counted apart; queue delay: exact sojourn times when "
             "the queue was traced, else the 100 ms backlog samples divided by the interface's shaping "
             "rate.</p>",
             "<h2>Plots</h2>", "".join(png_figure(p, t) for p, t in plots) or "<p>No data to plot.</p>"]
