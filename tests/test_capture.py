@@ -369,9 +369,17 @@ def test_queue_trace_thinning(tmp_path: Path) -> None:
     sc.write_text(TRACE.format(min_interval='min_interval = "10ms"'))
     summary = run_scenario(load_scenario(sc), tmp_path / "results", progress=False)
     rows = pq.read_table(tmp_path / "results" / "trace" / summary["parts"][0]["queue_traces"][0]).to_pylist()
-    times = [r["time_s"] for r in rows]
-    assert all(b - a >= 0.01 - 1e-12 for a, b in zip(times, times[1:], strict=False))
-    assert 50 < len(rows) < 150
+    assert_thinned(rows, 0.01)
+    # about 1 s of arrivals, departures and drops, each kind in 10 ms slots
+    for kind in ("enqueue", "dequeue", "drop"):
+        assert 50 < sum(r["event"] == kind for r in rows) <= 110, kind
+
+
+def assert_thinned(rows: list[dict], interval_s: float) -> None:
+    """Records of one kind are at least ``interval_s`` apart."""
+    for kind in ("enqueue", "dequeue", "drop", "mark"):
+        times = [r["time_s"] for r in rows if r["event"] == kind]
+        assert all(b - a >= interval_s - 1e-12 for a, b in zip(times, times[1:], strict=False)), kind
 
 
 def test_plot_q_trace_is_thinned_to_one_millisecond_by_default(tmp_path: Path) -> None:
@@ -382,10 +390,41 @@ def test_plot_q_trace_is_thinned_to_one_millisecond_by_default(tmp_path: Path) -
     summary = run_scenario(load_scenario(sc), tmp_path / "results", progress=False)
     (rel,) = summary["parts"][0]["queue_traces"]
     rows = pq.read_table(tmp_path / "results" / "trace" / rel).to_pylist()
-    times = [r["time_s"] for r in rows]
-    assert all(b - a >= 0.001 - 1e-12 for a, b in zip(times, times[1:], strict=False))
-    # 1 s of 12 Mbit/s CBR (about 1000 arrivals and 670 departures a second) in 1 ms slots
-    assert 500 < len(rows) <= 1100, len(rows)
+    assert_thinned(rows, 0.001)
+    # 1 s of 12 Mbit/s CBR: ~1000 arrivals (one per ms: about all kept) and
+    # ~670 departures (one per 1.49 ms: all kept but for the initial burst,
+    # with their sojourn times)
+    deq = [r for r in rows if r["event"] == "dequeue"]
+    assert 500 < sum(r["event"] == "enqueue" for r in rows) <= 1010
+    q = summary["interfaces"]["s1-eth2"]["qdiscs"][0]["stats"]
+    assert q["packets"] - 2 <= len(deq) <= q["packets"] and all(r["sojourn_s"] >= 0 for r in deq)
     q = summary["interfaces"]["s1-eth2"]["qdiscs"][0]["stats"]
     # the queue drains after the last drop, so a later record carries the final count
     assert rows[-1]["drops"] == q["drops"] > 0
+
+
+def test_queue_trace_counts_a_netem_delay_line_and_its_child_queue(tmp_path: Path) -> None:
+    """netem 10 ms as root with the tbf below it (Lab 14's layout): the trace
+    holds both the delay line and the tbf queue, plot_q.sh samples the tbf."""
+    sc = tmp_path / "trace.toml"
+    text = TRACE.format(min_interval="").replace(
+        '"admin: tc qdisc add dev s1-eth2 root tbf rate 8mbit burst 1514 limit 30000",',
+        '"admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 10ms",\n'
+        '  "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 8mbit burst 1514 limit 30000",')
+    sc.write_text(text)
+    summary = run_scenario(load_scenario(sc), tmp_path / "results", progress=False)
+    root = tmp_path / "results" / "trace" / "cbr"
+    rows = pq.read_table(root / "queue_trace_s1-eth2.parquet").to_pylist()
+    ev = [r["event"] for r in rows]
+    last = rows[-1]
+    assert ev.count("enqueue") - ev.count("dequeue") - last["drops"] == last["backlog_packets"]
+    assert all(r["sojourn_s"] >= 0.010 - 1e-9 for r in rows if r["event"] == "dequeue")
+    # in the saturated middle the tbf holds its 30 000 B (20 frames of 1490 B) and
+    # the delay line 10 ms of 12 Mbit/s arrivals (about 10 frames)
+    start = summary["parts"][0]["start_ns"] / 1e9
+    mid = [r for r in rows if start + 0.5 <= r["time_s"] <= start + 0.9]
+    assert mid and all(20 + 8 <= r["backlog_packets"] <= 20 + 12 for r in mid), {
+        r["backlog_packets"] for r in mid}
+    samples = [line.split(",") for line in (root / "queue_s1-eth2.csv").read_text().splitlines()[1:]]
+    tbf_mid = [int(b) for t, b, _ in samples if 0.5 <= float(t) <= 0.9]
+    assert tbf_mid and all(28_000 <= b <= 30_000 for b in tbf_mid), tbf_mid

@@ -672,7 +672,7 @@ def test_tc_not_supported(line, token, message):
 @pytest.mark.parametrize(
     "kind",
     [
-        "sfb",
+        "gred",
         "fq_pie",
         "htb",
         "hfsc",

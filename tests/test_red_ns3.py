@@ -132,8 +132,8 @@ def test_errors_in_a_scenario_carry_file_line_and_column(tmp_path):
         load_scenario(p)
 
 
-def test_sfb_is_still_refused_clearly():
-    e, _ = err("sfb", NotSupportedError)
+def test_unmodelled_kinds_are_still_refused_clearly():
+    e, _ = err("gred", NotSupportedError)
     assert "not supported yet" in e.message
 
 

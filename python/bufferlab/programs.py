@@ -545,7 +545,7 @@ def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
 # ---------------------------------------------------------------------- plot_q.sh
 
 
-#: plot_q.sh's own queue trace keeps one record per millisecond at most
+#: plot_q.sh's own queue trace keeps one record of each kind per millisecond
 #: (``[trace] min_interval`` overrides; ``[trace] queues`` lists exact ones)
 PLOT_Q_TRACE_INTERVAL_NS = 1_000_000
 

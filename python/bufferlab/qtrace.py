@@ -12,8 +12,8 @@ Parquet schema (a contract other modules read; docs/internals.md):
 =================  =======  =====================================================
 ``time_s``         float64  seconds since the scenario start (simulated)
 ``event``          string   ``enqueue`` | ``dequeue`` | ``drop`` | ``mark``
-``backlog_bytes``  int64    root backlog after the event
-``backlog_packets`` int64   root qlen after the event
+``backlog_bytes``  int64    bytes the interface's qdiscs hold after the event
+``backlog_packets`` int64   packets they hold (the whole tree: netem + child)
 ``drops``          int64    cumulative drops on the interface since the trace began
 ``marks``          int64    cumulative ECT→CE marks since the trace began
 ``sojourn_s``      float64  dequeue: time the packet spent in the root; else NaN
@@ -197,8 +197,8 @@ def _draw(pl: _Plot, dev: str, stem: Path, min_interval_ns: int) -> None:
         unit = "records" if min_interval_ns else "changes"
         exact = f"min/max per {(pl.t1 - pl.t0) / PLOT_BINS * 1e3:.3g} ms of {pl.rows} {unit}"
     if min_interval_ns:
-        exact += f"; records at least {min_interval_ns / 1e6:g} ms apart"
-    ax_b.set_title(f"Root qdisc of {dev} ({exact})")
+        exact += f"; records of a kind at least {min_interval_ns / 1e6:g} ms apart"
+    ax_b.set_title(f"Qdiscs of {dev} ({exact})")
     ax_b.set_ylabel("Backlog (bytes)")
     ax_p.set_ylabel("Backlog (packets)")
     ax_s.set_ylabel("Sojourn time (ms)")

@@ -1056,17 +1056,15 @@ impl Simulator {
     }
 }
 
-/// Root-qdisc state as queue traces record it: the root's backlog and all
-/// drops counted on the interface (the tree's, wherever in it they happen).
+/// The interface's qdiscs as queue traces record them: everything the tree
+/// holds (a root netem's own counters leave out its child's queue, which is
+/// where a lab's bottleneck usually is) and all drops counted on the
+/// interface, wherever in the tree they happen.
 fn root_snap(ifc: &Iface) -> Snap {
-    let st = ifc
-        .tree
-        .node_qdisc(0)
-        .map(|q| *q.stats())
-        .unwrap_or_default();
+    let (bytes, packets) = ifc.tree.held_backlog();
     Snap {
-        bytes: st.backlog,
-        packets: st.qlen,
+        bytes,
+        packets,
         drops: ifc.drops.total_packets(),
     }
 }

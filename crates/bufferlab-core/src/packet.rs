@@ -234,6 +234,9 @@ pub struct PacketArena {
     slots: Vec<Packet>,
     free: Vec<u32>,
     created: u64,
+    /// bytes of every packet ever allocated (a qdisc tree tells the netem
+    /// duplicates made during one of its operations by the difference)
+    created_bytes: u64,
     /// per slot: when the packet entered its current root qdisc, and its TOS
     /// byte then (queue traces: sojourn time, ECN marks made inside the qdisc)
     entered: Vec<RootStamp>,
@@ -249,6 +252,7 @@ pub struct RootStamp {
 impl PacketArena {
     pub fn alloc(&mut self, p: Packet) -> PacketId {
         self.created += 1;
+        self.created_bytes += p.len as u64;
         match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = p;
@@ -285,9 +289,23 @@ impl PacketArena {
         (self.slots.len() - self.free.len()) as u64
     }
 
+    /// Bytes of the live packets (for tests: O(slots)).
+    #[cfg(test)]
+    pub fn live_bytes(&self) -> u64 {
+        let free: std::collections::HashSet<u32> = self.free.iter().copied().collect();
+        (0..self.slots.len() as u32)
+            .filter(|i| !free.contains(i))
+            .map(|i| self.slots[i as usize].len as u64)
+            .sum()
+    }
+
     /// Packets ever allocated (clones made by netem's `duplicate` included).
     pub fn created(&self) -> u64 {
         self.created
+    }
+
+    pub fn created_bytes(&self) -> u64 {
+        self.created_bytes
     }
 
     /// Note that `id` enters an interface's root qdisc now (with TOS `tos`).

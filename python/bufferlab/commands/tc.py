@@ -14,6 +14,8 @@ Mirrors iproute2 (qdiscs.md §0 lists the tags read):
   ``limit`` conversion and its error messages;
 * ``tc/q_red.c``, ``tc/tc_red.c`` -- RED keywords (exact), defaults, and the
   Wlog / Plog / max_P / Scell_log + idle-damping table tc computes;
+* ``tc/q_sfb.c`` -- sfb keywords (exact), tc's defaults, ``max``/``target``
+  derivation and Q0.16 probabilities ``trunc(F·65535 + 0.5)``;
 * SIM kinds ``blue`` / ``cpm_blue`` and the CPM map ``dscp-coeff`` of
   qdiscs.md §6.1/§7 (``red_csc573``/``cpm_red`` = red with the report's map);
 * ``tc/q_netem.c`` -- every keyword with ``matches()`` prefixes in source
@@ -46,6 +48,7 @@ from bufferlab.units import (
     parse_time_ns64,
     parse_time_us,
     percent_to_u32,
+    strtod_prefix,
 )
 
 from ._common import c_int_full, matches, suggestion_for
@@ -74,6 +77,7 @@ __all__ = [
     "FqCodelSpec",
     "PieSpec",
     "RedNs3Spec",
+    "SfbSpec",
     "red_eval_ewma",
     "red_eval_p",
     "red_eval_idle_damping",
@@ -386,6 +390,30 @@ class BlueSpec:
 
 
 @dataclass
+class SfbSpec:
+    """sfb (qdiscs.md §6.2) as ``struct tc_sfb_qopt``: tc's defaults filled in,
+    times in ms, probabilities Q0.16, ``limit`` 0 = the device's txqueuelen."""
+
+    rehash: int = 600_000
+    db: int = 60_000
+    limit: int = 0
+    max: int = 25
+    target: int = 20
+    increment: int = 33
+    decrement: int = 3
+    penalty_rate: int = 10
+    penalty_burst: int = 20
+    kind: str = "sfb"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": "sfb"}
+        for k in ("rehash", "db", "limit", "max", "target", "increment", "decrement", "penalty_rate",
+                  "penalty_burst"):
+            d[k] = getattr(self, k)
+        return d
+
+
+@dataclass
 class CodelSpec:
     """codel (qdiscs.md §8.1) as netlink attributes: times in µs; None = not given."""
 
@@ -498,7 +526,7 @@ class RedNs3Spec:
 
 QdiscSpec = (
     NoqueueSpec | FifoSpec | PfifoFastSpec | TbfSpec | NetemSpec | RedSpec | BlueSpec
-    | CodelSpec | FqCodelSpec | PieSpec | RedNs3Spec
+    | CodelSpec | FqCodelSpec | PieSpec | RedNs3Spec | SfbSpec
 )
 
 _VERB_JSON = {"add": "add", "change": "change", "replace": "replace", "link": "link", "delete": "delete"}
@@ -568,11 +596,11 @@ MODELLED_QDISCS = (
     "fq_codel",
     "pie",
     "red_ns3",
+    "sfb",
 )
 
 #: real Linux qdiscs, and the SIM kinds of qdiscs.md §5.10/§6/§7, not modelled yet
 KNOWN_UNMODELLED_QDISCS = (
-    "sfb",
     "gred",
     "choke",
     "fq_pie",
@@ -1678,6 +1706,69 @@ def _parse_pie(kind_word: Word, cur: _Cursor, profile: Profile) -> PieSpec:
     return spec
 
 
+# sfb (tc/q_sfb.c): exact keywords, every value through NEXT_ARG + get_u32 /
+# get_prob; unknown words print tc's explain() text
+
+_SFB_USAGE = (
+    "Usage: ... sfb [ rehash SECS ] [ db SECS ] [ limit PACKETS ] [ max PACKETS ] [ target PACKETS ] "
+    "[ increment FLOAT ] [ decrement FLOAT ] [ penalty_rate PPS ] [ penalty_burst PACKETS ]"
+)
+_SFB_U32 = {"rehash": "rehash", "db": "db", "limit": "limit", "max": "max", "target": "target",
+            "penalty_rate": "penalty_rate", "penalty_burst": "penalty_burst"}
+_SFB_PROBS = ("increment", "decrement")
+#: what each value means (tc's usage says SECS for rehash/db, but tc sends them as ms)
+_SFB_EXPECTED = {
+    "rehash": "an interval in milliseconds (an integer; 0 = never rehash)",
+    "db": "a double-buffering time in milliseconds (an integer)",
+    "limit": "a packet count (0 = txqueuelen)",
+    "max": "a packet count per bin",
+    "target": "a packet count per bin",
+    "penalty_rate": "packets per second (an integer)",
+    "penalty_burst": "a packet count",
+    "increment": "a probability between 0 and 1, e.g. 0.0005",
+    "decrement": "a probability between 0 and 1, e.g. 0.00005",
+}
+SFB_MAX_PROB = 65535
+
+
+def sfb_prob(x: float) -> int:
+    """tc's ``get_prob``: ``(__u32)(F · 65535 + 0.5)``."""
+    return int(x * SFB_MAX_PROB + 0.5)
+
+
+def _parse_sfb(kind_word: Word, cur: _Cursor, diag: Diagnostics) -> SfbSpec:
+    spec = SfbSpec()
+    spec.max = spec.target = 0  # tc derives them after the loop
+    keywords = list(_SFB_U32) + list(_SFB_PROBS)
+    while not cur.done():
+        w = cur.take()
+        t = w.text
+        if t in _SFB_U32:
+            v = cur.value(w, f"{t} {_SFB_EXPECTED[t]}")
+            n = c_int_full(v.text, 0)
+            if n is None or not 0 <= n <= U32_MAX:
+                raise CommandError(f'Illegal "{t}"', col=v.col, expected=_SFB_EXPECTED[t])
+            setattr(spec, _SFB_U32[t], n)
+        elif t in _SFB_PROBS:
+            v = cur.value(w, f"{t} FLOAT")
+            x, rest = strtod_prefix(v.text)
+            if x is None or not 0.0 <= x <= 1.0:  # NaN fails both tests here (tc would let it through)
+                raise CommandError(f'Illegal "{t}"', col=v.col, expected=_SFB_EXPECTED[t])
+            if rest:
+                diag.warn(f'sfb {t}: "{rest}" after the number is ignored, as tc does', col=v.col)
+            setattr(spec, t, sfb_prob(x))
+        else:
+            raise CommandError(
+                f'What is "{t}"?', col=w.col, expected=_SFB_USAGE, suggestion=suggestion_for(t, keywords)
+            )
+    # tc derives the missing one in __u32 arithmetic (wraps for huge values)
+    if spec.max == 0:
+        spec.max = ((spec.target * 5 + 1) & U32_MAX) // 4 if spec.target >= 1 else 25
+    if spec.target == 0:
+        spec.target = ((spec.max * 4 + 3) & U32_MAX) // 5
+    return spec
+
+
 # red_ns3 (SIM, qdiscs.md §5.10): ns-3's RED attributes, one keyword each
 
 _RED_NS3_EXPECTED = (
@@ -1899,6 +1990,8 @@ def _parse_kind(kind_word: Word, cur: _Cursor, diag: Diagnostics, profile: Profi
         return _parse_pie(kind_word, cur, profile)
     if kind == "red_ns3":
         return _parse_red_ns3(kind_word, cur, diag)
+    if kind == "sfb":
+        return _parse_sfb(kind_word, cur, diag)
     if kind == "noqueue":
         _parse_nofopt(kind, cur)
         return NoqueueSpec()

@@ -27,6 +27,12 @@ Reproduces iproute2 (formats.md §3; qdiscs.md §3.4, §4.1, §5.7):
   reorder, corrupt, rate, slot, `` ecn ``, gap; percentages ``%g%%`` of
   u32/(2³²−1); [lab2019] delays come back from the kernel as 64-ns ticks
   and print through ``sprint_ticks``, [modern] as ns via ``print_time64``;
+* ``tc/q_sfb.c`` ``sfb_print_opt``/``sfb_print_xstats``: [lab2019] (before
+  iproute2 5.6) ``limit L max M target T`` + newline + ``  increment %.5f
+  decrement %.5f penalty rate R burst B (Rms Dms)``; [modern] ``rehash T db T
+  limit Lp max Mp target Tp increment %g decrement %g penalty_rate Rpps
+  penalty_burst Bp ``; xstats ``  earlydrop … marked M`` then ``  maxqlen L
+  maxprob F avgprob F`` (probabilities Q0.16 / 65535);
 * ``tc/q_red.c`` (``limit min max `` + flags, ``-d`` ewma/probability/
   Scell_log, xstats ``  marked … early … pdrop … other …``), ``tc/q_fifo.c``
   (``limit Np`` / ``limit SIZE``), ``tc/q_prio.c`` for ``pfifo_fast``
@@ -504,6 +510,35 @@ def _red_ns3_xstats(block: dict[str, Any], modern: bool) -> str:
     return out
 
 
+def _c_int(v: Any) -> int:
+    """A ``__u32`` printed with ``%d``."""
+    x = int(v) & 0xFFFFFFFF
+    return x - (1 << 32) if x >= 1 << 31 else x
+
+
+def _sfb(opts: dict[str, Any], modern: bool) -> str:
+    g = lambda k: int(opts.get(k, 0)) & 0xFFFFFFFF  # noqa: E731
+    inc, dec = g("increment") / 65535.0, g("decrement") / 65535.0
+    if not modern:
+        return ("limit %d max %d target %d\n  increment %.5f decrement %.5f penalty rate %d burst %d "
+                "(%ums %ums)") % (_c_int(g("limit")), _c_int(g("max")), _c_int(g("target")), inc, dec,
+                                  _c_int(g("penalty_rate")), _c_int(g("penalty_burst")), g("rehash"), g("db"))
+    # the ms values are multiplied by 1000 in __u32 before sprint_time
+    out = "rehash %s db %s " % (sprint_time(g("rehash") * 1000, True), sprint_time(g("db") * 1000, True))
+    out += "limit %up max %up target %up " % (g("limit"), g("max"), g("target"))
+    out += "increment %g decrement %g " % (inc, dec)
+    return out + "penalty_rate %upps penalty_burst %up " % (g("penalty_rate"), g("penalty_burst"))
+
+
+def _sfb_xstats(block: dict[str, Any], modern: bool) -> str:
+    x = block.get("xstats") or {}
+    g = lambda k: int(x.get(k, 0)) & 0xFFFFFFFF  # noqa: E731
+    out = "  earlydrop %u penaltydrop %u bucketdrop %u queuedrop %u childdrop %u marked %u\n" % (
+        g("earlydrop"), g("penaltydrop"), g("bucketdrop"), g("queuedrop"), g("childdrop"), g("marked"))
+    fmt = "  maxqlen %u maxprob %g avgprob %g\n" if modern else "  maxqlen %u maxprob %.5f avgprob %.5f \n"
+    return out + fmt % (g("maxqlen"), g("maxprob") / 65535.0, g("avgprob") / 65535.0)
+
+
 def _red_xstats(block: dict[str, Any], modern: bool) -> str:
     x = block.get("xstats") or {}
     vals = tuple(int(x.get(k, 0)) for k in ("marked", "early", "pdrop", "other"))
@@ -541,10 +576,12 @@ def _options_text(kind: str, opts: dict[str, Any], modern: bool, details: bool) 
         return _pie(opts, modern)
     if kind == "red_ns3":
         return _red_ns3(opts, modern, details)
+    if kind == "sfb":
+        return _sfb(opts, modern)
     raise ValueError(
         f"tc_show_text: qdisc kind {kind!r} has no printer yet "
         "(known: noqueue, pfifo, bfifo, pfifo_head_drop, pfifo_fast, tbf, netem, red, blue, "
-        "codel, fq_codel, pie, red_ns3)")
+        "codel, fq_codel, pie, red_ns3, sfb)")
 
 
 def _classid(parent: Any) -> str:
@@ -587,6 +624,8 @@ def _block_text(block: dict[str, Any], modern: bool, stats: bool, details: bool,
         line += _pie_xstats(block, modern)
     elif kind == "red_ns3":
         line += _red_ns3_xstats(block, modern)
+    elif kind == "sfb":
+        line += _sfb_xstats(block, modern)
     return line
 
 

@@ -10,7 +10,7 @@
 
     [trace]                      # exact per-change queue series, per part
     queues = ["s1-eth2"]         # or "all" (every interface with a qdisc)
-    min_interval = "1ms"         # optional: at most one record per interval (all traces,
+    min_interval = "1ms"         # optional: one record of each kind per interval (all traces,
                                  # plot_q.sh's too); not given: every change of the listed
                                  # queues, and 1 ms for the ones only plot_q.sh watches
 

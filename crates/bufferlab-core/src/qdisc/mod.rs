@@ -22,6 +22,7 @@ pub mod netem;
 pub mod pie;
 pub mod red;
 pub mod red_ns3;
+pub mod sfb;
 pub mod spec;
 pub mod tbf;
 pub mod tree;
@@ -32,7 +33,7 @@ use serde::Serialize;
 
 pub use spec::{
     BlueSpec, CodelSpec, DscpClass, DscpCoeff, FqCodelSpec, NetemSpec, ParentSpec, PieSpec,
-    QdiscSpec, RedNs3Spec, RedSpec, TbfSpec, TcRequest, TcVerb,
+    QdiscSpec, RedNs3Spec, RedSpec, SfbSpec, TbfSpec, TcRequest, TcVerb,
 };
 pub use tree::{AnyQdisc, AutoHandles, QdiscInfo, QdiscProfile, QdiscTree};
 
@@ -119,6 +120,10 @@ pub struct DropCounters {
 impl DropCounters {
     pub fn total_packets(&self) -> u64 {
         self.packets.iter().sum()
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.bytes.iter().sum()
     }
 }
 

@@ -71,6 +71,8 @@ pub enum QdiscSpec {
     Pie(PieSpec),
     /// `red_ns3` (SIM: ns-3's RED, qdiscs.md §5.10).
     RedNs3(RedNs3Spec),
+    /// `sfb` (Stochastic Fair Blue, qdiscs.md §6.2).
+    Sfb(SfbSpec),
 }
 
 impl QdiscSpec {
@@ -90,6 +92,7 @@ impl QdiscSpec {
             QdiscSpec::FqCodel(_) => "fq_codel",
             QdiscSpec::Pie(_) => "pie",
             QdiscSpec::RedNs3(_) => "red_ns3",
+            QdiscSpec::Sfb(_) => "sfb",
         }
     }
 }
@@ -301,6 +304,28 @@ pub struct BlueSpec {
 
 fn yes() -> bool {
     true
+}
+
+/// `sfb` as the kernel receives it (`struct tc_sfb_qopt`, qdiscs.md §6.2):
+/// tc has already filled in its defaults and derived `max`/`target`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct SfbSpec {
+    /// ms (`rehash_interval`; 0 = never rehash)
+    pub rehash: u32,
+    /// ms (`warmup_time`, the double-buffering lead; 0 = none)
+    pub db: u32,
+    /// packets; 0 = the device's txqueuelen
+    pub limit: u32,
+    /// per-bin virtual queue length at which arrivals are dropped
+    pub max: u32,
+    /// per-bin length at which the bin's probability rises (`bin_size`)
+    pub target: u32,
+    /// Q0.16 probabilities (65535 ≈ 1)
+    pub increment: u32,
+    pub decrement: u32,
+    /// packets per second and bucket size of the shared penalty box
+    pub penalty_rate: u32,
+    pub penalty_burst: u32,
 }
 
 /// `codel` as the kernel receives it (netlink attributes, qdiscs.md §8.1):

@@ -4,7 +4,7 @@
 //! net/sched/sch_generic.c `qdisc_tree_reduce_backlog`,
 //! include/net/sch_generic.h `qdisc_peek_dequeued`).
 //!
-//! Shape. Every classful qdisc we model (tbf, netem, red; later sfb) has
+//! Shape. Every classful qdisc we model (tbf, netem, red, sfb) has
 //! exactly one child slot, so a device's tree is a chain: `nodes[0]` is the
 //! root, `nodes[i+1]` sits in the slot of `nodes[i]`. An empty slot below tbf
 //! is Linux's noop qdisc (a black hole); below netem it means "deliver
@@ -37,6 +37,7 @@ use super::netem::{Netem, NetemEnv};
 use super::pie::Pie;
 use super::red::Red;
 use super::red_ns3::RedNs3;
+use super::sfb::Sfb;
 use super::spec::{ParentSpec, QdiscSpec, TcVerb};
 use super::tbf::Tbf;
 use super::{DropReason, QdiscCtx, QdiscStats, TcRequest, Verdict};
@@ -164,6 +165,7 @@ pub enum AnyQdisc {
     FqCodel(FqCodel),
     Pie(Pie),
     RedNs3(RedNs3),
+    Sfb(Sfb),
 }
 
 impl AnyQdisc {
@@ -180,6 +182,7 @@ impl AnyQdisc {
             AnyQdisc::FqCodel(_) => "fq_codel",
             AnyQdisc::Pie(_) => "pie",
             AnyQdisc::RedNs3(_) => "red_ns3",
+            AnyQdisc::Sfb(_) => "sfb",
         }
     }
 
@@ -195,6 +198,7 @@ impl AnyQdisc {
             AnyQdisc::FqCodel(c) => c.stats(),
             AnyQdisc::Pie(c) => c.stats(),
             AnyQdisc::RedNs3(r) => r.stats(),
+            AnyQdisc::Sfb(s) => s.stats(),
         }
     }
 
@@ -210,6 +214,7 @@ impl AnyQdisc {
             AnyQdisc::FqCodel(c) => c.stats_mut(),
             AnyQdisc::Pie(c) => c.stats_mut(),
             AnyQdisc::RedNs3(r) => r.stats_mut(),
+            AnyQdisc::Sfb(s) => s.stats_mut(),
         }
     }
 
@@ -226,6 +231,7 @@ impl AnyQdisc {
             AnyQdisc::FqCodel(c) => c.options(),
             AnyQdisc::Pie(c) => c.options(),
             AnyQdisc::RedNs3(r) => r.options(),
+            AnyQdisc::Sfb(s) => s.options(),
         }
     }
 
@@ -238,6 +244,7 @@ impl AnyQdisc {
             AnyQdisc::FqCodel(c) => Some(c.xstats()),
             AnyQdisc::Pie(c) => Some(c.xstats()),
             AnyQdisc::RedNs3(r) => Some(r.xstats()),
+            AnyQdisc::Sfb(s) => Some(s.xstats()),
             _ => None,
         }
     }
@@ -246,7 +253,7 @@ impl AnyQdisc {
     pub fn classful(&self) -> bool {
         matches!(
             self,
-            AnyQdisc::Tbf(_) | AnyQdisc::Netem(_) | AnyQdisc::Red(_)
+            AnyQdisc::Tbf(_) | AnyQdisc::Netem(_) | AnyQdisc::Red(_) | AnyQdisc::Sfb(_)
         )
     }
 
@@ -262,7 +269,7 @@ impl AnyQdisc {
         match self {
             AnyQdisc::Noqueue(n) => n.passthrough.len() as u64,
             AnyQdisc::Fifo(f) => f.held(),
-            AnyQdisc::Tbf(_) | AnyQdisc::Red(_) => 0,
+            AnyQdisc::Tbf(_) | AnyQdisc::Red(_) | AnyQdisc::Sfb(_) => 0,
             AnyQdisc::Netem(n) => n.held(),
             AnyQdisc::Blue(b) => b.held(),
             AnyQdisc::Codel(c) => c.held(),
@@ -344,12 +351,22 @@ impl Node {
             AnyQdisc::FqCodel(c) => c.reset(ctx),
             AnyQdisc::Pie(c) => c.reset(ctx),
             AnyQdisc::RedNs3(r) => r.reset(ctx),
+            AnyQdisc::Sfb(s) => {
+                s.reset();
+                (0, 0)
+            }
         };
         let s = self.q.stats_mut();
         s.qlen = 0;
         s.backlog = 0;
         (n + n2, b + b2)
     }
+}
+
+/// sfb's default child: pfifo(limit), txqueuelen when `limit` is 0.
+fn sfb_child(s: &super::spec::SfbSpec) -> Fifo {
+    let limit = super::sfb::effective_limit(s);
+    Fifo::from_spec(&QdiscSpec::Pfifo { limit: Some(limit) }).expect("pfifo is a fifo")
 }
 
 /// Enqueue into the qdisc at the head of `chain` (its children follow).
@@ -378,6 +395,7 @@ pub(crate) fn enqueue_chain(
         AnyQdisc::FqCodel(c) => c.enqueue(ctx, red, id),
         AnyQdisc::Pie(c) => c.enqueue(ctx, id),
         AnyQdisc::RedNs3(r) => r.enqueue(ctx, id),
+        AnyQdisc::Sfb(s) => s.enqueue(ctx, red, id, below),
     }
 }
 
@@ -411,6 +429,7 @@ pub(crate) fn dequeue_chain(
         AnyQdisc::FqCodel(c) => c.dequeue(ctx, red),
         AnyQdisc::Pie(c) => c.dequeue(ctx),
         AnyQdisc::RedNs3(r) => r.dequeue(ctx),
+        AnyQdisc::Sfb(s) => s.dequeue(ctx, red, below),
     }
 }
 
@@ -435,6 +454,13 @@ pub(crate) fn peek_chain(
             let before = *red;
             let p = peek_chain(below, ctx, red);
             r.stats_mut().absorb(red.since(before));
+            return p;
+        }
+        AnyQdisc::Sfb(s) => {
+            // sfb's peek is its child's own peek, too.
+            let before = *red;
+            let p = peek_chain(below, ctx, red);
+            s.stats_mut().absorb(red.since(before));
             return p;
         }
         AnyQdisc::Tbf(t) => t.dequeue(ctx, red, below)?,
@@ -470,6 +496,29 @@ fn verb_flags(verb: TcVerb) -> u8 {
 const MAX_REINJECT: usize = 4096;
 
 /// The qdiscs of one interface.
+/// Byte counters read around one tree operation, for `QdiscTree::held_bytes`.
+struct ByteFlow {
+    created: u64,
+    dropped: u64,
+}
+
+impl ByteFlow {
+    fn start(ctx: &QdiscCtx) -> Self {
+        ByteFlow {
+            created: ctx.arena.created_bytes(),
+            dropped: ctx.drops.total_bytes(),
+        }
+    }
+
+    /// `held` plus what the operation made (duplicates) minus what it
+    /// dropped and the `left` bytes it handed out.
+    fn settle(&self, ctx: &QdiscCtx, held: u64, left: u64) -> u64 {
+        let made = ctx.arena.created_bytes() - self.created;
+        let dropped = ctx.drops.total_bytes() - self.dropped;
+        held + made - dropped - left
+    }
+}
+
 #[derive(Debug)]
 pub struct QdiscTree {
     dev: String,
@@ -481,6 +530,11 @@ pub struct QdiscTree {
     created: u32,
     /// the device has a real TX queue (finite-rate wire): default root pfifo_fast
     nic: bool,
+    /// bytes of the packets anywhere in the tree: in at the root (arrivals)
+    /// or made inside (netem duplicates), out by dequeue or a drop. The qdiscs' own backlog
+    /// counters cannot give it: a lab2019 netem counts its child's packets,
+    /// a modern one does not, and a peeked packet sits between two qdiscs.
+    held_bytes: u64,
 }
 
 impl QdiscTree {
@@ -502,6 +556,7 @@ impl QdiscTree {
             nodes: vec![Node::default_root(nic)],
             created: 0,
             nic,
+            held_bytes: 0,
         }
     }
 
@@ -512,23 +567,29 @@ impl QdiscTree {
 
     /// Enqueue at the root (then re-enqueue any netem duplicates made).
     pub fn enqueue(&mut self, ctx: &mut QdiscCtx, id: PacketId) -> Verdict {
+        let before = ByteFlow::start(ctx);
+        let arrival = ctx.arena.len_of(id) as u64;
         let start = ctx.reinject.len();
         let mut red = Reduce::default();
         let v = enqueue_chain(&mut self.nodes, ctx, &mut red, id);
         if ctx.reinject.len() > start {
             self.reinject(ctx, start);
         }
+        self.held_bytes = before.settle(ctx, self.held_bytes + arrival, 0);
         v
     }
 
     /// Dequeue from the root; `None` with `ctx.watchdog` set when throttled.
     pub fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<PacketId> {
+        let before = ByteFlow::start(ctx);
         let start = ctx.reinject.len();
         let mut red = Reduce::default();
         let p = dequeue_chain(&mut self.nodes, ctx, &mut red);
         if ctx.reinject.len() > start {
             self.reinject(ctx, start);
         }
+        let left = p.map_or(0, |id| ctx.arena.len_of(id) as u64);
+        self.held_bytes = before.settle(ctx, self.held_bytes, left);
         p
     }
 
@@ -567,6 +628,19 @@ impl QdiscTree {
         if req.dev != self.dev {
             return Err(TcError::NoDevice(req.dev.clone()));
         }
+        // packets a change purges leave the tree as drops
+        let before = ByteFlow::start(ctx);
+        let result = self.apply_verb(req, ctx, auto);
+        self.held_bytes = before.settle(ctx, self.held_bytes, 0);
+        result
+    }
+
+    fn apply_verb(
+        &mut self,
+        req: &TcRequest,
+        ctx: &mut QdiscCtx,
+        auto: &mut AutoHandles,
+    ) -> Result<(), TcError> {
         match req.verb {
             TcVerb::Delete => self.delete(req, ctx),
             verb => self.modify(req, verb_flags(verb), ctx, auto),
@@ -726,6 +800,19 @@ impl QdiscTree {
                     _ => unreachable!("checked above"),
                 }
             }
+            (AnyQdisc::Sfb(_), QdiscSpec::Sfb(s)) => {
+                // sfb_change: a new default pfifo always replaces (and
+                // purges) the child, whatever was grafted there.
+                self.purge_from(idx + 1, ctx);
+                self.nodes.truncate(idx + 1);
+                self.nodes
+                    .push(Node::new(0, 1, true, AnyQdisc::Fifo(sfb_child(s))));
+                match &mut self.nodes[idx].q {
+                    AnyQdisc::Sfb(q) => q.change(s, ctx.now),
+                    _ => unreachable!("matched above"),
+                }
+                Ok(())
+            }
             (AnyQdisc::Tbf(q), QdiscSpec::Tbf(s)) => {
                 q.change(s)?;
                 self.tbf_child_limit(idx, s.limit);
@@ -828,6 +915,14 @@ impl QdiscTree {
                     v.push(Node::new(0, 1, true, AnyQdisc::Fifo(Fifo::bfifo(s.limit))));
                 }
                 return Ok(v);
+            }
+            QdiscSpec::Sfb(s) => {
+                let stream = format!("{}/qdisc{}", self.dev, self.created);
+                let q = Sfb::new(s, self.seed, &stream, now);
+                return Ok(vec![
+                    Node::new(handle, 0, false, AnyQdisc::Sfb(q)),
+                    Node::new(0, 1, true, AnyQdisc::Fifo(sfb_child(s))),
+                ]);
             }
             QdiscSpec::Blue(s) => {
                 let stream = format!("{}/qdisc{}", self.dev, self.created);
@@ -1002,6 +1097,12 @@ impl QdiscTree {
             .iter()
             .map(|n| n.q.held() + n.peeked.is_some() as u64)
             .sum()
+    }
+
+    /// (bytes, packets) held anywhere in the tree: a netem's delay line and
+    /// its child's queue both count.
+    pub fn held_backlog(&self) -> (u64, u64) {
+        (self.held_bytes, self.held_packets())
     }
 
     /// The qdisc at chain position `idx` (0 = root).
@@ -1248,6 +1349,11 @@ mod tests {
         fn conserved(&self) {
             let held = self.tree.held_packets();
             assert_eq!(self.env.arena.live(), held, "live packets vs held");
+            assert_eq!(
+                self.tree.held_backlog().0,
+                self.env.arena.live_bytes(),
+                "bytes held"
+            );
         }
     }
 
