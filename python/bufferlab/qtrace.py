@@ -197,8 +197,8 @@ def _draw(pl: _Plot, dev: str, stem: Path, min_interval_ns: int) -> None:
         unit = "records" if min_interval_ns else "changes"
         exact = f"min/max per {(pl.t1 - pl.t0) / PLOT_BINS * 1e3:.3g} ms of {pl.rows} {unit}"
     if min_interval_ns:
-        exact += f"; records of a kind at least {min_interval_ns / 1e6:g} ms apart"
-    ax_b.set_title(f"Qdiscs of {dev} ({exact})")
+        exact += f"; records of a kind ≥ {min_interval_ns / 1e6:g} ms apart"
+    ax_b.set_title(f"Queue of {dev} (all its qdiscs)\n{exact}", fontsize="medium")
     ax_b.set_ylabel("Backlog (bytes)")
     ax_p.set_ylabel("Backlog (packets)")
     ax_s.set_ylabel("Sojourn time (ms)")
@@ -208,6 +208,10 @@ def _draw(pl: _Plot, dev: str, stem: Path, min_interval_ns: int) -> None:
         ax.grid(True, alpha=0.4)
         ax.set_ylim(bottom=0)
     ax_p.set_ylim(bottom=0)
+    # an empty panel gets a readable integer scale, not matplotlib's ±0.05
+    for ax in (ax_b, ax_p, ax_d):
+        if ax.get_ylim()[1] < 1:
+            ax.set_ylim(0, 1)
     h1, l1 = ax_b.get_legend_handles_labels()
     h2, l2 = ax_p.get_legend_handles_labels()
     ax_b.legend(h1 + h2, l1 + l2, loc="upper right", fontsize="small")
