@@ -422,6 +422,10 @@ fn hog_and_mice(seed: u64, secs: u64) -> (Vec<(u64, u64)>, serde_json::Value, Ve
         next[k] += flows[k].gap;
         wd = kick(&mut tree, &mut env, t, &mut out);
     }
+    // sources stop; let the tbf drain what is still queued
+    while let Some(w) = wd {
+        wd = kick(&mut tree, &mut env, w, &mut out);
+    }
     for &(_, seq) in &out {
         offered[flow_of_seq[seq as usize]].1 += 1;
     }
@@ -441,7 +445,7 @@ fn unresponsive_flow_is_boxed_while_thin_flows_pass() {
     assert!(x["earlydrop"].as_u64().unwrap() > 0, "{x}");
     assert!(hog > 0.8, "hog loss {hog}");
     for m in &mice {
-        assert!(*m < 0.02, "thin flow loss {m}");
+        assert!(*m < 0.01, "thin flow loss {m}");
     }
     // the thin flows' share gets through; the hog gets less than the link
     let link_pkts = 20 * 125;
