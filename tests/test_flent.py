@@ -330,7 +330,7 @@ def test_quiet_ping_has_no_samples(tmp_path, capsys):
 def test_not_a_summary(tmp_path, capsys):
     (tmp_path / "summary.json").write_text("{")
     rc, _, err = _export(capsys, tmp_path)
-    assert rc == 2 and "summary.json: not a bufferlab summary" in err
+    assert rc == 2 and "summary.json: error: cannot read it as JSON" in err and "hint:" in err
 
 
 # --- pieces ---------------------------------------------------------------------------

@@ -55,5 +55,5 @@ def cli_export_flent(results_dir: Path, out_dir: Path | None) -> int:
     for n in rep.notes:
         print(f"note: {n}", file=sys.stderr)
     for p in rep.problems:
-        print(p if p.startswith("error:") else f"error: {p}", file=sys.stderr)
+        print(p if p.startswith("error:") or ": error: " in p else f"error: {p}", file=sys.stderr)
     return 2 if rep.problems else 0

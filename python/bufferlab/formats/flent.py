@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BufferlabError
+from ..results import ResultsError, load_run
 from .plot_iperf import PlotError, load_iperf3_docs
 
 __all__ = ["FlentError", "FlentExport", "export_flent", "resample", "parse_ping_replies", "STEP_SIZE"]
@@ -317,17 +318,13 @@ def export_flent(results_dir: Path, out_dir: Path | None = None) -> FlentExport:
     rep = FlentExport()
     clients_seen = 0
     for scen in _scenario_dirs(results_dir):
-        sfile = scen / "summary.json"
         try:
-            summary = json.loads(sfile.read_text(encoding="utf-8"))
-            parts = [p for p in summary["parts"]]
-            flows = [f for f in summary["flows"] if isinstance(f, dict)]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            rep.problems.append(
-                f"{sfile}: not a bufferlab summary ({type(e).__name__}: {e}); "
-                "hint: run the scenario again with bufferlab run"
-            )
+            summary = load_run(scen).summary  # the checks and messages of `report` and `compare`
+        except ResultsError as e:
+            rep.problems.append(str(e))
             continue
+        parts = summary["parts"]
+        flows = [f for f in summary["flows"] if isinstance(f, dict)]
         for part in parts:
             clients_seen += _export_part(scen, summary, part, flows, out_dir, rep)
     hint = "hint: flent files need an iperf3 test with JSON output, e.g. h1: iperf3 -c IP -t 30 -J > out.json"
