@@ -36,7 +36,7 @@ from bufferlab.commands.sysctl import (  # noqa: E402
 )
 from bufferlab.commands.tc import TcQdiscRequest, TcShow, parse_tc  # noqa: E402
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError  # noqa: E402
-from bufferlab.profile import PROFILES, Profile  # noqa: E402
+from bufferlab.profile import PROFILES, Profile, with_overrides  # noqa: E402
 
 SCENARIOS = pathlib.Path("/work/shared/scenarios")
 LAB2019 = PROFILES["lab2019"]
@@ -708,6 +708,11 @@ def test_tc_red_handout_lines_compute_tcs_kernel_parameters():
     # [modern] (iproute2 >= 5.7): the flag travels outside the qopt byte, no timer
     q = tc(line, MODERN).qdisc.to_dict()
     assert q["adaptive"] and not q["adaptive_timer"]
+    # the [sim] knob red_adaptive_timer overrides either profile
+    q = tc(line, with_overrides(LAB2019, {"red_adaptive_timer": False})).qdisc.to_dict()
+    assert q["adaptive"] and not q["adaptive_timer"]
+    q = tc(line, with_overrides(MODERN, {"red_adaptive_timer": True})).qdisc.to_dict()
+    assert q["adaptive"] and q["adaptive_timer"]
 
     line = (
         "tc qdisc add dev eth1 parent 1: red limit 400kb min 16kb max 32kb avgpkt 1000 burst 17 "

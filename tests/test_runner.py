@@ -13,7 +13,7 @@ import pytest
 
 from bufferlab import load_scenario, run_scenario
 from bufferlab.cli import main
-from bufferlab.errors import BufferlabError
+from bufferlab.errors import BufferlabError, ScenarioError
 
 TOPO = """[topology]
 hosts = ["h1", "h2", "h3"]
@@ -338,6 +338,15 @@ def test_sim_overrides_a_single_knob_of_the_profile(lab):
         sim='profile = "lab2019"\nping_style = "modern"',
     )
     assert "icmp_seq=2 ttl=64 time=15.0 ms" in r.log("h1")
+
+
+def test_sim_red_adaptive_timer_overrides_the_profile(write_scenario):
+    for value in ("true", "false"):
+        text = scenario("h1: ping 10.0.0.3 -c 1", sim=f"red_adaptive_timer = {value}")
+        sc = load_scenario(write_scenario(text))
+        assert sc.profile.red_adaptive_timer is (value == "true")
+    with pytest.raises(ScenarioError, match="red_adaptive_timer: expected true or false"):
+        load_scenario(write_scenario(scenario("h1: ping 10.0.0.3 -c 1", sim='red_adaptive_timer = "yes"')))
 
 
 def test_bufferlab_run_twice_gives_byte_identical_results(write_scenario, tmp_path, capsys):

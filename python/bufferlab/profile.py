@@ -25,6 +25,9 @@ class Profile:
     tc_modern_print: bool = False
     #: kernel netem accounting (qdiscs.md §11 netem_accounting)
     netem_modern_accounting: bool = False
+    #: adaptive RED's 500 ms timer runs (iproute2 <= 5.6 sends the flag in the
+    #: qopt byte the kernel reads); iproute2 >= 5.7 never arms it (qdiscs.md §5.6)
+    red_adaptive_timer: bool = True
     #: queue sampling interval of plot_q.sh, seconds
     queue_sample_interval: float = 0.1
     #: per-ping scheduling lag added to each send (formats.md §2.3), µs
@@ -52,6 +55,7 @@ PROFILES: dict[str, Profile] = {
         netem_time_ns=True,
         tc_modern_print=True,
         netem_modern_accounting=True,
+        red_adaptive_timer=False,
         system_info="Linux bufferlab 6.8.0-bufferlab #1 SMP PREEMPT_DYNAMIC x86_64",
     ),
 }

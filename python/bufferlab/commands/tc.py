@@ -1524,7 +1524,7 @@ def _parse_red(
         harddrop=harddrop,
         adaptive=adaptive,
         nodrop=nodrop,
-        adaptive_timer=adaptive and not profile.tc_modern_print,
+        adaptive_timer=adaptive and profile.red_adaptive_timer,
         dscp_coeff=_finish_cpm(state, kind_word.text),
     )
 

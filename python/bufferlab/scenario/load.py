@@ -60,7 +60,6 @@ LINK_KEYS = {
 #: [sim] keys reserved for models that arrive with later issues
 NOT_YET = {
     "gso": "GSO super-packets are not supported yet (packets are MTU-sized)",
-    "red_adaptive_timer": "RED is not supported yet (it arrives with the AQM issue)",
 }
 
 
@@ -528,7 +527,7 @@ def _convert_sim_value(key: str, v: Any) -> Any:
         if v not in ("s20180629", "modern"):
             raise ValueError('expected "s20180629" or "modern"')
         return v
-    if key in ("netem_time_ns", "tc_modern_print", "netem_modern_accounting"):
+    if key in ("netem_time_ns", "tc_modern_print", "netem_modern_accounting", "red_adaptive_timer"):
         if not isinstance(v, bool):
             raise ValueError("expected true or false")
         return v
