@@ -5,7 +5,7 @@
 //! wrote has been acknowledged, or when the connection is refused or reset.
 
 use super::tcp::{next_timeout, Conn, TcpSpec};
-use super::{parse_addr, AppCtx};
+use super::{parse_addr, AppCtx, Lifetime};
 use crate::error::Result;
 use crate::packet::{Ipv4, Packet, Proto};
 use crate::rng::ComponentRng;
@@ -40,11 +40,9 @@ pub struct Bulk {
     conn: Option<Conn>,
     start: SimTime,
     stop_at: Option<SimTime>,
-    end: SimTime,
     written: u64,
     closed: bool,
-    finished: bool,
-    interrupted: bool,
+    life: Lifetime,
     refused: bool,
 }
 
@@ -62,11 +60,9 @@ impl Bulk {
             conn: None,
             start: SimTime::ZERO,
             stop_at: None,
-            end: SimTime::ZERO,
             written: 0,
             closed: false,
-            finished: false,
-            interrupted: false,
+            life: Lifetime::default(),
             refused: false,
         })
     }
@@ -106,7 +102,7 @@ impl Bulk {
         }
         let all_acked = self.closed && conn.ep.info().bytes_acked >= self.written;
         if all_acked || state == TcpState::Closed {
-            self.finish(ctx);
+            self.life.finish(ctx);
         }
     }
 
@@ -120,7 +116,7 @@ impl Bulk {
     }
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
-        if self.finished {
+        if self.life.finished {
             return None;
         }
         let stop = self.stop_at.filter(|_| !self.closed);
@@ -143,23 +139,12 @@ impl Bulk {
         self.pump(ctx);
     }
 
-    fn finish(&mut self, ctx: &mut AppCtx) {
-        if !self.finished {
-            self.finished = true;
-            self.end = ctx.now;
-            ctx.sockets.unbind_all(ctx.id);
-        }
-    }
-
     pub fn interrupt(&mut self, ctx: &mut AppCtx) {
-        if !self.finished {
-            self.interrupted = true;
-            self.finish(ctx);
-        }
+        self.life.interrupt(ctx);
     }
 
     pub fn is_finished(&self) -> bool {
-        self.finished
+        self.life.finished
     }
 
     pub fn result(&self) -> serde_json::Value {
@@ -170,9 +155,9 @@ impl Bulk {
             "retransmits": info.total_retrans,
             "congestion": self.cfg.congestion,
             "start_ns": self.start.as_nanos(),
-            "end_ns": self.end.as_nanos(),
+            "end_ns": self.life.end.as_nanos(),
             "refused": self.refused,
-            "interrupted": self.interrupted,
+            "interrupted": self.life.interrupted,
         })
     }
 }

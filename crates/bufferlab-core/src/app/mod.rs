@@ -126,6 +126,32 @@ impl Sockets {
     }
 }
 
+/// How a traffic source's run ended (bulk, cbr/poisson/onoff): when, and
+/// whether by Ctrl-C. Finishing closes the application's sockets once.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Lifetime {
+    pub end: SimTime,
+    pub finished: bool,
+    pub interrupted: bool,
+}
+
+impl Lifetime {
+    pub fn finish(&mut self, ctx: &mut AppCtx) {
+        if !self.finished {
+            self.finished = true;
+            self.end = ctx.now;
+            ctx.sockets.unbind_all(ctx.id);
+        }
+    }
+
+    pub fn interrupt(&mut self, ctx: &mut AppCtx) {
+        if !self.finished {
+            self.interrupted = true;
+            self.finish(ctx);
+        }
+    }
+}
+
 /// Everything an application may touch while it runs.
 pub struct AppCtx<'a> {
     pub now: SimTime,

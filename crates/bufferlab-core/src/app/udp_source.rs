@@ -10,7 +10,7 @@
 //! after the period starts (ns-3 carries residual bits across periods; we do
 //! not — a sub-packet difference per period).
 
-use super::{parse_addr, AppCtx};
+use super::{parse_addr, AppCtx, Lifetime};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Proto};
 use crate::rng::ComponentRng;
@@ -69,7 +69,6 @@ pub struct UdpSource {
     sport: u16,
     rng: ComponentRng,
     start: SimTime,
-    end: SimTime,
     stop_at: Option<SimTime>,
     /// packets sent in the current CBR run (on period, or whole run)
     run_index: u64,
@@ -80,8 +79,7 @@ pub struct UdpSource {
     on: bool,
     packets: u64,
     bytes: u64,
-    finished: bool,
-    interrupted: bool,
+    life: Lifetime,
 }
 
 impl UdpSource {
@@ -107,7 +105,6 @@ impl UdpSource {
             sport: 0,
             rng,
             start: SimTime::ZERO,
-            end: SimTime::ZERO,
             stop_at: None,
             run_index: 0,
             run_start: SimTime::ZERO,
@@ -116,8 +113,7 @@ impl UdpSource {
             on: false,
             packets: 0,
             bytes: 0,
-            finished: false,
-            interrupted: false,
+            life: Lifetime::default(),
         })
     }
 
@@ -157,7 +153,7 @@ impl UdpSource {
     }
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
-        if self.finished {
+        if self.life.finished {
             return None;
         }
         [self.next_send, self.period_end, self.stop_at]
@@ -227,24 +223,13 @@ impl UdpSource {
         let out_of_time = self.stop_at.is_some_and(|t| ctx.now >= t);
         let out_of_bytes = self.spec.bytes.is_some_and(|b| self.bytes >= b);
         if out_of_time || out_of_bytes {
-            self.finish(ctx);
+            self.life.finish(ctx);
         }
-        self.finished
-    }
-
-    fn finish(&mut self, ctx: &mut AppCtx) {
-        if !self.finished {
-            self.finished = true;
-            self.end = ctx.now;
-            ctx.sockets.unbind_all(ctx.id);
-        }
+        self.life.finished
     }
 
     pub fn interrupt(&mut self, ctx: &mut AppCtx) {
-        if !self.finished {
-            self.interrupted = true;
-            self.finish(ctx);
-        }
+        self.life.interrupt(ctx);
     }
 
     pub fn destination(&self) -> Ipv4 {
@@ -252,7 +237,7 @@ impl UdpSource {
     }
 
     pub fn is_finished(&self) -> bool {
-        self.finished
+        self.life.finished
     }
 
     pub fn result(&self) -> serde_json::Value {
@@ -260,8 +245,8 @@ impl UdpSource {
             "packets": self.packets,
             "bytes": self.bytes,
             "start_ns": self.start.as_nanos(),
-            "end_ns": self.end.as_nanos(),
-            "interrupted": self.interrupted,
+            "end_ns": self.life.end.as_nanos(),
+            "interrupted": self.life.interrupted,
         })
     }
 }
