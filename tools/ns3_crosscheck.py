@@ -128,8 +128,9 @@ uint64_t Retx() { return g_retx; }
 """
 
 
-def import_ns3() -> Any:
-    """`from ns import ns` plus our C++ helpers, or None if ns-3 cannot be loaded.
+def import_ns3(helpers: str = _NS3_HELPERS) -> Any:
+    """`from ns import ns` plus the C++ ``helpers`` (this tool's by default), or
+    None if ns-3 cannot be loaded.
 
     The PyPI stub calls exit() when ns-3 fails to load, hence SystemExit. cppyy
     prints harmless "[runStaticInitializersOnce]: Failed to materialize symbols"
@@ -145,7 +146,7 @@ def import_ns3() -> Any:
         try:
             from ns import ns  # type: ignore[import-not-found]
 
-            ns.cppyy.cppdef(_NS3_HELPERS)
+            ns.cppyy.cppdef(helpers)
         except (Exception, SystemExit):
             ns = None
         finally:

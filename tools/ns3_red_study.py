@@ -43,10 +43,8 @@ exits with status 2.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
-import os
 import re
 import shutil
 import statistics
@@ -57,6 +55,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+import ns3_crosscheck  # tools/ns3_crosscheck.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "scenarios" / "red-vs-droptail.toml"
@@ -194,33 +194,9 @@ uint64_t DeviceQueueDrops(Ptr<NetDevice> dev) {
 
 
 def import_ns3() -> Any:
-    """`from ns import ns` plus the C++ helpers, or None if ns-3 cannot be loaded.
-
-    cppyy prints "Failed to materialize symbols" noise while ns-3 loads
-    (harmless, wlav/cppyy#156); it is filtered out of stderr.
-    """
-    if importlib.util.find_spec("ns") is None or importlib.util.find_spec("ns3") is None:
-        return None
-    sys.stderr.flush()
-    fd = sys.stderr.fileno()
-    saved = os.dup(fd)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), fd)
-        try:
-            from ns import ns  # type: ignore[import-not-found]
-
-            ns.cppyy.cppdef(_NS3_HELPERS)
-        except (Exception, SystemExit):
-            ns = None
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, fd)
-            os.close(saved)
-            captured.seek(0)
-            for line in captured.read().decode(errors="replace").splitlines():
-                if "Failed to materialize symbols" not in line:
-                    print(line, file=sys.stderr)
-    return ns
+    """`from ns import ns` with this study's C++ helpers (the loader and its
+    stderr filtering are tools/ns3_crosscheck.py's), or None."""
+    return ns3_crosscheck.import_ns3(_NS3_HELPERS)
 
 
 @dataclass(frozen=True)
