@@ -879,21 +879,7 @@ mod tests {
     }
 
     fn base(latency: u64) -> NetemSpec {
-        NetemSpec {
-            limit: 1000,
-            latency,
-            jitter: 0,
-            loss: NetemLoss::Random { p: 0 },
-            gap: 0,
-            duplicate: 0,
-            correlation: None,
-            reorder: None,
-            corrupt: None,
-            rate: None,
-            ecn: None,
-            slot: None,
-            distribution: None,
-        }
+        NetemSpec::delay_only(latency)
     }
 
     fn netem(spec: &NetemSpec) -> Netem {

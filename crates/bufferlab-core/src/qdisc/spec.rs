@@ -202,6 +202,28 @@ pub struct NetemSpec {
     pub distribution: Option<NetemDistribution>,
 }
 
+#[cfg(test)]
+impl NetemSpec {
+    /// `netem delay LATENCY` and nothing else (tc's defaults), for tests.
+    pub(crate) fn delay_only(latency: u64) -> NetemSpec {
+        NetemSpec {
+            limit: 1000,
+            latency,
+            jitter: 0,
+            loss: NetemLoss::Random { p: 0 },
+            gap: 0,
+            duplicate: 0,
+            correlation: None,
+            reorder: None,
+            corrupt: None,
+            rate: None,
+            ecn: None,
+            slot: None,
+            distribution: None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 pub struct NetemCorrelation {
     pub delay: u32,

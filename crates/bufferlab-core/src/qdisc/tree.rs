@@ -1288,21 +1288,7 @@ mod tests {
     }
 
     fn netem(latency: u64) -> NetemSpec {
-        NetemSpec {
-            limit: 1000,
-            latency,
-            jitter: 0,
-            loss: NetemLoss::Random { p: 0 },
-            gap: 0,
-            duplicate: 0,
-            correlation: None,
-            reorder: None,
-            corrupt: None,
-            rate: None,
-            ecn: None,
-            slot: None,
-            distribution: None,
-        }
+        NetemSpec::delay_only(latency)
     }
 
     /// (kind, handle, parent, anonymous) of a `show` block.
