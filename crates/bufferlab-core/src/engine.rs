@@ -552,9 +552,7 @@ impl Simulator {
 
     fn node_drop(&mut self, node: NodeId, pid: PacketId, reason: DropReason) {
         let len = self.arena.len_of(pid);
-        let d = &mut self.nodes[node].drops;
-        d.packets[reason.index()] += 1;
-        d.bytes[reason.index()] += len as u64;
+        self.nodes[node].drops.count(reason, len);
         self.arena.free(pid);
     }
 

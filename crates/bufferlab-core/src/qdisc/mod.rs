@@ -110,20 +110,31 @@ impl DropReason {
     }
 }
 
-/// Drop counts of one interface, indexed by [`DropReason`].
+/// Drop counts of one interface (or node), indexed by [`DropReason`], with
+/// running totals: the qdisc tree reads the byte total around every
+/// operation, so it must not cost a sum over the reasons.
 #[derive(Clone, Debug, Default)]
 pub struct DropCounters {
     pub packets: [u64; DropReason::ALL.len()],
     pub bytes: [u64; DropReason::ALL.len()],
+    total_packets: u64,
+    total_bytes: u64,
 }
 
 impl DropCounters {
+    pub fn count(&mut self, reason: DropReason, len: u32) {
+        self.packets[reason.index()] += 1;
+        self.bytes[reason.index()] += len as u64;
+        self.total_packets += 1;
+        self.total_bytes += len as u64;
+    }
+
     pub fn total_packets(&self) -> u64 {
-        self.packets.iter().sum()
+        self.total_packets
     }
 
     pub fn total_bytes(&self) -> u64 {
-        self.bytes.iter().sum()
+        self.total_bytes
     }
 }
 
@@ -224,8 +235,7 @@ impl<'a> QdiscCtx<'a> {
     /// Free a packet and count it against `reason` for this interface.
     pub fn drop_packet(&mut self, id: PacketId, reason: DropReason) {
         let len = self.arena.len_of(id);
-        self.drops.packets[reason.index()] += 1;
-        self.drops.bytes[reason.index()] += len as u64;
+        self.drops.count(reason, len);
         self.arena.free(id);
     }
 
