@@ -633,6 +633,8 @@ impl Simulator {
             sent_at: self.now,
             flow: Packet::NO_FLOW,
             corrupt: false,
+            gso_segs: 1,
+            gso_size: 0,
         };
         let pid = self.arena.alloc(p);
         self.iface_xmit(out, pid);

@@ -191,10 +191,48 @@ pub struct Packet {
     pub flow: u32,
     /// netem flipped a bit: receivers discard the packet (bad checksum).
     pub corrupt: bool,
+    /// Segments in this record (`skb_shinfo(skb)->gso_segs`): 1 for a plain
+    /// packet, up to ~45 for a TSO/GSO aggregate (tcp.md §2.1).
+    pub gso_segs: u16,
+    /// Payload bytes per segment of an aggregate (`gso_size`, the MSS the
+    /// sender cut it with; the last segment may be shorter); 0 when plain.
+    pub gso_size: u16,
 }
 
 impl Packet {
     pub const NO_FLOW: u32 = u32::MAX;
+
+    /// Segments this record stands for (1 unless it is a GSO aggregate).
+    #[inline]
+    pub fn segs(&self) -> u32 {
+        self.gso_segs.max(1) as u32
+    }
+
+    /// Is this record a GSO aggregate of more than one segment?
+    #[inline]
+    pub fn is_gso(&self) -> bool {
+        self.gso_segs > 1
+    }
+
+    /// Header bytes every segment of this packet carries on the wire:
+    /// Ethernet + IP + the transport header (TCP options included).
+    pub fn header_len(&self) -> u32 {
+        ETH_HEADER
+            + IPV4_HEADER
+            + match self.payload {
+                Payload::Tcp(h) => h.header_len(),
+                Payload::Control { .. } | Payload::Reset { .. } => TCP_HEADER_TS,
+                Payload::Echo { .. } => ICMP_HEADER,
+                Payload::Arp { .. } => ARP_FRAME - ETH_HEADER - IPV4_HEADER,
+                Payload::Data => UDP_HEADER,
+            }
+    }
+
+    /// Transport payload bytes over all segments (`len` counts one header
+    /// per segment: qdiscs.md §1.2 `len + (segs − 1) × header_len`).
+    pub fn payload_len(&self) -> u32 {
+        self.len.saturating_sub(self.segs() * self.header_len())
+    }
 
     /// RFC 3168 marking primitive (qdiscs.md §1.6): Not-ECT cannot be marked
     /// (the caller drops instead); ECT(0)/ECT(1) become CE; CE stays CE.
@@ -346,6 +384,8 @@ pub(crate) mod tests {
             sent_at: SimTime::ZERO,
             flow: Packet::NO_FLOW,
             corrupt: false,
+            gso_segs: 1,
+            gso_size: 0,
         }
     }
 

@@ -182,6 +182,8 @@ impl AppCtx<'_> {
             sent_at: self.now,
             flow: self.id,
             corrupt: false,
+            gso_segs: 1,
+            gso_size: 0,
         }
     }
 

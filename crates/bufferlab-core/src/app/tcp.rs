@@ -205,6 +205,8 @@ impl Conn {
                 sent_at: ctx.now,
                 flow: ctx.id,
                 corrupt: false,
+                gso_segs: 1,
+                gso_size: 0,
             });
         }
     }
