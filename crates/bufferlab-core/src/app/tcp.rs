@@ -179,11 +179,14 @@ impl Conn {
     /// Feed a received segment to the endpoint.
     pub fn input(&mut self, now: SimTime, p: &Packet) {
         if let Payload::Tcp(hdr) = p.payload {
-            let payload = p.len.saturating_sub(
-                crate::packet::ETH_HEADER + crate::packet::IPV4_HEADER + hdr.header_len(),
+            let gso_size = if p.is_gso() { p.gso_size as u32 } else { 0 };
+            self.ep.handle_segment(
+                now,
+                &hdr,
+                p.payload_len(),
+                gso_size,
+                p.tos & 0b11 == 0b11,
             );
-            self.ep
-                .handle_segment(now, &hdr, payload, p.tos & 0b11 == 0b11);
         }
     }
 
@@ -205,8 +208,12 @@ impl Conn {
                 sent_at: ctx.now,
                 flow: ctx.id,
                 corrupt: false,
-                gso_segs: 1,
-                gso_size: 0,
+                gso_segs: seg.gso_segs as u16,
+                gso_size: if seg.gso_segs > 1 {
+                    seg.gso_size as u16
+                } else {
+                    0
+                },
             });
         }
     }

@@ -35,8 +35,17 @@
 //! (the kernel treats a zero stamp as "none"); jiffies come from
 //! `cc::tcp_jiffies32` (HZ 250) and jiffy timers fire on tick boundaries.
 //!
-//! Not modelled: GSO/TSO (every segment is one packet, tcp.md §2.1
-//! `gso_mode = off`: no TSO autosizing or deferral), TSQ, urgent data,
+//! TSO/GSO (tcp.md §2.1, §6.1 step 5, §6.3): with [`TcpConfig::gso_max_size`]
+//! non-zero, `tcp_write_xmit` cuts the write queue into skbs of up to
+//! `tcp_tso_autosize` segments, may defer a short one
+//! (`tcp_tso_should_defer`), and hands each to IP as one [`Segment`] whose
+//! `gso_segs` counts its MSS-sized pieces; retransmissions of neighbouring
+//! lost segments leave together as Linux's `__tcp_retransmit_skb` sends
+//! them (up to the free cwnd). The scoreboard keeps one entry per MSS, the
+//! granularity Linux reaches by fragmenting skbs on SACKs. With it zero
+//! every skb is one MSS (`gso_mode = off`).
+//!
+//! Not modelled: TSQ, urgent data,
 //! keep-alive, Fast Open, MTU probing, PAWS rejection, SYN cookies,
 //! simultaneous open, autocorking, the route-metrics cache
 //! (`tcp_no_metrics_save`), and receiver memory pressure beyond dropping
@@ -93,6 +102,14 @@ pub const TCP_TIMEWAIT: SimDuration = SimDuration::from_secs(60);
 /// Send-buffer overhead per queued payload byte with TSO-sized skbs
 /// (tcp.md §6.2: `queued × 1.05 < sndbuf`), as a ratio ×100.
 pub const SNDBUF_OVERHEAD_PCT: u64 = 105;
+/// `sk_pacing_shift` default: TSO skbs hold ~1 ms (2^-10 s) of the pacing rate.
+const SK_PACING_SHIFT: u32 = 10;
+/// `net.ipv4.tcp_tso_rtt_log` default \[modern\].
+const TCP_TSO_RTT_LOG: u32 = 9;
+/// `net.ipv4.tcp_tso_win_divisor` default.
+const TCP_TSO_WIN_DIVISOR: u32 = 3;
+/// `GSO_MAX_SEGS` (`sk_gso_max_segs` of a veth).
+const GSO_MAX_SEGS: u32 = 65535;
 /// `tcp_mstamp` at simulated time zero, µs: the kernel's clocks are never
 /// zero (0 means "no timestamp" in many places), so ours start at 1 s.
 pub const CLOCK_BASE_US: u64 = 1_000_000;
@@ -153,6 +170,9 @@ pub struct TcpConfig {
     pub tos: u8,
     /// seed mixed into the endpoint's random draws (ISN, TS offset, BBR)
     pub seed: u64,
+    /// `sk_gso_max_size` of the route's device, bytes: 65536 on a veth with
+    /// TSO/GSO on (a Mininet host); 0 = GSO off (every skb one MSS)
+    pub gso_max_size: u32,
 }
 
 impl Default for TcpConfig {
@@ -194,6 +214,7 @@ impl TcpConfig {
             profile,
             tos: 0,
             seed: 0,
+            gso_max_size: 0,
         }
     }
 }
@@ -232,22 +253,39 @@ impl fmt::Display for TcpState {
     }
 }
 
-/// One segment handed to IP.
+/// One skb handed to IP: a single segment, or a TSO/GSO aggregate of
+/// `gso_segs` segments of `gso_size` payload bytes (the last may be shorter)
+/// that share `hdr` (its sequence number is the first segment's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
     pub hdr: TcpHeader,
-    /// payload bytes (SYN/FIN not counted)
+    /// payload bytes over all segments (SYN/FIN not counted)
     pub payload_len: u32,
     /// set ECT(0) in the IP header (new data of an ECN connection)
     pub ect: bool,
+    /// segments in this skb (`tcp_skb_pcount`), at least 1
+    pub gso_segs: u32,
+    /// payload bytes per segment (`mss_now` when the skb was cut)
+    pub gso_size: u32,
 }
 
 impl Segment {
-    /// L2 frame length as qdiscs count it: 14 + 20 + TCP header + payload.
+    /// An skb of one segment, cut with MSS `gso_size`.
+    pub fn single(hdr: TcpHeader, payload_len: u32, ect: bool, gso_size: u32) -> Segment {
+        Segment {
+            hdr,
+            payload_len,
+            ect,
+            gso_segs: 1,
+            gso_size,
+        }
+    }
+
+    /// L2 bytes as qdiscs count them (`qdisc_pkt_len`): one Ethernet + IP +
+    /// TCP header per segment (qdiscs.md §1.2) plus the payload.
     pub fn frame_len(&self) -> u32 {
-        crate::packet::ETH_HEADER
-            + crate::packet::IPV4_HEADER
-            + self.hdr.header_len()
+        self.gso_segs
+            * (crate::packet::ETH_HEADER + crate::packet::IPV4_HEADER + self.hdr.header_len())
             + self.payload_len
     }
 }
@@ -368,6 +406,10 @@ pub struct TcpEndpoint {
     pub(super) state: TcpState,
     pub(super) timers: TimerTable,
     pub(super) out: VecDeque<Segment>,
+    /// the next emitted data segment continues the skb at the back of `out`
+    /// (the pieces of one TSO skb, or a retransmission of the neighbour of
+    /// the segment just retransmitted)
+    pub(super) gso_continue: bool,
     /// `tcp_clock_cache` (ns) of the input being processed
     pub(super) now: SimTime,
     /// `tcp_mstamp`, µs
@@ -601,6 +643,7 @@ impl TcpEndpoint {
             bytes_sent: 0,
             bytes_retrans: 0,
             last_data_recv: jiffies,
+            gso_continue: false,
             cfg,
         }
     }
@@ -675,21 +718,30 @@ impl TcpEndpoint {
         ep
     }
 
-    /// A segment arrived (`tcp_v4_rcv` → `tcp_rcv_state_process` /
-    /// `tcp_rcv_established`). `payload_len` excludes SYN/FIN; `ecn_ce` is
-    /// the IP header's CE mark.
+    /// An skb arrived (`tcp_v4_rcv` → `tcp_rcv_state_process` /
+    /// `tcp_rcv_established`). `payload_len` excludes SYN/FIN; `gso_size`
+    /// is the segment size of an aggregate (0 for a single segment);
+    /// `ecn_ce` is the IP header's CE mark.
     pub fn handle_segment(
         &mut self,
         now: SimTime,
         hdr: &TcpHeader,
         payload_len: u32,
+        gso_size: u32,
         ecn_ce: bool,
     ) {
         self.set_clock(now);
-        self.segs_in = self.segs_in.wrapping_add(1);
+        // tcp_segs_in counts the segments an aggregate stands for
+        let segs = if gso_size > 0 {
+            payload_len.div_ceil(gso_size).max(1)
+        } else {
+            1
+        };
+        self.segs_in = self.segs_in.wrapping_add(segs);
         if payload_len > 0 {
-            self.data_segs_in = self.data_segs_in.wrapping_add(1);
+            self.data_segs_in = self.data_segs_in.wrapping_add(segs);
         }
+        self.rcv.skb_gso_size = gso_size;
         self.parse_timestamps(hdr);
         match self.state {
             TcpState::Closed | TcpState::Listen => {}
@@ -1482,48 +1534,65 @@ impl TcpEndpoint {
         half.min(cwnd - in_flight)
     }
 
-    /// `tcp_write_xmit` with every skb one MSS (GSO off). `push_one`: 0 =
+    /// `tcp_write_xmit`: send skbs of the write queue while cwnd, the
+    /// peer's window, Nagle, TSO deferral and pacing allow. `push_one`: 0 =
     /// normal, 2 = one segment ignoring cwnd (loss probe). Returns true when
     /// nothing is in flight but data waits (zero window).
     pub(super) fn write_xmit(&mut self, nagle_off: bool, push_one: u8) -> bool {
         let mut sent = 0u32;
         let mut is_cwnd_limited = false;
         let mss = self.mss_cache;
+        let max_segs = self.tso_segs();
         loop {
-            let unsent = self.unsent_seq();
-            if unsent == 0 {
+            if self.unsent_seq() == 0 {
                 break;
             }
             if self.pacing_check() {
                 break;
             }
-            // tcp_cwnd_test (a loss probe may exceed cwnd by one); with one
-            // segment per skb any non-zero quota allows this segment
-            if self.cwnd_test() == 0 && push_one != 2 {
-                break;
+            // tcp_cwnd_test (a loss probe may exceed cwnd by one)
+            let mut cwnd_quota = self.cwnd_test();
+            if cwnd_quota == 0 {
+                if push_one != 2 {
+                    break;
+                }
+                cwnd_quota = 1;
             }
+            // the skb at the head of the unsent queue: tcp_sendmsg cut the
+            // stream at size_goal = tso_segs × mss
             let data_left = self.unsent_bytes();
-            let len = data_left.min(mss);
-            let is_last = len == data_left;
-            let fin = self.fin_queued && is_last;
+            let skb_len = data_left.min(max_segs * mss);
+            let is_tail = skb_len == data_left;
+            let fin = self.fin_queued && is_tail;
             // tcp_snd_wnd_test: the first MSS must fit the peer's window
-            let end = self.snd_nxt.wrapping_add(len).wrapping_add(fin as u32);
+            let first = skb_len.min(mss);
+            let end = self
+                .snd_nxt
+                .wrapping_add(first)
+                .wrapping_add((fin && skb_len <= mss) as u32);
             if after(end, self.wnd_end()) {
                 break;
             }
-            // tcp_nagle_test on the last (possibly partial) skb
-            if is_last && len < mss && !fin && !nagle_off && !self.cfg.nodelay {
-                let minshall =
-                    after(self.snd_sml, self.snd_una) && !after(self.snd_sml, self.snd_nxt);
-                if self.sb.packets_out > 0 && minshall {
+            let tso_segs = skb_len.div_ceil(mss.max(1));
+            if tso_segs <= 1 {
+                // tcp_nagle_test on the last (possibly partial) skb
+                if is_tail && skb_len < mss && !fin && self.nagle_holds(skb_len, nagle_off) {
                     break;
                 }
+            } else if push_one == 0
+                && self.tso_should_defer(skb_len, is_tail, max_segs, &mut is_cwnd_limited)
+            {
+                break;
             }
+            let len = if tso_segs > 1 {
+                self.mss_split_point(skb_len, is_tail, cwnd_quota.min(max_segs), nagle_off)
+            } else {
+                skb_len
+            };
             if len == 0 && !fin {
                 break;
             }
-            self.send_new_segment(len, fin);
-            sent += 1;
+            sent += self.send_new_skb(len, fin && len == skb_len);
             if push_one != 0 {
                 break;
             }
@@ -1542,6 +1611,115 @@ impl TcpEndpoint {
             return false;
         }
         self.sb.packets_out == 0 && self.unsent_seq() > 0
+    }
+
+    /// `tcp_nagle_check` for a sub-MSS tail: hold it while earlier small
+    /// segments are unacknowledged (Minshall's variant).
+    fn nagle_holds(&self, partial: u32, nagle_off: bool) -> bool {
+        if partial == 0 || nagle_off || self.cfg.nodelay {
+            return false;
+        }
+        let minshall = after(self.snd_sml, self.snd_una) && !after(self.snd_sml, self.snd_nxt);
+        self.sb.packets_out > 0 && minshall
+    }
+
+    /// `tcp_tso_segs` / `tcp_tso_autosize` (tcp.md §6.3): segments per TSO
+    /// skb, about 1 ms of the pacing rate (`sk_pacing_shift` 10), at least
+    /// the module's `min_tso_segs`, at most what `gso_max_size` holds.
+    /// \[lab2019\] caps the bytes at `gso_max_size − 1 − MAX_TCP_HEADER`;
+    /// \[modern\] (≥ 5.18) adds `gso_max_size >> (min_rtt_us >> 9)` for short
+    /// RTTs (`tcp_tso_rtt_log` 9) and caps at `gso_max_size`. 1 with GSO off.
+    pub(super) fn tso_segs(&self) -> u32 {
+        let gso_max = self.cfg.gso_max_size as u64;
+        if gso_max == 0 {
+            return 1;
+        }
+        let mut bytes = self.cs.pacing_rate >> SK_PACING_SHIFT;
+        match self.cfg.profile {
+            CcProfile::Lab2019 => bytes = bytes.min(gso_max - 1 - MAX_TCP_HEADER as u64),
+            CcProfile::Modern => {
+                let r = self.min_rtt_us() >> TCP_TSO_RTT_LOG;
+                if r < 32 {
+                    bytes = bytes.saturating_add(gso_max >> r);
+                }
+                bytes = bytes.min(gso_max);
+            }
+        }
+        let segs = (bytes / self.mss_cache.max(1) as u64) as u32;
+        segs.max(self.cc.min_tso_segs(&self.cs)).min(GSO_MAX_SEGS)
+    }
+
+    /// `tcp_tso_should_defer` (tcp.md §6.1 step 5): hold back a TSO skb
+    /// that cannot be sent whole when an ACK that frees more is due soon.
+    fn tso_should_defer(
+        &self,
+        skb_len: u32,
+        is_tail: bool,
+        max_segs: u32,
+        is_cwnd_limited: &mut bool,
+    ) -> bool {
+        if self.ca_state() as u8 >= CaState::Recovery as u8 {
+            return false;
+        }
+        // only right after a transmission: \[lab2019\] within the same
+        // jiffy (lsndtime), \[modern\] within 1 ms of the last departure
+        let recent = match self.cfg.profile {
+            CcProfile::Lab2019 => self.jiffies() == self.lsndtime,
+            CcProfile::Modern => self.now.as_nanos() <= self.wstamp_ns + 1_000_000,
+        };
+        if !recent {
+            return false;
+        }
+        let in_flight = self.in_flight();
+        let mss = self.mss_cache;
+        let send_win = self.wnd_end().wrapping_sub(self.snd_nxt);
+        let cong_win = self.cwnd().saturating_sub(in_flight) * mss;
+        let limit = send_win.min(cong_win);
+        if limit >= max_segs * mss {
+            return false; // a full-sized TSO skb can go
+        }
+        if !is_tail && limit >= skb_len {
+            return false; // this skb will not grow: send it whole
+        }
+        let chunk = self.snd_wnd.min(self.cwnd() * mss) / TCP_TSO_WIN_DIVISOR;
+        if limit >= chunk {
+            return false;
+        }
+        // the next ACK would come too late: the head left under srtt/2 ago
+        let Some(head) = self.sb.q.front() else {
+            return false;
+        };
+        let since_head_us = self.now_us.saturating_sub(head.xmit_us);
+        if since_head_us < (self.rtt.srtt_us >> 4) as u64 {
+            return false;
+        }
+        if cong_win < send_win {
+            if cong_win <= skb_len {
+                *is_cwnd_limited = true;
+            }
+        }
+        true
+    }
+
+    /// `tcp_mss_split_point`: bytes of the head skb to send now, at most
+    /// `max_segs` segments, within the peer's window, and without a sub-MSS
+    /// tail Nagle would hold.
+    fn mss_split_point(&self, skb_len: u32, is_tail: bool, max_segs: u32, nagle_off: bool) -> u32 {
+        let mss = self.mss_cache;
+        let window = self.wnd_end().wrapping_sub(self.snd_nxt);
+        let max_len = mss * max_segs;
+        if max_len <= window && !is_tail {
+            return max_len.min(skb_len);
+        }
+        let needed = skb_len.min(window);
+        if max_len <= needed {
+            return max_len;
+        }
+        let partial = needed % mss;
+        if self.nagle_holds(partial, nagle_off) {
+            return needed - partial;
+        }
+        needed
     }
 
     /// Header common to every segment we send (`__tcp_transmit_skb`,
@@ -1596,11 +1774,38 @@ impl TcpEndpoint {
             self.event_ack_sent();
         }
         self.segs_out = self.segs_out.wrapping_add(1);
-        self.out.push_back(Segment {
-            hdr,
-            payload_len,
-            ect,
-        });
+        if self.gso_continue && self.append_to_skb(&hdr, payload_len, ect) {
+            return;
+        }
+        self.out
+            .push_back(Segment::single(hdr, payload_len, ect, self.mss_cache));
+    }
+
+    /// Add the next segment to the skb at the back of `out` if it continues
+    /// it: contiguous data, every earlier piece a full `gso_size`, same ECN
+    /// codepoint, below the GSO segment cap. Flags a segmenting device would
+    /// give the last piece (PSH, FIN) move to the aggregate; CWR stays with
+    /// the first (net/ipv4/tcp_offload.c `tcp_gso_segment`).
+    fn append_to_skb(&mut self, hdr: &TcpHeader, payload_len: u32, ect: bool) -> bool {
+        let max_segs = self.tso_segs();
+        let Some(skb) = self.out.back_mut() else {
+            return false;
+        };
+        let continues = payload_len > 0
+            && payload_len <= skb.gso_size
+            && skb.payload_len == skb.gso_segs * skb.gso_size
+            && skb.hdr.flags & (tcp_flags::SYN | tcp_flags::FIN) == 0
+            && skb.hdr.seq.wrapping_add(skb.payload_len) == hdr.seq
+            && skb.ect == ect
+            && skb.gso_segs < max_segs;
+        if continues {
+            skb.payload_len += payload_len;
+            skb.gso_segs += 1;
+            skb.hdr.flags |= hdr.flags & (tcp_flags::PSH | tcp_flags::FIN);
+            skb.hdr.ack = hdr.ack;
+            skb.hdr.window = hdr.window;
+        }
+        continues
     }
 
     /// `tcp_event_data_sent`: a segment with payload (or a retransmission)
@@ -1635,13 +1840,36 @@ impl TcpEndpoint {
         prior
     }
 
-    /// Send `len` new bytes (+FIN) at `snd_nxt` (`tcp_transmit_skb` +
-    /// `tcp_event_new_data_sent`).
-    fn send_new_segment(&mut self, len: u32, fin: bool) {
-        let seq = self.snd_nxt;
-        let end_seq = seq.wrapping_add(len).wrapping_add(fin as u32);
+    /// Send one skb of `len` new bytes (+FIN) at `snd_nxt`, cut into MSS
+    /// pieces that leave as one aggregate (`tcp_transmit_skb` +
+    /// `tcp_event_new_data_sent`; pacing advances once for the skb). Returns
+    /// the segments sent (`tcp_skb_pcount`).
+    fn send_new_skb(&mut self, len: u32, fin: bool) -> u32 {
         let prior_wstamp = self.advance_wstamp();
         let xmit_us = self.wstamp_ns / 1000 + CLOCK_BASE_US;
+        let mss = self.mss_cache.max(1);
+        let mut off = 0;
+        let mut segs = 0;
+        loop {
+            let piece = (len - off).min(mss);
+            let last = off + piece == len;
+            self.gso_continue = segs > 0;
+            self.send_new_segment(piece, fin && last, xmit_us);
+            segs += 1;
+            off += piece;
+            if last {
+                break;
+            }
+        }
+        self.gso_continue = false;
+        self.update_after_send(len, prior_wstamp);
+        segs
+    }
+
+    /// One MSS piece of a new skb: header, scoreboard entry, timers.
+    fn send_new_segment(&mut self, len: u32, fin: bool, xmit_us: u64) {
+        let seq = self.snd_nxt;
+        let end_seq = seq.wrapping_add(len).wrapping_add(fin as u32);
         let mut flags = tcp_flags::ACK;
         if fin {
             flags |= tcp_flags::FIN;
@@ -1665,7 +1893,6 @@ impl TcpEndpoint {
             self.bytes_sent += len as u64;
         }
         self.emit(hdr, len, ect);
-        self.update_after_send(len, prior_wstamp);
         let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
         // tcp_event_new_data_sent
         self.snd_nxt = end_seq;
@@ -1774,11 +2001,7 @@ impl TcpEndpoint {
         let xmit_us = self.now_us;
         self.wstamp_ns = self.wstamp_ns.max(self.now.as_nanos());
         self.segs_out = self.segs_out.wrapping_add(1);
-        self.out.push_back(Segment {
-            hdr,
-            payload_len: 0,
-            ect: false,
-        });
+        self.out.push_back(Segment::single(hdr, 0, false, 0));
         // tcp_connect_queue_skb counts it before tcp_rate_skb_sent sees it
         self.sb.packets_out += 1;
         let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
@@ -1804,11 +2027,7 @@ impl TcpEndpoint {
             self.synack_sent_us = self.now_us.max(1);
         }
         self.segs_out = self.segs_out.wrapping_add(1);
-        self.out.push_back(Segment {
-            hdr,
-            payload_len: 0,
-            ect: false,
-        });
+        self.out.push_back(Segment::single(hdr, 0, false, 0));
     }
 
     /// `tcp_send_ack`: a pure ACK (with window, SACK blocks, ECE).
@@ -2180,7 +2399,7 @@ impl TcpEndpoint {
             let len = data.min(self.mss_cache).min(wnd_room as u32);
             let fin = self.fin_queued && len == data && (wnd_room as u32) > len;
             if len > 0 || fin {
-                self.send_new_segment(len, fin);
+                self.send_new_skb(len, fin);
             } else {
                 self.xmit_probe_skb();
             }

@@ -286,7 +286,7 @@ impl Pair {
                     });
                 }
                 match self.b.as_mut() {
-                    Some(b) => b.handle_segment(self.now, &seg.hdr, seg.payload_len, ce),
+                    Some(b) => b.handle_segment(self.now, &seg.hdr, seg.payload_len, seg_gso_size(&seg), ce),
                     None => {
                         if seg.hdr.flags & tcp_flags::SYN != 0 {
                             self.b = Some(TcpEndpoint::listen_accept(
@@ -312,7 +312,7 @@ impl Pair {
                     });
                 }
                 self.a
-                    .handle_segment(self.now, &seg.hdr, seg.payload_len, ce);
+                    .handle_segment(self.now, &seg.hdr, seg.payload_len, seg_gso_size(&seg), ce);
                 self.apps();
                 self.sample();
             }
@@ -408,5 +408,14 @@ impl Pair {
                 h.window
             );
         }
+    }
+}
+
+/// The `gso_size` a receiver sees for `seg`: 0 unless it is an aggregate.
+fn seg_gso_size(seg: &Segment) -> u32 {
+    if seg.gso_segs > 1 {
+        seg.gso_size
+    } else {
+        0
     }
 }

@@ -63,6 +63,15 @@ pub fn rx_truesize(len: u32) -> u32 {
     (len + 450).next_power_of_two() + 256
 }
 
+/// Memory charged for a received GSO aggregate of `len` payload bytes: a
+/// veth hands the sender's skb over as it is, its payload in page fragments
+/// charged byte for byte plus one skb head (`SKB_TRUESIZE(MAX_TCP_HEADER)`,
+/// ~896 bytes on x86-64; an approximation of `tcp_sendmsg`'s accounting).
+#[inline]
+pub fn rx_truesize_gso(len: u32) -> u32 {
+    len + 896
+}
+
 /// One out-of-order run `[seq, end)` with the truesize it holds.
 #[derive(Clone, Copy, Debug)]
 struct OooRun {
@@ -117,6 +126,8 @@ pub struct Receiver {
     /// estimate of the peer's MSS, bytes
     pub rcv_mss: u32,
     last_seg_size: u32,
+    /// `gso_size` of the skb being processed (0: a single segment)
+    pub skb_gso_size: u32,
     /// jiffies at which the delayed-ACK timer fires
     pub delack_timeout: u32,
     pub compressed_ack: u32,
@@ -172,6 +183,7 @@ impl Receiver {
             lrcvtime: 0,
             rcv_mss: TCP_MSS_DEFAULT,
             last_seg_size: 0,
+            skb_gso_size: 0,
             delack_timeout: 0,
             compressed_ack: 0,
             compressed_ack_rcv_nxt: 0,
@@ -457,13 +469,28 @@ impl Receiver {
         }
     }
 
-    /// `tcp_measure_rcv_mss`.
-    fn measure_rcv_mss(&mut self, len: u32, truesize: u32, flags: u8, hdr_len: u32) {
+    /// Memory the skb being processed, of `len` payload bytes, is charged.
+    pub fn skb_truesize(&self, len: u32) -> u32 {
+        if self.skb_gso_size > 0 {
+            rx_truesize_gso(len)
+        } else {
+            rx_truesize(len)
+        }
+    }
+
+    /// `tcp_measure_rcv_mss`: an aggregate tells the peer's MSS by its
+    /// `gso_size`, a plain skb by its length.
+    fn measure_rcv_mss(&mut self, skb_len: u32, truesize: u32, flags: u8, hdr_len: u32) {
         let lss = self.last_seg_size;
         self.last_seg_size = 0;
+        let len = if self.skb_gso_size > 0 {
+            self.skb_gso_size
+        } else {
+            skb_len
+        };
         if len >= self.rcv_mss {
             if self.profile == CcProfile::Modern && len != self.rcv_mss {
-                let v = ((len as u64) << 8) / truesize as u64;
+                let v = ((skb_len as u64) << 8) / truesize as u64;
                 self.scaling_ratio = (v as u32).clamp(1, 255);
                 // tcp_set_window_clamp(sk, tcp_win_from_space(sk, sk_rcvbuf))
                 let val = (self.full_space().max(0) as u32).max(SOCK_MIN_RCVBUF / 2);
@@ -779,7 +806,7 @@ impl TcpEndpoint {
             return;
         }
         self.rcv.dsack = false;
-        let truesize = rx_truesize(len);
+        let truesize = self.rcv.skb_truesize(len);
         let sack_ok = self.sack_ok;
         let rcv_nxt = self.rcv.rcv_nxt;
         if seq == rcv_nxt || (before(seq, rcv_nxt) && after(end_seq, rcv_nxt)) {

@@ -1727,6 +1727,10 @@ impl TcpEndpoint {
         };
         let mut hole = false;
         let mut rearm = false;
+        // __tcp_retransmit_skb sends up to the free cwnd of one skb's lost
+        // segments as one aggregate: neighbours retransmitted in a row
+        // leave together
+        let mut prev_retransmitted: Option<usize> = None;
         while idx < self.sb.q.len() {
             if self.pacing_check() {
                 break;
@@ -1751,9 +1755,13 @@ impl TcpEndpoint {
                 idx += 1;
                 continue;
             }
-            if !self.retransmit_seg(idx) {
+            self.gso_continue = prev_retransmitted.is_some_and(|p| p + 1 == idx);
+            let sent = self.retransmit_seg(idx);
+            self.gso_continue = false;
+            if !sent {
                 break;
             }
+            prev_retransmitted = Some(idx);
             if self.in_cwnd_reduction() {
                 self.prr_out += 1;
             }
