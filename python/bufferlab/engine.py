@@ -57,6 +57,20 @@ class Engine:
         except _core.TcRequestError as e:
             raise TcFailure(str(e)) from None
 
+    def set_offload(self, dev: str, feature: str, on: bool) -> None:
+        """``ethtool -K DEV FEATURE on|off`` (tso, gso, gro off)."""
+        try:
+            self._sim.set_offload(dev, feature, on)
+        except _core.CoreError as e:
+            raise EngineError(str(e)) from None
+
+    def offloads(self, dev: str) -> dict[str, bool]:
+        """The segmentation offloads of ``dev``: ``{"tso", "gso", "gro"}``."""
+        try:
+            return json.loads(self._sim.offloads(dev))
+        except _core.CoreError as e:
+            raise EngineError(str(e)) from None
+
     def start_app(self, node: str, spec: dict[str, Any]) -> int:
         try:
             return self._sim.start_app(node, json.dumps(spec))

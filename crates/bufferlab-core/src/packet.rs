@@ -278,6 +278,12 @@ pub struct PacketArena {
     /// per slot: when the packet entered its current root qdisc, and its TOS
     /// byte then (queue traces: sojourn time, ECN marks made inside the qdisc)
     entered: Vec<RootStamp>,
+    /// aggregates replaced by their segments (freed without being delivered
+    /// or dropped: `created` = delivered + dropped + live + `segmented`)
+    segmented: u64,
+    /// segments of every packet ever made by a node (splitting an aggregate
+    /// makes none; conservation in segments needs no `segmented` term)
+    created_segments: u64,
 }
 
 /// See `PacketArena::stamp`.
@@ -289,8 +295,14 @@ pub struct RootStamp {
 
 impl PacketArena {
     pub fn alloc(&mut self, p: Packet) -> PacketId {
-        self.created += 1;
         self.created_bytes += p.len as u64;
+        self.created_segments += p.segs() as u64;
+        self.place(p)
+    }
+
+    /// Store `p` in a free slot (counted as a record, not as new bytes).
+    fn place(&mut self, p: Packet) -> PacketId {
+        self.created += 1;
         match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = p;
@@ -323,8 +335,28 @@ impl PacketArena {
         self.slots[id.0 as usize].len
     }
 
+    /// Segments `id` stands for (1 unless it is a GSO aggregate).
+    #[inline]
+    pub fn segs_of(&self, id: PacketId) -> u32 {
+        self.slots[id.0 as usize].segs()
+    }
+
     pub fn live(&self) -> u64 {
         (self.slots.len() - self.free.len()) as u64
+    }
+
+    /// Segments of the live packets (O(slots): reports only).
+    pub fn live_segments(&self) -> u64 {
+        let mut free = vec![false; self.slots.len()];
+        for &i in &self.free {
+            free[i as usize] = true;
+        }
+        self.slots
+            .iter()
+            .zip(free)
+            .filter(|(_, f)| !f)
+            .map(|(p, _)| p.segs() as u64)
+            .sum()
     }
 
     /// Bytes of the live packets (for tests: O(slots)).
@@ -337,9 +369,59 @@ impl PacketArena {
             .sum()
     }
 
-    /// Packets ever allocated (clones made by netem's `duplicate` included).
+    /// Packet records ever allocated (clones made by netem's `duplicate`
+    /// and the segments of split aggregates included).
     pub fn created(&self) -> u64 {
         self.created
+    }
+
+    /// Aggregates replaced by their segments so far.
+    pub fn segmented(&self) -> u64 {
+        self.segmented
+    }
+
+    /// Segments ever made by nodes and netem duplication.
+    pub fn created_segments(&self) -> u64 {
+        self.created_segments
+    }
+
+    /// Software segmentation (`skb_gso_segment`, net/ipv4/tcp_offload.c
+    /// `tcp_gso_segment`): replace the aggregate `id` by its segments,
+    /// appended to `out` in sequence order, and free it. Each segment carries
+    /// the full header; its sequence number advances by `gso_size`; PSH and
+    /// FIN stay on the last segment and CWR on the first. The stamp of the
+    /// root qdisc the aggregate entered carries over. Bytes are unchanged
+    /// (`len` already counted every segment's header).
+    pub fn segment(&mut self, id: PacketId, out: &mut Vec<PacketId>) {
+        let p = *self.get(id);
+        let stamp = self.stamp_of(id);
+        let n = p.segs();
+        let hdr_len = p.header_len();
+        let size = p.gso_size as u32;
+        let mut left = p.payload_len();
+        for i in 0..n {
+            let piece = if i + 1 == n { left } else { left.min(size) };
+            left -= piece;
+            let mut s = p;
+            s.gso_segs = 1;
+            s.gso_size = 0;
+            s.len = hdr_len + piece;
+            if let Payload::Tcp(mut h) = p.payload {
+                h.seq = h.seq.wrapping_add(i * size);
+                if i + 1 < n {
+                    h.flags &= !(tcp_flags::PSH | tcp_flags::FIN);
+                }
+                if i > 0 {
+                    h.flags &= !tcp_flags::CWR;
+                }
+                s.payload = Payload::Tcp(h);
+            }
+            let sid = self.place(s);
+            self.stamp(sid, stamp.at, stamp.tos);
+            out.push(sid);
+        }
+        self.free(id);
+        self.segmented += 1;
     }
 
     pub fn created_bytes(&self) -> u64 {

@@ -93,6 +93,14 @@ impl Simulator {
         json_out(&self.inner.qdisc_show(dev).map_err(to_py)?)
     }
 
+    fn set_offload(&mut self, dev: &str, feature: &str, on: bool) -> PyResult<()> {
+        self.inner.set_offload(dev, feature, on).map_err(to_py)
+    }
+
+    fn offloads(&self, dev: &str) -> PyResult<String> {
+        json_out(&self.inner.offloads(dev).map_err(to_py)?)
+    }
+
     fn start_app(&mut self, node: &str, spec_json: &str) -> PyResult<u32> {
         self.inner.start_app(node, spec_json).map_err(to_py)
     }

@@ -38,10 +38,15 @@ SIM_KEYS = {
     "arp",
     "gso",
     "red_adaptive_timer",
+    "part_gap",
 }
 DURATION_KEYS = ("queue_sample_interval", "stop_at")
 TOPOLOGY_KEYS = {"hosts", "switches", "routers", "links"}
-PART_KEYS = {"name", "cmds", "duration", "stop"}
+PART_KEYS = {"name", "cmds", "duration", "stop", "interrupt", "allow_fail"}
+#: idle time before each part after the first (DESIGN.md "How lines run"): a student takes
+#: minutes between handout sections, so queues have drained and timers have fired; 5 s
+#: empties a 10·BDP (25 MB) queue at 100 Mbit/s twice over and leaves TCP idle past its RTO
+DEFAULT_PART_GAP_S = 5.0
 LINK_KEYS = {
     "a",
     "b",
@@ -56,10 +61,6 @@ LINK_KEYS = {
     "max_queue_size",
     "wire_rate",
     "wire_delay",
-}
-#: [sim] keys reserved for models that arrive with later issues
-NOT_YET = {
-    "gso": "GSO super-packets are not supported yet (packets are MTU-sized)",
 }
 
 
@@ -99,6 +100,10 @@ class Part:
     #: ns-3's ``Simulator::Stop``: seconds after the part's start at which every
     #: application still running is interrupted (as by Ctrl-C); None = no such stop
     stop: float | None = None
+    #: terminals whose commands are interrupted (Ctrl-C) when the part ends; ["all"] = every terminal
+    interrupt: list[str] = field(default_factory=list)
+    #: indexes (Command.index) of lines whose failure is expected (``allow_fail``)
+    allow_fail: set[int] = field(default_factory=set)
 
 
 @dataclass
@@ -134,6 +139,8 @@ class Scenario:
     seed: int
     profile: Profile
     arp: bool
+    #: TSO/GSO on every interface at start (``[sim] gso``; ``ethtool -K`` per interface)
+    gso: bool
     hosts: list[str]
     switches: list[str]
     routers: list[str]
@@ -145,6 +152,8 @@ class Scenario:
     #: [capture] and [trace] (scenario/observe.py)
     capture: CaptureOptions | None = None
     trace: TraceOptions | None = None
+    #: ``[sim] part_gap``: seconds the network runs idle before each part after the first
+    part_gap: float = DEFAULT_PART_GAP_S
 
 
 _TOML_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"}
@@ -371,7 +380,7 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
     seed = data.get("seed", 1)
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
         raise _err(src, "seed must be a non-negative integer", key="seed", expected="e.g. seed = 1")
-    profile, arp = _build_sim(data.get("sim", {}), src)
+    profile, arp, gso = _build_sim(data.get("sim", {}), src)
     topo = data.get("topology")
     if not isinstance(topo, dict):
         raise _err(
@@ -404,6 +413,7 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
         seed=seed,
         profile=profile,
         arp=arp,
+        gso=gso,
         hosts=hosts,
         switches=switches,
         routers=routers,
@@ -412,7 +422,25 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
         host_tcp=_build_host_tcp(data.get("hosts", {}), src, set(hosts + routers)),
         capture=build_capture(data.get("capture"), src),
         trace=build_trace(data.get("trace"), src),
+        part_gap=_part_gap(data.get("sim", {}), src),
     )
+
+
+def _part_gap(sim: dict[str, Any], src: SourceMap) -> float:
+    """``[sim] part_gap`` in seconds; "0s" runs the parts back to back."""
+    v = sim.get("part_gap")
+    if v is None:
+        return DEFAULT_PART_GAP_S
+    try:
+        if not isinstance(v, str | int | float) or isinstance(v, bool):
+            raise ValueError(f"{v!r} is not a duration")
+        s = parse_duration_s(str(v))
+        if s < 0:
+            raise ValueError("must not be negative")
+        return s
+    except ValueError as e:
+        raise _key_err(src, f"[sim] part_gap: {e}", "part_gap", src.header_line("[sim]", 0),
+                       expected='a duration such as "5s", or "0s" for back-to-back parts') from None
 
 
 HOST_KEYS = {"tcp"}
@@ -475,14 +503,11 @@ def _build_host_tcp(raw: Any, src: SourceMap, names: set[str]) -> dict[str, dict
     return out
 
 
-def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool]:
+def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool, bool]:
     if not isinstance(sim, dict):
         raise _err(src, "[sim] must be a table", key="sim")
     line = src.header_line("[sim]", 0)
     _check_keys(src, sim, SIM_KEYS, "[sim]", line=line)
-    for k, why in NOT_YET.items():
-        if k in sim:
-            raise _key_err(src, f"[sim] {k}: {why}", k, line)
     pname = sim.get("profile", "lab2019")
     if not isinstance(pname, str) or pname not in PROFILES:
         raise _key_err(
@@ -496,7 +521,7 @@ def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool]:
     overrides: dict[str, Any] = {}
     known = set(profile_fields())
     for k, v in sim.items():
-        if k in ("profile", "arp"):
+        if k in ("profile", "arp", "gso", "part_gap"):
             continue
         try:
             overrides[k] = _convert_sim_value(k, v)
@@ -504,10 +529,14 @@ def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool]:
             expected = 'a duration such as "100ms" or "300s"' if k in DURATION_KEYS else None
             raise _key_err(src, f"[sim] {k}: {e}", k, line, expected=expected) from None
         assert k in known
-    arp = sim.get("arp", True)
-    if not isinstance(arp, bool):
-        raise _key_err(src, "[sim] arp must be true or false", "arp", line)
-    return with_overrides(PROFILES[pname], overrides), arp
+    switches = []
+    for k in ("arp", "gso"):
+        on = sim.get(k, True)
+        if not isinstance(on, bool):
+            raise _key_err(src, f"[sim] {k} must be true or false", k, line)
+        switches.append(on)
+    arp, gso = switches
+    return with_overrides(PROFILES[pname], overrides), arp, gso
 
 
 def _convert_sim_value(key: str, v: Any) -> Any:
@@ -708,8 +737,46 @@ def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
             text_cols = tuple(cols[m.end() :]) if len(cols) == len(c) else ()
             commands.append(Command(term, c[m.end() :], cl, cc + m.end(), index, src.file, text_cols))
             index += 1
-        parts.append(Part(slug, commands, duration, line, stop))
+        interrupt = _part_interrupt(src, part, pname, line, names)
+        allow_fail = _part_allow_fail(src, part, pname, line, cmds, commands)
+        parts.append(Part(slug, commands, duration, line, stop, interrupt, allow_fail))
     return parts
+
+
+def _part_interrupt(src: SourceMap, part: dict[str, Any], pname: str, line: int, names: set[str]) -> list[str]:
+    """``interrupt = ["h3", "admin"]`` or ``"all"``: terminals Ctrl-C'd at the part's end."""
+    v = part.get("interrupt", [])
+    if v == "all":
+        return ["all"]
+    terminals = names | {"admin"}
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise _key_err(src, f"part {pname!r}: interrupt must be a list of terminals or \"all\"", "interrupt",
+                       line, expected='interrupt = ["h3"] or interrupt = "all"')
+    for t in v:
+        if t not in terminals:
+            raise _key_err(src, f"part {pname!r}: interrupt names unknown terminal {t!r}", "interrupt", line,
+                           expected="one of " + ", ".join(sorted(terminals)), suggestion=_suggest(t, terminals))
+    return v
+
+
+def _part_allow_fail(
+    src: SourceMap, part: dict[str, Any], pname: str, line: int, cmds: list[str], commands: list[Command]
+) -> set[int]:
+    """``allow_fail = ["h1: iperf3 -c 10.0.0.9"]``: lines of this part (written exactly as in
+    ``cmds``) whose non-zero exit is expected, so ``bufferlab run`` still exits 0."""
+    v = part.get("allow_fail", [])
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise _key_err(src, f"part {pname!r}: allow_fail must be a list of command lines", "allow_fail", line,
+                       expected='allow_fail = ["h1: iperf3 -c 10.0.0.3"] (lines of this part\'s cmds)')
+    out: set[int] = set()
+    for entry in v:
+        hits = [c.index for raw, c in zip(cmds, commands, strict=True) if raw.strip() == entry.strip()]
+        if not hits:
+            raise _key_err(src, f"part {pname!r}: allow_fail entry {entry!r} is not a line of this part",
+                           "allow_fail", line, expected="a line of cmds, written exactly as there",
+                           suggestion=_suggest(entry, set(cmds)))
+        out.update(hits)
+    return out
 
 
 def _part_duration(src: SourceMap, part: dict[str, Any], pname: str, key: str, line: int) -> float | None:

@@ -182,6 +182,7 @@ def build_topology(sc: Scenario) -> BuiltTopology:
         "links": links_json,
         "options": {
             "arp": sc.arp,
+            "gso": sc.gso,
             "netem_modern_accounting": sc.profile.netem_modern_accounting,
             "netem_dup_after_limit": sc.profile.netem_modern_accounting,
         },

@@ -159,6 +159,8 @@ pub struct AppCtx<'a> {
     pub id: u32,
     /// The node's primary address (source of every packet it sends).
     pub addr: Ipv4,
+    /// `sk_gso_max_size` for the node's TCP sockets (0: GSO off).
+    pub gso_max_size: u32,
     pub out: &'a mut Vec<Packet>,
     pub sockets: &'a mut Sockets,
     pub iperf: &'a mut IperfRegistry,

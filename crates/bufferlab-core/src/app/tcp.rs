@@ -148,6 +148,10 @@ impl Conn {
         remote: (Ipv4, u16),
         rng: ComponentRng,
     ) -> Conn {
+        let cfg = TcpConfig {
+            gso_max_size: ctx.gso_max_size,
+            ..cfg
+        };
         let ep = TcpEndpoint::connect(cfg, (ctx.addr, local_port), remote, ctx.now, rng);
         Conn {
             ep,
@@ -160,6 +164,10 @@ impl Conn {
     pub fn accept(cfg: TcpConfig, ctx: &AppCtx, p: &Packet, rng: ComponentRng) -> Option<Conn> {
         let Payload::Tcp(hdr) = p.payload else {
             return None;
+        };
+        let cfg = TcpConfig {
+            gso_max_size: ctx.gso_max_size,
+            ..cfg
         };
         let ep = TcpEndpoint::listen_accept(
             cfg,

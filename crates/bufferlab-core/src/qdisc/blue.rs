@@ -181,7 +181,7 @@ impl Blue {
             Some(id) => {
                 let len = ctx.arena.len_of(id);
                 self.stats.unqueued(len);
-                self.stats.sent(len);
+                self.stats.sent(len, ctx.arena.segs_of(id));
                 Some(id)
             }
             None => {

@@ -352,7 +352,7 @@ impl Codel {
             self.cstats.drop_len = 0;
         }
         let e = e?;
-        self.stats.sent(e.len);
+        self.stats.sent(e.len, ctx.arena.segs_of(e.id));
         Some(e.id)
     }
 

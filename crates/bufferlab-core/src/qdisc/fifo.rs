@@ -139,7 +139,7 @@ impl Fifo {
         let id = self.queue.pop_front()?;
         let len = ctx.arena.len_of(id);
         self.stats.unqueued(len);
-        self.stats.sent(len);
+        self.stats.sent(len, ctx.arena.segs_of(id));
         Some(id)
     }
 
@@ -297,7 +297,8 @@ mod tests {
             Reduce {
                 qlen: 1,
                 backlog: 100,
-                drops: 1
+                drops: 1,
+                grew: 0,
             }
         );
         assert_eq!(env.drops.packets[DropReason::HeadDrop.index()], 1);

@@ -312,7 +312,7 @@ impl FqCodel {
                 }
                 Some(e) => {
                     self.flows[fi].deficit -= e.len as i64;
-                    self.stats.sent(e.len);
+                    self.stats.sent(e.len, ctx.arena.segs_of(e.id));
                     break Some(e.id);
                 }
             }

@@ -119,14 +119,22 @@ pub struct DropCounters {
     pub bytes: [u64; DropReason::ALL.len()],
     total_packets: u64,
     total_bytes: u64,
+    /// segments of the dropped packets (a GSO aggregate counts `gso_segs`)
+    total_segments: u64,
 }
 
 impl DropCounters {
-    pub fn count(&mut self, reason: DropReason, len: u32) {
+    /// One packet (queue entry) of `len` bytes and `segs` segments dropped.
+    pub fn count(&mut self, reason: DropReason, len: u32, segs: u32) {
         self.packets[reason.index()] += 1;
         self.bytes[reason.index()] += len as u64;
         self.total_packets += 1;
         self.total_bytes += len as u64;
+        self.total_segments += segs as u64;
+    }
+
+    pub fn total_segments(&self) -> u64 {
+        self.total_segments
     }
 
     pub fn total_packets(&self) -> u64 {
@@ -179,10 +187,13 @@ impl QdiscStats {
         self.backlog = self.backlog.saturating_sub(len as u64);
         self.qlen = self.qlen.saturating_sub(1);
     }
+    /// A packet of `len` bytes and `segs` segments left upward: `Sent …
+    /// bytes` adds the bytes, `pkt` the segments (a GSO aggregate counts
+    /// `gso_segs`, qdiscs.md §1.2).
     #[inline]
-    pub fn sent(&mut self, len: u32) {
+    pub fn sent(&mut self, len: u32, segs: u32) {
         self.bytes += len as u64;
-        self.packets += 1;
+        self.packets += segs as u64;
     }
     #[inline]
     pub fn dropped(&mut self) {
@@ -192,7 +203,7 @@ impl QdiscStats {
     /// (`qdisc_tree_reduce_backlog`): fewer queued, more dropped.
     #[inline]
     pub(crate) fn absorb(&mut self, r: tree::Reduce) {
-        self.qlen = self.qlen.saturating_sub(r.qlen);
+        self.qlen = (self.qlen + r.grew).saturating_sub(r.qlen);
         self.backlog = self.backlog.saturating_sub(r.backlog);
         self.drops += r.drops;
     }
@@ -235,7 +246,7 @@ impl<'a> QdiscCtx<'a> {
     /// Free a packet and count it against `reason` for this interface.
     pub fn drop_packet(&mut self, id: PacketId, reason: DropReason) {
         let len = self.arena.len_of(id);
-        self.drops.count(reason, len);
+        self.drops.count(reason, len, self.arena.segs_of(id));
         self.arena.free(id);
     }
 

@@ -518,7 +518,7 @@ impl Netem {
         self.own_clones.clear();
     }
 
-    fn enqueue_one(&mut self, ctx: &mut QdiscCtx, id: PacketId, may_duplicate: bool) -> Verdict {
+    fn enqueue_one(&mut self, ctx: &mut QdiscCtx, mut id: PacketId, may_duplicate: bool) -> Verdict {
         let mut count = 1u32;
         if may_duplicate
             && self.duplicate != 0
@@ -547,6 +547,15 @@ impl Netem {
             }
         }
         if self.corrupt != 0 && self.corrupt >= self.corrupt_cor.apply(self.draws.next_u32()) {
+            if ctx.arena.get(id).is_gso() {
+                // netem_segment: corrupt only the first segment; the others
+                // are enqueued again one by one (SIM: at the root, like
+                // duplicates, which is netem itself when netem is the root)
+                let mut segs = Vec::new();
+                ctx.arena.segment(id, &mut segs);
+                id = segs[0];
+                ctx.reinject.extend_from_slice(&segs[1..]);
+            }
             ctx.arena.get_mut(id).corrupt = true;
         }
         let full = if self.env.modern_accounting {
@@ -716,7 +725,7 @@ impl Netem {
             if let Some((_, id)) = self.immediate.pop_front() {
                 let len = ctx.arena.len_of(id);
                 self.stats.unqueued(len);
-                self.stats.sent(len);
+                self.stats.sent(len, ctx.arena.segs_of(id));
                 return Some(id);
             }
             let Some(&(tts, id)) = self.tfifo.front() else {
@@ -744,7 +753,7 @@ impl Netem {
                 }
                 if child.is_empty() {
                     self.stats.unqueued(len);
-                    self.stats.sent(len);
+                    self.stats.sent(len, ctx.arena.segs_of(id));
                     return Some(id);
                 }
                 // Move every due packet into the child.
@@ -796,7 +805,7 @@ impl Netem {
         if self.env.modern_accounting {
             self.stats.unqueued(len);
         }
-        self.stats.sent(len);
+        self.stats.sent(len, ctx.arena.segs_of(id));
         Some(id)
     }
 

@@ -323,7 +323,7 @@ impl Pie {
         let (id, t_enq, len) = self.queue.pop_front()?;
         self.stats.unqueued(len);
         self.process_dequeue(ticks(now_ns), t_enq, len);
-        self.stats.sent(len);
+        self.stats.sent(len, ctx.arena.segs_of(id));
         Some(id)
     }
 

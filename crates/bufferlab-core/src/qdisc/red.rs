@@ -394,7 +394,7 @@ impl Red {
             Some(id) => {
                 let len = ctx.arena.len_of(id);
                 self.stats.unqueued(len);
-                self.stats.sent(len);
+                self.stats.sent(len, ctx.arena.segs_of(id));
                 Some(id)
             }
             None => {

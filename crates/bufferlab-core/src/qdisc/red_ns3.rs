@@ -490,7 +490,7 @@ impl RedNs3 {
                 let len = ctx.arena.len_of(id);
                 self.bytes -= len as u64;
                 self.stats.unqueued(len);
-                self.stats.sent(len);
+                self.stats.sent(len, ctx.arena.segs_of(id));
                 Some(id)
             }
             None => {

@@ -361,7 +361,7 @@ impl Sfb {
         let id = p?;
         let len = ctx.arena.len_of(id);
         self.stats.unqueued(len);
-        self.stats.sent(len);
+        self.stats.sent(len, ctx.arena.segs_of(id));
         let hashes = std::mem::take(self.cb_mut(id));
         self.count(hashes, false);
         Some(id)

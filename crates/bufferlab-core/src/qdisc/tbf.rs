@@ -196,8 +196,10 @@ impl Tbf {
         })
     }
 
-    /// `tbf_enqueue`: drop what can never be sent, else hand to the child.
-    /// An empty slot (`child` empty) is Linux's noop qdisc: a black hole.
+    /// `tbf_enqueue`: drop what can never be sent, split a GSO aggregate
+    /// larger than the bucket into segments that fit (`tbf_segment`, E5),
+    /// else hand to the child. An empty slot (`child` empty) is Linux's
+    /// noop qdisc: a black hole.
     pub fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
@@ -207,6 +209,10 @@ impl Tbf {
     ) -> Verdict {
         let len = ctx.arena.len_of(id);
         if len > self.max_size {
+            let p = ctx.arena.get(id);
+            if p.is_gso() && p.header_len() + p.gso_size as u32 <= self.max_size {
+                return self.enqueue_segments(ctx, red, id, child);
+            }
             self.stats.dropped();
             ctx.drop_packet(id, DropReason::TooBig);
             return Verdict::Dropped(DropReason::TooBig);
@@ -229,6 +235,49 @@ impl Tbf {
                 Verdict::Dropped(r)
             }
         }
+    }
+
+    /// `tbf_segment`: enqueue each segment of the aggregate `id` into the
+    /// child. Queued if any segment was; the ancestors, which count one
+    /// entry of the aggregate's length, learn of the extra entries and of
+    /// the bytes of segments the child refused (`Reduce`).
+    fn enqueue_segments(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        id: PacketId,
+        child: &mut [Node],
+    ) -> Verdict {
+        let prev_len = ctx.arena.len_of(id) as u64;
+        let mut segs = Vec::new();
+        ctx.arena.segment(id, &mut segs);
+        let (mut queued, mut queued_len) = (0u64, 0u64);
+        let mut last = Verdict::Dropped(DropReason::Blackhole);
+        for s in segs {
+            let seg_len = ctx.arena.len_of(s);
+            let before = *red;
+            last = if child.is_empty() {
+                ctx.drop_packet(s, DropReason::Blackhole);
+                Verdict::Dropped(DropReason::Blackhole)
+            } else {
+                tree::enqueue_chain(child, ctx, red, s)
+            };
+            self.stats.absorb(red.since(before));
+            match last {
+                Verdict::Queued => {
+                    self.stats.queued(seg_len);
+                    queued += 1;
+                    queued_len += seg_len as u64;
+                }
+                Verdict::Dropped(_) => self.stats.dropped(),
+            }
+        }
+        if queued == 0 {
+            return last;
+        }
+        red.grew(queued - 1);
+        red.left(0, prev_len - queued_len, 0);
+        Verdict::Queued
     }
 
     /// `tbf_dequeue`: peek at the child's head; send it if both buckets cover
@@ -261,7 +310,7 @@ impl Tbf {
             self.tokens = toks;
             self.ptokens = ptoks;
             self.stats.unqueued(len);
-            self.stats.sent(len);
+            self.stats.sent(len, ctx.arena.segs_of(id));
             return Some(id);
         }
         let wait = (-toks).max(-ptoks);

@@ -112,13 +112,16 @@ pub struct QdiscInfo {
 }
 
 /// Packets that left a subtree other than by dequeue, reported to every
-/// ancestor (`qdisc_tree_reduce_backlog(n, len)` with `drops` = n).
+/// ancestor (`qdisc_tree_reduce_backlog(n, len)` with `drops` = n), and
+/// entries a subtree gained by splitting one it was handed (tbf's
+/// `tbf_segment`: `qdisc_tree_reduce_backlog(sch, 1 − nb, …)`, a negative n).
 /// Cumulative: a parent applies `after.since(before)` around a child call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Reduce {
     pub qlen: u64,
     pub backlog: u64,
     pub drops: u64,
+    pub grew: u64,
 }
 
 impl Reduce {
@@ -130,6 +133,12 @@ impl Reduce {
         self.drops += drops;
     }
 
+    /// One entry handed to the subtree became `n` + 1 entries.
+    #[inline]
+    pub fn grew(&mut self, n: u64) {
+        self.grew += n;
+    }
+
     /// What was added since `before`.
     #[inline]
     pub fn since(self, before: Reduce) -> Reduce {
@@ -137,6 +146,7 @@ impl Reduce {
             qlen: self.qlen - before.qlen,
             backlog: self.backlog - before.backlog,
             drops: self.drops - before.drops,
+            grew: self.grew - before.grew,
         }
     }
 }
@@ -774,6 +784,7 @@ impl QdiscTree {
                         qlen: n,
                         backlog: b,
                         drops: n,
+                        grew: 0,
                     });
                 }
                 Ok(())
@@ -971,6 +982,7 @@ impl QdiscTree {
                 qlen: n,
                 backlog: b,
                 drops: n,
+                grew: 0,
             });
         }
         self.nodes.drain(slot..j);
@@ -993,6 +1005,7 @@ impl QdiscTree {
                     qlen: n,
                     backlog: b,
                     drops: n,
+                    grew: 0,
                 });
             }
         }
