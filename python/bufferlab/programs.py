@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import capture
+from .commands import ethtool as ethtool_cmd
 from .commands import generators as gen_cmd
 from .commands import iperf3 as iperf3_cmd
 from .commands import ns3 as ns3_cmd
@@ -205,6 +206,32 @@ def _prep_sysctl(pc: PrepareCtx, words: list[Word]) -> Prepared:
         rt.io.out(out)
         rt.io.err(err)
         return status
+
+    return _instant(run)
+
+
+# ---------------------------------------------------------------------- ethtool
+
+
+def _prep_ethtool(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    cmd = ethtool_cmd.parse_ethtool(words, pc.diag)
+    dev = pc.topo.resolve_dev(pc.terminal, cmd.dev)
+
+    def run(rt: RunCtx) -> int:
+        if dev is None:
+            rt.io.err(ethtool_cmd.NO_DEVICE)
+            return 1 if cmd.changes is None else 92
+        if cmd.error is not None:
+            text, status = cmd.error
+            rt.io.err(text)
+            return status
+        state = rt.engine.offloads(dev)
+        if cmd.changes is None:
+            rt.io.out(ethtool_cmd.show_features(cmd.dev, state))
+            return 0
+        for feature, on in ethtool_cmd.apply_changes(state, cmd.changes).items():
+            rt.engine.set_offload(dev, feature, on)
+        return 0
 
     return _instant(run)
 
@@ -723,6 +750,7 @@ def _not_yet(what: str, issue: str) -> Callable[[PrepareCtx, list[Word]], Prepar
 PROGRAMS: dict[str, Callable[[PrepareCtx, list[Word]], Prepared]] = {
     "tc": _prep_tc,
     "sysctl": _prep_sysctl,
+    "ethtool": _prep_ethtool,
     "ping": _prep_ping,
     "iperf3": _prep_iperf3,
     "cbr": _prep_generator,

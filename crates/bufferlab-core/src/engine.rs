@@ -98,8 +98,8 @@ pub struct Offloads {
     /// generic-segmentation-offload: the stack builds aggregates and a
     /// device without TSO segments them when it transmits
     pub gso: bool,
-    /// generic-receive-offload: off on Mininet's TCLinks; not modelled on
-    /// (a scenario asking for it is refused)
+    /// generic-receive-offload: on on a fresh veth, off on Mininet's
+    /// TCLinks; recorded, not modelled (received segments are not merged)
     pub gro: bool,
 }
 
@@ -236,7 +236,7 @@ impl Simulator {
                 offloads: Offloads {
                     tso: cfg.options.gso,
                     gso: cfg.options.gso,
-                    gro: false,
+                    gro: cfg.options.gso,
                 },
                 wire: VecDeque::new(),
                 rate: Rate(topo.iface_rate_bps[i]),
@@ -345,13 +345,7 @@ impl Simulator {
         match feature {
             "tso" => o.tso = on,
             "gso" => o.gso = on,
-            "gro" if !on => o.gro = false,
-            "gro" => {
-                return Err(Error::App(
-                    "gro on is not supported yet (receive offload is not modelled; Mininet's TCLink turns it off)"
-                        .into(),
-                ))
-            }
+            "gro" => o.gro = on,
             _ => return Err(Error::App(format!("unknown offload feature {feature:?}"))),
         }
         Ok(())
