@@ -9,7 +9,12 @@ flow h1 -> h2, offloads at their defaults ("gso on") or
 `ethtool -K h1-eth0 tso off gso off` on the sender ("gso off"), and one probe
 with the offloads off on the switch ports only (the qdisc still sees
 aggregates). bufferlab runs the same lines as a scenario: gso on is its
-default, gso off is the same `ethtool` line on the same interface.
+default, gso off is the same `ethtool` line on the same interface (and, once
+more, `[sim] gso = false`). The kernel's counters are read after the iperf3
+server has exited, when the shaper's queue has drained; the scenario's part
+lasts 2 s longer than the flow for the same reason (a part otherwise ends with
+the client, leaving the tail of the flow in the queue, uncounted by `Sent`; an `admin: sleep`
+holds it, as `duration` does not once every command has finished).
 
 What is compared, and why these bounds. "Kernel range" is [min, max] over the
 kernel runs: the three recorded repetitions (tests/data/kernel_oracle/
@@ -144,6 +149,7 @@ def scenario_text(case: Any, switch: str = "ethtool") -> str:
         f"admin: tc qdisc add dev s1-eth2 parent 1: handle 2: pfifo limit {case.limit}",
         "h2: iperf3 -s -1",
         f"h1: iperf3 -c 10.0.0.2 -C cubic -t {oracle.SECONDS:g} -J > out.json",
+        f"admin: sleep {oracle.SECONDS + 2:g}",
     ]
     cmds = ",\n".join(f'  "{c}"' for c in lines)
     return f"""name = "kernel gso oracle {case.key}"
