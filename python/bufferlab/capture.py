@@ -42,7 +42,7 @@ def _prepare(pc: PrepareCtx, cmd: capture_cmd.CaptureCmd) -> Prepared:
             return 1
         spec: dict[str, Any] = {
             "dev": dev, "path": str(path), "format": cmd.fmt, "snaplen": cmd.snaplen,
-            "count": cmd.count, "filter": cmd.filter,
+            "count": cmd.count, "filter": cmd.filter, "segment_gso": cmd.segment_gso,
         }
         try:
             cid = rt.engine.capture_start(spec)

@@ -91,7 +91,8 @@ class Observation:
             path = self.r.root / f"capture_{dev}{FORMATS[sc.capture.format]}"
             cid = eng.capture_start({"dev": dev, "path": str(path), "format": sc.capture.format,
                                      "snaplen": sc.capture.snaplen, "count": None,
-                                     "filter": self.capture_filter})
+                                     "filter": self.capture_filter,
+                                     "segment_gso": sc.capture.segment_gso})
             self.run_captures.append((cid, dev, path))
 
     def end_run(self) -> None:
@@ -106,13 +107,19 @@ class Observation:
 
     # ------------------------------------------------------------ per part
 
-    def start_part(self, part_dir: Path) -> None:
+    def start_part(self, part_dir: Path, watched: list[str] = ()) -> None:  # type: ignore[assignment]
+        """``watched``: interfaces a ``plot_q.sh`` typed in an earlier part still
+        watches; their queue is traced in this part too, as when it started."""
+        from .programs import PLOT_Q_TRACE_INTERVAL_NS
+
         self.part_dir = part_dir
         self.part_captures = []
         sc = self.r.sc
         if sc.trace is not None:
             for dev in self._ifaces(sc.trace.queues, "queues", "[trace]", sc.trace.line):
                 self.trace_iface(dev, explicit=sc.trace.queues != ["all"])
+        for dev in watched:
+            self.trace_iface(dev, default_min_ns=PLOT_Q_TRACE_INTERVAL_NS)
 
     def trace_iface(self, dev: str, explicit: bool = True, default_min_ns: int = 0) -> None:
         """Trace ``dev``'s root qdisc until the part ends (once per part), one

@@ -228,6 +228,46 @@ impl Packet {
             }
     }
 
+    /// `skb->len` of the packet as one frame: a single header and all the
+    /// payload (what tcpdump shows for an aggregate on a veth with GSO).
+    pub fn skb_len(&self) -> u32 {
+        self.len - (self.segs() - 1) * self.header_len()
+    }
+
+    /// The segments a device would make of this packet
+    /// (`skb_gso_segment`, net/ipv4/tcp_offload.c `tcp_gso_segment`): each
+    /// carries the full header, its sequence number advances by `gso_size`,
+    /// PSH and FIN stay on the last and CWR on the first. A plain packet
+    /// yields itself.
+    pub fn segments(&self) -> impl Iterator<Item = Packet> + '_ {
+        let n = self.segs();
+        let hdr_len = self.header_len();
+        let size = self.gso_size as u32;
+        let total = self.payload_len();
+        (0..n).map(move |i| {
+            let piece = if i + 1 == n {
+                total - i * size
+            } else {
+                size
+            };
+            let mut s = *self;
+            s.gso_segs = 1;
+            s.gso_size = 0;
+            s.len = hdr_len + piece;
+            if let Payload::Tcp(mut h) = self.payload {
+                h.seq = h.seq.wrapping_add(i * size);
+                if i + 1 < n {
+                    h.flags &= !(tcp_flags::PSH | tcp_flags::FIN);
+                }
+                if i > 0 {
+                    h.flags &= !tcp_flags::CWR;
+                }
+                s.payload = Payload::Tcp(h);
+            }
+            s
+        })
+    }
+
     /// Transport payload bytes over all segments (`len` counts one header
     /// per segment: qdiscs.md §1.2 `len + (segs − 1) × header_len`).
     pub fn payload_len(&self) -> u32 {
@@ -385,37 +425,14 @@ impl PacketArena {
         self.created_segments
     }
 
-    /// Software segmentation (`skb_gso_segment`, net/ipv4/tcp_offload.c
-    /// `tcp_gso_segment`): replace the aggregate `id` by its segments,
-    /// appended to `out` in sequence order, and free it. Each segment carries
-    /// the full header; its sequence number advances by `gso_size`; PSH and
-    /// FIN stay on the last segment and CWR on the first. The stamp of the
-    /// root qdisc the aggregate entered carries over. Bytes are unchanged
-    /// (`len` already counted every segment's header).
+    /// Software segmentation: replace the aggregate `id` by its
+    /// [`Packet::segments`], appended to `out` in sequence order, and free
+    /// it. The stamp of the root qdisc the aggregate entered carries over.
+    /// Bytes are unchanged (`len` already counted every segment's header).
     pub fn segment(&mut self, id: PacketId, out: &mut Vec<PacketId>) {
         let p = *self.get(id);
         let stamp = self.stamp_of(id);
-        let n = p.segs();
-        let hdr_len = p.header_len();
-        let size = p.gso_size as u32;
-        let mut left = p.payload_len();
-        for i in 0..n {
-            let piece = if i + 1 == n { left } else { left.min(size) };
-            left -= piece;
-            let mut s = p;
-            s.gso_segs = 1;
-            s.gso_size = 0;
-            s.len = hdr_len + piece;
-            if let Payload::Tcp(mut h) = p.payload {
-                h.seq = h.seq.wrapping_add(i * size);
-                if i + 1 < n {
-                    h.flags &= !(tcp_flags::PSH | tcp_flags::FIN);
-                }
-                if i > 0 {
-                    h.flags &= !tcp_flags::CWR;
-                }
-                s.payload = Payload::Tcp(h);
-            }
+        for s in p.segments() {
             let sid = self.place(s);
             self.stamp(sid, stamp.at, stamp.tos);
             out.push(sid);

@@ -293,6 +293,10 @@ def compile_filter(prog: str, words: list[Word], end_col: int, resolve_host: Any
 # ---------------------------------------------------------------------- command lines
 
 
+#: bufferlab's own capture option: GSO aggregates written as their segments
+SEGMENT_GSO = "--segment-gso"
+
+
 @dataclass
 class CaptureCmd:
     prog: str
@@ -302,6 +306,9 @@ class CaptureCmd:
     count: int | None
     fmt: str
     filter: dict[str, Any]
+    #: write GSO aggregates as segments (bufferlab's ``--segment-gso``); the
+    #: real tools show an aggregate on a veth as one large frame
+    segment_gso: bool = False
 
 
 def _value(words: list[Word], k: int, opt: str, attached: str, prog: str, expected: str) -> tuple[Word, int]:
@@ -331,13 +338,16 @@ def parse_tcpdump(words: list[Word], resolve_host: Any = None) -> CaptureCmd:
     prog = "tcpdump"
     iface = file = None
     snaplen, count, fmt = 262144, None, "pcap"
+    segment_gso = False
     rest: list[Word] = []
     k = 1
-    expected = "tcpdump -i IFACE -w FILE [-s SNAPLEN] [-c COUNT] [-n] [FILTER]"
+    expected = "tcpdump -i IFACE -w FILE [-s SNAPLEN] [-c COUNT] [-n] [--segment-gso] [FILTER]"
     while k < len(words):
         w = words[k]
         t = w.text
-        if t in ("--nano", "--time-stamp-precision=nano"):
+        if t == SEGMENT_GSO:
+            segment_gso, k = True, k + 1
+        elif t in ("--nano", "--time-stamp-precision=nano"):
             fmt, k = "pcap_ns", k + 1
         elif t == "--time-stamp-precision=micro":
             fmt, k = "pcap", k + 1
@@ -399,7 +409,7 @@ def parse_tcpdump(words: list[Word], resolve_host: Any = None) -> CaptureCmd:
         raise NotSupportedError("tcpdump -i any (Linux cooked capture) is not supported yet", col=iface.col,
                                 expected="one interface name")
     flt = compile_filter(prog, rest, end_col, resolve_host)
-    return CaptureCmd(prog, iface, file, snaplen, count, fmt, flt)
+    return CaptureCmd(prog, iface, file, snaplen, count, fmt, flt, segment_gso)
 
 
 def parse_tshark(words: list[Word], resolve_host: Any = None) -> CaptureCmd:
@@ -407,12 +417,17 @@ def parse_tshark(words: list[Word], resolve_host: Any = None) -> CaptureCmd:
     prog = "tshark"
     iface = file = None
     snaplen, count, fmt = 262144, None, "pcapng"
+    segment_gso = False
     flt_word: Word | None = None
-    expected = "tshark -i IFACE -w FILE [-f 'CAPTURE FILTER'] [-c COUNT] [-s SNAPLEN] [-F pcap|pcapng]"
+    expected = ("tshark -i IFACE -w FILE [-f 'CAPTURE FILTER'] [-c COUNT] [-s SNAPLEN] [-F pcap|pcapng] "
+                "[--segment-gso]")
     k = 1
     while k < len(words):
         w = words[k]
         t = w.text
+        if t == SEGMENT_GSO:
+            segment_gso, k = True, k + 1
+            continue
         if t.startswith("-") and len(t) > 1 and not t.startswith("--"):
             c = t[1]
             if c in "iwfcsF":
@@ -449,4 +464,4 @@ def parse_tshark(words: list[Word], resolve_host: Any = None) -> CaptureCmd:
     words_f = [flt_word] if flt_word is not None else []
     end_col = words[-1].col + len(words[-1].text)
     flt = compile_filter(prog, words_f, end_col, resolve_host)
-    return CaptureCmd(prog, iface, file, snaplen, count, fmt, flt)
+    return CaptureCmd(prog, iface, file, snaplen, count, fmt, flt, segment_gso)

@@ -28,7 +28,7 @@ from ..units import parse_duration_ns
 if TYPE_CHECKING:
     from .load import SourceMap
 
-CAPTURE_KEYS = {"interfaces", "snaplen", "format", "filter"}
+CAPTURE_KEYS = {"interfaces", "snaplen", "format", "filter", "segment_gso"}
 TRACE_KEYS = {"queues", "min_interval"}
 FORMATS = {"pcap": ".pcap", "pcap_ns": ".pcap", "pcapng": ".pcapng"}
 
@@ -41,6 +41,8 @@ class CaptureOptions:
     format: str
     filter: str
     line: int | None
+    #: write GSO aggregates as their segments (default: one large frame each)
+    segment_gso: bool = False
 
 
 @dataclass
@@ -86,7 +88,10 @@ def build_capture(raw: Any, src: SourceMap) -> CaptureOptions | None:
     if not isinstance(flt, str):
         raise _key_err(src, "[capture] filter must be a string", "filter", line,
                        expected='e.g. filter = "udp"')
-    return CaptureOptions(interfaces, snaplen, fmt, flt, line)
+    segment_gso = raw.get("segment_gso", False)
+    if not isinstance(segment_gso, bool):
+        raise _key_err(src, "[capture] segment_gso must be true or false", "segment_gso", line)
+    return CaptureOptions(interfaces, snaplen, fmt, flt, line, segment_gso)
 
 
 def build_trace(raw: Any, src: SourceMap) -> TraceOptions | None:

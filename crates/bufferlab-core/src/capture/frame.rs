@@ -146,7 +146,8 @@ pub fn write_headers(p: &Packet, src_mac: Mac, dst_mac: Mac, buf: &mut Vec<u8>) 
         return buf.len();
     }
     put16(buf, 0x0800);
-    let ip_len = p.len.saturating_sub(ETH_HEADER).max(20);
+    // an aggregate is one frame: one header and all the payload
+    let ip_len = p.skb_len().saturating_sub(ETH_HEADER).max(20);
     let proto_num: u8 = match p.proto {
         Proto::Icmp => 1,
         Proto::Tcp => 6,

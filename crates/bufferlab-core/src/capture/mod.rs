@@ -57,6 +57,11 @@ pub struct CaptureSpec {
     pub count: Option<u64>,
     #[serde(default = "no_filter")]
     pub filter: Filter,
+    /// write GSO aggregates as the segments a device would send
+    /// (`[capture] segment_gso`, tcpdump/tshark `--segment-gso`); default:
+    /// one large frame, as tcpdump shows them on a veth with GSO
+    #[serde(default)]
+    pub segment_gso: bool,
 }
 
 struct Sink {
@@ -65,6 +70,7 @@ struct Sink {
     snaplen: u32,
     count: Option<u64>,
     filter: Filter,
+    segment_gso: bool,
     captured: u64,
     matched: u64,
     error: Option<String>,
@@ -228,6 +234,7 @@ impl Observer {
             snaplen,
             count: spec.count.filter(|&c| c > 0),
             filter: spec.filter,
+            segment_gso: spec.segment_gso,
             captured: 0,
             matched: 0,
             error: None,
@@ -283,8 +290,34 @@ impl Observer {
         !self.by_iface[iface].is_empty()
     }
 
-    /// `p` is on `iface` at `t_ns` (leaving it or arriving on it).
+    /// `p` is on `iface` at `t_ns` (leaving it or arriving on it). Sinks
+    /// that ask for segmented aggregates get each segment of one.
     pub fn capture(&mut self, topo: &Topology, iface: IfaceId, t_ns: u64, p: &Packet) {
+        if !p.is_gso() {
+            self.offer(topo, iface, t_ns, p, None);
+            return;
+        }
+        self.offer(topo, iface, t_ns, p, Some(false));
+        if self.by_iface[iface]
+            .iter()
+            .any(|&id| self.sinks[id as usize].segment_gso)
+        {
+            for seg in p.segments() {
+                self.offer(topo, iface, t_ns, &seg, Some(true));
+            }
+        }
+    }
+
+    /// Record `p` in the sinks of `iface` (those whose `segment_gso` equals
+    /// `segmented`, or all when `None`).
+    fn offer(
+        &mut self,
+        topo: &Topology,
+        iface: IfaceId,
+        t_ns: u64,
+        p: &Packet,
+        segmented: Option<bool>,
+    ) {
         let macs = self.macs.get_or_insert_with(|| MacMap::new(topo));
         let (src, dst) = macs.resolve(topo, iface, p);
         let orig_len = frame::write_headers(p, src, dst, &mut self.buf);
@@ -293,6 +326,9 @@ impl Observer {
             let id = self.by_iface[iface][k];
             k += 1;
             let s = &mut self.sinks[id as usize];
+            if segmented.is_some_and(|want| s.segment_gso != want) {
+                continue;
+            }
             if !s.filter.matches(p, &self.buf, orig_len) {
                 continue;
             }
