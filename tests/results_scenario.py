@@ -27,6 +27,7 @@ cmds = [
 
 [[part]]
 name = "red"
+interrupt = ["admin"]  # plot_q.sh watches this part only (the udp part plots nothing)
 cmds = [
   "admin: tc qdisc change dev s1-eth2 parent 1: handle 2: tbf rate 20mbit burst 5000 limit 600000",
   "h3: iperf3 -s",

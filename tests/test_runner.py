@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -368,9 +369,14 @@ def test_bufferlab_run_twice_gives_byte_identical_results(write_scenario, tmp_pa
             if p.is_file()
         }
 
+    before = time.time()
     for out in ("a", "b"):
         assert main(["run", "-q", "-o", str(tmp_path / out), str(path)]) == 0
     a, b = tree(tmp_path / "a"), tree(tmp_path / "b")
+    # run.json is the one wall-clock file (docs/tables.md): when each run started, how long it took
+    runs = [json.loads((tmp_path / out / "t" / "run.json").read_text()) for out in ("a", "b")]
+    assert before <= runs[0]["started_unix"] <= runs[1]["started_unix"] <= time.time()
+    assert a.pop("t/run.json") and b.pop("t/run.json")
     assert a == b
     assert {"t/summary.json", "t/p/h1/c.json", "t/p/h2/p.txt", "t/p/admin/q_s1-eth2.dat"} <= a.keys()
     assert capsys.readouterr() == ("", "")

@@ -25,14 +25,17 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         help="run a scenario and write its results",
-        description="Run every part of SCENARIO and write results/<scenario>/...",
+        description="Run every part of SCENARIO and write results/<scenario>/... Exit status: 0, 1 if a "
+        "command failed (listed at the end; a part's allow_fail lists the lines allowed to fail), 2 for a "
+        "mistake in the scenario.",
     )
     run.add_argument("scenario", type=Path, help="scenario file (.toml)")
     run.add_argument(
         "-o", "--output", type=Path, default=Path("results"), help="results folder (default: ./results)"
     )
     run.add_argument("--seed", type=int, help="override the scenario's seed")
-    run.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    run.add_argument("-q", "--quiet", action="store_true",
+                     help="print nothing but errors (no progress, no result summary after each part)")
     run.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     run.add_argument("--no-report", action="store_true", help="write the tables but not report.html")
     check = sub.add_parser(
@@ -149,7 +152,25 @@ def _dispatch(args: argparse.Namespace) -> int:
             f"{sc.name}: {summary['simulated_s']:.3f} s simulated in {r.wall_s:.2f} s wall "
             f"(+{extra_s:.2f} s tables/report), {summary['events']} events; results in {r.root}"
         )
-    return 0
+    return _report_failures(r.failures)
+
+
+def _report_failures(failures: list) -> int:
+    """Commands that exited non-zero, on stderr (even with -q: they are errors);
+    1 if any was not allowed."""
+    if not failures:
+        return 0
+    bad = [f for f in failures if not f.allowed]
+    print(f"{len(failures)} command{'s' if len(failures) > 1 else ''} failed"
+          + (f" ({len(failures) - len(bad)} allowed by allow_fail)" if len(bad) < len(failures) else "")
+          + ":", file=sys.stderr)
+    for f in failures:
+        print(f"  {f}", file=sys.stderr)
+    if bad:
+        print("  hint: the terminal.log of each command's node folder has its whole output; "
+              "list a line under its part's allow_fail = [...] if the failure is expected, "
+              "or end the line with || true", file=sys.stderr)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

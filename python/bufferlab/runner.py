@@ -8,10 +8,16 @@ instant to arrive, or its turn to start the next line — and the scheduler
 below advances the engine to the next thing anyone waits for.
 
 A part ends when every terminal has run all its lines and every finite
-command has finished; commands that never end on their own (``iperf3 -s``,
-``ping`` without ``-c``, ``plot_q.sh``, ``sink``) are then interrupted as by
-Ctrl-C, and print what the real tools print then. A part's optional
-``duration`` keeps it running at least that long before the interrupt.
+command has finished (and its optional ``duration`` has passed). Commands that
+never end on their own (``iperf3 -s``, ``ping`` without ``-c``, ``plot_q.sh``,
+``sink``, ``tcpdump``) keep running into the following parts, as in a
+terminal the student leaves open: one is interrupted as by Ctrl-C (printing
+what the real tool prints then) when its terminal types its next line, when a
+part's ``interrupt`` names its terminal, or when the scenario ends. Before
+each part after the first the network runs idle for ``[sim] part_gap``.
+
+Its output goes where the command was typed (its part's node folder); the
+printed result summary lists it in the part during which it ended.
 """
 
 from __future__ import annotations
@@ -66,14 +72,19 @@ class Io:
 
     As in bash, the redirect file is opened (created, and truncated for ``>``)
     before the command runs, so ``cmd > f`` empties ``f`` even if ``cmd`` prints
-    nothing; later writes append.
+    nothing; later writes append. The last text written to each stream is kept:
+    a command that fails is listed at the end of the run with its own message.
     """
 
     def __init__(self, term: Terminal, redirect_path: Path | None) -> None:
         self.term = term
         self.path = redirect_path
+        self.last_out = ""
+        self.last_err = ""
 
     def out(self, text: str) -> None:
+        if text:
+            self.last_out = text
         if self.path is None:
             self.term.log(text)
             return
@@ -81,7 +92,24 @@ class Io:
             f.write(text)
 
     def err(self, text: str) -> None:
+        if text:
+            self.last_err = text
         self.term.log(text)
+
+    def message(self) -> str:
+        """What the tool said when it failed: its last error text, else iperf3 -J's
+        ``"error"``, else the last line it printed."""
+        if self.last_err.strip():
+            return self.last_err.strip().splitlines()[-1]
+        text = self.last_out.strip()
+        if text.startswith("{"):
+            try:
+                doc = json.loads(text)
+            except ValueError:
+                doc = None
+            if isinstance(doc, dict) and doc.get("error"):  # iperf3 -J: "error - unable to ..."
+                return f"iperf3: {doc['error']}"
+        return text.splitlines()[-1] if text else ""
 
 
 @dataclass
@@ -114,6 +142,11 @@ class PreparedLine:
     command: Command
     jobs: list[list[tuple[SimpleCommand, Prepared]]]
     backgrounds: list[bool]
+    #: per job, the operator before each command after the first ("&&" or "||")
+    ops: list[list[str]]
+    #: the line's foreground never ends on its own (``ping`` without ``-c``, ``iperf3 -s``, ...)
+    endless: bool = False
+
 
 
 @dataclass
@@ -129,10 +162,76 @@ class AppRecord:
     #: scenario's results folder): what the tables and the report need to place it
     start_ns: int = 0
     output: str = ""
+    #: the engine spec's kind (``ping``, ``iperf3_client``, ``qmon``, ...) and the spec itself
+    kind: str = ""
+    spec: dict[str, Any] = field(default_factory=dict)
+    #: the simple command that started it (``iperf3 -c ...`` out of ``a & b & c``)
+    simple: str = ""
+
+
+@dataclass
+class Failure:
+    """A command that exited non-zero and whose line did not handle it (``||``)."""
+
+    node: str
+    part: str
+    where: str
+    command: str
+    status: int
+    message: str
+    #: the part lists the line under ``allow_fail``: reported, but ``run`` still exits 0
+    allowed: bool
+
+    def __str__(self) -> str:
+        ok = " (allowed by allow_fail)" if self.allowed else ""
+        return (f"{self.where}: {self.node}: part {self.part!r}: `{self.command}` exited with status "
+                f"{self.status}{ok}\n    {self.message or '(it printed no message)'}")
 
 
 class PartTimeout(BufferlabError):
     pass
+
+
+@dataclass
+class PartState:
+    """What the commands typed in one part report into. Kept after the part ends:
+    a command may outlive its part (it persists until interrupted)."""
+
+    part: Part
+    start_ns: int
+    queue_files: list[str] = field(default_factory=list)
+    #: UDP iperf3 datagrams per DS byte: tos -> [sent, received]
+    classes: dict[int, list[int]] = field(default_factory=dict)
+    #: the part's `sink` commands: {"app", "host", "port", "proto"} in start order
+    sinks: list[dict[str, Any]] = field(default_factory=list)
+
+    def count_class(self, tos: int, sent: int, received: int) -> None:
+        c = self.classes.setdefault(tos, [0, 0])
+        c[0] += sent
+        c[1] += received
+
+    def sink_table(self, eng: Engine) -> list[dict[str, Any]]:
+        """What each `sink` of the part received; goodput = floor(bytes / the sink's lifetime)."""
+        rows = []
+        for s in self.sinks:
+            r = eng.app_result(s["app"])
+            life = int(r.get("end_ns", 0)) - int(r.get("start_ns", 0))
+            nbytes = int(r.get("bytes", 0))
+            rows.append({"host": s["host"], "port": s["port"], "proto": s["proto"], "bytes": nbytes,
+                         "packets": int(r.get("packets", 0)),
+                         "goodput_Bps": nbytes * NS // life if life > 0 else 0})
+        return rows
+
+    def class_table(self) -> list[dict[str, Any]]:
+        """Per-DS-byte delivery of the part's UDP iperf3 tests (the CPM report's table)."""
+        rows = []
+        for tos, (sent, received) in sorted(self.classes.items()):
+            dropped = sent - received
+            rows.append({
+                "tos": f"0x{tos:02x}", "dscp": tos >> 2, "sent": sent, "received": received,
+                "dropped": dropped, "dropped_pct": round(100 * dropped / sent, 3) if sent else 0.0,
+            })
+        return rows
 
 
 class Runner:
@@ -154,12 +253,20 @@ class Runner:
         self.lines: dict[str, list[PreparedLine]] = {}
         self.engine: Engine | None = None
         self.part_reports: list[dict[str, Any]] = []
+        self.part_states: list[PartState] = []
+        self.failures: list[Failure] = []
         self.wall_s = 0.0
+        #: the run's wall-clock start (UNIX seconds); only run.json carries it (not deterministic)
+        self.started_unix = 0.0
         self._netem_limit_seen: dict[str, int] = {}
         #: [capture], [trace] and plot_q.sh's queue traces (observation.py)
         self.observation = Observation(self)
         #: drop counters at the end of the previous part (interface -> reason -> [packets, bytes])
         self._drops_seen: dict[str, dict[str, list[int]]] = {}
+        #: every terminal of every part: a command that outlives its part still writes its log
+        self._terminals: list[Terminal] = []
+        #: applications already listed in a part's result summary
+        self._reported: set[int] = set()
 
     # ------------------------------------------------------------ checking
 
@@ -176,7 +283,24 @@ class Runner:
                     suggestion=f'raise [sim] stop_at, e.g. stop_at = "{part.duration:g}s"',
                 )
             self.lines[part.name] = [self._prepare_line(c) for c in part.commands]
+            self._check_part_ends(part, self.lines[part.name])
         self.observation.check()
+
+    def _check_part_ends(self, part: Part, lines: list[PreparedLine]) -> None:
+        """A part of only endless lines would end the instant it starts (Lab 14's first
+        section, two `ping 10.0.0.3` the student watches): it needs a `duration`."""
+        if part.duration is not None or not lines or not all(pl.endless for pl in lines):
+            return
+        first = lines[0].command
+        raise ScenarioError(
+            f"part {part.name!r}: every line runs until interrupted ({first.terminal}: {first.text}), "
+            "so the part would end at once",
+            file=str(self.sc.path),
+            line=first.line,
+            col=first.col,
+            expected="a duration for the part (how long the student watches), or a line that ends",
+            suggestion='add duration = "30s" to the part, or give the command an end (e.g. ping -c 30)',
+        )
 
     def _prepare_line(self, c: Command) -> PreparedLine:
         diag = Diagnostics()
@@ -184,12 +308,14 @@ class Runner:
         try:
             jobs = parse_shell(c.text)
             prepared = [[(sc, prepare_command(pc, sc)) for sc in job.commands] for job in jobs]
+            fg = [job for job in jobs if not job.background]
+            endless = bool(fg) and all(_endless(pc, sc) for job in fg for sc in job.commands[:1])
         except CommandError as e:
             raise e.locate(c.where(e.col), c.text) from None
         for w in diag.warnings:
             w.where = c.where(w.col)
             self.warnings.append(str(w))
-        return PreparedLine(c, prepared, [job.background for job in jobs])
+        return PreparedLine(c, prepared, [job.background for job in jobs], [job.ops for job in jobs], endless)
 
     # ------------------------------------------------------------ running
 
@@ -201,15 +327,27 @@ class Runner:
         self.engine = Engine(self.topo.engine_config)
         self.root.mkdir(parents=True, exist_ok=True)
         self.observation.start_run()
+        self.started_unix = time.time()
         wall0 = time.perf_counter()
         for node, dev, args in self.topo.tclink_commands:
             self._apply_tclink(node, dev, args)
+        sched = _Scheduler(self)
         error = None
         try:
-            for part in self.sc.parts:
-                self._run_part(part)
+            for i, part in enumerate(self.sc.parts):
+                if i > 0:
+                    sched.idle(round(self.sc.part_gap * NS))
+                self._run_part(sched, part)
+                if i < len(self.sc.parts) - 1:
+                    self._part_results(i)
+            sched.end_scenario()
         except PartTimeout as e:
             error = str(e)
+        finally:
+            for term in self._terminals:
+                term.flush()
+        if self.part_reports and "results" not in self.part_reports[-1]:
+            self._part_results(len(self.part_reports) - 1)
         self.observation.end_run()
         summary = self._write_summary(time.perf_counter() - wall0, error)
         if error:
@@ -224,12 +362,14 @@ class Runner:
         assert self.engine is not None
         self.engine.tc(tc_request_for_engine(words, self.sc.profile, dev))
 
-    def _run_part(self, part: Part) -> None:
+    def _run_part(self, sched: _Scheduler, part: Part) -> None:
         assert self.engine is not None
         eng = self.engine
         part_dir = self.root / part.name
         start = eng.now_ns
         self.echo(f"== part {part.name} (t = {start / NS:.3f} s)")
+        state = PartState(part, start)
+        self.part_states.append(state)
         terminals: dict[str, Terminal] = {}
         lines_by_term: dict[str, list[PreparedLine]] = {}
         for pl in self.lines[part.name]:
@@ -238,29 +378,33 @@ class Runner:
                 home = part_dir / t
                 home.mkdir(parents=True, exist_ok=True)
                 terminals[t] = Terminal(t, home, home)
+                self._terminals.append(terminals[t])
             lines_by_term.setdefault(t, []).append(pl)
-        sched = _Scheduler(self, part, start)
-        self.observation.start_part(part_dir)
+        sched.begin_part(state)
+        # plot_q.sh still running from an earlier part keeps tracing its queue in this one
+        self.observation.start_part(part_dir, sorted({
+            a.spec["dev"] for a in self.apps if a is not None and a.kind == "qmon" and not eng.app_finished(a.app_id)
+        }))
         for t, pls in lines_by_term.items():
-            sched.spawn(self._terminal_proc(sched, terminals[t], pls), pls[0].command.index)
+            owner = _Owner(t, foreground=True)
+            sched.spawn(self._terminal_proc(sched, state, terminals[t], pls, owner), pls[0].command.index, owner)
         try:
-            sched.run()
+            sched.run_part()
         finally:  # what the terminals printed helps most when the part did not finish
             for term in terminals.values():
                 term.flush()
+        counters = self._part_counters()
         self.part_reports.append(
             {
                 "name": part.name,
                 "start_ns": start,
                 "end_ns": eng.now_ns,
-                "queues": sched.queue_files,
+                "queues": state.queue_files,
                 **self.observation.end_part(),
-                "classes": sched.class_table(),
-                "sinks": sched.sink_table(),
-                **self._part_counters(),
+                **counters,
+                "peak_backlog": sched.take_peaks(),
             }
         )
-        self._print_classes(part, sched.class_table())
         self._warn_netem_limit(part)
 
     def _part_counters(self) -> dict[str, Any]:
@@ -281,14 +425,26 @@ class Runner:
                 seen[reason] = [c["packets"], c["bytes"]]
         return {"drops": out, "qdiscs": qdiscs}
 
-    def _print_classes(self, part: Part, rows: list[dict[str, Any]]) -> None:
-        if len(rows) < 2:
-            return
-        self.echo(f"part {part.name}: UDP iperf3 datagrams per DS byte")
-        self.echo("  DS byte      sent  received   dropped  dropped %")
-        for r in rows:
-            cells = f"{r['sent']:>9} {r['received']:>9} {r['dropped']:>9} {r['dropped_pct']:>10.2f}"
-            self.echo(f"  {r['tos']:>7} {cells}")
+    def _part_results(self, index: int) -> None:
+        """The part's result summary (``results`` in its summary.json entry), printed:
+        every iperf3 client and ping that ended during the part, and every
+        interface whose qdiscs dropped packets in it."""
+        from .summary import part_results, results_text
+
+        assert self.engine is not None
+        report, state = self.part_reports[index], self.part_states[index]
+        ended = [a for a in self.apps if a is not None and a.app_id not in self._reported
+                 and self.engine.app_finished(a.app_id)]
+        self._reported.update(a.app_id for a in ended)
+        res, warnings = part_results(self.engine, ended, report)
+        report["results"] = res
+        for w in warnings:
+            self.warnings.append(w)
+            self.echo(w)
+        text = results_text(report["name"], res)
+        if text:
+            self.echo(text)
+        self._print_classes(report["name"], state.class_table())
 
     def _warn_netem_limit(self, part: Part) -> None:
         """qdiscs.md P9: netem's `limit` counts packets in its delay line. With
@@ -309,36 +465,59 @@ class Runner:
                 self.warnings.append(w)
                 self.echo(w)
 
-    def _terminal_proc(self, sched: _Scheduler, term: Terminal, lines: list[PreparedLine]) -> JobGen:
+    def _terminal_proc(
+        self, sched: _Scheduler, state: PartState, term: Terminal, lines: list[PreparedLine], owner: _Owner
+    ) -> JobGen:
         status = 0
-        for pl in lines:
+        for k, pl in enumerate(lines):
             yield NextLine(pl.command.index)
+            # typing a line into a terminal whose command still runs (an endless one from an
+            # earlier part): Ctrl-C it first, and let it print what it prints then
+            if sched.ctrl_c_foreground(term.name, owner):
+                yield NextLine(pl.command.index)
             if sched.stopping:
                 break
+            owner.more_lines = k < len(lines) - 1
             term.log(f"$ {pl.command.text}")
-            for job, bg in zip(pl.jobs, pl.backgrounds, strict=True):
+            for job, bg, ops in zip(pl.jobs, pl.backgrounds, pl.ops, strict=True):
                 if sched.stopping:
                     break
                 if bg:
-                    sched.spawn(self._job(sched, term, pl, job), pl.command.index)
+                    sched.spawn(self._job(sched, state, term, pl, job, ops), pl.command.index,
+                                _Owner(term.name, foreground=False))
                     status = 0
                 else:
-                    status = yield from self._job(sched, term, pl, job)
+                    status = yield from self._job(sched, state, term, pl, job, ops)
         return status
 
     def _job(
-        self, sched: _Scheduler, term: Terminal, pl: PreparedLine, job: list[tuple[SimpleCommand, Prepared]]
+        self, sched: _Scheduler, state: PartState, term: Terminal, pl: PreparedLine,
+        job: list[tuple[SimpleCommand, Prepared]], ops: list[str],
     ) -> JobGen:
+        """One ``&&``/``||`` chain, left to right as bash runs it. A non-zero status
+        that reaches the end of the chain (no ``||`` took it) is a failure."""
         status = 0
+        failed: tuple[SimpleCommand, RunCtx] | None = None
         for k, (sc, prepared) in enumerate(job):
-            if k > 0 and (status != 0 or sched.stopping):
-                break  # `a && b`: b runs only if a succeeded
+            if sched.stopping and k > 0:
+                break
+            if k > 0 and (status == 0) != ((ops[k - 1] if k - 1 < len(ops) else "&&") == "&&"):
+                continue  # `a && b` runs b only if a succeeded, `a || b` only if it failed
             io = self._io_for(term, sc)
             if io is None:
                 status = 1  # bash: the redirect failed, the command does not run
+                failed = None
                 continue
-            rt = RunCtx(self, sched, term, pl.command, io)
+            rt = RunCtx(self, sched, state, term, pl.command, io, sc)
             status = yield from prepared(rt)
+            failed = (sc, rt) if status != 0 and not sched.was_interrupted(rt.app_ids) else None
+        if status != 0 and failed is not None:
+            sc, rt = failed
+            self.failures.append(Failure(
+                term.name, state.part.name, pl.command.where(sc.words[0].col if sc.words else 0),
+                f"{pl.command.terminal}: {pl.command.text}", status, rt.io.message(),
+                pl.command.index in state.part.allow_fail,
+            ))
         return status
 
     def _io_for(self, term: Terminal, sc: SimpleCommand) -> Io | None:
@@ -367,11 +546,16 @@ class Runner:
             if rec is not None:
                 f.update(part=rec.part, terminal=rec.terminal, command=rec.command,
                          start_ns=rec.start_ns, output=rec.output)
+        # commands may outlive their part: what they count is final only now
+        for report, state in zip(self.part_reports, self.part_states, strict=False):
+            report["classes"] = state.class_table()
+            report["sinks"] = state.sink_table(self.engine)
         summary = {
             "scenario": self.sc.name,
             "file": str(self.sc.path),
             "seed": self.sc.seed,
             "profile": self.sc.profile.name,
+            "part_gap_s": self.sc.part_gap,
             "simulated_s": self.engine.now_ns / NS,
             "events": self.engine.events_processed(),
             "parts": self.part_reports,
@@ -380,6 +564,7 @@ class Runner:
             "nodes": eng["nodes"],
             "flows": eng["flows"],
             "warnings": self.warnings,
+            "failures": [vars(f) for f in self.failures],
             "error": error,
             "captures": self.observation.run_capture_report,
             # for the HTML report: the topology as built, and the scenario as written
@@ -392,9 +577,73 @@ class Runner:
         }
         (self.root / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         # Wall-clock figures differ between runs, so they stay out of summary.json
-        # (which is bit-identical for the same scenario and seed).
+        # (which is bit-identical for the same scenario and seed): run.json has them.
         self.wall_s = wall_s
+        write_run_info(self.root, self.started_unix, wall_s)
         return summary
+
+    def _print_classes(self, name: str, rows: list[dict[str, Any]]) -> None:
+        if len(rows) < 2:
+            return
+        self.echo(f"part {name}: UDP iperf3 datagrams per DS byte")
+        self.echo("  DS byte      sent  received   dropped  dropped %")
+        for r in rows:
+            cells = f"{r['sent']:>9} {r['received']:>9} {r['dropped']:>9} {r['dropped_pct']:>10.2f}"
+            self.echo(f"  {r['tos']:>7} {cells}")
+
+
+def write_run_info(root: Path, started_unix: float, wall_s: float) -> None:
+    """``run.json``: the run's wall-clock facts (when it started, how long it took),
+    the only output that differs between two runs of the same scenario and seed.
+    Exports that need a real date (Flent's ``TIME``) read it here."""
+    from datetime import UTC, datetime
+
+    doc = {
+        "started": datetime.fromtimestamp(started_unix, UTC).isoformat(timespec="microseconds"),
+        "started_unix": started_unix,
+        "wall_s": round(wall_s, 6),
+    }
+    (root / "run.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def _endless(pc: PrepareCtx, sc: SimpleCommand) -> bool:
+    """Whether a command never ends on its own (DESIGN.md "How lines run")."""
+    from .commands import capture as capture_cmd
+    from .commands import generators as gen_cmd
+    from .commands import iperf3 as iperf3_cmd
+    from .commands import ping as ping_cmd
+
+    if not sc.words:
+        return False
+    name, words, scratch = sc.words[0].text, sc.words, Diagnostics()
+    if name == "plot_q.sh":
+        return True
+    if name == "ping":
+        cmd = ping_cmd.parse_ping(words, scratch, resolve=pc.resolve_host)
+        return cmd.count is None and cmd.deadline_s is None
+    if name == "iperf3":
+        ip = iperf3_cmd.parse_iperf3(words, scratch, pc.profile)
+        if isinstance(ip, iperf3_cmd.Iperf3Server):
+            return not ip.daemon and not ip.one_off
+        return ip.duration_s == 0 and ip.bytes is None
+    if name in ("cbr", "poisson", "onoff", "sink", "bulk"):
+        return gen_cmd.is_endless(gen_cmd.parse_generator(words, scratch))
+    if name in ("tcpdump", "tshark"):
+        parse = capture_cmd.parse_tcpdump if name == "tcpdump" else capture_cmd.parse_tshark
+        return parse(words, pc.resolve_host).count is None
+    return False
+
+
+@dataclass
+class _Owner:
+    """Who runs a job: a terminal's foreground (its line-by-line process) or one of its
+    background (``&``) jobs. Ctrl-C reaches the foreground; ``interrupt`` reaches both."""
+
+    terminal: str
+    foreground: bool
+    #: the terminal has more lines in the part: its endless foreground command is
+    #: interrupted once the part's finite commands are done, so the next line runs
+    more_lines: bool = False
 
 
 @dataclass
@@ -402,10 +651,16 @@ class RunCtx:
     """What a running command may use."""
 
     runner: Runner
-    sched: _Scheduler
+    scheduler: _Scheduler
+    #: the part the command was typed in (``rt.sched.sinks``, ``rt.sched.count_class``)
+    sched: PartState
     term: Terminal
     command: Command
     io: Io
+    #: the simple command running (one of the line's ``&``/``&&`` parts)
+    simple: SimpleCommand | None = None
+    #: the applications this command started
+    app_ids: list[int] = field(default_factory=list)
 
     @property
     def engine(self) -> Engine:
@@ -418,18 +673,22 @@ class RunCtx:
 
     def start_app(self, node: str, spec: dict[str, Any]) -> int:
         app_id = self.engine.start_app(node, spec)
+        self.app_ids.append(app_id)
         while len(self.runner.apps) <= app_id:
             self.runner.apps.append(None)  # type: ignore[arg-type]
         out = self.io.path if self.io.path is not None else self.term.home / "terminal.log"
+        col = self.simple.words[0].col if self.simple is not None and self.simple.words else None
         self.runner.apps[app_id] = AppRecord(
-            app_id, self.sched.part.name, self.term.name, self.command.text, self.command.where(),
+            app_id, self.sched.part.name, self.term.name, self.command.text, self.command.where(col),
             self.now_ns, out.resolve().relative_to(self.runner.root.resolve()).as_posix(),
+            str(spec.get("kind", "")), spec, self.simple.text if self.simple is not None else self.command.text,
         )
         return app_id
 
     def detach(self, app_id: int, on_end: Callable[[], None]) -> None:
-        """An application that outlives its command (iperf3 -D): interrupted at part end."""
-        self.sched.detached.append((app_id, on_end))
+        """An application that outlives its command (iperf3 -D): it leaves the
+        terminal, so only the end of the scenario interrupts it."""
+        self.scheduler.detached.append((app_id, on_end))
 
     def note_sink(self, app_id: int, host: str, port: int, proto: str) -> None:
         """A `sink` started: listed in the part's summary and found by ns3-goodput."""
@@ -439,109 +698,154 @@ class RunCtx:
         self.sched.queue_files.append(str(path.relative_to(self.runner.root)))
 
 
-class _Scheduler:
-    """Advances the engine to whatever the part's jobs wait for next."""
+#: one entry of the scheduler's queues: (line index, sequence number, job, wait or value, owner)
+_Entry = tuple[int, int, JobGen, Any, _Owner]
 
-    def __init__(self, runner: Runner, part: Part, start_ns: int) -> None:
+
+class _Scheduler:
+    """Advances the engine to whatever the jobs wait for next, part after part.
+
+    Jobs that outlive a part (endless commands) stay in ``waiting`` across parts.
+    """
+
+    def __init__(self, runner: Runner) -> None:
         self.runner = runner
-        self.part = part
-        self.start_ns = start_ns
         self.engine = runner.engine
         assert self.engine is not None
-        stop_at = runner.sc.profile.stop_at or DEFAULT_STOP_AT_S
-        self.stop_ns = start_ns + int(stop_at * NS)
-        self.min_end_ns = start_ns + int((part.duration or 0) * NS)
-        #: the part's `stop` (ns-3's Simulator::Stop): applications still running then are interrupted
-        self.hard_stop_ns = start_ns + round(part.stop * NS) if part.stop is not None else None
-        self.ready: list[tuple[int, int, JobGen, Any]] = []
-        self.waiting: list[tuple[int, int, JobGen, Wait]] = []
+        self.ready: list[_Entry] = []
+        self.waiting: list[_Entry] = []
         self.seq = 0
         self.detached: list[tuple[int, Callable[[], None]]] = []
-        self.queue_files: list[str] = []
-        #: UDP iperf3 datagrams per DS byte: tos -> [sent, received]
-        self.classes: dict[int, list[int]] = {}
-        #: the part's `sink` commands: {"app", "host", "port", "proto"} in start order
-        self.sinks: list[dict[str, Any]] = []
-        self.expected_end_ns = start_ns
-        #: the part hit stop_at: interrupted commands print their output, nothing new starts
+        #: applications interrupted by Ctrl-C (their exit status is not a failure)
+        self.interrupted: set[int] = set()
+        #: the peak backlog of each interface's qdiscs in the current part, sampled
+        #: every queue_sample_interval: dev -> [bytes, packets]
+        self.peaks: dict[str, list[int]] = {}
+        self.sample_ns = max(1, round(runner.sc.profile.queue_sample_interval * NS))
+        self.next_sample_ns = 0
+        self.devs = [i.engine_name for i in runner.topo.interfaces]
+        self.state: PartState | None = None
         self.stopping = False
 
-    def count_class(self, tos: int, sent: int, received: int) -> None:
-        c = self.classes.setdefault(tos, [0, 0])
-        c[0] += sent
-        c[1] += received
+    # ------------------------------------------------------------ parts
 
-    def sink_table(self) -> list[dict[str, Any]]:
-        """What each `sink` of the part received; goodput = floor(bytes / the sink's lifetime)."""
-        eng = self.engine
-        assert eng is not None
-        rows = []
-        for s in self.sinks:
-            r = eng.app_result(s["app"])
-            life = int(r.get("end_ns", 0)) - int(r.get("start_ns", 0))
-            nbytes = int(r.get("bytes", 0))
-            rows.append({"host": s["host"], "port": s["port"], "proto": s["proto"], "bytes": nbytes,
-                         "packets": int(r.get("packets", 0)),
-                         "goodput_Bps": nbytes * NS // life if life > 0 else 0})
-        return rows
+    def begin_part(self, state: PartState) -> None:
+        part = state.part
+        self.state = state
+        self.part = part
+        start = state.start_ns
+        self.start_ns = start
+        stop_at = self.runner.sc.profile.stop_at or DEFAULT_STOP_AT_S
+        self.stop_ns = start + int(stop_at * NS)
+        self.min_end_ns = start + int((part.duration or 0) * NS)
+        #: the part's `stop` (ns-3's Simulator::Stop): applications still running then are interrupted
+        self.hard_stop_ns = start + round(part.stop * NS) if part.stop is not None else None
+        self.expected_end_ns = start
+        self.peaks = {}
+        self.next_sample_ns = start
 
-    def class_table(self) -> list[dict[str, Any]]:
-        """Per-DS-byte delivery of the part's UDP iperf3 tests (the CPM report's table)."""
-        rows = []
-        for tos, (sent, received) in sorted(self.classes.items()):
-            dropped = sent - received
-            rows.append({
-                "tos": f"0x{tos:02x}", "dscp": tos >> 2, "sent": sent, "received": received,
-                "dropped": dropped, "dropped_pct": round(100 * dropped / sent, 3) if sent else 0.0,
-            })
-        return rows
+    def take_peaks(self) -> dict[str, dict[str, int]]:
+        """Interfaces whose qdiscs held anything in the part: peak backlog (bytes, packets)."""
+        return {dev: {"bytes": b, "packets": p} for dev, (b, p) in sorted(self.peaks.items()) if b or p}
 
-    def spawn(self, gen: JobGen, key: int) -> None:
-        self._ready(gen, key, None)
+    def spawn(self, gen: JobGen, key: int, owner: _Owner) -> None:
+        self._ready(gen, key, None, owner)
 
-    def _ready(self, gen: JobGen, key: int, value: Any) -> None:
-        heapq.heappush(self.ready, (key, self.seq, gen, value))
+    def _ready(self, gen: JobGen, key: int, value: Any, owner: _Owner) -> None:
+        heapq.heappush(self.ready, (key, self.seq, gen, value, owner))
         self.seq += 1
 
-    def _step(self, key: int, gen: JobGen, value: Any) -> None:
+    def _step(self, key: int, gen: JobGen, value: Any, owner: _Owner) -> None:
         try:
             w = gen.send(value)
         except StopIteration:
             return
         if isinstance(w, NextLine):
-            self._ready(gen, w.index, None)
+            self._ready(gen, w.index, None, owner)
         else:
             if isinstance(w, WaitApp) and w.expected_end_ns:
                 self.expected_end_ns = max(self.expected_end_ns, w.expected_end_ns)
             if isinstance(w, WaitUntil):
                 self.expected_end_ns = max(self.expected_end_ns, w.t_ns)
-            self.waiting.append((key, self.seq, gen, w))
+            self.waiting.append((key, self.seq, gen, w, owner))
             self.seq += 1
 
-    def run(self) -> None:
+    def _drain(self) -> None:
         eng = self.engine
         assert eng is not None
+        while self.ready:
+            key, _, gen, value, owner = heapq.heappop(self.ready)
+            self._step(key, gen, value, owner)
+            # What this line started happens before the next line starts: at one
+            # instant lines run in file order, so a client typed before its server
+            # is refused even over a zero-delay veth.
+            self._wake(set(eng.run(eng.now_ns)))
+
+    def _advance(self, target: int, progress: _Progress | None = None) -> None:
+        """Run the engine towards ``target`` (stopping early when an application
+        ends), sampling every interface's backlog on the way."""
+        eng = self.engine
+        assert eng is not None
+        if eng.now_ns >= self.next_sample_ns:
+            self._sample()
+        # Run in slices so the progress display and Ctrl-C stay responsive.
+        end = min(target, eng.now_ns + NS) if progress else target
+        finished = eng.run(min(end, self.next_sample_ns))
+        if progress:
+            progress.update()
+        self._wake(set(finished))
+
+    def _sample(self) -> None:
+        eng = self.engine
+        assert eng is not None
+        for dev in self.devs:
+            blocks = eng.qdisc_show(dev)
+            b = max((int(q["stats"].get("backlog", 0)) for q in blocks), default=0)
+            p = max((int(q["stats"].get("qlen", 0)) for q in blocks), default=0)
+            peak = self.peaks.setdefault(dev, [0, 0])
+            peak[0], peak[1] = max(peak[0], b), max(peak[1], p)
+        while self.next_sample_ns <= eng.now_ns:
+            self.next_sample_ns += self.sample_ns
+
+    def idle(self, gap_ns: int) -> None:
+        """``[sim] part_gap``: the network runs on its own; persisting commands go on."""
+        eng = self.engine
+        assert eng is not None
+        end = eng.now_ns + gap_ns
+        self.next_sample_ns = end  # the gap belongs to no part's peaks
+        while eng.now_ns < end:
+            self._drain()
+            eng_finished = eng.run(end)
+            self._wake(set(eng_finished))
+        self._drain()
+
+    def run_part(self) -> None:
+        eng = self.engine
+        assert eng is not None
+        part = self.part
+        interrupted_at_end = False
         progress = _Progress(self) if self.runner.progress else None
         try:
             while True:
-                while self.ready:
-                    key, _, gen, value = heapq.heappop(self.ready)
-                    self._step(key, gen, value)
-                    # What this line started happens before the next line starts: at one
-                    # instant lines run in file order, so a client typed before its server
-                    # is refused even over a zero-delay veth.
-                    self._wake(set(eng.run(eng.now_ns)))
-                if not self.waiting:
-                    break
+                self._drain()
                 now = eng.now_ns
                 if self.hard_stop_ns is not None and now >= self.hard_stop_ns:
                     self.hard_stop_ns = None
-                    self._interrupt_running()
+                    self._interrupt([e for e in self.waiting])
                     continue
-                finite = [w for *_, w in self.waiting if not (isinstance(w, WaitApp) and w.endless)]
+                finite = [w for *_, w, _o in self.waiting if not (isinstance(w, WaitApp) and w.endless)]
                 if not finite and now >= self.min_end_ns:
-                    self._interrupt_endless()
-                    continue
+                    # the next line of a terminal whose foreground command never ends: Ctrl-C it
+                    typed = [e for e in self.waiting if e[4].foreground and e[4].more_lines]
+                    if typed:
+                        self._interrupt(typed)
+                        continue
+                    if part.interrupt and not interrupted_at_end:
+                        interrupted_at_end = True
+                        every = part.interrupt == ["all"]
+                        self._interrupt([e for e in self.waiting if every or e[4].terminal in part.interrupt])
+                        continue
+                    break
                 if now >= self.stop_ns:
                     self._timeout()
                 target = min(
@@ -550,16 +854,35 @@ class _Scheduler:
                     + ([self.hard_stop_ns] if self.hard_stop_ns is not None else [])
                     + [self.stop_ns]
                 )
-                # Run in slices so the progress display and Ctrl-C stay responsive.
-                slice_end = min(target, now + NS) if progress else target
-                finished = eng.run(slice_end)
-                if progress:
-                    progress.update()
-                self._wake(set(finished))
+                self._advance(target, progress)
         finally:
             if progress:
                 progress.close()
+        if eng.now_ns >= self.next_sample_ns:
+            self._sample()
+
+    def end_scenario(self) -> None:
+        """The scenario ends: Ctrl-C everything still running, in file order; let
+        it print; start nothing more; daemons end last."""
+        self.stopping = True
+        self._interrupt(list(self.waiting))
+        self._drain()
+        for *_, gen, _w, _o in self.waiting:
+            gen.close()
+        self.waiting = []
         self._end_detached()
+
+    def was_interrupted(self, app_ids: list[int]) -> bool:
+        return any(a in self.interrupted for a in app_ids)
+
+    def ctrl_c_foreground(self, terminal: str, owner: _Owner) -> bool:
+        """Interrupt what runs in ``terminal``'s foreground (an endless command typed
+        in an earlier part); True if anything was."""
+        old = [e for e in self.waiting if e[4].terminal == terminal and e[4].foreground and e[4] is not owner]
+        if not old:
+            return False
+        self._interrupt(old)
+        return True
 
     def _end_detached(self) -> None:
         eng = self.engine
@@ -568,67 +891,46 @@ class _Scheduler:
             if not eng.app_finished(app_id):
                 eng.stop_app(app_id)
             on_end()
+        self.detached = []
 
     def _wake(self, finished_apps: set[int]) -> None:
         now = self.engine.now_ns  # type: ignore[union-attr]
         still = []
-        for key, seq, gen, w in self.waiting:
+        for key, seq, gen, w, owner in self.waiting:
             if isinstance(w, WaitApp) and w.app_id in finished_apps:
-                self._ready(gen, key, w.app_id)
+                self._ready(gen, key, w.app_id, owner)
             elif isinstance(w, WaitUntil) and w.t_ns <= now:
-                self._ready(gen, key, None)
+                self._ready(gen, key, None, owner)
             else:
-                still.append((key, seq, gen, w))
+                still.append((key, seq, gen, w, owner))
         self.waiting = still
 
-    def _interrupt_endless(self) -> None:
+    def _interrupt(self, entries: list[_Entry]) -> None:
+        """Ctrl-C the applications these jobs wait for, in file order."""
         eng = self.engine
         assert eng is not None
-        # Ctrl-C in file order; every remaining wait is an endless application here
-        for *_, w in sorted(self.waiting, key=lambda x: (x[0], x[1])):
-            assert isinstance(w, WaitApp)
-            eng.stop_app(w.app_id)
-        self._wake({w.app_id for *_, w in self.waiting if isinstance(w, WaitApp)})
-
-    def _interrupt_running(self) -> None:
-        """The part's `stop`: Ctrl-C every application still running, in file order."""
-        eng = self.engine
-        assert eng is not None
-        waits = sorted(self.waiting, key=lambda x: (x[0], x[1]))
-        apps = [w.app_id for *_, w in waits if isinstance(w, WaitApp)]
+        apps = [e[3].app_id for e in sorted(entries, key=lambda x: (x[0], x[1])) if isinstance(e[3], WaitApp)]
         for app_id in apps:
             if not eng.app_finished(app_id):
                 eng.stop_app(app_id)
+                self.interrupted.add(app_id)
         self._wake(set(apps))
 
     def _timeout(self) -> None:
-        eng = self.engine
-        assert eng is not None
         lines = {c.index: c for c in self.part.commands}
         pending = [
             f"{lines[key].where()}: {lines[key].text}"
             for key in sorted(
                 {
                     key
-                    for key, _, _, w in self.waiting
+                    for key, _, _, w, _o in self.waiting
                     if not (isinstance(w, WaitApp) and w.endless) and key in lines
                 }
             )
         ]
         # Ctrl-C everything, let the interrupted commands print what they print then
         # (ping's statistics, ...), and start nothing more.
-        self.stopping = True
-        for *_, w in sorted(self.waiting, key=lambda x: (x[0], x[1])):
-            if isinstance(w, WaitApp) and not eng.app_finished(w.app_id):
-                eng.stop_app(w.app_id)
-        self._wake({w.app_id for *_, w in self.waiting if isinstance(w, WaitApp)})
-        while self.ready:
-            key, _, gen, value = heapq.heappop(self.ready)
-            self._step(key, gen, value)
-        for *_, gen, _w in self.waiting:
-            gen.close()
-        self.waiting = []
-        self._end_detached()
+        self.end_scenario()
         cap = (self.stop_ns - self.start_ns) / NS
         raise PartTimeout(
             f"{self.runner.sc.path}:{self.part.line}: error: "
@@ -681,4 +983,4 @@ def run_scenario(
     return r.run()
 
 
-__all__ = ["Runner", "run_scenario", "WaitApp", "WaitUntil", "NextLine", "RunCtx", "Job"]
+__all__ = ["Runner", "run_scenario", "WaitApp", "WaitUntil", "NextLine", "RunCtx", "Job", "Failure"]

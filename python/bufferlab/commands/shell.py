@@ -4,10 +4,10 @@ Mirrors the small part of bash's grammar (bash ``parse.y``/``subst.c``
 semantics, POSIX Shell Command Language §2.2-2.9) that lab handouts use:
 words separated by blanks, ``'...'`` and ``"..."`` quoting (backslash escapes
 ``\\"``, ``\\\\``, ``\\$`` and ``\\``` inside double quotes), unquoted backslash
-escapes, ``&&`` chains, ``;`` and ``&`` job separators, and ``>``/``>>``
+escapes, ``&&``/``||`` chains, ``;`` and ``&`` job separators, and ``>``/``>>``
 output redirection (attached ``>out.json`` or separate ``> out.json``).
 
-Everything else bash would interpret -- pipes, ``||``, ``<``, here-docs,
+Everything else bash would interpret -- pipes, ``<``, here-docs,
 ``$(...)``, backticks, ``$VAR``, globs, subshells, fd redirections -- is a
 :class:`~bufferlab.errors.CommandError` naming the column, never silently
 passed through.
@@ -65,10 +65,12 @@ class SimpleCommand:
 
 @dataclass
 class Job:
-    """An ``&&``-chain of simple commands; ``background`` if ended by ``&``."""
+    """An ``&&``/``||``-chain of simple commands; ``background`` if ended by ``&``."""
 
     commands: list[SimpleCommand] = field(default_factory=list)
     background: bool = False
+    #: the operator before each command after the first ("&&" or "||"), left to right as bash
+    ops: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------
@@ -132,7 +134,8 @@ def _tokenize(line: str) -> list[_Tok]:
                 toks.append(_Tok("op", "&&", i, i + 2))
                 i += 2
             elif two == "||":
-                raise _not_supported("|| is", i, "use && or ; instead")
+                toks.append(_Tok("op", "||", i, i + 2))
+                i += 2
             elif two in ("&>", ">&", ">|", "|&"):
                 raise _not_supported(f"the {two} redirection is", i)
             elif c == "|":
@@ -313,6 +316,7 @@ def parse_shell(line: str) -> list[Job]:
     toks = _tokenize(line)
     jobs: list[Job] = []
     chain: list[SimpleCommand] = []
+    ops: list[str] = []
     words: list[_Tok] = []
     redirect: Redirect | None = None
     pending: _Tok | None = None  # a ">"/">>" waiting for its target
@@ -337,10 +341,11 @@ def parse_shell(line: str) -> list[Job]:
             continue
         chain.append(_finish_command(line, words, redirect, redirect_end, tok))
         words, redirect = [], None
-        if tok.text == "&&":
+        if tok.text in ("&&", "||"):
+            ops.append(tok.text)
             continue
-        jobs.append(Job(commands=chain, background=(tok.text == "&")))
-        chain = []
+        jobs.append(Job(commands=chain, background=(tok.text == "&"), ops=ops))
+        chain, ops = [], []
 
     if pending is not None:
         raise CommandError(
@@ -350,11 +355,11 @@ def parse_shell(line: str) -> list[Job]:
         )
     if words or redirect is not None:
         chain.append(_finish_command(line, words, redirect, redirect_end, None))
-        jobs.append(Job(commands=chain, background=False))
+        jobs.append(Job(commands=chain, background=False, ops=ops))
     elif chain:
         raise CommandError(
-            "the line ends after `&&'",
+            f"the line ends after `{ops[-1]}'",
             col=len(line.rstrip()),
-            expected="a command after &&",
+            expected=f"a command after {ops[-1]}",
         )
     return jobs

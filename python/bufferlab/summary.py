@@ -1,0 +1,130 @@
+"""The compact result summary of a part: printed after the part by ``bufferlab
+run`` (not with ``-q``), stored as the part's ``results`` in summary.json and
+shown at the top of report.html, from the same numbers.
+
+- ``iperf3``: every iperf3 client that ended during the part: goodput =
+  bytes the receiver got × 8 / the test's length (the sender's start to end,
+  as iperf3's receiver line), in Mbit/s rounded to 0.01; TCP retransmits;
+  UDP datagrams lost.
+- ``ping``: every ping that ended during the part: min/avg/max RTT of the
+  replies (ms, 0.001) and the loss in % (0.01) of the requests sent.
+- ``qdiscs``: every interface whose qdiscs dropped packets or held a backlog in
+  the part: its qdisc chain, drops by reason and the peak backlog (the largest
+  any of its qdiscs showed in ``tc -s``, sampled every ``queue_sample_interval``
+  like ``plot_q.sh``).
+
+An application belongs to the part during which it ended (a server started in
+part 1 and interrupted by the scenario's end is in the last part's summary),
+named by the line it was typed on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .engine import Engine
+    from .runner import AppRecord
+
+NS = 1_000_000_000
+
+
+def _iperf3_row(a: AppRecord, r: dict[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {"node": a.terminal, "where": a.where, "command": a.simple or a.command,
+                           "protocol": a.spec.get("protocol", "tcp"), "dst": a.spec.get("dst"),
+                           "goodput_mbps": None, "retransmits": None, "lost": None, "error": r.get("error")}
+    if r.get("error"):
+        return row
+    if r.get("protocol") == "tcp" or "streams" in r:
+        streams = r.get("streams", [])
+        got = sum(int(s.get("receiver", {}).get("bytes", 0)) for s in streams)
+        starts = [int(s["sender"]["start_ns"]) for s in streams if "start_ns" in s.get("sender", {})]
+        ends = [int(s["sender"]["end_ns"]) for s in streams if "end_ns" in s.get("sender", {})]
+        row["retransmits"] = sum(int(s.get("sender", {}).get("retransmits", 0)) for s in streams)
+    else:
+        rx, tx = r.get("receiver") or {}, r.get("sender") or {}
+        got = int(rx.get("bytes", 0))
+        starts = [int(r["start_ns"])] if "start_ns" in r else []
+        ends = [int(tx["end_ns"])] if "end_ns" in tx else []
+        row["lost"] = int(rx.get("lost", 0)) if rx else None
+    if starts and ends and max(ends) > min(starts):
+        row["goodput_mbps"] = round(got * 8 / ((max(ends) - min(starts)) / NS) / 1e6, 2)
+    return row
+
+
+def _ping_row(a: AppRecord, r: dict[str, Any]) -> dict[str, Any]:
+    replies = [x for x in r.get("replies", []) if not x.get("dup")]
+    rtts = [x["rtt_ns"] / 1e6 for x in replies]
+    tx = int(r.get("transmitted", 0))
+    received = len({x["seq"] for x in replies})
+    return {"node": a.terminal, "where": a.where, "command": a.simple or a.command, "dst": r.get("dst"),
+            "transmitted": tx, "received": received,
+            "loss_pct": round(100 * (tx - received) / tx, 2) if tx else None,
+            "min_ms": round(min(rtts), 3) if rtts else None,
+            "avg_ms": round(sum(rtts) / len(rtts), 3) if rtts else None,
+            "max_ms": round(max(rtts), 3) if rtts else None}
+
+
+def qdisc_chain(blocks: list[dict[str, Any]]) -> str:
+    """``netem → tbf``: the interface's qdiscs in tree order (the kernel's own defaults left out)."""
+    kinds = [q["kind"] for q in blocks if not q.get("anonymous") and q.get("kind") not in ("noqueue", None)]
+    return " → ".join(kinds)
+
+
+def part_results(eng: Engine, ended: list[AppRecord], report: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """(the part's ``results``, warnings about what ended in it)."""
+    iperf3, pings, warnings = [], [], []
+    for a in ended:
+        r = eng.app_result(a.app_id)
+        if a.kind == "iperf3_client":
+            iperf3.append(_iperf3_row(a, r))
+        elif a.kind == "ping":
+            row = _ping_row(a, r)
+            pings.append(row)
+            if row["transmitted"] and not row["received"]:
+                warnings.append(f"warning: {a.where}: {a.terminal}: ping {row['dst']}: 100% packet loss "
+                                f"({row['transmitted']} transmitted, none answered)")
+        elif a.kind == "iperf3_server" and not r.get("tests"):
+            warnings.append(f"warning: {a.where}: {a.terminal}: iperf3 -s (port {r.get('port')}) never saw a "
+                            "client before it was stopped")
+    qdiscs = []
+    peaks = report.get("peak_backlog", {})
+    for dev in sorted(set(report.get("drops", {})) | set(peaks)):
+        drops = {reason: c["packets"] for reason, c in sorted(report.get("drops", {}).get(dev, {}).items())}
+        peak = peaks.get(dev, {})
+        qdiscs.append({"interface": dev, "qdiscs": qdisc_chain(report.get("qdiscs", {}).get(dev, [])),
+                       "drops": drops, "dropped": sum(drops.values()),
+                       "peak_backlog_bytes": peak.get("bytes", 0), "peak_backlog_packets": peak.get("packets", 0)})
+    return {"iperf3": iperf3, "ping": pings, "qdiscs": qdiscs}, warnings
+
+
+def _num(v: Any, fmt: str) -> str:
+    return "–" if v is None else fmt.format(v)
+
+
+def result_lines(res: dict[str, Any]) -> list[str]:
+    """One line per iperf3 client, ping and interface (the same text the report shows)."""
+    out = []
+    for r in res.get("iperf3", []):
+        head = f"{r['node']}: {r['command']}"
+        if r.get("error"):
+            out.append(f"{head}: error: {r['error']}")
+            continue
+        extra = (f"{_num(r['retransmits'], '{}')} retransmits" if r["protocol"] == "tcp"
+                 else f"{_num(r['lost'], '{}')} datagrams lost")
+        out.append(f"{head}: {_num(r['goodput_mbps'], '{:.2f}')} Mbit/s goodput, {extra}")
+    for r in res.get("ping", []):
+        out.append(f"{r['node']}: {r['command']}: rtt min/avg/max {_num(r['min_ms'], '{:.3f}')}/"
+                   f"{_num(r['avg_ms'], '{:.3f}')}/{_num(r['max_ms'], '{:.3f}')} ms, "
+                   f"{_num(r['loss_pct'], '{:.2f}')}% loss ({r['transmitted']} sent, {r['received']} received)")
+    for q in res.get("qdiscs", []):
+        why = ", ".join(f"{k} {v}" for k, v in q["drops"].items())
+        drops = f"{q['dropped']} drops ({why})" if q["dropped"] else "no drops"
+        out.append(f"{q['interface']} {q['qdiscs'] or '(no qdisc)'}: {drops}, peak backlog "
+                   f"{q['peak_backlog_bytes']} bytes / {q['peak_backlog_packets']} packets")
+    return out
+
+
+def results_text(part: str, res: dict[str, Any]) -> str:
+    lines = result_lines(res)
+    return "\n".join([f"part {part}: results"] + [f"  {ln}" for ln in lines]) if lines else ""
