@@ -41,6 +41,13 @@ class Profile:
     epoch: int = 1586887805
     #: hard cap on the simulated time of one part, seconds (None = no cap)
     stop_at: float | None = None
+    #: hosts' stack processing time per packet and direction (send, receive), ns;
+    #: per byte, ps; and the wake-up of a process blocked on a socket (ping), ns.
+    #: Measured on veths between namespaces (crates/bufferlab-core/src/host.rs);
+    #: 0, 0, 0 turns host processing time off
+    host_packet_ns: int = 2250
+    host_byte_ps: int = 610
+    host_wakeup_ns: int = 27000
 
     def iperf3_at_least(self, major: int, minor: int) -> bool:
         return self.iperf3_version >= (major, minor)

@@ -21,6 +21,7 @@ use crate::app::{App, AppCtx, AppSpec, IperfRegistry, Sockets};
 use crate::capture::trace::Snap;
 use crate::capture::{is_ce, CaptureSpec, Observer};
 use crate::error::{Error, Result};
+use crate::host::{CpuQueue, StackCost};
 use crate::packet::{
     tcp_flags, Ipv4, Packet, PacketArena, PacketId, Payload, Proto, TcpHeader, ARP_FRAME,
 };
@@ -62,6 +63,9 @@ pub struct EngineOptions {
     /// `[sim] gso = false` for textbook per-MTU packets, tcp.md §2.1)
     #[serde(default = "yes")]
     pub gso: bool,
+    /// hosts' stack processing time (host.rs)
+    #[serde(default)]
+    pub host_cost: StackCost,
 }
 
 fn yes() -> bool {
@@ -75,6 +79,7 @@ impl Default for EngineOptions {
             netem_modern_accounting: false,
             netem_dup_after_limit: false,
             gso: true,
+            host_cost: StackCost::default(),
         }
     }
 }
@@ -149,6 +154,9 @@ struct Neighbour {
 
 struct Node {
     kind: NodeKind,
+    /// the host's stack, sending and receiving (host.rs); unused on switches
+    tx_cpu: CpuQueue,
+    rx_cpu: CpuQueue,
     addr: Ipv4,
     sockets: Sockets,
     neighbours: Vec<Neighbour>,
@@ -254,6 +262,8 @@ impl Simulator {
         let nodes = (0..topo.node_names.len())
             .map(|n| Node {
                 kind: topo.node_kinds[n],
+                tx_cpu: CpuQueue::default(),
+                rx_cpu: CpuQueue::default(),
                 addr: topo.node_addrs(n).next().unwrap_or(Ipv4::UNSPECIFIED),
                 sockets: Sockets::new(ComponentRng::new(
                     cfg.seed,
@@ -547,6 +557,8 @@ impl Simulator {
                 }
                 self.after_app(a);
             }
+            Event::HostTx(n) => self.host_cpu_done(n as usize, true),
+            Event::HostRx(n) => self.host_cpu_done(n as usize, false),
             Event::NodeTimer(n) => {
                 if self.nodes[n as usize].timer_at == Some(self.now) {
                     self.nodes[n as usize].timer_at = None;
@@ -605,7 +617,7 @@ impl Simulator {
                 f.sent_bytes += p.len as u64;
             }
             let pid = self.arena.alloc(p);
-            self.send_from_node(node, pid);
+            self.host_send(node, pid);
         }
         self.out_buf = out;
         let slot = &mut self.apps[id as usize];
@@ -629,6 +641,62 @@ impl Simulator {
         let segs = self.arena.segs_of(pid);
         self.nodes[node].drops.count(reason, len, segs);
         self.arena.free(pid);
+    }
+
+    /// A host's stack sends `pid` once its CPU has spent the packet's cost
+    /// on it (host.rs); other nodes send at once.
+    fn host_send(&mut self, node: NodeId, pid: PacketId) {
+        let cost = self.options.host_cost;
+        if self.nodes[node].kind != NodeKind::Host || cost.is_zero() {
+            self.send_from_node(node, pid);
+            return;
+        }
+        let len = self.arena.len_of(pid);
+        let (done, head) = self.nodes[node].tx_cpu.admit(self.now, cost.of(len), pid);
+        if head {
+            self.events.schedule(done, Event::HostTx(node as u32));
+        }
+    }
+
+    /// A packet for this host goes up its stack: delivered once the CPU has
+    /// spent its cost (plus a wake-up for a ping reply, whose process sleeps
+    /// in `poll`).
+    fn host_receive(&mut self, node: NodeId, pid: PacketId) {
+        let cost = self.options.host_cost;
+        if cost.is_zero() {
+            self.local_deliver(node, pid);
+            return;
+        }
+        let p = self.arena.get(pid);
+        let mut t = cost.of(p.len);
+        if matches!(p.payload, Payload::Echo { reply: true, .. }) {
+            t = t + SimDuration(cost.wakeup_ns);
+        }
+        let (done, head) = self.nodes[node].rx_cpu.admit(self.now, t, pid);
+        if head {
+            self.events.schedule(done, Event::HostRx(node as u32));
+        }
+    }
+
+    /// The host CPU finished packets: send (`tx`) or deliver them, and
+    /// schedule the next head.
+    fn host_cpu_done(&mut self, node: NodeId, tx: bool) {
+        loop {
+            let n = &mut self.nodes[node];
+            let cpu = if tx { &mut n.tx_cpu } else { &mut n.rx_cpu };
+            let Some(pid) = cpu.pop_done(self.now) else {
+                if let Some(t) = cpu.head_time() {
+                    let ev = if tx { Event::HostTx(node as u32) } else { Event::HostRx(node as u32) };
+                    self.events.schedule(t, ev);
+                }
+                return;
+            };
+            if tx {
+                self.send_from_node(node, pid);
+            } else {
+                self.local_deliver(node, pid);
+            }
+        }
     }
 
     /// A node originates or forwards `pid`: route it, resolve the next hop,
@@ -809,9 +877,8 @@ impl Simulator {
         }
         match self.nodes[node].kind {
             NodeKind::Switch => self.send_from_node(node, pid),
-            NodeKind::Host | NodeKind::Router if self.topo.is_local(node, p.dst) => {
-                self.local_deliver(node, pid)
-            }
+            NodeKind::Host if self.topo.is_local(node, p.dst) => self.host_receive(node, pid),
+            NodeKind::Router if self.topo.is_local(node, p.dst) => self.local_deliver(node, pid),
             NodeKind::Host => self.node_drop(node, pid, DropReason::NoRoute),
             NodeKind::Router => {
                 if p.ttl <= 1 {
@@ -863,7 +930,7 @@ impl Simulator {
                     seq,
                 };
                 let rid = self.arena.alloc(r);
-                self.send_from_node(node, rid);
+                self.host_send(node, rid);
                 return;
             }
             Payload::Echo {
@@ -903,7 +970,7 @@ impl Simulator {
                         ..p
                     };
                     let rid = self.arena.alloc(r);
-                    self.send_from_node(node, rid);
+                    self.host_send(node, rid);
                 }
             }
             None => self.node_drop(node, pid, DropReason::NoListener),
@@ -1081,7 +1148,12 @@ impl Simulator {
             .flat_map(|n| n.neighbours.iter())
             .map(|e| e.queue.len() as u64)
             .sum();
-        in_ifaces + in_arp + self.pending.len() as u64
+        let in_cpus: u64 = self
+            .nodes
+            .iter()
+            .map(|n| (n.tx_cpu.len() + n.rx_cpu.len()) as u64)
+            .sum();
+        in_ifaces + in_arp + in_cpus + self.pending.len() as u64
     }
 
     pub fn summary(&self) -> Value {

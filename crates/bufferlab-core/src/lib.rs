@@ -15,6 +15,7 @@ pub mod app;
 pub mod capture;
 pub mod engine;
 pub mod error;
+pub mod host;
 pub mod packet;
 pub mod qdisc;
 pub mod rng;

@@ -25,6 +25,10 @@ pub enum Event {
     AppTimer(u32),
     /// A node's neighbour-resolution (ARP) timer.
     NodeTimer(u32),
+    /// A host's CPU finished sending the packet at the head of its queue.
+    HostTx(u32),
+    /// A host's CPU finished receiving the packet at the head of its queue.
+    HostRx(u32),
 }
 
 #[derive(Default)]

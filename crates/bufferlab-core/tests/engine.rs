@@ -8,7 +8,13 @@ const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
 
 /// Lab 14's topology: h1,h2 -- s1 -- s2 -- h3 with links [h1,s1] [s1,s2] [s2,h3] [h2,s1].
+/// Lab 14's topology without host processing time: these tests check
+/// netem/tbf/ARP timing to the nanosecond (host.rs has its own tests below).
 fn lab14(seed: u64) -> Simulator {
+    lab14_with(seed, json!({"host_cost": {"packet_ns": 0, "byte_ps": 0, "wakeup_ns": 0}}))
+}
+
+fn lab14_with(seed: u64, options: Value) -> Simulator {
     let cfg = json!({
         "seed": seed,
         "nodes": [
@@ -20,9 +26,54 @@ fn lab14(seed: u64) -> Simulator {
             {"a": {"node": "s1", "intf": "s1-eth2"}, "b": {"node": "s2", "intf": "s2-eth1"}},
             {"a": {"node": "s2", "intf": "s2-eth2"}, "b": {"node": "h3", "intf": "h3-eth0", "ip": "10.0.0.3"}},
             {"a": {"node": "h2", "intf": "h2-eth0", "ip": "10.0.0.2"}, "b": {"node": "s1", "intf": "s1-eth3"}}
-        ]
+        ],
+        "options": options,
     });
     Simulator::from_json(&cfg.to_string()).unwrap()
+}
+
+fn rtts_of(sim: &Simulator, app: u32) -> Vec<u64> {
+    sim.app_result(app).unwrap()["replies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["rtt_ns"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn host_processing_time_gives_plain_veths_a_round_trip() {
+    // default costs (host.rs): one 98-byte echo frame costs
+    // 2250 + 98 × 0.61 = 2309 ns per stack pass; a ping crosses four passes
+    // (h1 send, h3 receive, h3 send, h1 receive) and wakes ping once: 27 µs
+    let mut sim = lab14_with(1, json!({}));
+    let app = sim.start_app("h1", &ping(3)).unwrap();
+    sim.run(bufferlab_core::time::SimTime(10 * S)).unwrap();
+    let rtts = rtts_of(&sim, app);
+    assert_eq!(rtts[1..], [4 * 2309 + 27_000, 4 * 2309 + 27_000]);
+    assert_conservation(&sim);
+}
+
+#[test]
+fn tcp_over_plain_veths_runs_at_a_finite_rate() {
+    // no delay, no shaper: without host processing time this would move data
+    // without simulated time passing (tests/tcp.rs); with it, the slowest
+    // stage — one 45-segment aggregate (68 130 B) per 2250 + 41 559 ns at
+    // the receiving CPU — bounds the payload rate near
+    // 65 160 B / 43.8 µs ≈ 11.9 Gbit/s
+    let mut sim = lab14_with(1, json!({}));
+    let sink = json!({"kind": "sink", "port": 5001, "proto": "tcp"}).to_string();
+    let sink = sim.start_app("h3", &sink).unwrap();
+    let spec = json!({"kind": "bulk", "dst": "10.0.0.3", "port": 5001, "duration_ns": S});
+    let src = sim.start_app("h1", &spec.to_string()).unwrap();
+    while !sim.app_finished(src).unwrap() {
+        sim.run(bufferlab_core::time::SimTime(10 * S)).unwrap();
+    }
+    sim.stop_app(sink).unwrap();
+    let bytes = sim.app_result(sink).unwrap()["bytes"].as_u64().unwrap();
+    let gbps = bytes as f64 * 8.0 / 1e9;
+    assert!((8.0..=11.95).contains(&gbps), "{gbps} Gbit/s in 1 s");
+    assert_conservation(&sim);
 }
 
 fn tc(sim: &mut Simulator, req: Value) {

@@ -11,6 +11,14 @@ const S: u64 = 1_000_000_000;
 /// h1 -- s1 -- s2 -- h3 with netem `delay` (ms) and a tbf of `rate_bps` and
 /// `limit` bytes on s1-eth2, as in Lab 14.
 fn dumbbell(seed: u64, delay_ms: u64, rate_bps: u64, limit: u32) -> Simulator {
+    dumbbell_with(seed, delay_ms, rate_bps, limit, json!({}))
+}
+
+fn no_host_cost() -> Value {
+    json!({"host_cost": {"packet_ns": 0, "byte_ps": 0, "wakeup_ns": 0}})
+}
+
+fn dumbbell_with(seed: u64, delay_ms: u64, rate_bps: u64, limit: u32, options: Value) -> Simulator {
     let cfg = json!({
         "seed": seed,
         "nodes": [{"name": "h1", "kind": "host"}, {"name": "h3", "kind": "host"},
@@ -19,7 +27,8 @@ fn dumbbell(seed: u64, delay_ms: u64, rate_bps: u64, limit: u32) -> Simulator {
             {"a": {"node": "h1", "intf": "h1-eth0", "ip": "10.0.0.1"}, "b": {"node": "s1", "intf": "s1-eth1"}},
             {"a": {"node": "s1", "intf": "s1-eth2"}, "b": {"node": "s2", "intf": "s2-eth1"}},
             {"a": {"node": "s2", "intf": "s2-eth2"}, "b": {"node": "h3", "intf": "h3-eth0", "ip": "10.0.0.3"}}
-        ]
+        ],
+        "options": options,
     });
     let mut sim = Simulator::from_json(&cfg.to_string()).unwrap();
     let netem = json!({"verb": "add", "dev": "s1-eth2", "parent": "root", "handle": 1, "qdisc": {
@@ -253,9 +262,10 @@ fn iperf3_reverse_makes_the_server_send() {
 
 #[test]
 fn a_tcp_flow_over_a_path_without_delay_or_rate_is_reported_not_hung() {
-    // Deleting the root netem+tbf leaves plain veths: zero RTT, no rate
-    // limit, so the flow would move unbounded data in one instant.
-    let mut sim = dumbbell(5, 10, 10_000_000, 100_000);
+    // Deleting the root netem+tbf leaves plain veths: with host processing
+    // time off, zero RTT and no rate limit, so the flow would move unbounded
+    // data in one instant (with it on, engine.rs checks the finite rate).
+    let mut sim = dumbbell_with(5, 10, 10_000_000, 100_000, no_host_cost());
     sim.start_app(
         "h3",
         &json!({"kind": "sink", "port": 5001, "proto": "tcp"}).to_string(),

@@ -38,6 +38,9 @@ SIM_KEYS = {
     "arp",
     "gso",
     "red_adaptive_timer",
+    "host_packet_ns",
+    "host_byte_ps",
+    "host_wakeup_ns",
     "part_gap",
 }
 DURATION_KEYS = ("queue_sample_interval", "stop_at")
@@ -560,7 +563,8 @@ def _convert_sim_value(key: str, v: Any) -> Any:
         if not isinstance(v, bool):
             raise ValueError("expected true or false")
         return v
-    if key in ("ping_send_lag_us", "iperf3_socket_base", "epoch"):
+    if key in ("ping_send_lag_us", "iperf3_socket_base", "epoch", "host_packet_ns", "host_byte_ps",
+               "host_wakeup_ns"):
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ValueError("expected a non-negative integer")
         return v

@@ -183,6 +183,11 @@ def build_topology(sc: Scenario) -> BuiltTopology:
         "options": {
             "arp": sc.arp,
             "gso": sc.gso,
+            "host_cost": {
+                "packet_ns": sc.profile.host_packet_ns,
+                "byte_ps": sc.profile.host_byte_ps,
+                "wakeup_ns": sc.profile.host_wakeup_ns,
+            },
             "netem_modern_accounting": sc.profile.netem_modern_accounting,
             "netem_dup_after_limit": sc.profile.netem_modern_accounting,
         },
