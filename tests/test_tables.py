@@ -82,7 +82,9 @@ def test_ping_rows_and_send_times(run_dir: Path) -> None:
     assert list(red.seq) == [1, 2, 3, 4, 5] and (red.dest == "10.0.0.3").all() and (red.ttl == 64).all()
     start = next(f["start_ns"] for f in summary["flows"] if f["kind"] == "ping" and f["part"] == "red") / 1e9
     assert np.allclose(red.time_s, start + 0.5 * (red.seq - 1))
-    assert (ping.rtt_ms >= 20.0).all()  # 2 x 10 ms of netem
+    # netem's 10 ms on s1-eth2 delays one direction; the part gap drained the queue, so
+    # part red's first reply sees the bare path
+    assert (ping.rtt_ms >= 10.0).all() and ping[ping.part == "red"].rtt_ms.iloc[0] == 10.0
     text = (run_dir / "red/h2/ping.txt").read_text()
     assert [f"time={v:.1f} ms" in text or f"time={v:g} ms" in text for v in red.rtt_ms] == [True] * 5
 
@@ -202,10 +204,13 @@ def test_run_without_iperf3_or_ping_writes_empty_tables(tmp_path: Path, capsys: 
     for name in TABLES:
         assert list(_t(d, name).columns) == SCHEMAS[name].names
     assert len(_t(d, "intervals")) == 0 and len(_t(d, "ping")) == 0
-    assert main(["report", str(d)]) == 2  # but `report` says what is missing
+    # the report is written (status 0) and says what is missing, as notes on stderr and in the page
+    assert main(["report", str(d)]) == 0
     err = capsys.readouterr().err
+    assert "note:" in err and "error" not in err
     assert "no iperf3 output" in err and "no ping output" in err and str(d) in err and "Traceback" not in err
-    assert (d / "report.html").is_file()
+    html = (d / "report.html").read_text()
+    assert html.count('<div class="note">note: ') == 2 and "no ping output" in html
 
 
 @pytest.mark.parametrize("case", ["missing", "empty", "not-ours", "not-json", "file"])

@@ -242,6 +242,7 @@ def test_printed_summary_equals_summary_json(write_scenario, tmp_path, capsys):
              "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 20mbit burst 5000 limit 30000",
              "h3: iperf3 -s &", "h1: iperf3 -c 10.0.0.3 -t 2", "h2: ping 10.0.0.3 -c 4 -i 0.5"),
         part("u", "h1: iperf3 -c 10.0.0.3 -u -b 30M -t 1"),
+        top='[trace]\nqueues = ["s1-eth2"]\n',  # the peak backlog comes from the queue trace
     )
     status, root = run(write_scenario, tmp_path, text)
     err = capsys.readouterr().err
@@ -268,8 +269,8 @@ def test_printed_summary_equals_summary_json(write_scenario, tmp_path, capsys):
     assert 15 < tcp <= 20 and 15 < udp <= 20
     q = s["parts"][1]["results"]["qdiscs"][0]
     assert q["interface"] == "s1-eth2" and q["qdiscs"] == "netem → tbf" and q["drops"]["queue_full"] > 0
-    # the netem root holds its delay line (20 Mbit/s x 10 ms = 25 kB) and the tbf's 30 kB queue
-    assert 30000 < q["peak_backlog_bytes"] <= 30000 + 25000 + 2 * 1514
+    # the netem root holds its delay line (the 30 Mbit/s offered x 10 ms = 37.5 kB) and the tbf's 30 kB queue
+    assert 30000 < q["peak_backlog_bytes"] <= 30000 + 37500 + 2 * 1514
 
 
 def test_quiet_prints_no_summary(write_scenario, tmp_path, capsys):

@@ -152,6 +152,7 @@ class Observation:
         eng = self.r.engine
         assert eng is not None
         files = []
+        peaks: dict[str, dict[str, int]] = {}
         for dev, (tid, tmp, min_ns) in sorted(self.traces.items()):
             st = eng.trace_stop(tid)
             if st["error"]:
@@ -163,7 +164,20 @@ class Observation:
                 out.unlink()  # "all": an interface whose root never changed (noqueue) has no file
                 continue
             files.append(out.relative_to(self.r.root).as_posix())
+            if rows:
+                peaks[dev] = _peak(out)
         self.traces = {}
         self._implicit = set()
         captures, self.part_captures = self.part_captures, []
-        return {"queue_traces": files, "captures": captures}
+        return {"queue_traces": files, "captures": captures, "peak_backlog": peaks}
+
+
+def _peak(trace: Path) -> dict[str, int]:
+    """The largest backlog (bytes, packets) a queue trace recorded: the whole qdisc tree of
+    the interface; a thinned trace (plot_q.sh's, 1 ms) may miss a peak between records."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(trace, columns=["backlog_bytes", "backlog_packets"])
+    return {"bytes": int(pc.max(t["backlog_bytes"]).as_py() or 0),
+            "packets": int(pc.max(t["backlog_packets"]).as_py() or 0)}

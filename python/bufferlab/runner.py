@@ -402,7 +402,6 @@ class Runner:
                 "queues": state.queue_files,
                 **self.observation.end_part(),
                 **counters,
-                "peak_backlog": sched.take_peaks(),
             }
         )
         self._warn_netem_limit(part)
@@ -718,12 +717,6 @@ class _Scheduler:
         self.detached: list[tuple[int, Callable[[], None]]] = []
         #: applications interrupted by Ctrl-C (their exit status is not a failure)
         self.interrupted: set[int] = set()
-        #: the peak backlog of each interface's qdiscs in the current part, sampled
-        #: every queue_sample_interval: dev -> [bytes, packets]
-        self.peaks: dict[str, list[int]] = {}
-        self.sample_ns = max(1, round(runner.sc.profile.queue_sample_interval * NS))
-        self.next_sample_ns = 0
-        self.devs = [i.engine_name for i in runner.topo.interfaces]
         self.state: PartState | None = None
         self.stopping = False
 
@@ -741,12 +734,6 @@ class _Scheduler:
         #: the part's `stop` (ns-3's Simulator::Stop): applications still running then are interrupted
         self.hard_stop_ns = start + round(part.stop * NS) if part.stop is not None else None
         self.expected_end_ns = start
-        self.peaks = {}
-        self.next_sample_ns = start
-
-    def take_peaks(self) -> dict[str, dict[str, int]]:
-        """Interfaces whose qdiscs held anything in the part: peak backlog (bytes, packets)."""
-        return {dev: {"bytes": b, "packets": p} for dev, (b, p) in sorted(self.peaks.items()) if b or p}
 
     def spawn(self, gen: JobGen, key: int, owner: _Owner) -> None:
         self._ready(gen, key, None, owner)
@@ -782,37 +769,25 @@ class _Scheduler:
             self._wake(set(eng.run(eng.now_ns)))
 
     def _advance(self, target: int, progress: _Progress | None = None) -> None:
-        """Run the engine towards ``target`` (stopping early when an application
-        ends), sampling every interface's backlog on the way."""
+        """Run the engine towards ``target`` (stopping early when an application ends).
+
+        Never in more slices than that: where ``run`` stops changes what the engine
+        has delivered at an instant (a sink Ctrl-C'd at the instant a cbr ends missed
+        its last datagram when the runner sampled queues every 100 ms)."""
         eng = self.engine
         assert eng is not None
-        if eng.now_ns >= self.next_sample_ns:
-            self._sample()
         # Run in slices so the progress display and Ctrl-C stay responsive.
         end = min(target, eng.now_ns + NS) if progress else target
-        finished = eng.run(min(end, self.next_sample_ns))
+        finished = eng.run(end)
         if progress:
             progress.update()
         self._wake(set(finished))
-
-    def _sample(self) -> None:
-        eng = self.engine
-        assert eng is not None
-        for dev in self.devs:
-            blocks = eng.qdisc_show(dev)
-            b = max((int(q["stats"].get("backlog", 0)) for q in blocks), default=0)
-            p = max((int(q["stats"].get("qlen", 0)) for q in blocks), default=0)
-            peak = self.peaks.setdefault(dev, [0, 0])
-            peak[0], peak[1] = max(peak[0], b), max(peak[1], p)
-        while self.next_sample_ns <= eng.now_ns:
-            self.next_sample_ns += self.sample_ns
 
     def idle(self, gap_ns: int) -> None:
         """``[sim] part_gap``: the network runs on its own; persisting commands go on."""
         eng = self.engine
         assert eng is not None
         end = eng.now_ns + gap_ns
-        self.next_sample_ns = end  # the gap belongs to no part's peaks
         while eng.now_ns < end:
             self._drain()
             eng_finished = eng.run(end)
@@ -858,8 +833,6 @@ class _Scheduler:
         finally:
             if progress:
                 progress.close()
-        if eng.now_ns >= self.next_sample_ns:
-            self._sample()
 
     def end_scenario(self) -> None:
         """The scenario ends: Ctrl-C everything still running, in file order; let

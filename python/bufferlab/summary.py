@@ -8,10 +8,10 @@ shown at the top of report.html, from the same numbers.
   UDP datagrams lost.
 - ``ping``: every ping that ended during the part: min/avg/max RTT of the
   replies (ms, 0.001) and the loss in % (0.01) of the requests sent.
-- ``qdiscs``: every interface whose qdiscs dropped packets or held a backlog in
-  the part: its qdisc chain, drops by reason and the peak backlog (the largest
-  any of its qdiscs showed in ``tc -s``, sampled every ``queue_sample_interval``
-  like ``plot_q.sh``).
+- ``qdiscs``: every interface whose qdiscs dropped packets in the part or whose
+  queue was traced in it: its qdisc chain, drops by reason and the peak backlog
+  of its whole qdisc tree from the part's queue trace (``plot_q.sh`` or ``[trace]
+  queues``; null without a trace: the engine keeps no high-water mark).
 
 An application belongs to the part during which it ended (a server started in
 part 1 and interrupted by the scenario's end is in the last part's summary),
@@ -94,7 +94,7 @@ def part_results(eng: Engine, ended: list[AppRecord], report: dict[str, Any]) ->
         peak = peaks.get(dev, {})
         qdiscs.append({"interface": dev, "qdiscs": qdisc_chain(report.get("qdiscs", {}).get(dev, [])),
                        "drops": drops, "dropped": sum(drops.values()),
-                       "peak_backlog_bytes": peak.get("bytes", 0), "peak_backlog_packets": peak.get("packets", 0)})
+                       "peak_backlog_bytes": peak.get("bytes"), "peak_backlog_packets": peak.get("packets")})
     return {"iperf3": iperf3, "ping": pings, "qdiscs": qdiscs}, warnings
 
 
@@ -120,8 +120,9 @@ def result_lines(res: dict[str, Any]) -> list[str]:
     for q in res.get("qdiscs", []):
         why = ", ".join(f"{k} {v}" for k, v in q["drops"].items())
         drops = f"{q['dropped']} drops ({why})" if q["dropped"] else "no drops"
-        out.append(f"{q['interface']} {q['qdiscs'] or '(no qdisc)'}: {drops}, peak backlog "
-                   f"{q['peak_backlog_bytes']} bytes / {q['peak_backlog_packets']} packets")
+        peak = ("peak backlog not traced" if q["peak_backlog_bytes"] is None else
+                f"peak backlog {q['peak_backlog_bytes']} bytes / {q['peak_backlog_packets']} packets")
+        out.append(f"{q['interface']} {q['qdiscs'] or '(no qdisc)'}: {drops}, {peak}")
     return out
 
 
