@@ -383,3 +383,24 @@ def test_flent_test_names(ups, downs, udp, ping, want):
 def test_flow_mixes_no_flent_test_describes():
     assert "2 upload and 1 download" in fl._test_name(2, 1, False, True)
     assert "UDP" in fl._test_name(2, 0, True, True)
+
+
+def test_timestamps_are_the_runs_wall_clock_start_plus_simulated_time(results, exported, tmp_path):
+    from datetime import UTC, datetime
+
+    started = json.loads((results / "run.json").read_text())["started_unix"]
+    meta = _raw(exported["one"])["metadata"]
+    t0 = min(f["start_ns"] for f in _summary(results)["flows"] if f["part"] == "one") / 1e9
+    time = datetime.strptime(meta["TIME"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+    assert time == pytest.approx(started + t0, abs=1e-6) and meta["T0"] == meta["TIME"]
+    # a real date (the run happened just now), not a fixed one
+    assert abs(time - datetime.now(UTC).timestamp()) < 3600
+    assert exported["one"].name.startswith("tcp_1up-" + datetime.fromtimestamp(time, UTC).strftime("%Y-%m-%dT"))
+    # simulated time stays in the data: x values from 0 in steps, raw samples = start + simulated t
+    raw = _raw(exported["one"])
+    assert raw["x_values"][:2] == [0.0, 0.2]
+    assert all(started < it["t"] - t0 < started + 60 for it in raw["raw_values"]["TCP upload"])
+    # the same results folder exports to the same bytes
+    again = tmp_path / "again"
+    assert main(["export", "--flent", str(results), "-o", str(again)]) == 0
+    assert (again / exported["one"].name).read_bytes() == exported["one"].read_bytes()

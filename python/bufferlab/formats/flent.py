@@ -43,8 +43,13 @@ with ``-J``):
   relative to the client's start, so the TCP series is early by the
   connection set-up (a few RTTs) -- the JSON has no sub-second test start.
   Results from before ``start_ns`` was recorded fall back to the part's start.
-  Absolute times use the JSON's ``timestamp`` as the clock (simulated, but
-  deterministic). ``T0`` is the earliest exported application start.
+  Absolute times (raw samples' ``t``, ``T0``, ``TIME`` and the file name) are
+  the run's wall-clock start (``run.json``'s ``started_unix``; for results
+  without one, the time summary.json was written) plus the simulated time, as
+  flent stamps a real test; the series and ``x_values`` stay simulated time.
+  These are the only wall-clock fields: exporting the same results folder
+  twice gives the same bytes, two runs of a scenario differ only here.
+  ``T0`` is the earliest exported application start.
 * ``LENGTH`` is the iperf3 ``-t`` duration; ``TOTAL_LENGTH`` the span of the
   data (flent's idle ``DELAY`` before and after the test does not exist here).
 * UDP: a single UDP upload flow becomes ``udp_flood`` (client-side sending
@@ -302,6 +307,17 @@ def _test_name(ups: int, downs: int, udp: bool, has_ping: bool) -> tuple[str, di
     return _NAMED_DOWN.get(downs, "tcp_ndown"), ({} if downs in _NAMED_DOWN else {"download_streams": downs})
 
 
+def run_started(scen: Path) -> float:
+    """The run's wall-clock start (UNIX seconds): simulated time 0 in exported timestamps."""
+    try:
+        started = json.loads((scen / "run.json").read_text(encoding="utf-8")).get("started_unix")
+    except (OSError, ValueError):
+        started = None
+    if isinstance(started, (int, float)) and not isinstance(started, bool):
+        return float(started)
+    return (scen / "summary.json").stat().st_mtime  # written by a bufferlab without run.json
+
+
 def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -488,9 +504,7 @@ def _write(
     from .. import __version__
 
     first = clients[0]
-    ts = (first.doc["start"].get("timestamp") or {}).get("timesecs")
-    # the JSON's clock: its timestamp is taken in the client's first simulated second
-    epoch = float(ts) - math.floor(first.base_s) if isinstance(ts, (int, float)) else 0.0
+    epoch = run_started(scen)
     t0 = min([c.base_s for c in clients] + [f.start_s for f in series if f.start_s is not None])
     t_max = max(s[-1][0] for f in series for s in [f.samples] if s)
     n = max(1, math.ceil((t_max - t0) / STEP_SIZE - 1e-9) + 1)
