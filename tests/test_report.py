@@ -14,7 +14,7 @@ from bufferlab.cli import main
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run", "--disable-sync"]
-SECTIONS = ["scenario", "topology", "warnings", "parts", "tc", "iperf3", "ping", "classes", "flows"]
+SECTIONS = ["scenario", "results", "topology", "warnings", "parts", "tc", "iperf3", "ping", "classes", "flows"]
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +96,23 @@ def test_report_in_headless_chromium(run_dir: Path, tmp_path: Path) -> None:
     assert hi - lo > 100  # text and plots, not a blank page
     hist = img.histogram()
     assert max(hist) < 0.97 * sum(hist)
+
+
+def test_report_shows_the_printed_result_summary(run_dir: Path) -> None:
+    import json
+
+    from bufferlab.summary import result_lines
+
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    top = html.split('<section id="results">')[1].split("</section>")[0]
+    parts = json.loads((run_dir / "summary.json").read_text())["parts"]
+    lines = [ln for p in parts for ln in result_lines(p["results"])]
+    assert lines and all(_html_escape(ln) in top for ln in lines)
+    # tables scroll inside their own box
+    assert html.count('<div class="tbl"><table>') == html.count("<table>")
+
+
+def _html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=True)

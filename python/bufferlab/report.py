@@ -29,8 +29,11 @@ main{max-width:1180px;margin:0 auto;padding:18px 24px 60px}
 h1{font-size:24px;margin:8px 0 4px}h2{font-size:19px;margin:30px 0 8px;border-bottom:2px solid #d5dae1}
 h3{font-size:16px;margin:18px 0 6px}
 nav a{margin-right:12px}
-table{border-collapse:collapse;margin:6px 0 12px;background:#fff}
+.tbl{max-width:100%;overflow-x:auto;margin:6px 0 12px}
+table{border-collapse:collapse;background:#fff}
 td,th{border:1px solid #d5dae1;padding:3px 8px;text-align:right;white-space:nowrap}
+td.l{white-space:normal;overflow-wrap:anywhere;min-width:6em}
+pre{white-space:pre-wrap;overflow-wrap:anywhere}
 th{background:#eef1f5}td.l,th.l{text-align:left}
 pre{background:#fff;border:1px solid #d5dae1;padding:8px;overflow-x:auto;font-size:12.5px;line-height:1.3}
 figure{display:inline-block;margin:6px 10px 10px 0;background:#fff;border:1px solid #d5dae1;padding:6px}
@@ -61,7 +64,9 @@ def table(headers: list[str], rows: list[list[Any]], left: int = 1) -> str:
         + "</tr>"
         for r in rows
     )
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
+    # the box scrolls, never the page
+    return f'<div class="tbl"><table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table></div>'
+
 
 
 def png_figure(path: Path, caption: str) -> str:
@@ -228,8 +233,9 @@ def _timeline(run: Run, part: dict[str, Any]) -> str:
                   key=lambda f: (f["start_ns"], f["app"]))
     html_ = []
     if apps:
+        # each job of an `a & b & c` line once, by itself (flows record the whole line too)
         rows = [[f"{(f['start_ns'] - part['start_ns']) / NS:.3f}", f.get("terminal", ""),
-                 f.get("command", ""), f.get("output", "")] for f in apps]
+                 f.get("simple") or f.get("command", ""), f.get("output", "")] for f in apps]
         html_.append(table(["start (s into part)", "terminal", "command", "output"], rows, left=4))
     pdir = run.root / name
     terms = sorted(d for d in pdir.iterdir() if d.is_dir()) if pdir.is_dir() else []
@@ -312,6 +318,20 @@ def _ping_section(out: Outputs) -> str:
     return table(heads, rows, left=4)
 
 
+def _results_section(run: Run) -> str:
+    """Each part's result summary, the lines ``bufferlab run`` printed after it (summary.json)."""
+    from .summary import result_lines
+
+    out = []
+    for p in run.parts:
+        if "results" not in p:
+            continue
+        lines = result_lines(p["results"])
+        out.append(f"<h3>part {_e(p['name'])}</h3>"
+                   + (f"<pre>{_e(chr(10).join(lines))}</pre>" if lines else "<p class='muted'>Nothing ended.</p>"))
+    return "".join(out) or "<p class='muted'>This summary.json has no result summaries (an older run).</p>"
+
+
 def _classes_section(run: Run) -> str:
     rows = [[p["name"], c.get("tos"), c.get("dscp"), _num(c.get("sent")), _num(c.get("received")),
              _num(c.get("dropped")), _num(c.get("dropped_pct"), "{:.3f}")]
@@ -333,7 +353,7 @@ def build_report(run: Run, out: Outputs, problems: list[Problem]) -> str:
     s = run.summary
     title = f"bufferlab report: {s.get('scenario')}"
     b = [f"<h1>{_e(s.get('scenario'))}</h1>"]
-    nav = ["scenario", "topology", "warnings", "parts", "tc", "iperf3", "ping", "classes", "flows"]
+    nav = ["scenario", "results", "topology", "warnings", "parts", "tc", "iperf3", "ping", "classes", "flows"]
     b.append("<nav>" + "".join(f'<a href="#{n}">{n}</a>' for n in nav) + "</nav>")
     b.append('<section id="scenario"><h2>Scenario</h2>')
     b.append(table(["name", "file", "seed", "profile", "simulated s", "events"],
@@ -344,6 +364,7 @@ def build_report(run: Run, out: Outputs, problems: list[Problem]) -> str:
     if s.get("scenario_toml"):
         b.append(f"<details><summary>scenario file</summary><pre>{_e(s['scenario_toml'])}</pre></details>")
     b.append("</section>")
+    b.append(f'<section id="results"><h2>Results</h2>{_results_section(run)}</section>')
     b.append(f'<section id="topology"><h2>Topology</h2>{topology_svg(s)}</section>')
     warns = "".join(f'<div class="warn">{_e(w)}</div>' for w in s.get("warnings", []))
     fails = "".join(f'<div class="err">{_e(_failure_text(f))}</div>' for f in s.get("failures", []))

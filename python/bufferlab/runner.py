@@ -544,7 +544,7 @@ class Runner:
             rec = self.apps[f["app"]] if f["app"] < len(self.apps) else None
             if rec is not None:
                 f.update(part=rec.part, terminal=rec.terminal, command=rec.command,
-                         start_ns=rec.start_ns, output=rec.output)
+                         start_ns=rec.start_ns, output=rec.output, simple=rec.simple)
         # commands may outlive their part: what they count is final only now
         for report, state in zip(self.part_reports, self.part_states, strict=False):
             report["classes"] = state.class_table()
