@@ -236,9 +236,12 @@ def _comparable(root: Path) -> tuple[str, dict]:
     for p in s["parts"]:
         p.pop("captures", None)
         p.pop("queue_traces", None)
+        p.pop("peak_backlog", None)  # read from the queue traces, which only the capture run has
         for rows in p.get("results", {}).values():  # positions: the tcpdump line shifts the others
             for row in rows:
-                row.pop("where", None)
+                for k in ("where", "peak_backlog_bytes", "peak_backlog_packets"):
+                    row.pop(k, None)
+            rows[:] = [r for r in rows if r.get("dropped", 1)]  # traced-only interfaces are listed
     logs = "".join(
         line
         for f in sorted((root / "p1").glob("*/terminal.log"))
