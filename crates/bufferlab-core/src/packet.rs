@@ -523,4 +523,137 @@ pub(crate) mod tests {
         assert_eq!(a.len_of(z), 300);
         assert_eq!(a.created(), 3);
     }
+
+    /// A TCP aggregate as a GSO sender hands it to IP: `segs` segments of
+    /// `size` payload bytes, the last `last` bytes, one 66-byte header
+    /// (14 + 20 + 20 + 12 with timestamps) counted per segment.
+    pub(crate) fn tcp_aggregate(seq: u32, flags: u8, segs: u16, size: u16, last: u32) -> Packet {
+        let mut p = frame(0);
+        p.proto = Proto::Tcp;
+        p.payload = Payload::Tcp(TcpHeader {
+            seq,
+            ack: 7,
+            flags,
+            window: 229,
+            ts: true,
+            tsval: 1,
+            tsecr: 2,
+            ..TcpHeader::default()
+        });
+        p.gso_segs = segs;
+        p.gso_size = size;
+        p.len = segs as u32 * 66 + (segs as u32 - 1) * size as u32 + last;
+        p
+    }
+
+    #[test]
+    fn aggregate_lengths_count_one_header_per_segment() {
+        use tcp_flags::*;
+        // 3 segments: 1448 + 1448 + 1000 payload → len = 3 × 66 + 3896 = 4094
+        let p = tcp_aggregate(1000, ACK | PSH, 3, 1448, 1000);
+        assert_eq!(p.len, 4094);
+        assert_eq!((p.segs(), p.is_gso()), (3, true));
+        assert_eq!(p.header_len(), 66);
+        assert_eq!(p.payload_len(), 3896);
+        // one frame with one header, as tcpdump shows it on a veth: 4094 − 2 × 66
+        assert_eq!(p.skb_len(), 3962);
+        assert_eq!(p.ip_len(), 4080);
+        // 45 full segments (a 64 KB TSO skb): 45 × 1514 = 68130, payload 65160
+        let big = tcp_aggregate(0, ACK, 45, 1448, 1448);
+        assert_eq!(big.len, 68_130);
+        assert_eq!(big.payload_len(), 65_160);
+        assert_eq!(big.skb_len(), 65_226);
+        // a plain segment: segs 1 (also when gso_segs is 0), no GSO
+        let mut one = tcp_aggregate(0, ACK, 1, 0, 1448);
+        assert_eq!(
+            (one.len, one.segs(), one.is_gso(), one.payload_len()),
+            (1514, 1, false, 1448)
+        );
+        one.gso_segs = 0;
+        assert_eq!((one.segs(), one.skb_len()), (1, 1514));
+    }
+
+    #[test]
+    fn segmenting_an_aggregate_splits_sequence_flags_and_bytes() {
+        use tcp_flags::*;
+        let mut a = PacketArena::default();
+        let agg = tcp_aggregate(u32::MAX - 100, ACK | PSH | FIN | CWR, 3, 1448, 1000);
+        let id = a.alloc(agg);
+        a.stamp(id, SimTime::from_nanos(5_000), 0x02);
+        assert_eq!(
+            (a.created(), a.created_segments(), a.created_bytes()),
+            (1, 3, 4094)
+        );
+        let mut out = Vec::new();
+        a.segment(id, &mut out);
+        assert_eq!(out.len(), 3);
+        let segs: Vec<Packet> = out.iter().map(|&s| *a.get(s)).collect();
+        // seq advances by gso_size (wrapping): s, s + 1448, s + 2896
+        let seqs: Vec<u32> = segs
+            .iter()
+            .map(|p| match p.payload {
+                Payload::Tcp(h) => h.seq,
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(
+            seqs,
+            vec![u32::MAX - 100, (u32::MAX - 100).wrapping_add(1448), 2795]
+        );
+        let flags: Vec<u8> = segs
+            .iter()
+            .map(|p| match p.payload {
+                Payload::Tcp(h) => h.flags,
+                _ => panic!(),
+            })
+            .collect();
+        // CWR only on the first, PSH and FIN only on the last
+        assert_eq!(flags, vec![ACK | CWR, ACK, ACK | PSH | FIN]);
+        // lengths: two full 1514-byte frames and a 66 + 1000 = 1066-byte tail
+        let lens: Vec<u32> = segs.iter().map(|p| p.len).collect();
+        assert_eq!(lens, vec![1514, 1514, 1066]);
+        assert_eq!(lens.iter().sum::<u32>(), 4094, "bytes conserved");
+        for p in &segs {
+            assert_eq!((p.gso_segs, p.gso_size, p.segs()), (1, 0, 1));
+            assert_eq!(
+                (p.src, p.dst, p.flow, p.tos),
+                (agg.src, agg.dst, agg.flow, agg.tos)
+            );
+            match p.payload {
+                Payload::Tcp(h) => assert_eq!((h.ack, h.window, h.tsval), (7, 229, 1)),
+                _ => panic!(),
+            }
+        }
+        // the root stamp carries over to every segment
+        for &s in &out {
+            assert_eq!(
+                a.stamp_of(s),
+                RootStamp {
+                    at: SimTime::from_nanos(5_000),
+                    tos: 0x02
+                }
+            );
+        }
+        // records: 1 aggregate + 3 segments created, the aggregate freed as
+        // `segmented` (created = live + segmented); segments and bytes unchanged
+        assert_eq!((a.created(), a.live(), a.segmented()), (4, 3, 1));
+        assert_eq!(a.created(), a.live() + a.segmented());
+        assert_eq!((a.created_segments(), a.live_segments()), (3, 3));
+        assert_eq!((a.created_bytes(), a.live_bytes()), (4094, 4094));
+        // a full 45-segment aggregate: 45 frames of 1514
+        let id = a.alloc(tcp_aggregate(0, ACK, 45, 1448, 1448));
+        out.clear();
+        a.segment(id, &mut out);
+        assert_eq!(out.len(), 45);
+        assert!(out.iter().all(|&s| a.len_of(s) == 1514));
+        assert_eq!(a.segmented(), 2);
+        assert_eq!(a.created(), 4 + 1 + 45);
+    }
+
+    #[test]
+    fn segments_of_a_plain_packet_is_the_packet() {
+        let p = frame(1514);
+        let v: Vec<Packet> = p.segments().collect();
+        assert_eq!(v, vec![p]);
+    }
 }

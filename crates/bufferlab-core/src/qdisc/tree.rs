@@ -2182,3 +2182,7 @@ mod perf {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "gso_tests.rs"]
+mod gso_tests;

@@ -2823,3 +2823,7 @@ mod tests {
         assert!(p.read > queued + 1_000_000, "{}", p.read);
     }
 }
+
+#[cfg(test)]
+#[path = "gso_tests.rs"]
+mod gso_tests;
