@@ -471,8 +471,10 @@ class Runner:
         for k, pl in enumerate(lines):
             yield NextLine(pl.command.index)
             # typing a line into a terminal whose command still runs (an endless one from an
-            # earlier part): Ctrl-C it first, and let it print what it prints then
-            if sched.ctrl_c_foreground(term.name, owner):
+            # earlier part): Ctrl-C it first, and let it print what it prints then -- unless
+            # the line only configures the host (sysctl, tc, ethtool), which a student types
+            # in a second shell of the same host while the server keeps running (Lab 7)
+            if not _configures_only(pl) and sched.ctrl_c_foreground(term.name, owner):
                 yield NextLine(pl.command.index)
             if sched.stopping:
                 break
@@ -957,3 +959,12 @@ def run_scenario(
 
 
 __all__ = ["Runner", "run_scenario", "WaitApp", "WaitUntil", "NextLine", "RunCtx", "Job", "Failure"]
+
+
+#: programs that change a host's settings and return at once
+CONFIG_PROGRAMS = frozenset({"sysctl", "tc", "ethtool"})
+
+
+def _configures_only(pl: PreparedLine) -> bool:
+    """Every command of the line is a configuration program (see CONFIG_PROGRAMS)."""
+    return all(sc.words and sc.words[0].text in CONFIG_PROGRAMS for job in pl.jobs for sc, _ in job)

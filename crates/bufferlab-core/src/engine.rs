@@ -125,8 +125,10 @@ const GSO_MAX_SIZE: u32 = 65_536;
 struct Iface {
     tree: QdiscTree,
     offloads: Offloads,
-    /// packets on the way to the peer, in arrival order
-    wire: VecDeque<(SimTime, PacketId)>,
+    /// packets on the way to the peer, in order: (when the peer handles it
+    /// — for a host, once its receiving stack has spent the packet's cost —,
+    /// the packet, when it reached the peer's interface)
+    wire: VecDeque<(SimTime, PacketId, SimTime)>,
     rate: Rate,
     delay: SimDuration,
     busy_until: SimTime,
@@ -154,9 +156,13 @@ struct Neighbour {
 
 struct Node {
     kind: NodeKind,
-    /// the host's stack, sending and receiving (host.rs); unused on switches
+    /// the host's sending stack (host.rs): packets that leave through a
+    /// qdisc, a finite-rate link or ARP wait here; the rest go on the wire
+    /// at once, departing when the CPU is done with them
     tx_cpu: CpuQueue,
-    rx_cpu: CpuQueue,
+    /// when the host's receiving stack is free again (its cost is added to
+    /// a packet's arrival when the packet is put on the wire towards it)
+    rx_free: SimTime,
     addr: Ipv4,
     sockets: Sockets,
     neighbours: Vec<Neighbour>,
@@ -263,7 +269,7 @@ impl Simulator {
             .map(|n| Node {
                 kind: topo.node_kinds[n],
                 tx_cpu: CpuQueue::default(),
-                rx_cpu: CpuQueue::default(),
+                rx_free: SimTime::ZERO,
                 addr: topo.node_addrs(n).next().unwrap_or(Ipv4::UNSPECIFIED),
                 sockets: Sockets::new(ComponentRng::new(
                     cfg.seed,
@@ -557,8 +563,7 @@ impl Simulator {
                 }
                 self.after_app(a);
             }
-            Event::HostTx(n) => self.host_cpu_done(n as usize, true),
-            Event::HostRx(n) => self.host_cpu_done(n as usize, false),
+            Event::HostTx(n) => self.host_tx_done(n as usize),
             Event::NodeTimer(n) => {
                 if self.nodes[n as usize].timer_at == Some(self.now) {
                     self.nodes[n as usize].timer_at = None;
@@ -644,7 +649,9 @@ impl Simulator {
     }
 
     /// A host's stack sends `pid` once its CPU has spent the packet's cost
-    /// on it (host.rs); other nodes send at once.
+    /// on it (host.rs); other nodes send at once. The common case — a veth
+    /// without a qdisc towards a resolved neighbour — needs no event: the
+    /// packet goes on the wire now, departing when the CPU is done.
     fn host_send(&mut self, node: NodeId, pid: PacketId) {
         let cost = self.options.host_cost;
         if self.nodes[node].kind != NodeKind::Host || cost.is_zero() {
@@ -652,51 +659,74 @@ impl Simulator {
             return;
         }
         let len = self.arena.len_of(pid);
+        if self.nodes[node].tx_cpu.is_empty() {
+            if let Some(out) = self.direct_veth(node, pid) {
+                let done = self.nodes[node].tx_cpu.take(self.now, cost.of(len));
+                self.put_on_wire_at(out, pid, done);
+                return;
+            }
+        }
         let (done, head) = self.nodes[node].tx_cpu.admit(self.now, cost.of(len), pid);
         if head {
             self.events.schedule(done, Event::HostTx(node as u32));
         }
     }
 
-    /// A packet for this host goes up its stack: delivered once the CPU has
-    /// spent its cost (plus a wake-up for a ping reply, whose process sleeps
-    /// in `poll`).
-    fn host_receive(&mut self, node: NodeId, pid: PacketId) {
-        let cost = self.options.host_cost;
-        if cost.is_zero() {
-            self.local_deliver(node, pid);
-            return;
+    /// The interface `pid` leaves `node` by if nothing stands between the
+    /// stack and the wire: a zero-rate veth with `noqueue`, a resolved
+    /// neighbour, a remote destination.
+    fn direct_veth(&self, node: NodeId, pid: PacketId) -> Option<IfaceId> {
+        let dst = self.arena.get(pid).dst;
+        if self.topo.is_local(node, dst) {
+            return None;
         }
+        let route = self.topo.route(node, dst)?;
+        let ifc = &self.ifaces[route.out];
+        if !ifc.tree.is_noqueue() || ifc.rate.bps() > 0 {
+            return None;
+        }
+        let resolved = !self.options.arp
+            || self.nodes[node].neighbours.iter().any(|e| {
+                e.addr == route.next_hop && matches!(e.state, NeighState::Reachable)
+            });
+        resolved.then_some(route.out)
+    }
+
+    /// The host's CPU finished the packets at the head of its send queue.
+    fn host_tx_done(&mut self, node: NodeId) {
+        loop {
+            let cpu = &mut self.nodes[node].tx_cpu;
+            let Some(pid) = cpu.pop_done(self.now) else {
+                if let Some(t) = cpu.head_time() {
+                    self.events.schedule(t, Event::HostTx(node as u32));
+                }
+                return;
+            };
+            self.send_from_node(node, pid);
+        }
+    }
+
+    /// When `peer`'s receiving stack is done with `pid`, which reaches its
+    /// interface at `at` (host.rs): the CPU takes packets in order; a ping
+    /// reply also wakes the sleeping ping. Only packets for the host pay.
+    fn host_rx_done(&mut self, peer: IfaceId, pid: PacketId, at: SimTime) -> SimTime {
+        let cost = self.options.host_cost;
+        let node = self.topo.iface_node[peer];
         let p = self.arena.get(pid);
+        if cost.is_zero()
+            || self.nodes[node].kind != NodeKind::Host
+            || p.proto == Proto::Arp
+            || !self.topo.is_local(node, p.dst)
+        {
+            return at;
+        }
         let mut t = cost.of(p.len);
         if matches!(p.payload, Payload::Echo { reply: true, .. }) {
             t = t + SimDuration(cost.wakeup_ns);
         }
-        let (done, head) = self.nodes[node].rx_cpu.admit(self.now, t, pid);
-        if head {
-            self.events.schedule(done, Event::HostRx(node as u32));
-        }
-    }
-
-    /// The host CPU finished packets: send (`tx`) or deliver them, and
-    /// schedule the next head.
-    fn host_cpu_done(&mut self, node: NodeId, tx: bool) {
-        loop {
-            let n = &mut self.nodes[node];
-            let cpu = if tx { &mut n.tx_cpu } else { &mut n.rx_cpu };
-            let Some(pid) = cpu.pop_done(self.now) else {
-                if let Some(t) = cpu.head_time() {
-                    let ev = if tx { Event::HostTx(node as u32) } else { Event::HostRx(node as u32) };
-                    self.events.schedule(t, ev);
-                }
-                return;
-            };
-            if tx {
-                self.send_from_node(node, pid);
-            } else {
-                self.local_deliver(node, pid);
-            }
-        }
+        let n = &mut self.nodes[node];
+        n.rx_free = n.rx_free.max(at) + t;
+        n.rx_free
     }
 
     /// A node originates or forwards `pid`: route it, resolve the next hop,
@@ -855,10 +885,17 @@ impl Simulator {
         }
     }
 
-    /// A packet arrives on `iface` (of the receiving node).
+    /// A packet arrives on `iface` (of the receiving node) now.
     fn receive(&mut self, iface: IfaceId, pid: PacketId) {
+        self.receive_at(iface, pid, self.now);
+    }
+
+    /// A packet that reached `iface` at `reached` (earlier than now when a
+    /// host's receiving stack took time over it: tcpdump's timestamp) is
+    /// handled now.
+    fn receive_at(&mut self, iface: IfaceId, pid: PacketId, reached: SimTime) {
         if self.obs.captures_on(iface) {
-            let t = self.now.as_nanos();
+            let t = reached.as_nanos();
             self.obs.capture(&self.topo, iface, t, self.arena.get(pid));
         }
         let ifc = &mut self.ifaces[iface];
@@ -877,8 +914,9 @@ impl Simulator {
         }
         match self.nodes[node].kind {
             NodeKind::Switch => self.send_from_node(node, pid),
-            NodeKind::Host if self.topo.is_local(node, p.dst) => self.host_receive(node, pid),
-            NodeKind::Router if self.topo.is_local(node, p.dst) => self.local_deliver(node, pid),
+            NodeKind::Host | NodeKind::Router if self.topo.is_local(node, p.dst) => {
+                self.local_deliver(node, pid)
+            }
             NodeKind::Host => self.node_drop(node, pid, DropReason::NoRoute),
             NodeKind::Router => {
                 if p.ttl <= 1 {
@@ -1077,21 +1115,27 @@ impl Simulator {
     /// first (`validate_xmit_skb` → `skb_gso_segment`), before the taps
     /// (tcpdump) see it.
     fn put_on_wire(&mut self, iface: IfaceId, pid: PacketId) {
+        self.put_on_wire_at(iface, pid, self.now);
+    }
+
+    /// Transmit `pid` on `iface`, leaving at `depart` (now, or when the
+    /// sending host's CPU is done with it; zero-rate links only then).
+    fn put_on_wire_at(&mut self, iface: IfaceId, pid: PacketId, depart: SimTime) {
         if self.arena.get(pid).is_gso() && !self.ifaces[iface].offloads.tso {
             let mut segs = std::mem::take(&mut self.segment_buf);
             self.arena.segment(pid, &mut segs);
             for s in segs.drain(..) {
-                self.transmit(iface, s);
+                self.transmit(iface, s, depart);
             }
             self.segment_buf = segs;
             return;
         }
-        self.transmit(iface, pid);
+        self.transmit(iface, pid, depart);
     }
 
-    fn transmit(&mut self, iface: IfaceId, pid: PacketId) {
+    fn transmit(&mut self, iface: IfaceId, pid: PacketId, depart: SimTime) {
         if self.obs.captures_on(iface) {
-            let t = self.now.as_nanos();
+            let t = depart.as_nanos();
             self.obs.capture(&self.topo, iface, t, self.arena.get(pid));
         }
         let len = self.arena.len_of(pid);
@@ -1102,28 +1146,30 @@ impl Simulator {
         if ifc.rate.bps() > 0 {
             ifc.busy_until = self.now + tx;
         }
-        let arrival = self.now + tx + ifc.delay;
+        let reached = depart + tx + ifc.delay;
         let peer = self.topo.iface_peer[iface];
-        if arrival == self.now {
+        let handled = self.host_rx_done(peer, pid, reached);
+        if handled == self.now {
             self.pending.push_back((peer, pid));
         } else {
+            let ifc = &mut self.ifaces[iface];
             if ifc.wire.is_empty() {
                 self.events
-                    .schedule(arrival, Event::WireArrival(iface as u32));
+                    .schedule(handled, Event::WireArrival(iface as u32));
             }
-            ifc.wire.push_back((arrival, pid));
+            ifc.wire.push_back((handled, pid, reached));
         }
     }
 
     fn wire_arrival(&mut self, iface: IfaceId) {
         let peer = self.topo.iface_peer[iface];
-        while let Some(&(t, pid)) = self.ifaces[iface].wire.front() {
+        while let Some(&(t, pid, reached)) = self.ifaces[iface].wire.front() {
             if t > self.now {
                 self.events.schedule(t, Event::WireArrival(iface as u32));
                 break;
             }
             self.ifaces[iface].wire.pop_front();
-            self.receive(peer, pid);
+            self.receive_at(peer, pid, reached);
         }
     }
 
@@ -1148,11 +1194,7 @@ impl Simulator {
             .flat_map(|n| n.neighbours.iter())
             .map(|e| e.queue.len() as u64)
             .sum();
-        let in_cpus: u64 = self
-            .nodes
-            .iter()
-            .map(|n| (n.tx_cpu.len() + n.rx_cpu.len()) as u64)
-            .sum();
+        let in_cpus: u64 = self.nodes.iter().map(|n| n.tx_cpu.len() as u64).sum();
         in_ifaces + in_arp + in_cpus + self.pending.len() as u64
     }
 
@@ -1285,3 +1327,4 @@ fn reset_for(h: &TcpHeader, p: &Packet) -> TcpHeader {
         ..TcpHeader::default()
     }
 }
+

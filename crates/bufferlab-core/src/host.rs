@@ -92,6 +92,14 @@ impl CpuQueue {
         (done, self.queue.len() == 1)
     }
 
+    /// Spend `cost` on a packet that does not wait in the queue (nothing is
+    /// queued: its owner sends it on at once, stamped with the result).
+    pub fn take(&mut self, now: SimTime, cost: SimDuration) -> SimTime {
+        debug_assert!(self.queue.is_empty(), "a packet would overtake the queue");
+        self.free_at = self.free_at.max(now) + cost;
+        self.free_at
+    }
+
     /// The head, if it is done by `now`.
     pub fn pop_done(&mut self, now: SimTime) -> Option<PacketId> {
         match self.queue.front() {

@@ -27,8 +27,6 @@ pub enum Event {
     NodeTimer(u32),
     /// A host's CPU finished sending the packet at the head of its queue.
     HostTx(u32),
-    /// A host's CPU finished receiving the packet at the head of its queue.
-    HostRx(u32),
 }
 
 #[derive(Default)]

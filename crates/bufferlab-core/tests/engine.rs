@@ -106,10 +106,18 @@ fn assert_conservation(sim: &Simulator) {
     let delivered = p["delivered"].as_u64().unwrap();
     let dropped = p["dropped"].as_u64().unwrap();
     let live = p["live"].as_u64().unwrap();
+    let segmented = p["segmented"].as_u64().unwrap();
     assert_eq!(
         created,
-        delivered + dropped + live,
-        "every packet is delivered, dropped or live: {p}"
+        delivered + dropped + live + segmented,
+        "every packet record is delivered, dropped, live or split into segments: {p}"
+    );
+    let g = &s["segments"];
+    let n = |k: &str| g[k].as_u64().unwrap();
+    assert_eq!(
+        n("created"),
+        n("delivered") + n("dropped") + n("live"),
+        "every segment is delivered, dropped or live: {g}"
     );
     assert_eq!(
         live,

@@ -1693,10 +1693,8 @@ impl TcpEndpoint {
         if since_head_us < (self.rtt.srtt_us >> 4) as u64 {
             return false;
         }
-        if cong_win < send_win {
-            if cong_win <= skb_len {
-                *is_cwnd_limited = true;
-            }
+        if cong_win < send_win && cong_win <= skb_len {
+            *is_cwnd_limited = true;
         }
         true
     }
