@@ -561,6 +561,7 @@ class Runner:
             "events": self.engine.events_processed(),
             "parts": self.part_reports,
             "packets": eng["packets"],
+            "segments": eng["segments"],
             "interfaces": eng["interfaces"],
             "nodes": eng["nodes"],
             "flows": eng["flows"],
