@@ -202,7 +202,9 @@ _UNSUPPORTED = {
     "get-server-output": "--get-server-output",
     "no-fq-socket-pacing": "--no-fq-socket-pacing",
 }
-_CLIENT_ONLY = {"u", "b", "t", "n", "k", "l", "P", "R", "w", "M", "N", "S", "Z", "O", "T", "C", "pacing-timer"}
+_CLIENT_ONLY = {"u", "b", "t", "n", "k", "l", "P", "R", "w", "M", "N", "S", "Z", "O", "T", "C"} | {
+    "pacing-timer"
+}
 _SERVER_ONLY = {"D", "1"}
 
 

@@ -1601,7 +1601,11 @@ mod tests {
         // tick finds the sender 2–3 datagrams behind and sends them 10 µs apart.
         let mut th = throttle(25_000, 100_000, 0, 0);
         let s = sends(&mut th, 250 * MS);
-        let at_100: Vec<u64> = s.iter().copied().filter(|&t| (100..101).contains(&(t / MS))).collect();
+        let at_100: Vec<u64> = s
+            .iter()
+            .copied()
+            .filter(|&t| (100..101).contains(&(t / MS)))
+            .collect();
         // by 100 ms: 100 ms·25 kbit/s = 2500 bits; sent 1, so 2 and 3 go
         // (3000 bits / 100.01 ms > 25 kbit/s stops it)
         assert_eq!(at_100, vec![100 * MS, 100 * MS + 10 * US]);
@@ -1624,7 +1628,13 @@ mod tests {
         // 3.5 Mbit/s of 1448-byte datagrams (3.31 ms apart), 1 ms timer, 50 µs slack
         let spec = PacingSpec::default();
         let run = |seed| {
-            let mut th = Throttle::new(&spec, 3_500_000, 1448, SimTime::ZERO, ComponentRng::new(seed, "t"));
+            let mut th = Throttle::new(
+                &spec,
+                3_500_000,
+                1448,
+                SimTime::ZERO,
+                ComponentRng::new(seed, "t"),
+            );
             sends(&mut th, 2_000 * MS)
         };
         let s = run(7);
@@ -1633,15 +1643,27 @@ mod tests {
         let cbr = |n: u64| (n * 1448 * 8 * NS_PER_SEC).div_ceil(3_500_000);
         for (n, &t) in s.iter().enumerate().skip(1) {
             let (k, late) = (t / MS, t % MS);
-            assert!(late <= 50 * US, "datagram {n} at {t} ns: outside the slack window");
+            assert!(
+                late <= 50 * US,
+                "datagram {n} at {t} ns: outside the slack window"
+            );
             // sent on the first expiry k whose wake-up comes after the CBR instant
-            assert!(t > cbr(n as u64), "datagram {n} at {t} ns before its CBR instant");
-            assert!(k * MS <= cbr(n as u64) + MS, "datagram {n} at {t} ns: a useful tick was missed");
+            assert!(
+                t > cbr(n as u64),
+                "datagram {n} at {t} ns before its CBR instant"
+            );
+            assert!(
+                k * MS <= cbr(n as u64) + MS,
+                "datagram {n} at {t} ns: a useful tick was missed"
+            );
         }
         // floor(3.5e6·2 / 11584) + 1 = 605 by 2 s, give or take the last tick
         assert!((604..=605).contains(&s.len()), "{}", s.len());
         let lates: Vec<u64> = s.iter().skip(1).map(|t| t % MS).collect();
         let mean = lates.iter().sum::<u64>() as f64 / lates.len() as f64;
-        assert!((mean - 25_000.0).abs() < 3_000.0, "uniform over 0..50 µs: mean {mean}");
+        assert!(
+            (mean - 25_000.0).abs() < 3_000.0,
+            "uniform over 0..50 µs: mean {mean}"
+        );
     }
 }

@@ -223,7 +223,9 @@ impl UdpSource {
     /// The datagram of the nominal instant `next_send`: queue it for its
     /// departure and compute the next nominal instant.
     fn emit(&mut self) {
-        let Some(nominal) = self.next_send else { return };
+        let Some(nominal) = self.next_send else {
+            return;
+        };
         let size = match self.spec.size_dist {
             SizeDist::Fixed => self.spec.size,
             SizeDist::Exponential => (self.rng.exponential(self.spec.size as f64).round() as u32)
@@ -261,7 +263,14 @@ impl UdpSource {
             self.pending.pop_front();
             self.packets += 1;
             self.bytes += size as u64;
-            ctx.send_udp(self.dst, self.sport, self.spec.port, size, self.spec.tos, seq);
+            ctx.send_udp(
+                self.dst,
+                self.sport,
+                self.spec.port,
+                size,
+                self.spec.tos,
+                seq,
+            );
         }
     }
 
@@ -371,7 +380,11 @@ mod tests {
         // 3 ms of jitter on a 1 ms spacing: draws larger than the gap would
         // reorder; departures stay in sequence order instead
         let d = departures(source(Pattern::Cbr, 3 * MS, 1));
-        assert_eq!(d, departures(source(Pattern::Cbr, 3 * MS, 1)), "deterministic");
+        assert_eq!(
+            d,
+            departures(source(Pattern::Cbr, 3 * MS, 1)),
+            "deterministic"
+        );
         assert_ne!(d, departures(source(Pattern::Cbr, 3 * MS, 2)));
         let mut prev = 0;
         let mut delayed = 0;
@@ -399,7 +412,10 @@ mod tests {
         let mut prev = 0;
         for (&(t0, s0), &(t1, s1)) in plain.iter().zip(&jittered) {
             assert_eq!(s0, s1);
-            assert!(t1 >= t0 && (t1 <= t0 + 200_000 || t1 == prev), "{t0} vs {t1}");
+            assert!(
+                t1 >= t0 && (t1 <= t0 + 200_000 || t1 == prev),
+                "{t0} vs {t1}"
+            );
             prev = t1;
         }
         assert!(plain.len().abs_diff(jittered.len()) <= 1);
