@@ -346,6 +346,7 @@ mod tests {
                 now,
                 id: 1,
                 addr: Ipv4::parse("10.0.0.1").unwrap(),
+                gso_max_size: 0,
                 out: &mut out,
                 sockets: &mut sockets,
                 iperf: &mut iperf,
