@@ -1658,7 +1658,6 @@ def test_iperf3_error_positions_precise():
 @pytest.mark.parametrize(
     "line, token, message",
     [
-        ("iperf3 -c 10.0.0.2 -u -b 1M/10", "1M/10", "iperf3 -b RATE/BURST (burst mode) is not supported yet"),
         ("iperf3 -c 10.0.0.2 -B 10.0.0.1", "-B", "iperf3 -B (bind) is not supported"),
         ("iperf3 -c 10.0.0.2 --bidir", "--bidir", "iperf3 --bidir is not supported"),
         ("iperf3 -c 10.0.0.2 -6", "-6", "iperf3 -6 (IPv6) is not supported"),
@@ -1930,7 +1929,8 @@ def test_generator_hints():
     e = g_err("cbr -c 10.0.0.7 -u")
     assert e.suggestion == "e.g. cbr -c 10.0.0.7 -u -r 1M"
     assert e.expected == (
-        "cbr -c DEST -u -r RATE [-l SIZE] [--size-dist fixed|exp] [-t T] [-n BYTES] [-p PORT] [-S TOS]"
+        "cbr -c DEST -u -r RATE [-l SIZE] [--size-dist fixed|exp] [-t T] [-n BYTES] [-p PORT] [-S TOS] "
+        "[--jitter T]"
     )
 
 

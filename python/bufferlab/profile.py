@@ -32,6 +32,11 @@ class Profile:
     queue_sample_interval: float = 0.1
     #: per-ping scheduling lag added to each send (formats.md §2.3), µs
     ping_send_lag_us: int = 100
+    #: one pass of iperf3's UDP client loop that sends a datagram (select, clock
+    #: read, sendto), µs: ~2 Gbit/s of 1448-byte datagrams at -b 0, the order
+    #: esnet/iperf issues #773/#828 report; same select loop in 3.7 and 3.12
+    #: (docs/models.md "iperf3 UDP pacing")
+    iperf3_send_loop_us: int = 6
     #: first socket number iperf3 prints (5 on a plain shell; 15 in the handouts' xterms)
     iperf3_socket_base: int = 5
     #: `uname -a` text iperf3 puts in system_info

@@ -423,6 +423,8 @@ def _iperf3_client(node: str, cmd: Any) -> Prepared:
             "interval_ns": round(cmd.interval_s * NS),
             "tos": cmd.tos or 0,
         }
+        if cmd.protocol == "udp":
+            spec["pacing"] = cmd.engine_pacing(profile)  # --pacing-timer, -b RATE/BURST
         if cmd.protocol == "tcp":
             spec["parallel"] = cmd.parallel
             spec["window"] = cmd.window or 0  # -w, also sent to the server (iperf3's "window")

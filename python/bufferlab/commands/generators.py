@@ -27,7 +27,12 @@ Decisions (documented defaults):
   (``1``, ``0.5``, ``2s``, ``500ms``, ``1m``);
 * ``-t`` and ``-n`` may both be given: the source stops at whichever comes
   first; neither = runs until the part ends (interrupted like ``iperf3 -s``);
-* ``-S TOS`` reads like iperf3 (``strtol(.., 0)``: ``0x32``, ``050``, ``50``).
+* ``-S TOS`` reads like iperf3 (``strtol(.., 0)``: ``0x32``, ``050``, ``50``);
+* ``--jitter T`` (cbr, poisson, onoff; default 0) delays each datagram's
+  departure by a uniform draw in [0, T] from the source's own random stream,
+  without changing the nominal instants or the mean rate; a datagram never
+  leaves before its predecessor, so jitter does not reorder a flow
+  (crates/bufferlab-core/src/app/udp_source.rs).
 
 ``bulk`` and a ``sink`` without ``-u`` are TCP; their socket settings (the
 host's sysctls, ``-C``) are added by the runner. :func:`ensure_supported`
@@ -86,11 +91,13 @@ class UdpSourceCommand:
     tos: int = 0
     #: "fixed" or "exponential" (mean = size): exponential service times for M/M/1 experiments
     size_dist: str = "fixed"
+    #: --jitter: largest extra departure delay per datagram, ns (uniform in [0, jitter])
+    jitter_ns: int = 0
     words_col: int = 0
 
     def to_spec(self, dst_ip: str | None = None) -> dict[str, Any]:
         """The engine's ``udp_source`` spec (docs/internals.md)."""
-        return {
+        spec: dict[str, Any] = {
             "kind": "udp_source",
             "pattern": self.pattern,
             "dst": dst_ip or self.dest,
@@ -104,6 +111,9 @@ class UdpSourceCommand:
             "tos": self.tos,
             "size_dist": self.size_dist,
         }
+        if self.jitter_ns:
+            spec["jitter_ns"] = self.jitter_ns
+        return spec
 
 
 @dataclass
@@ -166,6 +176,7 @@ _SPECS: dict[str, list[OptSpec]] = {
         OptSpec("l", "l", ("length",), arg=True),
         OptSpec("S", "S", ("tos",), arg=True),
         OptSpec("size-dist", None, ("size-dist",), arg=True),
+        OptSpec("jitter", None, ("jitter",), arg=True),
     ],
     "sink": [OptSpec("p", "p", ("port",), arg=True), OptSpec("u", "u", ("udp",))],
     "bulk": [
@@ -184,11 +195,11 @@ _SPECS["onoff"] = _SPECS["cbr"] + [
 
 _USAGE = {
     "cbr": "cbr -c DEST -u -r RATE [-l SIZE] [--size-dist fixed|exp] [-t T] [-n BYTES] [-p PORT] "
-    "[-S TOS]",
+    "[-S TOS] [--jitter T]",
     "poisson": "poisson -c DEST -u -r RATE [-l SIZE] [--size-dist fixed|exp] [-t T] [-n BYTES] "
-    "[-p PORT] [-S TOS]",
+    "[-p PORT] [-S TOS] [--jitter T]",
     "onoff": "onoff -c DEST -u -r RATE [--on T] [--off T] [-l SIZE] [--size-dist fixed|exp] [-t T] "
-    "[-n BYTES] [-p PORT] [-S TOS]",
+    "[-n BYTES] [-p PORT] [-S TOS] [--jitter T]",
     "sink": "sink [-p PORT] [-u]",
     "bulk": "bulk -c DEST [-p PORT] [-n BYTES] [-t T] [-C CC]",
 }
@@ -306,6 +317,7 @@ def parse_generator(
             raise CommandError(f"{prog}: unknown size distribution {dw.text!r}", col=dw.col,
                                expected="--size-dist fixed|exp")
         size_dist = choices[dw.text]
+    jitter_ns = _rewrap(prog, parse_duration_ns, _value(vals["jitter"])) if "jitter" in vals else 0
     on_ns, off_ns = DEFAULT_ON_NS, DEFAULT_OFF_NS
     if "on" in vals:
         on_ns = _rewrap(prog, parse_duration_ns, _value(vals["on"]))
@@ -327,6 +339,7 @@ def parse_generator(
         off_ns=off_ns,
         tos=tos,
         size_dist=size_dist,
+        jitter_ns=jitter_ns,
         words_col=words[0].col,
     )
 

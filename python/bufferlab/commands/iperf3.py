@@ -8,7 +8,9 @@ with the 3.0.x/3.1 differences of formats.md §1.1 behind the profile's
   unique prefix; the 3.7 option set (``--bitrate``/``--bandwidth``, ...);
 * per-option checks in source order: ``-p`` 1..65535, ``-i`` 0 or 0.1..60,
   ``-t`` ≤ 86400, ``-P`` ≤ 128, ``-w`` ≤ 512 MiB, ``-S`` via ``strtol(.., 0)``
-  in 0..255, ``-O`` 0..60, ``-b RATE[/BURST]`` (BURST 1..1000);
+  in 0..255, ``-O`` 0..60, ``-b RATE[/BURST]`` (BURST 1..1000),
+  ``--pacing-timer`` (3.2+; ``unit_atoi`` with no range check, so 0 and
+  negative values are accepted: the timer is then due on every loop pass);
 * then role checks (``some option you are trying to set is client only`` /
   ``... server only``), block size limits, the test-end-condition rule
   (``-t`` with ``-n`` is iperf3's own error ``only one test end condition
@@ -18,7 +20,9 @@ Messages are iperf3's ``parameter error - <iperf_strerror text>``.
 
 Defaults: port 5201; ``-t`` 10 s; UDP rate 1 048 576 bit/s (``UDP_RATE``);
 UDP block size 1448 (3.2+: the control connection's MSS on a 1500-byte MTU)
-or 8192 (3.0.x/3.1); TCP block size 131072.
+or 8192 (3.0.x/3.1); TCP block size 131072; pacing timer 1000 µs (3.2+) or a
+fixed 100 000 µs (3.0.x/3.1, ``iperf_create_send_timers``). How the engine
+paces with them: ``Throttle`` in crates/bufferlab-core/src/app/iperf3.rs.
 
 The handouts' ``-0 10`` typo is read as ``-O 10`` with a warning. TCP clients
 parse fully; :func:`ensure_supported` is what refuses them (until the TCP
@@ -53,11 +57,23 @@ MAX_UDP_BLOCKSIZE = 65535 - 8 - 20
 MAX_TCP_BUFFER = 512 * 1024 * 1024
 MIN_INTERVAL = 0.1
 MAX_INTERVAL = 60.0
+#: --pacing-timer default in µs (3.2+) and the fixed timer of 3.0.x/3.1
+DEFAULT_PACING_TIMER = 1000
+OLD_PACING_TIMER = 100_000
+MAX_INT = 2**31 - 1
+#: how late Linux may wake a normal task from select(): the default
+#: timer_slack_ns (fs/select.c select_estimate_accuracy), in ns
+TIMER_SLACK_NS = 50_000
 
 
 def default_udp_blksize(profile: Profile) -> int:
     """3.2+: the control connection's MSS (1448 on Mininet); before: 8192."""
     return 1448 if profile.iperf3_at_least(3, 2) else 8192
+
+
+def default_pacing_timer(profile: Profile) -> int:
+    """3.2+: ``--pacing-timer`` defaults to 1000 µs; before, the timer is a fixed 0.1 s."""
+    return DEFAULT_PACING_TIMER if profile.iperf3_at_least(3, 2) else OLD_PACING_TIMER
 
 
 @dataclass
@@ -103,6 +119,18 @@ class Iperf3Client:
     udp_counters_64bit: bool = False
     debug: bool = False
     words_col: int = 0  # column of the program name
+    pacing_timer_us: int = DEFAULT_PACING_TIMER  # --pacing-timer, or the version's default
+    pacing_timer_given: bool = False
+    burst: int = 0  # -b RATE/BURST; 0 = no burst
+
+    def engine_pacing(self, profile: Profile) -> dict[str, int]:
+        """The engine's ``pacing`` spec (app/iperf3.rs ``PacingSpec``)."""
+        return {
+            "timer_us": self.pacing_timer_us,
+            "burst": self.burst,
+            "send_ns": profile.iperf3_send_loop_us * 1000,
+            "slack_ns": TIMER_SLACK_NS,
+        }
 
 
 _SPECS = [
@@ -148,12 +176,14 @@ _SPECS = [
     OptSpec("get-server-output", None, ("get-server-output",)),
     OptSpec("udp-counters-64bit", None, ("udp-counters-64bit",)),
     OptSpec("no-fq-socket-pacing", None, ("no-fq-socket-pacing",)),
+    OptSpec("pacing-timer", None, ("pacing-timer",), arg=True),  # 3.2+
     OptSpec("h", "h", ("help",)),
 ]
 
 _SUPPORTED_TEXT = (
     "-s, -c HOST, -u, -b RATE, -l LEN, -t SEC, -n BYTES, -p PORT, -S TOS, -T TITLE, -J, "
-    "-i SEC, -O SEC, -P N, -R, -w SIZE, -C ALGO, -D, -1, -V, -f FMT, --logfile FILE"
+    "-i SEC, -O SEC, -P N, -R, -w SIZE, -C ALGO, -D, -1, -V, -f FMT, --logfile FILE, "
+    "--pacing-timer USEC"
 )
 #: real iperf3 options bufferlab does not model (parsed only to refuse them clearly)
 _UNSUPPORTED = {
@@ -172,7 +202,9 @@ _UNSUPPORTED = {
     "get-server-output": "--get-server-output",
     "no-fq-socket-pacing": "--no-fq-socket-pacing",
 }
-_CLIENT_ONLY = {"u", "b", "t", "n", "k", "l", "P", "R", "w", "M", "N", "S", "Z", "O", "T", "C"}
+_CLIENT_ONLY = {"u", "b", "t", "n", "k", "l", "P", "R", "w", "M", "N", "S", "Z", "O", "T", "C"} | {
+    "pacing-timer"
+}
 _SERVER_ONLY = {"D", "1"}
 
 
@@ -212,6 +244,38 @@ def _atof(o: Opt, what: str) -> float:
     return v
 
 
+def _pacing_timer(o: Opt, diag: Diagnostics) -> int:
+    """``--pacing-timer``: iperf3 reads it with ``unit_atoi`` (a number, an
+    optional k/m/g/t ×1024 letter, truncated to an int) and checks nothing."""
+    assert o.value is not None
+    text = o.value.text
+    num, rest = strtod_prefix(text)
+    mult = {"k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}.get(rest[:1].lower(), 1) if rest else 1
+    if num is None or not math.isfinite(num) or (rest and (len(rest) != 1 or mult == 1)):
+        raise CommandError(
+            f"iperf3: invalid pacing timer {text!r} for {o.spelled}",
+            col=o.value.col,
+            expected=f"{o.spelled} MICROSECONDS (an integer; default {DEFAULT_PACING_TIMER})",
+            suggestion="the timer is in microseconds: 1000 is 1 ms" if rest else None,
+        )
+    value = num * mult
+    if abs(value) > MAX_INT:
+        raise CommandError(
+            f"iperf3: pacing timer {text!r} out of range for {o.spelled}",
+            col=o.value.col,
+            expected=f"{o.spelled} MICROSECONDS up to {MAX_INT}",
+        )
+    if value != int(value):
+        diag.warn(f"iperf3 reads the pacing timer {text!r} as {int(value)} µs", o.value.col)
+    if int(value) <= 0:
+        diag.warn(
+            f"--pacing-timer {int(value)}: the timer is due on every pass of iperf3's loop, "
+            "which then re-checks its rate continuously (a busy loop)",
+            o.value.col,
+        )
+    return int(value)
+
+
 def _unit(fn, o: Opt, **kw) -> int:  # type: ignore[no-untyped-def]
     assert o.value is not None
     try:
@@ -237,9 +301,11 @@ def parse_iperf3(
     ``-c h3`` can be answered with "h3 is 10.0.0.3".
     """
     profile = profile or Profile()
+    # --pacing-timer arrived in 3.2; before, getopt does not know it
+    specs = _SPECS if profile.iperf3_at_least(3, 2) else [s for s in _SPECS if s.key != "pacing-timer"]
     getopt = Getopt(
         "iperf3",
-        _SPECS,
+        specs,
         expected="supported options: " + _SUPPORTED_TEXT,
         short_aliases={"0": ("O", "iperf3 has no -0 option; read as -O (omit), write -O")},
     )
@@ -262,7 +328,8 @@ def parse_iperf3(
     udp = False
     port = DEFAULT_PORT
     rate: int | None = None
-    burst_given = False
+    burst = 0
+    pacing_timer: int | None = None
     blksize = 0
     blksize_opt: Opt | None = None
     duration = DEFAULT_DURATION
@@ -345,16 +412,12 @@ def parse_iperf3(
                     raise _perr(
                         f"invalid burst count (maximum = {MAX_BURST})",
                         o.value.col + len(rate_text) + 1,
+                        expected=f"-b RATE/BURST with BURST a whole number of datagrams, 1..{MAX_BURST}",
                     )
-                burst_given = True
+                burst = b
                 o = Opt(o.key, o.spelled, o.col, Word(rate_text, o.value.col))
+            # (a later -b without /BURST keeps the burst, as iperf3 does)
             rate = _unit(parse_iperf_rate, o, legacy_1024=not profile.iperf3_at_least(3, 1))
-            if burst_given:
-                raise NotSupportedError(
-                    "iperf3 -b RATE/BURST (burst mode) is not supported yet",
-                    col=o.value.col if o.value else o.col,
-                    expected="-b RATE",
-                )
         elif k == "t":
             duration = _atoi_strict(o, "time")
             if duration > MAX_TIME:
@@ -434,6 +497,8 @@ def parse_iperf3(
             pass
         elif k == "udp-counters-64bit":
             counters64 = True
+        elif k == "pacing-timer":
+            pacing_timer = _pacing_timer(o, diag)
 
     if role == "c" and server_flag is not None:
         raise _perr("some option you are trying to set is server only", server_flag.col)
@@ -513,6 +578,9 @@ def parse_iperf3(
         udp_counters_64bit=counters64,
         debug=debug,
         words_col=words[0].col,
+        pacing_timer_us=default_pacing_timer(profile) if pacing_timer is None else pacing_timer,
+        pacing_timer_given=pacing_timer is not None,
+        burst=burst,
     )
 
 

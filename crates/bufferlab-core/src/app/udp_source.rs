@@ -9,6 +9,17 @@
 //! during an on period sends at the CBR spacing, the first packet one gap
 //! after the period starts (ns-3 carries residual bits across periods; we do
 //! not — a sub-packet difference per period).
+//!
+//! `jitter` (the generators' `--jitter`) leaves those definitions alone and
+//! delays each datagram's departure by a uniform draw in `[0, jitter]` from
+//! the source's own random stream (a separate stream, so Poisson gaps and
+//! sizes are the same draws with and without jitter): the nominal instants
+//! keep their exact spacing and the mean rate, only departures move. A
+//! datagram never leaves before the previous one — a host's sender hands one
+//! socket's datagrams to the stack in order, so jitter does not reorder a
+//! flow (departure = max(nominal + draw, previous departure)). Datagrams
+//! still waiting when the source stops (`-t`, Ctrl-C) are not sent; with
+//! `-n` the source ends once the last emitted datagram has left.
 
 use super::{parse_addr, AppCtx, Lifetime};
 use crate::error::{Error, Result};
@@ -17,6 +28,7 @@ use crate::rng::ComponentRng;
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
 use serde::Deserialize;
 use serde_json::json;
+use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -58,6 +70,9 @@ pub struct UdpSourceSpec {
     pub tos: u8,
     #[serde(default)]
     pub size_dist: SizeDist,
+    /// largest extra delay of a datagram's departure (uniform in [0, jitter]), ns
+    #[serde(default)]
+    pub jitter_ns: u64,
 }
 
 /// Largest UDP payload in an IPv4 datagram.
@@ -68,6 +83,13 @@ pub struct UdpSource {
     dst: Ipv4,
     sport: u16,
     rng: ComponentRng,
+    /// departure jitter's own stream (only with `jitter_ns` > 0)
+    jitter_rng: Option<ComponentRng>,
+    /// emitted datagrams waiting for their departure: (instant, size, sequence number)
+    pending: VecDeque<(SimTime, u32, u64)>,
+    /// datagrams and bytes emitted at their nominal instants
+    emitted: u64,
+    emitted_bytes: u64,
     start: SimTime,
     stop_at: Option<SimTime>,
     /// packets sent in the current CBR run (on period, or whole run)
@@ -99,11 +121,18 @@ impl UdpSource {
                 "onoff: needs a positive on time and an off time".into(),
             ));
         }
+        // seeded from a copy of the source's stream, which is left untouched
+        let jitter_rng = (spec.jitter_ns > 0)
+            .then(|| ComponentRng::new(rng.clone().next_u64(), "udp_source/jitter"));
         Ok(UdpSource {
             dst: parse_addr("udp source dst", &spec.dst)?,
             spec,
             sport: 0,
             rng,
+            jitter_rng,
+            pending: VecDeque::new(),
+            emitted: 0,
+            emitted_bytes: 0,
             start: SimTime::ZERO,
             stop_at: None,
             run_index: 0,
@@ -156,7 +185,8 @@ impl UdpSource {
         if self.life.finished {
             return None;
         }
-        [self.next_send, self.period_end, self.stop_at]
+        let departure = self.pending.front().map(|p| p.0);
+        [self.next_send, departure, self.period_end, self.stop_at]
             .into_iter()
             .flatten()
             .min()
@@ -169,9 +199,11 @@ impl UdpSource {
         if self.period_end.is_some_and(|t| ctx.now >= t) {
             self.toggle_period(ctx.now);
         }
-        if self.next_send.is_some_and(|t| ctx.now >= t) {
-            self.send(ctx);
+        let budget_left = self.spec.bytes.is_none_or(|b| self.emitted_bytes < b);
+        if budget_left && self.next_send.is_some_and(|t| ctx.now >= t) {
+            self.emit();
         }
+        self.depart(ctx);
         self.check_stop(ctx);
     }
 
@@ -188,22 +220,26 @@ impl UdpSource {
         }
     }
 
-    fn send(&mut self, ctx: &mut AppCtx) {
+    /// The datagram of the nominal instant `next_send`: queue it for its
+    /// departure and compute the next nominal instant.
+    fn emit(&mut self) {
+        let Some(nominal) = self.next_send else {
+            return;
+        };
         let size = match self.spec.size_dist {
             SizeDist::Fixed => self.spec.size,
             SizeDist::Exponential => (self.rng.exponential(self.spec.size as f64).round() as u32)
                 .clamp(1, MAX_UDP_PAYLOAD),
         };
-        self.packets += 1;
-        self.bytes += size as u64;
-        ctx.send_udp(
-            self.dst,
-            self.sport,
-            self.spec.port,
-            size,
-            self.spec.tos,
-            self.packets,
-        );
+        self.emitted += 1;
+        self.emitted_bytes += size as u64;
+        let late = match self.jitter_rng.as_mut() {
+            Some(r) => SimDuration(r.range_u64(0, self.spec.jitter_ns)),
+            None => SimDuration::ZERO,
+        };
+        let previous = self.pending.back().map_or(SimTime::ZERO, |p| p.0);
+        self.pending
+            .push_back(((nominal + late).max(previous), size, self.emitted));
         self.run_index += 1;
         self.next_send = match self.spec.pattern {
             Pattern::Cbr => Some(self.run_start + self.cbr_offset(self.run_index)),
@@ -213,15 +249,36 @@ impl UdpSource {
             }
             Pattern::Poisson => {
                 let gap = self.rng.exponential(self.mean_gap_s());
-                Some(ctx.now + SimDuration((gap * 1e9) as u64))
+                Some(nominal + SimDuration((gap * 1e9) as u64))
             }
         };
+    }
+
+    /// Send the queued datagrams whose departure has come.
+    fn depart(&mut self, ctx: &mut AppCtx) {
+        while let Some(&(at, size, seq)) = self.pending.front() {
+            if at > ctx.now {
+                break;
+            }
+            self.pending.pop_front();
+            self.packets += 1;
+            self.bytes += size as u64;
+            ctx.send_udp(
+                self.dst,
+                self.sport,
+                self.spec.port,
+                size,
+                self.spec.tos,
+                seq,
+            );
+        }
     }
 
     /// Stop when the duration elapsed or the byte budget is spent.
     fn check_stop(&mut self, ctx: &mut AppCtx) -> bool {
         let out_of_time = self.stop_at.is_some_and(|t| ctx.now >= t);
-        let out_of_bytes = self.spec.bytes.is_some_and(|b| self.bytes >= b);
+        let out_of_bytes =
+            self.spec.bytes.is_some_and(|b| self.emitted_bytes >= b) && self.pending.is_empty();
         if out_of_time || out_of_bytes {
             self.life.finish(ctx);
         }
@@ -248,5 +305,136 @@ impl UdpSource {
             "end_ns": self.life.end.as_nanos(),
             "interrupted": self.life.interrupted,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::{IperfRegistry, Sockets};
+    use crate::packet::Packet;
+
+    const MS: u64 = 1_000_000;
+
+    fn source(pattern: Pattern, jitter_ns: u64, seed: u64) -> UdpSource {
+        let spec = UdpSourceSpec {
+            pattern,
+            dst: "10.0.0.2".into(),
+            port: 9,
+            rate_bps: 8_000_000, // 1000-byte datagrams every 1 ms
+            size: 1000,
+            duration_ns: Some(100 * MS),
+            bytes: None,
+            on_ns: Some(20 * MS),
+            off_ns: Some(10 * MS),
+            tos: 0,
+            size_dist: SizeDist::Fixed,
+            jitter_ns,
+        };
+        UdpSource::new(spec, ComponentRng::new(seed, "src")).unwrap()
+    }
+
+    /// Run the source as the engine does: (departure ns, sequence number) of each datagram.
+    fn departures(mut src: UdpSource) -> Vec<(u64, u64)> {
+        let mut out: Vec<Packet> = Vec::new();
+        let mut sockets = Sockets::new(ComponentRng::new(0, "sockets"));
+        let mut iperf = IperfRegistry::default();
+        let mut now = SimTime::ZERO;
+        let mut sent = Vec::new();
+        let mut step = |src: &mut UdpSource, now: SimTime, start: bool| {
+            let mut c = AppCtx {
+                now,
+                id: 1,
+                addr: Ipv4::parse("10.0.0.1").unwrap(),
+                gso_max_size: 0,
+                out: &mut out,
+                sockets: &mut sockets,
+                iperf: &mut iperf,
+            };
+            if start {
+                src.start(&mut c).unwrap();
+            } else {
+                src.handle_timeout(&mut c);
+            }
+            for p in out.drain(..) {
+                sent.push((now.as_nanos(), p.seq));
+            }
+        };
+        step(&mut src, now, true);
+        while let Some(t) = src.poll_timeout() {
+            assert!(t >= now, "time went backwards");
+            now = t;
+            step(&mut src, now, false);
+        }
+        sent
+    }
+
+    #[test]
+    fn cbr_without_jitter_keeps_its_exact_instants() {
+        let d = departures(source(Pattern::Cbr, 0, 1));
+        let expected: Vec<(u64, u64)> = (0..100).map(|k| (k * MS, k + 1)).collect();
+        assert_eq!(d, expected);
+    }
+
+    #[test]
+    fn jitter_delays_each_datagram_within_its_bound_and_never_reorders() {
+        // 3 ms of jitter on a 1 ms spacing: draws larger than the gap would
+        // reorder; departures stay in sequence order instead
+        let d = departures(source(Pattern::Cbr, 3 * MS, 1));
+        assert_eq!(
+            d,
+            departures(source(Pattern::Cbr, 3 * MS, 1)),
+            "deterministic"
+        );
+        assert_ne!(d, departures(source(Pattern::Cbr, 3 * MS, 2)));
+        let mut prev = 0;
+        let mut delayed = 0;
+        for (i, &(t, seq)) in d.iter().enumerate() {
+            let nominal = (seq - 1) * MS;
+            assert_eq!(seq, i as u64 + 1, "sequence order");
+            assert!(t >= prev && t >= nominal, "{t} before {prev} or {nominal}");
+            // late by at most the jitter, or by waiting for its predecessor
+            assert!(t <= nominal + 3 * MS || t == prev, "{seq} at {t}");
+            delayed += (t > nominal) as u32;
+            prev = t;
+        }
+        assert!(delayed > 90, "{delayed} of {} datagrams moved", d.len());
+        // datagrams nominally before the 100 ms end but still waiting then are not sent
+        let last_nominal = (d.last().unwrap().1 - 1) * MS;
+        assert!(d.len() <= 100 && last_nominal < 100 * MS);
+    }
+
+    #[test]
+    fn poisson_gaps_are_the_same_draws_with_and_without_jitter() {
+        let plain = departures(source(Pattern::Poisson, 0, 4));
+        let jittered = departures(source(Pattern::Poisson, 200_000, 4));
+        // same nominal instants: each jittered departure is 0..0.2 ms after the
+        // plain one, or waits for its predecessor
+        let mut prev = 0;
+        for (&(t0, s0), &(t1, s1)) in plain.iter().zip(&jittered) {
+            assert_eq!(s0, s1);
+            assert!(
+                t1 >= t0 && (t1 <= t0 + 200_000 || t1 == prev),
+                "{t0} vs {t1}"
+            );
+            prev = t1;
+        }
+        assert!(plain.len().abs_diff(jittered.len()) <= 1);
+    }
+
+    #[test]
+    fn onoff_keeps_its_periods_and_a_late_datagram_may_spill_into_the_off_time() {
+        // off 10 ms, on 20 ms: nominal sends at 11..29 ms, 41..59 ms, 71..89 ms
+        let plain = departures(source(Pattern::Onoff, 0, 1));
+        let nominal: Vec<u64> = [10, 40, 70]
+            .iter()
+            .flat_map(|&s| (1..20).map(move |k| (s + k) * MS))
+            .collect();
+        assert_eq!(plain.iter().map(|d| d.0).collect::<Vec<_>>(), nominal);
+        let jittered = departures(source(Pattern::Onoff, 2 * MS, 1));
+        assert_eq!(jittered.len(), nominal.len());
+        for (&(t, _), &n) in jittered.iter().zip(&nominal) {
+            assert!(t >= n && t <= n + 2 * MS + MS, "{t} vs nominal {n}");
+        }
     }
 }
