@@ -564,7 +564,7 @@ def _convert_sim_value(key: str, v: Any) -> Any:
             raise ValueError("expected true or false")
         return v
     if key in ("ping_send_lag_us", "iperf3_socket_base", "epoch", "host_packet_ns", "host_byte_ps",
-               "host_wakeup_ns"):
+               "host_wakeup_ns", "iperf3_send_loop_us"):
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ValueError("expected a non-negative integer")
         return v
