@@ -79,6 +79,13 @@ class Engine:
         except _core.CoreError as e:
             raise EngineError(str(e)) from None
 
+    def set_listener_tcp(self, app_id: int, spec: dict[str, Any]) -> None:
+        """A listening TCP application takes ``spec`` for connections it accepts from now on."""
+        try:
+            self._sim.set_listener_tcp(app_id, json.dumps(spec))
+        except _core.CoreError as e:
+            raise EngineError(str(e)) from None
+
     def stop_app(self, app_id: int) -> None:
         if app_id < 0:
             self.capture_stop(capture_of(app_id))

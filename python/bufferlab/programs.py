@@ -205,6 +205,11 @@ def _prep_sysctl(pc: PrepareCtx, words: list[Word]) -> Prepared:
         out, err, status = sysctl_cmd.execute_sysctl(cmd, store)
         rt.io.out(out)
         rt.io.err(err)
+        # servers already listening on this host accept later connections with
+        # the new settings (Linux reads net.ipv4.tcp_* when a socket is created)
+        for app, (host, congestion) in rt.runner.tcp_listeners.items():
+            if host == rt.term.name and not rt.engine.app_finished(app):
+                rt.engine.set_listener_tcp(app, tcp_spec(rt, host, congestion=congestion))
         return status
 
     return _instant(run)
@@ -390,6 +395,7 @@ def _iperf3_server(node: str, cmd: Any) -> Prepared:
         except AppStartError as e:
             rt.io.err(str(e))
             return 1
+        rt.note_listener(app, node)
         if cmd.daemon:
             rt.detach(app, lambda: emit(rt, app, log) if log else None)
             return 0
@@ -563,6 +569,8 @@ def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
             return 1
         if spec["kind"] == "sink":
             rt.note_sink(app, node, spec["port"], spec["proto"])
+            if spec["proto"] == "tcp":
+                rt.note_listener(app, node, getattr(cmd, "congestion", None))
         duration = spec.get("duration_ns")
         yield WaitApp(app, endless, rt.now_ns + duration if duration else None)
         rt.io.out(gen_cmd.report_text(cmd, rt.engine.app_result(app)))

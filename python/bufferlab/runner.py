@@ -249,6 +249,9 @@ class Runner:
         self.echo = echo or (lambda s: None)
         self.warnings: list[str] = []
         self.sysctl: dict[str, dict[str, Any]] = {}
+        #: listening TCP applications (iperf3 -s, TCP sink): app id -> (host, -C of the command);
+        #: a sysctl on the host reaches the connections they accept later
+        self.tcp_listeners: dict[int, tuple[str, str | None]] = {}
         self.apps: list[AppRecord] = []
         self.lines: dict[str, list[PreparedLine]] = {}
         self.engine: Engine | None = None
@@ -695,6 +698,9 @@ class RunCtx:
         """An application that outlives its command (iperf3 -D): it leaves the
         terminal, so only the end of the scenario interrupts it."""
         self.scheduler.detached.append((app_id, on_end))
+
+    def note_listener(self, app_id: int, host: str, congestion: str | None = None) -> None:
+        self.runner.tcp_listeners[app_id] = (host, congestion)
 
     def note_sink(self, app_id: int, host: str, port: int, proto: str) -> None:
         """A `sink` started: listed in the part's summary and found by ns3-goodput."""

@@ -423,6 +423,15 @@ impl Simulator {
         Ok(id)
     }
 
+    /// The host's TCP sysctls changed: listening application `id` uses
+    /// `spec_json` (a `TcpSpec`) for the connections it accepts from now on.
+    pub fn set_listener_tcp(&mut self, id: u32, spec_json: &str) -> Result<()> {
+        self.check_app(id)?;
+        let spec: crate::app::tcp::TcpSpec = serde_json::from_str(spec_json)
+            .map_err(|e| Error::Schema(format!("tcp spec: {e}")))?;
+        self.apps[id as usize].app.set_listener_tcp(&spec)
+    }
+
     pub fn stop_app(&mut self, id: u32) -> Result<()> {
         self.check_app(id)?;
         self.with_app(id, |app, ctx| app.interrupt(ctx));

@@ -105,6 +105,10 @@ impl Simulator {
         self.inner.start_app(node, spec_json).map_err(to_py)
     }
 
+    fn set_listener_tcp(&mut self, app_id: u32, spec_json: &str) -> PyResult<()> {
+        self.inner.set_listener_tcp(app_id, spec_json).map_err(to_py)
+    }
+
     fn stop_app(&mut self, app_id: u32) -> PyResult<()> {
         self.inner.stop_app(app_id).map_err(to_py)
     }

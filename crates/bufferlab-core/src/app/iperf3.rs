@@ -554,6 +554,13 @@ pub struct Server {
 }
 
 impl Server {
+    /// Settings for the data connections accepted from now on (the seed of
+    /// their random draws is kept).
+    pub fn set_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
+        self.tcp = spec.config(self.tcp.seed, 0)?;
+        Ok(())
+    }
+
     pub fn new(spec: ServerSpec, mut rng: ComponentRng) -> Result<Server> {
         if spec.interval_ns == 0 {
             return Err(Error::App(

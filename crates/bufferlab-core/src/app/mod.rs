@@ -371,6 +371,18 @@ impl App {
         }
     }
 
+    /// A listening TCP application (iperf3 server, TCP sink) takes the
+    /// host's current sysctls for the connections it accepts from now on:
+    /// Linux reads them when a connection is created, not when the
+    /// listener was (tcp.md §4).
+    pub fn set_listener_tcp(&mut self, spec: &tcp::TcpSpec) -> Result<()> {
+        match self {
+            App::Iperf3Server(a) => a.set_tcp(spec),
+            App::Sink(a) => a.set_tcp(spec),
+            _ => Err(Error::App(format!("{} does not accept TCP connections", self.kind()))),
+        }
+    }
+
     pub fn bind_monitored_iface(&mut self, iface: usize) {
         if let App::Qmon(a) = self {
             a.set_iface(iface);

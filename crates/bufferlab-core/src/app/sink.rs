@@ -50,6 +50,18 @@ pub struct Sink {
 }
 
 impl Sink {
+    /// Settings for the TCP connections accepted from now on (a UDP sink
+    /// has none to change).
+    pub fn set_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
+        match &mut self.tcp {
+            Some(cfg) => {
+                *cfg = spec.config(cfg.seed, 0)?;
+                Ok(())
+            }
+            None => Err(Error::App("a UDP sink accepts no TCP connections".into())),
+        }
+    }
+
     pub fn new(spec: SinkSpec, mut rng: ComponentRng) -> Result<Sink> {
         let tcp = match spec.proto {
             SinkProto::Tcp => Some(spec.tcp.config(rng.next_u64(), 0)?),
