@@ -139,5 +139,7 @@ def test_lab16_red_tuned_for_one_gigabit_lets_the_queue_grow_at_100_mbit(runs):
 def test_lab7_bbr_keeps_the_link_under_random_loss_and_reno_does_not(runs):
     part = runs["lab7-bbr"] / "30ms"
     reno, bbr = goodput_mbps(part / "h1/reno.json"), goodput_mbps(part / "h1/bbr.json")
-    assert bbr >= 0.8 * PAYLOAD_LINE_MBPS, bbr
+    # the server typed in part 1 still listens; it takes part 2's 150 MB buffers for the
+    # connections it accepts (Linux reads the sysctls at socket creation)
+    assert bbr >= 0.9 * PAYLOAD_LINE_MBPS, bbr
     assert reno <= 0.5 * bbr, (reno, bbr)
