@@ -8,9 +8,11 @@ netem delay line as the root of s1-eth2 (one way, towards h3) with a tbf as
 its child, and Lab 14's socket buffers (tcp_rmem/tcp_wmem 10240 87380
 52428800) so that the window never binds unless a test wants it to.
 
-netem always gets `limit 100000`: bufferlab sends MTU-sized packets, and at
-1 Gbit/s × 20 ms the delay line holds ~1651 of them, more than netem's
-default limit of 1000 (which would cap the path at 605 Mbit/s, qdiscs.md P9).
+netem always gets `limit 100000`: with one packet per segment (`[sim] gso =
+false`, which the tests of per-packet laws use) at 1 Gbit/s × 20 ms the delay
+line holds ~1651 of them, more than netem's default limit of 1000 (which would
+cap the path at 605 Mbit/s, qdiscs.md P9); with TSO/GSO aggregates (the
+default since issue 10) it holds ~40 entries and the limit is moot.
 
 Units: a full segment carries MSS = 1448 B of payload in a 1514 B frame as
 tc counts it (tcp.md §2), so goodput behind `tbf rate R` is at most
@@ -72,12 +74,23 @@ def big_buffers(*hosts: str) -> list[str]:
     return out
 
 
-def run(folder: Path, cmds: list[str]) -> tuple[Path, dict]:
-    """Run a one-part scenario in `folder`; returns the part's results folder and the summary."""
+#: `[sim]` lines for a textbook, per-packet law: one queue entry (and one
+#: netem loss draw) per MTU segment, as the law assumes (issue 10: by default
+#: TCP sends TSO/GSO aggregates of up to 45 segments, as on a Mininet VM)
+PER_SEGMENT = "gso = false"
+#: `[sim]` lines without the hosts' stack time (host.rs): a window leaves a
+#: host as one train at one instant
+NO_HOST_TIME = "host_packet_ns = 0\nhost_byte_ps = 0\nhost_wakeup_ns = 0"
+
+
+def run(folder: Path, cmds: list[str], sim: str = "") -> tuple[Path, dict]:
+    """Run a one-part scenario in `folder` (`sim`: lines of its `[sim]` table);
+    returns the part's results folder and the summary."""
     folder.mkdir(parents=True, exist_ok=True)
     body = ",\n".join(f'  "{c}"' for c in cmds)
     p = folder / "t.toml"
-    text = f'name = "v"\nseed = 1\n{TOPO}\n[[part]]\nname = "p"\ncmds = [\n{body}\n]\n'
+    sim_table = f"[sim]\n{sim}\n" if sim else ""
+    text = f'name = "v"\nseed = 1\n{sim_table}{TOPO}\n[[part]]\nname = "p"\ncmds = [\n{body}\n]\n'
     p.write_text(text, encoding="utf-8")
     summary = run_scenario(load_scenario(p), results_root=folder, progress=False)
     return folder / "t" / "p", summary
@@ -191,11 +204,29 @@ def test_bufferbloat_rtt_grows_until_the_receive_window_caps_the_flight(tmp_path
     ])
     rtt_capped = LAB_RWND * FRAME / MSS * 8 / line * 1e3
     assert rtt_capped < (RTT + limit * 8 / line) * 1e3
+    # With TSO/GSO aggregates (issue 10, the default) the flight sits a little
+    # below the window, and the ping samples it at the granularity of an
+    # aggregate. At 1 Gbit/s an aggregate is the 64 KB cap: 45 segments,
+    # 45·1514 B = 0.545 ms of line time (t_agg). Below the window:
+    # - TSO deferral (tcp_tso_should_defer) holds back up to one aggregate
+    #   until a full one fits the window: [0, t_agg);
+    # - the receiver's ACK for an aggregate is sent before the sink has read
+    #   it, so the window it offers lacks win_from_space(truesize) = half
+    #   [lab2019] of the aggregate's truesize (65160 + 896 B): t_rcv;
+    # - what netem holds (the last 20 ms of departures from h1) is whole
+    #   aggregates, one more or less than 20 ms of line rate: ±t_agg of what
+    #   is left for the tbf's queue ahead of the ping.
+    # Above it: the hosts' stack time, tens of µs (host.rs), and the same
+    # ±t_agg. So RTT ∈ [capped − 2·t_agg − t_rcv, capped + t_agg + 0.1 ms]
+    # = [217.90, 219.92] ms (measured on the engine of issue 10: 218.5).
+    t_agg = 45 * FRAME * 8 / line * 1e3
+    t_rcv = (45 * MSS + 896) / 2 * FRAME / MSS * 8 / line * 1e3
+    lo, hi = rtt_capped - 2 * t_agg - t_rcv, rtt_capped + t_agg + 0.1
     rtts = ping_rtts(root)
-    record_property("measured", f"expected {rtt_capped:.2f} ms, ping {rtts}")
+    record_property("measured", f"expected {lo:.2f}..{hi:.2f} ms (window {rtt_capped:.2f}), ping {rtts}")
     # after ~4 s of slow start and window growth the RTT sits on the plateau;
-    # ping prints whole ms here: 1 ms.
-    assert all(abs(r - rtt_capped) <= 1.0 for r in rtts[5:]), (rtt_capped, rtts)
+    # ping prints whole ms here (rounded): 0.5 ms of print resolution.
+    assert all(lo - 0.5 <= r <= hi + 0.5 for r in rtts[5:]), (lo, hi, rtts)
     assert "0 retransmitted segments" in (root / "h1" / "terminal.log").read_text()
 
 
@@ -231,29 +262,40 @@ def test_reno_sawtooth_utilisation_with_a_small_buffer_matches_aimd(tmp_path, re
 def test_a_buffer_below_the_tbf_burst_collapses_goodput_as_in_lab14_100mtu(tmp_path, record_property):
     # Lab 14's first part scaled to 100 Mbit/s: buffer 0.064·BDP (16 000 B,
     # ~10 packets), tbf burst 50 000 B, larger than the buffer (Lab 14: limit
-    # 160000 < burst 500000). Upper bound from first principles: even the
-    # ideal Reno sawtooth with B = 10.6 packets reaches only ~79% of the link.
-    # The lab shows far worse (heavy loss, small cwnd) and so does the model:
-    # a window leaves h1 back to back, the bucket passes up to `burst` bytes
-    # of it without spacing it, and netem hands packets due at the same
-    # instant to the tbf's bfifo together, so a window that arrives as one
-    # burst loses what exceeds the buffer. We assert the bound, "far below"
-    # as half the payload rate, and at least one loss per sawtooth period.
+    # 160000 < burst 500000). Upper bound from first principles, whatever the
+    # host model: even the ideal Reno sawtooth with B = 10.6 packets reaches
+    # only ~79% of the link, with at least one loss per sawtooth period.
+    #
+    # The collapse far below that (under half the payload rate) comes from a
+    # window that leaves h1 as one train at one instant: the bucket passes up
+    # to `burst` bytes of it without spacing it, netem hands packets due at
+    # the same instant to the tbf's bfifo together (netem_dequeue moves every
+    # due packet into its child first), and what exceeds the buffer is lost.
+    # That needs the hosts' stack time off (NO_HOST_TIME): with it (issue 10,
+    # the default) a train leaves h1 spaced by the CPU, 2.25 µs + 0.61 ns/B
+    # per packet, the tbf's tokens pass the first 50 kB as it arrives, and the
+    # 16 kB bfifo (one 10-segment aggregate of 15 140 B at this pacing rate)
+    # only fills after that: measured 51 Mbit/s (53%) by default, 72 Mbit/s
+    # (76%) with gso off, against 5 and 8 Mbit/s without host time. The
+    # default is held to the sawtooth bound, the one-train model to "far below".
     line = 1e8
     limit = 16000
-    root, _ = run(tmp_path, path("100mbit", limit, burst="50000") + big_buffers("h1", "h3") + [
+    cmds = path("100mbit", limit, burst="50000") + big_buffers("h1", "h3") + [
         "h3: iperf3 -s",
         "h1: iperf3 -c 10.0.0.3 -t 10 -C reno -J > o.json",
-    ])
-    doc = iperf3_json(root)
-    got = received_bps(doc)
+    ]
     util, period = reno_sawtooth(line, limit / FRAME)
-    retr = doc["end"]["sum_sent"]["retransmits"]
-    record_property("measured", f"{got / 1e6:.2f} Mbit/s = {got / payload_rate(line):.1%}, "
-                    f"sawtooth bound {util:.1%}, {retr} retransmits, >= {10 / period:.1f} expected")
-    assert got <= util * payload_rate(line)
-    assert got <= 0.5 * payload_rate(line), got / 1e6
-    assert retr >= 10 / period
+    for name, sim in (("default", ""), ("one-train", NO_HOST_TIME)):
+        root, _ = run(tmp_path / name, cmds, sim)
+        doc = iperf3_json(root)
+        got = received_bps(doc)
+        retr = doc["end"]["sum_sent"]["retransmits"]
+        record_property(name, f"{got / 1e6:.2f} Mbit/s = {got / payload_rate(line):.1%}, "
+                        f"sawtooth bound {util:.1%}, {retr} retransmits, >= {10 / period:.1f} expected")
+        assert got <= util * payload_rate(line), (name, got / 1e6)
+        assert retr >= 10 / period, (name, retr)
+        if name == "one-train":
+            assert got <= 0.5 * payload_rate(line), got / 1e6
 
 
 def test_lab14_100mtu_at_1gbit_heavy_loss_and_small_cwnd(tmp_path, record_property):
@@ -261,7 +303,16 @@ def test_lab14_100mtu_at_1gbit_heavy_loss_and_small_cwnd(tmp_path, record_proper
     # (~105 frames, 6% of a BDP), CUBIC, 10 s: goodput far below the line
     # (asserted: under half of 956 Mbit/s), hundreds of retransmissions
     # (asserted: >= 100), and a cwnd that never comes near the BDP (1726
-    # segments of payload; asserted: below a quarter of it).
+    # segments of payload; asserted: below half of it).
+    # Why half (issue 10): with the hosts' stack time a window leaves h1
+    # spaced by the CPU, so after slow start overflows bucket + buffer (all
+    # 726 retransmissions fall in the first second) CUBIC regrows from
+    # 0.7·W_max towards W_max ≈ 800 segments without further loss (K =
+    # (0.3·W_max/0.4)^(1/3) ≈ 8.5 s): measured 566 -> 789 segments. The queue
+    # adds at most 160000·8/1e9 = 1.3 ms to the 20 ms RTT, so goodput is
+    # window/RTT and "under half the ceiling" is "window under half a BDP"
+    # for most of the run; the quarter asserted before held only when every
+    # window left h1 as one train at one instant and lost its excess each RTT.
     line = 1e9
     root, _ = run(tmp_path, path("1gbit", 160000, burst="500000") + big_buffers("h1", "h3") + [
         "h3: iperf3 -s",
@@ -274,7 +325,7 @@ def test_lab14_100mtu_at_1gbit_heavy_loss_and_small_cwnd(tmp_path, record_proper
     assert received_bps(doc) <= 0.5 * payload_rate(line)
     assert doc["end"]["sum_sent"]["retransmits"] >= 100
     bdp_segments = bdp_bytes(line) / MSS
-    assert cwnd <= bdp_segments / 4 * MSS
+    assert cwnd <= bdp_segments / 2 * MSS
 
 
 @pytest.mark.slow
@@ -331,11 +382,17 @@ def test_throughput_under_random_loss_follows_mathis(tmp_path, record_property, 
     pps = expect / (MSS * 8)
     seconds = max(20, math.ceil(400 / (p * pps)))
     pct = f"{p * 100:g}%"
+    # Mathis' p is a per-segment loss probability: run with one queue entry
+    # per segment (PER_SEGMENT). With TSO/GSO aggregates netem draws its loss
+    # once per aggregate (qdiscs.md §1.2) and an aggregate of k segments is
+    # lost whole, so the loss events are ~k times rarer for the same p (the
+    # default measured 1.3x-7.9x Mathis, the larger the rarer the loss).
+    # Host time (tens of µs) is negligible beside the 20 ms RTT and stays on.
     root, _ = run(tmp_path, path("1gbit", 2500000, netem=f"delay 20ms loss {pct}")
                   + big_buffers("h1", "h3") + [
         "h3: iperf3 -s",
         f"h1: iperf3 -c 10.0.0.3 -t {seconds} -O 5 -C {cc} -J > o.json",
-    ])
+    ], sim=PER_SEGMENT)
     doc = iperf3_json(root)
     got = received_bps(doc)
     sent = doc["end"]["sum_sent"]["bytes"] / MSS
@@ -433,13 +490,27 @@ def test_iperf3_window_caps_throughput_at_rwnd_over_rtt(tmp_path, record_propert
     # parameter exchange, iperf_tcp_listen) on the server's data socket. The
     # kernel doubles it (2N <= 2·rmem_max = 425984) and the window is half of
     # that [lab2019]: N bytes. A sender only sends whole segments within the
-    # window: at most n = floor(N/1448) per RTT; ACKs for every second segment
-    # can hold one back, so at least n - 1. The path is not the limit: the
-    # cap is well below the line.
+    # window: at most n = floor(N/1448) per RTT. The path is not the limit:
+    # the cap is well below the line.
+    # Below n, with TSO/GSO aggregates (issue 10, the default), the flight
+    # lacks at most:
+    # - one aggregate that TSO deferral holds until a whole one fits the
+    #   window. Its size is tcp_tso_autosize's 1 ms of pacing rate; the flow
+    #   never loses, so it stays in slow start, where pacing is 2·cwnd/srtt
+    #   and cwnd grows only while cwnd < 2·packets_out (tcp_is_cwnd_limited):
+    #   pacing <= 4·N/RTT, an aggregate <= 4·N·1 ms/20 ms = N/5 bytes
+    #   (>= min_tso_segs = 2 segments);
+    # - half [lab2019 win_from_space] of that aggregate's truesize (payload +
+    #   896 B), which the receiver's ACK, sent before the application reads,
+    #   leaves out of the window it offers.
+    # (Without aggregates the old bound, n - 1, is this with a one-segment
+    # aggregate.)
     w = int(window[:-1]) * 1024
     n = w // MSS
+    agg = max(2, w // 5 // MSS)
+    held = agg + math.ceil((agg * MSS + 896) / 2 / MSS)
     hi = n * MSS * 8 / RTT
-    lo = (n - 1) * MSS * 8 / RTT
+    lo = (n - held) * MSS * 8 / RTT
     assert hi < 0.9 * payload_rate(line)
     root, _ = run(tmp_path, path(rate, round(bdp_bytes(line))) + [
         "h3: iperf3 -s -1 -J > s.json",
@@ -448,7 +519,8 @@ def test_iperf3_window_caps_throughput_at_rwnd_over_rtt(tmp_path, record_propert
     doc = iperf3_json(root)
     got = received_bps(doc)
     record_property("measured", f"{got / 1e6:.3f} Mbit/s in [{lo / 1e6:.3f}, {hi / 1e6:.3f}]")
-    # 1%: the RTT also holds a frame's serialisation and the ACK's turnaround
+    # 1%: the RTT also holds a frame's serialisation, the hosts' stack time
+    # and the ACK's turnaround
     assert 0.99 * lo <= got <= hi, (window, lo / 1e6, got / 1e6, hi / 1e6)
     assert doc["start"]["sock_bufsize"] == w
     assert doc["start"]["rcvbuf_actual"] == 2 * w
