@@ -35,7 +35,7 @@ def lab16(tmp_path_factory) -> Path:
     path.write_text(text, encoding="utf-8")
     summary = run_scenario(load_scenario(path), results_root=tmp, progress=False)
     p = summary["packets"]
-    assert p["created"] == p["delivered"] + p["dropped"] + p["live"], p
+    assert p["created"] == p["delivered"] + p["dropped"] + p["live"] + p["segmented"], p
     return tmp / "lab16"
 
 

@@ -33,7 +33,7 @@ def run(path: Path, out: Path, seed: int | None = None) -> dict:
 
 def assert_conserved(summary: dict) -> None:
     p = summary["packets"]
-    assert p["created"] == p["delivered"] + p["dropped"] + p["live"], p
+    assert p["created"] == p["delivered"] + p["dropped"] + p["live"] + p["segmented"], p
 
 
 def cpm_scenario(kind_line: str, jitter: bool) -> str:

@@ -226,7 +226,7 @@ def test_study_goodputs_are_physical(study):
             assert want in block
         assert block.endswith("\nIt worked!\n")
     p = summary["packets"]
-    assert p["created"] == p["delivered"] + p["dropped"] + p["live"], p
+    assert p["created"] == p["delivered"] + p["dropped"] + p["live"] + p["segmented"], p
 
 
 def test_study_faithful_reading_drops_more_than_intended(study):

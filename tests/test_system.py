@@ -36,8 +36,10 @@ def ping_rtts(text: str) -> list[float]:
 
 def assert_conserved(summary: dict) -> None:
     p = summary["packets"]
-    assert p["created"] == p["delivered"] + p["dropped"] + p["live"], p
+    assert p["created"] == p["delivered"] + p["dropped"] + p["live"] + p["segmented"], p
     assert p["live"] == p["held"], p
+    g = summary["segments"]
+    assert g["created"] == g["delivered"] + g["dropped"] + g["live"], g
 
 
 def sink_received(text: str) -> int:
@@ -192,14 +194,19 @@ cmds = [
 
 
 def test_cpm_scenario_classes_share_the_shaped_link(tmp_path):
+    # the handout's runs: 3 × 0.9 Mbit/s into 8 Mbit/s, nothing to drop
     summary = run(SCENARIOS / "cpm-red.toml", tmp_path)
     root = tmp_path / "cpm-red"
-    un = (root / "red-uncongested/host1/terminal.log").read_text()
-    assert un.count("receiver") == 3
-    assert re.findall(r"Class\d:  \[  5\].* (\d+)/\d+ \([\d.]+%\)  receiver", un) == ["0", "0", "0"]
-    co = (root / "red-congested/host1/terminal.log").read_text()
+    for part in ("plain-red", "classful-red"):
+        un = (root / part / "host1/terminal.log").read_text()
+        assert un.count("receiver") == 3
+        assert re.findall(r"Class\d:  \[  5\].* (\d+)/\d+ \([\d.]+%\)  receiver", un) == ["0", "0", "0"]
+    assert_conserved(summary)
+    # the study's congested variant: three 3.5 Mbit/s flows share the 8 Mbit/s of frames
+    summary = run(SCENARIOS / "cpm-red-congested.toml", tmp_path)
+    co = (tmp_path / "cpm-red-congested/red/host1/terminal.log").read_text()
     got = sum(float(x) for x in re.findall(r"([\d.]+) Mbits/sec .*receiver", co))
-    # three 3.5 Mbit/s flows into 8 Mbit/s of frames: 8e6 * 1448/1490 of payload in total
+    # 8e6 * 1448/1490 of payload in total
     assert got == pytest.approx(8 * 1448 / 1490, rel=0.03)
     assert_conserved(summary)
 
@@ -357,9 +364,11 @@ cmds = [
 def test_cpm_summary_has_a_per_class_table(tmp_path, capsys):
     summary = run(SCENARIOS / "cpm-red.toml", tmp_path)
     parts = {p["name"]: p["classes"] for p in summary["parts"]}
-    assert [r["tos"] for r in parts["red-uncongested"]] == ["0x00", "0x32", "0x46"]
-    assert all(r["dropped"] == 0 and r["sent"] == r["received"] for r in parts["red-uncongested"])
-    classful = {r["tos"]: r for r in parts["classful-red-congested"]}
+    assert [r["tos"] for r in parts["plain-red"]] == ["0x00", "0x32", "0x46"]
+    assert all(r["dropped"] == 0 and r["sent"] == r["received"] for r in parts["plain-red"])
+    summary = run(SCENARIOS / "cpm-red-congested.toml", tmp_path)
+    parts = {p["name"]: p["classes"] for p in summary["parts"]}
+    classful = {r["tos"]: r for r in parts["classful-red"]}
     for r in classful.values():
         assert r["dropped"] == r["sent"] - r["received"]
         assert r["dropped_pct"] == pytest.approx(100 * r["dropped"] / r["sent"], abs=1e-3)
