@@ -19,6 +19,7 @@ from typing import Any
 
 from .formats.tc import tc_show_text
 from .profile import PROFILES
+from .report_topology import topology_svg
 from .results import NS, Outputs, Problem, Run, load_run
 from .tables import TablesResult, p99, write_tables
 
@@ -37,11 +38,16 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere}
 th{background:#eef1f5}td.l,th.l{text-align:left}
 pre{background:#fff;border:1px solid #d5dae1;padding:8px;overflow-x:auto;font-size:12.5px;line-height:1.3}
 figure{display:inline-block;margin:6px 10px 10px 0;background:#fff;border:1px solid #d5dae1;padding:6px}
-figure img{max-width:540px;height:auto;display:block}figcaption{font-size:12px;color:#555}
+figure img{max-width:100%;height:auto;display:block}figcaption{font-size:12px;color:#555;overflow-wrap:anywhere}
+.plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,420px),1fr));gap:10px;margin:8px 0 14px}
+.plots figure{display:block;margin:0;min-width:0}
+.plots img{width:100%;height:auto;aspect-ratio:16/11;object-fit:contain}
 .warn{background:#fff6e0;border-left:4px solid #e0a100;padding:6px 10px;margin:6px 0;white-space:pre-wrap}
 .err{background:#fde8e8;border-left:4px solid #c62828;padding:6px 10px;margin:6px 0;white-space:pre-wrap}
 .note{background:#eef4fb;border-left:4px solid #5b8fd1;padding:6px 10px;margin:6px 0;white-space:pre-wrap}
 .muted{color:#666}svg text{font-family:system-ui,sans-serif}
+.topo{max-width:100%;overflow-x:auto;margin:6px 0 12px}svg.topology{display:block;max-width:100%;height:auto}
+svg.topology text{font-family:"DejaVu Sans Mono",Menlo,Consolas,"Liberation Mono",monospace}
 details{margin:4px 0}summary{cursor:pointer}
 """
 
@@ -81,150 +87,20 @@ def page(title: str, body: str) -> str:
             f"<style>{CSS}</style></head><body><main>{body}</main></body></html>\n")
 
 
-# ---------------------------------------------------------------- topology
-
-def _rate_text(bps: float) -> str:
-    for div, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
-        if bps >= div:
-            return f"{bps / div:g} {unit}"
-    return f"{bps:g} bit/s"
-
-
-def _qdisc_text(info: dict[str, Any]) -> str:
-    """A one-line reminder of an interface's qdiscs at the end of the run (``netem 20ms · tbf 1 Gbit/s``)."""
-    out = []
-    for q in info.get("qdiscs", []):
-        k, o = q.get("kind"), q.get("options", {})
-        if k in (None, "noqueue", "pfifo_fast") or q.get("anonymous"):
-            continue
-        bits = [k]
-        if o.get("latency"):
-            bits.append(f"{o['latency'] / 1e6:g}ms")
-        if o.get("rate"):
-            bits.append(_rate_text(o["rate"] * 8))
-        out.append(" ".join(bits))
-    return " · ".join(out)
-
-
-def _layout(nodes: list[dict[str, Any]], links: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
-    """Columns for a left-to-right path picture: switches/routers in a chain, hosts at its ends."""
-    kind = {n["name"]: n["kind"] for n in nodes}
-    adj: dict[str, list[str]] = {n["name"]: [] for n in nodes}
-    for lk in links:
-        a, b = lk["a"]["node"], lk["b"]["node"]
-        adj[a].append(b)
-        adj[b].append(a)
-    core = [n["name"] for n in nodes if n["kind"] != "host"]
-
-    def bfs(src: str, allowed: set[str]) -> dict[str, int]:
-        dist, q = {src: 0}, [src]
-        for u in q:
-            for v in adj[u]:
-                if v in allowed and v not in dist:
-                    dist[v] = dist[u] + 1
-                    q.append(v)
-        return dist
-
-    col: dict[str, int] = {}
-    pool = core or [n["name"] for n in nodes]
-    allowed = set(pool)
-    for start in pool:  # one chain per connected piece, placed one after another
-        if start in col:
-            continue
-        far = max(bfs(start, allowed).items(), key=lambda kv: (kv[1], -pool.index(kv[0])))[0]
-        base = max(col.values(), default=-2) + 2
-        for n, d in bfs(far, allowed).items():
-            col[n] = base + d
-    if core:
-        lo, hi = min(col.values()), max(col.values())
-        first = next((v for n in nodes if kind[n["name"]] == "host"
-                      for v in adj[n["name"]] if v in col), None)
-        if first is not None and col[first] * 2 > lo + hi:  # the first host's side goes on the left
-            col = {n: lo + hi - c for n, c in col.items()}
-        alt = 0
-        for n in nodes:
-            h = n["name"]
-            if kind[h] != "host" or h in col:
-                continue
-            nb = [col[v] for v in adj[h] if v in col]
-            c = nb[0] if nb else hi + 1
-            if c == lo and (c != hi or alt % 2 == 0):
-                col[h] = c - 1
-            elif c == hi:
-                col[h] = c + 1
-            else:
-                col[h] = c
-            alt += 1
-    rows: dict[int, int] = {}
-    pos = {}
-    for n in nodes:
-        c = col.get(n["name"], 0)
-        pos[n["name"]] = (c, rows.get(c, 0))
-        rows[c] = rows.get(c, 0) + 1
-    return pos
-
-
-def topology_svg(summary: dict[str, Any]) -> str:
-    topo = summary.get("topology")
-    if not topo or not topo.get("nodes"):
-        return '<p class="muted">This summary.json records no topology (written by an older bufferlab).</p>'
-    nodes, links = topo["nodes"], topo["links"]
-    pos = _layout(nodes, links)
-    cmin = min(c for c, _ in pos.values())
-    per_col: dict[int, int] = {}
-    for c, _ in pos.values():
-        per_col[c] = per_col.get(c, 0) + 1
-    height_rows = max(per_col.values())
-    dx, dy, mx, my = 290, 130, 90, 70
-    xy = {}
-    for n, (c, r) in pos.items():
-        k = per_col[c]
-        xy[n] = (mx + (c - cmin) * dx, my + (r + (height_rows - k) / 2) * dy)
-    width = mx * 2 + (max(c for c, _ in pos.values()) - cmin) * dx
-    height = my * 2 + (height_rows - 1) * dy
-    ifs = summary.get("interfaces", {})
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" role="img" aria-label="topology">']
-    for lk in links:
-        (x1, y1), (x2, y2) = xy[lk["a"]["node"]], xy[lk["b"]["node"]]
-        out.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#7a8696" stroke-width="2.5"/>')
-        label = []
-        if lk.get("rate_bps"):
-            label.append(_rate_text(lk["rate_bps"]))
-        if lk.get("delay_ns"):
-            label.append(f"{lk['delay_ns'] / 1e6:g} ms")
-        mxl, myl = (x1 + x2) / 2, (y1 + y2) / 2
-        out.append(f'<text x="{mxl}" y="{myl - 6}" text-anchor="middle" font-size="12" fill="#333">'
-                   f'{_e(", ".join(label) or "veth")}</text>')
-        for end, (xa, ya), (xb, yb) in (("a", (x1, y1), (x2, y2)), ("b", (x2, y2), (x1, y1))):
-            intf = lk[end]["intf"]
-            tx, ty = xa + (xb - xa) * 0.28, ya + (yb - ya) * 0.28
-            q = _qdisc_text(ifs.get(intf, {}))
-            ip = lk[end].get("ip")
-            out.append(f'<text x="{tx}" y="{ty + 16}" text-anchor="middle" font-size="11" fill="#1a5fb4">'
-                       f'{_e(intf)}{_e(" " + ip) if ip else ""}</text>')
-            if q:
-                out.append(f'<text x="{tx}" y="{ty + 30}" text-anchor="middle" font-size="11" '
-                           f'fill="#a14a00">{_e(q)}</text>')
-    colors = {"host": "#e3f0ff", "switch": "#e8f5e1", "router": "#fff0d9"}
-    for n in nodes:
-        x, y = xy[n["name"]]
-        if n["kind"] == "host":
-            out.append(f'<rect x="{x - 30}" y="{y - 18}" width="60" height="36" rx="6" '
-                       f'fill="{colors["host"]}" stroke="#1a5fb4"/>')
-        else:
-            out.append(f'<ellipse cx="{x}" cy="{y}" rx="34" ry="20" fill="{colors.get(n["kind"], "#eee")}" '
-                       'stroke="#2e7d32"/>')
-        out.append(f'<text x="{x}" y="{y + 5}" text-anchor="middle" font-size="14" font-weight="600">'
-                   f'{_e(n["name"])}</text>')
-    out.append("</svg>")
-    return "".join(out)
-
+# ---------------------------------------------------------------- topology: report_topology.py
 
 # ---------------------------------------------------------------- sections
 
 def _pngs(root: Path, under: Path) -> list[Path]:
     return sorted(p for p in under.rglob("*.png") if "tables" not in p.relative_to(root).parts[:1])
+
+
+def _plot_grid(root: Path, pngs: list[Path]) -> str:
+    """Plots in a grid of equal cells: every image is drawn in the same box (fitted, not
+    stretched), whatever its pixel size, so a part's plots line up."""
+    if not pngs:
+        return ""
+    return '<div class="plots">' + "".join(png_figure(q, q.relative_to(root).as_posix()) for q in pngs) + "</div>"
 
 
 def _timeline(run: Run, part: dict[str, Any]) -> str:
@@ -378,13 +254,11 @@ def build_report(run: Run, out: Outputs, problems: list[Problem]) -> str:
                  f'<span class="muted">{p["start_ns"] / NS:.3f}–{p["end_ns"] / NS:.3f} s</span></h3>')
         b.append(_timeline(run, p))
         pdir = run.root / p["name"]
-        for png in _pngs(run.root, pdir) if pdir.is_dir() else []:
-            b.append(png_figure(png, png.relative_to(run.root).as_posix()))
+        b.append(_plot_grid(run.root, _pngs(run.root, pdir) if pdir.is_dir() else []))
     others = [q for q in _pngs(run.root, run.root)
               if q.relative_to(run.root).parts[0] not in {p["name"] for p in run.parts}]
     if others:
-        figs = "".join(png_figure(q, q.relative_to(run.root).as_posix()) for q in others)
-        b.append("<h3>Other plots</h3>" + figs)
+        b.append("<h3>Other plots</h3>" + _plot_grid(run.root, others))
     b.append("</section>")
     b.append(f'<section id="tc"><h2>tc -s statistics</h2>{_tc_section(run)}</section>')
     b.append(f'<section id="iperf3"><h2>iperf3</h2>{_iperf3_section(out)}</section>')

@@ -1,0 +1,332 @@
+"""The topology picture of report.html: an inline SVG laid out without overlaps.
+
+Nodes sit in columns (a left-to-right path picture: switches/routers in a
+chain, hosts at its ends). Under each node box is its card: one line per
+interface (an arrow towards the peer, the name, the address) and, for an
+interface with a qdisc, that interface's qdisc chain in each part (tc lines
+change it between parts). Link labels (rate, delay) sit on their links.
+
+No label may overlap another: text is monospace so its width is known here
+(``CHAR_EM`` per character, a little more than DejaVu Sans Mono's 0.6 em),
+columns are as wide as their widest card, link labels are placed at the
+first free spot along their link, and when none is free the spacing grows.
+tests/test_report_browser.py checks the result with the browser's own text
+bounding boxes.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import textwrap
+from typing import Any
+
+from .formats.tc import sprint_percent, sprint_size
+
+CHAR_EM = 0.64  # width of a monospace character in em, with margin (DejaVu Sans Mono: 0.602)
+FS_NAME, FS_LABEL = 13, 11  # font sizes: node names, everything else
+LINE = 14  # line pitch of 11 px text (its box is about 12.8 px tall)
+PAD = 10  # around a node name in its box
+WRAP = 44  # characters per card line before a qdisc chain wraps
+DEFAULT_QDISCS = {None, "noqueue", "pfifo_fast"}
+ARROWS = "→↘↓↙←↖↑↗"  # by the direction to the peer, 45° steps from east, y downwards
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def text_width(s: str, size: float) -> float:
+    return len(s) * size * CHAR_EM
+
+
+def rate_text(bps: float) -> str:
+    for div, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
+        if bps >= div:
+            return f"{bps / div:g} {unit}"
+    return f"{bps:g} bit/s"
+
+
+def qdisc_words(q: dict[str, Any]) -> str:
+    """One qdisc in a few words: ``netem 20ms``, ``tbf 10 Mbit/s 150Kb``, ``red 16Kb–32Kb``."""
+    k, o = q.get("kind"), q.get("options") or {}
+    bits = [str(k)]
+    if k == "netem":
+        if o.get("latency"):
+            bits.append(f"{o['latency'] / 1e6:g}ms")
+        if o.get("jitter"):
+            bits.append(f"±{o['jitter'] / 1e6:g}ms")
+        loss = o.get("loss") or {}
+        if loss.get("model", "random") == "random" and loss.get("p"):
+            bits.append("loss " + sprint_percent(loss["p"]))
+        if isinstance(o.get("rate"), (int, float)) and o["rate"]:
+            bits.append(rate_text(o["rate"] * 8))
+        if o.get("limit") not in (None, 1000):
+            bits.append(f"limit {o['limit']}p")
+        return " ".join(bits)
+    if isinstance(o.get("rate"), (int, float)) and o["rate"]:
+        bits.append(rate_text(o["rate"] * 8))
+    lo, hi = o.get("qth_min", o.get("min")), o.get("qth_max", o.get("max"))
+    if isinstance(lo, int) and isinstance(hi, int):
+        bits.append(f"{sprint_size(lo)}–{sprint_size(hi)}")
+    if o.get("dscp_coeff"):
+        bits.append("per-DS")
+    if o.get("ecn"):
+        bits.append("ecn")
+    lim = o.get("limit")
+    if isinstance(lim, int) and not (k == "red" or k == "red_ns3"):
+        bits.append(f"{lim}p" if k in ("pfifo", "pfifo_head_drop", "netem") else sprint_size(lim))
+    return " ".join(bits)
+
+
+def qdisc_chain(blocks: list[dict[str, Any]]) -> str:
+    """An interface's qdiscs root first (``netem 20ms → tbf 10 Mbit/s 150Kb``); "" for the default."""
+    named = [q for q in blocks if not q.get("anonymous")]
+    if all(q.get("kind") in DEFAULT_QDISCS for q in named):
+        return ""
+    return " → ".join(qdisc_words(q) for q in named if q.get("kind") not in DEFAULT_QDISCS)
+
+
+def part_chains(summary: dict[str, Any], intf: str) -> list[str]:
+    """Card lines for an interface's qdisc chain part by part (consecutive equal parts merged)."""
+    parts = summary.get("parts") or []
+    if parts and all("qdiscs" in p for p in parts):
+        seq = [(str(p.get("name")), qdisc_chain(p["qdiscs"].get(intf, []))) for p in parts]
+    else:  # an older summary: only the end of the run
+        seq = [("end", qdisc_chain(summary.get("interfaces", {}).get(intf, {}).get("qdiscs", [])))]
+    if not any(c for _, c in seq):
+        return []
+    groups: list[tuple[list[str], str]] = []
+    for name, chain in seq:
+        if groups and groups[-1][1] == chain:
+            groups[-1][0].append(name)
+        else:
+            groups.append(([name], chain))
+    if len(groups) == 1 and len(seq) > 1:
+        return [groups[0][1]]  # the same chain in every part
+    out = []
+    for names, chain in groups:
+        who = names[0] if len(names) == 1 else (f"{names[0]}, {names[1]}" if len(names) == 2
+                                                 else f"{names[0]} … {names[-1]}")
+        out.append(f"{who}: {chain or 'default'}")
+    return out
+
+
+def _wrap(line: str, width: int = WRAP) -> list[str]:
+    """Split a long chain line before an arrow (a qdisc's words stay together unless
+    they alone are too long), continuations indented."""
+    words: list[str] = []
+    for i, piece in enumerate(line.split(" → ")):
+        piece = piece if i == 0 else "→ " + piece
+        # one qdisc is one unbreakable word (a no-break space), unless it alone is too wide
+        words.extend([piece.replace(" ", "\u00a0")] if len(piece) <= width - 2 else piece.split(" "))
+    out = textwrap.wrap(" ".join(words), width, subsequent_indent="  ", break_on_hyphens=False) or [""]
+    return [ln.replace("\u00a0", " ") for ln in out]
+
+
+def _arrow(dx: float, dy: float) -> str:
+    return ARROWS[round(math.atan2(dy, dx) / (math.pi / 4)) % 8]
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float], m: float = 2) -> bool:
+    return a[0] < b[2] + m and b[0] < a[2] + m and a[1] < b[3] + m and b[1] < a[3] + m
+
+
+def layout_columns(nodes: list[dict[str, Any]], links: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """(column, row) per node: switches/routers in a chain, hosts at its ends."""
+    kind = {n["name"]: n["kind"] for n in nodes}
+    adj: dict[str, list[str]] = {n["name"]: [] for n in nodes}
+    for lk in links:
+        a, b = lk["a"]["node"], lk["b"]["node"]
+        adj[a].append(b)
+        adj[b].append(a)
+    core = [n["name"] for n in nodes if n["kind"] != "host"]
+
+    def bfs(src: str, allowed: set[str]) -> dict[str, int]:
+        dist, q = {src: 0}, [src]
+        for u in q:
+            for v in adj[u]:
+                if v in allowed and v not in dist:
+                    dist[v] = dist[u] + 1
+                    q.append(v)
+        return dist
+
+    col: dict[str, int] = {}
+    pool = core or [n["name"] for n in nodes]
+    allowed = set(pool)
+    for start in pool:  # one chain per connected piece, placed one after another
+        if start in col:
+            continue
+        far = max(bfs(start, allowed).items(), key=lambda kv: (kv[1], -pool.index(kv[0])))[0]
+        base = max(col.values(), default=-2) + 2
+        for n, d in bfs(far, allowed).items():
+            col[n] = base + d
+    if core:
+        lo, hi = min(col.values()), max(col.values())
+        first = next((v for n in nodes if kind[n["name"]] == "host"
+                      for v in adj[n["name"]] if v in col), None)
+        if first is not None and col[first] * 2 > lo + hi:  # the first host's side goes on the left
+            col = {n: lo + hi - c for n, c in col.items()}
+        alt = 0
+        for n in nodes:
+            h = n["name"]
+            if kind[h] != "host" or h in col:
+                continue
+            nb = [col[v] for v in adj[h] if v in col]
+            c = nb[0] if nb else hi + 1
+            if c == lo and (c != hi or alt % 2 == 0):
+                col[h] = c - 1
+            elif c == hi:
+                col[h] = c + 1
+            else:
+                col[h] = c
+            alt += 1
+    rows: dict[int, int] = {}
+    pos = {}
+    for n in nodes:
+        c = col.get(n["name"], 0)
+        pos[n["name"]] = (c, rows.get(c, 0))
+        rows[c] = rows.get(c, 0) + 1
+    cmin = min(c for c, _ in pos.values())
+    return {n: (c - cmin, r) for n, (c, r) in pos.items()}
+
+
+def _place(summary: dict[str, Any], gap: float, vgap: float) -> tuple[list[str], float, float, bool]:
+    """SVG elements, width, height, and whether every link label found a free spot."""
+    topo = summary["topology"]
+    nodes, links = topo["nodes"], topo["links"]
+    pos = layout_columns(nodes, links)
+    names = [n["name"] for n in nodes]
+    kinds = {n["name"]: n["kind"] for n in nodes}
+    box_w = {n: text_width(n, FS_NAME) + 2 * PAD + (14 if kinds[n] != "host" else 0) for n in names}
+    box_h = FS_NAME + 2 * PAD
+
+    # the cards' text, before the positions are known (the arrows need them: filled in below)
+    ends: dict[str, list[tuple[str, str | None, str]]] = {n: [] for n in names}  # (intf, ip, peer)
+    for lk in links:
+        for me, other in (("a", "b"), ("b", "a")):
+            ends[lk[me]["node"]].append((lk[me]["intf"], lk[me].get("ip"), lk[other]["node"]))
+    card_lines: dict[str, list[tuple[str, str, str | None]]] = {}  # (text, kind, peer)
+    for n in names:
+        lines: list[tuple[str, str, str | None]] = []
+        for intf, ip, peer in ends[n]:
+            lines.append((f"{intf}{' ' + ip if ip else ''}", "intf", peer))
+            for chain in part_chains(summary, intf):
+                who, sep, rest = chain.partition(": ")
+                if sep and len(chain) > WRAP:  # a long line: the part's name on a line of its own
+                    lines.append(("  " + who + ":", "qdisc", None))
+                    chain = "  " + rest
+                lines.extend(("  " + w, "qdisc", None) for w in _wrap(chain))
+        card_lines[n] = lines
+    card_w = {n: max((text_width("↗ " + t if k == "intf" else t, FS_LABEL) for t, k, _ in card_lines[n]),
+                     default=0) + 8 for n in names}
+    card_h = {n: len(card_lines[n]) * LINE + (6 if card_lines[n] else 0) for n in names}
+
+    ncols = max(c for c, _ in pos.values()) + 1
+    col_w = [max((max(box_w[n], card_w[n]) for n in names if pos[n][0] == c), default=60) for c in range(ncols)]
+    xs = [0.0] * ncols
+    x = 16.0
+    for c in range(ncols):
+        xs[c] = x + col_w[c] / 2
+        x += col_w[c] + gap
+    width = x - gap + 16
+    per_col: dict[int, int] = {}
+    for c, _ in pos.values():
+        per_col[c] = per_col.get(c, 0) + 1
+    nrows = max(per_col.values())
+    pitch = max(box_h + card_h[n] for n in names) + vgap
+    top = 16 + LINE + 4  # room for a link label above the top row
+    xy = {n: (xs[c], top + box_h / 2 + (r + (nrows - per_col[c]) / 2) * pitch) for n, (c, r) in pos.items()}
+    height = top + (nrows - 1) * pitch + box_h + max(card_h.values()) + 16
+
+    boxes: list[tuple[float, float, float, float]] = []  # every text's box so far, and the node boxes
+    els_cards: list[str] = []
+    for n in names:
+        x0, y0 = xy[n]
+        boxes.append((x0 - box_w[n] / 2, y0 - box_h / 2, x0 + box_w[n] / 2, y0 + box_h / 2))
+        if not card_lines[n]:
+            continue
+        cy = y0 + box_h / 2 + 4
+        left = x0 - card_w[n] / 2
+        els_cards.append(f'<rect x="{left:.1f}" y="{cy:.1f}" width="{card_w[n]:.1f}" height="{card_h[n] - 2:.1f}" '
+                         'rx="4" fill="#f6f7f9" fill-opacity="0.92"/>')
+        for i, (t, k, peer) in enumerate(card_lines[n]):
+            if k == "intf" and peer is not None:
+                px, py = xy[peer]
+                t = f"{_arrow(px - x0, py - y0)} {t}"
+            ty = cy + 3 + i * LINE
+            w = text_width(t, FS_LABEL)
+            boxes.append((left + 4, ty, left + 4 + w, ty + LINE - 1))
+            color = "#1a5fb4" if k == "intf" else "#a14a00"
+            els_cards.append(f'<text x="{left + 4:.1f}" y="{ty + 10.5:.1f}" font-size="{FS_LABEL}" '
+                             f'fill="{color}" xml:space="preserve">{_e(t)}</text>')
+
+    els_links: list[str] = []
+    els_labels: list[str] = []
+    ok = True
+    for lk in links:
+        (x1, y1), (x2, y2) = xy[lk["a"]["node"]], xy[lk["b"]["node"]]
+        els_links.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
+                         'stroke="#7a8696" stroke-width="2.5"/>')
+        label = []
+        if lk.get("rate_bps"):
+            label.append(rate_text(lk["rate_bps"]))
+        if lk.get("delay_ns"):
+            label.append(f"{lk['delay_ns'] / 1e6:g} ms")
+        text = ", ".join(label) or "veth"
+        w = text_width(text, FS_LABEL)
+        spot = None
+        for f in (0.5, 0.42, 0.58, 0.34, 0.66, 0.26, 0.74, 0.18, 0.82):
+            mx, my = x1 + (x2 - x1) * f, y1 + (y2 - y1) * f
+            vertical = abs(x2 - x1) < 1
+            cands = ([(mx + 6, my - 6), (mx - 6 - w, my - 6)] if vertical
+                     else [(mx - w / 2, my - 4 - LINE), (mx - w / 2, my + 4)])
+            for lx, ly in cands:
+                b = (lx, ly, lx + w, ly + LINE - 1)
+                if b[0] >= 2 and b[2] <= width - 2 and b[1] >= 2 and b[3] <= height - 2 \
+                        and not any(_overlap(b, o) for o in boxes):
+                    spot = b
+                    break
+            if spot:
+                break
+        if spot is None:
+            ok = False
+            mx, my = (x1 + x2) / 2, (y1 + y2) / 2
+            spot = (mx - w / 2, my - 4 - LINE, mx + w / 2, my - 5)
+        boxes.append(spot)
+        els_labels.append(f'<text x="{spot[0]:.1f}" y="{spot[1] + 10.5:.1f}" font-size="{FS_LABEL}" '
+                          f'fill="#333" stroke="#f6f7f9" stroke-width="4" paint-order="stroke" '
+                          f'xml:space="preserve">{_e(text)}</text>')
+
+    colors = {"host": "#e3f0ff", "switch": "#e8f5e1", "router": "#fff0d9"}
+    els_nodes = []
+    for n in names:
+        x0, y0 = xy[n]
+        w = box_w[n]
+        if kinds[n] == "host":
+            els_nodes.append(f'<rect x="{x0 - w / 2:.1f}" y="{y0 - box_h / 2:.1f}" width="{w:.1f}" '
+                             f'height="{box_h}" rx="6" fill="{colors["host"]}" stroke="#1a5fb4"/>')
+        else:
+            els_nodes.append(f'<rect x="{x0 - w / 2:.1f}" y="{y0 - box_h / 2:.1f}" width="{w:.1f}" '
+                             f'height="{box_h}" rx="{box_h / 2}" fill="{colors.get(kinds[n], "#eee")}" '
+                             'stroke="#2e7d32"/>')
+        els_nodes.append(f'<text x="{x0:.1f}" y="{y0 + 4.5:.1f}" text-anchor="middle" font-size="{FS_NAME}" '
+                         f'font-weight="600">{_e(n)}</text>')
+    return els_links + els_cards + els_labels + els_nodes, width, height, ok
+
+
+def topology_svg(summary: dict[str, Any]) -> str:
+    topo = summary.get("topology")
+    if not topo or not topo.get("nodes"):
+        return '<p class="muted">This summary.json records no topology (written by an older bufferlab).</p>'
+    gap, vgap = 40.0, 30.0
+    for _ in range(12):  # more room until every link label has a free spot
+        els, width, height, ok = _place(summary, gap, vgap)
+        if ok:
+            break
+        gap, vgap = gap + 40, vgap + 20
+    w, h = math.ceil(width), math.ceil(height)
+    # scales down to 3/4 in a narrow window, then scrolls in its own box (never the page)
+    return (f'<div class="topo"><svg class="topology" xmlns="http://www.w3.org/2000/svg" width="{w}" '
+            f'height="{h}" viewBox="0 0 {w} {h}" style="min-width:{math.ceil(w * 0.75)}px" role="img" '
+            f'aria-label="topology">{"".join(els)}</svg></div>')
