@@ -31,6 +31,13 @@ DELAY = '"admin: tc qdisc add dev s1-eth2 root netem delay 5ms", '
 SCENARIO = f"""
 name = "flent export"
 seed = 1
+# the RTTs of the recorded run (one of them printed with iputils' carry as "x.10"):
+# per-segment packets and no host stack time
+[sim]
+gso = false
+host_packet_ns = 0
+host_byte_ps = 0
+host_wakeup_ns = 0
 {TOPO}
 [[part]]
 name = "setup"

@@ -227,13 +227,14 @@ def test_bursts_meet_a_small_queue_as_the_pacing_decides(tmp_path, options, low,
 
 
 def cpm_congested(duration: int) -> str:
-    """The shipped scenario's classful-RED congested part, its lines verbatim
-    (the tbf from the first part, the test shortened from 75 s)."""
-    text = (ROOT / "scenarios/cpm-red.toml").read_text(encoding="utf-8")
+    """The shipped congested study's classful-RED part, its lines verbatim (the
+    tbf and the servers from the first part, the test shortened from 75 s)."""
+    text = (ROOT / "scenarios/cpm-red-congested.toml").read_text(encoding="utf-8")
     sc = tomllib.loads(text)
     parts = {p["name"]: p["cmds"] for p in sc["part"]}
-    cmds = [parts["red-uncongested"][0]] + [
-        c for c in parts["classful-red-congested"] if "tc qdisc del" not in c
+    first = parts["red"]
+    cmds = [first[0], next(c for c in first if "iperf3 -s" in c)] + [
+        c for c in parts["classful-red"] if "tc qdisc del" not in c
     ]
     cmds = [c.replace("-t 75", f"-t {duration}").replace("sleep 76", f"sleep {duration + 1}") for c in cmds]
     topo = text[text.index("[topology]") : text.index("[[part]]")]
