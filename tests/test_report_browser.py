@@ -1,6 +1,6 @@
 """report.html's layout in a real headless Chromium, at 1280 and 800 px (issue 11, item 7).
 
-For two shipped scenarios and a synthetic one with long node names and long
+For three shipped scenarios and a synthetic one with long node names and long
 addresses: the page never scrolls sideways (tables and the topology scroll in
 their own boxes), no two texts of the topology SVG overlap (the browser's own
 getBBox of every <text>) and none is cut off by the picture's edge, each
@@ -67,6 +67,8 @@ EXPECT = {
     "udp-tbf-netem": ["s1-eth2", "h3-eth0 10.0.0.3", "netem 20ms → tbf 10 Mbit/s 150Kb"],
     "cpm-red": ["host2/eth0 192.168.25.24", "eth1 192.168.25.22", "plain-red:", "classful-red:",
                 "tbf 8 Mbit/s 200Kb → red 16Kb–32Kb\n", "tbf 8 Mbit/s 200Kb → red 16Kb–32Kb per-DS"],
+    # the densest shipped topology: six hosts, four routers, a qdisc on every router link
+    "red-vs-droptail": ["n3-eth0 10.1.1.2", "n9-eth0 10.1.9.2", "droptail: bfifo 800b", "red_ns3 50–150p"],
     "long": ["sender_host_with_a_long_name-eth0 192.168.125.254", "receiver_host_long_name",
              "a_part_with_a_rather_long_name:", "netem 10ms ±2ms loss 0.1%", "second:",
              "tbf 8 Mbit/s 200Kb", "tbf 4 Mbit/s 100Kb"],

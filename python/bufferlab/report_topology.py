@@ -27,7 +27,8 @@ CHAR_EM = 0.64  # width of a monospace character in em, with margin (DejaVu Sans
 FS_NAME, FS_LABEL = 13, 11  # font sizes: node names, everything else
 LINE = 14  # line pitch of 11 px text (its box is about 12.8 px tall)
 PAD = 10  # around a node name in its box
-WRAP = 44  # characters per card line before a qdisc chain wraps
+WRAP = 44  # characters per card line before a qdisc chain wraps (then 32, 24 if too wide)
+FIT = 1130  # the report's column at its widest (main: 1180 px less padding)
 DEFAULT_QDISCS = {None, "noqueue", "pfifo_fast"}
 ARROWS = "→↘↓↙←↖↑↗"  # by the direction to the peer, 45° steps from east, y downwards
 
@@ -69,6 +70,8 @@ def qdisc_words(q: dict[str, Any]) -> str:
     lo, hi = o.get("qth_min", o.get("min")), o.get("qth_max", o.get("max"))
     if isinstance(lo, int) and isinstance(hi, int):
         bits.append(f"{sprint_size(lo)}–{sprint_size(hi)}")
+    elif isinstance(o.get("min_th"), (int, float)) and isinstance(o.get("max_th"), (int, float)):
+        bits.append(f"{o['min_th']:g}–{o['max_th']:g}p")  # ns-3's thresholds, in mean packets
     if o.get("dscp_coeff"):
         bits.append("per-DS")
     if o.get("ecn"):
@@ -191,7 +194,8 @@ def layout_columns(nodes: list[dict[str, Any]], links: list[dict[str, Any]]) -> 
     return {n: (c - cmin, r) for n, (c, r) in pos.items()}
 
 
-def _place(summary: dict[str, Any], gap: float, vgap: float) -> tuple[list[str], float, float, bool]:
+def _place(summary: dict[str, Any], gap: float, vgap: float,
+           wrap: int = WRAP) -> tuple[list[str], float, float, bool]:
     """SVG elements, width, height, and whether every link label found a free spot."""
     topo = summary["topology"]
     nodes, links = topo["nodes"], topo["links"]
@@ -213,10 +217,10 @@ def _place(summary: dict[str, Any], gap: float, vgap: float) -> tuple[list[str],
             lines.append((f"{intf}{' ' + ip if ip else ''}", "intf", peer))
             for chain in part_chains(summary, intf):
                 who, sep, rest = chain.partition(": ")
-                if sep and len(chain) > WRAP:  # a long line: the part's name on a line of its own
+                if sep and len(chain) > wrap:  # a long line: the part's name on a line of its own
                     lines.append(("  " + who + ":", "qdisc", None))
                     chain = "  " + rest
-                lines.extend(("  " + w, "qdisc", None) for w in _wrap(chain))
+                lines.extend(("  " + w, "qdisc", None) for w in _wrap(chain, wrap))
         card_lines[n] = lines
     card_w = {n: max((text_width("↗ " + t if k == "intf" else t, FS_LABEL) for t, k, _ in card_lines[n]),
                      default=0) + 8 for n in names}
@@ -237,7 +241,7 @@ def _place(summary: dict[str, Any], gap: float, vgap: float) -> tuple[list[str],
     pitch = max(box_h + card_h[n] for n in names) + vgap
     top = 16 + LINE + 4  # room for a link label above the top row
     xy = {n: (xs[c], top + box_h / 2 + (r + (nrows - per_col[c]) / 2) * pitch) for n, (c, r) in pos.items()}
-    height = top + (nrows - 1) * pitch + box_h + max(card_h.values()) + 16
+    height = max(xy[n][1] + box_h / 2 + 4 + card_h[n] for n in names) + 16
 
     boxes: list[tuple[float, float, float, float]] = []  # every text's box so far, and the node boxes
     els_cards: list[str] = []
@@ -319,14 +323,21 @@ def topology_svg(summary: dict[str, Any]) -> str:
     topo = summary.get("topology")
     if not topo or not topo.get("nodes"):
         return '<p class="muted">This summary.json records no topology (written by an older bufferlab).</p>'
-    gap, vgap = 40.0, 30.0
-    for _ in range(12):  # more room until every link label has a free spot
-        els, width, height, ok = _place(summary, gap, vgap)
-        if ok:
+    best = None
+    for wrap in (WRAP, 32, 24):  # narrower cards while the picture is wider than the page's column
+        gap, vgap = 40.0, 30.0
+        for _ in range(12):  # more room until every link label has a free spot
+            els, width, height, ok = _place(summary, gap, vgap, wrap)
+            if ok:
+                break
+            gap, vgap = gap + 40, vgap + 20
+        if best is None or width < best[1]:
+            best = (els, width, height)
+        if width <= FIT:
             break
-        gap, vgap = gap + 40, vgap + 20
+    els, width, height = best
     w, h = math.ceil(width), math.ceil(height)
-    # scales down to 3/4 in a narrow window, then scrolls in its own box (never the page)
+    # scales down to 70 % in a narrow window, then scrolls in its own box (never the page)
     return (f'<div class="topo"><svg class="topology" xmlns="http://www.w3.org/2000/svg" width="{w}" '
-            f'height="{h}" viewBox="0 0 {w} {h}" style="min-width:{math.ceil(w * 0.75)}px" role="img" '
+            f'height="{h}" viewBox="0 0 {w} {h}" style="min-width:{math.ceil(w * 0.7)}px" role="img" '
             f'aria-label="topology">{"".join(els)}</svg></div>')
