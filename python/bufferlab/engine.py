@@ -79,6 +79,14 @@ class Engine:
         except _core.CoreError as e:
             raise EngineError(str(e)) from None
 
+    def peak_backlogs(self) -> dict[str, dict[str, int]]:
+        """``{dev: {"bytes", "packets"}}``: the most each interface's qdiscs held since the
+        last ``reset_peak_backlogs``."""
+        return json.loads(self._sim.peak_backlogs())
+
+    def reset_peak_backlogs(self) -> None:
+        self._sim.reset_peak_backlogs()
+
     def set_listener_tcp(self, app_id: int, spec: dict[str, Any]) -> None:
         """A listening TCP application takes ``spec`` for connections it accepts from now on."""
         try:

@@ -384,6 +384,7 @@ class Runner:
                 self._terminals.append(terminals[t])
             lines_by_term.setdefault(t, []).append(pl)
         sched.begin_part(state)
+        eng.reset_peak_backlogs()
         # plot_q.sh still running from an earlier part keeps tracing its queue in this one
         self.observation.start_part(part_dir, sorted({
             a.spec["dev"] for a in self.apps if a is not None and a.kind == "qmon" and not eng.app_finished(a.app_id)
@@ -397,13 +398,19 @@ class Runner:
             for term in terminals.values():
                 term.flush()
         counters = self._part_counters()
+        observed = self.observation.end_part()
+        # interfaces without a queue trace: the engine's high-water mark of what their qdiscs
+        # held (the same quantity, without the trace's time series)
+        observed["peak_backlog"] = {**{dev: peak for dev, peak in eng.peak_backlogs().items()
+                                       if dev in counters["qdiscs"]},
+                                    **observed["peak_backlog"]}
         self.part_reports.append(
             {
                 "name": part.name,
                 "start_ns": start,
                 "end_ns": eng.now_ns,
                 "queues": state.queue_files,
-                **self.observation.end_part(),
+                **observed,
                 **counters,
             }
         )

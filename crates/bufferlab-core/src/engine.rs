@@ -125,6 +125,9 @@ const GSO_MAX_SIZE: u32 = 65_536;
 struct Iface {
     tree: QdiscTree,
     offloads: Offloads,
+    /// the most the qdiscs held since the last `reset_peak_backlogs`:
+    /// (bytes, packets), each its own maximum
+    peak: (u64, u64),
     /// packets on the way to the peer, in order: (when the peer handles it
     /// — for a host, once its receiving stack has spent the packet's cost —,
     /// the packet, when it reached the peer's interface)
@@ -247,6 +250,7 @@ impl Simulator {
                 } else {
                     QdiscTree::new(&topo.iface_names[i], cfg.seed, profile)
                 },
+                peak: (0, 0),
                 offloads: Offloads {
                     tso: cfg.options.gso,
                     gso: cfg.options.gso,
@@ -367,6 +371,29 @@ impl Simulator {
         Ok(())
     }
 
+    /// Per interface with a qdisc: the most bytes and packets its qdiscs
+    /// held since the last reset (each its own maximum; only enqueues raise
+    /// them). A per-part summary without a queue trace reads these.
+    pub fn peak_backlogs(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        for (i, ifc) in self.ifaces.iter().enumerate() {
+            if !ifc.tree.is_noqueue() {
+                m.insert(
+                    self.topo.iface_names[i].clone(),
+                    json!({"bytes": ifc.peak.0, "packets": ifc.peak.1}),
+                );
+            }
+        }
+        Value::Object(m)
+    }
+
+    /// Start new high-water marks from what each interface holds now.
+    pub fn reset_peak_backlogs(&mut self) {
+        for ifc in &mut self.ifaces {
+            ifc.peak = ifc.tree.held_backlog();
+        }
+    }
+
     /// The segmentation offloads of `dev` (`ethtool -k`).
     pub fn offloads(&self, dev: &str) -> Result<Offloads> {
         let iface = self
@@ -427,8 +454,8 @@ impl Simulator {
     /// `spec_json` (a `TcpSpec`) for the connections it accepts from now on.
     pub fn set_listener_tcp(&mut self, id: u32, spec_json: &str) -> Result<()> {
         self.check_app(id)?;
-        let spec: crate::app::tcp::TcpSpec = serde_json::from_str(spec_json)
-            .map_err(|e| Error::Schema(format!("tcp spec: {e}")))?;
+        let spec: crate::app::tcp::TcpSpec =
+            serde_json::from_str(spec_json).map_err(|e| Error::Schema(format!("tcp spec: {e}")))?;
         self.apps[id as usize].app.set_listener_tcp(&spec)
     }
 
@@ -695,9 +722,10 @@ impl Simulator {
             return None;
         }
         let resolved = !self.options.arp
-            || self.nodes[node].neighbours.iter().any(|e| {
-                e.addr == route.next_hop && matches!(e.state, NeighState::Reachable)
-            });
+            || self.nodes[node]
+                .neighbours
+                .iter()
+                .any(|e| e.addr == route.next_hop && matches!(e.state, NeighState::Reachable));
         resolved.then_some(route.out)
     }
 
@@ -1046,6 +1074,8 @@ impl Simulator {
         );
         // (the tree re-enqueues netem duplicates at its root itself)
         let verdict = ifc.tree.enqueue(&mut ctx, pid);
+        let (bytes, packets) = ifc.tree.held_backlog();
+        ifc.peak = (ifc.peak.0.max(bytes), ifc.peak.1.max(packets));
         if let Some(before) = before {
             let after = root_snap(&self.ifaces[iface]);
             let queued = matches!(verdict, Verdict::Queued);
@@ -1336,4 +1366,3 @@ fn reset_for(h: &TcpHeader, p: &Packet) -> TcpHeader {
         ..TcpHeader::default()
     }
 }
-

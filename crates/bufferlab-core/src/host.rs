@@ -143,8 +143,14 @@ mod tests {
         let mut q = CpuQueue::default();
         let cost = SimDuration(1_000);
         let t0 = SimTime::from_nanos(5_000);
-        assert_eq!(q.admit(t0, cost, PacketId(1)), (SimTime::from_nanos(6_000), true));
-        assert_eq!(q.admit(t0, cost, PacketId(2)), (SimTime::from_nanos(7_000), false));
+        assert_eq!(
+            q.admit(t0, cost, PacketId(1)),
+            (SimTime::from_nanos(6_000), true)
+        );
+        assert_eq!(
+            q.admit(t0, cost, PacketId(2)),
+            (SimTime::from_nanos(7_000), false)
+        );
         assert_eq!(q.pop_done(SimTime::from_nanos(6_500)), Some(PacketId(1)));
         assert_eq!(q.pop_done(SimTime::from_nanos(6_500)), None);
         assert_eq!(q.head_time(), Some(SimTime::from_nanos(7_000)));

@@ -245,11 +245,7 @@ impl Packet {
         let size = self.gso_size as u32;
         let total = self.payload_len();
         (0..n).map(move |i| {
-            let piece = if i + 1 == n {
-                total - i * size
-            } else {
-                size
-            };
+            let piece = if i + 1 == n { total - i * size } else { size };
             let mut s = *self;
             s.gso_segs = 1;
             s.gso_size = 0;

@@ -11,7 +11,10 @@ const S: u64 = 1_000_000_000;
 /// Lab 14's topology without host processing time: these tests check
 /// netem/tbf/ARP timing to the nanosecond (host.rs has its own tests below).
 fn lab14(seed: u64) -> Simulator {
-    lab14_with(seed, json!({"host_cost": {"packet_ns": 0, "byte_ps": 0, "wakeup_ns": 0}}))
+    lab14_with(
+        seed,
+        json!({"host_cost": {"packet_ns": 0, "byte_ps": 0, "wakeup_ns": 0}}),
+    )
 }
 
 fn lab14_with(seed: u64, options: Value) -> Simulator {

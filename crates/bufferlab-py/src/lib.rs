@@ -105,8 +105,18 @@ impl Simulator {
         self.inner.start_app(node, spec_json).map_err(to_py)
     }
 
+    fn peak_backlogs(&self) -> PyResult<String> {
+        json_out(&self.inner.peak_backlogs())
+    }
+
+    fn reset_peak_backlogs(&mut self) {
+        self.inner.reset_peak_backlogs()
+    }
+
     fn set_listener_tcp(&mut self, app_id: u32, spec_json: &str) -> PyResult<()> {
-        self.inner.set_listener_tcp(app_id, spec_json).map_err(to_py)
+        self.inner
+            .set_listener_tcp(app_id, spec_json)
+            .map_err(to_py)
     }
 
     fn stop_app(&mut self, app_id: u32) -> PyResult<()> {

@@ -379,7 +379,10 @@ impl App {
         match self {
             App::Iperf3Server(a) => a.set_tcp(spec),
             App::Sink(a) => a.set_tcp(spec),
-            _ => Err(Error::App(format!("{} does not accept TCP connections", self.kind()))),
+            _ => Err(Error::App(format!(
+                "{} does not accept TCP connections",
+                self.kind()
+            ))),
         }
     }
 

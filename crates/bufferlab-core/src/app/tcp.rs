@@ -188,13 +188,8 @@ impl Conn {
     pub fn input(&mut self, now: SimTime, p: &Packet) {
         if let Payload::Tcp(hdr) = p.payload {
             let gso_size = if p.is_gso() { p.gso_size as u32 } else { 0 };
-            self.ep.handle_segment(
-                now,
-                &hdr,
-                p.payload_len(),
-                gso_size,
-                p.tos & 0b11 == 0b11,
-            );
+            self.ep
+                .handle_segment(now, &hdr, p.payload_len(), gso_size, p.tos & 0b11 == 0b11);
         }
     }
 

@@ -518,7 +518,12 @@ impl Netem {
         self.own_clones.clear();
     }
 
-    fn enqueue_one(&mut self, ctx: &mut QdiscCtx, mut id: PacketId, may_duplicate: bool) -> Verdict {
+    fn enqueue_one(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        mut id: PacketId,
+        may_duplicate: bool,
+    ) -> Verdict {
         let mut count = 1u32;
         if may_duplicate
             && self.duplicate != 0

@@ -286,7 +286,13 @@ impl Pair {
                     });
                 }
                 match self.b.as_mut() {
-                    Some(b) => b.handle_segment(self.now, &seg.hdr, seg.payload_len, seg_gso_size(&seg), ce),
+                    Some(b) => b.handle_segment(
+                        self.now,
+                        &seg.hdr,
+                        seg.payload_len,
+                        seg_gso_size(&seg),
+                        ce,
+                    ),
                     None => {
                         if seg.hdr.flags & tcp_flags::SYN != 0 {
                             self.b = Some(TcpEndpoint::listen_accept(
