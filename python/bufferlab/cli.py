@@ -27,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
         help="run a scenario and write its results",
         description="Run every part of SCENARIO and write results/<scenario>/... Exit status: 0, 1 if a "
         "command failed (listed at the end; a part's allow_fail lists the lines allowed to fail), 2 for a "
-        "mistake in the scenario.",
+        "mistake in the scenario, 3 if --max-wall or --max-events ended the run early (everything up to "
+        "then written; the part it stopped in is marked \"stopped\" in summary.json).",
     )
     run.add_argument("scenario", type=Path, help="scenario file (.toml)")
     run.add_argument(
@@ -38,6 +39,12 @@ def _parser() -> argparse.ArgumentParser:
                      help="print nothing but errors (no progress, no result summary after each part)")
     run.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     run.add_argument("--no-report", action="store_true", help="write the tables but not report.html")
+    run.add_argument("--max-wall", type=_positive_float, metavar="SECONDS",
+                     help="end the run cleanly after this much wall-clock time (checked every 100 ms of "
+                     "simulated time); exit status 3")
+    run.add_argument("--max-events", type=_positive_int, metavar="N",
+                     help="end the run cleanly once the engine has processed N events (checked every "
+                     "100 ms of simulated time); exit status 3")
     check = sub.add_parser(
         "check",
         help="validate a scenario without running it",
@@ -81,6 +88,30 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("-o", "--output", type=Path, metavar="OUT",
                         help="output folder (default: each scenario's results folder)")
     return p
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (v > 0 and v < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number: {text!r}")
+    return v
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return v
+
+
+#: exit status of a run ended early by --max-wall or --max-events
+EXIT_STOPPED = 3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,6 +166,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     echo = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr))
     progress = False if (args.no_progress or args.quiet) else None
     r = Runner(sc, args.output, progress=progress, echo=echo)
+    r.max_wall_s = args.max_wall
+    r.max_events = args.max_events
     r.check()
     try:
         r.root.mkdir(parents=True, exist_ok=True)
@@ -152,7 +185,11 @@ def _dispatch(args: argparse.Namespace) -> int:
             f"{sc.name}: {summary['simulated_s']:.3f} s simulated in {r.wall_s:.2f} s wall "
             f"(+{extra_s:.2f} s tables/report), {summary['events']} events; results in {r.root}"
         )
-    return _report_failures(r.failures)
+    status = _report_failures(r.failures)
+    if r.stopped:
+        print(f"bufferlab: run stopped early: {r.stopped}; results so far in {r.root}", file=sys.stderr)
+        return EXIT_STOPPED
+    return status
 
 
 def _report_failures(failures: list) -> int:

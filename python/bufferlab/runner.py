@@ -192,6 +192,16 @@ class PartTimeout(BufferlabError):
     pass
 
 
+#: with --max-wall/--max-events the engine runs in stretches of at most this much simulated
+#: time, and the limits are checked between stretches (a stretch boundary changes nothing: the
+#: runner acts only when an application ends or a wait expires, as with the progress bar's slices)
+LIMIT_STRETCH_NS = 100_000_000
+
+
+class RunStopped(Exception):
+    """``--max-wall`` or ``--max-events`` was reached: the run ends cleanly with what it has."""
+
+
 @dataclass
 class PartState:
     """What the commands typed in one part report into. Kept after the part ends:
@@ -270,6 +280,12 @@ class Runner:
         self._terminals: list[Terminal] = []
         #: applications already listed in a part's result summary
         self._reported: set[int] = set()
+        #: ``bufferlab run --max-wall SECONDS`` / ``--max-events N``: end the run cleanly at the
+        #: first stretch boundary past either; ``stopped`` then says why (also in summary.json)
+        self.max_wall_s: float | None = None
+        self.max_events: int | None = None
+        self.stopped: str | None = None
+        self._wall0 = 0.0
 
     # ------------------------------------------------------------ checking
 
@@ -331,7 +347,7 @@ class Runner:
         self.root.mkdir(parents=True, exist_ok=True)
         self.observation.start_run()
         self.started_unix = time.time()
-        wall0 = time.perf_counter()
+        wall0 = self._wall0 = time.perf_counter()
         for node, dev, args in self.topo.tclink_commands:
             self._apply_tclink(node, dev, args)
         sched = _Scheduler(self)
@@ -346,6 +362,8 @@ class Runner:
             sched.end_scenario()
         except PartTimeout as e:
             error = str(e)
+        except RunStopped as e:
+            self.stopped = str(e)
         finally:
             for term in self._terminals:
                 term.flush()
@@ -392,8 +410,11 @@ class Runner:
         for t, pls in lines_by_term.items():
             owner = _Owner(t, foreground=True)
             sched.spawn(self._terminal_proc(sched, state, terminals[t], pls, owner), pls[0].command.index, owner)
+        stopped: RunStopped | None = None
         try:
             sched.run_part()
+        except RunStopped as e:  # --max-wall/--max-events: keep what the part has, marked
+            stopped = e
         finally:  # what the terminals printed helps most when the part did not finish
             for term in terminals.values():
                 term.flush()
@@ -414,7 +435,20 @@ class Runner:
                 **counters,
             }
         )
+        if stopped is not None:
+            self.part_reports[-1]["stopped"] = str(stopped)
+            raise stopped
         self._warn_netem_limit(part)
+
+    def limit_reached(self) -> str | None:
+        """Why the run must stop now (``--max-wall``/``--max-events``), or None."""
+        eng = self.engine
+        assert eng is not None
+        if self.max_events is not None and eng.events_processed() >= self.max_events:
+            return f"--max-events {self.max_events} reached ({eng.events_processed()} events)"
+        if self.max_wall_s is not None and time.perf_counter() - self._wall0 >= self.max_wall_s:
+            return f"--max-wall {self.max_wall_s:g} s reached"
+        return None
 
     def _part_counters(self) -> dict[str, Any]:
         """``drops``: by interface and reason during this part (the engine's counters are
@@ -582,6 +616,7 @@ class Runner:
             "warnings": self.warnings,
             "failures": [vars(f) for f in self.failures],
             "error": error,
+            **({"stopped": self.stopped} if self.stopped else {}),
             "captures": self.observation.run_capture_report,
             # for the HTML report: the topology as built, and the scenario as written
             "topology": {
@@ -798,20 +833,35 @@ class _Scheduler:
         assert eng is not None
         # Run in slices so the progress display and Ctrl-C stay responsive.
         end = min(target, eng.now_ns + NS) if progress else target
+        limited = self.runner.max_wall_s is not None or self.runner.max_events is not None
+        if limited:
+            end = min(end, eng.now_ns + LIMIT_STRETCH_NS)
         finished = eng.run(end)
         if progress:
             progress.update()
         self._wake(set(finished))
+        if limited:
+            self._check_limits()
+
+    def _check_limits(self) -> None:
+        why = self.runner.limit_reached()
+        if why is not None:
+            # as at the end of a scenario: Ctrl-C everything (each prints what it prints then)
+            self.end_scenario()
+            raise RunStopped(why)
 
     def idle(self, gap_ns: int) -> None:
         """``[sim] part_gap``: the network runs on its own; persisting commands go on."""
         eng = self.engine
         assert eng is not None
         end = eng.now_ns + gap_ns
+        limited = self.runner.max_wall_s is not None or self.runner.max_events is not None
         while eng.now_ns < end:
             self._drain()
-            eng_finished = eng.run(end)
+            eng_finished = eng.run(min(end, eng.now_ns + LIMIT_STRETCH_NS) if limited else end)
             self._wake(set(eng_finished))
+            if limited:
+                self._check_limits()
         self._drain()
 
     def run_part(self) -> None:
@@ -976,7 +1026,7 @@ def run_scenario(
     return r.run()
 
 
-__all__ = ["Runner", "run_scenario", "WaitApp", "WaitUntil", "NextLine", "RunCtx", "Job", "Failure"]
+__all__ = ["Runner", "RunStopped", "run_scenario", "WaitApp", "WaitUntil", "NextLine", "RunCtx", "Job", "Failure"]
 
 
 #: programs that change a host's settings and return at once
