@@ -490,12 +490,30 @@ impl Simulator {
     /// or `stop_app`, e.g. a ping of the node's own address).
     pub fn run(&mut self, until: SimTime) -> Result<Vec<u32>> {
         loop {
+            if let Some(done) = self.run_bounded(until, u64::MAX)? {
+                return Ok(done);
+            }
+        }
+    }
+
+    /// `run` in a bounded stretch: at most `max_events` events are dispatched,
+    /// then `None` if the run is not over (neither `until` reached nor an
+    /// application finished). Calling it again resumes exactly where it
+    /// stopped, so a run in stretches is identical to one `run` (the binding
+    /// checks for signals between stretches).
+    pub fn run_bounded(&mut self, until: SimTime, max_events: u64) -> Result<Option<Vec<u32>>> {
+        let mut budget = max_events;
+        loop {
             self.drain_pending()?;
             if !self.finished.is_empty() || self.obs.has_finished() {
                 break;
             }
             match self.events.peek_time() {
                 Some(t) if t <= until => {
+                    if budget == 0 {
+                        return Ok(None);
+                    }
+                    budget -= 1;
                     let (t, ev) = self.events.pop().expect("peeked");
                     self.now = t;
                     self.dispatch(ev);
@@ -506,7 +524,7 @@ impl Simulator {
                 }
             }
         }
-        Ok(std::mem::take(&mut self.finished))
+        Ok(Some(std::mem::take(&mut self.finished)))
     }
 
     /// Instant of the next scheduled event, if any.

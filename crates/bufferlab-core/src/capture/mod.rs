@@ -33,6 +33,25 @@ use std::collections::HashMap;
 use trace::QueueTrace;
 
 /// tcpdump's default snapshot length (`MAXIMUM_SNAPLEN`, also for `-s 0`).
+/// Create (or truncate) an output file without following a symlink at its
+/// place: a link found there is removed first (its target is never opened or
+/// changed) and the file is opened with `O_NOFOLLOW`, so a link planted in
+/// between makes the open fail instead of writing elsewhere. Intermediate
+/// folders are the caller's (the Python layer creates them link-free).
+pub fn create_output(path: &str) -> std::io::Result<std::fs::File> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        std::fs::remove_file(path)?;
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW);
+    }
+    opts.open(path)
+}
+
 pub const DEFAULT_SNAPLEN: u32 = 262_144;
 
 fn default_snaplen() -> u32 {

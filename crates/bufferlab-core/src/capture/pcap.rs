@@ -54,7 +54,7 @@ fn block(out: &mut impl Write, ty: u32, body: &[u8]) -> io::Result<()> {
 impl Writer {
     /// Create the file and write its header(s).
     pub fn create(path: &str, format: Format, snaplen: u32, if_name: &str) -> io::Result<Writer> {
-        let mut out = BufWriter::with_capacity(1 << 18, File::create(path)?);
+        let mut out = BufWriter::with_capacity(1 << 18, super::create_output(path)?);
         match format {
             Format::Pcap | Format::PcapNs => {
                 let magic: u32 = if format == Format::Pcap {

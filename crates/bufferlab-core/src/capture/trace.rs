@@ -67,7 +67,7 @@ pub struct QueueTrace {
 impl QueueTrace {
     pub fn create(path: &str, min_interval_ns: u64, drops_now: u64) -> io::Result<QueueTrace> {
         Ok(QueueTrace {
-            out: BufWriter::with_capacity(1 << 18, File::create(path)?),
+            out: BufWriter::with_capacity(1 << 18, super::create_output(path)?),
             min_interval_ns,
             last_written: [None; 4],
             marks: 0,
