@@ -6,6 +6,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
+#: the smallest lab network: h1 -- s1 -- h2 (s1-eth2 faces h2)
+TWO_HOSTS = """[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], ["s1", "h2"]]
+"""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

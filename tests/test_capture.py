@@ -18,6 +18,7 @@ from bufferlab.commands.shell import parse_shell
 from bufferlab.errors import CommandError, NotSupportedError, ScenarioError
 from bufferlab.runner import run_scenario
 from bufferlab.scenario.load import load_scenario
+from conftest import TWO_HOSTS
 
 TSHARK = shutil.which("tshark")
 needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (Debian package tshark)")
@@ -436,14 +437,10 @@ def test_queue_trace_counts_a_netem_delay_line_and_its_child_queue(tmp_path: Pat
     assert tbf_mid and all(28_000 <= b <= 30_000 for b in tbf_mid), tbf_mid
 
 
-GSO_SCENARIO = """
+GSO_SCENARIO = f"""
 name = "gso capture"
 seed = 1
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-[[part]]
+{TWO_HOSTS}[[part]]
 name = "p"
 cmds = [
   "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 5ms",
