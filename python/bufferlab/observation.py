@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .commands.capture import compile_filter
 from .commands.shell import Word
 from .errors import CommandError, ScenarioError
+from .safefs import ensure_dir
 from .scenario.observe import FORMATS
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ class Observation:
             if explicit:
                 self._implicit.discard(dev)
             return
-        self.part_dir.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.part_dir, self.r.root)
         tmp = self.part_dir / f".queue_trace_{dev}.bin"
         trace = self.r.sc.trace
         min_ns = trace.min_interval_ns if trace is not None and trace.min_interval_ns is not None \

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .safefs import savefig
+
 
 def plot_queue(samples: list[list[int]], start_ns: int, dev: str, path: Path) -> None:
     """Queue occupancy over time, as ``plot_q.sh`` draws it (formats.md §6)."""
@@ -23,5 +25,5 @@ def plot_queue(samples: list[list[int]], start_ns: int, dev: str, path: Path) ->
     # an empty queue gets a scale of one full frame, not matplotlib's ±0.05 B
     ax.set_ylim(bottom=0, top=max(max(b, default=0) * 1.05, 1514))
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    savefig(fig, path, dpi=110)
     plt.close(fig)

@@ -32,6 +32,7 @@ from .formats import ping as ping_fmt
 from .formats import queue as queue_fmt
 from .formats import tc as tc_fmt
 from .profile import Profile
+from .safefs import ensure_dir, open_write, write_text
 from .scenario.topology import BuiltTopology
 from .units import parse_duration_ns
 
@@ -350,7 +351,7 @@ def _open_logfile(rt: RunCtx, logfile: str | None) -> tuple[bool, Path | None]:
     try:
         if path is None:
             raise PermissionError(13, "Permission denied (outside the node's results folder)")
-        with path.open("a", encoding="utf-8"):
+        with open_write(path, "a"):
             pass
     except OSError as e:
         rt.io.err(f"iperf3: error - unable to open log file: {e.strerror}")
@@ -360,7 +361,7 @@ def _open_logfile(rt: RunCtx, logfile: str | None) -> tuple[bool, Path | None]:
 
 def _write_tool_output(rt: RunCtx, logfile: Path | None, text: str, stderr: str = "") -> None:
     if logfile:
-        with logfile.open("a", encoding="utf-8") as f:
+        with open_write(logfile, "a") as f:
             f.write(text + stderr)
     else:
         rt.io.out(text)
@@ -610,10 +611,10 @@ def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
         yield WaitApp(app, True)
         samples = rt.engine.app_result(app)["samples"]
         dat = rt.term.cwd / f"q_{dev_word.text}.dat"
-        dat.parent.mkdir(parents=True, exist_ok=True)
-        dat.write_text(queue_fmt.q_dat(samples, start), encoding="utf-8")
+        ensure_dir(dat.parent, rt.runner.root)
+        write_text(dat, queue_fmt.q_dat(samples, start))
         csv = rt.term.home.parent / f"queue_{dev_word.text}.csv"
-        csv.write_text(queue_fmt.q_csv(samples, start), encoding="utf-8")
+        write_text(csv, queue_fmt.q_csv(samples, start))
         rt.note_queue_file(csv)
         from .plots import plot_queue
 

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .safefs import open_write, savefig
+
 RECORD = np.dtype(
     [
         ("t_ns", "<u8"),
@@ -133,7 +135,7 @@ def convert(bin_path: Path, parquet_path: Path, dev: str, plot: bool = True, min
             last = np.frombuffer(f.read(RECORD.itemsize), RECORD)
             pl.t0, pl.t1 = first["t_ns"][0] / 1e9, last["t_ns"][0] / 1e9
             f.seek(0)
-        with pq.ParquetWriter(parquet_path, schema()) as w:
+        with open_write(parquet_path, "wb") as sink, pq.ParquetWriter(sink, schema()) as w:
             while True:
                 buf = f.read(CHUNK_ROWS * RECORD.itemsize)
                 if not buf:
@@ -217,7 +219,7 @@ def _draw(pl: _Plot, dev: str, stem: Path, min_interval_ns: int) -> None:
     ax_b.legend(h1 + h2, l1 + l2, loc="upper right", fontsize="small")
     ax_d.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
-    fig.savefig(stem.with_suffix(".png"), dpi=110)
+    savefig(fig, stem.with_suffix(".png"), dpi=110)
     # no creation date: the same run gives byte-identical files
-    fig.savefig(stem.with_suffix(".pdf"), metadata={"CreationDate": None})
+    savefig(fig, stem.with_suffix(".pdf"), metadata={"CreationDate": None})
     plt.close(fig)

@@ -22,6 +22,7 @@ from .profile import PROFILES
 from .report_topology import topology_svg
 from .results import NS, Outputs, Problem, Run, load_run
 from .tables import TablesResult, p99, write_tables
+from .safefs import write_atomic
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d232b;
@@ -237,6 +238,11 @@ def build_report(run: Run, out: Outputs, problems: list[Problem]) -> str:
                      _num(s.get("simulated_s"), "{:.3f}"), _num(s.get("events"))]], left=4))
     if s.get("error"):
         b.append(f'<div class="err">{_e(s["error"])}</div>')
+    if s.get("interrupted"):
+        cut = [p["name"] for p in s.get("parts", []) if p.get("interrupted")]
+        b.append(f'<div class="err">interrupted by {_e(s["interrupted"])}'
+                 + (f' during part {_e(cut[0])} (its results up to then are below)' if cut else "")
+                 + "; the parts after it did not run</div>")
     if s.get("scenario_toml"):
         b.append(f"<details><summary>scenario file</summary><pre>{_e(s['scenario_toml'])}</pre></details>")
     b.append("</section>")
@@ -251,7 +257,9 @@ def build_report(run: Run, out: Outputs, problems: list[Problem]) -> str:
     b.append('<section id="parts"><h2>Parts</h2>')
     for p in run.parts:
         b.append(f'<h3 id="part-{_e(p["name"])}">part {_e(p["name"])} '
-                 f'<span class="muted">{p["start_ns"] / NS:.3f}–{p["end_ns"] / NS:.3f} s</span></h3>')
+                 f'<span class="muted">{p["start_ns"] / NS:.3f}–{p["end_ns"] / NS:.3f} s</span>'
+                 + (f' <span class="err">interrupted ({_e(p["interrupted"])})</span>' if p.get("interrupted") else "")
+                 + (' <span class="err">failed</span>' if p.get("error") else "") + "</h3>")
         b.append(_timeline(run, p))
         pdir = run.root / p["name"]
         b.append(_plot_grid(run.root, _pngs(run.root, pdir) if pdir.is_dir() else []))
@@ -276,7 +284,7 @@ def _failure_text(f: dict[str, Any]) -> str:
 
 def write_report(run: Run, out: Outputs, problems: list[Problem]) -> Path:
     path = run.root / "report.html"
-    path.write_text(build_report(run, out, problems), encoding="utf-8")
+    write_atomic(path, build_report(run, out, problems))  # never through a symlink (safefs.py)
     return path
 
 

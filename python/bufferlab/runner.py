@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
+import signal
 import sys
 import time
+from contextlib import contextmanager
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +38,7 @@ from .commands.shell import Job, SimpleCommand, parse_shell
 from .engine import Engine
 from .errors import BufferlabError, CommandError, Diagnostics, ScenarioError
 from .observation import Observation
+from .safefs import ensure_dir, open_write, remove_tree, write_atomic
 from .programs import PrepareCtx, Prepared, prepare_command
 from .scenario.load import Command, Part, Scenario
 from .scenario.topology import BuiltTopology, build_topology
@@ -88,7 +92,7 @@ class Io:
         if self.path is None:
             self.term.log(text)
             return
-        with self.path.open("a", encoding="utf-8") as f:
+        with open_write(self.path, "a") as f:
             f.write(text)
 
     def err(self, text: str) -> None:
@@ -126,8 +130,9 @@ class Terminal:
 
     def flush(self) -> None:
         if self.transcript:
-            self.home.mkdir(parents=True, exist_ok=True)
-            (self.home / "terminal.log").write_text("".join(self.transcript), encoding="utf-8")
+            ensure_dir(self.home)
+            with open_write(self.home / "terminal.log") as f:
+                f.write("".join(self.transcript))
 
 
 def inside_home(term: Terminal, path: Path) -> Path | None:
@@ -200,6 +205,56 @@ LIMIT_STRETCH_NS = 100_000_000
 
 class RunStopped(Exception):
     """``--max-wall`` or ``--max-events`` was reached: the run ends cleanly with what it has."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived (raised by the handlers of :func:`signals_raise`, from
+    inside the engine's run within milliseconds). The runner writes what it has, the
+    interrupted part marked, then re-raises; ``bufferlab run`` exits 128 + ``signum``."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def signal_name(e: BaseException) -> str:
+    """``SIGINT`` or ``SIGTERM`` for an interrupt (a plain KeyboardInterrupt is SIGINT)."""
+    return signal.Signals(getattr(e, "signum", signal.SIGINT)).name
+
+
+class _Signals:
+    #: while writing results after an interrupt, further signals wait (``pending``)
+    defer = 0
+    pending: int | None = None
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    if _Signals.defer:
+        _Signals.pending = signum
+        return
+    raise Interrupted(signum)
+
+
+def signals_raise() -> None:
+    """SIGINT and SIGTERM raise :class:`Interrupted` (``bufferlab run`` installs this:
+    SIGTERM's default would kill the process with nothing written, and SIGINT is
+    ignored in a background job without a terminal)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_signal)
+
+
+@contextmanager
+def signals_deferred() -> Any:
+    """Finish writing results before another signal acts (it is remembered, and
+    raised when the outermost block ends)."""
+    _Signals.defer += 1
+    try:
+        yield
+    finally:
+        _Signals.defer -= 1
+    if not _Signals.defer and _Signals.pending is not None:
+        signum, _Signals.pending = _Signals.pending, None
+        raise Interrupted(signum)
 
 
 @dataclass
@@ -286,6 +341,10 @@ class Runner:
         self.max_events: int | None = None
         self.stopped: str | None = None
         self._wall0 = 0.0
+        #: ``SIGINT``/``SIGTERM`` if a signal ended the run (summary.json's ``interrupted``)
+        self.interrupted: str | None = None
+        #: the previous run's folder, moved aside (``<scenario>.prev``) until this run completes
+        self.prev_root: Path | None = None
 
     # ------------------------------------------------------------ checking
 
@@ -344,7 +403,7 @@ class Runner:
         for w in self.warnings:
             self.echo(w)
         self.engine = Engine(self.topo.engine_config)
-        self.root.mkdir(parents=True, exist_ok=True)
+        self._fresh_root()
         self.observation.start_run()
         self.started_unix = time.time()
         wall0 = self._wall0 = time.perf_counter()
@@ -352,6 +411,8 @@ class Runner:
             self._apply_tclink(node, dev, args)
         sched = _Scheduler(self)
         error = None
+        #: what ended the run early, re-raised once everything is written
+        abort: BaseException | None = None
         try:
             for i, part in enumerate(self.sc.parts):
                 if i > 0:
@@ -359,21 +420,51 @@ class Runner:
                 self._run_part(sched, part)
                 if i < len(self.sc.parts) - 1:
                     self._part_results(i)
+                    # nothing lost: summary.json as it stands after each part
+                    with signals_deferred():
+                        self._write_summary(time.perf_counter() - wall0, None)
             sched.end_scenario()
         except PartTimeout as e:
             error = str(e)
         except RunStopped as e:
             self.stopped = str(e)
-        finally:
+        except KeyboardInterrupt as e:  # SIGINT/SIGTERM (Interrupted), or Ctrl-C of a library caller
+            self.interrupted, abort = signal_name(e), e
+        except Exception as e:  # a run-time error: every earlier part's results are kept
+            error, abort = _error_text(e), e
+        with signals_deferred():
+            if abort is not None and not sched.stopping:
+                # between parts, or an error: Ctrl-C what still runs (each prints what it prints then)
+                _quietly(sched.end_scenario)
             for term in self._terminals:
                 term.flush()
-        if self.part_reports and "results" not in self.part_reports[-1]:
-            self._part_results(len(self.part_reports) - 1)
-        self.observation.end_run()
-        summary = self._write_summary(time.perf_counter() - wall0, error)
+            if self.part_reports and "results" not in self.part_reports[-1]:
+                self._part_results(len(self.part_reports) - 1)
+            _quietly(self.observation.end_run)
+            summary = self._write_summary(time.perf_counter() - wall0, error)
+            if abort is None and error is None and self.stopped is None and self.prev_root is not None:
+                remove_tree(self.prev_root)  # the run completed: the previous one goes
+                self.prev_root = None
+        if abort is not None:
+            raise abort
         if error:
             raise PartTimeout(error)
         return summary
+
+    def _fresh_root(self) -> None:
+        """Results go into a new, empty folder: a previous run's folder (or whatever is at
+        its place, a symlink included: the link is moved, never followed) becomes
+        ``<scenario>.prev`` until this run completes, so no stale file of it can show up
+        in this run's results. An older ``.prev`` (a run interrupted earlier) is removed."""
+        root = self.root
+        prev = root.with_name(root.name + ".prev")
+        root.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(root):
+            if os.path.lexists(prev):
+                remove_tree(prev)
+            os.rename(root, prev)
+        self.prev_root = prev if os.path.lexists(prev) else None
+        os.mkdir(root)
 
     def _apply_tclink(self, node: str, dev: str, args: str) -> None:
         from .commands.shell import parse_shell as _ps
@@ -397,7 +488,7 @@ class Runner:
             t = pl.command.terminal
             if t not in terminals:
                 home = part_dir / t
-                home.mkdir(parents=True, exist_ok=True)
+                ensure_dir(home, self.root)  # part and node folders: never through a symlink
                 terminals[t] = Terminal(t, home, home)
                 self._terminals.append(terminals[t])
             lines_by_term.setdefault(t, []).append(pl)
@@ -411,13 +502,29 @@ class Runner:
             owner = _Owner(t, foreground=True)
             sched.spawn(self._terminal_proc(sched, state, terminals[t], pls, owner), pls[0].command.index, owner)
         stopped: RunStopped | None = None
+        #: a signal or a run-time error ended the part: it is recorded with what it has, marked
+        aborted: BaseException | None = None
         try:
             sched.run_part()
         except RunStopped as e:  # --max-wall/--max-events: keep what the part has, marked
             stopped = e
+        except KeyboardInterrupt as e:  # SIGINT/SIGTERM: Ctrl-C every command, as a student would
+            aborted = e
+            with signals_deferred():
+                if not sched.stopping:
+                    _quietly(sched.end_scenario)
+        except Exception as e:  # a run-time error (the part timed out, the engine refused ...)
+            aborted = e
+            if not sched.stopping:
+                _quietly(sched.end_scenario)
         finally:  # what the terminals printed helps most when the part did not finish
-            for term in terminals.values():
-                term.flush()
+            with signals_deferred():
+                for term in terminals.values():
+                    term.flush()
+        if aborted is not None:
+            with signals_deferred():
+                self._record_aborted_part(part, state, start, aborted)
+            raise aborted
         counters = self._part_counters()
         observed = self.observation.end_part()
         # interfaces without a queue trace: the engine's high-water mark of what their qdiscs
@@ -439,6 +546,27 @@ class Runner:
             self.part_reports[-1]["stopped"] = str(stopped)
             raise stopped
         self._warn_netem_limit(part)
+
+    def _record_aborted_part(self, part: Part, state: PartState, start: int, e: BaseException) -> None:
+        """The part's summary entry when a signal (``interrupted``) or a run-time error
+        (``error``) ended it: what it has up to then."""
+        assert self.engine is not None
+        entry: dict[str, Any] = {"name": part.name, "start_ns": start, "end_ns": self.engine.now_ns,
+                                 "queues": state.queue_files}
+        try:
+            counters = self._part_counters()
+            observed = self.observation.end_part()
+            observed["peak_backlog"] = {**{dev: peak for dev, peak in self.engine.peak_backlogs().items()
+                                           if dev in counters["qdiscs"]}, **observed["peak_backlog"]}
+            entry.update(observed)
+            entry.update(counters)
+        except Exception:
+            pass
+        if isinstance(e, KeyboardInterrupt):
+            entry["interrupted"] = signal_name(e)
+        else:
+            entry["error"] = _error_text(e)
+        self.part_reports.append(entry)
 
     def limit_reached(self) -> str | None:
         """Why the run must stop now (``--max-wall``/``--max-events``), or None."""
@@ -578,7 +706,7 @@ class Runner:
             term.log(f"bash: {target}: Permission denied (outside the node's results folder)")
             return None
         try:
-            with path.open("a" if sc.redirect.op == ">>" else "w", encoding="utf-8"):
+            with open_write(path, "a" if sc.redirect.op == ">>" else "w"):
                 pass
         except OSError as e:
             term.log(f"bash: {target}: {e.strerror}")
@@ -617,6 +745,7 @@ class Runner:
             "failures": [vars(f) for f in self.failures],
             "error": error,
             **({"stopped": self.stopped} if self.stopped else {}),
+            **({"interrupted": self.interrupted} if self.interrupted else {}),
             "captures": self.observation.run_capture_report,
             # for the HTML report: the topology as built, and the scenario as written
             "topology": {
@@ -626,7 +755,7 @@ class Runner:
             },
             "scenario_toml": self.sc.path.read_text(encoding="utf-8") if self.sc.path.is_file() else None,
         }
-        (self.root / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        write_atomic(self.root / "summary.json", json.dumps(summary, indent=2) + "\n")
         # Wall-clock figures differ between runs, so they stay out of summary.json
         # (which is bit-identical for the same scenario and seed): run.json has them.
         self.wall_s = wall_s
@@ -643,6 +772,19 @@ class Runner:
             self.echo(f"  {r['tos']:>7} {cells}")
 
 
+def _error_text(e: BaseException) -> str:
+    """A run-time error as summary.json and the report show it."""
+    return str(e) if isinstance(e, BufferlabError) else f"{type(e).__name__}: {e}"
+
+
+def _quietly(fn: Callable[[], Any]) -> None:
+    """Clean-up after an error: best effort, the original error is what is reported."""
+    try:
+        fn()
+    except Exception:
+        pass
+
+
 def write_run_info(root: Path, started_unix: float, wall_s: float) -> None:
     """``run.json``: the run's wall-clock facts (when it started, how long it took),
     the only output that differs between two runs of the same scenario and seed.
@@ -654,7 +796,7 @@ def write_run_info(root: Path, started_unix: float, wall_s: float) -> None:
         "started_unix": started_unix,
         "wall_s": round(wall_s, 6),
     }
-    (root / "run.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    write_atomic(root / "run.json", json.dumps(doc, indent=2) + "\n")
 
 
 def _endless(pc: PrepareCtx, sc: SimpleCommand) -> bool:

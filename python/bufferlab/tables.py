@@ -19,6 +19,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from .results import NS, Outputs, Problem, Run, app_for, ping_interval_s, scan_outputs
+from .safefs import ensure_dir, open_write
 
 S, I64, F64, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
 
@@ -76,8 +77,10 @@ def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
 
 
 def _write(folder: Path, name: str, table: pa.Table) -> None:
-    pq.write_table(table, folder / f"{name}.parquet", **_PARQUET_OPTS)
-    pacsv.write_csv(table, folder / f"{name}.csv")
+    with open_write(folder / f"{name}.parquet", "wb") as f:
+        pq.write_table(table, f, **_PARQUET_OPTS)
+    with open_write(folder / f"{name}.csv", "wb") as f:
+        pacsv.write_csv(table, f)
 
 
 def p99(values: list[float]) -> float | None:
@@ -166,8 +169,10 @@ def _copy_queue_events(run: Run, folder: Path, problems: list[Problem]) -> tuple
     schema = SCHEMAS["queue_events"]
     n = 0
     drops: list[dict[str, Any]] = []
-    pw = pq.ParquetWriter(folder / "queue_events.parquet", schema, **_PARQUET_OPTS)
-    cw = pacsv.CSVWriter(folder / "queue_events.csv", schema)
+    pf_out = open_write(folder / "queue_events.parquet", "wb")
+    cf_out = open_write(folder / "queue_events.csv", "wb")
+    pw = pq.ParquetWriter(pf_out, schema, **_PARQUET_OPTS)
+    cw = pacsv.CSVWriter(cf_out, schema)
     try:
         for part, iface, path in queue_traces(run):
             try:
@@ -208,6 +213,8 @@ def _copy_queue_events(run: Run, folder: Path, problems: list[Problem]) -> tuple
     finally:
         pw.close()
         cw.close()
+        pf_out.close()
+        cf_out.close()
     return n, drops
 
 
@@ -283,7 +290,7 @@ def _flow_rows(run: Run, out: Outputs) -> list[dict[str, Any]]:
 def write_tables(run: Run) -> TablesResult:
     """Write every table of ``run`` into ``<run>/tables/``; problems are returned, not raised."""
     folder = run.root / "tables"
-    folder.mkdir(exist_ok=True)
+    ensure_dir(folder)  # a symlink there is replaced by a folder (safefs.py)
     res = TablesResult(folder)
     out = scan_outputs(run)
     res.outputs = out

@@ -70,6 +70,7 @@ from typing import Any
 
 from ..errors import BufferlabError
 from ..results import ResultsError, load_run
+from ..safefs import open_write
 from .plot_iperf import PlotError, load_iperf3_docs
 
 __all__ = ["FlentError", "FlentExport", "export_flent", "resample", "parse_ping_replies", "STEP_SIZE"]
@@ -573,6 +574,6 @@ def _write(
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / fname
     data = json.dumps(obj, indent=2, sort_keys=True).encode("utf-8")
-    with dest.open("wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
+    with open_write(dest, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
         gz.write(data)  # mtime 0: the same results give the same bytes
     return dest

@@ -60,6 +60,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from ..safefs import ensure_dir, savefig, write_text
+
 __all__ = ["PlotError", "PlotResult", "PLOTS", "plot_iperf", "plot_json", "load_iperf3_docs", "jq_number",
            "awk_number", "csv_records", "dat_lines"]
 
@@ -340,8 +342,8 @@ def _draw(series: list[_Series], ylabel: str, title: str, y_from_zero: bool, pdf
     # `set key reverse Left outside`: outside on the right, sample before the left-aligned name
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=True)
     fig.tight_layout()
-    fig.savefig(pdf, format="pdf", metadata={"CreationDate": None, "ModDate": None})
-    fig.savefig(png, format="png", dpi=110)
+    savefig(fig, pdf, metadata={"CreationDate": None, "ModDate": None})
+    savefig(fig, png, dpi=110)
     plt.close(fig)
 
 
@@ -383,7 +385,7 @@ def _protocol(doc: Any) -> str | None:
 
 def _clear_results(results: Path) -> None:
     """``mkdir -p results; rm -rf results/*`` (dot files survive the glob)."""
-    results.mkdir(parents=True, exist_ok=True)
+    ensure_dir(results)  # a symlink named results is replaced, never emptied through
     for entry in sorted(results.iterdir()):
         if entry.name.startswith("."):
             continue
@@ -431,9 +433,9 @@ def plot_iperf(json_path: Path, workdir: Path) -> list[Path]:
             problems.append(f"not iperf3 JSON output (jq: {err})")
     words = "\n".join(records).split()
     csv_text = "".join(w + "\n" for w in sorted(words, key=lambda w: w.encode())) if words else "\n"
-    workdir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(workdir)
     csv_path = workdir / "iperf.csv"
-    csv_path.write_text(csv_text)
+    write_text(csv_path, csv_text)
     produced.append(csv_path)
 
     for doc in docs:
@@ -461,7 +463,7 @@ def plot_iperf(json_path: Path, workdir: Path) -> list[Path]:
         lines = csv_text.split("\n")[:-1]
         for k in range(0, len(lines), num):
             dat = results / f"{k // num + 1}.dat"
-            dat.write_text("".join(row + "\n" for row in dat_lines(lines[k:k + num])))
+            write_text(dat, "".join(row + "\n" for row in dat_lines(lines[k:k + num])))
             dats.append(dat)
         produced += dats
 
@@ -639,14 +641,14 @@ def _plot_doc(doc: dict[str, Any], out_dir: Path, label: str) -> tuple[list[Path
     if not per_socket:
         problems.append("no intervals to plot (the test measured nothing)")
         return produced, notes, problems
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out_dir)
     _clear_own_files(out_dir)
     exact = any(_sub_second(rows) for rows in per_socket.values())
     dats: list[Path] = []
     chunks = list(per_socket.values()) + ([sums] if len(per_socket) > 1 and sums else [])
     for n, rows in enumerate(chunks, 1):
         dat = out_dir / ("sum.dat" if n > len(per_socket) else f"{n}.dat")
-        dat.write_text("".join(line + "\n" for line in dat_lines(rows, exact, keep_blank=True)))
+        write_text(dat, "".join(line + "\n" for line in dat_lines(rows, exact, keep_blank=True)))
         dats.append(dat)
     produced += dats
     skipped: list[str] = []

@@ -1,0 +1,125 @@
+"""Writing results without ever going through a symlink.
+
+Every file ``bufferlab run`` (and ``report``/``export``) writes under a results
+folder is opened here, with ``O_NOFOLLOW`` on its last component; folders are
+created by :func:`ensure_dir`, which walks them from the results folder down
+with ``lstat``. The policy for a symlink found where an output goes (planted
+by someone else; no command a scenario can type makes one) is to **replace
+the link**: the link is removed -- its target is never opened, written or
+removed -- and a real file or folder is created in its place. So nothing is
+ever written outside the results folder through a link. (The results folder
+itself is always a fresh one, see ``Runner.run``; ``-o``'s own path is the
+user's and is followed like any path given on the command line.)
+
+The Rust core does the same for the pcap and queue trace files it writes
+(``capture::create_output``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from pathlib import Path
+from typing import IO, Any
+
+#: 0 where the platform has no O_NOFOLLOW (Windows): the lstat check below still applies
+O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: what open(2) says for O_NOFOLLOW on a link: ELOOP (Linux, macOS), EMLINK (FreeBSD)
+_LINK_ERRNOS = {errno.ELOOP, getattr(errno, "EMLINK", errno.ELOOP)}
+
+
+def _drop_link(path: Path) -> None:
+    """Remove ``path`` if it is a symlink (never its target)."""
+    try:
+        if os.path.islink(path):
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def ensure_dir(path: Path, root: Path | None = None) -> Path:
+    """``mkdir -p path`` where every component below ``root`` (default: only
+    ``path`` itself) is a real folder: a symlink there is replaced by a new
+    folder. A regular file in the way raises as ``mkdir`` does."""
+    path = Path(path)
+    if root is None:
+        comps = [path]
+    else:
+        rel = path.relative_to(root)
+        comps = [root.joinpath(*rel.parts[: k + 1]) for k in range(len(rel.parts))]
+        if not root.is_dir():
+            root.mkdir(parents=True, exist_ok=True)
+    if comps and not comps[0].parent.exists():
+        comps[0].parent.mkdir(parents=True, exist_ok=True)
+    for c in comps:
+        _drop_link(c)
+        try:
+            os.mkdir(c)
+        except FileExistsError:
+            if os.path.islink(c):  # a link planted between the two calls
+                raise
+            if not c.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(c)) from None
+    return path
+
+
+def open_write(path: Path | str, mode: str = "w", encoding: str | None = "utf-8",
+               newline: str | None = None) -> IO[Any]:
+    """``open(path, mode)`` for writing (``w``, ``a``, ``wb``, ``ab``) that never
+    follows a symlink at ``path``: a link there is replaced by the new file."""
+    if mode not in ("w", "a", "wb", "ab"):
+        raise ValueError(f"open_write: mode {mode!r}")
+    flags = os.O_WRONLY | os.O_CREAT | _CLOEXEC | O_NOFOLLOW | (os.O_APPEND if "a" in mode else os.O_TRUNC)
+    if not O_NOFOLLOW:
+        _drop_link(Path(path))
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as e:
+        if e.errno not in _LINK_ERRNOS or not os.path.islink(path):
+            raise
+        os.unlink(path)
+        fd = os.open(path, flags | os.O_EXCL, 0o666)
+    if "b" in mode:
+        return os.fdopen(fd, mode)
+    return os.fdopen(fd, mode, encoding=encoding, newline=newline)
+
+
+def write_text(path: Path | str, text: str, encoding: str = "utf-8") -> None:
+    with open_write(path, "w", encoding=encoding) as f:
+        f.write(text)
+
+
+def write_bytes(path: Path | str, data: bytes) -> None:
+    with open_write(path, "wb") as f:
+        f.write(data)
+
+
+def write_atomic(path: Path | str, text: str, encoding: str = "utf-8") -> None:
+    """Write ``path`` whole or not at all: into a hidden temporary file next to
+    it, then renamed over it (a rename replaces a link at ``path``, never its
+    target). summary.json, run.json and report.html are written so: a run
+    killed while writing them leaves the previous complete version."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    _drop_link(tmp)
+    with open_write(tmp, "w", encoding=encoding) as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` (a folder, file or link) without following links: a link
+    is unlinked, a folder removed with ``shutil.rmtree`` (which does not follow
+    links inside it)."""
+    if os.path.islink(path) or (path.exists() and not path.is_dir()):
+        os.unlink(path)
+    elif path.exists():
+        shutil.rmtree(path)
+
+
+def savefig(fig: Any, path: Path | str, **kwargs: Any) -> None:
+    """``fig.savefig(path)`` through :func:`open_write` (the format from the suffix)."""
+    with open_write(path, "wb") as f:
+        fig.savefig(f, format=Path(path).suffix.lstrip(".").lower(), **kwargs)
