@@ -176,15 +176,15 @@ def _dispatch(args: argparse.Namespace) -> int:
     r = Runner(sc, args.output, progress=progress, echo=echo)
     r.max_wall_s = args.max_wall
     r.max_events = args.max_events
-    r.check()
     # SIGINT/SIGTERM raise Interrupted (from inside the engine within milliseconds): the
     # runner writes what it has, the interrupted part marked; then the report; exit 130/143
     signals_raise()
+    r.check()
     try:  # the -o folder; the runner makes <scenario> in it afresh
         r.root.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise BufferlabError(
         why = "Not a directory" if isinstance(e, FileExistsError) else e.strerror
+        raise BufferlabError(
             f"error: cannot create the results folder {r.root}: {why}\n"
             "  hint: choose another folder with -o/--output"
         ) from None
@@ -218,7 +218,6 @@ def _dispatch(args: argparse.Namespace) -> int:
     return status
 
 
-def _report_failures(failures: list) -> int:
 def _preload_writers() -> None:
     """Import what writes the tables and the report now (about 0.5 s that every run pays
     at its end anyway), so that after a signal only the writing itself remains."""
@@ -240,6 +239,7 @@ def _after_run_quietly(after_run, root: Path, report: bool, echo) -> None:  # no
         print(f"bufferlab: could not write the tables/report of {root}: {e}", file=sys.stderr)
 
 
+def _report_failures(failures: list) -> int:
     """Commands that exited non-zero, on stderr (even with -q: they are errors);
     1 if any was not allowed."""
     if not failures:
