@@ -20,9 +20,9 @@ from typing import Any
 from .formats.tc import tc_show_text
 from .profile import PROFILES
 from .report_topology import topology_svg
-from .results import NS, Outputs, Problem, Run, load_run
-from .tables import TablesResult, p99, write_tables
+from .results import NS, Outputs, Problem, ResultsError, Run, load_run
 from .safefs import write_atomic
+from .tables import TablesResult, p99, write_tables
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d232b;
@@ -258,7 +258,8 @@ def build_report(run: Run, out: Outputs, problems: list[Problem]) -> str:
     for p in run.parts:
         b.append(f'<h3 id="part-{_e(p["name"])}">part {_e(p["name"])} '
                  f'<span class="muted">{p["start_ns"] / NS:.3f}–{p["end_ns"] / NS:.3f} s</span>'
-                 + (f' <span class="err">interrupted ({_e(p["interrupted"])})</span>' if p.get("interrupted") else "")
+                 + (f' <span class="err">interrupted ({_e(p["interrupted"])})</span>'
+                    if p.get("interrupted") else "")
                  + (' <span class="err">failed</span>' if p.get("error") else "") + "</h3>")
         b.append(_timeline(run, p))
         pdir = run.root / p["name"]
@@ -314,7 +315,16 @@ def cli_report(path: Path) -> int:
     run lacks (no ping in it, an empty file) is a note, here and in the report;
     a folder that is not a run's raises ResultsError (status 2)."""
     run = load_run(path)
-    res, html_path = tables_and_report(run)
+    try:
+        res, html_path = tables_and_report(run)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+        # an edited summary.json: a value of the wrong type or shape somewhere in it
+        raise ResultsError(
+            run.root / "summary.json",
+            f"a value in it is not what `bufferlab run` writes ({type(e).__name__}: {e})",
+            "the summary.json that `bufferlab run` wrote, unedited",
+            "re-run the scenario to rewrite it (or undo the edit)",
+        ) from None
     print(f"{html_path} ({html_path.stat().st_size // 1024} KiB); tables in {res.folder}")  # type: ignore[union-attr]
     for p in res.problems:
         print(f"note: {p}", file=sys.stderr)

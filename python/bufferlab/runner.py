@@ -28,8 +28,8 @@ import os
 import signal
 import sys
 import time
-from contextlib import contextmanager
 from collections.abc import Callable, Generator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,8 +38,8 @@ from .commands.shell import Job, SimpleCommand, parse_shell
 from .engine import Engine
 from .errors import BufferlabError, CommandError, Diagnostics, ScenarioError
 from .observation import Observation
-from .safefs import ensure_dir, open_write, remove_tree, write_atomic
 from .programs import PrepareCtx, Prepared, prepare_command
+from .safefs import ensure_dir, open_write, remove_tree, write_atomic
 from .scenario.load import Command, Part, Scenario
 from .scenario.topology import BuiltTopology, build_topology
 
@@ -136,8 +136,11 @@ class Terminal:
 
 
 def inside_home(term: Terminal, path: Path) -> Path | None:
-    """``path`` resolved, or None if it leaves the terminal's node folder (its home)."""
-    p = path.resolve()
+    """``path`` resolved, or None if it leaves the terminal's node folder (its home).
+
+    Its last component is not followed: a symlink there is the place of the file the
+    command writes, and is replaced by it (safefs.py), wherever it points."""
+    p = path.resolve() if path.name in ("", ".", "..") else path.parent.resolve() / path.name
     home = term.home.resolve()
     return p if p == home or home in p.parents else None
 
