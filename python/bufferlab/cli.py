@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import BufferlabError
+from .scenario.load import seed_arg
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "-o", "--output", type=Path, default=Path("results"), help="results folder (default: ./results)"
     )
-    run.add_argument("--seed", type=int, help="override the scenario's seed")
+    run.add_argument("--seed", type=seed_arg, help="override the scenario's seed (0 to 2^64-1)")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="print nothing but errors (no progress, no result summary after each part)")
     run.add_argument("--no-progress", action="store_true", help="never show the progress bar")

@@ -44,6 +44,8 @@ from bufferlab.errors import CommandError
 
 __all__ = [
     "U32_MAX",
+    "U64_MAX",
+    "check_u64",
     "strtod_prefix",
     "parse_size",
     "parse_rate",
@@ -207,10 +209,10 @@ def parse_rate(text: str, col: int | None = None, *, bits32: bool = False) -> in
 
 
 def parse_rate_bits(text: str, col: int | None = None) -> int:
-    """tc RATE in bits/s (the same suffix table, without the ÷8)."""
+    """tc RATE in bits/s (the same suffix table, without the ÷8); at most 2⁶⁴−1."""
     if "%" in text:
         raise _num_error(f'rate "{text}" is a percentage', col, RATE_EXPECTED, RATE_SUGGESTION)
-    return int(_rate_bits(text, col))
+    return check_u64(_rate_bits(text, col), text, col, "rate", "bits/s", RATE_EXPECTED)
 
 
 # --------------------------------------------------------------------------
@@ -360,14 +362,15 @@ IPERF_RATE_EXPECTED = "a rate in bits/s: 1M, 0.9m, 900K, 1G (k/m/g/t; no 'bit' o
 IPERF_SIZE_EXPECTED = "a size in bytes: 1448, 64K, 10M, 1G (K/M/G are ×1024)"
 
 
-def _iperf_number(text: str, col: int | None, kilo: int, expected: str, what: str) -> float:
+def _iperf_number(text: str, col: int | None, kilo: int, expected: str, what: str) -> float | int:
     m = _IPERF_NUM.match(text)
     if not m:
         raise _num_error(f'invalid {what} "{text}"', col, expected)
     value = float(m.group(0))
     rest = text[m.end() :]
     if rest == "":
-        return value
+        # digits only: exact (a double would round 2^64 - 1 up past the u64 bound)
+        return int(m.group(0)) if m.group(0).isdigit() else value
     if len(rest) == 1 and rest.lower() in _IPERF_SUFFIX:
         return value * float(kilo) ** _IPERF_SUFFIX[rest.lower()]
     hint = None
@@ -376,14 +379,29 @@ def _iperf_number(text: str, col: int | None, kilo: int, expected: str, what: st
     raise _num_error(f'invalid {what} "{text}": unknown unit "{rest}"', col, expected, hint)
 
 
+def check_u64(value: float | int, text: str, col: int | None, what: str, unit: str, expected: str,
+              maximum: int = U64_MAX) -> int:
+    """``value`` truncated to an integer, or an error naming the bound when it is not finite
+    or above ``maximum`` (default 2⁶⁴−1: the engine keeps rates, byte counts and
+    nanoseconds in u64; iperf3 itself keeps ``-b`` and ``-n`` in ``uint64_t``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _num_error(f'{what} "{text}" is not a finite number', col, expected,
+                         f"the largest {what} is {maximum} {unit}")
+    if value > maximum:
+        raise _num_error(f'{what} "{text}" is too large (maximum {maximum} {unit})', col, expected)
+    return int(value)
+
+
 def parse_iperf_rate(text: str, col: int | None = None, *, legacy_1024: bool = False) -> int:
-    """iperf3 ``-b``: bits/s. 3.1+ decimal k/m/g/t; ``legacy_1024`` for 3.0.x."""
-    return int(_iperf_number(text, col, 1024 if legacy_1024 else 1000, IPERF_RATE_EXPECTED, "rate"))
+    """iperf3 ``-b``: bits/s. 3.1+ decimal k/m/g/t; ``legacy_1024`` for 3.0.x; at most 2⁶⁴−1."""
+    value = _iperf_number(text, col, 1024 if legacy_1024 else 1000, IPERF_RATE_EXPECTED, "rate")
+    return check_u64(value, text, col, "rate", "bits/s", IPERF_RATE_EXPECTED)
 
 
 def parse_iperf_size(text: str, col: int | None = None) -> int:
-    """iperf3 ``unit_atoi`` (``-n``, ``-l``, ``-w``): bytes, K/M/G/T ×1024."""
-    return int(_iperf_number(text, col, 1024, IPERF_SIZE_EXPECTED, "size"))
+    """iperf3 ``unit_atoi`` (``-n``, ``-l``, ``-w``): bytes, K/M/G/T ×1024; at most 2⁶⁴−1."""
+    value = _iperf_number(text, col, 1024, IPERF_SIZE_EXPECTED, "size")
+    return check_u64(value, text, col, "size", "bytes", IPERF_SIZE_EXPECTED)
 
 
 # --------------------------------------------------------------------------
@@ -401,6 +419,8 @@ _DURATION_NS = {
     "d": 86400 * 10**9,
 }
 DURATION_EXPECTED = "a duration: 10 (seconds), 0.5, 2s, 500ms, 1m, 1h"
+#: the engine's clock is u64 nanoseconds (time.rs SimTime)
+MAX_DURATION_NS = U64_MAX
 
 
 def parse_duration_ns(text: str, col: int | None = None) -> int:
@@ -420,4 +440,9 @@ def parse_duration_ns(text: str, col: int | None = None) -> int:
         value = Decimal(m.group(1)) * _DURATION_NS[m.group(2)]
     except InvalidOperation:  # pragma: no cover - regex guarantees a number
         raise _num_error(f'invalid duration "{text}"', col, DURATION_EXPECTED) from None
+    if value > MAX_DURATION_NS:
+        raise _num_error(
+            f'duration "{text}" is too long (maximum {MAX_DURATION_NS // 10**9} s)', col, DURATION_EXPECTED,
+            "the simulated clock counts nanoseconds in 64 bits (about 584 years)",
+        )
     return int(value)

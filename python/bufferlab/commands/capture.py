@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CommandError, NotSupportedError
+from ..units import U32_MAX
 from ._common import is_ipv4_literal
 from .shell import Word
 
@@ -113,11 +114,15 @@ class _Parser:
 
     def number(self, t: Tok) -> int:
         try:
-            return int(t.text, 0) if not re.fullmatch(r"0[0-7]+", t.text) else int(t.text, 8)
+            v = int(t.text, 0) if not re.fullmatch(r"0[0-7]+", t.text) else int(t.text, 8)
         except ValueError:
             if t.text.lower() in UNSUPPORTED:
                 raise self.unsupported(t) from None
             raise self.syntax(t, "a number") from None
+        if v > U32_MAX:  # BPF compares 32-bit words (bpf_u_int32)
+            raise CommandError(f"{self.prog}: number {t.text} is too large", col=t.col,
+                               expected=f"a number between 0 and {U32_MAX} (BPF compares 32-bit values)")
+        return v
 
     # ---------------------------------------------------------------- grammar
 
@@ -321,15 +326,22 @@ def _value(words: list[Word], k: int, opt: str, attached: str, prog: str, expect
     return words[k + 1], k + 2
 
 
-def _int(w: Word, prog: str, what: str) -> int:
+#: tcpdump reads -s and -c with ``(int)strtol`` and refuses a snaplen above MAXIMUM_SNAPLEN
+#: (262144); tshark's get_natural_int allows up to INT_MAX
+MAX_SNAPLEN = 262144
+MAX_INT = 2**31 - 1
+
+
+def _int(w: Word, prog: str, what: str, maximum: int = MAX_INT) -> int:
     try:
         v = int(w.text, 0)
     except ValueError:
         raise CommandError(
             f"{prog}: invalid {what} {w.text}", col=w.col, expected=f"a {what} (a number)"
         ) from None
-    if v < 0:
-        raise CommandError(f"{prog}: invalid {what} {w.text}", col=w.col, expected=f"a non-negative {what}")
+    if v < 0 or v > maximum:
+        raise CommandError(f"{prog}: invalid {what} {w.text}", col=w.col,
+                           expected=f"a {what} between 0 and {maximum}")
     return v
 
 
@@ -357,7 +369,7 @@ def parse_tcpdump(words: list[Word], resolve_host: Any = None) -> CaptureCmd:
             if name == "--interface":
                 iface = v
             else:
-                snaplen = _int(v, prog, "snaplen")
+                snaplen = _int(v, prog, "snaplen", MAX_SNAPLEN) or 262144
         elif t.startswith("-") and len(t) > 1 and not t.startswith("--"):
             j = 1
             while j < len(t):
@@ -369,7 +381,7 @@ def parse_tcpdump(words: list[Word], resolve_host: Any = None) -> CaptureCmd:
                     elif c == "w":
                         file = v
                     elif c == "s":
-                        snaplen = _int(v, prog, "snaplen") or 262144
+                        snaplen = _int(v, prog, "snaplen", MAX_SNAPLEN) or 262144
                     else:
                         count = _int(v, prog, "packet count")
                         if count == 0:

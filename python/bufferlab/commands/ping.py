@@ -93,6 +93,12 @@ _OTHER = {
 }
 _SPECS += [OptSpec("other:" + k, k, arg=v) for k, v in _OTHER.items()]
 
+#: iputils reads -c, -w and -W into a C int (atoi/strtol then range checks), so 2³¹−1 is the
+#: largest count and the longest deadline; the engine's PingSpec keeps the count in a u32
+MAX_COUNT = 2**31 - 1
+MAX_WAIT_S = 2**31 - 1
+_COUNT_EXPECTED = f"-c COUNT between 1 and {MAX_COUNT}"
+_WAIT_EXPECTED = "{} SECONDS between 0 and %d" % MAX_WAIT_S
 _EXPECTED = "ping [-c COUNT] [-i INTERVAL] [-s SIZE] [-w DEADLINE] [-W TIMEOUT] [-q] [-Q TOS] ADDRESS"
 
 
@@ -145,12 +151,13 @@ def parse_ping(words: list[Word], diag: Diagnostics, resolve: Resolver | None = 
                 expected="-c, -i, -s, -w, -W, -q, -Q",
             )
         if o.key == "c":
-            n = _int(o, "ping: bad number of packets to transmit.", "-c COUNT (at least 1)")
-            if n <= 0:
+            n = _int(o, "ping: bad number of packets to transmit.", _COUNT_EXPECTED)
+            if not 1 <= n <= MAX_COUNT:
                 raise CommandError(
                     "ping: bad number of packets to transmit.",
                     col=o.value.col if o.value else o.col,
-                    expected="-c COUNT (at least 1)",
+                    expected=_COUNT_EXPECTED,
+                    suggestion="iputils reads -c into a C int" if n > MAX_COUNT else None,
                 )
             cmd.count = n
         elif o.key == "i":
@@ -180,17 +187,19 @@ def parse_ping(words: list[Word], diag: Diagnostics, resolve: Resolver | None = 
                 )
             cmd.size = n
         elif o.key == "w":
-            v = _num(o, "ping: bad wait time.", "-w SECONDS")
-            if v < 0:
+            v = _num(o, "ping: bad wait time.", _WAIT_EXPECTED.format("-w"))
+            if not 0 <= v <= MAX_WAIT_S:
                 raise CommandError(
-                    "ping: bad wait time.", col=o.value.col if o.value else o.col, expected="-w SECONDS"
+                    "ping: bad wait time.", col=o.value.col if o.value else o.col,
+                    expected=_WAIT_EXPECTED.format("-w"),
                 )
             cmd.deadline_s = v
         elif o.key == "W":
-            v = _num(o, "ping: bad linger time.", "-W SECONDS")
-            if v < 0:
+            v = _num(o, "ping: bad linger time.", _WAIT_EXPECTED.format("-W"))
+            if not 0 <= v <= MAX_WAIT_S:
                 raise CommandError(
-                    "ping: bad linger time.", col=o.value.col if o.value else o.col, expected="-W SECONDS"
+                    "ping: bad linger time.", col=o.value.col if o.value else o.col,
+                    expected=_WAIT_EXPECTED.format("-W"),
                 )
             cmd.timeout_s = v
         elif o.key == "q":

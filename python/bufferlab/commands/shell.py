@@ -313,6 +313,14 @@ def parse_shell(line: str) -> list[Job]:
     ``a && b; c & d`` gives ``[Job([a, b]), Job([c], background=True), Job([d])]``.
     An empty line (or a comment) gives ``[]``.
     """
+    bad = next((k for k, ch in enumerate(line) if ch == "\x00"), None)
+    if bad is not None:  # C strings end at NUL: no program, file name or argument can hold one
+        raise CommandError(
+            "a NUL character (\\0) cannot be part of a command line",
+            col=bad,
+            expected="printable text: file names and arguments are C strings, which end at NUL",
+            suggestion="remove the \\u0000 from the line",
+        )
     toks = _tokenize(line)
     jobs: list[Job] = []
     chain: list[SimpleCommand] = []

@@ -307,13 +307,128 @@ _TOML_HINTS = [
 ]
 
 
+#: Limits checked before the TOML parser sees the text (tomllib recurses once per nesting
+#: level and re-walks every prefix of a dotted key, so a deep file is a RecursionError or
+#: minutes of CPU). Real scenarios nest 3 deep (links = [{...}]) and use 2-part keys.
+MAX_SCENARIO_BYTES = 16 * 1024 * 1024
+MAX_NESTING = 64
+MAX_KEY_PARTS = 64
+#: one command line: Linux's MAX_ARG_STRLEN (32 pages = 128 KiB), the longest single
+#: argument the kernel passes to a program, so a longer line cannot be one typed command
+MAX_COMMAND_CHARS = 131072
+#: seeds are u64 in the engine (rng.rs)
+MAX_SEED = 2**64 - 1
+#: Mininet's ipBase 10.0.0.0/8 numbers at most 2^24 - 1 hosts (util.py ipAdd)
+MAX_HOSTS = 2**24 - 1
+#: the engine's TCP socket settings ([hosts.X] tcp) are u32 (app/tcp.rs TcpSpec)
+U32_MAX = 2**32 - 1
+
+
+def seed_arg(text: str) -> int:
+    """``--seed N`` (argparse type): an integer from 0 to 2^64 - 1, as the engine's seed."""
+    import argparse
+
+    try:
+        v: int | None = int(text, 10)
+    except ValueError:
+        v = None
+    if v is None or not 0 <= v <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: expected an integer from 0 to {MAX_SEED}")
+    return v
+
+
+def _line_col(text: str, at: int) -> tuple[int, int]:
+    """1-based line and column of offset ``at`` of ``text`` (str or bytes)."""
+    nl = "\n" if isinstance(text, str) else b"\n"
+    return text.count(nl, 0, at) + 1, at - (text.rfind(nl, 0, at) + 1) + 1  # type: ignore[arg-type]
+
+
+def _decode(raw: bytes, file: str) -> str:
+    if len(raw) > MAX_SCENARIO_BYTES:
+        raise ScenarioError(
+            f"the scenario is more than {MAX_SCENARIO_BYTES} bytes long (16 MiB)",
+            file=file,
+            expected="a scenario file of at most 16 MiB",
+            suggestion="is this the right file? A scenario with thousands of hosts is well under 1 MiB",
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line, col = _line_col(raw, e.start)  # type: ignore[arg-type]
+        raise ScenarioError(
+            f"the scenario is not UTF-8 text: byte 0x{raw[e.start]:02x} at byte offset {e.start} "
+            f"({e.reason})",
+            file=file,
+            line=line,
+            col=col,
+            expected="a UTF-8 text file (TOML files are UTF-8)",
+            suggestion="save the file as UTF-8 in the editor, or remove the character",
+        ) from None
+
+
+_SCAN = re.compile(r"""\"\"\"|'''|["'#\[\]{},=\n.]""")
+_BASIC_REST = re.compile(r'(?:[^\\"\n]+|\\.)*"')
+_ML_BASIC_REST = re.compile(r'(?:[^\\"]+|\\[\s\S]|"(?!""))*"""')
+
+
+def _check_structure(text: str, file: str) -> None:
+    """Reject nesting deeper than MAX_NESTING and dotted keys of more than MAX_KEY_PARTS
+    parts, with the position, in one linear pass (strings and comments are skipped)."""
+    depth = dots = i = 0
+    n = len(text)
+
+    def err(what: str, at: int, expected: str) -> ScenarioError:
+        line, col = _line_col(text, at)
+        return ScenarioError(what, file=file, line=line, col=col, expected=expected,
+                             suggestion='a scenario needs only tables, arrays of tables and short arrays '
+                             '(links = [["h1", "s1"]])')
+
+    while i < n:
+        m = _SCAN.search(text, i)
+        if m is None:
+            return
+        tok, i = m.group(0), m.end()
+        if tok in ('"', '"""'):
+            sm = (_BASIC_REST if tok == '"' else _ML_BASIC_REST).match(text, i)
+            if sm is None:
+                return  # unterminated: tomllib reports it with its position
+            i = sm.end()
+        elif tok in ("'", "'''"):
+            j = text.find(tok, i)
+            if j < 0:
+                return
+            i = j + len(tok)
+        elif tok == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif tok in "[{":
+            depth += 1
+            dots = 0
+            if depth > MAX_NESTING:
+                raise err(f"arrays and inline tables nested more than {MAX_NESTING} deep", m.start(),
+                          f"at most {MAX_NESTING} levels of [ ] and {{ }}")
+        elif tok in "]}":
+            depth = max(depth - 1, 0)
+            dots = 0
+        elif tok == ".":
+            dots += 1
+            if dots >= MAX_KEY_PARTS:
+                raise err(f"a dotted key of more than {MAX_KEY_PARTS} parts", m.start(),
+                          f"keys of at most {MAX_KEY_PARTS} parts (a.b.c)")
+        else:  # , = newline
+            dots = 0
+
+
 def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     file = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            raw = f.read(MAX_SCENARIO_BYTES + 1)
     except OSError as e:
         raise ScenarioError(f"cannot read the scenario: {e.strerror}", file=file) from None
+    text = _decode(raw, file)
+    _check_structure(text, file)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -381,8 +496,8 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
     if not isinstance(name, str):
         raise _err(src, "name must be a string", key="name")
     seed = data.get("seed", 1)
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
-        raise _err(src, "seed must be a non-negative integer", key="seed", expected="e.g. seed = 1")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+        raise _err(src, f"seed must be an integer from 0 to {MAX_SEED}", key="seed", expected="e.g. seed = 1")
     profile, arp, gso = _build_sim(data.get("sim", {}), src)
     topo = data.get("topology")
     if not isinstance(topo, dict):
@@ -399,10 +514,15 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
     routers = _str_list(src, topo, "routers", "topology")
     if not hosts:
         raise _err(src, "the topology has no hosts", key="hosts", expected='hosts = ["h1", "h2"]')
+    if len(hosts) > MAX_HOSTS:
+        raise _err(src, f"{len(hosts)} hosts do not fit Mininet's ipBase 10.0.0.0/8", key="hosts",
+                   expected=f"at most {MAX_HOSTS} hosts (10.0.0.1 to 10.255.255.255)")
     names = hosts + switches + routers
+    declared: set[str] = set()
     for n in names:
-        if names.count(n) > 1:
+        if n in declared:
             raise _err(src, f"node {n!r} is declared twice", key="hosts")
+        declared.add(n)
         if n == "admin":
             raise _err(src, "'admin' is the machine's own terminal and cannot be a node name", key="hosts")
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", n):
@@ -492,15 +612,19 @@ def _build_host_tcp(raw: Any, src: SourceMap, names: set[str]) -> dict[str, dict
                 continue
             if k == "min_rto":
                 try:
+                    if not isinstance(v, str | int | float) or isinstance(v, bool):
+                        raise ValueError(f"{v!r} is not a duration")
                     v = parse_duration_s(str(v))
                 except ValueError as e:
-                    raise _err(src, f"[hosts.{host}] tcp min_rto: {e}", line=line) from None
+                    raise _err(src, f"[hosts.{host}] tcp min_rto: {e}", line=line,
+                               expected='a duration such as "200ms" or "1s"') from None
             elif k == "congestion":
                 if v not in ("reno", "cubic", "htcp", "bbr"):
                     raise _err(src, f"[hosts.{host}] tcp congestion {v!r}", line=line,
                                expected="reno, cubic, htcp or bbr")
-            elif not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise _err(src, f"[hosts.{host}] tcp {k} must be a positive integer", line=line)
+            elif not isinstance(v, int) or isinstance(v, bool) or not 0 < v <= U32_MAX:
+                raise _err(src, f"[hosts.{host}] tcp {k} must be an integer from 1 to {U32_MAX}", line=line,
+                           expected=f"{k} = N, 1 <= N <= {U32_MAX} (the engine keeps it in 32 bits)")
             merged[k] = v
         out[host] = merged
     return out
@@ -542,6 +666,20 @@ def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool, bool]:
     return with_overrides(PROFILES[pname], overrides), arp, gso
 
 
+#: [sim] integer knobs and their largest values: per-packet host costs and loop times
+#: of at most 1 s (the engine keeps them as u64 ns/ps; a longer cost is no host), a file
+#: descriptor is a C int, and the epoch must print as a date (year 9999 at most)
+SIM_INT_MAX = {
+    "ping_send_lag_us": 1_000_000,
+    "iperf3_send_loop_us": 1_000_000,
+    "host_packet_ns": 1_000_000_000,
+    "host_wakeup_ns": 1_000_000_000,
+    "host_byte_ps": 1_000_000_000,
+    "iperf3_socket_base": 2**31 - 1,
+    "epoch": 253402300799,
+}
+
+
 def _convert_sim_value(key: str, v: Any) -> Any:
     if key in DURATION_KEYS:
         if not isinstance(v, str | int | float) or isinstance(v, bool):
@@ -563,10 +701,10 @@ def _convert_sim_value(key: str, v: Any) -> Any:
         if not isinstance(v, bool):
             raise ValueError("expected true or false")
         return v
-    if key in ("ping_send_lag_us", "iperf3_socket_base", "epoch", "host_packet_ns", "host_byte_ps",
-               "host_wakeup_ns", "iperf3_send_loop_us"):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise ValueError("expected a non-negative integer")
+    if key in SIM_INT_MAX:
+        top = SIM_INT_MAX[key]
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= top:
+            raise ValueError(f"expected an integer from 0 to {top}")
         return v
     if key == "system_info":
         if not isinstance(v, str):
@@ -713,7 +851,9 @@ def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
             )
         src.cursor = (line, 0)
         commands = []
-        for c in cmds:
+        for k, c in enumerate(cmds):
+            if len(c) > MAX_COMMAND_CHARS:
+                raise _too_long(src, c, k, pname, line)
             pos = src.find_string_cols(c)
             # file column of every character of the string (after TOML escapes)
             cols = pos[1] if pos else []
@@ -745,6 +885,26 @@ def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
         allow_fail = _part_allow_fail(src, part, pname, line, cmds, commands)
         parts.append(Part(slug, commands, duration, line, stop, interrupt, allow_fail))
     return parts
+
+
+def _too_long(src: SourceMap, c: str, k: int, pname: str, line: int) -> ScenarioError:
+    """A command longer than MAX_COMMAND_CHARS, at the line its text starts on (found by
+    its first characters, without decoding the whole string), else at ``cmds``."""
+    head = c[:32]
+    li = src.cursor[0]
+    for i in range(li, len(src.lines)):
+        j = src.lines[i].find(head) if head else -1
+        if j >= 0:
+            src.cursor = (i + 1, 0)
+            return ScenarioError(
+                f"part {pname!r}: command {k + 1} is {len(c)} characters long (maximum {MAX_COMMAND_CHARS})",
+                file=src.file, line=i + 1, col=j + 1,
+                expected=f"a command line of at most {MAX_COMMAND_CHARS} characters (Linux's MAX_ARG_STRLEN)",
+                suggestion="split it into several lines",
+            )
+    return _key_err(src, f"part {pname!r}: command {k + 1} is {len(c)} characters long "
+                    f"(maximum {MAX_COMMAND_CHARS})", "cmds", line,
+                    expected=f"a command line of at most {MAX_COMMAND_CHARS} characters")
 
 
 def _part_interrupt(src: SourceMap, part: dict[str, Any], pname: str, line: int, names: set[str]) -> list[str]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from ..commands.shell import Word
 from ..commands.tc import parse_tc
 from ..errors import CommandError, Diagnostics, ScenarioError
-from ..units import parse_duration_ns, parse_netem_time, parse_rate
+from ..units import U64_MAX, parse_duration_ns, parse_netem_time, parse_rate
 from .load import LinkSpec, Scenario
 
 
@@ -94,6 +94,21 @@ def _ip(value: str, file: str, link: LinkSpec, what: str) -> str:
         ) from None
 
 
+#: Mininet's default ``ipBase`` 10.0.0.0/8: host k (1-based, addHost order) is ``ipAdd(k)``
+IP_BASE = 0x0A000000
+IP_PREFIX_LEN = 8
+#: ``ipAdd`` asserts ``i <= 0xffffffff >> prefixLen``: 16 777 215 hosts in 10.0.0.0/8
+MAX_HOSTS = 0xFFFFFFFF >> IP_PREFIX_LEN
+
+
+def mininet_host_ip(k: int) -> str:
+    """mininet/util.py ``ipAdd(k)`` with the default ipBase: 10.0.0.1 … 10.0.0.255, 10.0.1.0,
+    10.0.1.1, … (Mininet numbers the whole /8 in order, .0 and .255 included)."""
+    if not 1 <= k <= MAX_HOSTS:
+        raise ValueError(f"host number {k} is outside 1..{MAX_HOSTS} (Mininet's ipBase 10.0.0.0/8)")
+    return str(ipaddress.IPv4Address((IP_BASE & ~(0xFFFFFFFF >> IP_PREFIX_LEN)) + k))
+
+
 def build_topology(sc: Scenario) -> BuiltTopology:
     file = str(sc.path)
     kinds = {
@@ -101,7 +116,7 @@ def build_topology(sc: Scenario) -> BuiltTopology:
         **{s: "switch" for s in sc.switches},
         **{r: "router" for r in sc.routers},
     }
-    default_ip = {h: f"10.0.0.{k + 1}" for k, h in enumerate(sc.hosts)}
+    default_ip = {h: mininet_host_ip(k + 1) for k, h in enumerate(sc.hosts)}
     next_port = {n: (1 if kinds[n] == "switch" else 0) for n in kinds}
     by_node: dict[str, list[Interface]] = {n: [] for n in kinds}
     links_json = []
@@ -204,6 +219,8 @@ def _wire(link: LinkSpec, file: str) -> dict[str, int]:
             out["rate_bps"] = parse_rate(link.wire_rate) * 8
             if out["rate_bps"] <= 0:
                 raise CommandError("wire_rate must be positive")
+            if out["rate_bps"] > U64_MAX:  # the engine's link rate is u64 bits/s
+                raise CommandError(f"wire_rate {link.wire_rate!r} is too large (maximum {U64_MAX} bits/s)")
         key = "wire_delay"
         if link.wire_delay is not None:
             out["delay_ns"] = parse_duration_ns(link.wire_delay)
