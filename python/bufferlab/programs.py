@@ -656,6 +656,13 @@ def _prep_plot_iperf(pc: PrepareCtx, words: list[Word]) -> Prepared:
         except PlotError as e:
             rt.io.err(e.message)
             return 1
+        except OSError as e:  # e.g. a file named results where the script makes its folder
+            where = Path(e.filename).name if e.filename else name
+            if where == "results" and isinstance(e, FileExistsError | NotADirectoryError):
+                rt.io.err("mkdir: cannot create directory 'results': File exists")
+            else:
+                rt.io.err(f"plot_iperf.sh: {where}: {e.strerror or e}")
+            return 1
         return 0
 
     return _instant(run)
@@ -715,8 +722,8 @@ def _prep_mkdir(pc: PrepareCtx, words: list[Word]) -> Prepared:
                 continue
             try:
                 p.mkdir(parents=parents, exist_ok=parents)
-            except FileNotFoundError:
-                rt.io.err(f"mkdir: cannot create directory '{w.text}': No such file or directory")
+            except OSError as e:  # GNU mkdir's message: No such file or directory, Not a directory, ...
+                rt.io.err(f"mkdir: cannot create directory '{w.text}': {e.strerror or e}")
                 status = 1
         return status
 

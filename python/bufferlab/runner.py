@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .commands.shell import Job, SimpleCommand, parse_shell
-from .engine import Engine
+from .engine import Engine, EngineError
 from .errors import BufferlabError, CommandError, Diagnostics, ScenarioError
 from .observation import Observation
 from .programs import PrepareCtx, Prepared, prepare_command
@@ -1045,6 +1045,12 @@ class _Scheduler:
                     + [self.stop_ns]
                 )
                 self._advance(target, progress)
+        except EngineError as e:  # e.g. TCP on a zero-delay path: name the part and its lines
+            lines = {c.index: c for c in part.commands}
+            running = [f"{lines[k].where()}: {lines[k].text}"
+                       for k in sorted({w[0] for w in self.waiting if w[0] in lines})]
+            raise EngineError(f"{self.runner.sc.path}:{part.line}: error: part {part.name!r}: {e}"
+                              + ("\n  running:\n    " + "\n    ".join(running) if running else "")) from None
         finally:
             if progress:
                 progress.close()
