@@ -169,7 +169,9 @@ cmds = ["h1: ping 10.0.0.3 -c 20"]
     s = json.loads((r.root / "summary.json").read_text())
     assert [p["name"] for p in s["parts"]] == ["one", "two"]
     assert s["parts"][0]["results"] and "error" not in s["parts"][0]
-    assert s["parts"][1]["error"] == "engine: simulated failure" == s["error"]
+    # the engine's message, located at the part and its running lines (issue 16: a position)
+    assert s["parts"][1]["error"] == s["error"]
+    assert s["error"].startswith(f"{scenario}:12: error: part 'two': engine: simulated failure")
     assert "simulated failure" in (r.root / "report.html").read_text()
 
 
