@@ -41,6 +41,7 @@ SIM_KEYS = {
     "host_packet_ns",
     "host_byte_ps",
     "host_wakeup_ns",
+    "iperf3_send_loop_us",
     "part_gap",
 }
 DURATION_KEYS = ("queue_sample_interval", "stop_at")
