@@ -19,7 +19,7 @@ from bufferlab import load_scenario, run_scenario
 from bufferlab.commands import generators as gen
 from bufferlab.commands.iperf3 import Iperf3Client, parse_iperf3
 from bufferlab.commands.shell import parse_shell
-from bufferlab.errors import CommandError, Diagnostics
+from bufferlab.errors import BufferlabError, CommandError, Diagnostics
 from bufferlab.profile import PROFILES, Profile
 
 LAB2019 = PROFILES["lab2019"]
@@ -297,3 +297,15 @@ def test_cpm_red_runs_are_deterministic(tmp_path):
     c, _ = run_text(text, tmp_path, "c", 8)
     assert class_drops(a) == class_drops(b)
     assert class_drops(a) != class_drops(c)
+
+
+def test_send_loop_time_is_a_sim_knob(tmp_path):
+    # [sim] iperf3_send_loop_us (profile.py) is accepted and bounded like the other loop times
+    ok = SMALL_QUEUE.format(client="iperf3 -c 10.0.0.2 -u -t 1").replace(
+        'seed = 1\n', 'seed = 1\n[sim]\niperf3_send_loop_us = 4\n', 1)
+    path = tmp_path / "loop.toml"
+    path.write_text(ok, encoding="utf-8")
+    assert load_scenario(path).profile.iperf3_send_loop_us == 4
+    path.write_text(ok.replace("= 4", "= 5000000"), encoding="utf-8")
+    with pytest.raises(BufferlabError, match="iperf3_send_loop_us"):
+        load_scenario(path)
