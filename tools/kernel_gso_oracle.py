@@ -64,7 +64,7 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 RATE = "100mbit"
@@ -197,10 +197,10 @@ def _snmp(ns: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for path in ("/proc/net/snmp", "/proc/net/netstat"):
         lines = _ns(ns, "cat", path).stdout.splitlines()
-        for head, vals in zip(lines[::2], lines[1::2]):
+        for head, vals in zip(lines[::2], lines[1::2], strict=False):
             proto, names = head.split(":", 1)
             _, values = vals.split(":", 1)
-            for n, v in zip(names.split(), values.split()):
+            for n, v in zip(names.split(), values.split(), strict=True):
                 try:
                     out[proto + n] = int(v)
                 except ValueError:
@@ -377,13 +377,13 @@ def table(results: dict[str, Any]) -> str:
     for key, c in results["cases"].items():
         s = c["summary"]
 
-        def rng(col: str, fmt: str = "{:.0f}") -> str:
+        def rng(col: str, fmt: str = "{:.0f}", s: dict[str, Any] = s) -> str:
             v = s.get(col)
             if not v:
                 return "-"
             return f"{fmt.format(v['mean'])} ({fmt.format(v['min'])}-{fmt.format(v['max'])})"
 
-        def mean(col: str, fmt: str) -> str:
+        def mean(col: str, fmt: str, s: dict[str, Any] = s) -> str:
             v = s.get(col)
             return fmt.format(v["mean"]) if v else "-"
 
