@@ -39,8 +39,10 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere}
 th{background:#eef1f5}td.l,th.l{text-align:left}
 pre{background:#fff;border:1px solid #d5dae1;padding:8px;overflow-x:auto;font-size:12.5px;line-height:1.3}
 figure{display:inline-block;margin:6px 10px 10px 0;background:#fff;border:1px solid #d5dae1;padding:6px}
-figure img{max-width:100%;height:auto;display:block}figcaption{font-size:12px;color:#555;overflow-wrap:anywhere}
-.plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,420px),1fr));gap:10px;margin:8px 0 14px}
+figure img{max-width:100%;height:auto;display:block}
+figcaption{font-size:12px;color:#555;overflow-wrap:anywhere}
+.plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,420px),1fr));
+  gap:10px;margin:8px 0 14px}
 .plots figure{display:block;margin:0;min-width:0}
 .plots img{width:100%;height:auto;aspect-ratio:16/11;object-fit:contain}
 .warn{background:#fff6e0;border-left:4px solid #e0a100;padding:6px 10px;margin:6px 0;white-space:pre-wrap}
@@ -101,7 +103,8 @@ def _plot_grid(root: Path, pngs: list[Path]) -> str:
     stretched), whatever its pixel size, so a part's plots line up."""
     if not pngs:
         return ""
-    return '<div class="plots">' + "".join(png_figure(q, q.relative_to(root).as_posix()) for q in pngs) + "</div>"
+    figures = "".join(png_figure(q, q.relative_to(root).as_posix()) for q in pngs)
+    return f'<div class="plots">{figures}</div>'
 
 
 def _timeline(run: Run, part: dict[str, Any]) -> str:
@@ -205,7 +208,8 @@ def _results_section(run: Run) -> str:
             continue
         lines = result_lines(p["results"])
         out.append(f"<h3>part {_e(p['name'])}</h3>"
-                   + (f"<pre>{_e(chr(10).join(lines))}</pre>" if lines else "<p class='muted'>Nothing ended.</p>"))
+                   + (f"<pre>{_e(chr(10).join(lines))}</pre>" if lines
+                      else "<p class='muted'>Nothing ended.</p>"))
     return "".join(out) or "<p class='muted'>This summary.json has no result summaries (an older run).</p>"
 
 

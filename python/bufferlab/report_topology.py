@@ -131,7 +131,10 @@ def _arrow(dx: float, dy: float) -> str:
     return ARROWS[round(math.atan2(dy, dx) / (math.pi / 4)) % 8]
 
 
-def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float], m: float = 2) -> bool:
+Box = tuple[float, float, float, float]
+
+
+def _overlap(a: Box, b: Box, m: float = 2) -> bool:
     return a[0] < b[2] + m and b[0] < a[2] + m and a[1] < b[3] + m and b[1] < a[3] + m
 
 
@@ -227,7 +230,8 @@ def _place(summary: dict[str, Any], gap: float, vgap: float,
     card_h = {n: len(card_lines[n]) * LINE + (6 if card_lines[n] else 0) for n in names}
 
     ncols = max(c for c, _ in pos.values()) + 1
-    col_w = [max((max(box_w[n], card_w[n]) for n in names if pos[n][0] == c), default=60) for c in range(ncols)]
+    col_w = [max((max(box_w[n], card_w[n]) for n in names if pos[n][0] == c), default=60)
+             for c in range(ncols)]
     xs = [0.0] * ncols
     x = 16.0
     for c in range(ncols):
@@ -252,7 +256,8 @@ def _place(summary: dict[str, Any], gap: float, vgap: float,
             continue
         cy = y0 + box_h / 2 + 4
         left = x0 - card_w[n] / 2
-        els_cards.append(f'<rect x="{left:.1f}" y="{cy:.1f}" width="{card_w[n]:.1f}" height="{card_h[n] - 2:.1f}" '
+        els_cards.append(f'<rect x="{left:.1f}" y="{cy:.1f}" width="{card_w[n]:.1f}" '
+                         f'height="{card_h[n] - 2:.1f}" '
                          'rx="4" fill="#f6f7f9" fill-opacity="0.92"/>')
         for i, (t, k, peer) in enumerate(card_lines[n]):
             if k == "intf" and peer is not None:

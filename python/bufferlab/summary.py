@@ -71,7 +71,9 @@ def qdisc_chain(blocks: list[dict[str, Any]]) -> str:
     return " → ".join(kinds)
 
 
-def part_results(eng: Engine, ended: list[AppRecord], report: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def part_results(
+    eng: Engine, ended: list[AppRecord], report: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
     """(the part's ``results``, warnings about what ended in it)."""
     iperf3, pings, warnings = [], [], []
     for a in ended:
@@ -116,7 +118,8 @@ def result_lines(res: dict[str, Any]) -> list[str]:
     for r in res.get("ping", []):
         out.append(f"{r['node']}: {r['command']}: rtt min/avg/max {_num(r['min_ms'], '{:.3f}')}/"
                    f"{_num(r['avg_ms'], '{:.3f}')}/{_num(r['max_ms'], '{:.3f}')} ms, "
-                   f"{_num(r['loss_pct'], '{:.2f}')}% loss ({r['transmitted']} sent, {r['received']} received)")
+                   f"{_num(r['loss_pct'], '{:.2f}')}% loss "
+                   f"({r['transmitted']} sent, {r['received']} received)")
     for q in res.get("qdiscs", []):
         why = ", ".join(f"{k} {v}" for k, v in q["drops"].items())
         drops = f"{q['dropped']} drops ({why})" if q["dropped"] else "no drops"

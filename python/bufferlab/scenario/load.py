@@ -908,7 +908,9 @@ def _too_long(src: SourceMap, c: str, k: int, pname: str, line: int) -> Scenario
                     expected=f"a command line of at most {MAX_COMMAND_CHARS} characters")
 
 
-def _part_interrupt(src: SourceMap, part: dict[str, Any], pname: str, line: int, names: set[str]) -> list[str]:
+def _part_interrupt(
+    src: SourceMap, part: dict[str, Any], pname: str, line: int, names: set[str]
+) -> list[str]:
     """``interrupt = ["h3", "admin"]`` or ``"all"``: terminals Ctrl-C'd at the part's end."""
     v = part.get("interrupt", [])
     if v == "all":
@@ -920,7 +922,8 @@ def _part_interrupt(src: SourceMap, part: dict[str, Any], pname: str, line: int,
     for t in v:
         if t not in terminals:
             raise _key_err(src, f"part {pname!r}: interrupt names unknown terminal {t!r}", "interrupt", line,
-                           expected="one of " + ", ".join(sorted(terminals)), suggestion=_suggest(t, terminals))
+                           expected="one of " + ", ".join(sorted(terminals)),
+                           suggestion=_suggest(t, terminals))
     return v
 
 
