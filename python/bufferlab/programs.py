@@ -609,7 +609,10 @@ def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
         rt.runner.observation.trace_iface(dev, default_min_ns=PLOT_Q_TRACE_INTERVAL_NS)
         start = rt.now_ns
         yield WaitApp(app, True)
-        samples = rt.engine.app_result(app)["samples"]
+        result = rt.engine.app_result(app)
+        samples = result["samples"]
+        if result.get("error"):  # the engine's sample cap or out of memory: what it has, and a failure
+            rt.io.err(result["error"])
         dat = rt.term.cwd / f"q_{dev_word.text}.dat"
         ensure_dir(dat.parent, rt.runner.root)
         write_text(dat, queue_fmt.q_dat(samples, start))
@@ -619,7 +622,7 @@ def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
         from .plots import plot_queue
 
         plot_queue(samples, start, dev_word.text, dat.with_suffix(".png"))
-        return 0
+        return 1 if result.get("error") else 0
 
     return run
 

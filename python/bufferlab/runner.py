@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .budget import check_sample_budget
 from .commands.shell import Job, SimpleCommand, parse_shell
 from .engine import Engine, EngineError
 from .errors import BufferlabError, CommandError, Diagnostics, ScenarioError
@@ -366,6 +367,7 @@ class Runner:
             self.lines[part.name] = [self._prepare_line(c) for c in part.commands]
             self._check_part_ends(part, self.lines[part.name])
         self.observation.check()
+        check_sample_budget(self, DEFAULT_STOP_AT_S)
 
     def _check_part_ends(self, part: Part, lines: list[PreparedLine]) -> None:
         """A part of only endless lines would end the instant it starts (Lab 14's first

@@ -81,7 +81,7 @@ def build_capture(raw: Any, src: SourceMap) -> CaptureOptions | None:
         raise _key_err(src, "[capture] snaplen must be an integer from 1 to 262144", "snaplen", line,
                        expected="e.g. snaplen = 128 (headers only)")
     fmt = raw.get("format", "pcap")
-    if fmt not in FORMATS:
+    if not isinstance(fmt, str) or fmt not in FORMATS:
         raise _key_err(src, f"[capture] format {fmt!r} is not supported", "format", line,
                        expected=", ".join(sorted(FORMATS)))
     flt = raw.get("filter", "")

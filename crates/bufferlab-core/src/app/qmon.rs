@@ -1,12 +1,22 @@
 //! `plot_q.sh IFACE`: samples the backlog of the interface's leaf qdisc (the
 //! last block `tc -s qdisc show` prints) every `interval`, as the real
 //! script polls `tc -s` (formats.md §6). Runs until interrupted.
+//!
+//! Memory is bounded: at most [`MAX_SAMPLES`] samples are kept (the Python
+//! side rejects, at check time, an interval that could exceed it:
+//! docs/fuzzing.md "Resource budgets"), and the buffer grows fallibly; past
+//! the cap or when memory runs out the monitor stops sampling and its result
+//! carries an `"error"` instead of the process aborting.
 
 use super::AppCtx;
 use crate::error::{Error, Result};
 use crate::time::{SimDuration, SimTime};
 use serde::Deserialize;
 use serde_json::json;
+
+/// The most samples one monitor keeps (24 bytes each here, ~0.3 KB each while
+/// the result is turned into JSON and Python lists).
+pub const MAX_SAMPLES: usize = 1_000_000;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,6 +33,8 @@ pub struct Qmon {
     /// (time, backlog bytes, backlog packets)
     samples: Vec<(SimTime, u64, u64)>,
     finished: bool,
+    /// why sampling stopped early (sample cap or allocation failure)
+    error: Option<String>,
 }
 
 impl Qmon {
@@ -39,6 +51,7 @@ impl Qmon {
             next: None,
             samples: Vec::new(),
             finished: false,
+            error: None,
         })
     }
 
@@ -68,8 +81,36 @@ impl Qmon {
     }
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx, backlog: (u64, u64)) {
+        if let Err(e) = self.grow() {
+            self.error = Some(e);
+            self.finished = true;
+            self.next = None;
+            return;
+        }
         self.samples.push((ctx.now, backlog.0, backlog.1));
         self.next = Some(ctx.now + self.interval);
+    }
+
+    /// Room for one more sample, or why not (never aborts on allocation).
+    fn grow(&mut self) -> std::result::Result<(), String> {
+        if self.samples.len() >= MAX_SAMPLES {
+            return Err(format!(
+                "plot_q.sh {}: stopped after {} samples (the most one monitor keeps); \
+                 raise [sim] queue_sample_interval",
+                self.dev, MAX_SAMPLES
+            ));
+        }
+        if self.samples.len() == self.samples.capacity() {
+            let want = self.samples.len().max(1024).min(MAX_SAMPLES - self.samples.len());
+            self.samples.try_reserve_exact(want).map_err(|e| {
+                format!(
+                    "plot_q.sh {}: out of memory after {} samples ({e})",
+                    self.dev,
+                    self.samples.len()
+                )
+            })?;
+        }
+        Ok(())
     }
 
     pub fn interrupt(&mut self, _ctx: &mut AppCtx) {
@@ -86,6 +127,45 @@ impl Qmon {
             .iter()
             .map(|(t, b, q)| json!([t.as_nanos(), b, q]))
             .collect();
-        json!({"dev": self.dev, "samples": samples})
+        match &self.error {
+            Some(e) => json!({"dev": self.dev, "samples": samples, "error": e}),
+            None => json!({"dev": self.dev, "samples": samples}),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_cap_stops_the_monitor_with_an_error() {
+        let mut q = Qmon::new(QmonSpec {
+            dev: "s1-eth2".into(),
+            interval_ns: 1,
+        })
+        .unwrap();
+        q.samples = Vec::with_capacity(MAX_SAMPLES);
+        q.samples.resize(MAX_SAMPLES, (SimTime(0), 0, 0));
+        assert!(q.grow().is_err());
+        assert!(q.result()["error"].is_null());
+        q.error = q.grow().err();
+        q.finished = true;
+        assert!(q.result()["error"].as_str().unwrap().contains("queue_sample_interval"));
+        assert!(q.poll_timeout().is_none());
+    }
+
+    #[test]
+    fn growth_is_bounded_by_the_cap() {
+        let mut q = Qmon::new(QmonSpec {
+            dev: "d".into(),
+            interval_ns: 1,
+        })
+        .unwrap();
+        for _ in 0..5000 {
+            q.grow().unwrap();
+            q.samples.push((SimTime(0), 0, 0));
+        }
+        assert!(q.samples.capacity() <= MAX_SAMPLES);
     }
 }

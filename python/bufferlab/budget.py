@@ -1,0 +1,89 @@
+"""Resource budgets checked before a run (docs/fuzzing.md, "Resource budgets").
+
+``plot_q.sh`` keeps every sample of its queue in memory until it is
+interrupted (the engine's queue monitor, then the ``.dat``/``.csv`` files and
+the plot are made from the whole series). A monitor typed in part *k* can run
+until the scenario ends, so its worst case is
+
+    samples = ⌊(Σ_{j ≥ k} stop_at + (parts after k) × part_gap) / queue_sample_interval⌋ + 1
+
+(``stop_at`` caps every part's simulated length; default 3600 s). Each monitor
+may keep at most :data:`MAX_SAMPLES_PER_MONITOR` samples (the engine's own cap,
+``qmon::MAX_SAMPLES``: 24 bytes each in the engine, about 0.3 KB each while the
+result becomes JSON, Python lists and text, so ≤ ~300 MB), and all monitors of
+a scenario together at most :data:`MAX_SAMPLES_TOTAL` (what the engine holds at
+once: ≤ ~100 MB). A scenario over either budget is an error at check time,
+with the line of the monitor and the smallest interval (or largest stop_at)
+that fits.
+
+Queue traces (``[trace]``, and plot_q.sh's own 1 ms trace) are streamed to
+disk by the engine (56-byte records through a 256 KB buffer): their memory
+does not grow with the run, so they have no check-time budget.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .errors import ScenarioError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import Runner
+
+#: the most samples one plot_q.sh keeps (= the engine's qmon::MAX_SAMPLES)
+MAX_SAMPLES_PER_MONITOR = 1_000_000
+#: the most samples all plot_q.sh of a scenario may keep together
+MAX_SAMPLES_TOTAL = 4_000_000
+
+
+def _is_plot_q(words: list) -> bool:  # type: ignore[type-arg]
+    return bool(words) and words[0].text.rsplit("/", 1)[-1] == "plot_q.sh"
+
+
+def check_sample_budget(r: Runner, default_stop_at_s: float) -> None:
+    sc = r.sc
+    interval = sc.profile.queue_sample_interval
+    if not interval or interval <= 0:
+        return  # the loader rejects it; nothing to bound here
+    stop_at = sc.profile.stop_at or default_stop_at_s
+    n = len(sc.parts)
+    total = 0
+    for k, part in enumerate(sc.parts):
+        span_s = (n - k) * stop_at + (n - k - 1) * sc.part_gap
+        bound = int(span_s / interval) + 1
+        for pl in r.lines.get(part.name, []):
+            for job in pl.jobs:
+                for simple, _ in job:
+                    if not _is_plot_q(simple.words):
+                        continue
+                    total += bound
+                    c = pl.command
+                    if bound > MAX_SAMPLES_PER_MONITOR or total > MAX_SAMPLES_TOTAL:
+                        over_total = bound <= MAX_SAMPLES_PER_MONITOR
+                        cap = MAX_SAMPLES_TOTAL if over_total else MAX_SAMPLES_PER_MONITOR
+                        need = (total if over_total else bound) / cap * interval
+                        raise ScenarioError(
+                            f"plot_q.sh could keep up to {bound:,} queue samples"
+                            + (f" ({total:,} with the scenario's other plot_q.sh)" if over_total else "")
+                            + f": it may run {span_s:g} s (to the scenario's end: {n - k} part(s) of at most "
+                            f"stop_at = {stop_at:g} s, and the part gaps) at one sample every "
+                            f"queue_sample_interval = {interval:g} s",
+                            file=str(sc.path),
+                            line=c.line,
+                            col=c.col,
+                            expected=f"at most {cap:,} samples "
+                            + ("for all plot_q.sh together" if over_total else "per plot_q.sh")
+                            + " (samples = time it may run / queue_sample_interval; docs/fuzzing.md)",
+                            suggestion=f'raise [sim] queue_sample_interval to at least "{_fmt_s(need)}", or '
+                            "lower [sim] stop_at to what the parts need",
+                        )
+
+
+def _fmt_s(s: float) -> str:
+    """``s`` seconds, rounded up to two decimals of the largest unit that fits."""
+    import math
+
+    for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if s >= f:
+            return f"{math.ceil(s / f * 100) / 100:g}{unit}"
+    return f"{math.ceil(s * 1e9)}ns"
