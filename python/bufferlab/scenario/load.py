@@ -368,8 +368,9 @@ def _decode(raw: bytes, file: str) -> str:
 
 
 _SCAN = re.compile(r"""\"\"\"|'''|["'#\[\]{},=\n.]""")
-_BASIC_REST = re.compile(r'(?:[^\\"\n]+|\\.)*"')
-_ML_BASIC_REST = re.compile(r'(?:[^\\"]+|\\[\s\S]|"(?!""))*"""')
+# one character per repetition: (?:[^"]+)* backtracks exponentially on an unterminated string
+_BASIC_REST = re.compile(r'(?:[^\\"\n]|\\.)*"')
+_ML_BASIC_REST = re.compile(r'(?:[^\\"]|\\[\s\S]|"(?!""))*"""')
 
 
 def _check_structure(text: str, file: str) -> None:
