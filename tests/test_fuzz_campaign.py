@@ -1,0 +1,253 @@
+"""The fuzzing campaign's short CI budget and the regressions it found (issue 16; docs/fuzzing.md).
+
+tools/fuzz.py's own classification is tested here too: a run that ends on
+--max-wall/--max-events is ``stopped`` (exit 3), a positioned error is
+``error_pos``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bufferlab.cli import main
+from bufferlab.errors import BufferlabError, ScenarioError
+from bufferlab.runner import Runner
+from bufferlab.scenario.load import load_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import fuzz  # noqa: E402
+
+#: what a short campaign may still meet while issue 16's validation items are open; each is a
+#: parser/loader bug recorded in docs/fuzzing.md (owned by the validation work): remove the entry
+#: once it is fixed
+KNOWN_OPEN = ("UnicodeDecodeError", "OverflowError", "RecursionError")
+
+SMALL = """name = "small"
+seed = 1
+[sim]
+{sim}
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], ["s1", "h2"]]
+[[part]]
+name = "a"
+cmds = [
+  "admin: sudo tc qdisc add dev s1-eth2 root netem delay 5ms",
+  "admin: sudo plot_q.sh s1-eth2 &",
+  "h2: iperf3 -s",
+  "h1: iperf3 -c 10.0.0.2 -u -b 5M -t {t} -J > udp.json",
+]
+"""
+
+
+def _write(tmp_path: Path, sim: str = "", t: int = 2) -> Path:
+    p = tmp_path / "s.toml"
+    p.write_text(SMALL.format(sim=sim, t=t), encoding="utf-8")
+    return p
+
+
+def _unexpected(failures: Path) -> list[str]:
+    out = []
+    for f in sorted(failures.glob("*/*.txt")):
+        text = f.read_text(errors="replace")
+        if "traceback" in f.parent.name and any(k in text for k in KNOWN_OPEN):
+            continue
+        out.append(f"{f.parent.name}/{f.name}:\n{text[-1500:]}")
+    return out
+
+
+def test_short_campaign_200_checks_5_runs(tmp_path: Path) -> None:
+    """CI's budget: 200 mutated checks (in-process) and 5 short runs (forked, with limits) in < 30 s;
+    every outcome classified; no panic, abort, hang, position-less error or unknown traceback."""
+    t0 = time.time()
+    out = tmp_path / "failures"
+    js = tmp_path / "totals.json"
+    fuzz.main(["--seed", "3", "--checks", "200", "--runs", "5", "--jobs", "1", "--out", str(out),
+               "--max-wall", "1", "--max-events", "50000", "--run-timeout", "20", "--report-every", "0",
+               "--json", str(js)])
+    totals = json.loads(js.read_text())
+    assert totals["checks"]["n"] == 200
+    assert totals["runs"]["n"] == 5
+    assert time.time() - t0 < 60, "the CI budget should take well under 30 s on an idle machine"
+    assert _unexpected(out) == []
+
+
+def test_mutations_are_reproducible() -> None:
+    m = fuzz.Mutator(fuzz.load_seeds())
+    assert m.make(16, 12345) == m.make(16, 12345)
+    assert len({m.make(16, i)[1] for i in range(50)}) > 40
+
+
+@pytest.mark.parametrize(
+    ("code", "stderr", "cls"),
+    [
+        (0, "", "ok"),
+        (3, "bufferlab: run stopped early: --max-wall 1 s reached", "stopped"),
+        (2, "x/s.toml:4:7: error: bad\n  expected: y", "error_pos"),
+        (2, "x/s.toml: error: the scenario needs a [topology] table", "error_file"),
+        (2, "application spec: invalid value", "error_nopos"),
+        (1, "1 command failed:\n  ...", "failed"),
+        (1, "Traceback (most recent call last):\n  File ...", "traceback"),
+        (1, "thread 'main' panicked at src/x.rs:1:1", "panic"),
+        (-6, "", "signal"),
+        (134, "", "signal"),
+        (None, "", "other"),
+    ],
+)
+def test_outcome_classes(code: int | None, stderr: str, cls: str) -> None:
+    assert fuzz.classify_run(code, stderr, False) == cls
+    assert fuzz.classify_run(code, stderr, True) == "hang"
+
+
+# ---------------------------------------------------------------------- resource budgets (must have 2)
+
+
+@pytest.mark.parametrize("interval", ["1ns", "1us", "1ms"])
+def test_fine_queue_sample_interval_is_a_check_error(tmp_path: Path, interval: str) -> None:
+    """Issue 16 reproducer: "1ns" with plot_q.sh made the core allocate 12 GB and abort (exit 134);
+    "1us" over a long part took 3 GB. Now: a check error at the plot_q.sh line, with the budget."""
+    p = _write(tmp_path, f'queue_sample_interval = "{interval}"')
+    with pytest.raises(ScenarioError) as e:
+        Runner(load_scenario(p)).check()
+    msg = str(e.value)
+    assert msg.startswith(f"{p}:13:11:"), msg
+    assert "1,000,000 samples per plot_q.sh" in msg and "queue_sample_interval" in msg
+
+
+def test_sample_budget_counts_stop_at_and_later_parts(tmp_path: Path) -> None:
+    # 10 s at 5 us = 2 000 001 samples: over; at 20 us 500 001 fit
+    over = _write(tmp_path, 'queue_sample_interval = "5us"\nstop_at = "10s"')
+    with pytest.raises(ScenarioError):
+        Runner(load_scenario(over)).check()
+    ok = _write(tmp_path, 'queue_sample_interval = "20us"\nstop_at = "10s"')
+    Runner(load_scenario(ok)).check()
+
+
+def test_shipped_scenarios_fit_the_budget() -> None:
+    for p in sorted((ROOT / "scenarios").glob("*.toml")):
+        Runner(load_scenario(p)).check()
+
+
+def test_fine_interval_within_budget_runs(tmp_path: Path) -> None:
+    """A 1 ms interval with a short stop_at is accepted and runs (the engine's samples grow fallibly)."""
+    p = _write(tmp_path, 'queue_sample_interval = "1ms"\nstop_at = "60s"', t=1)
+    assert main(["run", str(p), "-o", str(tmp_path / "r"), "-q", "--no-report"]) == 0
+    dat = (tmp_path / "r" / "s" / "a" / "admin" / "q_s1-eth2.dat").read_text()
+    assert len(dat.splitlines()) > 900
+
+
+# ---------------------------------------------------------------------- --max-wall / --max-events
+
+
+def test_max_events_stops_cleanly_with_what_it_has(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    p = _write(tmp_path, t=30)
+    code = main(["run", str(p), "-o", str(tmp_path / "r"), "-q", "--no-report", "--max-events", "2000"])
+    assert code == 3
+    assert "--max-events 2000 reached" in capsys.readouterr().err
+    s = json.loads((tmp_path / "r" / "s" / "summary.json").read_text())
+    assert s["stopped"].startswith("--max-events 2000 reached")
+    assert s["parts"][-1]["stopped"] == s["stopped"]
+    assert s["events"] >= 2000
+    assert s["simulated_s"] < 30
+    p_ = s["packets"]
+    assert p_["created"] == p_["delivered"] + p_["dropped"] + p_["live"] + p_["segmented"]
+    # the interrupted iperf3 printed its partial JSON and plot_q.sh wrote its data
+    part = tmp_path / "r" / "s" / "a"
+    assert (part / "admin" / "q_s1-eth2.dat").stat().st_size > 0
+    assert json.loads((part / "h1" / "udp.json").read_text())
+
+
+def test_max_wall_stops_cleanly(tmp_path: Path) -> None:
+    p = _write(tmp_path, t=600)
+    p.write_text(p.read_text().replace("-b 5M", "-b 2G"))
+    t0 = time.time()
+    code = main(["run", str(p), "-o", str(tmp_path / "r"), "-q", "--no-report", "--max-wall", "1"])
+    assert code == 3
+    assert time.time() - t0 < 20
+    s = json.loads((tmp_path / "r" / "s" / "summary.json").read_text())
+    assert s["stopped"].startswith("--max-wall 1 s reached")
+
+
+def test_limits_reject_bad_values(capsys: pytest.CaptureFixture) -> None:
+    for bad in (["--max-wall", "0"], ["--max-wall", "nan"], ["--max-events", "-1"], ["--max-events", "x"]):
+        with pytest.raises(SystemExit) as e:
+            main(["run", "x.toml", *bad])
+        assert e.value.code == 2
+
+
+def test_unlimited_and_limited_runs_agree_when_the_limit_is_not_reached(tmp_path: Path) -> None:
+    """Stretches change nothing: a run with a limit it never reaches equals one without."""
+    p = _write(tmp_path, t=2)
+    assert main(["run", str(p), "-o", str(tmp_path / "a"), "-q", "--no-report"]) == 0
+    assert main(["run", str(p), "-o", str(tmp_path / "b"), "-q", "--no-report", "--max-events", "10000000"]) == 0
+    a = (tmp_path / "a" / "s" / "summary.json").read_text()
+    b = (tmp_path / "b" / "s" / "summary.json").read_text()
+    assert a == b
+
+
+# ---------------------------------------------------------------------- regressions found by fuzzing
+
+
+def test_capture_format_of_another_type_is_a_positioned_error(tmp_path: Path) -> None:
+    """hypothesis (test_scenario_loader_typed_values): [capture] format = [] raised TypeError."""
+    p = _write(tmp_path)
+    p.write_text(p.read_text().replace("[topology]", '[capture]\ninterfaces = ["s1-eth2"]\nformat = []\n\n'
+                                       "[topology]"))
+    with pytest.raises(ScenarioError) as e:
+        Runner(load_scenario(p)).check()
+    assert str(e.value).startswith(f"{p}:"), str(e.value)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "h1: iperf3 -c 10.0.0.2 -u -b 1e400",  # OverflowError in parse_iperf_rate (campaign, 53 inputs)
+        "h1: cbr 10.0.0.2 -r 1e30",  # accepted by check, refused by the engine without a position
+        "h1: ping 10.0.0.2 -c 4294967296",
+    ],
+)
+def test_huge_numbers_are_positioned_check_errors(tmp_path: Path, line: str) -> None:
+    p = _write(tmp_path)
+    p.write_text(p.read_text().replace('"h2: iperf3 -s",', f'"h2: iperf3 -s",\n  "{line}",'))
+    try:
+        Runner(load_scenario(p)).check()
+    except BufferlabError as e:
+        assert str(e).startswith(f"{p}:"), str(e)
+        return
+    pytest.xfail(f"check accepts {line!r} (docs/fuzzing.md: open, validation work)")
+
+
+def test_non_utf8_scenario_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    p = _write(tmp_path)
+    p.write_bytes(p.read_bytes().replace(b"small", b"sm\xffall", 1))
+    try:
+        load_scenario(p)
+    except BufferlabError as e:
+        assert str(p) in str(e)
+    except UnicodeDecodeError:
+        pytest.xfail("non-UTF-8 file: UnicodeDecodeError (docs/fuzzing.md: open, validation work)")
+
+
+def test_unterminated_string_is_checked_in_linear_time(tmp_path: Path) -> None:
+    """tools/fuzz.py (seed 3, input 16): a command string missing its closing quote made the
+    loader's structure scan backtrack exponentially (check never ended)."""
+    p = _write(tmp_path)
+    text = p.read_text().replace('-J > udp.json",', '-J > udp.json a b c d e f g h i j k l m n o p q r s t u v,')
+    p.write_text(text)
+    t0 = time.time()
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(p)
+    assert time.time() - t0 < 2
+    assert str(e.value).startswith(f"{p}:"), str(e.value)
+    p.write_text('name = "x"\ncmds = """' + "a" * 200_000 + "\n")
+    t0 = time.time()
+    with pytest.raises(ScenarioError):
+        load_scenario(p)
+    assert time.time() - t0 < 2
