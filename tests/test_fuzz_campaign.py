@@ -251,3 +251,16 @@ def test_unterminated_string_is_checked_in_linear_time(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError):
         load_scenario(p)
     assert time.time() - t0 < 2
+
+
+def test_summary_row_of_a_stream_without_receiver_report() -> None:
+    """tools/fuzz.py (seed 17, run input 1000000088): a TCP iperf3 Ctrl-C'd before its receiver
+    reported has "receiver": null; the part summary raised AttributeError."""
+    from types import SimpleNamespace
+
+    from bufferlab.summary import _iperf3_row
+
+    a = SimpleNamespace(terminal="h1", where="s.toml:4:8", simple="iperf3 -c 10.0.0.3", command="",
+                        spec={"protocol": "tcp", "dst": "10.0.0.3"})
+    row = _iperf3_row(a, {"protocol": "tcp", "streams": [{"sender": None, "receiver": None}]})
+    assert row["retransmits"] == 0

@@ -37,10 +37,11 @@ def _iperf3_row(a: AppRecord, r: dict[str, Any]) -> dict[str, Any]:
         return row
     if r.get("protocol") == "tcp" or "streams" in r:
         streams = r.get("streams", [])
-        got = sum(int(s.get("receiver", {}).get("bytes", 0)) for s in streams)
-        starts = [int(s["sender"]["start_ns"]) for s in streams if "start_ns" in s.get("sender", {})]
-        ends = [int(s["sender"]["end_ns"]) for s in streams if "end_ns" in s.get("sender", {})]
-        row["retransmits"] = sum(int(s.get("sender", {}).get("retransmits", 0)) for s in streams)
+        # a stream Ctrl-C'd before its receiver reported has "receiver": null
+        got = sum(int((s.get("receiver") or {}).get("bytes", 0)) for s in streams)
+        starts = [int(s["sender"]["start_ns"]) for s in streams if "start_ns" in (s.get("sender") or {})]
+        ends = [int(s["sender"]["end_ns"]) for s in streams if "end_ns" in (s.get("sender") or {})]
+        row["retransmits"] = sum(int((s.get("sender") or {}).get("retransmits", 0)) for s in streams)
     else:
         rx, tx = r.get("receiver") or {}, r.get("sender") or {}
         got = int(rx.get("bytes", 0))
