@@ -368,9 +368,10 @@ def _decode(raw: bytes, file: str) -> str:
 
 
 _SCAN = re.compile(r"""\"\"\"|'''|["'#\[\]{},=\n.]""")
-# one character per repetition: (?:[^"]+)* backtracks exponentially on an unterminated string
-_BASIC_REST = re.compile(r'(?:[^\\"\n]|\\.)*"')
-_ML_BASIC_REST = re.compile(r'(?:[^\\"]|\\[\s\S]|"(?!""))*"""')
+# possessive runs (Python ≥ 3.11): linear time and one repetition per run, so neither an
+# unterminated string nor a 15 MB one costs exponential time or memory
+_BASIC_REST = re.compile(r'(?:[^\\"\n]++|\\.)*+"')
+_ML_BASIC_REST = re.compile(r'(?:[^\\"]++|\\[\s\S]|"(?!""))*+"""')
 
 
 def _check_structure(text: str, file: str) -> None:
