@@ -1,7 +1,7 @@
 """The RED-vs-DropTail study against real ns-3 (tools/ns3_red_study.py,
 docs/ns3-crosscheck.md "RED vs DropTail"). Opt-in: `pytest --runslow`, and only
 where ns-3 (PyPI `ns3`) can be imported, by this interpreter or by the one
-named in $BUFFERLAB_NS3_PYTHON (e.g. /work/ns3venv/bin/python). CI never has it.
+named in $BUFFERLAB_NS3_PYTHON (e.g. ../ns3venv/bin/python). CI never has it.
 
 Only what the measured agreement supports is checked: the UDP goodput (the TCP
 goodputs differ far beyond ns-3's run-to-run spread, see the docs), the RED

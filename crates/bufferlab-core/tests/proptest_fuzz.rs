@@ -32,18 +32,113 @@ fn cases(default: u32) -> u32 {
 // ------------------------------------------------------------------ JSON-ish input
 
 const KEYS: &[&str] = &[
-    "kind", "verb", "dev", "parent", "handle", "qdisc", "root", "class", "major", "minor", "limit",
-    "latency", "jitter", "loss", "model", "p", "gap", "duplicate", "rate", "burst", "peakrate", "mtu",
-    "dst", "port", "count", "interval_ns", "size", "duration_ns", "bytes", "rate_bps", "pattern", "proto",
-    "seed", "nodes", "links", "options", "name", "a", "b", "node", "intf", "ip", "tcp", "tos", "on_ns",
-    "off_ns", "protocol", "blksize", "reorder", "corrupt", "slot", "distribution", "correlation", "ecn",
-    "target", "interval", "quantum", "flows", "min", "max", "probability", "host_cost", "gso",
+    "kind",
+    "verb",
+    "dev",
+    "parent",
+    "handle",
+    "qdisc",
+    "root",
+    "class",
+    "major",
+    "minor",
+    "limit",
+    "latency",
+    "jitter",
+    "loss",
+    "model",
+    "p",
+    "gap",
+    "duplicate",
+    "rate",
+    "burst",
+    "peakrate",
+    "mtu",
+    "dst",
+    "port",
+    "count",
+    "interval_ns",
+    "size",
+    "duration_ns",
+    "bytes",
+    "rate_bps",
+    "pattern",
+    "proto",
+    "seed",
+    "nodes",
+    "links",
+    "options",
+    "name",
+    "a",
+    "b",
+    "node",
+    "intf",
+    "ip",
+    "tcp",
+    "tos",
+    "on_ns",
+    "off_ns",
+    "protocol",
+    "blksize",
+    "reorder",
+    "corrupt",
+    "slot",
+    "distribution",
+    "correlation",
+    "ecn",
+    "target",
+    "interval",
+    "quantum",
+    "flows",
+    "min",
+    "max",
+    "probability",
+    "host_cost",
+    "gso",
 ];
 const STRINGS: &[&str] = &[
-    "add", "change", "replace", "delete", "root", "netem", "tbf", "pfifo", "bfifo", "red", "codel",
-    "fq_codel", "pie", "blue", "sfb", "red_ns3", "noqueue", "ping", "sink", "bulk", "udp_source",
-    "iperf3_client", "iperf3_server", "qmon", "cbr", "poisson", "onoff", "udp", "tcp", "h1", "h3", "s1",
-    "s1-eth2", "h1-eth0", "10.0.0.3", "10.0.0.256", "", "host", "switch", "random", "state", "gemodel",
+    "add",
+    "change",
+    "replace",
+    "delete",
+    "root",
+    "netem",
+    "tbf",
+    "pfifo",
+    "bfifo",
+    "red",
+    "codel",
+    "fq_codel",
+    "pie",
+    "blue",
+    "sfb",
+    "red_ns3",
+    "noqueue",
+    "ping",
+    "sink",
+    "bulk",
+    "udp_source",
+    "iperf3_client",
+    "iperf3_server",
+    "qmon",
+    "cbr",
+    "poisson",
+    "onoff",
+    "udp",
+    "tcp",
+    "h1",
+    "h3",
+    "s1",
+    "s1-eth2",
+    "h1-eth0",
+    "10.0.0.3",
+    "10.0.0.256",
+    "",
+    "host",
+    "switch",
+    "random",
+    "state",
+    "gemodel",
 ];
 
 fn leaf() -> impl Strategy<Value = Value> {
@@ -52,9 +147,16 @@ fn leaf() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
-        prop_oneof![Just(0u64), Just(1), Just(u32::MAX as u64), Just(u64::MAX), Just(1 << 32)]
-            .prop_map(Value::from),
-        any::<f64>().prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        prop_oneof![
+            Just(0u64),
+            Just(1),
+            Just(u32::MAX as u64),
+            Just(u64::MAX),
+            Just(1 << 32)
+        ]
+        .prop_map(Value::from),
+        any::<f64>()
+            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
         prop::sample::select(STRINGS).prop_map(Value::from),
         ".{0,8}".prop_map(Value::from),
     ]
@@ -73,20 +175,26 @@ fn json_value() -> impl Strategy<Value = Value> {
 
 /// JSON text: a serialised value, possibly cut or with a byte changed.
 fn json_text() -> impl Strategy<Value = String> {
-    (json_value(), any::<u8>(), any::<prop::sample::Index>(), 0u8..4).prop_map(|(v, b, at, how)| {
-        let mut s = v.to_string();
-        if s.is_empty() {
-            return s;
-        }
-        let i = at.index(s.len());
-        let i = (0..=i).rev().find(|&j| s.is_char_boundary(j)).unwrap_or(0);
-        match how {
-            0 => s.truncate(i),
-            1 => s.insert(i, (b % 0x7f) as char),
-            _ => {}
-        }
-        s
-    })
+    (
+        json_value(),
+        any::<u8>(),
+        any::<prop::sample::Index>(),
+        0u8..4,
+    )
+        .prop_map(|(v, b, at, how)| {
+            let mut s = v.to_string();
+            if s.is_empty() {
+                return s;
+            }
+            let i = at.index(s.len());
+            let i = (0..=i).rev().find(|&j| s.is_char_boundary(j)).unwrap_or(0);
+            match how {
+                0 => s.truncate(i),
+                1 => s.insert(i, (b % 0x7f) as char),
+                _ => {}
+            }
+            s
+        })
 }
 
 proptest! {
@@ -174,9 +282,15 @@ fn chain() -> impl Strategy<Value = Vec<Value>> {
         .prop_map(|(dev, root, child, netem_root)| {
             let mut reqs = vec![];
             if let Some(q) = root {
-                let q = if netem_root { json!({"kind": "netem", "limit": 1000, "latency": 5 * MS,
-                    "jitter": 0, "loss": {"model": "random", "p": 0}, "gap": 0, "duplicate": 0}) } else { q };
-                reqs.push(json!({"verb": "add", "dev": dev, "parent": "root", "handle": 1, "qdisc": q}));
+                let q = if netem_root {
+                    json!({"kind": "netem", "limit": 1000, "latency": 5 * MS,
+                    "jitter": 0, "loss": {"model": "random", "p": 0}, "gap": 0, "duplicate": 0})
+                } else {
+                    q
+                };
+                reqs.push(
+                    json!({"verb": "add", "dev": dev, "parent": "root", "handle": 1, "qdisc": q}),
+                );
                 if let Some(c) = child {
                     reqs.push(json!({"verb": "add", "dev": dev,
                         "parent": {"class": {"major": 1, "minor": 0}}, "handle": 2, "qdisc": c}));
@@ -188,14 +302,31 @@ fn chain() -> impl Strategy<Value = Vec<Value>> {
 
 fn app() -> impl Strategy<Value = (&'static str, Value)> {
     prop_oneof![
-        (1u32..20, 1u64..200, 0u32..3000).prop_map(|(c, i, size)| ("h1", json!({"kind": "ping",
-            "dst": "10.0.0.3", "count": c, "interval_ns": i * MS, "size": size}))),
-        (prop::sample::select(&["cbr", "poisson"][..]), 1_000u64..50_000_000, 1u32..9000, 1u64..3)
-            .prop_map(|(pat, r, size, d)| ("h1", json!({"kind": "udp_source", "pattern": pat,
-                "dst": "10.0.0.3", "port": 5001, "rate_bps": r, "size": size, "duration_ns": d * S}))),
-        (1u64..2_000_000).prop_map(|b| ("h2", json!({"kind": "bulk", "dst": "10.0.0.3", "port": 5002,
-            "bytes": b}))),
-        (1u64..1000).prop_map(|i| ("h1", json!({"kind": "qmon", "dev": "s1-eth2", "interval_ns": i * MS}))),
+        (1u32..20, 1u64..200, 0u32..3000).prop_map(|(c, i, size)| (
+            "h1",
+            json!({"kind": "ping",
+            "dst": "10.0.0.3", "count": c, "interval_ns": i * MS, "size": size})
+        )),
+        (
+            prop::sample::select(&["cbr", "poisson"][..]),
+            1_000u64..50_000_000,
+            1u32..9000,
+            1u64..3
+        )
+            .prop_map(|(pat, r, size, d)| (
+                "h1",
+                json!({"kind": "udp_source", "pattern": pat,
+                "dst": "10.0.0.3", "port": 5001, "rate_bps": r, "size": size, "duration_ns": d * S})
+            )),
+        (1u64..2_000_000).prop_map(|b| (
+            "h2",
+            json!({"kind": "bulk", "dst": "10.0.0.3", "port": 5002,
+            "bytes": b})
+        )),
+        (1u64..1000).prop_map(|i| (
+            "h1",
+            json!({"kind": "qmon", "dev": "s1-eth2", "interval_ns": i * MS})
+        )),
     ]
 }
 

@@ -3,5 +3,5 @@
 ``cjson``  iperf3's cJSON printer;  ``iperf3``  client/server JSON and text;
 ``ping``  iputils ping text;  ``tc``  ``tc -s qdisc show`` text;
 ``queue``  plot_q.sh's ``q_<iface>.dat``. See docs/internals.md for the
-result schemas and /work/shared/specs/formats.md for the layouts.
+result schemas and ../shared/specs/formats.md (from the repository root) for the layouts.
 """

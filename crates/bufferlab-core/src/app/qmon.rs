@@ -101,7 +101,11 @@ impl Qmon {
             ));
         }
         if self.samples.len() == self.samples.capacity() {
-            let want = self.samples.len().max(1024).min(MAX_SAMPLES - self.samples.len());
+            let want = self
+                .samples
+                .len()
+                .max(1024)
+                .min(MAX_SAMPLES - self.samples.len());
             self.samples.try_reserve_exact(want).map_err(|e| {
                 format!(
                     "plot_q.sh {}: out of memory after {} samples ({e})",
@@ -151,7 +155,10 @@ mod tests {
         assert!(q.result()["error"].is_null());
         q.error = q.grow().err();
         q.finished = true;
-        assert!(q.result()["error"].as_str().unwrap().contains("queue_sample_interval"));
+        assert!(q.result()["error"]
+            .as_str()
+            .unwrap()
+            .contains("queue_sample_interval"));
         assert!(q.poll_timeout().is_none());
     }
 
