@@ -1,7 +1,7 @@
 """Command-line parsers: shell splitting, tc/iperf3/ping number readers, tc,
 sysctl, iperf3, ping and the traffic generators.
 
-Run: cd /work/main && PYTHONPATH=python python -m pytest tests/test_parsers.py -q
+Run from the repository root: PYTHONPATH=python python -m pytest tests/test_parsers.py -q
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from bufferlab.commands.tc import TcQdiscRequest, TcShow, parse_tc  # noqa: E402
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError  # noqa: E402
 from bufferlab.profile import PROFILES, Profile, with_overrides  # noqa: E402
 
-SCENARIOS = pathlib.Path("/work/shared/scenarios")
+SCENARIOS = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "scenarios"
 LAB2019 = PROFILES["lab2019"]
 MODERN = PROFILES["modern"]
 
