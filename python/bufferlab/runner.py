@@ -501,11 +501,13 @@ class Runner:
         eng.reset_peak_backlogs()
         # plot_q.sh still running from an earlier part keeps tracing its queue in this one
         self.observation.start_part(part_dir, sorted({
-            a.spec["dev"] for a in self.apps if a is not None and a.kind == "qmon" and not eng.app_finished(a.app_id)
+            a.spec["dev"] for a in self.apps
+            if a is not None and a.kind == "qmon" and not eng.app_finished(a.app_id)
         }))
         for t, pls in lines_by_term.items():
             owner = _Owner(t, foreground=True)
-            sched.spawn(self._terminal_proc(sched, state, terminals[t], pls, owner), pls[0].command.index, owner)
+            proc = self._terminal_proc(sched, state, terminals[t], pls, owner)
+            sched.spawn(proc, pls[0].command.index, owner)
         stopped: RunStopped | None = None
         #: a signal or a run-time error ended the part: it is recorded with what it has, marked
         aborted: BaseException | None = None
@@ -879,7 +881,8 @@ class RunCtx:
         self.runner.apps[app_id] = AppRecord(
             app_id, self.sched.part.name, self.term.name, self.command.text, self.command.where(col),
             self.now_ns, out.resolve().relative_to(self.runner.root.resolve()).as_posix(),
-            str(spec.get("kind", "")), spec, self.simple.text if self.simple is not None else self.command.text,
+            str(spec.get("kind", "")), spec,
+            self.simple.text if self.simple is not None else self.command.text,
         )
         return app_id
 
@@ -1179,7 +1182,8 @@ def run_scenario(
     return r.run()
 
 
-__all__ = ["Runner", "RunStopped", "run_scenario", "WaitApp", "WaitUntil", "NextLine", "RunCtx", "Job", "Failure"]
+__all__ = ["Runner", "RunStopped", "run_scenario", "WaitApp", "WaitUntil", "NextLine", "RunCtx", "Job",
+           "Failure"]
 
 
 #: programs that change a host's settings and return at once
