@@ -48,7 +48,7 @@ const ARP_RETRANS: SimDuration = SimDuration::from_secs(1);
 /// without simulated time advancing.
 const MAX_PACKETS_PER_INSTANT: u64 = 2_000_000;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EngineOptions {
     /// Resolve neighbours with ARP before the first packet (qdiscs.md §2.5 of
@@ -84,7 +84,7 @@ impl Default for EngineOptions {
     }
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimConfig {
     pub seed: u64,

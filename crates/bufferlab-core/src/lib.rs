@@ -21,6 +21,7 @@ pub mod packet;
 pub mod qdisc;
 pub mod rng;
 pub mod sched;
+pub mod schema;
 pub mod tcp;
 pub mod time;
 pub mod topology;

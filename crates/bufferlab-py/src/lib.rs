@@ -200,9 +200,17 @@ impl Simulator {
     }
 }
 
+/// The JSON Schema (draft 2020-12) of every request the engine takes, with
+/// one `$defs` entry per entry point (docs/internals.md "Request schema").
+#[pyfunction]
+fn schema() -> PyResult<String> {
+    json_out(&bufferlab_core::schema::input_schema())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulator>()?;
+    m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add("CoreError", m.py().get_type::<CoreError>())?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("TcRequestError", m.py().get_type::<TcRequestError>())?;

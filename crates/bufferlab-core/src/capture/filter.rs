@@ -9,7 +9,7 @@ use super::frame::IP_OFF;
 use crate::packet::{Ipv4, Packet, Proto};
 use serde::Deserialize;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Dir {
     Src,
@@ -17,7 +17,7 @@ pub enum Dir {
     Any,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Layer {
     Ether,
@@ -28,7 +28,7 @@ pub enum Layer {
     Icmp,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub enum Cmp {
     #[serde(rename = "==")]
     Eq,
@@ -57,10 +57,12 @@ impl Cmp {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Filter {
-    True,
+    /// `{}` rather than a unit variant: serde ignores unknown keys beside a
+    /// unit variant's tag, and a struct variant refuses them like the rest
+    True {},
     And {
         args: Vec<Filter>,
     },
@@ -129,7 +131,7 @@ impl Filter {
     /// them are zeros up to `orig_len`).
     pub fn matches(&self, p: &Packet, frame: &[u8], orig_len: usize) -> bool {
         match self {
-            Filter::True => true,
+            Filter::True {} => true,
             Filter::And { args } => args.iter().all(|f| f.matches(p, frame, orig_len)),
             Filter::Or { args } => args.iter().any(|f| f.matches(p, frame, orig_len)),
             Filter::Not { arg } => !arg.matches(p, frame, orig_len),

@@ -49,11 +49,11 @@ fn default_snaplen() -> u32 {
 }
 
 fn no_filter() -> Filter {
-    Filter::True
+    Filter::True {}
 }
 
 /// What Python asks for (validated there; docs/internals.md "Packet capture").
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaptureSpec {
     pub dev: String,

@@ -8,7 +8,7 @@
 use serde::Deserialize;
 use std::io::{self, Write};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Format {
     /// pcap, microsecond timestamps (magic 0xA1B2C3D4): tcpdump -w

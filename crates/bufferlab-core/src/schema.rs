@@ -1,0 +1,47 @@
+//! The JSON Schema of every request the engine deserialises, derived from the
+//! very types serde reads them into, so the Python side can validate what it
+//! builds against what Rust accepts (tests/test_schema.py) and the two cannot
+//! drift. Every object is closed (`deny_unknown_fields`, hence
+//! `"additionalProperties": false`); a field with a serde default is optional.
+
+use crate::app::{tcp::TcpSpec, AppSpec};
+use crate::capture::CaptureSpec;
+use crate::engine::SimConfig;
+use crate::qdisc::spec::TcRequest;
+use schemars::generate::SchemaSettings;
+use serde_json::{json, Value};
+
+/// One JSON Schema (draft 2020-12) document whose `$defs` hold, among the
+/// types they use, one definition per entry point: `SimConfig`
+/// (`Simulator::from_json`), `TcRequest` (`tc`), `AppSpec` (`start_app`),
+/// `TcpSpec` (`set_listener_tcp`), `CaptureSpec` (`capture_start`).
+pub fn input_schema() -> Value {
+    let mut generator = SchemaSettings::draft2020_12().into_generator();
+    generator.subschema_for::<SimConfig>();
+    generator.subschema_for::<TcRequest>();
+    generator.subschema_for::<AppSpec>();
+    generator.subschema_for::<TcpSpec>();
+    generator.subschema_for::<CaptureSpec>();
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "bufferlab engine requests",
+        "$defs": generator.take_definitions(true),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_entry_point_has_a_closed_definition() {
+        let schema = input_schema();
+        for name in ["SimConfig", "TcRequest", "TcpSpec", "CaptureSpec"] {
+            let def = &schema["$defs"][name];
+            assert_eq!(def["additionalProperties"], false, "{name}: {def}");
+        }
+        // tagged by `kind`: one closed alternative per application
+        let apps = schema["$defs"]["AppSpec"]["oneOf"].as_array().unwrap();
+        assert_eq!(apps.len(), 7);
+    }
+}
