@@ -29,6 +29,16 @@ pub fn input_schema() -> Value {
     })
 }
 
+/// `deserialize_with` of the unit variants of internally tagged enums (a
+/// qdisc without options): serde ignores unknown keys beside such a
+/// variant's tag, this refuses them as `deny_unknown_fields` does elsewhere.
+pub(crate) fn no_fields<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct NoFields {}
+    serde::Deserialize::deserialize(d).map(|NoFields {}| ())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,5 +53,20 @@ mod tests {
         // tagged by `kind`: one closed alternative per application
         let apps = schema["$defs"]["AppSpec"]["oneOf"].as_array().unwrap();
         assert_eq!(apps.len(), 7);
+    }
+
+    #[test]
+    fn a_variant_without_fields_refuses_an_unknown_key_too() {
+        let tc = |qdisc: &str| {
+            let req =
+                format!(r#"{{"verb": "add", "dev": "eth0", "parent": "root", "qdisc": {qdisc}}}"#);
+            serde_json::from_str::<TcRequest>(&req).map_err(|e| e.to_string())
+        };
+        assert!(tc(r#"{"kind": "noqueue"}"#).is_ok());
+        let err = tc(r#"{"kind": "pfifo_fast", "limit": 5}"#).unwrap_err();
+        assert!(err.starts_with("unknown field `limit`"), "{err}");
+        let filter = |f: &str| serde_json::from_str::<crate::capture::filter::Filter>(f).is_ok();
+        assert!(filter(r#"{"op": "true"}"#));
+        assert!(!filter(r#"{"op": "true", "arg": {"op": "true"}}"#));
     }
 }

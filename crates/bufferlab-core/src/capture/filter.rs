@@ -60,9 +60,8 @@ impl Cmp {
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Filter {
-    /// `{}` rather than a unit variant: serde ignores unknown keys beside a
-    /// unit variant's tag, and a struct variant refuses them like the rest
-    True {},
+    #[serde(deserialize_with = "crate::schema::no_fields")]
+    True,
     And {
         args: Vec<Filter>,
     },
@@ -131,7 +130,7 @@ impl Filter {
     /// them are zeros up to `orig_len`).
     pub fn matches(&self, p: &Packet, frame: &[u8], orig_len: usize) -> bool {
         match self {
-            Filter::True {} => true,
+            Filter::True => true,
             Filter::And { args } => args.iter().all(|f| f.matches(p, frame, orig_len)),
             Filter::Or { args } => args.iter().any(|f| f.matches(p, frame, orig_len)),
             Filter::Not { arg } => !arg.matches(p, frame, orig_len),

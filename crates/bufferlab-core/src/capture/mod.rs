@@ -49,7 +49,7 @@ fn default_snaplen() -> u32 {
 }
 
 fn no_filter() -> Filter {
-    Filter::True {}
+    Filter::True
 }
 
 /// What Python asks for (validated there; docs/internals.md "Packet capture").

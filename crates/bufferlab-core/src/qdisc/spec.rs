@@ -46,6 +46,7 @@ pub struct TcRequest {
 #[serde(deny_unknown_fields)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum QdiscSpec {
+    #[serde(deserialize_with = "crate::schema::no_fields")]
     Noqueue,
     /// `limit` in packets; `None` = txqueuelen (1000).
     Pfifo {
@@ -59,6 +60,7 @@ pub enum QdiscSpec {
         limit: Option<u32>,
     },
     /// Modelled as pfifo(txqueuelen) with the pfifo_fast printout (qdiscs.md §2).
+    #[serde(deserialize_with = "crate::schema::no_fields")]
     PfifoFast,
     Tbf(TbfSpec),
     Netem(NetemSpec),
