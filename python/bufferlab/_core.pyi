@@ -5,9 +5,11 @@ from typing import final
 
 __version__: str
 __all__ = [
-    "Simulator", "CoreError", "ConfigError", "TcRequestError", "AppError", "SchemaError", "StalledError",
+    "Simulator", "schema", "CoreError", "ConfigError", "TcRequestError", "AppError", "SchemaError", "StalledError",
     "__version__",
 ]
+
+def schema() -> str: ...
 
 class CoreError(Exception): ...
 class ConfigError(CoreError): ...

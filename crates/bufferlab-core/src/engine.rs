@@ -19,7 +19,7 @@
 
 use crate::app::{App, AppCtx, AppSpec, IperfRegistry, Sockets};
 use crate::capture::trace::Snap;
-use crate::capture::{is_ce, CaptureSpec, Observer};
+use crate::capture::{is_ce, CaptureSpec, Observer, Output};
 use crate::error::{Error, Result};
 use crate::host::{CpuQueue, StackCost};
 use crate::packet::{
@@ -48,7 +48,7 @@ const ARP_RETRANS: SimDuration = SimDuration::from_secs(1);
 /// without simulated time advancing.
 const MAX_PACKETS_PER_INSTANT: u64 = 2_000_000;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EngineOptions {
     /// Resolve neighbours with ARP before the first packet (qdiscs.md §2.5 of
@@ -84,7 +84,7 @@ impl Default for EngineOptions {
     }
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimConfig {
     pub seed: u64,
@@ -538,11 +538,16 @@ impl Simulator {
 
     // ------------------------------------------------------------ observation
 
-    /// Open a packet capture (capture/mod.rs); returns its id.
-    pub fn capture_start(&mut self, spec_json: &str) -> Result<u32> {
+    /// Start a packet capture (capture/mod.rs) into the output `open` makes
+    /// of the spec's path, once the spec is valid; returns its id.
+    pub fn capture_start(
+        &mut self,
+        spec_json: &str,
+        open: impl FnOnce(&str) -> std::io::Result<Output>,
+    ) -> Result<u32> {
         let spec: CaptureSpec = serde_json::from_str(spec_json)
             .map_err(|e| Error::Schema(format!("capture spec: {e}")))?;
-        self.obs.capture_start(&self.topo, spec)
+        self.obs.capture_start(&self.topo, spec, open)
     }
 
     /// Close a capture (idempotent): `{"captured", "matched", "error"}`.
@@ -561,15 +566,22 @@ impl Simulator {
         self.obs.take_finished()
     }
 
-    /// Trace every change of `dev`'s root qdisc into `path` (capture/trace.rs),
-    /// at most one record per `min_interval_ns` (0 = every change).
-    pub fn trace_start(&mut self, dev: &str, path: &str, min_interval_ns: u64) -> Result<u32> {
+    /// Trace every change of `dev`'s root qdisc (capture/trace.rs) into the
+    /// output `open` makes of `path`, at most one record per
+    /// `min_interval_ns` (0 = every change).
+    pub fn trace_start(
+        &mut self,
+        dev: &str,
+        path: &str,
+        min_interval_ns: u64,
+        open: impl FnOnce(&str) -> std::io::Result<Output>,
+    ) -> Result<u32> {
         let drops = self
             .topo
             .iface_by_name(dev)
             .map_or(0, |i| self.ifaces[i].drops.total_packets());
         self.obs
-            .trace_start(&self.topo, dev, path, min_interval_ns, drops)
+            .trace_start(&self.topo, dev, path, min_interval_ns, drops, open)
     }
 
     /// Close a queue trace: `{"counts": {...} | null, "error": str | null}`.

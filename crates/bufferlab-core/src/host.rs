@@ -27,7 +27,7 @@ use serde::Deserialize;
 use std::collections::VecDeque;
 
 /// Per-host stack costs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StackCost {
     /// fixed cost of one packet (or aggregate) through one direction, ns

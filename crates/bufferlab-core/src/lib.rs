@@ -6,10 +6,11 @@
 //! interfaces ([`qdisc`]); applications ([`app`]: ping, iperf3, UDP
 //! generators, the queue monitor) inject packets; the run loop pops events
 //! ordered by (time, sequence) ([`sched`]); results leave as plain data
-//! (JSON values) for the Python layer to format. The engine reads no files,
-//! clocks or environment, and the same config and seed give bit-identical
-//! results. The one writer of files is [`capture`] (packet captures, queue
-//! traces), which streams what it observes and never feeds back.
+//! (JSON values) for the Python layer to format. The engine opens no files
+//! and reads no clocks or environment, and the same config and seed give
+//! bit-identical results. The one producer of file contents is [`capture`]
+//! (packet captures, queue traces): it streams what it observes into writers
+//! the embedder opens, and never feeds back.
 
 pub mod app;
 pub mod capture;
@@ -20,6 +21,7 @@ pub mod packet;
 pub mod qdisc;
 pub mod rng;
 pub mod sched;
+pub mod schema;
 pub mod tcp;
 pub mod time;
 pub mod topology;

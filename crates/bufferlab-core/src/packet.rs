@@ -62,6 +62,17 @@ impl From<Ipv4> for String {
     }
 }
 
+/// In the engine's input schema an address is its dotted quad, as it crosses.
+impl schemars::JsonSchema for Ipv4 {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Ipv4".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "format": "ipv4"})
+    }
+}
+
 /// IP protocol numbers we model (ARP is not IP but travels the same way).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Proto {

@@ -13,7 +13,7 @@ use crate::packet::Ipv4;
 use serde::Deserialize;
 use std::collections::{HashMap, VecDeque};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeKind {
     Host,
@@ -21,14 +21,14 @@ pub enum NodeKind {
     Router,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeConfig {
     pub name: String,
     pub kind: NodeKind,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointConfig {
     pub node: String,
@@ -37,7 +37,7 @@ pub struct EndpointConfig {
     pub ip: Option<Ipv4>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkConfig {
     pub a: EndpointConfig,

@@ -397,3 +397,61 @@ fn ping_with_a_lost_reply_waits_twice_the_slowest_rtt_not_ten_seconds() {
     let last = r["last_send_ns"].as_u64().unwrap();
     assert_eq!(sim.now().as_nanos(), last + 100 * MS);
 }
+
+/// The embedder's side of an observer's output: a buffer the test keeps.
+#[derive(Clone, Default)]
+struct SharedBuf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_capture_streams_into_the_embedders_output_opened_only_for_a_valid_request() {
+    let mut sim = lab14(1);
+    let refused = sim.capture_start(
+        r#"{"dev": "eth9", "path": "x.pcap", "format": "pcap"}"#,
+        |_| panic!("output opened for a refused capture"),
+    );
+    assert_eq!(
+        refused.unwrap_err().to_string(),
+        "eth9: No such device exists"
+    );
+    let buf = SharedBuf::default();
+    let out = buf.clone();
+    let id = sim
+        .capture_start(
+            r#"{"dev": "h1-eth0", "path": "h1.pcap", "format": "pcap", "count": 2}"#,
+            move |path| {
+                assert_eq!(path, "h1.pcap");
+                Ok(Box::new(out))
+            },
+        )
+        .unwrap();
+    sim.start_app("h1", &ping(3)).unwrap();
+    sim.run(bufferlab_core::time::SimTime(10 * S)).unwrap();
+    assert_eq!(sim.capture_stop(id).unwrap()["captured"], 2);
+    let b = buf.0.lock().unwrap();
+    assert_eq!(b[0..4], [0xd4, 0xc3, 0xb2, 0xa1], "pcap magic");
+    // two records after the 24-byte header: 16-byte record header + caplen each
+    let caplen = |at: usize| u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+    let second = 24 + 16 + caplen(24);
+    assert_eq!(b.len(), second + 16 + caplen(second));
+}
+
+#[test]
+fn an_output_the_embedder_cannot_open_is_reported_in_the_users_words() {
+    let mut sim = lab14(1);
+    let err = sim
+        .trace_start("h1-eth0", "out/q.bin", 0, |_| {
+            Err(std::io::ErrorKind::NotFound.into())
+        })
+        .unwrap_err();
+    assert_eq!(err.to_string(), "out/q.bin: No such file or directory");
+}

@@ -1,7 +1,10 @@
 //! Thin PyO3 binding of bufferlab-core: JSON strings in and out, one
 //! exception per core error kind, the interpreter released while simulating.
 //! All parsing, validation in the user's words, and formatting live in the
-//! Python package (python/bufferlab); this crate only moves data.
+//! Python package (python/bufferlab); this crate only moves data, and opens
+//! the files the core's observers write into (output.rs).
+
+mod output;
 
 use bufferlab_core::time::SimTime;
 use bufferlab_core::{Error, TcError};
@@ -168,7 +171,9 @@ impl Simulator {
 
     /// Open a packet capture (spec: docs/internals.md "Packet capture").
     fn capture_start(&mut self, spec_json: &str) -> PyResult<u32> {
-        self.inner.capture_start(spec_json).map_err(to_py)
+        self.inner
+            .capture_start(spec_json, output::open)
+            .map_err(to_py)
     }
 
     fn capture_stop(&mut self, capture_id: u32) -> PyResult<String> {
@@ -186,7 +191,7 @@ impl Simulator {
     /// Stream every change of `dev`'s root qdisc to `path` (binary records).
     fn trace_start(&mut self, dev: &str, path: &str, min_interval_ns: u64) -> PyResult<u32> {
         self.inner
-            .trace_start(dev, path, min_interval_ns)
+            .trace_start(dev, path, min_interval_ns, output::open)
             .map_err(to_py)
     }
 
@@ -195,9 +200,17 @@ impl Simulator {
     }
 }
 
+/// The JSON Schema (draft 2020-12) of every request the engine takes, with
+/// one `$defs` entry per entry point (docs/internals.md "Request schema").
+#[pyfunction]
+fn schema() -> PyResult<String> {
+    json_out(&bufferlab_core::schema::input_schema())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulator>()?;
+    m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add("CoreError", m.py().get_type::<CoreError>())?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("TcRequestError", m.py().get_type::<TcRequestError>())?;

@@ -14,7 +14,7 @@ use crate::time::{SimDuration, SimTime};
 use serde::Deserialize;
 use serde_json::json;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BulkSpec {
     pub dst: String,

@@ -106,14 +106,14 @@ impl ReceiverTotals {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     Udp,
     Tcp,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerSpec {
     pub port: u16,
@@ -125,7 +125,7 @@ pub struct ServerSpec {
     pub tcp: TcpSpec,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClientSpec {
     pub dst: String,
@@ -166,7 +166,7 @@ fn one() -> u32 {
 }
 
 /// How an iperf3 UDP client paces (see [`Throttle`] for the model and its sources).
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct PacingSpec {
     /// `--pacing-timer` in µs: the period of the timer that re-checks the

@@ -28,7 +28,7 @@ use serde::Deserialize;
 pub use iperf3::IperfRegistry;
 
 /// Validated application specs as they arrive from Python (JSON, tagged by `kind`).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AppSpec {
     Ping(ping::PingSpec),

@@ -20,7 +20,7 @@ use serde_json::json;
 /// iputils' MAXWAIT: how long ping lingers for missing replies after the last request.
 const LINGER: SimDuration = SimDuration::from_secs(10);
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PingSpec {
     pub dst: String,

@@ -18,7 +18,7 @@ use serde_json::json;
 /// the result is turned into JSON and Python lists).
 pub const MAX_SAMPLES: usize = 1_000_000;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QmonSpec {
     pub dev: String,

@@ -19,7 +19,7 @@ use serde::Deserialize;
 /// ECN codepoint ECT(0) (RFC 3168).
 const ECT0: u8 = 0b10;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum KernelProfile {
     #[default]
@@ -28,7 +28,7 @@ pub enum KernelProfile {
 }
 
 /// Socket settings; `None` keeps the kernel profile's default.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TcpSpec {
     #[serde(default)]

@@ -30,7 +30,7 @@ use serde::Deserialize;
 use serde_json::json;
 use std::collections::VecDeque;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Pattern {
     Cbr,
@@ -41,7 +41,7 @@ pub enum Pattern {
 /// Payload size of each datagram: always `size`, or exponentially
 /// distributed with mean `size` (rounded, at least 1 byte) for M/M/1-like
 /// service times.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SizeDist {
     #[default]
@@ -49,7 +49,7 @@ pub enum SizeDist {
     Exponential,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UdpSourceSpec {
     pub pattern: Pattern,

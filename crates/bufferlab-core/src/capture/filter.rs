@@ -9,7 +9,7 @@ use super::frame::IP_OFF;
 use crate::packet::{Ipv4, Packet, Proto};
 use serde::Deserialize;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Dir {
     Src,
@@ -17,7 +17,7 @@ pub enum Dir {
     Any,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Layer {
     Ether,
@@ -28,7 +28,7 @@ pub enum Layer {
     Icmp,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub enum Cmp {
     #[serde(rename = "==")]
     Eq,
@@ -57,9 +57,10 @@ impl Cmp {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Filter {
+    #[serde(deserialize_with = "crate::schema::no_fields")]
     True,
     And {
         args: Vec<Filter>,

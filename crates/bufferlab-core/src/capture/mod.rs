@@ -1,9 +1,11 @@
 //! Observation of a running simulation: packet captures (`tcpdump -w`,
 //! `tshark -w`, the scenario's `[capture]` table) and exact queue traces
-//! (`[trace] queues`, `plot_q.sh`). The only part of the engine that writes
-//! files: records stream through `BufWriter`s, nothing accumulates in memory,
-//! and nothing here feeds back into the simulation (same seed, same results,
-//! with or without observers).
+//! (`[trace] queues`, `plot_q.sh`). The only part of the engine that emits
+//! bytes, and it opens nothing itself: the embedder hands over an [`Output`]
+//! per file (the Python binding opens files link-safely and buffers them,
+//! crates/bufferlab-py/src/output.rs). Records stream into it, nothing
+//! accumulates in memory, and nothing here feeds back into the simulation
+//! (same seed, same results, with or without observers).
 //!
 //! Capture points are Linux's: an outgoing packet is seen when it leaves the
 //! interface's qdisc onto the wire (`dev_hard_start_xmit` → `dev_queue_xmit_nit`),
@@ -32,26 +34,14 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use trace::QueueTrace;
 
-/// tcpdump's default snapshot length (`MAXIMUM_SNAPLEN`, also for `-s 0`).
-/// Create (or truncate) an output file without following a symlink at its
-/// place: a link found there is removed first (its target is never opened or
-/// changed) and the file is opened with `O_NOFOLLOW`, so a link planted in
-/// between makes the open fail instead of writing elsewhere. Intermediate
-/// folders are the caller's (the Python layer creates them link-free).
-pub fn create_output(path: &str) -> std::io::Result<std::fs::File> {
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        std::fs::remove_file(path)?;
-    }
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NOFOLLOW);
-    }
-    opts.open(path)
-}
+/// A byte stream that observers write one file into. The embedder opens it
+/// (given the spec's path) only once the request is otherwise valid, so a
+/// refused request leaves no file behind; `flush` is called when the capture
+/// or trace ends, and its error is reported like a write error. `Send +
+/// Sync` because the simulator lives in a Python object run off the GIL.
+pub type Output = Box<dyn std::io::Write + Send + Sync>;
 
+/// tcpdump's default snapshot length (`MAXIMUM_SNAPLEN`, also for `-s 0`).
 pub const DEFAULT_SNAPLEN: u32 = 262_144;
 
 fn default_snaplen() -> u32 {
@@ -63,7 +53,7 @@ fn no_filter() -> Filter {
 }
 
 /// What Python asks for (validated there; docs/internals.md "Packet capture").
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaptureSpec {
     pub dev: String,
@@ -85,7 +75,7 @@ pub struct CaptureSpec {
 
 struct Sink {
     iface: IfaceId,
-    writer: Option<pcap::Writer>,
+    writer: Option<pcap::Writer<Output>>,
     snaplen: u32,
     count: Option<u64>,
     filter: Filter,
@@ -97,7 +87,7 @@ struct Sink {
 
 struct TraceSlot {
     iface: IfaceId,
-    trace: Option<QueueTrace>,
+    trace: Option<QueueTrace<Output>>,
     error: Option<String>,
 }
 
@@ -235,7 +225,13 @@ impl Observer {
 
     // ------------------------------------------------------------ captures
 
-    pub fn capture_start(&mut self, topo: &Topology, spec: CaptureSpec) -> Result<u32> {
+    /// Start a capture into the output `open` makes of `spec.path`.
+    pub fn capture_start(
+        &mut self,
+        topo: &Topology,
+        spec: CaptureSpec,
+        open: impl FnOnce(&str) -> std::io::Result<Output>,
+    ) -> Result<u32> {
         let iface = topo
             .iface_by_name(&spec.dev)
             .ok_or_else(|| Error::App(format!("{}: No such device exists", spec.dev)))?;
@@ -244,7 +240,8 @@ impl Observer {
         } else {
             spec.snaplen
         };
-        let writer = pcap::Writer::create(&spec.path, spec.format, snaplen, &spec.dev)
+        let writer = open(&spec.path)
+            .and_then(|out| pcap::Writer::create(out, spec.format, snaplen, &spec.dev))
             .map_err(|e| Error::App(io_err(&spec.path, &e)))?;
         let id = self.sinks.len() as u32;
         self.sinks.push(Sink {
@@ -383,6 +380,7 @@ impl Observer {
         path: &str,
         min_interval_ns: u64,
         drops_now: u64,
+        open: impl FnOnce(&str) -> std::io::Result<Output>,
     ) -> Result<u32> {
         let iface = topo
             .iface_by_name(dev)
@@ -390,8 +388,8 @@ impl Observer {
         if self.trace_of[iface].is_some() {
             return Err(Error::App(format!("{dev} is already traced")));
         }
-        let trace = QueueTrace::create(path, min_interval_ns, drops_now)
-            .map_err(|e| Error::App(io_err(path, &e)))?;
+        let out = open(path).map_err(|e| Error::App(io_err(path, &e)))?;
+        let trace = QueueTrace::new(out, min_interval_ns, drops_now);
         let id = self.traces.len() as u32;
         self.traces.push(TraceSlot {
             iface,
@@ -428,7 +426,7 @@ impl Observer {
     pub fn with_trace(
         &mut self,
         iface: IfaceId,
-        f: impl FnOnce(&mut QueueTrace) -> std::io::Result<()>,
+        f: impl FnOnce(&mut QueueTrace<Output>) -> std::io::Result<()>,
     ) {
         let Some(id) = self.trace_of[iface] else {
             return;

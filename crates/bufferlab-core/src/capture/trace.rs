@@ -19,13 +19,12 @@
 //! field became CE inside this qdisc (ECT→CE); a packet that arrives already
 //! CE is not counted, whereas a qdisc's own `marked` counter would count it.
 //!
-//! Records are fixed 56-byte little-endian rows streamed through a
-//! `BufWriter` (python/bufferlab/qtrace.py reads them): t_ns u64,
+//! Records are fixed 56-byte little-endian rows streamed into the writer
+//! given (python/bufferlab/qtrace.py reads them): t_ns u64,
 //! backlog_bytes u64, backlog_packets u64, drops u64, marks u64,
 //! sojourn_ns i64 (−1 = none), kind u8, 7 bytes padding.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 
 pub const RECORD_BYTES: usize = 56;
 
@@ -46,8 +45,8 @@ pub struct Snap {
     pub drops: u64,
 }
 
-pub struct QueueTrace {
-    out: BufWriter<File>,
+pub struct QueueTrace<W: Write> {
+    out: W,
     /// thinning: write a record only this long after the previous one of
     /// the same kind (0 = all). Per kind, because the first change after an
     /// interval is nearly always the same kind (an arrival at a paced
@@ -64,10 +63,10 @@ pub struct QueueTrace {
     row: [u8; RECORD_BYTES],
 }
 
-impl QueueTrace {
-    pub fn create(path: &str, min_interval_ns: u64, drops_now: u64) -> io::Result<QueueTrace> {
-        Ok(QueueTrace {
-            out: BufWriter::with_capacity(1 << 18, super::create_output(path)?),
+impl<W: Write> QueueTrace<W> {
+    pub fn new(out: W, min_interval_ns: u64, drops_now: u64) -> Self {
+        QueueTrace {
+            out,
             min_interval_ns,
             last_written: [None; 4],
             marks: 0,
@@ -76,7 +75,7 @@ impl QueueTrace {
             dequeues: 0,
             drops_base: drops_now,
             row: [0; RECORD_BYTES],
-        })
+        }
     }
 
     fn emit(&mut self, t: u64, kind: Kind, s: Snap, sojourn_ns: i64) -> io::Result<()> {
@@ -192,8 +191,10 @@ impl QueueTrace {
         Ok(())
     }
 
-    pub fn finish(mut self) -> io::Result<()> {
-        self.out.flush()
+    /// Flush, and hand the output back.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
     }
 }
 
@@ -201,8 +202,7 @@ impl QueueTrace {
 mod tests {
     use super::*;
 
-    fn read(path: &str) -> Vec<(u64, u64, u64, u64, u64, i64, u8)> {
-        let b = std::fs::read(path).unwrap();
+    fn rows(b: &[u8]) -> Vec<(u64, u64, u64, u64, u64, i64, u8)> {
         b.chunks_exact(RECORD_BYTES)
             .map(|r| {
                 let g = |i: usize| u64::from_le_bytes(r[i..i + 8].try_into().unwrap());
@@ -213,10 +213,7 @@ mod tests {
 
     #[test]
     fn tail_drop_and_dequeue_records() {
-        let dir = std::env::temp_dir().join(format!("bufferlab-trace-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("t.bin").to_string_lossy().into_owned();
-        let mut tr = QueueTrace::create(&path, 0, 5).unwrap();
+        let mut tr = QueueTrace::new(Vec::new(), 0, 5);
         let s = |bytes, packets, drops| Snap {
             bytes,
             packets,
@@ -229,8 +226,7 @@ mod tests {
         tr.on_enqueue(12, s(100, 1, 6), s(300, 2, 6), true).unwrap();
         tr.on_dequeue(20, s(300, 2, 6), s(200, 1, 6), Some((100, Some(10), false)))
             .unwrap();
-        tr.finish().unwrap();
-        let r = read(&path);
+        let r = rows(&tr.finish().unwrap());
         let kinds: Vec<u8> = r.iter().map(|x| x.6).collect();
         assert_eq!(kinds, vec![0, 0, 2, 0, 3, 1]);
         assert_eq!(r[1], (11, 100, 1, 0, 0, -1, 0));

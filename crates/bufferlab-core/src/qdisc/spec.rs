@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TcVerb {
     Add,
@@ -20,7 +20,8 @@ pub enum TcVerb {
 }
 
 /// `parent X:Y` or `root`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 #[serde(rename_all = "snake_case")]
 pub enum ParentSpec {
     Root,
@@ -28,7 +29,8 @@ pub enum ParentSpec {
 }
 
 /// One `tc qdisc VERB dev DEV [root|parent P] [handle H:] [KIND OPTIONS]`.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct TcRequest {
     pub verb: TcVerb,
     pub dev: String,
@@ -40,9 +42,11 @@ pub struct TcRequest {
     pub qdisc: Option<QdiscSpec>,
 }
 
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum QdiscSpec {
+    #[serde(deserialize_with = "crate::schema::no_fields")]
     Noqueue,
     /// `limit` in packets; `None` = txqueuelen (1000).
     Pfifo {
@@ -56,6 +60,7 @@ pub enum QdiscSpec {
         limit: Option<u32>,
     },
     /// Modelled as pfifo(txqueuelen) with the pfifo_fast printout (qdiscs.md §2).
+    #[serde(deserialize_with = "crate::schema::no_fields")]
     PfifoFast,
     Tbf(TbfSpec),
     Netem(NetemSpec),
@@ -99,7 +104,8 @@ impl QdiscSpec {
 
 /// `tbf` as the kernel receives it (qdiscs.md §3.2). `latency` has already
 /// been turned into `limit` by the parser, as `tc` does.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct TbfSpec {
     /// bytes per second
     pub rate: u64,
@@ -123,7 +129,8 @@ pub struct TbfSpec {
 }
 
 /// netem's loss model (qdiscs.md §4.3). Probabilities are u32 fractions.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 #[serde(tag = "model", rename_all = "snake_case")]
 pub enum NetemLoss {
     Random {
@@ -146,7 +153,7 @@ pub enum NetemLoss {
     },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NetemDistribution {
     Uniform,
@@ -156,7 +163,8 @@ pub enum NetemDistribution {
 }
 
 /// `slot MIN [MAX] [packets N] [bytes S]` or `slot distribution ...`.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct NetemSlot {
     pub min_delay: u64,
     pub max_delay: u64,
@@ -173,7 +181,8 @@ pub struct NetemSlot {
 /// (limit, latency, jitter, random loss, gap, duplicate) is always present;
 /// `None` in the other fields means "not given" and keeps the current value on
 /// `change` (§4.8).
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct NetemSpec {
     /// packets (default 1000)
     pub limit: u32,
@@ -224,7 +233,10 @@ impl NetemSpec {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize,
+)]
+#[serde(deny_unknown_fields)]
 pub struct NetemCorrelation {
     pub delay: u32,
     pub loss: u32,
@@ -232,13 +244,19 @@ pub struct NetemCorrelation {
 }
 
 /// A probability with its own correlation (reorder, corrupt).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize,
+)]
+#[serde(deny_unknown_fields)]
 pub struct NetemPercent {
     pub p: u32,
     pub corr: u32,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize,
+)]
+#[serde(deny_unknown_fields)]
 pub struct NetemRate {
     /// bytes per second
     pub rate: u64,
@@ -249,7 +267,8 @@ pub struct NetemRate {
 
 /// One entry of a CPM coefficient map: packets whose key (DS byte, or DSCP
 /// with `match_dscp`) equals `key` use the coefficient `num / den`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct DscpClass {
     pub key: u8,
     pub num: u32,
@@ -258,7 +277,8 @@ pub struct DscpClass {
 
 /// `dscp-coeff K:C,...,default:C [dscp-match byte|dscp]` (qdiscs.md §7):
 /// the CPM-RED / CPM-BLUE per-class factor on the marking probability.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct DscpCoeff {
     pub classes: Vec<DscpClass>,
     /// coefficient of every other key, as `(num, den)`
@@ -270,7 +290,8 @@ pub struct DscpCoeff {
 
 /// `red` as the kernel receives it (qdiscs.md §5.2–5.3): `tc` has already
 /// computed Wlog, Plog, Scell_log, max_P and the idle-damping table.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct RedSpec {
     /// bytes: the limit of the default bfifo child (0 = keep the child)
     pub limit: u32,
@@ -302,7 +323,8 @@ pub struct RedSpec {
 }
 
 /// `blue` (qdiscs.md §6.1). Probabilities are u32 fractions of 2³², times ns.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct BlueSpec {
     /// packets
     pub limit: u32,
@@ -330,7 +352,8 @@ fn yes() -> bool {
 
 /// `sfb` as the kernel receives it (`struct tc_sfb_qopt`, qdiscs.md §6.2):
 /// tc has already filled in its defaults and derived `max`/`target`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct SfbSpec {
     /// ms (`rehash_interval`; 0 = never rehash)
     pub rehash: u32,
@@ -353,7 +376,8 @@ pub struct SfbSpec {
 /// `codel` as the kernel receives it (netlink attributes, qdiscs.md §8.1):
 /// times in µs. `None` = attribute not sent: the kernel default on creation,
 /// the current value on `change`.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct CodelSpec {
     /// packets (default 1000)
     #[serde(default)]
@@ -374,7 +398,8 @@ pub struct CodelSpec {
 
 /// `fq_codel` as the kernel receives it (qdiscs.md §8.2); times in µs,
 /// `None` = not given.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct FqCodelSpec {
     /// packets (default 10 240)
     #[serde(default)]
@@ -404,7 +429,8 @@ pub struct FqCodelSpec {
 
 /// `pie` as the kernel receives it (qdiscs.md §8.3): times in µs, alpha and
 /// beta as given (0..32); `None` = not given.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct PieSpec {
     /// packets (default 1000)
     #[serde(default)]
@@ -427,7 +453,7 @@ pub struct PieSpec {
     pub dq_rate_estimator: Option<bool>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
 pub enum RedNs3Variant {
     /// `ns3::RedQueue` (src/network/utils/red-queue.cc, 2015)
     #[serde(rename = "2015")]
@@ -437,7 +463,7 @@ pub enum RedNs3Variant {
     Qdisc,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RedNs3Mode {
     Packets,
@@ -448,7 +474,8 @@ pub enum RedNs3Mode {
 /// and limit in the mode's unit, `qw` may be 0/−1/−2 for the automatic
 /// settings). Exactly one of `max_p` / `linterm` (max_p = 1/linterm) is set.
 /// Times in ns, `bandwidth` in bit/s.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct RedNs3Spec {
     pub variant: RedNs3Variant,
     pub mode: RedNs3Mode,
