@@ -17,7 +17,7 @@ from bufferlab.commands.tc import RedNs3Spec, TcQdiscRequest, parse_tc
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError, ScenarioError
 from bufferlab.formats.tc import tc_show_text
 from bufferlab.profile import PROFILES
-from bufferlab.runner import Runner
+from bufferlab.run.scheduler import Runner
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "scenarios" / "red-vs-droptail.toml"

@@ -16,7 +16,7 @@ from bufferlab.commands.tc import MODELLED_QDISCS, SfbSpec, TcQdiscRequest, pars
 from bufferlab.errors import CommandError, Diagnostics
 from bufferlab.formats.tc import tc_show_text
 from bufferlab.profile import PROFILES
-from bufferlab.runner import Runner
+from bufferlab.run.scheduler import Runner
 
 LAB2019 = PROFILES["lab2019"]
 MODERN = PROFILES["modern"]

@@ -7,7 +7,7 @@ Files (relative to ``results/<scenario>/``):
 - ``capture_<iface>.pcap`` (or ``.pcapng``): ``[capture]``, the whole run;
   listed in summary.json under ``"captures"``.
 - ``<part>/queue_trace_<iface>.parquet`` + ``.png`` + ``.pdf``: one per traced
-  interface per part (schema in :mod:`bufferlab.qtrace`); listed in the
+  interface per part (schema in :mod:`bufferlab.outputs.queue_traces`); listed in the
   part's entry under ``"queue_traces"``. ``tcpdump``/``tshark`` files of a
   part are listed there under ``"captures"``.
 """
@@ -17,14 +17,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .commands.capture import compile_filter
-from .commands.shell import Word
-from .errors import CommandError, ScenarioError
-from .safefs import ensure_dir
-from .scenario.observe import FORMATS
+from ..commands.capture import compile_filter
+from ..commands.shell import Word
+from ..errors import CommandError, ScenarioError
+from ..outputs.queue_traces import convert
+from ..safefs import ensure_dir
+from ..scenario.observe import FORMATS
 
-if TYPE_CHECKING:
-    from .runner import Runner
+if TYPE_CHECKING:  # the runner owns its observation
+    from .scheduler import Runner
+
+#: the default thinning of plot_q.sh's own queue trace (programs.py, ``_prep_plot_q``)
+PLOT_Q_TRACE_INTERVAL_NS = 1_000_000
 
 
 class Observation:
@@ -111,8 +115,6 @@ class Observation:
     def start_part(self, part_dir: Path, watched: list[str] = ()) -> None:  # type: ignore[assignment]
         """``watched``: interfaces a ``plot_q.sh`` typed in an earlier part still
         watches; their queue is traced in this part too, as when it started."""
-        from .programs import PLOT_Q_TRACE_INTERVAL_NS
-
         self.part_dir = part_dir
         self.part_captures = []
         sc = self.r.sc
@@ -148,8 +150,6 @@ class Observation:
     def end_part(self) -> dict[str, Any]:
         """Close the part's traces, write their Parquet files and plots; the
         part entry's ``queue_traces`` and ``captures``."""
-        from .qtrace import convert
-
         eng = self.r.engine
         assert eng is not None
         files = []
