@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from bufferlab import load_scenario
-from bufferlab.run.engine import Engine, EngineError
 from bufferlab.outputs.report import after_run
+from bufferlab.run.engine import Engine, EngineError
 from bufferlab.run.scheduler import Runner
 
 TOPOLOGY = """[topology]

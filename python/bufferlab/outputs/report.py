@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..formats.tc import tc_show_text
+from ..commands.tc import tc_show_text
 from ..profile import PROFILES
 from ..safefs import write_atomic
 from .result_lines import result_lines

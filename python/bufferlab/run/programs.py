@@ -22,12 +22,11 @@ from ..commands import ns3 as ns3_cmd
 from ..commands import ping as ping_cmd
 from ..commands import sysctl as sysctl_cmd
 from ..commands.shell import SimpleCommand, Word
-from ..commands.tc import TcQdiscRequest, TcShow, parse_tc
+from ..commands.tc import TcQdiscRequest, TcShow, parse_tc, tc_show_text
 from ..errors import CommandError, Diagnostics, NotSupportedError
 from ..formats import iperf3 as iperf3_fmt
 from ..formats import ping as ping_fmt
 from ..formats import queue as queue_fmt
-from ..formats import tc as tc_fmt
 from ..formats.plot_iperf import PlotError, plot_iperf
 from ..outputs.queue_plot import plot_queue
 from ..profile import Profile
@@ -104,7 +103,7 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
         def run_show(rt: RunCtx) -> int:
             text = [
-                tc_fmt.tc_show_text(
+                tc_show_text(
                     rt.engine.qdisc_show(d),
                     rt.runner.sc.profile,
                     stats=show.stats,
