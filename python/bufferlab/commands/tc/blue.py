@@ -22,12 +22,12 @@ from .cpm import (
     parse_dscp_coeff,
 )
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind
+from .kind import QdiscKind, Spec
 from .tc_util import sprint_time
 
 
 @dataclass
-class BlueSpec:
+class BlueSpec(Spec):
     """blue (SIM, qdiscs.md §6.1): probabilities as rint(d·2³²), hold times in ns."""
 
     limit: int = 1000
@@ -40,20 +40,6 @@ class BlueSpec:
     ecn: bool = False
     dscp_coeff: DscpCoeff | None = None
     kind: str = "blue"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "blue",
-            "limit": self.limit,
-            "increment": self.increment,
-            "decrement": self.decrement,
-            "freeze_inc": self.freeze_inc,
-            "freeze_dec": self.freeze_dec,
-            "shared": self.shared,
-            "qthresh": self.qthresh,
-            "ecn": self.ecn,
-            "dscp_coeff": self.dscp_coeff.to_dict() if self.dscp_coeff else None,
-        }
 
 
 _BLUE_EXPECTED = (

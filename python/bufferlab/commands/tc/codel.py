@@ -12,12 +12,12 @@ from ...units import U32_MAX, parse_size, parse_time_us
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind
+from .kind import QdiscKind, Spec
 from .tc_util import sprint_size, sprint_time
 
 
 @dataclass
-class CodelSpec:
+class CodelSpec(Spec):
     """codel (qdiscs.md §8.1) as netlink attributes: times in µs; None = not given."""
 
     limit: int | None = None
@@ -27,19 +27,9 @@ class CodelSpec:
     ecn: bool | None = None
     kind: str = "codel"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "codel",
-            "limit": self.limit,
-            "target": self.target,
-            "interval": self.interval,
-            "ce_threshold": self.ce_threshold,
-            "ecn": self.ecn,
-        }
-
 
 @dataclass
-class FqCodelSpec:
+class FqCodelSpec(Spec):
     """fq_codel (qdiscs.md §8.2): times in µs, sizes in bytes; None = not given."""
 
     limit: int | None = None
@@ -52,13 +42,6 @@ class FqCodelSpec:
     memory_limit: int | None = None
     drop_batch: int | None = None
     kind: str = "fq_codel"
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"kind": "fq_codel"}
-        for k in ("limit", "flows", "target", "interval", "quantum", "ecn", "ce_threshold", "memory_limit",
-                  "drop_batch"):
-            d[k] = getattr(self, k)
-        return d
 
 
 _CODEL_USAGE = (

@@ -11,19 +11,16 @@ from ...units import parse_size
 from .._common import suggestion_for
 from ..shell import Word
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind
+from .kind import QdiscKind, Spec
 from .tc_util import sprint_size
 
 
 @dataclass
-class FifoSpec:
+class FifoSpec(Spec):
     """pfifo / bfifo / pfifo_head_drop; ``limit`` None = kernel default."""
 
     kind: str
     limit: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "limit": self.limit}
 
 
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> FifoSpec:

@@ -6,13 +6,30 @@ its ``tc -s`` xstats printer. Each kind module (fifo.py, tbf.py, ...) defines
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from ...errors import Diagnostics
 from ...profile import Profile
 from ..shell import Word
 from .cursor import Cursor
+
+
+class Spec:
+    """Base of the spec dataclasses: ``to_dict()`` is the engine's serde JSON
+    (crates/bufferlab-core/src/qdisc/spec.rs): the ``kind`` tag first, then the fields
+    in their order (= spec.rs field order); nested specs as their own ``to_dict()``,
+    tuples and lists as lists."""
+
+    def to_dict(self) -> dict[str, Any]:
+        names = sorted((f.name for f in fields(self)), key=lambda name: name != "kind")  # type: ignore[arg-type]
+        return {name: _json_value(getattr(self, name)) for name in names}
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return list(value)
+    return value.to_dict() if hasattr(value, "to_dict") else value
 
 
 class QdiscSpec(Protocol):

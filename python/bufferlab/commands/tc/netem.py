@@ -29,106 +29,70 @@ from ...units import (
 from .._common import c_int_full, matches, suggestion_for
 from ..shell import Word
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind
+from .kind import QdiscKind, Spec
 from .tc_util import UINT32_MAX, sprint_percent, sprint_rate, sprint_time, sprint_time64, tick2time
 
 
 @dataclass
-class NetemLossRandom:
+class NetemLossRandom(Spec):
+    model: str = field(default="random", init=False, repr=False)  # the serde tag
     p: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": "random", "p": self.p}
 
 
 @dataclass
-class NetemLossState:
+class NetemLossState(Spec):
+    model: str = field(default="state", init=False, repr=False)  # the serde tag
     p13: int
     p31: int
     p32: int
     p23: int
     p14: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": "state",
-            "p13": self.p13,
-            "p31": self.p31,
-            "p32": self.p32,
-            "p23": self.p23,
-            "p14": self.p14,
-        }
-
 
 @dataclass
-class NetemLossGemodel:
+class NetemLossGemodel(Spec):
+    model: str = field(default="gemodel", init=False, repr=False)  # the serde tag
     p: int
     r: int
     h: int
     k1: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": "gemodel", "p": self.p, "r": self.r, "h": self.h, "k1": self.k1}
 
 
 NetemLoss = NetemLossRandom | NetemLossState | NetemLossGemodel
 
 
 @dataclass
-class NetemCorrelation:
+class NetemCorrelation(Spec):
     delay: int = 0
     loss: int = 0
     duplicate: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"delay": self.delay, "loss": self.loss, "duplicate": self.duplicate}
-
 
 @dataclass
-class NetemPercent:
+class NetemPercent(Spec):
     p: int = 0
     corr: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"p": self.p, "corr": self.corr}
-
 
 @dataclass
-class NetemRate:
+class NetemRate(Spec):
     rate: int  # bytes/s
     packet_overhead: int = 0
     cell_size: int = 0
     cell_overhead: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "rate": self.rate,
-            "packet_overhead": self.packet_overhead,
-            "cell_size": self.cell_size,
-            "cell_overhead": self.cell_overhead,
-        }
-
 
 @dataclass
-class NetemSlot:
+class NetemSlot(Spec):
     min_delay: int = 0  # ns
     max_delay: int = 0  # ns
     dist: tuple[str, int, int] | None = None  # (distribution, delay ns, jitter ns)
     packets: int | None = None
     bytes: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "min_delay": self.min_delay,
-            "max_delay": self.max_delay,
-            "dist": list(self.dist) if self.dist is not None else None,
-            "packets": self.packets,
-            "bytes": self.bytes,
-        }
-
 
 @dataclass
-class NetemSpec:
+class NetemSpec(Spec):
     """netem as the kernel receives it (qdiscs.md §4.1, §4.8). ``None`` = not given."""
 
     limit: int = 1000
@@ -145,24 +109,6 @@ class NetemSpec:
     slot: NetemSlot | None = None
     distribution: str | None = None
     kind: str = field(default="netem", repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "netem",
-            "limit": self.limit,
-            "latency": self.latency,
-            "jitter": self.jitter,
-            "loss": self.loss.to_dict(),
-            "gap": self.gap,
-            "duplicate": self.duplicate,
-            "correlation": self.correlation.to_dict() if self.correlation else None,
-            "reorder": self.reorder.to_dict() if self.reorder else None,
-            "corrupt": self.corrupt.to_dict() if self.corrupt else None,
-            "rate": self.rate.to_dict() if self.rate else None,
-            "ecn": self.ecn,
-            "slot": self.slot.to_dict() if self.slot else None,
-            "distribution": self.distribution,
-        }
 
 
 _NETEM_EXPECTED = (

@@ -10,15 +10,12 @@ from ...errors import Diagnostics
 from ...profile import Profile
 from ..shell import Word
 from .cursor import Cursor, parse_noqopt
-from .kind import QdiscKind
+from .kind import QdiscKind, Spec
 
 
 @dataclass
-class NoqueueSpec:
+class NoqueueSpec(Spec):
     kind: str = "noqueue"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": "noqueue"}
 
 
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> NoqueueSpec:

@@ -10,15 +10,12 @@ from ...errors import Diagnostics
 from ...profile import Profile
 from ..shell import Word
 from .cursor import Cursor, reject_options
-from .kind import QdiscKind
+from .kind import QdiscKind, Spec
 
 
 @dataclass
-class PfifoFastSpec:
+class PfifoFastSpec(Spec):
     kind: str = "pfifo_fast"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": "pfifo_fast"}
 
 
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> PfifoFastSpec:

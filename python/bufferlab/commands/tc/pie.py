@@ -11,12 +11,12 @@ from ...units import U32_MAX, parse_time_us
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind
+from .kind import QdiscKind, Spec
 from .tc_util import sprint_time
 
 
 @dataclass
-class PieSpec:
+class PieSpec(Spec):
     """pie (qdiscs.md §8.3): times in µs, alpha/beta as given (0..32); None = not given."""
 
     limit: int | None = None
@@ -28,12 +28,6 @@ class PieSpec:
     bytemode: bool | None = None
     dq_rate_estimator: bool | None = None
     kind: str = "pie"
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"kind": "pie"}
-        for k in ("limit", "target", "tupdate", "alpha", "beta", "ecn", "bytemode", "dq_rate_estimator"):
-            d[k] = getattr(self, k)
-        return d
 
 
 _PIE_USAGE = (

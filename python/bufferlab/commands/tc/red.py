@@ -31,12 +31,12 @@ from .cpm import (
     parse_dscp_coeff,
 )
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind
+from .kind import QdiscKind, Spec
 from .tc_util import sprint_size
 
 
 @dataclass
-class RedSpec:
+class RedSpec(Spec):
     """red as the kernel receives it (qdiscs.md §5.2–5.3), computed as tc does."""
 
     limit: int
@@ -55,25 +55,6 @@ class RedSpec:
     adaptive_timer: bool = False
     dscp_coeff: DscpCoeff | None = None
     kind: str = "red"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "red",
-            "limit": self.limit,
-            "qth_min": self.qth_min,
-            "qth_max": self.qth_max,
-            "wlog": self.wlog,
-            "plog": self.plog,
-            "scell_log": self.scell_log,
-            "stab": list(self.stab),
-            "max_p": self.max_p,
-            "ecn": self.ecn,
-            "harddrop": self.harddrop,
-            "adaptive": self.adaptive,
-            "nodrop": self.nodrop,
-            "adaptive_timer": self.adaptive_timer,
-            "dscp_coeff": self.dscp_coeff.to_dict() if self.dscp_coeff else None,
-        }
 
 
 _RED_USAGE = (

@@ -12,13 +12,13 @@ from ...units import U32_MAX, parse_rate_bits, parse_size, parse_time_ns64
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind
+from .kind import QdiscKind, Spec
 from .red import red_xstats_text
 from .tc_util import sprint_rate, sprint_size, sprint_time
 
 
 @dataclass
-class RedNs3Spec:
+class RedNs3Spec(Spec):
     """red_ns3 (SIM, qdiscs.md §5.10): ns-3's RED attributes; thresholds and
     limit in the mode's unit, times in ns, bandwidth in bit/s; exactly one of
     ``max_p`` / ``linterm`` (max_p = 1/linterm, ns-3's reading)."""
@@ -53,13 +53,6 @@ class RedNs3Spec:
     feng_beta: float = 2.0
     nlred: bool = False
     kind: str = "red_ns3"
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"kind": "red_ns3"}
-        for k in self.__dataclass_fields__:
-            if k != "kind":
-                d[k] = getattr(self, k)
-        return d
 
 
 _RED_NS3_EXPECTED = (

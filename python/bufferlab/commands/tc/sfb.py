@@ -20,12 +20,12 @@ from ...units import U32_MAX, strtod_prefix
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
 from .cursor import Cursor
-from .kind import QdiscKind
+from .kind import QdiscKind, Spec
 from .tc_util import sprint_time
 
 
 @dataclass
-class SfbSpec:
+class SfbSpec(Spec):
     """sfb (qdiscs.md §6.2) as ``struct tc_sfb_qopt``: tc's defaults filled in,
     times in ms, probabilities Q0.16, ``limit`` 0 = the device's txqueuelen."""
 
@@ -39,13 +39,6 @@ class SfbSpec:
     penalty_rate: int = 10
     penalty_burst: int = 20
     kind: str = "sfb"
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"kind": "sfb"}
-        for k in ("rehash", "db", "limit", "max", "target", "increment", "decrement", "penalty_rate",
-                  "penalty_burst"):
-            d[k] = getattr(self, k)
-        return d
 
 
 _SFB_USAGE = (

@@ -19,12 +19,12 @@ from ...units import U32_MAX, parse_rate, parse_size, parse_time_us
 from .._common import c_int_full, matches, suggestion_for
 from ..shell import Word
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind
+from .kind import QdiscKind, Spec
 from .tc_util import cell_log, sprint_rate, sprint_size, sprint_time, tick2time, xmitsize, xmittime
 
 
 @dataclass
-class TbfSpec:
+class TbfSpec(Spec):
     """What the kernel receives (qdiscs.md §3.2); ``latency`` already turned into ``limit``."""
 
     rate: int  # bytes/s
@@ -36,19 +36,6 @@ class TbfSpec:
     overhead: int = 0
     atm: bool = False
     kind: str = field(default="tbf", repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "tbf",
-            "rate": self.rate,
-            "burst": self.burst,
-            "limit": self.limit,
-            "peakrate": self.peakrate,
-            "mtu": self.mtu,
-            "mpu": self.mpu,
-            "overhead": self.overhead,
-            "atm": self.atm,
-        }
 
 
 _TBF_USAGE = (
