@@ -91,7 +91,7 @@ def page(title: str, body: str) -> str:
             f"<style>{CSS}</style></head><body><main>{body}</main></body></html>\n")
 
 
-# ---------------------------------------------------------------- topology: report_topology.py
+# ---------------------------------------------------------------- topology: topology_svg.py
 
 # ---------------------------------------------------------------- sections
 

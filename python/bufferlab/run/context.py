@@ -12,18 +12,16 @@ import json
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..commands.shell import SimpleCommand, Word
 from ..errors import CommandError, Diagnostics
 from ..profile import Profile
 from ..safefs import ensure_dir, open_write
-from ..scenario.load import Command, Part
+from ..scenario.load import Command, Part, Scenario
 from ..scenario.topology import BuiltTopology
 from .engine import Engine
-
-if TYPE_CHECKING:  # the scheduler owns the contexts it hands out
-    from .scheduler import Runner, Scheduler
+from .observation import Observation
 
 NS = 1_000_000_000
 
@@ -261,12 +259,33 @@ class PartState:
         return rows
 
 
+class RunnerView(Protocol):
+    """What a running command may use of the run (``Runner``, scheduler.py)."""
+
+    sc: Scenario
+    root: Path
+    engine: Engine | None
+    apps: list[AppRecord]
+    #: per node: the sysctl values written so far
+    sysctl: dict[str, dict[str, Any]]
+    #: listening TCP applications: app id -> (host, -C of the command)
+    tcp_listeners: dict[int, tuple[str, str | None]]
+    observation: Observation
+
+
+class DetachedJobs(Protocol):
+    """The scheduler's applications that outlive their command (``Scheduler``, scheduler.py)."""
+
+    #: (application id, what to run when the scenario ends)
+    detached: list[tuple[int, Callable[[], None]]]
+
+
 @dataclass
 class RunCtx:
     """What a running command may use."""
 
-    runner: Runner
-    scheduler: Scheduler
+    runner: RunnerView
+    scheduler: DetachedJobs
     #: the part the command was typed in (``rt.sched.sinks``, ``rt.sched.count_class``)
     sched: PartState
     term: Terminal

@@ -183,7 +183,7 @@ class Runner:
         self.started_unix = 0.0
         self._netem_limit_seen: dict[str, int] = {}
         #: [capture], [trace] and plot_q.sh's queue traces (observation.py)
-        self.observation = Observation(self)
+        self.observation = Observation(scenario, self.topo, self.root)
         #: drop counters at the end of the previous part (interface -> reason -> [packets, bytes])
         self._drops_seen: dict[str, dict[str, list[int]]] = {}
         #: every terminal of every part: a command that outlives its part still writes its log
@@ -260,7 +260,7 @@ class Runner:
             self.echo(w)
         self.engine = Engine(self.topo.engine_config)
         self._fresh_root()
-        self.observation.start_run()
+        self.observation.start_run(self.engine)
         self.started_unix = time.time()
         wall0 = self._wall0 = time.perf_counter()
         for node, dev, args in self.topo.tclink_commands:
