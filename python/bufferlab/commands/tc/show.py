@@ -20,17 +20,17 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from .kind import QdiscKind
+from .kind import PrintOpt, PrintXstats
 from .registry import QDISC_KINDS
 from .tc_util import sprint_size
 
 
-def _printer(kind: str) -> QdiscKind:
+def _printers(kind: str) -> tuple[PrintOpt, PrintXstats | None]:
     found = QDISC_KINDS.get(kind)
     if found is None or found.print_opt is None:
         shown = ", ".join(k.name for k in QDISC_KINDS.values() if k.print_opt is not None)
         raise ValueError(f"tc_show_text: qdisc kind {kind!r} has no printer yet (known: {shown})")
-    return found
+    return found.print_opt, found.print_xstats
 
 
 def _classid_text(parent: Any) -> str:
@@ -53,8 +53,8 @@ def _block_text(block: dict[str, Any], modern: bool, stats: bool, details: bool,
     refcnt = int(block.get("refcnt", 2 if parent is None else 1))
     if refcnt != 1:
         line += "refcnt %d " % refcnt
-    printer = _printer(kind)
-    line += printer.print_opt(opts, modern, details) + "\n"
+    print_opt, print_xstats = _printers(kind)
+    line += print_opt(opts, modern, details) + "\n"
     if not stats:
         return line
     st = block.get("stats") or {}
@@ -62,8 +62,8 @@ def _block_text(block: dict[str, Any], modern: bool, stats: bool, details: bool,
     line += " Sent %d bytes %d pkt (dropped %d, overlimits %d requeues %d) \n" % (
         g("bytes"), g("packets"), g("drops"), g("overlimits"), g("requeues"))
     line += " backlog %s %dp requeues %d\n" % (sprint_size(g("backlog")), g("qlen"), g("requeues"))
-    if printer.print_xstats is not None:
-        line += printer.print_xstats(block, modern)
+    if print_xstats is not None:
+        line += print_xstats(block, modern)
     return line
 
 
