@@ -46,8 +46,6 @@ _BLUE_EXPECTED = (
     "blue [limit PACKETS] [increment D1] [decrement D2] [freeze TIME | freeze_inc TIME freeze_dec TIME] "
     "[qthresh PACKETS] [ecn] [dscp-coeff KEY:C,...,default:C]"
 )
-
-
 _BLUE_KEYWORDS = ["limit", "increment", "decrement", "freeze", "freeze_inc", "freeze_dec", "qthresh", "ecn",
                   "bytemode", "dscp-coeff", "dscp-match"]
 

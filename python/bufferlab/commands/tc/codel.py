@@ -47,8 +47,6 @@ class FqCodelSpec(Spec):
 _CODEL_USAGE = (
     "codel [ limit PACKETS ] [ target TIME ] [ interval TIME ] [ ecn | noecn ] [ ce_threshold TIME ]"
 )
-
-
 _FQ_CODEL_USAGE = (
     "fq_codel [ limit PACKETS ] [ flows NUMBER ] [ memory_limit BYTES ] [ target TIME ] [ interval TIME ] "
     "[ quantum BYTES ] [ [no]ecn ] [ ce_threshold TIME ] [ drop_batch SIZE ]"

@@ -118,8 +118,6 @@ _NETEM_EXPECTED = (
     "[duplicate PCT [CORR]] [corrupt PCT [CORR]] [reorder PCT [CORR] [gap N]] "
     "[rate RATE [PACKETOVERHEAD [CELLSIZE [CELLOVERHEAD]]]] [slot MIN [MAX] [packets N] [bytes SIZE]]"
 )
-
-
 _NETEM_KEYWORDS = [
     "limit",
     "latency",
@@ -135,8 +133,6 @@ _NETEM_KEYWORDS = [
     "rate",
     "slot",
 ]
-
-
 _NETEM_DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal")
 
 

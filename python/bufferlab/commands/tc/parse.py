@@ -125,8 +125,6 @@ def _parse_kind(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profil
 
 
 _TC_USAGE = "Usage: tc [ OPTIONS ] OBJECT { COMMAND | help }"
-
-
 _QDISC_USAGE = (
     "Usage: tc qdisc [ add | del | replace | change | show ] dev STRING "
     "[ handle QHANDLE ] [ root | parent CLASSID ] [ QDISC_KIND [ OPTIONS ] ]"
@@ -155,8 +153,6 @@ _TC_OPTIONS: list[tuple[tuple[str, ...], str | None]] = [
     (("-oneline",), None),
     (("-brief",), None),
 ]
-
-
 _VERBS = [
     ("add", "add"),
     ("change", "change"),

@@ -34,8 +34,6 @@ _PIE_USAGE = (
     "pie [ limit PACKETS ] [ target TIME ] [ tupdate TIME ] [ alpha ALPHA ] [ beta BETA ] "
     "[ bytemode | nobytemode ] [ ecn | noecn ] [ dq_rate_estimator | no_dq_rate_estimator ]"
 )
-
-
 _PIE_FLAGS = {
     "ecn": ("ecn", True), "noecn": ("ecn", False), "bytemode": ("bytemode", True),
     "nobytemode": ("bytemode", False), "dq_rate_estimator": ("dq_rate_estimator", True),

@@ -62,14 +62,10 @@ _RED_USAGE = (
     "               [adaptive] [probability PROBABILITY] [bandwidth KBPS]\n"
     "               [ecn] [harddrop] [nodrop]"
 )
-
-
 _RED_EXPECTED = (
     "red limit BYTES [min BYTES] [max BYTES] avpkt BYTES [burst PACKETS] [probability P] "
     "[bandwidth RATE] [ecn] [harddrop] [nodrop] [adaptive]"
 )
-
-
 _RED_KEYWORDS = [
     "limit",
     "min",

@@ -61,32 +61,22 @@ _RED_NS3_EXPECTED = (
     "[bandwidth RATE] [linkdelay TIME] [ared] [adaptmaxp] [target TIME] [interval TIME] [top F] "
     "[bottom F] [alpha F] [beta F] [rtt TIME] [feng [fengalpha F] [fengbeta F]] [nlred]"
 )
-
-
 _RED_NS3_FLAGS = {
     "gentle": ("gentle", True), "nogentle": ("gentle", False), "wait": ("wait", True),
     "nowait": ("wait", False), "ecn": ("ecn", True), "harddrop": ("harddrop", True),
     "noharddrop": ("harddrop", False), "ns1compat": ("ns1compat", True), "ared": ("ared", True),
     "adaptmaxp": ("adapt_max_p", True), "feng": ("feng", True), "nlred": ("nlred", True),
 }
-
-
 _RED_NS3_TIMES = {"linkdelay": "link_delay", "target": "target_delay", "interval": "interval", "rtt": "rtt"}
-
-
 _RED_NS3_FRACTIONS = {"top": "top", "bottom": "bottom", "alpha": "alpha", "beta": "beta"}
 
 
 #: RedQueueDisc-only attributes (ns3::RedQueue of 2015 has none of them)
 _RED_NS3_QDISC_ONLY = ("ecn", "noharddrop", "harddrop", "ared", "adaptmaxp", "feng", "fengalpha", "fengbeta",
                        "nlred", "target", "interval", "top", "bottom", "alpha", "beta", "rtt")
-
-
 _RED_NS3_KEYWORDS = ["variant", "mode", "limit", "minth", "maxth", "qw", "maxp", "linterm", "meanpktsize",
                      "bandwidth", "fengalpha", "fengbeta", *_RED_NS3_FLAGS, *_RED_NS3_TIMES,
                      *_RED_NS3_FRACTIONS]
-
-
 _QW_EXPECTED = "a weight in (0, 1], or 0 / -1 / -2 for ns-3's automatic settings"
 
 

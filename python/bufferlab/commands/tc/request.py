@@ -27,8 +27,6 @@ class ParentClass:
 
 
 ParentSpec = ParentRoot | ParentClass
-
-
 _VERB_JSON = {"add": "add", "change": "change", "replace": "replace", "link": "link", "delete": "delete"}
 
 

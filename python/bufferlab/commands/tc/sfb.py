@@ -45,12 +45,8 @@ _SFB_USAGE = (
     "Usage: ... sfb [ rehash SECS ] [ db SECS ] [ limit PACKETS ] [ max PACKETS ] [ target PACKETS ] "
     "[ increment FLOAT ] [ decrement FLOAT ] [ penalty_rate PPS ] [ penalty_burst PACKETS ]"
 )
-
-
 _SFB_U32 = {"rehash": "rehash", "db": "db", "limit": "limit", "max": "max", "target": "target",
             "penalty_rate": "penalty_rate", "penalty_burst": "penalty_burst"}
-
-
 _SFB_PROBS = ("increment", "decrement")
 
 
@@ -66,8 +62,6 @@ _SFB_EXPECTED = {
     "increment": "a probability between 0 and 1, e.g. 0.0005",
     "decrement": "a probability between 0 and 1, e.g. 0.00005",
 }
-
-
 SFB_MAX_PROB = 65535
 
 

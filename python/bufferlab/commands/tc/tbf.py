@@ -42,14 +42,10 @@ _TBF_USAGE = (
     "Usage: ... tbf limit BYTES burst BYTES[/BYTES] rate KBPS [ mtu BYTES[/BYTES] ] "
     "[ peakrate KBPS ] [ latency TIME ] [ overhead BYTES ] [ linklayer TYPE ]"
 )
-
-
 _TBF_EXPECTED = (
     "tbf rate RATE burst SIZE (limit SIZE | latency TIME) [peakrate RATE mtu SIZE] [mpu SIZE] "
     "[overhead N] [linklayer ethernet|atm|adsl]"
 )
-
-
 _TBF_KEYWORDS = [
     "limit",
     "latency",

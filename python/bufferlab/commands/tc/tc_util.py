@@ -16,8 +16,6 @@ from __future__ import annotations
 import math
 
 UINT32_MAX = 4294967295
-
-
 TICKS_PER_US = 15.625  # /proc/net/psched: 1000/64
 
 
