@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from bufferlab import load_scenario
-from bufferlab.runner import Runner
+from bufferlab.run.scheduler import Runner
 
 TARGET_HOPS_PER_S = 5e6
 TARGET_LAB14_WALL_S = 1.0

@@ -16,7 +16,7 @@ import pytest
 from bufferlab.commands.capture import compile_filter, parse_tcpdump, parse_tshark
 from bufferlab.commands.shell import parse_shell
 from bufferlab.errors import CommandError, NotSupportedError, ScenarioError
-from bufferlab.runner import run_scenario
+from bufferlab.run.scheduler import run_scenario
 from bufferlab.scenario.load import load_scenario
 from conftest import TWO_HOSTS
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bufferlab.cli import main
-from bufferlab.formats import flent as fl
+from bufferlab.outputs import flent as fl
 
 flent_resultset = pytest.importorskip("flent.resultset", reason="flent is not installed (pip install flent)")
 

@@ -31,7 +31,9 @@ except ImportError:  # pragma: no cover
     _pkg.__path__ = [str(pathlib.Path(__file__).resolve().parents[1] / "python" / "bufferlab")]
     sys.modules["bufferlab"] = _pkg
 
-from bufferlab.formats import cjson, iperf3, ping, queue, tc  # noqa: E402
+from bufferlab.commands.tc import tc_show_text, tc_util  # noqa: E402
+from bufferlab.commands.tc.tbf import tbf_latency_us  # noqa: E402
+from bufferlab.formats import cjson, iperf3, ping, queue  # noqa: E402
 from bufferlab.profile import PROFILES  # noqa: E402
 
 LAB = PROFILES["lab2019"]
@@ -1481,27 +1483,27 @@ def _tbf(handle, parent, rate, burst, limit, stats=None):
 
 
 def test_tc_sizes_rates_times():
-    assert tc.sprint_size(26214400) == "25Mb"
-    assert tc.sprint_size(2621440) == "2560Kb"
-    assert tc.sprint_size(2184533) == "2184533b"
-    assert tc.sprint_size(500000) == "500000b"
-    assert tc.sprint_size(10240) == "10Kb"
-    assert tc.sprint_size(409600) == "400Kb"
-    assert tc.sprint_size(1048600) == "1Mb"
-    assert tc.sprint_size(0) == "0b"
-    assert tc.sprint_rate(125_000_000) == "1Gbit"
-    assert tc.sprint_rate(12_500_000) == "100Mbit"
-    assert tc.sprint_rate(1_000_000) == "8Mbit"
-    assert tc.sprint_rate(112_500) == "900Kbit"
-    assert tc.sprint_rate(1_234_567 // 8 + 1) == "1234Kbit"
-    assert tc.sprint_rate(100) == "800bit"
-    assert tc.sprint_time(20000, False) == "20.0ms"
-    assert tc.sprint_time(20000, True) == "20ms"
-    assert tc.sprint_time(205715.2, False) == "205.7ms"
-    assert tc.sprint_time(2093152, True) == "2.09s"
-    assert tc.sprint_time(999, False) == "999us"
-    assert tc.sprint_percent(429497) == "0.01%"
-    assert tc.sprint_percent(4294967295) == "100%"
+    assert tc_util.sprint_size(26214400) == "25Mb"
+    assert tc_util.sprint_size(2621440) == "2560Kb"
+    assert tc_util.sprint_size(2184533) == "2184533b"
+    assert tc_util.sprint_size(500000) == "500000b"
+    assert tc_util.sprint_size(10240) == "10Kb"
+    assert tc_util.sprint_size(409600) == "400Kb"
+    assert tc_util.sprint_size(1048600) == "1Mb"
+    assert tc_util.sprint_size(0) == "0b"
+    assert tc_util.sprint_rate(125_000_000) == "1Gbit"
+    assert tc_util.sprint_rate(12_500_000) == "100Mbit"
+    assert tc_util.sprint_rate(1_000_000) == "8Mbit"
+    assert tc_util.sprint_rate(112_500) == "900Kbit"
+    assert tc_util.sprint_rate(1_234_567 // 8 + 1) == "1234Kbit"
+    assert tc_util.sprint_rate(100) == "800bit"
+    assert tc_util.sprint_time(20000, False) == "20.0ms"
+    assert tc_util.sprint_time(20000, True) == "20ms"
+    assert tc_util.sprint_time(205715.2, False) == "205.7ms"
+    assert tc_util.sprint_time(2093152, True) == "2.09s"
+    assert tc_util.sprint_time(999, False) == "999us"
+    assert tc_util.sprint_percent(429497) == "0.01%"
+    assert tc_util.sprint_percent(4294967295) == "100%"
 
 
 @pytest.mark.parametrize("rate,burst,limit,lab,modern", [
@@ -1514,16 +1516,16 @@ def test_tc_sizes_rates_times():
 ])
 def test_tbf_lat_or_limit(rate, burst, limit, lab, modern):
     block = _tbf(1, None, rate, burst, limit)
-    head = "qdisc tbf 1: root refcnt 2 rate %s burst %s " % (tc.sprint_rate(rate),
-                                                           tc.sprint_size(burst))
-    assert tc.tc_show_text([block], LAB, stats=False) == head + lab + "\n"
-    assert tc.tc_show_text([block], MODERN, stats=False) == head + modern + "\n"
+    head = "qdisc tbf 1: root refcnt 2 rate %s burst %s " % (tc_util.sprint_rate(rate),
+                                                           tc_util.sprint_size(burst))
+    assert tc_show_text([block], LAB, stats=False) == head + lab + "\n"
+    assert tc_show_text([block], MODERN, stats=False) == head + modern + "\n"
 
 
 def test_tbf_latency_value():
-    assert tc.tbf_latency_us({"rate": 125_000_000, "burst": 500000, "limit": 26214400},
+    assert tbf_latency_us({"rate": 125_000_000, "burst": 500000, "limit": 26214400},
                              False) == pytest.approx(205715.2)
-    assert tc.tbf_latency_us({"rate": 125_000_000, "burst": 500000, "limit": 160000},
+    assert tbf_latency_us({"rate": 125_000_000, "burst": 500000, "limit": 160000},
                              True) == pytest.approx(-2720.0)
 
 
@@ -1542,14 +1544,14 @@ def test_lab14_rendering():
         " Sent 93145838 bytes 61547 pkt (dropped 322, overlimits 5104 requeues 0) \n"
         " backlog 0b 0p requeues 0\n"
     )
-    assert tc.tc_show_text(blocks, LAB) == expected
-    assert tc.tc_show_text(json.dumps(blocks), LAB) == expected
-    invisible = tc.tc_show_text(blocks, LAB, invisible=True)
+    assert tc_show_text(blocks, LAB) == expected
+    assert tc_show_text(json.dumps(blocks), LAB) == expected
+    invisible = tc_show_text(blocks, LAB, invisible=True)
     assert invisible == expected + (
         "qdisc bfifo 0: parent 2:1 limit 160000b\n"
         " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"
         " backlog 0b 0p requeues 0\n")
-    modern = tc.tc_show_text(blocks, MODERN, stats=False)
+    modern = tc_show_text(blocks, MODERN, stats=False)
     assert modern == ("qdisc netem 1: root refcnt 2 limit 1000 delay 20ms\n"
                       "qdisc tbf 2: parent 1: rate 1Gbit burst 500000b limit 160000b \n")
 
@@ -1574,25 +1576,25 @@ def test_lab16_rendering():
         " backlog 0b 0p requeues 0\n"
         "  marked 0 early 1843 pdrop 0 other 0\n"
     )
-    assert tc.tc_show_text(blocks, LAB) == expected
-    modern = tc.tc_show_text(blocks, MODERN)
+    assert tc_show_text(blocks, LAB) == expected
+    modern = tc_show_text(blocks, MODERN)
     assert "  marked 0 early 1843 pdrop 0 other 0 \n" in modern
-    detailed = tc.tc_show_text(blocks, LAB, stats=False, details=True)
+    detailed = tc_show_text(blocks, LAB, stats=False, details=True)
     assert detailed.splitlines()[1] == ("qdisc red 2: parent 1: limit 25Mb min 2184533b max 8738133b "
                                         "adaptive ewma 13 probability 0.02 Scell_log 13")
     changed = [_tbf(1, None, 12_500_000, 50000, 26214400)] + blocks[1:]
-    assert tc.tc_show_text(changed, LAB, stats=False).splitlines()[0] == (
+    assert tc_show_text(changed, LAB, stats=False).splitlines()[0] == (
         "qdisc tbf 1: root refcnt 2 rate 100Mbit burst 50000b lat 2.1s ")
-    s1 = tc.tc_show_text([_netem(0x8001, latency=20_000_000)], LAB, stats=False)
+    s1 = tc_show_text([_netem(0x8001, latency=20_000_000)], LAB, stats=False)
     assert s1 == "qdisc netem 8001: root refcnt 2 limit 1000 delay 20.0ms\n"
 
 
 def test_lab7_rendering():
-    before = tc.tc_show_text([_netem(1, loss=429497)], LAB, stats=False)
+    before = tc_show_text([_netem(1, loss=429497)], LAB, stats=False)
     assert before == "qdisc netem 1: root refcnt 2 limit 1000 loss 0.01%\n"
     blocks = [_netem(1, latency=30_000_000, loss=429497),
               _tbf(2, [1, 0], 125_000_000, 500000, 2500000)]
-    assert tc.tc_show_text(blocks, LAB, stats=False) == (
+    assert tc_show_text(blocks, LAB, stats=False) == (
         "qdisc netem 1: root refcnt 2 limit 1000 delay 30.0ms loss 0.01%\n"
         "qdisc tbf 2: parent 1: rate 1Gbit burst 500000b lat 16.0ms \n")
 
@@ -1602,7 +1604,7 @@ def test_diffserv_rendering():
               {"kind": "red", "handle": 0x8001, "parent": [1, 0], "anonymous": False,
                "options": {"limit": 409600, "qth_min": 16384, "qth_max": 32768},
                "stats": _stats()}]
-    assert tc.tc_show_text(blocks, LAB, stats=False) == (
+    assert tc_show_text(blocks, LAB, stats=False) == (
         "qdisc tbf 1: root refcnt 2 rate 8Mbit burst 10Kb lat 194.6ms \n"
         "qdisc red 8001: parent 1: limit 400Kb min 16Kb max 32Kb \n")
 
@@ -1618,14 +1620,14 @@ def test_cpm_red_and_blue_rendering():
                       "classes": [{"key": "0x32", "passed": 5, "marked": 0, "early": 1, "pdrop": 0},
                                   {"key": "0x46", "passed": 4, "marked": 0, "early": 2, "pdrop": 0},
                                   {"key": "default", "passed": 3, "marked": 0, "early": 4, "pdrop": 0}]}}
-    text = tc.tc_show_text([red], LAB)
+    text = tc_show_text([red], LAB)
     assert text.splitlines()[0] == (
         "qdisc red 8001: parent 1: limit 400Kb min 16Kb max 32Kb dscp-coeff 0x32:0.5,0x46:0.7,default:0.9 ")
     assert text.endswith("  marked 0 early 7 pdrop 0 other 0\n"
                          "  class 0x32 passed 5 marked 0 early 1 pdrop 0\n"
                          "  class 0x46 passed 4 marked 0 early 2 pdrop 0\n"
                          "  class default passed 3 marked 0 early 4 pdrop 0\n")
-    assert tc.tc_show_text([red], LAB, stats=False, details=True) == (
+    assert tc_show_text([red], LAB, stats=False, details=True) == (
         "qdisc red 8001: parent 1: limit 400Kb min 16Kb max 32Kb ewma 1 probability 0.2 Scell_log 11 "
         "dscp-coeff 0x32:0.5,0x46:0.7,default:0.9 \n")
     blue = {"kind": "blue", "handle": 2, "parent": [1, 0], "anonymous": False,
@@ -1634,7 +1636,7 @@ def test_cpm_red_and_blue_rendering():
                         "qthresh": None, "ecn": True, "dscp_coeff": None},
             "stats": _stats(),
             "xstats": {"pmark": 0.0025, "early": 3, "overflow": 1, "marked": 2}}
-    assert tc.tc_show_text([blue], LAB) == (
+    assert tc_show_text([blue], LAB) == (
         "qdisc blue 2: parent 1: limit 1000p increment 0.0025 decrement 0.00025 freeze 100.0ms ecn \n"
         " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"
         " backlog 0b 0p requeues 0\n"
@@ -1644,24 +1646,24 @@ def test_cpm_red_and_blue_rendering():
 def test_tc_default_and_fifo_kinds():
     noq = {"kind": "noqueue", "handle": 0, "parent": None, "anonymous": False,
            "options": {"kind": "noqueue"}, "stats": _stats()}
-    assert tc.tc_show_text([noq], LAB) == (
+    assert tc_show_text([noq], LAB) == (
         "qdisc noqueue 0: root refcnt 2 \n"
         " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"
         " backlog 0b 0p requeues 0\n")
     pfifo = {"kind": "pfifo", "handle": 1, "parent": None, "options": {"limit": None},
              "stats": _stats(backlog=3028, qlen=2, drops=1)}
-    assert tc.tc_show_text([pfifo], LAB) == (
+    assert tc_show_text([pfifo], LAB) == (
         "qdisc pfifo 1: root refcnt 2 limit 1000p\n"
         " Sent 0 bytes 0 pkt (dropped 1, overlimits 0 requeues 0) \n"
         " backlog 3028b 2p requeues 0\n")
     bfifo = {"kind": "bfifo", "handle": 3, "parent": [1, 1], "options": {"limit": 26214400},
              "stats": _stats(backlog=2621440, qlen=1731)}
-    assert tc.tc_show_text([bfifo], LAB).splitlines() == [
+    assert tc_show_text([bfifo], LAB).splitlines() == [
         "qdisc bfifo 3: parent 1:1 limit 25Mb",
         " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) ",
         " backlog 2560Kb 1731p requeues 0"]
     fast = {"kind": "pfifo_fast", "handle": 0, "parent": None, "options": {}, "stats": _stats()}
-    assert tc.tc_show_text([fast], LAB, stats=False) == (
+    assert tc_show_text([fast], LAB, stats=False) == (
         "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap  1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n")
 
 
@@ -1672,24 +1674,24 @@ def test_netem_option_text():
                 duplicate=42949673, reorder={"p": 1073741824, "corr": 0}, gap=1,
                 rate={"rate": 1_000_000, "packet_overhead": -14, "cell_size": 0,
                       "cell_overhead": 0}, ecn=True, loss={"model": "random", "p": 42949673})
-    assert tc.tc_show_text([block], LAB, stats=False) == (
+    assert tc_show_text([block], LAB, stats=False) == (
         "qdisc netem 1: root refcnt 2 limit 1000 delay 100.0ms  10.0ms 25% loss 1%"
         " duplicate 1% reorder 25% rate 8Mbit packetoverhead -14 ecn  gap 1\n")
-    assert tc.tc_show_text([block], MODERN, stats=False) == (
+    assert tc_show_text([block], MODERN, stats=False) == (
         "qdisc netem 1: root refcnt 2 limit 1000 delay 100ms  10ms 25% loss 1%"
         " duplicate 1% reorder 25% rate 8Mbit packetoverhead -14 ecn  gap 1\n")
     # lab2019: 1.1 ms was quantised by tc to 17187 ticks = 1 099 968 ns → 1099 µs
-    assert "delay 1.1ms" in tc.tc_show_text([_netem(1, latency=1_099_968)], LAB, stats=False)
+    assert "delay 1.1ms" in tc_show_text([_netem(1, latency=1_099_968)], LAB, stats=False)
     gi = _netem(1)
     gi["options"]["loss"] = {"model": "gemodel", "p": 42949673, "r": 4252017622,
                              "h": 0, "k1": 0}
-    assert "loss gemodel p 1% r 99% 1-h 100% 1-k 0%" in tc.tc_show_text([gi], LAB, stats=False)
+    assert "loss gemodel p 1% r 99% 1-h 100% 1-k 0%" in tc_show_text([gi], LAB, stats=False)
 
 
 def test_tc_unknown_kind_is_an_error():
     block = {"kind": "fq_pie", "handle": 1, "parent": None, "options": {}, "stats": _stats()}
     with pytest.raises(ValueError, match="fq_pie"):
-        tc.tc_show_text([block], LAB)
+        tc_show_text([block], LAB)
 
 
 # ---------------------------------------------------------------------------
@@ -1711,7 +1713,7 @@ def test_tc_codel_and_fq_codel_blocks():
              "stats": _stats(1514, 1, 2, 0, 3028, 2),
              "xstats": {"count": 3, "lastcount": 1, "ldelay": 7200, "dropping": True, "drop_next": 31500,
                         "maxpacket": 1514, "ecn_mark": 0, "drop_overlimit": 0, "ce_mark": 0}}
-    text = tc.tc_show_text([codel], LAB)
+    text = tc_show_text([codel], LAB)
     assert text.startswith("qdisc codel 3: parent 2: limit 1000p target 5.0ms interval 100.0ms \n")
     assert text.endswith(
         "  count 3 lastcount 1 ldelay 7.2ms dropping drop_next 31.5ms\n"
@@ -1725,11 +1727,11 @@ def test_tc_codel_and_fq_codel_blocks():
                      "old_flows_len": 1}}
     head = ("qdisc fq_codel 3: parent 2: limit 10240p flows 1024 quantum 1514 target 5.0ms "
             "interval 100.0ms memory_limit 32Mb ecn ")
-    assert tc.tc_show_text([fq], LAB).startswith(head + "\n")
-    assert tc.tc_show_text([fq], MODERN).startswith(
+    assert tc_show_text([fq], LAB).startswith(head + "\n")
+    assert tc_show_text([fq], MODERN).startswith(
         "qdisc fq_codel 3: parent 2: limit 10240p flows 1024 quantum 1514 target 5ms "
         "interval 100ms memory_limit 32Mb ecn drop_batch 64 \n")
-    assert tc.tc_show_text([fq], LAB).endswith(
+    assert tc_show_text([fq], LAB).endswith(
         "  maxpacket 1514 drop_overlimit 0 new_flow_count 2 ecn_mark 1 memory_used 0 drop_overmemory 0\n"
         "  new_flows_len 0 old_flows_len 1\n")
 
@@ -1741,7 +1743,7 @@ def test_tc_pie_block():
            "stats": _stats(),
            "xstats": {"prob": 0.0125, "delay": 14200, "avg_dq_rate": 1250000, "packets_in": 10,
                       "overlimit": 0, "dropped": 2, "maxq": 7, "ecn_mark": 0}}
-    text = tc.tc_show_text([pie], LAB)
+    text = tc_show_text([pie], LAB)
     assert text.startswith(
         "qdisc pie 3: parent 2: limit 1000p target 15.0ms tupdate 16.0ms alpha 2 beta 20 "
         "dq_rate_estimator \n")

@@ -16,7 +16,7 @@ import pytest
 
 from bufferlab.cli import main
 from bufferlab.errors import BufferlabError, ScenarioError
-from bufferlab.runner import Runner
+from bufferlab.run.scheduler import Runner
 from bufferlab.scenario.load import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -258,7 +258,7 @@ def test_summary_row_of_a_stream_without_receiver_report() -> None:
     reported has "receiver": null; the part summary raised AttributeError."""
     from types import SimpleNamespace
 
-    from bufferlab.summary import _iperf3_row
+    from bufferlab.run.part_results import _iperf3_row
 
     a = SimpleNamespace(terminal="h1", where="s.toml:4:8", simple="iperf3 -c 10.0.0.3", command="",
                         spec={"protocol": "tcp", "dst": "10.0.0.3"})

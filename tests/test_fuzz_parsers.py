@@ -23,7 +23,7 @@ from hypothesis import strategies as st  # noqa: E402
 from bufferlab import units  # noqa: E402
 from bufferlab.commands.shell import parse_shell  # noqa: E402
 from bufferlab.errors import BufferlabError, CommandError, ScenarioError  # noqa: E402
-from bufferlab.runner import Runner  # noqa: E402
+from bufferlab.run.scheduler import Runner  # noqa: E402
 from bufferlab.scenario.load import Command, load_scenario  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

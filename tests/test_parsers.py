@@ -35,6 +35,7 @@ from bufferlab.commands.sysctl import (  # noqa: E402
     sysctl_defaults,
 )
 from bufferlab.commands.tc import TcQdiscRequest, TcShow, parse_tc  # noqa: E402
+from bufferlab.commands.tc.registry import MODELLED_QDISCS  # noqa: E402
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError  # noqa: E402
 from bufferlab.profile import PROFILES, Profile, with_overrides  # noqa: E402
 
@@ -1279,6 +1280,11 @@ def test_sysctl_values(value, parsed):
     assert parse_sysctl(W(f"sysctl -w {value}"), Diagnostics()).items[0].value == parsed
 
 
+@pytest.mark.parametrize("kind", MODELLED_QDISCS)
+def test_sysctl_default_qdisc_takes_every_kind_tc_takes(kind):
+    assert parse_sysctl(W(f"sysctl -w net.core.default_qdisc={kind}"), Diagnostics()).items[0].value == kind
+
+
 def test_sysctl_lab7_prose_typo():
     line = "sysctl -w net.ipv4.tcp wmem='10240 87380 150000000'"
     with pytest.raises(CommandError) as ei:
@@ -1359,9 +1365,9 @@ def test_sysctl_lab7_prose_typo():
             NotSupportedError,
         ),
         (
-            "sysctl -w net.core.default_qdisc=fq_codel",
+            "sysctl -w net.core.default_qdisc=cake",
             "net.",
-            "default qdisc fq_codel is not supported yet",
+            "default qdisc cake is not supported yet",
             NotSupportedError,
         ),
         (

@@ -13,11 +13,11 @@ import pytest
 from bufferlab import load_scenario, run_scenario
 from bufferlab.commands.ns3 import goodput_block, parse_ns3_goodput
 from bufferlab.commands.shell import Word, parse_shell
-from bufferlab.commands.tc import RedNs3Spec, TcQdiscRequest, parse_tc
+from bufferlab.commands.tc import TcQdiscRequest, parse_tc, tc_show_text
+from bufferlab.commands.tc.red_ns3 import RedNs3Spec
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError, ScenarioError
-from bufferlab.formats.tc import tc_show_text
 from bufferlab.profile import PROFILES
-from bufferlab.runner import Runner
+from bufferlab.run.scheduler import Runner
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "scenarios" / "red-vs-droptail.toml"

@@ -101,7 +101,7 @@ def test_report_in_headless_chromium(run_dir: Path, tmp_path: Path) -> None:
 def test_report_shows_the_printed_result_summary(run_dir: Path) -> None:
     import json
 
-    from bufferlab.summary import result_lines
+    from bufferlab.outputs.result_lines import result_lines
 
     html = (run_dir / "report.html").read_text(encoding="utf-8")
     top = html.split('<section id="results">')[1].split("</section>")[0]

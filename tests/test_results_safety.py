@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from bufferlab import load_scenario
-from bufferlab.engine import Engine, EngineError
-from bufferlab.report import after_run
-from bufferlab.runner import Runner
+from bufferlab.outputs.report import after_run
+from bufferlab.run.engine import Engine, EngineError
+from bufferlab.run.scheduler import Runner
 
 TOPOLOGY = """[topology]
 hosts = ["h1", "h2", "h3"]

@@ -16,7 +16,7 @@ import pytest
 
 from bufferlab.cli import main
 from bufferlab.errors import BufferlabError
-from bufferlab.runner import Runner
+from bufferlab.run.scheduler import Runner
 from bufferlab.scenario.load import MAX_COMMAND_CHARS, MAX_SCENARIO_BYTES, load_scenario
 from bufferlab.scenario.topology import mininet_host_ip
 

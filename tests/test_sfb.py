@@ -12,11 +12,12 @@ import pytest
 
 from bufferlab import load_scenario, run_scenario
 from bufferlab.commands.shell import Word, parse_shell
-from bufferlab.commands.tc import MODELLED_QDISCS, SfbSpec, TcQdiscRequest, parse_tc, sfb_prob
+from bufferlab.commands.tc import TcQdiscRequest, parse_tc, tc_show_text
+from bufferlab.commands.tc.registry import MODELLED_QDISCS
+from bufferlab.commands.tc.sfb import SfbSpec, sfb_prob
 from bufferlab.errors import CommandError, Diagnostics
-from bufferlab.formats.tc import tc_show_text
 from bufferlab.profile import PROFILES
-from bufferlab.runner import Runner
+from bufferlab.run.scheduler import Runner
 
 LAB2019 = PROFILES["lab2019"]
 MODERN = PROFILES["modern"]

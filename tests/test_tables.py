@@ -14,8 +14,8 @@ import pytest
 from results_scenario import QUIET, SCENARIO
 
 from bufferlab.cli import main
-from bufferlab.results import load_run
-from bufferlab.tables import SCHEMAS, write_tables
+from bufferlab.outputs.results import load_run
+from bufferlab.outputs.tables import SCHEMAS, write_tables
 
 TABLES = ["intervals", "ping", "queue_samples", "queue_events", "drops", "flows"]
 

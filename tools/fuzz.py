@@ -215,7 +215,8 @@ def mut_toml(rng: random.Random, text: str) -> str:
         return text[:i] + rng.choice(TOML_NOISE) + text[i:]
     if r < 0.5:  # a [sim] key with a random value
         line = rng.choice(SIM_LINES).format(
-            n=rng.choice(INTERESTING_NUMBERS), u=rng.choice(UNITS), b=rng.choice(["true", "false", "1", '"x"']),
+            n=rng.choice(INTERESTING_NUMBERS), u=rng.choice(UNITS),
+            b=rng.choice(["true", "false", "1", '"x"']),
             w=rng.choice(["lab2019", "modern", "x", "", "3.12", "3.1", "old"]),
         )
         if "[sim]" in text:
@@ -340,7 +341,7 @@ def _error_class(msg: str) -> str:
 def check_one(path: Path, timeout_s: float = 10.0) -> tuple[str, str]:
     """(class, message) of ``bufferlab check path`` done in-process."""
     from bufferlab.errors import BufferlabError
-    from bufferlab.runner import Runner
+    from bufferlab.run.scheduler import Runner
     from bufferlab.scenario.load import load_scenario
 
     signal.setitimer(signal.ITIMER_REAL, timeout_s)
@@ -484,7 +485,8 @@ def _fmt(c: Counter) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(c.items()) if not k.endswith("!"))
 
 
-def _save(outdir: Path, kind: str, seed: int, i: int, seed_file: str, cls: str, msg: str, data: bytes) -> None:
+def _save(outdir: Path, kind: str, seed: int, i: int, seed_file: str, cls: str, msg: str,
+          data: bytes) -> None:
     d = outdir / cls
     d.mkdir(parents=True, exist_ok=True)
     stem = f"{kind}-s{seed}-{i}"
@@ -551,7 +553,8 @@ def run_one(path: Path, work: Path, timeout_s: float, max_wall: float, max_event
     if use_exec:
         try:
             p = subprocess.run(
-                [sys.executable, "-m", "bufferlab.cli", "run", str(path), "-o", str(work / "results"), "-q", *args],
+                [sys.executable, "-m", "bufferlab.cli", "run", str(path), "-o", str(work / "results"), "-q",
+                 *args],
                 cwd=work, capture_output=True, timeout=timeout_s, text=True, errors="replace",
                 preexec_fn=lambda: _limit_memory(mem_mb),
             )
@@ -594,7 +597,7 @@ def run_runs(seed: int, n: int, outdir: Path, timeout_s: float, max_wall: float,
     """n runs of mutated scenarios; most of them inputs that ``check`` accepts (the check = run
     property: such an input must run, or fail with a run-time reason)."""
     import bufferlab.cli  # noqa: F401 - imported once, before forking
-    import bufferlab.report  # noqa: F401
+    import bufferlab.outputs.report  # noqa: F401
 
     signal.signal(signal.SIGALRM, _alarm)
     mut = Mutator(load_seeds())
@@ -645,7 +648,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-timeout", type=float, default=30.0, help="wall seconds before a run is a hang")
     ap.add_argument("--max-wall", type=float, default=3.0, help="bufferlab run --max-wall of each run")
     ap.add_argument("--max-events", type=int, default=200_000, help="bufferlab run --max-events of each run")
-    ap.add_argument("--report-every", type=int, default=10, help="every k-th run writes report.html (0: none)")
+    ap.add_argument("--report-every", type=int, default=10,
+                    help="every k-th run writes report.html (0: none)")
     ap.add_argument("--mem-mb", type=int, default=3000, help="address-space cap of each worker/run (MB)")
     ap.add_argument("--exec", action="store_true", help="runs as fresh interpreters (slower, fully isolated)")
     ap.add_argument("--json", type=Path, help="write the totals here")
@@ -668,7 +672,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.checks:
         c = run_checks(a.seed, a.checks, a.jobs, a.out, a.mem_mb, deadline=deadline)
         dt = time.time() - t0
-        out["checks"] = {"n": sum(c.values()), "seconds": round(dt, 1), "per_s": round(sum(c.values()) / dt, 1),
+        out["checks"] = {"n": sum(c.values()), "seconds": round(dt, 1),
+                         "per_s": round(sum(c.values()) / dt, 1),
                          "classes": dict(c)}
         print(f"checks: {sum(c.values())} in {dt:.1f} s: {_fmt(c)}")
     if a.runs:
@@ -682,7 +687,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.json:
         a.json.write_text(json.dumps(out, indent=2) + "\n")
     bad = sum(v for k, v in (out.get("checks", {}).get("classes", {}) | {}).items() if k in BAD)
-    bad += sum(v for k, v in out.get("runs", {}).get("classes", {}).items() if k in BAD or k == "check_run_mismatch")
+    bad += sum(v for k, v in out.get("runs", {}).get("classes", {}).items()
+               if k in BAD or k == "check_run_mismatch")
     return 1 if bad else 0
 
 

@@ -7,16 +7,10 @@ AQM and TCP congestion-control labs, driven by the labs' own command lines.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 from .errors import BufferlabError, CommandError, NotSupportedError, ScenarioError
-from .runner import run_scenario
+from .run.scheduler import run_scenario
 from .scenario.load import load_scenario
-
-try:
-    __version__ = version("bufferlab")
-except PackageNotFoundError:  # running from a source tree without installing
-    __version__ = "0.0.0+src"
+from .version import __version__
 
 __all__ = [
     "BufferlabError",

@@ -1,7 +1,12 @@
-"""The ``bufferlab`` command: run, check.
+"""The ``bufferlab`` command: run, check, report, compare, plot, export.
 
 Every user mistake ends with a message naming the place and exit status 2;
 never a traceback.
+
+``plot`` and ``export`` work on files a run (or a real tool) already wrote:
+written files on stdout, one per line; ``note:`` lines (plots or series left
+out on purpose) and ``error:`` messages on stderr; exit status 2 when anything
+was wrong with the input, after everything that could be produced was written.
 """
 
 from __future__ import annotations
@@ -11,9 +16,14 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__
 from .errors import BufferlabError
-from .scenario.load import seed_arg
+from .formats.plot_iperf import PlotError, plot_json
+from .outputs.compare import cli_compare
+from .outputs.flent import export_flent
+from .outputs.report import after_run, cli_report
+from .run.scheduler import Runner, signal_name, signals_deferred, signals_raise
+from .scenario.load import load_scenario, seed_arg
+from .version import __version__
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -140,24 +150,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "report":
-        from .report import cli_report
-
         return cli_report(args.results)
     if args.command == "compare":
-        from .compare import cli_compare
-
         return cli_compare(args.runs, args.output)
     if args.command == "plot":
-        from .offline import cli_plot
-
-        return cli_plot(args.json, args.output)
+        return _cli_plot(args.json, args.output)
     if args.command == "export":
-        from .offline import cli_export_flent
-
-        return cli_export_flent(args.flent, args.output)
-    from .runner import Runner, signal_name, signals_deferred, signals_raise
-    from .scenario.load import load_scenario
-
+        return _cli_export_flent(args.flent, args.output)
     sc = load_scenario(args.scenario)
     if args.command == "check":
         r = Runner(sc)
@@ -189,8 +188,6 @@ def _dispatch(args: argparse.Namespace) -> int:
             f"error: cannot create the results folder {r.root}: {why}\n"
             "  hint: choose another folder with -o/--output"
         ) from None
-    from .report import after_run
-
     _preload_writers()
     try:
         summary = r.run()
@@ -219,16 +216,57 @@ def _dispatch(args: argparse.Namespace) -> int:
     return status
 
 
+def _show(paths: list[Path]) -> None:
+    for p in paths:
+        print(p)
+
+
+def _cli_plot(json_path: Path, out_dir: Path | None) -> int:
+    """``bufferlab plot FILE.json [-o DIR]``: an iperf3 JSON file plotted as plot_iperf.sh does."""
+    try:
+        res = plot_json(json_path, out_dir)
+    except PlotError as e:
+        _show(e.produced)
+        print(e.message, file=sys.stderr)
+        return 2
+    except OSError as e:
+        raise BufferlabError(
+            f"error: {e.filename or json_path}: {e.strerror}\n"
+            "  hint: check the file's permissions, or choose another folder with -o"
+        ) from None
+    _show(res.produced)
+    for n in res.notes:
+        print(f"note: {n}", file=sys.stderr)
+    return 0
+
+
+def _cli_export_flent(results_dir: Path, out_dir: Path | None) -> int:
+    """``bufferlab export --flent RESULTS_DIR [-o OUT]``."""
+    try:
+        rep = export_flent(results_dir, out_dir)
+    except OSError as e:
+        raise BufferlabError(
+            f"error: {e.filename or results_dir}: {e.strerror}\n"
+            "  hint: check the permissions, or choose another folder with -o"
+        ) from None
+    _show(rep.produced)
+    for n in rep.notes:
+        print(f"note: {n}", file=sys.stderr)
+    for p in rep.problems:
+        print(p if p.startswith("error:") or ": error: " in p else f"error: {p}", file=sys.stderr)
+    return 2 if rep.problems else 0
+
+
 def _preload_writers() -> None:
-    """Import what writes the tables and the report now (about 0.5 s that every run pays
-    at its end anyway), so that after a signal only the writing itself remains."""
+    """Import pandas now, which pyarrow imports lazily when the tables are written (part of
+    the ~0.5 s every run pays at its end anyway), so that after a signal only the writing
+    itself remains."""
     import importlib
 
-    for name in ("bufferlab.tables", "bufferlab.summary", "pandas"):  # pyarrow imports pandas lazily
-        try:
-            importlib.import_module(name)
-        except ImportError:  # pragma: no cover - pandas is optional for pyarrow
-            pass
+    try:
+        importlib.import_module("pandas")
+    except ImportError:  # pragma: no cover - pandas is optional for pyarrow
+        pass
 
 
 def _after_run_quietly(after_run, root: Path, report: bool, echo) -> None:  # noqa: ANN001

@@ -22,23 +22,16 @@ handout's OCR spelling).
 from __future__ import annotations
 
 import re
-from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from ..errors import CommandError
 from ..units import parse_duration_ns
 from .shell import Word
 
-if TYPE_CHECKING:
-    from ..programs import PrepareCtx
-    from ..runner import RunCtx
-
-__all__ = ["GoodputEntry", "Ns3GoodputCommand", "parse_ns3_goodput", "goodput_block", "prep_ns3_goodput"]
+__all__ = ["GoodputEntry", "Ns3GoodputCommand", "parse_ns3_goodput", "goodput_block"]
 
 USAGE = "ns3-goodput [-t SECONDS] [--sep C] LABEL=NODE[:PORT][/udp|/tcp] ..."
 _ENTRY = re.compile(r"([^=\s]+)=([A-Za-z][A-Za-z0-9_]*)(?::(\d+))?(?:/(udp|tcp))?")
-NS = 1_000_000_000
 
 
 @dataclass
@@ -110,27 +103,3 @@ def goodput_block(rows: list[tuple[str, int]], seconds: float, sep: str = " ") -
     for label, rx in rows:
         out += f"\n{label}:\n\t{total}:{rx}\n\tGoodput:{int(rx / seconds)} Bytes/seconds\n"
     return out + "\nIt worked!\n"
-
-
-def prep_ns3_goodput(pc: PrepareCtx, words: list[Word]) -> Any:
-    cmd = parse_ns3_goodput(words, set(pc.topo.node_kinds))
-
-    def run(rt: RunCtx) -> Generator[Any, Any, int]:
-        rows = []
-        for e in cmd.entries:
-            found = [s for s in rt.sched.sinks
-                     if s["host"] == e.node and s["port"] == e.port and e.proto in (None, s["proto"])]
-            if len(found) != 1:
-                why = "no sink" if not found else "two sinks (add /udp or /tcp)"
-                rt.io.err(f"ns3-goodput: {e.label}: {why} on {e.node} port {e.port} in this part")
-                return 1
-            rows.append((e.label, int(rt.engine.app_result(found[0]["app"])["bytes"])))
-        ns = cmd.seconds_ns if cmd.seconds_ns is not None else rt.now_ns - rt.sched.start_ns
-        if ns <= 0:
-            rt.io.err("ns3-goodput: no time has passed in this part yet (give -t SECONDS)")
-            return 1
-        rt.io.out(goodput_block(rows, ns / NS, cmd.sep))
-        return 0
-        yield  # pragma: no cover - makes this a generator
-
-    return run

@@ -30,6 +30,7 @@ from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
 from ._common import c_int_full, did_you_mean
 from ._getopt import Getopt, OptSpec
 from .shell import Word
+from .tc.registry import KNOWN_UNMODELLED_QDISCS, MODELLED_QDISCS
 
 __all__ = [
     "MODELLED_KEYS",
@@ -84,28 +85,6 @@ LINUX_CC = (
     "bbr3",
     "prague",
 )
-_MODELLED_QDISCS = ("pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "noqueue", "tbf", "netem")
-_LINUX_QDISCS = (
-    "fq_codel",
-    "fq",
-    "codel",
-    "sfq",
-    "pie",
-    "fq_pie",
-    "cake",
-    "red",
-    "sfb",
-    "choke",
-    "hhf",
-    "prio",
-    "multiq",
-    "mq",
-    "drr",
-    "qfq",
-    "htb",
-    "hfsc",
-)
-
 INT_MAX = 2**31 - 1
 
 
@@ -330,7 +309,7 @@ def _parse_value(key: str, text: str, word: Word) -> SysctlValue:
     if kind == "cc":
         return _module_name(key, text, word, "congestion control", SUPPORTED_CC, LINUX_CC, "one of ")
     if kind == "qdisc":
-        return _module_name(key, text, word, "default qdisc", _MODELLED_QDISCS, _LINUX_QDISCS,
+        return _module_name(key, text, word, "default qdisc", MODELLED_QDISCS, KNOWN_UNMODELLED_QDISCS,
                             "a qdisc name: ")
     n = _kernel_int(text)
     if kind == "bool":

@@ -6,7 +6,7 @@ leaf), parses the ``sprint_size`` text (``<n>b``, ``<n>Kb`` = n·1024,
 ``<n>Mb`` = n·1048576) back to bytes and appends ``%.3f %d`` — seconds since
 the start of the capture, bytes. The engine's ``qmon`` result already holds
 the leaf backlog in bytes; it is passed through iproute2's ``sprint_size``
-(tc/tc_util.c, see :mod:`bufferlab.formats.tc`) and parsed back so the file
+(tc/tc_util.c, see :mod:`bufferlab.commands.tc.tc_util`) and parsed back so the file
 carries exactly the precision the real script sees (e.g. 1 048 600 B is
 printed ``1Mb`` and recorded as 1 048 576).
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .tc import sprint_size
+from ..commands.tc.tc_util import sprint_size
 
 __all__ = ["q_dat", "q_csv", "parse_size"]
 

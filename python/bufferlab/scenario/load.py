@@ -8,7 +8,6 @@ column.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 import tomllib
@@ -20,6 +19,7 @@ from ..errors import CommandError, ScenarioError
 from ..profile import PROFILES, Profile, profile_fields, with_overrides
 from ..units import parse_duration_ns
 from .observe import CaptureOptions, TraceOptions, build_capture, build_trace
+from .source import SourceMap, check_keys, error_at, key_error, suggest
 
 TOP_KEYS = {"name", "seed", "sim", "topology", "part", "hosts", "capture", "trace"}
 SIM_KEYS = {
@@ -160,129 +160,12 @@ class Scenario:
     part_gap: float = DEFAULT_PART_GAP_S
 
 
-_TOML_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"}
-
-
-def _toml_string_at(text: str, j: int) -> tuple[str, list[int], int] | None:
-    """Decode the one-line TOML string whose opening quote is ``text[j]``.
-
-    Returns (value, 0-based column of each character of the value, column
-    after the closing quote), or None if it is not a one-line string.
-    """
-    q = text[j]
-    if text.startswith(q * 3, j):
-        return None
-    out: list[str] = []
-    cols: list[int] = []
-    i = j + 1
-    while i < len(text):
-        ch = text[i]
-        if ch == q:
-            return "".join(out), cols, i + 1
-        if q == '"' and ch == "\\":
-            esc = text[i + 1 : i + 2]
-            if esc in _TOML_ESCAPES:
-                out.append(_TOML_ESCAPES[esc])
-                cols.append(i)
-                i += 2
-                continue
-            n = {"u": 4, "U": 8}.get(esc)
-            if n is None:
-                return None
-            try:
-                out.append(chr(int(text[i + 2 : i + 2 + n], 16)))
-            except ValueError:
-                return None
-            cols.append(i)
-            i += 2 + n
-            continue
-        out.append(ch)
-        cols.append(i)
-        i += 1
-    return None
-
-
-class SourceMap:
-    """Finds keys and string values in the raw TOML text, scanning forward."""
-
-    def __init__(self, text: str, file: str) -> None:
-        self.lines = text.splitlines()
-        self.file = file
-        self.cursor = (0, 0)  # (line index, column) where the next search starts
-
-    def key_pos(self, key: str, start_line: int = 0) -> tuple[int, int] | None:
-        """Line and column (1-based) of ``key =`` at the start of a line, from ``start_line`` (0-based)."""
-        pat = re.compile(rf"^(\s*)(\"{re.escape(key)}\"|{re.escape(key)})\s*=")
-        for i in range(start_line, len(self.lines)):
-            m = pat.search(self.lines[i])
-            if m:
-                return i + 1, m.end(1) + 1
-        return None
-
-    def key_line(self, key: str, start_line: int = 0) -> int | None:
-        pos = self.key_pos(key, start_line)
-        return pos[0] if pos else None
-
-    def inline_key_pos(self, key: str, start_line: int) -> tuple[int, int] | None:
-        """Line and column (1-based) of ``key =`` anywhere in a line (inline tables), from ``start_line``."""
-        pat = re.compile(rf"(?<![\w-])({re.escape(key)}|\"{re.escape(key)}\")\s*=")
-        for i in range(max(start_line - 1, 0), len(self.lines)):
-            m = pat.search(self.lines[i])
-            if m:
-                return i + 1, m.start() + 1
-        return None
-
-    def header_line(self, header: str, occurrence: int) -> int | None:
-        seen = -1
-        for i, ln in enumerate(self.lines):
-            if ln.strip().startswith(header):
-                seen += 1
-                if seen == occurrence:
-                    return i + 1
-        return None
-
-    def find_string(self, value: str) -> tuple[int, int] | None:
-        """Line and column (1-based) of the next string literal whose value is ``value``."""
-        pos = self.find_string_cols(value)
-        return (pos[0], pos[1][0] if pos[1] else pos[2]) if pos else None
-
-    def find_string_cols(self, value: str) -> tuple[int, list[int], int] | None:
-        """Like :meth:`find_string`: (line, 1-based column of each character of the
-        value as written, 1-based column of the string's first character)."""
-        li, col = self.cursor
-        while li < len(self.lines):
-            text = self.lines[li]
-            j = col
-            while j < len(text):
-                ch = text[j]
-                if ch == "#":
-                    break
-                if ch in "\"'":
-                    found = _toml_string_at(text, j)
-                    if found is None:
-                        break
-                    got, cols, end = found
-                    if got == value:
-                        self.cursor = (li, end)
-                        return li + 1, [c + 1 for c in cols], j + 2
-                    j = end
-                    continue
-                j += 1
-            li, col = li + 1, 0
-        return None
-
-
 def parse_duration_s(text: str) -> float:
     """A duration such as "100ms", "90s" or "1.5" (seconds), in seconds; ValueError if malformed."""
     try:
         return parse_duration_ns(text) / 1e9
     except CommandError as e:
         raise ValueError(e.message) from None
-
-
-def _suggest(word: str, choices: set[str] | list[str]) -> str | None:
-    match = difflib.get_close_matches(word, list(choices), n=1)
-    return f"did you mean {match[0]!r}?" if match else None
 
 
 def _slug(name: str) -> str:
@@ -455,81 +338,53 @@ def load_scenario(path: str | Path) -> Scenario:
     return _build(data, src, path)
 
 
-def _err(
-    src: SourceMap, message: str, key: str | None = None, line: int | None = None, **kw: Any
-) -> ScenarioError:
-    if line is None and key is not None:
-        pos = src.key_pos(key)
-        if pos:
-            line, kw["col"] = pos
-    return ScenarioError(message, file=src.file, line=line, **kw)
-
-
-def _key_err(src: SourceMap, message: str, key: str, table_line: int | None, **kw: Any) -> ScenarioError:
-    """An error about ``key`` of the table whose header is on ``table_line`` (1-based)."""
-    pos = src.key_pos(key, (table_line or 1) - 1) if table_line else src.key_pos(key)
-    if pos is None:
-        return ScenarioError(message, file=src.file, line=table_line, **kw)
-    return ScenarioError(message, file=src.file, line=pos[0], col=pos[1], **kw)
-
-
-def _check_keys(src: SourceMap, table: dict, allowed: set[str], where: str, line: int | None = None) -> None:
-    for k in table:
-        if k not in allowed:
-            raise _key_err(
-                src,
-                f"unknown key {k!r} in {where}",
-                k,
-                line,
-                expected=", ".join(sorted(allowed)),
-                suggestion=_suggest(k, allowed),
-            )
-
-
 def _str_list(src: SourceMap, table: dict, key: str, where: str) -> list[str]:
     v = table.get(key, [])
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise _err(src, f"{where}.{key} must be a list of names", key=key, expected='e.g. ["h1", "h2"]')
+        raise error_at(src, f"{where}.{key} must be a list of names", key=key, expected='e.g. ["h1", "h2"]')
     return v
 
 
 def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
-    _check_keys(src, data, TOP_KEYS, "the scenario")
+    check_keys(src, data, TOP_KEYS, "the scenario")
     name = data.get("name", path.stem)
     if not isinstance(name, str):
-        raise _err(src, "name must be a string", key="name")
+        raise error_at(src, "name must be a string", key="name")
     seed = data.get("seed", 1)
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
-        raise _err(src, f"seed must be an integer from 0 to {MAX_SEED}", key="seed", expected="e.g. seed = 1")
+        raise error_at(src, f"seed must be an integer from 0 to {MAX_SEED}",
+                            key="seed", expected="e.g. seed = 1")
     profile, arp, gso = _build_sim(data.get("sim", {}), src)
     topo = data.get("topology")
     if not isinstance(topo, dict):
-        raise _err(
+        raise error_at(
             src,
             "the scenario needs a [topology] table",
             line=None,
             expected="[topology] with hosts = [...], switches = [...], links = [[...], ...]",
         )
     topo_line = src.header_line("[topology]", 0)
-    _check_keys(src, topo, TOPOLOGY_KEYS, "[topology]", line=topo_line)
+    check_keys(src, topo, TOPOLOGY_KEYS, "[topology]", line=topo_line)
     hosts = _str_list(src, topo, "hosts", "topology")
     switches = _str_list(src, topo, "switches", "topology")
     routers = _str_list(src, topo, "routers", "topology")
     if not hosts:
-        raise _err(src, "the topology has no hosts", key="hosts", expected='hosts = ["h1", "h2"]')
+        raise error_at(src, "the topology has no hosts", key="hosts", expected='hosts = ["h1", "h2"]')
     if len(hosts) > MAX_HOSTS:
-        raise _err(src, f"{len(hosts)} hosts do not fit Mininet's ipBase 10.0.0.0/8", key="hosts",
+        raise error_at(src, f"{len(hosts)} hosts do not fit Mininet's ipBase 10.0.0.0/8", key="hosts",
                    expected=f"at most {MAX_HOSTS} hosts (10.0.0.1 to 10.255.255.255)")
     names = hosts + switches + routers
     declared: set[str] = set()
     for n in names:
         if n in declared:
-            raise _err(src, f"node {n!r} is declared twice", key="hosts")
+            raise error_at(src, f"node {n!r} is declared twice", key="hosts")
         declared.add(n)
         if n == "admin":
-            raise _err(src, "'admin' is the machine's own terminal and cannot be a node name", key="hosts")
+            raise error_at(src, "'admin' is the machine's own terminal and cannot be a node name",
+                                key="hosts")
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", n):
-            raise _err(src, f"node name {n!r} must be a letter followed by letters, digits or _", key="hosts")
+            raise error_at(src, f"node name {n!r} must be a letter followed by letters, digits or _",
+                                key="hosts")
     links = _build_links(topo.get("links", []), src, set(names))
     parts = _build_parts(data.get("part", []), src, set(names))
     return Scenario(
@@ -565,7 +420,7 @@ def _part_gap(sim: dict[str, Any], src: SourceMap) -> float:
             raise ValueError("must not be negative")
         return s
     except ValueError as e:
-        raise _key_err(src, f"[sim] part_gap: {e}", "part_gap", src.header_line("[sim]", 0),
+        raise key_error(src, f"[sim] part_gap: {e}", "part_gap", src.header_line("[sim]", 0),
                        expected='a duration such as "5s", or "0s" for back-to-back parts') from None
 
 
@@ -586,28 +441,29 @@ def _build_host_tcp(raw: Any, src: SourceMap, names: set[str]) -> dict[str, dict
     ``init_cwnd`` in segments. ``flavour = "ns3"`` starts from ns-3's defaults.
     """
     if not isinstance(raw, dict):
-        raise _err(src, "[hosts] must hold one table per host", key="hosts",
+        raise error_at(src, "[hosts] must hold one table per host", key="hosts",
                    expected='[hosts.h1]\ntcp = { flavour = "ns3" }')
     out: dict[str, dict[str, Any]] = {}
     for host, table in raw.items():
         line = src.header_line(f"[hosts.{host}]", 0)
         if host not in names:
-            raise _err(src, f"[hosts.{host}]: no host or router named {host!r}", line=line,
-                       suggestion=_suggest(host, names))
+            raise error_at(src, f"[hosts.{host}]: no host or router named {host!r}", line=line,
+                       suggestion=suggest(host, names))
         if not isinstance(table, dict):
-            raise _err(src, f"[hosts.{host}] must be a table", line=line)
-        _check_keys(src, table, HOST_KEYS, f"[hosts.{host}]", line=line)
+            raise error_at(src, f"[hosts.{host}] must be a table", line=line)
+        check_keys(src, table, HOST_KEYS, f"[hosts.{host}]", line=line)
         tcp = table.get("tcp", {})
         if not isinstance(tcp, dict):
-            raise _err(src, f"[hosts.{host}] tcp must be a table", line=line,
+            raise error_at(src, f"[hosts.{host}] tcp must be a table", line=line,
                        expected='tcp = { flavour = "ns3", mss = 536 }')
         for k in tcp:
             if k not in TCP_KEYS:
-                raise _err(src, f"unknown key {k!r} in [hosts.{host}] tcp", line=line,
-                           expected=", ".join(sorted(TCP_KEYS)), suggestion=_suggest(k, TCP_KEYS))
+                raise error_at(src, f"unknown key {k!r} in [hosts.{host}] tcp", line=line,
+                           expected=", ".join(sorted(TCP_KEYS)), suggestion=suggest(k, TCP_KEYS))
         flavour = tcp.get("flavour", "linux")
         if flavour not in ("linux", "ns3"):
-            raise _err(src, f"[hosts.{host}] tcp flavour {flavour!r}", line=line, expected='"linux" or "ns3"')
+            raise error_at(src, f"[hosts.{host}] tcp flavour {flavour!r}",
+                                line=line, expected='"linux" or "ns3"')
         merged: dict[str, Any] = dict(NS3_DEFAULTS) if flavour == "ns3" else {}
         merged["flavour"] = flavour
         for k, v in tcp.items():
@@ -619,14 +475,15 @@ def _build_host_tcp(raw: Any, src: SourceMap, names: set[str]) -> dict[str, dict
                         raise ValueError(f"{v!r} is not a duration")
                     v = parse_duration_s(str(v))
                 except ValueError as e:
-                    raise _err(src, f"[hosts.{host}] tcp min_rto: {e}", line=line,
+                    raise error_at(src, f"[hosts.{host}] tcp min_rto: {e}", line=line,
                                expected='a duration such as "200ms" or "1s"') from None
             elif k == "congestion":
                 if v not in ("reno", "cubic", "htcp", "bbr"):
-                    raise _err(src, f"[hosts.{host}] tcp congestion {v!r}", line=line,
+                    raise error_at(src, f"[hosts.{host}] tcp congestion {v!r}", line=line,
                                expected="reno, cubic, htcp or bbr")
             elif not isinstance(v, int) or isinstance(v, bool) or not 0 < v <= U32_MAX:
-                raise _err(src, f"[hosts.{host}] tcp {k} must be an integer from 1 to {U32_MAX}", line=line,
+                raise error_at(src, f"[hosts.{host}] tcp {k} must be an integer from 1 to {U32_MAX}",
+                                    line=line,
                            expected=f"{k} = N, 1 <= N <= {U32_MAX} (the engine keeps it in 32 bits)")
             merged[k] = v
         out[host] = merged
@@ -635,18 +492,18 @@ def _build_host_tcp(raw: Any, src: SourceMap, names: set[str]) -> dict[str, dict
 
 def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool, bool]:
     if not isinstance(sim, dict):
-        raise _err(src, "[sim] must be a table", key="sim")
+        raise error_at(src, "[sim] must be a table", key="sim")
     line = src.header_line("[sim]", 0)
-    _check_keys(src, sim, SIM_KEYS, "[sim]", line=line)
+    check_keys(src, sim, SIM_KEYS, "[sim]", line=line)
     pname = sim.get("profile", "lab2019")
     if not isinstance(pname, str) or pname not in PROFILES:
-        raise _key_err(
+        raise key_error(
             src,
             f"unknown profile {pname!r}",
             "profile",
             line,
             expected=" or ".join(PROFILES),
-            suggestion=_suggest(str(pname), set(PROFILES)),
+            suggestion=suggest(str(pname), set(PROFILES)),
         )
     overrides: dict[str, Any] = {}
     known = set(profile_fields())
@@ -657,13 +514,13 @@ def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool, bool]:
             overrides[k] = _convert_sim_value(k, v)
         except ValueError as e:
             expected = 'a duration such as "100ms" or "300s"' if k in DURATION_KEYS else None
-            raise _key_err(src, f"[sim] {k}: {e}", k, line, expected=expected) from None
+            raise key_error(src, f"[sim] {k}: {e}", k, line, expected=expected) from None
         assert k in known
     switches = []
     for k in ("arp", "gso"):
         on = sim.get(k, True)
         if not isinstance(on, bool):
-            raise _key_err(src, f"[sim] {k} must be true or false", k, line)
+            raise key_error(src, f"[sim] {k} must be true or false", k, line)
         switches.append(on)
     arp, gso = switches
     return with_overrides(PROFILES[pname], overrides), arp, gso
@@ -718,7 +575,7 @@ def _convert_sim_value(key: str, v: Any) -> Any:
 
 def _build_links(raw: Any, src: SourceMap, names: set[str]) -> list[LinkSpec]:
     if not isinstance(raw, list):
-        raise _err(
+        raise error_at(
             src,
             "topology.links must be a list",
             key="links",
@@ -754,7 +611,7 @@ def _build_links(raw: Any, src: SourceMap, names: set[str]) -> list[LinkSpec]:
                         line=kpos[0] if kpos else line,
                         col=kpos[1] if kpos else col,
                         expected=", ".join(sorted(LINK_KEYS)),
-                        suggestion=_suggest(k, LINK_KEYS),
+                        suggestion=suggest(k, LINK_KEYS),
                     )
             if "a" not in item or "b" not in item:
                 raise err(f"link {i + 1} needs both ends: a = ..., b = ...", expected='{a = "h1", b = "s1"}')
@@ -771,7 +628,7 @@ def _build_links(raw: Any, src: SourceMap, names: set[str]) -> list[LinkSpec]:
                     f"link {i + 1} names unknown node {end!r}",
                     key,
                     expected="one of " + ", ".join(sorted(names)),
-                    suggestion=_suggest(end, names),
+                    suggestion=suggest(end, names),
                 )
         if spec.a == spec.b:
             raise err(f"link {i + 1} connects {spec.a!r} to itself", "b")
@@ -823,7 +680,7 @@ def _check_link_types(spec: LinkSpec, i: int, err: Any) -> None:
 
 def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
     if not isinstance(raw, list) or not raw:
-        raise _err(
+        raise error_at(
             src,
             "the scenario has no [[part]] sections",
             line=None,
@@ -834,18 +691,18 @@ def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
     index = 0
     for p_i, part in enumerate(raw):
         line = src.header_line("[[part]]", p_i) or 0
-        _check_keys(src, part, PART_KEYS, f"part {p_i + 1}", line=line)
+        check_keys(src, part, PART_KEYS, f"part {p_i + 1}", line=line)
         pname = part.get("name", f"part{p_i + 1}")
         if not isinstance(pname, str) or not pname:
-            raise _key_err(src, f"part {p_i + 1}: name must be a non-empty string", "name", line)
+            raise key_error(src, f"part {p_i + 1}: name must be a non-empty string", "name", line)
         slug = _slug(pname)
         if slug in seen:
-            raise _key_err(src, f"two parts are named {pname!r}; output folders would collide", "name", line)
+            raise key_error(src, f"two parts are named {pname!r}; output folders would collide", "name", line)
         seen.add(slug)
         duration, stop = (_part_duration(src, part, pname, key, line) for key in ("duration", "stop"))
         cmds = part.get("cmds", [])
         if not isinstance(cmds, list) or not all(isinstance(c, str) for c in cmds):
-            raise _key_err(
+            raise key_error(
                 src,
                 f"part {pname!r}: cmds must be a list of strings",
                 "cmds",
@@ -879,7 +736,7 @@ def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
                     line=cl,
                     col=cc,
                     expected="one of " + ", ".join(sorted(names) + ["admin"]),
-                    suggestion=_suggest(term, names | {"admin"}),
+                    suggestion=suggest(term, names | {"admin"}),
                 )
             text_cols = tuple(cols[m.end() :]) if len(cols) == len(c) else ()
             commands.append(Command(term, c[m.end() :], cl, cc + m.end(), index, src.file, text_cols))
@@ -905,7 +762,7 @@ def _too_long(src: SourceMap, c: str, k: int, pname: str, line: int) -> Scenario
                 expected=f"a command line of at most {MAX_COMMAND_CHARS} characters (Linux's MAX_ARG_STRLEN)",
                 suggestion="split it into several lines",
             )
-    return _key_err(src, f"part {pname!r}: command {k + 1} is {len(c)} characters long "
+    return key_error(src, f"part {pname!r}: command {k + 1} is {len(c)} characters long "
                     f"(maximum {MAX_COMMAND_CHARS})", "cmds", line,
                     expected=f"a command line of at most {MAX_COMMAND_CHARS} characters")
 
@@ -919,13 +776,13 @@ def _part_interrupt(
         return ["all"]
     terminals = names | {"admin"}
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise _key_err(src, f"part {pname!r}: interrupt must be a list of terminals or \"all\"", "interrupt",
+        raise key_error(src, f"part {pname!r}: interrupt must be a list of terminals or \"all\"", "interrupt",
                        line, expected='interrupt = ["h3"] or interrupt = "all"')
     for t in v:
         if t not in terminals:
-            raise _key_err(src, f"part {pname!r}: interrupt names unknown terminal {t!r}", "interrupt", line,
+            raise key_error(src, f"part {pname!r}: interrupt names unknown terminal {t!r}", "interrupt", line,
                            expected="one of " + ", ".join(sorted(terminals)),
-                           suggestion=_suggest(t, terminals))
+                           suggestion=suggest(t, terminals))
     return v
 
 
@@ -936,15 +793,16 @@ def _part_allow_fail(
     ``cmds``) whose non-zero exit is expected, so ``bufferlab run`` still exits 0."""
     v = part.get("allow_fail", [])
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise _key_err(src, f"part {pname!r}: allow_fail must be a list of command lines", "allow_fail", line,
+        raise key_error(src, f"part {pname!r}: allow_fail must be a list of command lines",
+                             "allow_fail", line,
                        expected='allow_fail = ["h1: iperf3 -c 10.0.0.3"] (lines of this part\'s cmds)')
     out: set[int] = set()
     for entry in v:
         hits = [c.index for raw, c in zip(cmds, commands, strict=True) if raw.strip() == entry.strip()]
         if not hits:
-            raise _key_err(src, f"part {pname!r}: allow_fail entry {entry!r} is not a line of this part",
+            raise key_error(src, f"part {pname!r}: allow_fail entry {entry!r} is not a line of this part",
                            "allow_fail", line, expected="a line of cmds, written exactly as there",
-                           suggestion=_suggest(entry, set(cmds)))
+                           suggestion=suggest(entry, set(cmds)))
         out.update(hits)
     return out
 
@@ -962,7 +820,7 @@ def _part_duration(src: SourceMap, part: dict[str, Any], pname: str, key: str, l
             raise ValueError("must be positive")
         return s
     except ValueError as e:
-        raise _key_err(
+        raise key_error(
             src,
             f"part {pname!r}: {key}: {e}",
             key,

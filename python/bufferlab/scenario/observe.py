@@ -21,12 +21,11 @@ interfaces); everything else here, with the key's position on error.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..errors import CommandError
 from ..units import parse_duration_ns
-
-if TYPE_CHECKING:
-    from .load import SourceMap
+from .source import SourceMap, check_keys, error_at, key_error
 
 CAPTURE_KEYS = {"interfaces", "snaplen", "format", "filter", "segment_gso"}
 TRACE_KEYS = {"queues", "min_interval"}
@@ -55,55 +54,51 @@ class TraceOptions:
 
 
 def _names(src: SourceMap, table: dict, key: str, where: str, line: int | None) -> list[str]:
-    from .load import _key_err
 
     v = table.get(key, [])
     if v == "all":
         return ["all"]
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise _key_err(src, f"{where} {key} must be a list of interface names or \"all\"", key, line,
+        raise key_error(src, f"{where} {key} must be a list of interface names or \"all\"", key, line,
                        expected=f'e.g. {key} = ["s1-eth2"] or {key} = "all"')
     return list(v)
 
 
 def build_capture(raw: Any, src: SourceMap) -> CaptureOptions | None:
-    from .load import _check_keys, _err, _key_err
 
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise _err(src, "[capture] must be a table", key="capture")
+        raise error_at(src, "[capture] must be a table", key="capture")
     line = src.header_line("[capture]", 0)
-    _check_keys(src, raw, CAPTURE_KEYS, "[capture]", line=line)
+    check_keys(src, raw, CAPTURE_KEYS, "[capture]", line=line)
     interfaces = _names(src, raw, "interfaces", "[capture]", line)
     snaplen = raw.get("snaplen", 262144)
     if not isinstance(snaplen, int) or isinstance(snaplen, bool) or not 1 <= snaplen <= 262144:
-        raise _key_err(src, "[capture] snaplen must be an integer from 1 to 262144", "snaplen", line,
+        raise key_error(src, "[capture] snaplen must be an integer from 1 to 262144", "snaplen", line,
                        expected="e.g. snaplen = 128 (headers only)")
     fmt = raw.get("format", "pcap")
     if not isinstance(fmt, str) or fmt not in FORMATS:
-        raise _key_err(src, f"[capture] format {fmt!r} is not supported", "format", line,
+        raise key_error(src, f"[capture] format {fmt!r} is not supported", "format", line,
                        expected=", ".join(sorted(FORMATS)))
     flt = raw.get("filter", "")
     if not isinstance(flt, str):
-        raise _key_err(src, "[capture] filter must be a string", "filter", line,
+        raise key_error(src, "[capture] filter must be a string", "filter", line,
                        expected='e.g. filter = "udp"')
     segment_gso = raw.get("segment_gso", False)
     if not isinstance(segment_gso, bool):
-        raise _key_err(src, "[capture] segment_gso must be true or false", "segment_gso", line)
+        raise key_error(src, "[capture] segment_gso must be true or false", "segment_gso", line)
     return CaptureOptions(interfaces, snaplen, fmt, flt, line, segment_gso)
 
 
 def build_trace(raw: Any, src: SourceMap) -> TraceOptions | None:
-    from ..errors import CommandError
-    from .load import _check_keys, _err, _key_err
 
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise _err(src, "[trace] must be a table", key="trace")
+        raise error_at(src, "[trace] must be a table", key="trace")
     line = src.header_line("[trace]", 0)
-    _check_keys(src, raw, TRACE_KEYS, "[trace]", line=line)
+    check_keys(src, raw, TRACE_KEYS, "[trace]", line=line)
     queues = _names(src, raw, "queues", "[trace]", line)
     mi = raw.get("min_interval")
     try:
@@ -116,6 +111,6 @@ def build_trace(raw: Any, src: SourceMap) -> TraceOptions | None:
         else:
             raise ValueError
     except (ValueError, CommandError):
-        raise _key_err(src, f"[trace] min_interval {mi!r} is not a duration", "min_interval", line,
+        raise key_error(src, f"[trace] min_interval {mi!r} is not a duration", "min_interval", line,
                        expected='a duration such as "1ms" (0 = every change)') from None
     return TraceOptions(queues, min_ns, line)

@@ -17,12 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .formats.tc import tc_show_text
-from .profile import PROFILES
-from .report_topology import topology_svg
+from ..commands.tc import tc_show_text
+from ..profile import PROFILES
+from ..safefs import write_atomic
+from .result_lines import result_lines
 from .results import NS, Outputs, Problem, ResultsError, Run, load_run
-from .safefs import write_atomic
 from .tables import TablesResult, p99, write_tables
+from .topology_svg import topology_svg
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d232b;
@@ -90,7 +91,7 @@ def page(title: str, body: str) -> str:
             f"<style>{CSS}</style></head><body><main>{body}</main></body></html>\n")
 
 
-# ---------------------------------------------------------------- topology: report_topology.py
+# ---------------------------------------------------------------- topology: topology_svg.py
 
 # ---------------------------------------------------------------- sections
 
@@ -200,8 +201,6 @@ def _ping_section(out: Outputs) -> str:
 
 def _results_section(run: Run) -> str:
     """Each part's result summary, the lines ``bufferlab run`` printed after it (summary.json)."""
-    from .summary import result_lines
-
     out = []
     for p in run.parts:
         if "results" not in p:

@@ -7,29 +7,38 @@ Files (relative to ``results/<scenario>/``):
 - ``capture_<iface>.pcap`` (or ``.pcapng``): ``[capture]``, the whole run;
   listed in summary.json under ``"captures"``.
 - ``<part>/queue_trace_<iface>.parquet`` + ``.png`` + ``.pdf``: one per traced
-  interface per part (schema in :mod:`bufferlab.qtrace`); listed in the
+  interface per part (schema in :mod:`bufferlab.outputs.queue_traces`); listed in the
   part's entry under ``"queue_traces"``. ``tcpdump``/``tshark`` files of a
   part are listed there under ``"captures"``.
 """
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .commands.capture import compile_filter
-from .commands.shell import Word
-from .errors import CommandError, ScenarioError
-from .safefs import ensure_dir
-from .scenario.observe import FORMATS
+from ..commands.capture import compile_filter
+from ..commands.shell import Word
+from ..errors import CommandError, ScenarioError
+from ..outputs.queue_traces import convert
+from ..safefs import ensure_dir
+from ..scenario.load import Scenario
+from ..scenario.observe import FORMATS
+from ..scenario.topology import BuiltTopology
+from .engine import Engine
 
-if TYPE_CHECKING:
-    from .runner import Runner
+#: the default thinning of plot_q.sh's own queue trace (programs.py, ``_prep_plot_q``)
+PLOT_Q_TRACE_INTERVAL_NS = 1_000_000
 
 
 class Observation:
-    def __init__(self, runner: Runner) -> None:
-        self.r = runner
+    def __init__(self, sc: Scenario, topo: BuiltTopology, root: Path) -> None:
+        self.sc = sc
+        self.topo = topo
+        self.root = root
+        #: the run's engine, from start_run on
+        self.engine: Engine | None = None
         self.capture_filter: dict[str, Any] = {"op": "true"}
         #: whole-run captures: (engine id, interface, file)
         self.run_captures: list[tuple[int, str, Path]] = []
@@ -44,17 +53,15 @@ class Observation:
     # ------------------------------------------------------------ checking
 
     def _ifaces(self, names: list[str], key: str, table: str, line: int | None) -> list[str]:
-        known = [i.name for i in self.r.topo.interfaces]
+        known = [i.name for i in self.topo.interfaces]
         if names == ["all"]:
             return known
         for n in names:
             if n not in known:
-                import difflib
-
                 close = difflib.get_close_matches(n, known, n=1)
                 raise ScenarioError(
                     f"{table} {key}: no interface {n!r} in the topology",
-                    file=str(self.r.sc.path),
+                    file=str(self.sc.path),
                     line=line,
                     expected="one of " + ", ".join(known),
                     suggestion=f"did you mean {close[0]}?" if close else None,
@@ -63,13 +70,13 @@ class Observation:
 
     def check(self) -> None:
         """Validate ``[capture]``/``[trace]`` against the built topology."""
-        sc = self.r.sc
+        sc = self.sc
         if sc.capture is not None:
             self._ifaces(sc.capture.interfaces, "interfaces", "[capture]", sc.capture.line)
             try:
                 self.capture_filter = compile_filter(
                     "[capture] filter", [Word(sc.capture.filter, 0)], len(sc.capture.filter),
-                    lambda name: self.r.topo.host_ip(name) if name in self.r.topo.node_kinds else None,
+                    lambda name: self.topo.host_ip(name) if name in self.topo.node_kinds else None,
                 )
             except CommandError as e:
                 col = "" if e.col is None else f" (column {e.col + 1} of the filter)"
@@ -82,14 +89,13 @@ class Observation:
 
     # ------------------------------------------------------------ whole run
 
-    def start_run(self) -> None:
-        sc = self.r.sc
-        eng = self.r.engine
-        assert eng is not None
+    def start_run(self, eng: Engine) -> None:
+        self.engine = eng
+        sc = self.sc
         if sc.capture is None:
             return
         for dev in self._ifaces(sc.capture.interfaces, "interfaces", "[capture]", sc.capture.line):
-            path = self.r.root / f"capture_{dev}{FORMATS[sc.capture.format]}"
+            path = self.root / f"capture_{dev}{FORMATS[sc.capture.format]}"
             cid = eng.capture_start({"dev": dev, "path": str(path), "format": sc.capture.format,
                                      "snaplen": sc.capture.snaplen, "count": None,
                                      "filter": self.capture_filter,
@@ -97,7 +103,7 @@ class Observation:
             self.run_captures.append((cid, dev, path))
 
     def end_run(self) -> None:
-        eng = self.r.engine
+        eng = self.engine
         assert eng is not None
         self.end_part()  # a part that timed out left its traces open
         for cid, dev, path in self.run_captures:
@@ -111,11 +117,9 @@ class Observation:
     def start_part(self, part_dir: Path, watched: list[str] = ()) -> None:  # type: ignore[assignment]
         """``watched``: interfaces a ``plot_q.sh`` typed in an earlier part still
         watches; their queue is traced in this part too, as when it started."""
-        from .programs import PLOT_Q_TRACE_INTERVAL_NS
-
         self.part_dir = part_dir
         self.part_captures = []
-        sc = self.r.sc
+        sc = self.sc
         if sc.trace is not None:
             for dev in self._ifaces(sc.trace.queues, "queues", "[trace]", sc.trace.line):
                 self.trace_iface(dev, explicit=sc.trace.queues != ["all"])
@@ -126,15 +130,15 @@ class Observation:
         """Trace ``dev``'s root qdisc until the part ends (once per part), one
         record per change or, thinned, per ``[trace] min_interval`` (else
         ``default_min_ns``)."""
-        eng = self.r.engine
+        eng = self.engine
         assert eng is not None and self.part_dir is not None
         if dev in self.traces:
             if explicit:
                 self._implicit.discard(dev)
             return
-        ensure_dir(self.part_dir, self.r.root)
+        ensure_dir(self.part_dir, self.root)
         tmp = self.part_dir / f".queue_trace_{dev}.bin"
-        trace = self.r.sc.trace
+        trace = self.sc.trace
         min_ns = trace.min_interval_ns if trace is not None and trace.min_interval_ns is not None \
             else default_min_ns
         tid = eng.trace_start(dev, str(tmp), min_ns)
@@ -143,28 +147,26 @@ class Observation:
             self._implicit.add(dev)
 
     def note_capture(self, path: Path) -> None:
-        self.part_captures.append(path.resolve().relative_to(self.r.root.resolve()).as_posix())
+        self.part_captures.append(path.resolve().relative_to(self.root.resolve()).as_posix())
 
     def end_part(self) -> dict[str, Any]:
         """Close the part's traces, write their Parquet files and plots; the
         part entry's ``queue_traces`` and ``captures``."""
-        from .qtrace import convert
-
-        eng = self.r.engine
+        eng = self.engine
         assert eng is not None
         files = []
         peaks: dict[str, dict[str, int]] = {}
         for dev, (tid, tmp, min_ns) in sorted(self.traces.items()):
             st = eng.trace_stop(tid)
             if st["error"]:
-                raise ScenarioError(f"queue trace of {dev}: {tmp}: {st['error']}", file=str(self.r.sc.path))
+                raise ScenarioError(f"queue trace of {dev}: {tmp}: {st['error']}", file=str(self.sc.path))
             out = tmp.with_name(f"queue_trace_{dev}.parquet")
             rows = convert(tmp, out, dev, plot=not (dev in self._implicit and st["counts"]["records"] == 0),
                            min_interval_ns=min_ns)
             if rows == 0 and dev in self._implicit:
                 out.unlink()  # "all": an interface whose root never changed (noqueue) has no file
                 continue
-            files.append(out.relative_to(self.r.root).as_posix())
+            files.append(out.relative_to(self.root).as_posix())
             if rows:
                 peaks[dev] = _peak(out)
         self.traces = {}

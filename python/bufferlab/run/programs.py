@@ -11,95 +11,31 @@ from __future__ import annotations
 
 import difflib
 import shlex
-from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..commands import ethtool as ethtool_cmd
+from ..commands import generators as gen_cmd
+from ..commands import iperf3 as iperf3_cmd
+from ..commands import ns3 as ns3_cmd
+from ..commands import ping as ping_cmd
+from ..commands import sysctl as sysctl_cmd
+from ..commands.shell import SimpleCommand, Word
+from ..commands.tc import TcQdiscRequest, TcShow, parse_tc, tc_show_text
+from ..errors import CommandError, Diagnostics, NotSupportedError
+from ..formats import iperf3 as iperf3_fmt
+from ..formats import ping as ping_fmt
+from ..formats import queue as queue_fmt
+from ..formats.plot_iperf import PlotError, plot_iperf
+from ..outputs.queue_plot import plot_queue
+from ..profile import Profile
+from ..safefs import ensure_dir, open_write, write_text
+from ..units import parse_duration_ns
 from . import capture
-from .commands import ethtool as ethtool_cmd
-from .commands import generators as gen_cmd
-from .commands import iperf3 as iperf3_cmd
-from .commands import ns3 as ns3_cmd
-from .commands import ping as ping_cmd
-from .commands import sysctl as sysctl_cmd
-from .commands.shell import SimpleCommand, Word
-from .commands.tc import TcQdiscRequest, TcShow, parse_tc
+from .context import NS, Gen, PrepareCtx, Prepared, RunCtx, WaitApp, WaitUntil
 from .engine import AppStartError, TcFailure
-from .errors import CommandError, Diagnostics, NotSupportedError
-from .formats import iperf3 as iperf3_fmt
-from .formats import ping as ping_fmt
-from .formats import queue as queue_fmt
-from .formats import tc as tc_fmt
-from .profile import Profile
-from .safefs import ensure_dir, open_write, write_text
-from .scenario.topology import BuiltTopology
-from .units import parse_duration_ns
-
-if TYPE_CHECKING:
-    from .runner import RunCtx
-
-NS = 1_000_000_000
-Gen = Generator[Any, Any, int]
-Prepared = Callable[["RunCtx"], Gen]
-
-
-@dataclass
-class PrepareCtx:
-    terminal: str
-    topo: BuiltTopology
-    profile: Profile
-    diag: Diagnostics
-
-    @property
-    def node(self) -> str | None:
-        return None if self.terminal == "admin" else self.terminal
-
-    def require_node(self, word: Word, what: str) -> str:
-        if self.node is None:
-            raise CommandError(
-                f"{what} runs on a host: the admin terminal is the machine's root namespace",
-                col=word.col,
-                suggestion=f'type it in a host\'s terminal, e.g. "h1: {what} ..."',
-            )
-        if self.topo.node_kinds[self.node] == "switch":
-            raise CommandError(
-                f"{self.node} is a switch and runs no programs",
-                col=word.col,
-                suggestion="use a host's terminal",
-            )
-        return self.node
-
-    def engine_dev(self, dev: str, col: int | None) -> str:
-        name = self.topo.resolve_dev(self.terminal, dev)
-        if name is not None:
-            return name
-        owner = self.topo.owner_of(dev)
-        if owner is not None and owner != self.terminal:
-            where = "the admin terminal" if self.topo.node_kinds[owner] == "switch" else f"{owner}'s terminal"
-            raise CommandError(
-                f'Cannot find device "{dev}"',
-                col=col,
-                suggestion=f"{dev} belongs to {owner}: run the line in {where}",
-            )
-        visible = [
-            i.name
-            for i in self.topo.interfaces
-            if (self.terminal == "admin" and self.topo.node_kinds[i.node] == "switch")
-            or i.node == self.terminal
-        ]
-        close = difflib.get_close_matches(dev, visible, n=1)
-        raise CommandError(
-            f'Cannot find device "{dev}"',
-            col=col,
-            expected="one of " + ", ".join(visible) if visible else "an interface of this node",
-            suggestion=f"did you mean {close[0]}?" if close else None,
-        )
-
-    def resolve_host(self, name: str) -> str | None:
-        """Mininet host name → its address (for did-you-mean hints)."""
-        return self.topo.host_ip(name) if name in self.topo.node_kinds else None
-
+from .observation import PLOT_Q_TRACE_INTERVAL_NS
 
 # ---------------------------------------------------------------------- dispatch
 
@@ -167,7 +103,7 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
         def run_show(rt: RunCtx) -> int:
             text = [
-                tc_fmt.tc_show_text(
+                tc_show_text(
                     rt.engine.qdisc_show(d),
                     rt.runner.sc.profile,
                     stats=show.stats,
@@ -275,8 +211,6 @@ def _prep_ping(pc: PrepareCtx, words: list[Word]) -> Prepared:
             rt.io.err(f"connect: {e}")  # iputils: no route to the target
             return 2
         expected = None if endless else rt.now_ns + (cmd.count or 1) * (spec["interval_ns"] + lag_ns)
-        from .runner import WaitApp
-
         yield WaitApp(app, endless, expected)
         result = rt.engine.app_result(app)
         rt.io.out(ping_fmt.ping_text(result, cmd.target, rt.runner.sc.profile, quiet=cmd.quiet))
@@ -385,8 +319,6 @@ def _iperf3_server(node: str, cmd: Any) -> Prepared:
         _write_tool_output(rt, log, text)
 
     def run(rt: RunCtx) -> Gen:
-        from .runner import WaitApp
-
         ok, log = _open_logfile(rt, cmd.logfile)
         if not ok:
             return 1
@@ -409,8 +341,6 @@ def _iperf3_server(node: str, cmd: Any) -> Prepared:
 
 def _iperf3_client(node: str, cmd: Any) -> Prepared:
     def run(rt: RunCtx) -> Gen:
-        from .runner import WaitApp
-
         ok, log = _open_logfile(rt, cmd.logfile)
         if not ok:
             return 1
@@ -558,8 +488,6 @@ def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
     endless = gen_cmd.is_endless(cmd)
 
     def run(rt: RunCtx) -> Gen:
-        from .runner import WaitApp
-
         if spec["kind"] == "bulk" or spec.get("proto") == "tcp":
             spec["tcp"] = tcp_spec(rt, node, congestion=getattr(cmd, "congestion", None))
         try:
@@ -585,7 +513,31 @@ def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 #: plot_q.sh's own queue trace keeps one record of each kind per millisecond
 #: (``[trace] min_interval`` overrides; ``[trace] queues`` lists exact ones)
-PLOT_Q_TRACE_INTERVAL_NS = 1_000_000
+# ---------------------------------------------------------------------- ns3-goodput
+
+
+def _prep_ns3_goodput(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    cmd = ns3_cmd.parse_ns3_goodput(words, set(pc.topo.node_kinds))
+
+    def run(rt: RunCtx) -> Gen:
+        rows = []
+        for e in cmd.entries:
+            found = [s for s in rt.sched.sinks
+                     if s["host"] == e.node and s["port"] == e.port and e.proto in (None, s["proto"])]
+            if len(found) != 1:
+                why = "no sink" if not found else "two sinks (add /udp or /tcp)"
+                rt.io.err(f"ns3-goodput: {e.label}: {why} on {e.node} port {e.port} in this part")
+                return 1
+            rows.append((e.label, int(rt.engine.app_result(found[0]["app"])["bytes"])))
+        ns = cmd.seconds_ns if cmd.seconds_ns is not None else rt.now_ns - rt.sched.start_ns
+        if ns <= 0:
+            rt.io.err("ns3-goodput: no time has passed in this part yet (give -t SECONDS)")
+            return 1
+        rt.io.out(ns3_cmd.goodput_block(rows, ns / NS, cmd.sep))
+        return 0
+        yield  # pragma: no cover - makes this a generator
+
+    return run
 
 
 def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
@@ -601,8 +553,6 @@ def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
     interval_ns = round(pc.profile.queue_sample_interval * NS)
 
     def run(rt: RunCtx) -> Gen:
-        from .runner import WaitApp
-
         app = rt.start_app(_any_host(rt), {"kind": "qmon", "dev": dev, "interval_ns": interval_ns})
         # a finer series beside the 100 ms samples: thinned to 1 ms by default,
         # since every change of a gigabit queue is ~10^5 rows per second
@@ -619,8 +569,6 @@ def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
         csv = rt.term.home.parent / f"queue_{dev_word.text}.csv"
         write_text(csv, queue_fmt.q_csv(samples, start))
         rt.note_queue_file(csv)
-        from .plots import plot_queue
-
         plot_queue(samples, start, dev_word.text, dat.with_suffix(".png"))
         return 1 if result.get("error") else 0
 
@@ -649,8 +597,6 @@ def _prep_plot_iperf(pc: PrepareCtx, words: list[Word]) -> Prepared:
     name = words[1].text
 
     def run(rt: RunCtx) -> int:
-        from .formats.plot_iperf import PlotError, plot_iperf
-
         if _within(rt, rt.term.cwd / name) is None:
             rt.io.err(f"plot_iperf.sh: {name}: outside the node's results folder")
             return 1
@@ -741,8 +687,6 @@ def _prep_sleep(pc: PrepareCtx, words: list[Word]) -> Prepared:
     total = sum(parse_duration_ns(w.text, w.col) for w in words[1:])
 
     def run(rt: RunCtx) -> Gen:
-        from .runner import WaitUntil
-
         yield WaitUntil(rt.now_ns + total)
         return 0
 
@@ -779,7 +723,7 @@ PROGRAMS: dict[str, Callable[[PrepareCtx, list[Word]], Prepared]] = {
     "onoff": _prep_generator,
     "sink": _prep_generator,
     "bulk": _prep_generator,
-    "ns3-goodput": ns3_cmd.prep_ns3_goodput,
+    "ns3-goodput": _prep_ns3_goodput,
     "plot_q.sh": _prep_plot_q,
     "plot_iperf.sh": _prep_plot_iperf,
     "tcpdump": capture.prep_tcpdump,

@@ -21,7 +21,7 @@ import math
 import textwrap
 from typing import Any
 
-from .formats.tc import sprint_percent, sprint_size
+from ..commands.tc.tc_util import sprint_percent, sprint_size
 
 CHAR_EM = 0.64  # width of a monospace character in em, with margin (DejaVu Sans Mono: 0.602)
 FS_NAME, FS_LABEL = 13, 11  # font sizes: node names, everything else

@@ -1,6 +1,7 @@
-"""The compact result summary of a part: printed after the part by ``bufferlab
-run`` (not with ``-q``), stored as the part's ``results`` in summary.json and
-shown at the top of report.html, from the same numbers.
+"""The compact result summary of a part, gathered from the engine: printed after
+the part by ``bufferlab run`` (not with ``-q``, text in outputs/result_lines.py),
+stored as the part's ``results`` in summary.json and shown at the top of
+report.html, from the same numbers.
 
 - ``iperf3``: every iperf3 client that ended during the part: goodput =
   bytes the receiver got × 8 / the test's length (the sender's start to end,
@@ -20,11 +21,10 @@ named by the line it was typed on.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .engine import Engine
-    from .runner import AppRecord
+from .context import AppRecord
+from .engine import Engine
 
 NS = 1_000_000_000
 
@@ -99,37 +99,3 @@ def part_results(
                        "drops": drops, "dropped": sum(drops.values()),
                        "peak_backlog_bytes": peak.get("bytes"), "peak_backlog_packets": peak.get("packets")})
     return {"iperf3": iperf3, "ping": pings, "qdiscs": qdiscs}, warnings
-
-
-def _num(v: Any, fmt: str) -> str:
-    return "–" if v is None else fmt.format(v)
-
-
-def result_lines(res: dict[str, Any]) -> list[str]:
-    """One line per iperf3 client, ping and interface (the same text the report shows)."""
-    out = []
-    for r in res.get("iperf3", []):
-        head = f"{r['node']}: {r['command']}"
-        if r.get("error"):
-            out.append(f"{head}: error: {r['error']}")
-            continue
-        extra = (f"{_num(r['retransmits'], '{}')} retransmits" if r["protocol"] == "tcp"
-                 else f"{_num(r['lost'], '{}')} datagrams lost")
-        out.append(f"{head}: {_num(r['goodput_mbps'], '{:.2f}')} Mbit/s goodput, {extra}")
-    for r in res.get("ping", []):
-        out.append(f"{r['node']}: {r['command']}: rtt min/avg/max {_num(r['min_ms'], '{:.3f}')}/"
-                   f"{_num(r['avg_ms'], '{:.3f}')}/{_num(r['max_ms'], '{:.3f}')} ms, "
-                   f"{_num(r['loss_pct'], '{:.2f}')}% loss "
-                   f"({r['transmitted']} sent, {r['received']} received)")
-    for q in res.get("qdiscs", []):
-        why = ", ".join(f"{k} {v}" for k, v in q["drops"].items())
-        drops = f"{q['dropped']} drops ({why})" if q["dropped"] else "no drops"
-        peak = ("peak backlog not traced" if q["peak_backlog_bytes"] is None else
-                f"peak backlog {q['peak_backlog_bytes']} bytes / {q['peak_backlog_packets']} packets")
-        out.append(f"{q['interface']} {q['qdiscs'] or '(no qdisc)'}: {drops}, {peak}")
-    return out
-
-
-def results_text(part: str, res: dict[str, Any]) -> str:
-    lines = result_lines(res)
-    return "\n".join([f"part {part}: results"] + [f"  {ln}" for ln in lines]) if lines else ""

@@ -10,15 +10,12 @@ capture never ends by itself: the part interrupts it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .commands import capture as capture_cmd
-from .commands.shell import Word
+from ..commands import capture as capture_cmd
+from ..commands.shell import Word
+from .context import Gen, PrepareCtx, Prepared, RunCtx, WaitApp, inside_home
 from .engine import AppStartError, capture_handle
-
-if TYPE_CHECKING:
-    from .programs import Gen, PrepareCtx, Prepared
-    from .runner import RunCtx
 
 
 def prep_tcpdump(pc: PrepareCtx, words: list[Word]) -> Prepared:
@@ -34,8 +31,6 @@ def _prepare(pc: PrepareCtx, cmd: capture_cmd.CaptureCmd) -> Prepared:
     shown = cmd.iface.text
 
     def run(rt: RunCtx) -> Gen:
-        from .runner import WaitApp, inside_home
-
         path = inside_home(rt.term, rt.term.cwd / cmd.file.text)
         if path is None:
             rt.io.err(f"{cmd.prog}: {cmd.file.text}: Permission denied (outside the node's results folder)")

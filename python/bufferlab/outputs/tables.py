@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from ..safefs import ensure_dir, open_write
 from .results import NS, Outputs, Problem, Run, app_for, ping_interval_s, scan_outputs
-from .safefs import ensure_dir, open_write
 
 S, I64, F64, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
 

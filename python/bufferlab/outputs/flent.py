@@ -68,10 +68,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import BufferlabError
-from ..results import ResultsError, load_run
+from ..commands.ping import parse_ping
+from ..commands.shell import parse_shell
+from ..errors import BufferlabError, Diagnostics
+from ..formats.plot_iperf import PlotError, load_iperf3_docs
+from ..profile import PROFILES
 from ..safefs import open_write
-from .plot_iperf import PlotError, load_iperf3_docs
+from ..version import __version__
+from .results import ResultsError, load_run
 
 __all__ = ["FlentError", "FlentExport", "export_flent", "resample", "parse_ping_replies", "STEP_SIZE"]
 
@@ -220,8 +224,6 @@ def _scenario_dirs(results_dir: Path) -> list[Path]:
 
 
 def _words(command: str) -> list[str]:
-    from ..commands.shell import parse_shell
-
     try:
         return [w.text for job in parse_shell(command) for c in job.commands for w in c.words]
     except BufferlabError:
@@ -232,8 +234,6 @@ def _output_path(scen: Path, flow: dict[str, Any], part: str) -> Path:
     """Where the application's standard output went (summary ``output``, else from its command)."""
     if flow.get("output"):
         return scen / flow["output"]
-    from ..commands.shell import parse_shell
-
     home = scen / part / str(flow.get("terminal") or flow.get("node"))
     try:
         for job in parse_shell(str(flow.get("command", ""))):
@@ -255,10 +255,6 @@ def _logfile(words: list[str]) -> str | None:
 
 
 def _ping_interval_s(command: str) -> float:
-    from ..commands.ping import parse_ping
-    from ..commands.shell import parse_shell
-    from ..errors import Diagnostics
-
     for job in parse_shell(command):
         for c in job.commands:
             if c.name == "ping":
@@ -267,8 +263,6 @@ def _ping_interval_s(command: str) -> float:
 
 
 def _send_lag_s(summary: dict[str, Any]) -> float:
-    from ..profile import PROFILES
-
     prof = PROFILES.get(str(summary.get("profile")))
     return (prof.ping_send_lag_us if prof is not None else 0) / 1e6
 
@@ -502,8 +496,6 @@ def _write(
     params: dict[str, Any],
     out_dir: Path | None,
 ) -> Path:
-    from .. import __version__
-
     first = clients[0]
     epoch = run_started(scen)
     t0 = min([c.base_s for c in clients] + [f.start_s for f in series if f.start_s is not None])

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .safefs import open_write, savefig
+from ..safefs import open_write, savefig
 
 RECORD = np.dtype(
     [

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import BufferlabError
+from ..errors import BufferlabError
 
 NS = 1_000_000_000
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import _core
-from .errors import BufferlabError
+from .. import _core
+from ..errors import BufferlabError
 
 
 class EngineError(BufferlabError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .safefs import savefig
+from ..safefs import savefig
 
 
 def plot_queue(samples: list[list[int]], start_ns: int, dev: str, path: Path) -> None:

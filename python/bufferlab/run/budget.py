@@ -23,12 +23,11 @@ does not grow with the run, so they have no check-time budget.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
 
-from .errors import ScenarioError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .runner import Runner
+from ..errors import ScenarioError
+from ..scenario.load import Scenario
+from .context import PreparedLine
 
 #: the most samples one plot_q.sh keeps (= the engine's qmon::MAX_SAMPLES)
 MAX_SAMPLES_PER_MONITOR = 1_000_000
@@ -40,8 +39,8 @@ def _is_plot_q(words: list) -> bool:  # type: ignore[type-arg]
     return bool(words) and words[0].text.rsplit("/", 1)[-1] == "plot_q.sh"
 
 
-def check_sample_budget(r: Runner, default_stop_at_s: float) -> None:
-    sc = r.sc
+def check_sample_budget(sc: Scenario, lines: dict[str, list[PreparedLine]], default_stop_at_s: float) -> None:
+    """Raise if the prepared ``lines`` (per part) hold plot_q.sh over the budgets above."""
     interval = sc.profile.queue_sample_interval
     if not interval or interval <= 0:
         return  # the loader rejects it; nothing to bound here
@@ -51,7 +50,7 @@ def check_sample_budget(r: Runner, default_stop_at_s: float) -> None:
     for k, part in enumerate(sc.parts):
         span_s = (n - k) * stop_at + (n - k - 1) * sc.part_gap
         bound = int(span_s / interval) + 1
-        for pl in r.lines.get(part.name, []):
+        for pl in lines.get(part.name, []):
             for job in pl.jobs:
                 for simple, _ in job:
                     if not _is_plot_q(simple.words):
@@ -81,8 +80,6 @@ def check_sample_budget(r: Runner, default_stop_at_s: float) -> None:
 
 def _fmt_s(s: float) -> str:
     """``s`` seconds, rounded up to two decimals of the largest unit that fits."""
-    import math
-
     for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if s >= f:
             return f"{math.ceil(s / f * 100) / 100:g}{unit}"

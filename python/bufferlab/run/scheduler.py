@@ -28,154 +28,47 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..commands import capture as capture_cmd
+from ..commands import generators as gen_cmd
+from ..commands import iperf3 as iperf3_cmd
+from ..commands import ping as ping_cmd
+from ..commands.shell import Job, SimpleCommand, parse_shell
+from ..errors import BufferlabError, CommandError, Diagnostics, ScenarioError
+from ..outputs.result_lines import results_text
+from ..safefs import ensure_dir, open_write, remove_tree, write_atomic
+from ..scenario.load import Command, Part, Scenario
+from ..scenario.topology import BuiltTopology, build_topology
 from .budget import check_sample_budget
-from .commands.shell import Job, SimpleCommand, parse_shell
+from .context import (
+    NS,
+    AppRecord,
+    Io,
+    JobGen,
+    NextLine,
+    PartState,
+    PrepareCtx,
+    Prepared,
+    PreparedLine,
+    RunCtx,
+    Terminal,
+    WaitApp,
+    WaitUntil,
+    inside_home,
+)
 from .engine import Engine, EngineError
-from .errors import BufferlabError, CommandError, Diagnostics, ScenarioError
 from .observation import Observation
-from .programs import PrepareCtx, Prepared, prepare_command
-from .safefs import ensure_dir, open_write, remove_tree, write_atomic
-from .scenario.load import Command, Part, Scenario
-from .scenario.topology import BuiltTopology, build_topology
+from .part_results import part_results
+from .programs import prepare_command, tc_request_for_engine
 
-NS = 1_000_000_000
 #: default hard cap on one part's simulated length (a part that would never end is an error)
 DEFAULT_STOP_AT_S = 3600.0
-
-
-@dataclass(frozen=True)
-class WaitApp:
-    app_id: int
-    #: never ends on its own: the part does not wait for it
-    endless: bool
-    #: expected end (ns) for progress estimates, if known
-    expected_end_ns: int | None = None
-
-
-@dataclass(frozen=True)
-class WaitUntil:
-    t_ns: int
-
-
-@dataclass(frozen=True)
-class NextLine:
-    index: int
-
-
-Wait = WaitApp | WaitUntil | NextLine
-JobGen = Generator[Wait, Any, int]
-
-
-class Io:
-    """Where one command's output goes: its redirect file or the terminal log.
-
-    As in bash, the redirect file is opened (created, and truncated for ``>``)
-    before the command runs, so ``cmd > f`` empties ``f`` even if ``cmd`` prints
-    nothing; later writes append. The last text written to each stream is kept:
-    a command that fails is listed at the end of the run with its own message.
-    """
-
-    def __init__(self, term: Terminal, redirect_path: Path | None) -> None:
-        self.term = term
-        self.path = redirect_path
-        self.last_out = ""
-        self.last_err = ""
-
-    def out(self, text: str) -> None:
-        if text:
-            self.last_out = text
-        if self.path is None:
-            self.term.log(text)
-            return
-        with open_write(self.path, "a") as f:
-            f.write(text)
-
-    def err(self, text: str) -> None:
-        if text:
-            self.last_err = text
-        self.term.log(text)
-
-    def message(self) -> str:
-        """What the tool said when it failed: its last error text, else iperf3 -J's
-        ``"error"``, else the last line it printed."""
-        if self.last_err.strip():
-            return self.last_err.strip().splitlines()[-1]
-        text = self.last_out.strip()
-        if text.startswith("{"):
-            try:
-                doc = json.loads(text)
-            except ValueError:
-                doc = None
-            if isinstance(doc, dict) and doc.get("error"):  # iperf3 -J: "error - unable to ..."
-                return f"iperf3: {doc['error']}"
-        return text.splitlines()[-1] if text else ""
-
-
-@dataclass
-class Terminal:
-    name: str
-    #: node folder of the current part (results/<scenario>/<part>/<terminal>)
-    home: Path
-    cwd: Path
-    transcript: list[str] = field(default_factory=list)
-
-    def log(self, text: str) -> None:
-        if text:
-            self.transcript.append(text if text.endswith("\n") else text + "\n")
-
-    def flush(self) -> None:
-        if self.transcript:
-            ensure_dir(self.home)
-            with open_write(self.home / "terminal.log") as f:
-                f.write("".join(self.transcript))
-
-
-def inside_home(term: Terminal, path: Path) -> Path | None:
-    """``path`` resolved, or None if it leaves the terminal's node folder (its home).
-
-    Its last component is not followed: a symlink there is the place of the file the
-    command writes, and is replaced by it (safefs.py), wherever it points."""
-    p = path.resolve() if path.name in ("", ".", "..") else path.parent.resolve() / path.name
-    home = term.home.resolve()
-    return p if p == home or home in p.parents else None
-
-
-@dataclass
-class PreparedLine:
-    command: Command
-    jobs: list[list[tuple[SimpleCommand, Prepared]]]
-    backgrounds: list[bool]
-    #: per job, the operator before each command after the first ("&&" or "||")
-    ops: list[list[str]]
-    #: the line's foreground never ends on its own (``ping`` without ``-c``, ``iperf3 -s``, ...)
-    endless: bool = False
-
-
-
-@dataclass
-class AppRecord:
-    """What the summary says about an application the scenario started."""
-
-    app_id: int
-    part: str
-    terminal: str
-    command: str
-    where: str
-    #: simulated start time, and where its standard output went (relative to the
-    #: scenario's results folder): what the tables and the report need to place it
-    start_ns: int = 0
-    output: str = ""
-    #: the engine spec's kind (``ping``, ``iperf3_client``, ``qmon``, ...) and the spec itself
-    kind: str = ""
-    spec: dict[str, Any] = field(default_factory=dict)
-    #: the simple command that started it (``iperf3 -c ...`` out of ``a & b & c``)
-    simple: str = ""
 
 
 @dataclass
@@ -261,48 +154,6 @@ def signals_deferred() -> Any:
         raise Interrupted(signum)
 
 
-@dataclass
-class PartState:
-    """What the commands typed in one part report into. Kept after the part ends:
-    a command may outlive its part (it persists until interrupted)."""
-
-    part: Part
-    start_ns: int
-    queue_files: list[str] = field(default_factory=list)
-    #: UDP iperf3 datagrams per DS byte: tos -> [sent, received]
-    classes: dict[int, list[int]] = field(default_factory=dict)
-    #: the part's `sink` commands: {"app", "host", "port", "proto"} in start order
-    sinks: list[dict[str, Any]] = field(default_factory=list)
-
-    def count_class(self, tos: int, sent: int, received: int) -> None:
-        c = self.classes.setdefault(tos, [0, 0])
-        c[0] += sent
-        c[1] += received
-
-    def sink_table(self, eng: Engine) -> list[dict[str, Any]]:
-        """What each `sink` of the part received; goodput = floor(bytes / the sink's lifetime)."""
-        rows = []
-        for s in self.sinks:
-            r = eng.app_result(s["app"])
-            life = int(r.get("end_ns", 0)) - int(r.get("start_ns", 0))
-            nbytes = int(r.get("bytes", 0))
-            rows.append({"host": s["host"], "port": s["port"], "proto": s["proto"], "bytes": nbytes,
-                         "packets": int(r.get("packets", 0)),
-                         "goodput_Bps": nbytes * NS // life if life > 0 else 0})
-        return rows
-
-    def class_table(self) -> list[dict[str, Any]]:
-        """Per-DS-byte delivery of the part's UDP iperf3 tests (the CPM report's table)."""
-        rows = []
-        for tos, (sent, received) in sorted(self.classes.items()):
-            dropped = sent - received
-            rows.append({
-                "tos": f"0x{tos:02x}", "dscp": tos >> 2, "sent": sent, "received": received,
-                "dropped": dropped, "dropped_pct": round(100 * dropped / sent, 3) if sent else 0.0,
-            })
-        return rows
-
-
 class Runner:
     def __init__(
         self,
@@ -332,7 +183,7 @@ class Runner:
         self.started_unix = 0.0
         self._netem_limit_seen: dict[str, int] = {}
         #: [capture], [trace] and plot_q.sh's queue traces (observation.py)
-        self.observation = Observation(self)
+        self.observation = Observation(scenario, self.topo, self.root)
         #: drop counters at the end of the previous part (interface -> reason -> [packets, bytes])
         self._drops_seen: dict[str, dict[str, list[int]]] = {}
         #: every terminal of every part: a command that outlives its part still writes its log
@@ -367,7 +218,7 @@ class Runner:
             self.lines[part.name] = [self._prepare_line(c) for c in part.commands]
             self._check_part_ends(part, self.lines[part.name])
         self.observation.check()
-        check_sample_budget(self, DEFAULT_STOP_AT_S)
+        check_sample_budget(self.sc, self.lines, DEFAULT_STOP_AT_S)
 
     def _check_part_ends(self, part: Part, lines: list[PreparedLine]) -> None:
         """A part of only endless lines would end the instant it starts (Lab 14's first
@@ -409,12 +260,12 @@ class Runner:
             self.echo(w)
         self.engine = Engine(self.topo.engine_config)
         self._fresh_root()
-        self.observation.start_run()
+        self.observation.start_run(self.engine)
         self.started_unix = time.time()
         wall0 = self._wall0 = time.perf_counter()
         for node, dev, args in self.topo.tclink_commands:
             self._apply_tclink(node, dev, args)
-        sched = _Scheduler(self)
+        sched = Scheduler(self)
         error = None
         #: what ended the run early, re-raised once everything is written
         abort: BaseException | None = None
@@ -472,14 +323,11 @@ class Runner:
         os.mkdir(root)
 
     def _apply_tclink(self, node: str, dev: str, args: str) -> None:
-        from .commands.shell import parse_shell as _ps
-        from .programs import tc_request_for_engine
-
-        words = _ps(f"tc qdisc add dev {dev} {args}")[0].commands[0].words
+        words = parse_shell(f"tc qdisc add dev {dev} {args}")[0].commands[0].words
         assert self.engine is not None
         self.engine.tc(tc_request_for_engine(words, self.sc.profile, dev))
 
-    def _run_part(self, sched: _Scheduler, part: Part) -> None:
+    def _run_part(self, sched: Scheduler, part: Part) -> None:
         assert self.engine is not None
         eng = self.engine
         part_dir = self.root / part.name
@@ -607,8 +455,6 @@ class Runner:
         """The part's result summary (``results`` in its summary.json entry), printed:
         every iperf3 client and ping that ended during the part, and every
         interface whose qdiscs dropped packets in it."""
-        from .summary import part_results, results_text
-
         assert self.engine is not None
         report, state = self.part_reports[index], self.part_states[index]
         ended = [a for a in self.apps if a is not None and a.app_id not in self._reported
@@ -648,7 +494,7 @@ class Runner:
                 self.echo(w)
 
     def _terminal_proc(
-        self, sched: _Scheduler, state: PartState, term: Terminal, lines: list[PreparedLine], owner: _Owner
+        self, sched: Scheduler, state: PartState, term: Terminal, lines: list[PreparedLine], owner: _Owner
     ) -> JobGen:
         status = 0
         for k, pl in enumerate(lines):
@@ -675,7 +521,7 @@ class Runner:
         return status
 
     def _job(
-        self, sched: _Scheduler, state: PartState, term: Terminal, pl: PreparedLine,
+        self, sched: Scheduler, state: PartState, term: Terminal, pl: PreparedLine,
         job: list[tuple[SimpleCommand, Prepared]], ops: list[str],
     ) -> JobGen:
         """One ``&&``/``||`` chain, left to right as bash runs it. A non-zero status
@@ -796,8 +642,6 @@ def write_run_info(root: Path, started_unix: float, wall_s: float) -> None:
     """``run.json``: the run's wall-clock facts (when it started, how long it took),
     the only output that differs between two runs of the same scenario and seed.
     Exports that need a real date (Flent's ``TIME``) read it here."""
-    from datetime import UTC, datetime
-
     doc = {
         "started": datetime.fromtimestamp(started_unix, UTC).isoformat(timespec="microseconds"),
         "started_unix": started_unix,
@@ -808,11 +652,6 @@ def write_run_info(root: Path, started_unix: float, wall_s: float) -> None:
 
 def _endless(pc: PrepareCtx, sc: SimpleCommand) -> bool:
     """Whether a command never ends on its own (DESIGN.md "How lines run")."""
-    from .commands import capture as capture_cmd
-    from .commands import generators as gen_cmd
-    from .commands import iperf3 as iperf3_cmd
-    from .commands import ping as ping_cmd
-
     if not sc.words:
         return False
     name, words, scratch = sc.words[0].text, sc.words, Diagnostics()
@@ -846,67 +685,11 @@ class _Owner:
     more_lines: bool = False
 
 
-@dataclass
-class RunCtx:
-    """What a running command may use."""
-
-    runner: Runner
-    scheduler: _Scheduler
-    #: the part the command was typed in (``rt.sched.sinks``, ``rt.sched.count_class``)
-    sched: PartState
-    term: Terminal
-    command: Command
-    io: Io
-    #: the simple command running (one of the line's ``&``/``&&`` parts)
-    simple: SimpleCommand | None = None
-    #: the applications this command started
-    app_ids: list[int] = field(default_factory=list)
-
-    @property
-    def engine(self) -> Engine:
-        assert self.runner.engine is not None
-        return self.runner.engine
-
-    @property
-    def now_ns(self) -> int:
-        return self.engine.now_ns
-
-    def start_app(self, node: str, spec: dict[str, Any]) -> int:
-        app_id = self.engine.start_app(node, spec)
-        self.app_ids.append(app_id)
-        while len(self.runner.apps) <= app_id:
-            self.runner.apps.append(None)  # type: ignore[arg-type]
-        out = self.io.path if self.io.path is not None else self.term.home / "terminal.log"
-        col = self.simple.words[0].col if self.simple is not None and self.simple.words else None
-        self.runner.apps[app_id] = AppRecord(
-            app_id, self.sched.part.name, self.term.name, self.command.text, self.command.where(col),
-            self.now_ns, out.resolve().relative_to(self.runner.root.resolve()).as_posix(),
-            str(spec.get("kind", "")), spec,
-            self.simple.text if self.simple is not None else self.command.text,
-        )
-        return app_id
-
-    def detach(self, app_id: int, on_end: Callable[[], None]) -> None:
-        """An application that outlives its command (iperf3 -D): it leaves the
-        terminal, so only the end of the scenario interrupts it."""
-        self.scheduler.detached.append((app_id, on_end))
-
-    def note_listener(self, app_id: int, host: str, congestion: str | None = None) -> None:
-        self.runner.tcp_listeners[app_id] = (host, congestion)
-
-    def note_sink(self, app_id: int, host: str, port: int, proto: str) -> None:
-        """A `sink` started: listed in the part's summary and found by ns3-goodput."""
-        self.sched.sinks.append({"app": app_id, "host": host, "port": port, "proto": proto})
-
-    def note_queue_file(self, path: Path) -> None:
-        self.sched.queue_files.append(str(path.relative_to(self.runner.root)))
-
-
 #: one entry of the scheduler's queues: (line index, sequence number, job, wait or value, owner)
 _Entry = tuple[int, int, JobGen, Any, _Owner]
 
 
-class _Scheduler:
+class Scheduler:
     """Advances the engine to whatever the jobs wait for next, part after part.
 
     Jobs that outlive a part (endless commands) stay in ``waiting`` across parts.
@@ -1144,7 +927,7 @@ class _Scheduler:
 class _Progress:
     """Simulated time done, wall time and ETA, on a terminal only (rich)."""
 
-    def __init__(self, sched: _Scheduler) -> None:
+    def __init__(self, sched: Scheduler) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 

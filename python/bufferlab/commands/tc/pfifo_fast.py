@@ -1,0 +1,33 @@
+"""``pfifo_fast``: the kernel's default root qdisc. tc's module (tc/q_prio.c) prints it and
+parses no options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import Diagnostics
+from ...profile import Profile
+from ..shell import Word
+from .cursor import Cursor, reject_options
+from .kind import QdiscKind, Spec
+
+
+@dataclass
+class PfifoFastSpec(Spec):
+    kind: str = "pfifo_fast"
+
+
+def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> PfifoFastSpec:
+    reject_options(kind_word.text, cur)
+    return PfifoFastSpec()
+
+
+def _print_opt(opts: dict[str, Any], modern: bool, details: bool) -> str:
+    """tc/q_prio.c ``prio_print_opt``: ``bands 3 priomap  1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1``."""
+    bands = int(opts.get("bands", 3))
+    priomap = opts.get("priomap") or [1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1]
+    return "bands %d priomap " % bands + "".join(" %d" % int(p) for p in priomap)
+
+
+KINDS = (QdiscKind("pfifo_fast", _parse_opt, _print_opt),)

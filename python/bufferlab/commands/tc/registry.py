@@ -1,0 +1,47 @@
+"""Every qdisc kind, registered once: tc finds a kind's ``qdisc_util`` by its name
+(tc/tc.c ``get_qdisc_kind``), the parser, ``tc qdisc show`` and ``sysctl
+net.core.default_qdisc`` find it here. Order: the order of the kind lists in messages."""
+
+from __future__ import annotations
+
+from . import blue, codel, fifo, netem, noqueue, pfifo_fast, pie, red, red_ns3, sfb, tbf
+from .kind import QdiscKind
+
+QDISC_KINDS: dict[str, QdiscKind] = {
+    kind.name: kind
+    for module in (noqueue, fifo, pfifo_fast, tbf, netem, red, blue, codel, pie, red_ns3, sfb)
+    for kind in module.KINDS
+}
+MODELLED_QDISCS = tuple(QDISC_KINDS)
+
+#: real Linux qdiscs, and the SIM kinds of qdiscs.md §5.10/§6/§7, not modelled yet
+KNOWN_UNMODELLED_QDISCS = (
+    "gred",
+    "choke",
+    "fq_pie",
+    "cake",
+    "fq",
+    "sfq",
+    "htb",
+    "hfsc",
+    "prio",
+    "drr",
+    "qfq",
+    "ets",
+    "cbq",
+    "cbs",
+    "etf",
+    "taprio",
+    "mq",
+    "mqprio",
+    "multiq",
+    "skbprio",
+    "hhf",
+    "plug",
+    "dsmark",
+    "atm",
+    "ingress",
+    "clsact",
+    "teql",
+    "dualpi2",
+)

@@ -1,0 +1,336 @@
+"""What a command sees of the run: the contexts it is prepared and run in, and what it may wait for.
+
+A command is prepared against a :class:`PrepareCtx` when the scenario is checked
+(programs.py) and run, as a generator yielding :data:`Wait` values, against a
+:class:`RunCtx` (scheduler.py advances the engine to whatever the jobs wait for).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..commands.shell import SimpleCommand, Word
+from ..errors import CommandError, Diagnostics
+from ..profile import Profile
+from ..safefs import ensure_dir, open_write
+from ..scenario.load import Command, Part, Scenario
+from ..scenario.topology import BuiltTopology
+from .engine import Engine
+from .observation import Observation
+
+NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class WaitApp:
+    app_id: int
+    #: never ends on its own: the part does not wait for it
+    endless: bool
+    #: expected end (ns) for progress estimates, if known
+    expected_end_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class WaitUntil:
+    t_ns: int
+
+
+@dataclass(frozen=True)
+class NextLine:
+    index: int
+
+
+Wait = WaitApp | WaitUntil | NextLine
+JobGen = Generator[Wait, Any, int]
+
+
+class Io:
+    """Where one command's output goes: its redirect file or the terminal log.
+
+    As in bash, the redirect file is opened (created, and truncated for ``>``)
+    before the command runs, so ``cmd > f`` empties ``f`` even if ``cmd`` prints
+    nothing; later writes append. The last text written to each stream is kept:
+    a command that fails is listed at the end of the run with its own message.
+    """
+
+    def __init__(self, term: Terminal, redirect_path: Path | None) -> None:
+        self.term = term
+        self.path = redirect_path
+        self.last_out = ""
+        self.last_err = ""
+
+    def out(self, text: str) -> None:
+        if text:
+            self.last_out = text
+        if self.path is None:
+            self.term.log(text)
+            return
+        with open_write(self.path, "a") as f:
+            f.write(text)
+
+    def err(self, text: str) -> None:
+        if text:
+            self.last_err = text
+        self.term.log(text)
+
+    def message(self) -> str:
+        """What the tool said when it failed: its last error text, else iperf3 -J's
+        ``"error"``, else the last line it printed."""
+        if self.last_err.strip():
+            return self.last_err.strip().splitlines()[-1]
+        text = self.last_out.strip()
+        if text.startswith("{"):
+            try:
+                doc = json.loads(text)
+            except ValueError:
+                doc = None
+            if isinstance(doc, dict) and doc.get("error"):  # iperf3 -J: "error - unable to ..."
+                return f"iperf3: {doc['error']}"
+        return text.splitlines()[-1] if text else ""
+
+
+@dataclass
+class Terminal:
+    name: str
+    #: node folder of the current part (results/<scenario>/<part>/<terminal>)
+    home: Path
+    cwd: Path
+    transcript: list[str] = field(default_factory=list)
+
+    def log(self, text: str) -> None:
+        if text:
+            self.transcript.append(text if text.endswith("\n") else text + "\n")
+
+    def flush(self) -> None:
+        if self.transcript:
+            ensure_dir(self.home)
+            with open_write(self.home / "terminal.log") as f:
+                f.write("".join(self.transcript))
+
+
+def inside_home(term: Terminal, path: Path) -> Path | None:
+    """``path`` resolved, or None if it leaves the terminal's node folder (its home).
+
+    Its last component is not followed: a symlink there is the place of the file the
+    command writes, and is replaced by it (safefs.py), wherever it points."""
+    p = path.resolve() if path.name in ("", ".", "..") else path.parent.resolve() / path.name
+    home = term.home.resolve()
+    return p if p == home or home in p.parents else None
+
+
+Gen = Generator[Any, Any, int]
+Prepared = Callable[["RunCtx"], Gen]
+
+
+@dataclass
+class PrepareCtx:
+    terminal: str
+    topo: BuiltTopology
+    profile: Profile
+    diag: Diagnostics
+
+    @property
+    def node(self) -> str | None:
+        return None if self.terminal == "admin" else self.terminal
+
+    def require_node(self, word: Word, what: str) -> str:
+        if self.node is None:
+            raise CommandError(
+                f"{what} runs on a host: the admin terminal is the machine's root namespace",
+                col=word.col,
+                suggestion=f'type it in a host\'s terminal, e.g. "h1: {what} ..."',
+            )
+        if self.topo.node_kinds[self.node] == "switch":
+            raise CommandError(
+                f"{self.node} is a switch and runs no programs",
+                col=word.col,
+                suggestion="use a host's terminal",
+            )
+        return self.node
+
+    def engine_dev(self, dev: str, col: int | None) -> str:
+        name = self.topo.resolve_dev(self.terminal, dev)
+        if name is not None:
+            return name
+        owner = self.topo.owner_of(dev)
+        if owner is not None and owner != self.terminal:
+            where = "the admin terminal" if self.topo.node_kinds[owner] == "switch" else f"{owner}'s terminal"
+            raise CommandError(
+                f'Cannot find device "{dev}"',
+                col=col,
+                suggestion=f"{dev} belongs to {owner}: run the line in {where}",
+            )
+        visible = [
+            i.name
+            for i in self.topo.interfaces
+            if (self.terminal == "admin" and self.topo.node_kinds[i.node] == "switch")
+            or i.node == self.terminal
+        ]
+        close = difflib.get_close_matches(dev, visible, n=1)
+        raise CommandError(
+            f'Cannot find device "{dev}"',
+            col=col,
+            expected="one of " + ", ".join(visible) if visible else "an interface of this node",
+            suggestion=f"did you mean {close[0]}?" if close else None,
+        )
+
+    def resolve_host(self, name: str) -> str | None:
+        """Mininet host name → its address (for did-you-mean hints)."""
+        return self.topo.host_ip(name) if name in self.topo.node_kinds else None
+
+
+
+@dataclass
+class PreparedLine:
+    command: Command
+    jobs: list[list[tuple[SimpleCommand, Prepared]]]
+    backgrounds: list[bool]
+    #: per job, the operator before each command after the first ("&&" or "||")
+    ops: list[list[str]]
+    #: the line's foreground never ends on its own (``ping`` without ``-c``, ``iperf3 -s``, ...)
+    endless: bool = False
+
+
+
+@dataclass
+class AppRecord:
+    """What the summary says about an application the scenario started."""
+
+    app_id: int
+    part: str
+    terminal: str
+    command: str
+    where: str
+    #: simulated start time, and where its standard output went (relative to the
+    #: scenario's results folder): what the tables and the report need to place it
+    start_ns: int = 0
+    output: str = ""
+    #: the engine spec's kind (``ping``, ``iperf3_client``, ``qmon``, ...) and the spec itself
+    kind: str = ""
+    spec: dict[str, Any] = field(default_factory=dict)
+    #: the simple command that started it (``iperf3 -c ...`` out of ``a & b & c``)
+    simple: str = ""
+
+
+@dataclass
+class PartState:
+    """What the commands typed in one part report into. Kept after the part ends:
+    a command may outlive its part (it persists until interrupted)."""
+
+    part: Part
+    start_ns: int
+    queue_files: list[str] = field(default_factory=list)
+    #: UDP iperf3 datagrams per DS byte: tos -> [sent, received]
+    classes: dict[int, list[int]] = field(default_factory=dict)
+    #: the part's `sink` commands: {"app", "host", "port", "proto"} in start order
+    sinks: list[dict[str, Any]] = field(default_factory=list)
+
+    def count_class(self, tos: int, sent: int, received: int) -> None:
+        c = self.classes.setdefault(tos, [0, 0])
+        c[0] += sent
+        c[1] += received
+
+    def sink_table(self, eng: Engine) -> list[dict[str, Any]]:
+        """What each `sink` of the part received; goodput = floor(bytes / the sink's lifetime)."""
+        rows = []
+        for s in self.sinks:
+            r = eng.app_result(s["app"])
+            life = int(r.get("end_ns", 0)) - int(r.get("start_ns", 0))
+            nbytes = int(r.get("bytes", 0))
+            rows.append({"host": s["host"], "port": s["port"], "proto": s["proto"], "bytes": nbytes,
+                         "packets": int(r.get("packets", 0)),
+                         "goodput_Bps": nbytes * NS // life if life > 0 else 0})
+        return rows
+
+    def class_table(self) -> list[dict[str, Any]]:
+        """Per-DS-byte delivery of the part's UDP iperf3 tests (the CPM report's table)."""
+        rows = []
+        for tos, (sent, received) in sorted(self.classes.items()):
+            dropped = sent - received
+            rows.append({
+                "tos": f"0x{tos:02x}", "dscp": tos >> 2, "sent": sent, "received": received,
+                "dropped": dropped, "dropped_pct": round(100 * dropped / sent, 3) if sent else 0.0,
+            })
+        return rows
+
+
+class RunnerView(Protocol):
+    """What a running command may use of the run (``Runner``, scheduler.py)."""
+
+    sc: Scenario
+    root: Path
+    engine: Engine | None
+    apps: list[AppRecord]
+    #: per node: the sysctl values written so far
+    sysctl: dict[str, dict[str, Any]]
+    #: listening TCP applications: app id -> (host, -C of the command)
+    tcp_listeners: dict[int, tuple[str, str | None]]
+    observation: Observation
+
+
+class DetachedJobs(Protocol):
+    """The scheduler's applications that outlive their command (``Scheduler``, scheduler.py)."""
+
+    #: (application id, what to run when the scenario ends)
+    detached: list[tuple[int, Callable[[], None]]]
+
+
+@dataclass
+class RunCtx:
+    """What a running command may use."""
+
+    runner: RunnerView
+    scheduler: DetachedJobs
+    #: the part the command was typed in (``rt.sched.sinks``, ``rt.sched.count_class``)
+    sched: PartState
+    term: Terminal
+    command: Command
+    io: Io
+    #: the simple command running (one of the line's ``&``/``&&`` parts)
+    simple: SimpleCommand | None = None
+    #: the applications this command started
+    app_ids: list[int] = field(default_factory=list)
+
+    @property
+    def engine(self) -> Engine:
+        assert self.runner.engine is not None
+        return self.runner.engine
+
+    @property
+    def now_ns(self) -> int:
+        return self.engine.now_ns
+
+    def start_app(self, node: str, spec: dict[str, Any]) -> int:
+        app_id = self.engine.start_app(node, spec)
+        self.app_ids.append(app_id)
+        while len(self.runner.apps) <= app_id:
+            self.runner.apps.append(None)  # type: ignore[arg-type]
+        out = self.io.path if self.io.path is not None else self.term.home / "terminal.log"
+        col = self.simple.words[0].col if self.simple is not None and self.simple.words else None
+        self.runner.apps[app_id] = AppRecord(
+            app_id, self.sched.part.name, self.term.name, self.command.text, self.command.where(col),
+            self.now_ns, out.resolve().relative_to(self.runner.root.resolve()).as_posix(),
+            str(spec.get("kind", "")), spec,
+            self.simple.text if self.simple is not None else self.command.text,
+        )
+        return app_id
+
+    def detach(self, app_id: int, on_end: Callable[[], None]) -> None:
+        """An application that outlives its command (iperf3 -D): it leaves the
+        terminal, so only the end of the scenario interrupts it."""
+        self.scheduler.detached.append((app_id, on_end))
+
+    def note_listener(self, app_id: int, host: str, congestion: str | None = None) -> None:
+        self.runner.tcp_listeners[app_id] = (host, congestion)
+
+    def note_sink(self, app_id: int, host: str, port: int, proto: str) -> None:
+        """A `sink` started: listed in the part's summary and found by ns3-goodput."""
+        self.sched.sinks.append({"app": app_id, "host": host, "port": port, "proto": proto})
+
+    def note_queue_file(self, path: Path) -> None:
+        self.sched.queue_files.append(str(path.relative_to(self.runner.root)))
