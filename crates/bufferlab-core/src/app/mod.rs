@@ -15,6 +15,8 @@ pub mod ping;
 pub mod qmon;
 pub mod sink;
 pub mod tcp;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod udp_source;
 
 use crate::error::{Error, Result};
