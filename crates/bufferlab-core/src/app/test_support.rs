@@ -8,9 +8,11 @@
 //! carry packets between the models of two hosts in simulated time, with a
 //! fixed one-way delay, an optional bottleneck rate and scripted losses.
 
+use super::tcp::Conn;
 use super::{App, AppCtx, IperfRegistry, Sockets};
 use crate::packet::{Ipv4, Packet, Payload, Proto, ETH_HEADER, IPV4_HEADER, UDP_HEADER};
 use crate::rng::ComponentRng;
+use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
 
 pub const MS: u64 = 1_000_000;
@@ -329,5 +331,50 @@ impl Wire {
     /// Packets sent by host `i`, in sending order.
     pub fn sent_by(&self, i: usize) -> impl Iterator<Item = &(SimTime, usize, Packet)> {
         self.log.iter().filter(move |e| e.1 == i)
+    }
+}
+
+// ---------------------------------------------------------------- TCP
+
+/// A connection from host 0 (port 40000) to host 1 (port 5001) taken through
+/// the three-way handshake at instant 0 on the bench: (active, passive).
+pub fn established(bench: &mut Bench, cfg: &TcpConfig) -> (Conn, Conn) {
+    let now = SimTime::ZERO;
+    let server = (bench.addr(1), 5001);
+    let mut client = Conn::connect(
+        cfg.clone(),
+        &bench.ctx(0, now),
+        40_000,
+        server,
+        ComponentRng::new(1, "client conn"),
+    );
+    client.flush(&mut bench.ctx(0, now), 0);
+    let syn = bench.sent(0).remove(0);
+    let mut ctx = bench.ctx(1, now);
+    let mut accepted =
+        Conn::accept(cfg.clone(), &ctx, &syn, ComponentRng::new(2, "server conn")).expect("a SYN");
+    accepted.flush(&mut ctx, 0);
+    exchange(bench, &mut client, &mut accepted, now);
+    assert_eq!(client.ep.state(), TcpState::Established);
+    assert_eq!(accepted.ep.state(), TcpState::Established);
+    (client, accepted)
+}
+
+/// Deliver at `now` what each side queued to the other until both are quiet.
+pub fn exchange(bench: &mut Bench, client: &mut Conn, server: &mut Conn, now: SimTime) {
+    loop {
+        let to_client = bench.sent(1);
+        let to_server = bench.sent(0);
+        if to_client.is_empty() && to_server.is_empty() {
+            return;
+        }
+        for p in &to_client {
+            client.input(now, p);
+        }
+        client.flush(&mut bench.ctx(0, now), 0);
+        for p in &to_server {
+            server.input(now, p);
+        }
+        server.flush(&mut bench.ctx(1, now), 0);
     }
 }
