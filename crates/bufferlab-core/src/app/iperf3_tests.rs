@@ -545,7 +545,7 @@ impl ClientScript {
         ClientScript { c, bench }
     }
 
-    fn from_server(&mut self, now: SimTime, payload: Payload) -> Vec<Packet> {
+    fn deliver_from_server(&mut self, now: SimTime, payload: Payload) -> Vec<Packet> {
         let mut p = control(
             (self.bench.addr(SERVER), PORT),
             (self.bench.addr(CLIENT), self.c.ctrl_port),
@@ -558,7 +558,7 @@ impl ClientScript {
     }
 
     fn ctrl(&mut self, now: SimTime, m: u8) -> Vec<Packet> {
-        self.from_server(now, Payload::Control { msg: m, conn: 0 })
+        self.deliver_from_server(now, Payload::Control { msg: m, conn: 0 })
     }
 
     fn run_timers(&mut self, until: SimTime) -> Vec<Packet> {
@@ -620,7 +620,7 @@ fn client_opens_with_connect_and_resends_it_every_second() {
 #[test]
 fn a_refused_connection_fails_the_client() {
     let mut cs = ClientScript::new(udp_client_spec(1_000_000, 1000, 1000));
-    cs.from_server(at_ms(1), Payload::Reset { conn: 0 });
+    cs.deliver_from_server(at_ms(1), Payload::Reset { conn: 0 });
     assert!(cs.c.is_finished());
     let r = cs.c.result(&cs.bench.iperf);
     assert_eq!(

@@ -499,6 +499,16 @@ mod tests {
         let r = wire.result(0);
         assert_eq!(r["transmitted"], 3);
         assert_eq!(replies(&r), vec![(1, 20 * MS, false), (3, 20 * MS, false)]);
+        // requests from host 0, the lost one included; replies from host 1
+        let departures: Vec<(usize, u64)> = wire
+            .log
+            .iter()
+            .map(|(t, host, _)| (*host, t.as_nanos() / MS))
+            .collect();
+        assert_eq!(
+            departures,
+            vec![(0, 0), (1, 10), (0, 200), (0, 400), (1, 410)]
+        );
     }
 
     /// Host 1 only answers echo requests (done by the wire's stack).

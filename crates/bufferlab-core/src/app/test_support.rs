@@ -22,10 +22,6 @@ pub fn at_ms(ms: u64) -> SimTime {
     SimTime(ms * MS)
 }
 
-pub fn at_us(us: u64) -> SimTime {
-    SimTime(us * US)
-}
-
 /// One host: its address, the id of the application running on it (also
 /// the flow id its packets carry), its sockets and its outbox.
 pub struct Host {
@@ -326,11 +322,6 @@ impl Wire {
 
     pub fn result(&self, i: usize) -> serde_json::Value {
         self.apps[i].result(&self.bench.iperf)
-    }
-
-    /// Packets sent by host `i`, in sending order.
-    pub fn sent_by(&self, i: usize) -> impl Iterator<Item = &(SimTime, usize, Packet)> {
-        self.log.iter().filter(move |e| e.1 == i)
     }
 }
 
