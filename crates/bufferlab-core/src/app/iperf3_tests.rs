@@ -1038,6 +1038,27 @@ fn tcp_reverse_makes_the_server_send() {
     assert_eq!(c["receiver_congestion"], "cubic");
 }
 
+#[test]
+fn tcp_window_is_doubled_by_the_kernel_and_capped_on_both_sides() {
+    // -w is sent to the server; each side reads back twice the request,
+    // at most twice net.core.[rw]mem_max (212992)
+    for (window, actual) in [(100_000, 200_000), (300_000, 425_984)] {
+        let mut spec = tcp_client_spec(100);
+        spec.window = Some(window);
+        let mut wire = pair_with(spec, true, |w| w.with_rate(100_000_000));
+        wire.run_until(at_ms(5_000));
+        let c = wire.result(CLIENT);
+        let s = &wire.result(SERVER)["tests"][0];
+        assert_eq!(u(&s["params"]["window"]), window as u64);
+        for doc in [&c, s] {
+            assert_eq!(
+                (u(&doc["sndbuf_actual"]), u(&doc["rcvbuf_actual"])),
+                (actual, actual)
+            );
+        }
+    }
+}
+
 /// Reproducer of a bug found by these tests (not fixed: a fix changes the
 /// outputs of such scenarios). With `-n` not a multiple of `-l` and no `-t`,
 /// the last, partial block is written but never counted (`SendStream::write`
