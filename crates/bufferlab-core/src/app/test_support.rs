@@ -5,8 +5,8 @@
 //! the shared iperf3 registry. A test either drives one model by hand
 //! (`bench.ctx(host, now)`, then [`Bench::sent`] to read what it queued and
 //! scripted [`Packet`]s from the builders below as input), or lets [`Wire`]
-//! carry packets between the models of two hosts in simulated time, with a
-//! fixed one-way delay, an optional bottleneck rate and scripted losses.
+//! carry packets between the hosts' models in simulated time, with a fixed
+//! one-way delay, an optional per-host bottleneck rate and scripted losses.
 
 use super::tcp::Conn;
 use super::{App, AppCtx, IperfRegistry, Sockets};
@@ -161,7 +161,7 @@ pub fn control(src: (Ipv4, u16), dst: (Ipv4, u16), msg: u8, conn: u32) -> Packet
 
 // ---------------------------------------------------------------- wire
 
-/// Two or more hosts on a shared wire: every packet arrives `delay` after
+/// Hosts on a shared wire, one application each: every packet arrives `delay` after
 /// it leaves its sender's bottleneck (serialised at `rate_bps` per sending
 /// host when set), unless `lose` says it is lost. The stack's part is
 /// modelled as the engine does it: echo requests are answered, packets go
