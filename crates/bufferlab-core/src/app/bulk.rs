@@ -161,3 +161,156 @@ impl Bulk {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::sink::{Sink, SinkProto, SinkSpec};
+    use crate::app::test_support::{at_ms, Bench, Wire, MS};
+    use crate::app::App;
+    use crate::packet::{tcp_flags, Payload, TcpHeader};
+
+    const PORT: u16 = 5001;
+
+    fn spec(bytes: Option<u64>, duration_ms: Option<u64>) -> BulkSpec {
+        BulkSpec {
+            dst: "10.0.0.2".into(),
+            port: PORT,
+            bytes,
+            duration_ns: duration_ms.map(|d| d * MS),
+            tos: 0,
+            tcp: TcpSpec::default(),
+        }
+    }
+
+    fn bulk(spec: BulkSpec) -> Bulk {
+        Bulk::new(spec, ComponentRng::new(7, "bulk")).unwrap()
+    }
+
+    /// Bulk on host 0 to a TCP sink on host 1, 5 ms apart at 50 Mbit/s.
+    fn transfer(spec: BulkSpec, until_ms: u64) -> Wire {
+        let sink = Sink::new(
+            SinkSpec {
+                port: PORT,
+                proto: SinkProto::Tcp,
+                tcp: TcpSpec::default(),
+            },
+            ComponentRng::new(5, "sink"),
+        )
+        .unwrap();
+        let apps = vec![App::Bulk(bulk(spec)), App::Sink(sink)];
+        let mut wire = Wire::new(apps, SimDuration::from_millis(5)).with_rate(50_000_000);
+        wire.start(1);
+        wire.start(0);
+        wire.run_until(at_ms(until_ms));
+        wire
+    }
+
+    #[test]
+    fn start_opens_the_connection_with_a_syn_from_an_ephemeral_port() {
+        let mut bench = Bench::new(2);
+        let mut b = bulk(spec(Some(1000), None));
+        b.start(&mut bench.ctx(0, at_ms(3))).unwrap();
+        let sent = bench.sent(0);
+        assert_eq!(sent.len(), 1);
+        let syn = sent[0];
+        assert!(matches!(syn.payload, Payload::Tcp(h) if h.flags == tcp_flags::SYN));
+        assert_eq!((syn.dst, syn.dst_port), (bench.addr(1), PORT));
+        assert!((crate::app::EPHEMERAL_LOW..=crate::app::EPHEMERAL_HIGH).contains(&syn.src_port));
+        assert_eq!(
+            bench.hosts[0].sockets.lookup(Proto::Tcp, syn.src_port),
+            Some(0)
+        );
+        assert_eq!(b.result()["start_ns"].as_u64(), Some(3 * MS));
+    }
+
+    #[test]
+    fn a_byte_budget_is_sent_whole_and_finishes_once_acknowledged() {
+        let wire = transfer(spec(Some(1_000_000), None), 10_000);
+        assert!(wire.apps[0].is_finished());
+        let r = wire.result(0);
+        // tcpi_bytes_acked counts the SYN and the FIN as one byte each
+        assert_eq!(
+            (r["bytes"].as_u64(), r["acked"].as_u64()),
+            (Some(1_000_000), Some(1_000_002))
+        );
+        assert_eq!(
+            (r["refused"].as_bool(), r["interrupted"].as_bool()),
+            (Some(false), Some(false))
+        );
+        assert_eq!(wire.result(1)["bytes"].as_u64(), Some(1_000_000));
+        // 691 frames of at most 1514 bytes at 50 Mbit/s: over 167 ms on the wire alone
+        assert!(r["end_ns"].as_u64().unwrap() > 167 * MS);
+        assert_eq!(r["congestion"], "cubic");
+    }
+
+    #[test]
+    fn a_duration_stops_writing_and_finishes_when_everything_written_is_acked() {
+        let wire = transfer(spec(None, Some(500)), 10_000);
+        let r = wire.result(0);
+        let written = r["bytes"].as_u64().unwrap();
+        assert_eq!(r["acked"].as_u64(), Some(written + 2), "data, SYN and FIN");
+        assert_eq!(wire.result(1)["bytes"].as_u64(), Some(written));
+        assert!(r["end_ns"].as_u64().unwrap() >= 500 * MS);
+        // most of 0.5 s of the 50 Mbit/s wire (3.1 MB), or more: what sat in
+        // the socket at the stop is still delivered
+        assert!(written > 2_000_000, "{written}");
+    }
+
+    #[test]
+    fn ctrl_c_ends_the_transfer_at_once() {
+        let mut wire = transfer(spec(None, None), 200);
+        assert!(!wire.apps[0].is_finished());
+        wire.interrupt(0);
+        assert!(wire.apps[0].is_finished());
+        let r = wire.result(0);
+        assert_eq!(
+            (r["interrupted"].as_bool(), r["end_ns"].as_u64()),
+            (Some(true), Some(200 * MS))
+        );
+        assert_eq!(wire.apps[0].poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_reset_answering_the_syn_is_a_refused_connection() {
+        let mut bench = Bench::new(2);
+        let mut b = bulk(spec(Some(1000), None));
+        b.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
+        let syn = bench.sent(0)[0];
+        let Payload::Tcp(h) = syn.payload else {
+            unreachable!()
+        };
+        // what a host without a listener answers (tcp_v4_send_reset)
+        let rst = Packet {
+            src: syn.dst,
+            dst: syn.src,
+            src_port: syn.dst_port,
+            dst_port: syn.src_port,
+            payload: Payload::Tcp(TcpHeader {
+                ack: h.seq.wrapping_add(1),
+                flags: tcp_flags::RST | tcp_flags::ACK,
+                ..TcpHeader::default()
+            }),
+            len: 14 + 20 + 20,
+            ..syn
+        };
+        b.handle_packet(&mut bench.ctx(0, at_ms(1)), &rst);
+        assert!(b.is_finished());
+        let r = b.result();
+        assert_eq!(
+            (r["refused"].as_bool(), r["bytes"].as_u64()),
+            (Some(true), Some(0))
+        );
+        assert!(!bench.hosts[0].sockets.is_bound(Proto::Tcp, syn.src_port));
+    }
+
+    #[test]
+    fn bad_destination_or_congestion_control_is_refused() {
+        let mut s = spec(None, None);
+        s.dst = "nowhere".into();
+        assert!(Bulk::new(s, ComponentRng::new(0, "b")).is_err());
+        let mut s = spec(None, None);
+        s.tcp.congestion = Some("vegas".into());
+        assert!(Bulk::new(s, ComponentRng::new(0, "b")).is_err());
+    }
+}

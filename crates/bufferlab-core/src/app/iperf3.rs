@@ -1674,3 +1674,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "iperf3_tests.rs"]
+mod session_tests;

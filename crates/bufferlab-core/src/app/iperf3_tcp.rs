@@ -243,3 +243,167 @@ impl Stream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::tcp::TcpSpec;
+    use crate::app::test_support::{established, exchange, Bench, MS};
+    use crate::tcp::endpoint::TcpConfig;
+
+    fn cfg() -> TcpConfig {
+        TcpSpec::default().config(9, 0).unwrap()
+    }
+
+    /// A sending stream on host 0 and the receiving one on host 1, connected.
+    fn streams(blksize: u32) -> (SendStream, RecvStream, Bench) {
+        let mut bench = Bench::new(2);
+        let (c, s) = established(&mut bench, &cfg());
+        (SendStream::new(c, blksize), RecvStream::new(s), bench)
+    }
+
+    /// Move what the sender wrote across at `ms`, the receiver reading.
+    fn deliver(
+        tx: &mut SendStream,
+        rx: &mut RecvStream,
+        bench: &mut Bench,
+        ms: u64,
+        counting: bool,
+    ) {
+        let now = SimTime(ms * MS);
+        tx.conn.flush(&mut bench.ctx(0, now), 0);
+        exchange(bench, &mut tx.conn, &mut rx.conn, now);
+        rx.read(&mut bench.ctx(1, now), counting);
+        exchange(bench, &mut tx.conn, &mut rx.conn, now);
+    }
+
+    #[test]
+    fn a_write_counts_only_whole_blocks() {
+        // budget 2500 with 1000-byte blocks: two blocks counted, half a block copied
+        let (mut tx, mut rx, mut bench) = streams(1000);
+        tx.write(SimTime::ZERO, Some(2500));
+        assert_eq!(tx.bytes(), 2000);
+        assert_eq!(tx.block_left, 500);
+        // the half block is in the socket all the same, and reaches the peer
+        deliver(&mut tx, &mut rx, &mut bench, 1, true);
+        assert_eq!(rx.bytes(), 2500);
+        tx.write(SimTime(MS), Some(2500));
+        assert_eq!(
+            tx.bytes(),
+            2000,
+            "the budget is spent; the block never completes"
+        );
+    }
+
+    #[test]
+    fn a_block_larger_than_the_send_buffer_counts_once_it_is_all_copied() {
+        // 1 MB blocks into a 16 KB initial send buffer: nothing counted yet
+        let (mut tx, mut rx, mut bench) = streams(1_000_000);
+        tx.write(SimTime::ZERO, None);
+        assert_eq!(tx.bytes(), 0);
+        assert!(tx.block_left < 1_000_000, "part of the block was copied");
+        for ms in 1..400 {
+            deliver(&mut tx, &mut rx, &mut bench, ms, true);
+            tx.write(SimTime(ms * MS), None);
+            if tx.bytes() > 0 {
+                break;
+            }
+        }
+        assert_eq!(tx.bytes(), 1_000_000);
+    }
+
+    #[test]
+    fn the_receiver_counts_only_while_the_test_runs() {
+        let (mut tx, mut rx, mut bench) = streams(1000);
+        tx.write(SimTime::ZERO, Some(3000));
+        deliver(&mut tx, &mut rx, &mut bench, 1, false);
+        assert_eq!(rx.bytes(), 0, "read before TEST_START: discarded");
+        tx.write(SimTime(MS), Some(5000));
+        deliver(&mut tx, &mut rx, &mut bench, 2, true);
+        assert_eq!(rx.bytes(), 2000);
+    }
+
+    #[test]
+    fn intervals_report_the_bytes_since_the_last_tick_and_totals_all_of_them() {
+        let (mut tx, mut rx, mut bench) = streams(1000);
+        let t = |ms: u64| SimTime(ms * MS);
+        tx.write(t(0), Some(3000));
+        deliver(&mut tx, &mut rx, &mut bench, 1, true);
+        tx.close_interval(t(0), t(100), false);
+        rx.close_interval(t(0), t(100), false);
+        tx.write(t(100), Some(5000));
+        deliver(&mut tx, &mut rx, &mut bench, 101, true);
+        tx.close_interval(t(100), t(200), false);
+        rx.close_interval(t(100), t(200), false);
+        let bytes = |v: &[Value]| {
+            v.iter()
+                .map(|i| i["bytes"].as_u64().unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bytes(&tx.intervals), vec![3000, 2000]);
+        assert_eq!(bytes(&rx.intervals), vec![3000, 2000]);
+        assert_eq!(tx.intervals[1]["start_ns"], 100 * MS);
+        assert_eq!(tx.intervals[0]["retransmits"], 0);
+        assert_eq!(tx.intervals[0]["pmtu"], 1500);
+        let total = tx.totals(t(0), t(200));
+        assert_eq!(
+            (total["bytes"].as_u64(), total["end_ns"].as_u64()),
+            (Some(5000), Some(200 * MS))
+        );
+        assert_eq!(rx.totals(t(0), t(200))["bytes"], 5000);
+    }
+
+    #[test]
+    fn sender_totals_summarise_the_interval_samples_of_rtt_and_cwnd() {
+        let (mut tx, mut rx, mut bench) = streams(1000);
+        let t = |ms: u64| SimTime(ms * MS);
+        let total = tx.totals(t(0), t(0));
+        assert_eq!(
+            (total["min_rtt_us"].as_u64(), total["mean_rtt_us"].as_u64()),
+            (Some(0), Some(0)),
+            "no samples yet"
+        );
+        tx.write(t(0), Some(1000));
+        deliver(&mut tx, &mut rx, &mut bench, 0, true);
+        tx.close_interval(t(0), t(1), false);
+        let rtt = tx.conn.ep.info().rtt as u64;
+        let cwnd = tx.conn.ep.info().snd_cwnd as u64 * tx.conn.ep.info().snd_mss as u64;
+        let total = tx.totals(t(0), t(1));
+        assert_eq!(
+            (
+                total["min_rtt_us"].as_u64(),
+                total["max_rtt_us"].as_u64(),
+                total["mean_rtt_us"].as_u64(),
+                total["max_snd_cwnd"].as_u64()
+            ),
+            (Some(rtt), Some(rtt), Some(rtt), Some(cwnd))
+        );
+        assert_eq!(cwnd, 10 * 1448, "initial window of ten segments");
+    }
+
+    #[test]
+    fn reset_restarts_the_counts_at_the_omit_end() {
+        let (mut tx, mut rx, mut bench) = streams(1000);
+        tx.write(SimTime::ZERO, Some(2000));
+        deliver(&mut tx, &mut rx, &mut bench, 1, true);
+        let (mut s, mut r) = (Stream::Send(tx), Stream::Recv(rx));
+        assert_eq!((s.bytes(), r.bytes()), (2000, 2000));
+        s.reset();
+        r.reset();
+        assert_eq!((s.bytes(), r.bytes()), (0, 0));
+        s.close_interval(SimTime::ZERO, SimTime(MS), true);
+        assert_eq!(s.intervals()[0]["bytes"], 0);
+        assert_eq!(s.intervals()[0]["omitted"], true);
+    }
+
+    #[test]
+    fn service_writes_only_while_active() {
+        let (tx, _, mut bench) = streams(1000);
+        let mut s = Stream::Send(tx);
+        s.service(&mut bench.ctx(0, SimTime::ZERO), false, None, 0);
+        assert_eq!(s.bytes(), 0);
+        s.service(&mut bench.ctx(0, SimTime::ZERO), true, Some(4000), 0);
+        assert_eq!(s.bytes(), 4000);
+        assert!(!bench.sent(0).is_empty(), "the written data leaves at once");
+    }
+}

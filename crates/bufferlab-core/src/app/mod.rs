@@ -15,6 +15,8 @@ pub mod ping;
 pub mod qmon;
 pub mod sink;
 pub mod tcp;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod udp_source;
 
 use crate::error::{Error, Result};
@@ -408,4 +410,187 @@ impl App {
 /// Parse a dotted address from a spec, naming the field on failure.
 pub(crate) fn parse_addr(field: &str, s: &str) -> Result<Ipv4> {
     Ipv4::parse(s).ok_or_else(|| Error::App(format!("{field}: {s:?} is not an IPv4 address")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::{Bench, MS};
+    use super::*;
+    use serde_json::json;
+
+    fn sockets() -> Sockets {
+        Sockets::new(ComponentRng::new(1, "sockets"))
+    }
+
+    #[test]
+    fn a_port_is_bound_once_per_protocol() {
+        let mut s = sockets();
+        s.bind(Proto::Udp, 5201, 1).unwrap();
+        let err = s.bind(Proto::Udp, 5201, 2).unwrap_err();
+        assert!(
+            err.to_string().contains("udp port 5201 is already in use"),
+            "{err}"
+        );
+        s.bind(Proto::Tcp, 5201, 2).unwrap();
+        assert_eq!(
+            (s.lookup(Proto::Udp, 5201), s.lookup(Proto::Tcp, 5201)),
+            (Some(1), Some(2))
+        );
+        assert_eq!(s.lookup(Proto::Udp, 5202), None);
+    }
+
+    #[test]
+    fn ephemeral_ports_are_distinct_and_in_linux_range() {
+        let mut s = sockets();
+        let ports: Vec<u16> = (0..200).map(|_| s.bind_ephemeral(Proto::Tcp, 1)).collect();
+        assert!(ports
+            .iter()
+            .all(|p| (EPHEMERAL_LOW..=EPHEMERAL_HIGH).contains(p)));
+        let mut unique = ports.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), ports.len());
+        let mut again = sockets();
+        assert_eq!(again.bind_ephemeral(Proto::Tcp, 1), ports[0], "seeded");
+    }
+
+    #[test]
+    fn bind_near_takes_the_next_free_port_and_wraps_to_the_low_end() {
+        let mut s = sockets();
+        s.bind(Proto::Udp, 100, 1).unwrap();
+        s.bind(Proto::Udp, 101, 1).unwrap();
+        assert_eq!(s.bind_near(Proto::Udp, 100, 2), 102);
+        s.bind(Proto::Icmp, EPHEMERAL_HIGH, 1).unwrap();
+        assert_eq!(s.bind_near(Proto::Icmp, EPHEMERAL_HIGH, 2), EPHEMERAL_LOW);
+    }
+
+    #[test]
+    fn unbind_all_releases_only_that_applications_ports() {
+        let mut s = sockets();
+        s.bind(Proto::Udp, 1, 7).unwrap();
+        s.bind(Proto::Tcp, 2, 7).unwrap();
+        s.bind(Proto::Tcp, 3, 8).unwrap();
+        s.unbind_all(7);
+        assert!(!s.is_bound(Proto::Udp, 1) && !s.is_bound(Proto::Tcp, 2));
+        assert!(s.is_bound(Proto::Tcp, 3));
+    }
+
+    #[test]
+    fn a_lifetime_finishes_once_at_the_first_instant() {
+        let mut bench = Bench::new(1);
+        bench.hosts[0].sockets.bind(Proto::Udp, 9, 0).unwrap();
+        let mut life = Lifetime::default();
+        life.finish(&mut bench.ctx(0, SimTime(5 * MS)));
+        life.interrupt(&mut bench.ctx(0, SimTime(9 * MS)));
+        assert!(
+            life.finished && !life.interrupted,
+            "Ctrl-C after the end changes nothing"
+        );
+        assert_eq!(life.end, SimTime(5 * MS));
+        assert!(!bench.hosts[0].sockets.is_bound(Proto::Udp, 9));
+        let mut cut = Lifetime::default();
+        cut.interrupt(&mut bench.ctx(0, SimTime(7 * MS)));
+        assert!(cut.finished && cut.interrupted);
+        assert_eq!(cut.end, SimTime(7 * MS));
+    }
+
+    #[test]
+    fn send_helpers_build_frames_with_the_right_lengths_and_stamps() {
+        let mut bench = Bench::new(2);
+        let dst = bench.addr(1);
+        let mut ctx = bench.ctx(0, SimTime(3 * MS));
+        ctx.send_udp(dst, 1000, 2000, 1470, 0x20, 7);
+        ctx.send_control(dst, 1001, 5201, 4, 9, 1);
+        ctx.send_echo(dst, 77, 5, 56, 0x10);
+        let sent = bench.sent(0);
+        let lens: Vec<u32> = sent.iter().map(|p| p.len).collect();
+        assert_eq!(
+            lens,
+            vec![14 + 20 + 8 + 1470, 14 + 20 + 32 + 1, 14 + 20 + 8 + 56]
+        );
+        let udp = sent[0];
+        assert_eq!(
+            (
+                udp.src,
+                udp.src_port,
+                udp.dst_port,
+                udp.tos,
+                udp.seq,
+                udp.ttl,
+                udp.flow
+            ),
+            (bench.addr(0), 1000, 2000, 0x20, 7, 64, 0)
+        );
+        assert!(sent
+            .iter()
+            .all(|p| p.sent_at == SimTime(3 * MS) && p.gso_segs == 1));
+        assert_eq!(sent[1].payload, Payload::Control { msg: 4, conn: 9 });
+        assert_eq!(
+            sent[2].payload,
+            Payload::Echo {
+                reply: false,
+                ident: 77,
+                seq: 5
+            }
+        );
+        assert_eq!(sent[2].tos, 0x10);
+    }
+
+    fn app(spec: serde_json::Value) -> App {
+        App::new(
+            serde_json::from_value(spec).unwrap(),
+            ComponentRng::new(0, "a"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn specs_become_the_named_application_with_its_destination() {
+        let cases = [
+            (
+                json!({"kind": "ping", "dst": "10.0.0.9", "interval_ns": 1, "size": 56}),
+                "ping",
+                Some("10.0.0.9"),
+            ),
+            (
+                json!({"kind": "sink", "port": 9, "proto": "udp"}),
+                "sink",
+                None,
+            ),
+            (
+                json!({"kind": "bulk", "dst": "10.0.0.8", "port": 9, "bytes": 10}),
+                "bulk",
+                Some("10.0.0.8"),
+            ),
+            (
+                json!({"kind": "iperf3_server", "port": 5201, "interval_ns": 1}),
+                "iperf3_server",
+                None,
+            ),
+        ];
+        for (spec, kind, dst) in cases {
+            let a = app(spec);
+            assert_eq!(a.kind(), kind);
+            assert_eq!(
+                a.destination().map(|d| d.to_string()),
+                dst.map(String::from)
+            );
+        }
+        let unknown = serde_json::from_value::<AppSpec>(
+            json!({"kind": "ping", "dst": "x", "interval_ns": 1, "size": 56, "extra": 1}),
+        );
+        assert!(unknown.is_err(), "unknown fields are refused");
+    }
+
+    #[test]
+    fn only_tcp_listeners_take_listener_settings() {
+        let mut ping =
+            app(json!({"kind": "ping", "dst": "10.0.0.9", "interval_ns": 1, "size": 56}));
+        let err = ping.set_listener_tcp(&tcp::TcpSpec::default()).unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("ping does not accept TCP connections"));
+        let mut server = app(json!({"kind": "iperf3_server", "port": 5201, "interval_ns": 1}));
+        server.set_listener_tcp(&tcp::TcpSpec::default()).unwrap();
+    }
 }

@@ -228,3 +228,296 @@ impl Ping {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::test_support::{at_ms, echo_reply, Bench, Wire, MS};
+    use crate::app::App;
+
+    fn spec(count: Option<u32>, interval_ms: u64) -> PingSpec {
+        PingSpec {
+            dst: "10.0.0.2".into(),
+            count,
+            interval_ns: interval_ms * MS,
+            size: 56,
+            deadline_ns: None,
+            timeout_ns: None,
+            send_lag_ns: 0,
+            tos: 0,
+        }
+    }
+
+    fn ping(spec: PingSpec) -> Ping {
+        Ping::new(spec, ComponentRng::new(3, "ping")).unwrap()
+    }
+
+    /// A ping on host 0 of a one-host bench, started at 0.
+    fn started(spec: PingSpec) -> (Ping, Bench) {
+        let mut bench = Bench::new(1);
+        let mut p = ping(spec);
+        p.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
+        (p, bench)
+    }
+
+    /// Run the ping's timers up to `until` (no replies); the echo requests sent.
+    fn run_timers(p: &mut Ping, bench: &mut Bench, until: SimTime) -> Vec<Packet> {
+        let mut sent = bench.sent(0);
+        while let Some(t) = p.poll_timeout().filter(|&t| t <= until) {
+            p.handle_timeout(&mut bench.ctx(0, t));
+            sent.extend(bench.sent(0));
+        }
+        sent
+    }
+
+    fn echo_seq(p: &Packet) -> u16 {
+        match p.payload {
+            Payload::Echo {
+                reply: false, seq, ..
+            } => seq,
+            other => panic!("not an echo request: {other:?}"),
+        }
+    }
+
+    fn replies(r: &serde_json::Value) -> Vec<(u64, u64, bool)> {
+        r["replies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                let n = |k: &str| x[k].as_u64().unwrap();
+                (n("seq"), n("rtt_ns"), x["dup"].as_bool().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn requests_are_numbered_from_one_at_each_interval() {
+        let (mut p, mut bench) = started(spec(None, 200));
+        let sent = run_timers(&mut p, &mut bench, at_ms(1000));
+        let seen: Vec<(u64, u16)> = sent
+            .iter()
+            .map(|s| (s.sent_at.as_nanos() / MS, echo_seq(s)))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![(0, 1), (200, 2), (400, 3), (600, 4), (800, 5), (1000, 6)]
+        );
+        let s = &sent[0];
+        assert_eq!(
+            (s.proto, s.dst, s.len),
+            (Proto::Icmp, p.dst, 14 + 20 + 8 + 56)
+        );
+    }
+
+    #[test]
+    fn send_lag_stretches_every_interval() {
+        let mut s = spec(None, 100);
+        s.send_lag_ns = 150_000;
+        let (mut p, mut bench) = started(s);
+        let times: Vec<u64> = run_timers(&mut p, &mut bench, at_ms(400))
+            .iter()
+            .map(|s| s.sent_at.as_nanos())
+            .collect();
+        assert_eq!(times, vec![0, 100_150_000, 200_300_000, 300_450_000]);
+    }
+
+    #[test]
+    fn the_echo_identifier_is_the_bound_icmp_port() {
+        let (p, bench) = started(spec(Some(1), 1000));
+        assert_eq!(bench.hosts[0].sockets.lookup(Proto::Icmp, p.ident), Some(0));
+    }
+
+    #[test]
+    fn rtt_is_arrival_minus_the_echoed_send_timestamp() {
+        let (mut p, mut bench) = started(spec(None, 1000));
+        let req = bench.sent(0).remove(0);
+        p.handle_packet(
+            &mut bench.ctx(0, SimTime(12_345_678)),
+            &echo_reply(&req, 61),
+        );
+        let r = p.result();
+        assert_eq!(replies(&r), vec![(1, 12_345_678, false)]);
+        assert_eq!(r["replies"][0]["ttl"], 61);
+        assert_eq!(r["transmitted"], 1);
+    }
+
+    #[test]
+    fn count_reached_by_replies_finishes_at_the_last_reply() {
+        let (mut p, mut bench) = started(spec(Some(2), 1000));
+        let mut sent = run_timers(&mut p, &mut bench, at_ms(1000));
+        assert_eq!(sent.len(), 2);
+        p.handle_packet(&mut bench.ctx(0, at_ms(5)), &echo_reply(&sent[0], 64));
+        assert!(!p.is_finished());
+        let second = sent.remove(1);
+        p.handle_packet(&mut bench.ctx(0, at_ms(1007)), &echo_reply(&second, 64));
+        assert!(p.is_finished());
+        assert_eq!(p.poll_timeout(), None);
+        assert!(bench.hosts[0]
+            .sockets
+            .lookup(Proto::Icmp, p.ident)
+            .is_none());
+        assert_eq!(p.result()["last_send_ns"], 1000 * MS);
+    }
+
+    #[test]
+    fn without_any_reply_ping_lingers_ten_seconds_after_the_last_request() {
+        let (mut p, mut bench) = started(spec(Some(3), 1000));
+        run_timers(&mut p, &mut bench, at_ms(2000));
+        assert_eq!(p.poll_timeout(), Some(at_ms(12_000)));
+        let mut s = spec(Some(3), 1000);
+        s.timeout_ns = Some(2_500 * MS); // -W 2.5
+        let (mut p, mut bench) = started(s);
+        run_timers(&mut p, &mut bench, at_ms(2000));
+        assert_eq!(p.poll_timeout(), Some(at_ms(4_500)));
+        p.handle_timeout(&mut bench.ctx(0, at_ms(4_500)));
+        assert!(p.is_finished());
+        assert_eq!(p.result()["transmitted"], 3);
+    }
+
+    #[test]
+    fn after_the_last_request_ping_waits_twice_the_slowest_rtt_at_least_an_interval() {
+        // slowest RTT 300 ms > interval 200 ms: wait 600 ms after the last send
+        let (mut p, mut bench) = started(spec(Some(3), 200));
+        let first = bench.sent(0).remove(0);
+        p.handle_packet(&mut bench.ctx(0, at_ms(300)), &echo_reply(&first, 64));
+        run_timers(&mut p, &mut bench, at_ms(400));
+        assert_eq!(p.poll_timeout(), Some(at_ms(400 + 600)));
+        // slowest RTT 30 ms: 60 ms < interval, so one interval
+        let (mut p, mut bench) = started(spec(Some(2), 200));
+        let first = bench.sent(0).remove(0);
+        p.handle_packet(&mut bench.ctx(0, at_ms(30)), &echo_reply(&first, 64));
+        run_timers(&mut p, &mut bench, at_ms(200));
+        assert_eq!(p.poll_timeout(), Some(at_ms(400)));
+    }
+
+    #[test]
+    fn deadline_stops_sending_and_finishes_at_start_plus_w() {
+        let mut s = spec(None, 300);
+        s.deadline_ns = Some(1_000 * MS); // -w 1
+        let (mut p, mut bench) = started(s);
+        let sent = run_timers(&mut p, &mut bench, at_ms(5_000));
+        // requests at 0, 300, 600, 900 ms; the deadline at 1000 ms ends it
+        assert_eq!(sent.len(), 4);
+        assert!(p.is_finished());
+        let r = p.result();
+        assert_eq!(
+            (r["transmitted"].as_u64(), r["deadline_ns"].as_u64()),
+            (Some(4), Some(1_000 * MS))
+        );
+        assert_eq!(r["last_send_ns"], 900 * MS);
+    }
+
+    #[test]
+    fn deadline_earlier_than_the_linger_wins_with_count() {
+        let mut s = spec(Some(2), 100);
+        s.deadline_ns = Some(700 * MS);
+        let (mut p, mut bench) = started(s);
+        run_timers(&mut p, &mut bench, at_ms(100));
+        assert_eq!(p.poll_timeout(), Some(at_ms(700)));
+    }
+
+    #[test]
+    fn duplicates_are_flagged_and_do_not_count_towards_c() {
+        let (mut p, mut bench) = started(spec(Some(2), 1000));
+        let first = bench.sent(0).remove(0);
+        p.handle_packet(&mut bench.ctx(0, at_ms(10)), &echo_reply(&first, 64));
+        p.handle_packet(&mut bench.ctx(0, at_ms(11)), &echo_reply(&first, 64));
+        assert!(!p.is_finished(), "a duplicate is not a second reply");
+        assert_eq!(
+            replies(&p.result()),
+            vec![(1, 10 * MS, false), (1, 11 * MS, true)]
+        );
+    }
+
+    #[test]
+    fn pipesize_counts_requests_outstanding_when_a_reply_arrives() {
+        // three requests out (seq 1..3) when the reply to seq 1 arrives
+        let (mut p, mut bench) = started(spec(None, 100));
+        let sent = run_timers(&mut p, &mut bench, at_ms(200));
+        p.handle_packet(&mut bench.ctx(0, at_ms(250)), &echo_reply(&sent[0], 64));
+        assert_eq!(p.result()["pipesize"], 3);
+        p.handle_packet(&mut bench.ctx(0, at_ms(260)), &echo_reply(&sent[2], 64));
+        assert_eq!(p.result()["pipesize"], 3);
+    }
+
+    #[test]
+    fn other_packets_and_late_replies_are_ignored() {
+        let (mut p, mut bench) = started(spec(Some(1), 1000));
+        let req = bench.sent(0).remove(0);
+        // the request itself (not a reply) changes nothing
+        p.handle_packet(&mut bench.ctx(0, at_ms(1)), &req);
+        assert!(replies(&p.result()).is_empty());
+        p.interrupt(&mut bench.ctx(0, at_ms(2)));
+        p.handle_packet(&mut bench.ctx(0, at_ms(3)), &echo_reply(&req, 64));
+        let r = p.result();
+        assert!(replies(&r).is_empty());
+        assert_eq!(r["interrupted"], true);
+    }
+
+    #[test]
+    fn sequence_numbers_wrap_at_65536() {
+        let (mut p, mut bench) = started(spec(None, 1));
+        let sent = run_timers(&mut p, &mut bench, at_ms(65_536));
+        let tail: Vec<u16> = sent[65_534..].iter().map(echo_seq).collect();
+        assert_eq!(tail, vec![65_535, 0, 1]);
+    }
+
+    #[test]
+    fn invalid_specs_are_refused() {
+        assert!(Ping::new(spec(Some(0), 1000), ComponentRng::new(0, "p")).is_err());
+        assert!(Ping::new(spec(None, 0), ComponentRng::new(0, "p")).is_err());
+        let mut s = spec(None, 1000);
+        s.dst = "10.0.0".into();
+        assert!(Ping::new(s, ComponentRng::new(0, "p")).is_err());
+    }
+
+    #[test]
+    fn over_a_wire_each_reply_takes_the_round_trip_and_a_loss_is_a_missing_seq() {
+        // 10 ms each way; the second request is lost
+        let app = App::Ping(ping(spec(Some(3), 200)));
+        let mut wire = Wire::new(
+            vec![app, App::Sink(idle_peer())],
+            SimDuration::from_millis(10),
+        )
+        .with_loss(|p| {
+            matches!(
+                p.payload,
+                Payload::Echo {
+                    reply: false,
+                    seq: 2,
+                    ..
+                }
+            )
+        });
+        wire.start(0);
+        // the third request at 400 ms arms the end at 400 + max(2·20, 200) ms
+        wire.run_until(at_ms(599));
+        assert!(!wire.apps[0].is_finished());
+        wire.run_until(at_ms(600));
+        assert!(wire.apps[0].is_finished());
+        let r = wire.result(0);
+        assert_eq!(r["transmitted"], 3);
+        assert_eq!(replies(&r), vec![(1, 20 * MS, false), (3, 20 * MS, false)]);
+        // requests from host 0, the lost one included; replies from host 1
+        let departures: Vec<(usize, u64)> = wire
+            .log
+            .iter()
+            .map(|(t, host, _)| (*host, t.as_nanos() / MS))
+            .collect();
+        assert_eq!(
+            departures,
+            vec![(0, 0), (1, 10), (0, 200), (0, 400), (1, 410)]
+        );
+    }
+
+    /// Host 1 only answers echo requests (done by the wire's stack).
+    fn idle_peer() -> crate::app::sink::Sink {
+        let spec = crate::app::sink::SinkSpec {
+            port: 9,
+            proto: crate::app::sink::SinkProto::Udp,
+            tcp: Default::default(),
+        };
+        crate::app::sink::Sink::new(spec, ComponentRng::new(0, "peer")).unwrap()
+    }
+}

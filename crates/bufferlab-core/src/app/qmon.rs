@@ -175,4 +175,84 @@ mod tests {
         }
         assert!(q.samples.capacity() <= MAX_SAMPLES);
     }
+
+    use crate::app::test_support::{at_ms, Bench, MS};
+    use crate::app::{App, AppSpec};
+    use crate::rng::ComponentRng;
+
+    fn monitor(interval_ms: u64) -> Qmon {
+        Qmon::new(QmonSpec {
+            dev: "s1-eth2".into(),
+            interval_ns: interval_ms * MS,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn samples_start_at_once_and_follow_every_interval_with_the_backlog_given() {
+        let mut q = monitor(10);
+        let mut bench = Bench::new(1);
+        q.start(&mut bench.ctx(0, at_ms(5))).unwrap();
+        let backlog = [(0, 0), (3000, 2), (1514, 1)];
+        for b in backlog {
+            let t = q.poll_timeout().unwrap();
+            q.handle_timeout(&mut bench.ctx(0, t), b);
+        }
+        assert_eq!(
+            q.result(),
+            json!({"dev": "s1-eth2", "samples": [[5 * MS, 0, 0], [15 * MS, 3000, 2], [25 * MS, 1514, 1]]})
+        );
+        assert_eq!(q.poll_timeout(), Some(at_ms(35)));
+        assert!(bench.sent(0).is_empty(), "a monitor sends nothing");
+    }
+
+    #[test]
+    fn a_late_wake_up_shifts_the_following_samples() {
+        // the next sample is due one interval after the last one taken
+        let mut q = monitor(10);
+        let mut bench = Bench::new(1);
+        q.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
+        q.handle_timeout(&mut bench.ctx(0, at_ms(3)), (1, 1));
+        assert_eq!(q.poll_timeout(), Some(at_ms(13)));
+    }
+
+    #[test]
+    fn ctrl_c_stops_sampling_and_keeps_the_samples() {
+        let mut q = monitor(10);
+        let mut bench = Bench::new(1);
+        q.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
+        q.handle_timeout(&mut bench.ctx(0, SimTime::ZERO), (7, 1));
+        q.interrupt(&mut bench.ctx(0, at_ms(4)));
+        assert!(q.is_finished());
+        assert_eq!(q.poll_timeout(), None);
+        assert_eq!(q.result()["samples"], json!([[0, 7, 1]]));
+    }
+
+    #[test]
+    fn the_engine_passes_the_monitored_interface_to_the_backlog_reader() {
+        let spec: AppSpec =
+            serde_json::from_value(json!({"kind": "qmon", "dev": "r1-eth0", "interval_ns": 1000}))
+                .unwrap();
+        let mut app = App::new(spec, ComponentRng::new(0, "q")).unwrap();
+        assert_eq!(app.monitored_dev(), Some("r1-eth0"));
+        app.bind_monitored_iface(4);
+        let mut bench = Bench::new(1);
+        app.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
+        let mut asked = None;
+        app.handle_timeout(&mut bench.ctx(0, SimTime::ZERO), |i| {
+            asked = Some(i);
+            (100, 1)
+        });
+        assert_eq!(asked, Some(4));
+        assert_eq!(app.result(&bench.iperf)["samples"], json!([[0, 100, 1]]));
+    }
+
+    #[test]
+    fn a_zero_interval_is_refused() {
+        assert!(Qmon::new(QmonSpec {
+            dev: "d".into(),
+            interval_ns: 0
+        })
+        .is_err());
+    }
 }

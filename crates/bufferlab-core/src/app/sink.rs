@@ -204,3 +204,151 @@ impl Sink {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::bulk::{Bulk, BulkSpec};
+    use crate::app::test_support::{at_ms, udp_datagram, Bench, Wire, MS};
+    use crate::app::App;
+    use crate::time::SimDuration;
+
+    const PORT: u16 = 5001;
+
+    fn sink(proto: SinkProto) -> Sink {
+        let spec = SinkSpec {
+            port: PORT,
+            proto,
+            tcp: TcpSpec::default(),
+        };
+        Sink::new(spec, ComponentRng::new(5, "sink")).unwrap()
+    }
+
+    /// A UDP sink on host 1 started at `start_ms`, fed datagrams
+    /// (arrival ms, send ms, payload bytes) from host 0.
+    fn udp_sink_fed(start_ms: u64, datagrams: &[(u64, u64, u32)]) -> (Sink, Bench) {
+        let mut bench = Bench::new(2);
+        let mut s = sink(SinkProto::Udp);
+        s.start(&mut bench.ctx(1, at_ms(start_ms))).unwrap();
+        let (from, to) = ((bench.addr(0), 40_000), (bench.addr(1), PORT));
+        for (i, &(arrival, sent, len)) in datagrams.iter().enumerate() {
+            let p = udp_datagram(from, to, len, i as u64 + 1, at_ms(sent));
+            s.handle_packet(&mut bench.ctx(1, at_ms(arrival)), &p);
+        }
+        (s, bench)
+    }
+
+    #[test]
+    fn udp_sink_counts_datagrams_payload_bytes_and_arrival_span() {
+        let (s, _) = udp_sink_fed(1, &[(10, 4, 1000), (20, 12, 1470), (35, 30, 1)]);
+        let r = s.result();
+        assert_eq!(
+            (r["packets"].as_u64(), r["bytes"].as_u64()),
+            (Some(3), Some(2471))
+        );
+        assert_eq!(
+            (r["first_ns"].as_u64(), r["last_ns"].as_u64()),
+            (Some(10 * MS), Some(35 * MS))
+        );
+        assert_eq!(
+            (r["start_ns"].as_u64(), r["proto"].as_str()),
+            (Some(MS), Some("udp"))
+        );
+    }
+
+    #[test]
+    fn udp_sink_reports_mean_and_max_one_way_delay() {
+        // delays 6, 8 and 5 ms
+        let (s, _) = udp_sink_fed(0, &[(10, 4, 100), (20, 12, 100), (35, 30, 100)]);
+        let r = s.result();
+        assert_eq!(r["mean_delay_ns"].as_f64(), Some(19.0 * MS as f64 / 3.0));
+        assert_eq!(r["max_delay_ns"].as_u64(), Some(8 * MS));
+    }
+
+    #[test]
+    fn an_empty_datagram_is_a_packet_but_not_data() {
+        let (s, _) = udp_sink_fed(0, &[(10, 9, 0)]);
+        let r = s.result();
+        assert_eq!(
+            (r["packets"].as_u64(), r["bytes"].as_u64()),
+            (Some(1), Some(0))
+        );
+        assert!(r["first_ns"].is_null() && r["last_ns"].is_null());
+    }
+
+    #[test]
+    fn a_sink_without_traffic_reports_zero_delay() {
+        let (s, _) = udp_sink_fed(0, &[]);
+        assert_eq!(s.result()["mean_delay_ns"].as_f64(), Some(0.0));
+    }
+
+    #[test]
+    fn sink_runs_until_interrupted_and_then_releases_its_port() {
+        let (mut s, mut bench) = udp_sink_fed(0, &[(10, 9, 100)]);
+        assert_eq!(s.poll_timeout(), None);
+        assert!(!s.is_finished());
+        assert_eq!(bench.hosts[1].sockets.lookup(Proto::Udp, PORT), Some(1));
+        s.interrupt(&mut bench.ctx(1, at_ms(500)));
+        assert!(s.is_finished());
+        assert_eq!(s.result()["end_ns"].as_u64(), Some(500 * MS));
+        assert!(!bench.hosts[1].sockets.is_bound(Proto::Udp, PORT));
+    }
+
+    #[test]
+    fn a_busy_port_is_refused_with_the_protocol_named() {
+        let mut bench = Bench::new(1);
+        sink(SinkProto::Tcp)
+            .start(&mut bench.ctx(0, SimTime::ZERO))
+            .unwrap();
+        let err = sink(SinkProto::Tcp)
+            .start(&mut bench.ctx(0, SimTime::ZERO))
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("TCP port 5001 is already in use on this host"),
+            "{err}"
+        );
+        // the UDP port of the same number is another socket
+        sink(SinkProto::Udp)
+            .start(&mut bench.ctx(0, SimTime::ZERO))
+            .unwrap();
+    }
+
+    #[test]
+    fn only_a_tcp_sink_takes_listener_settings() {
+        assert!(sink(SinkProto::Udp).set_tcp(&TcpSpec::default()).is_err());
+        assert!(sink(SinkProto::Tcp).set_tcp(&TcpSpec::default()).is_ok());
+    }
+
+    fn bulk(bytes: u64) -> App {
+        let spec = BulkSpec {
+            dst: "10.0.0.3".into(),
+            port: PORT,
+            bytes: Some(bytes),
+            duration_ns: None,
+            tos: 0,
+            tcp: TcpSpec::default(),
+        };
+        App::Bulk(Bulk::new(spec, ComponentRng::new(7, "bulk")).unwrap())
+    }
+
+    #[test]
+    fn tcp_sink_accepts_every_connection_and_reads_all_their_data() {
+        // two bulk senders (hosts 0 and 1) into one sink (host 2)
+        let apps = vec![bulk(300_000), bulk(50_000), App::Sink(sink(SinkProto::Tcp))];
+        let mut wire = Wire::new(apps, SimDuration::from_millis(5)).with_rate(50_000_000);
+        wire.start(2);
+        wire.start(0);
+        wire.start(1);
+        wire.run_until(at_ms(5_000));
+        assert!(wire.apps[0].is_finished() && wire.apps[1].is_finished());
+        let r = wire.result(2);
+        assert_eq!(
+            (r["connections"].as_u64(), r["bytes"].as_u64()),
+            (Some(2), Some(350_000))
+        );
+        // data segments of at most 1448 bytes: at least ⌈300000/1448⌉ + ⌈50000/1448⌉
+        assert!(r["packets"].as_u64().unwrap() >= 208 + 35);
+        assert_eq!(r["proto"], "tcp");
+    }
+}

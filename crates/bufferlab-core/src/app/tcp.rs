@@ -237,3 +237,166 @@ pub fn is_syn(p: &Packet) -> bool {
     use crate::packet::tcp_flags::{ACK, SYN};
     matches!(p.payload, Payload::Tcp(h) if h.flags & SYN != 0 && h.flags & ACK == 0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::test_support::{established, Bench, MS};
+    use crate::packet::tcp_flags::{ACK, SYN};
+    use crate::packet::TcpHeader;
+
+    #[test]
+    fn an_empty_spec_keeps_the_profile_defaults_with_seed_and_tos() {
+        let c = TcpSpec::default().config(42, 0xb8).unwrap();
+        let d = TcpConfig::for_profile(CcProfile::Lab2019);
+        assert_eq!((c.seed, c.tos), (42, 0xb8));
+        assert_eq!(
+            (c.mss, c.wmem, c.rmem, c.init_cwnd),
+            (d.mss, d.wmem, d.rmem, d.init_cwnd)
+        );
+        assert_eq!(c.congestion, d.congestion);
+    }
+
+    #[test]
+    fn given_settings_override_the_profile() {
+        let spec = TcpSpec {
+            congestion: Some("bbr".into()),
+            wmem: Some([4096, 65_536, 1_000_000]),
+            sack: Some(false),
+            sndbuf: Some(100_000),
+            mss: Some(1000),
+            min_rto_ns: Some(1_000 * MS),
+            init_cwnd: Some(1),
+            ..TcpSpec::default()
+        };
+        let c = spec.config(0, 0).unwrap();
+        assert_eq!(
+            (c.congestion.as_str(), c.wmem[1], c.sack, c.sndbuf),
+            ("bbr", 65_536, false, Some(100_000))
+        );
+        assert_eq!(
+            (c.mss, c.min_rto.as_nanos(), c.init_cwnd),
+            (1000, 1_000 * MS, 1)
+        );
+    }
+
+    #[test]
+    fn out_of_range_settings_are_refused_in_the_users_words() {
+        let err = |spec: TcpSpec| spec.config(0, 0).unwrap_err().to_string();
+        let cc = err(TcpSpec {
+            congestion: Some("vegas".into()),
+            ..TcpSpec::default()
+        });
+        assert!(cc.contains("\"vegas\" is not available"), "{cc}");
+        assert!(err(TcpSpec {
+            mss: Some(87),
+            ..TcpSpec::default()
+        })
+        .contains("tcp mss 87 outside 88..1460"));
+        assert!(err(TcpSpec {
+            mss: Some(1461),
+            ..TcpSpec::default()
+        })
+        .contains("outside 88..1460"));
+        assert!(err(TcpSpec {
+            init_cwnd: Some(0),
+            ..TcpSpec::default()
+        })
+        .contains("at least 1 segment"));
+        for ok in [88, 1460] {
+            assert!(TcpSpec {
+                mss: Some(ok),
+                ..TcpSpec::default()
+            }
+            .config(0, 0)
+            .is_ok());
+        }
+    }
+
+    #[test]
+    fn a_connection_owns_only_segments_from_its_peer_to_its_port() {
+        let mut bench = Bench::new(3);
+        let cfg = TcpSpec::default().config(1, 0).unwrap();
+        let (client, _) = established(&mut bench, &cfg);
+        let from_peer = |src: Ipv4, sport: u16, dport: u16| Packet {
+            src,
+            src_port: sport,
+            dst_port: dport,
+            ..crate::app::test_support::control((src, sport), (bench.addr(0), dport), 0, 0)
+        };
+        assert!(client.owns(&from_peer(bench.addr(1), 5001, 40_000)));
+        assert!(
+            !client.owns(&from_peer(bench.addr(2), 5001, 40_000)),
+            "another host"
+        );
+        assert!(
+            !client.owns(&from_peer(bench.addr(1), 5002, 40_000)),
+            "another port"
+        );
+        assert!(
+            !client.owns(&from_peer(bench.addr(1), 5001, 40_001)),
+            "not our port"
+        );
+    }
+
+    #[test]
+    fn flush_stamps_the_tos_and_marks_ect_when_the_socket_negotiated_ecn() {
+        let mut bench = Bench::new(2);
+        let ecn = TcpSpec {
+            ecn: Some(1),
+            ..TcpSpec::default()
+        }
+        .config(1, 0)
+        .unwrap();
+        let (mut client, _) = established(&mut bench, &ecn);
+        client.ep.write(SimTime(MS), 1000);
+        client.flush(&mut bench.ctx(0, SimTime(MS)), 0xb9);
+        let data = bench.sent(0);
+        assert_eq!(data.len(), 1);
+        let p = data[0];
+        // DSCP bits of the TOS kept, its ECN bits replaced by ECT(0)
+        assert_eq!(p.tos, 0xb8 | ECT0);
+        assert_eq!(
+            (p.src_port, p.dst_port, p.flow, p.sent_at),
+            (40_000, 5001, 0, SimTime(MS))
+        );
+        assert_eq!(p.payload_len(), 1000);
+    }
+
+    #[test]
+    fn only_a_syn_without_ack_is_a_connection_request() {
+        let mut p = crate::app::test_support::control((Ipv4(1), 1), (Ipv4(2), 2), 0, 0);
+        let with = |flags| {
+            Payload::Tcp(TcpHeader {
+                flags,
+                ..TcpHeader::default()
+            })
+        };
+        p.payload = with(SYN);
+        assert!(is_syn(&p));
+        p.payload = with(SYN | ACK);
+        assert!(!is_syn(&p));
+        p.payload = with(ACK);
+        assert!(!is_syn(&p));
+        p.payload = Payload::Control { msg: 1, conn: 0 };
+        assert!(!is_syn(&p));
+    }
+
+    #[test]
+    fn next_timeout_is_the_earliest_of_the_connections() {
+        let mut bench = Bench::new(2);
+        let cfg = TcpSpec::default().config(1, 0).unwrap();
+        let (mut client, server) = established(&mut bench, &cfg);
+        assert_eq!(next_timeout([].iter()), None);
+        client.ep.write(SimTime(MS), 1000);
+        client.flush(&mut bench.ctx(0, SimTime(MS)), 0);
+        let rto = client
+            .ep
+            .poll_timeout()
+            .expect("retransmission timer armed");
+        let conns = [client, server];
+        let earliest = conns.iter().filter_map(|c| c.ep.poll_timeout()).min();
+        assert_eq!(next_timeout(conns.iter()), earliest);
+        assert!(earliest <= Some(rto));
+    }
+}

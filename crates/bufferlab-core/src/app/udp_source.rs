@@ -311,7 +311,7 @@ impl UdpSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::{IperfRegistry, Sockets};
+    use crate::app::test_support::Bench;
     use crate::packet::Packet;
 
     const MS: u64 = 1_000_000;
@@ -334,39 +334,29 @@ mod tests {
         UdpSource::new(spec, ComponentRng::new(seed, "src")).unwrap()
     }
 
-    /// Run the source as the engine does: (departure ns, sequence number) of each datagram.
-    fn departures(mut src: UdpSource) -> Vec<(u64, u64)> {
-        let mut out: Vec<Packet> = Vec::new();
-        let mut sockets = Sockets::new(ComponentRng::new(0, "sockets"));
-        let mut iperf = IperfRegistry::default();
+    /// Run the source as the engine does until it stops: each datagram with
+    /// its departure instant.
+    fn run(mut src: UdpSource) -> Vec<(SimTime, Packet)> {
+        let mut bench = Bench::new(1);
+        src.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
         let mut now = SimTime::ZERO;
-        let mut sent = Vec::new();
-        let mut step = |src: &mut UdpSource, now: SimTime, start: bool| {
-            let mut c = AppCtx {
-                now,
-                id: 1,
-                addr: Ipv4::parse("10.0.0.1").unwrap(),
-                gso_max_size: 0,
-                out: &mut out,
-                sockets: &mut sockets,
-                iperf: &mut iperf,
-            };
-            if start {
-                src.start(&mut c).unwrap();
-            } else {
-                src.handle_timeout(&mut c);
-            }
-            for p in out.drain(..) {
-                sent.push((now.as_nanos(), p.seq));
-            }
-        };
-        step(&mut src, now, true);
+        let mut sent: Vec<(SimTime, Packet)> =
+            bench.sent(0).into_iter().map(|p| (now, p)).collect();
         while let Some(t) = src.poll_timeout() {
             assert!(t >= now, "time went backwards");
             now = t;
-            step(&mut src, now, false);
+            src.handle_timeout(&mut bench.ctx(0, now));
+            sent.extend(bench.sent(0).into_iter().map(|p| (now, p)));
         }
         sent
+    }
+
+    /// (departure ns, sequence number) of each datagram.
+    fn departures(src: UdpSource) -> Vec<(u64, u64)> {
+        run(src)
+            .iter()
+            .map(|(t, p)| (t.as_nanos(), p.seq))
+            .collect()
     }
 
     #[test]
@@ -435,6 +425,158 @@ mod tests {
         assert_eq!(jittered.len(), nominal.len());
         for (&(t, _), &n) in jittered.iter().zip(&nominal) {
             assert!(t >= n && t <= n + 2 * MS + MS, "{t} vs nominal {n}");
+        }
+    }
+
+    fn with(f: impl FnOnce(&mut UdpSourceSpec)) -> UdpSource {
+        let mut src = source(Pattern::Cbr, 0, 1);
+        f(&mut src.spec);
+        src
+    }
+
+    #[test]
+    fn cbr_instants_come_from_the_index_so_rounding_never_accumulates() {
+        // 1000-byte datagrams at 3 Mbit/s: 8000/3 µs apart, floored per datagram
+        let d = departures(with(|s| {
+            s.rate_bps = 3_000_000;
+            s.duration_ns = Some(12 * MS);
+        }));
+        let times: Vec<u64> = d.iter().map(|x| x.0).collect();
+        assert_eq!(times, vec![0, 2_666_666, 5_333_333, 8_000_000, 10_666_666]);
+    }
+
+    #[test]
+    fn datagrams_carry_the_size_port_tos_and_a_sequence_from_one() {
+        let sent = run(with(|s| {
+            s.tos = 0x28;
+            s.duration_ns = Some(3 * MS);
+        }));
+        assert_eq!(sent.len(), 3);
+        for (i, (_, p)) in sent.iter().enumerate() {
+            assert_eq!(
+                (p.proto, p.udp_payload_len(), p.dst_port, p.tos, p.seq),
+                (Proto::Udp, 1000, 9, 0x28, i as u64 + 1)
+            );
+            assert!(p.src_port >= crate::app::EPHEMERAL_LOW);
+        }
+    }
+
+    #[test]
+    fn a_byte_budget_sends_whole_datagrams_until_it_is_reached() {
+        // -n 2500 of 1000-byte datagrams: the third passes it; done at its departure
+        let mut src = with(|s| {
+            s.bytes = Some(2500);
+            s.duration_ns = None;
+        });
+        let mut bench = Bench::new(1);
+        src.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
+        while let Some(t) = src.poll_timeout() {
+            src.handle_timeout(&mut bench.ctx(0, t));
+        }
+        assert_eq!(bench.sent(0).len(), 3);
+        let r = src.result();
+        assert_eq!(
+            (
+                r["packets"].as_u64(),
+                r["bytes"].as_u64(),
+                r["end_ns"].as_u64()
+            ),
+            (Some(3), Some(3000), Some(2 * MS))
+        );
+    }
+
+    #[test]
+    fn poisson_arrivals_keep_the_mean_rate_and_exponential_gaps() {
+        // mean gap 1 ms over 20 s: 20 000 expected, σ = √20000 ≈ 141
+        let d = departures(with(|s| {
+            s.pattern = Pattern::Poisson;
+            s.duration_ns = Some(20_000 * MS);
+        }));
+        let n = d.len() as f64;
+        assert!((n - 20_000.0).abs() < 5.0 * 141.0, "{n} datagrams");
+        let gaps: Vec<f64> = d.windows(2).map(|w| (w[1].0 - w[0].0) as f64).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+        // exponential: standard deviation equals the mean
+        assert!(
+            (var.sqrt() / mean - 1.0).abs() < 0.05,
+            "cv {}",
+            var.sqrt() / mean
+        );
+        assert_eq!(
+            d,
+            departures(with(|s| {
+                s.pattern = Pattern::Poisson;
+                s.duration_ns = Some(20_000 * MS);
+            })),
+            "same seed, same draws"
+        );
+    }
+
+    #[test]
+    fn exponential_sizes_average_the_configured_size() {
+        let sent = run(with(|s| {
+            s.size_dist = SizeDist::Exponential;
+            s.duration_ns = Some(10_000 * MS);
+        }));
+        let sizes: Vec<u32> = sent.iter().map(|(_, p)| p.udp_payload_len()).collect();
+        let mean = sizes.iter().map(|&s| s as f64).sum::<f64>() / sizes.len() as f64;
+        // 10 000 draws of mean 1000, σ 1000: the mean within 5σ/√n = 50 bytes
+        assert!((mean - 1000.0).abs() < 50.0, "{mean}");
+        assert!(sizes.iter().all(|&s| s >= 1) && sizes.iter().any(|&s| s != 1000));
+    }
+
+    #[test]
+    fn onoff_sends_only_strictly_inside_each_on_period() {
+        // off 5 ms, on 5 ms at one datagram a ms: +1..+4 ms of each on period
+        // (the one due at the period's end is not sent)
+        let d = departures(with(|s| {
+            s.pattern = Pattern::Onoff;
+            s.on_ns = Some(5 * MS);
+            s.off_ns = Some(5 * MS);
+            s.duration_ns = Some(20 * MS);
+        }));
+        let ms: Vec<u64> = d.iter().map(|x| x.0 / MS).collect();
+        assert_eq!(ms, vec![6, 7, 8, 9, 16, 17, 18, 19]);
+    }
+
+    #[test]
+    fn ctrl_c_stops_the_source_and_reports_it() {
+        let mut src = source(Pattern::Cbr, 0, 1);
+        let mut bench = Bench::new(1);
+        src.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
+        for t in 0..3 {
+            src.handle_timeout(&mut bench.ctx(0, SimTime(t * MS)));
+        }
+        src.interrupt(&mut bench.ctx(0, SimTime(2_500_000)));
+        assert_eq!(src.poll_timeout(), None);
+        let r = src.result();
+        assert_eq!(
+            (
+                r["packets"].as_u64(),
+                r["end_ns"].as_u64(),
+                r["interrupted"].as_bool()
+            ),
+            (Some(3), Some(2_500_000), Some(true))
+        );
+        assert!(!bench.hosts[0].sockets.is_bound(Proto::Udp, src.sport));
+    }
+
+    #[test]
+    fn invalid_specs_are_refused() {
+        let bad: [fn(&mut UdpSourceSpec); 4] = [
+            |s| s.rate_bps = 0,
+            |s| s.size = 0,
+            |s| s.size = 65_508,
+            |s| {
+                s.pattern = Pattern::Onoff;
+                s.on_ns = Some(0);
+            },
+        ];
+        for f in bad {
+            let mut spec = source(Pattern::Cbr, 0, 1).spec;
+            f(&mut spec);
+            assert!(UdpSource::new(spec, ComponentRng::new(0, "s")).is_err());
         }
     }
 }
