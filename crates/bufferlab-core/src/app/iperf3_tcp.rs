@@ -56,15 +56,16 @@ impl SendStream {
     }
 
     /// Copy as much of the current block (and the next ones) as the socket takes.
+    /// `-n` is checked only between blocks: iperf3's send loop (iperf_send in
+    /// src/iperf_api.c) writes whole `blksize` blocks and stops once the bytes
+    /// sent reach `-n`, so the total is `-n` rounded up to a block.
     pub fn write(&mut self, now: SimTime, budget: Option<u64>) {
         loop {
-            let mut want = self.block_left;
-            if let Some(b) = budget {
-                want = want.min(b.saturating_sub(self.bytes + (self.blksize - self.block_left)));
-            }
-            if want == 0 {
+            let starting_block = self.block_left == self.blksize;
+            if starting_block && budget.is_some_and(|b| self.bytes >= b) {
                 return;
             }
+            let want = self.block_left;
             let took = self.conn.ep.write(now, want);
             self.block_left -= took;
             if self.block_left == 0 {
@@ -278,21 +279,16 @@ mod tests {
     }
 
     #[test]
-    fn a_write_counts_only_whole_blocks() {
-        // budget 2500 with 1000-byte blocks: two blocks counted, half a block copied
+    fn a_byte_budget_is_rounded_up_to_whole_blocks() {
+        // -n 2500 with 1000-byte blocks: iperf3 writes three whole blocks
         let (mut tx, mut rx, mut bench) = streams(1000);
         tx.write(SimTime::ZERO, Some(2500));
-        assert_eq!(tx.bytes(), 2000);
-        assert_eq!(tx.block_left, 500);
-        // the half block is in the socket all the same, and reaches the peer
+        assert_eq!(tx.bytes(), 3000);
+        assert_eq!(tx.block_left, 1000, "no block is started past the budget");
         deliver(&mut tx, &mut rx, &mut bench, 1, true);
-        assert_eq!(rx.bytes(), 2500);
+        assert_eq!(rx.bytes(), 3000);
         tx.write(SimTime(MS), Some(2500));
-        assert_eq!(
-            tx.bytes(),
-            2000,
-            "the budget is spent; the block never completes"
-        );
+        assert_eq!(tx.bytes(), 3000, "the budget is spent");
     }
 
     #[test]

@@ -1059,18 +1059,18 @@ fn tcp_window_is_doubled_by_the_kernel_and_capped_on_both_sides() {
     }
 }
 
-/// Reproducer of a bug found by these tests (not fixed: a fix changes the
-/// outputs of such scenarios). With `-n` not a multiple of `-l` and no `-t`,
-/// the last, partial block is written but never counted (`SendStream::write`
-/// counts whole blocks), so the written total never reaches `-n` and the
-/// client never sends TEST_END; iperf3 ends once its count reaches `-n`.
+/// `-n` not a multiple of `-l`: iperf3 writes whole blocks until the count
+/// reaches `-n` (iperf_send, src/iperf_api.c), so 250 000 with 100 000-byte
+/// blocks sends three blocks and ends. (Before this was fixed the last block
+/// was cut to the budget, never counted, and the test never ended.)
 #[test]
-#[ignore = "bug: iperf3 TCP -n not a multiple of -l never ends"]
-fn tcp_bytes_limit_not_a_multiple_of_the_block_size_still_ends() {
+fn tcp_bytes_limit_not_a_multiple_of_the_block_size_rounds_up_and_ends() {
     let mut spec = tcp_client_spec(0);
     spec.blksize = 100_000;
     spec.bytes = Some(250_000);
     let mut wire = pair_with(spec, true, |w| w.with_rate(100_000_000));
     wire.run_until(at_ms(20_000));
     assert!(wire.apps[CLIENT].is_finished(), "still running after 20 s");
+    let stream = &wire.result(CLIENT)["streams"][0];
+    assert_eq!(u(&stream["sender"]["bytes"]), 300_000);
 }
