@@ -1,8 +1,10 @@
 """iperf3 output: client/server ``-J`` JSON and human-readable text.
 
 Reproduces, for the engine results of docs/internals.md (``iperf3_client``,
-``iperf3_server``), what iperf3 prints (formats.md §1; reference layout 3.7,
-version switches via ``Profile.iperf3_version``):
+``iperf3_server``) and the client's settings (commands/iperf3.py
+``Iperf3Client``, the model the request was built from), what iperf3 prints
+(formats.md §1; reference layout 3.7, version switches via
+``Profile.iperf3_version``):
 
 * ``src/iperf_api.c`` — ``iperf_print_intermediate`` (per-interval JSON
   objects and text lines, the "short final interval with no data" rule),
@@ -66,10 +68,10 @@ TCP (formats.md §1.5, §1.6, §1.8; ``iperf_print_intermediate``,
   intervals, ``"sender": false`` everywhere, and in ``end`` only what the
   results exchange carries (bytes, retransmits, times): ``max_snd_cwnd``,
   ``max_snd_wnd``, ``max_rtt``, ``min_rtt``, ``mean_rtt`` are 0 there;
-* JSON ``start``: ``tcp_mss_default`` (``tcp_mss`` with -M) after ``cookie``,
-  ``target_bitrate`` after it (3.12+), then one ``sock_bufsize`` /
-  ``sndbuf_actual`` / ``rcvbuf_actual`` triple **per stream** (cJSON appends a
-  duplicate key per ``iperf_tcp_connect``; fixed in 3.14); ``snd_wnd`` /
+* JSON ``start``: ``tcp_mss_default`` (``tcp_mss`` with -M, which the parser
+  refuses) after ``cookie``, ``target_bitrate`` after it (3.12+), then one
+  ``sock_bufsize`` / ``sndbuf_actual`` / ``rcvbuf_actual`` triple **per stream**
+  (cJSON appends a duplicate key per ``iperf_tcp_connect``; fixed in 3.14); ``snd_wnd`` /
   ``max_snd_wnd`` from 3.10;
 * server: prints its summary at TEST_END, *before* the results exchange, so
   a normal (receiving) server has no retransmit columns, sender_time =
@@ -515,11 +517,11 @@ def client_json(result: dict[str, Any], client: Iperf3Client, profile: Any) -> s
         "system_info": profile.system_info,
         "timestamp": _timestamp(profile, result.get("connect_ns",
                                                     result.get("test_start_ns", result["start_ns"]))),
-        "connecting_to": {"host": client.host, "port": int(client.port)},
+        "connecting_to": {"host": client.host, "port": client.port},
         "cookie": result["cookie"],
     }
     if _has_target_bitrate(profile):
-        start["target_bitrate"] = int(client.rate_bps)
+        start["target_bitrate"] = client.rate_bps
     start["sock_bufsize"] = 0
     start["sndbuf_actual"] = UDP_SOCKBUF
     start["rcvbuf_actual"] = UDP_SOCKBUF
@@ -564,7 +566,7 @@ def client_text(result: dict[str, Any], client: Iperf3Client, profile: Any) -> s
     heads = _headers(profile)
     p = _Printer(client.title)
     sock = int(profile.iperf3_socket_base)
-    p(REPORT_CONNECTING % (client.host, int(client.port)))
+    p(REPORT_CONNECTING % (client.host, client.port))
     p(REPORT_CONNECTED % (sock, result["local_ip"], int(result["local_port"]),
                           result["remote_ip"], int(result["remote_port"])))
     kept, base_us = _intervals(result, client.interval_s)
@@ -1129,12 +1131,12 @@ def _tcp_client_json(result: dict[str, Any], client: Iperf3Client, profile: Any)
         ("version", _version_string(profile)),
         ("system_info", profile.system_info),
         ("timestamp", _timestamp(profile, at_ns)),
-        ("connecting_to", {"host": client.host, "port": int(client.port)}),
+        ("connecting_to", {"host": client.host, "port": client.port}),
         ("cookie", result["cookie"]),
     ]
     pairs.append(("tcp_mss_default", int(result.get("tcp_mss_default", 1448))))
     if _has_target_bitrate(profile):
-        pairs.append(("target_bitrate", int(client.rate_bps)))
+        pairs.append(("target_bitrate", client.rate_bps))
     pairs += _bufsize_pairs(profile, len(streams), client.window or 0,
                             result.get("sndbuf_actual", 16384), result.get("rcvbuf_actual", 131072))
     pairs.append(("test_start", _client_test_start(client, profile)))
@@ -1164,7 +1166,7 @@ def _tcp_client_text(result: dict[str, Any], client: Iperf3Client, profile: Any)
     socks = _client_socks(result, profile)
     streams, keep, base_us = _tcp_streams(result, socks, client.interval_s)
     multi = max(client.parallel, len(streams)) > 1
-    p(REPORT_CONNECTING % (client.host, int(client.port)))
+    p(REPORT_CONNECTING % (client.host, client.port))
     if reverse:
         p(REPORT_REVERSE % client.host)
     for s in streams:
