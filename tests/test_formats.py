@@ -31,8 +31,11 @@ except ImportError:  # pragma: no cover
     _pkg.__path__ = [str(pathlib.Path(__file__).resolve().parents[1] / "python" / "bufferlab")]
     sys.modules["bufferlab"] = _pkg
 
+from bufferlab.commands.iperf3 import Iperf3Client, parse_iperf3  # noqa: E402
+from bufferlab.commands.shell import parse_shell  # noqa: E402
 from bufferlab.commands.tc import tc_show_text, tc_util  # noqa: E402
 from bufferlab.commands.tc.tbf import tbf_latency_us  # noqa: E402
+from bufferlab.errors import Diagnostics  # noqa: E402
 from bufferlab.formats import cjson, iperf3, ping, queue  # noqa: E402
 from bufferlab.profile import PROFILES  # noqa: E402
 
@@ -227,8 +230,16 @@ UDP_RESULT = {
         "host_system": 0.48442137069702146, "remote_total": 0.21843922138214111,
         "remote_user": 0.032768249511718743, "remote_system": 0.18567097187042236},
 }
-UDP_CMD = iperf3.CmdInfo(host="10.0.0.2", port=5010, protocol="udp", duration_s=3, blksize=1448,
-                         tos=0x32, rate=900000)
+
+
+def client(line: str) -> Iperf3Client:
+    """The client model of an iperf3 command line, as a run formats it."""
+    client = parse_iperf3(parse_shell(line)[0].commands[0].words, Diagnostics(), LAB)
+    assert isinstance(client, Iperf3Client)
+    return client
+
+
+UDP_CMD = client("iperf3 -c 10.0.0.2 -p 5010 -u -b 0.9m -S 0x32 -t 3")
 
 EXPECTED_UDP_TEXT = (
     "Class2:  Connecting to host 10.0.0.2, port 5010\n"
@@ -583,7 +594,7 @@ def test_server_json_mirror_image():
 
 def test_client_error_text_and_json():
     result = {"error": "unable to connect to server: Connection refused"}
-    cmd = iperf3.CmdInfo(host="10.0.0.2")
+    cmd = client("iperf3 -c 10.0.0.2 -u")
     assert iperf3.client_text(result, cmd, LAB) == (
         "iperf3: error - unable to connect to server: Connection refused\n")
     assert iperf3.client_json(result, cmd, LAB) == (
@@ -842,7 +853,7 @@ def _tcp_result():
     }
 
 
-TCP_CMD = iperf3.CmdInfo(host="10.0.0.3", protocol="tcp", duration_s=3, blksize=131072, rate=0)
+TCP_CMD = client("iperf3 -c 10.0.0.3 -t 3")
 
 
 def test_tcp_example_json_byte_exact():
@@ -900,11 +911,10 @@ def test_tcp_iperf36_has_no_sender_keys():
     assert json.loads(doc)["end"]["streams"][0]["sender"]["retransmits"] == 217
 
 
-def test_tcp_window_mss_and_title_keys():
-    cmd = dataclasses.replace(TCP_CMD, window=1048576, mss=1400, title="Lab14")
+def test_tcp_window_and_title_keys():
+    cmd = client("iperf3 -c 10.0.0.3 -t 3 -w 1M -T Lab14")
     doc = iperf3.client_json(_tcp_result(), cmd, LAB_TCP)
     obj = json.loads(doc)
-    assert obj["start"]["tcp_mss"] == 1400 and "tcp_mss_default" not in obj["start"]
     assert obj["start"]["sock_bufsize"] == 1048576
     assert list(obj)[-1] == "title" and obj["title"] == "Lab14"
 
@@ -987,7 +997,7 @@ def _p2_result():
     return result
 
 
-P2_CMD = dataclasses.replace(TCP_CMD, host="127.0.0.1", duration_s=2, omit_s=1, num_streams=2)
+P2_CMD = client("iperf3 -c 127.0.0.1 -t 2 -O 1 -P 2")
 
 
 def test_tcp_parallel_omit_text_layout():
@@ -1085,7 +1095,7 @@ def _reverse_result():
     return result
 
 
-REV_CMD = dataclasses.replace(TCP_CMD, reverse=True)
+REV_CMD = client("iperf3 -c 10.0.0.3 -t 3 -R")
 
 
 def test_tcp_reverse_client_text():
@@ -1149,9 +1159,6 @@ def test_tcp_client_error_and_protocol_checks():
         iperf3.client_json(_tcp_result(), dataclasses.replace(TCP_CMD, protocol="sctp"), LAB)
     with pytest.raises(ValueError, match="-R"):
         iperf3.client_text(UDP_RESULT, dataclasses.replace(UDP_CMD, reverse=True), LAB)
-    # the protocol may also come from the engine result alone
-    assert iperf3.client_text(_tcp_result(), dataclasses.replace(TCP_CMD, protocol=""), LAB_TCP) == \
-        EXPECTED_TCP_TEXT
 
 
 # ---------------------------------------------------------------------------

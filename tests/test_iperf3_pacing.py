@@ -142,9 +142,10 @@ def test_rate_slash_burst_is_accepted_in_every_version():
 
 def test_engine_pacing_spec_carries_the_options_and_the_host_constants():
     c = ip3("iperf3 -c 10.0.0.2 -u -b 2M/5 --pacing-timer 2000")
-    assert c.engine_pacing(LAB2019) == {"timer_us": 2000, "burst": 5, "send_ns": 6000, "slack_ns": 50_000}
+    assert c.to_request(LAB2019, {})["pacing"] == {
+        "timer_us": 2000, "burst": 5, "send_ns": 6000, "slack_ns": 50_000}
     slow = Profile(iperf3_send_loop_us=20)
-    assert ip3("iperf3 -c 10.0.0.2 -u", OLD).engine_pacing(slow) == {
+    assert ip3("iperf3 -c 10.0.0.2 -u", OLD).to_request(slow, {})["pacing"] == {
         "timer_us": 100_000,
         "burst": 0,
         "send_ns": 20_000,

@@ -32,7 +32,8 @@ model lands).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
 from bufferlab.profile import Profile
@@ -61,6 +62,7 @@ MAX_INTERVAL = 60.0
 DEFAULT_PACING_TIMER = 1000
 OLD_PACING_TIMER = 100_000
 MAX_INT = 2**31 - 1
+NS_PER_S = 1_000_000_000
 #: how late Linux may wake a normal task from select(): the default
 #: timer_slack_ns (fs/select.c select_estimate_accuracy), in ns
 TIMER_SLACK_NS = 50_000
@@ -89,48 +91,91 @@ class Iperf3Server:
     debug: bool = False
 
 
-@dataclass
-class Iperf3Client:
-    host: str  # as typed (an IPv4 literal)
-    host_col: int
-    protocol: str = "tcp"  # "udp" with -u
-    port: int = DEFAULT_PORT
-    rate_bps: int = 0  # -b; UDP default 1048576, TCP default 0 = unlimited
-    rate_given: bool = False
-    blksize: int = DEFAULT_TCP_BLKSIZE  # -l (UDP payload size for UDP)
-    blksize_given: bool = False
-    duration_s: int = DEFAULT_DURATION  # -t; 0 = until interrupted (or -n/-k)
-    bytes: int | None = None  # -n
-    blocks: int | None = None  # -k
-    tos: int = 0  # -S
-    title: str | None = None  # -T
-    json: bool = False  # -J
-    interval_s: float = 1.0  # -i
-    omit_s: int = 0  # -O
-    logfile: str | None = None
-    parallel: int = 1  # -P
-    reverse: bool = False  # -R
-    window: int | None = None  # -w (socket buffer, bytes)
-    congestion: str | None = None  # -C
-    no_delay: bool = False  # -N
-    zerocopy: bool = False  # -Z
-    verbose: bool = False
-    format: str | None = None
-    udp_counters_64bit: bool = False
-    debug: bool = False
-    words_col: int = 0  # column of the program name
-    pacing_timer_us: int = DEFAULT_PACING_TIMER  # --pacing-timer, or the version's default
-    pacing_timer_given: bool = False
-    burst: int = 0  # -b RATE/BURST; 0 = no burst
+def _sent_as(key: str) -> Any:
+    """A field the engine receives, as ``key`` of the ``iperf3_client`` request."""
+    return field(metadata={"request": key})
 
-    def engine_pacing(self, profile: Profile) -> dict[str, int]:
-        """The engine's ``pacing`` spec (app/iperf3.rs ``PacingSpec``)."""
-        return {
-            "timer_us": self.pacing_timer_us,
-            "burst": self.burst,
-            "send_ns": profile.iperf3_send_loop_us * 1000,
-            "slack_ns": TIMER_SLACK_NS,
+
+@dataclass(frozen=True, kw_only=True)
+class Iperf3Client:
+    """An iperf3 client's configuration, as ``iperf_parse_arguments`` leaves
+    ``struct iperf_test`` (src/iperf.h): the one model of it. The parser fills
+    every field (iperf3's defaults are applied there only), :meth:`to_request`
+    is the engine's request (app/iperf3.rs ``ClientSpec``; each field that
+    feeds it names its key, tests/test_iperf3_model.py holds them to the
+    schema), and formats/iperf3.py echoes it in the client's output
+    (``connecting_to``, ``test_start``, ``target_bitrate``, ``sock_bufsize``,
+    ``title``)."""
+
+    host: str = _sent_as("dst")  # -c, as typed (an IPv4 literal)
+    protocol: str = _sent_as("protocol")  # "tcp", or "udp" with -u
+    port: int = _sent_as("port")  # -p
+    rate_bps: int = _sent_as("rate_bps")  # -b; UDP default UDP_RATE, TCP 0 = unlimited
+    burst: int = _sent_as("pacing")  # -b RATE/BURST; 0 = no burst
+    pacing_timer_us: int = _sent_as("pacing")  # --pacing-timer, or the version's default
+    blksize: int = _sent_as("blksize")  # -l, or the protocol's default (UDP: the payload)
+    duration_s: int = _sent_as("duration_ns")  # -t; 0 = until interrupted (or -n)
+    bytes: int | None = _sent_as("bytes")  # -n
+    omit_s: int = _sent_as("omit_ns")  # -O
+    interval_s: float = _sent_as("interval_ns")  # -i
+    tos: int = _sent_as("tos")  # -S
+    parallel: int = _sent_as("parallel")  # -P
+    reverse: bool = _sent_as("reverse")  # -R
+    window: int | None = _sent_as("window")  # -w (socket buffers, bytes)
+    congestion: str | None = _sent_as("tcp")  # -C
+    blocks: int | None  # -k (refused by ensure_supported)
+    title: str | None  # -T: the prefix of every text line, JSON ``title``
+    json: bool  # -J
+    logfile: str | None  # --logfile
+    no_delay: bool  # -N
+    zerocopy: bool  # -Z
+    verbose: bool  # -V
+    format: str | None  # -f letter
+    udp_counters_64bit: bool  # --udp-counters-64bit
+    debug: bool  # -d
+    rate_given: bool
+    blksize_given: bool
+    pacing_timer_given: bool
+    host_col: int
+    words_col: int  # column of the program name
+
+    @property
+    def until_interrupted(self) -> bool:
+        """``-t 0`` without ``-n``: the test runs until Ctrl-C."""
+        return self.duration_s == 0 and self.bytes is None
+
+    def to_request(self, profile: Profile, host_tcp: dict[str, Any]) -> dict[str, Any]:
+        """The engine's ``iperf3_client`` request. ``host_tcp``: the socket
+        settings of a new TCP socket on the client's host, to which ``-C`` and
+        ``-w`` apply (``iperf_tcp_connect`` sets them per socket)."""
+        request: dict[str, Any] = {
+            "kind": "iperf3_client",
+            "dst": self.host,
+            "port": self.port,
+            "protocol": self.protocol,
+            "rate_bps": self.rate_bps,
+            "blksize": self.blksize,
+            "duration_ns": self.duration_s * NS_PER_S,  # 0 (-t 0, -n): no time limit
+            "bytes": self.bytes,
+            "omit_ns": self.omit_s * NS_PER_S,
+            "interval_ns": round(self.interval_s * NS_PER_S),
+            "tos": self.tos,
         }
+        if self.protocol == "udp":
+            request["pacing"] = {  # app/iperf3.rs PacingSpec
+                "timer_us": self.pacing_timer_us,
+                "burst": self.burst,
+                "send_ns": profile.iperf3_send_loop_us * 1000,
+                "slack_ns": TIMER_SLACK_NS,
+            }
+            return request
+        tcp = dict(host_tcp)
+        if self.congestion:
+            tcp["congestion"] = self.congestion
+        if self.window:
+            tcp["sndbuf"] = tcp["rcvbuf"] = self.window
+        request.update(parallel=self.parallel, window=self.window or 0, reverse=self.reverse, tcp=tcp)
+        return request
 
 
 _SPECS = [

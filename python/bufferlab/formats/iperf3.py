@@ -1,8 +1,10 @@
 """iperf3 output: client/server ``-J`` JSON and human-readable text.
 
 Reproduces, for the engine results of docs/internals.md (``iperf3_client``,
-``iperf3_server``), what iperf3 prints (formats.md §1; reference layout 3.7,
-version switches via ``Profile.iperf3_version``):
+``iperf3_server``) and the client's settings (commands/iperf3.py
+``Iperf3Client``, the model the request was built from), what iperf3 prints
+(formats.md §1; reference layout 3.7, version switches via
+``Profile.iperf3_version``):
 
 * ``src/iperf_api.c`` — ``iperf_print_intermediate`` (per-interval JSON
   objects and text lines, the "short final interval with no data" rule),
@@ -66,10 +68,10 @@ TCP (formats.md §1.5, §1.6, §1.8; ``iperf_print_intermediate``,
   intervals, ``"sender": false`` everywhere, and in ``end`` only what the
   results exchange carries (bytes, retransmits, times): ``max_snd_cwnd``,
   ``max_snd_wnd``, ``max_rtt``, ``min_rtt``, ``mean_rtt`` are 0 there;
-* JSON ``start``: ``tcp_mss_default`` (``tcp_mss`` with -M) after ``cookie``,
-  ``target_bitrate`` after it (3.12+), then one ``sock_bufsize`` /
-  ``sndbuf_actual`` / ``rcvbuf_actual`` triple **per stream** (cJSON appends a
-  duplicate key per ``iperf_tcp_connect``; fixed in 3.14); ``snd_wnd`` /
+* JSON ``start``: ``tcp_mss_default`` (``tcp_mss`` with -M, which the parser
+  refuses) after ``cookie``, ``target_bitrate`` after it (3.12+), then one
+  ``sock_bufsize`` / ``sndbuf_actual`` / ``rcvbuf_actual`` triple **per stream**
+  (cJSON appends a duplicate key per ``iperf_tcp_connect``; fixed in 3.14); ``snd_wnd`` /
   ``max_snd_wnd`` from 3.10;
 * server: prints its summary at TEST_END, *before* the results exchange, so
   a normal (receiving) server has no retransmit columns, sender_time =
@@ -97,10 +99,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..commands.iperf3 import Iperf3Client
 from . import cjson
 
 __all__ = [
-    "CmdInfo",
     "client_json",
     "client_text",
     "server_json",
@@ -140,47 +142,6 @@ REPORT_OMITTED = "(omitted)"
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
-@dataclass(frozen=True)
-class CmdInfo:
-    """What the client command line said (only what the output echoes).
-
-    host        -c argument exactly as typed (``connecting_to.host``, text header)
-    port        -p (default 5201)
-    protocol    "udp" (-u) or "tcp"
-    duration_s  -t, whole seconds (``test_start.duration``)
-    omit_s      -O, whole seconds (``test_start.omit``)
-    blksize     -l or the default (1448 = control MSS for UDP on Mininet)
-    tos         -S value as a decimal byte (``test_start.tos``)
-    title       -T string or None (prefix ``title:  `` on every text line,
-                top-level ``title`` key in JSON)
-    num_streams -P (UDP: only 1)
-    bytes       -n target in bytes (0 = time based)
-    blocks      -k target (0)
-    rate        -b in bit/s (``target_bitrate``, 3.12+; TCP: 0 unless -b)
-    interval_s  -i (the stats interval; used by the short-final-interval rule)
-    reverse     -R (TCP only)
-    window      -w in bytes (``sock_bufsize``; 0 when not given)
-    mss         -M in bytes (``tcp_mss`` instead of ``tcp_mss_default``; 0 = not given)
-    """
-
-    host: str
-    port: int = 5201
-    protocol: str = "udp"
-    duration_s: int = 10
-    omit_s: int = 0
-    blksize: int = 1448
-    tos: int = 0
-    title: str | None = None
-    num_streams: int = 1
-    bytes: int = 0
-    blocks: int = 0
-    rate: int = 1048576
-    interval_s: float = 1.0
-    reverse: bool = False
-    window: int = 0
-    mss: int = 0
 
 
 # --- numeric helpers ----------------------------------------------------------
@@ -527,15 +488,22 @@ def _test_start(protocol: str, num_streams: int, blksize: int, omit: int, durati
     return ts
 
 
-def client_json(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
+def _client_test_start(client: Iperf3Client, profile: Any) -> dict[str, Any]:
+    """``test_start`` as the client fills it from its own settings (``iperf_on_test_start``)."""
+    return _test_start(client.protocol, client.parallel, client.blksize, client.omit_s,
+                       client.duration_s, client.bytes or 0, client.blocks or 0, client.tos,
+                       client.rate_bps, profile, client.reverse)
+
+
+def client_json(result: dict[str, Any], client: Iperf3Client, profile: Any) -> str:
     """``iperf3 -c … [-u] -J`` document (formats.md §1.5/§1.7), with its newline."""
     if result.get("error"):
-        return _error_document(profile, "error - " + str(result["error"]), cmd_info.title)
-    if _client_protocol(result, cmd_info) == "tcp":
-        return _tcp_client_json(result, cmd_info, profile)
-    _check_udp_client(cmd_info)
+        return _error_document(profile, "error - " + str(result["error"]), client.title)
+    if _check_protocol(client.protocol) == "tcp":
+        return _tcp_client_json(result, client, profile)
+    _check_udp_client(client)
     sock = int(profile.iperf3_socket_base)
-    kept, base_us = _intervals(result, cmd_info.interval_s)
+    kept, base_us = _intervals(result, client.interval_s)
 
     start: dict[str, Any] = {
         "connected": [{
@@ -549,17 +517,15 @@ def client_json(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
         "system_info": profile.system_info,
         "timestamp": _timestamp(profile, result.get("connect_ns",
                                                     result.get("test_start_ns", result["start_ns"]))),
-        "connecting_to": {"host": cmd_info.host, "port": int(cmd_info.port)},
+        "connecting_to": {"host": client.host, "port": client.port},
         "cookie": result["cookie"],
     }
     if _has_target_bitrate(profile):
-        start["target_bitrate"] = int(cmd_info.rate)
+        start["target_bitrate"] = client.rate_bps
     start["sock_bufsize"] = 0
     start["sndbuf_actual"] = UDP_SOCKBUF
     start["rcvbuf_actual"] = UDP_SOCKBUF
-    start["test_start"] = _test_start("udp", cmd_info.num_streams, cmd_info.blksize, cmd_info.omit_s,
-                                      cmd_info.duration_s, cmd_info.bytes, cmd_info.blocks,
-                                      cmd_info.tos, cmd_info.rate, profile)
+    start["test_start"] = _client_test_start(client, profile)
 
     intervals = []
     for iv in kept:
@@ -580,12 +546,12 @@ def client_json(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
     doc: dict[str, Any] = {"start": start, "intervals": intervals, "end": end}
     if result.get("interrupted"):
         doc["error"] = "interrupt - the client has terminated"
-    if cmd_info.title:
-        doc["title"] = cmd_info.title
+    if client.title:
+        doc["title"] = client.title
     return cjson.dumps(doc)
 
 
-def client_text(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
+def client_text(result: dict[str, Any], client: Iperf3Client, profile: Any) -> str:
     """Human-readable client output (formats.md §1.8), byte exact.
 
     On a failed test this is the one line iperf3 writes to stderr
@@ -594,16 +560,16 @@ def client_text(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
     """
     if result.get("error"):
         return f"iperf3: error - {result['error']}\n"
-    if _client_protocol(result, cmd_info) == "tcp":
-        return _tcp_client_text(result, cmd_info, profile)
-    _check_udp_client(cmd_info)
+    if _check_protocol(client.protocol) == "tcp":
+        return _tcp_client_text(result, client, profile)
+    _check_udp_client(client)
     heads = _headers(profile)
-    p = _Printer(cmd_info.title)
+    p = _Printer(client.title)
     sock = int(profile.iperf3_socket_base)
-    p(REPORT_CONNECTING % (cmd_info.host, int(cmd_info.port)))
+    p(REPORT_CONNECTING % (client.host, client.port))
     p(REPORT_CONNECTED % (sock, result["local_ip"], int(result["local_port"]),
                           result["remote_ip"], int(result["remote_port"])))
-    kept, base_us = _intervals(result, cmd_info.interval_s)
+    kept, base_us = _intervals(result, client.interval_s)
     header_done = False
     for iv in kept:
         if iv.first and not header_done:
@@ -846,13 +812,9 @@ def server_json(result: dict[str, Any], profile: Any) -> str:
 # --- TCP ------------------------------------------------------------------------
 
 
-def _client_protocol(result: dict[str, Any], cmd_info: CmdInfo) -> str:
-    return _check_protocol(cmd_info.protocol or result.get("protocol"))
-
-
-def _check_udp_client(cmd_info: CmdInfo) -> None:
-    _check_udp(cmd_info.protocol)
-    if cmd_info.reverse:
+def _check_udp_client(client: Iperf3Client) -> None:
+    _check_udp(client.protocol)
+    if client.reverse:
         raise ValueError("iperf3 formatter: UDP -R (reverse) is not supported")
 
 
@@ -1138,10 +1100,6 @@ def _tcp_summary_text(p: _Printer, heads: dict[str, str], end: _TcpEnd, show_sen
                            unit_snprintf(_bw(received, rt), "a"), "receiver"))
 
 
-def _client_reverse(result: dict[str, Any], cmd_info: CmdInfo) -> bool:
-    return bool(cmd_info.reverse or result.get("reverse"))
-
-
 def _client_socks(result: dict[str, Any], profile: Any) -> list[int]:
     base = int(profile.iperf3_socket_base)
     return [base + 2 * i for i in range(len(result.get("streams") or []))]
@@ -1153,12 +1111,12 @@ def _bufsize_pairs(profile: Any, n: int, window: int, sndbuf: int, rcvbuf: int) 
     return triple * (max(n, 1) if _bufsize_per_stream(profile) else 1)
 
 
-def _tcp_client_json(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
+def _tcp_client_json(result: dict[str, Any], client: Iperf3Client, profile: Any) -> str:
     """``iperf3 -c … -J`` over TCP (formats.md §1.5, §1.6)."""
-    reverse = _client_reverse(result, cmd_info)
+    reverse = client.reverse
     sender = not reverse
     socks = _client_socks(result, profile)
-    streams, keep, base_us = _tcp_streams(result, socks, cmd_info.interval_s)
+    streams, keep, base_us = _tcp_streams(result, socks, client.interval_s)
     connected = [{
         "socket": s.sock,
         "local_host": result["local_ip"],
@@ -1173,21 +1131,15 @@ def _tcp_client_json(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) ->
         ("version", _version_string(profile)),
         ("system_info", profile.system_info),
         ("timestamp", _timestamp(profile, at_ns)),
-        ("connecting_to", {"host": cmd_info.host, "port": int(cmd_info.port)}),
+        ("connecting_to", {"host": client.host, "port": client.port}),
         ("cookie", result["cookie"]),
     ]
-    if cmd_info.mss:
-        pairs.append(("tcp_mss", int(cmd_info.mss)))
-    else:
-        pairs.append(("tcp_mss_default", int(result.get("tcp_mss_default", 1448))))
+    pairs.append(("tcp_mss_default", int(result.get("tcp_mss_default", 1448))))
     if _has_target_bitrate(profile):
-        pairs.append(("target_bitrate", int(cmd_info.rate)))
-    pairs += _bufsize_pairs(profile, len(streams), cmd_info.window,
+        pairs.append(("target_bitrate", client.rate_bps))
+    pairs += _bufsize_pairs(profile, len(streams), client.window or 0,
                             result.get("sndbuf_actual", 16384), result.get("rcvbuf_actual", 131072))
-    pairs.append(("test_start", _test_start("tcp", cmd_info.num_streams, cmd_info.blksize,
-                                            cmd_info.omit_s, cmd_info.duration_s, cmd_info.bytes,
-                                            cmd_info.blocks, cmd_info.tos, cmd_info.rate, profile,
-                                            reverse)))
+    pairs.append(("test_start", _client_test_start(client, profile)))
     end = _tcp_client_end(streams, base_us, reverse)
     exchanged = bool(streams) and streams[0].raw.get("sender" if reverse else "receiver") is not None
     own_cc, peer_cc = ("receiver_congestion", "sender_congestion") if reverse else (
@@ -1201,22 +1153,22 @@ def _tcp_client_json(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) ->
     }
     if result.get("interrupted"):
         doc["error"] = "interrupt - the client has terminated"
-    if cmd_info.title:
-        doc["title"] = cmd_info.title
+    if client.title:
+        doc["title"] = client.title
     return cjson.dumps(doc)
 
 
-def _tcp_client_text(result: dict[str, Any], cmd_info: CmdInfo, profile: Any) -> str:
+def _tcp_client_text(result: dict[str, Any], client: Iperf3Client, profile: Any) -> str:
     """Human-readable TCP client output (formats.md §1.8), byte exact."""
-    reverse = _client_reverse(result, cmd_info)
+    reverse = client.reverse
     heads = _headers(profile)
-    p = _Printer(cmd_info.title)
+    p = _Printer(client.title)
     socks = _client_socks(result, profile)
-    streams, keep, base_us = _tcp_streams(result, socks, cmd_info.interval_s)
-    multi = max(cmd_info.num_streams, len(streams)) > 1
-    p(REPORT_CONNECTING % (cmd_info.host, int(cmd_info.port)))
+    streams, keep, base_us = _tcp_streams(result, socks, client.interval_s)
+    multi = max(client.parallel, len(streams)) > 1
+    p(REPORT_CONNECTING % (client.host, client.port))
     if reverse:
-        p(REPORT_REVERSE % cmd_info.host)
+        p(REPORT_REVERSE % client.host)
     for s in streams:
         p(REPORT_CONNECTED % (s.sock, result["local_ip"], int(s.raw["local_port"]),
                               result["remote_ip"], int(result["remote_port"])))

@@ -339,75 +339,34 @@ def _iperf3_server(node: str, cmd: Any) -> Prepared:
     return run
 
 
-def _iperf3_client(node: str, cmd: Any) -> Prepared:
+def _iperf3_client(node: str, cmd: iperf3_cmd.Iperf3Client) -> Prepared:
     def run(rt: RunCtx) -> Gen:
         ok, log = _open_logfile(rt, cmd.logfile)
         if not ok:
             return 1
         profile = rt.runner.sc.profile
-        # -t 0 without -n: until interrupted (Ctrl-C at the end of the part)
-        endless = cmd.duration_s == 0 and cmd.bytes is None
-        spec = {
-            "kind": "iperf3_client",
-            "dst": cmd.host,
-            "port": cmd.port,
-            "protocol": cmd.protocol,
-            "rate_bps": cmd.rate_bps if cmd.protocol == "udp" else 0,
-            "blksize": cmd.blksize,
-            "duration_ns": round(cmd.duration_s * NS),  # 0 (-t 0, -n): no time limit
-            "bytes": cmd.bytes,
-            "omit_ns": round(cmd.omit_s * NS),
-            "interval_ns": round(cmd.interval_s * NS),
-            "tos": cmd.tos or 0,
-        }
-        if cmd.protocol == "udp":
-            spec["pacing"] = cmd.engine_pacing(profile)  # --pacing-timer, -b RATE/BURST
-        if cmd.protocol == "tcp":
-            spec["parallel"] = cmd.parallel
-            spec["window"] = cmd.window or 0  # -w, also sent to the server (iperf3's "window")
-            spec["reverse"] = bool(cmd.reverse)
-            spec["tcp"] = tcp_spec(rt, node, congestion=cmd.congestion, window=cmd.window)
+        spec = cmd.to_request(profile, tcp_spec(rt, node))
         try:
             app = rt.start_app(node, spec)
         except AppStartError as e:
             rt.io.err(f"iperf3: error - unable to connect to server: {e}")
             return 1
         expected = rt.now_ns + spec["duration_ns"] + spec["omit_ns"] if cmd.duration_s else None
-        yield WaitApp(app, endless, expected)
+        yield WaitApp(app, cmd.until_interrupted, expected)
         result = rt.engine.app_result(app)
-        info = _cmd_info(cmd)
         failed = bool(result.get("error")) or bool(result.get("interrupted"))
         if cmd.json:
-            _write_tool_output(rt, log, iperf3_fmt.client_json(result, info, profile))
+            _write_tool_output(rt, log, iperf3_fmt.client_json(result, cmd, profile))
         elif result.get("error"):
-            _write_tool_output(rt, log, "", iperf3_fmt.client_text(result, info, profile))
+            _write_tool_output(rt, log, "", iperf3_fmt.client_text(result, cmd, profile))
         else:
-            _write_tool_output(rt, log, iperf3_fmt.client_text(result, info, profile))
+            _write_tool_output(rt, log, iperf3_fmt.client_text(result, cmd, profile))
         if cmd.protocol == "udp" and result.get("receiver"):
             sent = int(result["sender"]["packets"])
-            rt.sched.count_class(cmd.tos or 0, sent, int(result["receiver"]["received"]))
+            rt.sched.count_class(cmd.tos, sent, int(result["receiver"]["received"]))
         return 1 if failed else 0
 
     return run
-
-
-def _cmd_info(cmd: Any) -> iperf3_fmt.CmdInfo:
-    return iperf3_fmt.CmdInfo(
-        host=cmd.host,
-        port=cmd.port,
-        protocol=cmd.protocol,
-        duration_s=int(cmd.duration_s),
-        omit_s=int(cmd.omit_s),
-        blksize=cmd.blksize,
-        tos=cmd.tos or 0,
-        title=cmd.title,
-        num_streams=cmd.parallel,
-        bytes=cmd.bytes or 0,
-        rate=cmd.rate_bps,
-        interval_s=cmd.interval_s,
-        reverse=bool(cmd.reverse),
-        window=cmd.window or 0,
-    )
 
 
 # ---------------------------------------------------------------------- TCP sockets
@@ -432,14 +391,12 @@ _TCP_BOOLS = {"sack", "timestamps", "window_scaling", "moderate_rcvbuf", "slow_s
               "no_metrics_save"}
 
 
-def tcp_spec(
-    rt: RunCtx, node: str, congestion: str | None = None, window: int | None = None
-) -> dict[str, Any]:
+def tcp_spec(rt: RunCtx, node: str, congestion: str | None = None) -> dict[str, Any]:
     """Socket settings of a new TCP socket on ``node``. Precedence, lowest first:
     the kernel profile's defaults (in the engine), the host's TCP flavour
     defaults, the sysctls written on that host so far (Linux reads them at
     socket creation), the host's explicit ``[hosts.X] tcp`` keys, and the
-    per-socket options of the command (``-C``, ``-w``)."""
+    command's ``-C`` (an iperf3 client applies its own, ``Iperf3Client.to_request``)."""
     spec: dict[str, Any] = {"profile": "modern" if rt.runner.sc.profile.name == "modern" else "lab2019"}
     host = rt.runner.sc.host_tcp.get(node, {})
     if host.get("flavour") == "ns3":
@@ -463,8 +420,6 @@ def tcp_spec(
             spec[key] = value
     if congestion:
         spec["congestion"] = congestion
-    if window:
-        spec["sndbuf"] = spec["rcvbuf"] = window
     return spec
 
 

@@ -664,7 +664,7 @@ def _endless(pc: PrepareCtx, sc: SimpleCommand) -> bool:
         ip = iperf3_cmd.parse_iperf3(words, scratch, pc.profile)
         if isinstance(ip, iperf3_cmd.Iperf3Server):
             return not ip.daemon and not ip.one_off
-        return ip.duration_s == 0 and ip.bytes is None
+        return ip.until_interrupted
     if name in ("cbr", "poisson", "onoff", "sink", "bulk"):
         return gen_cmd.is_endless(gen_cmd.parse_generator(words, scratch))
     if name in ("tcpdump", "tshark"):
