@@ -14,8 +14,10 @@
 //! increments and decrements are class-blind.
 
 use super::cpm::{scaled_lt, Cpm};
-use super::spec::BlueSpec;
-use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, Peeked, Purged, Qdisc, Reduce};
+use super::spec::{BlueSpec, QdiscSpec};
+use super::tree::Node;
+use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
 use crate::rng::ComponentRng;
@@ -210,27 +212,76 @@ impl Blue {
         (n, b)
     }
 
-    pub fn held(&self) -> u64 {
-        self.queue.len() as u64
-    }
-
     pub fn probability(&self) -> u32 {
         self.p
     }
+}
+impl Qdisc for Blue {
+    fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::Blue(s) = spec else {
+            return None;
+        };
+        Some(Blue::new(s, env.seed, env.stream).map(Built::alone))
+    }
 
-    pub fn stats(&self) -> &QdiscStats {
+    fn kind(&self) -> &'static str {
+        "blue"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        id: PacketId,
+        _child: &mut [Node],
+    ) -> Verdict {
+        Blue::enqueue(self, ctx, id)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        _child: &mut [Node],
+    ) -> Option<PacketId> {
+        Blue::dequeue(self, ctx)
+    }
+
+    fn peek(&mut self, ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
+        Peeked::Head(Blue::peek(self, ctx.now))
+    }
+
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
+        Blue::reset(self, ctx).into()
+    }
+
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        _ctx: &mut QdiscCtx,
+        _child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::Blue(s) = spec else {
+            return Err(wrong_kind());
+        };
+        Blue::change(self, s).map(|()| Changed::IN_PLACE)
+    }
+
+    fn stats(&self) -> &QdiscStats {
         &self.stats
     }
 
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
+    fn stats_mut(&mut self) -> &mut QdiscStats {
         &mut self.stats
     }
 
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         serde_json::to_value(&self.spec).unwrap_or(serde_json::Value::Null)
     }
 
-    pub fn xstats(&self) -> serde_json::Value {
+    fn xstats(&self) -> serde_json::Value {
         let mut v = json!({
             "pmark": self.p as f64 / 4_294_967_296.0,
             "early": self.early,
@@ -241,6 +292,10 @@ impl Blue {
             v["classes"] = c.xstats();
         }
         v
+    }
+
+    fn held(&self) -> u64 {
+        self.queue.len() as u64
     }
 }
 

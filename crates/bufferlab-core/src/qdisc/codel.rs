@@ -10,9 +10,10 @@
 //! reported to every ancestor through [`Reduce`] (qdiscs.md §1.5). The
 //! [`CodelVars::dequeue`] core is shared with fq_codel (one per flow).
 
-use super::spec::CodelSpec;
-use super::tree::Reduce;
-use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc, Reduce};
+use super::spec::{CodelSpec, QdiscSpec};
+use super::tree::Node;
+use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
 use serde_json::json;
@@ -367,24 +368,73 @@ impl Codel {
         (n, b)
     }
 
-    pub fn held(&self) -> u64 {
-        self.queue.len() as u64
-    }
-
     pub fn vars(&self) -> &CodelVars {
         &self.vars
     }
+}
+impl Qdisc for Codel {
+    fn build(spec: &QdiscSpec, _env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::Codel(s) = spec else {
+            return None;
+        };
+        Some(Codel::new(s).map(Built::alone))
+    }
 
-    pub fn stats(&self) -> &QdiscStats {
+    fn kind(&self) -> &'static str {
+        "codel"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        id: PacketId,
+        _child: &mut [Node],
+    ) -> Verdict {
+        Codel::enqueue(self, ctx, id)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        _child: &mut [Node],
+    ) -> Option<PacketId> {
+        Codel::dequeue(self, ctx, red)
+    }
+
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
+        Codel::reset(self, ctx).into()
+    }
+
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        ctx: &mut QdiscCtx,
+        _child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::Codel(s) = spec else {
+            return Err(wrong_kind());
+        };
+        let purged = Codel::change(self, s, ctx)?.into();
+        Ok(Changed {
+            purged,
+            child: ChildChange::Keep,
+        })
+    }
+
+    fn stats(&self) -> &QdiscStats {
         &self.stats
     }
 
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
+    fn stats_mut(&mut self) -> &mut QdiscStats {
         &mut self.stats
     }
 
     /// Options in µs, as `tc` would read them back from the kernel.
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         json!({
             "kind": "codel",
             "limit": self.limit,
@@ -395,7 +445,7 @@ impl Codel {
         })
     }
 
-    pub fn xstats(&self) -> serde_json::Value {
+    fn xstats(&self) -> serde_json::Value {
         let v = &self.vars;
         let drop_next = if v.dropping {
             codel_to_us(v.drop_next.wrapping_sub(self.last_now) as i32)
@@ -413,6 +463,10 @@ impl Codel {
             "drop_overlimit": self.drop_overlimit,
             "ce_mark": self.cstats.ce_mark,
         })
+    }
+
+    fn held(&self) -> u64 {
+        self.queue.len() as u64
     }
 }
 

@@ -19,8 +19,9 @@
 //! changes no counter a user can see: an empty fifo hands the packet straight
 //! to the device, which our dequeue-right-after-enqueue also does).
 
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, Peeked, Purged, Qdisc, Reduce};
 use super::spec::QdiscSpec;
-use super::tree::Reduce;
+use super::tree::Node;
 use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
@@ -167,7 +168,7 @@ impl Fifo {
             TcError::Invalid(format!("{} cannot take these options", self.kind.name()))
         })?;
         if kind != self.kind {
-            return Err(TcError::Invalid("Invalid qdisc name".into()));
+            return Err(wrong_kind());
         }
         if kind != FifoKind::PfifoFast {
             self.limit = limit;
@@ -186,14 +187,6 @@ impl Fifo {
         true
     }
 
-    pub fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
-
     pub fn kind(&self) -> FifoKind {
         self.kind
     }
@@ -201,14 +194,69 @@ impl Fifo {
     pub fn limit(&self) -> u32 {
         self.limit
     }
+}
+
+impl Qdisc for Fifo {
+    fn build(spec: &QdiscSpec, _env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        Fifo::from_spec(spec).map(|f| Ok(Built::alone(f)))
+    }
+
+    fn kind(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        id: PacketId,
+        _child: &mut [Node],
+    ) -> Verdict {
+        Fifo::enqueue(self, ctx, red, id)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        _child: &mut [Node],
+    ) -> Option<PacketId> {
+        Fifo::dequeue(self, ctx)
+    }
+
+    fn peek(&mut self, _ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
+        Peeked::Head(Fifo::peek(self))
+    }
+
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
+        Fifo::reset(self, ctx).into()
+    }
+
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        _ctx: &mut QdiscCtx,
+        _child: Option<&super::AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        Fifo::change(self, spec).map(|()| Changed::IN_PLACE)
+    }
+
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+
+    fn stats_mut(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
 
     /// `{"limit": N}` with the default resolved (packets or bytes).
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         json!({ "limit": self.limit })
     }
 
-    /// Packets physically stored here.
-    pub fn held(&self) -> u64 {
+    fn held(&self) -> u64 {
         self.queue.len() as u64
     }
 }

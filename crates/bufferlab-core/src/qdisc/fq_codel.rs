@@ -14,9 +14,10 @@
 use super::codel::{
     codel_time, codel_to_us, us_to_codel, CodelParams, CodelStats, CodelVars, Entry,
 };
-use super::spec::FqCodelSpec;
-use super::tree::Reduce;
-use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc, Reduce};
+use super::spec::{FqCodelSpec, QdiscSpec};
+use super::tree::Node;
+use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::{Packet, PacketId};
 use crate::rng::ComponentRng;
@@ -353,24 +354,73 @@ impl FqCodel {
         (n, b)
     }
 
-    pub fn held(&self) -> u64 {
-        self.flows.iter().map(|f| f.queue.len() as u64).sum()
-    }
-
     /// (new_flows_len, old_flows_len)
     pub fn list_lens(&self) -> (usize, usize) {
         (self.new_flows.len(), self.old_flows.len())
     }
+}
+impl Qdisc for FqCodel {
+    fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::FqCodel(s) = spec else {
+            return None;
+        };
+        Some(FqCodel::new(s, env.seed, env.stream).map(Built::alone))
+    }
 
-    pub fn stats(&self) -> &QdiscStats {
+    fn kind(&self) -> &'static str {
+        "fq_codel"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        id: PacketId,
+        _child: &mut [Node],
+    ) -> Verdict {
+        FqCodel::enqueue(self, ctx, red, id)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        _child: &mut [Node],
+    ) -> Option<PacketId> {
+        FqCodel::dequeue(self, ctx, red)
+    }
+
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
+        FqCodel::reset(self, ctx).into()
+    }
+
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        ctx: &mut QdiscCtx,
+        _child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::FqCodel(s) = spec else {
+            return Err(wrong_kind());
+        };
+        let purged = FqCodel::change(self, s, ctx)?.into();
+        Ok(Changed {
+            purged,
+            child: ChildChange::Keep,
+        })
+    }
+
+    fn stats(&self) -> &QdiscStats {
         &self.stats
     }
 
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
+    fn stats_mut(&mut self) -> &mut QdiscStats {
         &mut self.stats
     }
 
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         json!({
             "kind": "fq_codel",
             "limit": self.conf.limit,
@@ -385,7 +435,7 @@ impl FqCodel {
         })
     }
 
-    pub fn xstats(&self) -> serde_json::Value {
+    fn xstats(&self) -> serde_json::Value {
         json!({
             "maxpacket": self.cstats.maxpacket,
             "drop_overlimit": self.drop_overlimit,
@@ -397,6 +447,10 @@ impl FqCodel {
             "new_flows_len": self.new_flows.len(),
             "old_flows_len": self.old_flows.len(),
         })
+    }
+
+    fn held(&self) -> u64 {
+        self.flows.iter().map(|f| f.queue.len() as u64).sum()
     }
 }
 

@@ -9,8 +9,10 @@
 //! events nothing it reads changes, so the updates due are run lazily,
 //! in order, before each enqueue/dequeue at or after their instant.
 
-use super::spec::PieSpec;
-use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc, Reduce};
+use super::spec::{PieSpec, QdiscSpec};
+use super::tree::Node;
+use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
 use crate::rng::ComponentRng;
@@ -389,24 +391,73 @@ impl Pie {
         (n, b)
     }
 
-    pub fn held(&self) -> u64 {
-        self.queue.len() as u64
-    }
-
     pub fn vars(&self) -> &PieVars {
         &self.vars
     }
+}
+impl Qdisc for Pie {
+    fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::Pie(s) = spec else {
+            return None;
+        };
+        Some(Pie::new(s, env.seed, env.stream, env.now.as_nanos()).map(Built::alone))
+    }
 
-    pub fn stats(&self) -> &QdiscStats {
+    fn kind(&self) -> &'static str {
+        "pie"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        id: PacketId,
+        _child: &mut [Node],
+    ) -> Verdict {
+        Pie::enqueue(self, ctx, id)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        _child: &mut [Node],
+    ) -> Option<PacketId> {
+        Pie::dequeue(self, ctx)
+    }
+
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
+        Pie::reset(self, ctx).into()
+    }
+
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        ctx: &mut QdiscCtx,
+        _child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::Pie(s) = spec else {
+            return Err(wrong_kind());
+        };
+        let purged = Pie::change(self, s, ctx)?.into();
+        Ok(Changed {
+            purged,
+            child: ChildChange::Keep,
+        })
+    }
+
+    fn stats(&self) -> &QdiscStats {
         &self.stats
     }
 
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
+    fn stats_mut(&mut self) -> &mut QdiscStats {
         &mut self.stats
     }
 
     /// Options as the kernel reports them (µs).
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         json!({
             "kind": "pie",
             "limit": self.p.limit,
@@ -420,7 +471,7 @@ impl Pie {
         })
     }
 
-    pub fn xstats(&self) -> serde_json::Value {
+    fn xstats(&self) -> serde_json::Value {
         let mut x = json!({
             "prob": self.vars.prob as f64 / MAX_PROB as f64,
             "delay": ((self.vars.qdelay << 6) as u32) / 1000,
@@ -434,6 +485,10 @@ impl Pie {
             x["avg_dq_rate"] = json!((self.vars.avg_dq_rate * TICKS_PER_SEC) >> 8);
         }
         x
+    }
+
+    fn held(&self) -> u64 {
+        self.queue.len() as u64
     }
 }
 

@@ -28,8 +28,10 @@
 //! A peek never starts an idle period. Where the spec and the sources differ
 //! the sources were followed (docs/models.md "red_ns3").
 
-use super::spec::{RedNs3Mode, RedNs3Spec, RedNs3Variant};
-use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, Peeked, Purged, Qdisc, Reduce};
+use super::spec::{QdiscSpec, RedNs3Mode, RedNs3Spec, RedNs3Variant};
+use super::tree::Node;
+use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
 use crate::rng::ComponentRng;
@@ -515,27 +517,76 @@ impl RedNs3 {
         self.bytes = 0;
         (n, b)
     }
-
-    pub fn held(&self) -> u64 {
-        self.queue.len() as u64
+}
+impl Qdisc for RedNs3 {
+    fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::RedNs3(s) = spec else {
+            return None;
+        };
+        Some(RedNs3::new(s, env.seed, env.stream, env.now).map(Built::alone))
     }
 
-    pub fn stats(&self) -> &QdiscStats {
+    fn kind(&self) -> &'static str {
+        "red_ns3"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        id: PacketId,
+        _child: &mut [Node],
+    ) -> Verdict {
+        RedNs3::enqueue(self, ctx, id)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        _child: &mut [Node],
+    ) -> Option<PacketId> {
+        RedNs3::dequeue(self, ctx)
+    }
+
+    fn peek(&mut self, _ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
+        Peeked::Head(RedNs3::peek(self))
+    }
+
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
+        RedNs3::reset(self, ctx).into()
+    }
+
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        ctx: &mut QdiscCtx,
+        _child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::RedNs3(s) = spec else {
+            return Err(wrong_kind());
+        };
+        RedNs3::change(self, s, ctx.now).map(|()| Changed::IN_PLACE)
+    }
+
+    fn stats(&self) -> &QdiscStats {
         &self.stats
     }
 
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
+    fn stats_mut(&mut self) -> &mut QdiscStats {
         &mut self.stats
     }
 
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         serde_json::to_value(&self.spec).unwrap_or(serde_json::Value::Null)
     }
 
     /// Linux-red-style summary plus ns-3's own counters and the live state.
     /// ns-3's 2015 `forcedDrop` includes the QueueLimit drops; `forced_drop`
     /// here follows ns-3 for each variant.
-    pub fn xstats(&self) -> serde_json::Value {
+    fn xstats(&self) -> serde_json::Value {
         let c = &self.counters;
         let v2015 = self.spec.variant == RedNs3Variant::V2015;
         json!({
@@ -554,6 +605,10 @@ impl RedNs3 {
             "min_th": self.p.min_th,
             "max_th": self.p.max_th,
         })
+    }
+
+    fn held(&self) -> u64 {
+        self.queue.len() as u64
     }
 }
 
