@@ -216,6 +216,7 @@ impl Blue {
         self.p
     }
 }
+
 impl Qdisc for Blue {
     fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
         let QdiscSpec::Blue(s) = spec else {

@@ -372,6 +372,7 @@ impl Codel {
         &self.vars
     }
 }
+
 impl Qdisc for Codel {
     fn build(spec: &QdiscSpec, _env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
         let QdiscSpec::Codel(s) = spec else {

@@ -3,22 +3,12 @@
 //! trait objects on the per-packet path), and `init` by kind
 //! (net/sched/sch_api.c `qdisc_lookup_ops` + `qdisc_create`).
 //!
-//! Adding a qdisc: its file implementing [`Qdisc`] and one line in the
-//! `register_qdiscs!` list at the bottom.
+//! Adding a qdisc: its file implementing [`Qdisc`] (declared in `mod.rs`)
+//! and one line in the `register_qdiscs!` list at the bottom; the order of
+//! the list is the order `init` asks the kinds.
 
-use super::blue::Blue;
-use super::codel::Codel;
-use super::fifo::Fifo;
-use super::fq_codel::FqCodel;
-use super::netem::Netem;
-use super::noqueue::Noqueue;
 use super::ops::{BuildEnv, Built, Changed, Peeked, Purged, Qdisc, Reduce};
-use super::pie::Pie;
-use super::red::Red;
-use super::red_ns3::RedNs3;
-use super::sfb::Sfb;
 use super::spec::QdiscSpec;
-use super::tbf::Tbf;
 use super::tree::Node;
 use super::{QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
@@ -28,18 +18,18 @@ use crate::packet::PacketId;
 /// for it by delegating to the variant; [`AnyQdisc::build`] asks each kind
 /// in list order whether the spec is its own.
 macro_rules! register_qdiscs {
-    ($($variant:ident),+ $(,)?) => {
+    ($($variant:ident($kind:ty)),+ $(,)?) => {
         /// Every qdisc kind. Variants are stored inline: a device has a
         /// handful of nodes, and boxing netem would add a pointer chase to
         /// every packet.
         #[derive(Debug)]
         #[allow(clippy::large_enum_variant)]
         pub enum AnyQdisc {
-            $($variant($variant),)+
+            $($variant($kind),)+
         }
 
-        $(impl From<$variant> for AnyQdisc {
-            fn from(q: $variant) -> Self {
+        $(impl From<$kind> for AnyQdisc {
+            fn from(q: $kind) -> Self {
                 AnyQdisc::$variant(q)
             }
         })+
@@ -47,7 +37,7 @@ macro_rules! register_qdiscs {
         impl AnyQdisc {
             /// `init` of the kind `spec` names, with its default child.
             pub fn build(spec: &QdiscSpec, env: &BuildEnv) -> Result<Built<AnyQdisc>, TcError> {
-                $(if let Some(built) = <$variant as Qdisc>::build(spec, env) {
+                $(if let Some(built) = <$kind as Qdisc>::build(spec, env) {
                     let b = built?;
                     return Ok(Built { qdisc: b.qdisc.into(), default_child: b.default_child });
                 })+
@@ -177,15 +167,15 @@ macro_rules! register_qdiscs {
 }
 
 register_qdiscs! {
-    Noqueue,
-    Fifo,
-    Tbf,
-    Netem,
-    Red,
-    Blue,
-    Codel,
-    FqCodel,
-    Pie,
-    RedNs3,
-    Sfb,
+    Noqueue(super::noqueue::Noqueue),
+    Fifo(super::fifo::Fifo),
+    Tbf(super::tbf::Tbf),
+    Netem(super::netem::Netem),
+    Red(super::red::Red),
+    Blue(super::blue::Blue),
+    Codel(super::codel::Codel),
+    FqCodel(super::fq_codel::FqCodel),
+    Pie(super::pie::Pie),
+    RedNs3(super::red_ns3::RedNs3),
+    Sfb(super::sfb::Sfb),
 }

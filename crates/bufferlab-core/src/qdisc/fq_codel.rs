@@ -359,6 +359,7 @@ impl FqCodel {
         (self.new_flows.len(), self.old_flows.len())
     }
 }
+
 impl Qdisc for FqCodel {
     fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
         let QdiscSpec::FqCodel(s) = spec else {

@@ -929,8 +929,8 @@ impl Qdisc for Netem {
         }
     }
 
-    /// Duplicates are not duplicated again at the root (`netem_enqueue`
-    /// checks `sch->parent`).
+    /// At the root a duplicate re-enters this netem at once; below it, the
+    /// tree re-enqueues it at the root (`netem_enqueue`'s `rootq`).
     fn placed(&mut self, at_root: bool) {
         self.at_root = at_root;
     }

@@ -395,6 +395,7 @@ impl Pie {
         &self.vars
     }
 }
+
 impl Qdisc for Pie {
     fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
         let QdiscSpec::Pie(s) = spec else {

@@ -501,6 +501,8 @@ impl Qdisc for Red {
         let QdiscSpec::Red(s) = spec else {
             return Err(wrong_kind());
         };
+        // Both checks before anything changes (a failing `Cpm::change` would
+        // leave the class table half changed), in the order tc reports them.
         RedParms::new(s)?;
         if let Some(m) = &s.dscp_coeff {
             Cpm::new(m).map_err(TcError::Invalid)?;

@@ -518,6 +518,7 @@ impl RedNs3 {
         (n, b)
     }
 }
+
 impl Qdisc for RedNs3 {
     fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
         let QdiscSpec::RedNs3(s) = spec else {
