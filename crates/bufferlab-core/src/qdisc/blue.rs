@@ -21,7 +21,6 @@ use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
 use crate::rng::ComponentRng;
-use crate::time::SimTime;
 use serde_json::json;
 use std::collections::VecDeque;
 
@@ -193,25 +192,6 @@ impl Blue {
         }
     }
 
-    /// Head of the queue; an empty queue is a link-idle event.
-    pub fn peek(&mut self, now: SimTime) -> Option<PacketId> {
-        let h = self.queue.front().copied();
-        if h.is_none() {
-            self.decrease(now.as_nanos());
-        }
-        h
-    }
-
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
-        let (mut n, mut b) = (0, 0);
-        while let Some(id) = self.queue.pop_front() {
-            n += 1;
-            b += ctx.arena.len_of(id) as u64;
-            ctx.drop_packet(id, DropReason::Purged);
-        }
-        (n, b)
-    }
-
     pub fn probability(&self) -> u32 {
         self.p
     }
@@ -250,12 +230,26 @@ impl Qdisc for Blue {
         Blue::dequeue(self, ctx)
     }
 
+    /// Head of the queue; an empty queue is a link-idle event.
     fn peek(&mut self, ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
-        Peeked::Head(Blue::peek(self, ctx.now))
+        let head = self.queue.front().copied();
+        if head.is_none() {
+            self.decrease(ctx.now.as_nanos());
+        }
+        Peeked::Head(head)
     }
 
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
-        Blue::reset(self, ctx).into()
+        let (mut n, mut b) = (0, 0);
+        while let Some(id) = self.queue.pop_front() {
+            n += 1;
+            b += ctx.arena.len_of(id) as u64;
+            ctx.drop_packet(id, DropReason::Purged);
+        }
+        Purged {
+            packets: n,
+            bytes: b,
+        }
     }
 
     fn change(

@@ -290,30 +290,6 @@ impl Codel {
         })
     }
 
-    /// `codel_change`: only the given attributes change; if the queue is
-    /// above the (new) limit, head packets are dropped. Returns the
-    /// (packets, bytes) dropped, for the ancestors.
-    pub fn change(&mut self, spec: &CodelSpec, ctx: &mut QdiscCtx) -> Result<(u64, u64), TcError> {
-        let (params, limit) = params_of(spec, Some((&self.params, self.limit)));
-        if limit == 0 {
-            return Err(TcError::Invalid("codel: limit must be at least 1".into()));
-        }
-        self.params = params;
-        self.limit = limit;
-        let (mut n, mut b) = (0, 0);
-        while self.stats.qlen > self.limit as u64 {
-            let Some(e) = self.queue.pop_front() else {
-                break;
-            };
-            self.stats.unqueued(e.len);
-            self.stats.dropped();
-            n += 1;
-            b += e.len as u64;
-            ctx.drop_packet(e.id, DropReason::Purged);
-        }
-        Ok((n, b))
-    }
-
     pub fn enqueue(&mut self, ctx: &mut QdiscCtx, id: PacketId) -> Verdict {
         let now = codel_time(ctx.now.as_nanos());
         self.last_now = now;
@@ -357,17 +333,6 @@ impl Codel {
         Some(e.id)
     }
 
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
-        let (mut n, mut b) = (0, 0);
-        while let Some(e) = self.queue.pop_front() {
-            n += 1;
-            b += e.len as u64;
-            ctx.drop_packet(e.id, DropReason::Purged);
-        }
-        self.vars = CodelVars::default();
-        (n, b)
-    }
-
     pub fn vars(&self) -> &CodelVars {
         &self.vars
     }
@@ -407,21 +372,53 @@ impl Qdisc for Codel {
     }
 
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
-        Codel::reset(self, ctx).into()
+        let (mut n, mut b) = (0, 0);
+        while let Some(e) = self.queue.pop_front() {
+            n += 1;
+            b += e.len as u64;
+            ctx.drop_packet(e.id, DropReason::Purged);
+        }
+        self.vars = CodelVars::default();
+        Purged {
+            packets: n,
+            bytes: b,
+        }
     }
 
+    /// `codel_change`: only the given attributes change; if the queue is
+    /// above the (new) limit, head packets are dropped. Returns the
+    /// (packets, bytes) dropped, for the ancestors.
     fn change(
         &mut self,
         spec: &QdiscSpec,
         ctx: &mut QdiscCtx,
         _child: Option<&AnyQdisc>,
     ) -> Result<Changed, TcError> {
-        let QdiscSpec::Codel(s) = spec else {
+        let QdiscSpec::Codel(spec) = spec else {
             return Err(wrong_kind());
         };
-        let purged = Codel::change(self, s, ctx)?.into();
+        let (params, limit) = params_of(spec, Some((&self.params, self.limit)));
+        if limit == 0 {
+            return Err(TcError::Invalid("codel: limit must be at least 1".into()));
+        }
+        self.params = params;
+        self.limit = limit;
+        let (mut n, mut b) = (0, 0);
+        while self.stats.qlen > self.limit as u64 {
+            let Some(e) = self.queue.pop_front() else {
+                break;
+            };
+            self.stats.unqueued(e.len);
+            self.stats.dropped();
+            n += 1;
+            b += e.len as u64;
+            ctx.drop_packet(e.id, DropReason::Purged);
+        }
         Ok(Changed {
-            purged,
+            purged: Purged {
+                packets: n,
+                bytes: b,
+            },
             child: ChildChange::Keep,
         })
     }

@@ -144,23 +144,6 @@ impl Fifo {
         Some(id)
     }
 
-    /// `qdisc_peek_head`: the head, not taken.
-    pub fn peek(&self) -> Option<PacketId> {
-        self.queue.front().copied()
-    }
-
-    /// Free every queued packet as [`DropReason::Purged`] (qdisc reset on
-    /// graft/delete). Returns (packets, bytes) removed.
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
-        let (n, b) = (self.stats.qlen, self.stats.backlog);
-        while let Some(id) = self.queue.pop_front() {
-            ctx.drop_packet(id, DropReason::Purged);
-        }
-        self.stats.qlen = 0;
-        self.stats.backlog = 0;
-        (n, b)
-    }
-
     /// `tc qdisc change … <fifo> [limit N]`: only the limit changes.
     /// pfifo_fast has no change op and no options: nothing to do.
     pub fn change(&mut self, spec: &QdiscSpec) -> Result<(), TcError> {
@@ -226,12 +209,24 @@ impl Qdisc for Fifo {
         Fifo::dequeue(self, ctx)
     }
 
+    /// `qdisc_peek_head`: the head, not taken.
     fn peek(&mut self, _ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
-        Peeked::Head(Fifo::peek(self))
+        Peeked::Head(self.queue.front().copied())
     }
 
+    /// Free every queued packet as [`DropReason::Purged`] (qdisc reset on
+    /// graft/delete). Returns (packets, bytes) removed.
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
-        Fifo::reset(self, ctx).into()
+        let (n, b) = (self.stats.qlen, self.stats.backlog);
+        while let Some(id) = self.queue.pop_front() {
+            ctx.drop_packet(id, DropReason::Purged);
+        }
+        self.stats.qlen = 0;
+        self.stats.backlog = 0;
+        Purged {
+            packets: n,
+            bytes: b,
+        }
     }
 
     fn change(
@@ -422,7 +417,13 @@ mod tests {
             let id = env.pkt(1514);
             q.enqueue(&mut env.ctx(0), &mut red, id);
         }
-        assert_eq!(q.reset(&mut env.ctx(0)), (3, 4542));
+        assert_eq!(
+            q.reset(&mut env.ctx(0)),
+            Purged {
+                packets: 3,
+                bytes: 4542
+            }
+        );
         assert_eq!((q.stats().qlen, q.stats().backlog, q.held()), (0, 0, 0));
         assert_eq!(env.drops.packets[DropReason::Purged.index()], 3);
         assert_eq!(env.arena.live(), 0);

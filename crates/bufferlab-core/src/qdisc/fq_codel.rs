@@ -155,45 +155,6 @@ impl FqCodel {
         })
     }
 
-    /// `fq_codel_change`: given attributes only (`flows` is refused once
-    /// created); then trim to the limits by dequeueing and dropping.
-    /// Returns (packets, bytes) dropped for the ancestors.
-    pub fn change(
-        &mut self,
-        spec: &FqCodelSpec,
-        ctx: &mut QdiscCtx,
-    ) -> Result<(u64, u64), TcError> {
-        if spec.flows.is_some_and(|f| f as usize != self.flows.len()) {
-            return Err(TcError::Invalid(
-                "fq_codel: flows can only be set at creation".into(),
-            ));
-        }
-        let (params, conf) = resolve(spec, Some((self.params, self.conf)))?;
-        self.params = params;
-        self.conf = conf;
-        let (mut n, mut b) = (0, 0);
-        while self.stats.qlen > self.conf.limit as u64
-            || self.memory_usage > self.conf.memory_limit as u64
-        {
-            let mut red = Reduce::default();
-            let Some(id) = self.dequeue(ctx, &mut red) else {
-                break;
-            };
-            n += red.qlen;
-            b += red.backlog;
-            let len = ctx.arena.len_of(id);
-            // not sent after all: undo the Sent count, count a drop
-            self.stats.bytes -= len as u64;
-            self.stats.packets -= 1;
-            self.stats.dropped();
-            self.cstats.drop_count = 0;
-            n += 1;
-            b += len as u64;
-            ctx.drop_packet(id, DropReason::Purged);
-        }
-        Ok((n, b))
-    }
-
     pub fn classify(&self, p: &Packet) -> usize {
         ((hash32(p, self.hash_key) as u64 * self.flows.len() as u64) >> 32) as usize
     }
@@ -336,24 +297,6 @@ impl FqCodel {
         }
     }
 
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
-        let (mut n, mut b) = (0, 0);
-        for f in &mut self.flows {
-            while let Some(e) = f.queue.pop_front() {
-                n += 1;
-                b += e.len as u64;
-                ctx.drop_packet(e.id, DropReason::Purged);
-            }
-            f.backlog = 0;
-            f.list = List::None;
-            f.cvars = CodelVars::default();
-        }
-        self.new_flows.clear();
-        self.old_flows.clear();
-        self.memory_usage = 0;
-        (n, b)
-    }
-
     /// (new_flows_len, old_flows_len)
     pub fn list_lens(&self) -> (usize, usize) {
         (self.new_flows.len(), self.old_flows.len())
@@ -394,21 +337,71 @@ impl Qdisc for FqCodel {
     }
 
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
-        FqCodel::reset(self, ctx).into()
+        let (mut n, mut b) = (0, 0);
+        for f in &mut self.flows {
+            while let Some(e) = f.queue.pop_front() {
+                n += 1;
+                b += e.len as u64;
+                ctx.drop_packet(e.id, DropReason::Purged);
+            }
+            f.backlog = 0;
+            f.list = List::None;
+            f.cvars = CodelVars::default();
+        }
+        self.new_flows.clear();
+        self.old_flows.clear();
+        self.memory_usage = 0;
+        Purged {
+            packets: n,
+            bytes: b,
+        }
     }
 
+    /// `fq_codel_change`: given attributes only (`flows` is refused once
+    /// created); then trim to the limits by dequeueing and dropping.
+    /// Returns (packets, bytes) dropped for the ancestors.
     fn change(
         &mut self,
         spec: &QdiscSpec,
         ctx: &mut QdiscCtx,
         _child: Option<&AnyQdisc>,
     ) -> Result<Changed, TcError> {
-        let QdiscSpec::FqCodel(s) = spec else {
+        let QdiscSpec::FqCodel(spec) = spec else {
             return Err(wrong_kind());
         };
-        let purged = FqCodel::change(self, s, ctx)?.into();
+        if spec.flows.is_some_and(|f| f as usize != self.flows.len()) {
+            return Err(TcError::Invalid(
+                "fq_codel: flows can only be set at creation".into(),
+            ));
+        }
+        let (params, conf) = resolve(spec, Some((self.params, self.conf)))?;
+        self.params = params;
+        self.conf = conf;
+        let (mut n, mut b) = (0, 0);
+        while self.stats.qlen > self.conf.limit as u64
+            || self.memory_usage > self.conf.memory_limit as u64
+        {
+            let mut red = Reduce::default();
+            let Some(id) = self.dequeue(ctx, &mut red) else {
+                break;
+            };
+            n += red.qlen;
+            b += red.backlog;
+            let len = ctx.arena.len_of(id);
+            // not sent after all: undo the Sent count, count a drop
+            self.stats.bytes -= len as u64;
+            self.stats.packets -= 1;
+            self.stats.dropped();
+            self.cstats.drop_count = 0;
+            n += 1;
+            b += len as u64;
+            ctx.drop_packet(id, DropReason::Purged);
+        }
         Ok(Changed {
-            purged,
+            purged: Purged {
+                packets: n,
+                bytes: b,
+            },
             child: ChildChange::Keep,
         })
     }

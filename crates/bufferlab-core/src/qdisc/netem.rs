@@ -808,20 +808,6 @@ impl Netem {
         Some(id)
     }
 
-    /// `netem_reset` for netem's own queues: free them as purged.
-    /// Returns (packets, bytes) freed.
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
-        let (mut n, mut b) = (0u64, 0u64);
-        for (_, id) in self.tfifo.drain(..).chain(self.immediate.drain(..)) {
-            n += 1;
-            b += ctx.arena.len_of(id) as u64;
-            ctx.drop_packet(id, DropReason::Purged);
-        }
-        self.stats.qlen = 0;
-        self.stats.backlog = 0;
-        (n, b)
-    }
-
     /// `tc qdisc change … netem …` (qdiscs.md §4.8). On error nothing changes.
     pub fn change(&mut self, spec: &NetemSpec, now: SimTime) -> Result<(), TcError> {
         self.configure(spec, now, false)
@@ -882,8 +868,21 @@ impl Qdisc for Netem {
         Netem::dequeue(self, ctx, red, child)
     }
 
+    /// `netem_reset` for netem's own queues: free them as purged.
+    /// Returns (packets, bytes) freed.
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
-        Netem::reset(self, ctx).into()
+        let (mut n, mut b) = (0u64, 0u64);
+        for (_, id) in self.tfifo.drain(..).chain(self.immediate.drain(..)) {
+            n += 1;
+            b += ctx.arena.len_of(id) as u64;
+            ctx.drop_packet(id, DropReason::Purged);
+        }
+        self.stats.qlen = 0;
+        self.stats.backlog = 0;
+        Purged {
+            packets: n,
+            bytes: b,
+        }
     }
 
     fn change(

@@ -117,12 +117,6 @@ impl Purged {
     }
 }
 
-impl From<(u64, u64)> for Purged {
-    fn from((packets, bytes): (u64, u64)) -> Self {
-        Purged { packets, bytes }
-    }
-}
-
 /// What a peek returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Peeked {

@@ -204,24 +204,6 @@ impl Pie {
         })
     }
 
-    /// `pie_change`: given attributes only; then drop head packets down to
-    /// the limit. Returns (packets, bytes) dropped, for the ancestors.
-    pub fn change(&mut self, spec: &PieSpec, ctx: &mut QdiscCtx) -> Result<(u64, u64), TcError> {
-        self.p = resolve(spec, Some(self.p))?;
-        let (mut n, mut b) = (0, 0);
-        while self.stats.qlen > self.p.limit as u64 {
-            let Some((id, _, len)) = self.queue.pop_front() else {
-                break;
-            };
-            self.stats.unqueued(len);
-            self.stats.dropped();
-            n += 1;
-            b += len as u64;
-            ctx.drop_packet(id, DropReason::Purged);
-        }
-        Ok((n, b))
-    }
-
     /// Run the probability updates due at or before `now_ns`.
     fn timers(&mut self, now_ns: u64) {
         while self.next_update <= now_ns {
@@ -379,18 +361,6 @@ impl Pie {
         v.burst_time = v.burst_time.saturating_sub(dtime);
     }
 
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
-        let (mut n, mut b) = (0, 0);
-        while let Some((id, _, len)) = self.queue.pop_front() {
-            n += 1;
-            b += len as u64;
-            ctx.drop_packet(id, DropReason::Purged);
-        }
-        self.vars = PieVars::default();
-        self.vars.init();
-        (n, b)
-    }
-
     pub fn vars(&self) -> &PieVars {
         &self.vars
     }
@@ -430,21 +400,48 @@ impl Qdisc for Pie {
     }
 
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
-        Pie::reset(self, ctx).into()
+        let (mut n, mut b) = (0, 0);
+        while let Some((id, _, len)) = self.queue.pop_front() {
+            n += 1;
+            b += len as u64;
+            ctx.drop_packet(id, DropReason::Purged);
+        }
+        self.vars = PieVars::default();
+        self.vars.init();
+        Purged {
+            packets: n,
+            bytes: b,
+        }
     }
 
+    /// `pie_change`: given attributes only; then drop head packets down to
+    /// the limit. Returns (packets, bytes) dropped, for the ancestors.
     fn change(
         &mut self,
         spec: &QdiscSpec,
         ctx: &mut QdiscCtx,
         _child: Option<&AnyQdisc>,
     ) -> Result<Changed, TcError> {
-        let QdiscSpec::Pie(s) = spec else {
+        let QdiscSpec::Pie(spec) = spec else {
             return Err(wrong_kind());
         };
-        let purged = Pie::change(self, s, ctx)?.into();
+        self.p = resolve(spec, Some(self.p))?;
+        let (mut n, mut b) = (0, 0);
+        while self.stats.qlen > self.p.limit as u64 {
+            let Some((id, _, len)) = self.queue.pop_front() else {
+                break;
+            };
+            self.stats.unqueued(len);
+            self.stats.dropped();
+            n += 1;
+            b += len as u64;
+            ctx.drop_packet(id, DropReason::Purged);
+        }
         Ok(Changed {
-            purged,
+            purged: Purged {
+                packets: n,
+                bytes: b,
+            },
             child: ChildChange::Keep,
         })
     }

@@ -409,15 +409,6 @@ impl Red {
         }
     }
 
-    /// `red_reset`: the tree purges the child; the average restarts.
-    pub fn reset(&mut self, now: SimTime) {
-        self.stats.qlen = 0;
-        self.stats.backlog = 0;
-        self.qavg = 0;
-        self.qcount = -1;
-        self.idle_since = Some(now);
-    }
-
     pub fn spec(&self) -> &RedSpec {
         &self.spec
     }
@@ -484,8 +475,13 @@ impl Qdisc for Red {
         }))
     }
 
+    /// `red_reset`: the tree purges the child; the average restarts.
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
-        Red::reset(self, ctx.now);
+        self.stats.qlen = 0;
+        self.stats.backlog = 0;
+        self.qavg = 0;
+        self.qcount = -1;
+        self.idle_since = Some(ctx.now);
         Purged::default()
     }
 

@@ -239,15 +239,6 @@ impl RedNs3 {
         self.feng = FengStatus::Above;
     }
 
-    /// New attributes: parameters and RED state are re-initialised (as a
-    /// fresh `InitializeParams`); queued packets and counters are kept.
-    pub fn change(&mut self, spec: &RedNs3Spec, now: SimTime) -> Result<(), TcError> {
-        self.p = Ns3Params::new(spec)?;
-        self.spec = spec.clone();
-        self.init_state(now.as_nanos());
-        Ok(())
-    }
-
     pub fn params(&self) -> &Ns3Params {
         &self.p
     }
@@ -502,21 +493,6 @@ impl RedNs3 {
             }
         }
     }
-
-    pub fn peek(&self) -> Option<PacketId> {
-        self.queue.front().copied()
-    }
-
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
-        let (mut n, mut b) = (0, 0);
-        while let Some(id) = self.queue.pop_front() {
-            n += 1;
-            b += ctx.arena.len_of(id) as u64;
-            ctx.drop_packet(id, DropReason::Purged);
-        }
-        self.bytes = 0;
-        (n, b)
-    }
 }
 
 impl Qdisc for RedNs3 {
@@ -553,23 +529,38 @@ impl Qdisc for RedNs3 {
     }
 
     fn peek(&mut self, _ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
-        Peeked::Head(RedNs3::peek(self))
+        Peeked::Head(self.queue.front().copied())
     }
 
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
-        RedNs3::reset(self, ctx).into()
+        let (mut n, mut b) = (0, 0);
+        while let Some(id) = self.queue.pop_front() {
+            n += 1;
+            b += ctx.arena.len_of(id) as u64;
+            ctx.drop_packet(id, DropReason::Purged);
+        }
+        self.bytes = 0;
+        Purged {
+            packets: n,
+            bytes: b,
+        }
     }
 
+    /// New attributes: parameters and RED state are re-initialised (as a
+    /// fresh `InitializeParams`); queued packets and counters are kept.
     fn change(
         &mut self,
         spec: &QdiscSpec,
         ctx: &mut QdiscCtx,
         _child: Option<&AnyQdisc>,
     ) -> Result<Changed, TcError> {
-        let QdiscSpec::RedNs3(s) = spec else {
+        let QdiscSpec::RedNs3(spec) = spec else {
             return Err(wrong_kind());
         };
-        RedNs3::change(self, s, ctx.now).map(|()| Changed::IN_PLACE)
+        self.p = Ns3Params::new(spec)?;
+        self.spec = spec.clone();
+        self.init_state(ctx.now.as_nanos());
+        Ok(Changed::IN_PLACE)
     }
 
     fn stats(&self) -> &QdiscStats {

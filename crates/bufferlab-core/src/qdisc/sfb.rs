@@ -367,19 +367,6 @@ impl Sfb {
         Some(id)
     }
 
-    /// `sfb_reset` (the tree purges the child): bins and perturbations
-    /// zeroed, set 0 active with a fresh perturbation.
-    pub fn reset(&mut self) {
-        self.stats.qlen = 0;
-        self.stats.backlog = 0;
-        self.slot = 0;
-        self.double_buffering = false;
-        // the memset also clears set 1's perturbation; only set 0 is redrawn
-        self.bins = Default::default();
-        self.bins[0].perturbation = self.rng.next_u32();
-        self.cb.clear();
-    }
-
     pub fn spec(&self) -> &SfbSpec {
         &self.spec
     }
@@ -445,8 +432,17 @@ impl Qdisc for Sfb {
         }))
     }
 
+    /// `sfb_reset` (the tree purges the child): bins and perturbations
+    /// zeroed, set 0 active with a fresh perturbation.
     fn reset(&mut self, _ctx: &mut QdiscCtx) -> Purged {
-        Sfb::reset(self);
+        self.stats.qlen = 0;
+        self.stats.backlog = 0;
+        self.slot = 0;
+        self.double_buffering = false;
+        // the memset also clears set 1's perturbation; only set 0 is redrawn
+        self.bins = Default::default();
+        self.bins[0].perturbation = self.rng.next_u32();
+        self.cb.clear();
         Purged::default()
     }
 

@@ -317,31 +317,6 @@ impl Tbf {
         None
     }
 
-    /// `tbf_reset` (the tree purges the child): empty, bucket full, `t_c = now`.
-    pub fn reset(&mut self, now: SimTime) {
-        self.stats.qlen = 0;
-        self.stats.backlog = 0;
-        self.t_c = now.as_nanos() as i64;
-        self.tokens = self.buffer;
-        self.ptokens = self.mtu;
-    }
-
-    /// `tbf_change` for this qdisc's own state: recompute, refill both
-    /// buckets, keep counters and `t_c`. On error nothing changes. The child's
-    /// limit (`fifo_set_limit`) is the tree's business.
-    pub fn change(&mut self, spec: &TbfSpec) -> Result<(), TcError> {
-        let p = Self::params(spec)?;
-        self.spec = spec.clone();
-        self.rate = p.rate;
-        self.peak = p.peak;
-        self.buffer = p.buffer;
-        self.mtu = p.mtu;
-        self.max_size = p.max_size;
-        self.tokens = p.buffer;
-        self.ptokens = p.mtu;
-        Ok(())
-    }
-
     pub fn spec(&self) -> &TbfSpec {
         &self.spec
     }
@@ -402,24 +377,40 @@ impl Qdisc for Tbf {
         Tbf::dequeue(self, ctx, red, child)
     }
 
+    /// `tbf_reset` (the tree purges the child): empty, bucket full, `t_c = now`.
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
-        Tbf::reset(self, ctx.now);
+        self.stats.qlen = 0;
+        self.stats.backlog = 0;
+        self.t_c = ctx.now.as_nanos() as i64;
+        self.tokens = self.buffer;
+        self.ptokens = self.mtu;
         Purged::default()
     }
 
+    /// `tbf_change` for this qdisc's own state: recompute, refill both
+    /// buckets, keep counters and `t_c`. On error nothing changes. The child's
+    /// limit (`fifo_set_limit`) is the tree's business.
     fn change(
         &mut self,
         spec: &QdiscSpec,
         _ctx: &mut QdiscCtx,
         _child: Option<&AnyQdisc>,
     ) -> Result<Changed, TcError> {
-        let QdiscSpec::Tbf(s) = spec else {
+        let QdiscSpec::Tbf(spec) = spec else {
             return Err(wrong_kind());
         };
-        Tbf::change(self, s)?;
+        let p = Self::params(spec)?;
+        self.spec = spec.clone();
+        self.rate = p.rate;
+        self.peak = p.peak;
+        self.buffer = p.buffer;
+        self.mtu = p.mtu;
+        self.max_size = p.max_size;
+        self.tokens = p.buffer;
+        self.ptokens = p.mtu;
         Ok(Changed {
             purged: Purged::default(),
-            child: ChildChange::FifoLimit(s.limit),
+            child: ChildChange::FifoLimit(spec.limit),
         })
     }
 
