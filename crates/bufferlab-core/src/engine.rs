@@ -25,7 +25,7 @@ use crate::host::{CpuQueue, StackCost};
 use crate::packet::{
     tcp_flags, Ipv4, Packet, PacketArena, PacketId, Payload, Proto, TcpHeader, ARP_FRAME,
 };
-use crate::qdisc::tree::{AutoHandles, QdiscProfile};
+use crate::qdisc::{AutoHandles, QdiscProfile};
 use crate::qdisc::{DropCounters, DropReason, QdiscCtx, QdiscInfo, QdiscTree, TcRequest, Verdict};
 use crate::rng::ComponentRng;
 use crate::sched::{Event, EventQueue};

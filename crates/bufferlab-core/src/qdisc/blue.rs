@@ -14,12 +14,13 @@
 //! increments and decrements are class-blind.
 
 use super::cpm::{scaled_lt, Cpm};
-use super::spec::BlueSpec;
-use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, Peeked, Purged, Qdisc, Reduce};
+use super::spec::{BlueSpec, QdiscSpec};
+use super::tree::Node;
+use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
 use crate::rng::ComponentRng;
-use crate::time::SimTime;
 use serde_json::json;
 use std::collections::VecDeque;
 
@@ -191,46 +192,91 @@ impl Blue {
         }
     }
 
-    /// Head of the queue; an empty queue is a link-idle event.
-    pub fn peek(&mut self, now: SimTime) -> Option<PacketId> {
-        let h = self.queue.front().copied();
-        if h.is_none() {
-            self.decrease(now.as_nanos());
-        }
-        h
+    pub fn probability(&self) -> u32 {
+        self.p
+    }
+}
+
+impl Qdisc for Blue {
+    fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::Blue(s) = spec else {
+            return None;
+        };
+        Some(Blue::new(s, env.seed, env.stream).map(Built::alone))
     }
 
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
+    fn kind(&self) -> &'static str {
+        "blue"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        id: PacketId,
+        _child: &mut [Node],
+    ) -> Verdict {
+        Blue::enqueue(self, ctx, id)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        _child: &mut [Node],
+    ) -> Option<PacketId> {
+        Blue::dequeue(self, ctx)
+    }
+
+    /// Head of the queue; an empty queue is a link-idle event.
+    fn peek(&mut self, ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
+        let head = self.queue.front().copied();
+        if head.is_none() {
+            self.decrease(ctx.now.as_nanos());
+        }
+        Peeked::Head(head)
+    }
+
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let (mut n, mut b) = (0, 0);
         while let Some(id) = self.queue.pop_front() {
             n += 1;
             b += ctx.arena.len_of(id) as u64;
             ctx.drop_packet(id, DropReason::Purged);
         }
-        (n, b)
+        Purged {
+            packets: n,
+            bytes: b,
+        }
     }
 
-    pub fn held(&self) -> u64 {
-        self.queue.len() as u64
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        _ctx: &mut QdiscCtx,
+        _child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::Blue(s) = spec else {
+            return Err(wrong_kind());
+        };
+        Blue::change(self, s).map(|()| Changed::IN_PLACE)
     }
 
-    pub fn probability(&self) -> u32 {
-        self.p
-    }
-
-    pub fn stats(&self) -> &QdiscStats {
+    fn stats(&self) -> &QdiscStats {
         &self.stats
     }
 
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
+    fn stats_mut(&mut self) -> &mut QdiscStats {
         &mut self.stats
     }
 
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         serde_json::to_value(&self.spec).unwrap_or(serde_json::Value::Null)
     }
 
-    pub fn xstats(&self) -> serde_json::Value {
+    fn xstats(&self) -> serde_json::Value {
         let mut v = json!({
             "pmark": self.p as f64 / 4_294_967_296.0,
             "early": self.early,
@@ -241,6 +287,10 @@ impl Blue {
             v["classes"] = c.xstats();
         }
         v
+    }
+
+    fn held(&self) -> u64 {
+        self.queue.len() as u64
     }
 }
 

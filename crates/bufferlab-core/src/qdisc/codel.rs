@@ -10,9 +10,10 @@
 //! reported to every ancestor through [`Reduce`] (qdiscs.md §1.5). The
 //! [`CodelVars::dequeue`] core is shared with fq_codel (one per flow).
 
-use super::spec::CodelSpec;
-use super::tree::Reduce;
-use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc, Reduce};
+use super::spec::{CodelSpec, QdiscSpec};
+use super::tree::Node;
+use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
 use serde_json::json;
@@ -289,30 +290,6 @@ impl Codel {
         })
     }
 
-    /// `codel_change`: only the given attributes change; if the queue is
-    /// above the (new) limit, head packets are dropped. Returns the
-    /// (packets, bytes) dropped, for the ancestors.
-    pub fn change(&mut self, spec: &CodelSpec, ctx: &mut QdiscCtx) -> Result<(u64, u64), TcError> {
-        let (params, limit) = params_of(spec, Some((&self.params, self.limit)));
-        if limit == 0 {
-            return Err(TcError::Invalid("codel: limit must be at least 1".into()));
-        }
-        self.params = params;
-        self.limit = limit;
-        let (mut n, mut b) = (0, 0);
-        while self.stats.qlen > self.limit as u64 {
-            let Some(e) = self.queue.pop_front() else {
-                break;
-            };
-            self.stats.unqueued(e.len);
-            self.stats.dropped();
-            n += 1;
-            b += e.len as u64;
-            ctx.drop_packet(e.id, DropReason::Purged);
-        }
-        Ok((n, b))
-    }
-
     pub fn enqueue(&mut self, ctx: &mut QdiscCtx, id: PacketId) -> Verdict {
         let now = codel_time(ctx.now.as_nanos());
         self.last_now = now;
@@ -356,7 +333,45 @@ impl Codel {
         Some(e.id)
     }
 
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
+    pub fn vars(&self) -> &CodelVars {
+        &self.vars
+    }
+}
+
+impl Qdisc for Codel {
+    fn build(spec: &QdiscSpec, _env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::Codel(s) = spec else {
+            return None;
+        };
+        Some(Codel::new(s).map(Built::alone))
+    }
+
+    fn kind(&self) -> &'static str {
+        "codel"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        id: PacketId,
+        _child: &mut [Node],
+    ) -> Verdict {
+        Codel::enqueue(self, ctx, id)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        _child: &mut [Node],
+    ) -> Option<PacketId> {
+        Codel::dequeue(self, ctx, red)
+    }
+
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let (mut n, mut b) = (0, 0);
         while let Some(e) = self.queue.pop_front() {
             n += 1;
@@ -364,27 +379,60 @@ impl Codel {
             ctx.drop_packet(e.id, DropReason::Purged);
         }
         self.vars = CodelVars::default();
-        (n, b)
+        Purged {
+            packets: n,
+            bytes: b,
+        }
     }
 
-    pub fn held(&self) -> u64 {
-        self.queue.len() as u64
+    /// `codel_change`: only the given attributes change; if the queue is
+    /// above the (new) limit, head packets are dropped. Returns the
+    /// (packets, bytes) dropped, for the ancestors.
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        ctx: &mut QdiscCtx,
+        _child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::Codel(spec) = spec else {
+            return Err(wrong_kind());
+        };
+        let (params, limit) = params_of(spec, Some((&self.params, self.limit)));
+        if limit == 0 {
+            return Err(TcError::Invalid("codel: limit must be at least 1".into()));
+        }
+        self.params = params;
+        self.limit = limit;
+        let (mut n, mut b) = (0, 0);
+        while self.stats.qlen > self.limit as u64 {
+            let Some(e) = self.queue.pop_front() else {
+                break;
+            };
+            self.stats.unqueued(e.len);
+            self.stats.dropped();
+            n += 1;
+            b += e.len as u64;
+            ctx.drop_packet(e.id, DropReason::Purged);
+        }
+        Ok(Changed {
+            purged: Purged {
+                packets: n,
+                bytes: b,
+            },
+            child: ChildChange::Keep,
+        })
     }
 
-    pub fn vars(&self) -> &CodelVars {
-        &self.vars
-    }
-
-    pub fn stats(&self) -> &QdiscStats {
+    fn stats(&self) -> &QdiscStats {
         &self.stats
     }
 
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
+    fn stats_mut(&mut self) -> &mut QdiscStats {
         &mut self.stats
     }
 
     /// Options in µs, as `tc` would read them back from the kernel.
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         json!({
             "kind": "codel",
             "limit": self.limit,
@@ -395,7 +443,7 @@ impl Codel {
         })
     }
 
-    pub fn xstats(&self) -> serde_json::Value {
+    fn xstats(&self) -> serde_json::Value {
         let v = &self.vars;
         let drop_next = if v.dropping {
             codel_to_us(v.drop_next.wrapping_sub(self.last_now) as i32)
@@ -413,6 +461,10 @@ impl Codel {
             "drop_overlimit": self.drop_overlimit,
             "ce_mark": self.cstats.ce_mark,
         })
+    }
+
+    fn held(&self) -> u64 {
+        self.queue.len() as u64
     }
 }
 

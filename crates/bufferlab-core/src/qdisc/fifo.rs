@@ -19,8 +19,9 @@
 //! changes no counter a user can see: an empty fifo hands the packet straight
 //! to the device, which our dequeue-right-after-enqueue also does).
 
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, Peeked, Purged, Qdisc, Reduce};
 use super::spec::QdiscSpec;
-use super::tree::Reduce;
+use super::tree::Node;
 use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
@@ -143,23 +144,6 @@ impl Fifo {
         Some(id)
     }
 
-    /// `qdisc_peek_head`: the head, not taken.
-    pub fn peek(&self) -> Option<PacketId> {
-        self.queue.front().copied()
-    }
-
-    /// Free every queued packet as [`DropReason::Purged`] (qdisc reset on
-    /// graft/delete). Returns (packets, bytes) removed.
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
-        let (n, b) = (self.stats.qlen, self.stats.backlog);
-        while let Some(id) = self.queue.pop_front() {
-            ctx.drop_packet(id, DropReason::Purged);
-        }
-        self.stats.qlen = 0;
-        self.stats.backlog = 0;
-        (n, b)
-    }
-
     /// `tc qdisc change … <fifo> [limit N]`: only the limit changes.
     /// pfifo_fast has no change op and no options: nothing to do.
     pub fn change(&mut self, spec: &QdiscSpec) -> Result<(), TcError> {
@@ -167,7 +151,7 @@ impl Fifo {
             TcError::Invalid(format!("{} cannot take these options", self.kind.name()))
         })?;
         if kind != self.kind {
-            return Err(TcError::Invalid("Invalid qdisc name".into()));
+            return Err(wrong_kind());
         }
         if kind != FifoKind::PfifoFast {
             self.limit = limit;
@@ -186,14 +170,6 @@ impl Fifo {
         true
     }
 
-    pub fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
-
     pub fn kind(&self) -> FifoKind {
         self.kind
     }
@@ -201,14 +177,81 @@ impl Fifo {
     pub fn limit(&self) -> u32 {
         self.limit
     }
+}
+
+impl Qdisc for Fifo {
+    fn build(spec: &QdiscSpec, _env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        Fifo::from_spec(spec).map(|f| Ok(Built::alone(f)))
+    }
+
+    fn kind(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        id: PacketId,
+        _child: &mut [Node],
+    ) -> Verdict {
+        Fifo::enqueue(self, ctx, red, id)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        _child: &mut [Node],
+    ) -> Option<PacketId> {
+        Fifo::dequeue(self, ctx)
+    }
+
+    /// `qdisc_peek_head`: the head, not taken.
+    fn peek(&mut self, _ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
+        Peeked::Head(self.queue.front().copied())
+    }
+
+    /// Free every queued packet as [`DropReason::Purged`] (qdisc reset on
+    /// graft/delete). Returns (packets, bytes) removed.
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
+        let (n, b) = (self.stats.qlen, self.stats.backlog);
+        while let Some(id) = self.queue.pop_front() {
+            ctx.drop_packet(id, DropReason::Purged);
+        }
+        self.stats.qlen = 0;
+        self.stats.backlog = 0;
+        Purged {
+            packets: n,
+            bytes: b,
+        }
+    }
+
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        _ctx: &mut QdiscCtx,
+        _child: Option<&super::AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        Fifo::change(self, spec).map(|()| Changed::IN_PLACE)
+    }
+
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+
+    fn stats_mut(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
 
     /// `{"limit": N}` with the default resolved (packets or bytes).
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         json!({ "limit": self.limit })
     }
 
-    /// Packets physically stored here.
-    pub fn held(&self) -> u64 {
+    fn held(&self) -> u64 {
         self.queue.len() as u64
     }
 }
@@ -374,7 +417,13 @@ mod tests {
             let id = env.pkt(1514);
             q.enqueue(&mut env.ctx(0), &mut red, id);
         }
-        assert_eq!(q.reset(&mut env.ctx(0)), (3, 4542));
+        assert_eq!(
+            q.reset(&mut env.ctx(0)),
+            Purged {
+                packets: 3,
+                bytes: 4542
+            }
+        );
         assert_eq!((q.stats().qlen, q.stats().backlog, q.held()), (0, 0, 0));
         assert_eq!(env.drops.packets[DropReason::Purged.index()], 3);
         assert_eq!(env.arena.live(), 0);

@@ -14,9 +14,10 @@
 use super::codel::{
     codel_time, codel_to_us, us_to_codel, CodelParams, CodelStats, CodelVars, Entry,
 };
-use super::spec::FqCodelSpec;
-use super::tree::Reduce;
-use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc, Reduce};
+use super::spec::{FqCodelSpec, QdiscSpec};
+use super::tree::Node;
+use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::{Packet, PacketId};
 use crate::rng::ComponentRng;
@@ -152,45 +153,6 @@ impl FqCodel {
             new_flow_count: 0,
             stats: QdiscStats::default(),
         })
-    }
-
-    /// `fq_codel_change`: given attributes only (`flows` is refused once
-    /// created); then trim to the limits by dequeueing and dropping.
-    /// Returns (packets, bytes) dropped for the ancestors.
-    pub fn change(
-        &mut self,
-        spec: &FqCodelSpec,
-        ctx: &mut QdiscCtx,
-    ) -> Result<(u64, u64), TcError> {
-        if spec.flows.is_some_and(|f| f as usize != self.flows.len()) {
-            return Err(TcError::Invalid(
-                "fq_codel: flows can only be set at creation".into(),
-            ));
-        }
-        let (params, conf) = resolve(spec, Some((self.params, self.conf)))?;
-        self.params = params;
-        self.conf = conf;
-        let (mut n, mut b) = (0, 0);
-        while self.stats.qlen > self.conf.limit as u64
-            || self.memory_usage > self.conf.memory_limit as u64
-        {
-            let mut red = Reduce::default();
-            let Some(id) = self.dequeue(ctx, &mut red) else {
-                break;
-            };
-            n += red.qlen;
-            b += red.backlog;
-            let len = ctx.arena.len_of(id);
-            // not sent after all: undo the Sent count, count a drop
-            self.stats.bytes -= len as u64;
-            self.stats.packets -= 1;
-            self.stats.dropped();
-            self.cstats.drop_count = 0;
-            n += 1;
-            b += len as u64;
-            ctx.drop_packet(id, DropReason::Purged);
-        }
-        Ok((n, b))
     }
 
     pub fn classify(&self, p: &Packet) -> usize {
@@ -335,7 +297,46 @@ impl FqCodel {
         }
     }
 
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
+    /// (new_flows_len, old_flows_len)
+    pub fn list_lens(&self) -> (usize, usize) {
+        (self.new_flows.len(), self.old_flows.len())
+    }
+}
+
+impl Qdisc for FqCodel {
+    fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::FqCodel(s) = spec else {
+            return None;
+        };
+        Some(FqCodel::new(s, env.seed, env.stream).map(Built::alone))
+    }
+
+    fn kind(&self) -> &'static str {
+        "fq_codel"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        id: PacketId,
+        _child: &mut [Node],
+    ) -> Verdict {
+        FqCodel::enqueue(self, ctx, red, id)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        _child: &mut [Node],
+    ) -> Option<PacketId> {
+        FqCodel::dequeue(self, ctx, red)
+    }
+
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let (mut n, mut b) = (0, 0);
         for f in &mut self.flows {
             while let Some(e) = f.queue.pop_front() {
@@ -350,27 +351,70 @@ impl FqCodel {
         self.new_flows.clear();
         self.old_flows.clear();
         self.memory_usage = 0;
-        (n, b)
+        Purged {
+            packets: n,
+            bytes: b,
+        }
     }
 
-    pub fn held(&self) -> u64 {
-        self.flows.iter().map(|f| f.queue.len() as u64).sum()
+    /// `fq_codel_change`: given attributes only (`flows` is refused once
+    /// created); then trim to the limits by dequeueing and dropping.
+    /// Returns (packets, bytes) dropped for the ancestors.
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        ctx: &mut QdiscCtx,
+        _child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::FqCodel(spec) = spec else {
+            return Err(wrong_kind());
+        };
+        if spec.flows.is_some_and(|f| f as usize != self.flows.len()) {
+            return Err(TcError::Invalid(
+                "fq_codel: flows can only be set at creation".into(),
+            ));
+        }
+        let (params, conf) = resolve(spec, Some((self.params, self.conf)))?;
+        self.params = params;
+        self.conf = conf;
+        let (mut n, mut b) = (0, 0);
+        while self.stats.qlen > self.conf.limit as u64
+            || self.memory_usage > self.conf.memory_limit as u64
+        {
+            let mut red = Reduce::default();
+            let Some(id) = self.dequeue(ctx, &mut red) else {
+                break;
+            };
+            n += red.qlen;
+            b += red.backlog;
+            let len = ctx.arena.len_of(id);
+            // not sent after all: undo the Sent count, count a drop
+            self.stats.bytes -= len as u64;
+            self.stats.packets -= 1;
+            self.stats.dropped();
+            self.cstats.drop_count = 0;
+            n += 1;
+            b += len as u64;
+            ctx.drop_packet(id, DropReason::Purged);
+        }
+        Ok(Changed {
+            purged: Purged {
+                packets: n,
+                bytes: b,
+            },
+            child: ChildChange::Keep,
+        })
     }
 
-    /// (new_flows_len, old_flows_len)
-    pub fn list_lens(&self) -> (usize, usize) {
-        (self.new_flows.len(), self.old_flows.len())
-    }
-
-    pub fn stats(&self) -> &QdiscStats {
+    fn stats(&self) -> &QdiscStats {
         &self.stats
     }
 
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
+    fn stats_mut(&mut self) -> &mut QdiscStats {
         &mut self.stats
     }
 
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         json!({
             "kind": "fq_codel",
             "limit": self.conf.limit,
@@ -385,7 +429,7 @@ impl FqCodel {
         })
     }
 
-    pub fn xstats(&self) -> serde_json::Value {
+    fn xstats(&self) -> serde_json::Value {
         json!({
             "maxpacket": self.cstats.maxpacket,
             "drop_overlimit": self.drop_overlimit,
@@ -397,6 +441,10 @@ impl FqCodel {
             "new_flows_len": self.new_flows.len(),
             "old_flows_len": self.old_flows.len(),
         })
+    }
+
+    fn held(&self) -> u64 {
+        self.flows.iter().map(|f| f.queue.len() as u64).sum()
     }
 }
 

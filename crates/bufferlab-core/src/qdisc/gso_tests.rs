@@ -7,7 +7,8 @@
 use super::harness::{kick, Env};
 use super::*;
 use crate::packet::{tcp_flags, Packet};
-use crate::qdisc::spec::{NetemPercent, NetemSpec, TbfSpec};
+use crate::qdisc::spec::{NetemPercent, NetemSpec, ParentSpec, TbfSpec, TcVerb};
+use crate::qdisc::{AutoHandles, TcRequest};
 
 const MS: u64 = 1_000_000;
 const DEV: &str = "s1-eth2";

@@ -1,24 +1,28 @@
 //! Queueing disciplines with Linux semantics (../shared/specs/qdiscs.md).
 //!
 //! The contract follows Linux's `struct Qdisc_ops` (include/net/sch_generic.h):
-//! every model offers `enqueue`, `dequeue`, `peek`, `change`, `reset`/purge,
-//! and reports its parameters and statistics for `tc -s qdisc show`.
-//! One model per file, selected through the closed enum [`AnyQdisc`]; the
-//! hierarchy (root/parent/handle, single-slot children of tbf and netem) and
+//! the [`Qdisc`] trait in `ops.rs`, one signature per operation, implemented
+//! by every model (one model per file). `dispatch.rs` registers the kinds in
+//! the closed enum [`AnyQdisc`]; `tree.rs` is a device's chain (root/parent/
+//! handle, single-slot children of tbf, netem, red and sfb); `api.rs` holds
 //! the `tc qdisc add|change|replace|del` decision procedure of
-//! net/sched/sch_api.c (`tc_modify_qdisc`, qdiscs.md §1.3) live in `tree.rs`.
+//! net/sched/sch_api.c (`tc_modify_qdisc`, qdiscs.md §1.3).
 //!
 //! Drops: the qdisc that drops a packet calls [`QdiscCtx::drop_packet`]
 //! (which frees it and counts it once per interface by [`DropReason`]) and
 //! returns [`Verdict::Dropped`], so every ancestor adds one to its own
 //! `drops` as Linux's parents do (qdiscs.md §1.5).
 
+pub mod api;
 pub mod blue;
 pub mod codel;
 pub mod cpm;
+pub mod dispatch;
 pub mod fifo;
 pub mod fq_codel;
 pub mod netem;
+pub mod noqueue;
+pub mod ops;
 pub mod pie;
 pub mod red;
 pub mod red_ns3;
@@ -31,11 +35,14 @@ use crate::packet::{PacketArena, PacketId};
 use crate::time::SimTime;
 use serde::Serialize;
 
+pub use api::AutoHandles;
+pub use dispatch::AnyQdisc;
+pub use ops::Qdisc;
 pub use spec::{
     BlueSpec, CodelSpec, DscpClass, DscpCoeff, FqCodelSpec, NetemSpec, ParentSpec, PieSpec,
     QdiscSpec, RedNs3Spec, RedSpec, SfbSpec, TbfSpec, TcRequest, TcVerb,
 };
-pub use tree::{AnyQdisc, AutoHandles, QdiscInfo, QdiscProfile, QdiscTree};
+pub use tree::{QdiscInfo, QdiscProfile, QdiscTree};
 
 /// Why a packet was dropped. Counted per interface (summary.json) and mapped
 /// onto tc's counters (`dropped`, RED's `early`/`pdrop`, ...).
@@ -202,7 +209,7 @@ impl QdiscStats {
     /// Packets that left the subtree below without a dequeue
     /// (`qdisc_tree_reduce_backlog`): fewer queued, more dropped.
     #[inline]
-    pub(crate) fn absorb(&mut self, r: tree::Reduce) {
+    pub(crate) fn absorb(&mut self, r: ops::Reduce) {
         self.qlen = (self.qlen + r.grew).saturating_sub(r.qlen);
         self.backlog = self.backlog.saturating_sub(r.backlog);
         self.drops += r.drops;

@@ -41,8 +41,11 @@
 
 pub mod dist;
 
+use super::ops::{absorbing, wrong_kind, BuildEnv, Built, Changed, Purged, Qdisc, Reduce};
+use super::spec::QdiscSpec;
 use super::spec::{NetemDistribution, NetemLoss, NetemRate, NetemSlot, NetemSpec};
-use super::tree::{self, Node, Reduce};
+use super::tree::{self, Node};
+use super::AnyQdisc;
 use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
@@ -513,11 +516,6 @@ impl Netem {
         }
     }
 
-    /// Forget clone marks once the tree has re-enqueued every clone.
-    pub(crate) fn clear_clone_marks(&mut self) {
-        self.own_clones.clear();
-    }
-
     fn enqueue_one(
         &mut self,
         ctx: &mut QdiscCtx,
@@ -765,9 +763,7 @@ impl Netem {
                 if !self.env.modern_accounting {
                     self.stats.unqueued(len);
                 }
-                let before = *red;
-                let v = tree::enqueue_chain(child, ctx, red, id);
-                self.absorb(red.since(before));
+                let v = absorbing(self, red, |red| tree::enqueue_chain(child, ctx, red, id));
                 if let Verdict::Dropped(_) = v {
                     self.stats.dropped();
                     if self.env.modern_accounting {
@@ -802,9 +798,7 @@ impl Netem {
         red: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId> {
-        let before = *red;
-        let p = tree::dequeue_chain(child, ctx, red);
-        self.absorb(red.since(before));
+        let p = absorbing(self, red, |red| tree::dequeue_chain(child, ctx, red));
         let id = p?;
         let len = ctx.arena.len_of(id);
         if self.env.modern_accounting {
@@ -814,55 +808,14 @@ impl Netem {
         Some(id)
     }
 
-    /// A change inside the child subtree reported by `qdisc_tree_reduce_backlog`.
-    /// \[lab2019\] netem does not count its child's packets, so only the drops apply.
-    pub(crate) fn absorb(&mut self, r: Reduce) {
-        if self.env.modern_accounting {
-            self.stats.absorb(r);
-        } else {
-            self.stats.drops += r.drops;
-        }
-    }
-
-    /// `netem_reset` for netem's own queues: free them as purged.
-    /// Returns (packets, bytes) freed.
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
-        let (mut n, mut b) = (0u64, 0u64);
-        for (_, id) in self.tfifo.drain(..).chain(self.immediate.drain(..)) {
-            n += 1;
-            b += ctx.arena.len_of(id) as u64;
-            ctx.drop_packet(id, DropReason::Purged);
-        }
-        self.stats.qlen = 0;
-        self.stats.backlog = 0;
-        (n, b)
-    }
-
     /// `tc qdisc change … netem …` (qdiscs.md §4.8). On error nothing changes.
     pub fn change(&mut self, spec: &NetemSpec, now: SimTime) -> Result<(), TcError> {
         self.configure(spec, now, false)
     }
 
-    pub fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
-
     /// The effective [`NetemSpec`], kept fields included.
     pub fn spec(&self) -> &NetemSpec {
         &self.spec
-    }
-
-    pub fn options(&self) -> serde_json::Value {
-        serde_json::to_value(&self.spec).unwrap_or(serde_json::Value::Null)
-    }
-
-    /// Packets physically stored in netem itself (delay line + immediate).
-    pub fn held(&self) -> u64 {
-        (self.tfifo.len() + self.immediate.len()) as u64
     }
 
     /// Packets in the delay line (`t_len`).
@@ -877,12 +830,122 @@ impl Netem {
     }
 }
 
+impl Qdisc for Netem {
+    fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::Netem(s) = spec else {
+            return None;
+        };
+        let netem_env = NetemEnv {
+            modern_accounting: env.profile.netem_modern_accounting,
+            dup_after_limit: env.profile.netem_dup_after_limit,
+        };
+        let built = Netem::new(s, env.seed, env.stream.to_string(), netem_env, env.now);
+        Some(built.map(Built::alone))
+    }
+
+    fn kind(&self) -> &'static str {
+        "netem"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        id: PacketId,
+        _child: &mut [Node],
+    ) -> Verdict {
+        Netem::enqueue(self, ctx, id)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        child: &mut [Node],
+    ) -> Option<PacketId> {
+        Netem::dequeue(self, ctx, red, child)
+    }
+
+    /// `netem_reset` for netem's own queues: free them as purged.
+    /// Returns (packets, bytes) freed.
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
+        let (mut n, mut b) = (0u64, 0u64);
+        for (_, id) in self.tfifo.drain(..).chain(self.immediate.drain(..)) {
+            n += 1;
+            b += ctx.arena.len_of(id) as u64;
+            ctx.drop_packet(id, DropReason::Purged);
+        }
+        self.stats.qlen = 0;
+        self.stats.backlog = 0;
+        Purged {
+            packets: n,
+            bytes: b,
+        }
+    }
+
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        ctx: &mut QdiscCtx,
+        _child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::Netem(s) = spec else {
+            return Err(wrong_kind());
+        };
+        Netem::change(self, s, ctx.now).map(|()| Changed::IN_PLACE)
+    }
+
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+
+    fn stats_mut(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+
+    fn options(&self) -> serde_json::Value {
+        serde_json::to_value(&self.spec).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Packets physically stored in netem itself (delay line + immediate).
+    fn held(&self) -> u64 {
+        (self.tfifo.len() + self.immediate.len()) as u64
+    }
+
+    fn classful(&self) -> bool {
+        true
+    }
+
+    /// A change inside the child subtree reported by `qdisc_tree_reduce_backlog`.
+    /// \[lab2019\] netem does not count its child's packets, so only the drops apply.
+    fn absorb(&mut self, r: Reduce) {
+        if self.env.modern_accounting {
+            self.stats.absorb(r);
+        } else {
+            self.stats.drops += r.drops;
+        }
+    }
+
+    /// At the root a duplicate re-enters this netem at once; below it, the
+    /// tree re-enqueues it at the root (`netem_enqueue`'s `rootq`).
+    fn placed(&mut self, at_root: bool) {
+        self.at_root = at_root;
+    }
+
+    /// Forget clone marks once the tree has re-enqueued every clone.
+    fn duplicates_reinjected(&mut self) {
+        self.own_clones.clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::qdisc::spec::{NetemCorrelation, NetemPercent, QdiscSpec};
     use crate::qdisc::tree::harness::{run, Env};
-    use crate::qdisc::tree::{AnyQdisc, AutoHandles, QdiscProfile, QdiscTree};
+    use crate::qdisc::{AnyQdisc, AutoHandles, QdiscProfile, QdiscTree};
     use crate::qdisc::{ParentSpec, TcRequest, TcVerb};
 
     const MS: u64 = 1_000_000;

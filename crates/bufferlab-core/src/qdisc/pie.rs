@@ -9,8 +9,10 @@
 //! events nothing it reads changes, so the updates due are run lazily,
 //! in order, before each enqueue/dequeue at or after their instant.
 
-use super::spec::PieSpec;
-use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc, Reduce};
+use super::spec::{PieSpec, QdiscSpec};
+use super::tree::Node;
+use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
 use crate::rng::ComponentRng;
@@ -202,24 +204,6 @@ impl Pie {
         })
     }
 
-    /// `pie_change`: given attributes only; then drop head packets down to
-    /// the limit. Returns (packets, bytes) dropped, for the ancestors.
-    pub fn change(&mut self, spec: &PieSpec, ctx: &mut QdiscCtx) -> Result<(u64, u64), TcError> {
-        self.p = resolve(spec, Some(self.p))?;
-        let (mut n, mut b) = (0, 0);
-        while self.stats.qlen > self.p.limit as u64 {
-            let Some((id, _, len)) = self.queue.pop_front() else {
-                break;
-            };
-            self.stats.unqueued(len);
-            self.stats.dropped();
-            n += 1;
-            b += len as u64;
-            ctx.drop_packet(id, DropReason::Purged);
-        }
-        Ok((n, b))
-    }
-
     /// Run the probability updates due at or before `now_ns`.
     fn timers(&mut self, now_ns: u64) {
         while self.next_update <= now_ns {
@@ -377,7 +361,45 @@ impl Pie {
         v.burst_time = v.burst_time.saturating_sub(dtime);
     }
 
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
+    pub fn vars(&self) -> &PieVars {
+        &self.vars
+    }
+}
+
+impl Qdisc for Pie {
+    fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::Pie(s) = spec else {
+            return None;
+        };
+        Some(Pie::new(s, env.seed, env.stream, env.now.as_nanos()).map(Built::alone))
+    }
+
+    fn kind(&self) -> &'static str {
+        "pie"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        id: PacketId,
+        _child: &mut [Node],
+    ) -> Verdict {
+        Pie::enqueue(self, ctx, id)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        _child: &mut [Node],
+    ) -> Option<PacketId> {
+        Pie::dequeue(self, ctx)
+    }
+
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let (mut n, mut b) = (0, 0);
         while let Some((id, _, len)) = self.queue.pop_front() {
             n += 1;
@@ -386,27 +408,54 @@ impl Pie {
         }
         self.vars = PieVars::default();
         self.vars.init();
-        (n, b)
+        Purged {
+            packets: n,
+            bytes: b,
+        }
     }
 
-    pub fn held(&self) -> u64 {
-        self.queue.len() as u64
+    /// `pie_change`: given attributes only; then drop head packets down to
+    /// the limit. Returns (packets, bytes) dropped, for the ancestors.
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        ctx: &mut QdiscCtx,
+        _child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::Pie(spec) = spec else {
+            return Err(wrong_kind());
+        };
+        self.p = resolve(spec, Some(self.p))?;
+        let (mut n, mut b) = (0, 0);
+        while self.stats.qlen > self.p.limit as u64 {
+            let Some((id, _, len)) = self.queue.pop_front() else {
+                break;
+            };
+            self.stats.unqueued(len);
+            self.stats.dropped();
+            n += 1;
+            b += len as u64;
+            ctx.drop_packet(id, DropReason::Purged);
+        }
+        Ok(Changed {
+            purged: Purged {
+                packets: n,
+                bytes: b,
+            },
+            child: ChildChange::Keep,
+        })
     }
 
-    pub fn vars(&self) -> &PieVars {
-        &self.vars
-    }
-
-    pub fn stats(&self) -> &QdiscStats {
+    fn stats(&self) -> &QdiscStats {
         &self.stats
     }
 
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
+    fn stats_mut(&mut self) -> &mut QdiscStats {
         &mut self.stats
     }
 
     /// Options as the kernel reports them (µs).
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         json!({
             "kind": "pie",
             "limit": self.p.limit,
@@ -420,7 +469,7 @@ impl Pie {
         })
     }
 
-    pub fn xstats(&self) -> serde_json::Value {
+    fn xstats(&self) -> serde_json::Value {
         let mut x = json!({
             "prob": self.vars.prob as f64 / MAX_PROB as f64,
             "delay": ((self.vars.qdelay << 6) as u32) / 1000,
@@ -434,6 +483,10 @@ impl Pie {
             x["avg_dq_rate"] = json!((self.vars.avg_dq_rate * TICKS_PER_SEC) >> 8);
         }
         x
+    }
+
+    fn held(&self) -> u64 {
+        self.queue.len() as u64
     }
 }
 

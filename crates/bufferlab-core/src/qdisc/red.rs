@@ -24,8 +24,14 @@
 //! `c·lhs ≥ qR` for the packet's class coefficient `c`.
 
 use super::cpm::{scaled_ge, Cpm};
+use super::fifo::Fifo;
+use super::ops::{
+    absorbing, wrong_kind, BuildEnv, Built, Changed, ChildChange, Peeked, Purged, Qdisc, Reduce,
+};
+use super::spec::QdiscSpec;
 use super::spec::RedSpec;
-use super::tree::{self, Node, Reduce};
+use super::tree::{self, Node};
+use super::AnyQdisc;
 use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
@@ -354,10 +360,9 @@ impl Red {
             ctx.drop_packet(id, DropReason::Blackhole);
             Verdict::Dropped(DropReason::Blackhole)
         } else {
-            let before = *red;
-            let v = tree::enqueue_chain(child, ctx, red, id);
-            self.stats.absorb(red.since(before));
-            v
+            absorbing(&mut self.stats, red, |red| {
+                tree::enqueue_chain(child, ctx, red, id)
+            })
         };
         match v {
             Verdict::Queued => {
@@ -387,9 +392,7 @@ impl Red {
         child: &mut [Node],
     ) -> Option<PacketId> {
         self.catch_up(ctx.now);
-        let before = *red;
-        let p = tree::dequeue_chain(child, ctx, red);
-        self.stats.absorb(red.since(before));
+        let p = absorbing(self, red, |red| tree::dequeue_chain(child, ctx, red));
         match p {
             Some(id) => {
                 let len = ctx.arena.len_of(id);
@@ -404,23 +407,6 @@ impl Red {
                 None
             }
         }
-    }
-
-    /// `red_reset`: the tree purges the child; the average restarts.
-    pub fn reset(&mut self, now: SimTime) {
-        self.stats.qlen = 0;
-        self.stats.backlog = 0;
-        self.qavg = 0;
-        self.qcount = -1;
-        self.idle_since = Some(now);
-    }
-
-    pub fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
     }
 
     pub fn spec(&self) -> &RedSpec {
@@ -443,10 +429,100 @@ impl Red {
     pub fn qcount(&self) -> i64 {
         self.qcount
     }
+}
+
+impl Qdisc for Red {
+    /// `red_init`, with the default bfifo child when `limit > 0`.
+    fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::Red(s) = spec else {
+            return None;
+        };
+        Some(Red::new(s, env.seed, env.stream, env.now).map(|r| Built {
+            qdisc: r,
+            default_child: (s.limit > 0).then(|| Fifo::bfifo(s.limit)),
+        }))
+    }
+
+    fn kind(&self) -> &'static str {
+        "red"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        id: PacketId,
+        child: &mut [Node],
+    ) -> Verdict {
+        Red::enqueue(self, ctx, red, id, child)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        child: &mut [Node],
+    ) -> Option<PacketId> {
+        Red::dequeue(self, ctx, red, child)
+    }
+
+    /// red's peek is its child's own (non-destructive) peek.
+    fn peek(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, child: &mut [Node]) -> Peeked {
+        Peeked::Head(absorbing(self, red, |red| {
+            tree::peek_chain(child, ctx, red)
+        }))
+    }
+
+    /// `red_reset`: the tree purges the child; the average restarts.
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
+        self.stats.qlen = 0;
+        self.stats.backlog = 0;
+        self.qavg = 0;
+        self.qcount = -1;
+        self.idle_since = Some(ctx.now);
+        Purged::default()
+    }
+
+    /// `red_change`: with `limit > 0` a fresh default bfifo replaces (and
+    /// purges) the child, so the child is then empty. Validated first: a
+    /// refused change touches nothing.
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        ctx: &mut QdiscCtx,
+        child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::Red(s) = spec else {
+            return Err(wrong_kind());
+        };
+        // Both checks before anything changes (a failing `Cpm::change` would
+        // leave the class table half changed), in the order tc reports them.
+        RedParms::new(s)?;
+        if let Some(m) = &s.dscp_coeff {
+            Cpm::new(m).map_err(TcError::Invalid)?;
+        }
+        let new_child = (s.limit > 0).then(|| Fifo::bfifo(s.limit));
+        let child_empty = new_child.is_some() || child.is_none_or(|c| c.stats().qlen == 0);
+        Red::change(self, s, ctx.now, child_empty)?;
+        Ok(Changed {
+            purged: Purged::default(),
+            child: new_child.map_or(ChildChange::Keep, ChildChange::Replace),
+        })
+    }
+
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+
+    fn stats_mut(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
 
     /// Options as `tc -d` reports them: the spec's fields without the
     /// damping table, `max_p` the current value (adaptive RED moves it).
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(&self.spec).unwrap_or(serde_json::Value::Null);
         if let Some(o) = v.as_object_mut() {
             o.remove("stab");
@@ -456,7 +532,7 @@ impl Red {
     }
 
     /// `red_dump_stats`: marked / early / pdrop / other (+ CPM classes).
-    pub fn xstats(&self) -> serde_json::Value {
+    fn xstats(&self) -> serde_json::Value {
         let x = &self.xs;
         let mut v = json!({
             "marked": x.prob_mark + x.forced_mark,
@@ -468,6 +544,14 @@ impl Red {
             v["classes"] = c.xstats();
         }
         v
+    }
+
+    fn held(&self) -> u64 {
+        0
+    }
+
+    fn classful(&self) -> bool {
+        true
     }
 }
 

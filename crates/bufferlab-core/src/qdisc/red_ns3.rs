@@ -28,8 +28,10 @@
 //! A peek never starts an idle period. Where the spec and the sources differ
 //! the sources were followed (docs/models.md "red_ns3").
 
-use super::spec::{RedNs3Mode, RedNs3Spec, RedNs3Variant};
-use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, Peeked, Purged, Qdisc, Reduce};
+use super::spec::{QdiscSpec, RedNs3Mode, RedNs3Spec, RedNs3Variant};
+use super::tree::Node;
+use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
 use crate::rng::ComponentRng;
@@ -235,15 +237,6 @@ impl RedNs3 {
         self.idle_time = now;
         self.last_set = now;
         self.feng = FengStatus::Above;
-    }
-
-    /// New attributes: parameters and RED state are re-initialised (as a
-    /// fresh `InitializeParams`); queued packets and counters are kept.
-    pub fn change(&mut self, spec: &RedNs3Spec, now: SimTime) -> Result<(), TcError> {
-        self.p = Ns3Params::new(spec)?;
-        self.spec = spec.clone();
-        self.init_state(now.as_nanos());
-        Ok(())
     }
 
     pub fn params(&self) -> &Ns3Params {
@@ -500,12 +493,46 @@ impl RedNs3 {
             }
         }
     }
+}
 
-    pub fn peek(&self) -> Option<PacketId> {
-        self.queue.front().copied()
+impl Qdisc for RedNs3 {
+    fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::RedNs3(s) = spec else {
+            return None;
+        };
+        Some(RedNs3::new(s, env.seed, env.stream, env.now).map(Built::alone))
     }
 
-    pub fn reset(&mut self, ctx: &mut QdiscCtx) -> (u64, u64) {
+    fn kind(&self) -> &'static str {
+        "red_ns3"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        id: PacketId,
+        _child: &mut [Node],
+    ) -> Verdict {
+        RedNs3::enqueue(self, ctx, id)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        _red: &mut Reduce,
+        _child: &mut [Node],
+    ) -> Option<PacketId> {
+        RedNs3::dequeue(self, ctx)
+    }
+
+    fn peek(&mut self, _ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
+        Peeked::Head(self.queue.front().copied())
+    }
+
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let (mut n, mut b) = (0, 0);
         while let Some(id) = self.queue.pop_front() {
             n += 1;
@@ -513,29 +540,45 @@ impl RedNs3 {
             ctx.drop_packet(id, DropReason::Purged);
         }
         self.bytes = 0;
-        (n, b)
+        Purged {
+            packets: n,
+            bytes: b,
+        }
     }
 
-    pub fn held(&self) -> u64 {
-        self.queue.len() as u64
+    /// New attributes: parameters and RED state are re-initialised (as a
+    /// fresh `InitializeParams`); queued packets and counters are kept.
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        ctx: &mut QdiscCtx,
+        _child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::RedNs3(spec) = spec else {
+            return Err(wrong_kind());
+        };
+        self.p = Ns3Params::new(spec)?;
+        self.spec = spec.clone();
+        self.init_state(ctx.now.as_nanos());
+        Ok(Changed::IN_PLACE)
     }
 
-    pub fn stats(&self) -> &QdiscStats {
+    fn stats(&self) -> &QdiscStats {
         &self.stats
     }
 
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
+    fn stats_mut(&mut self) -> &mut QdiscStats {
         &mut self.stats
     }
 
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         serde_json::to_value(&self.spec).unwrap_or(serde_json::Value::Null)
     }
 
     /// Linux-red-style summary plus ns-3's own counters and the live state.
     /// ns-3's 2015 `forcedDrop` includes the QueueLimit drops; `forced_drop`
     /// here follows ns-3 for each variant.
-    pub fn xstats(&self) -> serde_json::Value {
+    fn xstats(&self) -> serde_json::Value {
         let c = &self.counters;
         let v2015 = self.spec.variant == RedNs3Variant::V2015;
         json!({
@@ -554,6 +597,10 @@ impl RedNs3 {
             "min_th": self.p.min_th,
             "max_th": self.p.max_th,
         })
+    }
+
+    fn held(&self) -> u64 {
+        self.queue.len() as u64
     }
 }
 

@@ -4,7 +4,7 @@
 use super::*;
 use crate::qdisc::spec::{DscpClass, DscpCoeff, QdiscSpec, TbfSpec};
 use crate::qdisc::tree::harness::{run, Env};
-use crate::qdisc::tree::{AnyQdisc, AutoHandles, QdiscProfile, QdiscTree};
+use crate::qdisc::{AnyQdisc, AutoHandles, QdiscProfile, QdiscTree};
 use crate::qdisc::{ParentSpec, TcRequest, TcVerb};
 
 const MS: u64 = 1_000_000;

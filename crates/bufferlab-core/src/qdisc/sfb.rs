@@ -25,9 +25,14 @@
 //! counted under live in a side table indexed by packet id, Linux's skb
 //! control block.
 
-use super::spec::SfbSpec;
-use super::tree::{self, Node, Reduce};
-use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
+use super::fifo::Fifo;
+use super::ops::{
+    absorbing, wrong_kind, BuildEnv, Built, Changed, ChildChange, Peeked, Purged, Qdisc, Reduce,
+};
+use super::spec::{QdiscSpec, SfbSpec};
+use super::tree::{self, Node};
+use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
+use crate::error::TcError;
 use crate::packet::{Packet, PacketId};
 use crate::rng::ComponentRng;
 use crate::time::SimTime;
@@ -329,10 +334,7 @@ impl Sfb {
             ctx.drop_packet(id, DropReason::Blackhole);
             Verdict::Dropped(DropReason::Blackhole)
         } else {
-            let before = *red;
-            let v = tree::enqueue_chain(child, ctx, red, id);
-            self.stats.absorb(red.since(before));
-            v
+            absorbing(self, red, |red| tree::enqueue_chain(child, ctx, red, id))
         };
         match v {
             Verdict::Queued => {
@@ -355,9 +357,7 @@ impl Sfb {
         red: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId> {
-        let before = *red;
-        let p = tree::dequeue_chain(child, ctx, red);
-        self.stats.absorb(red.since(before));
+        let p = absorbing(self, red, |red| tree::dequeue_chain(child, ctx, red));
         let id = p?;
         let len = ctx.arena.len_of(id);
         self.stats.unqueued(len);
@@ -365,27 +365,6 @@ impl Sfb {
         let hashes = std::mem::take(self.cb_mut(id));
         self.count(hashes, false);
         Some(id)
-    }
-
-    /// `sfb_reset` (the tree purges the child): bins and perturbations
-    /// zeroed, set 0 active with a fresh perturbation.
-    pub fn reset(&mut self) {
-        self.stats.qlen = 0;
-        self.stats.backlog = 0;
-        self.slot = 0;
-        self.double_buffering = false;
-        // the memset also clears set 1's perturbation; only set 0 is redrawn
-        self.bins = Default::default();
-        self.bins[0].perturbation = self.rng.next_u32();
-        self.cb.clear();
-    }
-
-    pub fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
     }
 
     pub fn spec(&self) -> &SfbSpec {
@@ -407,10 +386,95 @@ impl Sfb {
     pub fn xstats_raw(&self) -> &SfbXstats {
         &self.xs
     }
+}
+
+impl Qdisc for Sfb {
+    /// `sfb_init`, with its default pfifo child.
+    fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::Sfb(s) = spec else {
+            return None;
+        };
+        Some(Ok(Built {
+            qdisc: Sfb::new(s, env.seed, env.stream, env.now),
+            default_child: Some(default_child(s)),
+        }))
+    }
+
+    fn kind(&self) -> &'static str {
+        "sfb"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        id: PacketId,
+        child: &mut [Node],
+    ) -> Verdict {
+        Sfb::enqueue(self, ctx, red, id, child)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        child: &mut [Node],
+    ) -> Option<PacketId> {
+        Sfb::dequeue(self, ctx, red, child)
+    }
+
+    /// sfb's peek is its child's own peek.
+    fn peek(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, child: &mut [Node]) -> Peeked {
+        Peeked::Head(absorbing(self, red, |red| {
+            tree::peek_chain(child, ctx, red)
+        }))
+    }
+
+    /// `sfb_reset` (the tree purges the child): bins and perturbations
+    /// zeroed, set 0 active with a fresh perturbation.
+    fn reset(&mut self, _ctx: &mut QdiscCtx) -> Purged {
+        self.stats.qlen = 0;
+        self.stats.backlog = 0;
+        self.slot = 0;
+        self.double_buffering = false;
+        // the memset also clears set 1's perturbation; only set 0 is redrawn
+        self.bins = Default::default();
+        self.bins[0].perturbation = self.rng.next_u32();
+        self.cb.clear();
+        Purged::default()
+    }
+
+    /// `sfb_change`: a new default pfifo always replaces (and purges) the
+    /// child, whatever was grafted there.
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        ctx: &mut QdiscCtx,
+        _child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::Sfb(s) = spec else {
+            return Err(wrong_kind());
+        };
+        Sfb::change(self, s, ctx.now);
+        Ok(Changed {
+            purged: Purged::default(),
+            child: ChildChange::Replace(default_child(s)),
+        })
+    }
+
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+
+    fn stats_mut(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
 
     /// Options as `sfb_dump` reports them: times back from jiffies, the
     /// effective limit.
-    pub fn options(&self) -> serde_json::Value {
+    fn options(&self) -> serde_json::Value {
         let s = &self.spec;
         json!({
             "rehash": jiffies_to_msecs(self.rehash_j),
@@ -427,7 +491,7 @@ impl Sfb {
 
     /// `sfb_dump_stats`: the counters, then the largest bin length, the
     /// largest and the mean (integer) probability of the active set.
-    pub fn xstats(&self) -> serde_json::Value {
+    fn xstats(&self) -> serde_json::Value {
         let (mut maxq, mut maxp, mut total) = (0u32, 0u32, 0u32);
         for b in self.bins[self.slot].b.iter().flatten() {
             maxq = maxq.max(b.qlen as u32);
@@ -447,6 +511,22 @@ impl Sfb {
             "avgprob": total / (LEVELS * BUCKETS) as u32,
         })
     }
+
+    fn held(&self) -> u64 {
+        0
+    }
+
+    fn classful(&self) -> bool {
+        true
+    }
+}
+
+/// sfb's default child: pfifo(limit), txqueuelen when `limit` is 0.
+fn default_child(spec: &SfbSpec) -> Fifo {
+    Fifo::from_spec(&QdiscSpec::Pfifo {
+        limit: Some(effective_limit(spec)),
+    })
+    .expect("pfifo is a fifo")
 }
 
 /// The child's limit: `limit`, or the device's txqueuelen when 0.

@@ -5,8 +5,8 @@
 use super::*;
 use crate::qdisc::spec::{ParentSpec, QdiscSpec, TbfSpec, TcRequest, TcVerb};
 use crate::qdisc::tree::harness::{kick, Env};
-use crate::qdisc::tree::{AnyQdisc, AutoHandles, QdiscProfile, QdiscTree};
 use crate::qdisc::Verdict;
+use crate::qdisc::{AnyQdisc, AutoHandles, QdiscProfile, QdiscTree};
 
 const MS: u64 = 1_000_000;
 

@@ -19,8 +19,14 @@
 //! deleted) lives in `tree.rs`. Not modelled: GSO segmentation of oversized
 //! skbs (our packets are MTU frames), the legacy rate tables (`/CELL`).
 
+use super::fifo::Fifo;
+use super::ops::{
+    absorbing, wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc, Reduce,
+};
+use super::spec::QdiscSpec;
 use super::spec::TbfSpec;
-use super::tree::{self, Node, Reduce};
+use super::tree::{self, Node};
+use super::AnyQdisc;
 use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
@@ -222,9 +228,7 @@ impl Tbf {
             ctx.drop_packet(id, DropReason::Blackhole);
             return Verdict::Dropped(DropReason::Blackhole);
         }
-        let before = *red;
-        let v = tree::enqueue_chain(child, ctx, red, id);
-        self.stats.absorb(red.since(before));
+        let v = absorbing(self, red, |red| tree::enqueue_chain(child, ctx, red, id));
         match v {
             Verdict::Queued => {
                 self.stats.queued(len);
@@ -255,14 +259,12 @@ impl Tbf {
         let mut last = Verdict::Dropped(DropReason::Blackhole);
         for s in segs {
             let seg_len = ctx.arena.len_of(s);
-            let before = *red;
             last = if child.is_empty() {
                 ctx.drop_packet(s, DropReason::Blackhole);
                 Verdict::Dropped(DropReason::Blackhole)
             } else {
-                tree::enqueue_chain(child, ctx, red, s)
+                absorbing(self, red, |red| tree::enqueue_chain(child, ctx, red, s))
             };
-            self.stats.absorb(red.since(before));
             match last {
                 Verdict::Queued => {
                     self.stats.queued(seg_len);
@@ -289,9 +291,7 @@ impl Tbf {
         red: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId> {
-        let before = *red;
-        let head = tree::peek_chain(child, ctx, red);
-        self.stats.absorb(red.since(before));
+        let head = absorbing(self, red, |red| tree::peek_chain(child, ctx, red));
         let id = head?;
         let len = ctx.arena.len_of(id);
         let now = ctx.now.as_nanos() as i64;
@@ -302,9 +302,7 @@ impl Tbf {
         };
         let toks = (elapsed + self.tokens).min(self.buffer) - self.rate.l2t_ns(len) as i64;
         if toks >= 0 && ptoks >= 0 {
-            let before = *red;
-            let taken = tree::dequeue_chain(child, ctx, red);
-            self.stats.absorb(red.since(before));
+            let taken = absorbing(self, red, |red| tree::dequeue_chain(child, ctx, red));
             let id = taken?;
             self.t_c = now;
             self.tokens = toks;
@@ -319,46 +317,8 @@ impl Tbf {
         None
     }
 
-    /// `tbf_reset` (the tree purges the child): empty, bucket full, `t_c = now`.
-    pub fn reset(&mut self, now: SimTime) {
-        self.stats.qlen = 0;
-        self.stats.backlog = 0;
-        self.t_c = now.as_nanos() as i64;
-        self.tokens = self.buffer;
-        self.ptokens = self.mtu;
-    }
-
-    /// `tbf_change` for this qdisc's own state: recompute, refill both
-    /// buckets, keep counters and `t_c`. On error nothing changes. The child's
-    /// limit (`fifo_set_limit`) is the tree's business.
-    pub fn change(&mut self, spec: &TbfSpec) -> Result<(), TcError> {
-        let p = Self::params(spec)?;
-        self.spec = spec.clone();
-        self.rate = p.rate;
-        self.peak = p.peak;
-        self.buffer = p.buffer;
-        self.mtu = p.mtu;
-        self.max_size = p.max_size;
-        self.tokens = p.buffer;
-        self.ptokens = p.mtu;
-        Ok(())
-    }
-
-    pub fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    pub(crate) fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
-
     pub fn spec(&self) -> &TbfSpec {
         &self.spec
-    }
-
-    /// The options as `tc` sent them (the [`TbfSpec`] JSON shape).
-    pub fn options(&self) -> serde_json::Value {
-        serde_json::to_value(&self.spec).unwrap_or(serde_json::Value::Null)
     }
 
     pub fn rate_cfg(&self) -> &RateCfg {
@@ -380,12 +340,108 @@ impl Tbf {
     }
 }
 
+impl Qdisc for Tbf {
+    /// `tbf_init`, with the default bfifo child when `limit > 0`.
+    fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
+        let QdiscSpec::Tbf(s) = spec else {
+            return None;
+        };
+        Some(Tbf::new(s, env.now).map(|t| Built {
+            qdisc: t,
+            default_child: (s.limit > 0).then(|| Fifo::bfifo(s.limit)),
+        }))
+    }
+
+    fn kind(&self) -> &'static str {
+        "tbf"
+    }
+
+    #[inline]
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        id: PacketId,
+        child: &mut [Node],
+    ) -> Verdict {
+        Tbf::enqueue(self, ctx, red, id, child)
+    }
+
+    #[inline]
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        child: &mut [Node],
+    ) -> Option<PacketId> {
+        Tbf::dequeue(self, ctx, red, child)
+    }
+
+    /// `tbf_reset` (the tree purges the child): empty, bucket full, `t_c = now`.
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
+        self.stats.qlen = 0;
+        self.stats.backlog = 0;
+        self.t_c = ctx.now.as_nanos() as i64;
+        self.tokens = self.buffer;
+        self.ptokens = self.mtu;
+        Purged::default()
+    }
+
+    /// `tbf_change` for this qdisc's own state: recompute, refill both
+    /// buckets, keep counters and `t_c`. On error nothing changes. The child's
+    /// limit (`fifo_set_limit`) is the tree's business.
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        _ctx: &mut QdiscCtx,
+        _child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError> {
+        let QdiscSpec::Tbf(spec) = spec else {
+            return Err(wrong_kind());
+        };
+        let p = Self::params(spec)?;
+        self.spec = spec.clone();
+        self.rate = p.rate;
+        self.peak = p.peak;
+        self.buffer = p.buffer;
+        self.mtu = p.mtu;
+        self.max_size = p.max_size;
+        self.tokens = p.buffer;
+        self.ptokens = p.mtu;
+        Ok(Changed {
+            purged: Purged::default(),
+            child: ChildChange::FifoLimit(spec.limit),
+        })
+    }
+
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+
+    fn stats_mut(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+
+    /// The options as `tc` sent them (the [`TbfSpec`] JSON shape).
+    fn options(&self) -> serde_json::Value {
+        serde_json::to_value(&self.spec).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn held(&self) -> u64 {
+        0
+    }
+
+    fn classful(&self) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::qdisc::spec::QdiscSpec;
     use crate::qdisc::tree::harness::{run, Env};
-    use crate::qdisc::tree::{AutoHandles, QdiscProfile, QdiscTree};
+    use crate::qdisc::{AnyQdisc, AutoHandles, QdiscProfile, QdiscTree};
     use crate::qdisc::{ParentSpec, TcRequest, TcVerb};
 
     fn spec(rate: u64, burst: u32, limit: u32) -> TbfSpec {
@@ -417,7 +473,7 @@ mod tests {
 
     fn tbf_of(tree: &QdiscTree) -> &Tbf {
         match tree.node_qdisc(0) {
-            Some(tree::AnyQdisc::Tbf(t)) => t,
+            Some(AnyQdisc::Tbf(t)) => t,
             _ => panic!("root is not tbf"),
         }
     }

@@ -1,0 +1,343 @@
+//! The contract every qdisc implements: Linux's `struct Qdisc_ops`
+//! (include/net/sch_generic.h) as one trait with one signature per
+//! operation, plus the child-absorb helper of the classful kinds
+//! (net/sched/sch_api.c `qdisc_tree_reduce_backlog`).
+//!
+//! Order of the methods, as in the ops tables at the bottom of
+//! net/sched/sch_*.c: enqueue, dequeue, peek, init ([`Qdisc::build`]),
+//! reset, change, dump (options), dump_stats (xstats).
+
+use super::fifo::Fifo;
+use super::spec::QdiscSpec;
+use super::tree::Node;
+use super::{AnyQdisc, QdiscCtx, QdiscProfile, QdiscStats, Verdict};
+use crate::error::TcError;
+use crate::packet::PacketId;
+use crate::time::SimTime;
+
+/// Packets that left a subtree other than by dequeue, reported to every
+/// ancestor (`qdisc_tree_reduce_backlog(n, len)` with `drops` = n), and
+/// entries a subtree gained by splitting one it was handed (tbf's
+/// `tbf_segment`: `qdisc_tree_reduce_backlog(sch, 1 − nb, …)`, a negative n).
+/// Cumulative: a parent applies `after.since(before)` around a child call
+/// (see [`absorbing`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reduce {
+    pub qlen: u64,
+    pub backlog: u64,
+    pub drops: u64,
+    pub grew: u64,
+}
+
+impl Reduce {
+    /// Record `n` packets of `bytes` in total leaving, `drops` of them dropped.
+    #[inline]
+    pub fn left(&mut self, n: u64, bytes: u64, drops: u64) {
+        self.qlen += n;
+        self.backlog += bytes;
+        self.drops += drops;
+    }
+
+    /// One entry handed to the subtree became `n` + 1 entries.
+    #[inline]
+    pub fn grew(&mut self, n: u64) {
+        self.grew += n;
+    }
+
+    /// What was added since `before`.
+    #[inline]
+    pub fn since(self, before: Reduce) -> Reduce {
+        Reduce {
+            qlen: self.qlen - before.qlen,
+            backlog: self.backlog - before.backlog,
+            drops: self.drops - before.drops,
+            grew: self.grew - before.grew,
+        }
+    }
+
+    /// `n` packets of `bytes` in total purged from a subtree (all dropped).
+    pub fn purged(p: Purged) -> Reduce {
+        Reduce {
+            qlen: p.packets,
+            backlog: p.bytes,
+            drops: p.packets,
+            grew: 0,
+        }
+    }
+}
+
+/// Run `child_op` on `parent`'s child subtree, then apply to `parent` what
+/// left the subtree meanwhile — the one place a classful qdisc (tbf, netem,
+/// red, sfb) takes its child's drops and backlog changes, the step of
+/// `qdisc_tree_reduce_backlog` (sch_api.c) that reaches this parent.
+#[inline]
+pub(crate) fn absorbing<T>(
+    parent: &mut impl Absorb,
+    red: &mut Reduce,
+    child_op: impl FnOnce(&mut Reduce) -> T,
+) -> T {
+    let before = *red;
+    let out = child_op(red);
+    parent.absorb(red.since(before));
+    out
+}
+
+/// Whatever takes a child's reduction: a qdisc (its own rule, as lab2019
+/// netem's) or a bare counter block (when other fields are borrowed).
+pub(crate) trait Absorb {
+    fn absorb(&mut self, r: Reduce);
+}
+
+impl<Q: Qdisc + ?Sized> Absorb for Q {
+    #[inline]
+    fn absorb(&mut self, r: Reduce) {
+        Qdisc::absorb(self, r);
+    }
+}
+
+impl Absorb for QdiscStats {
+    #[inline]
+    fn absorb(&mut self, r: Reduce) {
+        QdiscStats::absorb(self, r);
+    }
+}
+
+/// Packets and bytes a qdisc freed itself (reset, or a change that shrank
+/// its queue); the tree tells the ancestors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Purged {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+impl Purged {
+    pub fn add(&mut self, other: Purged) {
+        self.packets += other.packets;
+        self.bytes += other.bytes;
+    }
+}
+
+/// What a peek returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peeked {
+    /// The head, still in place (fifo's `qdisc_peek_head`, red's child peek).
+    Head(Option<PacketId>),
+    /// Taken by a dequeue for the peek; the tree caches it in the node,
+    /// still counted there (`qdisc_peek_dequeued`).
+    Dequeued(Option<PacketId>),
+}
+
+/// What a `change` asks of the child slot.
+#[derive(Debug)]
+pub enum ChildChange {
+    Keep,
+    /// Purge the child subtree and graft this default child (red with
+    /// `limit`, sfb: `fifo_create_dflt` + `qdisc_replace`).
+    Replace(Fifo),
+    /// tbf: `fifo_set_limit` on a fifo child; an empty slot gets a default
+    /// bfifo of this limit if it is not 0.
+    FifoLimit(u32),
+}
+
+/// The outcome of a successful `change`.
+#[derive(Debug)]
+pub struct Changed {
+    /// packets the qdisc dropped from its own queue to fit the new limit
+    pub purged: Purged,
+    pub child: ChildChange,
+}
+
+impl Changed {
+    pub const IN_PLACE: Changed = Changed {
+        purged: Purged {
+            packets: 0,
+            bytes: 0,
+        },
+        child: ChildChange::Keep,
+    };
+}
+
+/// What `init` may read besides the spec.
+pub struct BuildEnv<'a> {
+    /// seed of the run and name of this qdisc's RNG stream (`dev/qdiscN`)
+    pub seed: u64,
+    pub stream: &'a str,
+    pub profile: QdiscProfile,
+    pub now: SimTime,
+    pub at_root: bool,
+}
+
+/// A new qdisc and the default child it creates in `init` (tbf, red, sfb).
+pub struct Built<Q> {
+    pub qdisc: Q,
+    pub default_child: Option<Fifo>,
+}
+
+impl<Q> Built<Q> {
+    pub fn alone(qdisc: Q) -> Self {
+        Built {
+            qdisc,
+            default_child: None,
+        }
+    }
+}
+
+/// The error of a spec handed to a qdisc of another kind.
+pub(crate) fn wrong_kind() -> TcError {
+    TcError::Invalid("Invalid qdisc name".into())
+}
+
+/// One queueing discipline (`struct Qdisc_ops`). `child` is the chain below
+/// the qdisc: empty for a leaf kind and for an empty slot.
+pub trait Qdisc {
+    /// `init`: `None` when `spec` is another kind's, else the new qdisc
+    /// (validated in the user's words).
+    fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>>
+    where
+        Self: Sized;
+
+    /// The `tc` kind name.
+    fn kind(&self) -> &'static str;
+
+    fn enqueue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        id: PacketId,
+        child: &mut [Node],
+    ) -> Verdict;
+
+    fn dequeue(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        red: &mut Reduce,
+        child: &mut [Node],
+    ) -> Option<PacketId>;
+
+    /// Linux's default for a qdisc without its own peek:
+    /// `qdisc_peek_dequeued`.
+    fn peek(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, child: &mut [Node]) -> Peeked {
+        Peeked::Dequeued(self.dequeue(ctx, red, child))
+    }
+
+    /// Free what this qdisc holds itself (not its child) as purged.
+    fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged;
+
+    /// `tc qdisc change`: on error nothing changed. `child` is the current
+    /// occupant of the child slot.
+    fn change(
+        &mut self,
+        spec: &QdiscSpec,
+        ctx: &mut QdiscCtx,
+        child: Option<&AnyQdisc>,
+    ) -> Result<Changed, TcError>;
+
+    fn stats(&self) -> &QdiscStats;
+
+    fn stats_mut(&mut self) -> &mut QdiscStats;
+
+    /// Current options in the spec's JSON shape (`dump`).
+    fn options(&self) -> serde_json::Value;
+
+    /// Kind-specific statistics (`dump_stats`); `null` for a kind without.
+    fn xstats(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
+    /// Packets physically stored in this qdisc itself.
+    fn held(&self) -> u64;
+
+    /// Has a child slot (`cl_ops`).
+    fn classful(&self) -> bool {
+        false
+    }
+
+    /// Apply a reduction coming from the child subtree.
+    fn absorb(&mut self, r: Reduce) {
+        self.stats_mut().absorb(r);
+    }
+
+    /// Its position in the chain changed (netem behaves differently at the root).
+    fn placed(&mut self, _at_root: bool) {}
+
+    /// The root re-enqueued the duplicates the current operation made.
+    fn duplicates_reinjected(&mut self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::tree::harness::Env;
+
+    fn fifo_holding(qlen: u64, backlog: u64, drops: u64) -> Fifo {
+        let mut f = Fifo::bfifo(100_000);
+        let s = f.stats_mut();
+        s.qlen = qlen;
+        s.backlog = backlog;
+        s.drops = drops;
+        f
+    }
+
+    #[test]
+    fn absorbing_applies_what_left_the_child_during_the_call() {
+        // 5 packets (7500 B) queued, 1 drop; the child call drops 2 packets
+        // of 1500 B and splits one entry into 2 (grew 1):
+        // qlen 5 + 1 − 2 = 4, backlog 7500 − 3000 = 4500, drops 1 + 2 = 3.
+        let mut parent = fifo_holding(5, 7500, 1);
+        let mut red = Reduce::default();
+        let out = absorbing(&mut parent, &mut red, |red| {
+            red.left(2, 3000, 2);
+            red.grew(1);
+            "child result"
+        });
+        assert_eq!(out, "child result");
+        let s = parent.stats();
+        assert_eq!((s.qlen, s.backlog, s.drops), (4, 4500, 3));
+        // the cumulative report still carries everything for the ancestors
+        assert_eq!(
+            red,
+            Reduce {
+                qlen: 2,
+                backlog: 3000,
+                drops: 2,
+                grew: 1
+            }
+        );
+    }
+
+    #[test]
+    fn absorbing_ignores_what_left_before_the_call() {
+        // 1 packet of 1000 B already reported by a sibling call; this call
+        // adds 1 of 400 B: only the 400 B reach the parent (3 → 2, 3000 → 2600).
+        let mut parent = fifo_holding(3, 3000, 0);
+        let mut red = Reduce::default();
+        red.left(1, 1000, 1);
+        absorbing(&mut parent, &mut red, |red| red.left(1, 400, 1));
+        let s = parent.stats();
+        assert_eq!((s.qlen, s.backlog, s.drops), (2, 2600, 1));
+        assert_eq!((red.qlen, red.backlog, red.drops), (2, 1400, 2));
+    }
+
+    #[test]
+    fn absorbing_a_quiet_child_changes_nothing() {
+        let mut parent = fifo_holding(2, 3000, 4);
+        let mut red = Reduce::default();
+        let mut env = Env::default();
+        let mut ctx = env.ctx(0);
+        let got = absorbing(&mut parent, &mut red, |red| {
+            super::super::tree::dequeue_chain(&mut [], &mut ctx, red)
+        });
+        assert_eq!(got, None);
+        let s = parent.stats();
+        assert_eq!((s.qlen, s.backlog, s.drops), (2, 3000, 4));
+    }
+
+    #[test]
+    fn purged_packets_reduce_as_drops() {
+        let r = Reduce::purged(Purged {
+            packets: 3,
+            bytes: 4542,
+        });
+        assert_eq!((r.qlen, r.backlog, r.drops, r.grew), (3, 4542, 3, 0));
+    }
+}
