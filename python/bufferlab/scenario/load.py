@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..commands.sysctl import SUPPORTED_CC
 from ..errors import CommandError, ScenarioError
 from ..profile import PROFILES, Profile, profile_fields, with_overrides
 from ..units import parse_duration_ns
@@ -478,9 +479,9 @@ def _build_host_tcp(raw: Any, src: SourceMap, names: set[str]) -> dict[str, dict
                     raise error_at(src, f"[hosts.{host}] tcp min_rto: {e}", line=line,
                                expected='a duration such as "200ms" or "1s"') from None
             elif k == "congestion":
-                if v not in ("reno", "cubic", "htcp", "bbr"):
+                if v not in SUPPORTED_CC:
                     raise error_at(src, f"[hosts.{host}] tcp congestion {v!r}", line=line,
-                               expected="reno, cubic, htcp or bbr")
+                               expected=f"{', '.join(SUPPORTED_CC[:-1])} or {SUPPORTED_CC[-1]}")
             elif not isinstance(v, int) or isinstance(v, bool) or not 0 < v <= U32_MAX:
                 raise error_at(src, f"[hosts.{host}] tcp {k} must be an integer from 1 to {U32_MAX}",
                                     line=line,
