@@ -138,19 +138,34 @@ impl Simulator {
     /// returned). The interpreter is released meanwhile, in stretches of at
     /// most `SIGNAL_CHECK_EVENTS` events; between them pending signals are
     /// handled (`py.check_signals()`), so Ctrl-C or SIGTERM raises here within
-    /// milliseconds. Stretches resume exactly, so results do not depend on them.
-    fn run(&mut self, py: Python<'_>, until_ns: u64) -> PyResult<Vec<u32>> {
+    /// milliseconds. With `max_events`, returns `None` once that many events
+    /// were dispatched without the run being over, so the caller can check its
+    /// own limits (wall clock) however dense the traffic. Stretches resume
+    /// exactly, so results do not depend on them.
+    #[pyo3(signature = (until_ns, max_events=None))]
+    fn run(
+        &mut self,
+        py: Python<'_>,
+        until_ns: u64,
+        max_events: Option<u64>,
+    ) -> PyResult<Option<Vec<u32>>> {
         let until = SimTime::from_nanos(until_ns);
-        loop {
+        let mut left = max_events.unwrap_or(u64::MAX);
+        while left > 0 {
             let inner = &mut self.inner;
+            let stretch = left.min(SIGNAL_CHECK_EVENTS);
             let done = py
-                .detach(|| inner.run_bounded(until, SIGNAL_CHECK_EVENTS))
+                .detach(|| inner.run_bounded(until, stretch))
                 .map_err(to_py)?;
-            if let Some(done) = done {
+            if done.is_some() {
                 return Ok(done);
+            }
+            if max_events.is_some() {
+                left -= stretch;
             }
             py.check_signals()?;
         }
+        Ok(None)
     }
 
     fn next_event_ns(&self) -> Option<u64> {

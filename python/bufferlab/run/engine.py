@@ -105,13 +105,16 @@ class Engine:
             return self._sim.capture_done(capture_of(app_id))
         return self._sim.app_finished(app_id)
 
-    def run(self, until_ns: int) -> list[int]:
+    def run(self, until_ns: int, max_events: int | None = None) -> list[int] | None:
         """Finished applications, and captures that reached their ``-c`` count
-        (as their wait handles, see ``capture_handle``)."""
+        (as their wait handles, see ``capture_handle``); None if ``max_events``
+        events were dispatched first (call again to go on: nothing is lost)."""
         try:
-            done = self._sim.run(until_ns)
+            done = self._sim.run(until_ns, max_events)
         except _core.CoreError as e:  # simulated time cannot advance
             raise EngineError(str(e)) from None
+        if done is None:
+            return None
         return done + [capture_handle(c) for c in self._sim.take_finished_captures()]
 
     # Packet captures and queue traces (docs/internals.md "Observation"). They

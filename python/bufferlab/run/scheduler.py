@@ -94,10 +94,12 @@ class PartTimeout(BufferlabError):
     pass
 
 
-#: with --max-wall/--max-events the engine runs in stretches of at most this much simulated
-#: time, and the limits are checked between stretches (a stretch boundary changes nothing: the
-#: runner acts only when an application ends or a wait expires, as with the progress bar's slices)
-LIMIT_STRETCH_NS = 100_000_000
+#: with --max-wall/--max-events the engine hands control back after at most this many events
+#: (~20 ms of wall time), the limits are checked, and it resumes exactly where it stopped: the
+#: runner itself acts only when an application ends or a wait expires, so the outputs are those
+#: of an unlimited run, and dense traffic (millions of events per simulated ms) cannot outrun
+#: the limits
+LIMIT_CHECK_EVENTS = 65_536
 
 
 class RunStopped(Exception):
@@ -190,8 +192,9 @@ class Runner:
         self._terminals: list[Terminal] = []
         #: applications already listed in a part's result summary
         self._reported: set[int] = set()
-        #: ``bufferlab run --max-wall SECONDS`` / ``--max-events N``: end the run cleanly at the
-        #: first stretch boundary past either; ``stopped`` then says why (also in summary.json)
+        #: ``bufferlab run --max-wall SECONDS`` / ``--max-events N``: end the run cleanly once
+        #: either is reached (checked every ``LIMIT_CHECK_EVENTS`` events); ``stopped`` then says
+        #: why (also in summary.json)
         self.max_wall_s: float | None = None
         self.max_events: int | None = None
         self.stopped: str | None = None
@@ -766,15 +769,27 @@ class Scheduler:
         assert eng is not None
         # Run in slices so the progress display and Ctrl-C stay responsive.
         end = min(target, eng.now_ns + NS) if progress else target
-        limited = self.runner.max_wall_s is not None or self.runner.max_events is not None
-        if limited:
-            end = min(end, eng.now_ns + LIMIT_STRETCH_NS)
-        finished = eng.run(end)
+        finished = self._run_engine(end)
         if progress:
             progress.update()
         self._wake(set(finished))
-        if limited:
+
+    def _run_engine(self, end: int) -> list[int]:
+        """``engine.run(end)``, checking ``--max-wall``/``--max-events`` every
+        ``LIMIT_CHECK_EVENTS`` events when either is given."""
+        eng = self.engine
+        assert eng is not None
+        runner = self.runner
+        if runner.max_wall_s is None and runner.max_events is None:
+            return eng.run(end) or []
+        while True:
             self._check_limits()
+            cap = LIMIT_CHECK_EVENTS
+            if runner.max_events is not None:
+                cap = max(1, min(cap, runner.max_events - eng.events_processed()))
+            finished = eng.run(end, cap)
+            if finished is not None:
+                return finished
 
     def _check_limits(self) -> None:
         why = self.runner.limit_reached()
@@ -788,13 +803,9 @@ class Scheduler:
         eng = self.engine
         assert eng is not None
         end = eng.now_ns + gap_ns
-        limited = self.runner.max_wall_s is not None or self.runner.max_events is not None
         while eng.now_ns < end:
             self._drain()
-            eng_finished = eng.run(min(end, eng.now_ns + LIMIT_STRETCH_NS) if limited else end)
-            self._wake(set(eng_finished))
-            if limited:
-                self._check_limits()
+            self._wake(set(self._run_engine(end)))
         self._drain()
 
     def run_part(self) -> None:
