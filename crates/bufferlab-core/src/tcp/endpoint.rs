@@ -28,8 +28,8 @@
 //! `__tcp_transmit_skb`, `__tcp_retransmit_skb`, EDT pacing, cwnd
 //! validation, send-buffer sizing) and the timers (`tcp_retransmit_timer`,
 //! `tcp_send_loss_probe`, `tcp_probe_timer`, delayed ACK; net/ipv4/
-//! tcp_output.c, tcp_timer.c); recovery.rs has `tcp_ack()` and everything
-//! of tcp.md §8–9; rcv.rs the receiver (§7).
+//! tcp_output.c, tcp_timer.c); input/ has `tcp_ack()` and the recovery state
+//! machine (tcp.md §8–9) over the pieces in recovery/; rcv.rs the receiver (§7).
 //!
 //! Clocks: `tcp_mstamp` is the simulated time in µs plus [`CLOCK_BASE_US`]
 //! (the kernel treats a zero stamp as "none"); jiffies come from

@@ -3,8 +3,9 @@
 //! * [`TcpEndpoint`] (endpoint.rs): one connection — segments and timers in,
 //!   segments and timer requests out — with its configuration
 //!   ([`TcpConfig`]) and `TCP_INFO` snapshot ([`TcpInfo`]);
-//! * recovery.rs: ACK processing, SACK scoreboard, RACK-TLP, PRR, RTO/Loss,
-//!   undo (tcp.md §8–9); rcv.rs: the receiver (§7); rtt.rs: RTT estimator
+//! * input/: ACK processing and the recovery state machine (tcp.md §8–9,
+//!   tcp_input.c); recovery/: its pieces over narrow state — scoreboard,
+//!   SACK, RACK-TLP, PRR, undo; rcv.rs: the receiver (§7); rtt.rs: RTT estimator
 //!   and RTO (§5); rate.rs: delivery-rate samples (§10); timers.rs: the
 //!   timer table; seq.rs: sequence arithmetic;
 //! * [`cc`]: the congestion-control modules (the hooks of Linux's
@@ -13,6 +14,7 @@
 
 pub mod cc;
 pub mod endpoint;
+mod input;
 pub mod minmax;
 pub mod rate;
 pub mod rcv;
