@@ -64,7 +64,7 @@ use super::cc::{
 use super::minmax::MinMax;
 use super::rate::RateState;
 use super::rcv::Receiver;
-use super::recovery::{Rack, Scoreboard, Seg, RETRANS};
+use super::recovery::{Prr, Rack, Scoreboard, Seg, Undo, RETRANS};
 use super::rtt::{
     jiffies_to_usecs, RttEstimator, TCP_RTO_MAX, TCP_RTO_MIN, TCP_TIMEOUT_INIT, TCP_TIMEOUT_MIN,
     TCP_TIMEOUT_MIN_US,
@@ -466,9 +466,7 @@ pub struct TcpEndpoint {
     pub(super) total_rto: u32,
     pub(super) lost: u32,
     pub(super) high_seq: u32,
-    pub(super) undo_marker: u32,
-    pub(super) undo_retrans: i32,
-    pub(super) prior_ssthresh: u32,
+    pub(super) undo: Undo,
     /// TS-clock stamp of the first retransmission of the episode (0 = none)
     pub(super) retrans_stamp: u32,
     pub(super) reordering: u32,
@@ -477,8 +475,7 @@ pub struct TcpEndpoint {
     pub(super) tlp_high_seq: u32,
     pub(super) tlp_retrans: bool,
     pub(super) is_sack_reneg: bool,
-    pub(super) prr_delivered: u32,
-    pub(super) prr_out: u32,
+    pub(super) prr: Prr,
     pub(super) rack: Rack,
     pub(super) dsack_dups: u32,
     /// retransmissions `tcp_ack` asked for, done by `tcp_xmit_recovery`
@@ -606,9 +603,7 @@ impl TcpEndpoint {
             total_rto: 0,
             lost: 0,
             high_seq: 0,
-            undo_marker: 0,
-            undo_retrans: -1,
-            prior_ssthresh: 0,
+            undo: Undo::default(),
             retrans_stamp: 0,
             reordering: 3,
             reord_seen: 0,
@@ -616,8 +611,7 @@ impl TcpEndpoint {
             tlp_high_seq: 0,
             tlp_retrans: false,
             is_sack_reneg: false,
-            prr_delivered: 0,
-            prr_out: 0,
+            prr: Prr::default(),
             rack: Rack::default(),
             dsack_dups: 0,
             rexmit: Rexmit::None,
@@ -1237,12 +1231,12 @@ impl TcpEndpoint {
             self.sync_mss();
             self.rcv.initialize_rcv_mss(self.advmss, self.mss_cache);
             // tcp_try_undo_spurious_syn: the SYN-ACK echoes the first SYN
-            if self.undo_marker != 0
+            if self.undo.is_armed()
                 && self.retrans_stamp != 0
                 && self.saw_tstamp
                 && self.retrans_stamp == self.rcv_tsecr
             {
-                self.undo_marker = 0;
+                self.undo.marker = 0;
             }
             // tcp_ack(sk, skb, FLAG_SLOWPATH): acknowledges the SYN, first RTT sample
             let _ = self.tcp_ack(hdr, 0, flag::SLOWPATH);
@@ -1269,7 +1263,7 @@ impl TcpEndpoint {
     /// `tcp_init_transfer`.
     fn init_transfer(&mut self) {
         // more than one SYN/SYN-ACK retransmission: cwnd 1 (RFC 6298 §5.7)
-        if self.total_retrans > 1 && self.undo_marker != 0 {
+        if self.total_retrans > 1 && self.undo.is_armed() {
             self.set_cwnd(1);
         } else {
             let c = self.cfg.init_cwnd.max(1);
@@ -1417,7 +1411,7 @@ impl TcpEndpoint {
         // tcp_create_openreq_child: SYN-ACK retransmissions count, and arm undo
         self.total_retrans = self.synack_retrans;
         if self.synack_retrans > 0 {
-            self.undo_marker = self.snd_una;
+            self.undo.marker = self.snd_una;
             self.retrans_stamp = self.ts_now();
         }
         self.timers.clear_xmit();
@@ -1603,7 +1597,7 @@ impl TcpEndpoint {
         }
         if sent > 0 {
             if self.in_cwnd_reduction() {
-                self.prr_out += sent;
+                self.prr.on_sent(sent);
             }
             if push_one != 2 {
                 self.schedule_loss_probe(false);
@@ -1928,10 +1922,7 @@ impl TcpEndpoint {
         if self.retrans_stamp == 0 {
             self.retrans_stamp = xmit_ms;
         }
-        if self.undo_retrans < 0 {
-            self.undo_retrans = 0;
-        }
-        self.undo_retrans += 1;
+        self.undo.on_retransmit();
         true
     }
 

@@ -7,8 +7,8 @@
 use crate::packet::{tcp_flags, TcpHeader};
 use crate::tcp::cc::{AckSample, CaState};
 use crate::tcp::endpoint::{flag, Rexmit, TcpEndpoint, TCP_MAX_REORDERING};
-use crate::tcp::rate::{sent_after, RateAcc};
-use crate::tcp::recovery::sack::SackTagState;
+use crate::tcp::rate::RateAcc;
+use crate::tcp::recovery::sack::{self, SackTagState, SackWindow};
 use crate::tcp::recovery::{Seg, LOST, RETRANS, SACKED_ACKED, SACKED_RETRANS};
 use crate::tcp::rtt::jiffies_to_usecs;
 use crate::tcp::seq::{after, before};
@@ -110,7 +110,8 @@ impl TcpEndpoint {
             &mut rs,
             fl & flag::ECE != 0,
         );
-        self.rack_update_reo_wnd(&rs);
+        self.rack
+            .update_reo_wnd(rs.prior_delivered, self.rate.delivered);
         if self.tlp_high_seq != 0 {
             self.process_tlp_ack(ack, fl);
         }
@@ -248,11 +249,17 @@ impl TcpEndpoint {
         if self.sb.packets_out == 0 {
             return st.flag;
         }
+        let window = SackWindow {
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            undo_marker: self.undo.marker,
+            max_window: self.max_window,
+        };
         let mut sp = [(0u32, 0u32, false); 3];
         let mut used = 0;
         for (i, &(s, e)) in blocks.iter().enumerate() {
             let dup = i == 0 && found_dup;
-            if !self.sack_block_valid(dup, s, e) {
+            if !window.block_valid(dup, s, e) {
                 continue;
             }
             if !after(e, prior_snd_una) {
@@ -262,15 +269,7 @@ impl TcpEndpoint {
             used += 1;
         }
         let sp = &mut sp[..used];
-        sp.sort_by(|a, b| {
-            if before(a.0, b.0) {
-                std::cmp::Ordering::Less
-            } else if a.0 == b.0 {
-                std::cmp::Ordering::Equal
-            } else {
-                std::cmp::Ordering::Greater
-            }
-        });
+        sack::sort_blocks(sp);
         let use_cache = self.sb.sacked_out > 0;
         let cache = self.sb.sack_cache;
         let cache_len = if use_cache { self.sb.sack_cache_len } else { 0 };
@@ -279,23 +278,9 @@ impl TcpEndpoint {
                 self.sacktag_range(s, e, true, st, rs);
                 continue;
             }
-            // walk only what the previous ACK's blocks did not already cover
-            let mut cur = s;
-            for &(cs, ce) in &cache[..cache_len] {
-                if !after(ce, cur) || !before(cs, e) {
-                    continue;
-                }
-                if after(cs, cur) {
-                    self.sacktag_range(cur, cs, false, st, rs);
-                }
-                cur = ce;
-                if !before(cur, e) {
-                    break;
-                }
-            }
-            if before(cur, e) {
-                self.sacktag_range(cur, e, false, st, rs);
-            }
+            sack::for_each_uncached(s, e, &cache[..cache_len], |from, to| {
+                self.sacktag_range(from, to, false, st, rs);
+            });
         }
         // remember the used blocks for the next ACK
         let mut nc = [(0u32, 0u32); 4];
@@ -308,36 +293,10 @@ impl TcpEndpoint {
         }
         self.sb.sack_cache = nc;
         self.sb.sack_cache_len = k;
-        if self.ca_state() != CaState::Loss || self.undo_marker != 0 {
+        if self.ca_state() != CaState::Loss || self.undo.is_armed() {
             self.check_sack_reordering(st.reord, false);
         }
         st.flag
-    }
-
-    /// `tcp_is_sackblock_valid`.
-    pub(super) fn sack_block_valid(&self, is_dsack: bool, start: u32, end: u32) -> bool {
-        if after(end, self.snd_nxt) || !before(start, end) {
-            return false;
-        }
-        if !before(start, self.snd_nxt) {
-            return false;
-        }
-        if after(start, self.snd_una) {
-            return true;
-        }
-        if !is_dsack || self.undo_marker == 0 {
-            return false;
-        }
-        if after(end, self.snd_una) {
-            return false;
-        }
-        if !before(start, self.undo_marker) {
-            return true;
-        }
-        if !after(end, self.undo_marker) {
-            return false;
-        }
-        !before(start, end.wrapping_sub(self.max_window))
     }
 
     /// `tcp_check_dsack`: is the first block a D-SACK (RFC 2883)?
@@ -348,46 +307,28 @@ impl TcpEndpoint {
         prior_snd_una: u32,
         st: &mut SackTagState,
     ) -> bool {
-        let Some(&(s0, e0)) = blocks.first() else {
-            return false;
-        };
-        if before(s0, ack) {
-            // below the cumulative ACK
-        } else if blocks.len() > 1 {
-            let (s1, e1) = blocks[1];
-            if after(e0, e1) || before(s0, s1) {
-                return false;
-            }
-        } else {
+        if !sack::first_block_is_dsack(blocks, ack) {
             return false;
         }
+        let (s0, e0) = blocks[0];
         let dup_segs = self.dsack_seen(s0, e0, st);
         if dup_segs == 0 {
             return false;
         }
-        if self.undo_marker != 0
-            && self.undo_retrans > 0
-            && !after(e0, prior_snd_una)
-            && after(e0, self.undo_marker)
-        {
-            self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
+        if !after(e0, prior_snd_una) {
+            self.undo.on_dsack(e0, dup_segs);
         }
         true
     }
 
     /// `tcp_dsack_seen`.
     pub(super) fn dsack_seen(&mut self, start: u32, end: u32, st: &mut SackTagState) -> u32 {
-        if !before(start, end) {
+        let dup_segs = sack::dsack_segments(start, end, self.max_window, self.mss_cache);
+        if dup_segs == 0 {
             return 0;
         }
-        let seq_len = end.wrapping_sub(start);
-        if seq_len > self.max_window {
-            return 0;
-        }
-        let mut dup_segs = 1;
-        if seq_len > self.mss_cache {
-            dup_segs = seq_len.div_ceil(self.mss_cache);
-        } else if self.tlp_high_seq != 0 && self.tlp_high_seq == end {
+        // a one-segment D-SACK of the TLP probe (`tlp_high_seq`)
+        if dup_segs == 1 && self.tlp_high_seq != 0 && self.tlp_high_seq == end {
             st.flag |= flag::DSACK_TLP;
         }
         self.dsack_dups = self.dsack_dups.wrapping_add(dup_segs);
@@ -451,9 +392,7 @@ impl TcpEndpoint {
         let (start, end) = (seg.seq, seg.end_seq);
         // account D-SACK for a retransmitted segment
         if dup && sacked & RETRANS != 0 {
-            if self.undo_marker != 0 && self.undo_retrans > 0 && after(end, self.undo_marker) {
-                self.undo_retrans = (self.undo_retrans - 1).max(0);
-            }
+            self.undo.on_dsack(end, 1);
             if sacked & SACKED_ACKED != 0 && before(start, st.reord) {
                 st.reord = start;
             }
@@ -517,17 +456,14 @@ impl TcpEndpoint {
 
     /// `tcp_rack_advance`.
     pub(super) fn rack_advance(&mut self, sacked: u8, end_seq: u32, xmit_us: u64) {
-        let rtt_us = self.now_us.saturating_sub(xmit_us).min(u32::MAX as u64) as u32;
-        if rtt_us < self.min_rtt_us() && sacked & RETRANS != 0 {
-            // ambiguous: the original might have been (s)acked
-            return;
-        }
-        self.rack.advanced = true;
-        self.rack.rtt_us = rtt_us;
-        if sent_after(xmit_us, self.rack.mstamp, end_seq, self.rack.end_seq) {
-            self.rack.mstamp = xmit_us;
-            self.rack.end_seq = end_seq;
-        }
+        let min_rtt_us = self.min_rtt_us();
+        self.rack.advance(
+            sacked & RETRANS != 0,
+            end_seq,
+            xmit_us,
+            self.now_us,
+            min_rtt_us,
+        );
     }
 
     // =====================================================================

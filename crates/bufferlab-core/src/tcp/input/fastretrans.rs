@@ -10,11 +10,12 @@
 //! conservative `min(delta, newly_acked_sacked)`; modern: RFC 6937's
 //! `SND.UNA advanced and nothing newly lost`, tcp.md §9.4).
 
-use crate::tcp::cc::{usecs_to_jiffies, CaEvent, CaState, CcProfile, TCP_INFINITE_SSTHRESH};
+use crate::tcp::cc::{usecs_to_jiffies, CaEvent, CaState, TCP_INFINITE_SSTHRESH};
 use crate::tcp::endpoint::{flag, Rexmit, TcpEndpoint, TcpState};
 use crate::tcp::rate::RateAcc;
-use crate::tcp::recovery::rack::TCP_RACK_RECOVERY_THRESH;
-use crate::tcp::recovery::{EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
+use crate::tcp::recovery::{
+    PrrAck, ReoWndInputs, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS,
+};
 use crate::tcp::rtt::TCP_TIMEOUT_MIN_US;
 use crate::tcp::seq::{after, before};
 use crate::tcp::timers::TcpTimer;
@@ -26,14 +27,9 @@ impl TcpEndpoint {
 
     /// `tcp_init_undo`.
     pub(super) fn init_undo(&mut self) {
-        self.undo_marker = self.snd_una;
-        self.undo_retrans = self.sb.retrans_out as i32;
-        if self.tlp_high_seq != 0 && self.tlp_retrans {
-            self.undo_retrans += 1;
-        }
-        if self.undo_retrans == 0 {
-            self.undo_retrans = -1;
-        }
+        let tlp_retrans_out = self.tlp_high_seq != 0 && self.tlp_retrans;
+        self.undo
+            .start(self.snd_una, self.sb.retrans_out, tlp_retrans_out);
     }
 
     /// `tcp_any_retrans_done`.
@@ -62,7 +58,7 @@ impl TcpEndpoint {
 
     /// `tcp_may_undo`.
     pub(super) fn may_undo(&self) -> bool {
-        self.undo_marker != 0 && (self.undo_retrans == 0 || self.packet_delayed())
+        self.undo.may_undo(|| self.packet_delayed())
     }
 
     /// `tcp_undo_cwnd_reduction`.
@@ -74,17 +70,17 @@ impl TcpEndpoint {
             self.sb.lost_out = 0;
             self.sb.retransmit_hint = None;
         }
-        if self.prior_ssthresh != 0 {
+        if self.undo.prior_ssthresh != 0 {
             self.cc_sync();
             let c = self.cc.undo_cwnd(&mut self.cs);
             self.set_cwnd(c);
-            if self.prior_ssthresh > self.cs.snd_ssthresh {
-                self.cs.snd_ssthresh = self.prior_ssthresh;
+            if self.undo.prior_ssthresh > self.cs.snd_ssthresh {
+                self.cs.snd_ssthresh = self.undo.prior_ssthresh;
                 self.ecn_queue_cwr = false; // tcp_ecn_withdraw_cwr
             }
         }
         self.snd_cwnd_stamp = self.jiffies();
-        self.undo_marker = 0;
+        self.undo.marker = 0;
         self.rack.advanced = true; // force RACK to re-examine losses
     }
 
@@ -103,8 +99,8 @@ impl TcpEndpoint {
     pub(super) fn try_undo_recovery(&mut self) -> bool {
         if self.may_undo() {
             self.undo_cwnd_reduction(false);
-        } else if self.rack.reo_wnd_persist > 0 {
-            self.rack.reo_wnd_persist -= 1;
+        } else {
+            self.rack.on_recovery_done();
         }
         if self.non_sack_preventing_reopen() {
             return true;
@@ -116,9 +112,8 @@ impl TcpEndpoint {
 
     /// `tcp_try_undo_dsack`.
     pub(super) fn try_undo_dsack(&mut self) -> bool {
-        if self.undo_marker != 0 && self.undo_retrans == 0 {
-            self.rack.reo_wnd_persist =
-                (self.rack.reo_wnd_persist + 1).min(TCP_RACK_RECOVERY_THRESH);
+        if self.undo.all_retransmits_dsacked() {
+            self.rack.on_dsack_undo();
             self.undo_cwnd_reduction(false);
             return true;
         }
@@ -144,7 +139,7 @@ impl TcpEndpoint {
 
     /// `tcp_try_undo_partial`.
     pub(super) fn try_undo_partial(&mut self, prior_snd_una: u32) -> bool {
-        if self.undo_marker != 0 && self.packet_delayed() {
+        if self.undo.is_armed() && self.packet_delayed() {
             self.check_sack_reordering(prior_snd_una, true);
             if self.sb.retrans_out > 0 {
                 return true;
@@ -164,8 +159,7 @@ impl TcpEndpoint {
         self.tlp_high_seq = 0;
         self.cs.snd_cwnd_cnt = 0;
         self.cs.prior_cwnd = self.cwnd();
-        self.prr_delivered = 0;
-        self.prr_out = 0;
+        self.prr.start();
         self.cs.snd_ssthresh = self.cc_ssthresh();
         if self.ecn_ok {
             self.ecn_queue_cwr = true;
@@ -174,44 +168,23 @@ impl TcpEndpoint {
 
     /// `tcp_cwnd_reduction`: PRR (RFC 6937, tcp.md §9.4).
     pub(super) fn cwnd_reduction(&mut self, newly_acked_sacked: i32, newly_lost: i32, fl: u32) {
-        if newly_acked_sacked <= 0 || self.cs.prior_cwnd == 0 {
-            return;
-        }
-        let in_flight = self.in_flight() as i64;
-        let ssthresh = self.cs.snd_ssthresh as i64;
-        let delta = ssthresh - in_flight;
-        self.prr_delivered = self.prr_delivered.wrapping_add(newly_acked_sacked as u32);
-        let prr_delivered = self.prr_delivered as i64;
-        let prr_out = self.prr_out as i64;
-        let nas = newly_acked_sacked as i64;
-        let mut sndcnt: i64 = if delta < 0 {
-            let dividend =
-                ssthresh as u64 * self.prr_delivered as u64 + self.cs.prior_cwnd as u64 - 1;
-            (dividend / self.cs.prior_cwnd as u64) as i64 - prr_out
-        } else {
-            match self.cfg.profile {
-                CcProfile::Modern => {
-                    let mut c = (prr_delivered - prr_out).max(nas);
-                    if fl & flag::SND_UNA_ADVANCED != 0 && newly_lost == 0 {
-                        c += 1;
-                    }
-                    delta.min(c)
-                }
-                CcProfile::Lab2019 => {
-                    if fl & (flag::RETRANS_DATA_ACKED | flag::LOST_RETRANS)
-                        == flag::RETRANS_DATA_ACKED
-                    {
-                        delta.min((prr_delivered - prr_out).max(nas) + 1)
-                    } else {
-                        delta.min(nas)
-                    }
-                }
-            }
+        let ack = PrrAck {
+            newly_acked_sacked,
+            newly_lost,
+            snd_una_advanced: fl & flag::SND_UNA_ADVANCED != 0,
+            retrans_acked_none_lost: fl & (flag::RETRANS_DATA_ACKED | flag::LOST_RETRANS)
+                == flag::RETRANS_DATA_ACKED,
         };
-        // force a fast retransmit upon entering fast recovery
-        sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
-        let c = (in_flight + sndcnt).max(0) as u32;
-        self.set_cwnd(c);
+        let in_flight = self.in_flight();
+        if let Some(cwnd) = self.prr.cwnd_on_ack(
+            self.cfg.profile,
+            self.cs.prior_cwnd,
+            self.cs.snd_ssthresh,
+            in_flight,
+            &ack,
+        ) {
+            self.set_cwnd(cwnd);
+        }
     }
 
     /// `tcp_end_cwnd_reduction`.
@@ -220,7 +193,7 @@ impl TcpEndpoint {
             return;
         }
         if self.cs.snd_ssthresh < TCP_INFINITE_SSTHRESH
-            && (self.ca_state() == CaState::Cwr || self.undo_marker != 0)
+            && (self.ca_state() == CaState::Cwr || self.undo.is_armed())
         {
             let s = self.cs.snd_ssthresh;
             self.set_cwnd(s);
@@ -231,9 +204,9 @@ impl TcpEndpoint {
 
     /// `tcp_enter_cwr`: ECN (or local) congestion, no undo.
     pub(in crate::tcp) fn enter_cwr(&mut self) {
-        self.prior_ssthresh = 0;
+        self.undo.prior_ssthresh = 0;
         if self.ca_state() < CaState::Cwr {
-            self.undo_marker = 0;
+            self.undo.marker = 0;
             self.init_cwnd_reduction();
             self.set_ca_state(CaState::Cwr);
         }
@@ -269,11 +242,11 @@ impl TcpEndpoint {
         if !self.any_retrans_done() {
             self.retrans_stamp = 0; // tcp_retrans_stamp_cleanup
         }
-        self.prior_ssthresh = 0;
+        self.undo.prior_ssthresh = 0;
         self.init_undo();
         if !self.in_cwnd_reduction() {
             if !ece_ack {
-                self.prior_ssthresh = self.current_ssthresh();
+                self.undo.prior_ssthresh = self.current_ssthresh();
             }
             self.init_cwnd_reduction();
         }
@@ -320,7 +293,7 @@ impl TcpEndpoint {
             || !after(self.high_seq, self.snd_una)
             || (self.ca_state() == CaState::Loss && self.retransmits == 0)
         {
-            self.prior_ssthresh = self.current_ssthresh();
+            self.undo.prior_ssthresh = self.current_ssthresh();
             self.cs.prior_cwnd = self.cwnd();
             self.cs.snd_ssthresh = self.cc_ssthresh();
             self.ca_event(CaEvent::Loss);
@@ -413,7 +386,7 @@ impl TcpEndpoint {
         }
         // A. ECE: no undo of this reduction
         if ece_ack {
-            self.prior_ssthresh = 0;
+            self.undo.prior_ssthresh = 0;
         }
         // B. SACK reneging: give the receiver max(RTT/2, 10 ms)
         if *fl & flag::SACK_RENEGING != 0 && *fl & flag::SND_UNA_ADVANCED != 0 {
@@ -525,24 +498,20 @@ impl TcpEndpoint {
 
     /// `tcp_rack_reo_wnd`.
     pub(super) fn rack_reo_wnd(&self) -> u32 {
-        if self.reord_seen == 0 {
-            if self.ca_state() >= CaState::Recovery {
-                return 0;
-            }
-            if self.sb.sacked_out >= self.reordering {
-                return 0;
-            }
-        }
-        let min_rtt = self.min_rtt_us();
-        let w = (min_rtt >> 2) as u64 * self.rack.reo_wnd_steps as u64;
-        w.min((self.rtt.srtt_us >> 3) as u64) as u32
+        self.rack.reo_wnd(&ReoWndInputs {
+            reordering_seen: self.reord_seen > 0,
+            in_recovery: self.ca_state() >= CaState::Recovery,
+            sacked_out: self.sb.sacked_out,
+            reordering: self.reordering,
+            min_rtt_us: self.min_rtt_us(),
+            srtt_us_x8: self.rtt.srtt_us,
+        })
     }
 
     /// `tcp_rack_detect_loss`.
     pub(super) fn rack_detect_loss(&mut self) -> u32 {
         let reo_wnd = self.rack_reo_wnd();
-        let rack = self.rack.clone();
-        let (lost, timeout) = self.sb.rack_detect_loss(&rack, reo_wnd, self.now_us);
+        let (lost, timeout) = self.rack.detect_loss(&mut self.sb, reo_wnd, self.now_us);
         self.lost = self.lost.wrapping_add(lost);
         timeout
     }
@@ -579,24 +548,6 @@ impl TcpEndpoint {
         }
         if !matches!(self.timers.pending_xmit(), Some((TcpTimer::Retransmit, _))) {
             self.rearm_rto();
-        }
-    }
-
-    /// `tcp_rack_update_reo_wnd`.
-    pub(super) fn rack_update_reo_wnd(&mut self, rs: &RateAcc) {
-        if rs.prior_delivered == 0 {
-            return;
-        }
-        if before(rs.prior_delivered, self.rack.last_delivered) {
-            self.rack.dsack_seen = false;
-        }
-        if self.rack.dsack_seen {
-            self.rack.reo_wnd_steps = self.rack.reo_wnd_steps.saturating_add(1);
-            self.rack.dsack_seen = false;
-            self.rack.last_delivered = self.rate.delivered;
-            self.rack.reo_wnd_persist = TCP_RACK_RECOVERY_THRESH;
-        } else if self.rack.reo_wnd_persist == 0 {
-            self.rack.reo_wnd_steps = 1;
         }
     }
 
@@ -702,7 +653,7 @@ impl TcpEndpoint {
             }
             prev_retransmitted = Some(idx);
             if self.in_cwnd_reduction() {
-                self.prr_out += 1;
+                self.prr.on_sent(1);
             }
             if idx == 0 && !matches!(self.timers.pending_xmit(), Some((TcpTimer::ReoTimeout, _))) {
                 rearm = true;

@@ -118,8 +118,8 @@ mod endpoint_tests {
             ep.sb.sacked_out = 4; // in flight 4
             ep.cs.snd_ssthresh = 10;
             ep.cs.prior_cwnd = 20;
-            ep.prr_delivered = 5;
-            ep.prr_out = 2;
+            ep.prr.delivered = 5;
+            ep.prr.out = 2;
             ep.cwnd_reduction(1, 0, fl);
             assert_eq!(ep.cwnd(), 4 + want, "{profile:?} {fl:x}");
         }

@@ -9,11 +9,15 @@
 //! * prr.rs: Proportional Rate Reduction (RFC 6937, `tcp_cwnd_reduction`);
 //! * undo.rs: the undo bookkeeping (RFC 3522/2883 as `tcp_try_undo_*`).
 
+pub mod prr;
 pub mod rack;
 pub mod sack;
 pub mod scoreboard;
+pub mod undo;
 
-pub use rack::Rack;
+pub use prr::{Prr, PrrAck};
+pub use rack::{Rack, ReoWndInputs};
 pub use scoreboard::{
     Scoreboard, Seg, EVER_RETRANS, LOST, RETRANS, SACKED_ACKED, SACKED_RETRANS, TAGBITS,
 };
+pub use undo::Undo;

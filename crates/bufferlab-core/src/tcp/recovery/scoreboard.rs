@@ -45,6 +45,7 @@ pub struct Seg {
     pub tx: TxInfo,
 }
 
+/// The retransmission queue and scoreboard counters.
 #[derive(Clone, Debug)]
 pub struct Scoreboard {
     pub q: VecDeque<Seg>,
@@ -247,5 +248,78 @@ pub(super) mod tests {
         assert_eq!(sb.first_ending_after(base.wrapping_add(2500)), 2);
         assert_eq!(sb.first_ending_after(base.wrapping_add(3000)), 3);
         assert_eq!(sb.packets_out, 6);
+    }
+
+    fn ten_segments() -> Scoreboard {
+        let mut sb = Scoreboard::new();
+        for i in 0..10u32 {
+            sb.push(seg(i * 1000, 100 + i as u64));
+        }
+        sb
+    }
+
+    /// RFC 6675 §4 pipe as Linux counts it (`tcp_packets_in_flight`):
+    /// 10 out, 3 SACKed, 2 lost of which 1 retransmitted → 10 − 5 + 1 = 6.
+    #[test]
+    fn in_flight_excludes_sacked_and_lost_and_adds_retransmissions() {
+        let mut sb = ten_segments();
+        for i in [5, 6, 7] {
+            sb.q[i].sacked |= SACKED_ACKED;
+        }
+        sb.sacked_out = 3;
+        assert!(sb.mark_lost(1));
+        assert!(sb.mark_lost(2));
+        sb.q[1].sacked |= SACKED_RETRANS;
+        sb.retrans_out += 1;
+        sb.on_retransmit(1, 5_000, TxInfo::default());
+        assert_eq!(sb.in_flight(), 6);
+        sb.check(true);
+    }
+
+    #[test]
+    fn a_segment_is_counted_lost_once_and_never_once_sacked() {
+        let mut sb = ten_segments();
+        assert!(sb.mark_lost(0));
+        assert!(!sb.mark_lost(0), "already lost");
+        assert_eq!(sb.lost_out, 1);
+        sb.q[4].sacked |= SACKED_ACKED;
+        sb.sacked_out = 1;
+        assert!(!sb.mark_lost(4), "the receiver holds it");
+        assert_eq!(sb.lost_out, 1);
+        assert_eq!(
+            sb.retransmit_hint,
+            Some(0),
+            "the retransmit walk starts at the loss"
+        );
+        sb.check(true);
+    }
+
+    /// A lost retransmission (`tcp_mark_skb_lost` on a LOST|RETRANS segment)
+    /// leaves it lost, no longer in flight, and counts one more loss.
+    #[test]
+    fn a_lost_retransmission_is_no_longer_in_flight() {
+        let mut sb = ten_segments();
+        sb.mark_lost(3);
+        sb.q[3].sacked |= SACKED_RETRANS;
+        sb.retrans_out = 1;
+        sb.on_retransmit(3, 9_000, TxInfo::default());
+        assert_eq!(sb.in_flight(), 10);
+        assert!(sb.mark_lost(3));
+        assert_eq!((sb.lost_out, sb.retrans_out), (1, 0));
+        assert_eq!(sb.q[3].sacked, LOST | EVER_RETRANS);
+        assert_eq!(sb.in_flight(), 9);
+        sb.check(true);
+    }
+
+    /// The send-time log keeps a retransmitted segment at its new time only:
+    /// the stale entry is dropped once it reaches the front.
+    #[test]
+    fn the_send_time_log_drops_entries_of_retransmitted_segments() {
+        let mut sb = ten_segments();
+        sb.on_retransmit(0, 9_000, TxInfo::default());
+        assert_eq!(sb.tsorted.len(), 11);
+        sb.prune_tsorted();
+        assert_eq!(sb.tsorted.front(), Some(&(101, 1000)));
+        assert_eq!(sb.tsorted.back(), Some(&(9_000, 0)));
     }
 }
