@@ -284,8 +284,10 @@ mod tests {
     /// for 16 recoveries, after which it falls back to one step.
     #[test]
     fn a_dsack_widens_the_window_for_sixteen_recoveries() {
-        let mut rack = Rack::default();
-        rack.dsack_seen = true;
+        let mut rack = Rack {
+            dsack_seen: true,
+            ..Rack::default()
+        };
         rack.update_reo_wnd(100, 120);
         assert_eq!((rack.reo_wnd_steps, rack.reo_wnd_persist), (2, 16));
         assert_eq!(rack.last_delivered, 120);

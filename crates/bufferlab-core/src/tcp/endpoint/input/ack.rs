@@ -6,7 +6,8 @@
 
 use crate::packet::{tcp_flags, TcpHeader};
 use crate::tcp::cc::{AckSample, CaState};
-use crate::tcp::endpoint::{flag, Rexmit, TcpEndpoint, TCP_MAX_REORDERING};
+use crate::tcp::config::TCP_MAX_REORDERING;
+use crate::tcp::endpoint::{flag, Rexmit, TcpEndpoint};
 use crate::tcp::rate::RateAcc;
 use crate::tcp::recovery::sack::{self, SackTagState, SackWindow};
 use crate::tcp::recovery::{Seg, LOST, RETRANS, SACKED_ACKED, SACKED_RETRANS};
