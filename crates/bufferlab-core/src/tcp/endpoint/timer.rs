@@ -333,3 +333,155 @@ impl TcpEndpoint {
             .set(TcpTimer::DelayedAck, jiffies_deadline(self.now, when));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::Segment;
+    use crate::packet::tcp_flags;
+    use crate::tcp::harness::*;
+    use crate::time::{Rate, SimDuration, SimTime};
+
+    /// Data segments covered by each new cumulative ACK of the server, with
+    /// the ACK's send time.
+    fn acks_of_b(p: &Pair) -> Vec<(SimTime, u32)> {
+        let mut out = Vec::new();
+        let mut acked = p.segs_from_b().next().unwrap().seg.hdr.ack;
+        for s in p.segs_from_b().skip(1) {
+            let a = s.seg.hdr.ack;
+            if a != acked {
+                out.push((s.t, a.wrapping_sub(acked).div_ceil(1448)));
+                acked = a;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn delayed_ack_every_second_segment_after_quickacks() {
+        // a fixed 128 KiB receive buffer (SO_RCVBUF 64 KiB): the window stops
+        // growing early, so ACKs settle to one per two segments
+        let mut b = cfg("reno");
+        b.rcvbuf = Some(65536);
+        let mut a = cfg("reno");
+        a.wmem = [4096, 1 << 20, 4 << 20]; // the whole write fits the send buffer
+        let mut p = Pair::new(a, b, SimDuration::from_millis(50));
+        p.ab.rate = Some(Rate::from_bps(10_000_000));
+        // 81 full segments in one write (an odd count: the last waits)
+        p.to_write = 81 * 1448;
+        p.run_until(ms(3000));
+        assert_eq!(p.read, 81 * 1448);
+        let acks = acks_of_b(&p);
+        let per: Vec<u32> = acks.iter().map(|a| a.1).collect();
+        // quickack mode first: rcv_wnd 28960 / (2 × 1448) = 10 credits, topped
+        // up while grow_window opens rcv_ssthresh
+        assert!(per[..10].iter().all(|&n| n == 1));
+        // then every second full segment
+        let tail = &per[per.len() - 20..per.len() - 1];
+        assert!(tail.iter().all(|&n| n == 2), "{tail:?}");
+        // the odd last segment waits for the delayed-ACK timer: ato = 40 ms
+        // jiffy-quantised (10 ticks after the tick it arrived in), capped by
+        // the RTT estimate once ato has grown (tcp_send_delayed_ack)
+        let t_arr = p
+            .arrivals
+            .iter()
+            .rfind(|s| s.from_a && s.seg.payload_len > 0)
+            .unwrap()
+            .t;
+        let (t_ack, n) = *acks.last().unwrap();
+        assert_eq!(n, 1);
+        let tick = 4_000_000;
+        let delay_ticks = t_ack.as_nanos() / tick - t_arr.as_nanos() / tick;
+        assert!((10..=25).contains(&delay_ticks), "{delay_ticks}");
+        assert_eq!(t_ack.as_nanos() % tick, 0);
+        // and every ACK not sent on a segment's arrival was a timer ACK ≥ 36 ms later
+        let arrivals: Vec<SimTime> = p
+            .arrivals
+            .iter()
+            .filter(|s| s.from_a)
+            .map(|s| s.t)
+            .collect();
+        let timer_acks: Vec<_> = acks.iter().filter(|a| !arrivals.contains(&a.0)).collect();
+        assert!(!timer_acks.is_empty());
+        for a in timer_acks {
+            let prev = arrivals.iter().rfind(|&&t| t < a.0).unwrap();
+            assert!(
+                a.0 - *prev >= SimDuration::from_millis(36),
+                "{} {}",
+                a.0,
+                prev
+            );
+        }
+    }
+
+    #[test]
+    fn repeated_rtos_back_off_exponentially_and_reset_on_an_rtt_sample() {
+        // a path that dies at t = 1 s for 4 s: the RTO retransmission is
+        // lost again and again, each time after twice the previous RTO
+        use std::cell::Cell;
+        use std::rc::Rc;
+        let mut p = Pair::sym(cfg("cubic"), SimDuration::from_millis(10));
+        p.ab.rate = Some(Rate::from_bps(10_000_000));
+        p.ab.limit = 100;
+        p.to_write = u64::MAX;
+        let clock = Rc::new(Cell::new(SimTime::ZERO));
+        let c2 = clock.clone();
+        p.ab.drop = Some(Box::new(move |_s: &Segment| {
+            let t = c2.get();
+            t >= ms(1000) && t < ms(5000)
+        }));
+        let mut rtos = Vec::new();
+        let mut last_backoff = 0;
+        while p.now < ms(8000) {
+            clock.set(p.now);
+            p.run_for(SimDuration::from_micros(500));
+            let i = p.a.info();
+            if i.backoff > last_backoff {
+                rtos.push((p.now, i.backoff, i.rto));
+            }
+            last_backoff = i.backoff;
+        }
+        // backoff 1, 2, 3, 4 with the RTO doubling each time
+        assert!(rtos.len() >= 4, "{rtos:?}");
+        for w in rtos.windows(2) {
+            assert_eq!(w[1].1, w[0].1 + 1);
+            assert_eq!(w[1].2, 2 * w[0].2);
+            // the next RTO fires one (doubled) RTO after the previous one
+            let gap = (w[1].0 - w[0].0).as_nanos() as i64;
+            assert!((gap - w[0].2 as i64 * 1000).abs() <= 4_500_000, "{rtos:?}");
+        }
+        // after the outage, an RTT sample resets the backoff
+        let i = p.a.info();
+        assert_eq!((i.backoff, i.ca_state), (0, 0));
+        assert!(i.rto < 400_000);
+    }
+
+    #[test]
+    fn a_lost_syn_is_retransmitted_after_one_second() {
+        let mut p = Pair::sym(cfg("cubic"), SimDuration::from_millis(10));
+        let mut first = true;
+        p.ab.drop = Some(Box::new(move |s: &Segment| {
+            let syn = s.hdr.flags & tcp_flags::SYN != 0;
+            let d = syn && first;
+            if syn {
+                first = false;
+            }
+            d
+        }));
+        p.to_write = 10 * 1448;
+        p.run_until(ms(3000));
+        let syns: Vec<SimTime> = p
+            .log
+            .iter()
+            .filter(|s| s.from_a && s.seg.hdr.flags & tcp_flags::SYN != 0)
+            .map(|s| s.t)
+            .collect();
+        assert_eq!(syns, vec![ms(0), ms(1000)]);
+        let i = p.a.info();
+        // Linux counts the SYN retransmission; with one retransmission the
+        // initial window stays 10 (cwnd 1 needs more than one)
+        assert_eq!(i.total_retrans, 1);
+        assert_eq!(p.read, 10 * 1448);
+        // the RTT comes from the retransmitted SYN's timestamp echo
+        assert_eq!(i.rtt, 20_000);
+    }
+}

@@ -476,4 +476,36 @@ mod tests {
         assert_eq!(a.total_retrans, 0);
         assert_eq!(a.snd_wnd, 14_480);
     }
+
+    #[test]
+    fn a_receiver_that_stops_reading_closes_the_window_and_reopens_it() {
+        // the server application does not read: its 87380-byte buffer fills,
+        // the window falls to zero and the sender probes; once the
+        // application drains the buffer a window update restarts the flow
+        let mut p = Pair::sym(cfg("cubic"), SimDuration::from_millis(10));
+        p.ab.rate = Some(Rate::from_bps(10_000_000));
+        p.to_write = u64::MAX;
+        p.b_reads = false;
+        p.run_until(ms(3000));
+        let a = p.a.info();
+        assert_eq!(a.snd_wnd, 0, "zero window");
+        assert_eq!(a.unacked, 0, "everything sent was acked");
+        let queued = p.b().readable();
+        assert!(queued > 30_000 && queued < 87_380, "{queued}");
+        // zero-window probes went out (bare ACKs below snd_una) and were answered
+        let probes = p
+            .log
+            .iter()
+            .filter(|s| s.from_a && s.seg.payload_len == 0 && s.t > ms(500))
+            .count();
+        assert!(probes >= 2, "{probes}");
+        assert_eq!(a.total_retrans, 0);
+        // the application reads: an ACK announces the window, data flows again
+        p.b_reads = true;
+        let now = p.now;
+        let n = p.b.as_mut().unwrap().read(now, u64::MAX);
+        p.read += n;
+        p.run_until(ms(5000));
+        assert!(p.read > queued + 1_000_000, "{}", p.read);
+    }
 }
