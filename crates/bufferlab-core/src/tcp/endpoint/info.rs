@@ -158,3 +158,26 @@ impl TcpEndpoint {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::tcp::endpoint::TcpState;
+    use crate::tcp::harness::*;
+    use crate::time::SimDuration;
+
+    /// `tcpi_options` carries only what both ends negotiated (here window
+    /// scaling alone), and without timestamps the sending MSS keeps the 12
+    /// option bytes: 1460.
+    #[test]
+    fn options_and_mss_follow_the_negotiation() {
+        let mut c = cfg("cubic");
+        c.timestamps = false;
+        c.sack = false;
+        let mut p = Pair::sym(c, SimDuration::from_millis(10));
+        p.run_until(ms(100));
+        let i = p.a.info();
+        assert_eq!(i.state, Some(TcpState::Established));
+        assert_eq!((i.options, i.snd_mss, i.ca_state), (4, 1460, 0));
+        assert_eq!((i.unacked, i.sacked, i.lost, i.retrans), (0, 0, 0, 0));
+    }
+}
