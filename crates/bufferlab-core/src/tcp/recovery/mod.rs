@@ -17,7 +17,5 @@ pub mod undo;
 
 pub use prr::{Prr, PrrAck};
 pub use rack::{Rack, ReoWndInputs};
-pub use scoreboard::{
-    Scoreboard, Seg, EVER_RETRANS, LOST, RETRANS, SACKED_ACKED, SACKED_RETRANS, TAGBITS,
-};
+pub use scoreboard::{Scoreboard, Seg, EVER_RETRANS, LOST, RETRANS, SACKED_ACKED, SACKED_RETRANS};
 pub use undo::Undo;

@@ -20,8 +20,6 @@ pub const SACKED_ACKED: u8 = 0x01;
 pub const SACKED_RETRANS: u8 = 0x02;
 /// `TCPCB_LOST`: marked lost.
 pub const LOST: u8 = 0x04;
-/// `TCPCB_TAGBITS`.
-pub const TAGBITS: u8 = SACKED_ACKED | SACKED_RETRANS | LOST;
 /// `TCPCB_EVER_RETRANS`.
 pub const EVER_RETRANS: u8 = 0x80;
 /// `TCPCB_RETRANS`.
