@@ -1,17 +1,21 @@
 //! TCP (../shared/specs/tcp.md): a Linux-faithful, I/O-free TCP model.
 //!
-//! * [`TcpEndpoint`] (endpoint.rs): one connection — segments and timers in,
-//!   segments and timer requests out — with its configuration
-//!   ([`TcpConfig`]) and `TCP_INFO` snapshot ([`TcpInfo`]);
-//! * recovery.rs: ACK processing, SACK scoreboard, RACK-TLP, PRR, RTO/Loss,
-//!   undo (tcp.md §8–9); rcv.rs: the receiver (§7); rtt.rs: RTT estimator
-//!   and RTO (§5); rate.rs: delivery-rate samples (§10); timers.rs: the
-//!   timer table; seq.rs: sequence arithmetic;
+//! * [`TcpEndpoint`] (endpoint/): one connection — segments and timers in,
+//!   segments and timer requests out — split along Linux's files: input/
+//!   (tcp_input.c), output.rs (tcp_output.c), timer.rs (tcp_timer.c),
+//!   info.rs (`TCP_INFO`, [`TcpInfo`]); config.rs: [`TcpConfig`] and the
+//!   kernel constants;
+//! * pieces over narrow state that never import the socket: recovery/
+//!   (scoreboard, SACK, RACK-TLP, PRR, undo; tcp.md §8–9); rcv.rs: the
+//!   receiver state (§7); rtt.rs: RTT estimator and RTO (§5); rate.rs:
+//!   delivery-rate samples (§10); timers.rs: the timer table; seq.rs:
+//!   sequence arithmetic;
 //! * [`cc`]: the congestion-control modules (the hooks of Linux's
 //!   `struct tcp_congestion_ops`; Reno, CUBIC, H-TCP, BBR v1), following
 //!   docs/tcp-design.md.
 
 pub mod cc;
+pub mod config;
 pub mod endpoint;
 pub mod minmax;
 pub mod rate;

@@ -6,7 +6,8 @@
 
 use super::super::harness::*;
 use super::*;
-use crate::time::Rate;
+use crate::tcp::cc::{CcProfile, TCP_INFINITE_SSTHRESH};
+use crate::time::{Rate, SimDuration};
 
 /// Headers per segment with timestamps: Ethernet 14 + IP 20 + TCP 20 + TS 12.
 const HDR: u32 = 66;

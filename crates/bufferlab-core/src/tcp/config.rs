@@ -1,0 +1,137 @@
+//! Socket and sysctl settings of an endpoint and the Linux constants they
+//! size things with (include/net/tcp.h; defaults from `tcp_init`, tcp_ipv4.c).
+
+use super::cc::CcProfile;
+use crate::time::SimDuration;
+
+/// `TCP_MSS_DEFAULT`: the MSS assumed before the peer's SYN option is known.
+pub const TCP_MSS_DEFAULT: u32 = 536;
+/// `TCP_MIN_MSS`.
+pub const TCP_MIN_MSS: u32 = 88;
+/// TCP header with the aligned timestamp option, bytes.
+pub const TCP_HEADER_TS: u32 = 32;
+/// `TCPOLEN_TSTAMP_ALIGNED`.
+pub const TCPOLEN_TSTAMP_ALIGNED: u32 = 12;
+/// `MAX_TCP_HEADER` on x86-64, bytes (skb headroom; sndbuf/rcvbuf sizing).
+pub const MAX_TCP_HEADER: u32 = 320;
+/// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))`, bytes.
+pub const SKB_SHINFO: u32 = 320;
+/// `SKB_DATA_ALIGN(sizeof(struct sk_buff))`, bytes.
+pub const SKB_STRUCT: u32 = 256;
+/// `TCP_MAX_WSCALE`.
+pub const TCP_MAX_WSCALE: u8 = 14;
+/// `tcp_syn_retries` default.
+pub const TCP_SYN_RETRIES: u32 = 6;
+/// `tcp_synack_retries` default.
+pub const TCP_SYNACK_RETRIES: u32 = 5;
+/// `tcp_max_reordering` default.
+pub const TCP_MAX_REORDERING: u32 = 300;
+/// `TCP_TIMEWAIT_LEN`: 60 s.
+pub const TCP_TIMEWAIT: SimDuration = SimDuration::from_secs(60);
+/// Send-buffer overhead per queued payload byte with TSO-sized skbs
+/// (tcp.md §6.2: `queued × 1.05 < sndbuf`), as a ratio ×100.
+pub const SNDBUF_OVERHEAD_PCT: u64 = 105;
+/// Socket and sysctl settings of one endpoint (Linux defaults in
+/// [`TcpConfig::default`] / [`TcpConfig::for_profile`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpConfig {
+    /// MSS advertised in the SYN, bytes: path MTU − 40 = 1460 on a 1500-byte
+    /// path; the sending MSS is this minus 12 with timestamps (1448).
+    pub mss: u32,
+    /// path MTU, bytes (`tcpi_pmtu`)
+    pub pmtu: u32,
+    /// `net.ipv4.tcp_rmem` (min, default, max), bytes
+    pub rmem: [u32; 3],
+    /// `net.ipv4.tcp_wmem` (min, default, max), bytes
+    pub wmem: [u32; 3],
+    /// `net.core.rmem_max`
+    pub rmem_max: u32,
+    /// `net.core.wmem_max`
+    pub wmem_max: u32,
+    /// `net.ipv4.tcp_congestion_control`
+    pub congestion: String,
+    /// `net.ipv4.tcp_ecn`: 0 off, 1 request and accept, 2 accept only
+    pub ecn: u8,
+    /// `net.ipv4.tcp_sack`
+    pub sack: bool,
+    /// `net.ipv4.tcp_timestamps`
+    pub timestamps: bool,
+    /// `net.ipv4.tcp_window_scaling`
+    pub window_scaling: bool,
+    /// `net.ipv4.tcp_moderate_rcvbuf` (receive autotuning)
+    pub moderate_rcvbuf: bool,
+    /// `net.ipv4.tcp_adv_win_scale` (lab2019 `tcp_win_from_space`)
+    pub adv_win_scale: i32,
+    /// `net.ipv4.tcp_slow_start_after_idle`
+    pub slow_start_after_idle: bool,
+    /// `net.ipv4.tcp_no_metrics_save` (the metrics cache is not modelled)
+    pub no_metrics_save: bool,
+    /// `TCP_RTO_MIN` / route `rto_min`
+    pub min_rto: SimDuration,
+    /// initial congestion window, packets (`TCP_INIT_CWND`)
+    pub init_cwnd: u32,
+    /// `SO_SNDBUF` request (iperf3 `-w`): the buffer is twice this, capped at
+    /// 2 × wmem_max, and autotuning is off for it
+    pub sndbuf: Option<u32>,
+    /// `SO_RCVBUF` request: as `sndbuf` for the receive buffer
+    pub rcvbuf: Option<u32>,
+    /// an `fq` qdisc paces this flow (EDT pacing at `sk_pacing_rate`)
+    pub pacing: bool,
+    /// `SO_MAX_PACING_RATE` (iperf3 `--fq-rate`), bytes/s; `u64::MAX` = none
+    pub max_pacing_rate: u64,
+    /// `TCP_NODELAY`
+    pub nodelay: bool,
+    /// kernel profile (tcp.md: `lab2019` or `modern`)
+    pub profile: CcProfile,
+    /// IP TOS byte of the socket; TCP owns the ECN bits
+    pub tos: u8,
+    /// seed mixed into the endpoint's random draws (ISN, TS offset, BBR)
+    pub seed: u64,
+    /// `sk_gso_max_size` of the route's device, bytes: 65536 on a veth with
+    /// TSO/GSO on (a Mininet host); 0 = GSO off (every skb one MSS)
+    pub gso_max_size: u32,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig::for_profile(CcProfile::Lab2019)
+    }
+}
+
+impl TcpConfig {
+    /// Linux's defaults for a kernel profile (`tcp_init`, tcp_ipv4.c).
+    pub fn for_profile(profile: CcProfile) -> Self {
+        let rmem1 = match profile {
+            CcProfile::Lab2019 => 87_380,
+            CcProfile::Modern => 131_072,
+        };
+        TcpConfig {
+            mss: 1460,
+            pmtu: 1500,
+            rmem: [4096, rmem1, 6_291_456],
+            wmem: [4096, 16_384, 4_194_304],
+            rmem_max: 212_992,
+            wmem_max: 212_992,
+            congestion: "cubic".to_string(),
+            ecn: 2,
+            sack: true,
+            timestamps: true,
+            window_scaling: true,
+            moderate_rcvbuf: true,
+            adv_win_scale: 1,
+            slow_start_after_idle: true,
+            no_metrics_save: false,
+            min_rto: SimDuration::from_millis(200),
+            init_cwnd: 10,
+            sndbuf: None,
+            rcvbuf: None,
+            pacing: false,
+            max_pacing_rate: u64::MAX,
+            nodelay: false,
+            profile,
+            tos: 0,
+            seed: 0,
+            gso_max_size: 0,
+        }
+    }
+}

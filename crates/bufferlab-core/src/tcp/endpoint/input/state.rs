@@ -1,0 +1,295 @@
+//! Connection set-up and tear-down on input, net/ipv4/tcp_input.c
+//! (tcp.md §3–4): `tcp_rcv_synsent_state_process`, `tcp_rcv_state_process`
+//! with its RFC 793 sequence check (`tcp_validate_incoming`), the passive
+//! open's completion, `tcp_fin`, and the buffer sizing done on establishment
+//! (`tcp_init_transfer`, `tcp_init_buffer_space`, `tcp_sndbuf_expand`,
+//! `tcp_check_space`).
+
+use crate::packet::{tcp_flags, TcpHeader};
+use crate::tcp::config::{MAX_TCP_HEADER, SKB_SHINFO, SKB_STRUCT, TCP_TIMEWAIT};
+use crate::tcp::endpoint::{flag, TcpEndpoint, TcpState};
+use crate::tcp::seq::after;
+use crate::tcp::timers::TcpTimer;
+
+impl TcpEndpoint {
+    // =====================================================================
+    // connection set-up and tear-down (tcp_rcv_state_process)
+    // =====================================================================
+
+    /// `tcp_rcv_synsent_state_process` for the active opener.
+    pub(in crate::tcp) fn rcv_synsent(&mut self, hdr: &TcpHeader, payload_len: u32) {
+        let f = hdr.flags;
+        if f & tcp_flags::ACK != 0 {
+            // the ACK must cover exactly our SYN
+            if !after(hdr.ack, self.iss) || after(hdr.ack, self.snd_nxt) {
+                return; // (a RST would be sent in reply)
+            }
+            if f & tcp_flags::RST != 0 {
+                self.set_state(TcpState::Closed);
+                self.timers.clear_all();
+                return;
+            }
+            if f & tcp_flags::SYN == 0 {
+                return;
+            }
+            // SYN-ACK: options, ECN answer (tcp_ecn_rcv_synack)
+            self.parse_syn_options(hdr);
+            if self.ts_ok {
+                self.ts_recent = hdr.tsval;
+            }
+            self.ecn_ok = self.cfg.ecn == 1 && f & tcp_flags::ECE != 0 && f & tcp_flags::CWR == 0;
+            if !self.wscale_ok {
+                self.rcv.rcv_wscale = 0;
+                self.rcv.window_clamp = self.rcv.window_clamp.min(65535);
+            }
+            self.rcv.rcv_nxt = hdr.seq.wrapping_add(1);
+            self.rcv.rcv_wup = self.rcv.rcv_nxt;
+            self.rcv.copied_seq = self.rcv.rcv_nxt;
+            self.rcv.space_seq = self.rcv.rcv_nxt;
+            // RFC 1323: the SYN-ACK window is not scaled
+            self.snd_wnd = hdr.window as u32;
+            self.snd_wl1 = hdr.seq;
+            self.max_window = self.snd_wnd;
+            self.sync_mss();
+            self.rcv.initialize_rcv_mss(self.advmss, self.mss_cache);
+            // tcp_try_undo_spurious_syn: the SYN-ACK echoes the first SYN
+            if self.undo.is_armed()
+                && self.retrans_stamp != 0
+                && self.saw_tstamp
+                && self.retrans_stamp == self.rcv_tsecr
+            {
+                self.undo.marker = 0;
+            }
+            // tcp_ack(sk, skb, FLAG_SLOWPATH): acknowledges the SYN, first RTT sample
+            let _ = self.tcp_ack(hdr, 0, flag::SLOWPATH);
+            self.finish_connect();
+            // the handshake's ACK goes out at once, then any queued data
+            self.send_ack();
+            self.push_pending_frames(false);
+            let _ = payload_len;
+        } else if f & tcp_flags::SYN != 0 && f & tcp_flags::RST == 0 {
+            // simultaneous open: not modelled
+        }
+    }
+
+    /// `tcp_finish_connect` / the SYN-RECV → ESTABLISHED arm: both end in
+    /// `tcp_init_transfer` (initial cwnd, CC init, buffer space).
+    pub(super) fn finish_connect(&mut self) {
+        self.set_state(TcpState::Established);
+        self.rcv.lrcvtime = self.jiffies();
+        self.init_transfer();
+        self.lsndtime = self.jiffies();
+        self.update_pacing_rate();
+    }
+
+    /// `tcp_init_transfer`.
+    pub(super) fn init_transfer(&mut self) {
+        // more than one SYN/SYN-ACK retransmission: cwnd 1 (RFC 6298 §5.7)
+        if self.total_retrans > 1 && self.undo.is_armed() {
+            self.set_cwnd(1);
+        } else {
+            let c = self.cfg.init_cwnd.max(1);
+            self.set_cwnd(c);
+        }
+        self.snd_cwnd_stamp = self.jiffies();
+        self.cc_sync();
+        self.cc.init(&mut self.cs);
+        if self.cfg.pacing {
+            self.cs.pacing_status_needed = true;
+        }
+        self.init_buffer_space();
+    }
+
+    /// `tcp_init_buffer_space`.
+    pub(super) fn init_buffer_space(&mut self) {
+        if !self.sndbuf_locked {
+            self.sndbuf_expand();
+        }
+        let now_us = self.now_us;
+        self.rcv.init_buffer_space(now_us);
+    }
+
+    /// `tcp_sndbuf_expand` (tcp.md §6.2).
+    pub(in crate::tcp) fn sndbuf_expand(&mut self) {
+        let per_mss = self.mss_clamp.max(self.mss_cache) + MAX_TCP_HEADER + SKB_SHINFO;
+        let per_mss = per_mss.next_power_of_two() + SKB_STRUCT;
+        let nr_segs = self
+            .cfg
+            .init_cwnd
+            .max(10)
+            .max(self.cwnd())
+            .max(self.reordering + 1);
+        let sndmem = (self.cc.sndbuf_expand() as u64) * nr_segs as u64 * per_mss as u64;
+        if (self.sndbuf as u64) < sndmem {
+            self.sndbuf = sndmem.min(self.cfg.wmem[2] as u64) as u32;
+        }
+    }
+
+    /// `tcp_check_space` → `tcp_new_space`: after sending, if the
+    /// application was blocked on a full buffer and cwnd is not full.
+    pub(in crate::tcp) fn check_space(&mut self) {
+        if self.nospace && !self.sndbuf_locked && self.in_flight() < self.cwnd() {
+            self.sndbuf_expand();
+            self.snd_cwnd_stamp = self.jiffies();
+        }
+        if self.nospace && self.writable() {
+            self.nospace = false;
+        }
+    }
+
+    /// Segments of states after SYN-SENT (`tcp_rcv_state_process`, with
+    /// `tcp_rcv_established`'s slow path for ESTABLISHED).
+    pub(in crate::tcp) fn rcv_state_process(
+        &mut self,
+        hdr: &TcpHeader,
+        payload_len: u32,
+        ecn_ce: bool,
+    ) {
+        let f = hdr.flags;
+        let syn = f & tcp_flags::SYN != 0;
+        let fin = f & tcp_flags::FIN != 0;
+        let seq = hdr.seq;
+        let end_seq = seq
+            .wrapping_add(payload_len)
+            .wrapping_add(syn as u32)
+            .wrapping_add(fin as u32);
+
+        if self.state == TcpState::TimeWait {
+            // tcp_timewait_state_process: a retransmitted FIN means our ACK
+            // was lost; ACK it again
+            if fin {
+                self.send_ack();
+            }
+            return;
+        }
+        if self.state == TcpState::SynReceived && syn && f & tcp_flags::ACK == 0 {
+            // the peer retransmitted its SYN: answer with our SYN-ACK again
+            if seq.wrapping_add(1) == self.rcv.rcv_nxt {
+                self.send_synack();
+            }
+            return;
+        }
+        // tcp_validate_incoming: sequence check (RFC 793 p. 69)
+        if !self.rcv.sequence_ok(seq, end_seq) {
+            if f & tcp_flags::RST == 0 {
+                self.send_dupack(seq, end_seq);
+            }
+            return;
+        }
+        if f & tcp_flags::RST != 0 {
+            if seq == self.rcv.rcv_nxt {
+                self.set_state(TcpState::Closed);
+                self.timers.clear_all();
+            }
+            return;
+        }
+        if syn {
+            // a SYN in window: challenge ACK (RFC 5961 §4.2)
+            self.send_ack();
+            return;
+        }
+        if f & tcp_flags::ACK == 0 {
+            return;
+        }
+        let flags = flag::SLOWPATH | flag::UPDATE_TS_RECENT;
+        if self.state == TcpState::SynReceived {
+            // the ACK of our SYN-ACK completes the passive open
+            if !after(hdr.ack, self.snd_una) || after(hdr.ack, self.snd_nxt) {
+                return;
+            }
+            self.establish_passive(hdr);
+        }
+        let acceptable = self.tcp_ack(hdr, payload_len, flags).is_ok();
+        if !acceptable {
+            return;
+        }
+        match self.state {
+            TcpState::FinWait1 if self.our_fin_acked() => {
+                self.set_state(TcpState::FinWait2);
+            }
+            TcpState::Closing if self.our_fin_acked() => {
+                self.enter_time_wait();
+                return;
+            }
+            TcpState::LastAck if self.our_fin_acked() => {
+                self.set_state(TcpState::Closed);
+                self.timers.clear_all();
+                return;
+            }
+            _ => {}
+        }
+        self.rcv_rtt_measure_ts(seq, end_seq, payload_len);
+        // step 7: the segment text
+        if matches!(
+            self.state,
+            TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2
+        ) {
+            self.data_queue(hdr, seq, payload_len, fin, ecn_ce);
+        }
+        if self.state == TcpState::TimeWait {
+            return;
+        }
+        self.data_snd_check();
+        self.ack_snd_check();
+    }
+
+    /// SYN-RECEIVED → ESTABLISHED (`tcp_rcv_state_process`, TCP_SYN_RECV).
+    pub(super) fn establish_passive(&mut self, hdr: &TcpHeader) {
+        // tcp_create_openreq_child: SYN-ACK retransmissions count, and arm undo
+        self.total_retrans = self.synack_retrans;
+        if self.synack_retrans > 0 {
+            self.undo.marker = self.snd_una;
+            self.retrans_stamp = self.ts_now();
+        }
+        self.timers.clear_xmit();
+        // tcp_synack_rtt_meas: SYN-ACK → ACK, unless the SYN-ACK was retransmitted
+        let rtt = if self.synack_retrans == 0 && self.synack_sent_us != 0 {
+            (self.now_us - self.synack_sent_us) as i64
+        } else {
+            -1
+        };
+        let mut rs = crate::tcp::rate::RateAcc::default();
+        self.ack_update_rtt(flag::SYN_ACKED, rtt, -1, rtt, &mut rs);
+        self.rate.delivered += 1; // SYN-ACK delivery is not tracked in tcp_ack
+        self.finish_connect();
+        self.snd_una = hdr.ack;
+        self.snd_wnd = (hdr.window as u32) << self.snd_wscale;
+        self.snd_wl1 = hdr.seq;
+        if self.snd_wnd > self.max_window {
+            self.max_window = self.snd_wnd;
+        }
+        self.sync_mss();
+    }
+
+    pub(super) fn our_fin_acked(&self) -> bool {
+        self.fin_queued && self.snd_una == self.write_seq
+    }
+
+    pub(in crate::tcp) fn enter_time_wait(&mut self) {
+        self.set_state(TcpState::TimeWait);
+        self.timers.clear_all();
+        self.timers.set(TcpTimer::TimeWait, self.now + TCP_TIMEWAIT);
+    }
+
+    /// The peer's FIN was consumed in sequence (`tcp_fin`).
+    pub(in crate::tcp) fn on_fin(&mut self) {
+        self.rcv.schedule_ack();
+        self.rcv.fin_received = true;
+        match self.state {
+            TcpState::SynReceived | TcpState::Established => {
+                self.set_state(TcpState::CloseWait);
+                self.rcv.enter_pingpong();
+            }
+            TcpState::FinWait1 => {
+                // simultaneous close
+                self.send_ack();
+                self.set_state(TcpState::Closing);
+            }
+            TcpState::FinWait2 => {
+                self.send_ack();
+                self.enter_time_wait();
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,813 @@
+//! The send path, net/ipv4/tcp_output.c (tcp.md §6, §12): `tcp_write_xmit`
+//! with Nagle, TSO autosizing and deferral (`tcp_tso_autosize`,
+//! `tcp_tso_should_defer`), EDT pacing, `__tcp_transmit_skb`,
+//! `__tcp_retransmit_skb`, SYN/ACK construction, window selection, cwnd
+//! validation (RFC 7661 as Linux does it) and the pacing rate.
+
+use super::{Segment, TcpEndpoint, TcpState, CLOCK_BASE_US};
+use crate::packet::{tcp_flags, TcpHeader};
+use crate::tcp::cc::{CaEvent, CaState, CcProfile};
+use crate::tcp::config::MAX_TCP_HEADER;
+use crate::tcp::recovery::{Seg, RETRANS};
+use crate::tcp::rtt::TCP_RTO_MIN;
+use crate::tcp::seq::{after, before};
+use crate::tcp::timers::TcpTimer;
+use crate::time::SimTime;
+
+/// `sk_pacing_shift` default: TSO skbs hold ~1 ms (2^-10 s) of the pacing rate.
+const SK_PACING_SHIFT: u32 = 10;
+/// `net.ipv4.tcp_tso_rtt_log` default \[modern\].
+const TCP_TSO_RTT_LOG: u32 = 9;
+/// `net.ipv4.tcp_tso_win_divisor` default.
+const TCP_TSO_WIN_DIVISOR: u32 = 3;
+/// `GSO_MAX_SEGS` (`sk_gso_max_segs` of a veth).
+const GSO_MAX_SEGS: u32 = 65535;
+impl TcpEndpoint {
+    // =====================================================================
+    // send path (net/ipv4/tcp_output.c)
+    // =====================================================================
+
+    /// `tcp_data_snd_check`: push pending data, then `tcp_check_space`.
+    pub(in crate::tcp) fn data_snd_check(&mut self) {
+        self.push_pending_frames(false);
+        self.check_space();
+    }
+
+    /// `__tcp_push_pending_frames`.
+    pub(in crate::tcp) fn push_pending_frames(&mut self, nagle_off: bool) {
+        if matches!(
+            self.state,
+            TcpState::Closed | TcpState::SynSent | TcpState::SynReceived | TcpState::TimeWait
+        ) {
+            return;
+        }
+        if self.write_xmit(nagle_off, 0) {
+            self.check_probe_timer();
+        }
+    }
+
+    /// `tcp_check_probe_timer`.
+    pub(super) fn check_probe_timer(&mut self) {
+        if self.sb.packets_out == 0 && self.timers.pending_xmit().is_none() {
+            let base = self.probe0_base();
+            self.reset_xmit_timer(TcpTimer::Probe0, base, true);
+        }
+    }
+
+    pub(super) fn probe0_base(&self) -> u32 {
+        self.icsk_rto.max(TCP_RTO_MIN)
+    }
+
+    /// `tcp_pacing_check`: internal pacing holds the next packet until its
+    /// earliest departure time, arming the pacing timer.
+    pub(in crate::tcp) fn pacing_check(&mut self) -> bool {
+        if !self.cs.pacing_status_needed {
+            return false;
+        }
+        if self.wstamp_ns <= self.now.as_nanos() {
+            return false;
+        }
+        if self.timers.get(TcpTimer::Pacing).is_none() {
+            self.timers
+                .set(TcpTimer::Pacing, SimTime::from_nanos(self.wstamp_ns));
+        }
+        true
+    }
+
+    /// `tcp_cwnd_test`.
+    pub(super) fn cwnd_test(&self) -> u32 {
+        let in_flight = self.in_flight();
+        let cwnd = self.cwnd();
+        if in_flight >= cwnd {
+            return 0;
+        }
+        let half = (cwnd >> 1).max(1);
+        half.min(cwnd - in_flight)
+    }
+
+    /// `tcp_write_xmit`: send skbs of the write queue while cwnd, the
+    /// peer's window, Nagle, TSO deferral and pacing allow. `push_one`: 0 =
+    /// normal, 2 = one segment ignoring cwnd (loss probe). Returns true when
+    /// nothing is in flight but data waits (zero window).
+    pub(in crate::tcp) fn write_xmit(&mut self, nagle_off: bool, push_one: u8) -> bool {
+        let mut sent = 0u32;
+        let mut is_cwnd_limited = false;
+        let mss = self.mss_cache;
+        let max_segs = self.tso_segs();
+        loop {
+            if self.unsent_seq() == 0 {
+                break;
+            }
+            if self.pacing_check() {
+                break;
+            }
+            // tcp_cwnd_test (a loss probe may exceed cwnd by one)
+            let mut cwnd_quota = self.cwnd_test();
+            if cwnd_quota == 0 {
+                if push_one != 2 {
+                    break;
+                }
+                cwnd_quota = 1;
+            }
+            // the skb at the head of the unsent queue: tcp_sendmsg cut the
+            // stream at size_goal = tso_segs × mss
+            let data_left = self.unsent_bytes();
+            let skb_len = data_left.min(max_segs * mss);
+            let is_tail = skb_len == data_left;
+            let fin = self.fin_queued && is_tail;
+            // tcp_snd_wnd_test: the first MSS must fit the peer's window
+            let first = skb_len.min(mss);
+            let end = self
+                .snd_nxt
+                .wrapping_add(first)
+                .wrapping_add((fin && skb_len <= mss) as u32);
+            if after(end, self.wnd_end()) {
+                break;
+            }
+            let tso_segs = skb_len.div_ceil(mss.max(1));
+            if tso_segs <= 1 {
+                // tcp_nagle_test on the last (possibly partial) skb
+                if is_tail && skb_len < mss && !fin && self.nagle_holds(skb_len, nagle_off) {
+                    break;
+                }
+            } else if push_one == 0
+                && self.tso_should_defer(skb_len, is_tail, max_segs, &mut is_cwnd_limited)
+            {
+                break;
+            }
+            let len = if tso_segs > 1 {
+                self.mss_split_point(skb_len, is_tail, cwnd_quota.min(max_segs), nagle_off)
+            } else {
+                skb_len
+            };
+            if len == 0 && !fin {
+                break;
+            }
+            sent += self.send_new_skb(len, fin && len == skb_len);
+            if push_one != 0 {
+                break;
+            }
+        }
+        is_cwnd_limited |= self.in_flight() >= self.cwnd();
+        if sent > 0 || is_cwnd_limited {
+            self.cwnd_validate(is_cwnd_limited);
+        }
+        if sent > 0 {
+            if self.in_cwnd_reduction() {
+                self.prr.on_sent(sent);
+            }
+            if push_one != 2 {
+                self.schedule_loss_probe(false);
+            }
+            return false;
+        }
+        self.sb.packets_out == 0 && self.unsent_seq() > 0
+    }
+
+    /// `tcp_nagle_check` for a sub-MSS tail: hold it while earlier small
+    /// segments are unacknowledged (Minshall's variant).
+    pub(super) fn nagle_holds(&self, partial: u32, nagle_off: bool) -> bool {
+        if partial == 0 || nagle_off || self.cfg.nodelay {
+            return false;
+        }
+        let minshall = after(self.snd_sml, self.snd_una) && !after(self.snd_sml, self.snd_nxt);
+        self.sb.packets_out > 0 && minshall
+    }
+
+    /// `tcp_tso_segs` / `tcp_tso_autosize` (tcp.md §6.3): segments per TSO
+    /// skb, about 1 ms of the pacing rate (`sk_pacing_shift` 10), at least
+    /// the module's `min_tso_segs`, at most what `gso_max_size` holds.
+    /// \[lab2019\] caps the bytes at `gso_max_size − 1 − MAX_TCP_HEADER`;
+    /// \[modern\] (≥ 5.18) adds `gso_max_size >> (min_rtt_us >> 9)` for short
+    /// RTTs (`tcp_tso_rtt_log` 9) and caps at `gso_max_size`. 1 with GSO off.
+    pub(in crate::tcp) fn tso_segs(&self) -> u32 {
+        let gso_max = self.cfg.gso_max_size as u64;
+        if gso_max == 0 {
+            return 1;
+        }
+        let mut bytes = self.cs.pacing_rate >> SK_PACING_SHIFT;
+        match self.cfg.profile {
+            CcProfile::Lab2019 => bytes = bytes.min(gso_max - 1 - MAX_TCP_HEADER as u64),
+            CcProfile::Modern => {
+                let r = self.min_rtt_us() >> TCP_TSO_RTT_LOG;
+                if r < 32 {
+                    bytes = bytes.saturating_add(gso_max >> r);
+                }
+                bytes = bytes.min(gso_max);
+            }
+        }
+        let segs = (bytes / self.mss_cache.max(1) as u64) as u32;
+        segs.max(self.cc.min_tso_segs(&self.cs)).min(GSO_MAX_SEGS)
+    }
+
+    /// `tcp_tso_should_defer` (tcp.md §6.1 step 5): hold back a TSO skb
+    /// that cannot be sent whole when an ACK that frees more is due soon.
+    pub(super) fn tso_should_defer(
+        &self,
+        skb_len: u32,
+        is_tail: bool,
+        max_segs: u32,
+        is_cwnd_limited: &mut bool,
+    ) -> bool {
+        if self.ca_state() as u8 >= CaState::Recovery as u8 {
+            return false;
+        }
+        // only right after a transmission: \[lab2019\] within the same
+        // jiffy (lsndtime), \[modern\] within 1 ms of the last departure
+        let recent = match self.cfg.profile {
+            CcProfile::Lab2019 => self.jiffies() == self.lsndtime,
+            CcProfile::Modern => self.now.as_nanos() <= self.wstamp_ns + 1_000_000,
+        };
+        if !recent {
+            return false;
+        }
+        let in_flight = self.in_flight();
+        let mss = self.mss_cache;
+        let send_win = self.wnd_end().wrapping_sub(self.snd_nxt);
+        let cong_win = self.cwnd().saturating_sub(in_flight) * mss;
+        let limit = send_win.min(cong_win);
+        if limit >= max_segs * mss {
+            return false; // a full-sized TSO skb can go
+        }
+        if !is_tail && limit >= skb_len {
+            return false; // this skb will not grow: send it whole
+        }
+        let chunk = self.snd_wnd.min(self.cwnd() * mss) / TCP_TSO_WIN_DIVISOR;
+        if limit >= chunk {
+            return false;
+        }
+        // the next ACK would come too late: the head left under srtt/2 ago
+        let Some(head) = self.sb.q.front() else {
+            return false;
+        };
+        let since_head_us = self.now_us.saturating_sub(head.xmit_us);
+        if since_head_us < (self.rtt.srtt_us >> 4) as u64 {
+            return false;
+        }
+        if cong_win < send_win && cong_win <= skb_len {
+            *is_cwnd_limited = true;
+        }
+        true
+    }
+
+    /// `tcp_mss_split_point`: bytes of the head skb to send now, at most
+    /// `max_segs` segments, within the peer's window, and without a sub-MSS
+    /// tail Nagle would hold.
+    pub(super) fn mss_split_point(
+        &self,
+        skb_len: u32,
+        is_tail: bool,
+        max_segs: u32,
+        nagle_off: bool,
+    ) -> u32 {
+        let mss = self.mss_cache;
+        let window = self.wnd_end().wrapping_sub(self.snd_nxt);
+        let max_len = mss * max_segs;
+        if max_len <= window && !is_tail {
+            return max_len.min(skb_len);
+        }
+        let needed = skb_len.min(window);
+        if max_len <= needed {
+            return max_len;
+        }
+        let partial = needed % mss;
+        if self.nagle_holds(partial, nagle_off) {
+            return needed - partial;
+        }
+        needed
+    }
+
+    /// Header common to every segment we send (`__tcp_transmit_skb`,
+    /// `tcp_established_options`, `tcp_select_window`).
+    pub(in crate::tcp) fn build_header(&mut self, seq: u32, flags: u8) -> TcpHeader {
+        let mut h = TcpHeader {
+            seq,
+            ack: if flags & tcp_flags::ACK != 0 {
+                self.rcv.rcv_nxt
+            } else {
+                0
+            },
+            flags,
+            ..TcpHeader::default()
+        };
+        let syn = flags & tcp_flags::SYN != 0;
+        if syn {
+            // RFC 1323: SYN windows are never scaled
+            h.window = self.rcv.rcv_wnd.min(65535) as u16;
+            h.mss = self.advmss as u16;
+            let active = flags & tcp_flags::ACK == 0;
+            if (active && self.cfg.window_scaling) || (!active && self.wscale_ok) {
+                h.wscale = Some(self.rcv.rcv_wscale);
+            }
+            h.sack_ok = if active { self.cfg.sack } else { self.sack_ok };
+            h.ts = if active {
+                self.cfg.timestamps
+            } else {
+                self.ts_ok
+            };
+        } else {
+            h.window = self.select_window();
+            h.ts = self.ts_ok;
+            if self.sack_ok {
+                self.rcv.write_sack_blocks(&mut h);
+            }
+        }
+        if h.ts {
+            h.tsval = self.ts_now().wrapping_add(self.tsoffset);
+            h.tsecr = self.ts_recent;
+        }
+        if self.rcv.demand_cwr && !syn {
+            h.flags |= tcp_flags::ECE;
+        }
+        h
+    }
+
+    /// Stage a segment for IP and do the bookkeeping every transmission
+    /// shares (`tcp_event_ack_sent`, counters).
+    pub(in crate::tcp) fn emit(&mut self, hdr: TcpHeader, payload_len: u32, ect: bool) {
+        if hdr.flags & tcp_flags::ACK != 0 {
+            self.event_ack_sent();
+        }
+        self.segs_out = self.segs_out.wrapping_add(1);
+        if self.gso_continue && self.append_to_skb(&hdr, payload_len, ect) {
+            return;
+        }
+        self.out
+            .push_back(Segment::single(hdr, payload_len, ect, self.mss_cache));
+    }
+
+    /// Add the next segment to the skb at the back of `out` if it continues
+    /// it: contiguous data, every earlier piece a full `gso_size`, same ECN
+    /// codepoint, below the GSO segment cap. Flags a segmenting device would
+    /// give the last piece (PSH, FIN) move to the aggregate; CWR stays with
+    /// the first (net/ipv4/tcp_offload.c `tcp_gso_segment`).
+    pub(super) fn append_to_skb(&mut self, hdr: &TcpHeader, payload_len: u32, ect: bool) -> bool {
+        let max_segs = self.tso_segs();
+        let Some(skb) = self.out.back_mut() else {
+            return false;
+        };
+        let continues = payload_len > 0
+            && payload_len <= skb.gso_size
+            && skb.payload_len == skb.gso_segs * skb.gso_size
+            && skb.hdr.flags & (tcp_flags::SYN | tcp_flags::FIN) == 0
+            && skb.hdr.seq.wrapping_add(skb.payload_len) == hdr.seq
+            && skb.ect == ect
+            && skb.gso_segs < max_segs;
+        if continues {
+            skb.payload_len += payload_len;
+            skb.gso_segs += 1;
+            skb.hdr.flags |= hdr.flags & (tcp_flags::PSH | tcp_flags::FIN);
+            skb.hdr.ack = hdr.ack;
+            skb.hdr.window = hdr.window;
+        }
+        continues
+    }
+
+    /// `tcp_event_data_sent`: a segment with payload (or a retransmission)
+    /// leaves.
+    pub(super) fn event_data_sent(&mut self) {
+        if self.in_flight() == 0 {
+            self.ca_event(CaEvent::TxStart);
+        }
+        let now = self.jiffies();
+        self.lsndtime = now;
+        if now.wrapping_sub(self.rcv.lrcvtime) < self.rcv.ato {
+            self.rcv.inc_pingpong();
+        }
+    }
+
+    /// `tcp_update_skb_after_send`: EDT pacing advance (tcp.md §12).
+    pub(super) fn update_after_send(&mut self, len: u32, prior_wstamp: u64) {
+        if self.cs.pacing_status_needed {
+            let rate = self.cs.pacing_rate;
+            if rate != u64::MAX && rate != 0 && self.data_segs_out >= 10 {
+                let len_ns = len as u64 * 1_000_000_000 / rate;
+                let credit = self.wstamp_ns.saturating_sub(prior_wstamp);
+                self.wstamp_ns += len_ns - (len_ns / 2).min(credit);
+            }
+        }
+    }
+
+    /// `tcp_wstamp_ns = max(tcp_wstamp_ns, clock)`; returns the prior value.
+    pub(super) fn advance_wstamp(&mut self) -> u64 {
+        let prior = self.wstamp_ns;
+        self.wstamp_ns = self.wstamp_ns.max(self.now.as_nanos());
+        prior
+    }
+
+    /// Send one skb of `len` new bytes (+FIN) at `snd_nxt`, cut into MSS
+    /// pieces that leave as one aggregate (`tcp_transmit_skb` +
+    /// `tcp_event_new_data_sent`; pacing advances once for the skb). Returns
+    /// the segments sent (`tcp_skb_pcount`).
+    pub(super) fn send_new_skb(&mut self, len: u32, fin: bool) -> u32 {
+        let prior_wstamp = self.advance_wstamp();
+        let xmit_us = self.wstamp_ns / 1000 + CLOCK_BASE_US;
+        let mss = self.mss_cache.max(1);
+        let mut off = 0;
+        let mut segs = 0;
+        loop {
+            let piece = (len - off).min(mss);
+            let last = off + piece == len;
+            self.gso_continue = segs > 0;
+            self.send_new_segment(piece, fin && last, xmit_us);
+            segs += 1;
+            off += piece;
+            if last {
+                break;
+            }
+        }
+        self.gso_continue = false;
+        self.update_after_send(len, prior_wstamp);
+        segs
+    }
+
+    /// One MSS piece of a new skb: header, scoreboard entry, timers.
+    pub(super) fn send_new_segment(&mut self, len: u32, fin: bool, xmit_us: u64) {
+        let seq = self.snd_nxt;
+        let end_seq = seq.wrapping_add(len).wrapping_add(fin as u32);
+        let mut flags = tcp_flags::ACK;
+        if fin {
+            flags |= tcp_flags::FIN;
+        }
+        if end_seq == self.write_seq && len > 0 {
+            flags |= tcp_flags::PSH;
+        }
+        let mut hdr = self.build_header(seq, flags);
+        // tcp_ecn_send: new data is ECT(0) and carries a queued CWR
+        let mut ect = false;
+        if self.ecn_ok && len > 0 {
+            ect = true;
+            if self.ecn_queue_cwr {
+                self.ecn_queue_cwr = false;
+                hdr.flags |= tcp_flags::CWR;
+            }
+        }
+        if len > 0 {
+            self.event_data_sent();
+            self.data_segs_out = self.data_segs_out.wrapping_add(1);
+            self.bytes_sent += len as u64;
+        }
+        self.emit(hdr, len, ect);
+        let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
+        // tcp_event_new_data_sent
+        self.snd_nxt = end_seq;
+        let prior_packets = self.sb.packets_out;
+        self.sb.push(Seg {
+            seq,
+            end_seq,
+            sacked: 0,
+            flags: if fin { tcp_flags::FIN } else { 0 },
+            in_tsorted: true,
+            xmit_us,
+            tx,
+        });
+        if len < self.mss_cache {
+            self.snd_sml = end_seq; // tcp_minshall_update
+        }
+        if prior_packets == 0
+            || matches!(self.timers.pending_xmit(), Some((TcpTimer::LossProbe, _)))
+        {
+            self.rearm_rto();
+        }
+    }
+
+    /// `tcp_retransmit_skb` for the segment at `idx`: resend it and count it
+    /// as a retransmission in flight (`SACKED_RETRANS`, `retrans_out`, the
+    /// undo bookkeeping); false if it could not be sent.
+    pub(in crate::tcp) fn retransmit_seg(&mut self, idx: usize) -> bool {
+        if !self.retransmit_raw(idx) {
+            return false;
+        }
+        let s = &mut self.sb.q[idx];
+        s.sacked |= RETRANS;
+        let xmit_ms = (s.xmit_us / 1000) as u32;
+        self.sb.retrans_out += 1;
+        if self.retrans_stamp == 0 {
+            self.retrans_stamp = xmit_ms;
+        }
+        self.undo.on_retransmit();
+        true
+    }
+
+    /// `__tcp_retransmit_skb`: resend the segment at `idx` (counted in
+    /// `total_retrans`, marked `EVER_RETRANS`) without the scoreboard
+    /// bookkeeping — what a tail loss probe does; false if it could not be
+    /// sent (outside the peer's window).
+    pub(in crate::tcp) fn retransmit_raw(&mut self, idx: usize) -> bool {
+        let seg = self.sb.q[idx];
+        // __tcp_retransmit_skb: do not retransmit beyond a shrunk window,
+        // except the head as a zero-window probe
+        let avail = self.wnd_end().wrapping_sub(seg.seq) as i32;
+        if avail <= 0 && seg.seq != self.snd_una {
+            return false;
+        }
+        let syn = seg.flags & tcp_flags::SYN != 0;
+        let fin = seg.flags & tcp_flags::FIN != 0;
+        let len = seg
+            .end_seq
+            .wrapping_sub(seg.seq)
+            .wrapping_sub(syn as u32)
+            .wrapping_sub(fin as u32);
+        self.total_retrans = self.total_retrans.wrapping_add(1);
+        self.bytes_retrans += len as u64;
+        let prior_wstamp = self.advance_wstamp();
+        let xmit_us = self.wstamp_ns / 1000 + CLOCK_BASE_US;
+        let hdr = if syn {
+            // RFC 3168 6.1.1.1 fallback (tcp_ecn_clear_syn): a retransmitted
+            // SYN no longer asks for ECN
+            let mut h = self.syn_header();
+            h.flags &= !(tcp_flags::ECE | tcp_flags::CWR);
+            h
+        } else {
+            let mut flags = tcp_flags::ACK;
+            if fin {
+                flags |= tcp_flags::FIN;
+            }
+            self.build_header(seg.seq, flags)
+        };
+        if len > 0 || syn {
+            self.event_data_sent();
+            if len > 0 {
+                self.data_segs_out = self.data_segs_out.wrapping_add(1);
+            }
+        }
+        // retransmissions are Not-ECT (tcp_ecn_send)
+        self.emit(hdr, len, false);
+        self.update_after_send(len, prior_wstamp);
+        let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
+        self.sb.on_retransmit(idx, xmit_us, tx);
+        true
+    }
+
+    pub(super) fn syn_header(&mut self) -> TcpHeader {
+        let mut h = self.build_header(self.iss, tcp_flags::SYN);
+        if self.cfg.ecn == 1 {
+            h.flags |= tcp_flags::ECE | tcp_flags::CWR; // tcp_ecn_send_syn
+        }
+        h
+    }
+
+    /// The SYN (`tcp_connect`), queued on the retransmission queue.
+    pub(super) fn send_syn(&mut self) {
+        let hdr = self.syn_header();
+        let xmit_us = self.now_us;
+        self.wstamp_ns = self.wstamp_ns.max(self.now.as_nanos());
+        self.segs_out = self.segs_out.wrapping_add(1);
+        self.out.push_back(Segment::single(hdr, 0, false, 0));
+        // tcp_connect_queue_skb counts it before tcp_rate_skb_sent sees it
+        self.sb.packets_out += 1;
+        let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
+        self.sb.packets_out -= 1;
+        self.sb.push(Seg {
+            seq: self.iss,
+            end_seq: self.iss.wrapping_add(1),
+            sacked: 0,
+            flags: tcp_flags::SYN,
+            in_tsorted: true,
+            xmit_us,
+            tx,
+        });
+    }
+
+    /// The SYN-ACK (`tcp_make_synack`).
+    pub(super) fn send_synack(&mut self) {
+        let mut hdr = self.build_header(self.iss, tcp_flags::SYN | tcp_flags::ACK);
+        if self.ecn_ok {
+            hdr.flags |= tcp_flags::ECE;
+        }
+        if self.synack_sent_us == 0 {
+            self.synack_sent_us = self.now_us.max(1);
+        }
+        self.segs_out = self.segs_out.wrapping_add(1);
+        self.out.push_back(Segment::single(hdr, 0, false, 0));
+    }
+
+    /// `tcp_send_ack`: a pure ACK (with window, SACK blocks, ECE).
+    pub(in crate::tcp) fn send_ack(&mut self) {
+        if matches!(self.state, TcpState::Closed | TcpState::SynSent) {
+            return;
+        }
+        let seq = self.acceptable_seq();
+        let hdr = self.build_header(seq, tcp_flags::ACK);
+        self.emit(hdr, 0, false);
+    }
+
+    /// `tcp_acceptable_seq`.
+    pub(super) fn acceptable_seq(&self) -> u32 {
+        if !before(self.wnd_end(), self.snd_nxt)
+            || (self.wscale_ok
+                && self.snd_nxt.wrapping_sub(self.wnd_end()) < (1u32 << self.rcv.rcv_wscale))
+        {
+            self.snd_nxt
+        } else {
+            self.wnd_end()
+        }
+    }
+
+    /// `tcp_event_ack_sent`.
+    pub(super) fn event_ack_sent(&mut self) {
+        if self.rcv.compressed_ack > 0 {
+            self.rcv.compressed_ack = 0;
+            self.timers.clear(TcpTimer::CompressedAck);
+        }
+        self.rcv.dec_quickack_mode();
+        self.rcv.ack_pending = 0;
+        self.timers.clear(TcpTimer::DelayedAck);
+    }
+
+    /// `tcp_select_window`: the window field for an outgoing segment; never
+    /// shrinks the right edge offered before (tcp.md §17.14).
+    pub(super) fn select_window(&mut self) -> u16 {
+        let cur_win = self.rcv.receive_window();
+        let mut new_win = self.select_window_raw();
+        if new_win < cur_win {
+            // never shrink the offered window
+            let a = 1u32 << self.rcv.rcv_wscale;
+            new_win = cur_win.div_ceil(a) * a;
+        }
+        self.rcv.rcv_wnd = new_win;
+        self.rcv.rcv_wup = self.rcv.rcv_nxt;
+        let new_win = new_win.min(65535u32 << self.rcv.rcv_wscale);
+        (new_win >> self.rcv.rcv_wscale) as u16
+    }
+
+    /// `__tcp_select_window` (tcp.md §7.1).
+    pub(in crate::tcp) fn select_window_raw(&mut self) -> u32 {
+        self.rcv.select_window_raw()
+    }
+
+    /// `tcp_xmit_probe_skb`: a segment the receiver must answer, outside the
+    /// window (`snd_una − 1`).
+    pub(super) fn xmit_probe_skb(&mut self) {
+        let seq = self.snd_una.wrapping_sub(1);
+        let hdr = self.build_header(seq, tcp_flags::ACK);
+        self.emit(hdr, 0, false);
+    }
+
+    /// `tcp_cwnd_validate`.
+    pub(super) fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        if !before(self.snd_una, self.cwnd_usage_seq)
+            || is_cwnd_limited
+            || (!self.is_cwnd_limited && self.sb.packets_out > self.max_packets_out)
+        {
+            self.is_cwnd_limited = is_cwnd_limited;
+            self.max_packets_out = self.sb.packets_out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+        if self.is_cwnd_limited_now() {
+            self.snd_cwnd_used = 0;
+            self.snd_cwnd_stamp = self.jiffies();
+        } else {
+            if self.sb.packets_out > self.snd_cwnd_used {
+                self.snd_cwnd_used = self.sb.packets_out;
+            }
+            if self.cfg.slow_start_after_idle
+                && self.jiffies().wrapping_sub(self.snd_cwnd_stamp) as i32 >= self.icsk_rto as i32
+                && !self.cc.has_cong_control()
+            {
+                self.cwnd_application_limited();
+            }
+        }
+    }
+
+    /// `tcp_cwnd_application_limited` (RFC 2861, slow part).
+    pub(super) fn cwnd_application_limited(&mut self) {
+        if self.ca_state() == CaState::Open && !self.nospace {
+            let init_win = self.cfg.init_cwnd.min(self.cs.snd_cwnd_clamp);
+            let win_used = self.snd_cwnd_used.max(init_win);
+            if win_used < self.cwnd() {
+                self.cs.snd_ssthresh = self.current_ssthresh();
+                let c = (self.cwnd() + win_used) >> 1;
+                self.set_cwnd(c);
+            }
+            self.snd_cwnd_used = 0;
+        }
+        self.snd_cwnd_stamp = self.jiffies();
+    }
+
+    /// `tcp_slow_start_after_idle_check` → `tcp_cwnd_restart` (RFC 2861).
+    pub(in crate::tcp) fn slow_start_after_idle_check(&mut self) {
+        if !self.cfg.slow_start_after_idle || self.sb.packets_out > 0 || self.cc.has_cong_control()
+        {
+            return;
+        }
+        let delta = self.jiffies().wrapping_sub(self.lsndtime) as i32;
+        if delta > self.icsk_rto as i32 {
+            self.cwnd_restart(delta);
+        }
+    }
+
+    pub(super) fn cwnd_restart(&mut self, mut delta: i32) {
+        self.ca_event(CaEvent::CwndRestart);
+        let restart = self.cfg.init_cwnd.min(self.cs.snd_cwnd_clamp);
+        let mut cwnd = self.cwnd();
+        self.cs.snd_ssthresh = self.current_ssthresh();
+        let restart = restart.min(cwnd);
+        loop {
+            delta -= self.icsk_rto as i32;
+            if delta <= 0 || cwnd <= restart {
+                break;
+            }
+            cwnd >>= 1;
+        }
+        self.set_cwnd(cwnd.max(restart));
+        self.snd_cwnd_stamp = self.jiffies();
+        self.snd_cwnd_used = 0;
+    }
+
+    /// `tcp_update_pacing_rate` (non-BBR; tcp.md §12).
+    pub(in crate::tcp) fn update_pacing_rate(&mut self) {
+        let mut rate = self.mss_cache as u64 * ((1_000_000 / 100) << 3);
+        let ratio = if self.cwnd() < self.cs.snd_ssthresh / 2 {
+            200
+        } else {
+            120
+        };
+        rate *= ratio;
+        rate *= self.cwnd().max(self.sb.packets_out) as u64;
+        if self.rtt.srtt_us != 0 {
+            rate /= self.rtt.srtt_us as u64;
+        }
+        self.cs.pacing_rate = rate.min(self.cs.max_pacing_rate);
+    }
+
+    /// `tcp_rate_check_app_limited`.
+    pub(super) fn rate_check_app_limited(&mut self) {
+        let unsent = self.unsent_bytes();
+        let in_flight = self.in_flight();
+        self.rate.check_app_limited(
+            unsent,
+            self.mss_cache,
+            in_flight,
+            self.cwnd(),
+            self.sb.lost_out,
+            self.sb.retrans_out,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::harness::*;
+    use crate::time::{Rate, SimDuration};
+
+    #[test]
+    fn initial_window_is_ten_segments() {
+        let mut p = Pair::sym(cfg("reno"), SimDuration::from_millis(50));
+        p.to_write = u64::MAX;
+        // the handshake completes at 100 ms; the first ACK of data returns at 200 ms
+        p.run_until(ms(199));
+        let first: Vec<_> = p.data_from_a().collect();
+        assert_eq!(first.len(), 10);
+        assert!(first
+            .iter()
+            .all(|s| s.t == ms(100) && s.seg.payload_len == 1448));
+        assert_eq!(p.a.info().unacked, 10);
+    }
+
+    /// Segments the client sent in each RTT-long slice after the handshake.
+    fn flights(p: &Pair, start: SimTime, rtt: SimDuration, n: usize) -> Vec<usize> {
+        (0..n)
+            .map(|k| {
+                let lo = start + SimDuration::from_nanos(rtt.as_nanos() * k as u64);
+                let hi = lo + rtt;
+                p.data_from_a().filter(|s| s.t >= lo && s.t < hi).count()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn slow_start_doubles_cwnd_every_rtt() {
+        // a receiver with room (no rwnd limit) and no bottleneck
+        let mut b = cfg("reno");
+        b.rmem = [4096, 4 << 20, 16 << 20];
+        let mut p = Pair::new(cfg("reno"), b, SimDuration::from_millis(50));
+        p.to_write = u64::MAX;
+        p.run_until(ms(700));
+        let f = flights(&p, ms(100), SimDuration::from_millis(100), 6);
+        assert_eq!(f, vec![10, 20, 40, 80, 160, 320]);
+    }
+
+    #[test]
+    fn bbr_paces_its_segments() {
+        // BBR asks for internal pacing (no fq here): after the first ten
+        // segments, departures are spaced by len / pacing_rate
+        let mut p = Pair::sym(cfg("bbr"), SimDuration::from_millis(5));
+        p.check = false;
+        p.ab.rate = Some(Rate::from_bps(1_000_000_000));
+        p.to_write = u64::MAX;
+        p.run_until(ms(1000));
+        let sends: Vec<SimTime> = p.data_from_a().map(|s| s.t).collect();
+        // distinct departure instants: far more than the number of ACKs would give
+        let mut gaps: Vec<u64> = sends.windows(2).map(|w| (w[1] - w[0]).as_nanos()).collect();
+        let bursts = gaps.iter().filter(|&&g| g == 0).count();
+        assert!(bursts < sends.len() / 10, "{bursts} of {}", sends.len());
+        gaps.retain(|&g| g > 0);
+        assert!(p.a.info().pacing_rate > 0);
+        let i = p.a.info();
+        // goodput near the 1 Gb/s bottleneck (956 Mb/s of payload) after startup
+        assert!(p.read as f64 > 0.8 * 956e6 / 8.0, "{} {:?}", p.read, i);
+        assert_eq!(i.total_retrans, 0);
+    }
+}

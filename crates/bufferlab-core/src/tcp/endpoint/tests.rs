@@ -1,0 +1,75 @@
+//! Whole connections through tcp/harness.rs: the handshake and its
+//! negotiated windows, and an orderly close.
+
+use super::super::harness::*;
+use super::*;
+use crate::tcp::cc::{CcProfile, TCP_INFINITE_SSTHRESH};
+use crate::time::SimDuration;
+
+#[test]
+fn handshake_offers_lab2019_windows_and_scales() {
+    // tcp_rmem 4096 87380 6291456 (lab2019): SYN 29200 (20 × 1460), wscale 7;
+    // the passive side quantises with MSS − 12: SYN-ACK 28960
+    let mut p = Pair::sym(cfg("cubic"), SimDuration::from_millis(10));
+    p.run_until(ms(100));
+    let syn = p.log[0].seg.hdr;
+    assert_eq!(syn.flags, tcp_flags::SYN);
+    assert_eq!(
+        (syn.window, syn.mss, syn.wscale, syn.sack_ok, syn.ts),
+        (29200, 1460, Some(7), true, true)
+    );
+    assert_eq!(syn.header_len(), 40);
+    let synack = p.segs_from_b().next().unwrap().seg.hdr;
+    assert_eq!(synack.flags, tcp_flags::SYN | tcp_flags::ACK);
+    assert_eq!((synack.window, synack.wscale), (28960, Some(7)));
+    assert_eq!(p.a.state(), TcpState::Established);
+    assert_eq!(p.b().state(), TcpState::Established);
+    let i = p.a.info();
+    assert_eq!(
+        (i.snd_mss, i.pmtu, i.snd_wscale, i.rcv_wscale, i.options),
+        (1448, 1500, 7, 7, 7)
+    );
+    // the handshake's RTT sample: 20 ms, RTO 20 + 200 ms = 55 jiffies
+    assert_eq!((i.rtt, i.rttvar, i.rto), (20_000, 10_000, 220_000));
+    assert_eq!(i.snd_cwnd, 10);
+    assert_eq!(i.snd_ssthresh, TCP_INFINITE_SSTHRESH);
+    assert_eq!(p.b().info().rtt, 20_000, "SYN-ACK → ACK sample");
+    // tcp_rmem[2] = 52428800 (the handouts) → wscale 10
+    let mut big = cfg("cubic");
+    big.rmem = [10240, 87380, 52_428_800];
+    let p = Pair::sym(big, SimDuration::from_millis(10));
+    assert!(p.log.is_empty());
+    let syn = p.a.out.front().unwrap().hdr;
+    assert_eq!((syn.window, syn.wscale), (29200, Some(10)));
+}
+
+#[test]
+fn handshake_offers_modern_windows() {
+    // tcp_rmem[1] = 131072 (modern): 65536 of window → SYN 64240, SYN-ACK 65160
+    let c = TcpConfig::for_profile(CcProfile::Modern);
+    let mut p = Pair::sym(c, SimDuration::from_millis(10));
+    p.run_until(ms(100));
+    assert_eq!(p.log[0].seg.hdr.window, 64240);
+    assert_eq!(p.segs_from_b().next().unwrap().seg.hdr.window, 65160);
+}
+
+#[test]
+fn close_sends_fin_after_the_data_and_both_sides_finish() {
+    let mut p = Pair::sym(cfg("cubic"), SimDuration::from_millis(10));
+    p.to_write = 5000;
+    p.run_until(ms(100));
+    p.a.close(p.now);
+    p.run_until(ms(200));
+    assert_eq!(p.read, 5000);
+    assert!(p.b().eof());
+    assert_eq!(p.a.state(), TcpState::FinWait2);
+    assert_eq!(p.b().state(), TcpState::CloseWait);
+    let now = p.now;
+    p.b.as_mut().unwrap().close(now);
+    p.run_until(ms(300));
+    assert_eq!(p.b().state(), TcpState::Closed);
+    assert_eq!(p.a.state(), TcpState::TimeWait);
+    p.run_until(ms(61_000));
+    assert_eq!(p.a.state(), TcpState::Closed);
+    assert_eq!(p.a.poll_timeout(), None);
+}
