@@ -905,6 +905,7 @@ impl CongestionOps for Bbr {
         3
     }
 
+    /// `bbr_min_tso_segs`.
     fn min_tso_segs(&self, tp: &CcSock) -> u32 {
         min_tso_segs(tp)
     }
