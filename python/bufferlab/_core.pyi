@@ -5,11 +5,12 @@ from typing import final
 
 __version__: str
 __all__ = [
-    "Simulator", "schema", "CoreError", "ConfigError", "TcRequestError", "AppError", "SchemaError",
-    "StalledError", "__version__",
+    "Simulator", "schema", "congestion_controls", "CoreError", "ConfigError", "TcRequestError",
+    "AppError", "SchemaError", "StalledError", "__version__",
 ]
 
 def schema() -> str: ...
+def congestion_controls() -> list[str]: ...
 
 class CoreError(Exception): ...
 class ConfigError(CoreError): ...

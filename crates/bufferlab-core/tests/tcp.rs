@@ -1,6 +1,7 @@
 //! TCP through the engine: bulk transfers over a shaped bottleneck, checked
 //! against first-principles expectations.
 
+use bufferlab_core::tcp::cc::Cc;
 use bufferlab_core::time::SimTime;
 use bufferlab_core::Simulator;
 use serde_json::{json, Value};
@@ -98,7 +99,7 @@ fn goodput_bps(sink: &Value) -> f64 {
 
 #[test]
 fn one_flow_fills_a_bottleneck_with_a_bdp_of_buffer() {
-    for cc in ["reno", "cubic", "htcp", "bbr"] {
+    for &cc in Cc::NAMES {
         // 100 Mbit/s, 20 ms RTT: BDP = 250 000 bytes of buffer
         let mut sim = dumbbell(2, 20, 100_000_000, 250_000);
         let (src, sink) = bulk(&mut sim, None, Some(20), cc, lab_buffers());

@@ -222,10 +222,17 @@ fn schema() -> PyResult<String> {
     json_out(&bufferlab_core::schema::input_schema())
 }
 
+/// The congestion controls the engine registers (`Cc::NAMES`), in order.
+#[pyfunction]
+fn congestion_controls() -> Vec<&'static str> {
+    bufferlab_core::tcp::cc::Cc::NAMES.to_vec()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulator>()?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
+    m.add_function(wrap_pyfunction!(congestion_controls, m)?)?;
     m.add("CoreError", m.py().get_type::<CoreError>())?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("TcRequestError", m.py().get_type::<TcRequestError>())?;

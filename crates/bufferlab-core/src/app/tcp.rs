@@ -87,7 +87,8 @@ impl TcpSpec {
         if let Some(name) = &self.congestion {
             if Cc::from_name(name).is_none() {
                 return Err(Error::App(format!(
-                    "congestion control {name:?} is not available (reno, cubic, htcp, bbr)"
+                    "congestion control {name:?} is not available ({})",
+                    Cc::NAMES.join(", ")
                 )));
             }
             c.congestion = name.clone();
@@ -287,7 +288,11 @@ mod tests {
             congestion: Some("vegas".into()),
             ..TcpSpec::default()
         });
-        assert!(cc.contains("\"vegas\" is not available"), "{cc}");
+        // the registered names in order (Cc::NAMES; a new module appends)
+        assert!(
+            cc.contains("\"vegas\" is not available (reno, cubic, htcp, bbr"),
+            "{cc}"
+        );
         assert!(err(TcpSpec {
             mss: Some(87),
             ..TcpSpec::default()

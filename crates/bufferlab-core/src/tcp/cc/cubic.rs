@@ -28,8 +28,9 @@
 
 use super::{
     after, msecs_to_jiffies, tcp_cong_avoid_ai, tcp_slow_start, usecs_to_jiffies, AckSample,
-    CaEvent, CaState, CcProfile, CcSock, HZ,
+    CaEvent, CaState, CcProfile, CcSock, CongestionOps, HZ,
 };
+use crate::rng::ComponentRng;
 
 /// `BICTCP_BETA_SCALE`: beta is a fraction of 1024.
 const BETA_SCALE: u32 = 1024;
@@ -234,34 +235,6 @@ impl Cubic {
         self.sample_cnt = 0;
     }
 
-    /// `cubictcp_init`.
-    pub fn init(&mut self, tp: &mut CcSock) {
-        self.reset();
-        if self.params.hystart {
-            self.hystart_reset(tp);
-        }
-        if !self.params.hystart && self.params.initial_ssthresh != 0 {
-            tp.snd_ssthresh = self.params.initial_ssthresh;
-        }
-    }
-
-    /// `cubictcp_cwnd_event`: after an idle period (`CA_EVENT_TX_START`),
-    /// shift the epoch by the idle time so the cubic resumes where it was
-    /// (never past now).
-    pub fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
-        if ev != CaEvent::TxStart {
-            return;
-        }
-        let now = tp.jiffies;
-        let delta = now.wrapping_sub(tp.lsndtime) as i32;
-        if self.epoch_start != 0 && delta > 0 {
-            self.epoch_start = self.epoch_start.wrapping_add(delta as u32);
-            if after(self.epoch_start, now) {
-                self.epoch_start = now;
-            }
-        }
-    }
-
     /// W(t) of RFC 8312 eq. 1, `t` in 1/1024 s since the epoch start:
     /// origin ± C·|t − K|^3 (the `bic_target` of `bictcp_update`), in
     /// 32-bit packets as the kernel computes it.
@@ -355,92 +328,6 @@ impl Cubic {
         self.cnt = self.cnt.max(2);
     }
 
-    /// `cubictcp_cong_avoid` (`bictcp_cong_avoid` in lab2019): slow start
-    /// below ssthresh, then follow the cubic through `tcp_cong_avoid_ai`.
-    pub fn cong_avoid(&mut self, tp: &mut CcSock, ack: u32, mut acked: u32) {
-        if !tp.is_cwnd_limited {
-            return;
-        }
-        if tp.in_slow_start() {
-            if self.profile == CcProfile::Lab2019 && self.params.hystart && after(ack, self.end_seq)
-            {
-                self.hystart_reset(tp);
-            }
-            acked = tcp_slow_start(tp, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        self.update(tp.snd_cwnd, acked, tp.jiffies);
-        tcp_cong_avoid_ai(tp, self.cnt, acked);
-    }
-
-    /// `cubictcp_recalc_ssthresh`: end the epoch, remember W_max (reduced
-    /// to (1+β)/2 of cwnd when below the previous one: fast convergence,
-    /// RFC 8312 §4.6), return β·cwnd (eq. 3), at least 2.
-    pub fn ssthresh(&mut self, tp: &CcSock) -> u32 {
-        let cwnd = tp.snd_cwnd;
-        self.epoch_start = 0;
-        self.last_max_cwnd = if cwnd < self.last_max_cwnd && self.params.fast_convergence {
-            cwnd.wrapping_mul(BETA_SCALE + self.params.beta) / (2 * BETA_SCALE)
-        } else {
-            cwnd
-        };
-        (cwnd.wrapping_mul(self.params.beta) / BETA_SCALE).max(2)
-    }
-
-    /// `cubictcp_state`: an RTO forgets everything (W_max too) and
-    /// restarts HyStart.
-    pub fn set_state(&mut self, tp: &mut CcSock, new_state: CaState) {
-        if new_state == CaState::Loss {
-            self.reset();
-            self.hystart_reset(tp);
-        }
-    }
-
-    /// `tcp_reno_undo_cwnd` (CUBIC's `undo_cwnd` since 4.14).
-    pub fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
-        tp.snd_cwnd.max(tp.prior_cwnd)
-    }
-
-    /// `cubictcp_acked` (`bictcp_acked`): track `delay_min` and run HyStart
-    /// while in slow start. RTT samples within 1 s of an epoch start (i.e.
-    /// right after a reduction) are ignored.
-    pub fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {
-        let rtt_us = sample.rtt_us as i32; // s32 in struct ack_sample
-        if rtt_us < 0 {
-            return;
-        }
-        if self.epoch_start != 0 && (tp.jiffies.wrapping_sub(self.epoch_start) as i32) < HZ as i32 {
-            return;
-        }
-        let mut delay = match self.profile {
-            CcProfile::Modern => rtt_us as u32,
-            CcProfile::Lab2019 => (rtt_us.wrapping_shl(3) / 1_000) as u32,
-        };
-        if delay == 0 {
-            delay = 1;
-        }
-        if self.delay_min == 0 || self.delay_min > delay {
-            self.delay_min = delay;
-        }
-        match self.profile {
-            CcProfile::Modern => {
-                if self.found == 0 && tp.in_slow_start() && self.params.hystart {
-                    self.hystart_update_modern(tp, delay);
-                }
-            }
-            CcProfile::Lab2019 => {
-                if self.params.hystart
-                    && tp.in_slow_start()
-                    && tp.snd_cwnd >= self.params.hystart_low_window
-                {
-                    self.hystart_update_lab2019(tp, delay);
-                }
-            }
-        }
-    }
-
     /// `hystart_ack_delay` (≥ 5.7): a TSO/GRO cushion of 4 GSO packets at
     /// the pacing rate, at most 1 ms.
     fn hystart_ack_delay(tp: &CcSock) -> u32 {
@@ -529,10 +416,129 @@ impl Cubic {
             }
         }
     }
+}
+
+/// `cubictcp` (`tcp_congestion_ops`); `undo_cwnd` is the default
+/// `tcp_reno_undo_cwnd`, CUBIC's since 4.14.
+impl CongestionOps for Cubic {
+    const NAME: &'static str = "cubic";
+
+    fn create(profile: CcProfile, _rng: ComponentRng) -> Cubic {
+        Cubic::new(CubicParams::default(), profile)
+    }
+
+    /// `cubictcp_init`.
+    fn init(&mut self, tp: &mut CcSock) {
+        self.reset();
+        if self.params.hystart {
+            self.hystart_reset(tp);
+        }
+        if !self.params.hystart && self.params.initial_ssthresh != 0 {
+            tp.snd_ssthresh = self.params.initial_ssthresh;
+        }
+    }
+
+    /// `cubictcp_recalc_ssthresh`: end the epoch, remember W_max (reduced
+    /// to (1+β)/2 of cwnd when below the previous one: fast convergence,
+    /// RFC 8312 §4.6), return β·cwnd (eq. 3), at least 2.
+    fn ssthresh(&mut self, tp: &CcSock) -> u32 {
+        let cwnd = tp.snd_cwnd;
+        self.epoch_start = 0;
+        self.last_max_cwnd = if cwnd < self.last_max_cwnd && self.params.fast_convergence {
+            cwnd.wrapping_mul(BETA_SCALE + self.params.beta) / (2 * BETA_SCALE)
+        } else {
+            cwnd
+        };
+        (cwnd.wrapping_mul(self.params.beta) / BETA_SCALE).max(2)
+    }
+
+    /// `cubictcp_cong_avoid` (`bictcp_cong_avoid` in lab2019): slow start
+    /// below ssthresh, then follow the cubic through `tcp_cong_avoid_ai`.
+    fn cong_avoid(&mut self, tp: &mut CcSock, ack: u32, mut acked: u32) {
+        if !tp.is_cwnd_limited {
+            return;
+        }
+        if tp.in_slow_start() {
+            if self.profile == CcProfile::Lab2019 && self.params.hystart && after(ack, self.end_seq)
+            {
+                self.hystart_reset(tp);
+            }
+            acked = tcp_slow_start(tp, acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        self.update(tp.snd_cwnd, acked, tp.jiffies);
+        tcp_cong_avoid_ai(tp, self.cnt, acked);
+    }
+
+    /// `cubictcp_state`: an RTO forgets everything (W_max too) and
+    /// restarts HyStart.
+    fn set_state(&mut self, tp: &mut CcSock, new_state: CaState) {
+        if new_state == CaState::Loss {
+            self.reset();
+            self.hystart_reset(tp);
+        }
+    }
+
+    /// `cubictcp_cwnd_event`: after an idle period (`CA_EVENT_TX_START`),
+    /// shift the epoch by the idle time so the cubic resumes where it was
+    /// (never past now).
+    fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
+        if ev != CaEvent::TxStart {
+            return;
+        }
+        let now = tp.jiffies;
+        let delta = now.wrapping_sub(tp.lsndtime) as i32;
+        if self.epoch_start != 0 && delta > 0 {
+            self.epoch_start = self.epoch_start.wrapping_add(delta as u32);
+            if after(self.epoch_start, now) {
+                self.epoch_start = now;
+            }
+        }
+    }
+
+    /// `cubictcp_acked` (`bictcp_acked`): track `delay_min` and run HyStart
+    /// while in slow start. RTT samples within 1 s of an epoch start (i.e.
+    /// right after a reduction) are ignored.
+    fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {
+        let rtt_us = sample.rtt_us as i32; // s32 in struct ack_sample
+        if rtt_us < 0 {
+            return;
+        }
+        if self.epoch_start != 0 && (tp.jiffies.wrapping_sub(self.epoch_start) as i32) < HZ as i32 {
+            return;
+        }
+        let mut delay = match self.profile {
+            CcProfile::Modern => rtt_us as u32,
+            CcProfile::Lab2019 => (rtt_us.wrapping_shl(3) / 1_000) as u32,
+        };
+        if delay == 0 {
+            delay = 1;
+        }
+        if self.delay_min == 0 || self.delay_min > delay {
+            self.delay_min = delay;
+        }
+        match self.profile {
+            CcProfile::Modern => {
+                if self.found == 0 && tp.in_slow_start() && self.params.hystart {
+                    self.hystart_update_modern(tp, delay);
+                }
+            }
+            CcProfile::Lab2019 => {
+                if self.params.hystart
+                    && tp.in_slow_start()
+                    && tp.snd_cwnd >= self.params.hystart_low_window
+                {
+                    self.hystart_update_lab2019(tp, delay);
+                }
+            }
+        }
+    }
 
     /// Trace values: K (s), W_max and the plateau (packets), `cnt`, the
     /// Reno estimate, delay_min (µs) and whether HyStart fired.
-    pub(crate) fn metrics(&self, out: &mut Vec<(&'static str, f64)>) {
+    fn metrics(&self, out: &mut Vec<(&'static str, f64)>) {
         let delay_min_us = match self.profile {
             CcProfile::Modern => self.delay_min as f64,
             CcProfile::Lab2019 => self.delay_min as f64 * 125.0,

@@ -16,7 +16,11 @@
 //! β = minRTT/maxRTT in [0.5, 0.8], or 0.5 while the achieved throughput is
 //! still changing by more than ±20 % between congestion events.
 
-use super::{msecs_to_jiffies, tcp_slow_start, usecs_to_jiffies, AckSample, CaState, CcSock, HZ};
+use super::{
+    msecs_to_jiffies, tcp_reno_undo_cwnd, tcp_slow_start, usecs_to_jiffies, AckSample, CaState,
+    CcProfile, CcSock, CongestionOps, HZ,
+};
+use crate::rng::ComponentRng;
 
 /// `ALPHA_BASE`: 1.0 << 7.
 const ALPHA_BASE: u32 = 1 << 7;
@@ -115,12 +119,6 @@ impl Htcp {
         self.beta as u32
     }
 
-    /// `htcp_init`.
-    pub fn init(&mut self, tp: &mut CcSock) {
-        *self = Htcp::new(self.params);
-        self.last_cong = tp.jiffies;
-    }
-
     /// `htcp_cong_time`: jiffies since the last congestion event.
     fn cong_time(&self, jiffies: u32) -> u32 {
         jiffies.wrapping_sub(self.last_cong)
@@ -133,18 +131,6 @@ impl Htcp {
         self.undo_max_rtt = self.max_rtt;
         self.undo_old_max_b = self.old_max_b;
         self.last_cong = jiffies;
-    }
-
-    /// `htcp_cwnd_undo`: restore the saved Δ clock and RTT/bandwidth
-    /// memory, then Reno's undo (max(cwnd, prior_cwnd)).
-    pub fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
-        if self.undo_last_cong != 0 {
-            self.last_cong = self.undo_last_cong;
-            self.max_rtt = self.undo_max_rtt;
-            self.old_max_b = self.undo_old_max_b;
-            self.undo_last_cong = 0;
-        }
-        tp.snd_cwnd.max(tp.prior_cwnd)
     }
 
     /// `measure_rtt`: minRTT ever; in Open, maxRTT follows increases of at
@@ -160,57 +146,6 @@ impl Htcp {
             if self.max_rtt < srtt && srtt <= self.max_rtt.wrapping_add(msecs_to_jiffies(20)) {
                 self.max_rtt = srtt;
             }
-        }
-    }
-
-    /// `measure_achieved_throughput` (the `pkts_acked` hook): RTT tracking
-    /// and, in Open/Disorder, one throughput sample per window of packets
-    /// (at least minRTT long): Bi is smoothed ¾ old + ¼ new, except within
-    /// 3 RTTs of a congestion event where it restarts.
-    pub fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {
-        let now = tp.jiffies;
-        if tp.ca_state == CaState::Open {
-            self.pkts_acked = sample.pkts_acked as u16;
-        }
-        let rtt_us = sample.rtt_us as i32; // s32 in struct ack_sample
-        if rtt_us > 0 {
-            self.measure_rtt(tp, usecs_to_jiffies(rtt_us as u32));
-        }
-        if !self.params.use_bandwidth_switch {
-            return;
-        }
-        if !matches!(tp.ca_state, CaState::Open | CaState::Disorder) {
-            self.packetcount = 0;
-            self.lasttime = now;
-            return;
-        }
-        self.packetcount = self.packetcount.wrapping_add(sample.pkts_acked);
-        let a = match self.alpha >> 7 {
-            0 => 1,
-            a => a,
-        };
-        let elapsed = now.wrapping_sub(self.lasttime);
-        if self.packetcount >= tp.snd_cwnd.wrapping_sub(a)
-            && elapsed >= self.min_rtt
-            && self.min_rtt > 0
-        {
-            let cur_bi = self.packetcount.wrapping_mul(HZ) / elapsed;
-            if self.cong_time(now) / self.min_rtt <= 3 {
-                // just after a backoff
-                self.min_b = cur_bi;
-                self.max_b = cur_bi;
-                self.bi = cur_bi;
-            } else {
-                self.bi = (3u32.wrapping_mul(self.bi).wrapping_add(cur_bi)) / 4;
-                if self.bi > self.max_b {
-                    self.max_b = self.bi;
-                }
-                if self.min_b > self.max_b {
-                    self.min_b = self.max_b;
-                }
-            }
-            self.packetcount = 0;
-            self.lasttime = now;
         }
     }
 
@@ -284,9 +219,24 @@ impl Htcp {
             self.max_rtt = min_rtt + (max_rtt - min_rtt).wrapping_mul(95) / 100;
         }
     }
+}
+
+/// `htcp` (`tcp_congestion_ops` in tcp_htcp.c).
+impl CongestionOps for Htcp {
+    const NAME: &'static str = "htcp";
+
+    fn create(_profile: CcProfile, _rng: ComponentRng) -> Htcp {
+        Htcp::new(HtcpParams::default())
+    }
+
+    /// `htcp_init`.
+    fn init(&mut self, tp: &mut CcSock) {
+        *self = Htcp::new(self.params);
+        self.last_cong = tp.jiffies;
+    }
 
     /// `htcp_recalc_ssthresh`: ssthresh = β·cwnd (at least 2).
-    pub fn ssthresh(&mut self, tp: &CcSock) -> u32 {
+    fn ssthresh(&mut self, tp: &CcSock) -> u32 {
         self.param_update(tp.jiffies);
         (tp.snd_cwnd.wrapping_mul(self.beta as u32) >> 7).max(2)
     }
@@ -294,7 +244,7 @@ impl Htcp {
     /// `htcp_cong_avoid`: slow start (leftover discarded), else +1 packet
     /// once `snd_cwnd_cnt·α ≥ cwnd` (i.e. α packets per RTT), counting the
     /// packets of the last Open ACK and refreshing α at every step.
-    pub fn cong_avoid(&mut self, tp: &mut CcSock, _ack: u32, acked: u32) {
+    fn cong_avoid(&mut self, tp: &mut CcSock, _ack: u32, acked: u32) {
         if !tp.is_cwnd_limited {
             return;
         }
@@ -317,7 +267,7 @@ impl Htcp {
     /// `htcp_state`: entering CWR/Recovery/Loss starts an episode (Δ = 0);
     /// returning to Open after an episode that was not undone restarts the
     /// Δ clock at its end.
-    pub fn set_state(&mut self, tp: &mut CcSock, new_state: CaState) {
+    fn set_state(&mut self, tp: &mut CcSock, new_state: CaState) {
         match new_state {
             CaState::Open => {
                 if self.undo_last_cong != 0 {
@@ -330,8 +280,71 @@ impl Htcp {
         }
     }
 
+    /// `measure_achieved_throughput` (the `pkts_acked` hook): RTT tracking
+    /// and, in Open/Disorder, one throughput sample per window of packets
+    /// (at least minRTT long): Bi is smoothed ¾ old + ¼ new, except within
+    /// 3 RTTs of a congestion event where it restarts.
+    fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {
+        let now = tp.jiffies;
+        if tp.ca_state == CaState::Open {
+            self.pkts_acked = sample.pkts_acked as u16;
+        }
+        let rtt_us = sample.rtt_us as i32; // s32 in struct ack_sample
+        if rtt_us > 0 {
+            self.measure_rtt(tp, usecs_to_jiffies(rtt_us as u32));
+        }
+        if !self.params.use_bandwidth_switch {
+            return;
+        }
+        if !matches!(tp.ca_state, CaState::Open | CaState::Disorder) {
+            self.packetcount = 0;
+            self.lasttime = now;
+            return;
+        }
+        self.packetcount = self.packetcount.wrapping_add(sample.pkts_acked);
+        let a = match self.alpha >> 7 {
+            0 => 1,
+            a => a,
+        };
+        let elapsed = now.wrapping_sub(self.lasttime);
+        if self.packetcount >= tp.snd_cwnd.wrapping_sub(a)
+            && elapsed >= self.min_rtt
+            && self.min_rtt > 0
+        {
+            let cur_bi = self.packetcount.wrapping_mul(HZ) / elapsed;
+            if self.cong_time(now) / self.min_rtt <= 3 {
+                // just after a backoff
+                self.min_b = cur_bi;
+                self.max_b = cur_bi;
+                self.bi = cur_bi;
+            } else {
+                self.bi = (3u32.wrapping_mul(self.bi).wrapping_add(cur_bi)) / 4;
+                if self.bi > self.max_b {
+                    self.max_b = self.bi;
+                }
+                if self.min_b > self.max_b {
+                    self.min_b = self.max_b;
+                }
+            }
+            self.packetcount = 0;
+            self.lasttime = now;
+        }
+    }
+
+    /// `htcp_cwnd_undo`: restore the saved Δ clock and RTT/bandwidth
+    /// memory, then Reno's undo (max(cwnd, prior_cwnd)).
+    fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
+        if self.undo_last_cong != 0 {
+            self.last_cong = self.undo_last_cong;
+            self.max_rtt = self.undo_max_rtt;
+            self.old_max_b = self.undo_old_max_b;
+            self.undo_last_cong = 0;
+        }
+        tcp_reno_undo_cwnd(tp)
+    }
+
     /// Trace values: α and β as fractions, RTTs in ms, throughput estimate.
-    pub(crate) fn metrics(&self, out: &mut Vec<(&'static str, f64)>) {
+    fn metrics(&self, out: &mut Vec<(&'static str, f64)>) {
         let ms_per_jiffy = 1_000.0 / HZ as f64;
         out.extend_from_slice(&[
             ("htcp_alpha", self.alpha as f64 / 128.0),

@@ -5,7 +5,9 @@
 //!
 //! Shape. The endpoint owns a [`CcSock`] — the `tcp_sock` fields the kernel
 //! modules read and write — keeps it in sync with its own state and calls
-//! the hooks of the closed enum [`Cc`] at the points Linux calls them
+//! the hooks of the closed enum [`Cc`] — each module implements
+//! [`CongestionOps`] in its own file and is registered with one line in
+//! `register_congestion_controls!` — at the points Linux calls them
 //! (tcp.md §8): `pkts_acked` after cleaning the retransmission queue, then on
 //! the congestion-control step either `cong_control` (BBR, which then owns
 //! cwnd and pacing) or, outside CWR/Recovery, `cong_avoid`; `ssthresh` when a
@@ -37,10 +39,9 @@ pub mod reno;
 #[cfg(test)]
 mod fluid;
 
-pub use bbr::{Bbr, BbrMode};
-pub use cubic::{Cubic, CubicParams};
-pub use htcp::{Htcp, HtcpParams};
-pub use reno::Reno;
+pub use bbr::BbrMode;
+pub use cubic::CubicParams;
+pub use htcp::HtcpParams;
 
 use crate::rng::ComponentRng;
 use crate::time::SimTime;
@@ -316,15 +317,120 @@ pub enum CcProfile {
     Modern,
 }
 
-/// A congestion-control module, selected by its `tcp_congestion_control`
-/// sysctl name. Methods are the `tcp_congestion_ops` hooks; each delegates
-/// to the model, with Linux's fallback where the model has no hook.
-#[derive(Clone, Debug)]
-pub enum Cc {
-    Reno(Reno),
-    Cubic(Cubic),
-    Htcp(Htcp),
-    Bbr(Bbr),
+/// Type of a `cong_control` hook (see [`CongestionOps::CONG_CONTROL`]).
+pub type CongControl<T> = fn(&mut T, &mut CcSock, &RateSample);
+
+/// One congestion-control module: Linux's `struct tcp_congestion_ops`
+/// (include/net/tcp.h). A hook the module leaves out falls back as
+/// `net/ipv4/tcp_cong.c` and its callers do when the pointer is NULL.
+/// `ssthresh` is required, as `tcp_validate_congestion_control` requires it.
+pub trait CongestionOps: Clone + std::fmt::Debug {
+    /// The `tcp_congestion_control` sysctl name, also printed by `ss -i`.
+    const NAME: &'static str;
+
+    /// A fresh instance with the module's default parameters for kernel
+    /// `profile` (`tcp_assign_congestion_control`); `rng` is the connection's
+    /// congestion-control stream (BBR draws its initial PROBE_BW phase from it).
+    fn create(profile: CcProfile, rng: ComponentRng) -> Self;
+
+    /// `init` (`tcp_init_congestion_control`): connection established.
+    fn init(&mut self, _tp: &mut CcSock) {}
+
+    /// `ssthresh`: the slow-start threshold after a congestion event; the
+    /// caller stores it in `snd_ssthresh`.
+    fn ssthresh(&mut self, tp: &CcSock) -> u32;
+
+    /// `cong_avoid`: grow cwnd on an ACK in Open/Disorder; `ack` is the
+    /// cumulative ACK number, `acked` the packets newly (s)acked. Linux
+    /// requires it of modules without `cong_control` and never calls it on
+    /// those with one, so the empty default is only right for the latter.
+    fn cong_avoid(&mut self, _tp: &mut CcSock, _ack: u32, _acked: u32) {}
+
+    /// `set_state`, called by `tcp_set_ca_state` while `tp.ca_state` still
+    /// holds the old state.
+    fn set_state(&mut self, _tp: &mut CcSock, _new_state: CaState) {}
+
+    /// `cwnd_event` (`tcp_ca_event`).
+    fn cwnd_event(&mut self, _tp: &mut CcSock, _ev: CaEvent) {}
+
+    /// `pkts_acked`: per-ACK RTT/ack-count sample (tcp.md §8 step 6).
+    fn pkts_acked(&mut self, _tp: &mut CcSock, _sample: &AckSample) {}
+
+    /// `undo_cwnd`: the cwnd to restore when a reduction proves spurious;
+    /// the caller stores it in `snd_cwnd`. Default: [`tcp_reno_undo_cwnd`].
+    fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
+        tcp_reno_undo_cwnd(tp)
+    }
+
+    /// `cong_control`: a module that has it replaces the generic cwnd logic
+    /// (PRR and `cong_avoid`, `tcp_cong_control` in tcp_input.c) and sets
+    /// cwnd and pacing itself. `None` (NULL) by default.
+    const CONG_CONTROL: Option<CongControl<Self>> = None;
+
+    /// `sndbuf_expand`: cwnd multiples the send buffer provisions
+    /// (`tcp_sndbuf_expand`, 2 when the hook is NULL).
+    fn sndbuf_expand(&self) -> u32 {
+        2
+    }
+
+    /// `min_tso_segs` (`tcp_tso_autosize`): without the hook, the sysctl
+    /// `tcp_min_tso_segs`, 2 by default.
+    fn min_tso_segs(&self, _tp: &CcSock) -> u32 {
+        2
+    }
+
+    /// Named internal values for traces, in place of `get_info`: appended
+    /// to `out`; none by default.
+    fn metrics(&self, _out: &mut Vec<(&'static str, f64)>) {}
+}
+
+/// Generates [`Cc`] (one variant per module, static dispatch: this is the
+/// per-ACK path), [`Cc::NAMES`], the lookup by name and `dispatch!`, which
+/// runs an expression on whichever module a `Cc` holds.
+macro_rules! register_congestion_controls {
+    ($($variant:ident($module:ident::$ty:ident)),+ $(,)?) => {
+        $(pub use $module::$ty;)+
+
+        /// A congestion-control module, selected by its `tcp_congestion_control`
+        /// sysctl name. Methods are the [`CongestionOps`] hooks, each delegating
+        /// to the model (or to Linux's fallback where the model has no hook).
+        #[derive(Clone, Debug)]
+        pub enum Cc {
+            $($variant($ty),)+
+        }
+
+        impl Cc {
+            /// The registered module names in registration order, as Linux lists
+            /// them in `net.ipv4.tcp_available_congestion_control`.
+            pub const NAMES: &'static [&'static str] = &[$(<$ty as CongestionOps>::NAME,)+];
+
+            /// The full constructor: module name, kernel profile, BBR's stream.
+            pub fn from_name_with(name: &str, profile: CcProfile, rng: ComponentRng) -> Option<Cc> {
+                $(if name == <$ty as CongestionOps>::NAME {
+                    return Some(Cc::$variant(<$ty as CongestionOps>::create(profile, rng)));
+                })+
+                None
+            }
+        }
+
+        macro_rules! dispatch {
+            ($cc:expr, $m:ident => $e:expr) => {
+                match $cc {
+                    $(Cc::$variant($m) => $e,)+
+                }
+            };
+        }
+    };
+}
+
+// One line per module: adding a congestion control is its file, its `mod`
+// line above (kept outside the macro so rustfmt still finds the file) and
+// its line here.
+register_congestion_controls! {
+    Reno(reno::Reno),
+    Cubic(cubic::Cubic),
+    Htcp(htcp::Htcp),
+    Bbr(bbr::Bbr),
 }
 
 /// Run seed of the BBR stream [`Cc::from_name`] uses (callers with a run
@@ -332,8 +438,8 @@ pub enum Cc {
 const DEFAULT_SEED: u64 = 0;
 
 impl Cc {
-    /// `"reno" | "cubic" | "htcp" | "bbr"` with the default profile
-    /// (`lab2019`) and a fixed BBR random stream.
+    /// Any of [`Cc::NAMES`] with the default profile (`lab2019`) and a fixed
+    /// BBR random stream.
     pub fn from_name(name: &str) -> Option<Cc> {
         Self::from_name_seeded(name, ComponentRng::new(DEFAULT_SEED, "tcp/cc/bbr"))
     }
@@ -344,147 +450,89 @@ impl Cc {
         Self::from_name_with(name, CcProfile::default(), rng)
     }
 
-    /// The full constructor: module name, kernel profile, BBR's stream.
-    pub fn from_name_with(name: &str, profile: CcProfile, rng: ComponentRng) -> Option<Cc> {
-        Some(match name {
-            "reno" => Cc::Reno(Reno),
-            "cubic" => Cc::Cubic(Cubic::new(CubicParams::default(), profile)),
-            "htcp" => Cc::Htcp(Htcp::new(HtcpParams::default())),
-            "bbr" => Cc::Bbr(Bbr::new(profile, rng)),
-            _ => return None,
-        })
-    }
-
     /// The module's name as `tcp_congestion_control` and `ss -i` print it.
     pub fn name(&self) -> &'static str {
-        match self {
-            Cc::Reno(_) => "reno",
-            Cc::Cubic(_) => "cubic",
-            Cc::Htcp(_) => "htcp",
-            Cc::Bbr(_) => "bbr",
+        fn name_of<T: CongestionOps>(_: &T) -> &'static str {
+            T::NAME
         }
+        dispatch!(self, m => name_of(m))
     }
 
-    /// `init` (`tcp_init_congestion_control`): connection established.
+    /// [`CongestionOps::init`].
     pub fn init(&mut self, tp: &mut CcSock) {
-        match self {
-            Cc::Reno(_) => {}
-            Cc::Cubic(c) => c.init(tp),
-            Cc::Htcp(h) => h.init(tp),
-            Cc::Bbr(b) => b.init(tp),
-        }
+        dispatch!(self, m => m.init(tp))
     }
 
-    /// `ssthresh`: the slow-start threshold after a congestion event; the
-    /// caller stores it in `snd_ssthresh`.
+    /// [`CongestionOps::ssthresh`].
     pub fn ssthresh(&mut self, tp: &mut CcSock) -> u32 {
-        match self {
-            Cc::Reno(r) => r.ssthresh(tp),
-            Cc::Cubic(c) => c.ssthresh(tp),
-            Cc::Htcp(h) => h.ssthresh(tp),
-            Cc::Bbr(b) => b.ssthresh(tp),
-        }
+        dispatch!(self, m => m.ssthresh(tp))
     }
 
-    /// `cong_avoid`: grow cwnd on an ACK in Open/Disorder; `ack` is the
-    /// cumulative ACK number, `acked` the packets newly (s)acked.
-    /// BBR has none (it uses [`Cc::cong_control`]).
+    /// [`CongestionOps::cong_avoid`].
     pub fn cong_avoid(&mut self, tp: &mut CcSock, ack: u32, acked: u32) {
-        match self {
-            Cc::Reno(r) => r.cong_avoid(tp, ack, acked),
-            Cc::Cubic(c) => c.cong_avoid(tp, ack, acked),
-            Cc::Htcp(h) => h.cong_avoid(tp, ack, acked),
-            Cc::Bbr(_) => {}
-        }
+        dispatch!(self, m => m.cong_avoid(tp, ack, acked))
     }
 
     /// `tcp_set_ca_state`: calls the module's `set_state` while
     /// `tp.ca_state` still holds the old state, then stores `new_state`.
     pub fn set_state(&mut self, tp: &mut CcSock, new_state: CaState) {
-        match self {
-            Cc::Reno(_) => {}
-            Cc::Cubic(c) => c.set_state(tp, new_state),
-            Cc::Htcp(h) => h.set_state(tp, new_state),
-            Cc::Bbr(b) => b.set_state(tp, new_state),
-        }
+        dispatch!(self, m => m.set_state(tp, new_state));
         tp.ca_state = new_state;
     }
 
-    /// `cwnd_event` (`tcp_ca_event`).
+    /// [`CongestionOps::cwnd_event`].
     pub fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
-        match self {
-            Cc::Reno(_) | Cc::Htcp(_) => {}
-            Cc::Cubic(c) => c.cwnd_event(tp, ev),
-            Cc::Bbr(b) => b.cwnd_event(tp, ev),
-        }
+        dispatch!(self, m => m.cwnd_event(tp, ev))
     }
 
-    /// `pkts_acked`: per-ACK RTT/ack-count sample (tcp.md §8 step 6).
+    /// [`CongestionOps::pkts_acked`].
     pub fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {
-        match self {
-            Cc::Reno(_) | Cc::Bbr(_) => {}
-            Cc::Cubic(c) => c.pkts_acked(tp, sample),
-            Cc::Htcp(h) => h.pkts_acked(tp, sample),
-        }
+        dispatch!(self, m => m.pkts_acked(tp, sample))
     }
 
-    /// `undo_cwnd`: the cwnd to restore when a reduction proves spurious;
-    /// the caller stores it in `snd_cwnd`.
+    /// [`CongestionOps::undo_cwnd`].
     pub fn undo_cwnd(&mut self, tp: &mut CcSock) -> u32 {
-        match self {
-            Cc::Reno(r) => r.undo_cwnd(tp),
-            Cc::Cubic(c) => c.undo_cwnd(tp),
-            Cc::Htcp(h) => h.undo_cwnd(tp),
-            Cc::Bbr(b) => b.undo_cwnd(tp),
-        }
+        dispatch!(self, m => m.undo_cwnd(tp))
     }
 
-    /// `cong_control`: BBR replaces the generic cwnd logic (PRR and
-    /// `cong_avoid`) and sets cwnd and pacing itself. Returns true when it
-    /// handled the ACK, false for modules without the hook.
+    /// Runs the module's `cong_control` ([`CongestionOps::CONG_CONTROL`]);
+    /// returns false, doing nothing, for modules without one.
     pub fn cong_control(&mut self, tp: &mut CcSock, rs: &RateSample) -> bool {
-        match self {
-            Cc::Bbr(b) => {
-                b.cong_control(tp, rs);
-                true
+        fn run<T: CongestionOps>(m: &mut T, tp: &mut CcSock, rs: &RateSample) -> bool {
+            match T::CONG_CONTROL {
+                Some(hook) => {
+                    hook(m, tp, rs);
+                    true
+                }
+                None => false,
             }
-            _ => false,
         }
+        dispatch!(self, m => run(m, tp, rs))
     }
 
     /// Whether the module has `cong_control` (BBR).
     pub fn has_cong_control(&self) -> bool {
-        matches!(self, Cc::Bbr(_))
+        fn has<T: CongestionOps>(_: &T) -> bool {
+            T::CONG_CONTROL.is_some()
+        }
+        dispatch!(self, m => has(m))
     }
 
-    /// `sndbuf_expand`: cwnd multiples the send buffer provisions
-    /// (`tcp_sndbuf_expand`): 2 by default, 3 for BBR.
+    /// [`CongestionOps::sndbuf_expand`].
     pub fn sndbuf_expand(&self) -> u32 {
-        match self {
-            Cc::Bbr(_) => 3,
-            _ => 2,
-        }
+        dispatch!(self, m => m.sndbuf_expand())
     }
 
-    /// `min_tso_segs`: BBR's hook; others get the sysctl
-    /// `tcp_min_tso_segs` default, 2.
+    /// [`CongestionOps::min_tso_segs`].
     pub fn min_tso_segs(&self, tp: &CcSock) -> u32 {
-        match self {
-            Cc::Bbr(_) => bbr::min_tso_segs(tp),
-            _ => 2,
-        }
+        dispatch!(self, m => m.min_tso_segs(tp))
     }
 
-    /// Named internal values for traces (CUBIC's K and W_max, H-TCP's
+    /// [`CongestionOps::metrics`] as a list (CUBIC's K and W_max, H-TCP's
     /// alpha/beta, BBR's mode, gains and model). Not for the per-ACK path.
     pub fn metrics(&self) -> Vec<(&'static str, f64)> {
         let mut out = Vec::new();
-        match self {
-            Cc::Reno(_) => {}
-            Cc::Cubic(c) => c.metrics(&mut out),
-            Cc::Htcp(h) => h.metrics(&mut out),
-            Cc::Bbr(b) => b.metrics(&mut out),
-        }
+        dispatch!(self, m => m.metrics(&mut out));
         out
     }
 }
@@ -514,6 +562,12 @@ pub fn tcp_cong_avoid_ai(tp: &mut CcSock, w: u32, acked: u32) {
         tp.snd_cwnd = tp.snd_cwnd.wrapping_add(delta);
     }
     tp.snd_cwnd = tp.snd_cwnd.min(tp.snd_cwnd_clamp);
+}
+
+/// `tcp_reno_undo_cwnd` (tcp_cong.c): max(cwnd, prior_cwnd); Reno's and
+/// CUBIC's `undo_cwnd`, and the end of H-TCP's.
+pub fn tcp_reno_undo_cwnd(tp: &CcSock) -> u32 {
+    tp.snd_cwnd.max(tp.prior_cwnd)
 }
 
 #[cfg(test)]
@@ -603,7 +657,10 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_unknown_names_are_refused() {
-        for n in ["reno", "cubic", "htcp", "bbr"] {
+        // registration order: the error message of app/tcp.rs and Python's
+        // SUPPORTED_CC (tests/test_cc_registry.py) list them so
+        assert!(Cc::NAMES.starts_with(&["reno", "cubic", "htcp", "bbr"]));
+        for &n in Cc::NAMES {
             assert_eq!(Cc::from_name(n).unwrap().name(), n);
         }
         assert!(Cc::from_name("vegas").is_none());
@@ -612,7 +669,7 @@ mod tests {
 
     #[test]
     fn only_bbr_has_cong_control_and_triple_sndbuf() {
-        for n in ["reno", "cubic", "htcp", "bbr"] {
+        for &n in Cc::NAMES {
             let cc = Cc::from_name(n).unwrap();
             assert_eq!(cc.has_cong_control(), n == "bbr");
             assert_eq!(cc.sndbuf_expand(), if n == "bbr" { 3 } else { 2 });
@@ -620,6 +677,22 @@ mod tests {
         let mut reno = Cc::from_name("reno").unwrap();
         let mut tp = CcSock::default();
         assert!(!reno.cong_control(&mut tp, &RateSample::default()));
+    }
+
+    /// `tcp_validate_congestion_control`: a module without `cong_control`
+    /// must have `cong_avoid` (the trait's empty default is for the others).
+    #[test]
+    fn every_module_has_cong_avoid_or_cong_control() {
+        for &n in Cc::NAMES {
+            let mut cc = Cc::from_name(n).unwrap();
+            let mut tp = CcSock {
+                is_cwnd_limited: true,
+                ..CcSock::default()
+            };
+            cc.init(&mut tp);
+            cc.cong_avoid(&mut tp, 0, 1);
+            assert!(cc.has_cong_control() || tp.snd_cwnd > TCP_INIT_CWND, "{n}");
+        }
     }
 
     #[test]

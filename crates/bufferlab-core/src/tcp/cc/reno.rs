@@ -8,23 +8,33 @@
 //! PRR, RTO) is the endpoint's and the same for every module (tcp.md §9,
 //! §17.12): this is not RFC 5681's one-retransmission-per-RTT Reno.
 
-use super::{tcp_cong_avoid_ai, tcp_slow_start, CcSock};
+use super::{tcp_cong_avoid_ai, tcp_slow_start, CcProfile, CcSock, CongestionOps};
+use crate::rng::ComponentRng;
 
 /// Reno: stateless.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Reno;
 
-impl Reno {
+impl Reno {}
+
+/// `tcp_reno` (tcp_cong.c); `undo_cwnd` is the default `tcp_reno_undo_cwnd`.
+impl CongestionOps for Reno {
+    const NAME: &'static str = "reno";
+
+    fn create(_profile: CcProfile, _rng: ComponentRng) -> Reno {
+        Reno
+    }
+
     /// `tcp_reno_ssthresh`: ssthresh = max(cwnd / 2, 2) (RFC 5681 eq. 4
     /// with FlightSize replaced by cwnd, as Linux does).
-    pub fn ssthresh(&mut self, tp: &CcSock) -> u32 {
+    fn ssthresh(&mut self, tp: &CcSock) -> u32 {
         (tp.snd_cwnd >> 1).max(2)
     }
 
     /// `tcp_reno_cong_avoid`: slow start while cwnd < ssthresh, leftover
     /// acks feed additive increase with w = cwnd (RFC 5681 eq. 3); nothing
     /// happens when the flow was not cwnd-limited.
-    pub fn cong_avoid(&mut self, tp: &mut CcSock, _ack: u32, mut acked: u32) {
+    fn cong_avoid(&mut self, tp: &mut CcSock, _ack: u32, mut acked: u32) {
         if !tp.is_cwnd_limited {
             return;
         }
@@ -36,11 +46,6 @@ impl Reno {
         }
         let w = tp.snd_cwnd;
         tcp_cong_avoid_ai(tp, w, acked);
-    }
-
-    /// `tcp_reno_undo_cwnd`: max(cwnd, prior_cwnd).
-    pub fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
-        tp.snd_cwnd.max(tp.prior_cwnd)
     }
 }
 

@@ -32,7 +32,7 @@
 
 use super::{
     after, before, msecs_to_jiffies, stamp_us_delta, CaEvent, CaState, CcProfile, CcSock,
-    RateSample, HZ, TCP_INIT_CWND,
+    CongControl, CongestionOps, RateSample, HZ, TCP_INIT_CWND,
 };
 use crate::rng::ComponentRng;
 use crate::tcp::minmax::MinMax;
@@ -346,22 +346,6 @@ impl Bbr {
             self.prior_cwnd = tp.snd_cwnd;
         } else {
             self.prior_cwnd = self.prior_cwnd.max(tp.snd_cwnd);
-        }
-    }
-
-    /// `bbr_cwnd_event`: restarting from idle while app-limited: pace at
-    /// 1.0 × bw in PROBE_BW, maybe leave PROBE_RTT.
-    pub fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
-        if ev == CaEvent::TxStart && tp.app_limited != 0 {
-            self.idle_restart = true;
-            self.ack_epoch_mstamp = tp.now_us;
-            self.ack_epoch_acked = 0;
-            if self.mode == BbrMode::ProbeBw {
-                let bw = self.bw();
-                self.set_pacing_rate(tp, bw, BBR_UNIT);
-            } else if self.mode == BbrMode::ProbeRtt {
-                self.check_probe_rtt_done(tp);
-            }
         }
     }
 
@@ -815,10 +799,20 @@ impl Bbr {
         self.set_pacing_rate(tp, bw, self.pacing_gain);
         self.set_cwnd(tp, rs, rs.acked_sacked, bw, self.cwnd_gain);
     }
+}
+
+/// `tcp_bbr_cong_ops` (tcp_bbr.c); no `cong_avoid` and no `pkts_acked`:
+/// `cong_control` does the work.
+impl CongestionOps for Bbr {
+    const NAME: &'static str = "bbr";
+
+    fn create(profile: CcProfile, rng: ComponentRng) -> Bbr {
+        Bbr::new(profile, rng)
+    }
 
     /// `bbr_init`: STARTUP, infinite ssthresh, min_rtt from the handshake,
     /// pacing at high_gain × cwnd / srtt, internal pacing requested.
-    pub fn init(&mut self, tp: &mut CcSock) {
+    fn init(&mut self, tp: &mut CcSock) {
         self.prior_cwnd = 0;
         tp.snd_ssthresh = super::TCP_INFINITE_SSTHRESH;
         self.rtt_cnt = 0;
@@ -852,25 +846,16 @@ impl Bbr {
         tp.pacing_status_needed = true;
     }
 
-    /// `bbr_undo_cwnd`: a spurious reduction: restart full-pipe detection
-    /// and policer sampling; cwnd stays.
-    pub fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
-        self.reset_lt_bw_sampling(tp);
-        tp.snd_cwnd
-    }
-
     /// `bbr_ssthresh`: BBR does not reduce on loss; remember cwnd for the
     /// end of recovery and keep ssthresh.
-    pub fn ssthresh(&mut self, tp: &CcSock) -> u32 {
+    fn ssthresh(&mut self, tp: &CcSock) -> u32 {
         self.save_cwnd(tp);
         tp.snd_ssthresh
     }
 
     /// `bbr_set_state`: an RTO ends a round, restarts full-pipe growth
     /// tracking and counts as a loss for policer sampling.
-    pub fn set_state(&mut self, tp: &mut CcSock, new_state: CaState) {
+    fn set_state(&mut self, tp: &mut CcSock, new_state: CaState) {
         if new_state == CaState::Loss {
             let rs = RateSample {
                 delivered: 0,
@@ -886,9 +871,48 @@ impl Bbr {
         }
     }
 
+    /// `bbr_cwnd_event`: restarting from idle while app-limited: pace at
+    /// 1.0 × bw in PROBE_BW, maybe leave PROBE_RTT.
+    fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
+        if ev == CaEvent::TxStart && tp.app_limited != 0 {
+            self.idle_restart = true;
+            self.ack_epoch_mstamp = tp.now_us;
+            self.ack_epoch_acked = 0;
+            if self.mode == BbrMode::ProbeBw {
+                let bw = self.bw();
+                self.set_pacing_rate(tp, bw, BBR_UNIT);
+            } else if self.mode == BbrMode::ProbeRtt {
+                self.check_probe_rtt_done(tp);
+            }
+        }
+    }
+
+    /// `bbr_undo_cwnd`: a spurious reduction: restart full-pipe detection
+    /// and policer sampling; cwnd stays.
+    fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
+        self.full_bw = 0;
+        self.full_bw_cnt = 0;
+        self.reset_lt_bw_sampling(tp);
+        tp.snd_cwnd
+    }
+
+    /// `bbr_main`: see [`Bbr::cong_control`].
+    const CONG_CONTROL: Option<CongControl<Bbr>> = Some(Bbr::cong_control);
+
+    /// `bbr_sndbuf_expand`: 3 × cwnd, since BBR may slow-start even
+    /// during recovery.
+    fn sndbuf_expand(&self) -> u32 {
+        3
+    }
+
+    /// `bbr_min_tso_segs`.
+    fn min_tso_segs(&self, tp: &CcSock) -> u32 {
+        min_tso_segs(tp)
+    }
+
     /// Trace values: mode, gains, the bw estimate (bit/s at this MSS),
     /// min_rtt, phase, pipe-full and policer flags, ACK aggregation.
-    pub(crate) fn metrics(&self, out: &mut Vec<(&'static str, f64)>) {
+    fn metrics(&self, out: &mut Vec<(&'static str, f64)>) {
         out.extend_from_slice(&[
             ("bbr_mode", self.mode as u8 as f64),
             ("bbr_pacing_gain", self.pacing_gain as f64 / BBR_UNIT as f64),

@@ -447,7 +447,7 @@ mod endpoint_tests {
 }
 
 mod stress_tests {
-    use crate::tcp::cc::CcProfile;
+    use crate::tcp::cc::{Cc, CcProfile};
     use crate::tcp::endpoint::TcpConfig;
     use crate::tcp::harness::*;
     use crate::time::{Rate, SimDuration};
@@ -478,7 +478,7 @@ mod stress_tests {
     fn every_module_survives_a_lossy_drop_tail_bottleneck() {
         // 20 Mb/s × 20 ms = 34.5 packets of BDP, 30-packet queue
         let ceiling = 20e6 / 8.0 * 1448.0 / 1514.0 * 5.0;
-        for cc in ["reno", "cubic", "htcp", "bbr"] {
+        for &cc in Cc::NAMES {
             let (read, retrans) = lossy_run(cc, true);
             assert!(retrans > 0, "{cc}: the queue overflowed");
             assert!(read as f64 > 0.75 * ceiling, "{cc}: {read} of {ceiling}");
@@ -488,7 +488,7 @@ mod stress_tests {
     #[test]
     fn every_module_survives_it_with_the_modern_profile_too() {
         let ceiling = 20e6 / 8.0 * 1448.0 / 1514.0 * 5.0;
-        for cc in ["reno", "cubic", "htcp", "bbr"] {
+        for &cc in Cc::NAMES {
             let (read, retrans) = lossy_run_profile(cc, true, CcProfile::Modern);
             assert!(retrans > 0, "{cc}: the queue overflowed");
             assert!(read as f64 > 0.75 * ceiling, "{cc}: {read} of {ceiling}");
