@@ -20,7 +20,7 @@
 //! CE is not counted, whereas a qdisc's own `marked` counter would count it.
 //!
 //! Records are fixed 56-byte little-endian rows streamed into the writer
-//! given (python/bufferlab/qtrace.py reads them): t_ns u64,
+//! given (python/bufferlab/outputs/queue_traces.py reads them): t_ns u64,
 //! backlog_bytes u64, backlog_packets u64, drops u64, marks u64,
 //! sojourn_ns i64 (−1 = none), kind u8, 7 bytes padding.
 

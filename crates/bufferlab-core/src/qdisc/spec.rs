@@ -1,5 +1,5 @@
 //! Validated `tc qdisc` requests as they cross from the command parser
-//! (python/bufferlab/commands/tc.py) into the engine, as JSON.
+//! (python/bufferlab/commands/tc/, one module per kind) into the engine, as JSON.
 //!
 //! All numbers are already in the kernel's units, exactly as `tc` would hand
 //! them to the kernel (qdiscs.md §1.1): rates in bytes/s, sizes in bytes,
