@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "bufferlab"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("bufferlab._core", "bufferlab.errors", "bufferlab.units", "bufferlab.profile",
                     "bufferlab.safefs", "bufferlab.version")),
-    ("parsers", ("bufferlab.commands", "bufferlab.tc")),
+    ("parsers", ("bufferlab.commands",)),
     ("scenario", ("bufferlab.scenario",)),
     ("formats", ("bufferlab.formats",)),
     ("outputs", ("bufferlab.outputs",)),
