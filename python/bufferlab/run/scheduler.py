@@ -66,6 +66,7 @@ from .engine import Engine, EngineError
 from .observation import Observation
 from .part_results import part_results
 from .programs import prepare_command, tc_request_for_engine
+from .waiting import Waiting
 
 #: default hard cap on one part's simulated length (a part that would never end is an error)
 DEFAULT_STOP_AT_S = 3600.0
@@ -703,7 +704,7 @@ class Scheduler:
         self.engine = runner.engine
         assert self.engine is not None
         self.ready: list[_Entry] = []
-        self.waiting: list[_Entry] = []
+        self.waiting = Waiting()
         self.seq = 0
         self.detached: list[tuple[int, Callable[[], None]]] = []
         #: applications interrupted by Ctrl-C (their exit status is not a failure)
@@ -745,7 +746,7 @@ class Scheduler:
                 self.expected_end_ns = max(self.expected_end_ns, w.expected_end_ns)
             if isinstance(w, WaitUntil):
                 self.expected_end_ns = max(self.expected_end_ns, w.t_ns)
-            self.waiting.append((key, self.seq, gen, w, owner))
+            self.waiting.add((key, self.seq, gen, w, owner))
             self.seq += 1
 
     def _drain(self) -> None:
@@ -822,8 +823,7 @@ class Scheduler:
                     self.hard_stop_ns = None
                     self._interrupt([e for e in self.waiting])
                     continue
-                finite = [w for *_, w, _o in self.waiting if not (isinstance(w, WaitApp) and w.endless)]
-                if not finite and now >= self.min_end_ns:
+                if not self.waiting.has_finite() and now >= self.min_end_ns:
                     # the next line of a terminal whose foreground command never ends: Ctrl-C it
                     typed = [e for e in self.waiting if e[4].foreground and e[4].more_lines]
                     if typed:
@@ -837,8 +837,9 @@ class Scheduler:
                     break
                 if now >= self.stop_ns:
                     self._timeout()
+                instant = self.waiting.next_instant()
                 target = min(
-                    [w.t_ns for w in finite if isinstance(w, WaitUntil)]
+                    ([instant] if instant is not None else [])
                     + ([self.min_end_ns] if now < self.min_end_ns else [])
                     + ([self.hard_stop_ns] if self.hard_stop_ns is not None else [])
                     + [self.stop_ns]
@@ -862,7 +863,7 @@ class Scheduler:
         self._drain()
         for *_, gen, _w, _o in self.waiting:
             gen.close()
-        self.waiting = []
+        self.waiting.clear()
         self._end_detached()
 
     def was_interrupted(self, app_ids: list[int]) -> bool:
@@ -871,7 +872,7 @@ class Scheduler:
     def ctrl_c_foreground(self, terminal: str, owner: _Owner) -> bool:
         """Interrupt what runs in ``terminal``'s foreground (an endless command typed
         in an earlier part); True if anything was."""
-        old = [e for e in self.waiting if e[4].terminal == terminal and e[4].foreground and e[4] is not owner]
+        old = [e for e in self.waiting.foreground(terminal) if e[4] is not owner]
         if not old:
             return False
         self._interrupt(old)
@@ -888,15 +889,8 @@ class Scheduler:
 
     def _wake(self, finished_apps: set[int]) -> None:
         now = self.engine.now_ns  # type: ignore[union-attr]
-        still = []
-        for key, seq, gen, w, owner in self.waiting:
-            if isinstance(w, WaitApp) and w.app_id in finished_apps:
-                self._ready(gen, key, w.app_id, owner)
-            elif isinstance(w, WaitUntil) and w.t_ns <= now:
-                self._ready(gen, key, None, owner)
-            else:
-                still.append((key, seq, gen, w, owner))
-        self.waiting = still
+        for key, _seq, gen, w, owner in self.waiting.take(finished_apps, now):
+            self._ready(gen, key, w.app_id if isinstance(w, WaitApp) else None, owner)
 
     def _interrupt(self, entries: list[_Entry]) -> None:
         """Ctrl-C the applications these jobs wait for, in file order."""

@@ -74,7 +74,7 @@ impl Bulk {
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
         self.stop_at = self.duration.map(|d| ctx.now + d);
-        let port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id);
+        let port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id)?;
         let rng = self.rng.take().expect("started once");
         let mut conn = Conn::connect(self.cfg.clone(), ctx, port, (self.dst, self.port), rng);
         conn.flush(ctx, self.tos);

@@ -23,6 +23,7 @@
 //! Intervals are recorded at exact `interval` ticks from each side's start;
 //! text and JSON are produced by python/bufferlab/formats/iperf3.py.
 
+use super::conns::ConnKey;
 use super::iperf3_tcp::{RecvStream, SendStream, Stream};
 use super::tcp::{is_syn, next_timeout, Conn, TcpSpec};
 use super::{parse_addr, AppCtx};
@@ -31,6 +32,7 @@ use crate::packet::{Ipv4, Packet, Payload, Proto};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -547,6 +549,8 @@ pub struct Server {
     start: SimTime,
     end: SimTime,
     tests: Vec<ServerTest>,
+    /// TCP data connection → (test, stream) it belongs to
+    stream_index: FxHashMap<ConnKey, (usize, usize)>,
     /// index into `tests` of the test in progress
     current: Option<usize>,
     finished: bool,
@@ -568,6 +572,7 @@ impl Server {
             ));
         }
         Ok(Server {
+            stream_index: FxHashMap::default(),
             port: spec.port,
             one_off: spec.one_off,
             tcp: spec.tcp.config(rng.next_u64(), 0)?,
@@ -611,13 +616,7 @@ impl Server {
     /// test is being set up, read data, start the test once all are there.
     fn on_segment(&mut self, ctx: &mut AppCtx, p: &Packet) {
         let tcp = &self.tcp;
-        let mut found = None;
-        for (ti, t) in self.tests.iter().enumerate() {
-            if let Some(si) = t.streams.iter().position(|st| st.conn().owns(p)) {
-                found = Some((ti, si));
-            }
-        }
-        let (ti, si) = match found {
+        let (ti, si) = match self.stream_index.get(&ConnKey::of_arrival(p)).copied() {
             Some((ti, si)) => {
                 self.tests[ti].streams[si].conn_mut().input(ctx.now, p);
                 (ti, si)
@@ -644,7 +643,9 @@ impl Server {
                 } else {
                     Stream::Recv(RecvStream::new(conn))
                 });
-                (ti, t.streams.len() - 1)
+                let at = (ti, t.streams.len() - 1);
+                self.stream_index.insert(ConnKey::of_arrival(p), at);
+                at
             }
         };
         let interval = self.interval;
@@ -985,6 +986,8 @@ pub struct Client {
     /// TCP: socket settings, the data streams, and their random streams
     tcp: Option<TcpConfig>,
     streams: Vec<Stream>,
+    /// TCP data connection → its position in `streams`
+    stream_index: FxHashMap<ConnKey, usize>,
     rng: ComponentRng,
 }
 
@@ -1043,6 +1046,7 @@ impl Client {
         Ok(Client {
             tcp,
             streams: Vec::new(),
+            stream_index: FxHashMap::default(),
             rng,
             dst: parse_addr("iperf3 server", &spec.dst)?,
             spec,
@@ -1074,7 +1078,7 @@ impl Client {
 
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.local_ip = ctx.addr;
-        self.ctrl_port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id);
+        self.ctrl_port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id)?;
         let streams = match self.spec.protocol {
             Protocol::Udp => {
                 self.data_port =
@@ -1172,7 +1176,13 @@ impl Client {
                         // iperf_create_streams: one connection per stream
                         self.retry_at = None;
                         for _ in 0..self.spec.parallel {
-                            let port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id);
+                            let Ok(port) = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id) else {
+                                self.fail(
+                                    ctx,
+                                    "unable to connect stream: Cannot assign requested address",
+                                );
+                                return;
+                            };
                             let rng = ComponentRng::new(self.rng.next_u64(), "iperf3/stream");
                             let mut conn = Conn::connect(
                                 cfg.clone(),
@@ -1182,6 +1192,11 @@ impl Client {
                                 rng,
                             );
                             conn.flush(ctx, self.spec.tos);
+                            let key = ConnKey {
+                                remote: conn.remote,
+                                local_port: conn.local_port,
+                            };
+                            self.stream_index.insert(key, self.streams.len());
                             self.streams.push(if self.spec.reverse {
                                 Stream::Recv(RecvStream::new(conn))
                             } else {
@@ -1192,8 +1207,8 @@ impl Client {
                 }
             }
             (_, Payload::Tcp(_)) => {
-                if let Some(st) = self.streams.iter_mut().find(|st| st.conn().owns(p)) {
-                    st.conn_mut().input(ctx.now, p);
+                if let Some(&si) = self.stream_index.get(&ConnKey::of_arrival(p)) {
+                    self.streams[si].conn_mut().input(ctx.now, p);
                 }
                 self.pump(ctx);
             }

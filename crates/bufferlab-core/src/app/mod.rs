@@ -9,6 +9,7 @@
 //! application's report as JSON (schemas in docs/internals.md).
 
 pub mod bulk;
+pub mod conns;
 pub mod iperf3;
 pub mod iperf3_tcp;
 pub mod ping;
@@ -25,6 +26,7 @@ use crate::packet::{
 };
 use crate::rng::ComponentRng;
 use crate::time::SimTime;
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
 pub use iperf3::IperfRegistry;
@@ -55,10 +57,14 @@ pub enum App {
     Qmon(qmon::Qmon),
 }
 
-/// Sockets bound on one node: (protocol, port) → application id, plus the
-/// ephemeral port chooser (Linux's default range 32768–60999).
+/// Sockets bound on one node: (protocol, port) → application id in a hash
+/// table (one lookup per delivered packet, whatever the number of sockets),
+/// the ports each application holds (released together when it ends), and
+/// the ephemeral port chooser (Linux's default range 32768–60999,
+/// `net.ipv4.ip_local_port_range`).
 pub struct Sockets {
-    bound: Vec<(Proto, u16, u32)>,
+    bound: FxHashMap<(Proto, u16), u32>,
+    held: FxHashMap<u32, Vec<(Proto, u16)>>,
     rng: ComponentRng,
 }
 
@@ -68,21 +74,24 @@ pub const EPHEMERAL_HIGH: u16 = 60999;
 impl Sockets {
     pub fn new(rng: ComponentRng) -> Self {
         Sockets {
-            bound: Vec::new(),
+            bound: FxHashMap::default(),
+            held: FxHashMap::default(),
             rng,
         }
     }
 
     #[inline]
     pub fn lookup(&self, proto: Proto, port: u16) -> Option<u32> {
-        self.bound
-            .iter()
-            .find(|b| b.0 == proto && b.1 == port)
-            .map(|b| b.2)
+        self.bound.get(&(proto, port)).copied()
     }
 
     pub fn is_bound(&self, proto: Proto, port: u16) -> bool {
-        self.lookup(proto, port).is_some()
+        self.bound.contains_key(&(proto, port))
+    }
+
+    fn insert(&mut self, proto: Proto, port: u16, app: u32) {
+        self.bound.insert((proto, port), app);
+        self.held.entry(app).or_default().push((proto, port));
     }
 
     pub fn bind(&mut self, proto: Proto, port: u16, app: u32) -> Result<()> {
@@ -92,19 +101,32 @@ impl Sockets {
                 proto.name()
             )));
         }
-        self.bound.push((proto, port, app));
+        self.insert(proto, port, app);
         Ok(())
     }
 
-    /// A free ephemeral port for `proto`, chosen at random like Linux does.
-    pub fn bind_ephemeral(&mut self, proto: Proto, app: u32) -> u16 {
+    /// A free ephemeral port for `proto`, chosen at random like Linux does;
+    /// an error once every port of the range is taken (connect's
+    /// EADDRNOTAVAIL).
+    pub fn bind_ephemeral(&mut self, proto: Proto, app: u32) -> Result<u16> {
+        let range = (EPHEMERAL_HIGH - EPHEMERAL_LOW) as usize + 1;
+        // the full check runs only once as many ports as the range are bound
+        if self.bound.len() >= range
+            && (EPHEMERAL_LOW..=EPHEMERAL_HIGH).all(|p| self.is_bound(proto, p))
+        {
+            return Err(Error::App(format!(
+                "Cannot assign requested address: all {range} ephemeral {} ports \
+                 ({EPHEMERAL_LOW}-{EPHEMERAL_HIGH}) of this host are in use",
+                proto.name()
+            )));
+        }
         loop {
             let p = self
                 .rng
                 .range_u64(EPHEMERAL_LOW as u64, EPHEMERAL_HIGH as u64) as u16;
             if !self.is_bound(proto, p) {
-                self.bound.push((proto, p, app));
-                return p;
+                self.insert(proto, p, app);
+                return Ok(p);
             }
         }
     }
@@ -119,12 +141,14 @@ impl Sockets {
                 p + 1
             };
         }
-        self.bound.push((proto, p, app));
+        self.insert(proto, p, app);
         p
     }
 
     pub fn unbind_all(&mut self, app: u32) {
-        self.bound.retain(|b| b.2 != app);
+        for key in self.held.remove(&app).unwrap_or_default() {
+            self.bound.remove(&key);
+        }
     }
 }
 
@@ -442,7 +466,9 @@ mod tests {
     #[test]
     fn ephemeral_ports_are_distinct_and_in_linux_range() {
         let mut s = sockets();
-        let ports: Vec<u16> = (0..200).map(|_| s.bind_ephemeral(Proto::Tcp, 1)).collect();
+        let ports: Vec<u16> = (0..200)
+            .map(|_| s.bind_ephemeral(Proto::Tcp, 1).unwrap())
+            .collect();
         assert!(ports
             .iter()
             .all(|p| (EPHEMERAL_LOW..=EPHEMERAL_HIGH).contains(p)));
@@ -451,7 +477,24 @@ mod tests {
         unique.dedup();
         assert_eq!(unique.len(), ports.len());
         let mut again = sockets();
-        assert_eq!(again.bind_ephemeral(Proto::Tcp, 1), ports[0], "seeded");
+        assert_eq!(
+            again.bind_ephemeral(Proto::Tcp, 1).unwrap(),
+            ports[0],
+            "seeded"
+        );
+    }
+
+    #[test]
+    fn a_full_ephemeral_range_is_an_error_not_a_hang() {
+        let mut s = sockets();
+        let range = (EPHEMERAL_HIGH - EPHEMERAL_LOW) as usize + 1;
+        for _ in 0..range {
+            s.bind_ephemeral(Proto::Tcp, 1).unwrap();
+        }
+        let err = s.bind_ephemeral(Proto::Tcp, 2).unwrap_err().to_string();
+        assert!(err.contains("Cannot assign requested address"), "{err}");
+        // another protocol's range is separate
+        assert!(s.bind_ephemeral(Proto::Udp, 2).is_ok());
     }
 
     #[test]

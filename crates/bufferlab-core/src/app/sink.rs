@@ -2,7 +2,8 @@
 //! and reports goodput at the end. Runs until interrupted. Over TCP it
 //! accepts every connection to its port and reads everything as it arrives.
 
-use super::tcp::{is_syn, next_timeout, Conn, TcpSpec};
+use super::conns::ConnSet;
+use super::tcp::{is_syn, Conn, TcpSpec};
 use super::AppCtx;
 use crate::error::{Error, Result};
 use crate::packet::{Packet, Proto};
@@ -33,7 +34,7 @@ pub struct Sink {
     proto: SinkProto,
     /// TCP: socket settings of accepted connections, and the connections
     tcp: Option<TcpConfig>,
-    conns: Vec<Conn>,
+    conns: ConnSet<Conn>,
     rng: ComponentRng,
     start: SimTime,
     end: SimTime,
@@ -71,7 +72,7 @@ impl Sink {
             port: spec.port,
             proto: spec.proto,
             tcp,
-            conns: Vec::new(),
+            conns: ConnSet::default(),
             rng,
             start: SimTime::ZERO,
             end: SimTime::ZERO,
@@ -121,10 +122,10 @@ impl Sink {
             self.delay_max = self.delay_max.max(d);
             return;
         };
-        let i = match self.conns.iter().position(|c| c.owns(p)) {
-            Some(i) => {
-                self.conns[i].input(ctx.now, p);
-                i
+        let id = match self.conns.find(p) {
+            Some(id) => {
+                self.conns.update(id, |c| c.input(ctx.now, p));
+                id
             }
             // the new connection has answered this SYN already; feeding it
             // again would read as a retransmitted SYN (a second SYN-ACK)
@@ -133,38 +134,34 @@ impl Sink {
                 let Some(conn) = Conn::accept(cfg.clone(), ctx, p, rng) else {
                     return;
                 };
-                self.conns.push(conn);
-                self.conns.len() - 1
+                self.conns.push(conn)
             }
             None => return,
         };
-        self.drain(ctx, i);
+        self.drain(ctx, id);
     }
 
     /// Read everything the connection has, and send what it has to send.
-    fn drain(&mut self, ctx: &mut AppCtx, i: usize) {
-        let got = self.conns[i].ep.read(ctx.now, u64::MAX);
+    fn drain(&mut self, ctx: &mut AppCtx, id: u32) {
+        let got = self.conns.update(id, |c| {
+            let got = c.ep.read(ctx.now, u64::MAX);
+            c.flush(ctx, 0);
+            got
+        });
         self.arrived(ctx.now, got);
-        self.conns[i].flush(ctx, 0);
     }
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
         if self.finished {
             return None;
         }
-        next_timeout(self.conns.iter())
+        self.conns.next_timeout()
     }
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
-        for i in 0..self.conns.len() {
-            if self.conns[i]
-                .ep
-                .poll_timeout()
-                .is_some_and(|t| t <= ctx.now)
-            {
-                self.conns[i].ep.handle_timeout(ctx.now);
-                self.drain(ctx, i);
-            }
+        for id in self.conns.take_due(ctx.now) {
+            self.conns.update(id, |c| c.ep.handle_timeout(ctx.now));
+            self.drain(ctx, id);
         }
     }
 
