@@ -5,11 +5,9 @@
 //! the next wake-up from a min-heap of the connections' own deadlines
 //! instead of a scan over every timer table.
 //!
-//! The heap cancels lazily (STYLE.md "Timers as a table"): each connection's
-//! current deadline is remembered, re-arming pushes a new entry, and an entry
-//! whose instant no longer matches is discarded when it reaches the top. The
-//! top is kept valid after every operation, so [`ConnSet::next_timeout`] is a
-//! peek.
+//! The heap cancels lazily (STYLE.md "Timers as a table", the engine's
+//! `AppSlot` does the same): see [`DeadlineHeap`]. Its top is kept exact
+//! after every operation, so [`ConnSet::next_timeout`] is a peek.
 
 use super::tcp::Conn;
 use crate::packet::{Ipv4, Packet};
@@ -47,31 +45,39 @@ impl HasConn for Conn {
     }
 }
 
-/// Deadlines of items `0..n` with lazy cancellation.
+/// Deadlines of items `0..n`. Each item's wanted instant is remembered and
+/// the heap holds at most one live entry per item, never later than what the
+/// item wants. A deadline that moves later (a re-armed RTO, a delayed ACK
+/// re-armed by the next segment) costs no push: its old entry is moved when
+/// it reaches the top. A deadline that moves earlier pushes a new entry;
+/// the superseded one is discarded when it surfaces.
 #[derive(Default)]
 pub struct DeadlineHeap {
     heap: BinaryHeap<Reverse<(SimTime, u32)>>,
-    armed: Vec<Option<SimTime>>,
+    wanted: Vec<Option<SimTime>>,
+    /// instant of the item's live entry in the heap
+    queued: Vec<Option<SimTime>>,
 }
 
 impl DeadlineHeap {
     /// Item `id` now wants to be woken at `at` (or never).
     pub fn set(&mut self, id: u32, at: Option<SimTime>) {
         let i = id as usize;
-        if i >= self.armed.len() {
-            self.armed.resize(i + 1, None);
+        if i >= self.wanted.len() {
+            self.wanted.resize(i + 1, None);
+            self.queued.resize(i + 1, None);
         }
-        if self.armed[i] == at {
-            return;
-        }
-        self.armed[i] = at;
+        self.wanted[i] = at;
         if let Some(t) = at {
-            self.heap.push(Reverse((t, id)));
+            if self.queued[i].is_none_or(|q| t < q) {
+                self.queued[i] = Some(t);
+                self.heap.push(Reverse((t, id)));
+            }
         }
-        self.discard_stale();
+        self.settle_top();
     }
 
-    /// The earliest armed deadline.
+    /// The earliest wanted deadline (exact: the top is always settled).
     pub fn peek(&self) -> Option<SimTime> {
         self.heap.peek().map(|Reverse((t, _))| *t)
     }
@@ -84,26 +90,36 @@ impl DeadlineHeap {
                 break;
             }
             self.heap.pop();
-            if self.armed[id as usize] == Some(t) {
-                self.armed[id as usize] = None;
-                due.push(id);
-            }
+            self.queued[id as usize] = None;
+            self.wanted[id as usize] = None;
+            due.push(id);
+            self.settle_top();
         }
-        self.discard_stale();
         due.sort_unstable();
         due
     }
 
-    fn discard_stale(&mut self) {
+    /// Make the top entry one whose item wants exactly that instant:
+    /// discard superseded entries, move entries whose item now wants later.
+    fn settle_top(&mut self) {
         while let Some(&Reverse((t, id))) = self.heap.peek() {
-            if self.armed[id as usize] == Some(t) {
+            let i = id as usize;
+            if self.queued[i] != Some(t) {
+                self.heap.pop(); // superseded by an earlier entry of the item
+                continue;
+            }
+            if self.wanted[i] == Some(t) {
                 return;
             }
             self.heap.pop();
+            self.queued[i] = self.wanted[i];
+            if let Some(later) = self.wanted[i] {
+                self.heap.push(Reverse((later, id)));
+            }
         }
     }
 
-    /// Entries held, stale ones included (for the memory benchmark).
+    /// Entries held, superseded ones included (for the memory benchmark).
     pub fn entries(&self) -> usize {
         self.heap.len()
     }
@@ -209,8 +225,9 @@ mod tests {
         h.set(1, t(10));
         h.set(2, t(20));
         assert_eq!(h.peek(), t(10));
-        h.set(1, t(40)); // moved later: the entry at 10 is stale
+        h.set(1, t(40)); // moved later: its entry at 10 moves when it surfaces
         assert_eq!(h.peek(), t(20));
+        assert_eq!(h.entries(), 3);
         h.set(2, None); // cancelled
         assert_eq!(h.peek(), t(30));
         h.set(0, None);
@@ -234,11 +251,48 @@ mod tests {
     }
 
     #[test]
-    fn rearming_to_the_same_instant_pushes_nothing() {
+    fn deadlines_moving_later_push_nothing_and_earlier_ones_supersede() {
         let mut h = DeadlineHeap::default();
-        for _ in 0..100 {
-            h.set(7, t(50));
+        h.set(8, t(1_000));
+        for k in 0..100 {
+            h.set(7, t(50 + k)); // an RTO re-armed on every ACK
         }
+        assert_eq!(h.entries(), 2);
+        assert_eq!(h.peek(), t(149));
+        h.set(7, t(20)); // earlier: a new entry; the one at 50 is superseded
+        assert_eq!(h.peek(), t(20));
+        assert_eq!(h.take_due(SimTime::from_nanos(999)), vec![7]);
+        assert_eq!(h.peek(), t(1_000), "the superseded entry never fires");
         assert_eq!(h.entries(), 1);
+    }
+
+    #[test]
+    fn random_operations_agree_with_a_plain_scan() {
+        let mut rng = crate::rng::ComponentRng::new(11, "deadline-heap");
+        let mut h = DeadlineHeap::default();
+        let mut want = [None::<SimTime>; 16];
+        let mut now = 0;
+        for _ in 0..20_000 {
+            let id = rng.range_u64(0, 15) as usize;
+            match rng.range_u64(0, 9) {
+                0 => want[id] = None,
+                1..=7 => want[id] = t(now + rng.range_u64(0, 500)),
+                _ => {
+                    now += rng.range_u64(0, 100);
+                    let at = SimTime::from_nanos(now);
+                    let mut expected: Vec<u32> = (0..16u32)
+                        .filter(|&i| want[i as usize].is_some_and(|w| w <= at))
+                        .collect();
+                    expected.sort_unstable();
+                    assert_eq!(h.take_due(at), expected);
+                    for i in &expected {
+                        want[*i as usize] = None;
+                    }
+                    continue;
+                }
+            }
+            h.set(id as u32, want[id]);
+            assert_eq!(h.peek(), want.iter().flatten().min().copied());
+        }
     }
 }
