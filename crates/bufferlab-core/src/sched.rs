@@ -35,10 +35,13 @@ pub enum Event {
 /// application — ten thousand with ten thousand flows — and mostly move
 /// later without firing. Keeping them apart keeps the per-packet heap
 /// operations on a heap whose size does not grow with the number of flows.
+/// Min-heap of (instant, sequence number, event).
+type Heap = BinaryHeap<Reverse<(SimTime, u64, Event)>>;
+
 #[derive(Default)]
 pub struct EventQueue {
-    packets: BinaryHeap<Reverse<(SimTime, u64, Event)>>,
-    timers: BinaryHeap<Reverse<(SimTime, u64, Event)>>,
+    packets: Heap,
+    timers: Heap,
     next_seq: u64,
     popped: u64,
 }
@@ -54,7 +57,7 @@ impl EventQueue {
     }
 
     /// The heap whose head comes first.
-    fn first(&mut self) -> Option<&mut BinaryHeap<Reverse<(SimTime, u64, Event)>>> {
+    fn first(&mut self) -> Option<&mut Heap> {
         match (self.packets.peek(), self.timers.peek()) {
             (None, None) => None,
             (Some(_), None) => Some(&mut self.packets),
@@ -72,7 +75,7 @@ impl EventQueue {
     /// Instant of the earliest pending event.
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        let head = |h: &BinaryHeap<Reverse<(SimTime, u64, Event)>>| h.peek().map(|Reverse(e)| e.0);
+        let head = |h: &Heap| h.peek().map(|Reverse(e)| e.0);
         match (head(&self.packets), head(&self.timers)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
