@@ -348,4 +348,34 @@ mod tests {
         assert!(r["packets"].as_u64().unwrap() >= 208 + 35);
         assert_eq!(r["proto"], "tcp");
     }
+
+    #[test]
+    fn connections_from_one_port_on_two_hosts_are_two_connections() {
+        let apps = vec![bulk(200_000), bulk(70_000), App::Sink(sink(SinkProto::Tcp))];
+        let mut wire = Wire::new(apps, SimDuration::from_millis(5)).with_rate(50_000_000);
+        // the same port chooser on both senders: both connect from one port
+        wire.bench.hosts[1].sockets =
+            crate::app::Sockets::new(ComponentRng::new(0, "bench/sockets"));
+        wire.start(2);
+        wire.start(0);
+        wire.start(1);
+        wire.run_until(at_ms(5_000));
+        let syn_ports: Vec<u16> = wire
+            .log
+            .iter()
+            .filter(|(_, _, p)| is_syn(p))
+            .map(|(_, _, p)| p.src_port)
+            .collect();
+        assert_eq!(syn_ports.len(), 2);
+        assert_eq!(
+            syn_ports[0], syn_ports[1],
+            "the test needs one port on both hosts"
+        );
+        assert!(wire.apps[0].is_finished() && wire.apps[1].is_finished());
+        let r = wire.result(2);
+        assert_eq!(
+            (r["connections"].as_u64(), r["bytes"].as_u64()),
+            (Some(2), Some(270_000))
+        );
+    }
 }
