@@ -9,6 +9,8 @@
 //! application's report as JSON (schemas in docs/internals.md).
 
 pub mod bulk;
+pub mod conns;
+pub mod flows;
 pub mod iperf3;
 pub mod iperf3_tcp;
 pub mod ping;
@@ -40,6 +42,8 @@ pub enum AppSpec {
     Iperf3Server(iperf3::ServerSpec),
     Iperf3Client(iperf3::ClientSpec),
     Qmon(qmon::QmonSpec),
+    FlowsClient(flows::FlowsClientSpec),
+    FlowsServer(flows::FlowsServerSpec),
 }
 
 /// The closed set of application models. One value exists per running
@@ -53,6 +57,8 @@ pub enum App {
     Iperf3Server(iperf3::Server),
     Iperf3Client(iperf3::Client),
     Qmon(qmon::Qmon),
+    FlowsClient(flows::FlowsClient),
+    FlowsServer(flows::FlowsServer),
 }
 
 /// Sockets bound on one node: (protocol, port) → application id, plus the
@@ -121,6 +127,11 @@ impl Sockets {
         }
         self.bound.push((proto, p, app));
         p
+    }
+
+    /// Release one port (a connection of a many-connection application ended).
+    pub fn unbind(&mut self, proto: Proto, port: u16) {
+        self.bound.retain(|b| b.0 != proto || b.1 != port);
     }
 
     pub fn unbind_all(&mut self, app: u32) {
@@ -259,6 +270,8 @@ impl App {
             AppSpec::Iperf3Server(s) => App::Iperf3Server(iperf3::Server::new(s, rng)?),
             AppSpec::Iperf3Client(s) => App::Iperf3Client(iperf3::Client::new(s, rng)?),
             AppSpec::Qmon(s) => App::Qmon(qmon::Qmon::new(s)?),
+            AppSpec::FlowsClient(s) => App::FlowsClient(flows::FlowsClient::new(s, rng)?),
+            AppSpec::FlowsServer(s) => App::FlowsServer(flows::FlowsServer::new(s, rng)?),
         })
     }
 
@@ -271,6 +284,8 @@ impl App {
             App::Iperf3Server(a) => a.start(ctx),
             App::Iperf3Client(a) => a.start(ctx),
             App::Qmon(a) => a.start(ctx),
+            App::FlowsClient(a) => a.start(ctx),
+            App::FlowsServer(a) => a.start(ctx),
         }
     }
 
@@ -282,6 +297,8 @@ impl App {
             App::Bulk(a) => a.handle_packet(ctx, p),
             App::Iperf3Server(a) => a.handle_packet(ctx, p),
             App::Iperf3Client(a) => a.handle_packet(ctx, p),
+            App::FlowsClient(a) => a.handle_packet(ctx, p),
+            App::FlowsServer(a) => a.handle_packet(ctx, p),
         }
     }
 
@@ -294,6 +311,8 @@ impl App {
             App::Iperf3Server(a) => a.poll_timeout(),
             App::Iperf3Client(a) => a.poll_timeout(),
             App::Qmon(a) => a.poll_timeout(),
+            App::FlowsClient(a) => a.poll_timeout(),
+            App::FlowsServer(a) => a.poll_timeout(),
         }
     }
 
@@ -311,6 +330,8 @@ impl App {
             App::Bulk(a) => a.handle_timeout(ctx),
             App::Iperf3Server(a) => a.handle_timeout(ctx),
             App::Iperf3Client(a) => a.handle_timeout(ctx),
+            App::FlowsClient(a) => a.handle_timeout(ctx),
+            App::FlowsServer(a) => a.handle_timeout(ctx),
             App::Qmon(a) => {
                 let b = qdisc_backlog(a.iface());
                 a.handle_timeout(ctx, b)
@@ -327,6 +348,8 @@ impl App {
             App::Iperf3Server(a) => a.interrupt(ctx),
             App::Iperf3Client(a) => a.interrupt(ctx),
             App::Qmon(a) => a.interrupt(ctx),
+            App::FlowsClient(a) => a.interrupt(ctx),
+            App::FlowsServer(a) => a.interrupt(ctx),
         }
     }
 
@@ -339,6 +362,8 @@ impl App {
             App::Iperf3Server(a) => a.is_finished(),
             App::Iperf3Client(a) => a.is_finished(),
             App::Qmon(a) => a.is_finished(),
+            App::FlowsClient(a) => a.is_finished(),
+            App::FlowsServer(a) => a.is_finished(),
         }
     }
 
@@ -351,6 +376,8 @@ impl App {
             App::Iperf3Server(a) => a.result(iperf),
             App::Iperf3Client(a) => a.result(iperf),
             App::Qmon(a) => a.result(),
+            App::FlowsClient(a) => a.result(),
+            App::FlowsServer(a) => a.result(),
         }
     }
 
@@ -361,7 +388,8 @@ impl App {
             App::UdpSource(a) => Some(a.destination()),
             App::Iperf3Client(a) => Some(a.destination()),
             App::Bulk(a) => Some(a.destination()),
-            App::Sink(_) | App::Iperf3Server(_) | App::Qmon(_) => None,
+            App::FlowsClient(a) => Some(a.destination()),
+            App::Sink(_) | App::Iperf3Server(_) | App::Qmon(_) | App::FlowsServer(_) => None,
         }
     }
 
@@ -381,6 +409,7 @@ impl App {
         match self {
             App::Iperf3Server(a) => a.set_tcp(spec),
             App::Sink(a) => a.set_tcp(spec),
+            App::FlowsServer(a) => a.set_tcp(spec),
             _ => Err(Error::App(format!(
                 "{} does not accept TCP connections",
                 self.kind()
@@ -403,6 +432,8 @@ impl App {
             App::Iperf3Server(_) => "iperf3_server",
             App::Iperf3Client(_) => "iperf3_client",
             App::Qmon(_) => "qmon",
+            App::FlowsClient(_) => "flows_client",
+            App::FlowsServer(_) => "flows_server",
         }
     }
 }

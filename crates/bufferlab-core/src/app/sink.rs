@@ -328,6 +328,7 @@ mod tests {
             duration_ns: None,
             tos: 0,
             tcp: TcpSpec::default(),
+            parallel: 1,
         };
         App::Bulk(Bulk::new(spec, ComponentRng::new(7, "bulk")).unwrap())
     }
