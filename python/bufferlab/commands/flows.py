@@ -258,7 +258,7 @@ def parse_flows(words: list[Word], diag: Diagnostics, resolve: Resolver | None =
         extra = [k for k in ("c", "t", "C", "S", "rate", "size") if k in vals]
         if extra:
             o = vals[extra[0]]
-            raise CommandError(f"flows -s takes only -p, not {o.word.text}", col=o.word.col, expected=USAGE)
+            raise CommandError(f"flows -s takes only -p, not {o.spelled}", col=o.col, expected=USAGE)
         return FlowsServer(port=port)
     if "c" not in vals:
         raise CommandError("flows: -c DEST or -s is required", col=words[0].col, expected=USAGE)
