@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commands import capture as capture_cmd
+from ..commands import flows as flows_cmd
 from ..commands import generators as gen_cmd
 from ..commands import iperf3 as iperf3_cmd
 from ..commands import ping as ping_cmd
@@ -242,7 +243,8 @@ class Runner:
 
     def _prepare_line(self, c: Command) -> PreparedLine:
         diag = Diagnostics()
-        pc = PrepareCtx(terminal=c.terminal, topo=self.topo, profile=self.sc.profile, diag=diag)
+        pc = PrepareCtx(terminal=c.terminal, topo=self.topo, profile=self.sc.profile, diag=diag,
+                        base_dir=self.sc.path.parent)
         try:
             jobs = parse_shell(c.text)
             prepared = [[(sc, prepare_command(pc, sc)) for sc in job.commands] for job in jobs]
@@ -584,6 +586,8 @@ class Runner:
         for report, state in zip(self.part_reports, self.part_states, strict=False):
             report["classes"] = state.class_table()
             report["sinks"] = state.sink_table(self.engine)
+            if state.fct_files:
+                report["fct"] = state.fct_files
         summary = {
             "scenario": self.sc.name,
             "file": str(self.sc.path),
@@ -671,6 +675,8 @@ def _endless(pc: PrepareCtx, sc: SimpleCommand) -> bool:
         return ip.until_interrupted
     if name in ("cbr", "poisson", "onoff", "sink", "bulk"):
         return gen_cmd.is_endless(gen_cmd.parse_generator(words, scratch))
+    if name == "flows":
+        return flows_cmd.is_endless(flows_cmd.parse_flows(words, scratch, base_dir=pc.base_dir))
     if name in ("tcpdump", "tshark"):
         parse = capture_cmd.parse_tcpdump if name == "tcpdump" else capture_cmd.parse_tshark
         return parse(words, pc.resolve_host).count is None

@@ -1,13 +1,17 @@
-//! The connections of one application (a sink, a flow server, an iperf3
-//! client's streams), with per-packet work independent of their number:
-//! demultiplexing by the 4-tuple in a hash table, as Linux's established
-//! hash does (`__inet_lookup_established`, net/ipv4/inet_hashtables.c), and
-//! the next wake-up from a min-heap of the connections' own deadlines
-//! instead of a scan over every timer table.
+//! The TCP connections of an application that holds many at once (a sink,
+//! `bulk -P N`, the `flows` client and server), with per-packet work
+//! independent of their number:
 //!
-//! The heap cancels lazily (STYLE.md "Timers as a table", the engine's
-//! `AppSlot` does the same): see [`DeadlineHeap`]. Its top is kept exact
-//! after every operation, so [`ConnSet::next_timeout`] is a peek.
+//! - demultiplexing by the 4-tuple in a hash table, as Linux's established
+//!   hash does (`__inet_lookup_established`, net/ipv4/inet_hashtables.c);
+//!   the table is never iterated, so its order cannot leak into results;
+//! - the next wake-up from a min-heap of the connections' own deadlines
+//!   ([`DeadlineHeap`]) instead of a scan over every timer table. Its top is
+//!   kept exact after every operation, so [`ConnTable::next_timeout`] is a
+//!   peek and an application is never woken for nothing.
+//!
+//! Slots of closed connections are reused (a free list), so a workload of
+//! millions of short flows keeps as many slots as were ever open at once.
 
 use super::tcp::Conn;
 use crate::packet::{Ipv4, Packet};
@@ -125,68 +129,92 @@ impl DeadlineHeap {
     }
 }
 
-/// Connections in arrival order, found by key, woken by deadline.
-pub struct ConnSet<T> {
-    items: Vec<T>,
-    index: FxHashMap<ConnKey, u32>,
-    timers: DeadlineHeap,
+struct Slot<T> {
+    key: ConnKey,
+    val: T,
 }
 
-impl<T> Default for ConnSet<T> {
+/// Connections in slots, found by key, woken by deadline.
+pub struct ConnTable<T> {
+    slots: Vec<Option<Slot<T>>>,
+    free: Vec<u32>,
+    index: FxHashMap<ConnKey, u32>,
+    timers: DeadlineHeap,
+    len: usize,
+}
+
+impl<T> Default for ConnTable<T> {
     fn default() -> Self {
-        ConnSet {
-            items: Vec::new(),
+        ConnTable {
+            slots: Vec::new(),
+            free: Vec::new(),
             index: FxHashMap::default(),
             timers: DeadlineHeap::default(),
+            len: 0,
         }
     }
 }
 
-impl<T: HasConn> ConnSet<T> {
-    /// Add a connection; returns its id (its position in arrival order).
-    pub fn push(&mut self, item: T) -> u32 {
-        let id = self.items.len() as u32;
-        let c = item.conn();
+impl<T: HasConn> ConnTable<T> {
+    /// Add a connection; returns its slot. Its timer is armed at once.
+    pub fn insert(&mut self, val: T) -> u32 {
+        let c = val.conn();
         let key = ConnKey {
             remote: c.remote,
             local_port: c.local_port,
         };
-        let deadline = c.ep.poll_timeout();
-        self.index.insert(key, id);
-        self.items.push(item);
-        self.timers.set(id, deadline);
-        id
+        let entry = Some(Slot { key, val });
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = entry;
+                s
+            }
+            None => {
+                self.slots.push(entry);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.index.insert(key, slot);
+        self.len += 1;
+        self.rearm(slot);
+        slot
     }
 
-    /// The connection `p` arrived for, if any.
+    /// The connection a received segment belongs to.
     #[inline]
     pub fn find(&self, p: &Packet) -> Option<u32> {
         self.index.get(&ConnKey::of_arrival(p)).copied()
     }
 
-    pub fn get(&self, id: u32) -> &T {
-        &self.items[id as usize]
+    pub fn get(&self, slot: u32) -> &T {
+        &self.slots[slot as usize].as_ref().expect("live slot").val
     }
 
-    /// Work on one connection; its deadline is re-read afterwards.
-    pub fn update<R>(&mut self, id: u32, f: impl FnOnce(&mut T) -> R) -> R {
-        let item = &mut self.items[id as usize];
-        let r = f(item);
-        let deadline = item.conn().ep.poll_timeout();
-        self.timers.set(id, deadline);
-        r
+    /// The connection, to work on; call [`ConnTable::rearm`] (or
+    /// [`ConnTable::remove`]) afterwards.
+    pub fn get_mut(&mut self, slot: u32) -> &mut T {
+        &mut self.slots[slot as usize].as_mut().expect("live slot").val
     }
 
-    /// Work on every connection (rare, whole-set operations such as the end
-    /// of a test); every deadline is re-read afterwards.
-    pub fn update_all(&mut self, mut f: impl FnMut(&mut T)) {
-        for id in 0..self.items.len() as u32 {
-            self.update(id, &mut f);
-        }
+    /// After the connection in `slot` was worked on: re-read its deadline.
+    pub fn rearm(&mut self, slot: u32) {
+        let deadline = self.get(slot).conn().ep.poll_timeout();
+        self.timers.set(slot, deadline);
     }
 
-    /// Ids of the connections whose timers are due at `now`, in arrival order.
-    /// The caller serves each with [`ConnSet::update`].
+    /// Drop a connection and free its slot (its timer with it).
+    pub fn remove(&mut self, slot: u32) -> T {
+        let e = self.slots[slot as usize].take().expect("live slot");
+        self.index.remove(&e.key);
+        self.timers.set(slot, None);
+        self.free.push(slot);
+        self.len -= 1;
+        e.val
+    }
+
+    /// Slots of the connections whose timers are due at `now`, disarmed, in
+    /// slot order. The caller serves each (`ep.handle_timeout`) and then
+    /// re-arms or removes it.
     pub fn take_due(&mut self, now: SimTime) -> Vec<u32> {
         self.timers.take_due(now)
     }
@@ -198,21 +226,35 @@ impl<T: HasConn> ConnSet<T> {
     }
 
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.len == 0
     }
 
+    /// Slots of the live connections in slot order (deterministic; for the
+    /// rare whole-table operations: Ctrl-C, results).
+    pub fn slots(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.is_some())
+            .map(|(i, _)| i as u32)
+    }
+
+    /// The live connections in slot order.
     pub fn iter(&self) -> impl Iterator<Item = &T> {
-        self.items.iter()
+        self.slots.iter().flatten().map(|e| &e.val)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::tcp::TcpSpec;
+    use crate::app::test_support::{Bench, MS};
+    use crate::rng::ComponentRng;
 
     fn t(ns: u64) -> Option<SimTime> {
         Some(SimTime::from_nanos(ns))
@@ -294,5 +336,62 @@ mod tests {
             h.set(id as u32, want[id]);
             assert_eq!(h.peek(), want.iter().flatten().min().copied());
         }
+    }
+
+    struct C(Conn);
+    impl HasConn for C {
+        fn conn(&self) -> &Conn {
+            &self.0
+        }
+    }
+
+    /// A connection from host 0's `port` to host 1:5001 (SYN sent: its
+    /// retransmission timer runs, 1 s in Linux's initial RTO).
+    fn conn(bench: &mut Bench, port: u16, now: SimTime) -> C {
+        let cfg = TcpSpec::default().config(1, 0).unwrap();
+        let dst = bench.addr(1);
+        let mut ctx = bench.ctx(0, now);
+        let mut c = Conn::connect(cfg, &ctx, port, (dst, 5001), ComponentRng::new(1, "c"));
+        c.flush(&mut ctx, 0);
+        C(c)
+    }
+
+    fn segment_to(bench: &Bench, local_port: u16) -> Packet {
+        crate::app::test_support::control((bench.addr(1), 5001), (bench.addr(0), local_port), 0, 0)
+    }
+
+    #[test]
+    fn segments_find_their_connection_and_removed_ones_are_gone() {
+        let mut bench = Bench::new(2);
+        let mut t = ConnTable::default();
+        let a = t.insert(conn(&mut bench, 40_000, SimTime::ZERO));
+        let b = t.insert(conn(&mut bench, 40_001, SimTime::ZERO));
+        assert_eq!(t.find(&segment_to(&bench, 40_001)), Some(b));
+        assert_eq!(t.find(&segment_to(&bench, 40_000)), Some(a));
+        assert_eq!(t.find(&segment_to(&bench, 40_002)), None);
+        t.remove(a);
+        assert_eq!((t.find(&segment_to(&bench, 40_000)), t.len()), (None, 1));
+        // the freed slot is reused
+        assert_eq!(t.insert(conn(&mut bench, 40_003, SimTime::ZERO)), a);
+        assert_eq!(t.slots().collect::<Vec<_>>(), vec![a, b]);
+    }
+
+    #[test]
+    fn a_removed_connection_never_fires_and_a_served_one_waits_to_be_rearmed() {
+        let mut bench = Bench::new(2);
+        let mut t = ConnTable::default();
+        let early = t.insert(conn(&mut bench, 40_000, SimTime::ZERO));
+        let late = t.insert(conn(&mut bench, 40_001, SimTime(300 * MS)));
+        let first = t.get(early).0.ep.poll_timeout().unwrap();
+        assert_eq!(t.next_timeout(), Some(first));
+        assert_eq!(t.take_due(SimTime(first.as_nanos() - 1)), Vec::<u32>::new());
+        // the early connection is gone: its entry is stale, the late one is due
+        t.remove(early);
+        let second = t.get(late).0.ep.poll_timeout().unwrap();
+        assert!(second > first);
+        assert_eq!(t.take_due(second), vec![late]);
+        assert_eq!(t.next_timeout(), None, "nothing left once popped");
+        t.rearm(late);
+        assert_eq!(t.next_timeout(), Some(second), "not served: armed again");
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod bulk;
 pub mod conns;
+pub mod flows;
 pub mod iperf3;
 pub mod iperf3_tcp;
 pub mod ping;
@@ -26,7 +27,7 @@ use crate::packet::{
 };
 use crate::rng::ComponentRng;
 use crate::time::SimTime;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Deserialize;
 
 pub use iperf3::IperfRegistry;
@@ -42,6 +43,8 @@ pub enum AppSpec {
     Iperf3Server(iperf3::ServerSpec),
     Iperf3Client(iperf3::ClientSpec),
     Qmon(qmon::QmonSpec),
+    FlowsClient(flows::FlowsClientSpec),
+    FlowsServer(flows::FlowsServerSpec),
 }
 
 /// The closed set of application models. One value exists per running
@@ -55,6 +58,8 @@ pub enum App {
     Iperf3Server(iperf3::Server),
     Iperf3Client(iperf3::Client),
     Qmon(qmon::Qmon),
+    FlowsClient(flows::FlowsClient),
+    FlowsServer(flows::FlowsServer),
 }
 
 /// Sockets bound on one node: (protocol, port) → application id in a hash
@@ -64,7 +69,7 @@ pub enum App {
 /// `net.ipv4.ip_local_port_range`).
 pub struct Sockets {
     bound: FxHashMap<(Proto, u16), u32>,
-    held: FxHashMap<u32, Vec<(Proto, u16)>>,
+    held: FxHashMap<u32, FxHashSet<(Proto, u16)>>,
     rng: ComponentRng,
 }
 
@@ -91,7 +96,7 @@ impl Sockets {
 
     fn insert(&mut self, proto: Proto, port: u16, app: u32) {
         self.bound.insert((proto, port), app);
-        self.held.entry(app).or_default().push((proto, port));
+        self.held.entry(app).or_default().insert((proto, port));
     }
 
     pub fn bind(&mut self, proto: Proto, port: u16, app: u32) -> Result<()> {
@@ -143,6 +148,15 @@ impl Sockets {
         }
         self.insert(proto, p, app);
         p
+    }
+
+    /// Release one port (a connection of a many-connection application ended).
+    pub fn unbind(&mut self, proto: Proto, port: u16) {
+        if let Some(app) = self.bound.remove(&(proto, port)) {
+            if let Some(held) = self.held.get_mut(&app) {
+                held.remove(&(proto, port));
+            }
+        }
     }
 
     pub fn unbind_all(&mut self, app: u32) {
@@ -283,6 +297,8 @@ impl App {
             AppSpec::Iperf3Server(s) => App::Iperf3Server(iperf3::Server::new(s, rng)?),
             AppSpec::Iperf3Client(s) => App::Iperf3Client(iperf3::Client::new(s, rng)?),
             AppSpec::Qmon(s) => App::Qmon(qmon::Qmon::new(s)?),
+            AppSpec::FlowsClient(s) => App::FlowsClient(flows::FlowsClient::new(s, rng)?),
+            AppSpec::FlowsServer(s) => App::FlowsServer(flows::FlowsServer::new(s, rng)?),
         })
     }
 
@@ -295,6 +311,8 @@ impl App {
             App::Iperf3Server(a) => a.start(ctx),
             App::Iperf3Client(a) => a.start(ctx),
             App::Qmon(a) => a.start(ctx),
+            App::FlowsClient(a) => a.start(ctx),
+            App::FlowsServer(a) => a.start(ctx),
         }
     }
 
@@ -306,6 +324,8 @@ impl App {
             App::Bulk(a) => a.handle_packet(ctx, p),
             App::Iperf3Server(a) => a.handle_packet(ctx, p),
             App::Iperf3Client(a) => a.handle_packet(ctx, p),
+            App::FlowsClient(a) => a.handle_packet(ctx, p),
+            App::FlowsServer(a) => a.handle_packet(ctx, p),
         }
     }
 
@@ -318,6 +338,8 @@ impl App {
             App::Iperf3Server(a) => a.poll_timeout(),
             App::Iperf3Client(a) => a.poll_timeout(),
             App::Qmon(a) => a.poll_timeout(),
+            App::FlowsClient(a) => a.poll_timeout(),
+            App::FlowsServer(a) => a.poll_timeout(),
         }
     }
 
@@ -335,6 +357,8 @@ impl App {
             App::Bulk(a) => a.handle_timeout(ctx),
             App::Iperf3Server(a) => a.handle_timeout(ctx),
             App::Iperf3Client(a) => a.handle_timeout(ctx),
+            App::FlowsClient(a) => a.handle_timeout(ctx),
+            App::FlowsServer(a) => a.handle_timeout(ctx),
             App::Qmon(a) => {
                 let b = qdisc_backlog(a.iface());
                 a.handle_timeout(ctx, b)
@@ -351,6 +375,8 @@ impl App {
             App::Iperf3Server(a) => a.interrupt(ctx),
             App::Iperf3Client(a) => a.interrupt(ctx),
             App::Qmon(a) => a.interrupt(ctx),
+            App::FlowsClient(a) => a.interrupt(ctx),
+            App::FlowsServer(a) => a.interrupt(ctx),
         }
     }
 
@@ -363,6 +389,8 @@ impl App {
             App::Iperf3Server(a) => a.is_finished(),
             App::Iperf3Client(a) => a.is_finished(),
             App::Qmon(a) => a.is_finished(),
+            App::FlowsClient(a) => a.is_finished(),
+            App::FlowsServer(a) => a.is_finished(),
         }
     }
 
@@ -375,6 +403,8 @@ impl App {
             App::Iperf3Server(a) => a.result(iperf),
             App::Iperf3Client(a) => a.result(iperf),
             App::Qmon(a) => a.result(),
+            App::FlowsClient(a) => a.result(),
+            App::FlowsServer(a) => a.result(),
         }
     }
 
@@ -385,7 +415,8 @@ impl App {
             App::UdpSource(a) => Some(a.destination()),
             App::Iperf3Client(a) => Some(a.destination()),
             App::Bulk(a) => Some(a.destination()),
-            App::Sink(_) | App::Iperf3Server(_) | App::Qmon(_) => None,
+            App::FlowsClient(a) => Some(a.destination()),
+            App::Sink(_) | App::Iperf3Server(_) | App::Qmon(_) | App::FlowsServer(_) => None,
         }
     }
 
@@ -405,6 +436,7 @@ impl App {
         match self {
             App::Iperf3Server(a) => a.set_tcp(spec),
             App::Sink(a) => a.set_tcp(spec),
+            App::FlowsServer(a) => a.set_tcp(spec),
             _ => Err(Error::App(format!(
                 "{} does not accept TCP connections",
                 self.kind()
@@ -427,6 +459,8 @@ impl App {
             App::Iperf3Server(_) => "iperf3_server",
             App::Iperf3Client(_) => "iperf3_client",
             App::Qmon(_) => "qmon",
+            App::FlowsClient(_) => "flows_client",
+            App::FlowsServer(_) => "flows_server",
         }
     }
 }

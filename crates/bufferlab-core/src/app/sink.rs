@@ -2,7 +2,7 @@
 //! and reports goodput at the end. Runs until interrupted. Over TCP it
 //! accepts every connection to its port and reads everything as it arrives.
 
-use super::conns::ConnSet;
+use super::conns::ConnTable;
 use super::tcp::{is_syn, Conn, TcpSpec};
 use super::AppCtx;
 use crate::error::{Error, Result};
@@ -34,7 +34,7 @@ pub struct Sink {
     proto: SinkProto,
     /// TCP: socket settings of accepted connections, and the connections
     tcp: Option<TcpConfig>,
-    conns: ConnSet<Conn>,
+    conns: ConnTable<Conn>,
     rng: ComponentRng,
     start: SimTime,
     end: SimTime,
@@ -72,7 +72,7 @@ impl Sink {
             port: spec.port,
             proto: spec.proto,
             tcp,
-            conns: ConnSet::default(),
+            conns: ConnTable::default(),
             rng,
             start: SimTime::ZERO,
             end: SimTime::ZERO,
@@ -124,7 +124,7 @@ impl Sink {
         };
         let id = match self.conns.find(p) {
             Some(id) => {
-                self.conns.update(id, |c| c.input(ctx.now, p));
+                self.conns.get_mut(id).input(ctx.now, p);
                 id
             }
             // the new connection has answered this SYN already; feeding it
@@ -134,7 +134,7 @@ impl Sink {
                 let Some(conn) = Conn::accept(cfg.clone(), ctx, p, rng) else {
                     return;
                 };
-                self.conns.push(conn)
+                self.conns.insert(conn)
             }
             None => return,
         };
@@ -143,11 +143,10 @@ impl Sink {
 
     /// Read everything the connection has, and send what it has to send.
     fn drain(&mut self, ctx: &mut AppCtx, id: u32) {
-        let got = self.conns.update(id, |c| {
-            let got = c.ep.read(ctx.now, u64::MAX);
-            c.flush(ctx, 0);
-            got
-        });
+        let c = self.conns.get_mut(id);
+        let got = c.ep.read(ctx.now, u64::MAX);
+        c.flush(ctx, 0);
+        self.conns.rearm(id);
         self.arrived(ctx.now, got);
     }
 
@@ -160,7 +159,7 @@ impl Sink {
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         for id in self.conns.take_due(ctx.now) {
-            self.conns.update(id, |c| c.ep.handle_timeout(ctx.now));
+            self.conns.get_mut(id).ep.handle_timeout(ctx.now);
             self.drain(ctx, id);
         }
     }
@@ -325,6 +324,7 @@ mod tests {
             duration_ns: None,
             tos: 0,
             tcp: TcpSpec::default(),
+            parallel: 1,
         };
         App::Bulk(Bulk::new(spec, ComponentRng::new(7, "bulk")).unwrap())
     }
