@@ -5,7 +5,7 @@ from typing import final
 
 __version__: str
 __all__ = [
-    "Simulator", "schema", "congestion_controls", "CoreError", "ConfigError", "TcRequestError",
+    "Simulator", "schema", "congestion_controls", "heap_stats", "heap_reset_peak", "CoreError", "ConfigError", "TcRequestError",
     "AppError", "SchemaError", "StalledError", "__version__",
 ]
 
