@@ -24,6 +24,7 @@
 //! text and JSON are produced by python/bufferlab/formats/iperf3.py.
 
 use super::conns::ConnKey;
+use super::iperf3_tcp::records_json;
 use super::iperf3_tcp::{RecvStream, SendStream, Stream};
 use super::tcp::{is_syn, next_timeout, Conn, TcpSpec};
 use super::{parse_addr, AppCtx};
@@ -34,6 +35,7 @@ use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
+use serde::Serialize;
 use serde_json::json;
 
 /// Control-connection message types (our own numbering).
@@ -398,6 +400,31 @@ impl Ticker {
     }
 }
 
+/// One interval of a UDP test's receiver (kept as a record until the
+/// report is written; see iperf3_tcp.rs `SendInterval`).
+#[derive(Serialize)]
+struct UdpRecvInterval {
+    start_ns: u64,
+    end_ns: u64,
+    bytes: u64,
+    packets: u64,
+    received: u64,
+    lost: u64,
+    out_of_order: u64,
+    jitter_s: f64,
+    omitted: bool,
+}
+
+/// One interval of the client: what it sent over all its streams.
+#[derive(Serialize)]
+struct ClientInterval {
+    start_ns: u64,
+    end_ns: u64,
+    bytes: u64,
+    packets: u64,
+    omitted: bool,
+}
+
 /// Counters of one UDP receiving stream (iperf_udp_recv).
 #[derive(Clone, Copy, Debug, Default)]
 struct RecvCounters {
@@ -462,7 +489,7 @@ struct ServerTest {
     /// counters at the omit end and at the last interval tick
     base: RecvCounters,
     at_last_tick: RecvCounters,
-    intervals: Vec<serde_json::Value>,
+    intervals: Vec<UdpRecvInterval>,
     totals: Option<ReceiverTotals>,
     protocol: Protocol,
     /// TCP data connections, in accept order
@@ -494,12 +521,17 @@ impl ServerTest {
             return;
         }
         let d = self.counters.minus(&self.at_last_tick);
-        self.intervals.push(json!({
-            "start_ns": t.last_tick.as_nanos(), "end_ns": end.as_nanos(),
-            "bytes": d.bytes, "packets": d.max_seq, "received": d.received,
-            "lost": d.cnt_error, "out_of_order": d.out_of_order,
-            "jitter_s": self.counters.jitter_s, "omitted": omitted,
-        }));
+        self.intervals.push(UdpRecvInterval {
+            start_ns: t.last_tick.as_nanos(),
+            end_ns: end.as_nanos(),
+            bytes: d.bytes,
+            packets: d.max_seq,
+            received: d.received,
+            lost: d.cnt_error,
+            out_of_order: d.out_of_order,
+            jitter_s: self.counters.jitter_s,
+            omitted,
+        });
         t.last_tick = end;
         t.next_tick = end + t.interval;
         self.at_last_tick = self.counters;
@@ -527,7 +559,7 @@ impl ServerTest {
             "test_start_ns": self.started.map(|t| t.as_nanos()),
             "start_ns": self.ticker.as_ref().map(|t| t.start.as_nanos()),
             "omit_ns": self.omit.as_nanos(),
-            "intervals": self.intervals,
+            "intervals": records_json(&self.intervals),
             "total": self.totals.map(ReceiverTotals::to_json),
             "complete": self.totals.is_some(),
         });
@@ -978,7 +1010,7 @@ pub struct Client {
     bytes: u64,
     tick_packets: u64,
     tick_bytes: u64,
-    intervals: Vec<serde_json::Value>,
+    intervals: Vec<ClientInterval>,
     sender_end: SimTime,
     error: Option<String>,
     finished: bool,
@@ -1293,11 +1325,13 @@ impl Client {
         for st in &mut self.streams {
             st.close_interval(t.last_tick, end, omitted);
         }
-        self.intervals.push(json!({
-            "start_ns": t.last_tick.as_nanos(), "end_ns": end.as_nanos(),
-            "bytes": self.bytes - self.tick_bytes, "packets": self.packets - self.tick_packets,
-            "omitted": omitted,
-        }));
+        self.intervals.push(ClientInterval {
+            start_ns: t.last_tick.as_nanos(),
+            end_ns: end.as_nanos(),
+            bytes: self.bytes - self.tick_bytes,
+            packets: self.packets - self.tick_packets,
+            omitted,
+        });
         t.last_tick = end;
         t.next_tick = end + t.interval;
         self.tick_bytes = self.bytes;
@@ -1453,7 +1487,7 @@ impl Client {
             "cookie": self.cookie,
             "test_start_ns": self.test_start.as_nanos(),
             "start_ns": start.as_nanos(),
-            "intervals": self.intervals,
+            "intervals": records_json(&self.intervals),
             "sender": {"bytes": self.bytes, "packets": self.packets, "end_ns": self.sender_end.as_nanos()},
             "receiver": receiver,
         })
