@@ -5,8 +5,8 @@ from typing import final
 
 __version__: str
 __all__ = [
-    "Simulator", "schema", "congestion_controls", "heap_stats", "heap_reset_peak", "CoreError", "ConfigError", "TcRequestError",
-    "AppError", "SchemaError", "StalledError", "__version__",
+    "Simulator", "schema", "congestion_controls", "heap_stats", "heap_reset_peak", "CoreError",
+    "ConfigError", "TcRequestError", "AppError", "SchemaError", "StalledError", "__version__",
 ]
 
 def schema() -> str: ...

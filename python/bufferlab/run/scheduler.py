@@ -171,7 +171,8 @@ class Runner:
         self.root = (results_root or Path("results")) / scenario.slug
         self.progress = sys.stderr.isatty() if progress is None else progress
         self.echo = echo or (lambda s: None)
-        self.warnings: list[str] = []
+        #: the scenario's own warnings (a MiniEdit file's ignored keys), then the commands'
+        self.warnings: list[str] = list(scenario.warnings)
         self.sysctl: dict[str, dict[str, Any]] = {}
         #: listening TCP applications (iperf3 -s, TCP sink): app id -> (host, -C of the command);
         #: a sysctl on the host reaches the connections they accept later
