@@ -23,11 +23,16 @@ from .session import MininetError, Session
 from .topo import Topo
 from .util import ipAdd, macColonHex, netParse
 
+#: the process id the first node's shell gets (dump prints them)
+FIRST_PID = 1000
+
 
 class Mininet:
     #: where results go (``bufferlab mininet --results``); the folder is named after ``name``
     results_root: Path | None = None
     name = "mininet"
+    #: tables and the HTML report at stop() (tests turn it off for speed)
+    write_report = True
 
     def __init__(self, topo: Topo | None = None, switch: type[Switch] = OVSKernelSwitch,
                  host: type[Host] = Host, controller: Any = DefaultController, link: type[Link] = Link,
@@ -192,6 +197,8 @@ class Mininet:
                                self._link_specs(), self.results_root)
         clock.attach(self.session)
         self.started = True
+        for k, node in enumerate(self.nameToNode.values()):
+            node.pid = FIRST_PID + k
         info(f"*** Starting controller\n{' '.join(c.name for c in self.controllers)} \n")
         info(f"*** Starting {len(self.switches)} switches\n{' '.join(s.name for s in self.switches)} ...\n")
         for ln in self.links:
@@ -205,7 +212,7 @@ class Mininet:
         info(f"*** Stopping {len(self.links)} links\n")
         info(f"*** Stopping {len(self.switches)} switches\n")
         info(f"*** Stopping {len(self.hosts)} hosts\n")
-        summary = self.session.close()
+        summary = self.session.close(self.write_report)
         clock.attach(None)
         self.started = False
         info("\n*** Done\n")

@@ -144,6 +144,10 @@ class Node:
         self.net: Any = None
         self._pending: list[int] | None = None
         self._read = 0
+        #: exit status of the last line ``cmd`` ran (bash's ``$?``)
+        self.status = 0
+        #: a process id for dump (each node is one shell in Mininet); set when the network starts
+        self.pid = 0
 
     @property
     def shell(self) -> str:
@@ -252,6 +256,7 @@ class Node:
             return ""
         pending = self._pending
         self.session().run_until(lambda: bool(pending), f"{self.name}: {self._text_now}")
+        self.status = pending[0]
         self._pending = None
         return self._new_output()
 
@@ -285,7 +290,7 @@ class Node:
 
     def __repr__(self) -> str:
         intfs = ",".join(f"{i.name}:{i.IP()}" for i in self.intfList())
-        return f"<{type(self).__name__} {self.name}: {intfs}>"
+        return f"<{type(self).__name__} {self.name}: {intfs} pid={self.pid}>"
 
 
 class Host(Node):

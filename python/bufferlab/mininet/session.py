@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BufferlabError, CommandError
+from ..outputs.report import after_run
 from ..profile import PROFILES
 from ..run.context import NS, PartState, Terminal
 from ..run.engine import Engine
@@ -152,8 +153,9 @@ class Session:
         self.sched._interrupt(self.sched.waiting.foreground(node))
         self.sched._drain()
 
-    def close(self) -> dict[str, Any]:
-        """Ctrl-C what still runs; write the terminal logs and summary.json."""
+    def close(self, report: bool = True) -> dict[str, Any]:
+        """Ctrl-C what still runs; write the terminal logs, summary.json, and (``report``)
+        the tables and the HTML report as ``bufferlab run`` does."""
         if self.closed:
             return {}
         self.closed = True
@@ -170,4 +172,5 @@ class Session:
         summary = runner._write_summary(time.perf_counter() - self._wall0, None)
         if runner.prev_root is not None:
             remove_tree(runner.prev_root)
+        after_run(runner.root, report=report)
         return summary

@@ -7,7 +7,7 @@ from typing import Any
 
 from . import clock
 from .log import output
-from .node import ROOT, Node
+from .node import ROOT, Node, Switch
 
 
 def quietRun(cmd: str | list[str], **kwargs: Any) -> str:  # noqa: N802 (Mininet's names)
@@ -25,6 +25,8 @@ def dumpNodeConnections(nodes: list[Node]) -> None:  # noqa: N802
     """``h1 h1-eth0:s1-eth1`` per node, as Mininet prints it."""
     for node in nodes:
         output(node.name)
+        if isinstance(node, Switch):
+            output(" lo: ")  # a switch's port 0 is its loopback, listed first by Mininet
         for intf in node.intfList():
             output(f" {intf}:")
             if intf.link is not None:
