@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bufferlab.commands.tc.registry import QDISC_KINDS
@@ -13,6 +15,7 @@ from bufferlab.mininet.node import Host
 from bufferlab.mininet.session import MininetError
 from bufferlab.mininet.topo import LinearTopo, SingleSwitchTopo
 from bufferlab.mininet.topolib import TreeTopo
+from bufferlab.scenario.mn_file import load_mn
 
 HTB = pytest.mark.skipif("htb" not in QDISC_KINDS, reason="HTB not merged yet")
 
@@ -205,3 +208,17 @@ def test_same_script_same_output():
         net.stop()
         return out
     assert run() == run()
+
+
+def test_from_mn_builds_the_miniedit_topology():
+    mn = Path(__file__).resolve().parent / "data" / "lab.mn"
+    topo = load_mn(mn)
+    net = Mininet.from_mn(mn, use_tbf="htb" not in QDISC_KINDS)
+    assert [h.name for h in net.hosts] == topo.hosts
+    assert [s.name for s in net.switches] == topo.switches
+    ips = {h: ip.split("/")[0] for h, ip in topo.host_ips.items()}
+    assert {h: net.get(h).IP() for h in topo.hosts} == ips
+    net.start()
+    first, last = net.hosts[0], net.hosts[-1]
+    assert "1 received" in first.cmd(f"ping -c 1 {last.IP()}")
+    net.stop()

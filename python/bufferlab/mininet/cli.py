@@ -49,17 +49,16 @@ class CLI(cmd.Cmd):
             error(f"*** Error: {e}\n")
             return False
 
-    def default(self, line: str) -> bool:
+    def default(self, line: str) -> None:
         first, args, line = self.parseline(line)
         if first in self.mn:
             if not args:
                 error(f"*** Please enter a command for node: {first} <cmd>\n")
-                return False
+                return
             words = [self.mn[w].IP() or w if w in self.mn else w for w in args.split(" ")]
             output(self.mn[first].cmd(" ".join(words)))
         else:
             error(f"*** Unknown command: {line}\n")
-        return False
 
     def do_nodes(self, _line: str) -> None:
         """List the nodes."""

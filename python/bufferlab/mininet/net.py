@@ -69,20 +69,22 @@ class Mininet:
             self.build()
 
     @classmethod
-    def from_mn(cls, path: str | Path, **kwargs: Any) -> Mininet:
-        """A network from a MiniEdit ``.mn`` file (hosts, switches, links and their options)."""
+    def from_mn(cls, path: str | Path, use_tbf: bool = False, **kwargs: Any) -> Mininet:
+        """A network from a MiniEdit ``.mn`` file (hosts, switches, links and their options);
+        links are TCLinks as MiniEdit makes them (``use_tbf``: shaped with tbf instead of htb)."""
         mn = load_mn(path)
         for w in mn.warnings:
             error(w + "\n")
         net = cls(link=TCLink, **kwargs)
         for h in mn.hosts:
-            ip = mn.host_ips.get(h)
-            net.addHost(h, **({"ip": ip} if ip else {}))
+            net.addHost(h, ip=mn.host_ips.get(h))
         for s in mn.switches:
             net.addSwitch(s)
         for ln in mn.links:
             opts = {k: getattr(ln, k) for k in ("bw", "delay", "loss", "max_queue_size", "jitter")
                     if getattr(ln, k, None) is not None}
+            if use_tbf:
+                opts["use_tbf"] = True
             net.addLink(ln.src, ln.dest, **opts)
         return net
 
