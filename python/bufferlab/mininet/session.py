@@ -9,6 +9,8 @@ same parsing and program dispatch as a scenario line, in one open-ended part nam
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Callable, Generator
 from pathlib import Path
@@ -25,6 +27,15 @@ from ..scenario.load import Command, LinkSpec, Part, Scenario, _slug
 
 #: the part every line of a script belongs to
 PART = "mininet"
+
+
+def caller() -> str:
+    """``FILE:LINE`` of the user code that called into bufferlab.mininet."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(1)
+    while frame.f_back is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
+        frame = frame.f_back
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
 class MininetError(BufferlabError):
@@ -79,8 +90,9 @@ class Session:
         if self.closed:
             raise MininetError(f"{node}: cmd({text!r}) after net.stop()")
         self._index += 1
-        cmd = Command(terminal=node, text=text, line=self._index, col=1, index=self._index,
-                      file=f"{self.runner.sc.path} {node}")
+        # errors name the script line that typed the command, the node, then the column in it
+        cmd = Command(terminal=node, text=text, line=1, col=1, index=self._index,
+                      file=f"{caller()}: {node}")
         try:
             pl = self.runner._prepare_line(cmd)
         except CommandError as e:
