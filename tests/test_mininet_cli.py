@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import runpy
 import sys
 import time
 from pathlib import Path
@@ -131,3 +132,14 @@ def test_cli_fed_from_stdin(tmp_path, capsys, monkeypatch):
     assert "*** Unknown command: nope\n" in out
     assert "*** Error:" in out  # the bad tc line is reported and the CLI goes on to exit
     assert out.count("available nodes are") == 1  # nothing after exit
+
+
+def test_notebook_example_table(tmp_path, monkeypatch, capsys):
+    """examples/mininet/queue_sweep.py: the API from plain Python, a pandas table of RTTs that
+    grow with the queue."""
+    monkeypatch.setattr(Mininet, "results_root", tmp_path)
+    runpy.run_path(str(EXAMPLE.with_name("queue_sweep.py")))
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    rtts = [float(r[1]) for r in rows]
+    assert [int(r[0]) for r in rows] == [10, 25, 50, 100]
+    assert rtts == sorted(rtts) and rtts[-1] > 5 * rtts[0]
