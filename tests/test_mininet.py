@@ -222,3 +222,28 @@ def test_from_mn_builds_the_miniedit_topology():
     first, last = net.hosts[0], net.hosts[-1]
     assert "1 received" in first.cmd(f"ping -c 1 {last.IP()}")
     net.stop()
+
+
+def test_sendcmd_monitor_sendint():
+    net = _net(topo=SingleSwitchTopo(2))
+    h1 = net.get("h1")
+    t0 = clock.time()
+    h1.sendCmd("ping 10.0.0.2")
+    assert h1.waiting
+    # 1.5 s of simulated time pass; a program's lines reach the terminal when it ends
+    assert h1.monitor(timeoutms=1500) == "" and 1.5 <= clock.time() - t0 < 1.6
+    with pytest.raises(MininetError, match="previous command still runs"):
+        h1.sendCmd("ping -c 1 10.0.0.2")
+    h1.sendInt()  # Ctrl-C: ping prints its statistics
+    rest = h1.waitOutput()
+    assert not h1.waiting and rest.count("bytes from 10.0.0.2") == 2
+    assert "2 packets transmitted, 2 received" in rest
+    net.stop()
+
+
+def test_sleep_before_start_only_moves_the_clock():
+    t0 = clock.time()
+    clock.sleep(3)
+    assert clock.time() - t0 == pytest.approx(3)
+    with pytest.raises(MininetError, match="expected a number of seconds"):
+        clock.sleep("1s")
