@@ -6,7 +6,11 @@ from pathlib import Path
 import mkdocs_gen_files
 
 root = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(root / "python"), str(root / "tools")]
+sys.path.insert(0, str(root / "tools"))
+try:  # the installed package (CI installs the wheel), else the source tree with a built _core
+    import bufferlab  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(root / "python"))
 
 import docs_reference  # noqa: E402
 
