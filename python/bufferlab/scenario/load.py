@@ -138,6 +138,18 @@ class LinkSpec:
 
 @dataclass
 class Scenario:
+    """A validated scenario, as :func:`load_scenario` returns it and :func:`run_scenario` runs it.
+
+    Attributes:
+        path: the scenario file.
+        name: its ``name``; ``slug`` is the folder name derived from it (``results/<slug>/``).
+        seed: the seed of every random process.
+        profile: tool and kernel versions (``[sim] profile`` plus overrides).
+        hosts, switches, routers, links: the topology, Mininet's conventions.
+        parts: the ``[[part]]`` tables, in file order, their command lines located in the file.
+        warnings: what the loader noticed but accepted (printed by ``bufferlab check``/``run``).
+    """
+
     path: Path
     name: str
     slug: str
@@ -307,6 +319,22 @@ def _check_structure(text: str, file: str) -> None:
 
 
 def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file (TOML) without running it.
+
+    Every key, topology name and command line is checked here, as ``bufferlab check`` does.
+
+    Args:
+        path: the ``.toml`` file.
+
+    Returns:
+        The validated :class:`Scenario`.
+
+    Raises:
+        ScenarioError: the file is unreadable, not TOML, or has an unknown key or a bad value;
+            its message names the file, line and column, what was expected and a suggestion.
+        CommandError: a command line is malformed (located in the file the same way);
+            NotSupportedError for a real option bufferlab does not model yet.
+    """
     path = Path(path)
     file = str(path)
     try:
