@@ -1,6 +1,6 @@
 """The documentation site: the scenario reference lists exactly the keys the loader accepts,
-every command the pages show runs, and ``mkdocs build --strict`` passes (no warnings, no
-broken links)."""
+every scenario and command the pages show checks and runs, and ``mkdocs build --strict``
+passes (no warnings, no broken links)."""
 
 from __future__ import annotations
 
@@ -85,10 +85,9 @@ def test_every_scenario_the_docs_show_checks(path, capsys):
     assert main(["check", str(ROOT / path)]) == 0, capsys.readouterr().err
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("page", sorted({p for p, _ in SHOWN}))
 def test_every_command_the_docs_show_runs(page, tmp_path, monkeypatch):
-    """Each page's commands in order, from a copy of the repository's scenarios."""
+    """Each page's commands in order, from a copy of the repository's scenarios (all pages: ~15 s)."""
     shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios")
     monkeypatch.chdir(tmp_path)
     for _, command in (s for s in SHOWN if s[0] == page):
@@ -121,3 +120,12 @@ def test_mkdocs_build_strict(tmp_path):
     generated = ("reference/scenario", "reference/commands", "reference/cli", "reference/api")
     for page in (*generated, "tutorials/lab14"):
         assert (tmp_path / "site" / page / "index.html").is_file(), page
+
+
+def test_docs_requirements_match_the_docs_extra():
+    import tomllib
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["docs"]
+    lines = (DOCS / "requirements.txt").read_text().splitlines()
+    listed = [ln for ln in lines if ln and not ln.startswith("#")]
+    assert listed == extra

@@ -24,10 +24,10 @@ trap 'rm -rf "$work"' EXIT
 python3 -m venv "$work/venv"
 # A PATH without cargo/rustc proves the wheel needs no Rust toolchain.
 clean_path="$work/venv/bin:/usr/bin:/bin"
-start=$(date +%s.%N)
-env -i HOME="$HOME" PATH="$clean_path" "$work/venv/bin/pip" install -q "$wheel"
-end=$(date +%s.%N)
-printf 'install time from the wheel: %.1f s\n' "$(echo "$end - $start" | bc)"
+start=$EPOCHREALTIME
+env -i HOME="$HOME" PATH="$clean_path" "$work/venv/bin/pip" install -q --disable-pip-version-check "$wheel"
+end=$EPOCHREALTIME
+python3 -c "print(f'install time from the wheel: {$end - $start:.1f} s')"
 if env -i PATH="$clean_path" sh -c 'command -v cargo || command -v rustc' >/dev/null; then
   echo "error: cargo or rustc is on the clean PATH" >&2
   exit 1
