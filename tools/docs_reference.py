@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 from typing import Any
 
 from bufferlab import _core, cli
@@ -175,9 +176,23 @@ def _options(specs: list[OptSpec], refused: set[str] | dict[str, Any] = frozense
     return out
 
 
+_ROLE = re.compile(r":(?:class|func|meth|mod|attr):`(~?)([\w.]+)`")
+
+
 def _doc(obj: Any) -> list[str]:
-    """A module's docstring as Markdown: RST double backquotes become code spans."""
-    return [(inspect.getdoc(obj) or "").replace("``", "`").replace("::\n", ":\n"), ""]
+    """A module's docstring as Markdown: RST double backquotes and roles become code spans,
+    a literal block's ``::`` a colon (the block is indented, so Markdown keeps it as code)."""
+    text = (inspect.getdoc(obj) or "").replace("``", "`").replace("::\n", ":\n")
+    text = _ROLE.sub(lambda m: f"`{m[2].rsplit('.', 1)[-1] if m[1] else m[2]}`", text)
+    return [text, ""]
+
+
+#: what the parsers accept but the model refuses in context (README "Not supported yet")
+CONTEXT_LIMITS = [
+    "UDP `iperf3 -R` and TCP `iperf3 -b` are refused as not supported yet.",
+    "`tcpdump` and `tshark` only write files (`-w`); printing packets is not supported.",
+    "`ethtool -K` models the features `tso`, `gso` and `gro` only.",
+]
 
 
 def commands_page() -> str:
@@ -189,10 +204,11 @@ def commands_page() -> str:
         "An option marked *refused* is a real option of the tool that bufferlab parses only to",
         "say clearly that it is not supported yet.",
         "",
-        "## Shell features",
+        "## Known limits",
         "",
     ]
-    out += _doc(shell)
+    out += [f"- {line}" for line in CONTEXT_LIMITS]
+    out += ["", "## Shell features", ""] + _doc(shell)
     out += ["## tc qdisc", ""]
     out += _doc(tc)
     out += [
