@@ -129,7 +129,7 @@ def scenario_page() -> str:
         "Generated from the loader's key sets (`python/bufferlab/scenario/load.py`,",
         "`scenario/observe.py`) and the engine's JSON Schema (`bufferlab._core.schema()`).",
         "An unknown key is an error naming its line and column, with a suggestion.",
-        "The README's [five-minute tour](../index.md#a-scenario) shows them in use.",
+        "[Getting started](../index.md#a-scenario) shows them in use.",
     ]
     for table, keys in LOADER_KEYS.items():
         docs = KEY_DOCS.get(table, {})
