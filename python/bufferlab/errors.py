@@ -121,4 +121,5 @@ class Diagnostics:
     warnings: list[Diagnostic] = field(default_factory=list)
 
     def warn(self, message: str, col: int | None = None) -> None:
+        """Record a warning about the command (``col``: 0-based column of the word at fault)."""
         self.warnings.append(Diagnostic(message, col))

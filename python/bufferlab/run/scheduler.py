@@ -91,7 +91,7 @@ class Failure:
 
 
 class PartTimeout(BufferlabError):
-    pass
+    """A part did not finish within ``[sim] stop_at``; the earlier parts' results are written."""
 
 
 #: with --max-wall/--max-events the engine hands control back after at most this many events
@@ -157,6 +157,9 @@ def signals_deferred() -> Any:
 
 
 class Runner:
+    """Runs one scenario: :meth:`check` prepares every line, :meth:`run` runs the parts
+    and writes the results (what :func:`run_scenario` does)."""
+
     def __init__(
         self,
         scenario: Scenario,
@@ -257,6 +260,7 @@ class Runner:
     # ------------------------------------------------------------ running
 
     def run(self) -> dict[str, Any]:
+        """Run every part and write the results; returns summary.json's contents."""
         if not self.lines:
             self.check()
         for w in self.warnings:

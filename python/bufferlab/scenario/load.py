@@ -85,6 +85,7 @@ class Command:
     cols: tuple[int, ...] = ()
 
     def where(self, col_in_text: int | None = None) -> str:
+        """``FILE:LINE:COL`` of the command's character ``col_in_text`` (default: its first)."""
         k = col_in_text or 0
         if k < len(self.cols):
             col = self.cols[k]
@@ -97,6 +98,8 @@ class Command:
 
 @dataclass
 class Part:
+    """One ``[[part]]``: a handout section, its command lines in file order."""
+
     name: str
     commands: list[Command]
     #: minimum duration (seconds) before endless commands are interrupted
@@ -113,6 +116,8 @@ class Part:
 
 @dataclass
 class LinkSpec:
+    """One ``[topology] links`` entry: its two ends and optional TCLink/wire settings."""
+
     a: str
     b: str
     a_intf: str | None = None
@@ -133,6 +138,7 @@ class LinkSpec:
     positions: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def pos(self, key: str) -> tuple[int, int | None]:
+        """(line, column) of ``key``'s value in the file, else of the link itself."""
         return self.positions.get(key, (self.line, self.col))
 
 
