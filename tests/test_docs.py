@@ -5,7 +5,9 @@ passes (no warnings, no broken links)."""
 from __future__ import annotations
 
 import ast
+import importlib
 import os
+import pkgutil
 import re
 import shlex
 import shutil
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from bufferlab import scenario
 from bufferlab.cli import main
 from bufferlab.scenario import load, observe
 from conftest import ROOT
@@ -32,8 +35,13 @@ def _module_key_sets(module: object) -> dict[str, set[str]]:
 
 
 def test_every_loader_key_set_is_in_the_reference():
+    """A new table's key set (any ``*_KEYS`` set of the scenario package) must be added to
+    tools/docs_reference.py's LOADER_KEYS and KEY_DOCS."""
     referenced = [id(keys) for keys in docs_reference.LOADER_KEYS.values()]
-    for module in (load, observe):
+    found = pkgutil.iter_modules(scenario.__path__, "bufferlab.scenario.")
+    modules = [importlib.import_module(m.name) for m in found]
+    assert load in modules and observe in modules
+    for module in modules:
         for name, keys in _module_key_sets(module).items():
             assert id(keys) in referenced, f"{module.__name__}.{name} is missing from LOADER_KEYS"
 

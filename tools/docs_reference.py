@@ -8,13 +8,15 @@ from its parser's option table, every qdisc kind from the tc registry, the CLI f
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import os
+import pkgutil
 import re
 from typing import Any
 
-from bufferlab import _core, cli
+from bufferlab import _core, cli, commands
 from bufferlab.commands import capture, ethtool, generators, iperf3, ns3, ping, shell, sysctl, tc
 from bufferlab.commands._getopt import OptSpec
 from bufferlab.commands.tc import registry
@@ -248,7 +250,26 @@ def commands_page() -> str:
         "",
     ]
     out += ["## ethtool", ""] + _doc(ethtool)
+    for module in _other_command_modules():  # a command added later gets its section at once
+        out += [f"## {module.__name__.rsplit('.', 1)[-1]}", ""] + _doc(module)
+        specs = getattr(module, "_SPECS", None)
+        if isinstance(specs, list) and all(isinstance(s, OptSpec) for s in specs):
+            out += _options(specs, getattr(module, "_UNSUPPORTED", set())) + [""]
     return "\n".join(out) + "\n"
+
+
+#: the command modules commands_page() describes by hand (shell and the helpers have no command)
+_DESCRIBED = (shell, tc, sysctl, iperf3, ping, generators, ns3, capture, ethtool)
+
+
+def _other_command_modules() -> list[Any]:
+    names = {m.__name__ for m in _DESCRIBED}
+    found = pkgutil.iter_modules(commands.__path__, commands.__name__ + ".")
+    return [
+        importlib.import_module(m.name)
+        for m in found
+        if m.name not in names and not m.name.rsplit(".", 1)[-1].startswith("_")
+    ]
 
 
 def cli_page() -> str:
