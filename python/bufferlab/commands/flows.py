@@ -39,7 +39,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ from ._getopt import Getopt, Opt, OptSpec
 from .shell import Word
 
 __all__ = ["FlowsClient", "FlowsServer", "parse_flows", "parse_flow_size", "parse_size_dist",
-           "read_cdf_file", "report_text", "DISTRIBUTIONS"]
+           "read_cdf_file", "is_endless", "report_text", "DISTRIBUTIONS"]
 
 DEFAULT_PORT = 5001
 USAGE = "flows -c DEST --rate R/s --size DIST [-t T] [-C CC] [-p PORT] [-S TOS] | flows -s [-p PORT]"
@@ -92,7 +92,6 @@ class FlowsClient:
 @dataclass
 class FlowsServer:
     port: int = DEFAULT_PORT
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_spec(self) -> dict[str, Any]:
         return {"kind": "flows_server", "port": self.port}
