@@ -53,6 +53,10 @@ fn key(remote: Ipv4, remote_port: u16, local_port: u16) -> u64 {
     ((remote.0 as u64) << 32) | ((remote_port as u64) << 16) | local_port as u64
 }
 
+/// Up to this many slots, [`ConnTable::next_timeout`] scans them instead of
+/// trusting the heap's top.
+pub const EXACT_UP_TO: usize = 8;
+
 struct Entry<T> {
     /// distinguishes this connection from later users of the same slot
     serial: u64,
@@ -168,9 +172,21 @@ impl<T: HasConn> ConnTable<T> {
         }
     }
 
-    /// The earliest pending entry (possibly stale: then the application is
-    /// woken early, finds nothing due and sleeps again).
+    /// When the application must be woken. A table that never held more
+    /// than [`EXACT_UP_TO`] connections answers exactly (the minimum of its
+    /// connections' timers: no spurious wake-up, so `bulk` with a few
+    /// connections runs event for event as before the table); a larger one
+    /// answers with the heap's earliest entry, possibly stale (then the
+    /// application is woken early, finds nothing due and sleeps again).
     pub fn next_timeout(&self) -> Option<SimTime> {
+        if self.slots.len() <= EXACT_UP_TO {
+            return self
+                .slots
+                .iter()
+                .flatten()
+                .filter_map(|e| e.val.conn().ep.poll_timeout())
+                .min();
+        }
         self.timers.peek().map(|Reverse((t, _, _))| *t)
     }
 
@@ -259,9 +275,29 @@ mod tests {
         t.remove(early);
         let second = t.get(late).0.ep.poll_timeout().unwrap();
         assert!(second > first);
+        assert_eq!(
+            t.next_timeout(),
+            Some(second),
+            "a small table answers exactly"
+        );
         assert_eq!(t.pop_due(second), Some(late));
-        assert_eq!(t.next_timeout(), None, "nothing left once popped");
         t.rearm(late);
         assert_eq!(t.next_timeout(), Some(second), "not served: armed again");
+    }
+
+    #[test]
+    fn a_large_table_wakes_at_the_heaps_top_even_when_it_is_stale() {
+        let mut bench = Bench::new(2);
+        let mut t = ConnTable::default();
+        let slots: Vec<u32> = (0..=EXACT_UP_TO as u16)
+            .map(|i| t.insert(conn(&mut bench, 40_000 + i, SimTime(i as u64 * 10 * MS))))
+            .collect();
+        let first = t.get(slots[0]).0.ep.poll_timeout().unwrap();
+        t.remove(slots[0]);
+        // the removed connection's entry is still the top: an early wake-up
+        assert_eq!(t.next_timeout(), Some(first));
+        assert_eq!(t.pop_due(first), None, "stale: nothing due");
+        let next = t.get(slots[1]).0.ep.poll_timeout().unwrap();
+        assert_eq!(t.next_timeout(), Some(next));
     }
 }
