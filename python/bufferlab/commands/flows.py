@@ -75,7 +75,7 @@ class FlowsClient:
     dest: str
     dest_col: int
     rate_per_s: float
-    #: the engine's ``SizeDist`` (``{"dist": "exp", "mean": ...}``)
+    #: the engine's ``FlowSizeDist`` (``{"dist": "exp", "mean": ...}``)
     size: dict[str, Any]
     size_text: str
     port: int = DEFAULT_PORT
@@ -157,7 +157,7 @@ def read_cdf_file(path: Path, shown: str) -> list[tuple[float, float]]:
 
 
 def parse_size_dist(word: Word, base_dir: Path | None) -> dict[str, Any]:
-    """``--size DIST`` -> the engine's ``SizeDist``."""
+    """``--size DIST`` -> the engine's ``FlowSizeDist``."""
     text, col = word.text, word.col
     name, sep, args = text.partition(":")
     if name not in DISTRIBUTIONS:
