@@ -496,7 +496,7 @@ def _prep_flows(pc: PrepareCtx, words: list[Word]) -> Prepared:
             write_fct_csv(path, rows)
             plot_fct({f"{node}: flows {cmd.size_text}": rows}, path.with_suffix(".png"),
                      f"FCT vs size: {node} → {cmd.dest}, {cmd.rate_per_s:g} flows/s")
-            rt.sched.fct_files.append(path.relative_to(rt.runner.root).as_posix())
+            rt.sched.fct_files.append(path.resolve().relative_to(rt.runner.root.resolve()).as_posix())
         rt.io.out(flows_cmd.report_text(cmd, result))
         return 0
 
