@@ -61,6 +61,9 @@ impl HasConn for Stream {
     fn conn(&self) -> &Conn {
         &self.conn
     }
+    fn conn_mut(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
 }
 
 pub struct Bulk {
@@ -210,8 +213,7 @@ impl Bulk {
         if self.stop_at.is_some_and(|t| ctx.now >= t) && !self.closed {
             self.close_all(ctx);
         }
-        for slot in self.streams.take_due(ctx.now) {
-            self.streams.get_mut(slot).conn.ep.handle_timeout(ctx.now);
+        for slot in self.streams.run_timers(ctx.now) {
             self.pump(ctx, slot);
         }
         self.check_finished(ctx);

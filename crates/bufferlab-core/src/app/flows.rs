@@ -206,6 +206,9 @@ impl HasConn for Flow {
     fn conn(&self) -> &Conn {
         &self.conn
     }
+    fn conn_mut(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
 }
 
 /// The client: one application, many flows.
@@ -394,8 +397,7 @@ impl FlowsClient {
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         self.arrive(ctx);
-        for slot in self.flows.take_due(ctx.now) {
-            self.flows.get_mut(slot).conn.ep.handle_timeout(ctx.now);
+        for slot in self.flows.run_timers(ctx.now) {
             self.service(ctx, slot);
         }
         self.check_finished(ctx);
@@ -459,6 +461,9 @@ struct Accepted {
 impl HasConn for Accepted {
     fn conn(&self) -> &Conn {
         &self.conn
+    }
+    fn conn_mut(&mut self) -> &mut Conn {
+        &mut self.conn
     }
 }
 
@@ -554,8 +559,7 @@ impl FlowsServer {
     }
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
-        for slot in self.conns.take_due(ctx.now) {
-            self.conns.get_mut(slot).conn.ep.handle_timeout(ctx.now);
+        for slot in self.conns.run_timers(ctx.now) {
             self.service(ctx, slot);
         }
     }
