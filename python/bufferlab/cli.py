@@ -23,6 +23,7 @@ from .outputs.flent import export_flent
 from .outputs.report import after_run, cli_report
 from .run.scheduler import Runner, signal_name, signals_deferred, signals_raise
 from .scenario.load import load_scenario, seed_arg
+from .scenario.mn_file import load_mn, to_scenario_toml
 from .version import __version__
 
 
@@ -99,7 +100,32 @@ def _parser() -> argparse.ArgumentParser:
                         help="results/<scenario> of a run (or the folder holding several)")
     export.add_argument("-o", "--output", type=Path, metavar="OUT",
                         help="output folder (default: each scenario's results folder)")
+    convert = sub.add_parser(
+        "convert",
+        help="convert a MiniEdit .mn file into a scenario",
+        description="Write the scenario TOML equivalent to a MiniEdit drawing (its hosts, switches, links "
+        "with their TCLink options, the hosts' addresses) with one part to start from. A scenario can also "
+        'use the file directly: [topology] mn = "FILE.mn".',
+    )
+    convert.add_argument("mn", type=Path, metavar="FILE.mn", help="a topology saved by MiniEdit")
+    convert.add_argument("-o", "--output", type=Path, metavar="OUT.toml",
+                         help="where to write it (default: FILE.toml next to FILE.mn; - for stdout)")
     return p
+
+
+def _cli_convert(mn: Path, output: Path | None) -> int:
+    topo = load_mn(mn)
+    text = to_scenario_toml(topo)
+    for w in topo.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if output is not None and str(output) == "-":
+        sys.stdout.write(text)
+        return 0
+    out = output or mn.with_suffix(".toml")
+    out.write_text(text, encoding="utf-8")
+    print(f"{out}: scenario written ({len(topo.hosts)} hosts, {len(topo.switches)} switches, "
+          f"{len(topo.links)} links)")
+    return 0
 
 
 def _positive_float(text: str) -> float:
@@ -157,6 +183,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cli_plot(args.json, args.output)
     if args.command == "export":
         return _cli_export_flent(args.flent, args.output)
+    if args.command == "convert":
+        return _cli_convert(args.mn, args.output)
     sc = load_scenario(args.scenario)
     if args.command == "check":
         r = Runner(sc)

@@ -31,6 +31,7 @@ use crate::rng::ComponentRng;
 use crate::sched::{Event, EventQueue};
 use crate::time::{Rate, SimDuration, SimTime};
 use crate::topology::{IfaceId, NodeId, NodeKind, Topology, TopologyConfig};
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -157,6 +158,52 @@ struct Neighbour {
     queued_bytes: u64,
 }
 
+/// A node's neighbour (ARP) table: entries in creation order (the order
+/// ARP retries are sent in) with a hash index by address, so forwarding
+/// looks a next hop up in O(1) however many neighbours a node has
+/// (Linux's `neigh_lookup` hash, net/core/neighbour.c).
+#[derive(Default)]
+struct NeighbourTable {
+    entries: Vec<Neighbour>,
+    index: FxHashMap<Ipv4, usize>,
+}
+
+impl NeighbourTable {
+    fn find(&self, addr: Ipv4) -> Option<usize> {
+        self.index.get(&addr).copied()
+    }
+
+    fn push(&mut self, e: Neighbour) -> usize {
+        let i = self.entries.len();
+        self.index.insert(e.addr, i);
+        self.entries.push(e);
+        i
+    }
+
+    /// Remove entry `i` (a failed resolution; rare), renumbering the rest.
+    fn remove(&mut self, i: usize) -> Neighbour {
+        let e = self.entries.remove(i);
+        self.index.remove(&e.addr);
+        for (j, later) in self.entries.iter().enumerate().skip(i) {
+            self.index.insert(later.addr, j);
+        }
+        e
+    }
+}
+
+impl std::ops::Deref for NeighbourTable {
+    type Target = [Neighbour];
+    fn deref(&self) -> &[Neighbour] {
+        &self.entries
+    }
+}
+
+impl std::ops::DerefMut for NeighbourTable {
+    fn deref_mut(&mut self) -> &mut [Neighbour] {
+        &mut self.entries
+    }
+}
+
 struct Node {
     kind: NodeKind,
     /// the host's sending stack (host.rs): packets that leave through a
@@ -168,7 +215,7 @@ struct Node {
     rx_free: SimTime,
     addr: Ipv4,
     sockets: Sockets,
-    neighbours: Vec<Neighbour>,
+    neighbours: NeighbourTable,
     drops: DropCounters,
     timer_at: Option<SimTime>,
 }
@@ -279,7 +326,7 @@ impl Simulator {
                     cfg.seed,
                     &format!("node/{}/ports", topo.node_names[n]),
                 )),
-                neighbours: Vec::new(),
+                neighbours: NeighbourTable::default(),
                 drops: DropCounters::default(),
                 timer_at: None,
             })
@@ -754,8 +801,10 @@ impl Simulator {
         let resolved = !self.options.arp
             || self.nodes[node]
                 .neighbours
-                .iter()
-                .any(|e| e.addr == route.next_hop && matches!(e.state, NeighState::Reachable));
+                .find(route.next_hop)
+                .is_some_and(|i| {
+                    matches!(self.nodes[node].neighbours[i].state, NeighState::Reachable)
+                });
         resolved.then_some(route.out)
     }
 
@@ -813,25 +862,20 @@ impl Simulator {
             return;
         }
         let n = &mut self.nodes[node];
-        match n
-            .neighbours
-            .iter_mut()
-            .position(|e| e.addr == route.next_hop)
-        {
+        match n.neighbours.find(route.next_hop) {
             Some(i) if matches!(n.neighbours[i].state, NeighState::Reachable) => {
                 self.iface_xmit(route.out, pid)
             }
             Some(i) => self.arp_enqueue(node, i, pid),
             None => {
                 let retry_at = self.now + ARP_RETRANS;
-                n.neighbours.push(Neighbour {
+                let i = n.neighbours.push(Neighbour {
                     addr: route.next_hop,
                     out: route.out,
                     state: NeighState::Incomplete { tries: 1, retry_at },
                     queue: Vec::new(),
                     queued_bytes: 0,
                 });
-                let i = n.neighbours.len() - 1;
                 self.arp_enqueue(node, i, pid);
                 self.send_arp(node, route.out, route.next_hop, false);
                 self.arm_node_timer(node);
@@ -930,7 +974,7 @@ impl Simulator {
     /// Learn that `addr` is reachable and release what waited for it.
     fn neighbour_confirmed(&mut self, node: NodeId, addr: Ipv4, via: IfaceId) {
         let n = &mut self.nodes[node];
-        match n.neighbours.iter().position(|e| e.addr == addr) {
+        match n.neighbours.find(addr) {
             Some(i) => {
                 let e = &mut n.neighbours[i];
                 e.state = NeighState::Reachable;
@@ -942,13 +986,15 @@ impl Simulator {
                 }
                 self.arm_node_timer(node);
             }
-            None => n.neighbours.push(Neighbour {
-                addr,
-                out: via,
-                state: NeighState::Reachable,
-                queue: Vec::new(),
-                queued_bytes: 0,
-            }),
+            None => {
+                n.neighbours.push(Neighbour {
+                    addr,
+                    out: via,
+                    state: NeighState::Reachable,
+                    queue: Vec::new(),
+                    queued_bytes: 0,
+                });
+            }
         }
     }
 

@@ -4,7 +4,11 @@
 //! Python package (python/bufferlab); this crate only moves data, and opens
 //! the files the core's observers write into (output.rs).
 
+mod heap;
 mod output;
+
+#[global_allocator]
+static ALLOCATOR: heap::Counting = heap::Counting;
 
 use bufferlab_core::time::SimTime;
 use bufferlab_core::{Error, TcError};
@@ -228,11 +232,26 @@ fn congestion_controls() -> Vec<&'static str> {
     bufferlab_core::tcp::cc::Cc::NAMES.to_vec()
 }
 
+/// The engine's heap: (live bytes, peak bytes since the last
+/// `heap_reset_peak`), for the benchmarks' memory figures.
+#[pyfunction]
+fn heap_stats() -> (usize, usize) {
+    heap::stats()
+}
+
+/// Restart the peak from the current live heap.
+#[pyfunction]
+fn heap_reset_peak() {
+    heap::reset_peak()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulator>()?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(congestion_controls, m)?)?;
+    m.add_function(wrap_pyfunction!(heap_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(heap_reset_peak, m)?)?;
     m.add("CoreError", m.py().get_type::<CoreError>())?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("TcRequestError", m.py().get_type::<TcRequestError>())?;

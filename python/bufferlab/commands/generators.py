@@ -7,8 +7,10 @@
   -- like ns-3 ``src/applications/model/onoff-application.cc``
   (``OnOffApplication``): sends at RATE during ON periods, silent during OFF;
 * ``sink [-p PORT] [-u]`` -- counts bytes (like ns-3 ``PacketSink``);
-* ``bulk -c DEST [-p PORT] [-n BYTES] [-t T] [-C CC]`` -- TCP bulk send (like
-  ns-3 ``BulkSendApplication``).
+* ``bulk -c DEST [-p PORT] [-n BYTES] [-t T] [-C CC] [-P N]`` -- TCP bulk send (like
+  ns-3 ``BulkSendApplication``); ``-P N`` opens N connections at once (iperf3's
+  ``-P`` without its 128 cap; at most 20 000, what one host's ephemeral ports
+  allow), sharing ``-n`` as iperf3's parallel streams do.
 
 Decisions (documented defaults):
 
@@ -71,6 +73,8 @@ DEFAULT_SIZE = 1448
 DEFAULT_ON_NS = 1_000_000_000
 DEFAULT_OFF_NS = 1_000_000_000
 MAX_UDP_PAYLOAD = 65507
+#: bulk -P: the engine's cap (app/bulk.rs MAX_PARALLEL), below one host's 28 232 ephemeral ports
+MAX_PARALLEL = 20_000
 
 GENERATORS = ("cbr", "poisson", "onoff", "sink", "bulk")
 
@@ -134,6 +138,7 @@ class BulkCommand:
     bytes: int | None = None  # None = unlimited
     duration_ns: int | None = None
     congestion: str | None = None  # -C
+    parallel: int = 1  # -P
     words_col: int = 0
 
 
@@ -185,6 +190,7 @@ _SPECS: dict[str, list[OptSpec]] = {
         OptSpec("t", "t", ("time",), arg=True),
         OptSpec("n", "n", ("bytes",), arg=True),
         OptSpec("C", "C", ("congestion",), arg=True),
+        OptSpec("P", "P", ("parallel",), arg=True),
     ],
 }
 _SPECS["poisson"] = _SPECS["cbr"]
@@ -201,7 +207,7 @@ _USAGE = {
     "onoff": "onoff -c DEST -u -r RATE [--on T] [--off T] [-l SIZE] [--size-dist fixed|exp] [-t T] "
     "[-n BYTES] [-p PORT] [-S TOS] [--jitter T]",
     "sink": "sink [-p PORT] [-u]",
-    "bulk": "bulk -c DEST [-p PORT] [-n BYTES] [-t T] [-C CC]",
+    "bulk": "bulk -c DEST [-p PORT] [-n BYTES] [-t T] [-C CC] [-P N]",
 }
 
 
@@ -267,6 +273,14 @@ def parse_generator(
         raise CommandError(f"{prog}: -t must be longer than 0", col=_value(vals["t"]).col, expected=usage)
 
     if prog == "bulk":
+        parallel = 1
+        if "P" in vals:
+            pw = _value(vals["P"])
+            v, rest = c_strtol(pw.text, 10)
+            if v is None or rest or not 1 <= v <= MAX_PARALLEL:
+                raise CommandError(f"bulk: invalid number of connections {pw.text!r}", col=pw.col,
+                                   expected=f"-P N between 1 and {MAX_PARALLEL}")
+            parallel = v
         return BulkCommand(
             dest=dest_w.text,
             dest_col=dest_w.col,
@@ -274,6 +288,7 @@ def parse_generator(
             bytes=nbytes,
             duration_ns=duration,
             congestion=_value(vals["C"]).text if "C" in vals else None,
+            parallel=parallel,
             words_col=words[0].col,
         )
 
@@ -359,8 +374,11 @@ def engine_spec(cmd: GeneratorCommand) -> dict[str, Any]:
     TCP specs (bulk, sink without -u) get their socket settings (``tcp``) from the caller."""
     ensure_supported(cmd)
     if isinstance(cmd, BulkCommand):
-        return {"kind": "bulk", "dst": cmd.dest, "port": cmd.port, "bytes": cmd.bytes,
+        spec: dict[str, Any] = {"kind": "bulk", "dst": cmd.dest, "port": cmd.port, "bytes": cmd.bytes,
                 "duration_ns": cmd.duration_ns}
+        if cmd.parallel > 1:
+            spec["parallel"] = cmd.parallel
+        return spec
     return cmd.to_spec()
 
 
@@ -396,8 +414,9 @@ def report_text(cmd: GeneratorCommand, result: dict[str, Any]) -> str:
     if isinstance(cmd, BulkCommand):
         if result.get("refused"):
             return "bulk: connect: Connection refused\n"
+        conns = f" over {cmd.parallel} connections" if cmd.parallel > 1 else ""
         return (
-            f"bulk: sent {nbytes} bytes ({int(result.get('acked', 0))} acknowledged, "
+            f"bulk: sent {nbytes} bytes{conns} ({int(result.get('acked', 0))} acknowledged, "
             f"{int(result.get('retransmits', 0))} retransmitted segments) to {cmd.dest}:{cmd.port} "
             f"in {_secs(elapsed)} s ({rate} bit/s, {result.get('congestion', '')})\n"
         )

@@ -20,9 +20,10 @@ from typing import Any
 from ..commands.tc import tc_show_text
 from ..profile import PROFILES
 from ..safefs import write_atomic
+from .fct import fct_summary, plot_fct
 from .result_lines import result_lines
 from .results import NS, Outputs, Problem, ResultsError, Run, load_run
-from .tables import TablesResult, p99, write_tables
+from .tables import TablesResult, fct_table_rows, p99, write_tables
 from .topology_svg import topology_svg
 
 CSS = """
@@ -229,11 +230,31 @@ def _flows_section(run: Run) -> str:
                  rows, left=5)
 
 
+def _fct_section(run: Run) -> str:
+    """Flow completion times per part and size bucket, and every part's flows in one
+    FCT-vs-size plot (tables/fct_vs_size.png), so parts that differ only in the
+    queue discipline compare at a glance."""
+    flows = fct_table_rows(run, [])
+    by_part: dict[str, list[dict[str, Any]]] = {}
+    for f in flows:
+        by_part.setdefault(f["part"], []).append(f)
+    rows = [[part, b["bucket"], _num(b["flows"]), _num(b["completed"]), _num(b["mean_ms"], "{:.3f}"),
+             _num(b["p50_ms"], "{:.3f}"), _num(b["p99_ms"], "{:.3f}")]
+            for part, fs in by_part.items() for b in fct_summary(fs) if b["flows"]]
+    path = run.root / "tables" / "fct_vs_size.png"
+    plot_fct(by_part, path, "Flow completion time vs size, per part")
+    return (table(["part", "size", "flows", "completed", "mean ms", "p50 ms", "p99 ms"], rows, left=2)
+            + png_figure(path, "FCT vs flow size: dots are flows, lines the median per size octave"))
+
+
 def build_report(run: Run, out: Outputs, problems: list[Problem]) -> str:
     s = run.summary
     title = f"bufferlab report: {s.get('scenario')}"
     b = [f"<h1>{_e(s.get('scenario'))}</h1>"]
+    # the FCT section only for a run with a flows workload (other reports stay as they were)
+    has_fct = any(p.get("fct") for p in run.parts)
     nav = ["scenario", "results", "topology", "warnings", "parts", "tc", "iperf3", "ping", "classes", "flows"]
+    nav += ["fct"] if has_fct else []
     b.append("<nav>" + "".join(f'<a href="#{n}">{n}</a>' for n in nav) + "</nav>")
     b.append('<section id="scenario"><h2>Scenario</h2>')
     b.append(table(["name", "file", "seed", "profile", "simulated s", "events"],
@@ -277,6 +298,8 @@ def build_report(run: Run, out: Outputs, problems: list[Problem]) -> str:
     b.append(f'<section id="ping"><h2>ping</h2>{_ping_section(out)}</section>')
     b.append(f'<section id="classes"><h2>Per-class delivery</h2>{_classes_section(run)}</section>')
     b.append(f'<section id="flows"><h2>Flows</h2>{_flows_section(run)}</section>')
+    if has_fct:
+        b.append(f'<section id="fct"><h2>Flow completion times</h2>{_fct_section(run)}</section>')
     return page(title, "".join(b))
 
 

@@ -11,7 +11,8 @@ def _num(v: Any, fmt: str) -> str:
 
 
 def result_lines(res: dict[str, Any]) -> list[str]:
-    """One line per iperf3 client, ping and interface (the same text the report shows)."""
+    """One line per iperf3 client, ping and interface, and a block per flow workload
+    (the same text the report shows)."""
     out = []
     for r in res.get("iperf3", []):
         head = f"{r['node']}: {r['command']}"
@@ -26,6 +27,13 @@ def result_lines(res: dict[str, Any]) -> list[str]:
                    f"{_num(r['avg_ms'], '{:.3f}')}/{_num(r['max_ms'], '{:.3f}')} ms, "
                    f"{_num(r['loss_pct'], '{:.2f}')}% loss "
                    f"({r['transmitted']} sent, {r['received']} received)")
+    for r in res.get("fct", []):
+        out.append(f"{r['node']}: {r['command']}: flow completion times")
+        for b in r["buckets"]:
+            if b["flows"]:
+                out.append(f"  {b['bucket']:>13}: {b['completed']}/{b['flows']} completed, FCT mean "
+                           f"{_num(b['mean_ms'], '{:.3f}')} ms, p50 {_num(b['p50_ms'], '{:.3f}')} ms, "
+                           f"p99 {_num(b['p99_ms'], '{:.3f}')} ms")
     for q in res.get("qdiscs", []):
         why = ", ".join(f"{k} {v}" for k, v in q["drops"].items())
         drops = f"{q['dropped']} drops ({why})" if q["dropped"] else "no drops"

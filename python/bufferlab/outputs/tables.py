@@ -8,7 +8,6 @@ it is copied from the per-part traces one record batch at a time.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..safefs import ensure_dir, open_write
+from .fct import quantile, read_fct_csv
 from .results import NS, Outputs, Problem, Run, app_for, ping_interval_s, scan_outputs
 
 S, I64, F64, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
@@ -55,6 +55,10 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("lost_packets", I64), ("loss_pct", F64), ("goodput_bps", F64), ("retransmits", I64),
         ("rtt_mean_ms", F64), ("rtt_p99_ms", F64),
     ]),
+    "fct": pa.schema([
+        ("part", S), ("host", S), ("file", S), ("flow", I64), ("start_s", F64), ("size_bytes", I64),
+        ("fct_s", F64), ("retransmits", I64), ("completed", B),
+    ]),
 }
 
 #: columns of a queue trace written by the engine's tracer (summary.json "queue_traces")
@@ -85,13 +89,7 @@ def _write(folder: Path, name: str, table: pa.Table) -> None:
 
 def p99(values: list[float]) -> float | None:
     """The 99th percentile by linear interpolation (numpy's default), None for no values."""
-    if not values:
-        return None
-    v = sorted(values)
-    k = (len(v) - 1) * 0.99
-    lo = math.floor(k)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+    return quantile(values, 0.99)
 
 
 def _interval_rows(out: Outputs) -> list[dict[str, Any]]:
@@ -287,6 +285,25 @@ def _flow_rows(run: Run, out: Outputs) -> list[dict[str, Any]]:
     return rows
 
 
+def fct_table_rows(run: Run, problems: list[Problem]) -> list[dict[str, Any]]:
+    """Every flow of every ``flows -c`` (the part's ``fct`` files, outputs/fct.py)."""
+    rows = []
+    for p in run.parts:
+        for rel in p.get("fct", []):
+            path = run.root / rel
+            try:
+                flows = read_fct_csv(path)
+            except (OSError, KeyError, ValueError) as e:
+                problems.append(Problem(str(path), f"cannot read the flow records ({e})",
+                                        "the CSV a flows command wrote (" + ", ".join(
+                                            ("flow", "start_s", "size_bytes", "fct_s", "retransmits",
+                                             "completed")) + ")", "re-run the scenario"))
+                continue
+            host = Path(rel).parts[1] if len(Path(rel).parts) > 2 else None
+            rows.extend({"part": p["name"], "host": host, "file": rel, **f} for f in flows)
+    return rows
+
+
 def write_tables(run: Run) -> TablesResult:
     """Write every table of ``run`` into ``<run>/tables/``; problems are returned, not raised."""
     folder = run.root / "tables"
@@ -303,6 +320,7 @@ def write_tables(run: Run) -> TablesResult:
     res.rows["queue_events"] = n_events
     tables["drops"] = event_drops + _counter_drop_rows(run)
     tables["flows"] = _flow_rows(run, out)
+    tables["fct"] = fct_table_rows(run, res.problems)
     for name, rows in tables.items():
         _write(folder, name, _table(name, rows))
         res.rows[name] = len(rows)

@@ -133,6 +133,8 @@ class PrepareCtx:
     topo: BuiltTopology
     profile: Profile
     diag: Diagnostics
+    #: the scenario file's folder (files a command names, e.g. a flows CDF, are relative to it)
+    base_dir: Path | None = None
 
     @property
     def node(self) -> str | None:
@@ -229,6 +231,8 @@ class PartState:
     classes: dict[int, list[int]] = field(default_factory=dict)
     #: the part's `sink` commands: {"app", "host", "port", "proto"} in start order
     sinks: list[dict[str, Any]] = field(default_factory=list)
+    #: the FCT record files of the part's `flows -c` commands (relative to the results folder)
+    fct_files: list[str] = field(default_factory=list)
 
     def count_class(self, tos: int, sent: int, received: int) -> None:
         c = self.classes.setdefault(tos, [0, 0])

@@ -9,6 +9,10 @@ report.html, from the same numbers.
   UDP datagrams lost.
 - ``ping``: every ping that ended during the part: min/avg/max RTT of the
   replies (ms, 0.001) and the loss in % (0.01) of the requests sent.
+- ``fct``: every ``flows -c`` that ended during the part: per size bucket
+  (outputs/fct.py: < 100 KB, 100 KB–10 MB, ≥ 10 MB) the flows that arrived, those
+  that completed, and the mean, median and 99th percentile of their completion
+  times in ms (0.001).
 - ``qdiscs``: every interface whose qdiscs dropped packets in the part or whose
   queue was traced in it: its qdisc chain, drops by reason and the peak backlog
   of its whole qdisc tree from the part's queue trace (``plot_q.sh`` or ``[trace]
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..outputs.fct import fct_rows, fct_summary
 from .context import AppRecord
 from .engine import Engine
 
@@ -76,7 +81,7 @@ def part_results(
     eng: Engine, ended: list[AppRecord], report: dict[str, Any]
 ) -> tuple[dict[str, Any], list[str]]:
     """(the part's ``results``, warnings about what ended in it)."""
-    iperf3, pings, warnings = [], [], []
+    iperf3, pings, fct, warnings = [], [], [], []
     for a in ended:
         r = eng.app_result(a.app_id)
         if a.kind == "iperf3_client":
@@ -87,6 +92,9 @@ def part_results(
             if row["transmitted"] and not row["received"]:
                 warnings.append(f"warning: {a.where}: {a.terminal}: ping {row['dst']}: 100% packet loss "
                                 f"({row['transmitted']} transmitted, none answered)")
+        elif a.kind == "flows_client":
+            fct.append({"node": a.terminal, "where": a.where, "command": a.simple or a.command,
+                        "buckets": fct_summary(fct_rows(r))})
         elif a.kind == "iperf3_server" and not r.get("tests"):
             warnings.append(f"warning: {a.where}: {a.terminal}: iperf3 -s (port {r.get('port')}) never saw a "
                             "client before it was stopped")
@@ -98,4 +106,7 @@ def part_results(
         qdiscs.append({"interface": dev, "qdiscs": qdisc_chain(report.get("qdiscs", {}).get(dev, [])),
                        "drops": drops, "dropped": sum(drops.values()),
                        "peak_backlog_bytes": peak.get("bytes"), "peak_backlog_packets": peak.get("packets")})
-    return {"iperf3": iperf3, "ping": pings, "qdiscs": qdiscs}, warnings
+    res: dict[str, Any] = {"iperf3": iperf3, "ping": pings, "qdiscs": qdiscs}
+    if fct:  # only then: the shipped scenarios' summaries stay as they were
+        res["fct"] = fct
+    return res, warnings

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commands import ethtool as ethtool_cmd
+from ..commands import flows as flows_cmd
 from ..commands import generators as gen_cmd
 from ..commands import iperf3 as iperf3_cmd
 from ..commands import ns3 as ns3_cmd
@@ -28,6 +29,7 @@ from ..formats import iperf3 as iperf3_fmt
 from ..formats import ping as ping_fmt
 from ..formats import queue as queue_fmt
 from ..formats.plot_iperf import PlotError, plot_iperf
+from ..outputs.fct import fct_rows, plot_fct, write_fct_csv
 from ..outputs.queue_plot import plot_queue
 from ..profile import Profile
 from ..safefs import ensure_dir, open_write, write_text
@@ -463,6 +465,44 @@ def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
     return run
 
 
+# ---------------------------------------------------------------------- flows
+
+
+def _prep_flows(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    node = pc.require_node(words[0], "flows")
+    cmd = flows_cmd.parse_flows(words, pc.diag, resolve=pc.resolve_host, base_dir=pc.base_dir)
+    congestion = getattr(cmd, "congestion", None)
+    _check_congestion(congestion, words)
+    spec = cmd.to_spec()
+    endless = flows_cmd.is_endless(cmd)
+
+    def run(rt: RunCtx) -> Gen:
+        spec["tcp"] = tcp_spec(rt, node, congestion=congestion)
+        try:
+            app = rt.start_app(node, spec)
+        except AppStartError as e:
+            rt.io.err(str(e) if str(e).startswith("flows:") else f"flows: {e}")
+            return 1
+        if isinstance(cmd, flows_cmd.FlowsServer):
+            rt.note_listener(app, node, None)
+        duration = spec.get("duration_ns")
+        yield WaitApp(app, endless, None if duration is None else rt.now_ns + duration)
+        result = rt.engine.app_result(app)
+        if isinstance(cmd, flows_cmd.FlowsClient):
+            # the flow records, beside the terminal's other files (outputs/fct.py)
+            rows = fct_rows(result)
+            path = rt.term.cwd / f"fct_{app}.csv"
+            ensure_dir(path.parent)
+            write_fct_csv(path, rows)
+            plot_fct({f"{node}: flows {cmd.size_text}": rows}, path.with_suffix(".png"),
+                     f"FCT vs size: {node} → {cmd.dest}, {cmd.rate_per_s:g} flows/s")
+            rt.sched.fct_files.append(path.resolve().relative_to(rt.runner.root.resolve()).as_posix())
+        rt.io.out(flows_cmd.report_text(cmd, result))
+        return 0
+
+    return run
+
+
 # ---------------------------------------------------------------------- plot_q.sh
 
 
@@ -678,6 +718,7 @@ PROGRAMS: dict[str, Callable[[PrepareCtx, list[Word]], Prepared]] = {
     "onoff": _prep_generator,
     "sink": _prep_generator,
     "bulk": _prep_generator,
+    "flows": _prep_flows,
     "ns3-goodput": _prep_ns3_goodput,
     "plot_q.sh": _prep_plot_q,
     "plot_iperf.sh": _prep_plot_iperf,

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commands import capture as capture_cmd
+from ..commands import flows as flows_cmd
 from ..commands import generators as gen_cmd
 from ..commands import iperf3 as iperf3_cmd
 from ..commands import ping as ping_cmd
@@ -66,6 +67,7 @@ from .engine import Engine, EngineError
 from .observation import Observation
 from .part_results import part_results
 from .programs import prepare_command, tc_request_for_engine
+from .waiting import Waiting
 
 #: default hard cap on one part's simulated length (a part that would never end is an error)
 DEFAULT_STOP_AT_S = 3600.0
@@ -172,7 +174,8 @@ class Runner:
         self.root = (results_root or Path("results")) / scenario.slug
         self.progress = sys.stderr.isatty() if progress is None else progress
         self.echo = echo or (lambda s: None)
-        self.warnings: list[str] = []
+        #: the scenario's own warnings (a MiniEdit file's ignored keys), then the commands'
+        self.warnings: list[str] = list(scenario.warnings)
         self.sysctl: dict[str, dict[str, Any]] = {}
         #: listening TCP applications (iperf3 -s, TCP sink): app id -> (host, -C of the command);
         #: a sysctl on the host reaches the connections they accept later
@@ -244,7 +247,8 @@ class Runner:
 
     def _prepare_line(self, c: Command) -> PreparedLine:
         diag = Diagnostics()
-        pc = PrepareCtx(terminal=c.terminal, topo=self.topo, profile=self.sc.profile, diag=diag)
+        pc = PrepareCtx(terminal=c.terminal, topo=self.topo, profile=self.sc.profile, diag=diag,
+                        base_dir=self.sc.path.parent)
         try:
             jobs = parse_shell(c.text)
             prepared = [[(sc, prepare_command(pc, sc)) for sc in job.commands] for job in jobs]
@@ -587,6 +591,8 @@ class Runner:
         for report, state in zip(self.part_reports, self.part_states, strict=False):
             report["classes"] = state.class_table()
             report["sinks"] = state.sink_table(self.engine)
+            if state.fct_files:
+                report["fct"] = state.fct_files
         summary = {
             "scenario": self.sc.name,
             "file": str(self.sc.path),
@@ -674,6 +680,8 @@ def _endless(pc: PrepareCtx, sc: SimpleCommand) -> bool:
         return ip.until_interrupted
     if name in ("cbr", "poisson", "onoff", "sink", "bulk"):
         return gen_cmd.is_endless(gen_cmd.parse_generator(words, scratch))
+    if name == "flows":
+        return flows_cmd.is_endless(flows_cmd.parse_flows(words, scratch, base_dir=pc.base_dir))
     if name in ("tcpdump", "tshark"):
         parse = capture_cmd.parse_tcpdump if name == "tcpdump" else capture_cmd.parse_tshark
         return parse(words, pc.resolve_host).count is None
@@ -707,7 +715,7 @@ class Scheduler:
         self.engine = runner.engine
         assert self.engine is not None
         self.ready: list[_Entry] = []
-        self.waiting: list[_Entry] = []
+        self.waiting = Waiting()
         self.seq = 0
         self.detached: list[tuple[int, Callable[[], None]]] = []
         #: applications interrupted by Ctrl-C (their exit status is not a failure)
@@ -749,7 +757,7 @@ class Scheduler:
                 self.expected_end_ns = max(self.expected_end_ns, w.expected_end_ns)
             if isinstance(w, WaitUntil):
                 self.expected_end_ns = max(self.expected_end_ns, w.t_ns)
-            self.waiting.append((key, self.seq, gen, w, owner))
+            self.waiting.add((key, self.seq, gen, w, owner))
             self.seq += 1
 
     def _drain(self) -> None:
@@ -826,8 +834,7 @@ class Scheduler:
                     self.hard_stop_ns = None
                     self._interrupt([e for e in self.waiting])
                     continue
-                finite = [w for *_, w, _o in self.waiting if not (isinstance(w, WaitApp) and w.endless)]
-                if not finite and now >= self.min_end_ns:
+                if not self.waiting.has_finite() and now >= self.min_end_ns:
                     # the next line of a terminal whose foreground command never ends: Ctrl-C it
                     typed = [e for e in self.waiting if e[4].foreground and e[4].more_lines]
                     if typed:
@@ -841,8 +848,9 @@ class Scheduler:
                     break
                 if now >= self.stop_ns:
                     self._timeout()
+                instant = self.waiting.next_instant()
                 target = min(
-                    [w.t_ns for w in finite if isinstance(w, WaitUntil)]
+                    ([instant] if instant is not None else [])
                     + ([self.min_end_ns] if now < self.min_end_ns else [])
                     + ([self.hard_stop_ns] if self.hard_stop_ns is not None else [])
                     + [self.stop_ns]
@@ -866,7 +874,7 @@ class Scheduler:
         self._drain()
         for *_, gen, _w, _o in self.waiting:
             gen.close()
-        self.waiting = []
+        self.waiting.clear()
         self._end_detached()
 
     def was_interrupted(self, app_ids: list[int]) -> bool:
@@ -875,7 +883,7 @@ class Scheduler:
     def ctrl_c_foreground(self, terminal: str, owner: _Owner) -> bool:
         """Interrupt what runs in ``terminal``'s foreground (an endless command typed
         in an earlier part); True if anything was."""
-        old = [e for e in self.waiting if e[4].terminal == terminal and e[4].foreground and e[4] is not owner]
+        old = [e for e in self.waiting.foreground(terminal) if e[4] is not owner]
         if not old:
             return False
         self._interrupt(old)
@@ -892,15 +900,8 @@ class Scheduler:
 
     def _wake(self, finished_apps: set[int]) -> None:
         now = self.engine.now_ns  # type: ignore[union-attr]
-        still = []
-        for key, seq, gen, w, owner in self.waiting:
-            if isinstance(w, WaitApp) and w.app_id in finished_apps:
-                self._ready(gen, key, w.app_id, owner)
-            elif isinstance(w, WaitUntil) and w.t_ns <= now:
-                self._ready(gen, key, None, owner)
-            else:
-                still.append((key, seq, gen, w, owner))
-        self.waiting = still
+        for key, _seq, gen, w, owner in self.waiting.take(finished_apps, now):
+            self._ready(gen, key, w.app_id if isinstance(w, WaitApp) else None, owner)
 
     def _interrupt(self, entries: list[_Entry]) -> None:
         """Ctrl-C the applications these jobs wait for, in file order."""

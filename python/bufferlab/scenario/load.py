@@ -19,6 +19,7 @@ from ..commands.sysctl import SUPPORTED_CC
 from ..errors import CommandError, ScenarioError
 from ..profile import PROFILES, Profile, profile_fields, with_overrides
 from ..units import parse_duration_ns
+from .mn_file import load_mn
 from .observe import CaptureOptions, TraceOptions, build_capture, build_trace
 from .source import SourceMap, check_keys, error_at, key_error, suggest
 
@@ -46,7 +47,7 @@ SIM_KEYS = {
     "part_gap",
 }
 DURATION_KEYS = ("queue_sample_interval", "stop_at")
-TOPOLOGY_KEYS = {"hosts", "switches", "routers", "links"}
+TOPOLOGY_KEYS = {"hosts", "switches", "routers", "links", "mn"}
 PART_KEYS = {"name", "cmds", "duration", "stop", "interrupt", "allow_fail"}
 #: idle time before each part after the first (DESIGN.md "How lines run"): a student takes
 #: minutes between handout sections, so queues have drained and timers have fired; 5 s
@@ -400,6 +401,9 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
         )
     topo_line = src.header_line("[topology]", 0)
     check_keys(src, topo, TOPOLOGY_KEYS, "[topology]", line=topo_line)
+    mn_warnings: list[str] = []
+    if "mn" in topo:
+        topo, mn_warnings = _topology_from_mn(src, topo, path)
     hosts = _str_list(src, topo, "hosts", "topology")
     switches = _str_list(src, topo, "switches", "topology")
     routers = _str_list(src, topo, "routers", "topology")
@@ -420,7 +424,7 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", n):
             raise error_at(src, f"node name {n!r} must be a letter followed by letters, digits or _",
                                 key="hosts")
-    links = _build_links(topo.get("links", []), src, set(names))
+    links = topo["mn_links"] if "mn_links" in topo else _build_links(topo.get("links", []), src, set(names))
     parts = _build_parts(data.get("part", []), src, set(names))
     return Scenario(
         path=path,
@@ -439,7 +443,36 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
         capture=build_capture(data.get("capture"), src),
         trace=build_trace(data.get("trace"), src),
         part_gap=_part_gap(data.get("sim", {}), src),
+        warnings=mn_warnings,
     )
+
+
+def _topology_from_mn(src: SourceMap, topo: dict[str, Any], path: Path) -> tuple[dict[str, Any], list[str]]:
+    """``[topology] mn = "Lab 14.mn"``: the MiniEdit file's nodes and links (scenario/mn_file.py),
+    its path relative to the scenario."""
+    mn = topo["mn"]
+    if not isinstance(mn, str) or not mn:
+        raise error_at(src, "[topology] mn must name a MiniEdit file", key="mn", expected='mn = "Lab 14.mn"')
+    others = sorted(k for k in ("hosts", "switches", "routers", "links") if k in topo)
+    if others:
+        raise error_at(src, f"[topology] mn replaces hosts, switches, routers and links; remove {others[0]}",
+                       key=others[0], expected='either mn = "file.mn" or hosts/switches/links')
+    mn_topo = load_mn(path.parent / mn)
+    # errors found later (TCLink checks) point at the scenario's mn line
+    line, col = src.key_pos("mn") or (src.header_line("[topology]", 0), None)
+    links = [
+        LinkSpec(a=lk.src, b=lk.dest, bw=lk.bw, delay=lk.delay, loss=lk.loss,
+                 max_queue_size=lk.max_queue_size, jitter=lk.jitter, line=line, col=col)
+        for lk in mn_topo.links
+    ]
+    # a host's address (file or ipBase + nodeNum) on its first link, as Mininet configures it
+    addressed: set[str] = set()
+    for link in links:
+        for side, node in (("a", link.a), ("b", link.b)):
+            if node in mn_topo.host_ips and node not in addressed:
+                setattr(link, f"{side}_ip", mn_topo.host_ips[node])
+                addressed.add(node)
+    return {"hosts": mn_topo.hosts, "switches": mn_topo.switches, "mn_links": links}, mn_topo.warnings
 
 
 def _part_gap(sim: dict[str, Any], src: SourceMap) -> float:

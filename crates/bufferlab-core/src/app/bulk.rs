@@ -3,16 +3,28 @@
 //! `bytes` have been written (then closes, sending FIN) or `duration` has
 //! passed (then stops writing and closes). It finishes when everything it
 //! wrote has been acknowledged, or when the connection is refused or reset.
+//!
+//! `parallel` = N opens N connections at once (`bulk -P N`, iperf3's `-P`
+//! without its 128 cap), each from its own ephemeral port, sharing the byte
+//! budget as iperf3's streams share `-n`; they live in a [`ConnTable`], so a
+//! packet costs the same with 10 000 connections as with one. Connection 0
+//! uses the application's own random stream (a single connection is exactly
+//! what it was before `-P`); connection k > 0 a stream derived from the
+//! socket seed and k.
 
-use super::tcp::{next_timeout, Conn, TcpSpec};
+use super::conns::{ConnTable, HasConn};
+use super::tcp::{Conn, TcpSpec};
 use super::{parse_addr, AppCtx, Lifetime};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Proto};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime};
 use serde::Deserialize;
 use serde_json::json;
+
+/// More connections than one host has ephemeral ports for cannot be opened.
+pub const MAX_PARALLEL: u32 = 20_000;
 
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +39,31 @@ pub struct BulkSpec {
     pub tos: u8,
     #[serde(default)]
     pub tcp: TcpSpec,
+    /// connections (`-P`), at least 1
+    #[serde(default = "one")]
+    pub parallel: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One connection and what was written into it.
+struct Stream {
+    conn: Conn,
+    written: u64,
+    closed: bool,
+    /// everything written acknowledged, or the connection gone
+    done: bool,
+}
+
+impl HasConn for Stream {
+    fn conn(&self) -> &Conn {
+        &self.conn
+    }
+    fn conn_mut(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
 }
 
 pub struct Bulk {
@@ -35,19 +72,27 @@ pub struct Bulk {
     limit: Option<u64>,
     duration: Option<SimDuration>,
     tos: u8,
+    parallel: u32,
     cfg: TcpConfig,
     rng: Option<ComponentRng>,
-    conn: Option<Conn>,
+    streams: ConnTable<Stream>,
     start: SimTime,
     stop_at: Option<SimTime>,
     written: u64,
     closed: bool,
+    done: u32,
     life: Lifetime,
     refused: bool,
 }
 
 impl Bulk {
     pub fn new(spec: BulkSpec, mut rng: ComponentRng) -> Result<Bulk> {
+        if !(1..=MAX_PARALLEL).contains(&spec.parallel) {
+            return Err(Error::App(format!(
+                "bulk parallel {} outside 1..{MAX_PARALLEL}",
+                spec.parallel
+            )));
+        }
         let cfg = spec.tcp.config(rng.next_u64(), spec.tos)?;
         Ok(Bulk {
             dst: parse_addr("bulk dst", &spec.dst)?,
@@ -55,13 +100,15 @@ impl Bulk {
             limit: spec.bytes,
             duration: spec.duration_ns.map(SimDuration),
             tos: spec.tos,
+            parallel: spec.parallel,
             cfg,
             rng: Some(rng),
-            conn: None,
+            streams: ConnTable::default(),
             start: SimTime::ZERO,
             stop_at: None,
             written: 0,
             closed: false,
+            done: 0,
             life: Lifetime::default(),
             refused: false,
         })
@@ -74,45 +121,81 @@ impl Bulk {
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
         self.stop_at = self.duration.map(|d| ctx.now + d);
-        let port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id);
-        let rng = self.rng.take().expect("started once");
-        let mut conn = Conn::connect(self.cfg.clone(), ctx, port, (self.dst, self.port), rng);
-        conn.flush(ctx, self.tos);
-        self.conn = Some(conn);
+        let mut first = self.rng.take();
+        for k in 0..self.parallel {
+            let port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id)?;
+            let rng = first.take().unwrap_or_else(|| {
+                ComponentRng::new(self.cfg.seed.wrapping_add(k as u64), "bulk/stream")
+            });
+            let mut conn = Conn::connect(self.cfg.clone(), ctx, port, (self.dst, self.port), rng);
+            conn.flush(ctx, self.tos);
+            self.streams.insert(Stream {
+                conn,
+                written: 0,
+                closed: false,
+                done: false,
+            });
+        }
         Ok(())
     }
 
-    /// Fill the send buffer; close once the byte budget is written.
-    fn pump(&mut self, ctx: &mut AppCtx) {
-        let Some(conn) = self.conn.as_mut() else {
-            return;
-        };
-        if !self.closed && conn.ep.state() == TcpState::Established {
+    /// Fill one stream's send buffer from the shared budget; close the
+    /// stream once the budget is spent (or the application stopped).
+    fn pump(&mut self, ctx: &mut AppCtx, slot: u32) {
+        let s = self.streams.get_mut(slot);
+        if !s.closed && self.closed {
+            s.conn.ep.close(ctx.now);
+            s.closed = true;
+        }
+        if !s.closed && s.conn.ep.state() == TcpState::Established {
             let want = self.limit.map_or(u64::MAX, |l| l - self.written);
-            self.written += conn.ep.write(ctx.now, want);
+            let n = s.conn.ep.write(ctx.now, want);
+            s.written += n;
+            self.written += n;
             if self.limit.is_some_and(|l| self.written >= l) {
-                conn.ep.close(ctx.now);
+                s.conn.ep.close(ctx.now);
+                s.closed = true;
                 self.closed = true;
             }
         }
-        conn.flush(ctx, self.tos);
-        let state = conn.ep.state();
-        if state == TcpState::Closed && !self.closed {
+        s.conn.flush(ctx, self.tos);
+        let state = s.conn.ep.state();
+        if state == TcpState::Closed && !s.closed {
             self.refused = true; // reset before or during the transfer
         }
-        let all_acked = self.closed && conn.ep.info().bytes_acked >= self.written;
-        if all_acked || state == TcpState::Closed {
+        let all_acked = s.closed && s.conn.ep.info().bytes_acked >= s.written;
+        if !s.done && (all_acked || state == TcpState::Closed) {
+            s.done = true;
+            self.done += 1;
+        }
+        self.streams.rearm(slot);
+    }
+
+    /// The budget ran out or the time is up: every stream closes.
+    fn close_all(&mut self, ctx: &mut AppCtx) {
+        self.closed = true;
+        let slots: Vec<u32> = self.streams.slots().collect();
+        for slot in slots {
+            self.pump(ctx, slot);
+        }
+    }
+
+    fn check_finished(&mut self, ctx: &mut AppCtx) {
+        if self.done == self.parallel {
             self.life.finish(ctx);
         }
     }
 
     pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        if let Some(conn) = self.conn.as_mut() {
-            if conn.owns(p) {
-                conn.input(ctx.now, p);
+        if let Some(slot) = self.streams.find(p) {
+            self.streams.get_mut(slot).conn.input(ctx.now, p);
+            let budget_open = !self.closed;
+            self.pump(ctx, slot);
+            if budget_open && self.closed && self.parallel > 1 {
+                self.close_all(ctx);
             }
         }
-        self.pump(ctx);
+        self.check_finished(ctx);
     }
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
@@ -120,7 +203,7 @@ impl Bulk {
             return None;
         }
         let stop = self.stop_at.filter(|_| !self.closed);
-        [next_timeout(self.conn.iter()), stop]
+        [self.streams.next_timeout(), stop]
             .into_iter()
             .flatten()
             .min()
@@ -128,15 +211,12 @@ impl Bulk {
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         if self.stop_at.is_some_and(|t| ctx.now >= t) && !self.closed {
-            if let Some(conn) = self.conn.as_mut() {
-                conn.ep.close(ctx.now);
-            }
-            self.closed = true;
+            self.close_all(ctx);
         }
-        if let Some(conn) = self.conn.as_mut() {
-            conn.ep.handle_timeout(ctx.now);
+        for slot in self.streams.run_timers(ctx.now) {
+            self.pump(ctx, slot);
         }
-        self.pump(ctx);
+        self.check_finished(ctx);
     }
 
     pub fn interrupt(&mut self, ctx: &mut AppCtx) {
@@ -148,12 +228,18 @@ impl Bulk {
     }
 
     pub fn result(&self) -> serde_json::Value {
-        let info = self.conn.as_ref().map(|c| c.ep.info()).unwrap_or_default();
+        let (mut acked, mut retransmits) = (0, 0u64);
+        for slot in self.streams.slots() {
+            let info = self.streams.get(slot).conn.ep.info();
+            acked += info.bytes_acked;
+            retransmits += info.total_retrans as u64;
+        }
         json!({
             "bytes": self.written,
-            "acked": info.bytes_acked,
-            "retransmits": info.total_retrans,
+            "acked": acked,
+            "retransmits": retransmits,
             "congestion": self.cfg.congestion,
+            "parallel": self.parallel,
             "start_ns": self.start.as_nanos(),
             "end_ns": self.life.end.as_nanos(),
             "refused": self.refused,
@@ -180,6 +266,7 @@ mod tests {
             duration_ns: duration_ms.map(|d| d * MS),
             tos: 0,
             tcp: TcpSpec::default(),
+            parallel: 1,
         }
     }
 
@@ -302,6 +389,57 @@ mod tests {
             (Some(true), Some(0))
         );
         assert!(!bench.hosts[0].sockets.is_bound(Proto::Tcp, syn.src_port));
+    }
+
+    #[test]
+    fn parallel_connections_open_from_distinct_ports_and_share_the_byte_budget() {
+        let mut bench = Bench::new(2);
+        let mut b = bulk(BulkSpec {
+            parallel: 5,
+            ..spec(Some(1000), None)
+        });
+        b.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
+        let mut ports: Vec<u16> = bench.sent(0).iter().map(|p| p.src_port).collect();
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), 5, "one SYN from each connection's own port");
+
+        let wire = transfer(
+            BulkSpec {
+                parallel: 8,
+                ..spec(Some(2_000_000), None)
+            },
+            10_000,
+        );
+        let r = wire.result(0);
+        assert!(wire.apps[0].is_finished());
+        // the budget is the total (iperf3's -n); SYN and FIN of each connection count
+        assert_eq!(
+            (
+                r["bytes"].as_u64(),
+                r["acked"].as_u64(),
+                r["parallel"].as_u64()
+            ),
+            (Some(2_000_000), Some(2_000_000 + 2 * 8), Some(8))
+        );
+        assert_eq!(wire.result(1)["bytes"].as_u64(), Some(2_000_000));
+        assert_eq!(wire.result(1)["connections"].as_u64(), Some(8));
+    }
+
+    #[test]
+    fn a_parallel_count_outside_the_range_is_refused() {
+        for parallel in [0, MAX_PARALLEL + 1] {
+            let err = Bulk::new(
+                BulkSpec {
+                    parallel,
+                    ..spec(None, None)
+                },
+                ComponentRng::new(0, "b"),
+            )
+            .err()
+            .expect("refused");
+            assert!(err.to_string().contains("outside 1..20000"), "{err}");
+        }
     }
 
     #[test]

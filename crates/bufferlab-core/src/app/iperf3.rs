@@ -23,6 +23,8 @@
 //! Intervals are recorded at exact `interval` ticks from each side's start;
 //! text and JSON are produced by python/bufferlab/formats/iperf3.py.
 
+use super::conns::ConnKey;
+use super::iperf3_tcp::records_json;
 use super::iperf3_tcp::{RecvStream, SendStream, Stream};
 use super::tcp::{is_syn, next_timeout, Conn, TcpSpec};
 use super::{parse_addr, AppCtx};
@@ -31,7 +33,9 @@ use crate::packet::{Ipv4, Packet, Payload, Proto};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
+use serde::Serialize;
 use serde_json::json;
 
 /// Control-connection message types (our own numbering).
@@ -396,6 +400,31 @@ impl Ticker {
     }
 }
 
+/// One interval of a UDP test's receiver (kept as a record until the
+/// report is written; see iperf3_tcp.rs `SendInterval`).
+#[derive(Serialize)]
+struct UdpRecvInterval {
+    start_ns: u64,
+    end_ns: u64,
+    bytes: u64,
+    packets: u64,
+    received: u64,
+    lost: u64,
+    out_of_order: u64,
+    jitter_s: f64,
+    omitted: bool,
+}
+
+/// One interval of the client: what it sent over all its streams.
+#[derive(Serialize)]
+struct ClientInterval {
+    start_ns: u64,
+    end_ns: u64,
+    bytes: u64,
+    packets: u64,
+    omitted: bool,
+}
+
 /// Counters of one UDP receiving stream (iperf_udp_recv).
 #[derive(Clone, Copy, Debug, Default)]
 struct RecvCounters {
@@ -460,7 +489,7 @@ struct ServerTest {
     /// counters at the omit end and at the last interval tick
     base: RecvCounters,
     at_last_tick: RecvCounters,
-    intervals: Vec<serde_json::Value>,
+    intervals: Vec<UdpRecvInterval>,
     totals: Option<ReceiverTotals>,
     protocol: Protocol,
     /// TCP data connections, in accept order
@@ -492,12 +521,17 @@ impl ServerTest {
             return;
         }
         let d = self.counters.minus(&self.at_last_tick);
-        self.intervals.push(json!({
-            "start_ns": t.last_tick.as_nanos(), "end_ns": end.as_nanos(),
-            "bytes": d.bytes, "packets": d.max_seq, "received": d.received,
-            "lost": d.cnt_error, "out_of_order": d.out_of_order,
-            "jitter_s": self.counters.jitter_s, "omitted": omitted,
-        }));
+        self.intervals.push(UdpRecvInterval {
+            start_ns: t.last_tick.as_nanos(),
+            end_ns: end.as_nanos(),
+            bytes: d.bytes,
+            packets: d.max_seq,
+            received: d.received,
+            lost: d.cnt_error,
+            out_of_order: d.out_of_order,
+            jitter_s: self.counters.jitter_s,
+            omitted,
+        });
         t.last_tick = end;
         t.next_tick = end + t.interval;
         self.at_last_tick = self.counters;
@@ -525,7 +559,7 @@ impl ServerTest {
             "test_start_ns": self.started.map(|t| t.as_nanos()),
             "start_ns": self.ticker.as_ref().map(|t| t.start.as_nanos()),
             "omit_ns": self.omit.as_nanos(),
-            "intervals": self.intervals,
+            "intervals": records_json(&self.intervals),
             "total": self.totals.map(ReceiverTotals::to_json),
             "complete": self.totals.is_some(),
         });
@@ -547,6 +581,8 @@ pub struct Server {
     start: SimTime,
     end: SimTime,
     tests: Vec<ServerTest>,
+    /// TCP data connection → (test, stream) it belongs to
+    stream_index: FxHashMap<ConnKey, (usize, usize)>,
     /// index into `tests` of the test in progress
     current: Option<usize>,
     finished: bool,
@@ -568,6 +604,7 @@ impl Server {
             ));
         }
         Ok(Server {
+            stream_index: FxHashMap::default(),
             port: spec.port,
             one_off: spec.one_off,
             tcp: spec.tcp.config(rng.next_u64(), 0)?,
@@ -611,13 +648,7 @@ impl Server {
     /// test is being set up, read data, start the test once all are there.
     fn on_segment(&mut self, ctx: &mut AppCtx, p: &Packet) {
         let tcp = &self.tcp;
-        let mut found = None;
-        for (ti, t) in self.tests.iter().enumerate() {
-            if let Some(si) = t.streams.iter().position(|st| st.conn().owns(p)) {
-                found = Some((ti, si));
-            }
-        }
-        let (ti, si) = match found {
+        let (ti, si) = match self.stream_index.get(&ConnKey::of_arrival(p)).copied() {
             Some((ti, si)) => {
                 self.tests[ti].streams[si].conn_mut().input(ctx.now, p);
                 (ti, si)
@@ -644,7 +675,9 @@ impl Server {
                 } else {
                     Stream::Recv(RecvStream::new(conn))
                 });
-                (ti, t.streams.len() - 1)
+                let at = (ti, t.streams.len() - 1);
+                self.stream_index.insert(ConnKey::of_arrival(p), at);
+                at
             }
         };
         let interval = self.interval;
@@ -977,7 +1010,7 @@ pub struct Client {
     bytes: u64,
     tick_packets: u64,
     tick_bytes: u64,
-    intervals: Vec<serde_json::Value>,
+    intervals: Vec<ClientInterval>,
     sender_end: SimTime,
     error: Option<String>,
     finished: bool,
@@ -985,6 +1018,8 @@ pub struct Client {
     /// TCP: socket settings, the data streams, and their random streams
     tcp: Option<TcpConfig>,
     streams: Vec<Stream>,
+    /// TCP data connection → its position in `streams`
+    stream_index: FxHashMap<ConnKey, usize>,
     rng: ComponentRng,
 }
 
@@ -1043,6 +1078,7 @@ impl Client {
         Ok(Client {
             tcp,
             streams: Vec::new(),
+            stream_index: FxHashMap::default(),
             rng,
             dst: parse_addr("iperf3 server", &spec.dst)?,
             spec,
@@ -1074,7 +1110,7 @@ impl Client {
 
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.local_ip = ctx.addr;
-        self.ctrl_port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id);
+        self.ctrl_port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id)?;
         let streams = match self.spec.protocol {
             Protocol::Udp => {
                 self.data_port =
@@ -1172,7 +1208,13 @@ impl Client {
                         // iperf_create_streams: one connection per stream
                         self.retry_at = None;
                         for _ in 0..self.spec.parallel {
-                            let port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id);
+                            let Ok(port) = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id) else {
+                                self.fail(
+                                    ctx,
+                                    "unable to connect stream: Cannot assign requested address",
+                                );
+                                return;
+                            };
                             let rng = ComponentRng::new(self.rng.next_u64(), "iperf3/stream");
                             let mut conn = Conn::connect(
                                 cfg.clone(),
@@ -1182,6 +1224,11 @@ impl Client {
                                 rng,
                             );
                             conn.flush(ctx, self.spec.tos);
+                            let key = ConnKey {
+                                remote: conn.remote,
+                                local_port: conn.local_port,
+                            };
+                            self.stream_index.insert(key, self.streams.len());
                             self.streams.push(if self.spec.reverse {
                                 Stream::Recv(RecvStream::new(conn))
                             } else {
@@ -1192,8 +1239,8 @@ impl Client {
                 }
             }
             (_, Payload::Tcp(_)) => {
-                if let Some(st) = self.streams.iter_mut().find(|st| st.conn().owns(p)) {
-                    st.conn_mut().input(ctx.now, p);
+                if let Some(&si) = self.stream_index.get(&ConnKey::of_arrival(p)) {
+                    self.streams[si].conn_mut().input(ctx.now, p);
                 }
                 self.pump(ctx);
             }
@@ -1278,11 +1325,13 @@ impl Client {
         for st in &mut self.streams {
             st.close_interval(t.last_tick, end, omitted);
         }
-        self.intervals.push(json!({
-            "start_ns": t.last_tick.as_nanos(), "end_ns": end.as_nanos(),
-            "bytes": self.bytes - self.tick_bytes, "packets": self.packets - self.tick_packets,
-            "omitted": omitted,
-        }));
+        self.intervals.push(ClientInterval {
+            start_ns: t.last_tick.as_nanos(),
+            end_ns: end.as_nanos(),
+            bytes: self.bytes - self.tick_bytes,
+            packets: self.packets - self.tick_packets,
+            omitted,
+        });
         t.last_tick = end;
         t.next_tick = end + t.interval;
         self.tick_bytes = self.bytes;
@@ -1438,7 +1487,7 @@ impl Client {
             "cookie": self.cookie,
             "test_start_ns": self.test_start.as_nanos(),
             "start_ns": start.as_nanos(),
-            "intervals": self.intervals,
+            "intervals": records_json(&self.intervals),
             "sender": {"bytes": self.bytes, "packets": self.packets, "end_ns": self.sender_end.as_nanos()},
             "receiver": receiver,
         })

@@ -9,6 +9,8 @@
 //! application's report as JSON (schemas in docs/internals.md).
 
 pub mod bulk;
+pub mod conns;
+pub mod flows;
 pub mod iperf3;
 pub mod iperf3_tcp;
 pub mod ping;
@@ -25,6 +27,7 @@ use crate::packet::{
 };
 use crate::rng::ComponentRng;
 use crate::time::SimTime;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Deserialize;
 
 pub use iperf3::IperfRegistry;
@@ -40,6 +43,8 @@ pub enum AppSpec {
     Iperf3Server(iperf3::ServerSpec),
     Iperf3Client(iperf3::ClientSpec),
     Qmon(qmon::QmonSpec),
+    FlowsClient(flows::FlowsClientSpec),
+    FlowsServer(flows::FlowsServerSpec),
 }
 
 /// The closed set of application models. One value exists per running
@@ -53,12 +58,18 @@ pub enum App {
     Iperf3Server(iperf3::Server),
     Iperf3Client(iperf3::Client),
     Qmon(qmon::Qmon),
+    FlowsClient(flows::FlowsClient),
+    FlowsServer(flows::FlowsServer),
 }
 
-/// Sockets bound on one node: (protocol, port) → application id, plus the
-/// ephemeral port chooser (Linux's default range 32768–60999).
+/// Sockets bound on one node: (protocol, port) → application id in a hash
+/// table (one lookup per delivered packet, whatever the number of sockets),
+/// the ports each application holds (released together when it ends), and
+/// the ephemeral port chooser (Linux's default range 32768–60999,
+/// `net.ipv4.ip_local_port_range`).
 pub struct Sockets {
-    bound: Vec<(Proto, u16, u32)>,
+    bound: FxHashMap<(Proto, u16), u32>,
+    held: FxHashMap<u32, FxHashSet<(Proto, u16)>>,
     rng: ComponentRng,
 }
 
@@ -68,21 +79,24 @@ pub const EPHEMERAL_HIGH: u16 = 60999;
 impl Sockets {
     pub fn new(rng: ComponentRng) -> Self {
         Sockets {
-            bound: Vec::new(),
+            bound: FxHashMap::default(),
+            held: FxHashMap::default(),
             rng,
         }
     }
 
     #[inline]
     pub fn lookup(&self, proto: Proto, port: u16) -> Option<u32> {
-        self.bound
-            .iter()
-            .find(|b| b.0 == proto && b.1 == port)
-            .map(|b| b.2)
+        self.bound.get(&(proto, port)).copied()
     }
 
     pub fn is_bound(&self, proto: Proto, port: u16) -> bool {
-        self.lookup(proto, port).is_some()
+        self.bound.contains_key(&(proto, port))
+    }
+
+    fn insert(&mut self, proto: Proto, port: u16, app: u32) {
+        self.bound.insert((proto, port), app);
+        self.held.entry(app).or_default().insert((proto, port));
     }
 
     pub fn bind(&mut self, proto: Proto, port: u16, app: u32) -> Result<()> {
@@ -92,19 +106,32 @@ impl Sockets {
                 proto.name()
             )));
         }
-        self.bound.push((proto, port, app));
+        self.insert(proto, port, app);
         Ok(())
     }
 
-    /// A free ephemeral port for `proto`, chosen at random like Linux does.
-    pub fn bind_ephemeral(&mut self, proto: Proto, app: u32) -> u16 {
+    /// A free ephemeral port for `proto`, chosen at random like Linux does;
+    /// an error once every port of the range is taken (connect's
+    /// EADDRNOTAVAIL).
+    pub fn bind_ephemeral(&mut self, proto: Proto, app: u32) -> Result<u16> {
+        let range = (EPHEMERAL_HIGH - EPHEMERAL_LOW) as usize + 1;
+        // the full check runs only once as many ports as the range are bound
+        if self.bound.len() >= range
+            && (EPHEMERAL_LOW..=EPHEMERAL_HIGH).all(|p| self.is_bound(proto, p))
+        {
+            return Err(Error::App(format!(
+                "Cannot assign requested address: all {range} ephemeral {} ports \
+                 ({EPHEMERAL_LOW}-{EPHEMERAL_HIGH}) of this host are in use",
+                proto.name()
+            )));
+        }
         loop {
             let p = self
                 .rng
                 .range_u64(EPHEMERAL_LOW as u64, EPHEMERAL_HIGH as u64) as u16;
             if !self.is_bound(proto, p) {
-                self.bound.push((proto, p, app));
-                return p;
+                self.insert(proto, p, app);
+                return Ok(p);
             }
         }
     }
@@ -119,12 +146,23 @@ impl Sockets {
                 p + 1
             };
         }
-        self.bound.push((proto, p, app));
+        self.insert(proto, p, app);
         p
     }
 
+    /// Release one port (a connection of a many-connection application ended).
+    pub fn unbind(&mut self, proto: Proto, port: u16) {
+        if let Some(app) = self.bound.remove(&(proto, port)) {
+            if let Some(held) = self.held.get_mut(&app) {
+                held.remove(&(proto, port));
+            }
+        }
+    }
+
     pub fn unbind_all(&mut self, app: u32) {
-        self.bound.retain(|b| b.2 != app);
+        for key in self.held.remove(&app).unwrap_or_default() {
+            self.bound.remove(&key);
+        }
     }
 }
 
@@ -259,6 +297,8 @@ impl App {
             AppSpec::Iperf3Server(s) => App::Iperf3Server(iperf3::Server::new(s, rng)?),
             AppSpec::Iperf3Client(s) => App::Iperf3Client(iperf3::Client::new(s, rng)?),
             AppSpec::Qmon(s) => App::Qmon(qmon::Qmon::new(s)?),
+            AppSpec::FlowsClient(s) => App::FlowsClient(flows::FlowsClient::new(s, rng)?),
+            AppSpec::FlowsServer(s) => App::FlowsServer(flows::FlowsServer::new(s, rng)?),
         })
     }
 
@@ -271,6 +311,8 @@ impl App {
             App::Iperf3Server(a) => a.start(ctx),
             App::Iperf3Client(a) => a.start(ctx),
             App::Qmon(a) => a.start(ctx),
+            App::FlowsClient(a) => a.start(ctx),
+            App::FlowsServer(a) => a.start(ctx),
         }
     }
 
@@ -282,6 +324,8 @@ impl App {
             App::Bulk(a) => a.handle_packet(ctx, p),
             App::Iperf3Server(a) => a.handle_packet(ctx, p),
             App::Iperf3Client(a) => a.handle_packet(ctx, p),
+            App::FlowsClient(a) => a.handle_packet(ctx, p),
+            App::FlowsServer(a) => a.handle_packet(ctx, p),
         }
     }
 
@@ -294,6 +338,8 @@ impl App {
             App::Iperf3Server(a) => a.poll_timeout(),
             App::Iperf3Client(a) => a.poll_timeout(),
             App::Qmon(a) => a.poll_timeout(),
+            App::FlowsClient(a) => a.poll_timeout(),
+            App::FlowsServer(a) => a.poll_timeout(),
         }
     }
 
@@ -311,6 +357,8 @@ impl App {
             App::Bulk(a) => a.handle_timeout(ctx),
             App::Iperf3Server(a) => a.handle_timeout(ctx),
             App::Iperf3Client(a) => a.handle_timeout(ctx),
+            App::FlowsClient(a) => a.handle_timeout(ctx),
+            App::FlowsServer(a) => a.handle_timeout(ctx),
             App::Qmon(a) => {
                 let b = qdisc_backlog(a.iface());
                 a.handle_timeout(ctx, b)
@@ -327,6 +375,8 @@ impl App {
             App::Iperf3Server(a) => a.interrupt(ctx),
             App::Iperf3Client(a) => a.interrupt(ctx),
             App::Qmon(a) => a.interrupt(ctx),
+            App::FlowsClient(a) => a.interrupt(ctx),
+            App::FlowsServer(a) => a.interrupt(ctx),
         }
     }
 
@@ -339,6 +389,8 @@ impl App {
             App::Iperf3Server(a) => a.is_finished(),
             App::Iperf3Client(a) => a.is_finished(),
             App::Qmon(a) => a.is_finished(),
+            App::FlowsClient(a) => a.is_finished(),
+            App::FlowsServer(a) => a.is_finished(),
         }
     }
 
@@ -351,6 +403,8 @@ impl App {
             App::Iperf3Server(a) => a.result(iperf),
             App::Iperf3Client(a) => a.result(iperf),
             App::Qmon(a) => a.result(),
+            App::FlowsClient(a) => a.result(),
+            App::FlowsServer(a) => a.result(),
         }
     }
 
@@ -361,7 +415,8 @@ impl App {
             App::UdpSource(a) => Some(a.destination()),
             App::Iperf3Client(a) => Some(a.destination()),
             App::Bulk(a) => Some(a.destination()),
-            App::Sink(_) | App::Iperf3Server(_) | App::Qmon(_) => None,
+            App::FlowsClient(a) => Some(a.destination()),
+            App::Sink(_) | App::Iperf3Server(_) | App::Qmon(_) | App::FlowsServer(_) => None,
         }
     }
 
@@ -381,6 +436,7 @@ impl App {
         match self {
             App::Iperf3Server(a) => a.set_tcp(spec),
             App::Sink(a) => a.set_tcp(spec),
+            App::FlowsServer(a) => a.set_tcp(spec),
             _ => Err(Error::App(format!(
                 "{} does not accept TCP connections",
                 self.kind()
@@ -403,6 +459,8 @@ impl App {
             App::Iperf3Server(_) => "iperf3_server",
             App::Iperf3Client(_) => "iperf3_client",
             App::Qmon(_) => "qmon",
+            App::FlowsClient(_) => "flows_client",
+            App::FlowsServer(_) => "flows_server",
         }
     }
 }
@@ -442,7 +500,9 @@ mod tests {
     #[test]
     fn ephemeral_ports_are_distinct_and_in_linux_range() {
         let mut s = sockets();
-        let ports: Vec<u16> = (0..200).map(|_| s.bind_ephemeral(Proto::Tcp, 1)).collect();
+        let ports: Vec<u16> = (0..200)
+            .map(|_| s.bind_ephemeral(Proto::Tcp, 1).unwrap())
+            .collect();
         assert!(ports
             .iter()
             .all(|p| (EPHEMERAL_LOW..=EPHEMERAL_HIGH).contains(p)));
@@ -451,7 +511,24 @@ mod tests {
         unique.dedup();
         assert_eq!(unique.len(), ports.len());
         let mut again = sockets();
-        assert_eq!(again.bind_ephemeral(Proto::Tcp, 1), ports[0], "seeded");
+        assert_eq!(
+            again.bind_ephemeral(Proto::Tcp, 1).unwrap(),
+            ports[0],
+            "seeded"
+        );
+    }
+
+    #[test]
+    fn a_full_ephemeral_range_is_an_error_not_a_hang() {
+        let mut s = sockets();
+        let range = (EPHEMERAL_HIGH - EPHEMERAL_LOW) as usize + 1;
+        for _ in 0..range {
+            s.bind_ephemeral(Proto::Tcp, 1).unwrap();
+        }
+        let err = s.bind_ephemeral(Proto::Tcp, 2).unwrap_err().to_string();
+        assert!(err.contains("Cannot assign requested address"), "{err}");
+        // another protocol's range is separate
+        assert!(s.bind_ephemeral(Proto::Udp, 2).is_ok());
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! and reports goodput at the end. Runs until interrupted. Over TCP it
 //! accepts every connection to its port and reads everything as it arrives.
 
-use super::tcp::{is_syn, next_timeout, Conn, TcpSpec};
+use super::conns::ConnTable;
+use super::tcp::{is_syn, Conn, TcpSpec};
 use super::AppCtx;
 use crate::error::{Error, Result};
 use crate::packet::{Packet, Proto};
@@ -33,7 +34,7 @@ pub struct Sink {
     proto: SinkProto,
     /// TCP: socket settings of accepted connections, and the connections
     tcp: Option<TcpConfig>,
-    conns: Vec<Conn>,
+    conns: ConnTable<Conn>,
     rng: ComponentRng,
     start: SimTime,
     end: SimTime,
@@ -71,7 +72,7 @@ impl Sink {
             port: spec.port,
             proto: spec.proto,
             tcp,
-            conns: Vec::new(),
+            conns: ConnTable::default(),
             rng,
             start: SimTime::ZERO,
             end: SimTime::ZERO,
@@ -121,10 +122,10 @@ impl Sink {
             self.delay_max = self.delay_max.max(d);
             return;
         };
-        let i = match self.conns.iter().position(|c| c.owns(p)) {
-            Some(i) => {
-                self.conns[i].input(ctx.now, p);
-                i
+        let id = match self.conns.find(p) {
+            Some(id) => {
+                self.conns.get_mut(id).input(ctx.now, p);
+                id
             }
             // the new connection has answered this SYN already; feeding it
             // again would read as a retransmitted SYN (a second SYN-ACK)
@@ -133,38 +134,32 @@ impl Sink {
                 let Some(conn) = Conn::accept(cfg.clone(), ctx, p, rng) else {
                     return;
                 };
-                self.conns.push(conn);
-                self.conns.len() - 1
+                self.conns.insert(conn)
             }
             None => return,
         };
-        self.drain(ctx, i);
+        self.drain(ctx, id);
     }
 
     /// Read everything the connection has, and send what it has to send.
-    fn drain(&mut self, ctx: &mut AppCtx, i: usize) {
-        let got = self.conns[i].ep.read(ctx.now, u64::MAX);
+    fn drain(&mut self, ctx: &mut AppCtx, id: u32) {
+        let c = self.conns.get_mut(id);
+        let got = c.ep.read(ctx.now, u64::MAX);
+        c.flush(ctx, 0);
+        self.conns.rearm(id);
         self.arrived(ctx.now, got);
-        self.conns[i].flush(ctx, 0);
     }
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
         if self.finished {
             return None;
         }
-        next_timeout(self.conns.iter())
+        self.conns.next_timeout()
     }
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
-        for i in 0..self.conns.len() {
-            if self.conns[i]
-                .ep
-                .poll_timeout()
-                .is_some_and(|t| t <= ctx.now)
-            {
-                self.conns[i].ep.handle_timeout(ctx.now);
-                self.drain(ctx, i);
-            }
+        for id in self.conns.run_timers(ctx.now) {
+            self.drain(ctx, id);
         }
     }
 
@@ -328,6 +323,7 @@ mod tests {
             duration_ns: None,
             tos: 0,
             tcp: TcpSpec::default(),
+            parallel: 1,
         };
         App::Bulk(Bulk::new(spec, ComponentRng::new(7, "bulk")).unwrap())
     }
@@ -350,5 +346,35 @@ mod tests {
         // data segments of at most 1448 bytes: at least ⌈300000/1448⌉ + ⌈50000/1448⌉
         assert!(r["packets"].as_u64().unwrap() >= 208 + 35);
         assert_eq!(r["proto"], "tcp");
+    }
+
+    #[test]
+    fn connections_from_one_port_on_two_hosts_are_two_connections() {
+        let apps = vec![bulk(200_000), bulk(70_000), App::Sink(sink(SinkProto::Tcp))];
+        let mut wire = Wire::new(apps, SimDuration::from_millis(5)).with_rate(50_000_000);
+        // the same port chooser on both senders: both connect from one port
+        wire.bench.hosts[1].sockets =
+            crate::app::Sockets::new(ComponentRng::new(0, "bench/sockets"));
+        wire.start(2);
+        wire.start(0);
+        wire.start(1);
+        wire.run_until(at_ms(5_000));
+        let syn_ports: Vec<u16> = wire
+            .log
+            .iter()
+            .filter(|(_, _, p)| is_syn(p))
+            .map(|(_, _, p)| p.src_port)
+            .collect();
+        assert_eq!(syn_ports.len(), 2);
+        assert_eq!(
+            syn_ports[0], syn_ports[1],
+            "the test needs one port on both hosts"
+        );
+        assert!(wire.apps[0].is_finished() && wire.apps[1].is_finished());
+        let r = wire.result(2);
+        assert_eq!(
+            (r["connections"].as_u64(), r["bytes"].as_u64()),
+            (Some(2), Some(270_000))
+        );
     }
 }

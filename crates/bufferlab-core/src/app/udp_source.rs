@@ -158,7 +158,7 @@ impl UdpSource {
 
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
-        self.sport = ctx.sockets.bind_ephemeral(Proto::Udp, ctx.id);
+        self.sport = ctx.sockets.bind_ephemeral(Proto::Udp, ctx.id)?;
         self.stop_at = self.spec.duration_ns.map(|d| ctx.now + SimDuration(d));
         match self.spec.pattern {
             Pattern::Cbr => self.begin_run(ctx.now, SimDuration::ZERO),

@@ -169,7 +169,7 @@ impl Receiver {
             adv_win_scale: cfg.adv_win_scale,
             profile: cfg.profile,
             scaling_ratio: TCP_DEFAULT_SCALING_RATIO,
-            inq: VecDeque::with_capacity(64),
+            inq: VecDeque::new(),
             ooo: VecDeque::new(),
             sacks: [(0, 0); 4],
             num_sacks: 0,

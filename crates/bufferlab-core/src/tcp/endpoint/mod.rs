@@ -360,7 +360,7 @@ impl TcpEndpoint {
             remote,
             state: TcpState::Closed,
             timers: TimerTable::default(),
-            out: VecDeque::with_capacity(64),
+            out: VecDeque::new(),
             now,
             now_us: now.as_nanos() / 1000 + CLOCK_BASE_US,
             sack_ok: false,

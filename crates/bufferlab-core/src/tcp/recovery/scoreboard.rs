@@ -71,8 +71,8 @@ impl Default for Scoreboard {
 impl Scoreboard {
     pub fn new() -> Self {
         Scoreboard {
-            q: VecDeque::with_capacity(64),
-            tsorted: VecDeque::with_capacity(64),
+            q: VecDeque::new(),
+            tsorted: VecDeque::new(),
             packets_out: 0,
             sacked_out: 0,
             lost_out: 0,

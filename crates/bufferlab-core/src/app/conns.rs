@@ -1,0 +1,416 @@
+//! The TCP connections of an application that holds many at once (a sink,
+//! `bulk -P N`, the `flows` client and server), with per-packet work
+//! independent of their number:
+//!
+//! - demultiplexing by the 4-tuple in a hash table, as Linux's established
+//!   hash does (`__inet_lookup_established`, net/ipv4/inet_hashtables.c);
+//!   the table is never iterated, so its order cannot leak into results;
+//! - the next wake-up from a min-heap of the connections' own deadlines
+//!   ([`DeadlineHeap`]) instead of a scan over every timer table. Its top is
+//!   kept exact after every operation, so [`ConnTable::next_timeout`] is a
+//!   peek and an application is never woken for nothing.
+//!
+//! Slots of closed connections are reused (a free list), so a workload of
+//! millions of short flows keeps as many slots as were ever open at once.
+
+use super::tcp::Conn;
+use crate::packet::{Ipv4, Packet};
+use crate::time::SimTime;
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// What identifies a connection at one host: the peer's address and port
+/// and the local port (the local address is the host's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConnKey {
+    pub remote: (Ipv4, u16),
+    pub local_port: u16,
+}
+
+impl ConnKey {
+    /// The connection an arriving packet belongs to.
+    pub fn of_arrival(p: &Packet) -> ConnKey {
+        ConnKey {
+            remote: (p.src, p.src_port),
+            local_port: p.dst_port,
+        }
+    }
+}
+
+/// Anything that owns one TCP connection.
+pub trait HasConn {
+    fn conn(&self) -> &Conn;
+    fn conn_mut(&mut self) -> &mut Conn;
+}
+
+impl HasConn for Conn {
+    fn conn(&self) -> &Conn {
+        self
+    }
+    fn conn_mut(&mut self) -> &mut Conn {
+        self
+    }
+}
+
+/// Deadlines of items `0..n`. Each item's wanted instant is remembered and
+/// the heap holds at most one live entry per item, never later than what the
+/// item wants. A deadline that moves later (a re-armed RTO, a delayed ACK
+/// re-armed by the next segment) costs no push: its old entry is moved when
+/// it reaches the top. A deadline that moves earlier pushes a new entry;
+/// the superseded one is discarded when it surfaces.
+#[derive(Default)]
+pub struct DeadlineHeap {
+    heap: BinaryHeap<Reverse<(SimTime, u32)>>,
+    wanted: Vec<Option<SimTime>>,
+    /// instant of the item's live entry in the heap
+    queued: Vec<Option<SimTime>>,
+}
+
+impl DeadlineHeap {
+    /// Item `id` now wants to be woken at `at` (or never).
+    pub fn set(&mut self, id: u32, at: Option<SimTime>) {
+        let i = id as usize;
+        if i >= self.wanted.len() {
+            self.wanted.resize(i + 1, None);
+            self.queued.resize(i + 1, None);
+        }
+        self.wanted[i] = at;
+        if let Some(t) = at {
+            if self.queued[i].is_none_or(|q| t < q) {
+                self.queued[i] = Some(t);
+                self.heap.push(Reverse((t, id)));
+            }
+        }
+        self.settle_top();
+    }
+
+    /// The earliest wanted deadline (exact: the top is always settled).
+    pub fn peek(&self) -> Option<SimTime> {
+        self.heap.peek().map(|Reverse((t, _))| *t)
+    }
+
+    /// Items whose deadline is at or before `now`, disarmed, in id order.
+    pub fn take_due(&mut self, now: SimTime) -> Vec<u32> {
+        let mut due = Vec::new();
+        while let Some(&Reverse((t, id))) = self.heap.peek() {
+            if t > now {
+                break;
+            }
+            self.heap.pop();
+            self.queued[id as usize] = None;
+            self.wanted[id as usize] = None;
+            due.push(id);
+            self.settle_top();
+        }
+        due.sort_unstable();
+        due
+    }
+
+    /// Make the top entry one whose item wants exactly that instant:
+    /// discard superseded entries, move entries whose item now wants later.
+    fn settle_top(&mut self) {
+        while let Some(&Reverse((t, id))) = self.heap.peek() {
+            let i = id as usize;
+            if self.queued[i] != Some(t) {
+                self.heap.pop(); // superseded by an earlier entry of the item
+                continue;
+            }
+            if self.wanted[i] == Some(t) {
+                return;
+            }
+            self.heap.pop();
+            self.queued[i] = self.wanted[i];
+            if let Some(later) = self.wanted[i] {
+                self.heap.push(Reverse((later, id)));
+            }
+        }
+    }
+
+    /// Entries held, superseded ones included (for the memory benchmark).
+    pub fn entries(&self) -> usize {
+        self.heap.len()
+    }
+}
+
+struct Slot<T> {
+    key: ConnKey,
+    val: T,
+}
+
+/// Connections in slots, found by key, woken by deadline.
+pub struct ConnTable<T> {
+    slots: Vec<Option<Slot<T>>>,
+    free: Vec<u32>,
+    index: FxHashMap<ConnKey, u32>,
+    timers: DeadlineHeap,
+    len: usize,
+}
+
+impl<T> Default for ConnTable<T> {
+    fn default() -> Self {
+        ConnTable {
+            slots: Vec::new(),
+            free: Vec::new(),
+            index: FxHashMap::default(),
+            timers: DeadlineHeap::default(),
+            len: 0,
+        }
+    }
+}
+
+impl<T: HasConn> ConnTable<T> {
+    /// Add a connection; returns its slot. Its timer is armed at once.
+    pub fn insert(&mut self, val: T) -> u32 {
+        let c = val.conn();
+        let key = ConnKey {
+            remote: c.remote,
+            local_port: c.local_port,
+        };
+        let entry = Some(Slot { key, val });
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = entry;
+                s
+            }
+            None => {
+                self.slots.push(entry);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.index.insert(key, slot);
+        self.len += 1;
+        self.rearm(slot);
+        slot
+    }
+
+    /// The connection a received segment belongs to.
+    #[inline]
+    pub fn find(&self, p: &Packet) -> Option<u32> {
+        self.index.get(&ConnKey::of_arrival(p)).copied()
+    }
+
+    pub fn get(&self, slot: u32) -> &T {
+        &self.slots[slot as usize].as_ref().expect("live slot").val
+    }
+
+    /// The connection, to work on; call [`ConnTable::rearm`] (or
+    /// [`ConnTable::remove`]) afterwards.
+    pub fn get_mut(&mut self, slot: u32) -> &mut T {
+        &mut self.slots[slot as usize].as_mut().expect("live slot").val
+    }
+
+    /// After the connection in `slot` was worked on: re-read its deadline.
+    pub fn rearm(&mut self, slot: u32) {
+        let deadline = self.get(slot).conn().ep.poll_timeout();
+        self.timers.set(slot, deadline);
+    }
+
+    /// Drop a connection and free its slot (its timer with it).
+    pub fn remove(&mut self, slot: u32) -> T {
+        let e = self.slots[slot as usize].take().expect("live slot");
+        self.index.remove(&e.key);
+        self.timers.set(slot, None);
+        self.free.push(slot);
+        self.len -= 1;
+        e.val
+    }
+
+    /// Run the timers due at `now` (`ep.handle_timeout`) and return those
+    /// connections' slots in slot order; the caller then services each (sends,
+    /// reads) and re-arms or removes it.
+    pub fn run_timers(&mut self, now: SimTime) -> Vec<u32> {
+        let due = self.timers.take_due(now);
+        for &slot in &due {
+            self.get_mut(slot).conn_mut().ep.handle_timeout(now);
+        }
+        due
+    }
+
+    /// Earliest timer of any connection.
+    #[inline]
+    pub fn next_timeout(&self) -> Option<SimTime> {
+        self.timers.peek()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Slots of the live connections in slot order (deterministic; for the
+    /// rare whole-table operations: Ctrl-C, results).
+    pub fn slots(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.is_some())
+            .map(|(i, _)| i as u32)
+    }
+
+    /// The live connections in slot order.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.slots.iter().flatten().map(|e| &e.val)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::tcp::TcpSpec;
+    use crate::app::test_support::{Bench, MS};
+    use crate::rng::ComponentRng;
+
+    fn t(ns: u64) -> Option<SimTime> {
+        Some(SimTime::from_nanos(ns))
+    }
+
+    #[test]
+    fn the_heap_answers_the_earliest_current_deadline() {
+        let mut h = DeadlineHeap::default();
+        h.set(0, t(30));
+        h.set(1, t(10));
+        h.set(2, t(20));
+        assert_eq!(h.peek(), t(10));
+        h.set(1, t(40)); // moved later: its entry at 10 moves when it surfaces
+        assert_eq!(h.peek(), t(20));
+        assert_eq!(h.entries(), 3);
+        h.set(2, None); // cancelled
+        assert_eq!(h.peek(), t(30));
+        h.set(0, None);
+        h.set(1, None);
+        assert_eq!(h.peek(), None);
+        assert_eq!(h.entries(), 0, "stale entries at the top are discarded");
+    }
+
+    #[test]
+    fn due_items_come_once_in_id_order_and_are_disarmed() {
+        let mut h = DeadlineHeap::default();
+        h.set(3, t(5));
+        h.set(1, t(10));
+        h.set(2, t(10));
+        h.set(0, t(11));
+        assert_eq!(h.take_due(SimTime::from_nanos(10)), vec![1, 2, 3]);
+        assert_eq!(h.take_due(SimTime::from_nanos(10)), Vec::<u32>::new());
+        assert_eq!(h.peek(), t(11));
+        h.set(1, t(10)); // re-armed after being served
+        assert_eq!(h.peek(), t(10));
+    }
+
+    #[test]
+    fn deadlines_moving_later_push_nothing_and_earlier_ones_supersede() {
+        let mut h = DeadlineHeap::default();
+        h.set(8, t(1_000));
+        for k in 0..100 {
+            h.set(7, t(50 + k)); // an RTO re-armed on every ACK
+        }
+        assert_eq!(h.entries(), 2);
+        assert_eq!(h.peek(), t(149));
+        h.set(7, t(20)); // earlier: a new entry; the one at 50 is superseded
+        assert_eq!(h.peek(), t(20));
+        assert_eq!(h.take_due(SimTime::from_nanos(999)), vec![7]);
+        assert_eq!(h.peek(), t(1_000), "the superseded entry never fires");
+        assert_eq!(h.entries(), 1);
+    }
+
+    #[test]
+    fn random_operations_agree_with_a_plain_scan() {
+        let mut rng = crate::rng::ComponentRng::new(11, "deadline-heap");
+        let mut h = DeadlineHeap::default();
+        let mut want = [None::<SimTime>; 16];
+        let mut now = 0;
+        for _ in 0..20_000 {
+            let id = rng.range_u64(0, 15) as usize;
+            match rng.range_u64(0, 9) {
+                0 => want[id] = None,
+                1..=7 => want[id] = t(now + rng.range_u64(0, 500)),
+                _ => {
+                    now += rng.range_u64(0, 100);
+                    let at = SimTime::from_nanos(now);
+                    let mut expected: Vec<u32> = (0..16u32)
+                        .filter(|&i| want[i as usize].is_some_and(|w| w <= at))
+                        .collect();
+                    expected.sort_unstable();
+                    assert_eq!(h.take_due(at), expected);
+                    for i in &expected {
+                        want[*i as usize] = None;
+                    }
+                    continue;
+                }
+            }
+            h.set(id as u32, want[id]);
+            assert_eq!(h.peek(), want.iter().flatten().min().copied());
+        }
+    }
+
+    struct C(Conn);
+    impl HasConn for C {
+        fn conn(&self) -> &Conn {
+            &self.0
+        }
+        fn conn_mut(&mut self) -> &mut Conn {
+            &mut self.0
+        }
+    }
+
+    /// A connection from host 0's `port` to host 1:5001 (SYN sent: its
+    /// retransmission timer runs, 1 s in Linux's initial RTO).
+    fn conn(bench: &mut Bench, port: u16, now: SimTime) -> C {
+        let cfg = TcpSpec::default().config(1, 0).unwrap();
+        let dst = bench.addr(1);
+        let mut ctx = bench.ctx(0, now);
+        let mut c = Conn::connect(cfg, &ctx, port, (dst, 5001), ComponentRng::new(1, "c"));
+        c.flush(&mut ctx, 0);
+        C(c)
+    }
+
+    fn segment_to(bench: &Bench, local_port: u16) -> Packet {
+        crate::app::test_support::control((bench.addr(1), 5001), (bench.addr(0), local_port), 0, 0)
+    }
+
+    #[test]
+    fn segments_find_their_connection_and_removed_ones_are_gone() {
+        let mut bench = Bench::new(2);
+        let mut t = ConnTable::default();
+        let a = t.insert(conn(&mut bench, 40_000, SimTime::ZERO));
+        let b = t.insert(conn(&mut bench, 40_001, SimTime::ZERO));
+        assert_eq!(t.find(&segment_to(&bench, 40_001)), Some(b));
+        assert_eq!(t.find(&segment_to(&bench, 40_000)), Some(a));
+        assert_eq!(t.find(&segment_to(&bench, 40_002)), None);
+        t.remove(a);
+        assert_eq!((t.find(&segment_to(&bench, 40_000)), t.len()), (None, 1));
+        // the freed slot is reused
+        assert_eq!(t.insert(conn(&mut bench, 40_003, SimTime::ZERO)), a);
+        assert_eq!(t.slots().collect::<Vec<_>>(), vec![a, b]);
+    }
+
+    #[test]
+    fn a_removed_connection_never_fires_and_a_due_one_runs_its_timer_once() {
+        let mut bench = Bench::new(2);
+        let mut t = ConnTable::default();
+        let early = t.insert(conn(&mut bench, 40_000, SimTime::ZERO));
+        let late = t.insert(conn(&mut bench, 40_001, SimTime(300 * MS)));
+        let first = t.get(early).0.ep.poll_timeout().unwrap();
+        assert_eq!(t.next_timeout(), Some(first));
+        assert_eq!(
+            t.run_timers(SimTime(first.as_nanos() - 1)),
+            Vec::<u32>::new()
+        );
+        // the early connection is gone: its entry is stale, the late one is due
+        t.remove(early);
+        let second = t.get(late).0.ep.poll_timeout().unwrap();
+        assert!(second > first);
+        assert_eq!(t.run_timers(second), vec![late]);
+        assert_eq!(
+            t.next_timeout(),
+            None,
+            "disarmed until the caller re-arms it"
+        );
+        t.rearm(late);
+        // its timer ran: the SYN went again, with the retransmission timer backed off
+        assert!(t.next_timeout().unwrap() > second);
+    }
+}
