@@ -20,7 +20,7 @@ from bufferlab import _core, cli, commands
 from bufferlab.commands import capture, ethtool, generators, iperf3, ns3, ping, shell, sysctl, tc
 from bufferlab.commands._getopt import OptSpec
 from bufferlab.commands.tc import registry
-from bufferlab.scenario import load, observe
+from bufferlab.scenario import load, mn_file, observe
 
 #: table -> the loader's accepted keys (scenario/load.py, scenario/observe.py check_keys sets)
 LOADER_KEYS: dict[str, set[str]] = {
@@ -76,6 +76,7 @@ KEY_DOCS: dict[str, dict[str, str]] = {
         "switches": "switch names",
         "routers": "router names (forward IP between their interfaces)",
         "links": "pairs `[a, b]` or tables (below); the k-th link of switch sX is sX-eth<k>",
+        "mn": 'a MiniEdit drawing instead of hosts/switches/links: `mn = "Lab 14.mn"` (below)',
     },
     "[topology] links (table form)": {
         "a": "one end (node name)",
@@ -137,6 +138,7 @@ def scenario_page() -> str:
         docs = KEY_DOCS.get(table, {})
         out += ["", f"## {table}", "", "| key | meaning |", "|---|---|"]
         out += [f"| `{k}` | {docs.get(k, '**undocumented**')} |" for k in sorted(keys)]
+    out += ["", "## MiniEdit files (`mn = FILE.mn`)", ""] + _doc(mn_file)
     out += [
         "",
         "## Engine requests",
