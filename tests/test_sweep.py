@@ -104,6 +104,16 @@ def test_dask_local_cluster_gives_the_same_parquet(tmp_path):
     pd.testing.assert_frame_equal(_frame(tmp_path / "out" / "s"), _frame(local / "out" / "s"))
 
 
+def test_ray_gives_the_same_parquet(tmp_path):
+    pytest.importorskip("ray", reason="ray is an extra: pip install '.[ray]' (large: not a test extra)")
+    local = tmp_path / "local"
+    local.mkdir()
+    text = EIGHT.replace("seeds = 2", "seeds = 1")
+    assert _sweep(local, text, "-j", "2")[0] == 0
+    assert _sweep(tmp_path, text, "-j", "2", "--executor", "ray")[0] == 0
+    pd.testing.assert_frame_equal(_frame(tmp_path / "out" / "s"), _frame(local / "out" / "s"))
+
+
 def test_grid_zip_where_and_dry_run(tmp_path, capsys):
     text = (EIGHT.replace("seeds = 2", 'seeds = [3, 5]\nwhere = "qlen > 600 or load < 0.5"')
             + "[[zip]]\nminth = [50, 100]\nmaxth = [150, 300]\n")
