@@ -73,6 +73,7 @@ def _plot_parser() -> argparse.ArgumentParser:
     p.add_argument("--by", help="one line per value of this column (e.g. part or node)")
     p.add_argument("--facet", help="one panel per value of this column (e.g. load)")
     p.add_argument("--where", help="keep rows matching this pandas query (e.g. \"node == 'n8'\")")
+    p.add_argument("--logx", action="store_true", help="logarithmic x axis")
     p.add_argument("-o", "--output", type=Path, help="output folder (default: DIR/plots)")
     return p
 
@@ -80,7 +81,7 @@ def _plot_parser() -> argparse.ArgumentParser:
 def cli_sweep(argv: list[str]) -> int:
     if argv[:1] == ["plot"]:
         a = _plot_parser().parse_args(argv[1:])
-        for path in plot_sweep(a.dir, a.x, a.y, a.by, a.facet, a.where, a.output):
+        for path in plot_sweep(a.dir, a.x, a.y, a.by, a.facet, a.where, a.output, a.logx):
             print(path)
         return 0
     args = _run_parser().parse_args(argv)

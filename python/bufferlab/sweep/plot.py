@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from pathlib import Path
 
 import matplotlib
@@ -82,7 +83,7 @@ def _load(folder: Path, columns: list[str], where: str | None) -> pd.DataFrame:
 
 
 def plot_sweep(folder: Path, x: str, y: str, by: str | None, facet: str | None, where: str | None,
-               out: Path | None) -> list[Path]:
+               out: Path | None, logx: bool = False) -> list[Path]:
     frame = _load(folder, [c for c in (x, y, by, facet) if c], where)
     stats = summarise(frame, x, y, by, facet)
     out = out or folder / "plots"
@@ -96,13 +97,17 @@ def plot_sweep(folder: Path, x: str, y: str, by: str | None, facet: str | None, 
             ax.errorbar(line[x], line["mean"], yerr=line["ci95"].fillna(0), marker="o", capsize=3,
                         label=None if bv is None else f"{by}={bv}")
         ax.set_xlabel(x)
-        ax.set_title("" if fv is None else f"{facet} = {fv}")
+        if logx:
+            ax.set_xscale("log")
+        title = ("" if fv is None else f"{facet} = {fv}") + (f"  [{where}]" if where else "")
+        ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
         if by:
             ax.legend(fontsize=8)
     axes[0][0].set_ylabel(f"{y} (mean, 95 % CI)")
     fig.tight_layout()
-    stem = "-".join([f"{y}-vs-{x}"] + ([f"by-{by}"] if by else []) + ([f"facet-{facet}"] if facet else []))
+    stem = "-".join([f"{y}-vs-{x}"] + ([f"by-{by}"] if by else []) + ([f"facet-{facet}"] if facet else [])
+                    + ([re.sub(r"[^A-Za-z0-9.]+", "_", where).strip("_")] if where else []))
     written = [out / f"{stem}.png", out / f"{stem}.pdf"]
     for p in written:
         fig.savefig(p, dpi=120)
