@@ -104,7 +104,14 @@ def cli_sweep(argv: list[str]) -> int:
     runs_dir.mkdir(parents=True, exist_ok=True)
     for stale in runs_dir.glob("*.partial"):  # left by a killed sweep
         shutil.rmtree(stale, ignore_errors=True)
-    failed = _execute(todo, args, len(jobs))
+    try:
+        failed = _execute(todo, args, len(jobs))
+    except KeyboardInterrupt:  # every finished run is kept: the same command runs the rest
+        write_results(out, jobs)
+        print(f"bufferlab: sweep interrupted; the finished runs are in {runs_dir} and in "
+              f"{out / 'sweep.parquet'}; run the same command again to run only the missing ones",
+              file=sys.stderr)
+        return 130
     table = write_results(out, jobs)
     print(f"{spec.name}: {len(jobs)} runs ({len(jobs) - len(todo)} cached, {len(todo)} run); {table}")
     if failed:
