@@ -63,8 +63,7 @@ def load_sweep(path: Path, fixed: list[Override]) -> SweepSpec:
     origins: dict[str, str] = {}
     for key, line in axes.names():
         pos = src.key_pos(key, line - 1) or src.inline_key_pos(key, line)
-        where = f"{file}:{pos[0]}:{pos[1]}" if pos else f"{file}:{line}"
-        origins[key] = where
+        origins[key] = f"{file}:{pos[0]}:{pos[1]}" if pos else f"{file}:{line}"
         if key not in defaults:
             raise ScenarioError(f"{key!r} is not a parameter of {scenario}", file=file,
                                 line=pos[0] if pos else line, col=pos[1] if pos else None,
