@@ -126,8 +126,10 @@ def cli_sweep(argv: list[str]) -> int:
 def _execute(todo: list[RunJob], args: argparse.Namespace, total: int) -> list[dict[str, Any]]:
     failed: list[dict[str, Any]] = []
     t0 = time.perf_counter()
-    with Progress(len(todo), total - len(todo), plain=args.no_progress or not sys.stderr.isatty()) as prog:
-        for rec in executor(args.executor)(todo, min(args.jobs, max(len(todo), 1)), args.address):
+    workers = min(args.jobs, max(len(todo), 1))
+    plain = args.no_progress or not sys.stderr.isatty()
+    with Progress(len(todo), total - len(todo), workers, plain) as prog:
+        for rec in executor(args.executor)(todo, workers, args.address):
             prog.done(rec)
             if rec["status"] != "ok":
                 failed.append(rec)

@@ -10,8 +10,8 @@ from rich.progress import Progress as RichProgress
 
 
 class Progress:
-    def __init__(self, todo: int, cached: int, plain: bool) -> None:
-        self.todo, self.cached, self.plain = todo, cached, plain
+    def __init__(self, todo: int, cached: int, workers: int, plain: bool) -> None:
+        self.todo, self.cached, self.workers, self.plain = todo, cached, workers, plain
         self.n_done = self.n_failed = 0
         self._bar: RichProgress | None = None
 
@@ -27,7 +27,8 @@ class Progress:
         return self
 
     def _state(self) -> str:
-        return f"failed {self.n_failed}, cached {self.cached}"
+        running = min(self.workers, self.todo - self.n_done)
+        return f"running {running}, failed {self.n_failed}, cached {self.cached}"
 
     def done(self, rec: dict[str, Any]) -> None:
         self.n_done += 1
