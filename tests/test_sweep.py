@@ -124,6 +124,13 @@ def test_grid_zip_where_and_dry_run(tmp_path, capsys):
     assert any("seed=5" in ln and "minth=100 maxth=300" in ln for ln in lines)
 
 
+@pytest.mark.parametrize("name", ["qlen", "minth", "maxth", "wq", "maxp"])
+def test_the_study_sweeps_load(name):
+    spec = load_sweep(SCENARIOS.parent / "sweeps" / f"red-vs-droptail-{name}.toml", [])
+    assert len(spec.seeds) >= 10 and len(spec.points) >= 18
+    assert {p["load"] for p in spec.points} == {0.25, 0.5, 0.75}
+
+
 def test_sweep_file_errors_point_at_the_key(tmp_path):
     f = tmp_path / "s.toml"
     f.write_text(EIGHT.replace("qlen = [600, 800]", "qlne = [600, 800]"), encoding="utf-8")
