@@ -124,3 +124,14 @@ def test_shipped_study_keeps_its_commands():
     assert "bfifo limit 800" in cmds[0]
     assert any("-r 500000 " in c for c in cmds)
     assert any("limit 800 minth 50 maxth 150 qw 0.01 maxp 0.1" in c for c in cmds)
+
+
+def test_errors_after_substitution_point_at_the_files_columns(write_scenario, capsys):
+    # the substituted value is longer than "${qlen * 2}": a later error must still name the
+    # file's column of the word at fault, not the column in the substituted text
+    text = SCEN.replace("limit ${qlen * 2}", "limit ${qlen * 2000} brust 5")
+    path = write_scenario(text)
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "brust" in ln)
+    assert f"t.toml:{line}:{text.splitlines()[line - 1].index('brust') + 1}:" in err, err

@@ -323,10 +323,11 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None) -> 
     _check_structure(text, file)
     data = _parse_toml(text, file)
     params = resolve_params(data, text, file, overrides or [])
+    colmap: dict[int, list[int]] = {}
     if "${" in text:
-        text = substitute_text(text, file, params)
+        text, colmap = substitute_text(text, file, params)
         data = _parse_toml(text, file)
-    src = SourceMap(text, file)
+    src = SourceMap(text, file, colmap)
     sc = _build(data, src, path)
     sc.params, sc.text = params, text
     return sc

@@ -301,15 +301,18 @@ def _params_line(text: str) -> int | None:
 _PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 
 
-def substitute_text(text: str, file: str, params: dict[str, Value]) -> str:
-    """The TOML text with every ``${expr}`` of its one-line string values replaced.
+def substitute_text(text: str, file: str, params: dict[str, Value]) -> tuple[str, dict[int, list[int]]]:
+    """The TOML text with every ``${expr}`` of its one-line string values replaced, and for
+    each changed line (1-based) the file column (0-based) each of its characters came from.
 
     Each replaced string is re-written as a basic string on the same line, so
-    line numbers stay those of the file. ``${`` in a comment is left alone; in
-    a multi-line string it is not supported yet. The ``[params]`` table itself
-    is not substituted.
+    line numbers stay those of the file and the column map sends errors found
+    later (a bad tc option) back to the file's columns. ``${`` in a comment is
+    left alone; in a multi-line string it is not supported yet. The
+    ``[params]`` table itself is not substituted.
     """
     lines = text.split("\n")
+    colmap: dict[int, list[int]] = {}
     in_params = False
     for li, line in enumerate(lines):
         head = line.strip()
@@ -317,19 +320,25 @@ def substitute_text(text: str, file: str, params: dict[str, Value]) -> str:
             in_params = head.startswith("[params]")
         if in_params or "${" not in line:
             continue
-        lines[li] = _substitute_line(line, li + 1, file, params)
-    return "\n".join(lines)
+        lines[li], colmap[li + 1] = _substitute_line(line, li + 1, file, params)
+    return "\n".join(lines), colmap
 
 
-def _substitute_line(line: str, lineno: int, file: str, params: dict[str, Value]) -> str:
+def _substitute_line(line: str, lineno: int, file: str, params: dict[str, Value]) -> tuple[str, list[int]]:
     out: list[str] = []
+    origin: list[int] = []
+
+    def emit(text: str, col: int) -> None:
+        out.append(text)
+        origin.extend([col] * len(text))
+
     j = 0
     while j < len(line):
         ch = line[j]
         if ch == "#":
             break
         if ch not in "\"'":
-            out.append(ch)
+            emit(ch, j)
             j += 1
             continue
         if line.startswith(ch * 3, j):
@@ -343,26 +352,37 @@ def _substitute_line(line: str, lineno: int, file: str, params: dict[str, Value]
             break
         value, cols, end = found
         if "${" in value:
-            out.append(_quote(_substitute_value(value, cols, lineno, file, params)))
+            emit('"', j)
+            for piece, col in _substitute_value(value, cols, lineno, file, params):
+                emit(_escape(piece), col)
+            emit('"', end - 1)
         else:
-            out.append(line[j:end])
+            for k in range(j, end):
+                emit(line[k], k)
         j = end
-    out.append(line[j:])
-    return "".join(out)
+    for k in range(j, len(line)):
+        emit(line[k], k)
+    return "".join(out), origin
 
 
-def _substitute_value(value: str, cols: list[int], lineno: int, file: str, params: dict[str, Value]) -> str:
-    def replace(m: re.Match[str]) -> str:
+def _substitute_value(value: str, cols: list[int], lineno: int, file: str,
+                      params: dict[str, Value]) -> list[tuple[str, int]]:
+    """The string's pieces with the file column of each: literal characters, and each
+    ``${...}``'s value at the column of its ``$``."""
+    pieces: list[tuple[str, int]] = []
+    at = 0
+    for m in _PLACEHOLDER.finditer(value):
+        pieces += [(value[k], cols[k]) for k in range(at, m.start())]
         expr = m.group(1)
         try:
-            return format_value(evaluate(expr, params))
+            pieces.append((format_value(evaluate(expr, params)), cols[m.start()]))
         except ExprError as e:
             k = m.start(1) + min(e.offset, max(len(expr) - 1, 0)) if expr else m.start()
-            col = cols[min(k, len(cols) - 1)] + 1
-            raise ScenarioError(f"in ${{{expr}}}: {e.message}", file=file, line=lineno, col=col,
-                                expected=e.expected, suggestion=e.suggestion) from None
-
-    done = _PLACEHOLDER.sub(replace, value)
+            raise ScenarioError(f"in ${{{expr}}}: {e.message}", file=file, line=lineno,
+                                col=cols[min(k, len(cols) - 1)] + 1, expected=e.expected,
+                                suggestion=e.suggestion) from None
+        at = m.end()
+    pieces += [(value[k], cols[k]) for k in range(at, len(value))]
     rest = value.find("${", 0)
     while rest != -1:  # "${" left without its "}"
         close = value.find("}", rest)
@@ -370,9 +390,8 @@ def _substitute_value(value: str, cols: list[int], lineno: int, file: str, param
             raise ScenarioError("unterminated ${", file=file, line=lineno, col=cols[rest] + 1,
                                 expected="${expr} with a closing }")
         rest = value.find("${", close)
-    return done
+    return pieces
 
 
-def _quote(s: str) -> str:
-    esc = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-    return f'"{esc}"'
+def _escape(s: str) -> str:
+    return s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
