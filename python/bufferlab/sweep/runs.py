@@ -2,9 +2,9 @@
 
 A run is an ordinary ``bufferlab run`` written to ``<sweep>/runs/<run-id>/``.
 Its identity hashes what decides its outputs: the scenario text after
-substitution, the parts it runs, its seed and the bufferlab version; a folder
-with a ``run.json`` of status "ok" is a finished run and is never redone unless
-asked (``--force``). A run is written under ``<run-id>.partial`` and renamed
+substitution and the parameters, the parts it runs, its seed and the bufferlab
+version; a folder with a ``run.json`` of status "ok" is a finished run and is
+never redone unless asked (``--force``). A run is written under ``<run-id>.partial`` and renamed
 when done, so a killed sweep leaves no half-run that looks finished.
 """
 
@@ -44,7 +44,9 @@ class RunJob:
 
 def run_identity(sc: Scenario, seed: int, parts: list[str] | None) -> str:
     h = hashlib.sha256()
-    for piece in (__version__, str(seed), json.dumps(parts), sc.text):
+    # the parameters too: a declared parameter that no string uses leaves the text unchanged,
+    # and two points must still be two runs (each run.json holds its own values)
+    for piece in (__version__, str(seed), json.dumps(parts), json.dumps(sc.params, sort_keys=True), sc.text):
         h.update(piece.encode())
         h.update(b"\0")
     return h.hexdigest()[:16]
