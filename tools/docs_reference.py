@@ -48,6 +48,8 @@ KEY_DOCS: dict[str, dict[str, str]] = {
         "capture": "the `[capture]` table: pcap of whole interfaces",
         "trace": "the `[trace]` table: exact queue traces",
         "part": "the `[[part]]` array: the handout's sections, run one after another",
+        "params": "the `[params]` table: named values with defaults, used as `${name}` or "
+        "`${expr}` in any string (docs/sweeps.md); `run --set name=value` overrides them",
     },
     "[sim]": {
         "profile": '`"lab2019"` (default) or `"modern"`: tool and kernel versions',

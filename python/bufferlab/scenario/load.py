@@ -21,9 +21,10 @@ from ..profile import PROFILES, Profile, profile_fields, with_overrides
 from ..units import parse_duration_ns
 from .mn_file import load_mn
 from .observe import CaptureOptions, TraceOptions, build_capture, build_trace
+from .params import Override, Value, resolve_params, substitute_text
 from .source import SourceMap, check_keys, error_at, key_error, suggest
 
-TOP_KEYS = {"name", "seed", "sim", "topology", "part", "hosts", "capture", "trace"}
+TOP_KEYS = {"name", "seed", "sim", "topology", "part", "hosts", "capture", "trace", "params"}
 SIM_KEYS = {
     "profile",
     "queue_sample_interval",
@@ -178,6 +179,9 @@ class Scenario:
     trace: TraceOptions | None = None
     #: ``[sim] part_gap``: seconds the network runs idle before each part after the first
     part_gap: float = DEFAULT_PART_GAP_S
+    #: ``[params]`` after overrides (scenario/params.py), and the TOML text with them substituted
+    params: dict[str, Value] = field(default_factory=dict)
+    text: str = ""
 
 
 def parse_duration_s(text: str) -> float:
@@ -325,13 +329,14 @@ def _check_structure(text: str, file: str) -> None:
             dots = 0
 
 
-def load_scenario(path: str | Path) -> Scenario:
+def load_scenario(path: str | Path, overrides: list[Override] | None = None) -> Scenario:
     """Read and validate a scenario file (TOML) without running it.
 
     Every key, topology name and command line is checked here, as ``bufferlab check`` does.
 
     Args:
         path: the ``.toml`` file.
+        overrides: values replacing defaults of its ``[params]`` table (``--set name=value``).
 
     Returns:
         The validated :class:`Scenario`.
@@ -351,8 +356,21 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(f"cannot read the scenario: {e.strerror}", file=file) from None
     text = _decode(raw, file)
     _check_structure(text, file)
+    data = _parse_toml(text, file)
+    params = resolve_params(data, text, file, overrides or [])
+    colmap: dict[int, list[int]] = {}
+    if "${" in text:
+        text, colmap = substitute_text(text, file, params)
+        data = _parse_toml(text, file)
+    src = SourceMap(text, file, colmap)
+    sc = _build(data, src, path)
+    sc.params, sc.text = params, text
+    return sc
+
+
+def _parse_toml(text: str, file: str) -> dict[str, Any]:
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
         msg = re.sub(r"\s*\((at line \d+, column \d+|at end of document)\)", "", str(e))
@@ -370,8 +388,6 @@ def load_scenario(path: str | Path) -> Scenario:
             suggestion=next((h for start, h in _TOML_HINTS if msg.startswith(start)), None)
             or "check the quotes, brackets and commas just before this position",
         ) from None
-    src = SourceMap(text, file)
-    return _build(data, src, path)
 
 
 def _str_list(src: SourceMap, table: dict, key: str, where: str) -> list[str]:
