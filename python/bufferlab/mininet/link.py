@@ -9,13 +9,11 @@ docs/mininet.md for the lines each option gives. Whitespace is collapsed
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .log import error, info
+from .node import Node
 from .session import MininetError
-
-if TYPE_CHECKING:
-    from .node import Node
 
 #: Mininet's TCIntf.bwParamMax: shaping above 1000 Mbit/s is skipped with an error message
 BW_PARAM_MAX = 1000
@@ -109,7 +107,8 @@ def tc_lines(intf: str, bw: Any = None, delay: Any = None, jitter: Any = None, l
         parent = "parent 5:1"
         if enable_ecn or enable_red:
             lines.append(f"tc qdisc add dev {intf} {parent} handle 6: red limit 1000000 min 30000 max 35000 "
-                         f"avpkt 1500 burst 20 bandwidth {bw:f}mbit probability 1" + (" ecn" if enable_ecn else ""))
+                         f"avpkt 1500 burst 20 bandwidth {bw:f}mbit probability 1"
+                         + (" ecn" if enable_ecn else ""))
             parent = "parent 6:"
     if loss and (loss < 0 or loss > 100):
         error("Bad loss percentage", loss, "%%\n")
@@ -141,7 +140,8 @@ class TCIntf(Intf):
         if not tc_lines(self.name, **opts):
             return None
         lines = tc_lines(self.name, show=self.node.cmd(f"tc qdisc show dev {self.name}"), **opts)
-        stuff = (([f"{bw:.2f}Mbit"] if bw is not None else []) + ([f"{delay} delay"] if delay is not None else [])
+        stuff = (([f"{bw:.2f}Mbit"] if bw is not None else [])
+                 + ([f"{delay} delay"] if delay is not None else [])
                  + ([f"{jitter} jitter"] if jitter is not None else [])
                  + ([f"{loss:.5f}% loss"] if loss is not None else [])
                  + (["ECN"] if enable_ecn else ["RED"] if enable_red else []))

@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from .session import MininetError
+
 LEVELS = {"debug": 10, "info": 20, "output": 25, "warning": 30, "warn": 30, "error": 40, "critical": 50}
 
 
@@ -19,8 +21,6 @@ class MininetLogger:
     def setLogLevel(self, level: str | None = None) -> None:  # noqa: N802 (Mininet's name)
         name = level or "output"
         if name not in LEVELS:
-            from .session import MininetError
-
             raise MininetError(f"setLogLevel({level!r}): unknown level; expected one of {', '.join(LEVELS)}")
         self.level = LEVELS[name]
 

@@ -24,7 +24,7 @@ from .session import MininetError, Session
 from .util import ipAdd, macColonHex, natural, netParse
 
 #: where networks write their results folder; ``bufferlab mininet`` points it at the script's
-RESULTS = {"root": Path("results"), "slug": "mininet", "seed": 1}
+RESULTS: dict[str, Any] = {"root": Path("results"), "slug": "mininet", "seed": 1, "fresh": True}
 _started = [0]
 
 
@@ -67,7 +67,8 @@ class Mininet:
         return node
 
     def addHost(self, name: str, cls: Any = None, **params: Any) -> Host:  # noqa: N802
-        defaults: dict[str, Any] = {"ip": f"{ipAdd(self.nextIP, self.prefixLen, self.ipBaseNum)}/{self.prefixLen}"}
+        ip = ipAdd(self.nextIP, self.prefixLen, self.ipBaseNum)
+        defaults: dict[str, Any] = {"ip": f"{ip}/{self.prefixLen}"}
         if self.autoSetMacs:
             defaults["mac"] = macColonHex(self.nextIP)
         self.nextIP += 1
@@ -195,7 +196,7 @@ class Mininet:
         if not self.built:
             self.build()
         info("*** Configuring hosts\n" + "".join(h.name + " " for h in self.hosts) + "\n")
-        self.session = Session(self._scenario(), Path(RESULTS["root"]))
+        self.session = Session(self._scenario(), Path(RESULTS["root"]), fresh=bool(RESULTS["fresh"]))
         _started[0] += 1
         clock.attach(self.session)
         if self.controllers:
@@ -267,15 +268,17 @@ class Mininet:
 
     def iperf(self, hosts: Any = None, l4Type: str = "TCP", udpBw: str = "10M", fmt: Any = None,  # noqa: N803
               seconds: int = 5, port: int = 5001) -> list[str]:
-        # TODO(iperf2): net.iperf() runs iperf 2 (`iperf -s`, `iperf -c`), which arrives with the iperf2 branch
-        raise MininetError("net.iperf() is not supported yet: it runs iperf 2, which bufferlab does not have "
-                           "yet; run iperf3 yourself, e.g. h2.cmd('iperf3 -s &'); h1.cmd('iperf3 -c 10.0.0.2')")
+        # TODO(iperf2): net.iperf() runs iperf 2 (`iperf -s`, `iperf -c`): it arrives with the iperf2 branch
+        raise MininetError("net.iperf() is not supported yet: it runs iperf 2, which bufferlab does not "
+                           "have yet; run iperf3 yourself, e.g. h2.cmd('iperf3 -s &'); "
+                           "h1.cmd('iperf3 -c 10.0.0.2')")
 
     def configLinkStatus(self, src: str, dst: str, status: str) -> None:  # noqa: N802
         if status not in ("up", "down"):
             raise MininetError(f"configLinkStatus(..., {status!r}): expected 'up' or 'down'")
         self.get(src, dst)
-        raise MininetError("configLinkStatus is not supported yet: links cannot be taken down in the simulation")
+        raise MininetError("configLinkStatus is not supported yet: links cannot be taken down in the "
+                           "simulation")
 
     def __enter__(self) -> Mininet:
         return self

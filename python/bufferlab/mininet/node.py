@@ -9,13 +9,14 @@ in Mininet: their lines run in the ``admin`` terminal.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .log import output
 from .session import Job, MininetError
+from .util import Popen
 
-if TYPE_CHECKING:
-    from .link import Intf
-    from .net import Mininet
+#: an interface (link.py's Intf; link.py imports this module, so not named here)
+Intf = Any
 
 
 class Node:
@@ -31,7 +32,8 @@ class Node:
         self.intfs: dict[int, Intf] = {}
         self.ports: dict[Intf, int] = {}
         self.nameToIntf: dict[str, Intf] = {}  # noqa: N815
-        self.net: Mininet | None = None
+        #: the Mininet network the node belongs to (net.py)
+        self.net: Any = None
         self.waiting = False
         self._job: Job | None = None
         self._read = 0
@@ -64,7 +66,8 @@ class Node:
             return self.defaultIntf()
         if isinstance(intf, str):
             if intf not in self.nameToIntf:
-                raise MininetError(f"{self.name} has no interface {intf!r}; it has {', '.join(self.nameToIntf)}")
+                raise MininetError(f"{self.name} has no interface {intf!r}; "
+                                   f"it has {', '.join(self.nameToIntf)}")
             return self.nameToIntf[intf]
         return intf
 
@@ -88,7 +91,8 @@ class Node:
 
     def setIP(self, ip: str, prefixLen: int = 8, intf: str | Intf | None = None) -> None:  # noqa: N802, N803
         raise MininetError(f"{self.name}.setIP({ip!r}): addresses are fixed when the network is built; "
-                           "give addHost(..., ip='A.B.C.D/N') instead (changing them later is not supported yet)")
+                           "give addHost(..., ip='A.B.C.D/N') instead (changing them later is not "
+                           "supported yet)")
 
     # ------------------------------------------------------------ commands
 
@@ -117,8 +121,6 @@ class Node:
         out = self._job.output()[self._read:]
         self._job, self.waiting = None, False
         if verbose:
-            from .log import output
-
             output(out)
         return out
 
@@ -148,8 +150,6 @@ class Node:
         return self.cmd(*args, verbose=True)
 
     def popen(self, *args: Any, **kwargs: Any) -> Any:
-        from .util import Popen
-
         return Popen(self._session(), self.terminal, _line(args), **kwargs)
 
     def pexec(self, *args: Any, **kwargs: Any) -> tuple[str, str, int]:

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BufferlabError
-from ..run.engine import Engine
 from ..run.context import NS, PartState, Terminal, WaitApp, WaitUntil
+from ..run.engine import Engine
 from ..run.scheduler import DEFAULT_STOP_AT_S, Runner, Scheduler, _Owner
-from ..safefs import ensure_dir, open_write
+from ..safefs import ensure_dir, open_write, remove_tree
 from ..scenario.load import Command, Part, Scenario
 
 PART_NAME = "mininet"
@@ -64,12 +64,17 @@ class Job:
 
 class Session:
     def __init__(self, scenario: Scenario, results_root: Path | None = None,
-                 echo: Callable[[str], None] | None = None) -> None:
+                 echo: Callable[[str], None] | None = None, fresh: bool = True) -> None:
+        """``fresh``: move a previous run's folder aside as ``bufferlab run`` does; False when
+        the caller made the folder already (``bufferlab mininet`` runs the script in it)."""
         self.runner = Runner(scenario, results_root, progress=False, echo=echo)
         self.runner.check()
         r = self.runner
         r.engine = Engine(r.topo.engine_config)
-        r._fresh_root()
+        if fresh:
+            r._fresh_root()
+        else:
+            r.root.mkdir(parents=True, exist_ok=True)
         r.observation.start_run(r.engine)
         r.started_unix = time.time()
         self._wall0 = time.perf_counter()
@@ -155,8 +160,8 @@ class Session:
         self.sched.end_scenario()
         counters = r._part_counters()
         observed = r.observation.end_part()
-        observed["peak_backlog"] = {**{d: p for d, p in eng.peak_backlogs().items() if d in counters["qdiscs"]},
-                                    **observed["peak_backlog"]}
+        peaks = {d: p for d, p in eng.peak_backlogs().items() if d in counters["qdiscs"]}
+        observed["peak_backlog"] = {**peaks, **observed["peak_backlog"]}
         r.part_reports.append({"name": PART_NAME, "start_ns": 0, "end_ns": eng.now_ns,
                                "queues": self.state.queue_files, **observed, **counters})
         r._part_results(0)
@@ -166,7 +171,10 @@ class Session:
             ensure_dir(home, r.root)
             with open_write(home / "terminal.log") as f:
                 f.write("".join(term.transcript))
-        return r._write_summary(time.perf_counter() - self._wall0, None)
+        summary = r._write_summary(time.perf_counter() - self._wall0, None)
+        if r.prev_root is not None:
+            remove_tree(r.prev_root)  # as after a completed scenario run
+        return summary
 
     def running_apps(self) -> list[int]:
         return [w.app_id for *_, w, _o in self.sched.waiting if isinstance(w, WaitApp)]

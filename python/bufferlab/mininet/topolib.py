@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .net import Mininet
 from .topo import Topo
 
 
@@ -29,8 +30,6 @@ class TreeTopo(Topo):
 
 
 def TreeNet(depth: int = 1, fanout: int = 2, **kwargs: Any) -> Any:  # noqa: N802 (Mininet's name)
-    from .net import Mininet
-
     return Mininet(TreeTopo(depth, fanout), **kwargs)
 
 

@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from functools import partial
 from typing import Any
 
+from . import clock
 from .log import output
 from .session import Job, MininetError, Session
 
@@ -81,8 +83,6 @@ def dumpNetConnections(net: Any) -> None:  # noqa: N802
 
 def quietRun(cmd: str | list[str], **kwargs: Any) -> str:  # noqa: N802
     """Run ``cmd`` in the simulation's root namespace (the ``admin`` terminal) and return its output."""
-    from . import clock
-
     if not clock._current:
         raise MininetError(f"quietRun({cmd!r}): no network is running; start one with net.start() first")
     line = " ".join(cmd) if isinstance(cmd, list) else cmd
@@ -95,8 +95,8 @@ class Popen:
     """``subprocess.Popen``'s interface over a line running in the simulation."""
 
     def __init__(self, session: Session, terminal: str, line: str, stdout: Any = None, stderr: Any = None,
-                 text: bool | None = None, universal_newlines: bool | None = None, encoding: str | None = None,
-                 shell: bool = False, **_kwargs: Any) -> None:
+                 text: bool | None = None, universal_newlines: bool | None = None,
+                 encoding: str | None = None, shell: bool = False, **_kwargs: Any) -> None:
         self.args = line
         self._text = bool(text or universal_newlines or encoding)
         self._job: Job = session.start(terminal, line)
@@ -117,8 +117,6 @@ class Popen:
             return self._job.wait()
         self._job.session.run_until(lambda: self._job.done, timeout, self.args, fail=False)
         if not self._job.done:
-            import subprocess
-
             raise subprocess.TimeoutExpired(self.args, timeout)
         return self._job.status  # type: ignore[return-value]
 
