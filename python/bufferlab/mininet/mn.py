@@ -97,7 +97,7 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
             raise BufferlabError(f"--custom {f}: {e.strerror}") from None
     if test is not None and test not in TESTS:
         raise MininetError(f"--test {test}: expected one of {', '.join(TESTS)}")
-    net_mod.RESULTS.update(root=results, slug="mn")
+    net_mod.results_in(results, "mn")
     net = Mininet(topo=build_topo(topo, topos), link=link_class(link))
     net.start()
     try:

@@ -25,7 +25,14 @@ from .util import ipAdd, macColonHex, natural, netParse
 
 #: where networks write their results folder; ``bufferlab mininet`` points it at the script's
 RESULTS: dict[str, Any] = {"root": Path("results"), "slug": "mininet", "seed": 1, "fresh": True}
+#: networks started since ``results_in``: the second one of a script writes ``<slug>-2``
 _started = [0]
+
+
+def results_in(root: Path, slug: str, seed: int = 1, fresh: bool = True) -> None:
+    """Where the next networks write their results: ``root/slug``, then ``root/slug-2``, ..."""
+    RESULTS.update(root=root, slug=slug, seed=seed, fresh=fresh)
+    _started[0] = 0
 
 
 class Mininet:
@@ -97,6 +104,12 @@ class Mininet:
         n1, n2 = (self.get(n) if isinstance(n, str) else n for n in (node1, node2))
         link = (cls or self.link)(n1, n2, port1=port1, port2=port2, **params)
         self.links.append(link)
+        for intf in link.intfs():  # a host's first interface has its address (Mininet's configHosts)
+            node = intf.node
+            if isinstance(node, Host) and intf is node.defaultIntf():
+                ip = node.params.get("ip")
+                intf.ip = ip.split("/")[0] if ip else None
+                intf.mac = intf.mac or node.params.get("mac") or macColonHex(self.hosts.index(node) + 1)
         return link
 
     def build(self) -> None:
@@ -145,19 +158,20 @@ class Mininet:
         return item in self.nameToNode
 
     def __iter__(self) -> Any:
-        return iter(self.nameToNode)
+        """Node names as Mininet lists them: hosts, then switches, then controllers."""
+        return iter([n.name for n in [*self.hosts, *self.switches, *self.controllers]])
 
     def __len__(self) -> int:
         return len(self.nameToNode)
 
     def keys(self) -> list[str]:
-        return list(self.nameToNode)
+        return list(self)
 
     def values(self) -> list[Node]:
-        return [self.nameToNode[k] for k in self.nameToNode]
+        return [self.nameToNode[k] for k in self]
 
     def items(self) -> list[tuple[str, Node]]:
-        return list(self.nameToNode.items())
+        return [(k, self.nameToNode[k]) for k in self]
 
     # ------------------------------------------------------------ running
 
@@ -176,9 +190,6 @@ class Mininet:
                 ip = None
                 if isinstance(intf.node, Host) and intf is intf.node.defaultIntf():
                     ip = intf.node.params.get("ip")
-                    intf.ip = ip.split("/")[0] if ip else None
-                    intf.mac = intf.mac or intf.node.params.get("mac") or macColonHex(
-                        self.hosts.index(intf.node) + 1)
                 elif isinstance(intf.node, Controller):
                     raise MininetError(f"a link to controller {intf.node.name} is not supported")
                 ends.append((intf, ip))

@@ -170,7 +170,7 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
     slug = script.stem
     root = results.resolve() / slug
     _fresh(root)
-    net_mod.RESULTS.update(root=results.resolve(), slug=slug, seed=seed, fresh=False)
+    net_mod.results_in(results.resolve(), slug, seed, fresh=False)
     cwd, argv = os.getcwd(), sys.argv
     status = 0
     try:
@@ -189,7 +189,7 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
         for s in list(clock._current):  # a network the script left running
             clock.detach(s)
             s.close()
-        net_mod.RESULTS.update(root=Path("results"), slug="mininet", seed=1, fresh=True)
+        net_mod.results_in(Path("results"), "mininet")
     if (root / "summary.json").is_file():
         after_run(root, report=report, echo=lambda s: print(s, file=sys.stderr))
     print(f"{script.name}: results in {root}", file=sys.stderr)

@@ -105,8 +105,11 @@ class Session:
             self.terminals[node] = Terminal(node, self.root, self.root)
         return self.terminals[node]
 
-    def start(self, node: str, line: str) -> Job:
-        """Type ``line`` into ``node``'s terminal; run it up to its first wait."""
+    def start(self, node: str, line: str, background: bool = False) -> Job:
+        """Type ``line`` into ``node``'s terminal; run it up to its first wait.
+
+        A ``background`` line (``popen``) is a process of its own, as in Mininet: a later
+        line typed into the node does not Ctrl-C it."""
         if self.closed:
             raise MininetError(f"{node}: `{line}`: the network was stopped (net.stop()); start a new one")
         self._index += 1
@@ -117,7 +120,7 @@ class Session:
         self._warned = len(self.runner.warnings)
         term = self._terminal(node)
         job = Job(self, term, len(term.transcript))
-        owner = _Owner(node, foreground=True)
+        owner = _Owner(node, foreground=not background)
 
         def proc() -> Any:
             job.status = yield from self.runner._terminal_proc(self.sched, self.state, term, [pl], owner)

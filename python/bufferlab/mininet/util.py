@@ -99,7 +99,7 @@ class Popen:
                  encoding: str | None = None, shell: bool = False, **_kwargs: Any) -> None:
         self.args = line
         self._text = bool(text or universal_newlines or encoding)
-        self._job: Job = session.start(terminal, line)
+        self._job: Job = session.start(terminal, line, background=True)
         self._read = 0
         self.pid = 0
         self.stdout = _Stream(self)
