@@ -44,7 +44,7 @@ class Intf:
     def isUp(self, setUp: bool = False) -> bool:  # noqa: N802, N803
         return True
 
-    def config(self, **params: Any) -> dict[str, Any]:
+    def config(self, **params: Any) -> dict[str, Any] | None:
         unknown = sorted(k for k in params if k not in ("mac", "ip", "up", "ifconfig"))
         if unknown:
             raise MininetError(f"{self.name}: link option(s) {', '.join(unknown)} are not supported "
@@ -133,7 +133,7 @@ class TCIntf(Intf):
                enable_ecn: bool = False, enable_red: bool = False, max_queue_size: Any = None,
                **params: Any) -> dict[str, Any] | None:
         params.pop("disable_gro", None)  # Mininet's old name; offloads are not modelled per flag here
-        result = Intf.config(self, **params)
+        result = Intf.config(self, **params) or {}
         opts = dict(bw=bw, delay=delay, jitter=jitter, loss=loss, speedup=speedup, use_hfsc=use_hfsc,
                     use_tbf=use_tbf, latency_ms=latency_ms, enable_ecn=enable_ecn, enable_red=enable_red,
                     max_queue_size=max_queue_size, node_name=self.node.name)

@@ -105,8 +105,8 @@ class Mininet:
         link = (cls or self.link)(n1, n2, port1=port1, port2=port2, **params)
         self.links.append(link)
         for intf in link.intfs():  # a host's first interface has its address (Mininet's configHosts)
-            node = intf.node
-            if isinstance(node, Host) and intf is node.defaultIntf():
+            node: Any = intf.node
+            if isinstance(node, Host) and node.defaultIntf() is intf:
                 ip = node.params.get("ip")
                 intf.ip = ip.split("/")[0] if ip else None
                 intf.mac = intf.mac or node.params.get("mac") or macColonHex(self.hosts.index(node) + 1)
