@@ -106,7 +106,7 @@ class Mininet:
         self.links.append(link)
         for intf in link.intfs():  # a host's first interface has its address (Mininet's configHosts)
             node: Any = intf.node
-            if isinstance(node, Host) and node.defaultIntf() is intf:
+            if isinstance(node, Host) and node.intfList()[0] is intf:
                 ip = node.params.get("ip")
                 intf.ip = ip.split("/")[0] if ip else None
                 intf.mac = intf.mac or node.params.get("mac") or macColonHex(self.hosts.index(node) + 1)
