@@ -190,6 +190,24 @@ def test_mn_linear3_pingall_prints_mininets_lines(results: Path, capsys: pytest.
     assert (results / "mn" / "summary.json").is_file()
 
 
+def test_mn_custom_topology(tmp_path: Path, results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    custom = tmp_path / "custom.py"
+    custom.write_text(
+        "from mininet.topo import Topo\n"
+        "class Pair(Topo):\n"
+        "    def build(self, n=2):\n"
+        "        s = self.addSwitch('s1')\n"
+        "        for k in range(1, n + 1):\n"
+        "            self.addLink(self.addHost('h%d' % k), s, bw=10, delay='1ms', use_tbf=True)\n"
+        "topos = {'pair': Pair}\n", encoding="utf-8")
+    args = ["mn", "--custom", str(custom), "--topo", "pair,3", "--link", "tc", "--test", "pingall",
+            "-o", str(results)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "h1 -> h2 h3 \n" in out and "*** Results: 0% dropped (6/6 received)\n" in out
+    assert "(10.00Mbit 1ms delay) " in out
+
+
 def test_mn_rejects_unknown_topology(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["mn", "--topo", "ring,3", "-o", str(results)]) == 2
     assert "unknown topology 'ring'" in capsys.readouterr().err

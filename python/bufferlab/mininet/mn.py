@@ -21,6 +21,7 @@ from .cli import CLI
 from .link import Link, TCLink
 from .log import info, output, setLogLevel
 from .net import Mininet
+from .script import mininet_modules
 from .session import MininetError
 from .topo import LinearTopo, MinimalTopo, SingleSwitchTopo
 from .topolib import TreeTopo
@@ -92,7 +93,8 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
     topos = dict(TOPOS)
     for f in custom:
         try:
-            topos.update(runpy.run_path(str(f)).get("topos", {}))
+            with mininet_modules():  # a custom file written for Mininet imports mininet.topo
+                topos.update(runpy.run_path(str(f)).get("topos", {}))
         except OSError as e:
             raise BufferlabError(f"--custom {f}: {e.strerror}") from None
     if test is not None and test not in TESTS:
