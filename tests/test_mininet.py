@@ -146,10 +146,12 @@ def test_cmd_popen_and_clock_run_in_simulated_time(capsys: pytest.CaptureFixture
     assert "3 packets transmitted, 3 received" in out
     assert 2.0 <= clock.time() < 2.01  # three pings a second apart
     assert h1.cmd("ping -c 100 10.0.0.2 &") == "" and clock.time() < 2.01  # `&` returns at once
+    other = h1.popen("ping -c 30 10.0.0.2")
     proc = h1.popen("ping -i 0.1 10.0.0.2")
     assert proc.poll() is None
     clock.sleep(1.05)
     proc.terminate()
+    assert other.poll() is None  # a process of its own: terminating another leaves it running
     text = proc.communicate()[0].decode()
     assert proc.returncode is not None and "11 packets transmitted, 11 received" in text
     capsys.readouterr()

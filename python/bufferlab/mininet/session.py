@@ -35,9 +35,11 @@ class MininetError(BufferlabError):
 class Job:
     """One line typed into a node: its output so far and, once it ended, its status."""
 
-    def __init__(self, session: Session, term: Terminal, first_entry: int) -> None:
+    def __init__(self, session: Session, term: Terminal, first_entry: int, owner: _Owner) -> None:
         self.session = session
         self.term = term
+        #: what the scheduler's entries of this line carry (other lines of the node have their own)
+        self.owner = owner
         self.first_entry = first_entry
         self.status: int | None = None
 
@@ -58,7 +60,7 @@ class Job:
     def interrupt(self) -> None:
         """Ctrl-C what the line runs (it prints what the tool prints then)."""
         s = self.session
-        s.sched._interrupt([e for e in s.sched.waiting if e[4].terminal == self.term.name])
+        s.sched._interrupt([e for e in s.sched.waiting if e[4] is self.owner])
         s.sched._drain()
 
 
@@ -119,8 +121,8 @@ class Session:
             self.runner.echo(w)
         self._warned = len(self.runner.warnings)
         term = self._terminal(node)
-        job = Job(self, term, len(term.transcript))
         owner = _Owner(node, foreground=not background)
+        job = Job(self, term, len(term.transcript), owner)
 
         def proc() -> Any:
             job.status = yield from self.runner._terminal_proc(self.sched, self.state, term, [pl], owner)
