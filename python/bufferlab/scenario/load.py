@@ -86,6 +86,7 @@ class Command:
     cols: tuple[int, ...] = ()
 
     def where(self, col_in_text: int | None = None) -> str:
+        """``FILE:LINE:COL`` of the command's character ``col_in_text`` (default: its first)."""
         k = col_in_text or 0
         if k < len(self.cols):
             col = self.cols[k]
@@ -98,6 +99,8 @@ class Command:
 
 @dataclass
 class Part:
+    """One ``[[part]]``: a handout section, its command lines in file order."""
+
     name: str
     commands: list[Command]
     #: minimum duration (seconds) before endless commands are interrupted
@@ -114,6 +117,8 @@ class Part:
 
 @dataclass
 class LinkSpec:
+    """One ``[topology] links`` entry: its two ends and optional TCLink/wire settings."""
+
     a: str
     b: str
     a_intf: str | None = None
@@ -134,11 +139,24 @@ class LinkSpec:
     positions: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def pos(self, key: str) -> tuple[int, int | None]:
+        """(line, column) of ``key``'s value in the file, else of the link itself."""
         return self.positions.get(key, (self.line, self.col))
 
 
 @dataclass
 class Scenario:
+    """A validated scenario, as :func:`load_scenario` returns it and :func:`run_scenario` runs it.
+
+    Attributes:
+        path: the scenario file.
+        name: its ``name``; ``slug`` is the folder name derived from it (``results/<slug>/``).
+        seed: the seed of every random process.
+        profile: tool and kernel versions (``[sim] profile`` plus overrides).
+        hosts, switches, routers, links: the topology, Mininet's conventions.
+        parts: the ``[[part]]`` tables, in file order, their command lines located in the file.
+        warnings: what the loader noticed but accepted (printed by ``bufferlab check``/``run``).
+    """
+
     path: Path
     name: str
     slug: str
@@ -308,6 +326,22 @@ def _check_structure(text: str, file: str) -> None:
 
 
 def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file (TOML) without running it.
+
+    Every key, topology name and command line is checked here, as ``bufferlab check`` does.
+
+    Args:
+        path: the ``.toml`` file.
+
+    Returns:
+        The validated :class:`Scenario`.
+
+    Raises:
+        ScenarioError: the file is unreadable, not TOML, or has an unknown key or a bad value;
+            its message names the file, line and column, what was expected and a suggestion.
+        CommandError: a command line is malformed (located in the file the same way);
+            NotSupportedError for a real option bufferlab does not model yet.
+    """
     path = Path(path)
     file = str(path)
     try:
