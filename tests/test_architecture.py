@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("outputs", ("bufferlab.outputs",)),
     ("run", ("bufferlab.run",)),
     ("sweep", ("bufferlab.sweep",)),
+    ("mininet", ("bufferlab.mininet",)),
     ("entry points", ("bufferlab.cli", "bufferlab")),
 ]
 

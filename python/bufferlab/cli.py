@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .errors import BufferlabError
 from .formats.plot_iperf import PlotError, plot_json
+from .mininet import commands as mininet_commands
 from .outputs.compare import cli_compare
 from .outputs.flent import export_flent
 from .outputs.report import after_run, cli_report
@@ -114,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument("mn", type=Path, metavar="FILE.mn", help="a topology saved by MiniEdit")
     convert.add_argument("-o", "--output", type=Path, metavar="OUT.toml",
                          help="where to write it (default: FILE.toml next to FILE.mn; - for stdout)")
+    mininet_commands.add_parsers(sub)
     return p
 
 
@@ -191,6 +193,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cli_convert(args.mn, args.output)
     if args.command == "sweep":
         return cli_sweep(args.args)
+    if args.command in mininet_commands.COMMANDS:
+        return mininet_commands.dispatch(args)
     sc = load_scenario(args.scenario, set_overrides(args.set))
     if args.command == "check":
         r = Runner(sc)

@@ -1,0 +1,125 @@
+"""``bufferlab mn``: Mininet's ``mn`` command-line subset, in simulated time.
+
+``--topo single,N | linear,N[,M] | tree,depth=D,fanout=F | minimal`` (or a name
+from ``--custom FILE``'s ``topos`` dict), ``--link default|tc[,bw=..,delay=..,
+loss=..,max_queue_size=..,use_htb|use_tbf]``, ``--test pingall|pingpair|iperf|
+iperfudp|none``; without ``--test`` the CLI reads commands from stdin.
+Arguments are split as Mininet's ``splitArgs`` splits them: ``name,a,b,k=v``.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import BufferlabError
+from ..outputs.report import after_run
+from . import net as net_mod
+from .cli import CLI
+from .link import Link, TCLink
+from .log import info, output, setLogLevel
+from .net import Mininet
+from .script import mininet_modules
+from .session import MininetError
+from .topo import LinearTopo, MinimalTopo, SingleSwitchTopo
+from .topolib import TreeTopo
+
+TOPOS: dict[str, Any] = {"minimal": MinimalTopo, "single": SingleSwitchTopo, "linear": LinearTopo,
+                         "tree": TreeTopo}
+TESTS = ("pingall", "pingpair", "iperf", "iperfudp", "none")
+#: TCLink flags that may be written without a value (``--link tc,use_tbf``)
+FLAGS = ("use_tbf", "use_hfsc", "use_htb", "enable_ecn", "enable_red")
+
+
+def _numeric(s: str) -> Any:
+    for conv in (int, float):
+        try:
+            return conv(s)
+        except ValueError:
+            pass
+    return {"True": True, "False": False}.get(s, s)
+
+
+def split_args(text: str) -> tuple[str, list[Any], dict[str, Any]]:
+    """``name,a,b,k=v`` -> (name, [a, b], {k: v}), numbers converted (Mininet's splitArgs)."""
+    name, *rest = text.split(",")
+    args, kwargs = [], {}
+    for item in rest:
+        key, eq, value = item.partition("=")
+        if eq:
+            kwargs[key] = _numeric(value)
+        elif item in FLAGS:
+            kwargs[item] = True
+        else:
+            args.append(_numeric(item))
+    return name, args, kwargs
+
+
+def build_topo(spec: str, topos: dict[str, Any]) -> Any:
+    name, args, kwargs = split_args(spec)
+    if name not in topos:
+        raise MininetError(f"--topo {spec}: unknown topology {name!r}; expected one of {', '.join(topos)}")
+    try:
+        return topos[name](*args, **kwargs)
+    except TypeError as e:
+        raise MininetError(f"--topo {spec}: {e}") from None
+
+
+def link_class(spec: str) -> Any:
+    name, args, kwargs = split_args(spec)
+    if name == "default" and not args and not kwargs:
+        return Link
+    if name != "tc" or args:
+        raise MininetError(f"--link {spec}: expected default or tc,bw=N,delay=..,loss=..,max_queue_size=..")
+    kwargs.pop("use_htb", None)  # htb is TCLink's default shaper
+    known = {"bw", "delay", "jitter", "loss", "max_queue_size", "use_tbf", "use_hfsc", "enable_ecn",
+             "enable_red", "latency_ms", "speedup"}
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise MininetError(f"--link {spec}: unknown option(s) {', '.join(unknown)}; "
+                           f"expected {', '.join(sorted(known))}")
+
+    def make(*a: Any, **kw: Any) -> TCLink:
+        return TCLink(*a, **{**kwargs, **kw})
+
+    return make
+
+
+def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: Path,
+           stdin: Any = None) -> int:
+    setLogLevel("info")
+    topos = dict(TOPOS)
+    for f in custom:
+        try:
+            with mininet_modules():  # a custom file written for Mininet imports mininet.topo
+                topos.update(runpy.run_path(str(f)).get("topos", {}))
+        except OSError as e:
+            raise BufferlabError(f"--custom {f}: {e.strerror}") from None
+    if test is not None and test not in TESTS:
+        raise MininetError(f"--test {test}: expected one of {', '.join(TESTS)}")
+    net_mod.results_in(results, "mn")
+    net = Mininet(topo=build_topo(topo, topos), link=link_class(link))
+    net.start()
+    try:
+        if test == "pingall":
+            net.pingAll()
+        elif test == "pingpair":
+            net.pingPair()
+        elif test in ("iperf", "iperfudp"):
+            net.iperf(l4Type="UDP" if test == "iperfudp" else "TCP")
+        elif test is None:
+            info("*** Starting CLI:\n")
+            CLI(net, stdin=stdin or sys.stdin)
+        elapsed = net.session.now_ns / 1e9 if net.session else 0.0
+    finally:
+        net.stop()
+    output(f"completed in {elapsed:.3f} seconds (simulated)\n")
+    root = Path(results) / "mn"
+    if (root / "summary.json").is_file():
+        after_run(root, report=True, echo=lambda s: print(s, file=sys.stderr))
+    return 0
+
+
+__all__ = ["run_mn", "split_args", "build_topo", "link_class"]

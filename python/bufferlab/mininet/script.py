@@ -1,0 +1,205 @@
+"""``bufferlab mininet SCRIPT.py [ARGS]``: run a Mininet script in simulated time.
+
+The script runs in its results folder (``results/<script>/``, where its own
+relative paths land) with ``sys.argv`` set as for ``python SCRIPT.py ARGS``.
+``import mininet.X`` finds ``bufferlab.mininet.X``, so a script runs unmodified
+or with its imports changed. Calls made from the script's own files (those
+under its folder) are routed into the simulation: ``time.sleep``/``time.time``
+(and ``monotonic``/``perf_counter``) advance and read simulated time, and
+``os.system``/``subprocess`` run a simulated tool (tc, sysctl, ping, iperf3,
+...) in the root namespace (the ``admin`` terminal); any other program is an
+error naming the command. Libraries the script imports keep the real ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import runpy
+import shlex
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import BufferlabError
+from ..outputs.report import after_run
+from ..run.programs import PROGRAMS
+from ..safefs import remove_tree
+from . import clock
+from . import net as net_mod
+from .session import Job, MininetError, Session
+from .util import Popen
+
+#: the modules a script may import as ``mininet.X``
+MODULES = ("net", "topo", "node", "link", "cli", "log", "util", "clean", "topolib", "clock")
+
+
+def _words(cmd: Any) -> tuple[str, str]:
+    """(the command line, its program) of an os.system/subprocess argument."""
+    line = cmd if isinstance(cmd, str) else " ".join(shlex.quote(str(a)) for a in cmd)
+    words = shlex.split(line) if line.strip() else [""]
+    return line, words[0]
+
+
+def _session(line: str) -> Session:
+    if not clock._current:
+        raise MininetError(f"`{line}`: no network is running; the script runs simulated tools only between "
+                           "net.start() and net.stop()")
+    return clock._current[0]
+
+
+def _simulated(cmd: Any) -> str:
+    """The command line, if its program is a simulated tool; else a clear error."""
+    line, prog = _words(cmd)
+    if prog not in PROGRAMS:
+        raise MininetError(f"`{line}`: {prog} is not a simulated tool, so the script cannot run it under "
+                           f"bufferlab mininet (simulated: {', '.join(sorted(PROGRAMS))})")
+    return line
+
+
+def _start(cmd: Any) -> Job:
+    line = _simulated(cmd)
+    return _session(line).start("admin", line)
+
+
+def _system(cmd: str) -> int:
+    job = _start(cmd)
+    status = job.wait()
+    sys.stdout.write(job.output())
+    return status << 8  # os.system returns a wait status
+
+
+def _run(args: Any, *, capture_output: bool = False, stdout: Any = None, check: bool = False,
+         text: bool | None = None, universal_newlines: bool | None = None, encoding: str | None = None,
+         **_kwargs: Any) -> subprocess.CompletedProcess[Any]:
+    job = _start(args)
+    status = job.wait()
+    out: Any = job.output()
+    as_text = bool(text or universal_newlines or encoding)
+    if capture_output or stdout == subprocess.PIPE:
+        out = out if as_text else out.encode()
+    else:
+        sys.stdout.write(out)
+        out = None
+    if check and status:
+        raise subprocess.CalledProcessError(status, args, out)
+    return subprocess.CompletedProcess(args, status, out, None)
+
+
+def _call(args: Any, **kwargs: Any) -> int:
+    return _run(args, **kwargs).returncode
+
+
+def _check_call(args: Any, **kwargs: Any) -> int:
+    return _run(args, check=True, **kwargs).returncode
+
+
+def _check_output(args: Any, **kwargs: Any) -> Any:
+    return _run(args, check=True, stdout=subprocess.PIPE, **kwargs).stdout
+
+
+def _popen(args: Any, **kwargs: Any) -> Popen:
+    line = _simulated(args)
+    return Popen(_session(line), "admin", line, **kwargs)
+
+
+@contextmanager
+def simulated_process(script_dir: Path) -> Iterator[None]:
+    """Route the script's own time and process calls into the simulation (see the module doc)."""
+    here = str(script_dir.resolve()) + os.sep
+    patches: list[tuple[Any, str, Callable[..., Any]]] = [
+        (time, "sleep", clock.sleep), (time, "time", clock.time), (time, "monotonic", clock.time),
+        (time, "perf_counter", clock.time), (os, "system", _system), (subprocess, "run", _run),
+        (subprocess, "call", _call), (subprocess, "check_call", _check_call),
+        (subprocess, "check_output", _check_output), (subprocess, "Popen", _popen),
+    ]
+    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patches]
+
+    def routed(real: Callable[..., Any], simulated: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            caller = sys._getframe(1).f_code.co_filename
+            fn = simulated if os.path.abspath(caller).startswith(here) else real
+            return fn(*args, **kwargs)
+        return call
+
+    for (mod, name, simulated), (_, _, real) in zip(patches, saved, strict=True):
+        setattr(mod, name, routed(real, simulated))
+    try:
+        yield
+    finally:
+        for mod, name, real in saved:
+            setattr(mod, name, real)
+
+
+@contextmanager
+def mininet_modules() -> Iterator[None]:
+    """``import mininet.net`` finds ``bufferlab.mininet.net`` while the script runs."""
+    added = {}
+    pkg = importlib.import_module(__package__ or "bufferlab.mininet")
+    added["mininet"] = pkg
+    for m in MODULES:
+        added[f"mininet.{m}"] = importlib.import_module(f"{pkg.__name__}.{m}")
+    saved = {k: sys.modules.get(k) for k in added}
+    sys.modules.update(added)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+
+def _fresh(root: Path) -> None:
+    """The results folder afresh, a previous one removed (the script's own files are in it)."""
+    if os.path.lexists(root):
+        remove_tree(root)
+    root.mkdir(parents=True)
+
+
+def run_script(script: Path, args: list[str], results: Path, seed: int = 1, report: bool = True) -> int:
+    script = script.resolve()
+    if not script.is_file():
+        raise BufferlabError(f"{script}: no such script")
+    slug = script.stem
+    root = results.resolve() / slug
+    _fresh(root)
+    net_mod.results_in(results.resolve(), slug, seed, fresh=False)
+    cwd, argv = os.getcwd(), sys.argv
+    status = 0
+    try:
+        os.chdir(root)
+        sys.argv = [str(script), *args]
+        with mininet_modules(), simulated_process(script.parent):
+            runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as e:
+        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BufferlabError as e:
+        print(f"{_script_line(e, script)}error: {e}", file=sys.stderr)
+        status = 2
+    finally:
+        os.chdir(cwd)
+        sys.argv = argv
+        for s in list(clock._current):  # a network the script left running
+            clock.detach(s)
+            s.close()
+        net_mod.results_in(Path("results"), "mininet")
+    if (root / "summary.json").is_file():
+        after_run(root, report=report, echo=lambda s: print(s, file=sys.stderr))
+    print(f"{script.name}: results in {root}", file=sys.stderr)
+    return status
+
+
+def _script_line(e: BaseException, script: Path) -> str:
+    """``SCRIPT:LINE: `` of the script's innermost line in the traceback."""
+    where = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == script]
+    return f"{script.name}:{where[-1].lineno}: " if where else ""
+
+
+__all__ = ["run_script", "simulated_process", "mininet_modules"]
