@@ -133,6 +133,69 @@ def test_tcp_client_csv_has_no_settings_and_integer_bits_per_second():
     assert out == "20200414181007,10.0.0.1,40000,10.0.0.2,5001,3,0.0-2.0,2429648,9718592\n"
 
 
+def _stream(port: int, first: int, second: int) -> dict:
+    return {
+        "local_port": port,
+        "intervals": [
+            {"start_ns": 0, "end_ns": S, "bytes": first},
+            {"start_ns": S, "end_ns": 2 * S, "bytes": second},
+            {"start_ns": 2 * S, "end_ns": 2 * S + S // 10, "bytes": 1000},  # a tail: not printed
+        ],
+        "sender": {"bytes": first + second + 1000, "start_ns": 0, "end_ns": 2 * S + S // 10},
+    }
+
+
+def test_parallel_streams_print_sum_lines_in_text_and_csv():
+    result = {"error": None, "local_ip": "10.0.0.1", "remote_ip": "10.0.0.2", "remote_port": 5001,
+              "rcvbuf_actual": 87380, "start_ns": 0,
+              "streams": [_stream(40000, 500_000, 600_000), _stream(40002, 700_000, 100_000)]}
+    text, _ = fmt.client_text(result, parse_iperf(words("iperf -c 10.0.0.2 -P 2 -i 1")), EPOCH)
+    assert text.split("------------------------------------------------------------\n")[-1] == (
+        "[  3] local 10.0.0.1 port 40000 connected with 10.0.0.2 port 5001\n"
+        "[  4] local 10.0.0.1 port 40002 connected with 10.0.0.2 port 5001\n"
+        "[ ID] Interval       Transfer     Bandwidth\n"
+        "[  3]  0.0- 1.0 sec   488 KBytes  4.00 Mbits/sec\n"
+        "[  4]  0.0- 1.0 sec   684 KBytes  5.60 Mbits/sec\n"
+        "[SUM]  0.0- 1.0 sec  1.14 MBytes  9.60 Mbits/sec\n"
+        "[  3]  1.0- 2.0 sec   586 KBytes  4.80 Mbits/sec\n"
+        "[  4]  1.0- 2.0 sec  97.7 KBytes   800 Kbits/sec\n"
+        "[SUM]  1.0- 2.0 sec   684 KBytes  5.60 Mbits/sec\n"
+        "[  3]  0.0- 2.1 sec  1.05 MBytes  4.19 Mbits/sec\n"
+        "[  4]  0.0- 2.1 sec   782 KBytes  3.05 Mbits/sec\n"
+        "[SUM]  0.0- 2.1 sec  1.81 MBytes  7.25 Mbits/sec\n"
+    )
+    csv, _ = fmt.client_text(result, parse_iperf(words("iperf -c 10.0.0.2 -P 2 -y C")), EPOCH)
+    assert csv == (
+        "20200414181007,10.0.0.1,40000,10.0.0.2,5001,3,0.0-2.1,1101000,4194285\n"
+        "20200414181007,10.0.0.1,40002,10.0.0.2,5001,4,0.0-2.1,801000,3051428\n"
+        "20200414181007,10.0.0.1,0,10.0.0.2,0,-1,0.0-2.1,1902000,7245714\n"
+    )
+
+
+def test_udp_client_text_ends_with_the_server_report():
+    result = {"error": None, "local_ip": "10.0.0.1", "local_port": 41000, "remote_ip": "10.0.0.2",
+              "remote_port": 5001, "start_ns": 0, "intervals": [],
+              "sender": {"bytes": 1_312_710, "packets": 893, "end_ns": 10 * S},
+              "receiver": {"bytes": 1_311_240, "packets": 893, "received": 892, "lost": 1, "out_of_order": 2,
+                           "jitter_s": 0.000021, "start_ns": S // 100, "end_ns": 10 * S + S // 100}}
+    text, _ = fmt.client_text(result, parse_iperf(words("iperf -c 10.0.0.2 -u")), EPOCH)
+    # IPG 1470 B x 8 / 1 048 576 bit/s = 11 215.21 us
+    assert text == (
+        "------------------------------------------------------------\n"
+        "Client connecting to 10.0.0.2, UDP port 5001\n"
+        "Sending 1470 byte datagrams, IPG target: 11215.21 us (kalman adjust)\n"
+        "UDP buffer size:  208 KByte (default)\n"
+        "------------------------------------------------------------\n"
+        "[  3] local 10.0.0.1 port 41000 connected with 10.0.0.2 port 5001\n"
+        "[ ID] Interval       Transfer     Bandwidth\n"
+        "[  3]  0.0-10.0 sec  1.25 MBytes  1.05 Mbits/sec\n"
+        "[  3] Sent 893 datagrams\n"
+        "[  3] Server Report:\n"
+        "[  3]  0.0-10.0 sec  1.25 MBytes  1.05 Mbits/sec   0.021 ms    1/  893 (0.11%)\n"
+        "[  3]  0.0-10.0 sec  2 datagrams received out-of-order\n"
+    )
+
+
 def test_window_line_warns_when_linux_doubles_the_request():
     warning = "TCP window size:  128 KByte (WARNING: requested 64.0 KByte)\n"
     assert fmt.window_line(False, 2 * 65536, 65536) == warning
