@@ -311,3 +311,11 @@ def test_scenario_errors_name_file_line_and_column(tmp_path, capsys):
     line = text[: text.index("-r\"")].count("\n") + 1
     col = text.split("\n")[line - 1].index("-r\"") + 1
     assert err.startswith(f"{path}:{line}:{col}: error: iperf -r is not supported yet"), err
+
+
+def test_an_idle_server_is_named_as_iperf_in_the_warning(tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text(SCENARIO.format(client='"h1: sleep 1"'))
+    assert main(["run", str(path), "-o", str(tmp_path / "out"), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "h2: iperf -s (port 5002) never saw a client before it was stopped" in err, err
