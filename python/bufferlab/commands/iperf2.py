@@ -28,7 +28,9 @@ this brings:
   with the timer at every send-loop pass) rather than iperf 2's Kalman-adjusted
   inter-packet gap; the server report comes from the engine's receiver
   statistics (no FIN/ack exchange);
-* a server never prints ``[SUM]`` lines for a client's ``-P`` streams.
+* a server never prints ``[SUM]`` lines for a client's ``-P`` streams;
+* a TCP server stops counting when the client's test ends (iperf3's end of
+  test message), so bytes still in flight then are not in its report.
 
 ``-b`` without ``-u`` (TCP rate limiting), ``-u`` with ``-P``, server-side
 ``-t``/``-n``/``-b``/``-l``/``-P``, and every other iperf 2 option are refused
