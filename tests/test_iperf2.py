@@ -4,6 +4,7 @@ rate strings, and a run over a 10 Mbit/s bottleneck."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -109,14 +110,14 @@ TCP_CLIENT_RESULT = {
 
 def test_tcp_client_text_is_iperf_2_0_13s_layout():
     cmd = parse_iperf(words("iperf -c 10.0.0.2 -t 2 -i 1"))
-    out, err = fmt.client_text(TCP_CLIENT_RESULT, cmd, EPOCH)
+    out, err = fmt.client_text(TCP_CLIENT_RESULT, cmd, EPOCH, 87040)
     # 1 250 000 B = 1.19 MBytes, 10.0 Mbits/s; 1 179 648 B = 1.12 MBytes, 9.44 Mbits/s;
     # 2 429 648 B over 2 s = 2.32 MBytes, 9.72 Mbits/s
     assert err == ""
     assert out == (
         "------------------------------------------------------------\n"
         "Client connecting to 10.0.0.2, TCP port 5001\n"
-        "TCP window size: 85.3 KByte (default)\n"
+        "TCP window size: 85.0 KByte (default)\n"
         "------------------------------------------------------------\n"
         "[  3] local 10.0.0.1 port 40000 connected with 10.0.0.2 port 5001\n"
         "[ ID] Interval       Transfer     Bandwidth\n"
@@ -128,7 +129,7 @@ def test_tcp_client_text_is_iperf_2_0_13s_layout():
 
 def test_tcp_client_csv_has_no_settings_and_integer_bits_per_second():
     cmd = parse_iperf(words("iperf -c 10.0.0.2 -t 2 -y C"))
-    out, _ = fmt.client_text(TCP_CLIENT_RESULT, cmd, EPOCH)
+    out, _ = fmt.client_text(TCP_CLIENT_RESULT, cmd, EPOCH, 87040)
     # the stamp is the report time: epoch + 2.002 s = 2020-04-14 18:10:07 UTC
     assert out == "20200414181007,10.0.0.1,40000,10.0.0.2,5001,3,0.0-2.0,2429648,9718592\n"
 
@@ -149,7 +150,7 @@ def test_parallel_streams_print_sum_lines_in_text_and_csv():
     result = {"error": None, "local_ip": "10.0.0.1", "remote_ip": "10.0.0.2", "remote_port": 5001,
               "rcvbuf_actual": 87380, "start_ns": 0,
               "streams": [_stream(40000, 500_000, 600_000), _stream(40002, 700_000, 100_000)]}
-    text, _ = fmt.client_text(result, parse_iperf(words("iperf -c 10.0.0.2 -P 2 -i 1")), EPOCH)
+    text, _ = fmt.client_text(result, parse_iperf(words("iperf -c 10.0.0.2 -P 2 -i 1")), EPOCH, 87040)
     assert text.split("------------------------------------------------------------\n")[-1] == (
         "[  3] local 10.0.0.1 port 40000 connected with 10.0.0.2 port 5001\n"
         "[  4] local 10.0.0.1 port 40002 connected with 10.0.0.2 port 5001\n"
@@ -164,7 +165,7 @@ def test_parallel_streams_print_sum_lines_in_text_and_csv():
         "[  4]  0.0- 2.1 sec   782 KBytes  3.05 Mbits/sec\n"
         "[SUM]  0.0- 2.1 sec  1.81 MBytes  7.25 Mbits/sec\n"
     )
-    csv, _ = fmt.client_text(result, parse_iperf(words("iperf -c 10.0.0.2 -P 2 -y C")), EPOCH)
+    csv, _ = fmt.client_text(result, parse_iperf(words("iperf -c 10.0.0.2 -P 2 -y C")), EPOCH, 87040)
     assert csv == (
         "20200414181007,10.0.0.1,40000,10.0.0.2,5001,3,0.0-2.1,1101000,4194285\n"
         "20200414181007,10.0.0.1,40002,10.0.0.2,5001,4,0.0-2.1,801000,3051428\n"
@@ -178,7 +179,7 @@ def test_udp_client_text_ends_with_the_server_report():
               "sender": {"bytes": 1_312_710, "packets": 893, "end_ns": 10 * S},
               "receiver": {"bytes": 1_311_240, "packets": 893, "received": 892, "lost": 1, "out_of_order": 2,
                            "jitter_s": 0.000021, "start_ns": S // 100, "end_ns": 10 * S + S // 100}}
-    text, _ = fmt.client_text(result, parse_iperf(words("iperf -c 10.0.0.2 -u")), EPOCH)
+    text, _ = fmt.client_text(result, parse_iperf(words("iperf -c 10.0.0.2 -u")), EPOCH, 212992)
     # IPG 1470 B x 8 / 1 048 576 bit/s = 11 215.21 us
     assert text == (
         "------------------------------------------------------------\n"
@@ -194,6 +195,21 @@ def test_udp_client_text_ends_with_the_server_report():
         "[  3]  0.0-10.0 sec  1.25 MBytes  1.05 Mbits/sec   0.021 ms    1/  893 (0.11%)\n"
         "[  3]  0.0-10.0 sec  2 datagrams received out-of-order\n"
     )
+
+
+def test_the_client_shows_its_send_buffer_once_connected():
+    tcp = parse_iperf(words("iperf -c 10.0.0.2"))
+    # tcp_sndbuf_expand: 2 x 10 segments x 4352 B = 87 040 B ("85.0 KByte", iperf 2.0.13 on Mininet)
+    assert fmt.client_buffer(tcp, (4096, 16384, 4194304), 212992) == 87040
+    assert fmt.client_buffer(tcp, (10240, 87380, 150000000), 212992) == 87380  # a handout's tcp_wmem
+    assert fmt.client_buffer(tcp, (4096, 16384, 65536), 212992) == 65536
+    # SO_SNDBUF: twice the request, capped at twice net.core.wmem_max
+    def buffer(line: str) -> int:
+        return fmt.client_buffer(parse_iperf(words(line)), (4096, 16384, 4194304), 212992)
+
+    assert buffer("iperf -c 10.0.0.2 -w 64K") == 131072
+    assert buffer("iperf -c 10.0.0.2 -w 1M") == 425984
+    assert buffer("iperf -c 10.0.0.2 -u") == 212992
 
 
 def test_window_line_warns_when_linux_doubles_the_request():
@@ -235,7 +251,18 @@ def test_udp_server_text_and_csv():
 def test_connect_failure_reads_as_iperf_2s():
     cmd = parse_iperf(words("iperf -c 10.0.0.9"))
     result = {"error": "unable to connect to server: Connection refused"}
-    assert fmt.client_text(result, cmd, EPOCH) == ("", "connect failed: Connection refused\n")
+    assert fmt.client_text(result, cmd, EPOCH, 87040) == ("", "connect failed: Connection refused\n")
+
+
+@pytest.mark.parametrize("proto, rates", [("tcp", ["9.57 Mbits/sec", "9.53 Mbits/sec"]),
+                                           ("udp", ["1.06 Mbits/sec", "1.06 Mbits/sec"])])
+def test_mininet_rates_of_a_real_iperf(proto, rates):
+    # outputs of a real iperf 2.1.8 (Debian) between two network namespaces over a
+    # 10 Mbit/s tbf: Mininet's regular expression reads newer versions' layouts as well
+    data = Path(__file__).parent / "data" / "iperf2"
+    server = (data / f"iperf-2.1.8-server_{proto}.txt").read_text()
+    client = (data / f"iperf-2.1.8-client_{proto}.txt").read_text()
+    assert fmt.mininet_rates(server, client) == rates
 
 
 def test_mininet_rates_are_the_last_rate_of_each_output():

@@ -4,7 +4,8 @@ Layouts follow iperf 2.0.13 ``src/Locale.c`` (the "legacy" reports, no ``-e``)
 and ``src/ReportDefault.c``/``src/ReportCSV.c``:
 
 * the settings block between 60-dash separator lines, ``TCP window size``
-  from ``getsockopt(SO_RCVBUF)`` with ``(default)`` or ``(WARNING: requested …)``;
+  from ``getsockopt`` (a server's SO_RCVBUF, a client's SO_SNDBUF once
+  connected) with ``(default)`` or ``(WARNING: requested …)``;
 * ``[%3d] local A port P connected with B port Q`` per connection; transfer
   ids are socket descriptors: 3, 4, … on a client, 4, 5, … on a server (the
   listening socket is 3);
@@ -30,13 +31,17 @@ from typing import Any
 from ..commands.iperf2 import IperfClient, IperfServer
 from .iperf3 import unit_snprintf
 
-__all__ = ["server_header", "server_text", "client_text", "mininet_rates", "window_line"]
+__all__ = ["server_header", "server_text", "client_buffer", "client_text", "mininet_rates", "window_line"]
 
 SEPARATOR = "-" * 60 + "\n"
 HEADER_BW = "[ ID] Interval       Transfer     Bandwidth\n"
 HEADER_JITTER = "[ ID] Interval       Transfer     Bandwidth        Jitter   Lost/Total Datagrams\n"
 #: SO_RCVBUF/SO_SNDBUF of a fresh UDP socket (net.core.rmem_default)
 UDP_SOCKBUF = 212992
+#: a TCP socket's send buffer once connected (net/ipv4/tcp_input.c ``tcp_sndbuf_expand``):
+#: 2 x TCP_INIT_CWND (10) x per-segment truesize, 4352 bytes for a 1460-byte MSS
+#: (roundup_pow_of_two(1460 + MAX_TCP_HEADER 320 + skb_shared_info 320) + sk_buff 256)
+CONNECTED_SNDBUF = 2 * 10 * 4352
 CLIENT_FIRST_ID = 3
 SERVER_FIRST_ID = 4
 NS = 1_000_000_000
@@ -50,6 +55,18 @@ def window_line(udp: bool, actual: int, requested: int | None) -> str:
     if actual != requested:
         return text + " (WARNING: requested %s)\n" % unit_snprintf(requested, "A")
     return text + "\n"
+
+
+def client_buffer(cmd: IperfClient, wmem: tuple[int, int, int], wmem_max: int) -> int:
+    """What the client's settings block shows: ``getsockopt(SO_SNDBUF)`` once
+    connected. Linux doubles a ``-w`` request capped at net.core.wmem_max
+    (net/core/sock.c); otherwise a TCP socket has grown from tcp_wmem[1] to
+    :data:`CONNECTED_SNDBUF` (capped at tcp_wmem[2]), a UDP one has the default."""
+    if cmd.window:
+        return 2 * min(cmd.window, wmem_max)
+    if cmd.udp:
+        return UDP_SOCKBUF
+    return max(wmem[1], min(CONNECTED_SNDBUF, wmem[2]))
 
 
 def server_header(cmd: IperfServer, actual_buffer: int) -> str:
@@ -191,8 +208,8 @@ def _server_udp(p: _Printer, test: dict[str, Any], cmd: IperfServer, sock: int) 
         p.out.append(csv.line(int(total["end_ns"]), 0.0, et, int(total["bytes"]), total))
 
 
-def client_text(result: dict[str, Any], cmd: IperfClient, epoch: int) -> tuple[str, str]:
-    """(stdout, stderr) of ``iperf -c``."""
+def client_text(result: dict[str, Any], cmd: IperfClient, epoch: int, buffer: int) -> tuple[str, str]:
+    """(stdout, stderr) of ``iperf -c``; ``buffer``: :func:`client_buffer`."""
     if result.get("error"):
         return "", "connect failed: %s\n" % _errno_text(str(result["error"]))
     p = _Printer(cmd.csv, epoch)
@@ -202,9 +219,7 @@ def client_text(result: dict[str, Any], cmd: IperfClient, epoch: int) -> tuple[s
     if cmd.udp:
         p.text("Sending %d byte datagrams, IPG target: %.2f us (kalman adjust)\n"
                % (cmd.length, cmd.length * 8 / cmd.rate_bps * 1e6))
-        p.text(window_line(True, 2 * cmd.window if cmd.window else UDP_SOCKBUF, cmd.window))
-    else:
-        p.text(window_line(False, int(result["rcvbuf_actual"]), cmd.window))
+    p.text(window_line(cmd.udp, buffer, cmd.window))
     p.text(SEPARATOR)
     if cmd.udp:
         _client_udp(p, result, cmd)

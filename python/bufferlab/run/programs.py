@@ -384,11 +384,15 @@ def _prep_iperf(pc: PrepareCtx, words: list[Word]) -> Prepared:
     return _iperf_client(node, cmd)
 
 
+def _host_sysctls(rt: RunCtx, node: str) -> dict[str, Any]:
+    modern = rt.runner.sc.profile.name == "modern"
+    return {**sysctl_cmd.sysctl_defaults(modern), **rt.runner.sysctl.get(node, {})}
+
+
 def _iperf_listen_buffer(rt: RunCtx, node: str, cmd: iperf2_cmd.IperfServer) -> int:
     """``getsockopt(SO_RCVBUF)`` of the listening socket: Linux doubles a
     ``-w`` request capped at net.core.rmem_max (net/core/sock.c ``sock_setsockopt``)."""
-    modern = rt.runner.sc.profile.name == "modern"
-    values = {**sysctl_cmd.sysctl_defaults(modern), **rt.runner.sysctl.get(node, {})}
+    values = _host_sysctls(rt, node)
     if cmd.window:
         return 2 * min(cmd.window, int(values["net.core.rmem_max"]))
     return iperf2_fmt.UDP_SOCKBUF if cmd.udp else int(values["net.ipv4.tcp_rmem"][1])
@@ -423,7 +427,9 @@ def _iperf_client(node: str, cmd: iperf2_cmd.IperfClient) -> Prepared:
         expected = rt.now_ns + cmd.duration_ns if cmd.duration_ns else None
         yield WaitApp(app, False, expected)
         result = rt.engine.app_result(app)
-        out, err = iperf2_fmt.client_text(result, cmd, profile.epoch)
+        values = _host_sysctls(rt, node)
+        buffer = iperf2_fmt.client_buffer(cmd, values["net.ipv4.tcp_wmem"], int(values["net.core.wmem_max"]))
+        out, err = iperf2_fmt.client_text(result, cmd, profile.epoch, buffer)
         _write_tool_output(rt, None, out, err)
         return 1 if result.get("error") or result.get("interrupted") else 0
 
