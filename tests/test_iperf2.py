@@ -66,6 +66,7 @@ def test_server_options():
         ("iperf -s -t 5", "-t", "iperf -s with -t is not supported yet"),
         ("iperf -c 10.0.0.2 -y J", "J", "iperf -y J is not supported yet"),
         ("iperf -c 10.0.0.2 -u -P 2", "-P", "iperf -u with -P is not supported yet"),
+        ("iperf -c 10.0.0.2 -u -t 0", "-t", "iperf -t 0 is not supported yet"),
     ],
 )
 def test_unsupported_options_are_refused_at_their_column(line, word, message):

@@ -339,7 +339,7 @@ def parse_iperf(words: list[Word], resolve: Resolver | None = None) -> IperfServ
             col=length_opt.col,
             expected="-l BYTES from 16 to 65507 for UDP",
         )
-    if not udp and "bytes" not in fields and fields.get("duration_s", DEFAULT_DURATION) == 0:
+    if "bytes" not in fields and fields.get("duration_s", DEFAULT_DURATION) == 0:
         raise NotSupportedError(
             "iperf -t 0 is not supported yet",
             col=next(o.col for o in opts if o.key == "t"),
