@@ -140,7 +140,7 @@ def scenario_page() -> str:
         docs = KEY_DOCS.get(table, {})
         out += ["", f"## {table}", "", "| key | meaning |", "|---|---|"]
         out += [f"| `{k}` | {docs.get(k, '**undocumented**')} |" for k in sorted(keys)]
-    out += ["", "## MiniEdit files (`mn = FILE.mn`)", ""] + _doc(mn_file)
+    out += ["", "## MiniEdit files (`mn = FILE.mn`)", ""] + _doc(mn_file) + _mn_keys()
     out += [
         "",
         "## Engine requests",
@@ -199,6 +199,32 @@ CONTEXT_LIMITS = [
     "`tcpdump` and `tshark` only write files (`-w`); printing packets is not supported.",
     "`ethtool -K` models the features `tso`, `gso` and `gro` only.",
 ]
+
+
+#: the .mn keys the network model reads (the others of each table are accepted without effect)
+_MN_HONOURED = {
+    "hosts[].opts": ({"hostname", "nodeNum", "ip", "defaultRoute"}, mn_file.HOST_OPTS),
+    "switches[].opts": ({"hostname", "nodeNum", "switchType"}, mn_file.SWITCH_OPTS),
+    "links[]": ({"src", "dest", "opts"}, mn_file.LINK_KEYS),
+    "links[].opts": (mn_file.LINK_OPTS, mn_file.LINK_OPTS),
+    "application": ({"ipBase"}, mn_file.APP_KEYS),
+}
+
+
+def _mn_keys() -> list[str]:
+    """Which keys of a MiniEdit file bufferlab honours, accepts, or warns about."""
+    out = ["| table | honoured | accepted, no effect |", "|---|---|---|"]
+    for table, (used, known) in _MN_HONOURED.items():
+        row = [", ".join(f"`{k}`" for k in sorted(keys)) or "-" for keys in (used, known - used)]
+        out.append(f"| `{table}` | {row[0]} | {row[1]} |")
+    out += [
+        "",
+        "Warned about when set (a real run would behave differently): "
+        + ", ".join(f"`{k}` ({why})" for k, why in mn_file.UNMODELLED.items())
+        + "; any unknown key is warned about and ignored.",
+        "",
+    ]
+    return out
 
 
 def commands_page() -> str:
