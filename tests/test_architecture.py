@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("formats", ("bufferlab.formats",)),
     ("outputs", ("bufferlab.outputs",)),
     ("run", ("bufferlab.run",)),
+    ("sweep", ("bufferlab.sweep",)),
     ("mininet", ("bufferlab.mininet",)),
     ("entry points", ("bufferlab.cli", "bufferlab")),
 ]

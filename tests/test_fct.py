@@ -308,3 +308,13 @@ def test_bulk_parallel_connections_share_the_byte_budget(tmp_path: Path) -> None
     with pytest.raises(CommandError, match="between 1 and 20000"):
         from bufferlab.commands.generators import parse_generator
         parse_generator(_words("bulk -c 10.0.0.5 -P 0"), Diagnostics())
+
+
+def test_flows_takes_a_congestion_control_and_refuses_an_unknown_one(tmp_path: Path) -> None:
+    cmd = parse_flows(_words("flows -c 10.0.0.5 --rate 10/s --size fixed:1k -C reno -p 6000 -t 1"),
+                      Diagnostics())
+    assert (cmd.congestion, cmd.port, cmd.duration_ns) == ("reno", 6000, 10**9)  # type: ignore[union-attr]
+    line = "h1: flows -c 10.0.0.5 --rate 10/s --size fixed:1k -C vegas"
+    (tmp_path / "s.toml").write_text(f'name = "e"\n{DUMBBELL}[[part]]\nname = "p"\ncmds = ["{line}"]\n')
+    with pytest.raises(BufferlabError, match="vegas"):
+        Runner(load_scenario(tmp_path / "s.toml")).check()

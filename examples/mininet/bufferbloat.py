@@ -1,93 +1,103 @@
-#!/usr/bin/env python3
-"""Bufferbloat, in the style of the classic course assignment: h1 sends a long TCP
-transfer to h2 through switch s0, whose port towards h2 is the bottleneck (bw,
-delay, max_queue_size); h1 pings h2 ten times a second while a monitor samples the
-bottleneck's backlog from `tc -s qdisc show`. Prints the mean RTT and backlog and
-plots both against time.
+"""Bufferbloat, in the style of the classic Mininet course assignment.
 
-Run it in simulated time (a few seconds of wall time):
+h1 sends a long TCP flow to h2 through switch s0; the link s0-h2 is the
+bottleneck (--bw-net Mbit/s) with a --maxq packet queue. While the flow runs,
+h1 pings h2 ten times a second and the script samples the bottleneck queue's
+backlog from ``tc -s qdisc show``. It writes ping.txt, q.txt and bufferbloat.png
+and prints the mean RTT and backlog.
 
-    bufferlab mininet examples/mininet/bufferbloat.py --maxq 100 --time 10
-
-With Mininet itself, change the four `bufferlab.mininet` imports back to `mininet`
-(and run it as root).
+On Mininet the imports are ``from mininet.X import ...`` and time is real;
+under ``bufferlab mininet bufferbloat.py`` the same script runs in simulated
+time (docs/mininet.md).
 """
 
 import argparse
 import re
-import subprocess
 from time import sleep, time
 
 from bufferlab.mininet.link import TCLink
 from bufferlab.mininet.log import info, setLogLevel
 from bufferlab.mininet.net import Mininet
+from bufferlab.mininet.node import CPULimitedHost
 from bufferlab.mininet.topo import Topo
+from bufferlab.mininet.util import dumpNodeConnections
 
-parser = argparse.ArgumentParser(description="Bufferbloat tests")
-parser.add_argument("--bw-host", type=float, default=1000, help="host link rate (Mbit/s)")
-parser.add_argument("--bw-net", type=float, default=10, help="bottleneck rate (Mbit/s)")
-parser.add_argument("--delay", default="5ms", help="one-way delay of each link end")
-parser.add_argument("--maxq", type=int, default=100, help="bottleneck buffer (packets)")
-parser.add_argument("--time", type=float, default=10, help="experiment length (s)")
-parser.add_argument("--tbf", action="store_true", help="shape with tbf (use_tbf) instead of htb")
-parser.add_argument("--plot", default="", help="write the RTT/backlog plot to this PNG")
+parser = argparse.ArgumentParser(description="Bufferbloat")
+parser.add_argument("--bw-host", type=float, default=1000, help="host links (Mbit/s)")
+parser.add_argument("--bw-net", type=float, default=10, help="bottleneck link (Mbit/s)")
+parser.add_argument("--delay", default="5ms", help="one-way delay of each link")
+parser.add_argument("--maxq", type=int, default=100, help="bottleneck queue (packets)")
+parser.add_argument("--time", type=float, default=10, help="seconds of traffic")
+parser.add_argument("--htb", action="store_true", help="shape with Mininet's default HTB instead of TBF")
 args = parser.parse_args()
 
 
 class BBTopo(Topo):
-    """h1 -- s0 -- h2, the s0 -- h2 link being the bottleneck."""
-
     def build(self, n=2):
         h1 = self.addHost("h1")
         h2 = self.addHost("h2")
         switch = self.addSwitch("s0")
-        self.addLink(h1, switch, bw=args.bw_host, use_tbf=args.tbf)
-        self.addLink(switch, h2, bw=args.bw_net, delay=args.delay, max_queue_size=args.maxq,
-                     use_tbf=args.tbf)
+        shaper = {} if args.htb else {"use_tbf": True}
+        self.addLink(h1, switch, bw=args.bw_host, delay=args.delay, max_queue_size=args.maxq, **shaper)
+        self.addLink(switch, h2, bw=args.bw_net, delay=args.delay, max_queue_size=args.maxq, **shaper)
 
 
-def backlog_bytes(dev):
-    """Bytes queued on `dev`: the largest backlog line of `tc -s qdisc show`."""
-    text = subprocess.check_output(["tc", "-s", "qdisc", "show", "dev", dev], text=True)
-    sizes = [int(m.group(1)) * {"": 1, "K": 1000, "M": 1000000}[m.group(2)]
-             for m in re.finditer(r"backlog (\d+)([KM]?)b", text)]
-    return max(sizes, default=0)
+def backlog(switch, iface):
+    """Bytes and packets queued on iface (the root qdisc's backlog line)."""
+    out = switch.cmd("tc -s qdisc show dev %s" % iface)
+    m = re.search(r"backlog (\d+)b (\d+)p", out)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 def main():
     setLogLevel("info")
-    net = Mininet(topo=BBTopo(), link=TCLink)
+    net = Mininet(topo=BBTopo(), host=CPULimitedHost, link=TCLink)
     net.start()
-    h1, h2 = net.get("h1", "h2")
-    info("*** Starting iperf3 server and a long flow h1 -> h2\n")
+    dumpNodeConnections(net.hosts)
+    h1, h2, s0 = net.get("h1", "h2", "s0")
+
     h2.cmd("iperf3 -s &")
-    h1.cmd("iperf3 -c %s -t %d &" % (h2.IP(), args.time + 2))
-    pinger = h1.popen("ping -i 0.1 -c %d %s" % (int(args.time * 10), h2.IP()))
+    sleep(1)
+    flow = h1.popen("iperf3 -c %s -t %d" % (h2.IP(), args.time))
+    sleep(1)  # let slow start fill the queue
+    ping = h1.popen("ping -i 0.1 %s > ping.txt" % h2.IP(), shell=True)
+
     start = time()
-    samples = []
-    while time() - start < args.time:
-        samples.append((time() - start, backlog_bytes("s0-eth2")))
-        sleep(0.1)
-    out, _ = pinger.communicate()
-    rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
+    with open("q.txt", "w") as q:
+        while time() - start < args.time - 2:
+            nbytes, npkts = backlog(s0, "s0-eth2")
+            q.write("%.3f,%d,%d\n" % (time() - start, nbytes, npkts))
+            sleep(0.1)
+    ping.terminate()
+    flow.wait()
     net.stop()
-    # the second half: the queue has filled
-    late = rtts[len(rtts) // 2:]
-    late_q = [b for t, b in samples if t >= args.time / 2]
-    print("maxq %d: mean RTT %.1f ms (second half %.1f ms), mean backlog %.0f bytes"
-          % (args.maxq, sum(rtts) / len(rtts), sum(late) / len(late), sum(late_q) / len(late_q)))
-    if args.plot:
+
+    rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", open("ping.txt").read())]
+    queue = [tuple(map(float, line.split(","))) for line in open("q.txt")]
+    mean_rtt = sum(rtts) / len(rtts)
+    mean_bytes = sum(b for _, b, _ in queue) / len(queue)
+    mean_pkts = sum(p for _, _, p in queue) / len(queue)
+    print("maxq %d: mean RTT %.1f ms over %d pings; mean backlog %.0f bytes (%.1f packets)"
+          % (args.maxq, mean_rtt, len(rtts), mean_bytes, mean_pkts))
+    plot(rtts, queue)
+
+
+def plot(rtts, queue):
+    try:
         import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, (a, b) = plt.subplots(2, 1, sharex=True)
-        a.plot([0.1 * k for k in range(len(rtts))], rtts)
-        a.set_ylabel("RTT (ms)")
-        b.plot([t for t, _ in samples], [q / 1500 for _, q in samples])
-        b.set_ylabel("backlog (packets)")
-        b.set_xlabel("time (s)")
-        fig.savefig(args.plot)
-        print("plot:", args.plot)
+    except ImportError:
+        info("no matplotlib: no plot\n")
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(2, 1, sharex=True, figsize=(7, 5))
+    a.plot([0.1 * k for k in range(len(rtts))], rtts)
+    a.set_ylabel("ping RTT (ms)")
+    b.plot([t for t, _, _ in queue], [p for _, _, p in queue])
+    b.set_ylabel("backlog (packets)")
+    b.set_xlabel("seconds")
+    fig.savefig("bufferbloat.png")
 
 
 if __name__ == "__main__":

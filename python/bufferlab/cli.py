@@ -25,6 +25,7 @@ from .outputs.report import after_run, cli_report
 from .run.scheduler import Runner, signal_name, signals_deferred, signals_raise
 from .scenario.load import load_scenario, seed_arg
 from .scenario.mn_file import load_mn, to_scenario_toml
+from .sweep.cli import add_set_option, add_sweep_parser, cli_sweep, set_overrides
 from .version import __version__
 
 
@@ -49,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
         "-o", "--output", type=Path, default=Path("results"), help="results folder (default: ./results)"
     )
     run.add_argument("--seed", type=seed_arg, help="override the scenario's seed (0 to 2^64-1)")
+    add_set_option(run)
     run.add_argument("-q", "--quiet", action="store_true",
                      help="print nothing but errors (no progress, no result summary after each part)")
     run.add_argument("--no-progress", action="store_true", help="never show the progress bar")
@@ -65,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Parse SCENARIO and every command line in it; report the first error.",
     )
     check.add_argument("scenario", type=Path, help="scenario file (.toml)")
+    add_set_option(check)
+    add_sweep_parser(sub)
     report = sub.add_parser(
         "report",
         help="(re)write the tables and the HTML report of a run",
@@ -187,9 +191,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cli_export_flent(args.flent, args.output)
     if args.command == "convert":
         return _cli_convert(args.mn, args.output)
+    if args.command == "sweep":
+        return cli_sweep(args.args)
     if args.command in mininet_commands.COMMANDS:
         return mininet_commands.dispatch(args)
-    sc = load_scenario(args.scenario)
+    sc = load_scenario(args.scenario, set_overrides(args.set))
     if args.command == "check":
         r = Runner(sc)
         r.check()

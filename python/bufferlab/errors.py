@@ -39,6 +39,7 @@ class CommandError(BufferlabError):
         self.command: str | None = None
 
     def locate(self, where: str, command: str) -> CommandError:
+        """Attach the ``FILE:LINE:COL`` of the command and its text; returns ``self``."""
         self.where = where
         self.command = command
         return self
@@ -62,7 +63,11 @@ class NotSupportedError(CommandError):
 
 
 class ScenarioError(BufferlabError):
-    """The scenario file itself is malformed (TOML syntax, unknown keys, ...)."""
+    """The scenario file itself is malformed (TOML syntax, unknown keys, ...).
+
+    ``str()`` gives ``FILE:LINE:COL: error: MESSAGE`` and the ``expected:``/``hint:`` lines;
+    the attributes hold each part (``line``/``col`` are 1-based, ``None`` if unknown).
+    """
 
     def __init__(
         self,
@@ -116,4 +121,5 @@ class Diagnostics:
     warnings: list[Diagnostic] = field(default_factory=list)
 
     def warn(self, message: str, col: int | None = None) -> None:
+        """Record a warning about the command (``col``: 0-based column of the word at fault)."""
         self.warnings.append(Diagnostic(message, col))

@@ -26,6 +26,8 @@ from typing import IO, Any
 #: 0 where the platform has no O_NOFOLLOW (Windows): the lstat check below still applies
 O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: Windows: no CRLF translation by the C runtime, outputs are byte for byte the Linux tools'
+_BINARY = getattr(os, "O_BINARY", 0)
 #: what open(2) says for O_NOFOLLOW on a link: ELOOP (Linux, macOS), EMLINK (FreeBSD)
 _LINK_ERRNOS = {errno.ELOOP, getattr(errno, "EMLINK", errno.ELOOP)}
 
@@ -66,12 +68,13 @@ def ensure_dir(path: Path, root: Path | None = None) -> Path:
 
 
 def open_write(path: Path | str, mode: str = "w", encoding: str | None = "utf-8",
-               newline: str | None = None) -> IO[Any]:
+               newline: str | None = "\n") -> IO[Any]:
     """``open(path, mode)`` for writing (``w``, ``a``, ``wb``, ``ab``) that never
     follows a symlink at ``path``: a link there is replaced by the new file."""
     if mode not in ("w", "a", "wb", "ab"):
         raise ValueError(f"open_write: mode {mode!r}")
-    flags = os.O_WRONLY | os.O_CREAT | _CLOEXEC | O_NOFOLLOW | (os.O_APPEND if "a" in mode else os.O_TRUNC)
+    flags = os.O_WRONLY | os.O_CREAT | _CLOEXEC | _BINARY | O_NOFOLLOW
+    flags |= os.O_APPEND if "a" in mode else os.O_TRUNC
     if not O_NOFOLLOW:
         _drop_link(Path(path))
     try:

@@ -52,7 +52,7 @@ mod tests {
         }
         // tagged by `kind`: one closed alternative per application
         let apps = schema["$defs"]["AppSpec"]["oneOf"].as_array().unwrap();
-        assert_eq!(apps.len(), 7);
+        assert_eq!(apps.len(), 9);
     }
 
     #[test]

@@ -39,7 +39,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ from ._getopt import Getopt, Opt, OptSpec
 from .shell import Word
 
 __all__ = ["FlowsClient", "FlowsServer", "parse_flows", "parse_flow_size", "parse_size_dist",
-           "read_cdf_file", "report_text", "DISTRIBUTIONS"]
+           "read_cdf_file", "is_endless", "report_text", "DISTRIBUTIONS"]
 
 DEFAULT_PORT = 5001
 USAGE = "flows -c DEST --rate R/s --size DIST [-t T] [-C CC] [-p PORT] [-S TOS] | flows -s [-p PORT]"
@@ -75,7 +75,7 @@ class FlowsClient:
     dest: str
     dest_col: int
     rate_per_s: float
-    #: the engine's ``SizeDist`` (``{"dist": "exp", "mean": ...}``)
+    #: the engine's ``FlowSizeDist`` (``{"dist": "exp", "mean": ...}``)
     size: dict[str, Any]
     size_text: str
     port: int = DEFAULT_PORT
@@ -92,7 +92,6 @@ class FlowsClient:
 @dataclass
 class FlowsServer:
     port: int = DEFAULT_PORT
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_spec(self) -> dict[str, Any]:
         return {"kind": "flows_server", "port": self.port}
@@ -158,7 +157,7 @@ def read_cdf_file(path: Path, shown: str) -> list[tuple[float, float]]:
 
 
 def parse_size_dist(word: Word, base_dir: Path | None) -> dict[str, Any]:
-    """``--size DIST`` -> the engine's ``SizeDist``."""
+    """``--size DIST`` -> the engine's ``FlowSizeDist``."""
     text, col = word.text, word.col
     name, sep, args = text.partition(":")
     if name not in DISTRIBUTIONS:

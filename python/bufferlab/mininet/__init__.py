@@ -1,2 +1,2 @@
-"""Mininet's Python API in simulated time: ``from mininet.X import Y`` becomes
-``from bufferlab.mininet.X import Y`` (docs/mininet.md)."""
+"""Mininet's Python API in simulated time: ``from mininet.net import Mininet`` becomes
+``from bufferlab.mininet.net import Mininet`` (docs/mininet.md)."""

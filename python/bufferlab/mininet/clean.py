@@ -1,16 +1,16 @@
-"""mininet/clean.py: nothing to clean in a simulation (no namespaces or veths are made)."""
+"""mininet/clean.py's interface: nothing outlives a simulation, so there is nothing to clean."""
 
 from __future__ import annotations
 
-from .log import info
-
 
 def cleanup() -> None:
-    info("*** Cleanup complete (bufferlab: nothing left behind by a simulated network)\n")
+    """Mininet removes leftover interfaces and processes; a simulation leaves none."""
 
 
 class Cleanup:
-    cleanup = staticmethod(cleanup)
+    @classmethod
+    def cleanup(cls, verbose: bool = True) -> None:
+        cleanup()
 
 
 __all__ = ["cleanup", "Cleanup"]

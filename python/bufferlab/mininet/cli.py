@@ -1,111 +1,118 @@
-"""mininet/cli.py's ``CLI``: the ``mininet>`` prompt over a running network.
+"""mininet/cli.py's interface: ``CLI(net)``, the ``mininet>`` prompt.
 
-``h1 ping -c 3 h2`` runs on h1 with node names after the first word replaced by their
-addresses (as Mininet does); ``pingall``, ``pingpair``, ``iperf``, ``dump``, ``net``,
-``nodes``, ``links``, ``help``, ``exit``/``quit``/end of input. Lines are read from
-``stdin`` (any text stream: tests feed a StringIO)."""
+Commands: ``pingall``, ``pingpair``, ``iperf``, ``dump``, ``net``, ``nodes``,
+``links``, ``time`` (simulated seconds so far), ``sh`` (the root namespace),
+``exit``/``quit``/EOF, ``help``; any other line starting with a node name runs
+the rest in that node, with other node names replaced by their IP address, as
+in Mininet (``h1 ping -c 3 h2``). Input is read from ``stdin`` (a file works).
+"""
 
 from __future__ import annotations
 
 import cmd
 import sys
-from typing import IO, Any
+from typing import Any, TextIO
 
 from ..errors import BufferlabError
-from .log import error, info, output
-from .util import dumpNodeConnections
+from . import clock
+from .log import error, output
+from .net import Mininet
+from .util import dumpNodeConnections, natural
 
 
 class CLI(cmd.Cmd):
     prompt = "mininet> "
 
-    def __init__(self, mininet: Any, stdin: IO[str] | None = None, script: str | None = None,
+    def __init__(self, mininet: Mininet, stdin: TextIO = sys.stdin, script: str | None = None,
                  **kwargs: Any) -> None:
         self.mn = mininet
-        stdin = stdin or sys.stdin
-        super().__init__(stdin=stdin, stdout=sys.stdout, **kwargs)
-        self.use_rawinput = stdin is sys.stdin and stdin.isatty()
-        info("*** Starting CLI:\n")
+        super().__init__(stdin=stdin)
+        self.use_rawinput = stdin is sys.stdin and sys.stdin.isatty()
         if script is not None:
             with open(script, encoding="utf-8") as f:
                 for line in f:
-                    if self.onecmd(line.strip()):
-                        break
+                    self.onecmd(line)
             return
         self.run()
 
     def run(self) -> None:
         if not self.use_rawinput:
-            self.prompt = ""  # a fed script: no prompt between its lines (Mininet prints none either)
-        self.cmdloop()
+            self.prompt = ""
+        try:
+            self.cmdloop()
+        except KeyboardInterrupt:
+            output("\nInterrupt\n")
 
     def emptyline(self) -> bool:
         return False
 
     def onecmd(self, line: str) -> bool:
         try:
-            return bool(super().onecmd(line))
-        except BufferlabError as e:  # a bad line: say why and keep the prompt
+            return super().onecmd(line)
+        except BufferlabError as e:  # a mistyped command does not end the session
             error(f"*** Error: {e}\n")
             return False
 
-    def default(self, line: str) -> None:
-        first, args, line = self.parseline(line)
-        if first in self.mn:
-            if not args:
-                error(f"*** Please enter a command for node: {first} <cmd>\n")
-                return
-            words = [self.mn[w].IP() or w if w in self.mn else w for w in args.split(" ")]
-            output(self.mn[first].cmd(" ".join(words)))
-        else:
-            error(f"*** Unknown command: {line}\n")
-
-    def do_nodes(self, _line: str) -> None:
-        """List the nodes."""
-        output("available nodes are: \n%s\n" % " ".join(sorted(self.mn.keys())))
-
-    def do_net(self, _line: str) -> None:
-        """List the links of every node."""
-        dumpNodeConnections(self.mn.controllers + self.mn.switches + self.mn.hosts)
-
-    def do_links(self, _line: str) -> None:
-        """List the links."""
-        for link in self.mn.links:
-            output(link, link.status(), "\n")
-
-    def do_dump(self, _line: str) -> None:
-        """Describe every node."""
-        for node in self.mn.values():
-            output(f"{node!r}\n")
-
     def do_pingall(self, line: str) -> None:
         """Ping between all hosts."""
-        self.mn.pingAll(line or None)
+        self.mn.pingAll(line.strip() or None)
 
     def do_pingpair(self, _line: str) -> None:
         """Ping between the first two hosts."""
         self.mn.pingPair()
 
     def do_iperf(self, line: str) -> None:
-        """TCP iperf between two hosts (iperf 2)."""
-        self.mn.iperf([self.mn[h] for h in line.split()] or None)
+        """TCP throughput between two hosts (iperf 2)."""
+        hosts = [self.mn.get(n) for n in line.split()] or None
+        self.mn.iperf(hosts)
 
-    def do_iperfudp(self, line: str) -> None:
-        """UDP iperf between two hosts (iperf 2)."""
-        self.mn.iperf(l4Type="UDP")
+    def do_dump(self, _line: str) -> None:
+        """Every node with its interfaces and addresses."""
+        for node in self.mn.values():
+            output(f"{node!r}\n")
 
-    def do_exit(self, _line: str) -> str:
-        """Exit."""
-        return "exited by user command"
+    def do_net(self, _line: str) -> None:
+        """Every node's connections."""
+        dumpNodeConnections(self.mn.values())
 
-    def do_quit(self, line: str) -> str:
-        """Exit."""
-        return self.do_exit(line)
+    def do_nodes(self, _line: str) -> None:
+        """The nodes' names."""
+        output("available nodes are: \n%s\n" % " ".join(sorted(self.mn.keys(), key=natural)))
 
-    def do_EOF(self, line: str) -> str:  # noqa: N802 (cmd.Cmd's name for end of input)
-        """Exit."""
+    def do_links(self, _line: str) -> None:
+        """Every link and its status."""
+        for link in self.mn.links:
+            output(str(link), link.status(), "\n")
+
+    def do_time(self, _line: str) -> None:
+        """Simulated seconds since the network started."""
+        output(f"{clock.time():.6f}\n")
+
+    def do_sh(self, line: str) -> None:
+        """Run a simulated tool in the root namespace (e.g. sh tc -s qdisc show dev s1-eth1)."""
+        job = clock._current[0].start("admin", line)
+        job.wait()
+        output(job.output())
+
+    def do_exit(self, _line: str) -> bool:
+        """Leave the CLI."""
+        return True
+
+    do_quit = do_exit
+
+    def do_EOF(self, _line: str) -> bool:  # noqa: N802 (cmd.Cmd's name)
         output("\n")
-        return self.do_exit(line)
+        return True
+
+    def default(self, line: str) -> None:
+        first, _, rest = line.strip().partition(" ")
+        if first not in self.mn:
+            error(f"*** Unknown command: {line.strip()}\n")
+            return
+        words = [str(self.mn[w].IP()) if w in self.mn and self.mn[w].IP() else w for w in rest.split()]
+        node = self.mn[first]
+        out = node.cmd(" ".join(words))
+        output(out)
 
 
 __all__ = ["CLI"]

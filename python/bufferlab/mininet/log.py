@@ -1,65 +1,54 @@
-"""mininet/log.py's interface: ``setLogLevel``, ``info``, ``output``, ``error``, ``debug``, ``warn``
-and the logger ``lg``. Messages are printed as Mininet prints them (no newline added)."""
+"""mininet/log.py's interface: ``setLogLevel``, ``info``, ``output``, ``error``, ``debug``, ``lg``.
+
+As in Mininet, the arguments of one call are joined by spaces and written
+without an added newline; the default level is ``output``.
+"""
 
 from __future__ import annotations
 
-import logging
 import sys
+from typing import Any
 
-#: Mininet's level names (mininet/log.py LEVELS), ``output`` between info and warning
-OUTPUT = 25
-LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "output": OUTPUT,
-          "warning": logging.WARNING, "warn": logging.WARNING, "error": logging.ERROR,
-          "critical": logging.CRITICAL}
-logging.addLevelName(OUTPUT, "OUTPUT")
+from .session import MininetError
+
+LEVELS = {"debug": 10, "info": 20, "output": 25, "warning": 30, "warn": 30, "error": 40, "critical": 50}
 
 
-class _Raw(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes each message as given: Mininet's messages carry their own newlines."""
+class MininetLogger:
+    def __init__(self) -> None:
+        self.level = LEVELS["output"]
 
-    terminator = ""
+    def setLogLevel(self, level: str | None = None) -> None:  # noqa: N802 (Mininet's name)
+        name = level or "output"
+        if name not in LEVELS:
+            raise MininetError(f"setLogLevel({level!r}): unknown level; expected one of {', '.join(LEVELS)}")
+        self.level = LEVELS[name]
 
-    def emit(self, record: logging.LogRecord) -> None:
-        # the stream is looked up at each message so that redirected sys.stdout (tests) works
-        self.stream = sys.stdout
-        super().emit(record)
+    def _log(self, level: str, args: tuple[Any, ...]) -> None:
+        if LEVELS[level] >= self.level:
+            sys.stdout.write(" ".join(str(a) for a in args))
+            sys.stdout.flush()
 
+    def debug(self, *args: Any) -> None:
+        self._log("debug", args)
 
-lg = logging.getLogger("bufferlab.mininet")
-lg.propagate = False
-lg.addHandler(_Raw(sys.stdout))
-lg.setLevel(OUTPUT)
+    def info(self, *args: Any) -> None:
+        self._log("info", args)
 
+    def output(self, *args: Any) -> None:
+        self._log("output", args)
 
-def setLogLevel(level: str = "output") -> None:  # noqa: N802 (Mininet's name)
-    if level not in LEVELS:
-        raise ValueError(f"setLogLevel({level!r}): expected one of {', '.join(LEVELS)}")
-    lg.setLevel(LEVELS[level])
+    def warning(self, *args: Any) -> None:
+        self._log("warning", args)
 
+    warn = warning
 
-def _join(args: tuple[object, ...]) -> str:
-    # Mininet joins the arguments with spaces, as print does
-    return " ".join(str(a) for a in args)
-
-
-def debug(*args: object) -> None:
-    lg.log(logging.DEBUG, _join(args))
-
-
-def info(*args: object) -> None:
-    lg.log(logging.INFO, _join(args))
+    def error(self, *args: Any) -> None:
+        self._log("error", args)
 
 
-def output(*args: object) -> None:
-    lg.log(OUTPUT, _join(args))
+lg = MininetLogger()
+setLogLevel = lg.setLogLevel  # noqa: N816 (Mininet's names)
+debug, info, output, warning, warn, error = lg.debug, lg.info, lg.output, lg.warning, lg.warn, lg.error
 
-
-def warn(*args: object) -> None:
-    lg.log(logging.WARNING, _join(args))
-
-
-def error(*args: object) -> None:
-    lg.log(logging.ERROR, _join(args))
-
-
-__all__ = ["lg", "setLogLevel", "debug", "info", "output", "warn", "error", "LEVELS"]
+__all__ = ["lg", "setLogLevel", "debug", "info", "output", "warning", "warn", "error", "MininetLogger"]

@@ -1,85 +1,64 @@
-"""``bufferlab mn``: Mininet's ``mn`` command line (a subset) in simulated time.
+"""``bufferlab mn``: Mininet's ``mn`` command-line subset, in simulated time.
 
-``--topo minimal|single,N|linear,N[,M]|tree,depth=D,fanout=F`` (or a name from
-``--custom FILE``'s ``topos`` dict), ``--link default|tc[,bw=..,delay=..,loss=..,
-max_queue_size=..,use_htb|use_tbf]``, ``--test pingall|pingpair|iperf|iperfudp|none``,
-then the CLI when no test is given. Arguments are split as mininet/util.py
-``splitArgs`` splits them: ``name,a,b,k=v``, numbers converted.
+``--topo single,N | linear,N[,M] | tree,depth=D,fanout=F | minimal`` (or a name
+from ``--custom FILE``'s ``topos`` dict), ``--link default|tc[,bw=..,delay=..,
+loss=..,max_queue_size=..,use_htb|use_tbf]``, ``--test pingall|pingpair|iperf|
+iperfudp|none``; without ``--test`` the CLI reads commands from stdin.
+Arguments are split as Mininet's ``splitArgs`` splits them: ``name,a,b,k=v``.
 """
 
 from __future__ import annotations
 
-import argparse
 import runpy
-import time
+import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from ..errors import BufferlabError
+from ..outputs.report import after_run
+from . import net as net_mod
 from .cli import CLI
 from .link import Link, TCLink
-from .log import output, setLogLevel
+from .log import info, output, setLogLevel
 from .net import Mininet
+from .script import mininet_modules
 from .session import MininetError
-from .topo import LinearTopo, MinimalTopo, SingleSwitchReversedTopo, SingleSwitchTopo, Topo
+from .topo import LinearTopo, MinimalTopo, SingleSwitchTopo
 from .topolib import TreeTopo
 
 TOPOS: dict[str, Any] = {"minimal": MinimalTopo, "single": SingleSwitchTopo, "linear": LinearTopo,
-                         "reversed": SingleSwitchReversedTopo, "tree": TreeTopo}
-LINKS: dict[str, type[Link]] = {"default": Link, "tc": TCLink}
-TESTS = ("pingall", "pingpair", "iperf", "iperfudp", "none", "build")
+                         "tree": TreeTopo}
+TESTS = ("pingall", "pingpair", "iperf", "iperfudp", "none")
+#: TCLink flags that may be written without a value (``--link tc,use_tbf``)
+FLAGS = ("use_tbf", "use_hfsc", "use_htb", "enable_ecn", "enable_red")
 
 
-def _value(text: str) -> Any:
-    for kind in (int, float):
+def _numeric(s: str) -> Any:
+    for conv in (int, float):
         try:
-            return kind(text)
+            return conv(s)
         except ValueError:
             pass
-    return {"True": True, "False": False}.get(text, text)
+    return {"True": True, "False": False}.get(s, s)
 
 
-def split_args(spec: str) -> tuple[str, list[Any], dict[str, Any]]:
-    """``'tree,depth=2,fanout=3'`` -> ('tree', [], {'depth': 2, 'fanout': 3}); a bare flag
-    (``use_tbf``) is True."""
-    name, *rest = spec.split(",")
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
+def split_args(text: str) -> tuple[str, list[Any], dict[str, Any]]:
+    """``name,a,b,k=v`` -> (name, [a, b], {k: v}), numbers converted (Mininet's splitArgs)."""
+    name, *rest = text.split(",")
+    args, kwargs = [], {}
     for item in rest:
-        if "=" in item:
-            k, v = item.split("=", 1)
-            kwargs[k] = _value(v)
-        elif item.startswith("use_") or item.startswith("enable_"):
+        key, eq, value = item.partition("=")
+        if eq:
+            kwargs[key] = _numeric(value)
+        elif item in FLAGS:
             kwargs[item] = True
         else:
-            args.append(_value(item))
+            args.append(_numeric(item))
     return name, args, kwargs
 
 
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("mn", help="Mininet's mn command (--topo, --link, --test) in simulated time",
-                       description="Build a Mininet topology and run a test or the mininet> CLI, in "
-                       "simulated time (docs/mininet.md).")
-    p.add_argument("--topo", default="minimal",
-                   help="minimal | single,N | linear,N | tree,depth=D,fanout=F | a name from --custom")
-    p.add_argument("--link", default="default",
-                   help="default | tc[,bw=10,delay=5ms,loss=1,max_queue_size=100,use_tbf]")
-    p.add_argument("--test", default=None, help=f"{' | '.join(TESTS)} (default: the CLI)")
-    p.add_argument("--custom", type=Path, help="a Python file defining topos = {'name': TopoClass}")
-    p.add_argument("--mac", action="store_true", help="MACs 00:00:00:00:00:0N (autoSetMacs)")
-    p.add_argument("-v", "--verbosity", default="info", help="debug | info | output | warning | error")
-    p.add_argument("--results", type=Path, default=None, help="results folder (default: results)")
-
-
-def _topo(spec: str, custom: Path | None) -> Topo:
+def build_topo(spec: str, topos: dict[str, Any]) -> Any:
     name, args, kwargs = split_args(spec)
-    topos = dict(TOPOS)
-    if custom is not None:
-        if not custom.is_file():
-            raise MininetError(f"--custom {custom}: no such file")
-        found = runpy.run_path(str(custom)).get("topos")
-        if not isinstance(found, dict):
-            raise MininetError(f"--custom {custom}: the file defines no topos = {{'name': TopoClass}} dict")
-        topos.update(found)
     if name not in topos:
         raise MininetError(f"--topo {spec}: unknown topology {name!r}; expected one of {', '.join(topos)}")
     try:
@@ -88,37 +67,59 @@ def _topo(spec: str, custom: Path | None) -> Topo:
         raise MininetError(f"--topo {spec}: {e}") from None
 
 
-def run_mn(args: argparse.Namespace, stdin: IO[str] | None = None) -> int:
-    setLogLevel(args.verbosity)
-    if args.test is not None and args.test not in TESTS:
-        raise MininetError(f"--test {args.test}: expected one of {', '.join(TESTS)}")
-    lname, largs, lopts = split_args(args.link)
-    if lname not in LINKS or largs:
-        raise MininetError(f"--link {args.link}: expected default or tc[,bw=10,delay=5ms,...]")
-    wall0 = time.perf_counter()
-    topo = _topo(args.topo, args.custom)
-    topo.lopts = {**topo.lopts, **lopts}
-    # mn applies --link options to every link the topology adds
-    topo._links = [(a, b, {**lopts, **info}) for a, b, info in topo._links]
-    Mininet.results_root, Mininet.name = args.results, "mn"
-    try:
-        net = Mininet(topo=topo, link=LINKS[lname], autoSetMacs=args.mac)
-        net.start()
+def link_class(spec: str) -> Any:
+    name, args, kwargs = split_args(spec)
+    if name == "default" and not args and not kwargs:
+        return Link
+    if name != "tc" or args:
+        raise MininetError(f"--link {spec}: expected default or tc,bw=N,delay=..,loss=..,max_queue_size=..")
+    kwargs.pop("use_htb", None)  # htb is TCLink's default shaper
+    known = {"bw", "delay", "jitter", "loss", "max_queue_size", "use_tbf", "use_hfsc", "enable_ecn",
+             "enable_red", "latency_ms", "speedup"}
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise MininetError(f"--link {spec}: unknown option(s) {', '.join(unknown)}; "
+                           f"expected {', '.join(sorted(known))}")
+
+    def make(*a: Any, **kw: Any) -> TCLink:
+        return TCLink(*a, **{**kwargs, **kw})
+
+    return make
+
+
+def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: Path,
+           stdin: Any = None) -> int:
+    setLogLevel("info")
+    topos = dict(TOPOS)
+    for f in custom:
         try:
-            if args.test in (None, "none") and args.test is None:
-                CLI(net, stdin=stdin)
-            elif args.test == "pingall":
-                net.pingAll()
-            elif args.test == "pingpair":
-                net.pingPair()
-            elif args.test in ("iperf", "iperfudp"):
-                net.iperf(l4Type="UDP" if args.test == "iperfudp" else "TCP")
-        finally:
-            net.stop()
+            with mininet_modules():  # a custom file written for Mininet imports mininet.topo
+                topos.update(runpy.run_path(str(f)).get("topos", {}))
+        except OSError as e:
+            raise BufferlabError(f"--custom {f}: {e.strerror}") from None
+    if test is not None and test not in TESTS:
+        raise MininetError(f"--test {test}: expected one of {', '.join(TESTS)}")
+    net_mod.results_in(results, "mn")
+    net = Mininet(topo=build_topo(topo, topos), link=link_class(link))
+    net.start()
+    try:
+        if test == "pingall":
+            net.pingAll()
+        elif test == "pingpair":
+            net.pingPair()
+        elif test in ("iperf", "iperfudp"):
+            net.iperf(l4Type="UDP" if test == "iperfudp" else "TCP")
+        elif test is None:
+            info("*** Starting CLI:\n")
+            CLI(net, stdin=stdin or sys.stdin)
+        elapsed = net.session.now_ns / 1e9 if net.session else 0.0
     finally:
-        Mininet.results_root, Mininet.name = None, "mininet"
-    output(f"completed in {time.perf_counter() - wall0:.3f} seconds\n")
+        net.stop()
+    output(f"completed in {elapsed:.3f} seconds (simulated)\n")
+    root = Path(results) / "mn"
+    if (root / "summary.json").is_file():
+        after_run(root, report=True, echo=lambda s: print(s, file=sys.stderr))
     return 0
 
 
-__all__ = ["run_mn", "add_parser", "split_args"]
+__all__ = ["run_mn", "split_args", "build_topo", "link_class"]

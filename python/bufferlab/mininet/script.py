@@ -1,94 +1,94 @@
-"""``bufferlab mininet SCRIPT.py [ARGS]``: run an unmodified Mininet script in simulated time.
+"""``bufferlab mininet SCRIPT.py [ARGS]``: run a Mininet script in simulated time.
 
-The script's imports say ``bufferlab.mininet`` instead of ``mininet``. While it runs,
-``time.sleep``/``time.time`` read and advance simulated time (clock.py), and
-``os.system``, ``os.popen`` and ``subprocess``'s ``run``/``call``/``check_call``/
-``check_output``/``Popen`` run a simulated tool (tc, sysctl, ping, iperf3, ...) in the
-network's root namespace; any other program is an error naming the command.
+The script runs in its results folder (``results/<script>/``, where its own
+relative paths land) with ``sys.argv`` set as for ``python SCRIPT.py ARGS``.
+``import mininet.X`` finds ``bufferlab.mininet.X``, so a script runs unmodified
+or with its imports changed. Calls made from the script's own files (those
+under its folder) are routed into the simulation: ``time.sleep``/``time.time``
+(and ``monotonic``/``perf_counter``) advance and read simulated time, and
+``os.system``/``subprocess`` run a simulated tool (tc, sysctl, ping, iperf3,
+...) in the root namespace (the ``admin`` terminal); any other program is an
+error naming the command. Libraries the script imports keep the real ones.
 """
 
 from __future__ import annotations
 
-import io
+import importlib
 import os
 import runpy
 import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..errors import BufferlabError
+from ..outputs.report import after_run
 from ..run.programs import PROGRAMS
+from ..safefs import remove_tree
 from . import clock
-from .net import Mininet
-from .node import ROOT, Node
-from .session import MininetError
+from . import net as net_mod
+from .session import Job, MininetError, Session
+from .util import Popen
+
+#: the modules a script may import as ``mininet.X``
+MODULES = ("net", "topo", "node", "link", "cli", "log", "util", "clean", "topolib", "clock")
 
 
-class RootNode(Node):
-    """The root namespace (where a script's own os.system lines run)."""
-
-    in_namespace = False
-
-
-def _line(args: Any, where: str) -> str:
-    text = shlex.join(str(a) for a in args) if isinstance(args, list | tuple) else str(args)
-    words = shlex.split(text)
-    # VAR=value prefixes (LANG=C ping ...) do not change what runs
-    while words and "=" in words[0] and not words[0].startswith("="):
-        words.pop(0)
-    if not words:
-        raise MininetError(f"{where}({text!r}): an empty command line")
-    program = os.path.basename(words[0])
-    if program not in PROGRAMS:
-        raise MininetError(
-            f"{where}({text!r}): {program!r} is not a simulated tool, so it cannot run inside the "
-            f"simulation; simulated tools: {', '.join(sorted(PROGRAMS))}")
-    return " ".join(shlex.quote(w) for w in [program, *words[1:]])
+def _words(cmd: Any) -> tuple[str, str]:
+    """(the command line, its program) of an os.system/subprocess argument."""
+    line = cmd if isinstance(cmd, str) else " ".join(shlex.quote(str(a)) for a in cmd)
+    words = shlex.split(line) if line.strip() else [""]
+    return line, words[0]
 
 
-def _root() -> RootNode:
-    clock.current()  # a clear error when no network runs
-    return RootNode(ROOT)
+def _session(line: str) -> Session:
+    if not clock._current:
+        raise MininetError(f"`{line}`: no network is running; the script runs simulated tools only between "
+                           "net.start() and net.stop()")
+    return clock._current[0]
 
 
-def _system(command: str) -> int:
-    out = _root().cmd(_line(command, "os.system"))
-    sys.stdout.write(out)
-    return 0
+def _simulated(cmd: Any) -> str:
+    """The command line, if its program is a simulated tool; else a clear error."""
+    line, prog = _words(cmd)
+    if prog not in PROGRAMS:
+        raise MininetError(f"`{line}`: {prog} is not a simulated tool, so the script cannot run it under "
+                           f"bufferlab mininet (simulated: {', '.join(sorted(PROGRAMS))})")
+    return line
 
 
-def _os_popen(command: str, mode: str = "r", buffering: int = -1) -> io.StringIO:
-    return io.StringIO(_root().cmd(_line(command, "os.popen")))
+def _start(cmd: Any) -> Job:
+    line = _simulated(cmd)
+    return _session(line).start("admin", line)
 
 
-class _CompletedRun:
-    """What run/check_output see of a finished line."""
-
-    def __init__(self, args: Any, kwargs: dict[str, Any], where: str) -> None:
-        node = _root()
-        out = node.cmd(_line(args, where))
-        self.returncode = node.status
-        text = kwargs.get("text") or kwargs.get("universal_newlines") or kwargs.get("encoding")
-        self.stdout: Any = out if text else out.encode()
-        self.args = args
-
-    def completed(self, capture: bool) -> subprocess.CompletedProcess[Any]:
-        out = self.stdout if capture else None
-        return subprocess.CompletedProcess(self.args, self.returncode or 0, out, None)
+def _system(cmd: str) -> int:
+    job = _start(cmd)
+    status = job.wait()
+    sys.stdout.write(job.output())
+    return status << 8  # os.system returns a wait status
 
 
-def _run(args: Any, **kwargs: Any) -> subprocess.CompletedProcess[Any]:
-    r = _CompletedRun(args, kwargs, "subprocess.run")
-    capture = bool(kwargs.get("capture_output")) or kwargs.get("stdout") == subprocess.PIPE
-    if not capture:
-        sys.stdout.write(r.stdout if isinstance(r.stdout, str) else r.stdout.decode())
-    if kwargs.get("check") and r.returncode:
-        raise subprocess.CalledProcessError(r.returncode or 0, args, r.stdout)
-    return r.completed(capture)
+def _run(args: Any, *, capture_output: bool = False, stdout: Any = None, check: bool = False,
+         text: bool | None = None, universal_newlines: bool | None = None, encoding: str | None = None,
+         **_kwargs: Any) -> subprocess.CompletedProcess[Any]:
+    job = _start(args)
+    status = job.wait()
+    out: Any = job.output()
+    as_text = bool(text or universal_newlines or encoding)
+    if capture_output or stdout == subprocess.PIPE:
+        out = out if as_text else out.encode()
+    else:
+        sys.stdout.write(out)
+        out = None
+    if check and status:
+        raise subprocess.CalledProcessError(status, args, out)
+    return subprocess.CompletedProcess(args, status, out, None)
 
 
 def _call(args: Any, **kwargs: Any) -> int:
@@ -100,54 +100,106 @@ def _check_call(args: Any, **kwargs: Any) -> int:
 
 
 def _check_output(args: Any, **kwargs: Any) -> Any:
-    return _run(args, check=True, capture_output=True, **kwargs).stdout
+    return _run(args, check=True, stdout=subprocess.PIPE, **kwargs).stdout
 
 
-def _popen(args: Any, *rest: Any, **kwargs: Any) -> Any:
-    return _root().popen(_line(args, "subprocess.Popen"))
-
-
-#: (module, attribute, replacement) while a script runs
-_PATCHES: list[tuple[Any, str, Any]] = [
-    (time, "sleep", clock.sleep), (time, "time", clock.time),
-    (os, "system", _system), (os, "popen", _os_popen),
-    (subprocess, "run", _run), (subprocess, "call", _call), (subprocess, "check_call", _check_call),
-    (subprocess, "check_output", _check_output), (subprocess, "Popen", _popen),
-]
+def _popen(args: Any, **kwargs: Any) -> Popen:
+    line = _simulated(args)
+    return Popen(_session(line), "admin", line, **kwargs)
 
 
 @contextmanager
-def simulated_world() -> Iterator[None]:
-    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in _PATCHES]
+def simulated_process(script_dir: Path) -> Iterator[None]:
+    """Route the script's own time and process calls into the simulation (see the module doc)."""
+    here = str(script_dir.resolve()) + os.sep
+    patches: list[tuple[Any, str, Callable[..., Any]]] = [
+        (time, "sleep", clock.sleep), (time, "time", clock.time), (time, "monotonic", clock.time),
+        (time, "perf_counter", clock.time), (os, "system", _system), (subprocess, "run", _run),
+        (subprocess, "call", _call), (subprocess, "check_call", _check_call),
+        (subprocess, "check_output", _check_output), (subprocess, "Popen", _popen),
+    ]
+    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patches]
+
+    def routed(real: Callable[..., Any], simulated: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            caller = sys._getframe(1).f_code.co_filename
+            fn = simulated if os.path.abspath(caller).startswith(here) else real
+            return fn(*args, **kwargs)
+        return call
+
+    for (mod, name, simulated), (_, _, real) in zip(patches, saved, strict=True):
+        setattr(mod, name, routed(real, simulated))
     try:
-        for mod, name, repl in _PATCHES:
-            setattr(mod, name, repl)
         yield
     finally:
-        for mod, name, orig in saved:
-            setattr(mod, name, orig)
+        for mod, name, real in saved:
+            setattr(mod, name, real)
 
 
-def run_script(path: Path, args: list[str], results_root: Path | None = None) -> int:
-    """Run ``path`` as ``__main__`` with ``args``; networks it starts write results/<script>."""
-    if not path.is_file():
-        raise MininetError(f"{path}: no such script")
-    argv = sys.argv
-    sys.argv = [str(path), *args]
-    Mininet.results_root, Mininet.name = results_root, path.stem
+@contextmanager
+def mininet_modules() -> Iterator[None]:
+    """``import mininet.net`` finds ``bufferlab.mininet.net`` while the script runs."""
+    added = {}
+    pkg = importlib.import_module(__package__ or "bufferlab.mininet")
+    added["mininet"] = pkg
+    for m in MODULES:
+        added[f"mininet.{m}"] = importlib.import_module(f"{pkg.__name__}.{m}")
+    saved = {k: sys.modules.get(k) for k in added}
+    sys.modules.update(added)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+
+def _fresh(root: Path) -> None:
+    """The results folder afresh, a previous one removed (the script's own files are in it)."""
+    if os.path.lexists(root):
+        remove_tree(root)
+    root.mkdir(parents=True)
+
+
+def run_script(script: Path, args: list[str], results: Path, seed: int = 1, report: bool = True) -> int:
+    script = script.resolve()
+    if not script.is_file():
+        raise BufferlabError(f"{script}: no such script")
+    slug = script.stem
+    root = results.resolve() / slug
+    _fresh(root)
+    net_mod.results_in(results.resolve(), slug, seed, fresh=False)
+    cwd, argv = os.getcwd(), sys.argv
     status = 0
     try:
-        with simulated_world():
-            runpy.run_path(str(path), run_name="__main__")
+        os.chdir(root)
+        sys.argv = [str(script), *args]
+        with mininet_modules(), simulated_process(script.parent):
+            runpy.run_path(str(script), run_name="__main__")
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BufferlabError as e:
+        print(f"{_script_line(e, script)}error: {e}", file=sys.stderr)
+        status = 2
     finally:
+        os.chdir(cwd)
         sys.argv = argv
-        if clock._session is not None:  # the script forgot net.stop(): its results are still written
-            clock._session.close()
-            clock.attach(None)
-        Mininet.results_root, Mininet.name = None, "mininet"
+        for s in list(clock._current):  # a network the script left running
+            clock.detach(s)
+            s.close()
+        net_mod.results_in(Path("results"), "mininet")
+    if (root / "summary.json").is_file():
+        after_run(root, report=report, echo=lambda s: print(s, file=sys.stderr))
+    print(f"{script.name}: results in {root}", file=sys.stderr)
     return status
 
 
-__all__ = ["run_script", "simulated_world"]
+def _script_line(e: BaseException, script: Path) -> str:
+    """``SCRIPT:LINE: `` of the script's innermost line in the traceback."""
+    where = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == script]
+    return f"{script.name}:{where[-1].lineno}: " if where else ""
+
+
+__all__ = ["run_script", "simulated_process", "mininet_modules"]

@@ -1,188 +1,185 @@
-"""One simulated network driven line by line: what ``Mininet.start()`` builds.
+"""A live simulation that Python code types shell lines into, one at a time.
 
-A scenario runs its parts' lines on its own; a Mininet script types one line at a
-time and waits for it (``node.cmd``) or lets simulated time pass (``clock.sleep``).
-This wraps the scenario runner (run/scheduler.py) so a line goes through exactly the
-same parsing and program dispatch as a scenario line, in one open-ended part named
-``mininet``; the results folder is a scenario's (terminal logs, summary.json).
+The scenario runner (run/scheduler.py) runs a file of parts; a Mininet script
+instead builds its network once (``net.start()``) and then types lines into
+hosts while its own Python code runs in between. A :class:`Session` owns one
+``Runner`` and ``Scheduler`` with a single open-ended part named ``mininet``:
+each line goes through the same preparation and program dispatch as a scenario
+line (``Runner._prepare_line`` and ``_terminal_proc``), and the engine is
+advanced only as far as the caller waits (a foreground line's end, or
+``clock.sleep``). The results folder is a scenario's: ``summary.json``, the
+terminals' logs (``mininet/<node>/terminal.log``) and the report.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import BufferlabError, CommandError
-from ..outputs.report import after_run
-from ..profile import PROFILES
-from ..run.context import NS, PartState, Terminal
+from ..errors import BufferlabError
+from ..run.context import NS, PartState, Terminal, WaitApp, WaitUntil
 from ..run.engine import Engine
 from ..run.scheduler import DEFAULT_STOP_AT_S, Runner, Scheduler, _Owner
-from ..safefs import ensure_dir, remove_tree
-from ..scenario.load import Command, LinkSpec, Part, Scenario, _slug
+from ..safefs import ensure_dir, open_write, remove_tree
+from ..scenario.load import Command, Part, Scenario
 
-#: the part every line of a script belongs to
-PART = "mininet"
-
-
-def caller() -> str:
-    """``FILE:LINE`` of the user code that called into bufferlab.mininet."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    frame = sys._getframe(1)
-    while frame.f_back is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
-        frame = frame.f_back
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+PART_NAME = "mininet"
 
 
 class MininetError(BufferlabError):
-    """A Mininet API call bufferlab cannot honour (bad argument, unknown node, ...)."""
+    """A Mininet API call bufferlab cannot honour; the message says what and why."""
+
+
+class Job:
+    """One line typed into a node: its output so far and, once it ended, its status."""
+
+    def __init__(self, session: Session, term: Terminal, first_entry: int, owner: _Owner) -> None:
+        self.session = session
+        self.term = term
+        #: what the scheduler's entries of this line carry (other lines of the node have their own)
+        self.owner = owner
+        self.first_entry = first_entry
+        self.status: int | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.status is not None
+
+    def output(self) -> str:
+        """What the line printed to its terminal (its ``$`` echo left out)."""
+        return "".join(self.term.transcript[self.first_entry + 1:])
+
+    def wait(self, limit_s: float = DEFAULT_STOP_AT_S) -> int:
+        """Advance simulated time until the line ends (at most ``limit_s`` seconds)."""
+        self.session.run_until(lambda: self.done, limit_s, self.term.name)
+        assert self.status is not None
+        return self.status
+
+    def interrupt(self) -> None:
+        """Ctrl-C what the line runs (it prints what the tool prints then)."""
+        s = self.session
+        s.sched._interrupt([e for e in s.sched.waiting if e[4] is self.owner])
+        s.sched._drain()
 
 
 class Session:
-    def __init__(self, name: str, hosts: list[str], switches: list[str], links: list[LinkSpec],
-                 results_root: Path | None = None, seed: int = 1) -> None:
-        part = Part(PART, [], None, 0)
-        sc = Scenario(path=Path(f"{name}.py"), name=name, slug=_slug(name), seed=seed,
-                      profile=PROFILES["lab2019"], arp=True, gso=True, hosts=hosts, switches=switches,
-                      routers=[], links=links, parts=[part])
-        self.runner = Runner(sc, results_root, progress=False)
-        self.part = part
-        self.runner.lines[PART] = []
-        eng = self.runner.engine = Engine(self.runner.topo.engine_config)
-        self.engine = eng
-        self.runner._fresh_root()
-        self.runner.observation.start_run(eng)
-        self.runner.started_unix = time.time()
-        self.runner._wall0 = self._wall0 = time.perf_counter()
-        self.sched = Scheduler(self.runner)
-        self.state = PartState(part, 0)
-        self.runner.part_states.append(self.state)
+    def __init__(self, scenario: Scenario, results_root: Path | None = None,
+                 echo: Callable[[str], None] | None = None, fresh: bool = True) -> None:
+        """``fresh``: move a previous run's folder aside as ``bufferlab run`` does; False when
+        the caller made the folder already (``bufferlab mininet`` runs the script in it)."""
+        self.runner = Runner(scenario, results_root, progress=False, echo=echo)
+        self.runner.check()
+        r = self.runner
+        r.engine = Engine(r.topo.engine_config)
+        if fresh:
+            r._fresh_root()
+        else:
+            r.root.mkdir(parents=True, exist_ok=True)
+        r.observation.start_run(r.engine)
+        r.started_unix = time.time()
+        self._wall0 = time.perf_counter()
+        self.sched = Scheduler(r)
+        self.part = Part(PART_NAME, [], None, 0)
+        self.state = PartState(self.part, 0)
+        r.part_states.append(self.state)
         self.sched.begin_part(self.state)
-        self.part_dir = self.runner.root / PART
-        self.runner.observation.start_part(self.part_dir, [])
+        r.observation.start_part(r.root / PART_NAME, [])
         self.terminals: dict[str, Terminal] = {}
         self._index = 0
-        self._pid = 0
-        #: each terminal's latest line owner (popen's terminate finds its jobs by it)
-        self._owners: dict[int, _Owner] = {}
+        self._warned = 0
         self.closed = False
 
     @property
-    def now_s(self) -> float:
-        return self.engine.now_ns / NS
+    def root(self) -> Path:
+        return self.runner.root
 
-    def terminal(self, node: str) -> Terminal:
+    @property
+    def now_ns(self) -> int:
+        assert self.runner.engine is not None
+        return self.runner.engine.now_ns
+
+    def _terminal(self, node: str) -> Terminal:
         if node not in self.terminals:
-            home = self.part_dir / node
-            ensure_dir(home, self.runner.root)
-            self.terminals[node] = Terminal(node, home, home)
-            self.runner._terminals.append(self.terminals[node])
+            # a node's redirects (``> ping.txt``) land in the results folder, where the
+            # script runs: Mininet's hosts share the machine's file system and cwd
+            self.terminals[node] = Terminal(node, self.root, self.root)
         return self.terminals[node]
 
-    def start_line(self, node: str, text: str, term: Terminal | None = None,
-                   foreground: bool = True) -> list[int]:
-        """Type ``text`` into ``node``'s shell; the returned list gets the exit status
-        when the line is done (at once for a line ending in ``&``)."""
+    def start(self, node: str, line: str, background: bool = False) -> Job:
+        """Type ``line`` into ``node``'s terminal; run it up to its first wait.
+
+        A ``background`` line (``popen``) is a process of its own, as in Mininet: a later
+        line typed into the node does not Ctrl-C it."""
         if self.closed:
-            raise MininetError(f"{node}: cmd({text!r}) after net.stop()")
+            raise MininetError(f"{node}: `{line}`: the network was stopped (net.stop()); start a new one")
         self._index += 1
-        # errors name the script line that typed the command, the node, then the column in it
-        cmd = Command(terminal=node, text=text, line=1, col=1, index=self._index,
-                      file=f"{caller()}: {node}")
-        try:
-            pl = self.runner._prepare_line(cmd)
-        except CommandError as e:
-            raise MininetError(str(e)) from None
-        term = term or self.terminal(node)
-        owner = _Owner(node, foreground=foreground)
-        self._owners[id(term)] = owner
-        done: list[int] = []
+        cmd = Command(node, line, self._index, 1, self._index, f"<{node}>")
+        pl = self.runner._prepare_line(cmd)
+        for w in self.runner.warnings[self._warned:]:
+            self.runner.echo(w)
+        self._warned = len(self.runner.warnings)
+        term = self._terminal(node)
+        owner = _Owner(node, foreground=not background)
+        job = Job(self, term, len(term.transcript), owner)
 
-        def job() -> Generator[Any, Any, int]:
-            status = yield from self.runner._terminal_proc(self.sched, self.state, term, [pl], owner)
-            done.append(status)
-            return status
+        def proc() -> Any:
+            job.status = yield from self.runner._terminal_proc(self.sched, self.state, term, [pl], owner)
 
-        self.sched.spawn(job(), self._index, owner)
+        self.sched.spawn(proc(), self._index, owner)
         self.sched._drain()
-        return done
+        return job
 
-    def run_until(self, finished: Callable[[], bool], what: str) -> None:
-        """Advance simulated time until ``finished()``; a line that can only end by
-        Ctrl-C (``ping`` without ``-c``) would hang Mininet: here it is an error."""
-        sched, eng = self.sched, self.engine
+    def run_until(self, ready: Callable[[], bool], limit_s: float, what: str, fail: bool = True) -> None:
+        """Advance simulated time until ``ready()`` (or ``limit_s`` seconds passed: an
+        error if ``fail``)."""
+        eng = self.runner.engine
+        assert eng is not None
+        stop = eng.now_ns + round(limit_s * NS)
         while True:
-            sched._drain()
-            if finished():
+            self.sched._drain()
+            if ready():
                 return
-            instant = sched.waiting.next_instant()
-            if instant is None and not sched.waiting.has_finite():
-                raise MininetError(
-                    f"{what} runs until interrupted, so cmd() would never return; "
-                    "end it with '&' (and kill it later) or give it an end (ping -c N, iperf -t N)")
-            cap = eng.now_ns + int(DEFAULT_STOP_AT_S * NS)
-            sched._advance(min(instant, cap) if instant is not None else cap)
-
-    def run_until_or(self, finished: Callable[[], bool], end_ns: int) -> None:
-        """Advance simulated time until ``finished()`` or ``end_ns``, whichever comes first."""
-        sched, eng = self.sched, self.engine
-        while True:
-            sched._drain()
-            if finished() or eng.now_ns >= end_ns:
-                return
-            instant = sched.waiting.next_instant()
-            sched._advance(min(instant, end_ns) if instant is not None else end_ns)
-
-    def new_terminal(self, node: str) -> Terminal:
-        """A terminal of its own for one ``popen`` (its output apart from the shell's)."""
-        self._pid += 1
-        home = self.part_dir / node / f"popen-{self._pid}"
-        ensure_dir(home, self.runner.root)
-        term = Terminal(node, home, home)
-        self.runner._terminals.append(term)
-        return term
-
-    def next_pid(self) -> int:
-        return 1000 + self._pid
-
-    def interrupt_terminal(self, term: Terminal) -> None:
-        """Ctrl-C the line a ``popen`` started (its jobs wait under that terminal's owner)."""
-        entries = [e for e in self.sched.waiting if e[4] is self._owners.get(id(term))]
-        self.sched._interrupt(entries)
-        self.sched._drain()
+            if eng.now_ns >= stop:
+                if not fail:
+                    return
+                raise MininetError(f"{what}: still running after {limit_s:g} s of simulated time; "
+                                   "a command that never ends needs `&` or popen()")
+            waits = [w.t_ns for *_, w, _o in self.sched.waiting if isinstance(w, WaitUntil)]
+            self.sched._advance(min([*waits, stop]))
 
     def sleep(self, seconds: float) -> None:
+        """The network runs on for ``seconds`` of simulated time; what runs goes on."""
         if seconds < 0:
-            raise MininetError(f"sleep({seconds}): a duration of at least 0 s")
+            raise MininetError(f"sleep({seconds!r}): a duration cannot be negative")
         self.sched.idle(round(seconds * NS))
 
-    def interrupt(self, node: str) -> None:
-        """Ctrl-C ``node``'s foreground line (``sendInt``)."""
-        self.sched._interrupt(self.sched.waiting.foreground(node))
-        self.sched._drain()
-
-    def close(self, report: bool = True) -> dict[str, Any]:
-        """Ctrl-C what still runs; write the terminal logs, summary.json, and (``report``)
-        the tables and the HTML report as ``bufferlab run`` does."""
+    def close(self) -> dict[str, Any]:
+        """Ctrl-C what still runs and write the results folder (summary.json, logs)."""
         if self.closed:
             return {}
         self.closed = True
-        runner = self.runner
+        r, eng = self.runner, self.runner.engine
+        assert eng is not None
         self.sched.end_scenario()
-        for term in runner._terminals:
-            term.flush()
-        observed = runner.observation.end_part()
-        runner.part_reports.append({"name": PART, "start_ns": 0, "end_ns": self.engine.now_ns,
-                                    "queues": self.state.queue_files, **observed,
-                                    **runner._part_counters()})
-        runner._part_results(0)
-        runner.observation.end_run()
-        summary = runner._write_summary(time.perf_counter() - self._wall0, None)
-        if runner.prev_root is not None:
-            remove_tree(runner.prev_root)
-        after_run(runner.root, report=report)
+        counters = r._part_counters()
+        observed = r.observation.end_part()
+        peaks = {d: p for d, p in eng.peak_backlogs().items() if d in counters["qdiscs"]}
+        observed["peak_backlog"] = {**peaks, **observed["peak_backlog"]}
+        r.part_reports.append({"name": PART_NAME, "start_ns": 0, "end_ns": eng.now_ns,
+                               "queues": self.state.queue_files, **observed, **counters})
+        r._part_results(0)
+        r.observation.end_run()
+        for node, term in self.terminals.items():
+            home = r.root / PART_NAME / node
+            ensure_dir(home, r.root)
+            with open_write(home / "terminal.log") as f:
+                f.write("".join(term.transcript))
+        summary = r._write_summary(time.perf_counter() - self._wall0, None)
+        if r.prev_root is not None:
+            remove_tree(r.prev_root)  # as after a completed scenario run
         return summary
+
+    def running_apps(self) -> list[int]:
+        return [w.app_id for *_, w, _o in self.sched.waiting if isinstance(w, WaitApp)]

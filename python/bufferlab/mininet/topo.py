@@ -1,65 +1,74 @@
-"""mininet/topo.py's ``Topo``: a description of nodes and links, built by ``build()``."""
+"""mininet/topo.py's interface: ``Topo`` (a graph of named nodes and links with their
+options) and the built-in ``SingleSwitchTopo``, ``LinearTopo``, ``MinimalTopo``.
+
+As in Mininet, ports are numbered when ``addLink`` is called (hosts from 0,
+switches from 1), so interface names follow the order the script adds links.
+"""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .session import MininetError
-
-
-def natural(text: str) -> list[Any]:
-    """Mininet's natural order: h2 before h10."""
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(text))]
+from .util import irange, natural
 
 
 class Topo:
-    """Subclass and override ``build(self, ...)``; Mininet builds the network from it."""
-
     def __init__(self, *args: Any, **params: Any) -> None:
+        self.hopts: dict[str, Any] = params.pop("hopts", {})
+        self.sopts: dict[str, Any] = params.pop("sopts", {})
+        self.lopts: dict[str, Any] = params.pop("lopts", {})
         self._nodes: dict[str, dict[str, Any]] = {}
         self._links: list[tuple[str, str, dict[str, Any]]] = []
-        self.hopts = params.pop("hopts", {})
-        self.sopts = params.pop("sopts", {})
-        self.lopts = params.pop("lopts", {})
+        self._ports: dict[str, dict[int, tuple[str, int]]] = {}
         self.build(*args, **params)
 
     def build(self, *args: Any, **params: Any) -> None:
-        """Override to add hosts, switches and links."""
+        """Override to add nodes and links."""
 
-    def addNode(self, name: str, **opts: Any) -> str:  # noqa: N802 (Mininet's names)
+    def addNode(self, name: str, **opts: Any) -> str:  # noqa: N802
         if not isinstance(name, str) or not name:
-            raise MininetError(f"addHost/addSwitch({name!r}): a node name is a non-empty string such as 'h1'")
+            raise MininetError(f"node name {name!r}: expected a non-empty string such as 'h1'")
         if name in self._nodes:
-            raise MininetError(f"node {name!r} added twice")
+            raise MininetError(f"node {name!r} is added twice")
         self._nodes[name] = opts
+        self._ports[name] = {}
         return name
 
     def addHost(self, name: str, **opts: Any) -> str:  # noqa: N802
-        return self.addNode(name, **{**self.hopts, **opts})
+        return self.addNode(name, **(opts or self.hopts))
 
     def addSwitch(self, name: str, **opts: Any) -> str:  # noqa: N802
-        return self.addNode(name, isSwitch=True, **{**self.sopts, **opts})
+        return self.addNode(name, isSwitch=True, **(opts or self.sopts))
 
     def addLink(self, node1: str, node2: str, port1: int | None = None, port2: int | None = None,  # noqa: N802
-                key: Any = None, **opts: Any) -> Any:
+                key: Any = None, **opts: Any) -> str:
         for n in (node1, node2):
             if n not in self._nodes:
-                raise MininetError(f"addLink({node1!r}, {node2!r}): no node {n!r} in the topology; "
-                                   "add it with addHost/addSwitch first")
-        info = {**self.lopts, **opts}
-        if port1 is not None:
-            info["port1"] = port1
-        if port2 is not None:
-            info["port2"] = port2
+                raise MininetError(f"addLink({node1!r}, {node2!r}): no node {n!r}; add it first with "
+                                   "addHost/addSwitch")
+        if port1 is None:
+            port1 = self._newport(node1)
+        if port2 is None:
+            port2 = self._newport(node2)
+        self._ports[node1][port1] = (node2, port2)
+        self._ports[node2][port2] = (node1, port1)
+        info = {**(opts or self.lopts), "node1": node1, "node2": node2,
+                "port1": port1, "port2": port2}
         self._links.append((node1, node2, info))
-        return key if key is not None else len(self._links) - 1
+        return key if key is not None else str(len(self._links))
+
+    def _newport(self, node: str) -> int:
+        base = 1 if self.isSwitch(node) else 0
+        used = self._ports[node]
+        return max(used) + 1 if used else base
+
+    def isSwitch(self, n: str) -> bool:  # noqa: N802
+        return bool(self._nodes[n].get("isSwitch"))
 
     def nodes(self, sort: bool = True) -> list[str]:
-        return sorted(self._nodes, key=natural) if sort else list(self._nodes)
-
-    def isSwitch(self, name: str) -> bool:  # noqa: N802
-        return bool(self._nodes[name].get("isSwitch"))
+        names = list(self._nodes)
+        return sorted(names, key=natural) if sort else names
 
     def hosts(self, sort: bool = True) -> list[str]:
         return [n for n in self.nodes(sort) if not self.isSwitch(n)]
@@ -68,13 +77,12 @@ class Topo:
         return [n for n in self.nodes(sort) if self.isSwitch(n)]
 
     def links(self, sort: bool = False, withKeys: bool = False, withInfo: bool = False) -> list[Any]:  # noqa: N803
-        rows = list(enumerate(self._links))
-        if sort:  # alphabetically by the pair, each link keeping its (src, dst) order
-            rows.sort(key=lambda r: sorted((natural(r[1][0]), natural(r[1][1]))))
-        out: list[Any] = []
-        for key, (a, b, info) in rows:
-            out.append((a, b) + ((key,) if withKeys else ()) + ((info,) if withInfo else ()))
-        return out
+        links = list(self._links)
+        if sort:
+            links.sort(key=lambda x: (natural(x[0]), natural(x[1])))
+        if withInfo:
+            return links
+        return [(a, b) for a, b, _ in links]
 
     def nodeInfo(self, name: str) -> dict[str, Any]:  # noqa: N802
         return self._nodes[name]
@@ -83,49 +91,37 @@ class Topo:
         for a, b, info in self._links:
             if {a, b} == {src, dst}:
                 return info
-        raise MininetError(f"no link between {src} and {dst}")
+        raise MininetError(f"no link between {src!r} and {dst!r}")
 
 
 class SingleSwitchTopo(Topo):
-    """One switch s1 and hosts h1..hk."""
+    """k hosts h1..hk on switch s1."""
 
     def build(self, k: int = 2, **_opts: Any) -> None:
         self.k = k
         switch = self.addSwitch("s1")
-        for h in range(1, k + 1):
+        for h in irange(1, k):
             self.addLink(self.addHost(f"h{h}"), switch)
 
 
-class SingleSwitchReversedTopo(Topo):
-    """SingleSwitchTopo with h1 on the highest port."""
-
-    def build(self, k: int = 2) -> None:
-        self.k = k
-        switch = self.addSwitch("s1")
-        for h in range(1, k + 1):
-            self.addLink(self.addHost(f"h{h}"), switch, port1=0, port2=k - h + 1)
-
-
 class MinimalTopo(SingleSwitchTopo):
-    """Two hosts on one switch (``mn``'s default)."""
-
     def build(self) -> None:  # type: ignore[override]
-        super().build(k=2)
+        SingleSwitchTopo.build(self, k=2)
 
 
 class LinearTopo(Topo):
-    """k switches in a line, n hosts on each (``hI`` for n = 1, else ``hJsI``)."""
+    """k switches in a chain, n hosts on each (h1.. if n == 1, else hJsI)."""
 
     def build(self, k: int = 2, n: int = 1, **_opts: Any) -> None:
         self.k, self.n = k, n
         last = None
-        for i in range(1, k + 1):
+        for i in irange(1, k):
             switch = self.addSwitch(f"s{i}")
-            for j in range(1, n + 1):
+            for j in irange(1, n):
                 self.addLink(self.addHost(f"h{i}" if n == 1 else f"h{j}s{i}"), switch)
             if last:
                 self.addLink(switch, last)
             last = switch
 
 
-__all__ = ["Topo", "SingleSwitchTopo", "SingleSwitchReversedTopo", "MinimalTopo", "LinearTopo"]
+__all__ = ["Topo", "SingleSwitchTopo", "MinimalTopo", "LinearTopo"]

@@ -1,24 +1,23 @@
-"""mininet/topolib.py: ``TreeTopo`` (and ``TreeNet``)."""
+"""mininet/topolib.py's interface: ``TreeTopo`` and ``TreeNet``."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .net import Mininet
-from .session import MininetError
 from .topo import Topo
 
 
 class TreeTopo(Topo):
-    """A tree of switches ``depth`` deep, ``fanout`` children each; hosts are the leaves."""
+    """A tree of switches ``depth`` levels deep, each with ``fanout`` children; hosts at the
+    leaves. Switches and hosts are numbered depth-first, as Mininet numbers them."""
 
-    def build(self, depth: int = 1, fanout: int = 2) -> None:
-        self.hostNum = 1
-        self.switchNum = 1
+    def build(self, depth: int = 1, fanout: int = 2) -> None:  # type: ignore[override]
+        self.hostNum = 1  # noqa: N815
+        self.switchNum = 1  # noqa: N815
         self.addTree(depth, fanout)
 
-    def addTree(self, depth: int, fanout: int) -> str:  # noqa: N802 (Mininet's name)
-        """Add a subtree (depth first, as Mininet numbers it); return its root."""
+    def addTree(self, depth: int, fanout: int) -> str:  # noqa: N802
         if depth > 0:
             node = self.addSwitch(f"s{self.switchNum}")
             self.switchNum += 1
@@ -30,15 +29,8 @@ class TreeTopo(Topo):
         return node
 
 
-def TreeNet(depth: int = 1, fanout: int = 2, **kwargs: Any) -> Any:  # noqa: N802
+def TreeNet(depth: int = 1, fanout: int = 2, **kwargs: Any) -> Any:  # noqa: N802 (Mininet's name)
     return Mininet(TreeTopo(depth, fanout), **kwargs)
 
 
-class TorusTopo(Topo):
-    """Not supported yet: a torus needs loops, which learning switches without STP flood forever."""
-
-    def build(self, *args: Any, **params: Any) -> None:
-        raise MininetError("TorusTopo is not supported yet (switch loops need STP)")
-
-
-__all__ = ["TreeTopo", "TreeNet", "TorusTopo"]
+__all__ = ["TreeTopo", "TreeNet"]

@@ -1,37 +1,77 @@
-"""mininet/util.py's helpers that scripts use."""
+"""mininet/util.py's interface that scripts use: ``quietRun``, ``dumpNodeConnections``,
+``ipAdd``, ``ipStr``, ``macColonHex``, ``irange``, ``natural``, ``custom``, and the
+``Popen`` object ``Node.popen`` returns."""
 
 from __future__ import annotations
 
-import ipaddress
+import re
+import subprocess
+from functools import partial
 from typing import Any
 
 from . import clock
 from .log import output
-from .node import ROOT, Node, Switch
+from .session import Job, MininetError, Session
 
 
-def quietRun(cmd: str | list[str], **kwargs: Any) -> str:  # noqa: N802 (Mininet's names)
-    """Run ``cmd`` in the root namespace of the running network; return its output."""
-    text = " ".join(cmd) if isinstance(cmd, list) else cmd
-    session = clock.current()
-    term = session.terminal(ROOT)
-    start = len(term.transcript) + 1
-    done = session.start_line(ROOT, text)
-    session.run_until(lambda: bool(done), text)
-    return "".join(term.transcript[start:])
+def ipStr(ip: int) -> str:  # noqa: N802
+    return ".".join(str((ip >> s) & 0xFF) for s in (24, 16, 8, 0))
 
 
-def dumpNodeConnections(nodes: list[Node]) -> None:  # noqa: N802
-    """``h1 h1-eth0:s1-eth1`` per node, as Mininet prints it."""
+def ipNum(w: int, x: int, y: int, z: int) -> int:  # noqa: N802
+    return (w << 24) | (x << 16) | (y << 8) | z
+
+
+def ipParse(ip: str) -> int:  # noqa: N802
+    return ipNum(*(int(p) for p in ip.split(".")))
+
+
+def ipAdd(i: int, prefixLen: int = 8, ipBaseNum: int = 0x0A000000) -> str:  # noqa: N802, N803
+    """Address number ``i`` of the subnet ``ipBaseNum/prefixLen`` (Mininet's host numbering)."""
+    imax = 0xFFFFFFFF >> prefixLen
+    if not 0 <= i <= imax:
+        raise MininetError(f"ipAdd({i}): not enough addresses in a /{prefixLen} (at most {imax})")
+    mask = 0xFFFFFFFF ^ imax
+    return ipStr((ipBaseNum & mask) + i)
+
+
+def netParse(ipstr: str) -> tuple[int, int]:  # noqa: N802
+    ip, _, prefix = ipstr.partition("/")
+    return ipParse(ip), int(prefix) if prefix else 24
+
+
+def macColonHex(mac: int) -> str:  # noqa: N802
+    return ":".join(f"{(mac >> s) & 0xFF:02x}" for s in range(40, -8, -8))
+
+
+def irange(start: int, end: int) -> range:
+    """Mininet's inclusive range."""
+    return range(start, end + 1)
+
+
+def natural(text: str) -> list[Any]:
+    """A sort key that orders h2 before h10."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(text))]
+
+
+def naturalSeq(t: Any) -> list[Any]:  # noqa: N802
+    return [natural(x) for x in t]
+
+
+def custom(cls: Any, **params: Any) -> Any:
+    """A constructor of ``cls`` with ``params`` as defaults (``custom(TCLink, bw=10)``)."""
+    return partial(cls, **params)
+
+
+def dumpNodeConnections(nodes: Any) -> None:  # noqa: N802
+    """For each node, its interfaces and what each connects to (``h1 h1-eth0:s1-eth1``)."""
     for node in nodes:
         output(node.name)
-        if isinstance(node, Switch):
-            output(" lo: ")  # a switch's port 0 is its loopback, listed first by Mininet
         for intf in node.intfList():
             output(f" {intf}:")
-            if intf.link is not None:
-                other = intf.link.intf2 if intf.link.intf1 is intf else intf.link.intf1
-                output(str(other))
+            link = intf.link
+            if link is not None:
+                output(str(link.intf2 if link.intf1 is intf else link.intf1))
             else:
                 output(" ")
         output("\n")
@@ -41,53 +81,89 @@ def dumpNetConnections(net: Any) -> None:  # noqa: N802
     dumpNodeConnections(net.controllers + net.switches + net.hosts)
 
 
-def ipStr(ip: int) -> str:  # noqa: N802
-    return str(ipaddress.IPv4Address(ip))
+def quietRun(cmd: str | list[str], **kwargs: Any) -> str:  # noqa: N802
+    """Run ``cmd`` in the simulation's root namespace (the ``admin`` terminal) and return its output."""
+    if not clock._current:
+        raise MininetError(f"quietRun({cmd!r}): no network is running; start one with net.start() first")
+    line = " ".join(cmd) if isinstance(cmd, list) else cmd
+    job = clock._current[0].start("admin", line)
+    job.wait()
+    return job.output()
 
 
-def ipParse(ip: str) -> int:  # noqa: N802
-    return int(ipaddress.IPv4Address(ip))
+class Popen:
+    """``subprocess.Popen``'s interface over a line running in the simulation."""
+
+    def __init__(self, session: Session, terminal: str, line: str, stdout: Any = None, stderr: Any = None,
+                 text: bool | None = None, universal_newlines: bool | None = None,
+                 encoding: str | None = None, shell: bool = False, **_kwargs: Any) -> None:
+        self.args = line
+        self._text = bool(text or universal_newlines or encoding)
+        self._job: Job = session.start(terminal, line, background=True)
+        self._read = 0
+        self.pid = 0
+        self.stdout = _Stream(self)
+        self.stderr = _Stream(self, empty=True)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._job.status
+
+    def poll(self) -> int | None:
+        return self._job.status
+
+    def wait(self, timeout: float | None = None) -> int:
+        if timeout is None:
+            return self._job.wait()
+        self._job.session.run_until(lambda: self._job.done, timeout, self.args, fail=False)
+        if not self._job.done:
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        return self._job.status  # type: ignore[return-value]
+
+    def communicate(self, input: Any = None, timeout: float | None = None) -> tuple[Any, Any]:  # noqa: A002
+        self.wait(timeout)
+        return self._take(), (b"" if not self._text else "")
+
+    def _take(self) -> Any:
+        text = self._job.output()[self._read:]
+        self._read += len(text)
+        return text if self._text else text.encode()
+
+    def terminate(self) -> None:
+        """As Ctrl-C: the tool prints what it prints then (ping its statistics)."""
+        if not self._job.done:
+            self._job.interrupt()
+
+    kill = terminate
+
+    def send_signal(self, sig: int) -> None:
+        self.terminate()
 
 
-def ipAdd(i: int, prefixLen: int = 8, ipBaseNum: int = 0x0A000000) -> str:  # noqa: N802, N803
-    """Address ``i`` of the network ``ipBaseNum/prefixLen`` (host number ``i`` from 1)."""
-    limit = 0xFFFFFFFF >> prefixLen
-    if not 0 <= i <= limit:
-        raise ValueError(f"ipAdd({i}): at most {limit} addresses in a /{prefixLen}")
-    return ipStr((ipBaseNum & (0xFFFFFFFF ^ limit)) + i)
+class _Stream:
+    """``proc.stdout``: read what the line printed so far."""
+
+    def __init__(self, proc: Popen, empty: bool = False) -> None:
+        self.proc, self.empty = proc, empty
+
+    def read(self, n: int = -1) -> Any:
+        if self.empty:
+            return "" if self.proc._text else b""
+        self.proc.wait()
+        return self.proc._take()
+
+    def readline(self) -> Any:
+        if self.empty:
+            return "" if self.proc._text else b""
+        self.proc.wait()
+        data = self.proc._job.output()[self.proc._read:]
+        line = data[:data.index("\n") + 1] if "\n" in data else data
+        self.proc._read += len(line)
+        return line if self.proc._text else line.encode()
+
+    def close(self) -> None:
+        pass
 
 
-def netParse(ipstr: str) -> tuple[int, int]:  # noqa: N802
-    """``'10.0.0.0/8'`` -> (address as int, prefix length); no prefix means /24 as in Mininet."""
-    ip, _, plen = ipstr.partition("/")
-    return ipParse(ip), int(plen) if plen else 24
-
-
-def macColonHex(mac: int) -> str:  # noqa: N802
-    return ":".join(f"{(mac >> s) & 0xFF:02x}" for s in range(40, -8, -8))
-
-
-def fmtBps(bps: float | str, prefix: str = "", fmt: str = "%.1f %sbits/sec") -> str:  # noqa: N802
-    """iperf-style rate text (decimal prefixes), as Mininet's iperf() results print."""
-    value = float(bps)
-    scale = ["", "K", "M", "G", "T", "P"]
-    k = scale.index(prefix) if prefix in scale else 0
-    if not prefix:
-        while k < len(scale) - 1 and value >= 1000 ** (k + 1):
-            k += 1
-    return fmt % (value / 1000 ** k, scale[k])
-
-
-def waitListening(client: Any = None, server: Any = "127.0.0.1", port: int = 80,  # noqa: N802
-                  timeout: float | None = None) -> bool:
-    """True: a server started by an earlier line listens before the next line runs
-    (lines run in order at one simulated instant)."""
-    return True
-
-
-def irange(start: int, end: int) -> range:
-    return range(start, end + 1)
-
-
-__all__ = ["quietRun", "dumpNodeConnections", "dumpNetConnections", "ipAdd", "ipStr", "ipParse", "netParse",
-           "macColonHex", "fmtBps", "waitListening", "irange"]
+__all__ = ["ipStr", "ipNum", "ipParse", "ipAdd", "netParse", "macColonHex", "irange", "natural", "naturalSeq",
+           "custom", "dumpNodeConnections", "dumpNetConnections", "quietRun", "Popen"]

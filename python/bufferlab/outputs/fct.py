@@ -101,9 +101,9 @@ def plot_fct(series: dict[str, list[dict[str, Any]]], path: Path, title: str) ->
         bins: dict[int, list[float]] = {}
         for size, fct in done:
             bins.setdefault(int(math.log2(max(size, 1))), []).append(fct)
-        keys = sorted(bins)
-        ax.plot([2.0 ** (k + 0.5) for k in keys], [quantile(bins[k], 0.5) for k in keys], color=colour,
-                lw=1.8, label=f"{label} (median)")
+        medians = [(2.0 ** (k + 0.5), m) for k in sorted(bins) if (m := quantile(bins[k], 0.5)) is not None]
+        ax.plot([x for x, _ in medians], [m for _, m in medians], color=colour, lw=1.8,
+                label=f"{label} (median)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("Flow size (bytes)")

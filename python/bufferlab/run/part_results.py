@@ -96,7 +96,9 @@ def part_results(
             fct.append({"node": a.terminal, "where": a.where, "command": a.simple or a.command,
                         "buckets": fct_summary(fct_rows(r))})
         elif a.kind == "iperf3_server" and not r.get("tests"):
-            warnings.append(f"warning: {a.where}: {a.terminal}: iperf3 -s (port {r.get('port')}) never saw a "
+            # iperf 2 servers run on the same application
+            prog = "iperf" if (a.simple or a.command).startswith("iperf ") else "iperf3"
+            warnings.append(f"warning: {a.where}: {a.terminal}: {prog} -s (port {r.get('port')}) never saw a "
                             "client before it was stopped")
     qdiscs = []
     peaks = report.get("peak_backlog", {})

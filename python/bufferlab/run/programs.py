@@ -18,6 +18,7 @@ from typing import Any
 from ..commands import ethtool as ethtool_cmd
 from ..commands import flows as flows_cmd
 from ..commands import generators as gen_cmd
+from ..commands import iperf2 as iperf2_cmd
 from ..commands import iperf3 as iperf3_cmd
 from ..commands import ns3 as ns3_cmd
 from ..commands import ping as ping_cmd
@@ -25,6 +26,7 @@ from ..commands import sysctl as sysctl_cmd
 from ..commands.shell import SimpleCommand, Word
 from ..commands.tc import TcQdiscRequest, TcShow, parse_tc, tc_show_text
 from ..errors import CommandError, Diagnostics, NotSupportedError
+from ..formats import iperf2 as iperf2_fmt
 from ..formats import iperf3 as iperf3_fmt
 from ..formats import ping as ping_fmt
 from ..formats import queue as queue_fmt
@@ -371,6 +373,69 @@ def _iperf3_client(node: str, cmd: iperf3_cmd.Iperf3Client) -> Prepared:
     return run
 
 
+# ---------------------------------------------------------------------- iperf (2)
+
+
+def _prep_iperf(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    node = pc.require_node(words[0], "iperf")
+    cmd = iperf2_cmd.parse_iperf(words)
+    if isinstance(cmd, iperf2_cmd.IperfServer):
+        return _iperf_server(node, cmd)
+    return _iperf_client(node, cmd)
+
+
+def _host_sysctls(rt: RunCtx, node: str) -> dict[str, Any]:
+    modern = rt.runner.sc.profile.name == "modern"
+    return {**sysctl_cmd.sysctl_defaults(modern), **rt.runner.sysctl.get(node, {})}
+
+
+def _iperf_listen_buffer(rt: RunCtx, node: str, cmd: iperf2_cmd.IperfServer) -> int:
+    """``getsockopt(SO_RCVBUF)`` of the listening socket: Linux doubles a
+    ``-w`` request capped at net.core.rmem_max (net/core/sock.c ``sock_setsockopt``)."""
+    values = _host_sysctls(rt, node)
+    if cmd.window:
+        return 2 * min(cmd.window, int(values["net.core.rmem_max"]))
+    return iperf2_fmt.UDP_SOCKBUF if cmd.udp else int(values["net.ipv4.tcp_rmem"][1])
+
+
+def _iperf_server(node: str, cmd: iperf2_cmd.IperfServer) -> Prepared:
+    def run(rt: RunCtx) -> Gen:
+        spec = cmd.to_request(tcp_spec(rt, node))
+        try:
+            app = rt.start_app(node, spec)
+        except AppStartError as e:
+            rt.io.err(f"bind failed: {e}")
+            return 1
+        rt.note_listener(app, node)
+        rt.io.out(iperf2_fmt.server_header(cmd, _iperf_listen_buffer(rt, node, cmd)))
+        yield WaitApp(app, True)
+        rt.io.out(iperf2_fmt.server_text(rt.engine.app_result(app), cmd, rt.runner.sc.profile.epoch))
+        return 0
+
+    return run
+
+
+def _iperf_client(node: str, cmd: iperf2_cmd.IperfClient) -> Prepared:
+    def run(rt: RunCtx) -> Gen:
+        profile = rt.runner.sc.profile
+        spec = cmd.to_request(tcp_spec(rt, node), profile.iperf3_send_loop_us * 1000)
+        try:
+            app = rt.start_app(node, spec)
+        except AppStartError as e:
+            rt.io.err(f"connect failed: {e}")
+            return 1
+        expected = rt.now_ns + cmd.duration_ns if cmd.duration_ns else None
+        yield WaitApp(app, False, expected)
+        result = rt.engine.app_result(app)
+        values = _host_sysctls(rt, node)
+        buffer = iperf2_fmt.client_buffer(cmd, values["net.ipv4.tcp_wmem"], int(values["net.core.wmem_max"]))
+        out, err = iperf2_fmt.client_text(result, cmd, profile.epoch, buffer)
+        _write_tool_output(rt, None, out, err)
+        return 1 if result.get("error") or result.get("interrupted") else 0
+
+    return run
+
+
 # ---------------------------------------------------------------------- TCP sockets
 
 #: sysctl key -> field of the engine's TCP socket settings (app/tcp.rs TcpSpec)
@@ -496,7 +561,7 @@ def _prep_flows(pc: PrepareCtx, words: list[Word]) -> Prepared:
             write_fct_csv(path, rows)
             plot_fct({f"{node}: flows {cmd.size_text}": rows}, path.with_suffix(".png"),
                      f"FCT vs size: {node} → {cmd.dest}, {cmd.rate_per_s:g} flows/s")
-            rt.sched.fct_files.append(path.relative_to(rt.runner.root).as_posix())
+            rt.sched.fct_files.append(path.resolve().relative_to(rt.runner.root.resolve()).as_posix())
         rt.io.out(flows_cmd.report_text(cmd, result))
         return 0
 
@@ -713,6 +778,7 @@ PROGRAMS: dict[str, Callable[[PrepareCtx, list[Word]], Prepared]] = {
     "ethtool": _prep_ethtool,
     "ping": _prep_ping,
     "iperf3": _prep_iperf3,
+    "iperf": _prep_iperf,
     "cbr": _prep_generator,
     "poisson": _prep_generator,
     "onoff": _prep_generator,

@@ -93,7 +93,7 @@ class Failure:
 
 
 class PartTimeout(BufferlabError):
-    pass
+    """A part did not finish within ``[sim] stop_at``; the earlier parts' results are written."""
 
 
 #: with --max-wall/--max-events the engine hands control back after at most this many events
@@ -159,6 +159,9 @@ def signals_deferred() -> Any:
 
 
 class Runner:
+    """Runs one scenario: :meth:`check` prepares every line, :meth:`run` runs the parts
+    and writes the results (what :func:`run_scenario` does)."""
+
     def __init__(
         self,
         scenario: Scenario,
@@ -261,6 +264,7 @@ class Runner:
     # ------------------------------------------------------------ running
 
     def run(self) -> dict[str, Any]:
+        """Run every part and write the results; returns summary.json's contents."""
         if not self.lines:
             self.check()
         for w in self.warnings:
@@ -972,6 +976,27 @@ def run_scenario(
     progress: bool | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
+    """Run every part of a scenario in simulated time and write its results.
+
+    Args:
+        scenario: from :func:`load_scenario`.
+        results_root: where ``<slug>/`` goes (default ``./results``); an earlier run's
+            folder is kept as ``<slug>.prev`` until this one completes.
+        progress: show a progress bar (``None``: only on a terminal).
+        echo: receives the result summary printed after each part (``None``: not printed).
+
+    Returns:
+        The contents of ``summary.json``: per part its ``results`` (iperf3 goodput, ping
+        RTTs, drops and peak backlog per interface, classes, sinks), qdisc statistics,
+        flows, warnings and failures (commands that exited non-zero).
+
+    Raises:
+        ScenarioError, CommandError: the scenario does not validate (checked before running).
+        BufferlabError: a part did not finish within ``[sim] stop_at``.
+        KeyboardInterrupt: SIGINT/SIGTERM.
+        In every case after the run started, summary.json, the tables and report.html are
+        written first, with every finished part's results and the failed part marked.
+    """
     r = Runner(scenario, results_root, progress, echo)
     r.check()
     return r.run()

@@ -21,9 +21,10 @@ from ..profile import PROFILES, Profile, profile_fields, with_overrides
 from ..units import parse_duration_ns
 from .mn_file import load_mn
 from .observe import CaptureOptions, TraceOptions, build_capture, build_trace
+from .params import Override, Value, resolve_params, substitute_text
 from .source import SourceMap, check_keys, error_at, key_error, suggest
 
-TOP_KEYS = {"name", "seed", "sim", "topology", "part", "hosts", "capture", "trace"}
+TOP_KEYS = {"name", "seed", "sim", "topology", "part", "hosts", "capture", "trace", "params"}
 SIM_KEYS = {
     "profile",
     "queue_sample_interval",
@@ -86,6 +87,7 @@ class Command:
     cols: tuple[int, ...] = ()
 
     def where(self, col_in_text: int | None = None) -> str:
+        """``FILE:LINE:COL`` of the command's character ``col_in_text`` (default: its first)."""
         k = col_in_text or 0
         if k < len(self.cols):
             col = self.cols[k]
@@ -98,6 +100,8 @@ class Command:
 
 @dataclass
 class Part:
+    """One ``[[part]]``: a handout section, its command lines in file order."""
+
     name: str
     commands: list[Command]
     #: minimum duration (seconds) before endless commands are interrupted
@@ -114,6 +118,8 @@ class Part:
 
 @dataclass
 class LinkSpec:
+    """One ``[topology] links`` entry: its two ends and optional TCLink/wire settings."""
+
     a: str
     b: str
     a_intf: str | None = None
@@ -134,11 +140,24 @@ class LinkSpec:
     positions: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def pos(self, key: str) -> tuple[int, int | None]:
+        """(line, column) of ``key``'s value in the file, else of the link itself."""
         return self.positions.get(key, (self.line, self.col))
 
 
 @dataclass
 class Scenario:
+    """A validated scenario, as :func:`load_scenario` returns it and :func:`run_scenario` runs it.
+
+    Attributes:
+        path: the scenario file.
+        name: its ``name``; ``slug`` is the folder name derived from it (``results/<slug>/``).
+        seed: the seed of every random process.
+        profile: tool and kernel versions (``[sim] profile`` plus overrides).
+        hosts, switches, routers, links: the topology, Mininet's conventions.
+        parts: the ``[[part]]`` tables, in file order, their command lines located in the file.
+        warnings: what the loader noticed but accepted (printed by ``bufferlab check``/``run``).
+    """
+
     path: Path
     name: str
     slug: str
@@ -160,6 +179,9 @@ class Scenario:
     trace: TraceOptions | None = None
     #: ``[sim] part_gap``: seconds the network runs idle before each part after the first
     part_gap: float = DEFAULT_PART_GAP_S
+    #: ``[params]`` after overrides (scenario/params.py), and the TOML text with them substituted
+    params: dict[str, Value] = field(default_factory=dict)
+    text: str = ""
 
 
 def parse_duration_s(text: str) -> float:
@@ -307,7 +329,24 @@ def _check_structure(text: str, file: str) -> None:
             dots = 0
 
 
-def load_scenario(path: str | Path) -> Scenario:
+def load_scenario(path: str | Path, overrides: list[Override] | None = None) -> Scenario:
+    """Read and validate a scenario file (TOML) without running it.
+
+    Every key, topology name and command line is checked here, as ``bufferlab check`` does.
+
+    Args:
+        path: the ``.toml`` file.
+        overrides: values replacing defaults of its ``[params]`` table (``--set name=value``).
+
+    Returns:
+        The validated :class:`Scenario`.
+
+    Raises:
+        ScenarioError: the file is unreadable, not TOML, or has an unknown key or a bad value;
+            its message names the file, line and column, what was expected and a suggestion.
+        CommandError: a command line is malformed (located in the file the same way);
+            NotSupportedError for a real option bufferlab does not model yet.
+    """
     path = Path(path)
     file = str(path)
     try:
@@ -317,8 +356,21 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(f"cannot read the scenario: {e.strerror}", file=file) from None
     text = _decode(raw, file)
     _check_structure(text, file)
+    data = _parse_toml(text, file)
+    params = resolve_params(data, text, file, overrides or [])
+    colmap: dict[int, list[int]] = {}
+    if "${" in text:
+        text, colmap = substitute_text(text, file, params)
+        data = _parse_toml(text, file)
+    src = SourceMap(text, file, colmap)
+    sc = _build(data, src, path)
+    sc.params, sc.text = params, text
+    return sc
+
+
+def _parse_toml(text: str, file: str) -> dict[str, Any]:
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
         msg = re.sub(r"\s*\((at line \d+, column \d+|at end of document)\)", "", str(e))
@@ -336,8 +388,6 @@ def load_scenario(path: str | Path) -> Scenario:
             suggestion=next((h for start, h in _TOML_HINTS if msg.startswith(start)), None)
             or "check the quotes, brackets and commas just before this position",
         ) from None
-    src = SourceMap(text, file)
-    return _build(data, src, path)
 
 
 def _str_list(src: SourceMap, table: dict, key: str, where: str) -> list[str]:

@@ -58,10 +58,18 @@ def _toml_string_at(text: str, j: int) -> tuple[str, list[int], int] | None:
 class SourceMap:
     """Finds keys and string values in the raw TOML text, scanning forward."""
 
-    def __init__(self, text: str, file: str) -> None:
+    def __init__(self, text: str, file: str, colmap: dict[int, list[int]] | None = None) -> None:
         self.lines = text.splitlines()
         self.file = file
         self.cursor = (0, 0)  # (line index, column) where the next search starts
+        #: lines changed by ${...} substitution (scenario/params.py): 1-based line -> the
+        #: file's 0-based column of each character of the text searched here
+        self.colmap = colmap or {}
+
+    def _file_col(self, line: int, col: int) -> int:
+        """The file's 1-based column of 1-based column ``col`` of the searched ``line``."""
+        cols = self.colmap.get(line)
+        return cols[col - 1] + 1 if cols and 0 < col <= len(cols) else col
 
     def key_pos(self, key: str, start_line: int = 0) -> tuple[int, int] | None:
         """Line and column (1-based) of ``key =`` at the start of a line, from ``start_line`` (0-based)."""
@@ -117,7 +125,8 @@ class SourceMap:
                     got, cols, end = found
                     if got == value:
                         self.cursor = (li, end)
-                        return li + 1, [c + 1 for c in cols], j + 2
+                        return (li + 1, [self._file_col(li + 1, c + 1) for c in cols],
+                                self._file_col(li + 1, j + 2))
                     j = end
                     continue
                 j += 1

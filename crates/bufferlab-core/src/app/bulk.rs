@@ -61,6 +61,9 @@ impl HasConn for Stream {
     fn conn(&self) -> &Conn {
         &self.conn
     }
+    fn conn_mut(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
 }
 
 pub struct Bulk {
@@ -210,8 +213,7 @@ impl Bulk {
         if self.stop_at.is_some_and(|t| ctx.now >= t) && !self.closed {
             self.close_all(ctx);
         }
-        for slot in self.streams.take_due(ctx.now) {
-            self.streams.get_mut(slot).conn.ep.handle_timeout(ctx.now);
+        for slot in self.streams.run_timers(ctx.now) {
             self.pump(ctx, slot);
         }
         self.check_finished(ctx);
@@ -387,6 +389,57 @@ mod tests {
             (Some(true), Some(0))
         );
         assert!(!bench.hosts[0].sockets.is_bound(Proto::Tcp, syn.src_port));
+    }
+
+    #[test]
+    fn parallel_connections_open_from_distinct_ports_and_share_the_byte_budget() {
+        let mut bench = Bench::new(2);
+        let mut b = bulk(BulkSpec {
+            parallel: 5,
+            ..spec(Some(1000), None)
+        });
+        b.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
+        let mut ports: Vec<u16> = bench.sent(0).iter().map(|p| p.src_port).collect();
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), 5, "one SYN from each connection's own port");
+
+        let wire = transfer(
+            BulkSpec {
+                parallel: 8,
+                ..spec(Some(2_000_000), None)
+            },
+            10_000,
+        );
+        let r = wire.result(0);
+        assert!(wire.apps[0].is_finished());
+        // the budget is the total (iperf3's -n); SYN and FIN of each connection count
+        assert_eq!(
+            (
+                r["bytes"].as_u64(),
+                r["acked"].as_u64(),
+                r["parallel"].as_u64()
+            ),
+            (Some(2_000_000), Some(2_000_000 + 2 * 8), Some(8))
+        );
+        assert_eq!(wire.result(1)["bytes"].as_u64(), Some(2_000_000));
+        assert_eq!(wire.result(1)["connections"].as_u64(), Some(8));
+    }
+
+    #[test]
+    fn a_parallel_count_outside_the_range_is_refused() {
+        for parallel in [0, MAX_PARALLEL + 1] {
+            let err = Bulk::new(
+                BulkSpec {
+                    parallel,
+                    ..spec(None, None)
+                },
+                ComponentRng::new(0, "b"),
+            )
+            .err()
+            .expect("refused");
+            assert!(err.to_string().contains("outside 1..20000"), "{err}");
+        }
     }
 
     #[test]

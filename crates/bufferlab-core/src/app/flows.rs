@@ -48,7 +48,7 @@ pub const MAX_ACTIVE_FLOWS: usize = 16_384;
 /// A flow size distribution (bytes).
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
-pub enum SizeDist {
+pub enum FlowSizeDist {
     Fixed {
         bytes: u64,
     },
@@ -70,20 +70,20 @@ pub enum SizeDist {
     },
 }
 
-impl SizeDist {
+impl FlowSizeDist {
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::App(format!("flows size: {m}")));
         let positive = |v: f64| v.is_finite() && v > 0.0;
         match self {
-            SizeDist::Fixed { bytes: 0 } => bad("fixed size must be at least 1 byte".into()),
-            SizeDist::Exp { mean } if !positive(*mean) => bad(format!("mean {mean} must be > 0")),
-            SizeDist::Pareto { mean, shape } if !(positive(*mean) && shape.is_finite() && *shape > 1.0) => {
+            FlowSizeDist::Fixed { bytes: 0 } => bad("fixed size must be at least 1 byte".into()),
+            FlowSizeDist::Exp { mean } if !positive(*mean) => bad(format!("mean {mean} must be > 0")),
+            FlowSizeDist::Pareto { mean, shape } if !(positive(*mean) && shape.is_finite() && *shape > 1.0) => {
                 bad(format!("pareto needs mean > 0 and shape > 1 (a finite mean), got mean {mean} shape {shape}"))
             }
-            SizeDist::Lognormal { mu, sigma } if !(mu.is_finite() && sigma.is_finite() && *sigma >= 0.0) => {
+            FlowSizeDist::Lognormal { mu, sigma } if !(mu.is_finite() && sigma.is_finite() && *sigma >= 0.0) => {
                 bad(format!("lognormal needs a finite mu and sigma >= 0, got mu {mu} sigma {sigma}"))
             }
-            SizeDist::Empirical { points } => {
+            FlowSizeDist::Empirical { points } => {
                 let Some(last) = points.last() else {
                     return bad("the empirical CDF has no points".into());
                 };
@@ -107,17 +107,17 @@ impl SizeDist {
     }
 
     /// The size at cumulative probability `u` in [0, 1) (not for `lognormal`,
-    /// which needs a second uniform: [`SizeDist::lognormal`]).
+    /// which needs a second uniform: [`FlowSizeDist::lognormal`]).
     pub fn quantile(&self, u: f64) -> f64 {
         match self {
-            SizeDist::Fixed { bytes } => *bytes as f64,
-            SizeDist::Exp { mean } => -mean * (1.0 - u).ln(),
-            SizeDist::Pareto { mean, shape } => {
+            FlowSizeDist::Fixed { bytes } => *bytes as f64,
+            FlowSizeDist::Exp { mean } => -mean * (1.0 - u).ln(),
+            FlowSizeDist::Pareto { mean, shape } => {
                 let xm = mean * (shape - 1.0) / shape;
                 xm * (1.0 - u).powf(-1.0 / shape)
             }
-            SizeDist::Lognormal { mu, sigma } => Self::lognormal(*mu, *sigma, u, 0.0),
-            SizeDist::Empirical { points } => {
+            FlowSizeDist::Lognormal { mu, sigma } => Self::lognormal(*mu, *sigma, u, 0.0),
+            FlowSizeDist::Empirical { points } => {
                 let i = points.partition_point(|&(_, p)| p <= u);
                 match i {
                     0 => points[0].0,
@@ -141,8 +141,8 @@ impl SizeDist {
     /// One size in whole bytes (at least 1).
     pub fn sample(&self, rng: &mut ComponentRng) -> u64 {
         let x = match self {
-            SizeDist::Fixed { bytes } => return *bytes,
-            SizeDist::Lognormal { mu, sigma } => {
+            FlowSizeDist::Fixed { bytes } => return *bytes,
+            FlowSizeDist::Lognormal { mu, sigma } => {
                 let u1 = rng.next_f64();
                 Self::lognormal(*mu, *sigma, u1, rng.next_f64())
             }
@@ -160,7 +160,7 @@ pub struct FlowsClientSpec {
     pub port: u16,
     /// mean flow arrivals per simulated second (Poisson)
     pub rate_per_s: f64,
-    pub size: SizeDist,
+    pub size: FlowSizeDist,
     /// arrivals stop after this long; then the client ends once its flows have
     #[serde(default)]
     pub duration_ns: Option<u64>,
@@ -206,6 +206,9 @@ impl HasConn for Flow {
     fn conn(&self) -> &Conn {
         &self.conn
     }
+    fn conn_mut(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
 }
 
 /// The client: one application, many flows.
@@ -217,7 +220,7 @@ pub struct FlowsClient {
     dst: Ipv4,
     port: u16,
     mean_gap_ns: f64,
-    sizes: SizeDist,
+    sizes: FlowSizeDist,
     duration: Option<SimDuration>,
     tos: u8,
     cfg: TcpConfig,
@@ -394,8 +397,7 @@ impl FlowsClient {
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         self.arrive(ctx);
-        for slot in self.flows.take_due(ctx.now) {
-            self.flows.get_mut(slot).conn.ep.handle_timeout(ctx.now);
+        for slot in self.flows.run_timers(ctx.now) {
             self.service(ctx, slot);
         }
         self.check_finished(ctx);
@@ -459,6 +461,9 @@ struct Accepted {
 impl HasConn for Accepted {
     fn conn(&self) -> &Conn {
         &self.conn
+    }
+    fn conn_mut(&mut self) -> &mut Conn {
+        &mut self.conn
     }
 }
 
@@ -554,8 +559,7 @@ impl FlowsServer {
     }
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
-        for slot in self.conns.take_due(ctx.now) {
-            self.conns.get_mut(slot).conn.ep.handle_timeout(ctx.now);
+        for slot in self.conns.run_timers(ctx.now) {
             self.service(ctx, slot);
         }
     }
@@ -592,73 +596,79 @@ mod tests {
     #[test]
     fn quantiles_match_hand_computed_values() {
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b.abs().max(1.0);
-        let exp = SizeDist::Exp { mean: 1000.0 };
+        let exp = FlowSizeDist::Exp { mean: 1000.0 };
         // -1000·ln(0.5) = 693.147…; -1000·ln(0.1) = 2302.585…
         assert!(close(exp.quantile(0.5), 693.147_180_559_945_3));
         assert!(close(exp.quantile(0.9), 2_302.585_092_994_045_7));
         assert_eq!(exp.quantile(0.0), 0.0);
         // mean 3000, shape 1.5: x_m = 1000; at U = 0.75: 1000·0.25^(−2/3) = 2519.842…
-        let pareto = SizeDist::Pareto {
+        let pareto = FlowSizeDist::Pareto {
             mean: 3000.0,
             shape: 1.5,
         };
         assert!(close(pareto.quantile(0.0), 1000.0));
         assert!(close(pareto.quantile(0.75), 2_519.842_099_789_746));
         // shape 2, mean 2000: x_m = 1000; U = 0.99: 1000·0.01^(−1/2) = 10 000
-        let p2 = SizeDist::Pareto {
+        let p2 = FlowSizeDist::Pareto {
             mean: 2000.0,
             shape: 2.0,
         };
         assert!(close(p2.quantile(0.99), 10_000.0));
         // Box–Muller at u1 = 1 − e^(−2) (so sqrt(−2 ln(1−u1)) = 2), u2 = 0: Z = 2
         let u1 = 1.0 - (-2.0f64).exp();
-        assert!(close(SizeDist::lognormal(5.0, 0.5, u1, 0.0), 6.0f64.exp()));
+        assert!(close(
+            FlowSizeDist::lognormal(5.0, 0.5, u1, 0.0),
+            6.0f64.exp()
+        ));
         // u2 = 1/2: cos(π) = −1, Z = −2
-        assert!(close(SizeDist::lognormal(5.0, 0.5, u1, 0.5), 4.0f64.exp()));
-        let empirical = SizeDist::Empirical {
+        assert!(close(
+            FlowSizeDist::lognormal(5.0, 0.5, u1, 0.5),
+            4.0f64.exp()
+        ));
+        let empirical = FlowSizeDist::Empirical {
             points: vec![(100.0, 0.5), (1100.0, 0.9), (10_000.0, 1.0)],
         };
         assert_eq!(empirical.quantile(0.2), 100.0, "mass of the first point");
         assert!(close(empirical.quantile(0.7), 600.0), "halfway 100..1100");
         assert!(close(empirical.quantile(0.95), 5550.0));
-        assert_eq!(SizeDist::Fixed { bytes: 42 }.quantile(0.3), 42.0);
+        assert_eq!(FlowSizeDist::Fixed { bytes: 42 }.quantile(0.3), 42.0);
     }
 
     #[test]
     fn samples_are_whole_bytes_at_least_one() {
         let mut rng = ComponentRng::new(1, "t");
-        let tiny = SizeDist::Exp { mean: 0.01 };
+        let tiny = FlowSizeDist::Exp { mean: 0.01 };
         assert!((0..1000).all(|_| tiny.sample(&mut rng) == 1));
-        assert_eq!(SizeDist::Fixed { bytes: 7 }.sample(&mut rng), 7);
+        assert_eq!(FlowSizeDist::Fixed { bytes: 7 }.sample(&mut rng), 7);
     }
 
     #[test]
     fn bad_distributions_are_refused_with_the_reason() {
-        let err = |d: SizeDist| d.validate().unwrap_err().to_string();
-        assert!(err(SizeDist::Fixed { bytes: 0 }).contains("at least 1 byte"));
-        assert!(err(SizeDist::Exp { mean: -1.0 }).contains("must be > 0"));
-        assert!(err(SizeDist::Pareto {
+        let err = |d: FlowSizeDist| d.validate().unwrap_err().to_string();
+        assert!(err(FlowSizeDist::Fixed { bytes: 0 }).contains("at least 1 byte"));
+        assert!(err(FlowSizeDist::Exp { mean: -1.0 }).contains("must be > 0"));
+        assert!(err(FlowSizeDist::Pareto {
             mean: 10.0,
             shape: 1.0
         })
         .contains("shape > 1"));
-        assert!(err(SizeDist::Lognormal {
+        assert!(err(FlowSizeDist::Lognormal {
             mu: 1.0,
             sigma: -1.0
         })
         .contains("sigma >= 0"));
-        assert!(err(SizeDist::Empirical {
+        assert!(err(FlowSizeDist::Empirical {
             points: vec![(10.0, 0.5), (5.0, 1.0)]
         })
         .contains("non-decreasing"));
-        assert!(err(SizeDist::Empirical {
+        assert!(err(FlowSizeDist::Empirical {
             points: vec![(10.0, 0.5)]
         })
         .contains("end at probability 1"));
-        assert!(err(SizeDist::Empirical { points: vec![] }).contains("no points"));
+        assert!(err(FlowSizeDist::Empirical { points: vec![] }).contains("no points"));
     }
 
-    fn spec(rate: f64, size: SizeDist, duration_ms: u64) -> FlowsClientSpec {
+    fn spec(rate: f64, size: FlowSizeDist, duration_ms: u64) -> FlowsClientSpec {
         FlowsClientSpec {
             dst: "10.0.0.2".into(),
             port: PORT,
@@ -691,7 +701,10 @@ mod tests {
 
     #[test]
     fn every_flow_completes_with_its_bytes_and_its_state_is_freed() {
-        let wire = run(spec(50.0, SizeDist::Exp { mean: 20_000.0 }, 2000), 10_000);
+        let wire = run(
+            spec(50.0, FlowSizeDist::Exp { mean: 20_000.0 }, 2000),
+            10_000,
+        );
         assert!(wire.apps[0].is_finished());
         let r = wire.result(0);
         let n = r["arrivals"].as_u64().unwrap();
@@ -729,7 +742,7 @@ mod tests {
     #[test]
     fn ctrl_c_records_the_open_flows_as_not_completed() {
         let mut wire = run(
-            spec(100.0, SizeDist::Fixed { bytes: 5_000_000 }, 60_000),
+            spec(100.0, FlowSizeDist::Fixed { bytes: 5_000_000 }, 60_000),
             300,
         );
         wire.interrupt(0);
@@ -752,8 +765,8 @@ mod tests {
 
     #[test]
     fn the_same_seed_gives_the_same_flows() {
-        let a = run(spec(80.0, SizeDist::Exp { mean: 10_000.0 }, 500), 5000).result(0);
-        let b = run(spec(80.0, SizeDist::Exp { mean: 10_000.0 }, 500), 5000).result(0);
+        let a = run(spec(80.0, FlowSizeDist::Exp { mean: 10_000.0 }, 500), 5000).result(0);
+        let b = run(spec(80.0, FlowSizeDist::Exp { mean: 10_000.0 }, 500), 5000).result(0);
         assert_eq!(a, b);
     }
 }

@@ -158,8 +158,7 @@ impl Sink {
     }
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
-        for id in self.conns.take_due(ctx.now) {
-            self.conns.get_mut(id).ep.handle_timeout(ctx.now);
+        for id in self.conns.run_timers(ctx.now) {
             self.drain(ctx, id);
         }
     }

@@ -1,0 +1,137 @@
+"""``bufferlab sweep FILE.toml`` and ``bufferlab sweep plot DIR``; ``--set`` of run/check too."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import BufferlabError
+from ..scenario.params import Override, parse_set
+from .collect import write_results
+from .executors import EXECUTORS, executor, usable_cores
+from .plot import plot_sweep
+from .progress import Progress
+from .runs import RunJob, finished, prepare
+from .spec import load_sweep
+
+
+def _set_arg(text: str) -> tuple[str, Any]:
+    try:
+        return parse_set(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_set_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", type=_set_arg, action="append", default=[], metavar="NAME=VALUE",
+                   help="override a default of the scenario's [params] table (repeatable)")
+
+
+def set_overrides(pairs: list[tuple[str, Any]]) -> list[Override]:
+    return [Override(k, v, "--set") for k, v in pairs]
+
+
+def add_sweep_parser(sub: Any) -> None:
+    p = sub.add_parser("sweep", help="run a scenario over parameter values and seeds; plot the results",
+                       description="bufferlab sweep FILE.toml [options] | bufferlab sweep plot DIR "
+                       "--x NAME --y COLUMN (see `bufferlab sweep -h`, `bufferlab sweep plot -h`)",
+                       add_help=False)
+    p.add_argument("args", nargs=argparse.REMAINDER)
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bufferlab sweep", description="Run every point × seed of a sweep "
+                                "file, each an ordinary run in OUT/<sweep>/runs/<run-id>/, finished runs "
+                                "kept and skipped; then write OUT/<sweep>/sweep.parquet. Exit 1 if a run "
+                                "failed (listed at the end), 2 for a mistake in the files.")
+    p.add_argument("file", type=Path, metavar="FILE.toml", help="sweep file")
+    p.add_argument("-o", "--output", type=Path, default=Path("results"),
+                   help="results folder (default: ./results)")
+    p.add_argument("-j", "--jobs", type=int, default=usable_cores(),
+                   help=f"runs at once (default: usable cores, here {usable_cores()})")
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="local process pool (default), dask.distributed or ray")
+    p.add_argument("--address", help="scheduler address of an existing Dask or Ray cluster")
+    p.add_argument("--dry-run", action="store_true", help="print the runs (and which are done), run nothing")
+    p.add_argument("--force", action="store_true", help="rerun runs already finished")
+    p.add_argument("--no-progress", action="store_true", help="plain lines instead of a progress display")
+    add_set_option(p)
+    return p
+
+
+def _plot_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bufferlab sweep plot", description="Plot a sweep's results: the "
+                                "mean of Y over seeds at each X with its 95 %% confidence interval "
+                                "(Student t); PNG, PDF and DIR/sweep.html.")
+    p.add_argument("dir", type=Path, metavar="DIR", help="results/<sweep> of `bufferlab sweep`")
+    p.add_argument("--x", required=True, help="parameter on the x axis")
+    p.add_argument("--y", required=True, help="column of sweep.parquet (e.g. goodput_bps)")
+    p.add_argument("--by", help="one line per value of this column (e.g. part or node)")
+    p.add_argument("--facet", help="one panel per value of this column (e.g. load)")
+    p.add_argument("--where", help="keep rows matching this pandas query (e.g. \"node == 'n8'\")")
+    p.add_argument("--logx", action="store_true", help="logarithmic x axis")
+    p.add_argument("-o", "--output", type=Path, help="output folder (default: DIR/plots)")
+    return p
+
+
+def cli_sweep(argv: list[str]) -> int:
+    if argv[:1] == ["plot"]:
+        a = _plot_parser().parse_args(argv[1:])
+        for path in plot_sweep(a.dir, a.x, a.y, a.by, a.facet, a.where, a.output, a.logx):
+            print(path)
+        return 0
+    args = _run_parser().parse_args(argv)
+    if args.jobs < 1:
+        raise BufferlabError("error: -j must be at least 1")
+    spec = load_sweep(args.file, set_overrides(args.set))
+    out = args.output / spec.name
+    runs_dir = out / "runs"
+    fixed = dict(args.set)
+    jobs = [prepare(spec.scenario, {**fixed, **point}, spec.origins, seed, spec.parts, runs_dir)
+            for point in spec.points for seed in spec.seeds]
+    todo = [j for j in jobs if args.force or finished(j) is None]
+    if args.dry_run:
+        for j in jobs:
+            state = "to run" if j in todo else "done"
+            print(f"{j.run_id}  seed={j.seed}  " + " ".join(f"{k}={v}" for k, v in j.overrides.items())
+                  + f"  [{state}]")
+        print(f"{len(jobs)} runs, {len(todo)} to run, results in {out}")
+        return 0
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    for stale in runs_dir.glob("*.partial"):  # left by a killed sweep
+        shutil.rmtree(stale, ignore_errors=True)
+    try:
+        failed = _execute(todo, args, len(jobs))
+    except KeyboardInterrupt:  # every finished run is kept: the same command runs the rest
+        write_results(out, jobs)
+        print(f"bufferlab: sweep interrupted; the finished runs are in {runs_dir} and in "
+              f"{out / 'sweep.parquet'}; run the same command again to run only the missing ones",
+              file=sys.stderr)
+        return 130
+    table = write_results(out, jobs)
+    print(f"{spec.name}: {len(jobs)} runs ({len(jobs) - len(todo)} cached, {len(todo)} run); {table}")
+    if failed:
+        print(f"{len(failed)} run{'s' if len(failed) > 1 else ''} failed:", file=sys.stderr)
+        for rec in failed:
+            first = (rec.get("error") or "").strip().splitlines()[:1]
+            print(f"  {runs_dir / rec['run_id']}: {first[0] if first else 'failed'}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _execute(todo: list[RunJob], args: argparse.Namespace, total: int) -> list[dict[str, Any]]:
+    failed: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    workers = min(args.jobs, max(len(todo), 1))
+    plain = args.no_progress or not sys.stderr.isatty()
+    with Progress(len(todo), total - len(todo), workers, plain) as prog:
+        for rec in executor(args.executor)(todo, workers, args.address):
+            prog.done(rec)
+            if rec["status"] != "ok":
+                failed.append(rec)
+    print(f"{len(todo)} runs in {time.perf_counter() - t0:.1f} s wall", file=sys.stderr)
+    return failed

@@ -1,0 +1,80 @@
+"""``<sweep>/sweep.parquet`` and ``<sweep>/tables/``, from the files the runs wrote.
+
+Nothing is re-simulated: each finished run's ``run.json`` and ``tables/``
+(docs/tables.md) are read back. Rows follow the sweep file's order of runs,
+not the order they completed, so the same sweep gives the same table whatever
+the executor and however often it was interrupted (``wall_s`` aside).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..safefs import ensure_dir
+from .runs import RunJob, read_record
+
+#: flows of the flows table that carry a measurement (sinks come from summary.json, which
+#: counts their payload bytes as the ns-3 programs' goodput does)
+MEASURED = ("iperf3_client", "ping")
+FLOW_COLUMNS = ["part", "kind", "node", "terminal", "command", "protocol", "sent_bytes", "received_bytes",
+                "goodput_bps", "retransmits", "rtt_mean_ms", "rtt_p99_ms", "lost_packets", "loss_pct"]
+
+
+def _run_columns(rec: dict[str, Any]) -> dict[str, Any]:
+    return {"run_id": rec["run_id"], "seed": rec["seed"], **rec["params"]}
+
+
+def _rows(rec: dict[str, Any], root: Path) -> list[dict[str, Any]]:
+    base = {**_run_columns(rec), "status": rec["status"], "error": rec.get("error"), "wall_s": rec["wall_s"]}
+    if rec["status"] != "ok":
+        return [base]
+    flows = pd.read_parquet(root / "tables" / "flows.parquet")
+    drops = pd.read_parquet(root / "tables" / "drops.parquet")
+    drops = drops[(drops["source"] == "counter") & drops["part"].notna()]
+    per_part: dict[str, dict[str, Any]] = {}
+    for d in drops.itertuples():
+        cols = per_part.setdefault(d.part, {})
+        cols[f"drops_{d.iface}_{d.reason}"] = cols.get(f"drops_{d.iface}_{d.reason}", 0) + int(d.packets or 0)
+    measured = flows[(flows["source"] == "flow") & flows["kind"].isin(MEASURED)]
+    rows = [{**base, "flow": f.command, **{c: getattr(f, c) for c in FLOW_COLUMNS}}
+            for f in measured.itertuples()]
+    summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
+    for part in summary["parts"]:
+        rows += [{**base, "flow": f"{s['host']}:{s['port']}", "part": part["name"], "kind": "sink",
+                  "node": s["host"], "protocol": s["proto"], "received_bytes": s["bytes"],
+                  "received_packets": s["packets"], "goodput_bps": 8 * s["goodput_Bps"]}
+                 for s in part.get("sinks", [])]
+    order = {p["name"]: i for i, p in enumerate(summary["parts"])}
+    rows.sort(key=lambda r: order.get(r["part"], -1))  # stable: each part's flows in table order
+    return [{**r, **per_part.get(r["part"], {})} for r in rows]
+
+
+def write_results(out: Path, jobs: list[RunJob]) -> Path:
+    """Write ``out/sweep.parquet`` and ``out/tables/*.parquet``; return the former's path."""
+    rows: list[dict[str, Any]] = []
+    tables: dict[str, list[pd.DataFrame]] = {}
+    for job in jobs:
+        rec = read_record(out / "runs" / job.run_id)
+        if rec is None:  # not run (the sweep was interrupted)
+            continue
+        root = out / "runs" / job.run_id / (rec.get("root") or "")
+        rows += _rows(rec, root)
+        if rec["status"] == "ok":
+            for t in sorted((root / "tables").glob("*.parquet")):
+                df = pd.read_parquet(t)
+                for k, v in reversed(_run_columns(rec).items()):
+                    df.insert(0, k, v)
+                tables.setdefault(t.stem, []).append(df)
+    ensure_dir(out / "tables")
+    for name, parts in tables.items():
+        pd.concat(parts, ignore_index=True).to_parquet(out / "tables" / f"{name}.parquet", index=False)
+    frame = pd.DataFrame(rows)
+    drop_cols = sorted(c for c in frame.columns if c.startswith("drops_"))
+    frame[drop_cols] = frame[drop_cols].fillna(0).astype("int64") if drop_cols else frame[drop_cols]
+    path = out / "sweep.parquet"
+    frame.to_parquet(path, index=False)
+    return path

@@ -1,0 +1,135 @@
+"""``bufferlab sweep plot``: the mean over seeds with a 95 % confidence interval.
+
+Each row of ``sweep.parquet`` that matches (status "ok", ``--where``) is one
+sample; the interval is the Student t one, mean ± t(0.975, n−1)·s/√n. The t
+quantiles come from the table below (scipy is not a dependency); past 30
+degrees of freedom the next smaller tabulated one is used, which errs wide.
+Writes a PNG and a PDF per call and (re)writes ``DIR/sweep.html`` with every
+plot in ``DIR/plots/``, in the style of the run report (outputs/report.py).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ..errors import BufferlabError  # noqa: E402
+from ..outputs.report import page, png_figure, table  # noqa: E402
+from ..safefs import ensure_dir  # noqa: E402
+
+#: two-sided 95 % Student t quantiles t(0.975, df) (any statistics table, e.g. NIST/SEMATECH
+#: e-Handbook 1.3.6.7.2), df 1..30 then 40, 60, 120 and the normal limit
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+         10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
+         18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
+         26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+
+
+def t975(df: int) -> float:
+    if df < 1:
+        raise ValueError("a confidence interval needs at least two samples")
+    if df > 120:
+        return 1.960
+    return _T975[max(k for k in _T975 if k <= df)]
+
+
+def mean_ci(values: pd.Series) -> tuple[float, float, int]:
+    """(mean, half-width of the 95 % interval, n); the half-width is NaN for one sample."""
+    n = int(values.count())
+    m = float(values.mean())
+    if n < 2:
+        return m, math.nan, n
+    return m, t975(n - 1) * float(values.std(ddof=1)) / math.sqrt(n), n
+
+
+def summarise(frame: pd.DataFrame, x: str, y: str, by: str | None, facet: str | None) -> pd.DataFrame:
+    keys = [k for k in (facet, by, x) if k]
+    rows = []
+    for key, g in frame.groupby(keys, sort=True, dropna=False):
+        m, half, n = mean_ci(g[y])
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True)),
+                     "mean": m, "ci95": half, "n": n})
+    return pd.DataFrame(rows)
+
+
+def _load(folder: Path, columns: list[str], where: str | None) -> pd.DataFrame:
+    path = folder / "sweep.parquet"
+    if not path.is_file():
+        raise BufferlabError(f"error: {path}: no such file\n  hint: DIR is the results/<sweep> folder "
+                             "that `bufferlab sweep FILE.toml` wrote")
+    frame = pd.read_parquet(path)
+    frame = frame[frame["status"] == "ok"]
+    for c in columns:
+        if c not in frame.columns:
+            raise BufferlabError(f"error: {path} has no column {c!r}\n  expected: one of "
+                                 + ", ".join(frame.columns))
+    if where:
+        try:
+            frame = frame.query(where)
+        except Exception as e:  # pandas raises many kinds for a bad query
+            raise BufferlabError(f"error: --where {where!r}: {e}\n  hint: a pandas query such as "
+                                 "\"node == 'n8' and load > 0.25\"") from None
+    if frame.empty:
+        raise BufferlabError(f"error: no finished run in {path} matches")
+    return frame
+
+
+def plot_sweep(folder: Path, x: str, y: str, by: str | None, facet: str | None, where: str | None,
+               out: Path | None, logx: bool = False) -> list[Path]:
+    frame = _load(folder, [c for c in (x, y, by, facet) if c], where)
+    stats = summarise(frame, x, y, by, facet)
+    out = out or folder / "plots"
+    ensure_dir(out)
+    facets = list(stats[facet].drop_duplicates()) if facet else [None]
+    fig, axes = plt.subplots(1, len(facets), figsize=(4.5 * len(facets), 3.6), sharey=True, squeeze=False)
+    for ax, fv in zip(axes[0], facets, strict=True):
+        sub = stats if fv is None else stats[stats[facet] == fv]
+        for bv, line in (sub.groupby(by, sort=True) if by else [(None, sub)]):
+            line = line.sort_values(x)
+            ax.errorbar(line[x], line["mean"], yerr=line["ci95"].fillna(0), marker="o", capsize=3,
+                        label=None if bv is None else f"{by}={bv}")
+        ax.set_xlabel(x)
+        if logx:
+            ax.set_xscale("log")
+        title = ("" if fv is None else f"{facet} = {fv}") + (f"  [{where}]" if where else "")
+        ax.set_title(title, fontsize=9)
+        ax.grid(alpha=0.3)
+        if by:
+            ax.legend(fontsize=8)
+    axes[0][0].set_ylabel(f"{y} (mean, 95 % CI)")
+    fig.tight_layout()
+    stem = "-".join([f"{y}-vs-{x}"] + ([f"by-{by}"] if by else []) + ([f"facet-{facet}"] if facet else [])
+                    + ([re.sub(r"[^A-Za-z0-9.]+", "_", where).strip("_")] if where else []))
+    written = [out / f"{stem}.png", out / f"{stem}.pdf"]
+    for p in written:
+        fig.savefig(p, dpi=120)
+    plt.close(fig)
+    stats.to_csv(out / f"{stem}.csv", index=False)
+    written.append(out / f"{stem}.csv")
+    written.append(write_page(folder, out))
+    return written
+
+
+def write_page(folder: Path, plots: Path) -> Path:
+    """``sweep.html``: every plot of ``plots`` with its table of means and intervals."""
+    parts = [f"<h1>Sweep {html.escape(folder.name)}</h1>",
+             "<p>Each point is the mean over the seeds (and the rows selected) with its 95 % "
+             "confidence interval (Student t).</p>"]
+    for png in sorted(plots.glob("*.png")):
+        parts.append(f"<section><h2>{html.escape(png.stem)}</h2>{png_figure(png, png.name)}")
+        csv = png.with_suffix(".csv")
+        if csv.is_file():
+            stats = pd.read_csv(csv)
+            parts.append(table(list(stats.columns), stats.round(4).astype(object).values.tolist(), left=0))
+        parts.append("</section>")
+    path = folder / "sweep.html"
+    path.write_text(page(f"Sweep {folder.name}", "".join(parts)), encoding="utf-8")
+    return path

@@ -1,0 +1,116 @@
+"""One run of a sweep: its identity, its folder, and executing it.
+
+A run is an ordinary ``bufferlab run`` written to ``<sweep>/runs/<run-id>/``.
+Its identity hashes what decides its outputs: the scenario text after
+substitution and the parameters, the parts it runs, its seed and the bufferlab
+version; a folder with a ``run.json`` of status "ok" is a finished run and is
+never redone unless asked (``--force``). A run is written under ``<run-id>.partial`` and renamed
+when done, so a killed sweep leaves no half-run that looks finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import BufferlabError
+from ..outputs.report import after_run
+from ..run.scheduler import Runner
+from ..scenario.load import Scenario, load_scenario
+from ..scenario.params import Override, Value
+from ..version import __version__
+
+RUN_FILE = "run.json"
+
+
+@dataclass
+class RunJob:
+    """Everything a worker needs (plain data: it travels to other processes and machines)."""
+
+    run_id: str
+    scenario: str
+    params: dict[str, Value]
+    #: the parameters given from outside the scenario (the sweep point and --set)
+    overrides: dict[str, Value]
+    seed: int
+    parts: list[str] | None
+    folder: str
+
+
+def run_identity(sc: Scenario, seed: int, parts: list[str] | None) -> str:
+    h = hashlib.sha256()
+    # the parameters too: a declared parameter that no string uses leaves the text unchanged,
+    # and two points must still be two runs (each run.json holds its own values)
+    for piece in (__version__, str(seed), json.dumps(parts), json.dumps(sc.params, sort_keys=True), sc.text):
+        h.update(piece.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def prepare(scenario: Path, overrides: dict[str, Value], origin: dict[str, str], seed: int,
+            parts: list[str] | None, runs_dir: Path) -> RunJob:
+    """The job of one run, its scenario loaded (so a bad substitution is reported now, with its place)."""
+    sc = load_scenario(scenario, [Override(k, v, origin.get(k, "--set")) for k, v in overrides.items()])
+    _select_parts(sc, parts)
+    return RunJob(run_identity(sc, seed, parts), str(scenario), sc.params, overrides, seed, parts,
+                  str(runs_dir))
+
+
+def finished(job: RunJob) -> dict[str, Any] | None:
+    """The record of a finished (status "ok") run, or None."""
+    rec = read_record(Path(job.folder) / job.run_id)
+    return rec if rec is not None and rec.get("status") == "ok" else None
+
+
+def read_record(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        rec = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def execute(job: RunJob) -> dict[str, Any]:
+    """Run ``job`` (in a worker) and return its record; a failure is recorded, not raised."""
+    final = Path(job.folder) / job.run_id
+    partial = final.with_name(job.run_id + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    t0 = time.perf_counter()
+    record: dict[str, Any] = {**asdict(job), "status": "ok", "error": None, "root": None}
+    try:
+        sc = load_scenario(job.scenario, [Override(k, v, "sweep") for k, v in job.overrides.items()])
+        _select_parts(sc, job.parts)
+        sc.seed = job.seed
+        r = Runner(sc, partial, progress=False)
+        r.check()
+        r.run()
+        after_run(r.root, report=False)
+        record["root"] = r.root.name
+        bad = [str(f) for f in r.failures if not f.allowed]
+        if bad or r.stopped:
+            record.update(status="failed", error="; ".join(bad) or f"stopped: {r.stopped}")
+    except BufferlabError as e:
+        record.update(status="failed", error=str(e))
+    except Exception as e:  # an engine error in one run must not end the sweep
+        record.update(status="failed", error=f"{type(e).__name__}: {e}")
+    record["wall_s"] = time.perf_counter() - t0
+    (partial / RUN_FILE).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
+    shutil.rmtree(final, ignore_errors=True)
+    partial.rename(final)
+    return record
+
+
+def _select_parts(sc: Scenario, parts: list[str] | None) -> None:
+    if parts is None:
+        return
+    names = [p.name for p in sc.parts]
+    missing = [p for p in parts if p not in names]
+    if missing:
+        raise BufferlabError(f"error: the scenario has no part {missing[0]!r} (parts: {', '.join(names)})")
+    sc.parts = [p for p in sc.parts if p.name in parts]

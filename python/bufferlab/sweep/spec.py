@@ -1,0 +1,167 @@
+"""A sweep file (TOML) read into the list of runs it stands for.
+
+Keys: ``scenario`` (path relative to the sweep file), ``name`` (results folder;
+default the file's stem), ``seeds`` (N meaning 1..N, or a list), ``[grid]``
+(cross product of lists), ``[[zip]]`` (lists advanced together), ``parts``
+(the scenario's parts to run) and ``where`` (a condition over the parameters).
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ScenarioError
+from ..scenario.load import MAX_SEED, load_scenario
+from ..scenario.params import ExprError, Override, Value, condition
+from ..scenario.source import SourceMap, check_keys, error_at, key_error, suggest
+
+SWEEP_KEYS = {"scenario", "name", "seeds", "grid", "zip", "parts", "where"}
+
+
+@dataclass
+class SweepSpec:
+    file: Path
+    name: str
+    scenario: Path
+    seeds: list[int]
+    #: one dict of parameter values per point of the grid (before seeds), in file order
+    points: list[dict[str, Value]]
+    #: "FILE:LINE:COL" of each swept parameter's key, for errors about its values
+    origins: dict[str, str] = field(default_factory=dict)
+    parts: list[str] | None = None
+    where: str | None = None
+
+
+def load_sweep(path: Path, fixed: list[Override]) -> SweepSpec:
+    """Read and check the sweep file; ``fixed`` are ``--set`` values applied to every run."""
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except OSError as e:
+        raise ScenarioError(f"cannot read the sweep file: {e.strerror}", file=file) from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ScenarioError(f"invalid sweep file: {e}", file=file,
+                            expected="TOML: scenario = \"...\", seeds = 10, [grid] name = [values]") from None
+    src = SourceMap(text, file)
+    check_keys(src, data, SWEEP_KEYS, "the sweep file")
+    scen = data.get("scenario")
+    if not isinstance(scen, str):
+        raise error_at(src, "the sweep file needs scenario = \"path/to/scenario.toml\" (relative to it)",
+                       key="scenario" if "scenario" in data else None, line=None if "scenario" in data else 1)
+    scenario = path.parent / scen
+    name = data.get("name", path.stem)
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        raise error_at(src, "name must be a folder name (no '/')", key="name")
+    seeds = _seeds(src, data.get("seeds", 1))
+    axes = _axes(src, data)
+    defaults = load_scenario(scenario).params
+    origins: dict[str, str] = {}
+    for key, line in axes.names():
+        pos = src.key_pos(key, line - 1) or src.inline_key_pos(key, line)
+        origins[key] = f"{file}:{pos[0]}:{pos[1]}" if pos else f"{file}:{line}"
+        if key not in defaults:
+            raise ScenarioError(f"{key!r} is not a parameter of {scenario}", file=file,
+                                line=pos[0] if pos else line, col=pos[1] if pos else None,
+                                expected="one of its [params]: " + (", ".join(sorted(defaults)) or "(none)"),
+                                suggestion=suggest(key, set(defaults))
+                                or f"declare {key} under [params] in the scenario, or drop it here")
+        if any(o.name == key for o in fixed):
+            raise ScenarioError(f"--set {key} fixes a parameter this sweep varies", file=file,
+                                line=pos[0] if pos else line, col=pos[1] if pos else None,
+                                suggestion=f"drop --set {key}, or remove {key} from the sweep")
+    where = data.get("where")
+    if where is not None and not isinstance(where, str):
+        raise error_at(src, "where must be a string condition", key="where",
+                       expected='e.g. where = "minth < maxth"')
+    base = {**defaults, **{o.name: o.value for o in fixed}}
+    points = []
+    for p in axes.points():
+        if where is None or _keep(src, where, {**base, **p}):
+            points.append(p)
+    parts = data.get("parts")
+    if parts is not None and (not isinstance(parts, list) or not all(isinstance(x, str) for x in parts)):
+        raise error_at(src, "parts must be a list of part names", key="parts",
+                       expected="parts = [\"droptail\"]")
+    return SweepSpec(path, name, scenario, seeds, points, origins, parts, where)
+
+
+def _keep(src: SourceMap, where: str, env: dict[str, Value]) -> bool:
+    try:
+        return condition(where, env)
+    except ExprError as e:
+        pos = src.key_pos("where")
+        raise ScenarioError(f"in where = {where!r}: {e.message}", file=src.file,
+                            line=pos[0] if pos else None, col=pos[1] if pos else None,
+                            expected=e.expected or "a condition such as minth < maxth and load > 0.25",
+                            suggestion=e.suggestion) from None
+
+
+def _seeds(src: SourceMap, raw: Any) -> list[int]:
+    def ok(s: Any) -> bool:
+        return isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED
+
+    if ok(raw) and raw >= 1:
+        return list(range(1, raw + 1))
+    if isinstance(raw, list) and raw and all(ok(s) for s in raw) and len(set(raw)) == len(raw):
+        return list(raw)
+    raise error_at(src, "seeds must be a count N (seeds 1..N) or a list of distinct seeds", key="seeds",
+                   expected="seeds = 10 or seeds = [1, 7, 42]")
+
+
+@dataclass
+class _Axes:
+    grid: dict[str, list[Value]]
+    grid_line: int
+    zips: list[tuple[dict[str, list[Value]], int]]
+
+    def names(self) -> list[tuple[str, int]]:
+        return [(k, self.grid_line) for k in self.grid] + [(k, ln) for z, ln in self.zips for k in z]
+
+    def points(self) -> list[dict[str, Value]]:
+        groups: list[list[dict[str, Value]]] = [[{k: v} for v in vals] for k, vals in self.grid.items()]
+        for z, _ in self.zips:
+            n = len(next(iter(z.values())))
+            groups.append([{k: vals[i] for k, vals in z.items()} for i in range(n)])
+        return [{k: v for d in combo for k, v in d.items()} for combo in itertools.product(*groups)]
+
+
+def _axes(src: SourceMap, data: dict) -> _Axes:
+    grid = data.get("grid", {})
+    grid_line = src.header_line("[grid]", 0) or 1
+    if not isinstance(grid, dict):
+        raise error_at(src, "grid must be a table", line=grid_line, expected="[grid] qlen = [400, 800]")
+    seen: set[str] = set()
+    _check_lists(src, grid, grid_line, seen)
+    zips_raw = data.get("zip", [])
+    if not isinstance(zips_raw, list):
+        raise error_at(src, "zip must be an array of tables", key="zip", expected="[[zip]] minth = [...]")
+    zips = []
+    for i, z in enumerate(zips_raw):
+        line = src.header_line("[[zip]]", i) or 1
+        if not isinstance(z, dict) or not z:
+            raise error_at(src, "each [[zip]] needs name = [values] lines", line=line)
+        _check_lists(src, z, line, seen)
+        lengths = {len(v) for v in z.values()}
+        if len(lengths) > 1:
+            raise error_at(src, "the lists of a [[zip]] must have the same length "
+                           f"(got {', '.join(f'{k}: {len(v)}' for k, v in z.items())})", line=line,
+                           suggestion="a [[zip]] advances its lists together; use [grid] for a cross product")
+        zips.append((z, line))
+    return _Axes(grid, grid_line, zips)
+
+
+def _check_lists(src: SourceMap, table: dict, line: int, seen: set[str]) -> None:
+    for k, v in table.items():
+        good = isinstance(v, list) and v and all(
+            isinstance(x, int | float | str) and not isinstance(x, bool) for x in v)
+        if not good:
+            raise key_error(src, f"{k} must be a non-empty list of numbers or strings", k, line,
+                            expected=f"{k} = [100, 200, 400]")
+        if k in seen:
+            raise key_error(src, f"{k} is swept twice", k, line, suggestion="sweep each parameter once")
+        seen.add(k)
