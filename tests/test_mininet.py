@@ -175,8 +175,8 @@ def test_bad_arguments_raise_clear_errors() -> None:
     with pytest.raises(MininetError, match="the network is not started"):
         net.get("h1").cmd("ping -c 1 10.0.0.2")
     net.start()
-    with pytest.raises(MininetError, match="net.iperf\\(\\) is not supported yet"):
-        net.iperf()
+    with pytest.raises(MininetError, match=r"net.iperf\(l4Type='SCTP'\): expected 'TCP' or 'UDP'"):
+        net.iperf(l4Type="SCTP")
     net.stop()
 
 
@@ -255,3 +255,41 @@ def test_bufferbloat_rtt_follows_the_backlog(results: Path, capsys: pytest.Captu
     first = (results / "bufferbloat" / "ping.txt").read_text()
     _bufferbloat(results, 100, capsys)  # same seed, same outputs
     assert (results / "bufferbloat" / "ping.txt").read_text() == first
+
+
+# ------------------------------------------------------------------ net.iperf() (iperf 2)
+
+
+def test_mn_test_iperf_reports_the_shaped_rate(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`mn --link tc,bw=10,use_tbf --test iperf`: Mininet's lines; the server's rate is the
+    link's payload rate, 10 Mbit/s x 1448/1514 = 9.56 Mbit/s, within 2 %."""
+    assert main(["mn", "--topo", "single,2", "--link", "tc,bw=10,use_tbf", "--test", "iperf",
+                 "-o", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "*** Iperf: testing TCP bandwidth between h1 and h2 \n" in out
+    m = re.search(r"\*\*\* Results: \['([\d.]+) Mbits/sec', '([\d.]+) Mbits/sec'\]\n", out)
+    assert m, out
+    assert float(m.group(1)) == pytest.approx(10 * 1448 / 1514, rel=0.02)
+    assert float(m.group(2)) >= float(m.group(1))  # the client counts what it sent
+
+
+def test_net_iperf_udp_returns_mininets_triple(capsys: pytest.CaptureFixture[str]) -> None:
+    net = Mininet(topo=SingleSwitchTopo(2))
+    net.start()
+    udp = net.iperf(l4Type="UDP", udpBw="2M", seconds=2)
+    # iperf 2.0.x reads -b 2M as 2 x 1024 x 1024 bit/s
+    assert udp[0] == "2M" and udp[1:] == ["2.10 Mbits/sec", "2.10 Mbits/sec"]
+    net.stop()
+    assert "*** Results: ['2M', '2.10 Mbits/sec', '2.10 Mbits/sec']\n" in capsys.readouterr().out
+
+
+def test_cli_iperf_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    net = Mininet(topo=SingleSwitchTopo(2))
+    net.start()
+    CLI(net, stdin=io.StringIO("iperf h2 h1\niperfudp 1M h1 h2\niperfudp\niperf h1\nexit\n"))
+    net.stop()
+    out = capsys.readouterr().out
+    assert "*** Iperf: testing TCP bandwidth between h2 and h1 \n" in out
+    assert "*** Iperf: testing UDP bandwidth between h1 and h2 \n*** Results: ['1M', " in out
+    assert "invalid number of args: iperfudp bw src dst\nbw examples: 10M\n" in out
+    assert "invalid number of args: iperf src dst\n" in out

@@ -56,9 +56,9 @@ def main():
     dumpNodeConnections(net.hosts)
     h1, h2, s0 = net.get("h1", "h2", "s0")
 
-    h2.cmd("iperf3 -s &")
+    h2.cmd("iperf -s -w 16m &")
     sleep(1)
-    flow = h1.popen("iperf3 -c %s -t %d" % (h2.IP(), args.time))
+    flow = h1.popen("iperf -c %s -t %d" % (h2.IP(), args.time))
     sleep(1)  # let slow start fill the queue
     ping = h1.popen("ping -i 0.1 %s > ping.txt" % h2.IP(), shell=True)
 

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..formats.iperf2 import mininet_rates
 from ..scenario.load import LinkSpec, Scenario, _build_sim
 from ..scenario.source import SourceMap
 from . import clock
@@ -279,10 +280,26 @@ class Mininet:
 
     def iperf(self, hosts: Any = None, l4Type: str = "TCP", udpBw: str = "10M", fmt: Any = None,  # noqa: N803
               seconds: int = 5, port: int = 5001) -> list[str]:
-        # TODO(iperf2): net.iperf() runs iperf 2 (`iperf -s`, `iperf -c`): it arrives with the iperf2 branch
-        raise MininetError("net.iperf() is not supported yet: it runs iperf 2, which bufferlab does not "
-                           "have yet; run iperf3 yourself, e.g. h2.cmd('iperf3 -s &'); "
-                           "h1.cmd('iperf3 -c 10.0.0.2')")
+        """iperf 2 from the first host (client) to the last (server), as Mininet 2.3.0's
+        net.iperf runs it: ``[server rate, client rate]`` (UDP: ``udpBw`` first), each the
+        last ``N unit/sec`` of that side's output (formats/iperf2.py ``mininet_rates``).
+        Mininet's ``killall -9 iperf`` and waitListening's probe connection are left out:
+        no earlier server runs, and the server listens before the client's line starts."""
+        client, server = hosts or [self.hosts[0], self.hosts[-1]]
+        if l4Type not in ("TCP", "UDP"):
+            raise MininetError(f"net.iperf(l4Type={l4Type!r}): expected 'TCP' or 'UDP'")
+        output("*** Iperf: testing", l4Type, "bandwidth between", client, "and", server, "\n")
+        args = f"iperf -p {port} " + ("-u " if l4Type == "UDP" else "") + (f"-f {fmt} " if fmt else "")
+        server.sendCmd(args + "-s")
+        bw = f"-b {udpBw} " if l4Type == "UDP" else ""
+        cliout = client.cmd(args + f"-t {seconds} -c {server.IP()} " + bw)
+        server.sendInt()
+        servout = server.waitOutput()
+        result = mininet_rates(servout, cliout)
+        if l4Type == "UDP":
+            result.insert(0, udpBw)
+        output(f"*** Results: {result}\n")
+        return result
 
     def configLinkStatus(self, src: str, dst: str, status: str) -> None:  # noqa: N802
         if status not in ("up", "down"):

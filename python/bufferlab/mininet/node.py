@@ -138,6 +138,11 @@ class Node:
             self._job, self.waiting = None, False
         return text
 
+    def sendInt(self, intr: str = "\x03") -> None:  # noqa: N802
+        """Ctrl-C the line ``sendCmd`` started (read what it printed then with waitOutput)."""
+        if self._job is not None:
+            self._job.interrupt()
+
     def cmd(self, *args: Any, **kwargs: Any) -> str:
         """Run one shell line; its output once it ends (at once for a line ending in ``&``)."""
         verbose = kwargs.pop("verbose", False)
