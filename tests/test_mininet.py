@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+import runpy
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from bufferlab.mininet.net import Mininet
 from bufferlab.mininet.session import MininetError
 from bufferlab.mininet.topo import SingleSwitchTopo
 from bufferlab.mininet.topolib import TreeTopo
+from bufferlab.scenario.mn_file import load_mn
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "mininet" / "bufferbloat.py"
@@ -293,3 +295,27 @@ def test_cli_iperf_commands(capsys: pytest.CaptureFixture[str]) -> None:
     assert "*** Iperf: testing UDP bandwidth between h1 and h2 \n*** Results: ['1M', " in out
     assert "invalid number of args: iperfudp bw src dst\nbw examples: 10M\n" in out
     assert "invalid number of args: iperf src dst\n" in out
+
+
+def test_from_mn_builds_the_miniedit_drawing() -> None:
+    drawing_path = ROOT / "tests" / "data" / "lab.mn"
+    drawing = load_mn(drawing_path)
+    net = Mininet.from_mn(drawing_path, use_tbf=not HTB)
+    assert [h.name for h in net.hosts] == drawing.hosts
+    assert [s.name for s in net.switches] == drawing.switches
+    assert len(net.links) == len(drawing.links)
+    net.start()
+    assert {h.name: h.IP() for h in net.hosts} == {h: ip.split("/")[0] for h, ip in drawing.host_ips.items()}
+    first, last = net.hosts[0], net.hosts[-1]
+    assert "1 received" in first.cmd(f"ping -c 1 {last.IP()}")
+    net.stop()
+
+
+def test_notebook_example_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/mininet/queue_sweep.py: the API from plain Python (clock.sleep), a pandas table
+    whose RTTs grow with max_queue_size."""
+    runpy.run_path(str(ROOT / "examples" / "mininet" / "queue_sweep.py"))
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [int(r[0]) for r in rows] == [10, 25, 50, 100]
+    rtts = [float(r[1]) for r in rows]
+    assert rtts == sorted(rtts) and rtts[-1] > 5 * rtts[0]
