@@ -118,8 +118,9 @@ pub struct Htb {
     /// DRR position per (level, prio): the classid served last
     ptr: [[Option<u16>; NUM_PRIO]; MAX_DEPTH],
     stats: QdiscStats,
-    /// the warnings `tc` relays from the kernel (quantum clamps)
-    warnings: Vec<String>,
+    /// the quantum clamps of the last configuration: (classid minor,
+    /// "small" | "big"), relayed by `tc` as the kernel's warnings
+    warnings: Vec<(u16, &'static str)>,
     seed: u64,
 }
 
@@ -270,22 +271,16 @@ impl Htb {
 
     /// `htb_change_class`'s quantum: `rate / r2q` unless given, clamped to
     /// 1000..200000 with the kernel's warning.
-    fn quantum(spec: &HtbSpec, c: &HtbClassSpec, warnings: &mut Vec<String>) -> u32 {
+    fn quantum(spec: &HtbSpec, c: &HtbClassSpec, warnings: &mut Vec<(u16, &'static str)>) -> u32 {
         if c.quantum != 0 {
             return c.quantum;
         }
         let q = (c.rate / spec.r2q as u64).min(u32::MAX as u64) as u32;
         if q < MIN_QUANTUM {
-            warnings.push(format!(
-                "HTB: quantum of class {:X} is small. Consider r2q change.",
-                class_handle(c.classid)
-            ));
+            warnings.push((c.classid, "small"));
             MIN_QUANTUM
         } else if q > MAX_QUANTUM {
-            warnings.push(format!(
-                "HTB: quantum of class {:X} is big. Consider r2q change.",
-                class_handle(c.classid)
-            ));
+            warnings.push((c.classid, "big"));
             MAX_QUANTUM
         } else {
             q
@@ -443,8 +438,8 @@ impl Htb {
         self.direct_pkts
     }
 
-    /// Kernel messages of the last configuration (quantum clamps).
-    pub fn warnings(&self) -> &[String] {
+    /// Quantum clamps of the last configuration (classid minor, "small" | "big").
+    pub fn warnings(&self) -> &[(u16, &'static str)] {
         &self.warnings
     }
 }
@@ -458,11 +453,6 @@ fn account(toks: i64, diff: i64, depth: i64, rate: &RateCfg, len: u32) -> i64 {
     } else {
         t
     }
-}
-
-/// `M:N` printed as the kernel's u32 handle with major 0 (`%X` of the minor).
-fn class_handle(minor: u16) -> u32 {
-    minor as u32
 }
 
 impl Qdisc for Htb {
@@ -680,7 +670,11 @@ impl Qdisc for Htb {
             .collect();
         json!({
             "direct_packets_stat": self.direct_pkts,
-            "warnings": self.warnings,
+            "warnings": self
+                .warnings
+                .iter()
+                .map(|(classid, what)| json!({"classid": classid, "what": what}))
+                .collect::<Vec<_>>(),
             "classes": classes,
         })
     }
