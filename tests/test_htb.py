@@ -68,8 +68,15 @@ def test_class_defaults_follow_q_htb():
                          "cbuffer": 1_280_000, "prio": 0, "quantum": 0}
     r = parse("tc class add dev x parent 5:1 classid 5:10 htb rate 2mbit ceil 10mbit burst 15k prio 1")
     assert (r.parent, r.classid, r.options["ceil"], r.options["prio"]) == (1, 0x10, 1_250_000, 1)
-    # 15k = 15360 B at 250 kB/s = 61.44 ms = 960000 ticks
+    # 15k = 15360 B at 250 kB/s = 61440 µs = 960000 ticks
     assert r.options["buffer"] == 960_000 * 64
+    # 6mbit: 1600 B take 2133.3 µs; iproute2 ≤ 6.13 truncates to 2133 µs → 33328 ticks
+    # (printed back as burst 1599b, as Linux 6.1 + iproute2 6.1 print it); the modern
+    # rounding gives ceil(33333.3) = 33334 ticks
+    line = "tc class add dev x parent 5: classid 5:20 htb rate 6mbit"
+    assert parse(line).options["buffer"] == 33328 * 64
+    modern = parse_tc(words(line), Diagnostics(), PROFILES["modern"])
+    assert modern.options["buffer"] == 33334 * 64
 
 
 def test_filter_matches():
@@ -145,13 +152,15 @@ def test_class_show_matches_the_kernel_oracle_text():
         _class(1, 0, 1_250_000, level=7),
         _class(2, 0, 8000),
         _class(0x10, 1, 250_000, prio=1, ceil=1_250_000, cbuffer=1_280_000, ctokens=20000),
+        _class(0x20, 1, 750_000, ceil=1_250_000, cbuffer=1_280_000),
     ]}}
-    assert class_show_text([block], stats=False, details=False) == (
+    assert class_show_text([block], stats=False, details=False, modern=False) == (
         "class htb 5:10 parent 5:1 prio 1 rate 2Mbit ceil 10Mbit burst 1600b cburst 1600b \n"
         "class htb 5:1 root rate 10Mbit ceil 10Mbit burst 1600b cburst 1600b \n"
+        "class htb 5:20 parent 5:1 prio 0 rate 6Mbit ceil 10Mbit burst 1599b cburst 1600b \n"
         "class htb 5:2 root prio 0 rate 64Kbit ceil 64Kbit burst 1600b cburst 1600b \n"
     )
-    text = class_show_text([block], stats=True, details=False)
+    text = class_show_text([block], stats=True, details=False, modern=False)
     assert (
         "class htb 5:2 root prio 0 rate 64Kbit ceil 64Kbit burst 1600b cburst 1600b \n"
         " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"

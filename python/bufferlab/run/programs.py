@@ -125,7 +125,8 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
         def run_class_show(rt: RunCtx) -> int:
             blocks = rt.engine.qdisc_show(dev) if dev else []
-            rt.io.out(htb.class_show_text(blocks, class_show.stats, class_show.details))
+            modern = rt.runner.sc.profile.tc_modern_print
+            rt.io.out(htb.class_show_text(blocks, class_show.stats, class_show.details, modern))
             return 0
 
         return _instant(run_class_show)

@@ -158,7 +158,9 @@ def _hex_id(v: Word, what: str) -> tuple[int, int]:
     return major, minor
 
 
-def parse_class(words: list[Word], i: int, flags: dict[str, bool]) -> TcClassRequest | TcClassShow:
+def parse_class(
+    words: list[Word], i: int, flags: dict[str, bool], profile: Profile
+) -> TcClassRequest | TcClassShow:
     """``tc class ...`` from ``words[i]`` (the verb)."""
     cur = Cursor(words, i)
     if cur.done():
@@ -205,7 +207,7 @@ def parse_class(words: list[Word], i: int, flags: dict[str, bool]) -> TcClassReq
                 "tc class ... root is not supported yet", col=w.col, expected="parent M: or parent M:N"
             )
         elif t == "htb":
-            options = _parse_class_opt(w, cur)
+            options = _parse_class_opt(w, cur, profile.tc_modern_print)
         else:
             raise NotSupportedError(
                 f'tc class "{t}" is not supported yet (only htb classes are modelled)',
@@ -245,8 +247,9 @@ def _show_flags(flags: dict[str, bool]) -> dict[str, bool]:
     return {"stats": flags.get("stats", False), "details": flags.get("details", False)}
 
 
-def _parse_class_opt(kind_word: Word, cur: Cursor) -> dict[str, Any]:
-    """``htb_parse_class_opt``: the class's spec in kernel units."""
+def _parse_class_opt(kind_word: Word, cur: Cursor, modern: bool) -> dict[str, Any]:
+    """``htb_parse_class_opt``: the class's spec in kernel units (``modern``: the
+    rounding of ``tc_calc_xmittime``, tc_util.py)."""
     rate = ceil = 0
     burst = cburst = 0
     mtu = _DEFAULT_MTU
@@ -289,8 +292,8 @@ def _parse_class_opt(kind_word: Word, cur: Cursor) -> dict[str, Any]:
     return {
         "rate": rate,
         "ceil": ceil,
-        "buffer": xmittime(rate, burst, True) * _NS_PER_TICK,
-        "cbuffer": xmittime(ceil, cburst, True) * _NS_PER_TICK,
+        "buffer": xmittime(rate, burst, modern) * _NS_PER_TICK,
+        "cbuffer": xmittime(ceil, cburst, modern) * _NS_PER_TICK,
         "prio": prio,
         "quantum": quantum,
     }
@@ -498,7 +501,7 @@ def _hash_order(classes: list[dict[str, Any]], major: int) -> list[dict[str, Any
     return [c for _, c in indexed]
 
 
-def class_show_text(blocks: list[dict[str, Any]], stats: bool, details: bool) -> str:
+def class_show_text(blocks: list[dict[str, Any]], stats: bool, details: bool, modern: bool) -> str:
     """``tc [-s] [-d] class show dev D`` for every htb on the device."""
     out = []
     for block in blocks:
@@ -517,8 +520,8 @@ def class_show_text(blocks: list[dict[str, Any]], stats: bool, details: bool) ->
                 line += "quantum %d " % c["quantum"]
             rate, ceil = int(c["rate"]), int(c["ceil"])
             line += "rate %s ceil %s " % (sprint_rate(rate), sprint_rate(ceil))
-            burst = xmitsize(rate, int(c["buffer"]) // _NS_PER_TICK, True)
-            cburst = xmitsize(ceil, int(c["cbuffer"]) // _NS_PER_TICK, True)
+            burst = xmitsize(rate, int(c["buffer"]) // _NS_PER_TICK, modern)
+            cburst = xmitsize(ceil, int(c["cbuffer"]) // _NS_PER_TICK, modern)
             if details:
                 line += "linklayer ethernet burst %s/1 mpu 0b cburst %s/1 mpu 0b level %d " % (
                     sprint_size(burst),

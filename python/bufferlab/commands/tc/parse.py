@@ -199,7 +199,7 @@ def parse_tc(
     if matches(obj.text, "qdisc"):
         pass
     elif matches(obj.text, "class"):
-        return parse_class(words, i + 1, flags)
+        return parse_class(words, i + 1, flags, profile)
     elif matches(obj.text, "filter"):
         return parse_filter(words, i + 1)
     elif any(matches(obj.text, o) for o in ("chain", "actions", "monitor", "exec")):
