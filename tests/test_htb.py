@@ -182,6 +182,11 @@ def test_a_class_verb_becomes_a_change_of_the_htb_document():
     req = rewrite(parse("tc qdisc add dev x parent 5:1 handle 10: netem delay 5ms"), [block])
     leaf = req["qdisc"]["classes"][0]["leaf"]
     assert leaf["handle"] == 0x10 and leaf["spec"]["kind"] == "netem"
+    # and a qdisc under that leaf's handle becomes its child (TCLink: red 6: then netem 10:)
+    block["options"] = {k: v for k, v in req["qdisc"].items() if k != "kind"}
+    req = rewrite(parse("tc qdisc add dev x parent 10: handle 20: pfifo limit 5"), [block])
+    child = req["qdisc"]["classes"][0]["leaf"]["child"]
+    assert child["handle"] == 0x20 and child["spec"] == {"kind": "pfifo", "limit": 5}
 
 
 # ------------------------------------------------------------------ scenarios
@@ -221,6 +226,19 @@ cmds = [
   "h1: iperf3 -c 10.0.0.2 -p 5002 -t 6 > b.txt &",
   "admin: sleep 2; tc -s class show dev s1-eth2; sleep 4; tc -s class show dev s1-eth2",
   "admin: tc qdisc show dev s1-eth2",
+]
+
+[[part]]
+name = "tclink"
+duration = "3s"
+cmds = [
+  "admin: tc qdisc del dev s1-eth2 root",
+  "admin: tc qdisc add dev s1-eth2 root handle 5:0 htb default 1",
+  "admin: tc class add dev s1-eth2 parent 5:0 classid 5:1 htb rate 10.000000Mbit burst 15k",
+  "admin: tc qdisc add dev s1-eth2 parent 5:1 handle 6: red limit 1000000 min 30000 max 35000 avpkt 1500 burst 20 bandwidth 10.000000mbit probability 1 ecn",
+  "admin: tc qdisc add dev s1-eth2 parent 6: handle 10: netem delay 5ms limit 1000",
+  "h1: ping -c 3 10.0.0.2",
+  "admin: sleep 2.5; tc -s qdisc show dev s1-eth2",
 ]
 """
 
@@ -271,3 +289,15 @@ def test_scenario_errors_carry_file_line_and_column(tmp_path: Path):
     text = str(ei.value)
     col = len('cmds = ["h1: tc class add dev h1-eth0 parent 1: classid 1:1 htb rate 1mbit prio ') + 1
     assert text.startswith(f'{p}:7:{col}: error: Illegal "prio"'), text
+
+
+def test_mininet_tclink_tree_red_and_netem_under_the_class(runs: Path):
+    """mininet/link.py TCIntf with bw=10, delay='5ms', enable_ecn=True: netem is
+    grafted under red, red under class 5:1; pings cross the 5 ms netem."""
+    log = (runs / "tclink" / "admin" / "terminal.log").read_text()
+    assert "qdisc red 6: parent 5:1 limit 1000000b min 30000b max 35000b ecn" in log, log
+    assert "qdisc netem 10: parent 6: limit 1000 delay 5.0ms\n Sent 294 bytes 3 pkt" in log, log
+    assert log.count(" Sent 294 bytes 3 pkt (dropped 0, overlimits 0 requeues 0) ") == 3, log
+    pings = (runs / "tclink" / "h1" / "terminal.log").read_text()
+    rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", pings)]
+    assert len(rtts) == 3 and all(5.0 <= r < 6.0 for r in rtts), pings

@@ -307,10 +307,15 @@ impl Htb {
             now: SimTime::from_nanos(now as u64),
             at_root: false,
         };
-        let built = AnyQdisc::build(&leaf.spec, &env)?;
-        let mut chain = vec![Node::new(leaf.handle, 0, false, built.qdisc)];
-        if let Some(f) = built.default_child {
-            chain.push(Node::new(0, 0, true, AnyQdisc::Fifo(f)));
+        let mut chain = Vec::new();
+        let mut next = Some(leaf);
+        while let Some(l) = next {
+            let built = AnyQdisc::build(&l.spec, &env)?;
+            chain.push(Node::new(l.handle, 0, false, built.qdisc));
+            next = l.child.as_deref();
+            if let (None, Some(f)) = (next, built.default_child) {
+                chain.push(Node::new(0, 0, true, AnyQdisc::Fifo(f)));
+            }
         }
         Ok(chain)
     }
@@ -634,15 +639,20 @@ impl Qdisc for Htb {
             .iter()
             .map(|c| {
                 let (qlen, backlog) = c.backlog();
-                let leaf = c.leaf.first().map(|n| {
-                    json!({
-                        "kind": n.q.kind(),
-                        "handle": n.handle,
-                        "anonymous": n.anonymous,
-                        "options": n.q.options(),
-                        "stats": n.q.stats(),
+                let leaf: Vec<_> = c
+                    .leaf
+                    .iter()
+                    .map(|n| {
+                        json!({
+                            "kind": n.q.kind(),
+                            "handle": n.handle,
+                            "anonymous": n.anonymous,
+                            "options": n.q.options(),
+                            "stats": n.q.stats(),
+                            "xstats": n.q.xstats(),
+                        })
                     })
-                });
+                    .collect();
                 json!({
                     "classid": c.spec.classid,
                     "parent": c.spec.parent,

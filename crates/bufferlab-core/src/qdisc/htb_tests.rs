@@ -263,6 +263,7 @@ fn a_netem_leaf_delays_inside_the_class() {
     c.leaf = Some(HtbLeaf {
         handle: 0x10,
         spec: Box::new(QdiscSpec::Netem(NetemSpec::delay_only(10_000_000))),
+        child: None,
     });
     let mut h = htb(10, vec![c], vec![]);
     let mut env = Env::default();
@@ -274,7 +275,7 @@ fn a_netem_leaf_delays_inside_the_class() {
     let got = h.dequeue(&mut env.ctx(10_000_000), &mut red, &mut []);
     assert!(got.is_some());
     assert_eq!(h.stats().qlen, 0);
-    assert_eq!(h.xstats()["classes"][0]["leaf"]["kind"], "netem");
+    assert_eq!(h.xstats()["classes"][0]["leaf"][0]["kind"], "netem");
 }
 
 #[test]
@@ -303,4 +304,42 @@ fn change_keeps_surviving_classes_and_purges_removed_ones() {
         .change(&QdiscSpec::Htb(bad), &mut env.ctx(5), None)
         .is_err());
     assert_eq!(h.classes().len(), 1);
+}
+
+#[test]
+fn a_qdisc_grafted_below_the_leaf_replaces_its_default_child() {
+    // class → tbf 6: → netem 10: (Mininet's TCLink shape with red in tbf's place)
+    let tbf = crate::qdisc::spec::TbfSpec {
+        rate: 10 * MBIT,
+        burst: 15_000,
+        limit: 100_000,
+        peakrate: None,
+        mtu: None,
+        mpu: 0,
+        overhead: 0,
+        atm: false,
+    };
+    let mut c = class(1, 0, 10 * MBIT, 10 * MBIT);
+    c.leaf = Some(HtbLeaf {
+        handle: 6,
+        spec: Box::new(QdiscSpec::Tbf(tbf)),
+        child: Some(Box::new(HtbLeaf {
+            handle: 0x10,
+            spec: Box::new(QdiscSpec::Netem(NetemSpec::delay_only(10_000_000))),
+            child: None,
+        })),
+    });
+    let mut h = htb(1, vec![c], vec![]);
+    let kinds: Vec<_> = h.classes()[0].leaf.iter().map(|n| n.q.kind()).collect();
+    assert_eq!(kinds, ["tbf", "netem"]);
+    let mut env = Env::default();
+    push(&mut h, &mut env, 0, 1, 1500);
+    let mut red = Reduce::default();
+    let mut ctx = env.ctx(0);
+    assert!(h.dequeue(&mut ctx, &mut red, &mut []).is_none());
+    assert_eq!(ctx.watchdog, Some(SimTime::from_nanos(10_000_000)));
+    assert!(h
+        .dequeue(&mut env.ctx(10_000_000), &mut red, &mut [])
+        .is_some());
+    assert_eq!(h.xstats()["classes"][0]["leaf"][1]["handle"], 0x10);
 }

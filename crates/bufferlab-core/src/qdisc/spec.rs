@@ -613,12 +613,17 @@ pub struct HtbClassSpec {
     pub leaf: Option<HtbLeaf>,
 }
 
-/// A qdisc grafted on an htb class with `tc qdisc add … parent M:N`.
+/// A qdisc grafted on an htb class with `tc qdisc add … parent M:N`, and
+/// what was grafted below it (`parent H:` with H its handle; Mininet's
+/// TCLink puts netem under red under the class).
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HtbLeaf {
     pub handle: u16,
     pub spec: Box<QdiscSpec>,
+    /// `None`: the kind's default child, if it has one
+    #[serde(default)]
+    pub child: Option<Box<HtbLeaf>>,
 }
 
 /// `tc filter … u32 match … flowid M:N`: all matches must hold.

@@ -421,6 +421,36 @@ def _change(block: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _graft_slot(
+    req: TcQdiscRequest, blocks: list[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], str] | None:
+    """Where a ``tc qdisc … parent P`` lands inside an htb document: ``parent M:N``
+    with M an htb's handle is class N's leaf; ``parent H:`` with H the handle of a
+    qdisc in a leaf chain is that qdisc's child. Returns (htb block, a copy of its
+    document, the dict holding the slot, the slot's key), or None."""
+    if not isinstance(req.parent, ParentClass):
+        return None
+    major, minor = req.parent.major, req.parent.minor
+    for block in blocks:
+        if block["kind"] != "htb":
+            continue
+        doc = copy.deepcopy(block["options"])
+        if minor and int(block["handle"]) == major:
+            cl = next((c for c in doc["classes"] if c["classid"] == minor), None)
+            if cl is None:
+                raise HtbError("Error: Specified class not found.")
+            return block, doc, cl, "leaf"
+        if minor:
+            continue
+        for cl in doc["classes"]:
+            leaf = cl.get("leaf")
+            while leaf is not None:
+                if leaf["handle"] == major:
+                    return block, doc, leaf, "child"
+                leaf = leaf.get("child")
+    return None
+
+
 class HtbError(Exception):
     """What tc prints when a class/filter verb fails (the kernel's answer)."""
 
@@ -429,22 +459,17 @@ def rewrite(req: Any, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The engine request a class/filter verb, or a qdisc graft on an htb class,
     amounts to: a ``change`` of the htb document. ``None``: not an htb matter."""
     if isinstance(req, TcQdiscRequest):
-        if not isinstance(req.parent, ParentClass) or req.parent.minor == 0:
+        found = _graft_slot(req, blocks)
+        if found is None:
             return None
-        block = _htb_block(blocks, req.parent.major)
-        if block is None:
-            return None
-        doc = copy.deepcopy(block["options"])
-        cl = next((c for c in doc["classes"] if c["classid"] == req.parent.minor), None)
-        if cl is None:
-            raise HtbError("Error: Specified class not found.")
+        block, doc, slot, key = found
         if req.verb == "delete":
-            cl["leaf"] = None
+            slot[key] = None
         else:
-            if cl.get("leaf") is not None and req.verb == "add":
+            if slot.get(key) is not None and req.verb == "add":
                 raise HtbError("Error: Exclusivity flag on, cannot modify.")
             assert req.qdisc is not None
-            cl["leaf"] = {"handle": req.handle or 0, "spec": req.qdisc.to_dict()}
+            slot[key] = {"handle": req.handle or 0, "spec": req.qdisc.to_dict(), "child": None}
         return _change(block, doc)
     block = _htb_block(blocks, req.major)
     if block is None:
@@ -511,8 +536,8 @@ def class_show_text(blocks: list[dict[str, Any]], stats: bool, details: bool, mo
         for c in _hash_order((block.get("xstats") or {}).get("classes", []), major):
             line = "class htb %x:%x " % (major, c["classid"])
             line += "root " if c["parent"] == 0 else "parent %x:%x " % (major, c["parent"])
-            leaf = c.get("leaf")
-            if leaf and not leaf.get("anonymous") and leaf.get("handle"):
+            leaf = (c.get("leaf") or [None])[0]
+            if leaf and not leaf["anonymous"] and leaf["handle"]:
                 line += "leaf %x: " % leaf["handle"]
             if c["level"] == 0:
                 line += "prio %d " % c["prio"]
@@ -546,21 +571,12 @@ def class_show_text(blocks: list[dict[str, Any]], stats: bool, details: bool, mo
 
 
 def leaf_blocks(block: dict[str, Any]) -> list[dict[str, Any]]:
-    """The qdiscs grafted on the classes of an htb block, as ``tc qdisc show`` blocks."""
-    major = int(block["handle"])
+    """The qdiscs grafted on the classes of an htb block (each leaf chain, top
+    first), as ``tc qdisc show`` blocks."""
     out = []
     for c in (block.get("xstats") or {}).get("classes", []):
-        leaf = c.get("leaf")
-        if leaf is None:
-            continue
-        out.append(
-            {
-                "kind": leaf["kind"],
-                "handle": leaf["handle"],
-                "parent": [major, c["classid"]],
-                "anonymous": leaf["anonymous"],
-                "options": leaf["options"],
-                "stats": leaf["stats"],
-            }
-        )
+        parent = [int(block["handle"]), c["classid"]]
+        for node in c.get("leaf") or []:
+            out.append(dict(node, parent=parent, xstats=node.get("xstats") or None))
+            parent = [node["handle"], 0]
     return out
