@@ -191,7 +191,12 @@ def test_a_class_verb_becomes_a_change_of_the_htb_document():
 
 # ------------------------------------------------------------------ scenarios
 
-SCENARIO = """name = "htb"
+#: mininet/link.py TCIntf.bwCmds with bw=10, enable_ecn=True
+MININET_RED = (
+    "tc qdisc add dev s1-eth2 parent 5:1 handle 6: red limit 1000000 min 30000 max 35000 avpkt 1500 "
+    "burst 20 bandwidth 10.000000mbit probability 1 ecn"
+)
+SCENARIO = f"""name = "htb"
 seed = 3
 [topology]
 hosts = ["h1", "h2"]
@@ -235,7 +240,7 @@ cmds = [
   "admin: tc qdisc del dev s1-eth2 root",
   "admin: tc qdisc add dev s1-eth2 root handle 5:0 htb default 1",
   "admin: tc class add dev s1-eth2 parent 5:0 classid 5:1 htb rate 10.000000Mbit burst 15k",
-  "admin: tc qdisc add dev s1-eth2 parent 5:1 handle 6: red limit 1000000 min 30000 max 35000 avpkt 1500 burst 20 bandwidth 10.000000mbit probability 1 ecn",
+  "admin: {MININET_RED}",
   "admin: tc qdisc add dev s1-eth2 parent 6: handle 10: netem delay 5ms limit 1000",
   "h1: ping -c 3 10.0.0.2",
   "admin: sleep 2.5; tc -s qdisc show dev s1-eth2",
