@@ -695,7 +695,7 @@ impl Qdisc for Htb {
             .classes
             .iter()
             .flat_map(|c| c.leaf.iter())
-            .map(|n| n.q.held())
+            .map(Node::held_packets)
             .sum();
         self.direct.len() as u64 + leaves
     }
