@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+import runpy
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -270,3 +271,13 @@ def test_bufferbloat_rtt_follows_the_backlog(results: Path, capsys: pytest.Captu
     first = (results / "bufferbloat" / "ping.txt").read_text()
     _bufferbloat(results, 100, capsys)  # same seed, same outputs
     assert (results / "bufferbloat" / "ping.txt").read_text() == first
+
+
+def test_the_notebook_example_tabulates_rtt_against_queue_size(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    table = runpy.run_path(str(EXAMPLE.parent / "notebook.py"))["table"]
+    assert list(table.index) == [10, 20, 50, 100]
+    # RTT = 20 ms + the backlog's drain time, within 10 %; more queue, more delay
+    ratio = table["rtt_mean_ms"] / table["predicted_rtt_ms"]
+    assert ratio.between(0.9, 1.1).all(), table
+    assert table["rtt_mean_ms"].is_monotonic_increasing

@@ -45,8 +45,10 @@ class BBTopo(Topo):
 def backlog(switch, iface):
     """Bytes and packets queued on iface (the root qdisc's backlog line)."""
     out = switch.cmd("tc -s qdisc show dev %s" % iface)
-    m = re.search(r"backlog (\d+)b (\d+)p", out)
-    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    # tc prints a size near a whole number of KiB or MiB as "145Kb" / "2Mb" (iproute2 sprint_size)
+    m = re.search(r"backlog (\d+)(K?|M?)b (\d+)p", out)
+    scale = {"": 1, "K": 1024, "M": 1024 * 1024}[m.group(2)]
+    return int(m.group(1)) * scale, int(m.group(3))
 
 
 def main():
@@ -56,9 +58,9 @@ def main():
     dumpNodeConnections(net.hosts)
     h1, h2, s0 = net.get("h1", "h2", "s0")
 
-    h2.cmd("iperf3 -s &")
+    h2.cmd("iperf -s -w 16m &")
     sleep(1)
-    flow = h1.popen("iperf3 -c %s -t %d" % (h2.IP(), args.time))
+    flow = h1.popen("iperf -c %s -t %d" % (h2.IP(), args.time))
     sleep(1)  # let slow start fill the queue
     ping = h1.popen("ping -i 0.1 %s > ping.txt" % h2.IP(), shell=True)
 
