@@ -655,8 +655,13 @@ def test_tc_missing_dev_and_kind_have_expected():
 @pytest.mark.parametrize(
     "line, token, message",
     [
-        ("tc class add dev x parent 1: classid 1:1 htb rate 1mbit", "class", "tc class is not supported yet"),
-        ("tc filter add dev x parent 1: u32", "filter", "tc filter is not supported yet"),
+        (
+            "tc class add dev x parent 1: classid 1:1 hfsc rate 1mbit",
+            "hfsc",
+            'tc class "hfsc" is not supported yet (only htb classes are modelled)',
+        ),
+        ("tc filter add dev x parent 1: basic", "basic", 'tc filter "basic" is not supported yet'),
+        ("tc chain add dev x", "chain", "tc chain is not supported yet"),
         ("tc -j qdisc show", "-j", "tc option -j is not supported yet"),
         ("tc qdisc add dev x ingress", "ingress", "tc qdisc ingress is not supported yet"),
         (
@@ -677,7 +682,6 @@ def test_tc_not_supported(line, token, message):
     [
         "gred",
         "fq_pie",
-        "htb",
         "hfsc",
         "prio",
         "fq",

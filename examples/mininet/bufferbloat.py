@@ -28,7 +28,7 @@ parser.add_argument("--bw-net", type=float, default=10, help="bottleneck link (M
 parser.add_argument("--delay", default="5ms", help="one-way delay of each link")
 parser.add_argument("--maxq", type=int, default=100, help="bottleneck queue (packets)")
 parser.add_argument("--time", type=float, default=10, help="seconds of traffic")
-parser.add_argument("--htb", action="store_true", help="shape with Mininet's default HTB instead of TBF")
+parser.add_argument("--tbf", action="store_true", help="shape with TBF (use_tbf), not HTB")
 args = parser.parse_args()
 
 
@@ -37,7 +37,7 @@ class BBTopo(Topo):
         h1 = self.addHost("h1")
         h2 = self.addHost("h2")
         switch = self.addSwitch("s0")
-        shaper = {} if args.htb else {"use_tbf": True}
+        shaper = {"use_tbf": True} if args.tbf else {}
         self.addLink(h1, switch, bw=args.bw_host, delay=args.delay, max_queue_size=args.maxq, **shaper)
         self.addLink(switch, h2, bw=args.bw_net, delay=args.delay, max_queue_size=args.maxq, **shaper)
 
@@ -45,8 +45,10 @@ class BBTopo(Topo):
 def backlog(switch, iface):
     """Bytes and packets queued on iface (the root qdisc's backlog line)."""
     out = switch.cmd("tc -s qdisc show dev %s" % iface)
-    m = re.search(r"backlog (\d+)b (\d+)p", out)
-    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    # tc prints a size near a whole number of KiB or MiB as "145Kb" / "2Mb" (iproute2 sprint_size)
+    m = re.search(r"backlog (\d+)(K?|M?)b (\d+)p", out)
+    scale = {"": 1, "K": 1024, "M": 1024 * 1024}[m.group(2)]
+    return int(m.group(1)) * scale, int(m.group(3))
 
 
 def main():

@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..formats.iperf2 import mininet_rates
 from ..scenario.load import LinkSpec, Scenario, _build_sim
 from ..scenario.mn_file import load_mn
 from ..scenario.source import SourceMap
@@ -23,7 +22,7 @@ from .link import Link, TCLink
 from .log import error, info, output
 from .node import Controller, DefaultController, Host, Node, OVSKernelSwitch, Switch
 from .session import MininetError, Session
-from .util import ipAdd, macColonHex, natural, netParse
+from .util import fmtBps, ipAdd, macColonHex, natural, netParse
 
 #: where networks write their results folder; ``bufferlab mininet`` points it at the script's
 RESULTS: dict[str, Any] = {"root": Path("results"), "slug": "mininet", "seed": 1, "fresh": True}
@@ -303,26 +302,33 @@ class Mininet:
 
     def iperf(self, hosts: Any = None, l4Type: str = "TCP", udpBw: str = "10M", fmt: Any = None,  # noqa: N803
               seconds: int = 5, port: int = 5001) -> list[str]:
-        """iperf 2 from the first host (client) to the last (server), as Mininet 2.3.0's
-        net.iperf runs it: ``[server rate, client rate]`` (UDP: ``udpBw`` first), each the
-        last ``N unit/sec`` of that side's output (formats/iperf2.py ``mininet_rates``).
-        Mininet's ``killall -9 iperf`` and waitListening's probe connection are left out:
-        no earlier server runs, and the server listens before the client's line starts."""
-        client, server = hosts or [self.hosts[0], self.hosts[-1]]
+        """iperf 2 between two hosts, as mininet/net.py runs it: a CSV server (``iperf -y C -s``)
+        on the second, a client for ``seconds`` on the first; returns [server rate, client rate]
+        (UDP: the requested rate first). The server's report is read once it is interrupted
+        (bufferlab's iperf -s prints its reports then)."""
         if l4Type not in ("TCP", "UDP"):
             raise MininetError(f"net.iperf(l4Type={l4Type!r}): expected 'TCP' or 'UDP'")
+        hosts = hosts or [self.hosts[0], self.hosts[-1]]
+        if len(hosts) != 2:
+            raise MininetError(f"net.iperf(hosts=...): expected two hosts, got {len(hosts)}")
+        client, server = hosts
         output("*** Iperf: testing", l4Type, "bandwidth between", client, "and", server, "\n")
-        args = f"iperf -p {port} " + ("-u " if l4Type == "UDP" else "") + (f"-f {fmt} " if fmt else "")
-        server.sendCmd(args + "-s")
+        args = f"iperf -y C -p {port} " + ("-u " if l4Type == "UDP" else "")
         bw = f"-b {udpBw} " if l4Type == "UDP" else ""
-        cliout = client.cmd(args + f"-t {seconds} -c {server.IP()} " + bw)
+        server.sendCmd(args + "-s")
+        cliout = client.cmd(args + f"-t {seconds} -c {server.IP()} {bw}")
         server.sendInt()
-        servout = server.waitOutput()
-        result = mininet_rates(servout, cliout)
+        serverout = server.waitOutput()
+        rates = []
+        for text, who in ((serverout, server), (cliout, client)):
+            vals = _iperf_csv(text)
+            if vals is None:
+                raise MininetError(f"net.iperf(): {who} printed no iperf report:\n{text}")
+            rates.append(fmtBps(vals, fmt or ""))
         if l4Type == "UDP":
-            result.insert(0, udpBw)
-        output(f"*** Results: {result}\n")
-        return result
+            rates.insert(0, udpBw)
+        output(f"*** Results: {rates}\n")
+        return rates
 
     def configLinkStatus(self, src: str, dst: str, status: str) -> None:  # noqa: N802
         if status not in ("up", "down"):
@@ -336,6 +342,17 @@ class Mininet:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def _iperf_csv(text: str) -> int | None:
+    """The rate (bits/s, the ninth field: UDP reports add jitter and loss after it) of the last
+    CSV line of an iperf -y C output, as mininet/net.py ``_iperfVals`` reads it."""
+    rate = None
+    for line in text.strip().splitlines():
+        fields = line.split(",")
+        if len(fields) >= 9 and fields[8].strip().isdigit():
+            rate = int(fields[8])
+    return rate
 
 
 __all__ = ["Mininet"]

@@ -124,6 +124,11 @@ class Node:
             output(out)
         return out
 
+    def sendInt(self) -> None:  # noqa: N802
+        """Ctrl-C the line started with sendCmd (it prints what the tool prints then)."""
+        if self._job is not None and not self._job.done:
+            self._job.interrupt()
+
     def monitor(self, timeoutms: int | None = None, findPid: bool = True) -> str:  # noqa: N803
         """What the running line printed since the last read, after at most ``timeoutms`` ms."""
         if self._job is None:
@@ -137,11 +142,6 @@ class Node:
         if job.done:
             self._job, self.waiting = None, False
         return text
-
-    def sendInt(self, intr: str = "\x03") -> None:  # noqa: N802
-        """Ctrl-C the line ``sendCmd`` started (read what it printed then with waitOutput)."""
-        if self._job is not None:
-            self._job.interrupt()
 
     def cmd(self, *args: Any, **kwargs: Any) -> str:
         """Run one shell line; its output once it ends (at once for a line ending in ``&``)."""

@@ -165,5 +165,28 @@ class _Stream:
         pass
 
 
-__all__ = ["ipStr", "ipNum", "ipParse", "ipAdd", "netParse", "macColonHex", "irange", "natural", "naturalSeq",
-           "custom", "dumpNodeConnections", "dumpNetConnections", "quietRun", "Popen"]
+def unitScale(num: float, prefix: str = "") -> tuple[str, float]:  # noqa: N802
+    """The SI prefix and factor of a rate, as mininet/util.py picks them (``prefix`` forces one)."""
+    scale = "kMGTP"
+    if prefix:
+        pos = scale.lower().find(prefix.lower())
+        if pos < 0:
+            raise MininetError(f"unit prefix {prefix!r}: expected one of k, M, G, T, P")
+        return prefix, float(10 ** (3 * (pos + 1)))
+    num, unit, factor = float(num), "", 1
+    for i, c in enumerate(scale, start=1):
+        if num < 10 ** (3 * i):
+            break
+        unit, factor = c, 10 ** (3 * i)
+    return unit, float(factor)
+
+
+def fmtBps(bps: float, prefix: str = "", fmt: str = "%.1f %sbits/sec") -> str:  # noqa: N802
+    """A rate in iperf's style (``fmtBps(9570000)`` is ``'9.6 Mbits/sec'``)."""
+    unit, factor = unitScale(bps, prefix)
+    return fmt % (float(bps) / factor, unit)
+
+
+__all__ = ["unitScale", "fmtBps", "ipStr", "ipNum", "ipParse", "ipAdd", "netParse", "macColonHex", "irange",
+           "natural", "naturalSeq", "custom", "dumpNodeConnections", "dumpNetConnections", "quietRun",
+           "Popen"]

@@ -24,7 +24,8 @@ from ..commands import ns3 as ns3_cmd
 from ..commands import ping as ping_cmd
 from ..commands import sysctl as sysctl_cmd
 from ..commands.shell import SimpleCommand, Word
-from ..commands.tc import TcQdiscRequest, TcShow, parse_tc, tc_show_text
+from ..commands.tc import TcQdiscRequest, TcShow, htb, parse_tc, tc_show_text
+from ..commands.tc.htb import TcClassShow
 from ..errors import CommandError, Diagnostics, NotSupportedError
 from ..formats import iperf2 as iperf2_fmt
 from ..formats import iperf3 as iperf3_fmt
@@ -121,15 +122,32 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
             return 0
 
         return _instant(run_show)
-    request = parsed.to_dict()
-    request["dev"] = dev
+    if isinstance(parsed, TcClassShow):
+        class_show = parsed
+
+        def run_class_show(rt: RunCtx) -> int:
+            blocks = rt.engine.qdisc_show(dev) if dev else []
+            modern = rt.runner.sc.profile.tc_modern_print
+            rt.io.out(htb.class_show_text(blocks, class_show.stats, class_show.details, modern))
+            return 0
+
+        return _instant(run_class_show)
+    request = parsed.to_dict() if isinstance(parsed, TcQdiscRequest) else None
+    if request is not None:
+        request["dev"] = dev
 
     def run_modify(rt: RunCtx) -> int:
         try:
-            rt.engine.tc(request)
-        except TcFailure as e:
+            blocks = rt.engine.qdisc_show(dev)
+            htb_request = htb.rewrite(parsed, blocks)
+            if htb_request is not None:
+                htb_request["dev"] = dev
+            rt.engine.tc(htb_request or request)
+        except (TcFailure, htb.HtbError) as e:
             rt.io.err(str(e))
             return 2
+        if isinstance(parsed, htb.TcClassRequest) and parsed.verb != "delete":
+            rt.io.err(htb.class_warnings(rt.engine.qdisc_show(dev), parsed.major, parsed.classid))
         return 0
 
     return _instant(run_modify)

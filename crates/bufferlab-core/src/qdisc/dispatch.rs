@@ -178,4 +178,5 @@ register_qdiscs! {
     Pie(super::pie::Pie),
     RedNs3(super::red_ns3::RedNs3),
     Sfb(super::sfb::Sfb),
+    Htb(super::htb::Htb),
 }

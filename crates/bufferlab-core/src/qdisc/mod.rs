@@ -20,6 +20,7 @@ pub mod cpm;
 pub mod dispatch;
 pub mod fifo;
 pub mod fq_codel;
+pub mod htb;
 pub mod netem;
 pub mod noqueue;
 pub mod ops;

@@ -78,6 +78,8 @@ pub enum QdiscSpec {
     RedNs3(RedNs3Spec),
     /// `sfb` (Stochastic Fair Blue, qdiscs.md §6.2).
     Sfb(SfbSpec),
+    /// `htb` with its classes, u32 filters and leaf qdiscs (models.md, HTB).
+    Htb(HtbSpec),
 }
 
 impl QdiscSpec {
@@ -98,6 +100,7 @@ impl QdiscSpec {
             QdiscSpec::Pie(_) => "pie",
             QdiscSpec::RedNs3(_) => "red_ns3",
             QdiscSpec::Sfb(_) => "sfb",
+            QdiscSpec::Htb(_) => "htb",
         }
     }
 }
@@ -554,4 +557,100 @@ impl Default for RedNs3Spec {
             nlred: false,
         }
     }
+}
+
+/// `htb` as a whole: the qdisc options (`tc qdisc add … htb`), every class
+/// (`tc class add … htb`), the u32 filters attached at the qdisc and the
+/// leaf qdiscs grafted on classes. The command layer keeps this document
+/// and sends it again with each class/filter/leaf verb; the engine keeps
+/// the state of classes whose classid survives.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HtbSpec {
+    /// minor of the default class; 0 = unclassified traffic goes direct
+    #[serde(default)]
+    pub default: u16,
+    /// rate-to-quantum divisor (default 10)
+    #[serde(default = "ten")]
+    pub r2q: u32,
+    /// packets of the direct queue (the device's txqueuelen)
+    pub direct_qlen: u32,
+    /// limit of a class's default pfifo leaf (txqueuelen)
+    pub leaf_limit: u32,
+    #[serde(default)]
+    pub classes: Vec<HtbClassSpec>,
+    #[serde(default)]
+    pub filters: Vec<U32Filter>,
+}
+
+fn ten() -> u32 {
+    10
+}
+
+/// One `tc class … htb` as the kernel receives it (`struct tc_htb_opt`):
+/// rates in bytes/s, buckets in ns (tc turned the byte bursts into time).
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HtbClassSpec {
+    /// classid minor
+    pub classid: u16,
+    /// parent class minor; 0 = directly under the qdisc
+    #[serde(default)]
+    pub parent: u16,
+    pub rate: u64,
+    pub ceil: u64,
+    /// ns
+    pub buffer: u64,
+    /// ns
+    pub cbuffer: u64,
+    #[serde(default)]
+    pub prio: u32,
+    /// bytes; 0 = rate / r2q
+    #[serde(default)]
+    pub quantum: u32,
+    /// leaf qdisc grafted on the class (`None` = pfifo of `leaf_limit`)
+    #[serde(default)]
+    pub leaf: Option<HtbLeaf>,
+}
+
+/// A qdisc grafted on an htb class with `tc qdisc add … parent M:N`, and
+/// what was grafted below it (`parent H:` with H its handle; Mininet's
+/// TCLink puts netem under red under the class).
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HtbLeaf {
+    pub handle: u16,
+    pub spec: Box<QdiscSpec>,
+    /// `None`: the kind's default child, if it has one
+    #[serde(default)]
+    pub child: Option<Box<HtbLeaf>>,
+}
+
+/// `tc filter … u32 match … flowid M:N`: all matches must hold.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct U32Filter {
+    pub prio: u32,
+    pub matches: Vec<U32Match>,
+    /// minor of the target class
+    pub flowid: u16,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum U32Field {
+    Src,
+    Dst,
+    Sport,
+    Dport,
+    Tos,
+}
+
+/// `match ip FIELD VALUE MASK`: `(field & mask) == value`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct U32Match {
+    pub field: U32Field,
+    pub value: u32,
+    pub mask: u32,
 }

@@ -103,6 +103,11 @@ impl Node {
         Node::new(0, 0, false, q)
     }
 
+    /// Packets stored in this node: the qdisc's own and a peeked one.
+    pub(super) fn held_packets(&self) -> u64 {
+        self.q.held() + self.peeked.is_some() as u64
+    }
+
     /// Free everything this qdisc holds itself (not its children) as purged;
     /// then it holds nothing (`qdisc_reset`, sch_generic.c).
     pub(super) fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
@@ -339,10 +344,7 @@ impl QdiscTree {
 
     /// Packets physically stored anywhere in the tree.
     pub fn held_packets(&self) -> u64 {
-        self.nodes
-            .iter()
-            .map(|n| n.q.held() + n.peeked.is_some() as u64)
-            .sum()
+        self.nodes.iter().map(Node::held_packets).sum()
     }
 
     /// (bytes, packets) held anywhere in the tree: a netem's delay line and

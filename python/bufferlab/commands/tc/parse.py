@@ -21,6 +21,7 @@ from ...units import U32_MAX
 from .._common import matches, suggestion_for
 from ..shell import Word
 from .cursor import Cursor
+from .htb import TcClassRequest, TcClassShow, TcFilterRequest, parse_class, parse_filter
 from .kind import QdiscSpec
 from .registry import KNOWN_UNMODELLED_QDISCS, MODELLED_QDISCS, QDISC_KINDS
 from .request import ParentClass, ParentRoot, ParentSpec, TcQdiscRequest, TcShow
@@ -162,11 +163,14 @@ _VERBS = [
 ]
 
 
-def parse_tc(words: list[Word], diag: Diagnostics, profile: Profile | None = None) -> TcQdiscRequest | TcShow:
+def parse_tc(
+    words: list[Word], diag: Diagnostics, profile: Profile | None = None
+) -> TcQdiscRequest | TcShow | TcClassRequest | TcClassShow | TcFilterRequest:
     """Parse a ``tc`` command line (``words[0]`` is ``tc``).
 
     Returns a :class:`TcQdiscRequest` for add/change/replace/link/delete, or
-    a :class:`TcShow` for ``qdisc show``/``ls``/``list`` (and bare ``tc qdisc``).
+    a :class:`TcShow` for ``qdisc show``/``ls``/``list`` (and bare ``tc qdisc``);
+    ``tc class``/``tc filter`` give htb.py's requests.
     """
     profile = profile or Profile()
     flags: dict[str, bool] = {}
@@ -194,10 +198,12 @@ def parse_tc(words: list[Word], diag: Diagnostics, profile: Profile | None = Non
     obj = words[i]
     if matches(obj.text, "qdisc"):
         pass
-    elif any(matches(obj.text, o) for o in ("class", "filter", "chain", "actions", "monitor", "exec")):
-        full = next(
-            o for o in ("class", "filter", "chain", "actions", "monitor", "exec") if matches(obj.text, o)
-        )
+    elif matches(obj.text, "class"):
+        return parse_class(words, i + 1, flags, profile)
+    elif matches(obj.text, "filter"):
+        return parse_filter(words, i + 1)
+    elif any(matches(obj.text, o) for o in ("chain", "actions", "monitor", "exec")):
+        full = next(o for o in ("chain", "actions", "monitor", "exec") if matches(obj.text, o))
         raise NotSupportedError(f"tc {full} is not supported yet", col=obj.col, expected="tc qdisc ...")
     elif matches(obj.text, "help"):
         raise CommandError(_TC_USAGE, col=obj.col, expected="tc qdisc ...")

@@ -4,12 +4,12 @@ net.core.default_qdisc`` find it here. Order: the order of the kind lists in mes
 
 from __future__ import annotations
 
-from . import blue, codel, fifo, netem, noqueue, pfifo_fast, pie, red, red_ns3, sfb, tbf
+from . import blue, codel, fifo, htb, netem, noqueue, pfifo_fast, pie, red, red_ns3, sfb, tbf
 from .kind import QdiscKind
 
 QDISC_KINDS: dict[str, QdiscKind] = {
     kind.name: kind
-    for module in (noqueue, fifo, pfifo_fast, tbf, netem, red, blue, codel, pie, red_ns3, sfb)
+    for module in (noqueue, fifo, pfifo_fast, tbf, netem, red, blue, codel, pie, red_ns3, sfb, htb)
     for kind in module.KINDS
 }
 MODELLED_QDISCS = tuple(QDISC_KINDS)
@@ -22,7 +22,6 @@ KNOWN_UNMODELLED_QDISCS = (
     "cake",
     "fq",
     "sfq",
-    "htb",
     "hfsc",
     "prio",
     "drr",

@@ -20,6 +20,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from .htb import leaf_blocks
 from .kind import PrintOpt, PrintXstats
 from .registry import QDISC_KINDS
 from .tc_util import sprint_size
@@ -67,6 +68,21 @@ def _block_text(block: dict[str, Any], modern: bool, stats: bool, details: bool,
     return line
 
 
+def _with_htb_leaves(blocks: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """htb's leaf qdiscs live inside its block (htb.py): list them after it, and give
+    its printer the ``direct_packets_stat`` tc prints among the options."""
+    out = []
+    for block in blocks:
+        if block["kind"] != "htb":
+            out.append(block)
+            continue
+        xstats = block.get("xstats") or {}
+        opts = dict(block.get("options") or {}, direct_packets_stat=xstats.get("direct_packets_stat", 0))
+        out.append(dict(block, options=opts, xstats=None))
+        out.extend(leaf_blocks(block))
+    return out
+
+
 def tc_show_text(blocks: Iterable[dict[str, Any]] | str, profile: Any, stats: bool = True,
                  details: bool = False, invisible: bool = False, dev: str | None = None) -> str:
     """``tc [-s] [-d] qdisc show dev X [invisible]`` for the engine's blocks.
@@ -80,7 +96,7 @@ def tc_show_text(blocks: Iterable[dict[str, Any]] | str, profile: Any, stats: bo
         blocks = json.loads(blocks)
     modern = bool(profile.tc_modern_print)
     out = []
-    for block in blocks:
+    for block in _with_htb_leaves(blocks):
         if block.get("anonymous") and not invisible:
             continue
         out.append(_block_text(block, modern, stats, details, dev))
