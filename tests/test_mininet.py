@@ -25,6 +25,7 @@ from bufferlab.mininet.net import Mininet
 from bufferlab.mininet.session import MininetError
 from bufferlab.mininet.topo import SingleSwitchTopo
 from bufferlab.mininet.topolib import TreeTopo
+from bufferlab.scenario.mn_file import load_mn
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "mininet" / "bufferbloat.py"
@@ -281,3 +282,45 @@ def test_the_notebook_example_tabulates_rtt_against_queue_size(tmp_path, monkeyp
     ratio = table["rtt_mean_ms"] / table["predicted_rtt_ms"]
     assert ratio.between(0.9, 1.1).all(), table
     assert table["rtt_mean_ms"].is_monotonic_increasing
+
+
+def test_from_mn_builds_the_miniedit_drawing() -> None:
+    drawing_path = ROOT / "tests" / "data" / "lab.mn"
+    drawing = load_mn(drawing_path)
+    net = Mininet.from_mn(drawing_path)
+    assert [h.name for h in net.hosts] == drawing.hosts
+    assert [s.name for s in net.switches] == drawing.switches
+    assert len(net.links) == len(drawing.links)
+    net.start()
+    ips = {h: ip.split("/")[0] for h, ip in drawing.host_ips.items()}
+    assert {h.name: h.IP() for h in net.hosts} == ips
+    first, last = net.hosts[0], net.hosts[-1]
+    assert "1 received" in first.cmd(f"ping -c 1 {last.IP()}")
+    net.stop()
+
+
+def test_cli_iperf_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    net = Mininet(topo=SingleSwitchTopo(2))
+    net.start()
+    CLI(net, stdin=io.StringIO("iperf h2 h1\niperfudp 1M h1 h2\niperfudp\niperf h1\nexit\n"))
+    net.stop()
+    out = capsys.readouterr().out
+    assert "*** Iperf: testing TCP bandwidth between h2 and h1 \n" in out
+    assert "*** Iperf: testing UDP bandwidth between h1 and h2 \n" in out
+    assert "invalid number of args: iperfudp bw src dst\nbw examples: 10M\n" in out
+    assert "invalid number of args: iperf src dst\n" in out
+
+
+def test_each_script_run_starts_at_time_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two runs in one process print the same times (a clock carried over from the first run
+    rounds ``time() - start`` differently)."""
+    script = tmp_path / "t.py"
+    script.write_text("import time\nfrom bufferlab.mininet.net import Mininet\nnet = Mininet()\n"
+                      "net.addLink(net.addHost('h1'), net.addSwitch('s1'))\nnet.start()\n"
+                      "time.sleep(0.3)\nprint('t =', repr(time.time()))\n"
+                      "net.stop()\n", encoding="utf-8")
+    times = []
+    for run in ("a", "b"):
+        assert main(["mininet", "-o", str(tmp_path / run), "--no-report", str(script)]) == 0
+        times.append([line for line in capsys.readouterr().out.splitlines() if line.startswith("t =")])
+    assert times[0] == times[1] == [f"t = {0.3!r}"]

@@ -62,9 +62,20 @@ class CLI(cmd.Cmd):
         self.mn.pingPair()
 
     def do_iperf(self, line: str) -> None:
-        """TCP throughput between two hosts (iperf 2)."""
-        hosts = [self.mn.get(n) for n in line.split()] or None
-        self.mn.iperf(hosts)
+        """TCP throughput between two hosts (iperf 2): iperf [src dst]."""
+        args = line.split()
+        if args and len(args) != 2:
+            error("invalid number of args: iperf src dst\n")
+            return
+        self.mn.iperf([self.mn.get(n) for n in args] or None)
+
+    def do_iperfudp(self, line: str) -> None:
+        """UDP throughput between two hosts (iperf 2): iperfudp bw [src dst]."""
+        args = line.split()
+        if len(args) not in (1, 3):
+            error("invalid number of args: iperfudp bw src dst\nbw examples: 10M\n")
+            return
+        self.mn.iperf([self.mn.get(n) for n in args[1:]] or None, l4Type="UDP", udpBw=args[0])
 
     def do_dump(self, _line: str) -> None:
         """Every node with its interfaces and addresses."""

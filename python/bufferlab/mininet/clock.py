@@ -20,6 +20,12 @@ def detach(session: Session) -> None:
         _current.clear()
 
 
+def reset() -> None:
+    """Time 0 again: each script run starts from the same clock, so that comparisons such as
+    ``time() - start < 8`` round alike in every run of one process (same seed, same outputs)."""
+    _idle_ns[0] = 0
+
+
 def sleep(seconds: float) -> None:
     if _current:
         _current[0].sleep(seconds)
@@ -31,4 +37,4 @@ def time() -> float:
     return (_idle_ns[0] + (_current[0].now_ns if _current else 0)) / NS
 
 
-__all__ = ["sleep", "time"]
+__all__ = ["sleep", "time", "reset"]

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ..scenario.load import LinkSpec, Scenario, _build_sim
+from ..scenario.mn_file import load_mn
 from ..scenario.source import SourceMap
 from . import clock
-from .link import Link
+from .link import Link, TCLink
 from .log import error, info, output
 from .node import Controller, DefaultController, Host, Node, OVSKernelSwitch, Switch
 from .session import MininetError, Session
@@ -60,6 +61,28 @@ class Mininet:
         self.built = False
         if topo is not None and build:
             self.build()
+
+    @classmethod
+    def from_mn(cls, path: str | Path, use_tbf: bool = False, **kwargs: Any) -> Mininet:
+        """A network drawn in MiniEdit (a ``.mn`` file read by scenario/mn_file.py ``load_mn``):
+        its hosts with their addresses, its switches, and its links as the TCLinks MiniEdit
+        makes, with their options (``use_tbf``: shaped with tbf instead of Mininet's htb).
+        The file's ignored keys are reported as ``load_mn`` warns about them."""
+        drawing = load_mn(path)
+        for w in drawing.warnings:
+            error(f"{w}\n")
+        net = cls(link=TCLink, **kwargs)
+        for h in drawing.hosts:
+            net.addHost(h, **({"ip": drawing.host_ips[h]} if h in drawing.host_ips else {}))
+        for s in drawing.switches:
+            net.addSwitch(s)
+        for ln in drawing.links:
+            opts = {k: getattr(ln, k) for k in ("bw", "delay", "jitter", "loss", "max_queue_size")
+                    if getattr(ln, k) is not None}
+            if use_tbf and "bw" in opts:
+                opts["use_tbf"] = True
+            net.addLink(ln.src, ln.dest, **opts)
+        return net
 
     # ------------------------------------------------------------ declaring
 

@@ -171,6 +171,7 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
     root = results.resolve() / slug
     _fresh(root)
     net_mod.results_in(results.resolve(), slug, seed, fresh=False)
+    clock.reset()
     cwd, argv = os.getcwd(), sys.argv
     status = 0
     try:
