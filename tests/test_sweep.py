@@ -163,3 +163,27 @@ def _pythonpath(monkeypatch):
     """The killed sweep runs as a child process: it must import this tree's bufferlab."""
     pkg = str(Path(bufferlab.__file__).resolve().parent.parent)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([pkg, os.environ.get("PYTHONPATH", "")]))
+
+
+def test_a_dask_cluster_without_workers_is_an_error_not_a_hang(monkeypatch):
+    from bufferlab.errors import BufferlabError
+    from bufferlab.sweep import executors
+
+    class NothingCompletes:
+        def __init__(self, futures):
+            self.futures = futures
+
+        def is_empty(self):
+            return False
+
+        def next_batch(self, block):
+            return []
+
+    class NoWorkers:
+        def scheduler_info(self):
+            return {"workers": {}}
+
+    fake = type("distributed", (), {"as_completed": NothingCompletes})
+    monkeypatch.setattr(executors, "DASK_NO_WORKER_S", 0.2)
+    with pytest.raises(BufferlabError, match="no worker for 0.2 s"):
+        list(executors._dask_results(fake, NoWorkers(), ["f"]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
@@ -57,6 +58,10 @@ def local(jobs: list[RunJob], workers: int, address: str | None) -> Records:
                 f.cancel()
 
 
+#: how long a Dask cluster may have no worker (starting, or all lost) before the sweep gives up
+DASK_NO_WORKER_S = 120.0
+
+
 def dask(jobs: list[RunJob], workers: int, address: str | None) -> Records:
     distributed = _extra("dask.distributed", "dask")
     cluster = None
@@ -66,12 +71,30 @@ def dask(jobs: list[RunJob], workers: int, address: str | None) -> Records:
     with distributed.Client(address or cluster) as client:
         futures = client.map(execute, jobs, pure=False)
         try:
-            for f in distributed.as_completed(futures):
-                yield f.result()
+            yield from _dask_results(distributed, client, futures)
         finally:
             client.cancel(futures)
     if cluster is not None:
         cluster.close()
+
+
+def _dask_results(distributed: Any, client: Any, futures: list[Any]) -> Records:
+    """Results as they complete; an error, not a hang, when the cluster has had no worker for
+    ``DASK_NO_WORKER_S`` (workers that never started or all died: Dask would wait forever)."""
+    pending = distributed.as_completed(futures)
+    idle_since = time.monotonic()
+    while not pending.is_empty():
+        batch = pending.next_batch(block=False)
+        for f in batch:
+            yield f.result()
+        if batch or client.scheduler_info().get("workers"):
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since > DASK_NO_WORKER_S:
+            raise BufferlabError(f"error: the Dask cluster has had no worker for {DASK_NO_WORKER_S:g} s; "
+                                 "the finished runs are kept\n  hint: check the workers' logs, then run "
+                                 "the same command again to run the missing ones")
+        if not batch:
+            time.sleep(0.05)
 
 
 def ray(jobs: list[RunJob], workers: int, address: str | None) -> Records:
