@@ -31,7 +31,8 @@ from typing import Any
 from ..commands.iperf2 import IperfClient, IperfServer
 from .iperf3 import unit_snprintf
 
-__all__ = ["server_header", "server_text", "client_buffer", "client_text", "mininet_rates", "window_line"]
+__all__ = ["server_header", "server_text", "client_buffer", "client_text", "mininet_rates", "csv_rate",
+           "window_line"]
 
 SEPARATOR = "-" * 60 + "\n"
 HEADER_BW = "[ ID] Interval       Transfer     Bandwidth\n"
@@ -324,6 +325,18 @@ def mininet_rates(server_text: str, client_text: str) -> list[str]:
     (mininet/net.py ``_parseIperf``; an output without one gives ``''``).
     For ``l4Type='UDP'`` Mininet puts the requested ``udpBw`` string first."""
     return [_last_rate(server_text), _last_rate(client_text)]
+
+
+def csv_rate(text: str) -> int | None:
+    """The rate in bits/s of the last report line of an ``-y C`` output: its ninth field (a UDP
+    report adds jitter and loss after it), as mininet/net.py ``_iperfVals`` reads it; None if
+    there is no report line."""
+    rate = None
+    for line in text.strip().splitlines():
+        fields = line.split(",")
+        if len(fields) >= 9 and fields[8].strip().isdigit():
+            rate = int(fields[8])
+    return rate
 
 
 def _last_rate(text: str) -> str:

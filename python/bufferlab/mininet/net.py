@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..formats.iperf2 import csv_rate
 from ..scenario.load import LinkSpec, Scenario, _build_sim
 from ..scenario.mn_file import load_mn
 from ..scenario.source import SourceMap
@@ -321,7 +322,7 @@ class Mininet:
         serverout = server.waitOutput()
         rates = []
         for text, who in ((serverout, server), (cliout, client)):
-            vals = _iperf_csv(text)
+            vals = csv_rate(text)
             if vals is None:
                 raise MininetError(f"net.iperf(): {who} printed no iperf report:\n{text}")
             rates.append(fmtBps(vals, fmt or ""))
@@ -342,17 +343,6 @@ class Mininet:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
-
-
-def _iperf_csv(text: str) -> int | None:
-    """The rate (bits/s, the ninth field: UDP reports add jitter and loss after it) of the last
-    CSV line of an iperf -y C output, as mininet/net.py ``_iperfVals`` reads it."""
-    rate = None
-    for line in text.strip().splitlines():
-        fields = line.split(",")
-        if len(fields) >= 9 and fields[8].strip().isdigit():
-            rate = int(fields[8])
-    return rate
 
 
 __all__ = ["Mininet"]
