@@ -10,6 +10,9 @@ Workloads (the topology of Lab 14: h1, h2 -- s1 -- s2 -- h3, bottleneck s1-eth2)
 - ``lab14``: Lab 14's 10·BDP part from the handout's lines (iperf3 CUBIC 90 s +
   ping, 1 Gbit/s, 20 ms), TSO/GSO aggregates on, as on a Mininet VM;
 - ``lab14-segments``: the same with one packet record per segment (``gso = false``);
+- ``lab14-segments-no-host-time``: the same without the hosts' processing time
+  (``host_*`` = 0), the model issue 13's "3.5 s" was measured on: three
+  events per segment fewer, the same qdisc and TCP work;
 - ``udp``: CBR 950 Mbit/s through netem + tbf, 90 s;
 - ``bulk-N`` (N = 1, 100, 1000, 10000): ``bulk -P N``, N concurrent TCP flows
   into one sink through 1 Gbit/s, 20 ms, a 1·BDP tbf buffer, 10 s, one record per
@@ -63,8 +66,11 @@ def _scenario(name: str, cmds: list[str], sim: str = "") -> str:
     return f'name = "{name}"\nseed = 1\n{head}{TOPOLOGY}[[part]]\nname = "run"\ncmds = [\n{lines}\n]\n'
 
 
-def _lab14(gso: bool) -> str:
+def _lab14(gso: bool, host_time: bool = True) -> str:
     netem_limit = "" if gso else " limit 100000"
+    sim = "" if gso else "gso = false"
+    if not host_time:
+        sim += "\nhost_packet_ns = 0\nhost_byte_ps = 0\nhost_wakeup_ns = 0"
     return _scenario("lab14", [
         f"admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms{netem_limit}",
         "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 1gbit burst 500000 limit 26214400",
@@ -72,7 +78,7 @@ def _lab14(gso: bool) -> str:
         "h3: iperf3 -s",
         "h1: iperf3 -c 10.0.0.3 -t 90",
         "h2: ping 10.0.0.3 -c 90",
-    ], "" if gso else "gso = false")
+    ], sim)
 
 
 def _udp() -> str:
@@ -107,6 +113,7 @@ def _long(seconds: int) -> str:
 WORKLOADS = {
     "lab14": lambda: _lab14(True),
     "lab14-segments": lambda: _lab14(False),
+    "lab14-segments-no-host-time": lambda: _lab14(False, host_time=False),
     "udp": _udp,
     **{f"bulk-{n}": (lambda n=n: _bulk(n)) for n in (1, 100, 1000, 10000)},
     "flows-70": lambda: (HERE / "scenarios/flows-70.toml").read_text(),

@@ -24,7 +24,7 @@ use super::spec::QdiscSpec;
 use super::tree::Node;
 use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
-use crate::packet::PacketId;
+use crate::packet::{PacketId, PREFETCH_AHEAD};
 use serde_json::json;
 use std::collections::VecDeque;
 
@@ -138,6 +138,10 @@ impl Fifo {
     /// `qdisc_dequeue_head`: pop the oldest packet.
     pub fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<PacketId> {
         let id = self.queue.pop_front()?;
+        if let Some(&ahead) = self.queue.get(PREFETCH_AHEAD) {
+            // tbf reads the next head's length at once (packet.rs)
+            ctx.arena.prefetch(ahead);
+        }
         let len = ctx.arena.len_of(id);
         self.stats.unqueued(len);
         self.stats.sent(len, ctx.arena.segs_of(id));

@@ -48,7 +48,7 @@ use super::tree::{self, Node};
 use super::AnyQdisc;
 use super::{DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
-use crate::packet::PacketId;
+use crate::packet::{PacketId, PREFETCH_AHEAD};
 use crate::rng::ComponentRng;
 use crate::time::SimTime;
 use std::collections::VecDeque;
@@ -744,6 +744,9 @@ impl Netem {
             };
             if tts <= now && slot_open {
                 self.tfifo.pop_front();
+                if let Some(&(_, ahead)) = self.tfifo.get(PREFETCH_AHEAD) {
+                    ctx.arena.prefetch(ahead);
+                }
                 let len = ctx.arena.len_of(id);
                 let mut refill = false;
                 if let Some(s) = &mut self.slot {
