@@ -101,10 +101,10 @@ def runner(tmp_path_factory: pytest.TempPathFactory) -> Runner:
 
 
 def _prepare(runner: Runner, terminal: str, text: str) -> None:
-    """Runner._prepare_line (shell parsing, dispatch, the program's parser) on one line."""
+    """Runner.prepare_line (shell parsing, dispatch, the program's parser) on one line."""
     c = Command(terminal=terminal, text=text, line=12, col=10, index=0, file="fuzz.toml")
     try:
-        runner._prepare_line(c)
+        runner.prepare_line(c)
     except CommandError as e:
         assert e.where is not None and e.where.startswith("fuzz.toml:12:"), (text, str(e))
         assert str(e).startswith("fuzz.toml:12:"), (text, str(e))

@@ -5,7 +5,8 @@ instead builds its network once (``net.start()``) and then types lines into
 hosts while its own Python code runs in between. A :class:`Session` owns one
 ``Runner`` and ``Scheduler`` with a single open-ended part named ``mininet``:
 each line goes through the same preparation and program dispatch as a scenario
-line (``Runner._prepare_line`` and ``_terminal_proc``), and the engine is
+line (``Runner.prepare_line`` and ``terminal_proc``: the steps of a run that
+``Runner`` lists beside ``open_run``), and the engine is
 advanced only as far as the caller waits (a foreground line's end, or
 ``clock.sleep``). The results folder is a scenario's: ``summary.json``, the
 terminals' logs (``mininet/<node>/terminal.log``) and the report.
@@ -13,16 +14,14 @@ terminals' logs (``mininet/<node>/terminal.log``) and the report.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import BufferlabError
-from ..run.context import NS, PartState, Terminal, WaitApp, WaitUntil
-from ..run.engine import Engine
-from ..run.scheduler import DEFAULT_STOP_AT_S, Runner, Scheduler, _Owner
-from ..safefs import ensure_dir, open_write, remove_tree
+from ..run.context import NS, Terminal, WaitApp, WaitUntil
+from ..run.scheduler import DEFAULT_STOP_AT_S, Owner, Runner, Scheduler
+from ..safefs import ensure_dir, open_write
 from ..scenario.load import Command, Part, Scenario
 
 PART_NAME = "mininet"
@@ -35,7 +34,7 @@ class MininetError(BufferlabError):
 class Job:
     """One line typed into a node: its output so far and, once it ended, its status."""
 
-    def __init__(self, session: Session, term: Terminal, first_entry: int, owner: _Owner) -> None:
+    def __init__(self, session: Session, term: Terminal, first_entry: int, owner: Owner) -> None:
         self.session = session
         self.term = term
         #: what the scheduler's entries of this line carry (other lines of the node have their own)
@@ -60,8 +59,8 @@ class Job:
     def interrupt(self) -> None:
         """Ctrl-C what the line runs (it prints what the tool prints then)."""
         s = self.session
-        s.sched._interrupt([e for e in s.sched.waiting if e[4] is self.owner])
-        s.sched._drain()
+        s.sched.interrupt([e for e in s.sched.waiting if e[4] is self.owner])
+        s.sched.drain()
 
 
 class Session:
@@ -72,20 +71,10 @@ class Session:
         self.runner = Runner(scenario, results_root, progress=False, echo=echo)
         self.runner.check()
         r = self.runner
-        r.engine = Engine(r.topo.engine_config)
-        if fresh:
-            r._fresh_root()
-        else:
-            r.root.mkdir(parents=True, exist_ok=True)
-        r.observation.start_run(r.engine)
-        r.started_unix = time.time()
-        self._wall0 = time.perf_counter()
+        r.open_run(fresh)
         self.sched = Scheduler(r)
         self.part = Part(PART_NAME, [], None, 0)
-        self.state = PartState(self.part, 0)
-        r.part_states.append(self.state)
-        self.sched.begin_part(self.state)
-        r.observation.start_part(r.root / PART_NAME, [])
+        self.state = r.begin_part(self.sched, self.part, r.root / PART_NAME)
         self.terminals: dict[str, Terminal] = {}
         self._index = 0
         self._warned = 0
@@ -116,19 +105,19 @@ class Session:
             raise MininetError(f"{node}: `{line}`: the network was stopped (net.stop()); start a new one")
         self._index += 1
         cmd = Command(node, line, self._index, 1, self._index, f"<{node}>")
-        pl = self.runner._prepare_line(cmd)
+        pl = self.runner.prepare_line(cmd)
         for w in self.runner.warnings[self._warned:]:
             self.runner.echo(w)
         self._warned = len(self.runner.warnings)
         term = self._terminal(node)
-        owner = _Owner(node, foreground=not background)
+        owner = Owner(node, foreground=not background)
         job = Job(self, term, len(term.transcript), owner)
 
         def proc() -> Any:
-            job.status = yield from self.runner._terminal_proc(self.sched, self.state, term, [pl], owner)
+            job.status = yield from self.runner.terminal_proc(self.sched, self.state, term, [pl], owner)
 
         self.sched.spawn(proc(), self._index, owner)
-        self.sched._drain()
+        self.sched.drain()
         return job
 
     def run_until(self, ready: Callable[[], bool], limit_s: float, what: str, fail: bool = True) -> None:
@@ -138,7 +127,7 @@ class Session:
         assert eng is not None
         stop = eng.now_ns + round(limit_s * NS)
         while True:
-            self.sched._drain()
+            self.sched.drain()
             if ready():
                 return
             if eng.now_ns >= stop:
@@ -147,7 +136,7 @@ class Session:
                 raise MininetError(f"{what}: still running after {limit_s:g} s of simulated time; "
                                    "a command that never ends needs `&` or popen()")
             waits = [w.t_ns for *_, w, _o in self.sched.waiting if isinstance(w, WaitUntil)]
-            self.sched._advance(min([*waits, stop]))
+            self.sched.advance(min([*waits, stop]))
 
     def sleep(self, seconds: float) -> None:
         """The network runs on for ``seconds`` of simulated time; what runs goes on."""
@@ -160,26 +149,16 @@ class Session:
         if self.closed:
             return {}
         self.closed = True
-        r, eng = self.runner, self.runner.engine
-        assert eng is not None
+        r = self.runner
         self.sched.end_scenario()
-        counters = r._part_counters()
-        observed = r.observation.end_part()
-        peaks = {d: p for d, p in eng.peak_backlogs().items() if d in counters["qdiscs"]}
-        observed["peak_backlog"] = {**peaks, **observed["peak_backlog"]}
-        r.part_reports.append({"name": PART_NAME, "start_ns": 0, "end_ns": eng.now_ns,
-                               "queues": self.state.queue_files, **observed, **counters})
-        r._part_results(0)
-        r.observation.end_run()
+        r.part_reports.append(r.part_entry(self.state))
+        r.summarise_part(0)
         for node, term in self.terminals.items():
             home = r.root / PART_NAME / node
             ensure_dir(home, r.root)
             with open_write(home / "terminal.log") as f:
                 f.write("".join(term.transcript))
-        summary = r._write_summary(time.perf_counter() - self._wall0, None)
-        if r.prev_root is not None:
-            remove_tree(r.prev_root)  # as after a completed scenario run
-        return summary
+        return r.close_run(None, completed=True)
 
     def running_apps(self) -> list[int]:
         return [w.app_id for *_, w, _o in self.sched.waiting if isinstance(w, WaitApp)]

@@ -224,7 +224,7 @@ class Runner:
                     expected="a duration no longer than [sim] stop_at",
                     suggestion=f'raise [sim] stop_at, e.g. stop_at = "{part.duration:g}s"',
                 )
-            self.lines[part.name] = [self._prepare_line(c) for c in part.commands]
+            self.lines[part.name] = [self.prepare_line(c) for c in part.commands]
             self._check_part_ends(part, self.lines[part.name])
         self.observation.check()
         check_sample_budget(self.sc, self.lines, DEFAULT_STOP_AT_S)
@@ -245,7 +245,7 @@ class Runner:
             suggestion='add duration = "30s" to the part, or give the command an end (e.g. ping -c 30)',
         )
 
-    def _prepare_line(self, c: Command) -> PreparedLine:
+    def prepare_line(self, c: Command) -> PreparedLine:
         diag = Diagnostics()
         pc = PrepareCtx(terminal=c.terminal, topo=self.topo, profile=self.sc.profile, diag=diag,
                         base_dir=self.sc.path.parent)
@@ -269,11 +269,8 @@ class Runner:
             self.check()
         for w in self.warnings:
             self.echo(w)
-        self.engine = Engine(self.topo.engine_config)
-        self._fresh_root()
-        self.observation.start_run(self.engine)
-        self.started_unix = time.time()
-        wall0 = self._wall0 = time.perf_counter()
+        self.open_run()
+        wall0 = self._wall0
         for node, dev, args in self.topo.tclink_commands:
             self._apply_tclink(node, dev, args)
         sched = Scheduler(self)
@@ -286,10 +283,10 @@ class Runner:
                     sched.idle(round(self.sc.part_gap * NS))
                 self._run_part(sched, part)
                 if i < len(self.sc.parts) - 1:
-                    self._part_results(i)
+                    self.summarise_part(i)
                     # nothing lost: summary.json as it stands after each part
                     with signals_deferred():
-                        self._write_summary(time.perf_counter() - wall0, None)
+                        self.write_summary(time.perf_counter() - wall0, None)
             sched.end_scenario()
         except PartTimeout as e:
             error = str(e)
@@ -306,17 +303,71 @@ class Runner:
             for term in self._terminals:
                 term.flush()
             if self.part_reports and "results" not in self.part_reports[-1]:
-                self._part_results(len(self.part_reports) - 1)
-            _quietly(self.observation.end_run)
-            summary = self._write_summary(time.perf_counter() - wall0, error)
-            if abort is None and error is None and self.stopped is None and self.prev_root is not None:
-                remove_tree(self.prev_root)  # the run completed: the previous one goes
-                self.prev_root = None
+                self.summarise_part(len(self.part_reports) - 1)
+            completed = abort is None and error is None and self.stopped is None
+            summary = self.close_run(error, completed)
         if abort is not None:
             raise abort
         if error:
             raise PartTimeout(error)
         return summary
+
+    # The steps of a run, in order, shared by :meth:`run` and a live session
+    # (mininet/session.py, which types lines one at a time): open_run, then per part
+    # begin_part, the jobs (prepare_line, terminal_proc) driven by a Scheduler,
+    # part_entry and summarise_part; close_run last.
+
+    def open_run(self, fresh: bool = True) -> None:
+        """Start the engine and the results folder (``fresh``: a previous run's folder is
+        moved aside, as :meth:`_fresh_root` says; False: the caller made it already)."""
+        self.engine = Engine(self.topo.engine_config)
+        if fresh:
+            self._fresh_root()
+        else:
+            self.root.mkdir(parents=True, exist_ok=True)
+        self.observation.start_run(self.engine)
+        self.started_unix = time.time()
+        self._wall0 = time.perf_counter()
+
+    def close_run(self, error: str | None, completed: bool) -> dict[str, Any]:
+        """End the observations, write summary.json; a ``completed`` run removes the
+        previous run's folder. Returns the summary."""
+        _quietly(self.observation.end_run)
+        summary = self.write_summary(time.perf_counter() - self._wall0, error)
+        if completed and self.prev_root is not None:
+            remove_tree(self.prev_root)  # the run completed: the previous one goes
+            self.prev_root = None
+        return summary
+
+    def begin_part(self, sched: Scheduler, part: Part, part_dir: Path) -> PartState:
+        """A part starts now: its state, the scheduler's limits, the engine's peak
+        backlogs and the observations restart."""
+        assert self.engine is not None
+        eng = self.engine
+        state = PartState(part, eng.now_ns)
+        self.part_states.append(state)
+        sched.begin_part(state)
+        eng.reset_peak_backlogs()
+        # plot_q.sh still running from an earlier part keeps tracing its queue in this one
+        self.observation.start_part(part_dir, sorted({
+            a.spec["dev"] for a in self.apps
+            if a is not None and a.kind == "qmon" and not eng.app_finished(a.app_id)
+        }))
+        return state
+
+    def part_entry(self, state: PartState) -> dict[str, Any]:
+        """The part's summary.json entry as it ends now: its span, the drops and qdiscs
+        (:meth:`_part_counters`) and what was observed."""
+        assert self.engine is not None
+        counters = self._part_counters()
+        observed = self.observation.end_part()
+        # interfaces without a queue trace: the engine's high-water mark of what their qdiscs
+        # held (the same quantity, without the trace's time series)
+        observed["peak_backlog"] = {**{dev: peak for dev, peak in self.engine.peak_backlogs().items()
+                                       if dev in counters["qdiscs"]},
+                                    **observed["peak_backlog"]}
+        return {"name": state.part.name, "start_ns": state.start_ns, "end_ns": self.engine.now_ns,
+                "queues": state.queue_files, **observed, **counters}
 
     def _fresh_root(self) -> None:
         """Results go into a new, empty folder: a previous run's folder (or whatever is at
@@ -344,8 +395,6 @@ class Runner:
         part_dir = self.root / part.name
         start = eng.now_ns
         self.echo(f"== part {part.name} (t = {start / NS:.3f} s)")
-        state = PartState(part, start)
-        self.part_states.append(state)
         terminals: dict[str, Terminal] = {}
         lines_by_term: dict[str, list[PreparedLine]] = {}
         for pl in self.lines[part.name]:
@@ -356,16 +405,10 @@ class Runner:
                 terminals[t] = Terminal(t, home, home)
                 self._terminals.append(terminals[t])
             lines_by_term.setdefault(t, []).append(pl)
-        sched.begin_part(state)
-        eng.reset_peak_backlogs()
-        # plot_q.sh still running from an earlier part keeps tracing its queue in this one
-        self.observation.start_part(part_dir, sorted({
-            a.spec["dev"] for a in self.apps
-            if a is not None and a.kind == "qmon" and not eng.app_finished(a.app_id)
-        }))
+        state = self.begin_part(sched, part, part_dir)
         for t, pls in lines_by_term.items():
-            owner = _Owner(t, foreground=True)
-            proc = self._terminal_proc(sched, state, terminals[t], pls, owner)
+            owner = Owner(t, foreground=True)
+            proc = self.terminal_proc(sched, state, terminals[t], pls, owner)
             sched.spawn(proc, pls[0].command.index, owner)
         stopped: RunStopped | None = None
         #: a signal or a run-time error ended the part: it is recorded with what it has, marked
@@ -389,43 +432,22 @@ class Runner:
                     term.flush()
         if aborted is not None:
             with signals_deferred():
-                self._record_aborted_part(part, state, start, aborted)
+                self._record_aborted_part(state, aborted)
             raise aborted
-        counters = self._part_counters()
-        observed = self.observation.end_part()
-        # interfaces without a queue trace: the engine's high-water mark of what their qdiscs
-        # held (the same quantity, without the trace's time series)
-        observed["peak_backlog"] = {**{dev: peak for dev, peak in eng.peak_backlogs().items()
-                                       if dev in counters["qdiscs"]},
-                                    **observed["peak_backlog"]}
-        self.part_reports.append(
-            {
-                "name": part.name,
-                "start_ns": start,
-                "end_ns": eng.now_ns,
-                "queues": state.queue_files,
-                **observed,
-                **counters,
-            }
-        )
+        self.part_reports.append(self.part_entry(state))
         if stopped is not None:
             self.part_reports[-1]["stopped"] = str(stopped)
             raise stopped
         self._warn_netem_limit(part)
 
-    def _record_aborted_part(self, part: Part, state: PartState, start: int, e: BaseException) -> None:
+    def _record_aborted_part(self, state: PartState, e: BaseException) -> None:
         """The part's summary entry when a signal (``interrupted``) or a run-time error
         (``error``) ended it: what it has up to then."""
         assert self.engine is not None
-        entry: dict[str, Any] = {"name": part.name, "start_ns": start, "end_ns": self.engine.now_ns,
-                                 "queues": state.queue_files}
+        entry: dict[str, Any] = {"name": state.part.name, "start_ns": state.start_ns,
+                                 "end_ns": self.engine.now_ns, "queues": state.queue_files}
         try:
-            counters = self._part_counters()
-            observed = self.observation.end_part()
-            observed["peak_backlog"] = {**{dev: peak for dev, peak in self.engine.peak_backlogs().items()
-                                           if dev in counters["qdiscs"]}, **observed["peak_backlog"]}
-            entry.update(observed)
-            entry.update(counters)
+            entry = self.part_entry(state)
         except Exception:
             pass
         if isinstance(e, KeyboardInterrupt):
@@ -462,7 +484,7 @@ class Runner:
                 seen[reason] = [c["packets"], c["bytes"]]
         return {"drops": out, "qdiscs": qdiscs}
 
-    def _part_results(self, index: int) -> None:
+    def summarise_part(self, index: int) -> None:
         """The part's result summary (``results`` in its summary.json entry), printed:
         every iperf3 client and ping that ended during the part, and every
         interface whose qdiscs dropped packets in it."""
@@ -504,8 +526,8 @@ class Runner:
                 self.warnings.append(w)
                 self.echo(w)
 
-    def _terminal_proc(
-        self, sched: Scheduler, state: PartState, term: Terminal, lines: list[PreparedLine], owner: _Owner
+    def terminal_proc(
+        self, sched: Scheduler, state: PartState, term: Terminal, lines: list[PreparedLine], owner: Owner
     ) -> JobGen:
         status = 0
         for k, pl in enumerate(lines):
@@ -525,7 +547,7 @@ class Runner:
                     break
                 if bg:
                     sched.spawn(self._job(sched, state, term, pl, job, ops), pl.command.index,
-                                _Owner(term.name, foreground=False))
+                                Owner(term.name, foreground=False))
                     status = 0
                 else:
                     status = yield from self._job(sched, state, term, pl, job, ops)
@@ -579,7 +601,7 @@ class Runner:
 
     # ------------------------------------------------------------ summary
 
-    def _write_summary(self, wall_s: float, error: str | None) -> dict[str, Any]:
+    def write_summary(self, wall_s: float, error: str | None) -> dict[str, Any]:
         assert self.engine is not None
         eng = self.engine.summary()
         for f in eng["flows"]:
@@ -689,7 +711,7 @@ def _endless(pc: PrepareCtx, sc: SimpleCommand) -> bool:
 
 
 @dataclass
-class _Owner:
+class Owner:
     """Who runs a job: a terminal's foreground (its line-by-line process) or one of its
     background (``&``) jobs. Ctrl-C reaches the foreground; ``interrupt`` reaches both."""
 
@@ -701,7 +723,7 @@ class _Owner:
 
 
 #: one entry of the scheduler's queues: (line index, sequence number, job, wait or value, owner)
-_Entry = tuple[int, int, JobGen, Any, _Owner]
+_Entry = tuple[int, int, JobGen, Any, Owner]
 
 
 class Scheduler:
@@ -738,14 +760,14 @@ class Scheduler:
         self.hard_stop_ns = start + round(part.stop * NS) if part.stop is not None else None
         self.expected_end_ns = start
 
-    def spawn(self, gen: JobGen, key: int, owner: _Owner) -> None:
+    def spawn(self, gen: JobGen, key: int, owner: Owner) -> None:
         self._ready(gen, key, None, owner)
 
-    def _ready(self, gen: JobGen, key: int, value: Any, owner: _Owner) -> None:
+    def _ready(self, gen: JobGen, key: int, value: Any, owner: Owner) -> None:
         heapq.heappush(self.ready, (key, self.seq, gen, value, owner))
         self.seq += 1
 
-    def _step(self, key: int, gen: JobGen, value: Any, owner: _Owner) -> None:
+    def _step(self, key: int, gen: JobGen, value: Any, owner: Owner) -> None:
         try:
             w = gen.send(value)
         except StopIteration:
@@ -760,7 +782,7 @@ class Scheduler:
             self.waiting.add((key, self.seq, gen, w, owner))
             self.seq += 1
 
-    def _drain(self) -> None:
+    def drain(self) -> None:
         eng = self.engine
         assert eng is not None
         while self.ready:
@@ -771,7 +793,7 @@ class Scheduler:
             # is refused even over a zero-delay veth.
             self._wake(set(eng.run(eng.now_ns)))
 
-    def _advance(self, target: int, progress: _Progress | None = None) -> None:
+    def advance(self, target: int, progress: _Progress | None = None) -> None:
         """Run the engine towards ``target`` (stopping early when an application ends).
 
         Never in more slices than that: where ``run`` stops changes what the engine
@@ -816,9 +838,9 @@ class Scheduler:
         assert eng is not None
         end = eng.now_ns + gap_ns
         while eng.now_ns < end:
-            self._drain()
+            self.drain()
             self._wake(set(self._run_engine(end)))
-        self._drain()
+        self.drain()
 
     def run_part(self) -> None:
         eng = self.engine
@@ -828,22 +850,22 @@ class Scheduler:
         progress = _Progress(self) if self.runner.progress else None
         try:
             while True:
-                self._drain()
+                self.drain()
                 now = eng.now_ns
                 if self.hard_stop_ns is not None and now >= self.hard_stop_ns:
                     self.hard_stop_ns = None
-                    self._interrupt([e for e in self.waiting])
+                    self.interrupt([e for e in self.waiting])
                     continue
                 if not self.waiting.has_finite() and now >= self.min_end_ns:
                     # the next line of a terminal whose foreground command never ends: Ctrl-C it
                     typed = [e for e in self.waiting if e[4].foreground and e[4].more_lines]
                     if typed:
-                        self._interrupt(typed)
+                        self.interrupt(typed)
                         continue
                     if part.interrupt and not interrupted_at_end:
                         interrupted_at_end = True
                         every = part.interrupt == ["all"]
-                        self._interrupt([e for e in self.waiting if every or e[4].terminal in part.interrupt])
+                        self.interrupt([e for e in self.waiting if every or e[4].terminal in part.interrupt])
                         continue
                     break
                 if now >= self.stop_ns:
@@ -855,7 +877,7 @@ class Scheduler:
                     + ([self.hard_stop_ns] if self.hard_stop_ns is not None else [])
                     + [self.stop_ns]
                 )
-                self._advance(target, progress)
+                self.advance(target, progress)
         except EngineError as e:  # e.g. TCP on a zero-delay path: name the part and its lines
             lines = {c.index: c for c in part.commands}
             running = [f"{lines[k].where()}: {lines[k].text}"
@@ -870,8 +892,8 @@ class Scheduler:
         """The scenario ends: Ctrl-C everything still running, in file order; let
         it print; start nothing more; daemons end last."""
         self.stopping = True
-        self._interrupt(list(self.waiting))
-        self._drain()
+        self.interrupt(list(self.waiting))
+        self.drain()
         for *_, gen, _w, _o in self.waiting:
             gen.close()
         self.waiting.clear()
@@ -880,13 +902,13 @@ class Scheduler:
     def was_interrupted(self, app_ids: list[int]) -> bool:
         return any(a in self.interrupted for a in app_ids)
 
-    def ctrl_c_foreground(self, terminal: str, owner: _Owner) -> bool:
+    def ctrl_c_foreground(self, terminal: str, owner: Owner) -> bool:
         """Interrupt what runs in ``terminal``'s foreground (an endless command typed
         in an earlier part); True if anything was."""
         old = [e for e in self.waiting.foreground(terminal) if e[4] is not owner]
         if not old:
             return False
-        self._interrupt(old)
+        self.interrupt(old)
         return True
 
     def _end_detached(self) -> None:
@@ -903,7 +925,7 @@ class Scheduler:
         for key, _seq, gen, w, owner in self.waiting.take(finished_apps, now):
             self._ready(gen, key, w.app_id if isinstance(w, WaitApp) else None, owner)
 
-    def _interrupt(self, entries: list[_Entry]) -> None:
+    def interrupt(self, entries: list[_Entry]) -> None:
         """Ctrl-C the applications these jobs wait for, in file order."""
         eng = self.engine
         assert eng is not None
