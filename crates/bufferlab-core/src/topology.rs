@@ -81,6 +81,9 @@ pub struct Topology {
     pub iface_node: Vec<NodeId>,
     pub iface_peer: Vec<IfaceId>,
     pub iface_ip: Vec<Option<Ipv4>>,
+    /// per node: its addresses in interface order (none on a switch), so that
+    /// "is this packet for me?" costs nothing per packet on a switch of many ports
+    pub local_addrs: Vec<Vec<Ipv4>>,
     pub iface_rate_bps: Vec<u64>,
     pub iface_delay_ns: Vec<u64>,
     /// per node: routes sorted by destination address (binary-searched)
@@ -109,6 +112,7 @@ impl Topology {
             iface_node: Vec::new(),
             iface_peer: Vec::new(),
             iface_ip: Vec::new(),
+            local_addrs: vec![Vec::new(); cfg.nodes.len()],
             iface_rate_bps: Vec::new(),
             iface_delay_ns: Vec::new(),
             routes: vec![Vec::new(); cfg.nodes.len()],
@@ -150,6 +154,7 @@ impl Topology {
                 t.iface_names.push(ep.intf.clone());
                 t.iface_node.push(node);
                 t.iface_ip.push(ep.ip);
+                t.local_addrs[node].extend(ep.ip);
                 t.iface_rate_bps.push(link.rate_bps);
                 t.iface_delay_ns.push(link.delay_ns);
                 t.iface_peer.push(usize::MAX);
@@ -180,13 +185,12 @@ impl Topology {
 
     /// Addresses of a node, in interface order.
     pub fn node_addrs(&self, node: NodeId) -> impl Iterator<Item = Ipv4> + '_ {
-        self.node_ifaces[node]
-            .iter()
-            .filter_map(|&i| self.iface_ip[i])
+        self.local_addrs[node].iter().copied()
     }
 
+    #[inline]
     pub fn is_local(&self, node: NodeId, addr: Ipv4) -> bool {
-        self.node_addrs(node).any(|a| a == addr)
+        self.local_addrs[node].contains(&addr)
     }
 
     /// Route of `node` towards `dst`, if `dst` is reachable.
