@@ -338,8 +338,9 @@ impl Receiver {
         }
         let free = free.max(0);
         if self.rcv_wscale > 0 {
-            let a = 1i64 << self.rcv_wscale;
-            ((free + a - 1) / a * a) as u32
+            // round up to a multiple of 2^wscale (free ≥ 0: shifts, no division)
+            let w = self.rcv_wscale as u32;
+            (((free + (1i64 << w) - 1) >> w) << w) as u32
         } else {
             let mut window = self.rcv_wnd as i64;
             if window <= free - mss || window > free {
