@@ -394,3 +394,19 @@ def test_bufferlab_run_twice_gives_byte_identical_results(write_scenario, tmp_pa
     assert a == b
     assert {"t/summary.json", "t/p/h1/c.json", "t/p/h2/p.txt", "t/p/admin/q_s1-eth2.dat"} <= a.keys()
     assert capsys.readouterr() == ("", "")
+
+
+def test_a_tcp_senders_own_qdisc_holding_megabytes_is_flagged_as_tsq_not_modelled(lab):
+    """Linux's TCP Small Queues keep ~40 KB in a sender's own tbf (docs/kernel-oracle.md
+    "TSQ": 34-41 KB with limit 3 MB); bufferlab fills it, and says so. The same tbf
+    on the switch's interface is the usual bottleneck and gets no such warning."""
+    own = lab("h1: tc qdisc add dev h1-eth0 root tbf rate 50mbit burst 20k limit 3000000",
+              "h3: iperf3 -s", "h1: iperf3 -c 10.0.0.3 -t 3")
+    [w] = [w for w in own.summary["warnings"] if "TCP Small Queues" in w]
+    peak = own.summary["parts"][0]["peak_backlog"]["h1-eth0"]["bytes"]
+    assert peak > 512 * 1024
+    assert f"h1-eth0, the own interface of TCP sender h1, held up to {peak} bytes" in w
+    switch = lab("admin: tc qdisc add dev s1-eth2 root tbf rate 50mbit burst 20k limit 3000000",
+                 "h3: iperf3 -s", "h1: iperf3 -c 10.0.0.3 -t 3")
+    assert switch.summary["parts"][0]["peak_backlog"]["s1-eth2"]["bytes"] > 512 * 1024
+    assert not [w for w in switch.summary["warnings"] if "TCP Small Queues" in w]
