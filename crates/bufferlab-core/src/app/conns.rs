@@ -62,23 +62,38 @@ impl HasConn for Conn {
 #[derive(Default)]
 pub struct DeadlineHeap {
     heap: BinaryHeap<Reverse<(SimTime, u32)>>,
-    wanted: Vec<Option<SimTime>>,
+    items: Vec<ItemDeadlines>,
+}
+
+/// One item's deadlines, side by side so that re-arming touches one cache
+/// line per item ([`SimTime::MAX`] = none).
+#[derive(Clone, Copy)]
+struct ItemDeadlines {
+    wanted: SimTime,
     /// instant of the item's live entry in the heap
-    queued: Vec<Option<SimTime>>,
+    queued: SimTime,
+}
+
+impl ItemDeadlines {
+    const NONE: ItemDeadlines = ItemDeadlines {
+        wanted: SimTime::MAX,
+        queued: SimTime::MAX,
+    };
 }
 
 impl DeadlineHeap {
     /// Item `id` now wants to be woken at `at` (or never).
     pub fn set(&mut self, id: u32, at: Option<SimTime>) {
         let i = id as usize;
-        if i >= self.wanted.len() {
-            self.wanted.resize(i + 1, None);
-            self.queued.resize(i + 1, None);
+        if i >= self.items.len() {
+            self.items.resize(i + 1, ItemDeadlines::NONE);
         }
-        self.wanted[i] = at;
+        let item = &mut self.items[i];
+        item.wanted = at.unwrap_or(SimTime::MAX);
         if let Some(t) = at {
-            if self.queued[i].is_none_or(|q| t < q) {
-                self.queued[i] = Some(t);
+            debug_assert!(t != SimTime::MAX, "SimTime::MAX means none");
+            if t < item.queued {
+                item.queued = t;
                 self.heap.push(Reverse((t, id)));
             }
         }
@@ -98,8 +113,7 @@ impl DeadlineHeap {
                 break;
             }
             self.heap.pop();
-            self.queued[id as usize] = None;
-            self.wanted[id as usize] = None;
+            self.items[id as usize] = ItemDeadlines::NONE;
             due.push(id);
             self.settle_top();
         }
@@ -111,18 +125,18 @@ impl DeadlineHeap {
     /// discard superseded entries, move entries whose item now wants later.
     fn settle_top(&mut self) {
         while let Some(&Reverse((t, id))) = self.heap.peek() {
-            let i = id as usize;
-            if self.queued[i] != Some(t) {
+            let item = &mut self.items[id as usize];
+            if item.queued != t {
                 self.heap.pop(); // superseded by an earlier entry of the item
                 continue;
             }
-            if self.wanted[i] == Some(t) {
+            if item.wanted == t {
                 return;
             }
             self.heap.pop();
-            self.queued[i] = self.wanted[i];
-            if let Some(later) = self.wanted[i] {
-                self.heap.push(Reverse((later, id)));
+            item.queued = item.wanted;
+            if item.wanted != SimTime::MAX {
+                self.heap.push(Reverse((item.wanted, id)));
             }
         }
     }
