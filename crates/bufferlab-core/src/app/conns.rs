@@ -8,13 +8,16 @@
 //! - the next wake-up from a min-heap of the connections' own deadlines
 //!   ([`DeadlineHeap`]) instead of a scan over every timer table. Its top is
 //!   kept exact after every operation, so [`ConnTable::next_timeout`] is a
-//!   peek and an application is never woken for nothing.
+//!   peek and an application is never woken for nothing;
+//! - one output buffer for all the connections, lent to the one being
+//!   worked on, so staging its segments writes to memory still in cache.
 //!
 //! Slots of closed connections are reused (a free list), so a workload of
 //! millions of short flows keeps as many slots as were ever open at once.
 
 use super::tcp::Conn;
 use crate::packet::{Ipv4, Packet};
+use crate::tcp::endpoint::OutputBuffer;
 use crate::time::SimTime;
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -159,6 +162,10 @@ pub struct ConnTable<T> {
     index: FxHashMap<ConnKey, u32>,
     timers: DeadlineHeap,
     len: usize,
+    /// the connection last worked on holds the table's warm output buffer
+    /// (`TcpEndpoint::swap_output_buffer`); it moves on with the work
+    lent_to: Option<u32>,
+    spare: OutputBuffer,
 }
 
 impl<T> Default for ConnTable<T> {
@@ -169,6 +176,8 @@ impl<T> Default for ConnTable<T> {
             index: FxHashMap::default(),
             timers: DeadlineHeap::default(),
             len: 0,
+            lent_to: None,
+            spare: OutputBuffer::default(),
         }
     }
 }
@@ -211,7 +220,20 @@ impl<T: HasConn> ConnTable<T> {
     /// The connection, to work on; call [`ConnTable::rearm`] (or
     /// [`ConnTable::remove`]) afterwards.
     pub fn get_mut(&mut self, slot: u32) -> &mut T {
+        if self.lent_to != Some(slot) {
+            if let Some(prev) = self.lent_to.replace(slot) {
+                self.exchange_output_buffer(prev);
+            }
+            self.exchange_output_buffer(slot);
+        }
         &mut self.slots[slot as usize].as_mut().expect("live slot").val
+    }
+
+    /// Lend the table's output buffer to the connection in `slot`, or take
+    /// it back.
+    fn exchange_output_buffer(&mut self, slot: u32) {
+        let val = &mut self.slots[slot as usize].as_mut().expect("live slot").val;
+        val.conn_mut().ep.swap_output_buffer(&mut self.spare);
     }
 
     /// After the connection in `slot` was worked on: re-read its deadline.
@@ -222,6 +244,10 @@ impl<T: HasConn> ConnTable<T> {
 
     /// Drop a connection and free its slot (its timer with it).
     pub fn remove(&mut self, slot: u32) -> T {
+        if self.lent_to == Some(slot) {
+            self.lent_to = None;
+            self.exchange_output_buffer(slot);
+        }
         let e = self.slots[slot as usize].take().expect("live slot");
         self.index.remove(&e.key);
         self.timers.set(slot, None);
