@@ -163,7 +163,7 @@ impl Bulk {
         if state == TcpState::Closed && !s.closed {
             self.refused = true; // reset before or during the transfer
         }
-        let all_acked = s.closed && s.conn.ep.info().bytes_acked >= s.written;
+        let all_acked = s.closed && s.conn.ep.bytes_acked() >= s.written;
         if !s.done && (all_acked || state == TcpState::Closed) {
             s.done = true;
             self.done += 1;

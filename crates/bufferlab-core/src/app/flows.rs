@@ -347,10 +347,10 @@ impl FlowsClient {
         let state = f.conn.ep.state();
         let closed = matches!(state, TcpState::Closed | TcpState::TimeWait);
         if !f.recorded {
-            let info = f.conn.ep.info();
             // tcpi_bytes_acked counts the SYN: the last data byte is size + 1
-            let done = f.closing && info.bytes_acked > f.size;
+            let done = f.closing && f.conn.ep.bytes_acked() > f.size;
             if done || closed {
+                let info = f.conn.ep.info();
                 f.recorded = true;
                 self.records.push(FlowRecord {
                     id: f.id,

@@ -695,6 +695,12 @@ impl TcpEndpoint {
         self.remote
     }
 
+    /// `tcpi_bytes_acked` alone: [`TcpEndpoint::info`] reads most of the
+    /// socket, too much for a per-segment check.
+    pub fn bytes_acked(&self) -> u64 {
+        self.bytes_acked
+    }
+
     /// The congestion-control module (for traces: [`Cc::metrics`]).
     pub fn cc(&self) -> &Cc {
         &self.cc
