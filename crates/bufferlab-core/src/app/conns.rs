@@ -11,6 +11,8 @@
 //!   peek and an application is never woken for nothing;
 //! - one output buffer for all the connections, lent to the one being
 //!   worked on, so staging its segments writes to memory still in cache.
+//! - a connection's slot is prefetched as a whole once its segment (or
+//!   timer) says it is next, so its misses overlap.
 //!
 //! Slots of closed connections are reused (a free list), so a workload of
 //! millions of short flows keeps as many slots as were ever open at once.
@@ -18,6 +20,7 @@
 use super::tcp::Conn;
 use crate::packet::{Ipv4, Packet};
 use crate::tcp::endpoint::OutputBuffer;
+use crate::tcp::prefetch::prefetch;
 use crate::time::SimTime;
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -207,10 +210,20 @@ impl<T: HasConn> ConnTable<T> {
         slot
     }
 
-    /// The connection a received segment belongs to.
+    /// The connection a received segment belongs to (its memory starts
+    /// coming into cache now: see [`ConnTable::prefetch`]).
     #[inline]
     pub fn find(&self, p: &Packet) -> Option<u32> {
-        self.index.get(&ConnKey::of_arrival(p)).copied()
+        let slot = self.index.get(&ConnKey::of_arrival(p)).copied()?;
+        self.prefetch(slot);
+        Some(slot)
+    }
+
+    /// Ask for every cache line of a connection's slot at once
+    /// ([`crate::tcp::prefetch`]).
+    #[inline]
+    fn prefetch(&self, slot: u32) {
+        prefetch(&self.slots[slot as usize]);
     }
 
     pub fn get(&self, slot: u32) -> &T {
@@ -261,7 +274,13 @@ impl<T: HasConn> ConnTable<T> {
     /// reads) and re-arms or removes it.
     pub fn run_timers(&mut self, now: SimTime) -> Vec<u32> {
         let due = self.timers.take_due(now);
-        for &slot in &due {
+        if let Some(&first) = due.first() {
+            self.prefetch(first);
+        }
+        for (i, &slot) in due.iter().enumerate() {
+            if let Some(&next) = due.get(i + 1) {
+                self.prefetch(next);
+            }
             self.get_mut(slot).conn_mut().ep.handle_timeout(now);
         }
         due
