@@ -57,6 +57,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::packet::{tcp_flags, Ipv4, TcpHeader};
 use crate::rng::ComponentRng;
@@ -202,7 +203,8 @@ pub(super) enum Rexmit {
 /// calling convention.
 pub struct TcpEndpoint {
     // ---- identity, configuration, plumbing
-    pub(super) cfg: TcpConfig,
+    /// shared by the connections of an application: one copy in cache
+    pub(super) cfg: Arc<TcpConfig>,
     pub(super) local: (Ipv4, u16),
     pub(super) remote: (Ipv4, u16),
     pub(super) state: TcpState,
@@ -324,7 +326,7 @@ pub struct TcpEndpoint {
 
 impl TcpEndpoint {
     fn new(
-        cfg: TcpConfig,
+        cfg: Arc<TcpConfig>,
         local: (Ipv4, u16),
         remote: (Ipv4, u16),
         now: SimTime,
@@ -446,13 +448,13 @@ impl TcpEndpoint {
 
     /// Active open (`tcp_connect`): sends the SYN.
     pub fn connect(
-        cfg: TcpConfig,
+        cfg: impl Into<Arc<TcpConfig>>,
         local: (Ipv4, u16),
         remote: (Ipv4, u16),
         now: SimTime,
         mut rng: ComponentRng,
     ) -> Self {
-        let mut ep = TcpEndpoint::new(cfg, local, remote, now, &mut rng);
+        let mut ep = TcpEndpoint::new(cfg.into(), local, remote, now, &mut rng);
         ep.set_clock(now);
         // tcp_connect_init: our window and scale; the peer's MSS is unknown
         ep.rcv
@@ -473,14 +475,14 @@ impl TcpEndpoint {
     /// Passive open from a received SYN (`tcp_conn_request` +
     /// `tcp_openreq_init_rwin` + `tcp_make_synack`): sends the SYN-ACK.
     pub fn listen_accept(
-        cfg: TcpConfig,
+        cfg: impl Into<Arc<TcpConfig>>,
         local: (Ipv4, u16),
         remote: (Ipv4, u16),
         syn: &TcpHeader,
         now: SimTime,
         mut rng: ComponentRng,
     ) -> Self {
-        let mut ep = TcpEndpoint::new(cfg, local, remote, now, &mut rng);
+        let mut ep = TcpEndpoint::new(cfg.into(), local, remote, now, &mut rng);
         ep.set_clock(now);
         ep.segs_in += 1;
         // tcp_parse_options on the SYN
