@@ -13,7 +13,7 @@
 //! socket seed and k.
 
 use super::conns::{ConnTable, HasConn};
-use super::tcp::{Conn, TcpSpec};
+use super::tcp::{for_host, Conn, TcpSpec};
 use super::{parse_addr, AppCtx, Lifetime};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Proto};
@@ -22,6 +22,7 @@ use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime};
 use serde::Deserialize;
 use serde_json::json;
+use std::sync::Arc;
 
 /// More connections than one host has ephemeral ports for cannot be opened.
 pub const MAX_PARALLEL: u32 = 20_000;
@@ -73,7 +74,8 @@ pub struct Bulk {
     duration: Option<SimDuration>,
     tos: u8,
     parallel: u32,
-    cfg: TcpConfig,
+    /// shared by the streams
+    cfg: Arc<TcpConfig>,
     rng: Option<ComponentRng>,
     streams: ConnTable<Stream>,
     start: SimTime,
@@ -101,7 +103,7 @@ impl Bulk {
             duration: spec.duration_ns.map(SimDuration),
             tos: spec.tos,
             parallel: spec.parallel,
-            cfg,
+            cfg: Arc::new(cfg),
             rng: Some(rng),
             streams: ConnTable::default(),
             start: SimTime::ZERO,
@@ -121,13 +123,15 @@ impl Bulk {
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
         self.stop_at = self.duration.map(|d| ctx.now + d);
+        for_host(&mut self.cfg, ctx);
         let mut first = self.rng.take();
         for k in 0..self.parallel {
             let port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id)?;
             let rng = first.take().unwrap_or_else(|| {
                 ComponentRng::new(self.cfg.seed.wrapping_add(k as u64), "bulk/stream")
             });
-            let mut conn = Conn::connect(self.cfg.clone(), ctx, port, (self.dst, self.port), rng);
+            let mut conn =
+                Conn::connect(Arc::clone(&self.cfg), ctx, port, (self.dst, self.port), rng);
             conn.flush(ctx, self.tos);
             self.streams.insert(Stream {
                 conn,
@@ -163,7 +167,7 @@ impl Bulk {
         if state == TcpState::Closed && !s.closed {
             self.refused = true; // reset before or during the transfer
         }
-        let all_acked = s.closed && s.conn.ep.info().bytes_acked >= s.written;
+        let all_acked = s.closed && s.conn.ep.bytes_acked() >= s.written;
         if !s.done && (all_acked || state == TcpState::Closed) {
             s.done = true;
             self.done += 1;

@@ -8,13 +8,19 @@
 //! - the next wake-up from a min-heap of the connections' own deadlines
 //!   ([`DeadlineHeap`]) instead of a scan over every timer table. Its top is
 //!   kept exact after every operation, so [`ConnTable::next_timeout`] is a
-//!   peek and an application is never woken for nothing.
+//!   peek and an application is never woken for nothing;
+//! - one output buffer for all the connections, lent to the one being
+//!   worked on, so staging its segments writes to memory still in cache.
+//! - a connection's slot is prefetched as a whole once its segment (or
+//!   timer) says it is next, so its misses overlap.
 //!
 //! Slots of closed connections are reused (a free list), so a workload of
 //! millions of short flows keeps as many slots as were ever open at once.
 
 use super::tcp::Conn;
 use crate::packet::{Ipv4, Packet};
+use crate::tcp::endpoint::OutputBuffer;
+use crate::tcp::prefetch::prefetch;
 use crate::time::SimTime;
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -62,23 +68,38 @@ impl HasConn for Conn {
 #[derive(Default)]
 pub struct DeadlineHeap {
     heap: BinaryHeap<Reverse<(SimTime, u32)>>,
-    wanted: Vec<Option<SimTime>>,
+    items: Vec<ItemDeadlines>,
+}
+
+/// One item's deadlines, side by side so that re-arming touches one cache
+/// line per item ([`SimTime::MAX`] = none).
+#[derive(Clone, Copy)]
+struct ItemDeadlines {
+    wanted: SimTime,
     /// instant of the item's live entry in the heap
-    queued: Vec<Option<SimTime>>,
+    queued: SimTime,
+}
+
+impl ItemDeadlines {
+    const NONE: ItemDeadlines = ItemDeadlines {
+        wanted: SimTime::MAX,
+        queued: SimTime::MAX,
+    };
 }
 
 impl DeadlineHeap {
     /// Item `id` now wants to be woken at `at` (or never).
     pub fn set(&mut self, id: u32, at: Option<SimTime>) {
         let i = id as usize;
-        if i >= self.wanted.len() {
-            self.wanted.resize(i + 1, None);
-            self.queued.resize(i + 1, None);
+        if i >= self.items.len() {
+            self.items.resize(i + 1, ItemDeadlines::NONE);
         }
-        self.wanted[i] = at;
+        let item = &mut self.items[i];
+        item.wanted = at.unwrap_or(SimTime::MAX);
         if let Some(t) = at {
-            if self.queued[i].is_none_or(|q| t < q) {
-                self.queued[i] = Some(t);
+            debug_assert!(t != SimTime::MAX, "SimTime::MAX means none");
+            if t < item.queued {
+                item.queued = t;
                 self.heap.push(Reverse((t, id)));
             }
         }
@@ -98,8 +119,7 @@ impl DeadlineHeap {
                 break;
             }
             self.heap.pop();
-            self.queued[id as usize] = None;
-            self.wanted[id as usize] = None;
+            self.items[id as usize] = ItemDeadlines::NONE;
             due.push(id);
             self.settle_top();
         }
@@ -111,18 +131,18 @@ impl DeadlineHeap {
     /// discard superseded entries, move entries whose item now wants later.
     fn settle_top(&mut self) {
         while let Some(&Reverse((t, id))) = self.heap.peek() {
-            let i = id as usize;
-            if self.queued[i] != Some(t) {
+            let item = &mut self.items[id as usize];
+            if item.queued != t {
                 self.heap.pop(); // superseded by an earlier entry of the item
                 continue;
             }
-            if self.wanted[i] == Some(t) {
+            if item.wanted == t {
                 return;
             }
             self.heap.pop();
-            self.queued[i] = self.wanted[i];
-            if let Some(later) = self.wanted[i] {
-                self.heap.push(Reverse((later, id)));
+            item.queued = item.wanted;
+            if item.wanted != SimTime::MAX {
+                self.heap.push(Reverse((item.wanted, id)));
             }
         }
     }
@@ -145,6 +165,10 @@ pub struct ConnTable<T> {
     index: FxHashMap<ConnKey, u32>,
     timers: DeadlineHeap,
     len: usize,
+    /// the connection last worked on holds the table's warm output buffer
+    /// (`TcpEndpoint::swap_output_buffer`); it moves on with the work
+    lent_to: Option<u32>,
+    spare: OutputBuffer,
 }
 
 impl<T> Default for ConnTable<T> {
@@ -155,6 +179,8 @@ impl<T> Default for ConnTable<T> {
             index: FxHashMap::default(),
             timers: DeadlineHeap::default(),
             len: 0,
+            lent_to: None,
+            spare: OutputBuffer::default(),
         }
     }
 }
@@ -184,10 +210,20 @@ impl<T: HasConn> ConnTable<T> {
         slot
     }
 
-    /// The connection a received segment belongs to.
+    /// The connection a received segment belongs to (its memory starts
+    /// coming into cache now: see [`ConnTable::prefetch`]).
     #[inline]
     pub fn find(&self, p: &Packet) -> Option<u32> {
-        self.index.get(&ConnKey::of_arrival(p)).copied()
+        let slot = self.index.get(&ConnKey::of_arrival(p)).copied()?;
+        self.prefetch(slot);
+        Some(slot)
+    }
+
+    /// Ask for every cache line of a connection's slot at once
+    /// ([`crate::tcp::prefetch`]).
+    #[inline]
+    fn prefetch(&self, slot: u32) {
+        prefetch(&self.slots[slot as usize]);
     }
 
     pub fn get(&self, slot: u32) -> &T {
@@ -197,7 +233,20 @@ impl<T: HasConn> ConnTable<T> {
     /// The connection, to work on; call [`ConnTable::rearm`] (or
     /// [`ConnTable::remove`]) afterwards.
     pub fn get_mut(&mut self, slot: u32) -> &mut T {
+        if self.lent_to != Some(slot) {
+            if let Some(prev) = self.lent_to.replace(slot) {
+                self.exchange_output_buffer(prev);
+            }
+            self.exchange_output_buffer(slot);
+        }
         &mut self.slots[slot as usize].as_mut().expect("live slot").val
+    }
+
+    /// Lend the table's output buffer to the connection in `slot`, or take
+    /// it back.
+    fn exchange_output_buffer(&mut self, slot: u32) {
+        let val = &mut self.slots[slot as usize].as_mut().expect("live slot").val;
+        val.conn_mut().ep.swap_output_buffer(&mut self.spare);
     }
 
     /// After the connection in `slot` was worked on: re-read its deadline.
@@ -208,6 +257,10 @@ impl<T: HasConn> ConnTable<T> {
 
     /// Drop a connection and free its slot (its timer with it).
     pub fn remove(&mut self, slot: u32) -> T {
+        if self.lent_to == Some(slot) {
+            self.lent_to = None;
+            self.exchange_output_buffer(slot);
+        }
         let e = self.slots[slot as usize].take().expect("live slot");
         self.index.remove(&e.key);
         self.timers.set(slot, None);
@@ -221,7 +274,13 @@ impl<T: HasConn> ConnTable<T> {
     /// reads) and re-arms or removes it.
     pub fn run_timers(&mut self, now: SimTime) -> Vec<u32> {
         let due = self.timers.take_due(now);
-        for &slot in &due {
+        if let Some(&first) = due.first() {
+            self.prefetch(first);
+        }
+        for (i, &slot) in due.iter().enumerate() {
+            if let Some(&next) = due.get(i + 1) {
+                self.prefetch(next);
+            }
             self.get_mut(slot).conn_mut().ep.handle_timeout(now);
         }
         due

@@ -30,7 +30,7 @@
 //!   written for, interpolates the same way).
 
 use super::conns::{ConnTable, HasConn};
-use super::tcp::{is_syn, Conn, TcpSpec};
+use super::tcp::{for_host, is_syn, Conn, TcpSpec};
 use super::{parse_addr, AppCtx, Lifetime};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Proto};
@@ -39,6 +39,7 @@ use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
 use serde::Deserialize;
 use serde_json::json;
+use std::sync::Arc;
 
 /// Flows open at once at most; an arrival beyond is recorded as not
 /// completed (a host runs out of ephemeral ports near 28 000, and a load
@@ -347,10 +348,10 @@ impl FlowsClient {
         let state = f.conn.ep.state();
         let closed = matches!(state, TcpState::Closed | TcpState::TimeWait);
         if !f.recorded {
-            let info = f.conn.ep.info();
             // tcpi_bytes_acked counts the SYN: the last data byte is size + 1
-            let done = f.closing && info.bytes_acked > f.size;
+            let done = f.closing && f.conn.ep.bytes_acked() > f.size;
             if done || closed {
+                let info = f.conn.ep.info();
                 f.recorded = true;
                 self.records.push(FlowRecord {
                     id: f.id,
@@ -470,7 +471,8 @@ impl HasConn for Accepted {
 /// `flows -s`: accepts, reads, closes after the client, forgets.
 pub struct FlowsServer {
     port: u16,
-    cfg: TcpConfig,
+    /// shared by the accepted connections
+    cfg: Arc<TcpConfig>,
     rng: ComponentRng,
     conns: ConnTable<Accepted>,
     accepted: u64,
@@ -484,7 +486,7 @@ impl FlowsServer {
     pub fn new(spec: FlowsServerSpec, mut rng: ComponentRng) -> Result<FlowsServer> {
         Ok(FlowsServer {
             port: spec.port,
-            cfg: spec.tcp.config(rng.next_u64(), 0)?,
+            cfg: Arc::new(spec.tcp.config(rng.next_u64(), 0)?),
             rng,
             conns: ConnTable::default(),
             accepted: 0,
@@ -497,7 +499,7 @@ impl FlowsServer {
 
     /// Settings for the connections accepted from now on (as `sink`).
     pub fn set_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
-        self.cfg = spec.config(self.cfg.seed, 0)?;
+        self.cfg = Arc::new(spec.config(self.cfg.seed, 0)?);
         Ok(())
     }
 
@@ -521,7 +523,8 @@ impl FlowsServer {
             }
             None if is_syn(p) => {
                 let rng = ComponentRng::new(self.rng.next_u64(), "flows-server/conn");
-                let Some(conn) = Conn::accept(self.cfg.clone(), ctx, p, rng) else {
+                for_host(&mut self.cfg, ctx);
+                let Some(conn) = Conn::accept(Arc::clone(&self.cfg), ctx, p, rng) else {
                     return;
                 };
                 self.accepted += 1;

@@ -3,7 +3,7 @@
 //! accepts every connection to its port and reads everything as it arrives.
 
 use super::conns::ConnTable;
-use super::tcp::{is_syn, Conn, TcpSpec};
+use super::tcp::{for_host, is_syn, Conn, TcpSpec};
 use super::AppCtx;
 use crate::error::{Error, Result};
 use crate::packet::{Packet, Proto};
@@ -12,6 +12,7 @@ use crate::tcp::endpoint::TcpConfig;
 use crate::time::SimTime;
 use serde::Deserialize;
 use serde_json::json;
+use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -32,8 +33,9 @@ pub struct SinkSpec {
 pub struct Sink {
     port: u16,
     proto: SinkProto,
-    /// TCP: socket settings of accepted connections, and the connections
-    tcp: Option<TcpConfig>,
+    /// TCP: socket settings of accepted connections (shared by them), and
+    /// the connections
+    tcp: Option<Arc<TcpConfig>>,
     conns: ConnTable<Conn>,
     rng: ComponentRng,
     start: SimTime,
@@ -56,7 +58,7 @@ impl Sink {
     pub fn set_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
         match &mut self.tcp {
             Some(cfg) => {
-                *cfg = spec.config(cfg.seed, 0)?;
+                *cfg = Arc::new(spec.config(cfg.seed, 0)?);
                 Ok(())
             }
             None => Err(Error::App("a UDP sink accepts no TCP connections".into())),
@@ -65,7 +67,7 @@ impl Sink {
 
     pub fn new(spec: SinkSpec, mut rng: ComponentRng) -> Result<Sink> {
         let tcp = match spec.proto {
-            SinkProto::Tcp => Some(spec.tcp.config(rng.next_u64(), 0)?),
+            SinkProto::Tcp => Some(Arc::new(spec.tcp.config(rng.next_u64(), 0)?)),
             SinkProto::Udp => None,
         };
         Ok(Sink {
@@ -114,7 +116,7 @@ impl Sink {
     }
 
     pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        let Some(cfg) = &self.tcp else {
+        let Some(cfg) = &mut self.tcp else {
             self.packets += 1;
             self.arrived(ctx.now, p.udp_payload_len() as u64);
             let d = ctx.now.saturating_since(p.sent_at).as_nanos();
@@ -131,7 +133,8 @@ impl Sink {
             // again would read as a retransmitted SYN (a second SYN-ACK)
             None if is_syn(p) => {
                 let rng = ComponentRng::new(self.rng.next_u64(), "sink/conn");
-                let Some(conn) = Conn::accept(cfg.clone(), ctx, p, rng) else {
+                for_host(cfg, ctx);
+                let Some(conn) = Conn::accept(Arc::clone(cfg), ctx, p, rng) else {
                     return;
                 };
                 self.conns.insert(conn)

@@ -15,6 +15,7 @@ use crate::tcp::cc::{Cc, CcProfile};
 use crate::tcp::endpoint::{TcpConfig, TcpEndpoint};
 use crate::time::SimTime;
 use serde::Deserialize;
+use std::sync::Arc;
 
 /// ECN codepoint ECT(0) (RFC 3168).
 const ECT0: u8 = 0b10;
@@ -133,6 +134,15 @@ impl TcpSpec {
     }
 }
 
+/// Give socket settings the host's GSO limit. An application with many
+/// connections applies it to the settings it keeps, so that its connections
+/// share one copy (this copies them only if the limit differs).
+pub fn for_host(cfg: &mut Arc<TcpConfig>, ctx: &AppCtx) {
+    if cfg.gso_max_size != ctx.gso_max_size {
+        Arc::make_mut(cfg).gso_max_size = ctx.gso_max_size;
+    }
+}
+
 /// One connection of an application: the endpoint and its addressing.
 pub struct Conn {
     pub ep: TcpEndpoint,
@@ -143,16 +153,14 @@ pub struct Conn {
 impl Conn {
     /// Active open from `local_port` (already bound by the application).
     pub fn connect(
-        cfg: TcpConfig,
+        cfg: impl Into<Arc<TcpConfig>>,
         ctx: &AppCtx,
         local_port: u16,
         remote: (Ipv4, u16),
         rng: ComponentRng,
     ) -> Conn {
-        let cfg = TcpConfig {
-            gso_max_size: ctx.gso_max_size,
-            ..cfg
-        };
+        let mut cfg = cfg.into();
+        for_host(&mut cfg, ctx);
         let ep = TcpEndpoint::connect(cfg, (ctx.addr, local_port), remote, ctx.now, rng);
         Conn {
             ep,
@@ -162,14 +170,17 @@ impl Conn {
     }
 
     /// Passive open from a SYN that arrived on the application's port.
-    pub fn accept(cfg: TcpConfig, ctx: &AppCtx, p: &Packet, rng: ComponentRng) -> Option<Conn> {
+    pub fn accept(
+        cfg: impl Into<Arc<TcpConfig>>,
+        ctx: &AppCtx,
+        p: &Packet,
+        rng: ComponentRng,
+    ) -> Option<Conn> {
         let Payload::Tcp(hdr) = p.payload else {
             return None;
         };
-        let cfg = TcpConfig {
-            gso_max_size: ctx.gso_max_size,
-            ..cfg
-        };
+        let mut cfg = cfg.into();
+        for_host(&mut cfg, ctx);
         let ep = TcpEndpoint::listen_accept(
             cfg,
             (p.dst, p.dst_port),

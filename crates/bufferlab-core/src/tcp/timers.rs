@@ -70,46 +70,56 @@ pub fn jiffies_deadline(now: SimTime, when: u32) -> SimTime {
     SimTime::from_nanos((tick + when as u64) * NS_PER_JIFFY)
 }
 
-/// The timer table.
-#[derive(Clone, Debug, Default)]
+/// The timer table: one deadline per timer, [`SimTime::MAX`] when disarmed
+/// (64 bytes, one cache line, where `Option<SimTime>` would take two; it
+/// is read on every segment of every connection).
+#[derive(Clone, Debug)]
 pub struct TimerTable {
-    at: [Option<SimTime>; N_TIMERS],
+    at: [SimTime; N_TIMERS],
+}
+
+impl Default for TimerTable {
+    fn default() -> Self {
+        TimerTable {
+            at: [SimTime::MAX; N_TIMERS],
+        }
+    }
 }
 
 impl TimerTable {
     #[inline]
     pub fn get(&self, t: TcpTimer) -> Option<SimTime> {
-        self.at[t as usize]
+        let at = self.at[t as usize];
+        (at != SimTime::MAX).then_some(at)
     }
 
     #[inline]
     pub fn set(&mut self, t: TcpTimer, when: SimTime) {
-        self.at[t as usize] = Some(when);
+        debug_assert!(when != SimTime::MAX, "SimTime::MAX means disarmed");
+        self.at[t as usize] = when;
     }
 
     #[inline]
     pub fn clear(&mut self, t: TcpTimer) {
-        self.at[t as usize] = None;
+        self.at[t as usize] = SimTime::MAX;
     }
 
     pub fn clear_all(&mut self) {
-        self.at = [None; N_TIMERS];
+        self.at = [SimTime::MAX; N_TIMERS];
     }
 
     /// `inet_csk_reset_xmit_timer`: arm one of the retransmit-timer events,
     /// replacing whichever was pending.
     pub fn set_xmit(&mut self, t: TcpTimer, when: SimTime) {
         debug_assert!(TcpTimer::XMIT.contains(&t));
-        for x in TcpTimer::XMIT {
-            self.at[x as usize] = None;
-        }
-        self.at[t as usize] = Some(when);
+        self.clear_xmit();
+        self.set(t, when);
     }
 
     /// `inet_csk_clear_xmit_timer` for the shared retransmit timer.
     pub fn clear_xmit(&mut self) {
         for x in TcpTimer::XMIT {
-            self.at[x as usize] = None;
+            self.clear(x);
         }
     }
 
@@ -117,25 +127,22 @@ impl TimerTable {
     pub fn pending_xmit(&self) -> Option<(TcpTimer, SimTime)> {
         TcpTimer::XMIT
             .iter()
-            .find_map(|&t| self.at[t as usize].map(|w| (t, w)))
+            .find_map(|&t| self.get(t).map(|w| (t, w)))
     }
 
     /// Earliest deadline of all armed timers.
     pub fn next(&self) -> Option<SimTime> {
-        self.at.iter().flatten().copied().min()
+        let earliest = self.at.iter().copied().min().unwrap_or(SimTime::MAX);
+        (earliest != SimTime::MAX).then_some(earliest)
     }
 
     /// The first timer (in [`TcpTimer::ALL`] order) due at `now`, disarmed.
     pub fn take_expired(&mut self, now: SimTime) -> Option<TcpTimer> {
-        for t in TcpTimer::ALL {
-            if let Some(w) = self.at[t as usize] {
-                if w <= now {
-                    self.at[t as usize] = None;
-                    return Some(t);
-                }
-            }
-        }
-        None
+        let due = TcpTimer::ALL
+            .into_iter()
+            .find(|&t| self.get(t).is_some_and(|w| w <= now))?;
+        self.clear(due);
+        Some(due)
     }
 }
 

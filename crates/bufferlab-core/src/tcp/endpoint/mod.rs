@@ -57,6 +57,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::packet::{tcp_flags, Ipv4, TcpHeader};
 use crate::rng::ComponentRng;
@@ -160,6 +161,11 @@ impl Segment {
     }
 }
 
+/// The buffer of an empty output queue, for
+/// [`TcpEndpoint::swap_output_buffer`].
+#[derive(Default)]
+pub struct OutputBuffer(VecDeque<Segment>);
+
 /// `flag` bits of `tcp_ack()` (net/ipv4/tcp_input.c).
 pub(super) mod flag {
     pub const DATA: u32 = 0x01;
@@ -197,7 +203,8 @@ pub(super) enum Rexmit {
 /// calling convention.
 pub struct TcpEndpoint {
     // ---- identity, configuration, plumbing
-    pub(super) cfg: TcpConfig,
+    /// shared by the connections of an application: one copy in cache
+    pub(super) cfg: Arc<TcpConfig>,
     pub(super) local: (Ipv4, u16),
     pub(super) remote: (Ipv4, u16),
     pub(super) state: TcpState,
@@ -319,7 +326,7 @@ pub struct TcpEndpoint {
 
 impl TcpEndpoint {
     fn new(
-        cfg: TcpConfig,
+        cfg: Arc<TcpConfig>,
         local: (Ipv4, u16),
         remote: (Ipv4, u16),
         now: SimTime,
@@ -441,13 +448,13 @@ impl TcpEndpoint {
 
     /// Active open (`tcp_connect`): sends the SYN.
     pub fn connect(
-        cfg: TcpConfig,
+        cfg: impl Into<Arc<TcpConfig>>,
         local: (Ipv4, u16),
         remote: (Ipv4, u16),
         now: SimTime,
         mut rng: ComponentRng,
     ) -> Self {
-        let mut ep = TcpEndpoint::new(cfg, local, remote, now, &mut rng);
+        let mut ep = TcpEndpoint::new(cfg.into(), local, remote, now, &mut rng);
         ep.set_clock(now);
         // tcp_connect_init: our window and scale; the peer's MSS is unknown
         ep.rcv
@@ -468,14 +475,14 @@ impl TcpEndpoint {
     /// Passive open from a received SYN (`tcp_conn_request` +
     /// `tcp_openreq_init_rwin` + `tcp_make_synack`): sends the SYN-ACK.
     pub fn listen_accept(
-        cfg: TcpConfig,
+        cfg: impl Into<Arc<TcpConfig>>,
         local: (Ipv4, u16),
         remote: (Ipv4, u16),
         syn: &TcpHeader,
         now: SimTime,
         mut rng: ComponentRng,
     ) -> Self {
-        let mut ep = TcpEndpoint::new(cfg, local, remote, now, &mut rng);
+        let mut ep = TcpEndpoint::new(cfg.into(), local, remote, now, &mut rng);
         ep.set_clock(now);
         ep.segs_in += 1;
         // tcp_parse_options on the SYN
@@ -690,9 +697,26 @@ impl TcpEndpoint {
         self.remote
     }
 
+    /// `tcpi_bytes_acked` alone: [`TcpEndpoint::info`] reads most of the
+    /// socket, too much for a per-segment check.
+    pub fn bytes_acked(&self) -> u64 {
+        self.bytes_acked
+    }
+
     /// The congestion-control module (for traces: [`Cc::metrics`]).
     pub fn cc(&self) -> &Cc {
         &self.cc
+    }
+
+    /// Exchange the buffer of the output queue, if it is empty (it is
+    /// between inputs once drained), with `spare`. An application with
+    /// thousands of connections lends one buffer, warm in cache, to the
+    /// connection it works on, instead of touching that connection's own
+    /// cold one on every segment.
+    pub fn swap_output_buffer(&mut self, spare: &mut OutputBuffer) {
+        if self.out.is_empty() {
+            std::mem::swap(&mut self.out, &mut spare.0);
+        }
     }
 
     // =====================================================================

@@ -73,3 +73,16 @@ fn close_sends_fin_after_the_data_and_both_sides_finish() {
     assert_eq!(p.a.state(), TcpState::Closed);
     assert_eq!(p.a.poll_timeout(), None);
 }
+
+#[test]
+fn only_an_empty_output_queue_exchanges_its_buffer() {
+    let mut p = Pair::sym(cfg("cubic"), SimDuration::from_millis(10));
+    let mut spare = OutputBuffer(VecDeque::with_capacity(64));
+    // the SYN waits in the output queue: it keeps its buffer
+    p.a.swap_output_buffer(&mut spare);
+    assert_eq!((p.a.out.len(), spare.0.capacity() >= 64), (1, true));
+    let syn = p.a.poll_transmit(SimTime::ZERO);
+    assert!(syn.is_some());
+    p.a.swap_output_buffer(&mut spare);
+    assert!(p.a.out.capacity() >= 64, "the lent buffer");
+}
