@@ -18,6 +18,7 @@ pub mod engine;
 pub mod error;
 pub mod host;
 pub mod packet;
+pub mod prefetch;
 pub mod qdisc;
 pub mod rng;
 pub mod sched;

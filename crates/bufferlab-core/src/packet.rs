@@ -384,17 +384,11 @@ impl PacketArena {
     /// were stored long before they leave and are out of cache by then, and
     /// a parent reads the new head at once (tbf's next attempt): so a queue
     /// prefetches the packet [`PREFETCH_AHEAD`] places behind its head at
-    /// each dequeue. A hint only, with no effect on results; a no-op off x86-64.
+    /// each dequeue.
     #[inline]
     pub fn prefetch(&self, id: PacketId) {
-        #[cfg(target_arch = "x86_64")]
         if let Some(p) = self.slots.get(id.0 as usize) {
-            // SAFETY: a prefetch never faults and reads nothing visible.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    (p as *const Packet).cast(),
-                )
-            };
+            crate::prefetch::prefetch(p);
         }
     }
 

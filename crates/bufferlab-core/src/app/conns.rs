@@ -19,8 +19,8 @@
 
 use super::tcp::Conn;
 use crate::packet::{Ipv4, Packet};
+use crate::prefetch::prefetch;
 use crate::tcp::endpoint::OutputBuffer;
-use crate::tcp::prefetch::prefetch;
 use crate::time::SimTime;
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -220,7 +220,7 @@ impl<T: HasConn> ConnTable<T> {
     }
 
     /// Ask for every cache line of a connection's slot at once
-    /// ([`crate::tcp::prefetch`]).
+    /// ([`crate::prefetch`]).
     #[inline]
     fn prefetch(&self, slot: u32) {
         prefetch(&self.slots[slot as usize]);

@@ -9,8 +9,7 @@
 //!   (scoreboard, SACK, RACK-TLP, PRR, undo; tcp.md §8–9); rcv.rs: the
 //!   receiver state (§7); rtt.rs: RTT estimator and RTO (§5); rate.rs:
 //!   delivery-rate samples (§10); timers.rs: the timer table; seq.rs:
-//!   sequence arithmetic; prefetch.rs: software prefetch for many
-//!   connections;
+//!   sequence arithmetic;
 //! * [`cc`]: the congestion-control modules (the hooks of Linux's
 //!   `struct tcp_congestion_ops`; Reno, CUBIC, H-TCP, BBR v1), following
 //!   docs/tcp-design.md.
@@ -19,7 +18,6 @@ pub mod cc;
 pub mod config;
 pub mod endpoint;
 pub mod minmax;
-pub mod prefetch;
 pub mod rate;
 pub mod rcv;
 pub mod recovery;

@@ -1,7 +1,10 @@
-//! Software prefetch: with thousands of connections, each one's state is out
-//! of cache when its segment arrives, and the fields a segment touches would
-//! otherwise miss one after the other as the code reaches them. Asking for
-//! all of them at once overlaps the misses.
+//! Software prefetch, for state that is out of cache when its turn comes:
+//! with thousands of connections, each one's state when its segment arrives
+//! (app/conns.rs: the fields a segment touches would otherwise miss one after
+//! the other as the code reaches them; asking for all at once overlaps the
+//! misses); behind a deep queue, the packet records that were stored long
+//! before they leave (packet.rs `PacketArena::prefetch`). A hint only: no
+//! effect on results, a no-op off x86-64.
 
 /// Start bringing every cache line of `value` into cache.
 #[inline]
