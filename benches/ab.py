@@ -51,13 +51,13 @@ def build(tree: Path, target_dir: Path) -> Path:
     return site
 
 
-def engine_seconds(site: Path, workload: str) -> float:
+def child(site: Path, workload: str) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(site), "OPENBLAS_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, str(SUITE), "--child", workload], env=env,
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"{workload} failed with the package in {site}:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])["engine_s"]
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
@@ -80,16 +80,20 @@ def main() -> int:
             target = Path(tmp) / "target"
             sites = {base_rev: build(base_tree, target), "this tree": build(REPO, target)}
             print(f"| workload | {base_rev} fastest | median | this tree fastest | median "
-                  "| ratio (fastest) |")
-            print("|---|---|---|---|---|---|")
+                  "| ratio (fastest) | events (base, this) |")
+            print("|---|---|---|---|---|---|---|")
             for w in args.only.split(","):
                 times: dict[str, list[float]] = {k: [] for k in sites}
+                events: dict[str, int] = {}
                 for _ in range(args.repeat):
                     for k, site in sites.items():
-                        times[k].append(engine_seconds(site, w))
+                        row = child(site, w)
+                        times[k].append(row["engine_s"])
+                        events[k] = int(row["events"])
                 b, t = times[base_rev], times["this tree"]
                 print(f"| {w} | {min(b):.3f} s | {statistics.median(b):.3f} s | {min(t):.3f} s | "
-                      f"{statistics.median(t):.3f} s | {min(t) / min(b):.2f} |", flush=True)
+                      f"{statistics.median(t):.3f} s | {min(t) / min(b):.2f} | "
+                      f"{events[base_rev]}, {events['this tree']} |", flush=True)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(base_tree)], cwd=REPO, check=False)
     return 0
