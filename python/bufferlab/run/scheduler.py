@@ -544,7 +544,8 @@ class Runner:
                    and isinstance(a.spec.get("tcp"), dict) and a.spec.get("protocol", "tcp") == "tcp"}
         for dev, peak in sorted(report.get("peak_backlog", {}).items()):
             node = owner.get(dev)
-            if kinds.get(node or "") != "host" or node not in senders or peak.get("bytes", 0) <= TSQ_WARN_BYTES:
+            too_full = peak.get("bytes", 0) > TSQ_WARN_BYTES
+            if kinds.get(node or "") != "host" or node not in senders or not too_full:
                 continue
             w = (f"warning: part {part.name!r}: {dev}, the own interface of TCP sender {node}, held up to "
                  f"{peak['bytes']} bytes in its qdisc; Linux's TCP Small Queues would keep a sender's "
