@@ -10,7 +10,7 @@
 //!   kept exact after every operation, so [`ConnTable::next_timeout`] is a
 //!   peek and an application is never woken for nothing;
 //! - one output buffer for all the connections, lent to the one being
-//!   worked on, so staging its segments writes to memory still in cache.
+//!   worked on, so staging its segments writes to memory still in cache;
 //! - a connection's slot is prefetched as a whole once its segment (or
 //!   timer) says it is next, so its misses overlap.
 //!
