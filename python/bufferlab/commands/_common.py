@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from bufferlab.errors import CommandError
 
 from .shell import Word
+
+T = TypeVar("T")
 
 #: maps a Mininet host name (``h3``) to its address (``10.0.0.3``), or None
 Resolver = Callable[[str], "str | None"]
@@ -114,6 +117,33 @@ def c_int_full(text: str, base: int = 0) -> int | None:
     if value is None or rest:
         return None
     return value
+
+
+def port_value(prog: str, w: Word) -> int:
+    """``-p PORT`` of a generator-style tool (bulk, sink, cbr, flows): 1..65535."""
+    v = c_int_full(w.text, 10)
+    if v is None or not 1 <= v <= 65535:
+        raise CommandError(f"{prog}: invalid port {w.text!r}", col=w.col, expected="-p PORT (1..65535)")
+    return v
+
+
+def tos_value(prog: str, w: Word) -> int:
+    """``-S TOS``: a C integer (hex, octal or decimal) from 0 to 255."""
+    v = c_int_full(w.text, 0)
+    if v is None or not 0 <= v <= 255:
+        raise CommandError(f"{prog}: bad TOS value {w.text!r}", col=w.col,
+                           expected="-S TOS between 0 and 255: 0x32, 050 (octal), 50")
+    return v
+
+
+def prog_value(prog: str, parse: Callable[[str, int], T], w: Word) -> T:
+    """``parse(w.text, w.col)``, its error message prefixed with ``prog: `` as the tool prints it."""
+    try:
+        return parse(w.text, w.col)
+    except CommandError as err:
+        raise CommandError(
+            f"{prog}: {err.message}", col=err.col, expected=err.expected, suggestion=err.suggestion
+        ) from None
 
 
 def join_list(items: Sequence[str]) -> str:

@@ -46,7 +46,7 @@ from typing import Any
 from bufferlab.errors import CommandError, Diagnostics, ScenarioError
 from bufferlab.units import parse_duration_ns, strtod_prefix
 
-from ._common import Resolver, c_strtol, check_host
+from ._common import Resolver, check_host, port_value, prog_value, tos_value
 from ._getopt import Getopt, Opt, OptSpec
 from .shell import Word
 
@@ -246,13 +246,7 @@ def parse_flows(words: list[Word], diag: Diagnostics, resolve: Resolver | None =
         assert w is not None
         return w
 
-    port = DEFAULT_PORT
-    if "p" in vals:
-        v, rest = c_strtol(value("p").text, 10)
-        if v is None or rest or not 1 <= v <= 65535:
-            raise CommandError(f"flows: invalid port {value('p').text!r}", col=value("p").col,
-                               expected="-p PORT (1..65535)")
-        port = v
+    port = port_value("flows", value("p")) if "p" in vals else DEFAULT_PORT
     if "s" in vals:
         extra = [k for k in ("c", "t", "C", "S", "rate", "size") if k in vals]
         if extra:
@@ -268,22 +262,10 @@ def parse_flows(words: list[Word], diag: Diagnostics, resolve: Resolver | None =
             raise CommandError(f"flows: --{key} is required", col=words[0].col, expected=USAGE,
                                suggestion=f"e.g. flows -c {dest.text} --rate 100/s --size exp:mean=100k"
                                if key == "rate" else f"e.g. {example}")
-    duration = None
-    if "t" in vals:
-        try:
-            duration = parse_duration_ns(value("t").text, value("t").col)
-        except CommandError as e:
-            raise CommandError(f"flows: {e.message}", col=e.col, expected=e.expected,
-                               suggestion=e.suggestion) from None
-        if duration == 0:
-            raise CommandError("flows: -t must be longer than 0", col=value("t").col, expected=USAGE)
-    tos = 0
-    if "S" in vals:
-        v, rest = c_strtol(value("S").text, 0)
-        if v is None or rest or not 0 <= v <= 255:
-            raise CommandError(f"flows: bad TOS value {value('S').text!r}", col=value("S").col,
-                               expected="-S TOS between 0 and 255: 0x32, 050 (octal), 50")
-        tos = v
+    duration = prog_value("flows", parse_duration_ns, value("t")) if "t" in vals else None
+    if duration == 0:
+        raise CommandError("flows: -t must be longer than 0", col=value("t").col, expected=USAGE)
+    tos = tos_value("flows", value("S")) if "S" in vals else 0
     return FlowsClient(dest=dest.text, dest_col=dest.col, rate_per_s=_rate(value("rate")),
                        size=parse_size_dist(value("size"), base_dir), size_text=value("size").text,
                        port=port, duration_ns=duration,

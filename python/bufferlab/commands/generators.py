@@ -50,7 +50,7 @@ from typing import Any
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
 from bufferlab.units import parse_duration_ns, parse_iperf_rate, parse_iperf_size, parse_rate_bits
 
-from ._common import Resolver, c_strtol, check_host
+from ._common import Resolver, c_strtol, check_host, port_value, prog_value, tos_value
 from ._getopt import Getopt, Opt, OptSpec
 from .shell import Word
 
@@ -216,23 +216,6 @@ def _value(o: Opt) -> Word:
     return o.value
 
 
-def _port(prog: str, o: Opt) -> int:
-    w = _value(o)
-    v, rest = c_strtol(w.text, 10)
-    if v is None or rest or not 1 <= v <= 65535:
-        raise CommandError(f"{prog}: invalid port {w.text!r}", col=w.col, expected="-p PORT (1..65535)")
-    return v
-
-
-def _rewrap(prog: str, fn, w: Word):  # type: ignore[no-untyped-def]
-    try:
-        return fn(w.text, w.col)
-    except CommandError as err:
-        raise CommandError(
-            f"{prog}: {err.message}", col=err.col, expected=err.expected, suggestion=err.suggestion
-        ) from None
-
-
 def parse_generator(
     words: list[Word],
     diag: Diagnostics,
@@ -257,7 +240,7 @@ def parse_generator(
     for o in opts:
         vals[o.key] = o  # last one wins, as with getopt-based tools
 
-    port = _port(prog, vals["p"]) if "p" in vals else DEFAULT_PORT
+    port = port_value(prog, _value(vals["p"])) if "p" in vals else DEFAULT_PORT
     if prog == "sink":
         return SinkCommand(port=port, proto="udp" if "u" in vals else "tcp", words_col=words[0].col)
 
@@ -265,8 +248,8 @@ def parse_generator(
         raise CommandError(f"{prog}: -c DEST is required", col=words[0].col, expected=usage)
     dest_w = _value(vals["c"])
     check_host(dest_w, prog, resolve, f"{prog}: {dest_w.text}: Name or service not known")
-    duration = _rewrap(prog, parse_duration_ns, _value(vals["t"])) if "t" in vals else None
-    nbytes = _rewrap(prog, parse_iperf_size, _value(vals["n"])) if "n" in vals else None
+    duration = prog_value(prog, parse_duration_ns, _value(vals["t"])) if "t" in vals else None
+    nbytes = prog_value(prog, parse_iperf_size, _value(vals["n"])) if "n" in vals else None
     if nbytes == 0:
         raise CommandError(f"{prog}: -n must be at least 1 byte", col=_value(vals["n"]).col, expected=usage)
     if duration == 0:
@@ -300,30 +283,20 @@ def parse_generator(
             suggestion=f"e.g. {prog} -c {dest_w.text} -u -r 1M",
         )
     rate_w = _value(vals["r"])
-    rate = _rewrap(prog, parse_generator_rate, rate_w)
+    rate = prog_value(prog, parse_generator_rate, rate_w)
     if rate <= 0:
         raise CommandError(f"{prog}: the rate must be above 0", col=rate_w.col, expected=_RATE_EXPECTED)
     size = DEFAULT_SIZE
     if "l" in vals:
         size_w = _value(vals["l"])
-        size = _rewrap(prog, parse_iperf_size, size_w)
+        size = prog_value(prog, parse_iperf_size, size_w)
         if not 1 <= size <= MAX_UDP_PAYLOAD:
             raise CommandError(
                 f"{prog}: invalid datagram size {size}",
                 col=size_w.col,
                 expected=f"-l SIZE between 1 and {MAX_UDP_PAYLOAD} bytes",
             )
-    tos = 0
-    if "S" in vals:
-        tw = _value(vals["S"])
-        v, rest = c_strtol(tw.text, 0)
-        if v is None or rest or not 0 <= v <= 255:
-            raise CommandError(
-                f"{prog}: bad TOS value {tw.text!r}",
-                col=tw.col,
-                expected="-S TOS between 0 and 255: 0x32, 050 (octal), 50",
-            )
-        tos = v
+    tos = tos_value(prog, _value(vals["S"])) if "S" in vals else 0
     size_dist = "fixed"
     if "size-dist" in vals:
         dw = _value(vals["size-dist"])
@@ -332,12 +305,12 @@ def parse_generator(
             raise CommandError(f"{prog}: unknown size distribution {dw.text!r}", col=dw.col,
                                expected="--size-dist fixed|exp")
         size_dist = choices[dw.text]
-    jitter_ns = _rewrap(prog, parse_duration_ns, _value(vals["jitter"])) if "jitter" in vals else 0
+    jitter_ns = prog_value(prog, parse_duration_ns, _value(vals["jitter"])) if "jitter" in vals else 0
     on_ns, off_ns = DEFAULT_ON_NS, DEFAULT_OFF_NS
     if "on" in vals:
-        on_ns = _rewrap(prog, parse_duration_ns, _value(vals["on"]))
+        on_ns = prog_value(prog, parse_duration_ns, _value(vals["on"]))
     if "off" in vals:
-        off_ns = _rewrap(prog, parse_duration_ns, _value(vals["off"]))
+        off_ns = prog_value(prog, parse_duration_ns, _value(vals["off"]))
     if prog == "onoff" and on_ns == 0:
         raise CommandError(f"{prog}: --on must be longer than 0", col=_value(vals["on"]).col, expected=usage)
     return UdpSourceCommand(
