@@ -12,7 +12,7 @@
 //! what it was before `-P`); connection k > 0 a stream derived from the
 //! socket seed and k.
 
-use super::conns::{ConnTable, HasConn};
+use super::conns::{conn_field, ConnTable};
 use super::tcp::{for_host, Conn, TcpSpec};
 use super::{parse_addr, AppCtx, Lifetime};
 use crate::error::{Error, Result};
@@ -58,14 +58,7 @@ struct Stream {
     done: bool,
 }
 
-impl HasConn for Stream {
-    fn conn(&self) -> &Conn {
-        &self.conn
-    }
-    fn conn_mut(&mut self) -> &mut Conn {
-        &mut self.conn
-    }
-}
+conn_field!(Stream);
 
 pub struct Bulk {
     dst: Ipv4,

@@ -59,6 +59,22 @@ impl HasConn for Conn {
     }
 }
 
+/// `HasConn` for per-connection records whose connection is their `conn`
+/// field (bulk's streams, the flows client's flows and server's accepts).
+macro_rules! conn_field {
+    ($($record:ty),+) => {
+        $(impl $crate::app::conns::HasConn for $record {
+            fn conn(&self) -> &$crate::app::tcp::Conn {
+                &self.conn
+            }
+            fn conn_mut(&mut self) -> &mut $crate::app::tcp::Conn {
+                &mut self.conn
+            }
+        })+
+    };
+}
+pub(crate) use conn_field;
+
 /// Deadlines of items `0..n`. Each item's wanted instant is remembered and
 /// the heap holds at most one live entry per item, never later than what the
 /// item wants. A deadline that moves later (a re-armed RTO, a delayed ACK

@@ -29,7 +29,7 @@
 //!   size (ns-2's `EmpiricalRandomVariable`, which those workload files were
 //!   written for, interpolates the same way).
 
-use super::conns::{ConnTable, HasConn};
+use super::conns::{conn_field, ConnTable};
 use super::tcp::{for_host, is_syn, Conn, TcpSpec};
 use super::{parse_addr, AppCtx, Lifetime};
 use crate::error::{Error, Result};
@@ -203,14 +203,7 @@ struct Flow {
     recorded: bool,
 }
 
-impl HasConn for Flow {
-    fn conn(&self) -> &Conn {
-        &self.conn
-    }
-    fn conn_mut(&mut self) -> &mut Conn {
-        &mut self.conn
-    }
-}
+conn_field!(Flow);
 
 /// The client: one application, many flows.
 ///
@@ -459,14 +452,7 @@ struct Accepted {
     closing: bool,
 }
 
-impl HasConn for Accepted {
-    fn conn(&self) -> &Conn {
-        &self.conn
-    }
-    fn conn_mut(&mut self) -> &mut Conn {
-        &mut self.conn
-    }
-}
+conn_field!(Accepted);
 
 /// `flows -s`: accepts, reads, closes after the client, forgets.
 pub struct FlowsServer {
