@@ -39,7 +39,7 @@ from bufferlab.commands.tc.registry import MODELLED_QDISCS  # noqa: E402
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError  # noqa: E402
 from bufferlab.profile import PROFILES, Profile, with_overrides  # noqa: E402
 
-SCENARIOS = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "scenarios"
+SCENARIOS = pathlib.Path(__file__).resolve().parent / "data" / "handouts"
 LAB2019 = PROFILES["lab2019"]
 MODERN = PROFILES["modern"]
 
@@ -75,7 +75,7 @@ def tc_err(line: str, cls=CommandError, profile: Profile = LAB2019) -> CommandEr
 
 
 # =====================================================================================
-# handout lines (../shared/scenarios/*.txt)
+# handout lines (tests/data/handouts/*.txt)
 
 
 def _handout_commands():

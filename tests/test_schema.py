@@ -37,8 +37,8 @@ ENTRY_POINTS = {
     "set_listener_tcp": "TcpSpec",
     "capture_start": "CaptureSpec",
 }
-#: the handouts (beside the repository, as tests/test_parsers.py finds them)
-HANDOUTS = ROOT.parent / "shared" / "scenarios"
+#: the handouts' command lines (test data, as tests/test_parsers.py finds them)
+HANDOUTS = ROOT / "tests" / "data" / "handouts"
 
 CAPTURE_SCENARIO = f"""{TWO_HOSTS}
 [capture]
