@@ -1,4 +1,4 @@
-"""System tests for the AQM qdiscs (qdiscs.md §8): a TCP bulk flow fills a
+"""System tests for the AQM qdiscs (docs/semantics/qdiscs.md §8): a TCP bulk flow fills a
 10 Mbit/s tbf bottleneck (10 ms one-way netem in front of it, so the base
 RTT is 10 ms) while a ping measures the RTT through the same queue.
 

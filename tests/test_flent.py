@@ -1,4 +1,5 @@
-"""``bufferlab export --flent RESULTS_DIR [-o OUT]`` (formats.md §7), checked with flent's own loader.
+"""``bufferlab export --flent RESULTS_DIR [-o OUT]`` (docs/semantics/formats.md §7), checked with
+flent's own loader.
 
 Run: python -m pytest -q tests/test_flent.py
 """

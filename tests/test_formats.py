@@ -1,9 +1,9 @@
-"""Conformance tests of the output formatters (formats.md §11 items 1-4).
+"""Conformance tests of the output formatters (docs/semantics/formats.md §11 items 1-4).
 
 Item 1: the §1.7 UDP example JSON and its ``-T Class2`` text, byte for byte,
 from a hand-built engine result; item 2: the ``[ 15]`` TCP line; item 3:
-ping lab/modern blocks; item 4: tc sizes, tbf lat/limit (qdiscs.md E3-E6)
-and the Lab 14/16/7 renderings of formats.md §3.4; plus edge cases.
+ping lab/modern blocks; item 4: tc sizes, tbf lat/limit (docs/semantics/qdiscs.md E3-E6)
+and the Lab 14/16/7 renderings of docs/semantics/formats.md §3.4; plus edge cases.
 
 Run: PYTHONPATH=python python -m pytest tests/test_formats.py -q
 """
@@ -191,7 +191,7 @@ EXPECTED_UDP_JSON = """\
 EXPECTED_UDP_JSON = EXPECTED_UDP_JSON.replace("@UNAME@", HANDOUT_UNAME)
 
 # ---------------------------------------------------------------------------
-# iperf3: the formats.md §1.7 UDP example
+# iperf3: the docs/semantics/formats.md §1.7 UDP example
 #
 # `iperf3 -c 10.0.0.2 -p 5010 -u -b 0.9M -S 0x32 -t 3 -J`: the client stream
 # starts at 1.2 ms of simulated time; the three interval ends are 1.000089,
@@ -386,7 +386,7 @@ def test_engine_style_omit_keys():
 
 
 # ---------------------------------------------------------------------------
-# iperf3: generic line helpers (formats.md §11 item 2, TCP layouts)
+# iperf3: generic line helpers (docs/semantics/formats.md §11 item 2, TCP layouts)
 
 
 def test_unit_snprintf():
@@ -615,7 +615,7 @@ def test_client_interrupted():
 
 
 # ---------------------------------------------------------------------------
-# iperf3 TCP: the formats.md §1.5 example (§11 item 1)
+# iperf3 TCP: the docs/semantics/formats.md §1.5 example (§11 item 1)
 #
 # `iperf3 -c 10.0.0.3 -t 3 -J` from h1 in Lab 14. TEST_START reaches the
 # client 2.0001 ms into the run (timestamp 18:03:21 = epoch 1586887401); the
@@ -963,7 +963,7 @@ def test_tcp_lab14_handout_lines_from_result():
 
 
 # ---------------------------------------------------------------------------
-# iperf3 TCP: -P 2 -O 1 (formats.md §1.6, "Observed real layouts" of §1.8)
+# iperf3 TCP: -P 2 -O 1 (docs/semantics/formats.md §1.6, "Observed real layouts" of §1.8)
 
 P2_T0 = 3_000_000
 P2_OMIT_END = P2_T0 + 1_000_510_000   # omit timer: start_time reset (post-omit intervals restart at 0)
@@ -1162,7 +1162,7 @@ def test_tcp_client_error_and_protocol_checks():
 
 
 # ---------------------------------------------------------------------------
-# iperf3 TCP: server side (formats.md §1.8 server block, §1.6)
+# iperf3 TCP: server side (docs/semantics/formats.md §1.8 server block, §1.6)
 
 SRV_ENDS = [1_000_100_000, 2_000_200_000, 3_000_250_000, 3_044_310_000]
 SRV_BYTES = [82_823_000, 111_951_000, 112_196_328, 1_045_504]   # Σ = 308 015 832
@@ -1335,7 +1335,7 @@ def test_cjson_layout():
 
 
 # ---------------------------------------------------------------------------
-# ping (formats.md §2, §11 item 3)
+# ping (docs/semantics/formats.md §2, §11 item 3)
 
 
 def _ping_result(rtts_us, transmitted=None, last_send_ns=3_004_012_000, dups=(), interrupted=False):
@@ -1465,7 +1465,7 @@ def test_ping_quiet_and_exit_with_deadline():
 
 
 # ---------------------------------------------------------------------------
-# tc (formats.md §3, §11 item 4; qdiscs.md E3-E6)
+# tc (docs/semantics/formats.md §3, §11 item 4; docs/semantics/qdiscs.md E3-E6)
 
 
 def _stats(nbytes=0, packets=0, drops=0, overlimits=0, backlog=0, qlen=0, requeues=0):
@@ -1702,7 +1702,7 @@ def test_tc_unknown_kind_is_an_error():
 
 
 # ---------------------------------------------------------------------------
-# plot_q.sh data file (formats.md §6)
+# plot_q.sh data file (docs/semantics/formats.md §6)
 
 
 def test_q_dat():

@@ -382,7 +382,7 @@ def test_shell_quoted_glob_is_fine():
 
 
 # =====================================================================================
-# units (qdiscs.md §1.1, E1)
+# units (docs/semantics/qdiscs.md §1.1, E1)
 
 
 @pytest.mark.parametrize(
@@ -697,7 +697,7 @@ def test_tc_unmodelled_kinds(kind):
 
 
 def test_tc_red_handout_lines_compute_tcs_kernel_parameters():
-    """E11/E12 (qdiscs.md §5.9): Wlog, Plog, max_P, Scell_log and Stab as tc computes them."""
+    """E11/E12 (docs/semantics/qdiscs.md §5.9): Wlog, Plog, max_P, Scell_log and Stab as tc computes them."""
     line = (
         "tc qdisc add dev s2-eth2 parent 1: handle 2: red limit 26214400 max 8738133 min 2184533 "
         "burst 2185 avpkt 1000 bandwidth 1gbit adaptative"
@@ -901,7 +901,7 @@ def test_tc_fifo_suggestion():
 
 
 # =====================================================================================
-# tc: tbf (qdiscs.md §3.1)
+# tc: tbf (docs/semantics/qdiscs.md §3.1)
 
 
 def test_tbf_prefix_rules():
@@ -1044,7 +1044,7 @@ def test_tbf_error_hints():
 
 
 # =====================================================================================
-# tc: netem (qdiscs.md §4.1)
+# tc: netem (docs/semantics/qdiscs.md §4.1)
 
 
 def test_netem_defaults_and_e8():
@@ -1217,7 +1217,7 @@ def test_delete_may_carry_a_kind():
 
 
 # =====================================================================================
-# sysctl (formats.md §4)
+# sysctl (docs/semantics/formats.md §4)
 
 
 def test_sysctl_handout_writes_and_echo():
@@ -1709,7 +1709,7 @@ def test_iperf3_hints():
 
 
 # =====================================================================================
-# ping (formats.md §2)
+# ping (docs/semantics/formats.md §2)
 
 
 def ping(line: str, resolve=None) -> PingCommand:
@@ -1955,7 +1955,7 @@ def test_generator_report_text():
     ) == ("sink: received 2 packets, 2896 bytes on udp port 5001 in 2.000 s: goodput 11584 bit/s\n")
 
 
-# codel / fq_codel (qdiscs.md §8.1-8.2): netlink attributes, times in µs, None = not given
+# codel / fq_codel (docs/semantics/qdiscs.md §8.1-8.2): netlink attributes, times in µs, None = not given
 
 
 def test_tc_codel_options_in_kernel_units():
@@ -2000,7 +2000,7 @@ def test_tc_pie_options_and_profile_default():
     q = tc_json(line, MODERN)["qdisc"]
     assert q == {"kind": "pie", "limit": 500, "target": 20000, "tupdate": 30000, "alpha": 4, "beta": 32,
                  "ecn": True, "bytemode": True, "dq_rate_estimator": None}
-    # [lab2019] kernels only had the drain-rate estimator (qdiscs.md §11)
+    # [lab2019] kernels only had the drain-rate estimator (docs/semantics/qdiscs.md §11)
     assert tc_json("tc qdisc add dev s1-eth2 root pie")["qdisc"]["dq_rate_estimator"] is True
     e = tc_err("tc qdisc add dev s1-eth2 root pie alpha 33")
     assert e.message == 'Illegal "alpha"'

@@ -121,7 +121,8 @@ def test_real_udp_server(tmp_path, capsys):
 
 
 def test_iperf3_3_0_json_without_rttvar_and_pmtu(tmp_path, capsys):
-    # iperf3 3.0/3.1 intervals: no rttvar, pmtu, sender (formats.md §1.1); derived from the 3.12 capture
+    # iperf3 3.0/3.1 intervals: no rttvar, pmtu, sender (docs/semantics/formats.md §1.1);
+    # derived from the 3.12 capture
     doc = json.loads((DATA / "cli_tcp.json").read_text())
     doc["start"]["version"] = "iperf 3.0.11"
     for iv in doc["intervals"]:

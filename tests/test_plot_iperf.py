@@ -1,4 +1,4 @@
-"""plot_iperf.sh reproduction (formats.md §5, §11 item 5).
+"""plot_iperf.sh reproduction (docs/semantics/formats.md §5, §11 item 5).
 
 The expected ``iperf.csv`` and ``results/*.dat`` texts below are what the
 real ``preprocessor.sh`` wrote (jq 1.6, mawk, GNU coreutils, ``LC_ALL=C``)

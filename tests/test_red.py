@@ -1,4 +1,4 @@
-"""RED, CPM-RED and BLUE end to end (qdiscs.md §5–§7, §9.3): the tc line parsed
+"""RED, CPM-RED and BLUE end to end (docs/semantics/qdiscs.md §5–§7, §9.3): the tc line parsed
 as tc does, consumed by the engine, printed back by ``tc -s qdisc show``, and
 two system experiments -- a Lab 16-like RED under a tbf with TCP bulk flows,
 and the CPM report's congested case with classful vs plain RED."""
@@ -107,7 +107,7 @@ def test_cpm_red_gives_class_0x32_the_fewest_drops_and_0x00_the_most(cpm_runs):
         assert abs(classes[key]["early"] - lost[cls]) <= 5, (cls, classes[key], lost)
     assert red["xstats"]["pdrop"] == 0
     assert red["xstats"]["early"] == red["stats"]["drops"]
-    # the printed statistics carry the map and one line per class (qdiscs.md §7)
+    # the printed statistics carry the map and one line per class (docs/semantics/qdiscs.md §7)
     log = (root / "router/terminal.log").read_text()
     assert ("qdisc red 8001: parent 1: limit 400Kb min 16Kb max 32Kb "
             "dscp-coeff 0x32:0.5,0x46:0.7,default:0.9 \n") in log

@@ -1,4 +1,4 @@
-"""ns-3's RED (`red_ns3`, qdiscs.md §5.10, E16): the tc syntax and its errors,
+"""ns-3's RED (`red_ns3`, docs/semantics/qdiscs.md §5.10, E16): the tc syntax and its errors,
 the `tc -s` layout, `ns3-goodput`, and the RED-vs-DropTail study replayed
 (scenarios/red-vs-droptail.toml) with physical checks."""
 

@@ -1,4 +1,4 @@
-"""Stochastic Fair Blue (`sfb`, qdiscs.md §6.2, E18): tc's parsing, defaults and
+"""Stochastic Fair Blue (`sfb`, docs/semantics/qdiscs.md §6.2, E18): tc's parsing, defaults and
 errors (tc/q_sfb.c), the `tc -s qdisc show` text in both iproute2 layouts, and
 a small scenario: an unresponsive UDP flow and a thin one through tbf → sfb."""
 

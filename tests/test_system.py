@@ -102,7 +102,7 @@ def test_tc_statistics_add_up(udp_lab):
     sent = [int(x) for x in re.findall(r"Sent (\d+) bytes", text)]
     dropped = [int(x) for x in re.findall(r"dropped (\d+),", text)]
     assert len(sent) == 2 and sent[0] == sent[1], "netem hands every packet to the tbf"
-    assert dropped[0] == dropped[1] > 0, "the tbf's drops propagate to netem (qdiscs.md §1.5)"
+    assert dropped[0] == dropped[1] > 0, "the tbf's drops propagate to netem (docs/semantics/qdiscs.md §1.5)"
 
 
 def test_same_seed_gives_identical_outputs_and_another_seed_does_not(tmp_path):
@@ -178,7 +178,7 @@ cmds = [
 """)
     summary = run(path, tmp_path)
     received = sink_received((tmp_path / "t/p/h3/terminal.log").read_text())
-    p = 42949673 / 2**32  # rint(0.01 * (2^32 - 1)) + 1 over 2^32 (qdiscs.md §4.3)
+    p = 42949673 / 2**32  # rint(0.01 * (2^32 - 1)) + 1 over 2^32 (docs/semantics/qdiscs.md §4.3)
     sigma = math.sqrt(p * (1 - p) / n)
     # The scenario ends when cbr exits, right after its last send; the sink is
     # Ctrl-C'd then. With the hosts' stack time (host.rs, issue 10) a datagram
@@ -261,7 +261,7 @@ cmds = [
 
 @pytest.mark.parametrize("gso", [True, False])
 def test_iperf3_tcp_json_feeds_plot_iperf_and_netem_overflow_is_warned(write_scenario, tmp_path, gso):
-    # 1 Gbit/s through netem 20 ms with its default limit 1000 (qdiscs.md E7, P9).
+    # 1 Gbit/s through netem 20 ms with its default limit 1000 (docs/semantics/qdiscs.md E7, P9).
     # netem's limit counts queue entries. With one packet per segment (gso off)
     # the delay line must hold 1 Gbit/s x 20 ms = 1651 frames of 1514 B: it
     # overflows, which is warned about, and caps the path at 1000 x 1514 B per

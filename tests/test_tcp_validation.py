@@ -1,4 +1,4 @@
-"""First-principles validation of the TCP model (tcp.md §15–§16).
+"""First-principles validation of the TCP model (docs/semantics/tcp.md §15–§16).
 
 Every test runs a whole scenario on Lab 14's topology (h1, h2 -- s1 -- s2 --
 h3; s1-eth2 faces s2) and compares what the tools report with a number
@@ -11,11 +11,11 @@ its child, and Lab 14's socket buffers (tcp_rmem/tcp_wmem 10240 87380
 netem always gets `limit 100000`: with one packet per segment (`[sim] gso =
 false`, which the tests of per-packet laws use) at 1 Gbit/s × 20 ms the delay
 line holds ~1651 of them, more than netem's default limit of 1000 (which would
-cap the path at 605 Mbit/s, qdiscs.md P9); with TSO/GSO aggregates (the
+cap the path at 605 Mbit/s, docs/semantics/qdiscs.md P9); with TSO/GSO aggregates (the
 default since issue 10) it holds ~40 entries and the limit is moot.
 
 Units: a full segment carries MSS = 1448 B of payload in a 1514 B frame as
-tc counts it (tcp.md §2), so goodput behind `tbf rate R` is at most
+tc counts it (docs/semantics/tcp.md §2), so goodput behind `tbf rate R` is at most
 R·1448/1514 (956.4 Mbit/s at 1 Gbit/s). BDP = R·RTT/8 bytes.
 
 Where a full-size run (1 Gbit/s, as in the labs) takes more than ~2 s it is
@@ -50,7 +50,7 @@ links = [["h1", "s1"], ["s1", "s2"], ["s2", "h3"], ["h2", "s1"]]
 
 
 def payload_rate(line_bps: float) -> float:
-    """Goodput ceiling behind a tbf of `line_bps` (tcp.md §15)."""
+    """Goodput ceiling behind a tbf of `line_bps` (docs/semantics/tcp.md §15)."""
     return line_bps * MSS / FRAME
 
 
@@ -299,7 +299,7 @@ def test_a_buffer_below_the_tbf_burst_collapses_goodput_as_in_lab14_100mtu(tmp_p
 
 
 def test_lab14_100mtu_at_1gbit_heavy_loss_and_small_cwnd(tmp_path, record_property):
-    # The handout's numbers (tcp.md §16): tbf 1gbit burst 500000 limit 160000
+    # The handout's numbers (docs/semantics/tcp.md §16): tbf 1gbit burst 500000 limit 160000
     # (~105 frames, 6% of a BDP), CUBIC, 10 s: goodput far below the line
     # (asserted: under half of 956 Mbit/s), hundreds of retransmissions
     # (asserted: >= 100), and a cwnd that never comes near the BDP (1726
@@ -384,7 +384,7 @@ def test_throughput_under_random_loss_follows_mathis(tmp_path, record_property, 
     pct = f"{p * 100:g}%"
     # Mathis' p is a per-segment loss probability: run with one queue entry
     # per segment (PER_SEGMENT). With TSO/GSO aggregates netem draws its loss
-    # once per aggregate (qdiscs.md §1.2) and an aggregate of k segments is
+    # once per aggregate (docs/semantics/qdiscs.md §1.2) and an aggregate of k segments is
     # lost whole, so the loss events are ~k times rarer for the same p (the
     # default measured 1.3x-7.9x Mathis, the larger the rarer the loss).
     # Host time (tens of µs) is negligible beside the 20 ms RTT and stays on.
@@ -429,7 +429,7 @@ def test_bbr_keeps_the_bottleneck_under_1pct_loss_while_cubic_collapses(
     ceiling = payload_rate(line)
     record_property("measured", f"bbr {results['bbr'] / 1e6:.1f} Mbit/s = {results['bbr'] / ceiling:.1%}; "
                     f"cubic {results['cubic'] / 1e6:.2f} Mbit/s (Mathis {mathis_bps(p) / 1e6:.2f})")
-    # BBR v1 does not take random loss as congestion (tcp.md §15: unaffected
+    # BBR v1 does not take random loss as congestion (docs/semantics/tcp.md §15: unaffected
     # below ~15-20%): at least 85% of the bottleneck (PROBE_RTT dips and the
     # lost 1% cost a few %).
     assert results["bbr"] >= 0.85 * ceiling, results["bbr"] / ceiling

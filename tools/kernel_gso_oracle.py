@@ -72,7 +72,8 @@ RATE_BPS = 100e6
 TBF_LIMIT = 1_000_000     # tbf's own limit only sizes the default bfifo child, replaced by pfifo
 SECONDS = 5
 LIMITS = (10, 50, 1000)
-BURSTS = (50_000, 200_000)  # 50000 < a 64 KB aggregate (tbf splits it, qdiscs.md E5); 200000 > it
+# 50000 < a 64 KB aggregate (tbf splits it, docs/semantics/qdiscs.md E5); 200000 > it
+BURSTS = (50_000, 200_000)
 REPS = 3
 # Kernel defaults for the TCP buffers (net/ipv4/tcp.c, tcp_init), set explicitly in
 # every namespace because a new namespace copies init_net's values, which may

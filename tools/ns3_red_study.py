@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 r"""Replay the RED-vs-DropTail study in real ns-3 and in bufferlab (docs/ns3-crosscheck.md).
 
-The study (../shared/scenarios/red-vs-droptail.txt, scenarios/red-vs-droptail.toml):
+The study (tests/data/handouts/red-vs-droptail.txt, scenarios/red-vs-droptail.toml):
 
     n4 ─10M 6ms─┐                          ┌─10M 6ms─ n7
     n5 ─10M 6ms─ n3 ══1M 10ms══ n0 ──1M 10ms── n1 ══1M 10ms══ n2 ─10M 6ms─ n8

@@ -2,7 +2,8 @@
 
 ``lab2019`` is what the Lab 7/14/16 handouts ran (Linux 5.x, iproute2 4.15,
 iperf3 3.7, iputils s20180629); ``modern`` is Linux 6.x, iproute2 >= 6.9,
-iperf3 3.12+, iputils >= 20210202 (formats.md "Version profiles", qdiscs.md §11).
+iperf3 3.12+, iputils >= 20210202 (docs/semantics/formats.md "Version profiles",
+docs/semantics/qdiscs.md §11).
 Each knob may be overridden from a scenario's ``[sim]`` table.
 """
 
@@ -15,22 +16,22 @@ from typing import Any
 @dataclass(frozen=True)
 class Profile:
     name: str = "lab2019"
-    #: iperf3 version as (major, minor): output layout switches (formats.md §1.1)
+    #: iperf3 version as (major, minor): output layout switches (docs/semantics/formats.md §1.1)
     iperf3_version: tuple[int, int] = (3, 7)
-    #: iputils release style for ping output: "s20180629" or "modern" (formats.md §2)
+    #: iputils release style for ping output: "s20180629" or "modern" (docs/semantics/formats.md §2)
     ping_style: str = "s20180629"
     #: iproute2 >= 6.9: bare netem times are ns (else µs quantised to 64 ns ticks)
     netem_time_ns: bool = False
     #: iproute2 >= 5.7 time printing (%.3g) instead of %.1f
     tc_modern_print: bool = False
-    #: kernel netem accounting (qdiscs.md §11 netem_accounting)
+    #: kernel netem accounting (docs/semantics/qdiscs.md §11 netem_accounting)
     netem_modern_accounting: bool = False
     #: adaptive RED's 500 ms timer runs (iproute2 <= 5.6 sends the flag in the
-    #: qopt byte the kernel reads); iproute2 >= 5.7 never arms it (qdiscs.md §5.6)
+    #: qopt byte the kernel reads); iproute2 >= 5.7 never arms it (docs/semantics/qdiscs.md §5.6)
     red_adaptive_timer: bool = True
     #: queue sampling interval of plot_q.sh, seconds
     queue_sample_interval: float = 0.1
-    #: per-ping scheduling lag added to each send (formats.md §2.3), µs
+    #: per-ping scheduling lag added to each send (docs/semantics/formats.md §2.3), µs
     ping_send_lag_us: int = 100
     #: one pass of iperf3's UDP client loop that sends a datagram (select, clock
     #: read, sendto), µs: ~2 Gbit/s of 1448-byte datagrams at -b 0, the order

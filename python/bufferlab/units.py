@@ -1,6 +1,6 @@
 """Number readers for command lines, exactly as the real tools read them.
 
-tc (qdiscs.md §1.1), mirroring iproute2:
+tc (docs/semantics/qdiscs.md §1.1), mirroring iproute2:
 
 * :func:`parse_size` -- ``lib/utils_math.c`` ``get_size``/``get_size64``:
   strtod + case-insensitive ``b``, ``k``/``kb`` (×1024), ``m``/``mb``,

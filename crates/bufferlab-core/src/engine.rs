@@ -2,7 +2,7 @@
 //! IP stacks (routing, ARP, ICMP echo, sockets), applications, and the run
 //! loop.
 //!
-//! Packet path (qdiscs.md §1.4): a node hands a packet to an interface; the
+//! Packet path (docs/semantics/qdiscs.md §1.4): a node hands a packet to an interface; the
 //! interface enqueues it into its root qdisc (or, with `noqueue`, puts it on
 //! the wire at once) and then "kicks" the root: dequeue and transmit until
 //! the qdisc is empty or throttled (the qdisc then asks for a watchdog) or
@@ -52,8 +52,8 @@ const MAX_PACKETS_PER_INSTANT: u64 = 2_000_000;
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EngineOptions {
-    /// Resolve neighbours with ARP before the first packet (qdiscs.md §2.5 of
-    /// formats.md: the first ping of a pair pays one extra round trip).
+    /// Resolve neighbours with ARP before the first packet (docs/semantics/qdiscs.md §2.5 of
+    /// docs/semantics/formats.md: the first ping of a pair pays one extra round trip).
     #[serde(default = "yes")]
     pub arp: bool,
     #[serde(default)]
@@ -61,7 +61,7 @@ pub struct EngineOptions {
     #[serde(default)]
     pub netem_dup_after_limit: bool,
     /// TSO/GSO on every interface at start (a Mininet VM's veths: on;
-    /// `[sim] gso = false` for textbook per-MTU packets, tcp.md §2.1)
+    /// `[sim] gso = false` for textbook per-MTU packets, docs/semantics/tcp.md §2.1)
     #[serde(default = "yes")]
     pub gso: bool,
     /// hosts' stack processing time (host.rs)
@@ -96,7 +96,7 @@ pub struct SimConfig {
 }
 
 /// Segmentation offloads of an interface (`ethtool -k`), the ones that
-/// decide what a packet record stands for (tcp.md §2.1, qdiscs.md §1.2).
+/// decide what a packet record stands for (docs/semantics/tcp.md §2.1, docs/semantics/qdiscs.md §1.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Offloads {
     /// tcp-segmentation-offload: aggregates leave the device whole

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-/// `tc` failures, worded as `tc`/the kernel word them (formats.md §3.4).
+/// `tc` failures, worded as `tc`/the kernel word them (docs/semantics/formats.md §3.4).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TcError {
     /// EEXIST: `RTNETLINK answers: File exists`.

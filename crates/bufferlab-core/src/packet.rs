@@ -3,7 +3,7 @@
 //! hot path never allocates per packet (STYLE.md "Hot path").
 //!
 //! Lengths: `len` is the L2 frame length a qdisc sees (`qdisc_pkt_len`): IP
-//! total length + 14 bytes of Ethernet header, no FCS (qdiscs.md §1.2).
+//! total length + 14 bytes of Ethernet header, no FCS (docs/semantics/qdiscs.md §1.2).
 
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
@@ -203,7 +203,7 @@ pub struct Packet {
     /// netem flipped a bit: receivers discard the packet (bad checksum).
     pub corrupt: bool,
     /// Segments in this record (`skb_shinfo(skb)->gso_segs`): 1 for a plain
-    /// packet, up to ~45 for a TSO/GSO aggregate (tcp.md §2.1).
+    /// packet, up to ~45 for a TSO/GSO aggregate (docs/semantics/tcp.md §2.1).
     pub gso_segs: u16,
     /// Payload bytes per segment of an aggregate (`gso_size`, the MSS the
     /// sender cut it with; the last segment may be shorter); 0 when plain.
@@ -276,12 +276,12 @@ impl Packet {
     }
 
     /// Transport payload bytes over all segments (`len` counts one header
-    /// per segment: qdiscs.md §1.2 `len + (segs − 1) × header_len`).
+    /// per segment: docs/semantics/qdiscs.md §1.2 `len + (segs − 1) × header_len`).
     pub fn payload_len(&self) -> u32 {
         self.len.saturating_sub(self.segs() * self.header_len())
     }
 
-    /// RFC 3168 marking primitive (qdiscs.md §1.6): Not-ECT cannot be marked
+    /// RFC 3168 marking primitive (docs/semantics/qdiscs.md §1.6): Not-ECT cannot be marked
     /// (the caller drops instead); ECT(0)/ECT(1) become CE; CE stays CE.
     pub fn set_ce(&mut self) -> bool {
         if self.proto == Proto::Arp || self.tos & ECN_MASK == 0 {

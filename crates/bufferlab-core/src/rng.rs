@@ -5,7 +5,7 @@
 //! `(run seed, component name)`, so adding a component never shifts another
 //! component's draws (DESIGN.md "Rules of the house"). Linux itself uses
 //! unseeded kernel randomness, so only distributions can match it, never
-//! sequences (qdiscs.md P21).
+//! sequences (docs/semantics/qdiscs.md P21).
 
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -44,7 +44,7 @@ impl ComponentRng {
         }
     }
 
-    /// A uniform 32-bit draw ("draw u32" in qdiscs.md).
+    /// A uniform 32-bit draw ("draw u32" in docs/semantics/qdiscs.md).
     pub fn next_u32(&mut self) -> u32 {
         (self.inner.next_u64() >> 32) as u32
     }

@@ -1,6 +1,6 @@
 //! Nodes, interfaces and links, and shortest-path static routing.
 //!
-//! The Python layer applies Mininet's conventions (qdiscs.md §9: host `hX`
+//! The Python layer applies Mininet's conventions (docs/semantics/qdiscs.md §9: host `hX`
 //! has `hX-eth0` and 10.0.0.X; the k-th link of a switch is `sX-eth<k>`) and
 //! hands the engine a fully named topology. Switches forward at layer 2 and
 //! routers at layer 3; both are modelled as forwarding by destination address

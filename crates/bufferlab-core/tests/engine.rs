@@ -274,7 +274,7 @@ fn iperf3_udp_test_counts_what_the_receiver_got() {
         .unwrap();
     let r = &run_until_done(&mut sim, &[client], 60 * S)[0];
     assert_eq!(r["error"], Value::Null);
-    // floor(0.9e6 * 3 / (8 * 1448)) + 1 = 234 datagrams (formats.md §1.7)
+    // floor(0.9e6 * 3 / (8 * 1448)) + 1 = 234 datagrams (docs/semantics/formats.md §1.7)
     assert_eq!(r["sender"]["packets"], 234);
     assert_eq!(r["receiver"]["packets"], 234);
     assert_eq!(r["receiver"]["lost"], 0);

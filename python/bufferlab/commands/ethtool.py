@@ -1,5 +1,5 @@
 """``ethtool -k IFACE`` and ``ethtool -K IFACE FEATURE on|off ...`` for the
-segmentation offloads the simulator models (tcp.md §2.1, qdiscs.md §1.2).
+segmentation offloads the simulator models (docs/semantics/tcp.md §2.1, docs/semantics/qdiscs.md §1.2).
 
 ``tso`` (tcp-segmentation-offload): aggregates leave the device whole; off,
 the device segments them when it transmits (after its qdisc, before tcpdump

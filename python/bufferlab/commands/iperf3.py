@@ -1,7 +1,7 @@
 """``iperf3`` command lines (server ``-s`` and client ``-c HOST``).
 
 Mirrors iperf3 ``src/iperf_api.c`` ``iperf_parse_arguments`` (3.7 behaviour,
-with the 3.0.x/3.1 differences of formats.md §1.1 behind the profile's
+with the 3.0.x/3.1 differences of docs/semantics/formats.md §1.1 behind the profile's
 ``iperf3_version``), ``src/units.c`` and ``src/iperf_error.c`` texts:
 
 * ``getopt_long`` with options and operands interleaved; long options by

@@ -1,5 +1,5 @@
 """``ns3-goodput``: the goodput block the ns-3 RED-vs-DropTail program prints
-(formats.md §10), computed from the part's ``sink`` commands.
+(docs/semantics/formats.md §10), computed from the part's ``sink`` commands.
 
 ``ns3-goodput [-t SECONDS] [--sep C] LABEL=NODE[:PORT][/udp|/tcp] ...``
 

@@ -1,7 +1,7 @@
 """``ping`` command lines (iputils).
 
 Mirrors iputils ``ping.c``/``ping_common.c`` option handling (s20180629 as
-the labs ran it, formats.md §2): GNU ``getopt`` so options may come before or
+the labs ran it, docs/semantics/formats.md §2): GNU ``getopt`` so options may come before or
 after the target (``ping 10.0.0.3 -c 90``), and its checks and messages:
 
 * ``-c N``   -- ``ping: bad number of packets to transmit.`` unless N ≥ 1;

@@ -15,7 +15,7 @@ handlers (kernel/sysctl.c, net/ipv4/sysctl_net_ipv4.c, net/core/sysctl_net_core.
 * a value the kernel rejects gives ``sysctl: setting key "K": Invalid argument``;
   an unknown congestion control or qdisc ``... No such file or directory``.
 
-Echo (formats.md §4): a write prints ``key = value`` with the value *as typed*;
+Echo (docs/semantics/formats.md §4): a write prints ``key = value`` with the value *as typed*;
 a read prints the kernel's text (vectors TAB-separated). See
 :func:`format_sysctl_echo`.
 """
@@ -156,7 +156,7 @@ def format_sysctl_echo(cmd: SysctlCommand, store: Mapping[str, SysctlValue]) -> 
 def sysctl_defaults(modern: bool = False) -> dict[str, SysctlValue]:
     """Linux's values of the modelled keys on a fresh namespace.
 
-    [lab2019] (Linux 4.15-5.4): tcp_rmem 4096 87380 6291456 (tcp.md §3);
+    [lab2019] (Linux 4.15-5.4): tcp_rmem 4096 87380 6291456 (docs/semantics/tcp.md §3);
     [modern] (>= 4.20): tcp_rmem default 131072. ``default_qdisc`` is the
     kernel's own default (distributions may override it with sysctl.d).
     """

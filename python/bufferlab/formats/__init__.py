@@ -4,5 +4,5 @@
 ``ping``  iputils ping text;  ``queue``  plot_q.sh's ``q_<iface>.dat``;
 ``plot_iperf``  plot_iperf.sh's files. (``tc -s qdisc show`` text: commands/tc/show.py
 and each kind's module.) See docs/internals.md for the
-result schemas and ../shared/specs/formats.md (from the repository root) for the layouts.
+result schemas and docs/semantics/formats.md (from the repository root) for the layouts.
 """

@@ -4,7 +4,7 @@ Reproduces the formatted printer of cJSON 1.5.x as shipped in iperf3
 3.6-3.12 (``src/cjson.c``: ``print_value``, ``print_object``,
 ``print_array``, ``print_number``, ``print_string_ptr``) and the final
 ``fprintf(outfile, "%s\\n", ...)`` of ``iperf_json_finish`` in
-``src/iperf_api.c``; layout rules in formats.md §1.4:
+``src/iperf_api.c``; layout rules in docs/semantics/formats.md §1.4:
 
 * objects: ``{`` newline, one member per line indented by (depth+1) TABs,
   ``"key":`` TAB value, members separated by ``,`` newline, closing brace on

@@ -3,7 +3,7 @@
 Reproduces, for the engine results of docs/internals.md (``iperf3_client``,
 ``iperf3_server``) and the client's settings (commands/iperf3.py
 ``Iperf3Client``, the model the request was built from), what iperf3 prints
-(formats.md §1; reference layout 3.7, version switches via
+(docs/semantics/formats.md §1; reference layout 3.7, version switches via
 ``Profile.iperf3_version``):
 
 * ``src/iperf_api.c`` — ``iperf_print_intermediate`` (per-interval JSON
@@ -27,7 +27,7 @@ Reproduces, for the engine results of docs/internals.md (``iperf3_client``,
 * ``src/iperf.h`` — ``interval_duration`` is a C ``float``; times are
   ``iperf_time`` (µs) and ``iperf_time_in_secs`` = secs + usecs/1e6.
 
-Timing model (formats.md §1.2/§1.3): every engine instant (integer ns) is
+Timing model (docs/semantics/formats.md §1.2/§1.3): every engine instant (integer ns) is
 truncated to µs as ``clock_gettime`` → ``iperf_time`` would, differences are
 taken in integer µs and converted with ``secs + usecs / 1000000.0``; the
 interval ``seconds`` is that value stored in a float32; ``bits_per_second``
@@ -36,7 +36,7 @@ interval ``seconds`` is that value stored in a float32; ``bits_per_second``
 Not modelled: CPU use — every ``cpu_utilization_percent`` member is 0 unless
 the engine result carries a ``cpu_utilization_percent`` object (the six
 iperf3 keys), which is then copied (used by the conformance tests to replay
-the formats.md §1.5/§1.7 examples). ``--bidir`` and UDP ``-R`` are not built
+the docs/semantics/formats.md §1.5/§1.7 examples). ``--bidir`` and UDP ``-R`` are not built
 (``ValueError``). iperf3 3.0.x is only honoured for the header word
 ``Bandwidth`` (its UDP summary layout and 8192-byte defaults are not).
 
@@ -54,7 +54,7 @@ does when no results were exchanged (sender_time = receiver_time, 0 bytes
 sent). A server test with ``total: null`` (cut by Ctrl-C) is summarised from
 its post-omit intervals.
 
-TCP (formats.md §1.5, §1.6, §1.8; ``iperf_print_intermediate``,
+TCP (docs/semantics/formats.md §1.5, §1.6, §1.8; ``iperf_print_intermediate``,
 ``print_interval_results``, ``iperf_print_results``, ``get_results``,
 ``iperf_tcp_connect``/``iperf_tcp_listen``, ``iperf_accept``,
 ``iperf_handle_message_server``):
@@ -218,7 +218,7 @@ def _bw(nbytes: float, seconds: float) -> float:
     return float(nbytes) / seconds if seconds > 0 else 0.0
 
 
-# --- generic line helpers (also used for TCP, formats.md §11 item 2) ----------
+# --- generic line helpers (also used for TCP, docs/semantics/formats.md §11 item 2) ----------
 
 
 def tcp_sender_interval_line(sock: int, st: float, et: float, nbytes: int, seconds: float,
@@ -496,7 +496,7 @@ def _client_test_start(client: Iperf3Client, profile: Any) -> dict[str, Any]:
 
 
 def client_json(result: dict[str, Any], client: Iperf3Client, profile: Any) -> str:
-    """``iperf3 -c … [-u] -J`` document (formats.md §1.5/§1.7), with its newline."""
+    """``iperf3 -c … [-u] -J`` document (docs/semantics/formats.md §1.5/§1.7), with its newline."""
     if result.get("error"):
         return _error_document(profile, "error - " + str(result["error"]), client.title)
     if _check_protocol(client.protocol) == "tcp":
@@ -552,7 +552,7 @@ def client_json(result: dict[str, Any], client: Iperf3Client, profile: Any) -> s
 
 
 def client_text(result: dict[str, Any], client: Iperf3Client, profile: Any) -> str:
-    """Human-readable client output (formats.md §1.8), byte exact.
+    """Human-readable client output (docs/semantics/formats.md §1.8), byte exact.
 
     On a failed test this is the one line iperf3 writes to stderr
     (``iperf3: error - …``); on Ctrl-C the summary is followed by
@@ -1112,7 +1112,7 @@ def _bufsize_pairs(profile: Any, n: int, window: int, sndbuf: int, rcvbuf: int) 
 
 
 def _tcp_client_json(result: dict[str, Any], client: Iperf3Client, profile: Any) -> str:
-    """``iperf3 -c … -J`` over TCP (formats.md §1.5, §1.6)."""
+    """``iperf3 -c … -J`` over TCP (docs/semantics/formats.md §1.5, §1.6)."""
     reverse = client.reverse
     sender = not reverse
     socks = _client_socks(result, profile)
@@ -1159,7 +1159,7 @@ def _tcp_client_json(result: dict[str, Any], client: Iperf3Client, profile: Any)
 
 
 def _tcp_client_text(result: dict[str, Any], client: Iperf3Client, profile: Any) -> str:
-    """Human-readable TCP client output (formats.md §1.8), byte exact."""
+    """Human-readable TCP client output (docs/semantics/formats.md §1.8), byte exact."""
     reverse = client.reverse
     heads = _headers(profile)
     p = _Printer(client.title)
@@ -1192,7 +1192,8 @@ def _server_reverse(test: dict[str, Any]) -> bool:
 
 
 def _server_tcp_stream_ids(test: dict[str, Any], profile: Any) -> list[tuple[int, dict[str, Any], int]]:
-    """(socket, stream, client data port) per stream: sockets base, base+3, … (formats.md §1.2)."""
+    """(socket, stream, client data port) per stream: sockets base, base+3, …
+    (docs/semantics/formats.md §1.2)."""
     base = int(profile.iperf3_socket_base)
     out = []
     for i, st in enumerate(test.get("streams") or []):
@@ -1264,7 +1265,7 @@ def _tcp_server_test_text(p: _Printer, heads: dict[str, str], test: dict[str, An
 
 
 def _tcp_server_document(result: dict[str, Any], test: dict[str, Any], profile: Any) -> dict[str, Any]:
-    """``iperf3 -s -J`` document of one TCP test (the mirror image, formats.md §1.6)."""
+    """``iperf3 -s -J`` document of one TCP test (the mirror image, docs/semantics/formats.md §1.6)."""
     reverse = _server_reverse(test)
     port = int(result["port"])
     params = test.get("params") or {}

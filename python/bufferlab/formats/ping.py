@@ -1,4 +1,4 @@
-"""iputils ``ping`` output for the engine's ping result (formats.md §2).
+"""iputils ``ping`` output for the engine's ping result (docs/semantics/formats.md §2).
 
 Reproduces iputils ``ping_common.c`` (``gather_statistics``: the reply line
 and its time bands; ``finish``: the statistics block, ``llsqrt``) and

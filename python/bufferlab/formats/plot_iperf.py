@@ -1,6 +1,6 @@
 """``plot_iperf.sh out.json`` (iperf3_plotter, legacy version the labs use), reproduced.
 
-formats.md §5. The shell pipeline being mimicked (``plot_iperf.sh`` runs
+docs/semantics/formats.md §5. The shell pipeline being mimicked (``plot_iperf.sh`` runs
 ``preprocessor.sh <json> .`` in the current directory, then ``cd results;
 gnuplot /usr/bin/*.plt``):
 
@@ -38,7 +38,7 @@ leaves a stray empty file literally named ``results/*.dat`` and PDFs gnuplot
 could not draw; here nothing is written under ``results/`` and
 :class:`PlotError` says why. Locale: the real ``sort`` follows the shell's
 locale; this reproduces ``LC_ALL=C`` (identical for the numeric records of
-one flow; see formats.md §5).
+one flow; see docs/semantics/formats.md §5).
 
 Problems are reported with :class:`PlotError` *after* everything that could
 be produced was written; ``PlotError.produced`` lists those files.

@@ -1,4 +1,4 @@
-"""``q_<iface>.dat`` as written by the (reconstructed) ``plot_q.sh`` (formats.md §6).
+"""``q_<iface>.dat`` as written by the (reconstructed) ``plot_q.sh`` (docs/semantics/formats.md §6).
 
 plot_q.sh samples ``tc -s qdisc show dev <iface>`` every
 ``queue_sample_interval``, takes the backlog of the *last* qdisc block (the

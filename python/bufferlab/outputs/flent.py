@@ -1,6 +1,6 @@
 """Flent data files (``*.flent.gz``, file format version 4) from bufferlab results.
 
-formats.md §7. What was checked in flent 2.3's source (read, not copied):
+docs/semantics/formats.md §7. What was checked in flent 2.3's source (read, not copied):
 
 * ``resultset.py`` -- the file is ``json.dumps(obj, indent=2, sort_keys=True)``
   gzipped, with ``metadata``, ``raw_values``, ``results``, ``version`` and

@@ -8,7 +8,7 @@ from ..safefs import savefig
 
 
 def plot_queue(samples: list[list[int]], start_ns: int, dev: str, path: Path) -> None:
-    """Queue occupancy over time, as ``plot_q.sh`` draws it (formats.md §6)."""
+    """Queue occupancy over time, as ``plot_q.sh`` draws it (docs/semantics/formats.md §6)."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -664,7 +664,7 @@ def _any_host(rt: RunCtx) -> str:
 
 def _prep_plot_iperf(pc: PrepareCtx, words: list[Word]) -> Prepared:
     """``plot_iperf.sh FILE.json``: iperf.csv, results/N.dat and the seven plots
-    (formats.md §5), in the terminal's current folder."""
+    (docs/semantics/formats.md §5), in the terminal's current folder."""
     if len(words) != 2:
         raise CommandError(
             "plot_iperf.sh takes one iperf3 JSON file",

@@ -509,7 +509,7 @@ class Runner:
         self._print_classes(report["name"], state.class_table())
 
     def _warn_netem_limit(self, part: Part) -> None:
-        """qdiscs.md P9: netem's `limit` counts packets in its delay line. With
+        """docs/semantics/qdiscs.md P9: netem's `limit` counts packets in its delay line. With
         TSO/GSO off somewhere, MTU-sized packets overflow the default 1000 on a
         fast, long path where Mininet, carrying 64 KB aggregates, did not. (With
         aggregates everywhere such drops are what Linux does: no warning.)"""
@@ -525,14 +525,15 @@ class Runner:
                     f"warning: part {part.name!r}: netem on {dev} dropped {new} packets at its limit: "
                     "netem's limit counts packets in its delay line, and with TSO/GSO off "
                     f"({', '.join(sorted(segmented))}) bufferlab sends MTU-sized packets where Mininet's "
-                    "veths carry 64 KB aggregates (qdiscs.md P9); turn them on ([sim] gso = true, "
-                    "ethtool -K IFACE tso on gso on) or raise the limit, e.g. netem delay 20ms limit 100000"
+                    "veths carry 64 KB aggregates (docs/semantics/qdiscs.md P9); turn them on "
+                    "([sim] gso = true, ethtool -K IFACE tso on gso on) or raise the limit, "
+                    "e.g. netem delay 20ms limit 100000"
                 )
                 self.warnings.append(w)
                 self.echo(w)
 
     def _warn_sender_queue(self, part: Part) -> None:
-        """tcp.md §6.4: Linux's TCP Small Queues keep a TCP sender's bytes in its own
+        """docs/semantics/tcp.md §6.4: Linux's TCP Small Queues keep a TCP sender's bytes in its own
         host's qdisc to about two packets or 1 ms at its pacing rate (measured:
         docs/kernel-oracle.md "TSQ"); bufferlab does not model TSQ, so a qdisc on
         the sending host's own interface fills to its limit and overstates the
@@ -549,8 +550,8 @@ class Runner:
                 continue
             w = (f"warning: part {part.name!r}: {dev}, the own interface of TCP sender {node}, held up to "
                  f"{peak['bytes']} bytes in its qdisc; Linux's TCP Small Queues would keep a sender's "
-                 "own qdisc to about two packets per flow (tcp.md §6.4), which bufferlab does not model "
-                 "yet, so the queueing delay at this interface is overstated; shape at a switch or "
+                 "own qdisc to about two packets per flow (docs/semantics/tcp.md §6.4), which bufferlab "
+                 "does not model yet, so the queueing delay at this interface is overstated; shape at a switch or "
                  "router interface to study its queue")
             self.warnings.append(w)
             self.echo(w)

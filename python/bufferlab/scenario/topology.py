@@ -1,6 +1,6 @@
 """Mininet naming and addressing, and TCLink options as qdiscs.
 
-Conventions (mininet/net.py, mininet/node.py, mininet/link.py; qdiscs.md §9):
+Conventions (mininet/net.py, mininet/node.py, mininet/link.py; docs/semantics/qdiscs.md §9):
 - host ``hX`` gets ``10.0.0.N`` where N is its position in the hosts list
   (Mininet's ``ipBase`` 10.0.0.0/8, assigned in ``addHost`` order);
 - interface names are ``<node>-eth<k>``, numbered per node in link order,

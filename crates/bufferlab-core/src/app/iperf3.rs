@@ -1,6 +1,6 @@
 //! iperf3 client and server, UDP tests (TCP data streams arrive with the TCP
 //! model). Behaviour follows iperf3 3.7 `src/iperf_api.c`, `src/iperf_udp.c`
-//! as summarised in formats.md §1.2 and §1.7:
+//! as summarised in docs/semantics/formats.md §1.2 and §1.7:
 //!
 //! * the control connection (TCP port 5201 by default) is modelled as a
 //!   reliable message exchange: CONNECT (cookie + parameters) →

@@ -1,5 +1,5 @@
 //! iperf3's TCP data streams (src/iperf_tcp.c, the TCP parts of
-//! src/iperf_api.c; formats.md §1.2–§1.6): the sender keeps its socket
+//! src/iperf_api.c; docs/semantics/formats.md §1.2–§1.6): the sender keeps its socket
 //! full with blocking writes of `blksize` bytes (a write counts once it has
 //! been copied whole), and samples `tcp_info` at every interval end; the
 //! receiver reads everything as it arrives and counts it while the test runs.

@@ -431,7 +431,7 @@ impl App {
     /// A listening TCP application (iperf3 server, TCP sink) takes the
     /// host's current sysctls for the connections it accepts from now on:
     /// Linux reads them when a connection is created, not when the
-    /// listener was (tcp.md §4).
+    /// listener was (docs/semantics/tcp.md §4).
     pub fn set_listener_tcp(&mut self, spec: &tcp::TcpSpec) -> Result<()> {
         match self {
             App::Iperf3Server(a) => a.set_tcp(spec),

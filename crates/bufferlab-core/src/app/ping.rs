@@ -1,6 +1,6 @@
 //! `ping` (iputils): ICMP echo requests at a fixed interval, RTT per reply.
 //!
-//! Timing follows iputils `ping_common.c` as described in formats.md §2: one
+//! Timing follows iputils `ping_common.c` as described in docs/semantics/formats.md §2: one
 //! request every `interval` plus a small per-send scheduling lag (real runs
 //! accumulate 0.05–0.2 ms per packet, which is visible in the statistics'
 //! `time` field); with `-c N` ping stops as soon as N replies arrived, or,

@@ -1,6 +1,6 @@
 //! `plot_q.sh IFACE`: samples the backlog of the interface's leaf qdisc (the
 //! last block `tc -s qdisc show` prints) every `interval`, as the real
-//! script polls `tc -s` (formats.md §6). Runs until interrupted.
+//! script polls `tc -s` (docs/semantics/formats.md §6). Runs until interrupted.
 //!
 //! Memory is bounded: at most [`MAX_SAMPLES`] samples are kept (the Python
 //! side rejects, at check time, an interval that could exceed it:

@@ -1,6 +1,6 @@
 //! Capture file writers: classic pcap (tcpdump.org pcap-savefile(5),
 //! draft-ietf-opsawg-pcap: µs or ns magic) and pcapng (draft-ietf-opsawg-pcapng:
-//! SHB, one IDB, EPBs), both little-endian, LINKTYPE_ETHERNET (formats.md §8).
+//! SHB, one IDB, EPBs), both little-endian, LINKTYPE_ETHERNET (docs/semantics/formats.md §8).
 //! Records are streamed into the writer given (the binding buffers it);
 //! nothing is kept in memory.
 //! Timestamps are simulated time, counted from the Unix epoch.

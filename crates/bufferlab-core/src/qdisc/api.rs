@@ -1,6 +1,6 @@
 //! The `tc qdisc add|change|replace|link|delete` verbs on one device's
 //! chain — the role of Linux's net/sched/sch_api.c: `tc_modify_qdisc`
-//! (the CREATE/EXCL/REPLACE decision procedure, qdiscs.md §1.3),
+//! (the CREATE/EXCL/REPLACE decision procedure, docs/semantics/qdiscs.md §1.3),
 //! `tc_get_qdisc` (delete), `qdisc_graft`, `qdisc_create`,
 //! `qdisc_alloc_handle`, and `qdisc_tree_flush_backlog` for what a graft
 //! purges.
@@ -14,7 +14,7 @@ use crate::error::TcError;
 use crate::time::SimTime;
 
 /// Source of automatic handles (`8001:`, `8002:`, …), machine-wide in Linux
-/// (qdiscs.md §1.3, P19).
+/// (docs/semantics/qdiscs.md §1.3, P19).
 #[derive(Clone, Debug)]
 pub struct AutoHandles {
     pub next: u16,
@@ -62,7 +62,7 @@ fn verb_flags(verb: TcVerb) -> u8 {
 }
 
 impl QdiscTree {
-    /// One `tc qdisc add|change|replace|link|delete` (qdiscs.md §1.3).
+    /// One `tc qdisc add|change|replace|link|delete` (docs/semantics/qdiscs.md §1.3).
     pub fn apply(
         &mut self,
         req: &TcRequest,
@@ -166,7 +166,7 @@ impl QdiscTree {
             Some(qi) => {
                 if spec.kind() != self.nodes[qi].q.kind() {
                     // add/replace with another kind graft a new qdisc; so does a
-                    // flagless `change` (qdiscs.md §1.3, the logic since Linux
+                    // flagless `change` (docs/semantics/qdiscs.md §1.3, the logic since Linux
                     // commit da71714e "fix a qdisc modification with ambiguous
                     // command request", 2023; older kernels answered add with
                     // EEXIST and change with EINVAL here).

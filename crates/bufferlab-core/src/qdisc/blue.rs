@@ -1,4 +1,4 @@
-//! `blue` — BLUE active queue management (SIM qdisc, qdiscs.md §6.1; Feng,
+//! `blue` — BLUE active queue management (SIM qdisc, docs/semantics/qdiscs.md §6.1; Feng,
 //! Kandlur, Saha, Shin). One marking probability `p` (Q0.32), raised by `d1`
 //! on every loss event (queue overflow, optionally "queue above qthresh") and
 //! lowered by `d2` when the link is found idle, each change at most once per

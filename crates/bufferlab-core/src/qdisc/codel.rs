@@ -1,4 +1,4 @@
-//! `codel` — Controlled Delay AQM as Linux implements it (qdiscs.md §8.1;
+//! `codel` — Controlled Delay AQM as Linux implements it (docs/semantics/qdiscs.md §8.1;
 //! include/net/codel.h, include/net/codel_impl.h, net/sched/sch_codel.c).
 //!
 //! Time base: codel time = ns >> 10 (u32, 1.024 µs units), compared by
@@ -7,7 +7,7 @@
 //!
 //! Every queued packet carries its enqueue timestamp next to its id in the
 //! qdisc's own queue (no field on `Packet`). Drops made inside dequeue are
-//! reported to every ancestor through [`Reduce`] (qdiscs.md §1.5). The
+//! reported to every ancestor through [`Reduce`] (docs/semantics/qdiscs.md §1.5). The
 //! [`CodelVars::dequeue`] core is shared with fq_codel (one per flow).
 
 use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc, Reduce};

@@ -1,4 +1,4 @@
-//! Classful probability marking (CPM, qdiscs.md §7): a per-DS-byte factor on
+//! Classful probability marking (CPM, docs/semantics/qdiscs.md §7): a per-DS-byte factor on
 //! the marking probability of RED or BLUE, with per-class counters.
 //!
 //! The coefficient is an exact fraction `num/den` (0.5 = 5/10), so the RED

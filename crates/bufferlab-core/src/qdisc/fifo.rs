@@ -1,5 +1,5 @@
 //! `pfifo`, `bfifo`, `pfifo_head_drop`, and `pfifo_fast` modelled as a
-//! pfifo of `txqueuelen` packets (qdiscs.md §2; Linux net/sched/sch_fifo.c).
+//! pfifo of `txqueuelen` packets (docs/semantics/qdiscs.md §2; Linux net/sched/sch_fifo.c).
 //!
 //! - pfifo: tail drop once `qlen == limit` (packets).
 //! - bfifo: tail drop when `backlog + len > limit` (bytes of `pkt_len`).
@@ -15,7 +15,7 @@
 //!   packet fifos, `txqueuelen × (mtu + 14)` = 1 514 000 for bfifo.
 //!
 //! Not modelled: pfifo_fast's three TOS bands (the handouts never use it;
-//! qdiscs.md §2 allows mapping it to pfifo), the CAN_BYPASS shortcut (it
+//! docs/semantics/qdiscs.md §2 allows mapping it to pfifo), the CAN_BYPASS shortcut (it
 //! changes no counter a user can see: an empty fifo hands the packet straight
 //! to the device, which our dequeue-right-after-enqueue also does).
 

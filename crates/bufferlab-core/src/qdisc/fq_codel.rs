@@ -1,4 +1,4 @@
-//! `fq_codel` — Fair Queuing with CoDel (qdiscs.md §8.2;
+//! `fq_codel` — Fair Queuing with CoDel (docs/semantics/qdiscs.md §8.2;
 //! net/sched/sch_fq_codel.c). Packets are hashed (SIM keyed hash of the
 //! 5-tuple, per-qdisc key) into `flows` queues, each with its own CoDel
 //! state; a deficit round robin with quantum serves first the list of new
@@ -24,7 +24,7 @@ use crate::rng::ComponentRng;
 use serde_json::json;
 use std::collections::VecDeque;
 
-/// SIM stand-in for `skb->truesize` (qdiscs.md §8.2).
+/// SIM stand-in for `skb->truesize` (docs/semantics/qdiscs.md §8.2).
 pub const TRUESIZE_EXTRA: u64 = 768;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! GSO aggregates through the qdiscs (issue 10; qdiscs.md §1.2, §2, §3.3,
+//! GSO aggregates through the qdiscs (issue 10; docs/semantics/qdiscs.md §1.2, §2, §3.3,
 //! E4, E5, P9, P10): one queue entry per aggregate, `Sent … pkt` counting
 //! segments, byte limits counting `pkt_len`, tbf splitting what exceeds its
 //! `max_size`, netem's `limit` counting aggregates and netem corruption

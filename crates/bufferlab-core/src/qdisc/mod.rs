@@ -1,4 +1,4 @@
-//! Queueing disciplines with Linux semantics (../shared/specs/qdiscs.md).
+//! Queueing disciplines with Linux semantics (docs/semantics/qdiscs.md).
 //!
 //! The contract follows Linux's `struct Qdisc_ops` (include/net/sch_generic.h):
 //! the [`Qdisc`] trait in `ops.rs`, one signature per operation, implemented
@@ -6,12 +6,12 @@
 //! the closed enum [`AnyQdisc`]; `tree.rs` is a device's chain (root/parent/
 //! handle, single-slot children of tbf, netem, red and sfb); `api.rs` holds
 //! the `tc qdisc add|change|replace|del` decision procedure of
-//! net/sched/sch_api.c (`tc_modify_qdisc`, qdiscs.md §1.3).
+//! net/sched/sch_api.c (`tc_modify_qdisc`, docs/semantics/qdiscs.md §1.3).
 //!
 //! Drops: the qdisc that drops a packet calls [`QdiscCtx::drop_packet`]
 //! (which frees it and counts it once per interface by [`DropReason`]) and
 //! returns [`Verdict::Dropped`], so every ancestor adds one to its own
-//! `drops` as Linux's parents do (qdiscs.md §1.5).
+//! `drops` as Linux's parents do (docs/semantics/qdiscs.md §1.5).
 
 pub mod api;
 pub mod blue;
@@ -197,7 +197,7 @@ impl QdiscStats {
     }
     /// A packet of `len` bytes and `segs` segments left upward: `Sent …
     /// bytes` adds the bytes, `pkt` the segments (a GSO aggregate counts
-    /// `gso_segs`, qdiscs.md §1.2).
+    /// `gso_segs`, docs/semantics/qdiscs.md §1.2).
     #[inline]
     pub fn sent(&mut self, len: u32, segs: u32) {
         self.bytes += len as u64;
@@ -228,7 +228,7 @@ pub struct QdiscCtx<'a> {
     /// (the qdisc watchdog, an hrtimer in Linux).
     pub watchdog: Option<SimTime>,
     /// Clones to enqueue at the interface's root once the current operation
-    /// returns (netem `duplicate`, qdiscs.md §4.4). `QdiscTree::enqueue` and
+    /// returns (netem `duplicate`, docs/semantics/qdiscs.md §4.4). `QdiscTree::enqueue` and
     /// `QdiscTree::dequeue` re-enqueue the clones they create themselves and
     /// leave the vector as they found it.
     pub reinject: &'a mut Vec<PacketId>,

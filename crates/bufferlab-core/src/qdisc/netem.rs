@@ -1,4 +1,4 @@
-//! `netem` — network emulator (qdiscs.md §4; Linux net/sched/sch_netem.c as
+//! `netem` — network emulator (docs/semantics/qdiscs.md §4; Linux net/sched/sch_netem.c as
 //! of 5.2 for \[lab2019\] and 6.x for \[modern\], iproute2 netem/*.c tables).
 //!
 //! Per packet, in the kernel's order (the order fixes both the counters and
@@ -19,11 +19,11 @@
 //! When nothing is due, netem asks its child for a packet, arms its watchdog
 //! for the head's `time_to_send`, and then — as `netem_dequeue` does — asks
 //! the child once more, so a throttled tbf child counts two `overlimits` per
-//! such attempt (the pseudo-code of qdiscs.md §4.5 shows only one call).
+//! such attempt (the pseudo-code of docs/semantics/qdiscs.md §4.5 shows only one call).
 //!
 //! Randomness: one stream per netem (`ComponentRng`), standing in for the
 //! kernel's `prandom_u32()` (\[lab2019\]) / per-qdisc PRNG (\[modern\], reseeded
-//! on every change). Only distributions can match Linux (qdiscs.md P21).
+//! on every change). Only distributions can match Linux (docs/semantics/qdiscs.md P21).
 //! `crandom` correlation, `tabledist`, the loss chains and the 32-bit
 //! probability comparisons are the kernel's integer arithmetic.
 //!
@@ -57,7 +57,7 @@ use std::collections::VecDeque;
 ///
 /// With `rho ≠ 0` each output is a moving average of the fresh draw and the
 /// previous output, `(v·(2³²−w) + last·w) >> 32` with `w = rho + 1`: not a
-/// true correlation, and its marginal is no longer uniform (qdiscs.md §4.2).
+/// true correlation, and its marginal is no longer uniform (docs/semantics/qdiscs.md §4.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Crandom {
     pub rho: u32,
@@ -80,7 +80,7 @@ impl Crandom {
 }
 
 /// The random loss decision: lost iff `p ≠ 0 and p ≥ draw`, so
-/// P(lost) = (p+1)/2³² (qdiscs.md §4.3, P12).
+/// P(lost) = (p+1)/2³² (docs/semantics/qdiscs.md §4.3, P12).
 #[inline]
 pub fn random_loss(p: u32, draw: u32) -> bool {
     p != 0 && p >= draw
@@ -113,7 +113,7 @@ pub fn tabledist(mu: i64, sigma: i32, rnd: u32, table: Option<&[i16]>) -> i64 {
 enum Loss {
     /// `loss random P` (also no loss: P = 0): uses `loss` and `loss_cor`.
     Random,
-    /// 4-state Markov chain (GI model). `state` 1..=4 as in qdiscs.md §4.3.
+    /// 4-state Markov chain (GI model). `state` 1..=4 as in docs/semantics/qdiscs.md §4.3.
     State {
         p13: u32,
         p31: u32,
@@ -227,7 +227,7 @@ impl Draws {
     }
 }
 
-/// Behaviour switches from the profile (qdiscs.md §11).
+/// Behaviour switches from the profile (docs/semantics/qdiscs.md §11).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NetemEnv {
     /// \[modern\] limit on the delay line only, qlen/backlog include the child.
@@ -500,7 +500,7 @@ impl Netem {
         })
     }
 
-    /// `netem_enqueue` (qdiscs.md §4.4).
+    /// `netem_enqueue` (docs/semantics/qdiscs.md §4.4).
     pub fn enqueue(&mut self, ctx: &mut QdiscCtx, id: PacketId) -> Verdict {
         let is_own_clone = !self.own_clones.is_empty() && self.take_clone_mark(id);
         self.enqueue_one(ctx, id, !is_own_clone)
@@ -665,7 +665,7 @@ impl Netem {
     }
 
     /// `packet_time_ns`: serialisation time at `rate` with the packet
-    /// overhead and cell rounding (qdiscs.md §4.4).
+    /// overhead and cell rounding (docs/semantics/qdiscs.md §4.4).
     pub fn packet_time_ns(&self, len: u32) -> i64 {
         let r = &self.rate;
         if r.rate == 0 {
@@ -716,7 +716,7 @@ impl Netem {
         s.bytes_left = s.max_bytes;
     }
 
-    /// `netem_dequeue` (qdiscs.md §4.5). `child` is the chain below netem
+    /// `netem_dequeue` (docs/semantics/qdiscs.md §4.5). `child` is the chain below netem
     /// (empty: no child, deliver directly).
     pub fn dequeue(
         &mut self,
@@ -811,7 +811,7 @@ impl Netem {
         Some(id)
     }
 
-    /// `tc qdisc change … netem …` (qdiscs.md §4.8). On error nothing changes.
+    /// `tc qdisc change … netem …` (docs/semantics/qdiscs.md §4.8). On error nothing changes.
     pub fn change(&mut self, spec: &NetemSpec, now: SimTime) -> Result<(), TcError> {
         self.configure(spec, now, false)
     }

@@ -1,5 +1,5 @@
 //! `pie` — Proportional Integral controller Enhanced as Linux implements it
-//! after the 2020 rework (qdiscs.md §8.3; include/net/pie.h,
+//! after the 2020 rework (docs/semantics/qdiscs.md §8.3; include/net/pie.h,
 //! net/sched/sch_pie.c). Drop probability on the scale MAX = 2⁵⁶ − 1,
 //! time in psched ticks (64 ns). Queue delay from per-packet timestamps
 //! (default) or from the drain-rate estimator (`dq_rate_estimator`).

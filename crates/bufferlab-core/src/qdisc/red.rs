@@ -1,4 +1,4 @@
-//! `red` — Random Early Detection as Linux implements it (qdiscs.md §5;
+//! `red` — Random Early Detection as Linux implements it (docs/semantics/qdiscs.md §5;
 //! Linux include/net/red.h, net/sched/sch_red.c; the parameters arrive as
 //! iproute2's tc/q_red.c and tc/tc_red.c computed them).
 //!

@@ -1,4 +1,4 @@
-//! `red_ns3` — RED as ns-3 implements it (SIM qdisc, qdiscs.md §5.10, E16),
+//! `red_ns3` — RED as ns-3 implements it (SIM qdisc, docs/semantics/qdiscs.md §5.10, E16),
 //! for replaying ns-3 studies such as the RED-vs-DropTail script.
 //!
 //! Two generations, read in nsnam/ns-3-dev-git:

@@ -1,4 +1,4 @@
-//! Hand-computed vectors for `red_ns3` (qdiscs.md §5.10, E16) and a
+//! Hand-computed vectors for `red_ns3` (docs/semantics/qdiscs.md §5.10, E16) and a
 //! statistical check of the count rule.
 
 use super::*;

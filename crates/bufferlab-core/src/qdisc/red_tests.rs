@@ -1,4 +1,4 @@
-//! Unit vectors of qdiscs.md §5.9 (E11–E15), the drop-probability curve on
+//! Unit vectors of docs/semantics/qdiscs.md §5.9 (E11–E15), the drop-probability curve on
 //! a fixed backlog, counters, CPM scaling, and tbf over RED.
 
 use super::*;

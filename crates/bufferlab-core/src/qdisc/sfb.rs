@@ -1,4 +1,4 @@
-//! `sfb` — Stochastic Fair Blue as Linux implements it (qdiscs.md §6.2;
+//! `sfb` — Stochastic Fair Blue as Linux implements it (docs/semantics/qdiscs.md §6.2;
 //! semantics read from Linux net/sched/sch_sfb.c, parameters as iproute2's
 //! tc/q_sfb.c fills them in).
 //!

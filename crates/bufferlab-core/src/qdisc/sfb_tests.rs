@@ -1,4 +1,4 @@
-//! Hand-computed vectors for `sfb` (qdiscs.md §6.2; Linux sch_sfb.c) and a
+//! Hand-computed vectors for `sfb` (docs/semantics/qdiscs.md §6.2; Linux sch_sfb.c) and a
 //! component test: one unresponsive UDP flow and a few thin flows into an
 //! SFB under a tbf.
 

@@ -2,7 +2,7 @@
 //! (python/bufferlab/commands/tc/, one module per kind) into the engine, as JSON.
 //!
 //! All numbers are already in the kernel's units, exactly as `tc` would hand
-//! them to the kernel (qdiscs.md §1.1): rates in bytes/s, sizes in bytes,
+//! them to the kernel (docs/semantics/qdiscs.md §1.1): rates in bytes/s, sizes in bytes,
 //! times in ns, probabilities as u32 fractions of 2³²−1. An optional field
 //! that is absent (`null`) means "not given on the command line", which
 //! matters for `change` (netem keeps some settings unless re-specified, §4.8).
@@ -59,24 +59,24 @@ pub enum QdiscSpec {
     PfifoHeadDrop {
         limit: Option<u32>,
     },
-    /// Modelled as pfifo(txqueuelen) with the pfifo_fast printout (qdiscs.md §2).
+    /// Modelled as pfifo(txqueuelen) with the pfifo_fast printout (docs/semantics/qdiscs.md §2).
     #[serde(deserialize_with = "crate::schema::no_fields")]
     PfifoFast,
     Tbf(TbfSpec),
     Netem(NetemSpec),
     /// `red` (also `red_csc573`/`cpm_red` with a DS-byte coefficient map).
     Red(RedSpec),
-    /// `blue` / `cpm_blue` (SIM qdisc, qdiscs.md §6.1, §7).
+    /// `blue` / `cpm_blue` (SIM qdisc, docs/semantics/qdiscs.md §6.1, §7).
     Blue(BlueSpec),
-    /// `codel` (qdiscs.md §8.1).
+    /// `codel` (docs/semantics/qdiscs.md §8.1).
     Codel(CodelSpec),
-    /// `fq_codel` (qdiscs.md §8.2).
+    /// `fq_codel` (docs/semantics/qdiscs.md §8.2).
     FqCodel(FqCodelSpec),
-    /// `pie` (qdiscs.md §8.3).
+    /// `pie` (docs/semantics/qdiscs.md §8.3).
     Pie(PieSpec),
-    /// `red_ns3` (SIM: ns-3's RED, qdiscs.md §5.10).
+    /// `red_ns3` (SIM: ns-3's RED, docs/semantics/qdiscs.md §5.10).
     RedNs3(RedNs3Spec),
-    /// `sfb` (Stochastic Fair Blue, qdiscs.md §6.2).
+    /// `sfb` (Stochastic Fair Blue, docs/semantics/qdiscs.md §6.2).
     Sfb(SfbSpec),
     /// `htb` with its classes, u32 filters and leaf qdiscs (models.md, HTB).
     Htb(HtbSpec),
@@ -105,7 +105,7 @@ impl QdiscSpec {
     }
 }
 
-/// `tbf` as the kernel receives it (qdiscs.md §3.2). `latency` has already
+/// `tbf` as the kernel receives it (docs/semantics/qdiscs.md §3.2). `latency` has already
 /// been turned into `limit` by the parser, as `tc` does.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -131,7 +131,7 @@ pub struct TbfSpec {
     pub atm: bool,
 }
 
-/// netem's loss model (qdiscs.md §4.3). Probabilities are u32 fractions.
+/// netem's loss model (docs/semantics/qdiscs.md §4.3). Probabilities are u32 fractions.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 #[serde(tag = "model", rename_all = "snake_case")]
@@ -180,7 +180,7 @@ pub struct NetemSlot {
     pub bytes: Option<u32>,
 }
 
-/// `netem` as the kernel receives it (qdiscs.md §4.1). The fixed block
+/// `netem` as the kernel receives it (docs/semantics/qdiscs.md §4.1). The fixed block
 /// (limit, latency, jitter, random loss, gap, duplicate) is always present;
 /// `None` in the other fields means "not given" and keeps the current value on
 /// `change` (§4.8).
@@ -278,7 +278,7 @@ pub struct DscpClass {
     pub den: u32,
 }
 
-/// `dscp-coeff K:C,...,default:C [dscp-match byte|dscp]` (qdiscs.md §7):
+/// `dscp-coeff K:C,...,default:C [dscp-match byte|dscp]` (docs/semantics/qdiscs.md §7):
 /// the CPM-RED / CPM-BLUE per-class factor on the marking probability.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -291,7 +291,7 @@ pub struct DscpCoeff {
     pub match_dscp: bool,
 }
 
-/// `red` as the kernel receives it (qdiscs.md §5.2–5.3): `tc` has already
+/// `red` as the kernel receives it (docs/semantics/qdiscs.md §5.2–5.3): `tc` has already
 /// computed Wlog, Plog, Scell_log, max_P and the idle-damping table.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -325,7 +325,7 @@ pub struct RedSpec {
     pub dscp_coeff: Option<DscpCoeff>,
 }
 
-/// `blue` (qdiscs.md §6.1). Probabilities are u32 fractions of 2³², times ns.
+/// `blue` (docs/semantics/qdiscs.md §6.1). Probabilities are u32 fractions of 2³², times ns.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BlueSpec {
@@ -353,7 +353,7 @@ fn yes() -> bool {
     true
 }
 
-/// `sfb` as the kernel receives it (`struct tc_sfb_qopt`, qdiscs.md §6.2):
+/// `sfb` as the kernel receives it (`struct tc_sfb_qopt`, docs/semantics/qdiscs.md §6.2):
 /// tc has already filled in its defaults and derived `max`/`target`.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -376,7 +376,7 @@ pub struct SfbSpec {
     pub penalty_burst: u32,
 }
 
-/// `codel` as the kernel receives it (netlink attributes, qdiscs.md §8.1):
+/// `codel` as the kernel receives it (netlink attributes, docs/semantics/qdiscs.md §8.1):
 /// times in µs. `None` = attribute not sent: the kernel default on creation,
 /// the current value on `change`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
@@ -399,7 +399,7 @@ pub struct CodelSpec {
     pub ecn: Option<bool>,
 }
 
-/// `fq_codel` as the kernel receives it (qdiscs.md §8.2); times in µs,
+/// `fq_codel` as the kernel receives it (docs/semantics/qdiscs.md §8.2); times in µs,
 /// `None` = not given.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -430,7 +430,7 @@ pub struct FqCodelSpec {
     pub drop_batch: Option<u32>,
 }
 
-/// `pie` as the kernel receives it (qdiscs.md §8.3): times in µs, alpha and
+/// `pie` as the kernel receives it (docs/semantics/qdiscs.md §8.3): times in µs, alpha and
 /// beta as given (0..32); `None` = not given.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -473,7 +473,7 @@ pub enum RedNs3Mode {
     Bytes,
 }
 
-/// `red_ns3` (qdiscs.md §5.10): ns-3's RED attributes as given (thresholds
+/// `red_ns3` (docs/semantics/qdiscs.md §5.10): ns-3's RED attributes as given (thresholds
 /// and limit in the mode's unit, `qw` may be 0/−1/−2 for the automatic
 /// settings). Exactly one of `max_p` / `linterm` (max_p = 1/linterm) is set.
 /// Times in ns, `bandwidth` in bit/s.

@@ -1,4 +1,4 @@
-//! `tbf` — token bucket filter (qdiscs.md §3; Linux net/sched/sch_tbf.c,
+//! `tbf` — token bucket filter (docs/semantics/qdiscs.md §3; Linux net/sched/sch_tbf.c,
 //! `psched_ratecfg_precompute` in net/sched/sch_generic.c, `psched_l2t_ns`
 //! in include/net/sch_generic.h).
 //!

@@ -2,7 +2,7 @@
 //! net/sched/sch_generic.c (`qdisc_tree_reduce_backlog`,
 //! `qdisc_reset`) and include/net/sch_generic.h (`qdisc_peek_dequeued`,
 //! `qdisc_dequeue_peeked`); the `tc` verbs that reshape it are in `api.rs`,
-//! the kinds in `dispatch.rs` (qdiscs.md §1.3–1.5).
+//! the kinds in `dispatch.rs` (docs/semantics/qdiscs.md §1.3–1.5).
 //!
 //! Shape. Every classful qdisc we model (tbf, netem, red, sfb) has
 //! exactly one child slot, so a device's tree is a chain: `nodes[0]` is the
@@ -19,7 +19,7 @@
 //!
 //! Peek. tbf looks at its child's head before taking it. A fifo shows its
 //! head; a tbf or netem child is dequeued and the packet held in a one-slot
-//! cache of the child's node, still counted in its qlen/backlog (qdiscs.md
+//! cache of the child's node, still counted in its qlen/backlog (docs/semantics/qdiscs.md
 //! §1.4).
 //!
 //! Engine contract: call [`QdiscTree::enqueue`] for each packet, then kick:
@@ -37,7 +37,7 @@ use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::packet::PacketId;
 use serde::Serialize;
 
-/// Behaviour switches that differ between kernel generations (qdiscs.md §11).
+/// Behaviour switches that differ between kernel generations (docs/semantics/qdiscs.md §11).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QdiscProfile {
     /// \[modern\] netem: `limit` counts the delay line only and qlen/backlog
@@ -167,7 +167,7 @@ pub(crate) fn dequeue_chain(
 /// Peek at the head of `chain`: a fifo's head, or for tbf/netem/codel the
 /// packet their dequeue returns, cached and still counted
 /// (`qdisc_peek_dequeued`; codel-like kinds thus run their drop logic at
-/// peek time, qdiscs.md §1.4).
+/// peek time, docs/semantics/qdiscs.md §1.4).
 pub(crate) fn peek_chain(
     chain: &mut [Node],
     ctx: &mut QdiscCtx,
@@ -332,7 +332,7 @@ impl QdiscTree {
     }
 
     /// (backlog bytes, qlen) of the last block `tc qdisc show` prints — the
-    /// leaf `plot_q.sh` samples (formats.md §6).
+    /// leaf `plot_q.sh` samples (docs/semantics/formats.md §6).
     pub fn leaf_backlog(&self) -> (u64, u64) {
         self.nodes
             .iter()
@@ -374,7 +374,7 @@ impl QdiscTree {
 }
 
 /// A minimal engine for tests: packets, counters, and the kick loop of
-/// qdiscs.md §1.4.
+/// docs/semantics/qdiscs.md §1.4.
 #[cfg(test)]
 pub(crate) mod harness {
     use super::*;

@@ -29,7 +29,7 @@ pub const TCP_MAX_REORDERING: u32 = 300;
 /// `TCP_TIMEWAIT_LEN`: 60 s.
 pub const TCP_TIMEWAIT: SimDuration = SimDuration::from_secs(60);
 /// Send-buffer overhead per queued payload byte with TSO-sized skbs
-/// (tcp.md §6.2: `queued × 1.05 < sndbuf`), as a ratio ×100.
+/// (docs/semantics/tcp.md §6.2: `queued × 1.05 < sndbuf`), as a ratio ×100.
 pub const SNDBUF_OVERHEAD_PCT: u64 = 105;
 /// Socket and sysctl settings of one endpoint (Linux defaults in
 /// [`TcpConfig::default`] / [`TcpConfig::for_profile`]).
@@ -81,7 +81,7 @@ pub struct TcpConfig {
     pub max_pacing_rate: u64,
     /// `TCP_NODELAY`
     pub nodelay: bool,
-    /// kernel profile (tcp.md: `lab2019` or `modern`)
+    /// kernel profile (docs/semantics/tcp.md: `lab2019` or `modern`)
     pub profile: CcProfile,
     /// IP TOS byte of the socket; TCP owns the ECN bits
     pub tos: u8,

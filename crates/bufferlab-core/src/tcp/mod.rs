@@ -1,4 +1,4 @@
-//! TCP (../shared/specs/tcp.md): a Linux-faithful, I/O-free TCP model.
+//! TCP (docs/semantics/tcp.md): a Linux-faithful, I/O-free TCP model.
 //!
 //! * [`TcpEndpoint`] (endpoint/): one connection — segments and timers in,
 //!   segments and timer requests out — split along Linux's files: input/
@@ -6,7 +6,7 @@
 //!   info.rs (`TCP_INFO`, [`TcpInfo`]); config.rs: [`TcpConfig`] and the
 //!   kernel constants;
 //! * pieces over narrow state that never import the socket: recovery/
-//!   (scoreboard, SACK, RACK-TLP, PRR, undo; tcp.md §8–9); rcv.rs: the
+//!   (scoreboard, SACK, RACK-TLP, PRR, undo; docs/semantics/tcp.md §8–9); rcv.rs: the
 //!   receiver state (§7); rtt.rs: RTT estimator and RTO (§5); rate.rs:
 //!   delivery-rate samples (§10); timers.rs: the timer table; seq.rs:
 //!   sequence arithmetic;

@@ -1,4 +1,4 @@
-//! Delivery-rate samples (tcp.md §10), a port of net/ipv4/tcp_rate.c:
+//! Delivery-rate samples (docs/semantics/tcp.md §10), a port of net/ipv4/tcp_rate.c:
 //! `tcp_rate_skb_sent` snapshots the connection's delivery counters into each
 //! transmitted segment, `tcp_rate_skb_delivered` picks the most recently sent
 //! of the segments an ACK (s)acks, and `tcp_rate_gen` turns that into a

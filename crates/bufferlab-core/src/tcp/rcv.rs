@@ -1,4 +1,4 @@
-//! The receiver (tcp.md §7): in-order and out-of-order queues with SACK and
+//! The receiver (docs/semantics/tcp.md §7): in-order and out-of-order queues with SACK and
 //! D-SACK generation, the advertised window (`__tcp_select_window`, never
 //! shrinking), receive-buffer autotuning (DRS, `tcp_rcv_space_adjust`) and
 //! the ACK policy (delayed ACK with `ato`, quickack credits, SACK
@@ -202,7 +202,7 @@ impl Receiver {
         }
     }
 
-    /// `tcp_win_from_space` (tcp.md §3): lab2019 `space − space/2^scale`,
+    /// `tcp_win_from_space` (docs/semantics/tcp.md §3): lab2019 `space − space/2^scale`,
     /// modern `space × scaling_ratio / 256`.
     pub fn win_from_space(&self, space: i64) -> i64 {
         match self.profile {
@@ -232,7 +232,7 @@ impl Receiver {
         self.win_from_space(self.rcvbuf as i64)
     }
 
-    /// `tcp_select_initial_window` (tcp.md §3). `mss` is the advertised MSS
+    /// `tcp_select_initial_window` (docs/semantics/tcp.md §3). `mss` is the advertised MSS
     /// less the timestamp option on the passive side.
     pub fn select_initial_window(&mut self, cfg: &TcpConfig, mss: u32, wscale_ok: bool) {
         let full = self.full_space().max(0) as u32;
@@ -314,7 +314,7 @@ impl Receiver {
         w.max(0) as u32
     }
 
-    /// `__tcp_select_window` (tcp.md §7.1), non-shrinking variant.
+    /// `__tcp_select_window` (docs/semantics/tcp.md §7.1), non-shrinking variant.
     pub fn select_window_raw(&mut self) -> u32 {
         let mut mss = self.rcv_mss as i64;
         let mut free = self.tcp_space();

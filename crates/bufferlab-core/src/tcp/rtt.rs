@@ -1,4 +1,4 @@
-//! RTT estimation and the retransmission timeout (tcp.md §5), and the
+//! RTT estimation and the retransmission timeout (docs/semantics/tcp.md §5), and the
 //! windowed minimum filter behind `tcp_min_rtt()`.
 //!
 //! Ports, not copies, of `tcp_rtt_estimator()` / `tcp_set_rto()` /

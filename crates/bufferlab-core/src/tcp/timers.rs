@@ -21,7 +21,7 @@ pub const NS_PER_JIFFY: u64 = 1_000_000_000 / HZ as u64;
 pub enum TcpTimer {
     /// `ICSK_TIME_RETRANS`: RTO (also SYN / SYN-ACK retransmission)
     Retransmit = 0,
-    /// `ICSK_TIME_LOSS_PROBE`: tail loss probe (tcp.md §9.3)
+    /// `ICSK_TIME_LOSS_PROBE`: tail loss probe (docs/semantics/tcp.md §9.3)
     LossProbe = 1,
     /// `ICSK_TIME_REO_TIMEOUT`: RACK reordering window expiry (§9.2)
     ReoTimeout = 2,

@@ -1,4 +1,4 @@
-"""The SIM kinds ``blue`` and ``cpm_blue`` (qdiscs.md §6.1, §7): BLUE, and BLUE with the CPM
+"""The SIM kinds ``blue`` and ``cpm_blue`` (docs/semantics/qdiscs.md §6.1, §7): BLUE, and BLUE with the CPM
 report's ``dscp-coeff`` map. xstats: ``{"pmark", "early", "overflow", "marked"[, "classes"]}``."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from .tc_util import sprint_time
 
 @dataclass
 class BlueSpec(Spec):
-    """blue (SIM, qdiscs.md §6.1): probabilities as rint(d·2³²), hold times in ns."""
+    """blue (SIM, docs/semantics/qdiscs.md §6.1): probabilities as rint(d·2³²), hold times in ns."""
 
     limit: int = 1000
     increment: int = 10737418

@@ -18,7 +18,7 @@ from .tc_util import sprint_size, sprint_time
 
 @dataclass
 class CodelSpec(Spec):
-    """codel (qdiscs.md §8.1) as netlink attributes: times in µs; None = not given."""
+    """codel (docs/semantics/qdiscs.md §8.1) as netlink attributes: times in µs; None = not given."""
 
     limit: int | None = None
     target: int | None = None
@@ -30,7 +30,7 @@ class CodelSpec(Spec):
 
 @dataclass
 class FqCodelSpec(Spec):
-    """fq_codel (qdiscs.md §8.2): times in µs, sizes in bytes; None = not given."""
+    """fq_codel (docs/semantics/qdiscs.md §8.2): times in µs, sizes in bytes; None = not given."""
 
     limit: int | None = None
     flows: int | None = None

@@ -1,4 +1,4 @@
-"""The CPM coefficient map ``dscp-coeff`` of qdiscs.md §7, shared by ``red`` and ``blue``
+"""The CPM coefficient map ``dscp-coeff`` of docs/semantics/qdiscs.md §7, shared by ``red`` and ``blue``
 (the SIM kinds ``red_csc573``/``cpm_red``/``cpm_blue`` default to the report's map):
 its parser, its ``tc qdisc show`` text and the per-class xstats lines."""
 
@@ -15,7 +15,8 @@ from .cursor import Cursor
 
 @dataclass
 class DscpCoeff:
-    """CPM coefficient map (qdiscs.md §7): ``classes`` = [(key, num, den)], ``default`` = (num, den)."""
+    """CPM coefficient map (docs/semantics/qdiscs.md §7): ``classes`` = [(key, num, den)],
+    ``default`` = (num, den)."""
 
     classes: list[tuple[int, int, int]]
     default: tuple[int, int]
@@ -29,7 +30,7 @@ class DscpCoeff:
         }
 
 
-#: the CPM report's table (qdiscs.md §7): 0x32 → 0.5, 0x46 → 0.7, others → 0.9
+#: the CPM report's table (docs/semantics/qdiscs.md §7): 0x32 → 0.5, 0x46 → 0.7, others → 0.9
 REPORT_DSCP_COEFF = "0x32:0.5,0x46:0.7,default:0.9"
 
 
@@ -114,7 +115,7 @@ def _coeff(num: int, den: int) -> str:
 
 
 def dscp_coeff_text(m: dict[str, Any]) -> str:
-    """The CPM map as it was typed (qdiscs.md §7): ``0x32:0.5,...,default:0.9``."""
+    """The CPM map as it was typed (docs/semantics/qdiscs.md §7): ``0x32:0.5,...,default:0.9``."""
     dscp = bool(m.get("match_dscp"))
     parts = [("%d" if dscp else "0x%02x") % int(c["key"]) + ":" + _coeff(c["num"], c["den"])
              for c in m.get("classes") or []]

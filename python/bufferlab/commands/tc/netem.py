@@ -93,7 +93,7 @@ class NetemSlot(Spec):
 
 @dataclass
 class NetemSpec(Spec):
-    """netem as the kernel receives it (qdiscs.md §4.1, §4.8). ``None`` = not given."""
+    """netem as the kernel receives it (docs/semantics/qdiscs.md §4.1, §4.8). ``None`` = not given."""
 
     limit: int = 1000
     latency: int = 0  # ns

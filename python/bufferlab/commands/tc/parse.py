@@ -1,6 +1,6 @@
 """``tc [OPTIONS] qdisc ...`` command lines -> validated requests in the kernel's units.
 
-Mirrors iproute2 (qdiscs.md §0 lists the tags read):
+Mirrors iproute2 (docs/semantics/qdiscs.md §0 lists the tags read):
 
 * ``tc/tc.c`` -- global options (``-s``, ``-d``, ``-r``, ``-p``, ``-i``) and
   object selection, all by ``matches()`` prefix in tc's order; the kind's

@@ -17,7 +17,7 @@ from .tc_util import sprint_time
 
 @dataclass
 class PieSpec(Spec):
-    """pie (qdiscs.md §8.3): times in µs, alpha/beta as given (0..32); None = not given."""
+    """pie (docs/semantics/qdiscs.md §8.3): times in µs, alpha/beta as given (0..32); None = not given."""
 
     limit: int | None = None
     target: int | None = None
@@ -43,7 +43,7 @@ _PIE_FLAGS = {
 
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> PieSpec:
     """tc/q_pie.c. [lab2019] kernels (before the 2020 rework) only had the
-    drain-rate estimator (qdiscs.md §11 ``pie_delay``), so it is the default there."""
+    drain-rate estimator (docs/semantics/qdiscs.md §11 ``pie_delay``), so it is the default there."""
     spec = PieSpec()
     if not profile.tc_modern_print:
         spec.dq_rate_estimator = True

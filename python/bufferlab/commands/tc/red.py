@@ -1,5 +1,5 @@
 """``red`` (tc/q_red.c, tc/tc_red.c) and the SIM kinds ``red_csc573`` / ``cpm_red``
-(red with the CPM report's ``dscp-coeff`` map, qdiscs.md §7).
+(red with the CPM report's ``dscp-coeff`` map, docs/semantics/qdiscs.md §7).
 
 Parsing: RED keywords (exact), defaults, and the Wlog / Plog / max_P / Scell_log +
 idle-damping table tc computes. Printing: ``limit min max `` + flags, ``-d``
@@ -37,7 +37,7 @@ from .tc_util import sprint_size
 
 @dataclass
 class RedSpec(Spec):
-    """red as the kernel receives it (qdiscs.md §5.2–5.3), computed as tc does."""
+    """red as the kernel receives it (docs/semantics/qdiscs.md §5.2–5.3), computed as tc does."""
 
     limit: int
     qth_min: int
@@ -117,7 +117,7 @@ def red_eval_idle_damping(wlog: int, avpkt: int, rate: int) -> tuple[int, list[i
     """``tc_red_eval_idle_damping``: (Scell_log, Stab[256]); Scell_log -1 on failure.
 
     xmit(avpkt) in 64-ns psched ticks = ceil(avpkt/rate · 1e6 · 15.625)
-    (qdiscs.md §5.2 step 4)."""
+    (docs/semantics/qdiscs.md §5.2 step 4)."""
     xmit = math.ceil(avpkt / rate * 1e6 * 15.625)
     if xmit <= 0:
         return -1, []

@@ -1,4 +1,4 @@
-"""The SIM kind ``red_ns3``: ns-3's RedQueueDisc with its own attributes (qdiscs.md)."""
+"""The SIM kind ``red_ns3``: ns-3's RedQueueDisc with its own attributes (docs/semantics/qdiscs.md)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from .tc_util import sprint_rate, sprint_size, sprint_time
 
 @dataclass
 class RedNs3Spec(Spec):
-    """red_ns3 (SIM, qdiscs.md §5.10): ns-3's RED attributes; thresholds and
+    """red_ns3 (SIM, docs/semantics/qdiscs.md §5.10): ns-3's RED attributes; thresholds and
     limit in the mode's unit, times in ns, bandwidth in bit/s; exactly one of
     ``max_p`` / ``linterm`` (max_p = 1/linterm, ns-3's reading)."""
 
@@ -237,7 +237,7 @@ def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile
 
 
 def _print_opt(opts: dict[str, Any], modern: bool, details: bool) -> str:
-    """SIM ``red_ns3`` (qdiscs.md §5.10): the attributes as typed, in ns-3's terms."""
+    """SIM ``red_ns3`` (docs/semantics/qdiscs.md §5.10): the attributes as typed, in ns-3's terms."""
     bytes_mode = opts.get("mode") == "bytes"
     limit = int(opts.get("limit", 25))
     out = "variant %s mode %s limit %s minth %g maxth %g qw %g " % (

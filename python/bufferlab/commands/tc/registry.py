@@ -14,7 +14,7 @@ QDISC_KINDS: dict[str, QdiscKind] = {
 }
 MODELLED_QDISCS = tuple(QDISC_KINDS)
 
-#: real Linux qdiscs, and the SIM kinds of qdiscs.md §5.10/§6/§7, not modelled yet
+#: real Linux qdiscs, and the SIM kinds of docs/semantics/qdiscs.md §5.10/§6/§7, not modelled yet
 KNOWN_UNMODELLED_QDISCS = (
     "gred",
     "choke",

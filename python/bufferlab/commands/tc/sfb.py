@@ -26,7 +26,7 @@ from .tc_util import sprint_time
 
 @dataclass
 class SfbSpec(Spec):
-    """sfb (qdiscs.md §6.2) as ``struct tc_sfb_qopt``: tc's defaults filled in,
+    """sfb (docs/semantics/qdiscs.md §6.2) as ``struct tc_sfb_qopt``: tc's defaults filled in,
     times in ms, probabilities Q0.16, ``limit`` 0 = the device's txqueuelen."""
 
     rehash: int = 600_000

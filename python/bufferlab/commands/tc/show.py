@@ -1,6 +1,6 @@
 """``tc [-s] [-d] qdisc show dev X`` text from the engine's ``qdisc_show`` blocks.
 
-Reproduces iproute2 (formats.md §3; qdiscs.md §3.4, §4.1, §5.7):
+Reproduces iproute2 (docs/semantics/formats.md §3; docs/semantics/qdiscs.md §3.4, §4.1, §5.7):
 ``tc/tc_qdisc.c`` ``print_qdisc``: ``qdisc KIND MAJ: root|parent X:Y [refcnt N
 ]OPTIONS`` (the kind's printer, registry.py) then, with ``-s``, the statistics
 lines of ``tc/tc_util.c`` ``print_tcstats2_attr`` (`` Sent … pkt (dropped …,

@@ -25,7 +25,8 @@ from .tc_util import cell_log, sprint_rate, sprint_size, sprint_time, tick2time,
 
 @dataclass
 class TbfSpec(Spec):
-    """What the kernel receives (qdiscs.md §3.2); ``latency`` already turned into ``limit``."""
+    """What the kernel receives (docs/semantics/qdiscs.md §3.2); ``latency`` already turned into
+    ``limit``."""
 
     rate: int  # bytes/s
     burst: int  # bytes

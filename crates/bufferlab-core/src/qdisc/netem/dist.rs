@@ -1,4 +1,4 @@
-//! netem delay distribution tables (qdiscs.md §4.2).
+//! netem delay distribution tables (docs/semantics/qdiscs.md §4.2).
 //!
 //! `tc ... distribution normal|pareto|paretonormal` loads a table of 4096
 //! signed 16-bit samples of the standard distribution's inverse CDF, scaled

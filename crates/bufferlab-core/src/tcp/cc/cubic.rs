@@ -1,5 +1,5 @@
 //! `cubic` — CUBIC v2.3 with HyStart, Linux's default (net/ipv4/tcp_cubic.c;
-//! tcp.md §11.2; RFC 8312 for the equations).
+//! docs/semantics/tcp.md §11.2; RFC 8312 for the equations).
 //!
 //! Units. Windows in packets. CUBIC's own clock is jiffies (`epoch_start`,
 //! `last_time`), converted to 1/1024 s ("BICTCP_HZ") for the cubic: `K` and

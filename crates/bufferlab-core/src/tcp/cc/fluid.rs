@@ -1,5 +1,5 @@
 //! Test harness: a fake ACK clock that feeds the congestion-control hooks
-//! the way the endpoint will (tcp.md §8), over one FIFO bottleneck.
+//! the way the endpoint will (docs/semantics/tcp.md §8), over one FIFO bottleneck.
 //!
 //! One bulk flow, always cwnd-limited; the sender sits at the bottleneck, a
 //! packet's service time is `1/rate_pps`, and all propagation is lumped into
@@ -10,8 +10,8 @@
 //! forgotten (their retransmissions are not modelled, so they do not
 //! consume cwnd). Recovery: RFC 6937 PRR for modules without
 //! `cong_control`, exit when everything sent before the loss is acked, then
-//! `cwnd = ssthresh` (tcp.md §9.1, §9.4). Rate samples follow tcp_rate.c
-//! (tcp.md §10). The sender paces only when `pacing_status_needed` is set
+//! `cwnd = ssthresh` (docs/semantics/tcp.md §9.1, §9.4). Rate samples follow tcp_rate.c
+//! (docs/semantics/tcp.md §10). The sender paces only when `pacing_status_needed` is set
 //! (BBR).
 
 use std::collections::VecDeque;
@@ -273,7 +273,7 @@ impl Fluid {
         if self.cc.has_cong_control() {
             self.cc.cong_control(tp, &rs);
         } else if tp.ca_state == CaState::Recovery {
-            // tcp_cwnd_reduction (PRR, tcp.md §9.4)
+            // tcp_cwnd_reduction (PRR, docs/semantics/tcp.md §9.4)
             let delta = tp.snd_ssthresh as i64 - tp.packets_in_flight as i64;
             self.prr_delivered += 1;
             let mut sndcnt: i64 = if delta < 0 {

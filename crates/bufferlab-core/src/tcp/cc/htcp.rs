@@ -1,4 +1,4 @@
-//! `htcp` — H-TCP (net/ipv4/tcp_htcp.c; tcp.md §11.3; Leith & Shorten,
+//! `htcp` — H-TCP (net/ipv4/tcp_htcp.c; docs/semantics/tcp.md §11.3; Leith & Shorten,
 //! "H-TCP: TCP for high-speed and long-distance networks", PFLDnet 2004).
 //!
 //! Units. Windows in packets; `alpha` and `beta` are fixed point << 7

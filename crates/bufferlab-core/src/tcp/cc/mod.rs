@@ -1,14 +1,14 @@
 //! Congestion control: the hook set of Linux's `struct tcp_congestion_ops`
 //! (include/net/tcp.h) and ports of `net/ipv4/tcp_cong.c` (Reno and the
 //! generic helpers), `tcp_cubic.c`, `tcp_htcp.c` and `tcp_bbr.c`
-//! (tcp.md §11, docs/tcp-design.md).
+//! (docs/semantics/tcp.md §11, docs/tcp-design.md).
 //!
 //! Shape. The endpoint owns a [`CcSock`] — the `tcp_sock` fields the kernel
 //! modules read and write — keeps it in sync with its own state and calls
 //! the hooks of the closed enum [`Cc`] — each module implements
 //! [`CongestionOps`] in its own file and is registered with one line in
 //! `register_congestion_controls!` — at the points Linux calls them
-//! (tcp.md §8): `pkts_acked` after cleaning the retransmission queue, then on
+//! (docs/semantics/tcp.md §8): `pkts_acked` after cleaning the retransmission queue, then on
 //! the congestion-control step either `cong_control` (BBR, which then owns
 //! cwnd and pacing) or, outside CWR/Recovery, `cong_avoid`; `ssthresh` when a
 //! reduction starts (recovery, CWR, RTO), `undo_cwnd` when one is undone,
@@ -16,14 +16,14 @@
 //! `CA_EVENT_*`. Hooks that return a value (`ssthresh`, `undo_cwnd`) leave
 //! the store to the caller, as the kernel's callers do.
 //!
-//! Units are Linux's (tcp.md §1): windows in packets, `srtt_us` in µs << 3,
+//! Units are Linux's (docs/semantics/tcp.md §1): windows in packets, `srtt_us` in µs << 3,
 //! time as `tcp_mstamp` µs, `tcp_clock_cache` ns and `tcp_jiffies32` at
 //! HZ = 250 (4 ms per jiffy, see [`tcp_jiffies32`]). All arithmetic is the
 //! kernel's fixed-width integer arithmetic, wrapping where C wraps, so that
 //! cwnd traces match the kernel's packet for packet; nothing here allocates
 //! per ACK.
 //!
-//! Kernel versions. Where the profiles of tcp.md differ in this code (only
+//! Kernel versions. Where the profiles of docs/semantics/tcp.md differ in this code (only
 //! CUBIC's HyStart and one BBR initial value), [`CcProfile`] selects
 //! `lab2019` (Linux 4.15–5.3, as the handouts ran) or `modern` (6.x).
 //!
@@ -46,7 +46,7 @@ pub use htcp::HtcpParams;
 use crate::rng::ComponentRng;
 use crate::time::SimTime;
 
-/// Jiffies per second (`CONFIG_HZ` of Ubuntu/Debian generic kernels, tcp.md §1).
+/// Jiffies per second (`CONFIG_HZ` of Ubuntu/Debian generic kernels, docs/semantics/tcp.md §1).
 pub const HZ: u32 = 250;
 /// `TCP_INFINITE_SSTHRESH` (include/net/tcp.h).
 pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
@@ -152,7 +152,7 @@ pub struct CcSock {
     pub packets_out: u32,
     /// `tcp_packets_in_flight()`: packets_out − sacked − lost + retrans
     pub packets_in_flight: u32,
-    /// `tcp_is_cwnd_limited()` (tcp.md §4)
+    /// `tcp_is_cwnd_limited()` (docs/semantics/tcp.md §4)
     pub is_cwnd_limited: bool,
     /// packets delivered (cumulatively or selectively acked), `tp->delivered`
     pub delivered: u32,
@@ -194,7 +194,7 @@ pub struct CcSock {
 }
 
 impl Default for CcSock {
-    /// The values after `tcp_init_sock` (tcp.md §4).
+    /// The values after `tcp_init_sock` (docs/semantics/tcp.md §4).
     fn default() -> Self {
         CcSock {
             snd_cwnd: TCP_INIT_CWND,
@@ -255,7 +255,7 @@ pub struct AckSample {
     pub in_flight: u32,
 }
 
-/// `struct rate_sample` (tcp.md §10): the argument of `cong_control`.
+/// `struct rate_sample` (docs/semantics/tcp.md §10): the argument of `cong_control`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RateSample {
     /// `tp->delivered_mstamp` when the sampled packet was sent, µs
@@ -306,7 +306,7 @@ impl Default for RateSample {
     }
 }
 
-/// Which kernel's arithmetic to reproduce where it changed (tcp.md
+/// Which kernel's arithmetic to reproduce where it changed (docs/semantics/tcp.md
 /// "kernel profiles"; DESIGN.md `[sim] profile`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum CcProfile {
@@ -353,7 +353,7 @@ pub trait CongestionOps: Clone + std::fmt::Debug {
     /// `cwnd_event` (`tcp_ca_event`).
     fn cwnd_event(&mut self, _tp: &mut CcSock, _ev: CaEvent) {}
 
-    /// `pkts_acked`: per-ACK RTT/ack-count sample (tcp.md §8 step 6).
+    /// `pkts_acked`: per-ACK RTT/ack-count sample (docs/semantics/tcp.md §8 step 6).
     fn pkts_acked(&mut self, _tp: &mut CcSock, _sample: &AckSample) {}
 
     /// `undo_cwnd`: the cwnd to restore when a reduction proves spurious;
@@ -538,7 +538,7 @@ impl Cc {
 }
 
 /// `tcp_slow_start` (tcp_cong.c): +1 packet per packet acked up to
-/// `ssthresh`, with no ABC cap (a stretch ACK for N adds N, tcp.md §17.9);
+/// `ssthresh`, with no ABC cap (a stretch ACK for N adds N, docs/semantics/tcp.md §17.9);
 /// returns the acks left over once ssthresh is reached.
 pub fn tcp_slow_start(tp: &mut CcSock, acked: u32) -> u32 {
     let cwnd = tp.snd_cwnd.wrapping_add(acked).min(tp.snd_ssthresh);
@@ -610,7 +610,7 @@ mod tests {
         let mut tp = CcSock::default(); // cwnd 10, ssthresh ∞
         assert_eq!(tcp_slow_start(&mut tp, 5), 0);
         assert_eq!(tp.snd_cwnd, 15);
-        // a 40-segment stretch ACK adds 40 (no ABC cap, tcp.md §17.9)
+        // a 40-segment stretch ACK adds 40 (no ABC cap, docs/semantics/tcp.md §17.9)
         assert_eq!(tcp_slow_start(&mut tp, 40), 0);
         assert_eq!(tp.snd_cwnd, 55);
         // crossing ssthresh 60 with 8 acked: +5, 3 left over

@@ -1,11 +1,11 @@
 //! `reno` — Linux's Reno cwnd policy (net/ipv4/tcp_cong.c:
 //! `tcp_reno_cong_avoid`, `tcp_reno_ssthresh`, `tcp_reno_undo_cwnd`;
-//! tcp.md §11.1).
+//! docs/semantics/tcp.md §11.1).
 //!
 //! Units: packets. No state and no parameters: slow start below ssthresh,
 //! +1 packet per cwnd of packets acked above it, halve on loss (floor 2),
 //! undo to the cwnd before the reduction. Loss recovery itself (SACK/RACK,
-//! PRR, RTO) is the endpoint's and the same for every module (tcp.md §9,
+//! PRR, RTO) is the endpoint's and the same for every module (docs/semantics/tcp.md §9,
 //! §17.12): this is not RFC 5681's one-retransmission-per-RTT Reno.
 
 use super::{tcp_cong_avoid_ai, tcp_slow_start, CcProfile, CcSock, CongestionOps};

@@ -1,4 +1,4 @@
-//! TSO/GSO at the sender and the receiver (issue 10, tcp.md §2.1, §6.1,
+//! TSO/GSO at the sender and the receiver (issue 10, docs/semantics/tcp.md §2.1, §6.1,
 //! §6.3, §17 item 9): `tcp_tso_autosize` vectors computed by hand, and a
 //! harness pair with `gso_max_size` 65536 — aggregates, stretch ACKs, slow
 //! start without an ABC cap, `rcv_mss` from `gso_size`, retransmissions
@@ -255,7 +255,7 @@ fn receiver_acks_each_aggregate_once_and_takes_rcv_mss_from_gso_size() {
 
 #[test]
 fn slow_start_grows_by_the_segments_a_stretch_ack_covers() {
-    // tcp.md §17 item 9: no ABC cap — an ACK for n segments adds n in slow start
+    // docs/semantics/tcp.md §17 item 9: no ABC cap — an ACK for n segments adds n in slow start
     let mut p = Pair::new(
         gso_cfg("reno"),
         roomy(gso_cfg("reno")),
@@ -343,7 +343,7 @@ fn a_lost_aggregate_counts_one_retransmission_per_segment() {
     assert_eq!(p.ab.dropped, 1, "one aggregate dropped");
     let i = p.a.info();
     // every segment of the lost skb was retransmitted once: n retransmissions,
-    // n × 1448 bytes (tcp.md §6.5, §17 item 3)
+    // n × 1448 bytes (docs/semantics/tcp.md §6.5, §17 item 3)
     assert_eq!(i.total_retrans, n, "{i:?}");
     assert_eq!(i.bytes_retrans, n as u64 * MSS as u64);
     // the retransmissions cover exactly the lost range

@@ -1,10 +1,10 @@
-//! `getsockopt(TCP_INFO)`: net/ipv4/tcp.c `tcp_get_info` (tcp.md §14).
+//! `getsockopt(TCP_INFO)`: net/ipv4/tcp.c `tcp_get_info` (docs/semantics/tcp.md §14).
 
 use super::{TcpEndpoint, TcpState};
 use crate::tcp::cc::{tcp_jiffies32, HZ, TCP_INFINITE_SSTHRESH};
 use crate::tcp::rtt::jiffies_to_usecs;
 
-/// The `struct tcp_info` fields downstream code reads (tcp.md §14), as
+/// The `struct tcp_info` fields downstream code reads (docs/semantics/tcp.md §14), as
 /// `getsockopt(TCP_INFO)` would report them at this instant.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TcpInfo {

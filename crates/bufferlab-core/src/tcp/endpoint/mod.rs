@@ -1,4 +1,4 @@
-//! The I/O-free TCP endpoint (tcp.md, docs/tcp-design.md): one connection's
+//! The I/O-free TCP endpoint (docs/semantics/tcp.md, docs/tcp-design.md): one connection's
 //! sender and receiver, Linux-faithful, with no clock and no I/O.
 //!
 //! Calling convention (STYLE.md "Sans-I/O models"):
@@ -27,7 +27,7 @@
 //! helpers; output.rs the send path (tcp_output.c); timer.rs the timer
 //! handlers (tcp_timer.c); info.rs `tcp_get_info` (tcp.c); input/ the
 //! connection state machine, the ACK path, the recovery state machine and
-//! the data receive path (tcp_input.c, tcp.md §3, §7–9). They drive
+//! the data receive path (tcp_input.c, docs/semantics/tcp.md §3, §7–9). They drive
 //! pieces that never see the socket: tcp/recovery/ (scoreboard, SACK,
 //! RACK-TLP, PRR, undo), tcp/rcv.rs (receiver state), rtt.rs, rate.rs,
 //! timers.rs, cc/; settings and constants are in tcp/config.rs.
@@ -36,7 +36,7 @@
 //! (the kernel treats a zero stamp as "none"); jiffies come from
 //! `cc::tcp_jiffies32` (HZ 250) and jiffy timers fire on tick boundaries.
 //!
-//! TSO/GSO (tcp.md §2.1, §6.1 step 5, §6.3): with [`TcpConfig::gso_max_size`]
+//! TSO/GSO (docs/semantics/tcp.md §2.1, §6.1 step 5, §6.3): with [`TcpConfig::gso_max_size`]
 //! non-zero, `tcp_write_xmit` cuts the write queue into skbs of up to
 //! `tcp_tso_autosize` segments, may defer a short one
 //! (`tcp_tso_should_defer`), and hands each to IP as one [`Segment`] whose
@@ -153,7 +153,7 @@ impl Segment {
     }
 
     /// L2 bytes as qdiscs count them (`qdisc_pkt_len`): one Ethernet + IP +
-    /// TCP header per segment (qdiscs.md §1.2) plus the payload.
+    /// TCP header per segment (docs/semantics/qdiscs.md §1.2) plus the payload.
     pub fn frame_len(&self) -> u32 {
         self.gso_segs
             * (crate::packet::ETH_HEADER + crate::packet::IPV4_HEADER + self.hdr.header_len())
@@ -295,7 +295,7 @@ pub struct TcpEndpoint {
     /// `tcp_rcv_tstamp`: jiffies of the last ACK received
     pub(super) rcv_tstamp: u32,
 
-    // ---- pacing (EDT, tcp.md §12)
+    // ---- pacing (EDT, docs/semantics/tcp.md §12)
     pub(super) wstamp_ns: u64,
     pub(super) data_segs_out: u32,
 
@@ -580,7 +580,7 @@ impl TcpEndpoint {
     }
 
     /// The application writes `bytes` (`tcp_sendmsg`); returns how many the
-    /// send buffer accepted (tcp.md §6.2) and pushes what may be sent now.
+    /// send buffer accepted (docs/semantics/tcp.md §6.2) and pushes what may be sent now.
     pub fn write(&mut self, now: SimTime, bytes: u64) -> u64 {
         self.set_clock(now);
         if self.fin_queued
@@ -622,7 +622,7 @@ impl TcpEndpoint {
     }
 
     /// `sk_stream_is_writeable`: free space ≥ half of what is queued
-    /// (`select()` reports writable), tcp.md §6.2. A pure query; an
+    /// (`select()` reports writable), docs/semantics/tcp.md §6.2. A pure query; an
     /// application that waits for writability should use
     /// [`TcpEndpoint::poll_writable`].
     pub fn writable(&self) -> bool {
@@ -809,7 +809,7 @@ impl TcpEndpoint {
         matches!(self.ca_state(), CaState::Cwr | CaState::Recovery)
     }
 
-    /// `tcp_is_cwnd_limited` (tcp.md §4).
+    /// `tcp_is_cwnd_limited` (docs/semantics/tcp.md §4).
     pub(super) fn is_cwnd_limited_now(&self) -> bool {
         if self.is_cwnd_limited {
             return true;

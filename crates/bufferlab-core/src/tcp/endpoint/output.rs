@@ -1,4 +1,4 @@
-//! The send path, net/ipv4/tcp_output.c (tcp.md §6, §12): `tcp_write_xmit`
+//! The send path, net/ipv4/tcp_output.c (docs/semantics/tcp.md §6, §12): `tcp_write_xmit`
 //! with Nagle, TSO autosizing and deferral (`tcp_tso_autosize`,
 //! `tcp_tso_should_defer`), EDT pacing, `__tcp_transmit_skb`,
 //! `__tcp_retransmit_skb`, SYN/ACK construction, window selection, cwnd
@@ -174,7 +174,7 @@ impl TcpEndpoint {
         self.sb.packets_out > 0 && minshall
     }
 
-    /// `tcp_tso_segs` / `tcp_tso_autosize` (tcp.md §6.3): segments per TSO
+    /// `tcp_tso_segs` / `tcp_tso_autosize` (docs/semantics/tcp.md §6.3): segments per TSO
     /// skb, about 1 ms of the pacing rate (`sk_pacing_shift` 10), at least
     /// the module's `min_tso_segs`, at most what `gso_max_size` holds.
     /// \[lab2019\] caps the bytes at `gso_max_size − 1 − MAX_TCP_HEADER`;
@@ -200,7 +200,7 @@ impl TcpEndpoint {
         segs.max(self.cc.min_tso_segs(&self.cs)).min(GSO_MAX_SEGS)
     }
 
-    /// `tcp_tso_should_defer` (tcp.md §6.1 step 5): hold back a TSO skb
+    /// `tcp_tso_should_defer` (docs/semantics/tcp.md §6.1 step 5): hold back a TSO skb
     /// that cannot be sent whole when an ACK that frees more is due soon.
     pub(super) fn tso_should_defer(
         &self,
@@ -376,7 +376,7 @@ impl TcpEndpoint {
         }
     }
 
-    /// `tcp_update_skb_after_send`: EDT pacing advance (tcp.md §12).
+    /// `tcp_update_skb_after_send`: EDT pacing advance (docs/semantics/tcp.md §12).
     pub(super) fn update_after_send(&mut self, len: u32, prior_wstamp: u64) {
         if self.cs.pacing_status_needed {
             let rate = self.cs.pacing_rate;
@@ -616,7 +616,7 @@ impl TcpEndpoint {
     }
 
     /// `tcp_select_window`: the window field for an outgoing segment; never
-    /// shrinks the right edge offered before (tcp.md §17.14).
+    /// shrinks the right edge offered before (docs/semantics/tcp.md §17.14).
     pub(super) fn select_window(&mut self) -> u16 {
         let cur_win = self.rcv.receive_window();
         let mut new_win = self.select_window_raw();
@@ -631,7 +631,7 @@ impl TcpEndpoint {
         (new_win >> self.rcv.rcv_wscale) as u16
     }
 
-    /// `__tcp_select_window` (tcp.md §7.1).
+    /// `__tcp_select_window` (docs/semantics/tcp.md §7.1).
     pub(in crate::tcp) fn select_window_raw(&mut self) -> u32 {
         self.rcv.select_window_raw()
     }
@@ -715,7 +715,7 @@ impl TcpEndpoint {
         self.snd_cwnd_used = 0;
     }
 
-    /// `tcp_update_pacing_rate` (non-BBR; tcp.md §12).
+    /// `tcp_update_pacing_rate` (non-BBR; docs/semantics/tcp.md §12).
     pub(in crate::tcp) fn update_pacing_rate(&mut self) {
         let mut rate = self.mss_cache as u64 * ((1_000_000 / 100) << 3);
         let ratio = if self.cwnd() < self.cs.snd_ssthresh / 2 {

@@ -1,4 +1,4 @@
-//! Timer handlers, net/ipv4/tcp_timer.c (tcp.md §5, §9.3): the
+//! Timer handlers, net/ipv4/tcp_timer.c (docs/semantics/tcp.md §5, §9.3): the
 //! retransmission timer with backoff, RACK-TLP's loss probe, the zero-window
 //! probe, delayed and compressed ACKs, armed through the table in
 //! tcp/timers.rs (`inet_csk_reset_xmit_timer`).
@@ -69,7 +69,7 @@ impl TcpEndpoint {
         }
     }
 
-    /// `tcp_schedule_loss_probe` (tcp.md §9.3).
+    /// `tcp_schedule_loss_probe` (docs/semantics/tcp.md §9.3).
     pub(in crate::tcp) fn schedule_loss_probe(&mut self, advancing_rto: bool) -> bool {
         if self.sb.packets_out == 0
             || !self.sack_ok
@@ -122,7 +122,7 @@ impl TcpEndpoint {
     }
 
     /// `tcp_send_loss_probe`: new data if the window allows, else the last
-    /// segment again (tcp.md §9.3).
+    /// segment again (docs/semantics/tcp.md §9.3).
     pub(super) fn send_loss_probe(&mut self) {
         if self.tlp_high_seq != 0 || self.sb.packets_out == 0 {
             self.rearm_rto();
@@ -159,7 +159,7 @@ impl TcpEndpoint {
         self.rearm_rto();
     }
 
-    /// `tcp_retransmit_timer` (tcp.md §5 "RTO expiry").
+    /// `tcp_retransmit_timer` (docs/semantics/tcp.md §5 "RTO expiry").
     pub(super) fn retransmit_timer(&mut self) {
         match self.state {
             TcpState::SynReceived => {
@@ -291,7 +291,7 @@ impl TcpEndpoint {
         }
     }
 
-    /// `tcp_send_delayed_ack`: arm the delayed-ACK timer (tcp.md §7.3).
+    /// `tcp_send_delayed_ack`: arm the delayed-ACK timer (docs/semantics/tcp.md §7.3).
     pub(in crate::tcp) fn send_delayed_ack(&mut self) {
         let mut ato = self.rcv.ato;
         if ato > crate::tcp::rcv::TCP_DELACK_MIN {

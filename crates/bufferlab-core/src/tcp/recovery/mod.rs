@@ -1,5 +1,5 @@
 //! Loss-recovery pieces, each over its own narrow state and unit tested with
-//! hand-built sequences (tcp.md §8–9). None of them knows the socket; the
+//! hand-built sequences (docs/semantics/tcp.md §8–9). None of them knows the socket; the
 //! state machine that drives them with socket state is `tcp/input/`.
 //!
 //! * scoreboard.rs: the retransmission queue and its SACKED/LOST/RETRANS

@@ -1,5 +1,5 @@
 //! Proportional Rate Reduction (RFC 6937; net/ipv4/tcp_input.c
-//! `tcp_cwnd_reduction`, tcp.md §9.4): during a cwnd reduction, each ACK
+//! `tcp_cwnd_reduction`, docs/semantics/tcp.md §9.4): during a cwnd reduction, each ACK
 //! lets the sender put `sndcnt` segments on the wire so that in-flight data
 //! falls smoothly from the pre-reduction cwnd (`RecoverFS`) to ssthresh.
 //!

@@ -8,7 +8,7 @@ use super::scoreboard::{Scoreboard, LOST, SACKED_RETRANS};
 /// `TCP_RACK_RECOVERY_THRESH`.
 pub const TCP_RACK_RECOVERY_THRESH: u8 = 16;
 
-/// RACK state (`tp->rack`, tcp.md §9.2, RFC 8985 §6.1).
+/// RACK state (`tp->rack`, docs/semantics/tcp.md §9.2, RFC 8985 §6.1).
 #[derive(Clone, Debug)]
 pub struct Rack {
     /// send time of the most recently sent (s)acked segment, µs (`RACK.xmit_ts`)

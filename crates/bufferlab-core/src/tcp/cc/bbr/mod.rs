@@ -1,4 +1,4 @@
-//! `bbr` — BBR v1 (net/ipv4/tcp_bbr.c; tcp.md §11.4; Cardwell et al.,
+//! `bbr` — BBR v1 (net/ipv4/tcp_bbr.c; docs/semantics/tcp.md §11.4; Cardwell et al.,
 //! "BBR: Congestion-Based Congestion Control", ACM Queue 14(5), 2016).
 //!
 //! Units. Bandwidth in packets per µs << 24 (`BW_UNIT`; 1 unit ≈ 715 bit/s
@@ -104,7 +104,7 @@ const EXTRA_ACKED_MAX_US: u64 = 100_000;
 /// `GSO_MAX_SIZE` (`GSO_LEGACY_MAX_SIZE` in 6.x).
 const GSO_MAX_SIZE: u64 = 65_536;
 /// `MAX_TCP_HEADER` on x86-64 distribution kernels:
-/// L1_CACHE_ALIGN(128 + MAX_HEADER 176) = 320 bytes (tcp.md §6.2).
+/// L1_CACHE_ALIGN(128 + MAX_HEADER 176) = 320 bytes (docs/semantics/tcp.md §6.2).
 const MAX_TCP_HEADER: u64 = 320;
 
 /// `enum bbr_mode`.
@@ -1307,7 +1307,7 @@ mod tests {
         assert_eq!(tp.pacing_rate, 118_354_234);
         assert_eq!(Bbr::tso_segs_goal(&tp), 45);
         // min_rtt 30 µs: bdp ⌈1 385 160·30·2/2^24⌉ = 5; 5 + 135 = 140 (even)
-        // = 202 720 bytes ≈ 198 KiB, the handout's 195–198 KB (tcp.md §11.4)
+        // = 202 720 bytes ≈ 198 KiB, the handout's 195–198 KB (docs/semantics/tcp.md §11.4)
         b.min_rtt_us = 30;
         b.mode = BbrMode::ProbeBw;
         b.cycle_idx = 2;

@@ -1,4 +1,4 @@
-//! The ACK path of net/ipv4/tcp_input.c (tcp.md §8): `tcp_ack`, the SACK
+//! The ACK path of net/ipv4/tcp_input.c (docs/semantics/tcp.md §8): `tcp_ack`, the SACK
 //! walk (`tcp_sacktag_write_queue`/`tcp_sacktag_one`), `tcp_clean_rtx_queue`
 //! and the RTT samples (`tcp_ack_update_rtt`). The SACK walk skips ranges the
 //! previous ACK already tagged (Linux's `recv_sack_cache`), so per-ACK work is
@@ -17,7 +17,7 @@ use crate::tcp::timers::TcpTimer;
 
 impl TcpEndpoint {
     // =====================================================================
-    // tcp_ack (tcp.md §8)
+    // tcp_ack (docs/semantics/tcp.md §8)
     // =====================================================================
 
     /// `tcp_ack`. `Err` = the ACK is unacceptable (discard the segment).
@@ -623,7 +623,7 @@ impl TcpEndpoint {
         }
     }
 
-    /// `tcp_ack_update_rtt` (tcp.md §5 "RTT sample per ACK").
+    /// `tcp_ack_update_rtt` (docs/semantics/tcp.md §5 "RTT sample per ACK").
     pub(in crate::tcp) fn ack_update_rtt(
         &mut self,
         fl: u32,

@@ -1,4 +1,4 @@
-//! The receive path of net/ipv4/tcp_input.c (tcp.md §7) on the socket:
+//! The receive path of net/ipv4/tcp_input.c (docs/semantics/tcp.md §7) on the socket:
 //! `tcp_data_queue` and its out-of-order queue, `tcp_event_data_recv`,
 //! receive-buffer autotuning (`tcp_rcv_space_adjust`), `__tcp_ack_snd_check`
 //! and `tcp_cleanup_rbuf` (tcp.c), over the receiver state in tcp/rcv.rs.
@@ -14,7 +14,7 @@ use crate::tcp::seq::{after, before};
 use crate::tcp::timers::TcpTimer;
 
 impl TcpEndpoint {
-    /// `tcp_data_queue`: queue the segment text (tcp.md §7).
+    /// `tcp_data_queue`: queue the segment text (docs/semantics/tcp.md §7).
     pub(in crate::tcp) fn data_queue(
         &mut self,
         hdr: &TcpHeader,
@@ -224,7 +224,7 @@ impl TcpEndpoint {
         }
     }
 
-    /// `tcp_rcv_space_adjust` (DRS, tcp.md §7.2): run when the application reads.
+    /// `tcp_rcv_space_adjust` (DRS, docs/semantics/tcp.md §7.2): run when the application reads.
     pub(in crate::tcp) fn rcv_space_adjust(&mut self) {
         let now = self.now_us;
         let time = now.saturating_sub(self.rcv.space_time);

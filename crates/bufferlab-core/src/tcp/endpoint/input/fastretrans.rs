@@ -1,4 +1,4 @@
-//! The loss-recovery state machine of net/ipv4/tcp_input.c (tcp.md §9):
+//! The loss-recovery state machine of net/ipv4/tcp_input.c (docs/semantics/tcp.md §9):
 //! `tcp_fastretrans_alert`, `tcp_process_loss`, `tcp_try_undo_*`,
 //! `tcp_enter_recovery`, `tcp_enter_loss`, `tcp_cwnd_reduction` (PRR),
 //! `tcp_enter_cwr`, `tcp_process_tlp_ack`, `tcp_cong_control`, the RACK
@@ -8,7 +8,7 @@
 //! Profiles: PRR's slow-start branch differs (lab2019: only after
 //! retransmitted data is acked without a lost retransmission, else the
 //! conservative `min(delta, newly_acked_sacked)`; modern: RFC 6937's
-//! `SND.UNA advanced and nothing newly lost`, tcp.md §9.4).
+//! `SND.UNA advanced and nothing newly lost`, docs/semantics/tcp.md §9.4).
 
 use crate::tcp::cc::{usecs_to_jiffies, CaEvent, CaState, TCP_INFINITE_SSTHRESH};
 use crate::tcp::endpoint::{flag, Rexmit, TcpEndpoint, TcpState};
@@ -22,7 +22,7 @@ use crate::tcp::timers::TcpTimer;
 
 impl TcpEndpoint {
     // =====================================================================
-    // the recovery state machine (tcp_fastretrans_alert, tcp.md §9.1)
+    // the recovery state machine (tcp_fastretrans_alert, docs/semantics/tcp.md §9.1)
     // =====================================================================
 
     /// `tcp_init_undo`.
@@ -166,7 +166,7 @@ impl TcpEndpoint {
         }
     }
 
-    /// `tcp_cwnd_reduction`: PRR (RFC 6937, tcp.md §9.4).
+    /// `tcp_cwnd_reduction`: PRR (RFC 6937, docs/semantics/tcp.md §9.4).
     pub(super) fn cwnd_reduction(&mut self, newly_acked_sacked: i32, newly_lost: i32, fl: u32) {
         let ack = PrrAck {
             newly_acked_sacked,
@@ -285,7 +285,7 @@ impl TcpEndpoint {
         self.sb.retransmit_hint = None;
     }
 
-    /// `tcp_enter_loss` (tcp.md §9.5).
+    /// `tcp_enter_loss` (docs/semantics/tcp.md §9.5).
     pub(in crate::tcp) fn enter_loss(&mut self) {
         let new_recovery = self.ca_state() < CaState::Recovery;
         self.timeout_mark_lost();
@@ -472,7 +472,7 @@ impl TcpEndpoint {
         }
     }
 
-    /// `tcp_process_tlp_ack` (tcp.md §9.3).
+    /// `tcp_process_tlp_ack` (docs/semantics/tcp.md §9.3).
     pub(super) fn process_tlp_ack(&mut self, ack: u32, fl: u32) {
         if before(ack, self.tlp_high_seq) {
             return;
@@ -567,7 +567,7 @@ impl TcpEndpoint {
     }
 
     // =====================================================================
-    // congestion control step and retransmission (tcp.md §8 steps 11–12)
+    // congestion control step and retransmission (docs/semantics/tcp.md §8 steps 11–12)
     // =====================================================================
 
     /// `tcp_cong_control`.
@@ -606,7 +606,7 @@ impl TcpEndpoint {
     }
 
     /// `tcp_xmit_retransmit_queue`: retransmit LOST segments, lowest first,
-    /// while cwnd allows (tcp.md §6.5).
+    /// while cwnd allows (docs/semantics/tcp.md §6.5).
     pub(in crate::tcp) fn xmit_retransmit_queue(&mut self) {
         if self.sb.packets_out == 0 {
             return;

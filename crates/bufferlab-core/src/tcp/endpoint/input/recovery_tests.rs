@@ -52,7 +52,7 @@ mod endpoint_tests {
         (per_sack, (after.cwnd, after.ssthresh))
     }
 
-    /// tcp.md §9.4 applied to the scenario's scoreboard: entry on SACK 3
+    /// docs/semantics/tcp.md §9.4 applied to the scenario's scoreboard: entry on SACK 3
     /// with 22 packets out (20 + 2 limited-transmit), 3 SACKed, 1 lost;
     /// every later SACK delivers one packet; nothing newly lost, SND.UNA
     /// never advances, no retransmission acked.

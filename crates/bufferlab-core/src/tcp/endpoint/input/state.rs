@@ -1,5 +1,5 @@
 //! Connection set-up and tear-down on input, net/ipv4/tcp_input.c
-//! (tcp.md §3–4): `tcp_rcv_synsent_state_process`, `tcp_rcv_state_process`
+//! (docs/semantics/tcp.md §3–4): `tcp_rcv_synsent_state_process`, `tcp_rcv_state_process`
 //! with its RFC 793 sequence check (`tcp_validate_incoming`), the passive
 //! open's completion, `tcp_fin`, and the buffer sizing done on establishment
 //! (`tcp_init_transfer`, `tcp_init_buffer_space`, `tcp_sndbuf_expand`,
@@ -109,7 +109,7 @@ impl TcpEndpoint {
         self.rcv.init_buffer_space(now_us);
     }
 
-    /// `tcp_sndbuf_expand` (tcp.md §6.2).
+    /// `tcp_sndbuf_expand` (docs/semantics/tcp.md §6.2).
     pub(in crate::tcp) fn sndbuf_expand(&mut self) {
         let per_mss = self.mss_clamp.max(self.mss_cache) + MAX_TCP_HEADER + SKB_SHINFO;
         let per_mss = per_mss.next_power_of_two() + SKB_STRUCT;
