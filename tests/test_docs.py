@@ -68,39 +68,124 @@ def test_the_loader_refuses_a_key_the_reference_lacks(write_scenario, capsys):
     assert "did you mean 'queue_sample_interval'" in capsys.readouterr().err
 
 
+SHELL_LANGS = ("sh", "bash", "console", "shell")
+#: README.md and every page: their shell blocks are what a reader copies
+SHOWN_IN = [ROOT / "README.md", *PAGES]
+
+
+def _shell_blocks(page: Path) -> list[tuple[str, str]]:
+    """(language, body) of each fenced block of the page."""
+    return re.findall(r"^```(\w*)\n(.*?)^```", page.read_text(), re.M | re.S)
+
+
+def _commands_of_block(body: str) -> list[str]:
+    """The ``bufferlab …`` commands a shell would run for this block, in order: ``$ `` prompts
+    dropped, ``\\`` continuations joined, ``a && b`` and ``a; b`` split, and a ``for f in GLOB;
+    do … $f; done`` loop expanded over the repository's files."""
+    text = re.sub(r"\s*\\\n\s*", " ", body)
+    out: list[str] = []
+    for line in text.splitlines():
+        line = line.strip().removeprefix("$ ")
+        loop = re.fullmatch(r"for (\w+) in (\S+); do (.*); done", line)
+        if loop:
+            var, pattern, cmd = loop.groups()
+            out += [cmd.replace(f"${var}", f.relative_to(ROOT).as_posix()) for f in sorted(ROOT.glob(pattern))]
+            continue
+        out += [c.strip() for c in re.split(r"&&|;", line)]
+    return [c for c in out if c.startswith("bufferlab ")]
+
+
 def _shown_commands(page: Path) -> list[str]:
-    """The ``bufferlab ...`` lines of the page's ``sh`` blocks."""
-    blocks = re.findall(r"^```sh\n(.*?)^```", page.read_text(), re.M | re.S)
-    return [ln for b in blocks for ln in b.splitlines() if ln.startswith("bufferlab ")]
+    return [c for lang, body in _shell_blocks(page) if lang in SHELL_LANGS for c in _commands_of_block(body)]
 
 
 def _included_scenarios(page: Path) -> list[str]:
     return re.findall(r'^--8<-- "(scenarios/[^"]+\.toml)"', page.read_text(), re.M)
 
 
-SHOWN = [(p.relative_to(ROOT).as_posix(), c) for p in PAGES for c in _shown_commands(p)]
+SHOWN = [(p.relative_to(ROOT).as_posix(), c) for p in SHOWN_IN for c in _shown_commands(p)]
+
+
+def test_every_block_that_runs_bufferlab_says_its_language():
+    """An untagged block would escape the command test below: commands go in ``sh``/``console``
+    blocks (run by the test), synopses in ``text`` blocks."""
+    untagged = [f"{p.relative_to(ROOT)}: {body.splitlines()[0]}" for p in SHOWN_IN
+                for lang, body in _shell_blocks(p) if not lang and re.search(r"^\$? ?bufferlab ", body, re.M)]
+    assert untagged == []
+
+
+def test_the_command_block_reader():
+    body = "$ bufferlab mn --topo linear,3\npip install . && bufferlab run a.toml\n" \
+           "for f in sweeps/red-vs-droptail-*.toml; do bufferlab sweep $f; done\nbufferlab sweep plot x \\\n  --logx\n"
+    commands = _commands_of_block(body)
+    assert commands[:2] == ["bufferlab mn --topo linear,3", "bufferlab run a.toml"]
+    assert "bufferlab sweep sweeps/red-vs-droptail-wq.toml" in commands
+    assert commands[-1] == "bufferlab sweep plot x --logx"
 
 
 def test_the_tutorials_show_commands():
     tutorials = {p for p, _ in SHOWN if p.startswith("docs/tutorials/")}
     assert len(tutorials) == 5
+    assert any(p == "README.md" for p, _ in SHOWN)
 
 
 @pytest.mark.parametrize(
     "path", sorted({s for p in PAGES for s in _included_scenarios(p)} | {
-        a for _, c in SHOWN for a in shlex.split(c) if a.endswith(".toml")})
+        a for _, c in SHOWN for a in shlex.split(c) if a.endswith(".toml") and a.startswith("scenarios/")})
 )
 def test_every_scenario_the_docs_show_checks(path, capsys):
     assert main(["check", str(ROOT / path)]) == 0, capsys.readouterr().err
 
 
+def _prepare(command: list[str]) -> list[str]:
+    """What the test adds to a shown command to keep it quick: ``-q`` for ``run``; a sweep is
+    listed (``--dry-run``), not run (960 runs), and a ``sweep plot`` then reads a small sweep of
+    the same name made from the same file narrowed to one point."""
+    if command[0] == "run":
+        return [*command, "-q"]
+    if command[0] == "sweep" and command[1] != "plot":
+        return [*command, "--dry-run"]
+    return command
+
+
+def _results_needed(command: list[str]) -> None:
+    """A page may read results another page made (``compare results/lab16-red/...``): run the
+    scenario that writes them first, as a reader who followed the tutorial would have."""
+    for arg in command:
+        m = re.match(r"results/([\w.-]+)", arg)
+        if not m or Path(arg).exists():
+            continue
+        scenario_file = Path("scenarios") / f"{m.group(1)}.toml"
+        sweep_file = Path("sweeps") / f"{m.group(1)}.toml"
+        if scenario_file.is_file():
+            assert main(["run", "-q", str(scenario_file)]) == 0, scenario_file
+        elif sweep_file.is_file():
+            _tiny_sweep(sweep_file)
+
+
+def _tiny_sweep(sweep_file: Path) -> None:
+    """The sweep narrowed to the first value of each grid axis and one seed."""
+    import tomllib
+
+    spec = tomllib.loads(sweep_file.read_text())
+    narrowed = sweep_file.read_text().replace(f"seeds = {spec.get('seeds', 1)}", "seeds = 1")
+    for axis, values in spec.get("grid", {}).items():
+        narrowed = re.sub(rf"^{axis} = \[.*\]$", f"{axis} = [{values[0]!r}]", narrowed, flags=re.M)
+    sweep_file.write_text(narrowed)
+    assert main(["sweep", str(sweep_file), "-j", "1", "--no-progress"]) == 0, sweep_file
+
+
 @pytest.mark.parametrize("page", sorted({p for p, _ in SHOWN}))
 def test_every_command_the_docs_show_runs(page, tmp_path, monkeypatch):
-    """Each page's commands in order, from a copy of the repository's scenarios (all pages: ~15 s)."""
-    shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios")
+    """Each page's commands in order, from a copy of the repository's scenarios, sweeps and
+    examples (all pages: about a minute)."""
+    for folder in ("scenarios", "sweeps", "examples"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
     monkeypatch.chdir(tmp_path)
     for _, command in (s for s in SHOWN if s[0] == page):
-        assert main([*shlex.split(command)[1:], *(["-q"] if " run " in f" {command} " else [])]) == 0, command
+        words = shlex.split(command)[1:]
+        _results_needed(words)
+        assert main(_prepare(words)) == 0, command
 
 
 def _python_blocks() -> list[str]:
@@ -122,10 +207,14 @@ def test_mkdocs_build_strict(tmp_path):
     pytest.importorskip("material", reason="mkdocs-material is not installed")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
     r = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )
     assert r.returncode == 0, r.stdout + r.stderr
+    # strict mode aborts on mkdocs' own warnings; plugins (griffe, gen-files) may only log theirs
+    warnings = [ln for ln in (r.stdout + r.stderr).splitlines() if re.match(r"\s*(\x1b\[[\d;]*m)*WARNING", ln)
+                and "MkDocs may break support" not in ln]
+    assert warnings == []
     generated = ("reference/scenario", "reference/commands", "reference/cli", "reference/api")
     for page in (*generated, "tutorials/lab14"):
         assert (tmp_path / "site" / page / "index.html").is_file(), page

@@ -7,8 +7,8 @@
 * ``tc_calc_xmittime`` / ``tc_calc_xmitsize`` / ``tc_core_tick2time`` (psched
   tick = 1/15.625 µs). [lab2019] (iproute2 4.15 … 6.13) they truncate to whole
   µs and whole ticks; [modern] the 2025 rounding fix: ticks =
-  ceil(burst/rate·1e6·15.625), tick→µs in double (docs/semantics/formats.md and qdiscs.md state
-  the ceil form).
+  ceil(burst/rate·1e6·15.625), tick→µs in double (docs/semantics/formats.md and
+  docs/semantics/qdiscs.md state the ceil form).
 """
 
 from __future__ import annotations
