@@ -14,10 +14,35 @@ The `bufferlab` command (bufferlab.cli) does the same from a shell.
 
 from __future__ import annotations
 
-from .errors import BufferlabError, CommandError, NotSupportedError, ScenarioError
-from .run.scheduler import run_scenario
-from .scenario.load import load_scenario
-from .version import __version__
+import os as _os
+import signal as _signal
+import sys as _sys
+
+
+def _interrupted_while_importing(signum: int, frame: object) -> None:
+    """Ctrl-C while the ``bufferlab`` command is still importing (up to ~0.8 s): one line
+    and exit 130, not a traceback from deep inside a library. ``cli.main`` puts Python's
+    own handler back first thing."""
+    _os.write(2, b"bufferlab: interrupted\n")
+    _os._exit(130)
+
+
+def _is_the_command() -> bool:
+    """Imported for the ``bufferlab`` script or ``python -m bufferlab.cli``, not by a library user."""
+    argv = getattr(_sys, "orig_argv", [])
+    return (bool(_sys.argv) and _os.path.basename(_sys.argv[0]) == "bufferlab") or any(
+        a == "-m" and b == "bufferlab.cli" for a, b in zip(argv, argv[1:], strict=False))
+
+
+# first of all: only for the command, and only where Ctrl-C would raise (a background job
+# ignores SIGINT, and goes on ignoring it)
+if _is_the_command() and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+    _signal.signal(_signal.SIGINT, _interrupted_while_importing)
+
+from .errors import BufferlabError, CommandError, NotSupportedError, ScenarioError  # noqa: E402
+from .run.scheduler import run_scenario  # noqa: E402
+from .scenario.load import load_scenario  # noqa: E402
+from .version import __version__  # noqa: E402
 
 __all__ = [
     "BufferlabError",

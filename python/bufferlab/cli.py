@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
+from . import _interrupted_while_importing
 from .errors import BufferlabError
 from .formats.plot_iperf import PlotError, plot_json
 from .mininet import commands as mininet_commands
@@ -159,6 +161,8 @@ EXIT_STOPPED = 3
 
 
 def main(argv: list[str] | None = None) -> int:
+    if signal.getsignal(signal.SIGINT) is _interrupted_while_importing:  # imported: Ctrl-C raises again
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     args = _parser().parse_args(argv)
     if args.command is None:
         _parser().print_help()

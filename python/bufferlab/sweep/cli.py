@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BufferlabError
+from ..run.scheduler import signal_name, signals_deferred, signals_raise
 from ..scenario.params import Override, parse_set
 from .collect import write_results
 from .executors import EXECUTORS, executor, usable_cores
@@ -104,14 +105,18 @@ def cli_sweep(argv: list[str]) -> int:
     runs_dir.mkdir(parents=True, exist_ok=True)
     for stale in runs_dir.glob("*.partial"):  # left by a killed sweep
         shutil.rmtree(stale, ignore_errors=True)
+    # SIGINT and SIGTERM (with or without a terminal) raise here; the pool's workers, in
+    # their own process groups, are killed (executors.stop_workers), their runs left .partial
+    signals_raise()
     try:
         failed = _execute(todo, args, len(jobs))
-    except KeyboardInterrupt:  # every finished run is kept: the same command runs the rest
-        write_results(out, jobs)
-        print(f"bufferlab: sweep interrupted; the finished runs are in {runs_dir} and in "
-              f"{out / 'sweep.parquet'}; run the same command again to run only the missing ones",
+    except KeyboardInterrupt as e:  # every finished run is kept: the same command runs the rest
+        with signals_deferred():
+            write_results(out, jobs)
+        print(f"bufferlab: sweep interrupted by {signal_name(e)}; the finished runs are in {runs_dir} "
+              f"and in {out / 'sweep.parquet'}; run the same command again to run only the missing ones",
               file=sys.stderr)
-        return 130
+        return 128 + getattr(e, "signum", 2)
     table = write_results(out, jobs)
     print(f"{spec.name}: {len(jobs)} runs ({len(jobs) - len(todo)} cached, {len(todo)} run); {table}")
     if failed:
@@ -128,10 +133,14 @@ def _execute(todo: list[RunJob], args: argparse.Namespace, total: int) -> list[d
     t0 = time.perf_counter()
     workers = min(args.jobs, max(len(todo), 1))
     plain = args.no_progress or not sys.stderr.isatty()
-    with Progress(len(todo), total - len(todo), workers, plain) as prog:
-        for rec in executor(args.executor)(todo, workers, args.address):
-            prog.done(rec)
-            if rec["status"] != "ok":
-                failed.append(rec)
+    records = executor(args.executor)(todo, workers, args.address)
+    try:
+        with Progress(len(todo), total - len(todo), workers, plain) as prog:
+            for rec in records:
+                prog.done(rec)
+                if rec["status"] != "ok":
+                    failed.append(rec)
+    finally:  # now, not when the traceback lets go of it: an interrupt stops the workers at once
+        records.close()
     print(f"{len(todo)} runs in {time.perf_counter() - t0:.1f} s wall", file=sys.stderr)
     return failed

@@ -10,17 +10,21 @@ bufferlab of the same version.
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
+import signal
+import sys
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from ..errors import BufferlabError
 from .runs import RunJob, execute
 
-Records = Iterator[dict[str, Any]]
+Records = Generator[dict[str, Any], None, None]
 EXECUTORS = ("local", "dask", "ray")
 
 
@@ -48,14 +52,65 @@ def local(jobs: list[RunJob], workers: int, address: str | None) -> Records:
         for job in jobs:
             yield execute(job)
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=worker_init, initargs=(os.getpid(),)) as pool:
         futures = [pool.submit(execute, job) for job in jobs]
         try:
             for f in as_completed(futures):
                 yield f.result()
+        except BaseException:  # a signal, or the sweep closing this generator: stop the runs now
+            stop_workers(pool)
+            raise
         finally:
             for f in futures:
                 f.cancel()
+
+
+#: Linux's prctl option: the signal a process gets when the thread that forked it ends
+PR_SET_PDEATHSIG = 1
+#: how often a worker checks that the sweep that started it is still alive
+WATCH_PARENT_S = 0.25
+
+
+def worker_init(parent: int) -> None:
+    """Set up a pool worker. Its own process group, so a terminal's Ctrl-C reaches the sweep
+    alone and the sweep stops its workers itself (:func:`stop_workers`); SIGINT and SIGTERM
+    back to their defaults (fork copied the sweep's handlers, which would turn them into an
+    exception the pool hands back as a result); and an exit as soon as the sweep is gone,
+    even killed with SIGKILL (``PR_SET_PDEATHSIG`` on Linux, and a watchdog thread
+    everywhere, which also covers a worker forked by a thread that has ended)."""
+    try:
+        os.setpgid(0, 0)
+    except OSError:  # pragma: no cover - a session leader already
+        pass
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - no prctl: the watchdog alone
+            pass
+    if os.getppid() != parent:  # the sweep died before this worker was ready
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="bufferlab-watch-sweep", daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(WATCH_PARENT_S)
+    os._exit(1)
+
+
+def stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's workers, each with its process group; their unfinished runs stay
+    ``<run-id>.partial`` folders, which the next sweep removes before running them again."""
+    procs = list(getattr(pool, "_processes", None) or {})
+    for pid in procs:
+        for kill in (os.killpg, os.kill):  # killpg fails for a worker still setting itself up
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 #: how long a Dask cluster may have no worker (starting, or all lost) before the sweep gives up

@@ -1,0 +1,116 @@
+"""Signals in every long command (issue 30, item 4): SIGINT and SIGTERM stop `sweep` with its
+pool workers, `mininet` and `mn`, the finished results kept and the state resumable; workers
+die with the sweep, SIGKILL included; Ctrl-C while the command is still importing prints one
+line, no traceback. Each test starts the CLI as a user would (a process of its own)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import TWO_HOSTS
+
+#: four runs on two workers: the two short ones finish within a second, the long ones run on
+LONG_SCENARIO = TWO_HOSTS + """
+[params]
+t = 1
+
+[[part]]
+name = "p"
+cmds = ["h2: iperf3 -s &", "h1: iperf3 -c 10.0.0.2 -t ${t} > c.txt"]
+"""
+SWEEP = """scenario = "long.toml"
+[grid]
+t = [1, 2, 600, 601]
+"""
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "bufferlab.cli", *args], cwd=cwd,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def _wait_for(ready, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def _gone(pids: list[int], timeout: float = 3.0) -> list[int]:
+    """The processes among ``pids`` still alive after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        time.sleep(0.05)
+    return alive
+
+
+def _sweep_running(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, list[int]]:
+    """A sweep whose two short runs are finished and whose two workers run the long ones."""
+    (tmp_path / "long.toml").write_text(LONG_SCENARIO, encoding="utf-8")
+    (tmp_path / "sw.toml").write_text(SWEEP, encoding="utf-8")
+    proc = _cli("sweep", "sw.toml", "-o", "out", "-j", "2", "--no-progress", cwd=tmp_path)
+    runs = tmp_path / "out" / "sw" / "runs"
+
+    def two_done_two_running() -> bool:
+        done = [p for p in runs.glob("*") if p.suffix != ".partial" and (p / "run.json").is_file()]
+        return len(done) == 2 and len(list(runs.glob("*.partial"))) == 2
+
+    _wait_for(two_done_two_running, proc)
+    workers = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+    assert len(workers) >= 2
+    return proc, runs, workers
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_the_sweep_and_its_workers_keeping_the_finished_runs(tmp_path, sig, status):
+    proc, runs, workers = _sweep_running(tmp_path)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == status, err.decode()
+    assert f"sweep interrupted by {signal.Signals(sig).name}" in err.decode()
+    assert "Traceback" not in err.decode()
+    assert _gone(workers) == []
+    done = [json.loads((p / "run.json").read_text()) for p in runs.glob("*") if p.suffix != ".partial"]
+    assert sorted(r["overrides"]["t"] for r in done) == [1, 2] and {r["status"] for r in done} == {"ok"}
+    assert (runs.parent / "sweep.parquet").is_file()
+    # resumable: the same command would run only the two missing runs
+    dry = subprocess.run([sys.executable, "-m", "bufferlab.cli", "sweep", "sw.toml", "-o", "out", "--dry-run"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert "4 runs, 2 to run" in dry.stdout, dry.stderr
+
+
+def test_the_workers_die_with_a_killed_sweep(tmp_path):
+    proc, _runs, workers = _sweep_running(tmp_path)
+    assert all(os.getpgid(w) != os.getpgid(proc.pid) for w in workers), "workers in their own group"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert _gone(workers) == []
+
+
+@pytest.mark.parametrize("delay", [0.2, 0.35, 0.5, 0.7])
+def test_ctrl_c_while_the_command_imports_prints_no_traceback(tmp_path, delay):
+    (tmp_path / "t.toml").write_text(LONG_SCENARIO, encoding="utf-8")
+    proc = _cli("check", "t.toml", cwd=tmp_path)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, out = proc.communicate(timeout=30)
+    err = out.decode()
+    if "Traceback" in err and "bufferlab" not in err:
+        pytest.skip("the signal landed in the interpreter's own start-up, before bufferlab's first line")
+    assert "Traceback" not in err, err
+    assert proc.returncode in (0, 130), err
+    if proc.returncode == 130:
+        assert err.strip() == "bufferlab: interrupted"
