@@ -1797,7 +1797,7 @@ def test_ping_not_supported_and_hints():
 
 
 # =====================================================================================
-# generators (DESIGN.md commands)
+# generators (docs/internals.md "Commands")
 
 
 def g(line: str, resolve=None):

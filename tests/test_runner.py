@@ -1,5 +1,5 @@
 """The scenario runner: terminals, lines, parts and the shell around the commands
-(DESIGN.md "How lines run"), checked through what each terminal printed, the files
+(docs/internals.md "How lines run"), checked through what each terminal printed, the files
 it wrote and the part times in summary.json."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Terminals across parts, the gap between parts, failures and the printed
-result summary (issue 11 items 1-4; DESIGN.md "How lines run")."""
+result summary (issue 11 items 1-4; docs/internals.md "How lines run")."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@
 //! serialisation delay). A packet on a wire reaches the peer after
 //! `tx_time + delay`; zero-delay arrivals are processed at the same instant
 //! through a FIFO, wires with delay keep their own FIFO and schedule only
-//! their head (DESIGN.md "Performance design").
+//! their head (docs/internals.md "Performance design").
 //!
 //! Accounting: every packet created is eventually delivered to a node's
 //! stack, dropped with a counted reason (per interface or per node), or is
@@ -52,8 +52,8 @@ const MAX_PACKETS_PER_INSTANT: u64 = 2_000_000;
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EngineOptions {
-    /// Resolve neighbours with ARP before the first packet (docs/semantics/qdiscs.md §2.5 of
-    /// docs/semantics/formats.md: the first ping of a pair pays one extra round trip).
+    /// Resolve neighbours with ARP before the first packet (docs/semantics/formats.md §2.5:
+    /// the first ping of a pair pays one extra round trip).
     #[serde(default = "yes")]
     pub arp: bool,
     #[serde(default)]

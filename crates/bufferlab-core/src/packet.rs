@@ -1,6 +1,6 @@
 //! Packets as small `Copy` records in an arena (no payload bytes: a payload
 //! is a length). Handles (`PacketId`) are recycled through a free list, so the
-//! hot path never allocates per packet (STYLE.md "Hot path").
+//! hot path never allocates per packet (docs/internals.md "Hot path").
 //!
 //! Lengths: `len` is the L2 frame length a qdisc sees (`qdisc_pkt_len`): IP
 //! total length + 14 bytes of Ethernet header, no FCS (docs/semantics/qdiscs.md §1.2).

@@ -3,7 +3,7 @@
 //! Every random process (a netem loss coin, an application's Poisson gaps, a
 //! host's ephemeral-port choice) owns a generator seeded from
 //! `(run seed, component name)`, so adding a component never shifts another
-//! component's draws (DESIGN.md "Rules of the house"). Linux itself uses
+//! component's draws (docs/internals.md "Rules of the house"). Linux itself uses
 //! unseeded kernel randomness, so only distributions can match it, never
 //! sequences (docs/semantics/qdiscs.md P21).
 

@@ -4,9 +4,9 @@
 //!
 //! Cancellation is lazy: owners remember the instant they want to be woken
 //! (`Iface::watchdog_at`, an application's next timer) and the engine ignores
-//! a popped event whose instant no longer matches (STYLE.md "Timers as a
+//! a popped event whose instant no longer matches (docs/internals.md "Timers as a
 //! table"). Packets in flight on a link do not live here: each link keeps a
-//! FIFO and only its head is scheduled (DESIGN.md "Performance design").
+//! FIFO and only its head is scheduled (docs/internals.md "Performance design").
 
 use crate::time::SimTime;
 use std::cmp::Reverse;

@@ -1,6 +1,6 @@
 //! Units as types: simulated time in integer nanoseconds, durations, and
 //! rates in bits per second. No floating-point time anywhere in the engine
-//! (DESIGN.md "Rules of the house").
+//! (docs/internals.md "Rules of the house").
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -188,7 +188,7 @@ impl Simulator {
         json_out(&self.inner.summary())
     }
 
-    /// Open a packet capture (spec: docs/internals.md "Packet capture").
+    /// Open a packet capture (spec: docs/internals.md "Observation").
     fn capture_start(&mut self, spec_json: &str) -> PyResult<u32> {
         self.inner
             .capture_start(spec_json, output::open)

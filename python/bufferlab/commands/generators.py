@@ -1,4 +1,4 @@
-"""bufferlab's own traffic generators (DESIGN.md "Commands"), ns-3 style.
+"""bufferlab's own traffic generators (docs/internals.md "Commands"), ns-3 style.
 
 * ``cbr -c DEST -u -r RATE [-l SIZE] [-t T] [-n BYTES] [-p PORT] [-S TOS]``
   -- constant bit rate, evenly spaced datagrams;

@@ -12,7 +12,7 @@ Everything else bash would interpret -- pipes, ``<``, here-docs,
 :class:`~bufferlab.errors.CommandError` naming the column, never silently
 passed through.
 
-After splitting, each simple command is normalised as DESIGN.md asks: a
+After splitting, each simple command is normalised as docs/internals.md "How lines run" says: a
 leading ``sudo`` (with its options, e.g. ``sudo -E``) is dropped without a
 warning and ``./tc`` becomes ``tc``.
 """

@@ -1,4 +1,4 @@
-"""Load a scenario file (TOML, DESIGN.md "Scenario file") into a validated model.
+"""Load a scenario file (TOML, docs/internals.md "Scenario file") into a validated model.
 
 TOML positions: :mod:`tomllib` reports syntax errors with a line and column but
 gives no positions for values, so :class:`SourceMap` finds keys and command
@@ -50,7 +50,7 @@ SIM_KEYS = {
 DURATION_KEYS = ("queue_sample_interval", "stop_at")
 TOPOLOGY_KEYS = {"hosts", "switches", "routers", "links", "mn"}
 PART_KEYS = {"name", "cmds", "duration", "stop", "interrupt", "allow_fail"}
-#: idle time before each part after the first (DESIGN.md "How lines run"): a student takes
+#: idle time before each part after the first (docs/internals.md "How lines run"): a student takes
 #: minutes between handout sections, so queues have drained and timers have fired; 5 s
 #: empties a 10·BDP (25 MB) queue at 100 Mbit/s twice over and leaves TCP idle past its RTO
 DEFAULT_PART_GAP_S = 5.0

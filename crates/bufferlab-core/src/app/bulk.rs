@@ -1,5 +1,5 @@
 //! `bulk`: a TCP bulk sender in the spirit of ns-3's BulkSendApplication
-//! (DESIGN.md "Commands"). It keeps the socket's send buffer full until
+//! (docs/internals.md "Commands"). It keeps the socket's send buffer full until
 //! `bytes` have been written (then closes, sending FIN) or `duration` has
 //! passed (then stops writing and closes). It finishes when everything it
 //! wrote has been acknowledged, or when the connection is refused or reset.

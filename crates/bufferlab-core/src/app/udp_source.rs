@@ -1,4 +1,4 @@
-//! UDP traffic generators in the spirit of ns-3's applications (DESIGN.md
+//! UDP traffic generators in the spirit of ns-3's applications (docs/internals.md
 //! "Commands"): constant bit rate, Poisson arrivals, and on/off.
 //!
 //! The rate counts UDP payload bits, like ns-3's `DataRate` with

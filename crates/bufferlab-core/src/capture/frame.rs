@@ -4,7 +4,7 @@
 //! ARP (RFC 826). Packets carry no payload bytes, so payloads are zeros; all
 //! checksums are computed over those zeros and are therefore valid.
 //!
-//! Approximations (docs/internals.md "Packet capture"): the IPv4 ID is derived
+//! Approximations (docs/internals.md "Observation"): the IPv4 ID is derived
 //! from fields the packet carries (stable across capture points, not Linux's
 //! per-socket counter); DF is set on every IP packet; iperf3's modelled
 //! control connection (`Payload::Control`) has no TCP state, so its segments

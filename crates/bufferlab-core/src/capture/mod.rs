@@ -52,7 +52,7 @@ fn no_filter() -> Filter {
     Filter::True
 }
 
-/// What Python asks for (validated there; docs/internals.md "Packet capture").
+/// What Python asks for (validated there; docs/internals.md "Observation").
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaptureSpec {

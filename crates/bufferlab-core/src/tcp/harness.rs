@@ -1,4 +1,4 @@
-//! Test harness (STYLE.md "A harness per model"): two endpoints joined by a
+//! Test harness (docs/internals.md "A harness per model"): two endpoints joined by a
 //! simulated path stepped in simulated time. Each direction has a fixed
 //! propagation delay, an optional rate-limited drop-tail FIFO (limit in
 //! packets, optional CE marking above a threshold for ECT packets) and an

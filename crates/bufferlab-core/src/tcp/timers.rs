@@ -1,4 +1,4 @@
-//! The endpoint's timers as a table (STYLE.md "Timers as a table"): one
+//! The endpoint's timers as a table (docs/internals.md "Timers as a table"): one
 //! `Option<SimTime>` per [`TcpTimer`]; re-arming is a store, the next wake-up
 //! is the minimum, and a stale deadline is simply overwritten.
 //!

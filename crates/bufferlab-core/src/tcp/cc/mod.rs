@@ -307,7 +307,7 @@ impl Default for RateSample {
 }
 
 /// Which kernel's arithmetic to reproduce where it changed (docs/semantics/tcp.md
-/// "kernel profiles"; DESIGN.md `[sim] profile`).
+/// "kernel profiles"; docs/internals.md "Version profile").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum CcProfile {
     /// Linux 4.15–5.3 (Ubuntu 18.04–19.10), as the handouts ran.

@@ -1,7 +1,7 @@
 //! The I/O-free TCP endpoint (docs/semantics/tcp.md, docs/tcp-design.md): one connection's
 //! sender and receiver, Linux-faithful, with no clock and no I/O.
 //!
-//! Calling convention (STYLE.md "Sans-I/O models"):
+//! Calling convention (docs/internals.md "Sans-I/O models"):
 //!
 //! * inputs: [`TcpEndpoint::handle_segment`] (a segment arrived),
 //!   [`TcpEndpoint::handle_timeout`] (the time from
