@@ -39,10 +39,28 @@ def _is_the_command() -> bool:
 if _is_the_command() and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
     _signal.signal(_signal.SIGINT, _interrupted_while_importing)
 
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
 from .errors import BufferlabError, CommandError, NotSupportedError, ScenarioError  # noqa: E402
-from .run.scheduler import run_scenario  # noqa: E402
-from .scenario.load import load_scenario  # noqa: E402
 from .version import __version__  # noqa: E402
+
+if TYPE_CHECKING:
+    from .run.scheduler import run_scenario
+    from .scenario.load import load_scenario
+
+#: names imported on first use, so that ``import bufferlab`` (and ``bufferlab --version``)
+#: does not load the runner and its dependencies
+_LAZY = {"run_scenario": ".run.scheduler", "load_scenario": ".scenario.load"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "BufferlabError",

@@ -19,16 +19,12 @@ from pathlib import Path
 
 from . import _interrupted_while_importing
 from .errors import BufferlabError
-from .formats.plot_iperf import PlotError, plot_json
 from .mininet import commands as mininet_commands
-from .outputs.compare import cli_compare
-from .outputs.flent import export_flent
-from .outputs.report import after_run, cli_report
-from .run.scheduler import Runner, signal_name, signals_deferred, signals_raise
-from .scenario.load import load_scenario, seed_arg
-from .scenario.mn_file import load_mn, to_scenario_toml
-from .sweep.cli import add_set_option, add_sweep_parser, cli_sweep, set_overrides
+from .sweep.cli import add_set_option, add_sweep_parser
 from .version import __version__
+
+# Each command imports what it needs when it runs (the runner, the writers, pandas, pyarrow,
+# matplotlib): `bufferlab --version` and `bufferlab check` do not pay for the others.
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "-o", "--output", type=Path, default=Path("results"), help="results folder (default: ./results)"
     )
-    run.add_argument("--seed", type=seed_arg, help="override the scenario's seed (0 to 2^64-1)")
+    run.add_argument("--seed", type=_seed_arg, help="override the scenario's seed (0 to 2^64-1)")
     add_set_option(run)
     run.add_argument("-q", "--quiet", action="store_true",
                      help="print nothing but errors (no progress, no result summary after each part)")
@@ -121,7 +117,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _seed_arg(text: str) -> int:
+    from .scenario.load import seed_arg
+
+    return seed_arg(text)
+
+
 def _cli_convert(mn: Path, output: Path | None) -> int:
+    from .scenario.mn_file import load_mn, to_scenario_toml
+
     topo = load_mn(mn)
     text = to_scenario_toml(topo)
     for w in topo.warnings:
@@ -186,8 +190,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "report":
+        from .outputs.report import cli_report
+
         return cli_report(args.results)
     if args.command == "compare":
+        from .outputs.compare import cli_compare
+
         return cli_compare(args.runs, args.output)
     if args.command == "plot":
         return _cli_plot(args.json, args.output)
@@ -196,9 +204,15 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "convert":
         return _cli_convert(args.mn, args.output)
     if args.command == "sweep":
+        from .sweep.cli import cli_sweep
+
         return cli_sweep(args.args)
     if args.command in mininet_commands.COMMANDS:
         return mininet_commands.dispatch(args)
+    from .run.scheduler import Runner, signal_name, signals_deferred, signals_raise
+    from .scenario.load import load_scenario
+    from .sweep.cli import set_overrides
+
     sc = load_scenario(args.scenario, set_overrides(args.set))
     if args.command == "check":
         r = Runner(sc)
@@ -211,6 +225,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             f"{len(sc.hosts) + len(sc.switches) + len(sc.routers)} nodes)"
         )
         return 0
+    from .outputs.report import after_run  # pyarrow: imported before the run, so that after a
+    # signal only the writing remains
+
     if args.seed is not None:
         sc.seed = args.seed
     echo = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr))
@@ -230,7 +247,6 @@ def _dispatch(args: argparse.Namespace) -> int:
             f"error: cannot create the results folder {r.root}: {why}\n"
             "  hint: choose another folder with -o/--output"
         ) from None
-    _preload_writers()
     try:
         summary = r.run()
     except KeyboardInterrupt as e:  # summary.json is written: the tables and the report too
@@ -265,6 +281,8 @@ def _show(paths: list[Path]) -> None:
 
 def _cli_plot(json_path: Path, out_dir: Path | None) -> int:
     """``bufferlab plot FILE.json [-o DIR]``: an iperf3 JSON file plotted as plot_iperf.sh does."""
+    from .formats.plot_iperf import PlotError, plot_json
+
     try:
         res = plot_json(json_path, out_dir)
     except PlotError as e:
@@ -284,6 +302,8 @@ def _cli_plot(json_path: Path, out_dir: Path | None) -> int:
 
 def _cli_export_flent(results_dir: Path, out_dir: Path | None) -> int:
     """``bufferlab export --flent RESULTS_DIR [-o OUT]``."""
+    from .outputs.flent import export_flent
+
     try:
         rep = export_flent(results_dir, out_dir)
     except OSError as e:
@@ -297,18 +317,6 @@ def _cli_export_flent(results_dir: Path, out_dir: Path | None) -> int:
     for p in rep.problems:
         print(p if p.startswith("error:") or ": error: " in p else f"error: {p}", file=sys.stderr)
     return 2 if rep.problems else 0
-
-
-def _preload_writers() -> None:
-    """Import pandas now, which pyarrow imports lazily when the tables are written (part of
-    the ~0.5 s every run pays at its end anyway), so that after a signal only the writing
-    itself remains."""
-    import importlib
-
-    try:
-        importlib.import_module("pandas")
-    except ImportError:  # pragma: no cover - pandas is optional for pyarrow
-        pass
 
 
 def _after_run_quietly(after_run, root: Path, report: bool, echo) -> None:  # noqa: ANN001

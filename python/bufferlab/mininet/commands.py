@@ -6,9 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..scenario.load import seed_arg
-from .mn import run_mn
-from .script import run_script
 
 COMMANDS = ("mininet", "mn")
 
@@ -26,7 +23,7 @@ def add_parsers(sub: Any) -> None:
     script.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
     script.add_argument("-o", "--output", type=Path, default=Path("results"),
                         help="results folder (default: ./results)")
-    script.add_argument("--seed", type=seed_arg, default=1, help="the simulation's seed (default 1)")
+    script.add_argument("--seed", type=_seed_arg, default=1, help="the simulation's seed (default 1)")
     script.add_argument("--no-report", action="store_true", help="write the tables but not report.html")
     mn = sub.add_parser(
         "mn",
@@ -43,7 +40,18 @@ def add_parsers(sub: Any) -> None:
                     help="results folder (default: ./results)")
 
 
+def _seed_arg(text: str) -> int:
+    from ..scenario.load import seed_arg
+
+    return seed_arg(text)
+
+
 def dispatch(args: argparse.Namespace) -> int:
+    # imported here: building the parsers (every `bufferlab` call) must not load the simulator
     if args.command == "mininet":
+        from .script import run_script
+
         return run_script(args.script, args.args, args.output, args.seed, report=not args.no_report)
+    from .mn import run_mn
+
     return run_mn(args.topo, args.link, args.test, args.custom, args.output)

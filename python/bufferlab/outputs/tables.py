@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -76,8 +75,45 @@ class TablesResult:
 
 def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
     schema = SCHEMAS[name]
-    cols = {f.name: [r.get(f.name) for r in rows] for f in schema}
-    return pa.Table.from_pydict(cols, schema=schema)
+    return pa.Table.from_arrays([_array([r.get(f.name) for r in rows], f.type) for f in schema], schema=schema)
+
+
+#: the Python values each column type takes as they are (None is null in every type)
+_PLAIN = {S: (str,), I64: (int,), F64: (float, int), B: (bool,)}
+
+
+def _array(values: list[Any], typ: pa.DataType) -> pa.Array:
+    """``pa.array(values, typ)``, built from its buffers when every value is a plain str, int,
+    float or bool: ``pa.array`` imports pandas (~0.15 s of every run) to look for pandas objects
+    among the values. Anything else (numpy scalars, an int where a float cannot hold it exactly,
+    a string that is not valid UTF-8) goes to ``pa.array`` and its checks."""
+    import numpy as np  # pyarrow has imported it
+
+    plain = _PLAIN[typ]
+    if not all(v is None or (type(v) in plain and (typ != F64 or type(v) is float or abs(v) <= 1 << 53))
+               for v in values):
+        return pa.array(values, typ)
+    n = len(values)
+    valid = [v is not None for v in values]
+    nulls = n - sum(valid)
+    bitmap = None if nulls == 0 else pa.py_buffer(np.packbits(np.array(valid, bool), bitorder="little"))
+    if typ == S:
+        try:
+            data = [b"" if v is None else v.encode() for v in values]
+        except UnicodeEncodeError:
+            return pa.array(values, typ)
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum([len(d) for d in data], out=offsets[1:])
+        if offsets[-1] >= 1 << 31:
+            return pa.array(values, typ)
+        buffers = [bitmap, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(data))]
+    elif typ == B:
+        buffers = [bitmap, pa.py_buffer(np.packbits(np.array([v is True for v in values], bool),
+                                                    bitorder="little"))]
+    else:
+        dtype = np.int64 if typ == I64 else np.float64
+        buffers = [bitmap, pa.py_buffer(np.array([0 if v is None else v for v in values], dtype))]
+    return pa.Array.from_buffers(typ, n, buffers, null_count=nulls)
 
 
 def _write(folder: Path, name: str, table: pa.Table) -> None:
@@ -190,6 +226,8 @@ def _copy_queue_events(run: Run, folder: Path, problems: list[Problem]) -> tuple
                                         "at least one enqueue/dequeue/drop/mark", "check that traffic "
                                         "crossed this interface during the part"))
             start_s = run.part(part)["start_ns"] / NS
+            import pyarrow.compute as pc  # 0.05 s to import: only for a run with traces
+
             for batch in pf.iter_batches(batch_size=65536, columns=list(TRACE_COLUMNS)):
                 k = batch.num_rows
                 t = batch.column("time_s").cast(F64)

@@ -21,7 +21,6 @@ from typing import Any
 from ..commands.capture import compile_filter
 from ..commands.shell import Word
 from ..errors import CommandError, ScenarioError
-from ..outputs.queue_traces import convert
 from ..safefs import ensure_dir
 from ..scenario.load import Scenario
 from ..scenario.observe import FORMATS
@@ -154,6 +153,8 @@ class Observation:
         part entry's ``queue_traces`` and ``captures``."""
         eng = self.engine
         assert eng is not None
+        from ..outputs.queue_traces import convert  # numpy, pyarrow: only a traced run loads them
+
         files = []
         peaks: dict[str, dict[str, int]] = {}
         for dev, (tid, tmp, min_ns) in sorted(self.traces.items()):

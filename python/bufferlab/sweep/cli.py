@@ -7,17 +7,16 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BufferlabError
-from ..run.scheduler import signal_name, signals_deferred, signals_raise
 from ..scenario.params import Override, parse_set
-from .collect import write_results
-from .executors import EXECUTORS, executor, usable_cores
-from .plot import plot_sweep
-from .progress import Progress
-from .runs import RunJob, finished, prepare
-from .spec import load_sweep
+
+if TYPE_CHECKING:
+    from .runs import RunJob
+
+# the runs, their tables (pandas) and the plots (matplotlib) are imported where a sweep
+# uses them: add_set_option and add_sweep_parser build every `bufferlab` command line
 
 
 def _set_arg(text: str) -> tuple[str, Any]:
@@ -45,6 +44,8 @@ def add_sweep_parser(sub: Any) -> None:
 
 
 def _run_parser() -> argparse.ArgumentParser:
+    from .executors import EXECUTORS, usable_cores
+
     p = argparse.ArgumentParser(prog="bufferlab sweep", description="Run every point × seed of a sweep "
                                 "file, each an ordinary run in OUT/<sweep>/runs/<run-id>/, finished runs "
                                 "kept and skipped; then write OUT/<sweep>/sweep.parquet. Exit 1 if a run "
@@ -81,11 +82,17 @@ def _plot_parser() -> argparse.ArgumentParser:
 
 def cli_sweep(argv: list[str]) -> int:
     if argv[:1] == ["plot"]:
+        from .plot import plot_sweep
+
         a = _plot_parser().parse_args(argv[1:])
         for path in plot_sweep(a.dir, a.x, a.y, a.by, a.facet, a.where, a.output, a.logx):
             print(path)
         return 0
     args = _run_parser().parse_args(argv)
+    from .collect import write_results
+    from .runs import finished, prepare
+    from .spec import load_sweep
+
     if args.jobs < 1:
         raise BufferlabError("error: -j must be at least 1")
     spec = load_sweep(args.file, set_overrides(args.set))
@@ -105,6 +112,8 @@ def cli_sweep(argv: list[str]) -> int:
     runs_dir.mkdir(parents=True, exist_ok=True)
     for stale in runs_dir.glob("*.partial"):  # left by a killed sweep
         shutil.rmtree(stale, ignore_errors=True)
+    from ..run.scheduler import signal_name, signals_deferred, signals_raise
+
     # SIGINT and SIGTERM (with or without a terminal) raise here; the pool's workers, in
     # their own process groups, are killed (executors.stop_workers), their runs left .partial
     signals_raise()
@@ -133,6 +142,9 @@ def _execute(todo: list[RunJob], args: argparse.Namespace, total: int) -> list[d
     t0 = time.perf_counter()
     workers = min(args.jobs, max(len(todo), 1))
     plain = args.no_progress or not sys.stderr.isatty()
+    from .executors import executor
+    from .progress import Progress
+
     records = executor(args.executor)(todo, workers, args.address)
     try:
         with Progress(len(todo), total - len(todo), workers, plain) as prog:
