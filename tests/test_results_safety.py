@@ -325,7 +325,7 @@ def test_a_rerun_leaves_nothing_stale(tmp_path, monkeypatch):
         fresh(self)
         prev = self.root.with_name("fresh.prev")
         seen["prev"] = (prev / "b" / "admin" / "q_s1-eth2.png").is_file()  # kept until the run completes
-        seen["empty"] = not any(self.root.iterdir())
+        seen["empty"] = [p.name for p in self.root.iterdir()] == [".bufferlab-results"]  # only its marker
 
     monkeypatch.setattr(Runner, "_fresh_root", fresh_and_look)
     r2 = Runner(load_scenario(scenario), out)
@@ -333,7 +333,7 @@ def test_a_rerun_leaves_nothing_stale(tmp_path, monkeypatch):
     after_run(r2.root)
     assert seen == {"prev": True, "empty": True}
     kept = sorted(p.name for p in root.iterdir())
-    assert kept == ["a", "report.html", "run.json", "summary.json", "tables"]
+    assert kept == [".bufferlab-results", "a", "report.html", "run.json", "summary.json", "tables"]
     assert "q_s1-eth2" not in (root / "report.html").read_text()
     assert [p["name"] for p in json.loads((root / "summary.json").read_text())["parts"]] == ["a"]
     assert not (out / "fresh.prev").exists()

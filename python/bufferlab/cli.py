@@ -19,6 +19,8 @@ from pathlib import Path
 
 from . import _interrupted_while_importing
 from .errors import BufferlabError
+from .results_folder import FolderError, acquire, release_all
+from .safefs import open_write, write_atomic
 from .mininet import commands as mininet_commands
 from .sweep.cli import add_set_option, add_sweep_parser
 from .version import __version__
@@ -113,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument("mn", type=Path, metavar="FILE.mn", help="a topology saved by MiniEdit")
     convert.add_argument("-o", "--output", type=Path, metavar="OUT.toml",
                          help="where to write it (default: FILE.toml next to FILE.mn; - for stdout)")
+    convert.add_argument("--force", action="store_true", help="replace OUT.toml if it exists (never FILE.mn)")
     mininet_commands.add_parsers(sub)
     return p
 
@@ -123,7 +126,7 @@ def _seed_arg(text: str) -> int:
     return seed_arg(text)
 
 
-def _cli_convert(mn: Path, output: Path | None) -> int:
+def _cli_convert(mn: Path, output: Path | None, force: bool = False) -> int:
     from .scenario.mn_file import load_mn, to_scenario_toml
 
     topo = load_mn(mn)
@@ -134,10 +137,35 @@ def _cli_convert(mn: Path, output: Path | None) -> int:
         sys.stdout.write(text)
         return 0
     out = output or mn.with_suffix(".toml")
-    out.write_text(text, encoding="utf-8")
+    _write_converted(out, mn, text, force)
     print(f"{out}: scenario written ({len(topo.hosts)} hosts, {len(topo.switches)} switches, "
           f"{len(topo.links)} links)")
     return 0
+
+
+def _write_converted(out: Path, source: Path, text: str, force: bool) -> None:
+    """Never over the input, never over an existing file without --force, never through
+    a link (a link at OUT is replaced with --force, else it counts as an existing file)."""
+    hint = "choose another name with -o OUT.toml"
+    if os.path.lexists(out) and (out.resolve() == source.resolve()
+                                 or (out.exists() and os.path.samefile(out, source))):
+        raise BufferlabError(f"error: {out}: is the input file itself; convert never overwrites its input\n"
+                             f"  hint: {hint}")
+    if out.is_dir():
+        raise BufferlabError(f"error: {out}: is a folder, not a file\n  hint: {hint}")
+    exists = f"error: {out}: exists; convert does not overwrite it\n  hint: pass --force to replace it, or {hint}"
+    if os.path.lexists(out) and not force:
+        raise BufferlabError(exists)
+    try:
+        if force:
+            write_atomic(out, text)
+        else:
+            with open_write(out, "x") as f:  # made in between: still not overwritten
+                f.write(text)
+    except FileExistsError:
+        raise BufferlabError(exists) from None
+    except OSError as e:
+        raise BufferlabError(f"error: {out}: cannot write it ({e.strerror})\n  hint: {hint}") from None
 
 
 def _positive_float(text: str) -> float:
@@ -178,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             # freeing pandas/pyarrow) so the process ends well within 0.5 s of the signal
             sys.stdout.flush()
             sys.stderr.flush()
+            release_all()
             os._exit(status)
         return status
     except BufferlabError as e:
@@ -186,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as e:  # SIGINT (130) or SIGTERM (143) outside a run's parts
         print("bufferlab: interrupted", file=sys.stderr)
         return 128 + getattr(e, "signum", 2)
+    finally:  # the results folders' locks (results_folder.py): their files go
+        release_all()
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -202,7 +233,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "export":
         return _cli_export_flent(args.flent, args.output)
     if args.command == "convert":
-        return _cli_convert(args.mn, args.output)
+        return _cli_convert(args.mn, args.output, args.force)
     if args.command == "sweep":
         from .sweep.cli import cli_sweep
 
@@ -247,6 +278,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             f"error: cannot create the results folder {r.root}: {why}\n"
             "  hint: choose another folder with -o/--output"
         ) from None
+    acquire(r.root)  # one writer, from the run to its report (results_folder.py)
     try:
         summary = r.run()
     except KeyboardInterrupt as e:  # summary.json is written: the tables and the report too
@@ -255,6 +287,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(f"bufferlab: interrupted by {signal_name(e)}: the finished parts and the interrupted one "
               f"(marked \"interrupted\" in summary.json) are in {r.root}", file=sys.stderr)
         return 128 + getattr(e, "signum", 2)
+    except FolderError:  # not a folder to replace: nothing was written
+        raise
     except Exception:  # a run-time error in a part: the earlier parts and the error are in the report
         with signals_deferred():
             if (r.root / "summary.json").is_file():

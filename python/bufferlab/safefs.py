@@ -70,17 +70,18 @@ def ensure_dir(path: Path, root: Path | None = None) -> Path:
 def open_write(path: Path | str, mode: str = "w", encoding: str | None = "utf-8",
                newline: str | None = "\n") -> IO[Any]:
     """``open(path, mode)`` for writing (``w``, ``a``, ``wb``, ``ab``) that never
-    follows a symlink at ``path``: a link there is replaced by the new file."""
-    if mode not in ("w", "a", "wb", "ab"):
+    follows a symlink at ``path``: a link there is replaced by the new file. ``x``/``xb``
+    create a new file only (``FileExistsError`` if anything, a link included, is there)."""
+    if mode not in ("w", "a", "wb", "ab", "x", "xb"):
         raise ValueError(f"open_write: mode {mode!r}")
     flags = os.O_WRONLY | os.O_CREAT | _CLOEXEC | _BINARY | O_NOFOLLOW
-    flags |= os.O_APPEND if "a" in mode else os.O_TRUNC
-    if not O_NOFOLLOW:
+    flags |= os.O_APPEND if "a" in mode else os.O_EXCL if "x" in mode else os.O_TRUNC
+    if not O_NOFOLLOW and "x" not in mode:
         _drop_link(Path(path))
     try:
         fd = os.open(path, flags, 0o666)
     except OSError as e:
-        if e.errno not in _LINK_ERRNOS or not os.path.islink(path):
+        if e.errno not in _LINK_ERRNOS or not os.path.islink(path) or "x" in mode:
             raise
         os.unlink(path)
         fd = os.open(path, flags | os.O_EXCL, 0o666)

@@ -29,6 +29,7 @@ from typing import Any
 from ..errors import BufferlabError
 from ..outputs.report import after_run
 from ..run.programs import PROGRAMS
+from ..results_folder import acquire, fresh, release, write_marker
 from ..safefs import remove_tree
 from . import clock
 from . import net as net_mod
@@ -156,11 +157,25 @@ def mininet_modules() -> Iterator[None]:
                 sys.modules[k] = v
 
 
-def _fresh(root: Path) -> None:
-    """The results folder afresh, a previous one removed (the script's own files are in it)."""
-    if os.path.lexists(root):
-        remove_tree(root)
-    root.mkdir(parents=True)
+def _fresh(root: Path, script: Path) -> Path | None:
+    """The results folder afresh, locked and marked (results_folder.py): the previous run's
+    waits as ``<script>.prev`` until this one completes (:func:`_done`); a folder bufferlab
+    did not write, or the script's own, is never replaced. Returns ``.prev`` if any."""
+    acquire(root)
+    try:
+        return fresh(root, "mininet", f"choose another folder with -o (results go into <-o>/{root.name}), "
+                     f"or move {root} away yourself", [script])
+    except BaseException:
+        release(root)
+        raise
+
+
+def _done(root: Path, prev: Path | None, completed: bool) -> None:
+    """A completed script's results replace the previous run's; a failed one's never do."""
+    write_marker(root, "mininet", complete=completed)
+    if completed and prev is not None:
+        remove_tree(prev)
+    release(root)
 
 
 def run_script(script: Path, args: list[str], results: Path, seed: int = 1, report: bool = True) -> int:
@@ -169,7 +184,7 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
         raise BufferlabError(f"{script}: no such script")
     slug = script.stem
     root = results.resolve() / slug
-    _fresh(root)
+    prev = _fresh(root, script)
     net_mod.results_in(results.resolve(), slug, seed, fresh=False)
     clock.reset()
     cwd, argv = os.getcwd(), sys.argv
@@ -194,6 +209,7 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
     if (root / "summary.json").is_file():
         after_run(root, report=report, echo=lambda s: print(s, file=sys.stderr))
     print(f"{script.name}: results in {root}", file=sys.stderr)
+    _done(root, prev, status == 0)
     return status
 
 

@@ -69,6 +69,7 @@ class Session:
         """``fresh``: move a previous run's folder aside as ``bufferlab run`` does; False when
         the caller made the folder already (``bufferlab mininet`` runs the script in it)."""
         self.runner = Runner(scenario, results_root, progress=False, echo=echo)
+        self.runner.kind = "mininet"  # its results folder's marker (results_folder.py)
         self.runner.check()
         r = self.runner
         r.open_run(fresh)

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from ..results_folder import claim
+from ..safefs import open_write, savefig, write_atomic
 from .report import _e, page, png_figure, table
 from .results import (
     Iperf3Test,
@@ -250,7 +252,7 @@ def _plot(sels: list[Selection], out: Path) -> list[tuple[Path, str]]:
             ax.legend(fontsize=8)
             fig.tight_layout()
             p = out / f"{key}.png"
-            fig.savefig(p, dpi=100, metadata={"Software": None})
+            savefig(fig, p, dpi=100, metadata={"Software": None})  # never through a link (safefs.py)
             made.append((p, title))
         plt.close(fig)
     return made
@@ -281,12 +283,14 @@ def compare(paths: list[Path], out: Path) -> tuple[list[dict[str, Any]], list[Pr
                                     "a run, part or file with an iperf3 test or a ping",
                                     "pick the part that runs the experiment (e.g. results/lab16-red/red)"))
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        # a folder of its own, marked; never one bufferlab did not write (results_folder.py)
+        claim(out, "compare", "choose another folder with -o (compare writes compare.html, compare.csv "
+              "and its plots there)")
     except OSError as e:
         raise ResultsError(out, f"cannot create the output folder ({e.strerror})", "a writable folder",
                            "choose another folder with -o") from None
     rows = [metrics(s) for s in sels]
-    with (out / "compare.csv").open("w", newline="", encoding="utf-8") as f:
+    with open_write(out / "compare.csv") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow([c for c, _, _ in COLUMNS])
         for r in rows:
@@ -308,7 +312,7 @@ def compare(paths: list[Path], out: Path) -> tuple[list[dict[str, Any]], list[Pr
             "<h2>Plots</h2>", "".join(png_figure(p, t) for p, t in plots) or "<p>No data to plot.</p>"]
     if problems:
         body.insert(1, "".join(f'<div class="warn">{_e(p)}</div>' for p in problems))
-    (out / "compare.html").write_text(page("bufferlab compare", "".join(body)), encoding="utf-8")
+    write_atomic(out / "compare.html", page("bufferlab compare", "".join(body)))
     return rows, problems, [p for p, _ in plots]
 
 

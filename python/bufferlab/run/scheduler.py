@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import heapq
 import json
-import os
 import signal
 import sys
 import time
@@ -43,6 +42,7 @@ from ..commands import ping as ping_cmd
 from ..commands.shell import Job, SimpleCommand, parse_shell
 from ..errors import BufferlabError, CommandError, Diagnostics, ScenarioError
 from ..outputs.result_lines import results_text
+from ..results_folder import acquire, fresh, release, write_marker
 from ..safefs import ensure_dir, open_write, remove_tree, write_atomic
 from ..scenario.load import Command, Part, Scenario
 from ..scenario.topology import BuiltTopology, build_topology
@@ -213,6 +213,9 @@ class Runner:
         self.interrupted: str | None = None
         #: the previous run's folder, moved aside (``<scenario>.prev``) until this run completes
         self.prev_root: Path | None = None
+        #: what the results folder's marker says made it (results_folder.py): run or mininet
+        self.kind = "run"
+        self._made_root = False
 
     # ------------------------------------------------------------ checking
 
@@ -325,10 +328,16 @@ class Runner:
         """Start the engine and the results folder (``fresh``: a previous run's folder is
         moved aside, as :meth:`_fresh_root` says; False: the caller made it already)."""
         self.engine = Engine(self.topo.engine_config)
-        if fresh:
-            self._fresh_root()
-        else:
-            self.root.mkdir(parents=True, exist_ok=True)
+        acquire(self.root)  # one writer per results folder; released by close_run
+        self._made_root = fresh  # else its caller says whether it completed
+        try:
+            if fresh:
+                self._fresh_root()
+            else:
+                self.root.mkdir(parents=True, exist_ok=True)
+        except BaseException:
+            release(self.root)
+            raise
         self.observation.start_run(self.engine)
         self.started_unix = time.time()
         self._wall0 = time.perf_counter()
@@ -337,10 +346,15 @@ class Runner:
         """End the observations, write summary.json; a ``completed`` run removes the
         previous run's folder. Returns the summary."""
         _quietly(self.observation.end_run)
-        summary = self.write_summary(time.perf_counter() - self._wall0, error)
-        if completed and self.prev_root is not None:
-            remove_tree(self.prev_root)  # the run completed: the previous one goes
-            self.prev_root = None
+        try:
+            summary = self.write_summary(time.perf_counter() - self._wall0, error)
+            if completed and self._made_root:
+                write_marker(self.root, self.kind, complete=True)
+            if completed and self.prev_root is not None:
+                remove_tree(self.prev_root)  # the run completed: the previous one goes
+                self.prev_root = None
+        finally:
+            release(self.root)
         return summary
 
     def begin_part(self, sched: Scheduler, part: Part, part_dir: Path) -> PartState:
@@ -374,19 +388,14 @@ class Runner:
                 "queues": state.queue_files, **observed, **counters}
 
     def _fresh_root(self) -> None:
-        """Results go into a new, empty folder: a previous run's folder (or whatever is at
-        its place, a symlink included: the link is moved, never followed) becomes
+        """Results go into a new, empty, marked folder: a previous run's folder becomes
         ``<scenario>.prev`` until this run completes, so no stale file of it can show up
-        in this run's results. An older ``.prev`` (a run interrupted earlier) is removed."""
+        in this run's results (a symlink there is unlinked, never followed). Only a folder
+        bufferlab wrote is moved or removed, and a partial run never pushes out the last
+        complete one (results_folder.fresh)."""
         root = self.root
-        prev = root.with_name(root.name + ".prev")
-        root.parent.mkdir(parents=True, exist_ok=True)
-        if os.path.lexists(root):
-            if os.path.lexists(prev):
-                remove_tree(prev)
-            os.rename(root, prev)
-        self.prev_root = prev if os.path.lexists(prev) else None
-        os.mkdir(root)
+        self.prev_root = fresh(root, self.kind, f"choose another folder with -o (results go into "
+                               f"<-o>/{root.name}), or move {root} away yourself", [self.sc.path])
 
     def _apply_tclink(self, node: str, dev: str, args: str) -> None:
         words = parse_shell(f"tc qdisc add dev {dev} {args}")[0].commands[0].words

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BufferlabError
+from ..results_folder import acquire, claim
+from ..safefs import ensure_dir, remove_tree
 from ..scenario.params import Override, parse_set
 
 if TYPE_CHECKING:
@@ -109,9 +110,12 @@ def cli_sweep(argv: list[str]) -> int:
                   + f"  [{state}]")
         print(f"{len(jobs)} runs, {len(todo)} to run, results in {out}")
         return 0
-    runs_dir.mkdir(parents=True, exist_ok=True)
+    # one sweep at a time writes the folder, and only a folder bufferlab made (results_folder.py)
+    acquire(out)
+    claim(out, "sweep", "choose another folder with -o, or move it away yourself")
+    ensure_dir(runs_dir, out)
     for stale in runs_dir.glob("*.partial"):  # left by a killed sweep
-        shutil.rmtree(stale, ignore_errors=True)
+        remove_tree(stale)
     from ..run.scheduler import signal_name, signals_deferred, signals_raise
 
     # SIGINT and SIGTERM (with or without a terminal) raise here; the pool's workers, in

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..safefs import ensure_dir
+from ..safefs import ensure_dir, open_write
 from .runs import RunJob, read_record
 
 #: flows of the flows table that carry a measurement (sinks come from summary.json, which
@@ -69,12 +69,14 @@ def write_results(out: Path, jobs: list[RunJob]) -> Path:
                 for k, v in reversed(_run_columns(rec).items()):
                     df.insert(0, k, v)
                 tables.setdefault(t.stem, []).append(df)
-    ensure_dir(out / "tables")
+    ensure_dir(out / "tables", out)
     for name, parts in tables.items():
-        pd.concat(parts, ignore_index=True).to_parquet(out / "tables" / f"{name}.parquet", index=False)
+        with open_write(out / "tables" / f"{name}.parquet", "wb") as f:  # never through a link
+            pd.concat(parts, ignore_index=True).to_parquet(f, index=False)
     frame = pd.DataFrame(rows)
     drop_cols = sorted(c for c in frame.columns if c.startswith("drops_"))
     frame[drop_cols] = frame[drop_cols].fillna(0).astype("int64") if drop_cols else frame[drop_cols]
     path = out / "sweep.parquet"
-    frame.to_parquet(path, index=False)
+    with open_write(path, "wb") as f:
+        frame.to_parquet(f, index=False)
     return path

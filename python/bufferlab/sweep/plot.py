@@ -23,7 +23,7 @@ import pandas as pd  # noqa: E402
 
 from ..errors import BufferlabError  # noqa: E402
 from ..outputs.report import page, png_figure, table  # noqa: E402
-from ..safefs import ensure_dir  # noqa: E402
+from ..safefs import ensure_dir, open_write, savefig, write_atomic  # noqa: E402
 
 #: two-sided 95 % Student t quantiles t(0.975, df) (any statistics table, e.g. NIST/SEMATECH
 #: e-Handbook 1.3.6.7.2), df 1..30 then 40, 60, 120 and the normal limit
@@ -110,9 +110,10 @@ def plot_sweep(folder: Path, x: str, y: str, by: str | None, facet: str | None, 
                     + ([re.sub(r"[^A-Za-z0-9.]+", "_", where).strip("_")] if where else []))
     written = [out / f"{stem}.png", out / f"{stem}.pdf"]
     for p in written:
-        fig.savefig(p, dpi=120)
+        savefig(fig, p, dpi=120)  # never through a link (safefs.py)
     plt.close(fig)
-    stats.to_csv(out / f"{stem}.csv", index=False)
+    with open_write(out / f"{stem}.csv") as f:
+        stats.to_csv(f, index=False)
     written.append(out / f"{stem}.csv")
     written.append(write_page(folder, out))
     return written
@@ -131,5 +132,5 @@ def write_page(folder: Path, plots: Path) -> Path:
             parts.append(table(list(stats.columns), stats.round(4).astype(object).values.tolist(), left=0))
         parts.append("</section>")
     path = folder / "sweep.html"
-    path.write_text(page(f"Sweep {folder.name}", "".join(parts)), encoding="utf-8")
+    write_atomic(path, page(f"Sweep {folder.name}", "".join(parts)))
     return path

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 from ..errors import BufferlabError
 from ..outputs.report import after_run
 from ..run.scheduler import Runner
+from ..safefs import remove_tree, write_atomic
 from ..scenario.load import Scenario, load_scenario
 from ..scenario.params import Override, Value
 from ..version import __version__
@@ -79,7 +79,7 @@ def execute(job: RunJob) -> dict[str, Any]:
     """Run ``job`` (in a worker) and return its record; a failure is recorded, not raised."""
     final = Path(job.folder) / job.run_id
     partial = final.with_name(job.run_id + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
+    remove_tree(partial)  # a link there is unlinked, never followed (safefs.py)
     partial.mkdir(parents=True)
     t0 = time.perf_counter()
     record: dict[str, Any] = {**asdict(job), "status": "ok", "error": None, "root": None}
@@ -100,8 +100,8 @@ def execute(job: RunJob) -> dict[str, Any]:
     except Exception as e:  # an engine error in one run must not end the sweep
         record.update(status="failed", error=f"{type(e).__name__}: {e}")
     record["wall_s"] = time.perf_counter() - t0
-    (partial / RUN_FILE).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
-    shutil.rmtree(final, ignore_errors=True)
+    write_atomic(partial / RUN_FILE, json.dumps(record, indent=1, sort_keys=True))
+    remove_tree(final)
     partial.rename(final)
     return record
 
