@@ -1,0 +1,56 @@
+"""Start-up is paid once: the ``bufferlab`` command loads the heavy libraries (matplotlib,
+pandas, pyarrow, numpy, rich) only in the commands that use them. Each check runs a
+fresh interpreter and looks at ``sys.modules``; the times themselves are measured by
+benches/startup.py, not here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import SCENARIOS, TWO_HOSTS
+
+HEAVY = ("matplotlib", "pandas", "pyarrow", "numpy", "rich")
+
+
+def loaded_after(code: str, cwd: Path | None = None) -> list[str]:
+    """The heavy top-level modules a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_importing_the_cli_loads_no_heavy_library() -> None:
+    assert loaded_after("import bufferlab.cli") == []
+
+
+def test_import_bufferlab_is_light_and_its_api_still_there() -> None:
+    assert loaded_after("import bufferlab\nassert callable(bufferlab.load_scenario)") == []
+
+
+def test_version_and_help_load_no_heavy_library() -> None:
+    code = ("import contextlib, io\nfrom bufferlab.cli import main\n"
+            "for argv in (['--version'], ['--help'], ['run', '--help'], ['sweep', '--help']):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "        main(argv)")
+    assert loaded_after(code) == []
+
+
+def test_check_loads_no_heavy_library() -> None:
+    code = f"from bufferlab.cli import main\nassert main(['check', {str(SCENARIOS / 'lab14-bufferbloat.toml')!r}]) == 0"
+    assert loaded_after(code) == []
+
+
+def test_a_run_without_report_loads_neither_pandas_nor_matplotlib(tmp_path: Path) -> None:
+    """The tables need pyarrow (and so numpy); pandas, which pa.array imports to look for
+    pandas objects, and matplotlib, for plots no command here draws, stay out."""
+    (tmp_path / "t.toml").write_text(
+        f'name = "t"\nseed = 1\n{TWO_HOSTS}\n[[part]]\nname = "p"\ncmds = [\n'
+        '  "h2: iperf3 -s",\n  "h1: iperf3 -c 10.0.0.2 -u -b 5M -t 1",\n  "h1: ping -c 2 10.0.0.2",\n]\n',
+        encoding="utf-8")
+    code = "from bufferlab.cli import main\nassert main(['run', '-q', '--no-report', 't.toml']) == 0"
+    assert loaded_after(code, cwd=tmp_path) == ["numpy", "pyarrow"]
+    assert (tmp_path / "results" / "t" / "tables" / "intervals.parquet").is_file()
