@@ -85,6 +85,34 @@ def results_table(summary: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+#: the README's picture: Lab 14's lesson in one plot, from the run's ping table
+README_FIGURE = IMG / "lab14-bufferbloat" / "ping_rtt_by_buffer.png"
+README_PARTS = {"1bdp": "buffer = 1 BDP (2.6 MB)", "10bdp": "buffer = 10 BDP (26 MB)"}
+
+
+def readme_figure(run: Path) -> None:
+    """h2's ping RTT while h1's iperf3 fills the 1 Gbit/s bottleneck, one line per buffer size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    ping = pd.read_parquet(run / "tables" / "ping.parquet")
+    fig, ax = plt.subplots(figsize=(6.4, 3.0), dpi=100)
+    for part, label in README_PARTS.items():
+        rows = ping[(ping.part == part) & (ping.host == "h2")]
+        ax.plot(rows.rel_s, rows.rtt_ms, label=label)
+    ax.axhline(20, color="grey", linestyle=":", label="propagation delay (20 ms)")
+    ax.set(xlabel="time since ping started (s)", ylabel="ping RTT (ms)", ylim=(0, None),
+           title="Lab 14, bufferbloat: RTT under one TCP flow at 1 Gbit/s")
+    ax.legend(loc="center right", fontsize="small")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(README_FIGURE)
+    plt.close(fig)
+
+
 def export(results: Path) -> None:
     NUMBERS.mkdir(parents=True, exist_ok=True)
     for scenario, figures in FIGURES.items():
@@ -101,6 +129,8 @@ def export(results: Path) -> None:
                 im = im.convert("RGB")
                 im.thumbnail((WIDTH, WIDTH * 2))
                 im.save(out, optimize=True)
+        if scenario == "lab14-bufferbloat":
+            readme_figure(run)
         print(f"{scenario}: {len(figures)} figures, numbers/{scenario}.md")
 
 
