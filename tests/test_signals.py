@@ -114,3 +114,74 @@ def test_ctrl_c_while_the_command_imports_prints_no_traceback(tmp_path, delay):
     assert proc.returncode in (0, 130), err
     if proc.returncode == 130:
         assert err.strip() == "bufferlab: interrupted"
+
+
+#: a script that starts a ping to a file, then waits for its CLI's input (the signal comes then)
+PING_SCRIPT = """from mininet.net import Mininet
+from mininet.topo import SingleSwitchTopo
+from mininet.cli import CLI
+import time
+net = Mininet(topo=SingleSwitchTopo(2))
+net.start()
+h1 = net.get("h1")
+h1.cmd("ping 10.0.0.2 -i 0.2 > ping.txt &")
+time.sleep(3)
+print("ready", flush=True)
+CLI(net)
+net.stop()
+"""
+#: a script that never ends on its own, in simulated time
+SLEEPER = PING_SCRIPT.replace("CLI(net)", "while True:\n    time.sleep(1)")
+
+
+@pytest.mark.parametrize(("script", "sig", "status"), [
+    (PING_SCRIPT, signal.SIGTERM, 143), (PING_SCRIPT, signal.SIGINT, 130), (SLEEPER, signal.SIGTERM, 143),
+])
+def test_a_signal_stops_a_mininet_script_with_its_results_written(tmp_path, script, sig, status):
+    (tmp_path / "lab.py").write_text(script, encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "bufferlab.cli", "mininet", "-o", "out", "lab.py"],
+                            cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == b"ready\n", proc.communicate()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    name = signal.Signals(sig).name
+    assert proc.returncode == status, err.decode()
+    assert f"interrupted by {name}" in err.decode() and "Traceback" not in err.decode()
+    root = tmp_path / "out" / "lab"
+    ping = (root / "ping.txt").read_text()
+    assert "icmp_seq=15 " in ping and "packets transmitted" in ping  # Ctrl-C'd: its statistics
+    s = json.loads((root / "summary.json").read_text())
+    assert s["interrupted"] == name and s["parts"][0]["interrupted"] == name
+    assert (root / "tables" / "ping.parquet").is_file() and (root / "report.html").is_file()
+
+
+def test_a_signal_stops_mn_with_its_results_written(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "bufferlab.cli", "mn", "--topo", "single,2", "-o", "out"],
+                            cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"h1 ping -c 2 h2\nh1 echo done\n")
+    proc.stdin.flush()
+    _wait_for(lambda: b"done" in proc.stdout.readline(), proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err.decode()
+    s = json.loads((tmp_path / "out" / "mn" / "summary.json").read_text())
+    assert s["interrupted"] == "SIGTERM"
+    assert (tmp_path / "out" / "mn" / "report.html").is_file()
+
+
+def test_an_exception_in_a_mininet_script_still_writes_tables_and_report(tmp_path):
+    (tmp_path / "bad.py").write_text(PING_SCRIPT.replace("CLI(net)", "1 / 0"), encoding="utf-8")
+    p = subprocess.run([sys.executable, "-m", "bufferlab.cli", "mininet", "-o", "out", "bad.py"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1
+    assert p.stderr.startswith("Traceback") and 'bad.py", line 11' in p.stderr and "bufferlab" not in \
+        p.stderr.split("ZeroDivisionError")[0]
+    root = tmp_path / "out" / "bad"
+    s = json.loads((root / "summary.json").read_text())
+    assert s["error"] == "bad.py:11: ZeroDivisionError: division by zero"
+    assert s["parts"][0]["error"] == s["error"] and s["failures"] == []
+    assert (root / "tables" / "ping.parquet").is_file() and (root / "report.html").is_file()

@@ -40,8 +40,9 @@ class CLI(cmd.Cmd):
             self.prompt = ""
         try:
             self.cmdloop()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # SIGINT or SIGTERM: the command (mn, the script) ends, results written
             output("\nInterrupt\n")
+            raise
 
     def emptyline(self) -> bool:
         return False

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import BufferlabError
 from ..outputs.report import after_run
+from ..run.scheduler import signal_name, signals_deferred, signals_raise
 from . import net as net_mod
 from .cli import CLI
 from .link import Link, TCLink
@@ -101,6 +102,10 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
         raise MininetError(f"--test {test}: expected one of {', '.join(TESTS)}")
     net_mod.results_in(results, "mn")
     net = Mininet(topo=build_topo(topo, topos), link=link_class(link))
+    # SIGINT/SIGTERM end the test or the CLI: what ran until then is written, exit 128 + signal
+    signals_raise()
+    interrupted: str | None = None
+    status = 0
     net.start()
     try:
         if test == "pingall":
@@ -112,13 +117,21 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
         elif test is None:
             info("*** Starting CLI:\n")
             CLI(net, stdin=stdin or sys.stdin)
-        elapsed = net.session.now_ns / 1e9 if net.session else 0.0
+    except KeyboardInterrupt as e:
+        interrupted, status = signal_name(e), 128 + getattr(e, "signum", 2)
     finally:
-        net.stop()
+        with signals_deferred():  # a second signal waits until everything is written
+            elapsed = net.session.now_ns / 1e9 if net.session else 0.0
+            if net.session is not None and interrupted is not None:
+                net.session.close(interrupted=interrupted)
+            net.stop()
+            root = Path(results) / "mn"
+            if (root / "summary.json").is_file():
+                after_run(root, report=True, echo=lambda s: print(s, file=sys.stderr))
+    if interrupted is not None:
+        print(f"bufferlab: interrupted by {interrupted}: what ran until then is in {root}", file=sys.stderr)
+        return status
     output(f"completed in {elapsed:.3f} seconds (simulated)\n")
-    root = Path(results) / "mn"
-    if (root / "summary.json").is_file():
-        after_run(root, report=True, echo=lambda s: print(s, file=sys.stderr))
     return 0
 
 

@@ -14,6 +14,7 @@ error naming the command. Libraries the script imports keep the real ones.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import runpy
 import shlex
@@ -29,8 +30,9 @@ from typing import Any
 from ..errors import BufferlabError
 from ..outputs.report import after_run
 from ..run.programs import PROGRAMS
+from ..run.scheduler import signal_name, signals_deferred, signals_raise
 from ..results_folder import acquire, fresh, release, write_marker
-from ..safefs import remove_tree
+from ..safefs import remove_tree, write_atomic
 from . import clock
 from . import net as net_mod
 from .session import Job, MininetError, Session
@@ -179,6 +181,10 @@ def _done(root: Path, prev: Path | None, completed: bool) -> None:
 
 
 def run_script(script: Path, args: list[str], results: Path, seed: int = 1, report: bool = True) -> int:
+    """Run ``script``; its exit status (SystemExit's code), 2 for a bufferlab error, 1 when it
+    raised, 128 + the signal when SIGINT or SIGTERM stopped it. However it ends, the network
+    it left running is stopped (what runs Ctrl-C'd) and the results are written: summary.json
+    (with ``error`` or ``interrupted``), the tables and the report."""
     script = script.resolve()
     if not script.is_file():
         raise BufferlabError(f"{script}: no such script")
@@ -189,6 +195,9 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
     clock.reset()
     cwd, argv = os.getcwd(), sys.argv
     status = 0
+    error: str | None = None
+    interrupted: str | None = None
+    signals_raise()  # SIGINT/SIGTERM raise Interrupted wherever the script (or the engine) is
     try:
         os.chdir(root)
         sys.argv = [str(script), *args]
@@ -197,20 +206,57 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BufferlabError as e:
-        print(f"{_script_line(e, script)}error: {e}", file=sys.stderr)
+        error = f"{_script_line(e, script)}error: {e}"
+        print(error, file=sys.stderr)
         status = 2
+    except KeyboardInterrupt as e:
+        interrupted = signal_name(e)
+        status = 128 + getattr(e, "signum", 2)
+    except Exception as e:  # the script's own mistake: its traceback, as python prints it
+        _print_script_traceback(e, script)
+        error = f"{_script_line(e, script)}{type(e).__name__}: {e}"
+        status = 1
     finally:
-        os.chdir(cwd)
-        sys.argv = argv
-        for s in list(clock._current):  # a network the script left running
-            clock.detach(s)
-            s.close()
-        net_mod.results_in(Path("results"), "mininet")
-    if (root / "summary.json").is_file():
-        after_run(root, report=report, echo=lambda s: print(s, file=sys.stderr))
+        with signals_deferred():  # a second signal waits until everything is written
+            os.chdir(cwd)
+            sys.argv = argv
+            for s in list(clock._current):  # a network the script left running
+                clock.detach(s)
+                s.close(error, interrupted)
+            net_mod.results_in(Path("results"), "mininet")
+            if error is not None or interrupted is not None:
+                _note_end(root, error, interrupted)
+            if (root / "summary.json").is_file():
+                after_run(root, report=report, echo=lambda s: print(s, file=sys.stderr))
+            _done(root, prev, status == 0)
+    if interrupted is not None:
+        print(f"bufferlab: interrupted by {interrupted}: what the script ran until then is in {root}",
+              file=sys.stderr)
     print(f"{script.name}: results in {root}", file=sys.stderr)
-    _done(root, prev, status == 0)
     return status
+
+
+def _print_script_traceback(e: BaseException, script: Path) -> None:
+    """The traceback from the script's first frame on (``python SCRIPT.py`` prints that)."""
+    tb = e.__traceback__
+    while tb is not None and Path(tb.tb_frame.f_code.co_filename) != script:
+        tb = tb.tb_next
+    traceback.print_exception(type(e), e, tb or e.__traceback__, file=sys.stderr)
+
+
+def _note_end(root: Path, error: str | None, interrupted: str | None) -> None:
+    """``error``/``interrupted`` in summary.json, also when the script had stopped its network."""
+    path = root / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(summary, dict):
+        return
+    summary["error"] = summary.get("error") or error
+    if interrupted is not None:
+        summary["interrupted"] = interrupted
+    write_atomic(path, json.dumps(summary, indent=2) + "\n")
 
 
 def _script_line(e: BaseException, script: Path) -> str:

@@ -145,21 +145,34 @@ class Session:
             raise MininetError(f"sleep({seconds!r}): a duration cannot be negative")
         self.sched.idle(round(seconds * NS))
 
-    def close(self) -> dict[str, Any]:
-        """Ctrl-C what still runs and write the results folder (summary.json, logs)."""
+    def close(self, error: str | None = None, interrupted: str | None = None) -> dict[str, Any]:
+        """Ctrl-C what still runs and write the results folder (summary.json, logs).
+
+        ``error`` (the script raised) or ``interrupted`` (``SIGINT``/``SIGTERM``) ended the
+        session early: they are recorded in its part's entry and at the top of summary.json,
+        and the run is not marked complete."""
         if self.closed:
             return {}
         self.closed = True
         r = self.runner
-        self.sched.end_scenario()
-        r.part_reports.append(r.part_entry(self.state))
+        try:
+            self.sched.end_scenario()
+        except Exception:  # the network was stopped in the middle of something: keep what it has
+            if error is None and interrupted is None:
+                raise
+        entry = r.part_entry(self.state)
+        if interrupted is not None:
+            entry["interrupted"] = r.interrupted = interrupted
+        if error is not None:
+            entry["error"] = error
+        r.part_reports.append(entry)
         r.summarise_part(0)
         for node, term in self.terminals.items():
             home = r.root / PART_NAME / node
             ensure_dir(home, r.root)
             with open_write(home / "terminal.log") as f:
                 f.write("".join(term.transcript))
-        return r.close_run(None, completed=True)
+        return r.close_run(error, completed=error is None and interrupted is None)
 
     def running_apps(self) -> list[int]:
         return [w.app_id for *_, w, _o in self.sched.waiting if isinstance(w, WaitApp)]
