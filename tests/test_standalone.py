@@ -123,5 +123,5 @@ def test_the_citation_scan_catches_a_missing_section():
     """The resolver itself: a section the page lacks is reported, one it has is not."""
     sections, _ = page_anchors("qdiscs")
     assert "5.10" in sections and "99.1" not in sections
-    tail = CITATION.match("docs/semantics/" + "qdiscs.md §99.1, P9)").group(2)
+    tail = CITATION.match("docs/semantics/" + "qdiscs" + ".md §99.1, P9)").group(2)
     assert SECTION.findall(tail) == ["99.1"] and LABEL.findall(tail) == ["P9"]
