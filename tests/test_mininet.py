@@ -9,6 +9,7 @@ the errors of bad API arguments.
 from __future__ import annotations
 
 import io
+import json
 import re
 import runpy
 from collections.abc import Iterator
@@ -242,10 +243,10 @@ def test_script_calling_a_real_program_gets_an_error_naming_it(tmp_path: Path, r
         "net = Mininet(topo=SingleSwitchTopo(2))\n"
         "net.start()\n"
         "os.system('sysctl -w net.ipv4.tcp_congestion_control=reno')\n"
-        "os.system('killall -9 iperf')\n", encoding="utf-8")
+        "os.system('ovs-vsctl show')\n", encoding="utf-8")
     assert main(["mininet", "-o", str(results), str(script)]) == 2
     err = capsys.readouterr().err
-    assert "s.py:7: error: `killall -9 iperf`: killall is not a simulated tool" in err
+    assert "s.py:7: error: `ovs-vsctl show`: ovs-vsctl is not a simulated tool" in err
     assert (results / "s" / "summary.json").is_file()
 
 
@@ -324,3 +325,45 @@ def test_each_script_run_starts_at_time_zero(tmp_path: Path, capsys: pytest.Capt
         assert main(["mininet", "-o", str(tmp_path / run), "--no-report", str(script)]) == 0
         times.append([line for line in capsys.readouterr().out.splitlines() if line.startswith("t =")])
     assert times[0] == times[1] == [f"t = {0.3!r}"]
+
+
+KILL_SCRIPT = """\
+from mininet.net import Mininet
+from mininet.topo import SingleSwitchTopo
+from mininet.link import TCLink
+
+net = Mininet(topo=SingleSwitchTopo(3), link=TCLink)
+net.start()
+h1, h2, h3 = net.get('h1', 'h2', 'h3')
+h3.cmd('iperf -s &')
+h3.cmd('ping 10.0.0.2 > ping.txt &')
+print('client:', h1.cmd('iperf -c', h3.IP(), '-t 2').count('Bandwidth'))
+print('jobs:', h3.cmd('jobs'))
+print('killed:', h3.cmd('kill %iperf'))
+print('after:', h3.cmd('jobs'))
+h3.cmd('kill -INT %ping')
+print('ps:', h3.cmd('ps'))
+net.stop()
+print('stopped')
+"""
+
+
+def test_a_script_killing_a_background_iperf_runs_to_net_stop(tmp_path: Path, results: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`h3.cmd('kill %iperf')` (the classic assignment's clean-up) signals the shell's job:
+    iperf 2 catches SIGTERM and prints its server report, the job is Done, the script goes on."""
+    script = tmp_path / "kills.py"
+    script.write_text(KILL_SCRIPT, encoding="utf-8")
+    assert main(["mininet", "-o", str(results), "--no-report", str(script)]) == 0
+    out = capsys.readouterr().out
+    assert "client: 1\n" in out
+    assert ("jobs: [1]-  Running                 iperf -s &\n"
+            "[2]+  Running                 ping 10.0.0.2 > ping.txt &\n") in out
+    assert "killed: [  4] local 10.0.0.3 port 5001 connected with 10.0.0.1 port" in out
+    assert "after: [1]-  Done                    iperf -s\n[2]+  Running" in out
+    assert out.rstrip().endswith("stopped")
+    assert "    PID TTY          TIME CMD\n   4000 pts/3    00:00:00 bash\n   4003 pts/3    00:00:00 ps\n" in out
+    ping = (results / "kills" / "ping.txt").read_text()
+    assert ping.startswith("PING 10.0.0.2") and "^C" not in ping and "packets transmitted" in ping
+    summary = json.loads((results / "kills" / "summary.json").read_text())
+    assert summary["error"] is None and summary["failures"] == []

@@ -130,8 +130,11 @@ def _ms3(us: int) -> str:
     return "%d.%03d" % (q, us - q * 1000)
 
 
-def ping_text(result: dict[str, Any], target_as_typed: str, profile: Any, quiet: bool = False) -> str:
-    """Full stdout of ``ping [-q] <target>`` for an engine ping result."""
+def ping_text(result: dict[str, Any], target_as_typed: str, profile: Any, quiet: bool = False,
+              echo_ctrl_c: bool = True) -> str:
+    """Full stdout of ``ping [-q] <target>`` for an engine ping result (``echo_ctrl_c``: an
+    interruption was Ctrl-C typed at the terminal, which echoes ``^C``; False for a signal
+    sent by ``kill``)."""
     style = profile.ping_style
     if style not in _STYLES:
         raise ValueError(f"unknown ping style {style!r} (expected one of {', '.join(_STYLES)})")
@@ -153,7 +156,7 @@ def ping_text(result: dict[str, Any], target_as_typed: str, profile: Any, quiet:
     tx = int(result.get("transmitted", 0))
     dups = sum(1 for r in replies if r.get("dup"))
     rx = len(replies) - dups
-    out.append("^C\n" if result.get("interrupted") else "\n")
+    out.append("^C\n" if result.get("interrupted") and echo_ctrl_c else "\n")
     out.append(f"--- {target_as_typed} ping statistics ---\n")
     line = "%d packets transmitted, %d received" % (tx, rx)
     if dups:

@@ -275,13 +275,20 @@ class RunnerView(Protocol):
     #: listening TCP applications: app id -> (host, -C of the command)
     tcp_listeners: dict[int, tuple[str, str | None]]
     observation: Observation
+    #: the machine's processes and the terminals' jobs (run/procs.py ``ProcessTable``)
+    procs: Any
 
 
 class DetachedJobs(Protocol):
-    """The scheduler's applications that outlive their command (``Scheduler``, scheduler.py)."""
+    """The scheduler's applications that outlive their command (``Scheduler``, scheduler.py),
+    and what signals (run/procs.py) need of it."""
 
     #: (application id, what to run when the scenario ends)
     detached: list[tuple[int, Callable[[], None]]]
+
+    def signal_owner(self, owner: Any, apps: list[int]) -> None: ...
+
+    def pending(self, owner: Any) -> Any: ...
 
 
 @dataclass
@@ -299,6 +306,8 @@ class RunCtx:
     simple: SimpleCommand | None = None
     #: the applications this command started
     app_ids: list[int] = field(default_factory=list)
+    #: the process running the command (run/procs.py ``Process``; None for a shell builtin)
+    process: Any = None
 
     @property
     def engine(self) -> Engine:

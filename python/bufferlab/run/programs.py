@@ -37,7 +37,7 @@ from ..outputs.queue_plot import plot_queue
 from ..profile import Profile
 from ..safefs import ensure_dir, open_write, write_text
 from ..units import parse_duration_ns
-from . import capture
+from . import capture, procs
 from .context import NS, Gen, PrepareCtx, Prepared, RunCtx, WaitApp, WaitUntil
 from .engine import AppStartError, TcFailure
 from .observation import PLOT_Q_TRACE_INTERVAL_NS
@@ -235,7 +235,9 @@ def _prep_ping(pc: PrepareCtx, words: list[Word]) -> Prepared:
         expected = None if endless else rt.now_ns + (cmd.count or 1) * (spec["interval_ns"] + lag_ns)
         yield WaitApp(app, endless, expected)
         result = rt.engine.app_result(app)
-        rt.io.out(ping_fmt.ping_text(result, cmd.target, rt.runner.sc.profile, quiet=cmd.quiet))
+        by_kill = rt.process is not None and rt.process.signal is not None
+        rt.io.out(ping_fmt.ping_text(result, cmd.target, rt.runner.sc.profile, quiet=cmd.quiet,
+                                     echo_ctrl_c=not by_kill))
         return ping_fmt.ping_exit_status(result)
 
     return run
@@ -814,4 +816,5 @@ PROGRAMS: dict[str, Callable[[PrepareCtx, list[Word]], Prepared]] = {
     "echo": _prep_echo,
     "xdg-open": _prep_xdg_open,
     "true": lambda pc, words: _builtin_true,
+    **procs.PROGRAMS,
 }

@@ -66,6 +66,7 @@ from .context import (
 from .engine import Engine, EngineError
 from .observation import Observation
 from .part_results import part_results
+from .procs import BUILTINS, ProcessTable, ShellJob, ended_message, supervise
 from .programs import prepare_command, tc_request_for_engine
 from .waiting import Waiting
 
@@ -213,6 +214,8 @@ class Runner:
         self.interrupted: str | None = None
         #: the previous run's folder, moved aside (``<scenario>.prev``) until this run completes
         self.prev_root: Path | None = None
+        #: processes, PIDs and each terminal's jobs (kill, ps, jobs, wait: run/procs.py)
+        self.procs = ProcessTable(["admin", *scenario.hosts, *scenario.routers, *scenario.switches])
         #: what the results folder's marker says made it (results_folder.py): run or mininet
         self.kind = "run"
         self._made_root = False
@@ -585,23 +588,27 @@ class Runner:
                 if sched.stopping:
                     break
                 if bg:
-                    sched.spawn(self._job(sched, state, term, pl, job, ops), pl.command.index,
-                                Owner(term.name, foreground=False))
+                    bg_owner = Owner(term.name, foreground=False)
+                    shell_job = self.procs.new_job(term.name, _job_text(job, ops), bg_owner)
+                    sched.spawn(self._job(sched, state, term, pl, job, ops, bg_owner, shell_job),
+                                pl.command.index, bg_owner)
                     status = 0
                 else:
-                    status = yield from self._job(sched, state, term, pl, job, ops)
+                    status = yield from self._job(sched, state, term, pl, job, ops, owner)
         return status
 
     def _job(
         self, sched: Scheduler, state: PartState, term: Terminal, pl: PreparedLine,
-        job: list[tuple[SimpleCommand, Prepared]], ops: list[str],
+        job: list[tuple[SimpleCommand, Prepared]], ops: list[str], owner: Owner | None = None,
+        shell_job: ShellJob | None = None,
     ) -> JobGen:
         """One ``&&``/``||`` chain, left to right as bash runs it. A non-zero status
-        that reaches the end of the chain (no ``||`` took it) is a failure."""
+        that reaches the end of the chain (no ``||`` took it) is a failure. Each command
+        but a builtin is a process (run/procs.py); a signal to the job ends the chain."""
         status = 0
         failed: tuple[SimpleCommand, RunCtx] | None = None
         for k, (sc, prepared) in enumerate(job):
-            if sched.stopping and k > 0:
+            if (sched.stopping or shell_job is not None and shell_job.signal is not None) and k > 0:
                 break
             if k > 0 and (status == 0) != ((ops[k - 1] if k - 1 < len(ops) else "&&") == "&&"):
                 continue  # `a && b` runs b only if a succeeded, `a || b` only if it failed
@@ -611,8 +618,19 @@ class Runner:
                 failed = None
                 continue
             rt = RunCtx(self, sched, state, term, pl.command, io, sc)
-            status = yield from prepared(rt)
-            failed = (sc, rt) if status != 0 and not sched.was_interrupted(rt.app_ids) else None
+            if owner is None or not sc.words or sc.words[0].text in BUILTINS:
+                status = yield from prepared(rt)
+            else:
+                assert self.engine is not None
+                proc = rt.process = self.procs.spawn(term.name, sc.words, self.engine.now_ns, owner,
+                                                     rt.app_ids, shell_job)
+                proc.status = status = yield from supervise(proc, prepared(rt))
+                if owner.foreground:
+                    term.log(ended_message(proc))
+            killed = rt.process is not None and rt.process.signal is not None
+            failed = (sc, rt) if status != 0 and not killed and not sched.was_interrupted(rt.app_ids) else None
+        if shell_job is not None:
+            shell_job.status = status
         if status != 0 and failed is not None:
             sc, rt = failed
             self.failures.append(Failure(
@@ -938,6 +956,25 @@ class Scheduler:
         self.waiting.clear()
         self._end_detached()
 
+    def signal_owner(self, owner: Owner, apps: list[int]) -> None:
+        """A signal reached a process of ``owner`` (run/procs.py): its applications are
+        interrupted, and a wait for an instant (``sleep``) ends now."""
+        eng = self.engine
+        assert eng is not None
+        for app_id in apps:
+            if not eng.app_finished(app_id):
+                eng.stop_app(app_id)
+                self.interrupted.add(app_id)
+        for key, seq, gen, w, o in self.waiting:
+            if o is owner and isinstance(w, WaitUntil):
+                self.waiting.remove(seq)
+                self._ready(gen, key, None, o)
+        self._wake(set(apps))
+
+    def pending(self, owner: Owner) -> Any:
+        """What ``owner``'s job waits for now (None: it is ready to run)."""
+        return next((w for *_, w, o in self.waiting if o is owner), None)
+
     def was_interrupted(self, app_ids: list[int]) -> bool:
         return any(a in self.interrupted for a in app_ids)
 
@@ -1065,6 +1102,13 @@ def run_scenario(
 
 __all__ = ["Runner", "RunStopped", "run_scenario", "WaitApp", "WaitUntil", "NextLine", "RunCtx", "Job",
            "Failure"]
+
+
+def _job_text(job: list[tuple[SimpleCommand, Prepared]], ops: list[str]) -> str:
+    """A background job's command as ``jobs`` shows it (``a && b``)."""
+    texts = [sc.text for sc, _ in job]
+    return " ".join(t if k == 0 else f"{ops[k - 1] if k - 1 < len(ops) else '&&'} {t}"
+                    for k, t in enumerate(texts))
 
 
 #: programs that change a host's settings and return at once

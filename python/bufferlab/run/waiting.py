@@ -64,6 +64,10 @@ class Waiting:
             self._foreground[owner.terminal].discard(seq)
         return entry
 
+    def remove(self, seq: int) -> Entry:
+        """Take one job out (a signal ended what it waited for)."""
+        return self._remove(seq)
+
     def take(self, finished_apps: Iterable[int], now_ns: int) -> list[Entry]:
         """Remove and return, in arrival order, the jobs of ``finished_apps`` and
         the jobs whose instant has come."""
