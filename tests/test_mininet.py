@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import runpy
 from collections.abc import Iterator
@@ -367,3 +368,82 @@ def test_a_script_killing_a_background_iperf_runs_to_net_stop(tmp_path: Path, re
     assert ping.startswith("PING 10.0.0.2") and "^C" not in ping and "packets transmitted" in ping
     summary = json.loads((results / "kills" / "summary.json").read_text())
     assert summary["error"] is None and summary["failures"] == []
+
+
+ROUTED_CALLS = """import os, pty, subprocess
+from mininet.net import Mininet
+from mininet.topo import SingleSwitchTopo
+net = Mininet(topo=SingleSwitchTopo(2))
+net.start()
+print("getoutput:", repr(subprocess.getoutput("sysctl net.ipv4.tcp_congestion_control")))
+print("getstatusoutput:", subprocess.getstatusoutput("tc qdisc del dev s1-eth1 root"))
+f = os.popen("sysctl net.ipv4.tcp_congestion_control")
+print("popen:", repr(f.read()), f.close())
+print("popen:", os.popen("tc qdisc del dev s1-eth1 root").close())
+print("spawnlp:", os.spawnlp(os.P_WAIT, "sysctl", "sysctl", "-w", "net.ipv4.tcp_congestion_control=reno"))
+print("spawnv:", os.spawnv(os.P_WAIT, "/sbin/sysctl", ["sysctl", "-n", "net.ipv4.tcp_congestion_control"]))
+print("pty:", pty.spawn(["tc", "qdisc", "del", "dev", "s1-eth1", "root"]))
+net.stop()
+"""
+
+
+def test_getoutput_popen_spawn_and_pty_run_simulated_tools(tmp_path: Path, results: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "s.py"
+    script.write_text(ROUTED_CALLS, encoding="utf-8")
+    assert main(["mininet", "-o", str(results), str(script)]) == 0
+    out = capsys.readouterr().out
+    assert "getoutput: 'net.ipv4.tcp_congestion_control = cubic'\n" in out
+    assert "getstatusoutput: (2, 'RTNETLINK answers: No such file or directory')\n" in out
+    assert "popen: 'net.ipv4.tcp_congestion_control = cubic\\n' None\npopen: 512\n" in out
+    assert "net.ipv4.tcp_congestion_control = reno\nspawnlp: 0\nreno\nspawnv: 0\n" in out
+    assert "RTNETLINK answers: No such file or directory\npty: 512\n" in out
+
+
+@pytest.mark.parametrize("call", [
+    "subprocess.getoutput('touch MARK')", "subprocess.getstatusoutput('touch MARK')",
+    "os.popen('touch MARK').read()", "os.spawnlp(os.P_WAIT, 'touch', 'touch', 'MARK')",
+    "os.spawnl(os.P_NOWAIT, '/usr/bin/touch', 'touch', 'MARK')", "os.spawnvpe(os.P_WAIT, 'touch', ['touch', 'MARK'], {})",
+    "os.execvp('touch', ['touch', 'MARK'])", "os.execl('/usr/bin/touch', 'touch', 'MARK')",
+    "os.posix_spawnp('touch', ['touch', 'MARK'], dict(os.environ))", "pty.spawn(['touch', 'MARK'])",
+    "asyncio.run(asyncio.create_subprocess_exec('touch', 'MARK'))",
+])
+def test_no_way_to_start_a_real_program(tmp_path: Path, results: Path, capsys: pytest.CaptureFixture[str],
+                                        call: str) -> None:
+    script = tmp_path / "s.py"
+    mark = tmp_path / "MARK"
+    script.write_text("import asyncio, os, pty, subprocess\n"
+                      "from mininet.net import Mininet\nfrom mininet.topo import SingleSwitchTopo\n"
+                      "net = Mininet(topo=SingleSwitchTopo(2))\nnet.start()\n"
+                      f"{call.replace('MARK', str(mark))}\n", encoding="utf-8")
+    assert main(["mininet", "-o", str(results), str(script)]) == 2
+    err = capsys.readouterr().err
+    assert "s.py:6: error: " in err and "under bufferlab mininet" in err, err
+    assert not mark.exists()
+
+
+def test_bufferlab_keeps_the_real_clock_when_installed_inside_the_scripts_folder(tmp_path: Path) -> None:
+    """A .venv in the script's folder holding bufferlab (and a library): their clocks stay real,
+    run.json's "started" is today, not 1970."""
+    import subprocess
+    import sys
+
+    import bufferlab
+
+    lab = tmp_path / "lab"
+    site = lab / ".venv" / "lib" / "python3" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "bufferlab").symlink_to(Path(bufferlab.__file__).parent, target_is_directory=True)
+    (site / "wallclock.py").write_text("import time\ndef now():\n    return time.time()\n", encoding="utf-8")
+    (lab / "lab.py").write_text("import time, wallclock\nfrom mininet.net import Mininet\n"
+                                "from mininet.topo import SingleSwitchTopo\n"
+                                "net = Mininet(topo=SingleSwitchTopo(2))\nnet.start()\ntime.sleep(5)\n"
+                                "print(round(time.time()), wallclock.now() > 1.6e9)\nnet.stop()\n",
+                                encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    p = subprocess.run([sys.executable, "-m", "bufferlab.cli", "mininet", "-o", "out", "lab/lab.py"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "5 True"  # the script's clock simulated, the library's real
+    run = json.loads((tmp_path / "out" / "lab" / "run.json").read_text())
+    assert run["started"] >= "2025" and run["started_unix"] > 1.6e9

@@ -6,14 +6,20 @@ relative paths land) with ``sys.argv`` set as for ``python SCRIPT.py ARGS``.
 or with its imports changed. Calls made from the script's own files (those
 under its folder) are routed into the simulation: ``time.sleep``/``time.time``
 (and ``monotonic``/``perf_counter``) advance and read simulated time, and
-``os.system``/``subprocess`` run a simulated tool (tc, sysctl, ping, iperf3,
-...) in the root namespace (the ``admin`` terminal); any other program is an
-error naming the command. Libraries the script imports keep the real ones.
+``os.system``/``os.popen``/``subprocess`` (``run``, ``Popen``, ``getoutput``, ...),
+``os.spawn*`` with ``P_WAIT`` and ``pty.spawn`` run a simulated tool (tc, sysctl,
+ping, iperf3, ...) in the root namespace (the ``admin`` terminal); any other
+program is an error naming the command, and so are the calls that need a real
+process (``os.exec*``, ``os.posix_spawn``, ``os.spawn*`` with ``P_NOWAIT``,
+asyncio's subprocesses). Libraries the script imports keep the real ones, and
+so does bufferlab itself, even installed in a ``.venv`` inside the script's folder.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import io
 import json
 import os
 import runpy
@@ -26,6 +32,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+try:
+    import pty
+except ImportError:  # pragma: no cover - not on Windows
+    pty = None  # type: ignore[assignment]
 
 from ..errors import BufferlabError
 from ..outputs.report import after_run
@@ -111,22 +122,134 @@ def _popen(args: Any, **kwargs: Any) -> Popen:
     return Popen(_session(line), "admin", line, **kwargs)
 
 
+def _getstatusoutput(cmd: Any) -> tuple[int, str]:
+    job = _start(cmd)
+    status = job.wait()
+    out = job.output()
+    return status, out[:-1] if out.endswith("\n") else out
+
+
+def _getoutput(cmd: Any) -> str:
+    return _getstatusoutput(cmd)[1]
+
+
+class _PopenFile(io.StringIO):
+    """What ``os.popen(cmd)`` returns: the output to read; ``close()`` gives the wait status
+    (None for 0), as os.popen's file does."""
+
+    def __init__(self, text: str, status: int) -> None:
+        super().__init__(text)
+        self._status = status
+
+    def close(self) -> int | None:  # type: ignore[override]
+        super().close()
+        return self._status << 8 if self._status else None
+
+
+def _os_popen(cmd: str, mode: str = "r", buffering: int = -1) -> _PopenFile:
+    if mode != "r":
+        raise MininetError(f"os.popen({cmd!r}, {mode!r}): only reading a simulated tool's output is "
+                           "supported under bufferlab mininet")
+    status, out = _getstatusoutput(cmd)
+    return _PopenFile(out + "\n" if out else out, status)
+
+
+def _argv_line(file: Any, args: Any) -> str:
+    """The command line of an exec/spawn argument vector (the program named by ``file``)."""
+    words = [os.path.basename(os.fsdecode(file)), *(os.fsdecode(a) for a in list(args)[1:])]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _spawnv(mode: int, file: Any, args: Any, *_env: Any) -> int:
+    """os.spawn*: P_WAIT runs the simulated tool and returns its exit status; a spawn that
+    returns a process id (P_NOWAIT) has no process to return."""
+    line = _argv_line(file, args)
+    if mode != os.P_WAIT:
+        raise MininetError(f"os.spawn*(`{line}`) without P_WAIT: there is no real process whose id it "
+                           "could return under bufferlab mininet; use subprocess.Popen or a node's popen()")
+    job = _start(line)
+    status = job.wait()
+    sys.stdout.write(job.output())
+    return status
+
+
+def _spawnl(mode: int, file: Any, *args: Any) -> int:
+    return _spawnv(mode, file, args)
+
+
+def _spawnle(mode: int, file: Any, *args: Any) -> int:
+    return _spawnv(mode, file, args[:-1])
+
+
+def _pty_spawn(argv: Any, *_args: Any, **_kwargs: Any) -> int:
+    words = [argv] if isinstance(argv, str) else list(argv)
+    job = _start(_argv_line(words[0], words))
+    status = job.wait()
+    sys.stdout.write(job.output())
+    return status << 8  # a wait status, as pty.spawn returns
+
+
+def _refused(call: str, why: str) -> Callable[..., Any]:
+    def refuse(*args: Any, **_kwargs: Any) -> Any:
+        what = " ".join(repr(a) for a in args[:3])
+        raise MininetError(f"{call}({what}): {why} under bufferlab mininet; run simulated tools with "
+                           "os.system, subprocess or a node's cmd()/popen()")
+    return refuse
+
+
+#: every other way Python offers to start a program: routed to the simulation when it can wait
+#: for the tool's end (spawn with P_WAIT, pty.spawn, getoutput), refused when it needs a real process
+_REPLACES = "it would replace the Python process with a real program"
+_REAL_PID = "it returns the process id of a real program"
+_ROUTES: list[tuple[Any, str, Callable[..., Any]]] = [
+    (subprocess, "getoutput", _getoutput), (subprocess, "getstatusoutput", _getstatusoutput),
+    (os, "popen", _os_popen), (pty, "spawn", _pty_spawn),
+    *[(os, name, _spawnv) for name in ("spawnv", "spawnve", "spawnvp", "spawnvpe")],
+    *[(os, name, _spawnl) for name in ("spawnl", "spawnlp")],
+    *[(os, name, _spawnle) for name in ("spawnle", "spawnlpe")],
+    *[(os, name, _refused(f"os.{name}", _REPLACES)) for name in
+      ("execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp", "execvpe")],
+    *[(os, name, _refused(f"os.{name}", _REAL_PID)) for name in ("posix_spawn", "posix_spawnp")],
+    (asyncio, "create_subprocess_exec", _refused("asyncio.create_subprocess_exec", _REAL_PID)),
+    (asyncio, "create_subprocess_shell", _refused("asyncio.create_subprocess_shell", _REAL_PID)),
+]
+
+
+def script_files(script_dir: Path) -> Callable[[str], bool]:
+    """Whether a code file is one of the script's own: under its folder, but neither
+    bufferlab itself (an editable install beside the script) nor an installed library (a
+    ``.venv`` in the script's folder): those keep the real clock, so that run.json's
+    "started" and every other clock of bufferlab's own read the wall clock."""
+    here = str(script_dir.resolve()) + os.sep
+    others = [Path(__file__).resolve().parent.parent, *(Path(p) for p in (sys.prefix, sys.exec_prefix))]
+    # only folders inside the script's: a script kept in a library's folder is still the script
+    skip = tuple(o for o in {str(p.resolve()) + os.sep for p in others} if o.startswith(here) and o != here)
+
+    def own(filename: str) -> bool:
+        path = os.path.abspath(filename)
+        if not path.startswith(here) or path.startswith(skip):
+            return False
+        parts = path[len(here):].split(os.sep)
+        return not any(p in ("site-packages", "dist-packages") for p in parts)
+    return own
+
+
 @contextmanager
 def simulated_process(script_dir: Path) -> Iterator[None]:
     """Route the script's own time and process calls into the simulation (see the module doc)."""
-    here = str(script_dir.resolve()) + os.sep
+    own = script_files(script_dir)
     patches: list[tuple[Any, str, Callable[..., Any]]] = [
         (time, "sleep", clock.sleep), (time, "time", clock.time), (time, "monotonic", clock.time),
         (time, "perf_counter", clock.time), (os, "system", _system), (subprocess, "run", _run),
         (subprocess, "call", _call), (subprocess, "check_call", _check_call),
         (subprocess, "check_output", _check_output), (subprocess, "Popen", _popen),
+        *[(mod, name, fn) for mod, name, fn in _ROUTES if hasattr(mod, name)],
     ]
     saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patches]
 
     def routed(real: Callable[..., Any], simulated: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            caller = sys._getframe(1).f_code.co_filename
-            fn = simulated if os.path.abspath(caller).startswith(here) else real
+            fn = simulated if own(sys._getframe(1).f_code.co_filename) else real
             return fn(*args, **kwargs)
         return call
 
