@@ -447,3 +447,17 @@ def test_bufferlab_keeps_the_real_clock_when_installed_inside_the_scripts_folder
     assert p.stdout.splitlines()[-1] == "5 True"  # the script's clock simulated, the library's real
     run = json.loads((tmp_path / "out" / "lab" / "run.json").read_text())
     assert run["started"] >= "2025" and run["started_unix"] > 1.6e9
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--topo", "linear,abc"], "--topo linear,abc: 'abc' is not a whole number; expected linear,N[,M]"),
+    (["--topo", "single,0"], "--topo single,0: 0 is not at least 1; expected single,N"),
+    (["--topo", "tree,depth=2,fanout=x"], "'x' is not a whole number; expected tree,depth=D,fanout=F"),
+    (["--link", "tc,max_queue_size=0"], "max_queue_size=0: a queue of 0 packets drops every packet"),
+    (["--link", "tc,max_queue_size=1.5"], "max_queue_size=1.5: not a packet count"),
+])
+def test_mn_arguments_say_what_is_wrong(results: Path, capsys: pytest.CaptureFixture[str], args: list[str],
+                                        message: str) -> None:
+    assert main(["mn", *args, "--test", "pingall", "-o", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

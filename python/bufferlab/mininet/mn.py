@@ -58,10 +58,21 @@ def split_args(text: str) -> tuple[str, list[Any], dict[str, Any]]:
     return name, args, kwargs
 
 
+#: the built-in topologies' arguments, every one a whole number of at least 1
+USAGE = {"minimal": "minimal", "single": "single,N (N hosts on one switch)",
+         "linear": "linear,N[,M] (N switches in a row, M hosts on each)",
+         "tree": "tree,depth=D,fanout=F (or tree,D,F)"}
+
+
 def build_topo(spec: str, topos: dict[str, Any]) -> Any:
     name, args, kwargs = split_args(spec)
     if name not in topos:
         raise MininetError(f"--topo {spec}: unknown topology {name!r}; expected one of {', '.join(topos)}")
+    if topos[name] is TOPOS.get(name):
+        for v in [*args, *kwargs.values()]:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                what = "a whole number" if not isinstance(v, int) or isinstance(v, bool) else "at least 1"
+                raise MininetError(f"--topo {spec}: {v!r} is not {what}; expected {USAGE[name]}")
     try:
         return topos[name](*args, **kwargs)
     except TypeError as e:
@@ -81,6 +92,12 @@ def link_class(spec: str) -> Any:
     if unknown:
         raise MininetError(f"--link {spec}: unknown option(s) {', '.join(unknown)}; "
                            f"expected {', '.join(sorted(known))}")
+    q = kwargs.get("max_queue_size")
+    if q is not None and (isinstance(q, bool) or not isinstance(q, int) or q < 1):
+        why = ("a queue of 0 packets drops every packet (netem limit 0): nothing would cross the links"
+               if q == 0 and not isinstance(q, bool) else "not a packet count")
+        raise MininetError(f"--link {spec}: max_queue_size={q!r}: {why}; expected a whole number of "
+                           "packets, at least 1 (e.g. max_queue_size=100)")
 
     def make(*a: Any, **kw: Any) -> TCLink:
         return TCLink(*a, **{**kwargs, **kw})
