@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import shlex
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from ..outputs.queue_plot import plot_queue
 from ..profile import Profile
 from ..safefs import ensure_dir, open_write, write_text
 from ..units import parse_duration_ns
-from . import capture, procs
+from . import capture, netinfo, procs
 from .context import NS, Gen, PrepareCtx, Prepared, RunCtx, WaitApp, WaitUntil
 from .engine import AppStartError, TcFailure
 from .observation import PLOT_Q_TRACE_INTERVAL_NS
@@ -778,6 +779,57 @@ def _prep_echo(pc: PrepareCtx, words: list[Word]) -> Prepared:
     return _instant(lambda rt: (rt.io.out(text), 0)[1])
 
 
+def _prep_cat(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    """``cat FILE...``: files of the node's results folder (GNU cat's messages)."""
+    names = words[1:]
+    for w in names:
+        if w.text.startswith("-") and w.text != "-":
+            raise NotSupportedError(f"cat: option {w.text} is not supported", col=w.col, expected="cat FILE...")
+        if w.text == "-":
+            raise NotSupportedError("cat -: standard input is not supported", col=w.col, expected="cat FILE...")
+    if not names:
+        raise NotSupportedError("cat without a file (standard input) is not supported", col=words[0].col,
+                                expected="cat FILE...")
+
+    def run(rt: RunCtx) -> int:
+        status = 0
+        for w in names:
+            path = _within(rt, rt.term.cwd / w.text)
+            if path is None:
+                rt.io.err(f"cat: {w.text}: Permission denied (outside the node's results folder)")
+                status = 1
+            elif path.is_dir():
+                rt.io.err(f"cat: {w.text}: Is a directory")
+                status = 1
+            elif not path.is_file():
+                rt.io.err(f"cat: {w.text}: No such file or directory")
+                status = 1
+            else:
+                rt.io.out(path.read_text(encoding="utf-8", errors="replace"))
+        return status
+
+    return _instant(run)
+
+
+def _prep_date(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    """``date`` and ``date +FORMAT``: the simulated clock (the profile's epoch + simulated
+    time), in UTC, as GNU date prints it in the C locale."""
+    fmt = "%a %b %e %H:%M:%S UTC %Y"
+    for w in words[1:]:
+        if w.text.startswith("+"):
+            fmt = w.text[1:].replace("%Z", "UTC").replace("%N", "{ns}").replace("%s", "{epoch}")
+        elif w.text not in ("-u", "--utc"):
+            raise NotSupportedError(f"date {w.text} is not supported yet", col=w.col, expected="date [-u] [+FORMAT]")
+
+    def run(rt: RunCtx) -> int:
+        t = rt.runner.sc.profile.epoch * NS + rt.now_ns
+        text = time.strftime(fmt, time.gmtime(t // NS))
+        rt.io.out(text.replace("{ns}", f"{t % NS:09d}").replace("{epoch}", str(t // NS)) + "\n")
+        return 0
+
+    return _instant(run)
+
+
 def _prep_xdg_open(pc: PrepareCtx, words: list[Word]) -> Prepared:
     files = " ".join(shlex.quote(w.text) for w in words[1:])
     return _instant(lambda rt: (rt.io.err(f"(xdg-open {files}: a viewer is not opened in simulation)"), 0)[1])
@@ -816,5 +868,8 @@ PROGRAMS: dict[str, Callable[[PrepareCtx, list[Word]], Prepared]] = {
     "echo": _prep_echo,
     "xdg-open": _prep_xdg_open,
     "true": lambda pc, words: _builtin_true,
+    "cat": _prep_cat,
+    "date": _prep_date,
     **procs.PROGRAMS,
+    **netinfo.PROGRAMS,
 }

@@ -1,0 +1,198 @@
+"""The everyday shell commands of a simulated host (issue 23, must-have 6): kill, pkill,
+killall, wait, jobs, ps, ip, ifconfig, arp, hostname, cat, date.
+
+Output formats are checked against text written by hand from the tools' layouts
+(iproute2 ip/ipaddress.c, ip/iproute.c, ip/ipneigh.c; net-tools lib/interface.c, arp.c;
+procps-ng ps; bash's jobs), behaviour by running scenarios that signal endless commands.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bufferlab.cli import main
+from bufferlab.commands import procs
+from bufferlab.commands.shell import parse_shell
+from bufferlab.errors import CommandError, NotSupportedError
+from bufferlab.formats import netinfo, procs as procs_fmt
+from conftest import TWO_HOSTS
+
+
+def words(line: str):
+    return parse_shell(line)[0].commands[0].words
+
+
+# ---------------------------------------------------------------- formats
+
+
+def test_ip_addr_and_link_follow_iproute2s_layout():
+    eth = netinfo.Iface(2, "h1-eth0", "02:00:00:00:00:01", "10.0.0.1", 8, "noqueue", peer_index=3, netnsid=0)
+    ifaces = [netinfo.loopback(), eth]
+    assert netinfo.ip_addr_text(ifaces, brief=False, inet_only=False) == (
+        "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN group default qlen 1000\n"
+        "    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00\n"
+        "    inet 127.0.0.1/8 scope host lo\n"
+        "       valid_lft forever preferred_lft forever\n"
+        "2: h1-eth0@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP group default qlen 1000\n"
+        "    link/ether 02:00:00:00:00:01 brd ff:ff:ff:ff:ff:ff link-netnsid 0\n"
+        "    inet 10.0.0.1/8 brd 10.255.255.255 scope global h1-eth0\n"
+        "       valid_lft forever preferred_lft forever\n")
+    assert netinfo.ip_addr_text(ifaces, brief=True, inet_only=False) == (
+        "lo               UNKNOWN        127.0.0.1/8 \n"
+        "h1-eth0@if3      UP             10.0.0.1/8 \n")
+    assert netinfo.ip_link_text([eth], brief=False) == (
+        "2: h1-eth0@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP mode DEFAULT "
+        "group default qlen 1000\n"
+        "    link/ether 02:00:00:00:00:01 brd ff:ff:ff:ff:ff:ff link-netnsid 0\n")
+    assert netinfo.ip_link_text([eth], brief=True) == (
+        "h1-eth0@if3      UP             02:00:00:00:00:01 <BROADCAST,MULTICAST,UP,LOWER_UP> \n")
+    routed = netinfo.Iface(4, "r1-eth1", "02:00:00:00:00:03", "192.168.1.1", 24, "netem", peer_index=5)
+    assert netinfo.ip_route_text([netinfo.loopback(), eth, routed]) == (
+        "10.0.0.0/8 dev h1-eth0 proto kernel scope link src 10.0.0.1 \n"
+        "192.168.1.0/24 dev r1-eth1 proto kernel scope link src 192.168.1.1 \n")
+
+
+def test_neighbours_as_ip_neigh_and_arp_print_them():
+    n = [netinfo.Neighbour("10.0.0.2", "h1-eth0", "02:00:00:00:00:03", True),
+         netinfo.Neighbour("10.0.0.3", "h1-eth0", "02:00:00:00:00:05", False)]
+    assert netinfo.ip_neigh_text(n, modern=False) == (
+        "10.0.0.2 dev h1-eth0 lladdr 02:00:00:00:00:03 REACHABLE\n"
+        "10.0.0.3 dev h1-eth0 lladdr 02:00:00:00:00:05 STALE\n")
+    assert netinfo.ip_neigh_text(n[:1], modern=True) == "10.0.0.2 dev h1-eth0 lladdr 02:00:00:00:00:03 REACHABLE \n"
+    assert netinfo.arp_text(n[:1], bsd=False) == (
+        "Address                  HWtype  HWaddress           Flags Mask            Iface\n"
+        "10.0.0.2                 ether   02:00:00:00:00:03   C                     h1-eth0\n")
+    assert netinfo.arp_text(n[:1], bsd=True) == "? (10.0.0.2) at 02:00:00:00:00:03 [ether] on h1-eth0\n"
+    assert netinfo.arp_text([], bsd=False) == ""  # no header above an empty table
+
+
+def test_ifconfig_follows_net_tools_layout():
+    eth = netinfo.Iface(2, "h1-eth0", "02:00:00:00:00:01", "10.0.0.1", 8, "noqueue", rx_packets=3,
+                        rx_bytes=238, tx_packets=1500, tx_bytes=2_250_000)
+    assert netinfo.ifconfig_text([netinfo.loopback(), eth]) == (
+        "h1-eth0: flags=4163<UP,BROADCAST,RUNNING,MULTICAST>  mtu 1500\n"
+        "        inet 10.0.0.1  netmask 255.0.0.0  broadcast 10.255.255.255\n"
+        "        ether 02:00:00:00:00:01  txqueuelen 1000  (Ethernet)\n"
+        "        RX packets 3  bytes 238 (238.0 B)\n"
+        "        RX errors 0  dropped 0  overruns 0  frame 0\n"
+        "        TX packets 1500  bytes 2250000 (2.1 MiB)\n"
+        "        TX errors 0  dropped 0 overruns 0  carrier 0  collisions 0\n"
+        "\n"
+        "lo: flags=73<UP,LOOPBACK,RUNNING>  mtu 65536\n"
+        "        inet 127.0.0.1  netmask 255.0.0.0\n"
+        "        loop  txqueuelen 1000  (Local Loopback)\n"
+        "        RX packets 0  bytes 0 (0.0 B)\n"
+        "        RX errors 0  dropped 0  overruns 0  frame 0\n"
+        "        TX packets 0  bytes 0 (0.0 B)\n"
+        "        TX errors 0  dropped 0 overruns 0  carrier 0  collisions 0\n"
+        "\n")
+
+
+def test_ps_and_jobs_follow_procps_and_bash():
+    rows = [procs_fmt.PsRow(2000, 1, "pts/1", "bash", "bash", 0.0),
+            procs_fmt.PsRow(2001, 2000, "pts/1", "iperf3", "iperf3 -s", 1.0)]
+    assert procs_fmt.ps_text(rows, full=False, epoch=0) == (
+        "    PID TTY          TIME CMD\n"
+        "   2000 pts/1    00:00:00 bash\n"
+        "   2001 pts/1    00:00:00 iperf3\n")
+    assert procs_fmt.ps_text(rows[1:], full=True, epoch=3600) == (
+        "UID          PID    PPID  C STIME TTY          TIME CMD\n"
+        "root        2001    2000  0 01:00 pts/1    00:00:00 iperf3 -s\n")
+    assert procs_fmt.job_line(1, "+", "Running", "iperf3 -s", True) == "[1]+  Running                 iperf3 -s &\n"
+    assert procs_fmt.job_line(2, "-", "Terminated", "ping 10.0.0.2", False, pid=2002) == (
+        "[2]-  2002 Terminated              ping 10.0.0.2\n")
+
+
+def test_kill_parses_bashs_forms():
+    assert procs.parse_kill(words("kill %iperf")).signal == 15
+    k = procs.parse_kill(words("kill -9 %1 2003"))
+    assert k.signal == 9 and [(t.text, t.pid) for t in k.targets] == [("%1", None), ("2003", 2003)]
+    assert procs.parse_kill(words("kill -INT %1")).signal == 2
+    assert procs.parse_kill(words("kill -SIGTERM %1")).signal == 15
+    assert procs.parse_kill(words("kill -s int %1")).signal == 2
+    assert procs.parse_kill(words("kill -n 1 %1")).signal == 1
+    with pytest.raises(CommandError, match="FOO: invalid signal specification"):
+        procs.parse_kill(words("kill -FOO %1"))
+    with pytest.raises(CommandError, match="arguments must be process or job IDs"):
+        procs.parse_kill(words("kill iperf"))
+    with pytest.raises(NotSupportedError, match="stopping and continuing"):
+        procs.parse_kill(words("kill -STOP %1"))
+    assert procs.parse_pkill(words("pkill -9 -f 'iperf3 -s'")).signal == 9
+    assert procs.parse_killall(words("killall -s INT ping")).signal == 2
+
+
+# ---------------------------------------------------------------- behaviour
+
+
+def scenario(*cmds: str, duration: str = "") -> str:
+    body = ",\n".join(f"  {json.dumps(c)}" for c in cmds)
+    extra = f'duration = "{duration}"\n' if duration else ""
+    return f'name = "t"\nseed = 1\n{TWO_HOSTS}\n[[part]]\nname = "p"\n{extra}cmds = [\n{body},\n]\n'
+
+
+def run(write_scenario, tmp_path: Path, text: str) -> tuple[int, Path]:
+    status = main(["run", "--no-progress", "--no-report", "-q", "-o", str(tmp_path / "out"),
+                   str(write_scenario(text))])
+    return status, tmp_path / "out" / "t"
+
+
+def test_kill_stops_an_endless_server_and_ping(write_scenario, tmp_path):
+    status, root = run(write_scenario, tmp_path, scenario(
+        "h2: iperf3 -s &",
+        "h1: ping 10.0.0.2 > ping.txt &",
+        "h1: sleep 3; kill -INT %1; sleep 0.1; jobs",
+        "h2: sleep 4; pkill iperf3; sleep 0.1; ps",
+    ))
+    assert status == 0
+    s = json.loads((root / "summary.json").read_text())
+    assert s["failures"] == [] and s["simulated_s"] == pytest.approx(4.1, abs=0.01), s["failures"]
+    ping = (root / "p" / "h1" / "ping.txt").read_text()
+    assert "3 packets transmitted, 3 received" in ping and "^C" not in ping
+    h1 = (root / "p" / "h1" / "terminal.log").read_text()
+    assert "[1]+  Done                    ping 10.0.0.2 > ping.txt\n" in h1
+    h2 = (root / "p" / "h2" / "terminal.log").read_text()
+    assert "iperf3: interrupt - the server has terminated" in h2
+    assert h2.endswith("    PID TTY          TIME CMD\n   3000 pts/2    00:00:00 bash\n"
+                       "   3005 pts/2    00:00:00 ps\n")
+
+
+def test_sigkill_and_sigterm_print_nothing_and_kill_reports_missing_jobs(write_scenario, tmp_path):
+    status, root = run(write_scenario, tmp_path, scenario(
+        "h1: ping 10.0.0.2 &",
+        "h1: sleep 2.5; kill %1; kill %1; kill %7 || true; kill 9999 || true",
+        "h2: sleep 100 &",
+        "h2: killall -9 sleep; killall nothing || true",
+    ))
+    assert status == 0
+    h1 = (root / "p" / "h1" / "terminal.log").read_text()
+    assert "PING" not in h1 and "statistics" not in h1  # ping dies of SIGTERM (iputils catches only INT)
+    assert "bash: kill: %7: no such job\n" in h1 and "bash: kill: (9999) - No such process\n" in h1
+    h2 = (root / "p" / "h2" / "terminal.log").read_text()
+    assert "nothing: no process found\n" in h2
+
+
+def test_ip_link_set_down_is_refused_clearly(write_scenario, capsys):
+    path = write_scenario(scenario("h1: ip link set h1-eth0 down"))
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "ip link set DEV down is not supported yet" in err and "netem loss 100%" in err
+
+
+def test_host_shows_its_interfaces_routes_and_neighbours(write_scenario, tmp_path):
+    status, root = run(write_scenario, tmp_path, scenario(
+        "h1: ping -c 1 10.0.0.2", "h1: ip -br addr", "h1: ip route", "h1: arp -n", "h1: hostname",
+        "admin: ip -br link", "h2: ip neigh",
+    ))
+    assert status == 0
+    h1 = (root / "p" / "h1" / "terminal.log").read_text()
+    assert "$ ip -br addr\nlo               UNKNOWN        127.0.0.1/8 \nh1-eth0@if3      UP             10.0.0.1/8 \n" in h1
+    assert "$ ip route\n10.0.0.0/8 dev h1-eth0 proto kernel scope link src 10.0.0.1 \n" in h1
+    assert "10.0.0.2                 ether   02:00:00:00:00:04   C                     h1-eth0\n" in h1
+    assert "$ hostname\nbufferlab\n" in h1
+    admin = (root / "p" / "admin" / "terminal.log").read_text()
+    assert "s1-eth1@if2      UP             02:00:00:00:00:02 <BROADCAST,MULTICAST,UP,LOWER_UP> \n" in admin
+    h2 = (root / "p" / "h2" / "terminal.log").read_text()
+    assert "10.0.0.1 dev h2-eth0 lladdr 02:00:00:00:00:01 REACHABLE\n" in h2
