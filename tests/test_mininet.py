@@ -461,3 +461,30 @@ def test_mn_arguments_say_what_is_wrong(results: Path, capsys: pytest.CaptureFix
     assert main(["mn", *args, "--test", "pingall", "-o", str(results)]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_script_stopping_on_an_error_is_a_failure_with_its_line(tmp_path: Path, results: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """summary.json's error and failures name the script line, report.html shows it, and
+    the tables' note does not ask for an iperf test when iperf 2 ran."""
+    script = tmp_path / "stops.py"
+    script.write_text(
+        "from mininet.net import Mininet\n"
+        "from mininet.topo import SingleSwitchTopo\n"
+        "net = Mininet(topo=SingleSwitchTopo(2))\n"
+        "net.start()\n"
+        "h1, h2 = net.get('h1', 'h2')\n"
+        "h2.cmd('iperf -s &')\n"
+        "h1.cmd('iperf -c 10.0.0.2 -t 1')\n"
+        "h1.cmd('traceroute 10.0.0.2')\n"
+        "net.stop()\n", encoding="utf-8")
+    assert main(["mininet", "-o", str(results), str(script)]) == 2
+    capsys.readouterr()
+    summary = json.loads((results / "stops" / "summary.json").read_text())
+    assert "traceroute: command not found" in summary["error"]
+    [failure] = summary["failures"]
+    assert failure["where"] == "stops.py:8" and failure["command"] == "h1.cmd('traceroute 10.0.0.2')"
+    assert failure["status"] == 2 and "traceroute: command not found" in failure["message"]
+    report = (results / "stops" / "report.html").read_text()
+    assert "stops.py:8: script: part &#x27;mininet&#x27;" in report or "stops.py:8: script: part" in report
+    assert "add an iperf3 test" not in report and "iperf 2 ran (`iperf -c 10.0.0.2 -t 1`)" in report

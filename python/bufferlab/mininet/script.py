@@ -319,6 +319,8 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
     cwd, argv = os.getcwd(), sys.argv
     status = 0
     error: str | None = None
+    #: the script line that stopped it, as summary.json lists a failed command
+    failure: dict[str, Any] | None = None
     interrupted: str | None = None
     signals_raise()  # SIGINT/SIGTERM raise Interrupted wherever the script (or the engine) is
     try:
@@ -332,6 +334,7 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
         error = f"{_script_line(e, script)}error: {e}"
         print(error, file=sys.stderr)
         status = 2
+        failure = _script_failure(e, script, status, str(e))
     except KeyboardInterrupt as e:
         interrupted = signal_name(e)
         status = 128 + getattr(e, "signum", 2)
@@ -339,6 +342,7 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
         _print_script_traceback(e, script)
         error = f"{_script_line(e, script)}{type(e).__name__}: {e}"
         status = 1
+        failure = _script_failure(e, script, status, f"{type(e).__name__}: {e}")
     finally:
         with signals_deferred():  # a second signal waits until everything is written
             os.chdir(cwd)
@@ -348,7 +352,7 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
                 s.close(error, interrupted)
             net_mod.results_in(Path("results"), "mininet")
             if error is not None or interrupted is not None:
-                _note_end(root, error, interrupted)
+                _note_end(root, error, interrupted, failure)
             if (root / "summary.json").is_file():
                 after_run(root, report=report, echo=lambda s: print(s, file=sys.stderr))
             _done(root, prev, status == 0)
@@ -367,8 +371,10 @@ def _print_script_traceback(e: BaseException, script: Path) -> None:
     traceback.print_exception(type(e), e, tb or e.__traceback__, file=sys.stderr)
 
 
-def _note_end(root: Path, error: str | None, interrupted: str | None) -> None:
-    """``error``/``interrupted`` in summary.json, also when the script had stopped its network."""
+def _note_end(root: Path, error: str | None, interrupted: str | None,
+              failure: dict[str, Any] | None = None) -> None:
+    """``error``/``interrupted`` in summary.json, also when the script had stopped its network;
+    the script line that stopped it among the ``failures``."""
     path = root / "summary.json"
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
@@ -379,7 +385,20 @@ def _note_end(root: Path, error: str | None, interrupted: str | None) -> None:
     summary["error"] = summary.get("error") or error
     if interrupted is not None:
         summary["interrupted"] = interrupted
+    failures = summary.setdefault("failures", [])
+    if failure is not None and isinstance(failures, list) and failure not in failures:
+        failures.append(failure)
     write_atomic(path, json.dumps(summary, indent=2) + "\n")
+
+
+def _script_failure(e: BaseException, script: Path, status: int, message: str) -> dict[str, Any]:
+    """The script's line that raised ``e`` as a summary.json failure (the keys of a failed
+    command's: run/scheduler.py ``Failure``)."""
+    where = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == script]
+    line = where[-1].lineno if where else None
+    text = (where[-1].line or "").strip() if where else ""
+    return {"node": "script", "part": "mininet", "where": f"{script.name}:{line}" if line else script.name,
+            "command": text or script.name, "status": status, "message": message, "allowed": False}
 
 
 def _script_line(e: BaseException, script: Path) -> str:

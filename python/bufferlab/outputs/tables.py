@@ -342,6 +342,19 @@ def fct_table_rows(run: Run, problems: list[Problem]) -> list[dict[str, Any]]:
     return rows
 
 
+def _iperf2_commands(run: Run) -> list[str]:
+    """The ``iperf`` (2) commands that sent traffic in the run (a note must not tell the
+    user to add a test that ran)."""
+    found = []
+    for f in run.summary.get("flows", []):
+        simple = str(f.get("simple") or f.get("command") or "")
+        words = simple.split()
+        program = words[1] if words[:1] == ["sudo"] and len(words) > 1 else (words[0] if words else "")
+        if program == "iperf" and simple not in found:
+            found.append(simple)
+    return sorted(found, key=lambda c: " -c " not in f" {c} ")  # a client first
+
+
 def write_tables(run: Run) -> TablesResult:
     """Write every table of ``run`` into ``<run>/tables/``; problems are returned, not raised."""
     folder = run.root / "tables"
@@ -363,10 +376,13 @@ def write_tables(run: Run) -> TablesResult:
         _write(folder, name, _table(name, rows))
         res.rows[name] = len(rows)
     if not out.iperf3:
+        iperf2 = _iperf2_commands(run)
+        effect = ("the intervals table (built from iperf3's reports) is empty; iperf 2 ran "
+                  f"(`{iperf2[0]}`): its reports are in the terminal logs, not tabulated" if iperf2 else
+                  "the intervals table is empty; add an iperf3 test to the scenario")
         res.problems.append(Problem(str(run.root), "the run has no iperf3 output",
                                     "an iperf3 client or server in some part (its JSON or text output)",
-                                    "the intervals table is empty; add an iperf3 test to the scenario",
-                                    "absent"))
+                                    effect, "absent"))
     if not out.pings:
         res.problems.append(Problem(str(run.root), "the run has no ping output",
                                     "a ping command in some part", "the ping table is empty", "absent"))
