@@ -10,7 +10,8 @@ Reproduces, for the engine results of docs/internals.md (``iperf3_client``,
   objects and text lines, the "short final interval with no data" rule),
   ``print_interval_results`` (header before the first interval),
   ``iperf_print_results`` (UDP summary: the single ``udp`` JSON object, the
-  ``sender``/``receiver`` text lines, ``end.sum``, the out-of-order line),
+  ``sender``/``receiver`` text lines, ``end.sum``, from 3.11 also
+  ``end.sum_sent``/``end.sum_received``, the out-of-order line),
   ``iperf_on_connect`` (``timestamp``, ``connecting_to`` /
   ``accepted_connection``, ``cookie``), ``iperf_on_test_start``
   (``test_start``), ``iperf_json_start`` / ``iperf_json_finish`` (document
@@ -115,6 +116,8 @@ __all__ = [
     "udp_sender_interval_line",
     "udp_line",
     "SEPARATOR",
+    "goodput_bps",
+    "receiver_totals",
 ]
 
 #: SO_SNDBUF/SO_RCVBUF of a fresh UDP socket on Linux (net.core.[rw]mem_default)
@@ -276,6 +279,11 @@ def _has_target_bitrate(profile: Any) -> bool:
     return tuple(profile.iperf3_version) >= (3, 12)
 
 
+def _has_udp_sum_sent_received(profile: Any) -> bool:
+    """UDP ``end.sum_sent`` / ``end.sum_received`` (iperf3 3.11, esnet/iperf PR #1174)."""
+    return tuple(profile.iperf3_version) >= (3, 11)
+
+
 def _headers(profile: Any) -> dict[str, str]:
     word = "Bitrate" if tuple(profile.iperf3_version) >= (3, 2) else "Bandwidth"
     head = "[ ID] Interval           Transfer     "
@@ -434,13 +442,27 @@ def _udp_end(s: _UdpSummary, sock: int, profile: Any, client: bool, cpu: dict[st
            "lost_packets": s.lost, "packets": packet_count,
            "lost_percent": 100.0 * s.lost / s.sender_packets if s.sender_packets > 0 else 0.0,
            "out_of_order": s.out_of_order}
+    lost_percent = 100.0 * s.lost / packet_count if packet_count > 0 else 0.0
     total = {"start": 0.0, "end": s.receiver_time, "seconds": s.receiver_time,
              "bytes": s.bytes_sent, "bits_per_second": bw_sent * 8,
              "jitter_ms": s.jitter * 1000.0, "lost_packets": s.lost, "packets": packet_count,
-             "lost_percent": 100.0 * s.lost / packet_count if packet_count > 0 else 0.0}
-    return {"streams": [{"udp": _sender_flag(udp, profile, client)}],
-            "sum": _sender_flag(total, profile, client),
-            "cpu_utilization_percent": cpu}
+             "lost_percent": lost_percent}
+    end = {"streams": [{"udp": _sender_flag(udp, profile, client)}],
+           "sum": _sender_flag(total, profile, client)}
+    if _has_udp_sum_sent_received(profile):
+        # iperf3 3.11+: each side's own totals beside the ambiguous "sum"; "sender" is fixed
+        # (true, false) whichever side prints them, and the rate is bytes * 8 / seconds
+        end["sum_sent"] = {"start": 0.0, "end": s.sender_time, "seconds": s.sender_time,
+                           "bytes": s.bytes_sent, "bits_per_second": _ratio(s.bytes_sent * 8.0, s.sender_time),
+                           "jitter_ms": 0.0, "lost_packets": 0, "packets": s.sender_packets,
+                           "lost_percent": 0.0, "sender": True}
+        end["sum_received"] = {"start": 0.0, "end": s.receiver_time, "seconds": s.receiver_time,
+                               "bytes": s.bytes_received,
+                               "bits_per_second": _ratio(s.bytes_received * 8.0, s.receiver_time),
+                               "jitter_ms": s.jitter * 1000.0, "lost_packets": s.lost,
+                               "packets": s.receiver_packets, "lost_percent": lost_percent, "sender": False}
+    end["cpu_utilization_percent"] = cpu
+    return end
 
 
 def _client_summary(result: dict[str, Any], base_us: int) -> _UdpSummary:
@@ -454,6 +476,28 @@ def _client_summary(result: dict[str, Any], base_us: int) -> _UdpSummary:
     if receiver_time == 0.0:
         receiver_time = sender_time
     return _udp_summary(sender, recv or {}, sender_time, receiver_time)
+
+
+def goodput_bps(nbytes: float, seconds: float) -> float | None:
+    """Goodput in bit/s: payload bytes received / the receiver's interval × 8, evaluated as
+    iperf3's receiver line does (None for no interval)."""
+    return float(nbytes) / seconds * 8 if seconds > 0 else None
+
+
+def receiver_totals(result: dict[str, Any], protocol: str, reverse: bool = False) -> tuple[int, float] | None:
+    """The figures of the client's ``receiver`` summary line for an engine result: (payload
+    bytes received, the receiver's interval in seconds), as the text and JSON outputs print
+    them. Goodput is ``bytes × 8 / seconds``, that line's bitrate (``end.sum_received``); the
+    console, summary.json, the report, the tables and ``compare`` all use this definition.
+    None for a test that failed or never started."""
+    if result.get("error") or result.get("start_ns") is None:
+        return None
+    if _check_protocol(protocol) == "tcp":
+        streams, _, base_us = _tcp_streams(result, list(range(len(result.get("streams") or []))), 1.0)
+        end = _tcp_client_end(streams, base_us, reverse)
+        return sum(row.received for row in end.rows), end.receiver_time
+    s = _client_summary(result, _time_bases(result)[1])
+    return s.bytes_received, s.receiver_time
 
 
 def _error_document(profile: Any, error: str, title: str | None) -> str:

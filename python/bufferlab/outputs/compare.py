@@ -303,7 +303,9 @@ def compare(paths: list[Path], out: Path) -> tuple[list[dict[str, Any]], list[Pr
                    for s in sels], left=5),
             "<h2>Metrics</h2>",
             table([h for _, h, _ in COLUMNS], [[_cell(r[c], f) for c, _, f in COLUMNS] for r in rows]),
-            "<p class='muted'>goodput: mean over the run's iperf3 client tests of the receiver's rate; "
+            "<p class='muted'>goodput: mean over the run's iperf3 client tests of each test's goodput "
+            "(payload bytes received × 8 / the receiver's interval, the bitrate of iperf3's receiver "
+            "line, as in the run's summary and report); "
             "RTT p99 over ping replies and over iperf3's per-interval TCP RTT; drops: the parts' qdisc "
             "drop counters (all interfaces; not split per file) except packets purged by a tc command, "
             "counted apart; queue delay: exact sojourn times when "

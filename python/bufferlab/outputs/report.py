@@ -183,7 +183,14 @@ def _iperf3_section(out: Outputs) -> str:
                      _num(None if t.mean_rtt_us is None else t.mean_rtt_us / 1000, "{:.2f}"),
                      _num(p99(rtts), "{:.2f}"), t.error or ""])
     return table(["part", "host", "file", "role", "proto", "sent B", "received B", "goodput Mbit/s",
-                  "retr", "lost", "mean RTT ms", "p99 RTT ms", "error"], rows, left=5)
+                  "retr", "lost", "mean RTT ms", "p99 RTT ms", "error"], rows, left=5) + (
+        f"<p class='muted'>{GOODPUT_NOTE}</p>")
+
+
+#: what "goodput" means wherever the report, the console, summary.json, the tables and compare show it
+GOODPUT_NOTE = ("goodput: payload bytes received × 8 / the receiver's interval, the bitrate of iperf3's "
+                "receiver line (for UDP before iperf3 3.11, whose JSON has no receiver bytes: the "
+                "datagrams received × their size); from a text output, to its three significant digits.")
 
 
 def _ping_section(out: Outputs) -> str:

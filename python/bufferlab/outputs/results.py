@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BufferlabError
+from ..formats.iperf3 import goodput_bps
 
 NS = 1_000_000_000
 
@@ -143,7 +144,9 @@ class Iperf3Test:
     protocol: str  # tcp | udp
     source: str  # json | text
     rows: list[dict[str, Any]] = field(default_factory=list)
-    #: receiver-side goodput (bits/s), bytes sent and received, retransmits, UDP losses
+    #: goodput (bit/s): payload bytes received × 8 / the receiver's interval, the figures of
+    #: iperf3's receiver line (formats/iperf3.py ``goodput_bps``; from a text output, to its three
+    #: significant digits); bytes sent and received, retransmits, UDP losses
     goodput_bps: float | None = None
     sent_bytes: int | None = None
     received_bytes: int | None = None
@@ -205,10 +208,15 @@ def _test_from_json(doc: dict[str, Any], file: str, part: str, host: str, index:
     else:
         s = end.get("sum", {})
         t.sent_bytes, t.packets, t.lost_packets = s.get("bytes"), s.get("packets"), s.get("lost_packets")
-        if t.sent_bytes is not None and t.packets:
+        rcv = end.get("sum_received")
+        if isinstance(rcv, dict) and rcv.get("bytes") is not None:  # iperf3 3.11+: the receiver's own
+            t.received_bytes = rcv["bytes"]
+            t.goodput_bps = goodput_bps(rcv["bytes"], rcv.get("seconds") or 0.0)
+        elif t.sent_bytes is not None and t.packets:
+            # before 3.11 "sum" holds the sender's bytes over the receiver's interval: the datagrams
+            # that arrived, at the test's one datagram size, are the receiver's bytes
             t.received_bytes = round(t.sent_bytes * (t.packets - (t.lost_packets or 0)) / t.packets)
-            if s.get("seconds"):
-                t.goodput_bps = t.received_bytes * 8 / s["seconds"]
+            t.goodput_bps = goodput_bps(t.received_bytes, s.get("seconds") or 0.0)
     return t
 
 

@@ -4,9 +4,9 @@ stored as the part's ``results`` in summary.json and shown at the top of
 report.html, from the same numbers.
 
 - ``iperf3``: every iperf3 client that ended during the part: goodput =
-  bytes the receiver got × 8 / the test's length (the sender's start to end,
-  as iperf3's receiver line), in Mbit/s rounded to 0.01; TCP retransmits;
-  UDP datagrams lost.
+  payload bytes the receiver got × 8 / the receiver's interval, the figures of
+  iperf3's ``receiver`` line (formats/iperf3.py ``receiver_totals``), in Mbit/s
+  rounded to 0.01; TCP retransmits; UDP datagrams lost.
 - ``ping``: every ping that ended during the part: min/avg/max RTT of the
   replies (ms, 0.001) and the loss in % (0.01) of the requests sent.
 - ``fct``: every ``flows -c`` that ended during the part: per size bucket
@@ -27,11 +27,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..formats.iperf3 import goodput_bps, receiver_totals
 from ..outputs.fct import fct_rows, fct_summary
 from .context import AppRecord
 from .engine import Engine
-
-NS = 1_000_000_000
 
 
 def _iperf3_row(a: AppRecord, r: dict[str, Any]) -> dict[str, Any]:
@@ -40,21 +39,17 @@ def _iperf3_row(a: AppRecord, r: dict[str, Any]) -> dict[str, Any]:
                            "goodput_mbps": None, "retransmits": None, "lost": None, "error": r.get("error")}
     if r.get("error"):
         return row
-    if r.get("protocol") == "tcp" or "streams" in r:
+    tcp = r.get("protocol") == "tcp" or "streams" in r
+    if tcp:
         streams = r.get("streams", [])
-        # a stream Ctrl-C'd before its receiver reported has "receiver": null
-        got = sum(int((s.get("receiver") or {}).get("bytes", 0)) for s in streams)
-        starts = [int(s["sender"]["start_ns"]) for s in streams if "start_ns" in (s.get("sender") or {})]
-        ends = [int(s["sender"]["end_ns"]) for s in streams if "end_ns" in (s.get("sender") or {})]
         row["retransmits"] = sum(int((s.get("sender") or {}).get("retransmits", 0)) for s in streams)
     else:
-        rx, tx = r.get("receiver") or {}, r.get("sender") or {}
-        got = int(rx.get("bytes", 0))
-        starts = [int(r["start_ns"])] if "start_ns" in r else []
-        ends = [int(tx["end_ns"])] if "end_ns" in tx else []
+        rx = r.get("receiver") or {}
         row["lost"] = int(rx.get("lost", 0)) if rx else None
-    if starts and ends and max(ends) > min(starts):
-        row["goodput_mbps"] = round(got * 8 / ((max(ends) - min(starts)) / NS) / 1e6, 2)
+    totals = receiver_totals(r, "tcp" if tcp else "udp", bool(a.spec.get("reverse")))
+    bps = goodput_bps(*totals) if totals else None
+    if bps is not None:
+        row["goodput_mbps"] = round(bps / 1e6, 2)
     return row
 
 
