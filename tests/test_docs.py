@@ -19,6 +19,7 @@ import pytest
 
 from bufferlab import scenario
 from bufferlab.cli import main
+from bufferlab.run.programs import PROGRAMS
 from bufferlab.scenario import load, mn_file, observe
 from conftest import ROOT
 
@@ -227,3 +228,11 @@ def test_docs_requirements_match_the_docs_extra():
     lines = (DOCS / "requirements.txt").read_text().splitlines()
     listed = [ln for ln in lines if ln and not ln.startswith("#")]
     assert listed == extra
+
+
+def test_the_command_reference_lists_every_program():
+    """Each program a scenario line may run (run/programs.py PROGRAMS) has its place in the
+    generated command reference."""
+    page = docs_reference.commands_page()
+    missing = [p for p in PROGRAMS if f"`{p}" not in page and f"## {p}" not in page]
+    assert missing == []

@@ -17,9 +17,13 @@ import re
 from typing import Any
 
 from bufferlab import _core, cli, commands
-from bufferlab.commands import capture, ethtool, generators, iperf3, ns3, ping, shell, sysctl, tc
+from bufferlab.commands import capture, ethtool, generators, iperf3, netinfo, ns3, ping, procs, shell, sysctl, tc
 from bufferlab.commands._getopt import OptSpec
 from bufferlab.commands.tc import registry
+from bufferlab.formats import netinfo as netinfo_fmt
+from bufferlab.formats import procs as procs_fmt
+from bufferlab.run import netinfo as netinfo_run
+from bufferlab.run import procs as procs_run
 from bufferlab.scenario import load, mn_file, observe
 
 #: table -> the loader's accepted keys (scenario/load.py, scenario/observe.py check_keys sets)
@@ -280,6 +284,12 @@ def commands_page() -> str:
         "",
     ]
     out += ["## ethtool", ""] + _doc(ethtool)
+    out += ["## Processes and jobs: " + ", ".join(f"`{n}`" for n in procs_run.PROGRAMS), ""]
+    out += _doc(procs) + _doc(procs_run) + _doc(procs_fmt)
+    out += ["## Host network: " + ", ".join(f"`{n}`" for n in netinfo_run.PROGRAMS), ""]
+    out += _doc(netinfo) + _doc(netinfo_run) + _doc(netinfo_fmt)
+    out += ["## Shell commands", "", "| command | what it does |", "|---|---|"]
+    out += [f"| `{name}` | {what} |" for name, what in SHELL_COMMANDS.items()] + [""]
     for module in _other_command_modules():  # a command added later gets its section at once
         out += [f"## {module.__name__.rsplit('.', 1)[-1]}", ""] + _doc(module)
         specs = getattr(module, "_SPECS", None)
@@ -288,8 +298,21 @@ def commands_page() -> str:
     return "\n".join(out) + "\n"
 
 
+#: the small programs of run/programs.py that have no parser module of their own
+SHELL_COMMANDS = {
+    "cd": "bash's `cd [DIR]`, within the node's results folder",
+    "mkdir": "`mkdir [-p] DIR...` (GNU mkdir's messages)",
+    "sleep": "`sleep DURATION...` in simulated time (`5`, `0.5`, `2m`)",
+    "echo": "bash's `echo WORDS...`",
+    "cat": "`cat FILE...` of the node's results folder (GNU cat's messages)",
+    "date": "`date [-u] [+FORMAT]`: the profile's epoch plus simulated time, in UTC",
+    "true": "exits 0 (`cmd || true`)",
+    "plot_iperf.sh": "`plot_iperf.sh FILE.json`: iperf.csv, results/N.dat and the handout's seven plots",
+    "xdg-open": "accepted; no viewer is opened in simulation",
+}
+
 #: the command modules commands_page() describes by hand (shell and the helpers have no command)
-_DESCRIBED = (shell, tc, sysctl, iperf3, ping, generators, ns3, capture, ethtool)
+_DESCRIBED = (shell, tc, sysctl, iperf3, ping, generators, ns3, capture, ethtool, procs, netinfo)
 
 
 def _other_command_modules() -> list[Any]:
