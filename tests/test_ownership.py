@@ -460,7 +460,8 @@ def test_compare_o_is_a_marked_folder_and_never_writes_through_links(tmp_path, c
     dest.mkdir()
     (dest / "mine.txt").write_text("mine\n")
     assert main(["compare", str(out / "own"), "-o", str(dest)]) == 2
-    assert f"error: {dest}: is a folder bufferlab did not write (it holds mine.txt)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"error: {dest}: is a folder bufferlab did not write (it holds mine.txt)" in err
     (dest / "mine.txt").unlink()
     v = _victim(tmp_path)
     for name in ("compare.html", "compare.csv", "ping_rtt.png"):
@@ -512,3 +513,18 @@ def test_a_lock_file_planted_as_a_link_is_replaced(tmp_path):
     assert _run(_scenario(tmp_path / "src"), out) == 0
     _untouched(v)
     assert sorted(p.name for p in out.iterdir()) == ["own"]
+
+
+def test_o_through_a_file_is_an_error_naming_it(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("mine\n")
+    sc = _scenario(tmp_path / "src")
+    (tmp_path / "src" / "s.toml").write_text(SWEEP.format(scenario=sc.as_posix()))
+    assert _run(sc, tmp_path / "out") == 0
+    for argv in (["sweep", str(tmp_path / "src" / "s.toml"), "-o", str(f), "--no-progress"],
+                 ["run", str(sc), "-o", str(f), "-q"],
+                 ["compare", str(tmp_path / "out" / "own"), "-o", str(f / "x")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert str(f) in err and "Traceback" not in err, argv
+    assert f.read_text() == "mine\n"

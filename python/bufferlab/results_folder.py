@@ -165,12 +165,33 @@ def check_usable(folder: Path, kind: str, hint: str, inputs: Iterable[Path] = ()
                               f"move {Path(f).name} out of {folder}, or {hint}")
 
 
+def _os_errors(folder: Path, what: str, hint: str) -> Any:
+    """An OSError below (a file in the way, read-only, no space, name too long) as a
+    :class:`FolderError` naming the path."""
+
+    @contextmanager
+    def block() -> Iterator[None]:
+        try:
+            yield
+        except FolderError:
+            raise
+        except OSError as e:
+            why = "a file is in the way" if isinstance(e, FileExistsError) else e.strerror
+            raise FolderError(e.filename or folder, f"cannot {what} ({why})", hint) from None
+
+    return block()
+
+
 def fresh(root: Path, kind: str, hint: str, inputs: Iterable[Path] = ()) -> Path | None:
     """Make ``root`` a new, empty, marked folder (not complete yet). What was there, once
     :func:`check_usable` allows it, becomes ``<root>.prev`` (a link is only unlinked),
     unless it is a partial run and ``.prev`` a complete one: then the partial one goes.
     Returns ``.prev`` if it exists (the caller removes it when its run completes)."""
-    inputs = list(inputs)
+    with _os_errors(root, "make the results folder", hint):
+        return _fresh(root, kind, hint, list(inputs))
+
+
+def _fresh(root: Path, kind: str, hint: str, inputs: list[Path]) -> Path | None:
     prev = root.with_name(root.name + ".prev")
     check_usable(root, kind, hint, inputs)
     present = os.path.lexists(root)
@@ -205,12 +226,13 @@ def claim(folder: Path, kind: str, hint: str) -> None:
     """A folder to write into, kept across commands (a sweep's, compare's): made and
     marked if absent (or an empty folder, or a link, which is replaced); an older
     bufferlab's folder of this kind gets its marker; anything else is an error."""
-    check_usable(folder, kind, hint)
-    if os.path.islink(folder):
-        os.unlink(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    if read_marker(folder) is None:
-        write_marker(folder, kind)
+    with _os_errors(folder, "make the results folder", hint):
+        check_usable(folder, kind, hint)
+        if os.path.islink(folder):
+            os.unlink(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        if read_marker(folder) is None:
+            write_marker(folder, kind)
 
 
 # ---------------------------------------------------------------- one writer
@@ -252,6 +274,11 @@ def _holder(path: Path) -> str:
 
 def acquire(folder: Path) -> None:
     """Become ``folder``'s one writer, or raise :class:`FolderError` naming the holder."""
+    with _os_errors(folder, "lock the results folder", "choose another folder with -o"):
+        _acquire(folder)
+
+
+def _acquire(folder: Path) -> None:
     path = lock_path(folder)
     key = os.path.abspath(path)
     held = _HELD.get(key)
