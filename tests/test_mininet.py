@@ -488,3 +488,22 @@ def test_a_script_stopping_on_an_error_is_a_failure_with_its_line(tmp_path: Path
     report = (results / "stops" / "report.html").read_text()
     assert "stops.py:8: script: part &#x27;mininet&#x27;" in report or "stops.py:8: script: part" in report
     assert "add an iperf3 test" not in report and "iperf 2 ran (`iperf -c 10.0.0.2 -t 1`)" in report
+
+
+def test_popen_signals_and_pids(capsys: pytest.CaptureFixture[str]) -> None:
+    """popen processes have deterministic PIDs, kill() is SIGKILL (nothing printed) and
+    send_signal(SIGTERM) reaches ping as the real one takes it (it dies silently)."""
+    net = Mininet(topo=SingleSwitchTopo(2), link=TCLink)
+    net.start()
+    h1 = net.get("h1")
+    assert h1.pid == 2000
+    p = h1.popen("ping 10.0.0.2", text=True)
+    q = h1.popen("ping -i 0.5 10.0.0.2", text=True)
+    assert (p.pid, q.pid) == (2001, 2002)
+    clock.sleep(1.5)
+    p.kill()
+    q.send_signal(15)
+    assert p.wait() == 137 and q.wait() == 143
+    assert "PING" not in p.communicate()[0] and "PING" not in q.communicate()[0]
+    assert "ping" not in h1.cmd("ps -e")
+    net.stop()

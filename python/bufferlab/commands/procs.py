@@ -16,7 +16,7 @@ Signals are named as ``kill -l`` names them (``TERM``, ``SIGTERM``, ``term`` or 
 signal reaches a simulated program as it reaches the real one: ``iperf3`` catches SIGINT,
 SIGTERM and SIGHUP (its ``iperf_catch_sigend``) and prints what it prints on Ctrl-C;
 ``iperf`` 2 catches SIGINT and SIGTERM; iputils ``ping`` catches SIGINT and SIGALRM (its
-statistics), so SIGTERM ends it silently; ``tcpdump``/``tshark`` catch SIGINT, SIGTERM and
+statistics; SIGQUIT prints a status line, not modelled: it goes on), so SIGTERM ends it silently; ``tcpdump``/``tshark`` catch SIGINT, SIGTERM and
 SIGHUP; bufferlab's own generators, ``plot_q.sh`` and ``sleep`` take SIGINT and SIGTERM as
 Ctrl-C. Any other signal ends a program with nothing printed, SIGKILL always. SIGCHLD,
 SIGURG and SIGWINCH are ignored; stopping and continuing (SIGSTOP, SIGTSTP, SIGCONT,
@@ -63,6 +63,9 @@ CATCHES: dict[str, frozenset[int]] = {
     "tcpdump": frozenset({1, 2, 13, 15}),
     "tshark": frozenset({1, 2, 13, 15}),
 }
+#: signals a program handles and goes on running: iputils ping prints a status line on
+#: SIGQUIT, tcpdump its counts on SIGUSR1 (not printed here: the program just goes on)
+CONTINUES: dict[str, frozenset[int]] = {"ping": frozenset({3}), "tcpdump": frozenset({10})}
 #: programs not listed in CATCHES take these as Ctrl-C
 DEFAULT_CATCHES = frozenset({2, 15})
 

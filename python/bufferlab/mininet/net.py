@@ -234,6 +234,8 @@ class Mininet:
         self.session = Session(self._scenario(), Path(RESULTS["root"]), fresh=bool(RESULTS["fresh"]))
         _started[0] += 1
         clock.attach(self.session)
+        for h in self.hosts:  # each host's shell, as Mininet's Node.pid
+            h.pid = self.session.runner.procs.shell(h.name).pid
         if self.controllers:
             info("*** Starting controller\n" + "".join(c.name + " " for c in self.controllers) + "\n")
         info(f"*** Starting {len(self.switches)} switches\n")

@@ -101,7 +101,6 @@ class Popen:
         self._text = bool(text or universal_newlines or encoding)
         self._job: Job = session.start(terminal, line, background=True)
         self._read = 0
-        self.pid = 0
         self.stdout = _Stream(self)
         self.stderr = _Stream(self, empty=True)
 
@@ -134,10 +133,30 @@ class Popen:
         if not self._job.done:
             self._job.interrupt()
 
-    kill = terminate
+    @property
+    def pid(self) -> int:
+        """The PID of the process the line runs (run/procs.py: deterministic per node)."""
+        procs = self._procs()
+        return procs[0].pid if procs else 0
+
+    def _procs(self) -> list[Any]:
+        table = self._job.session.runner.procs
+        return [p for p in table.procs.values() if p.owner is self._job.owner]
+
+    def kill(self) -> None:
+        """SIGKILL: the tool ends with nothing printed."""
+        self.send_signal(9)
 
     def send_signal(self, sig: int) -> None:
-        self.terminate()
+        """The signal reaches the line's process as it reaches the real tool (SIGINT: as
+        Ctrl-C; SIGTERM: iperf3 prints its summary, ping ends silently; see run/procs.py)."""
+        if sig == 2:
+            self.terminate()
+            return
+        s = self._job.session
+        for p in self._procs():
+            s.runner.procs.deliver(p, int(sig), s.runner.engine, s.sched)
+        s.sched.drain()
 
 
 class _Stream:

@@ -178,23 +178,25 @@ class ProcessTable:
 
     # ------------------------------------------------------------ signals
 
-    def deliver(self, proc: Process, sig: int, rt: RunCtx) -> None:
-        """Signal ``sig`` reaches ``proc`` (see the module doc)."""
+    def deliver(self, proc: Process, sig: int, eng: Any, sched: Any) -> None:
+        """Signal ``sig`` reaches ``proc`` (see the module doc); ``sched`` is the scheduler
+        (``signal_owner``)."""
         if not proc.alive or sig == 0 or sig in procs_cmd.IGNORED:
             return
-        eng = rt.engine
+        if sig in procs_cmd.CONTINUES.get(proc.comm, ()):
+            return
         catches = procs_cmd.CATCHES.get(proc.comm, procs_cmd.DEFAULT_CATCHES if proc.apps else frozenset())
         proc.signal, proc.caught = sig, sig in catches and sig != procs_cmd.SIGKILL
         if proc.job is not None and proc.job.signal is None:
             proc.job.signal = sig
-        rt.scheduler.signal_owner(proc.owner, [a for a in proc.apps if not eng.app_finished(a)])
+        sched.signal_owner(proc.owner, [a for a in proc.apps if not eng.app_finished(a)])
 
-    def deliver_job(self, job: ShellJob, sig: int, rt: RunCtx) -> None:
+    def deliver_job(self, job: ShellJob, sig: int, eng: Any, sched: Any) -> None:
         if sig in (0, *procs_cmd.IGNORED):
             return
         job.signal = job.signal or sig
         for p in list(job.processes):
-            self.deliver(p, sig, rt)
+            self.deliver(p, sig, eng, sched)
 
 
 def supervise(proc: Process, gen: Gen) -> Generator[Any, Any, int]:
@@ -248,7 +250,7 @@ def prep_kill(pc: PrepareCtx, words: list[Word]) -> Prepared:
                               "No such process")
                     status = 1
                 else:
-                    table.deliver_job(job, cmd.signal, rt)
+                    table.deliver_job(job, cmd.signal, rt.engine, rt.scheduler)
                 continue
             proc = table.procs.get(t.pid)
             shell = next((s for s in table.shells.values() if s.pid == t.pid), None)
@@ -259,7 +261,7 @@ def prep_kill(pc: PrepareCtx, words: list[Word]) -> Prepared:
                 rt.io.err(f"bash: kill: ({t.pid}) - No such process")
                 status = 1
             else:
-                table.deliver(proc, cmd.signal, rt)
+                table.deliver(proc, cmd.signal, rt.engine, rt.scheduler)
         return status
 
     return _instant(run)
@@ -287,7 +289,7 @@ def prep_pkill(pc: PrepareCtx, words: list[Word]) -> Prepared:
                 rt.io.out("".join(f"{p.pid} {p.comm}\n" if cmd.list_name else f"{p.pid}\n" for p in found))
         if cmd.tool == "pkill":
             for p in found:
-                rt.runner.procs.deliver(p, cmd.signal, rt)
+                rt.runner.procs.deliver(p, cmd.signal, rt.engine, rt.scheduler)
                 if cmd.echo:
                     rt.io.out(f"{p.comm} killed (pid {p.pid})\n")
         return 0 if found else 1
@@ -307,7 +309,7 @@ def prep_killall(pc: PrepareCtx, words: list[Word]) -> Prepared:
                 if not cmd.quiet:
                     rt.io.err(f"{name}: no process found")
             for p in found:
-                rt.runner.procs.deliver(p, cmd.signal, rt)
+                rt.runner.procs.deliver(p, cmd.signal, rt.engine, rt.scheduler)
                 if cmd.verbose:
                     rt.io.err(f"Killed {p.comm}({p.pid}) with signal {cmd.signal}")
         return 1 if missing else 0
