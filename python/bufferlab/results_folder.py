@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shlex
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -55,8 +56,11 @@ _FAMILY = {"run": "run", "mininet": "run", "sweep": "sweep", "compare": "compare
 _NOUN = {"run": "run", "mininet": "Mininet run", "sweep": "sweep", "compare": "comparison"}
 #: a sweep's run folders (sweep/runs.py: sha256 prefix), finished or under way
 _RUN_ID = re.compile(r"[0-9a-f]{16}(\.partial)?")
-#: what is read of a marker, lock or legacy JSON file at most (they are a few hundred bytes)
+#: what is read of a marker, lock or run.json at most (they are a few hundred bytes)
 _SMALL = 1 << 16
+#: an older run's summary.json, read whole (only for folders without the marker)
+_SUMMARY = 1 << 30
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class FolderError(BufferlabError):
@@ -67,16 +71,20 @@ class FolderError(BufferlabError):
         self.path = Path(path)
 
 
-def _read_json(path: Path) -> Any:
-    """A small JSON file's contents, never through a link; None if absent or unreadable."""
+def _read_json(path: Path, limit: int = _SMALL) -> Any:
+    """A JSON file's contents, never through a link, never from a FIFO or device (which
+    could block or not end); None if absent, unreadable or longer than ``limit``."""
     try:
-        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
     try:
         with os.fdopen(fd, "rb") as f:
-            return json.loads(f.read(_SMALL).decode("utf-8"))
-    except (OSError, ValueError):
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            data = f.read(limit + 1)
+            return json.loads(data.decode("utf-8")) if len(data) <= limit else None
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -97,7 +105,7 @@ def _legacy_kind(folder: Path) -> str | None:
     run = _read_json(folder / "run.json")
     if isinstance(run, dict) and "started_unix" in run:
         return "run"
-    summary = _read_json(folder / "summary.json")
+    summary = _read_json(folder / "summary.json", _SUMMARY)
     if isinstance(summary, dict) and "parts" in summary and "scenario" in summary:
         return "run"
     if (folder / "sweep.parquet").is_file():
@@ -122,7 +130,7 @@ def complete(folder: Path) -> bool:
     m = read_marker(folder)
     if m is not None:
         return m.get("complete") is True
-    s = _read_json(folder / "summary.json")
+    s = _read_json(folder / "summary.json", _SUMMARY)
     return (isinstance(s, dict) and s.get("error") is None
             and not any(k in s for k in ("interrupted", "stopped")))
 
