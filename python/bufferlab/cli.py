@@ -195,7 +195,11 @@ EXIT_STOPPED = 3
 def main(argv: list[str] | None = None) -> int:
     if signal.getsignal(signal.SIGINT) is _interrupted_while_importing:  # imported: Ctrl-C raises again
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    args = _parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    if words[:1] == ["sweep"]:  # its options, -h included, are parsed by sweep/cli.py
+        args = argparse.Namespace(command="sweep", args=list(words[1:]))
+    else:
+        args = _parser().parse_args(argv)
     if args.command is None:
         _parser().print_help()
         return 2

@@ -27,9 +27,9 @@ def _set_arg(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def add_set_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--set", type=_set_arg, action="append", default=[], metavar="NAME=VALUE",
-                   help="override a default of the scenario's [params] table (repeatable)")
+def add_set_option(p: argparse.ArgumentParser,
+                   help: str = "override a default of the scenario's [params] table (repeatable)") -> None:
+    p.add_argument("--set", type=_set_arg, action="append", default=[], metavar="NAME=VALUE", help=help)
 
 
 def set_overrides(pairs: list[tuple[str, Any]]) -> list[Override]:
@@ -50,7 +50,9 @@ def _run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bufferlab sweep", description="Run every point × seed of a sweep "
                                 "file, each an ordinary run in OUT/<sweep>/runs/<run-id>/, finished runs "
                                 "kept and skipped; then write OUT/<sweep>/sweep.parquet. Exit 1 if a run "
-                                "failed (listed at the end), 2 for a mistake in the files.")
+                                "failed (listed at the end), 2 for a mistake in the files.",
+                                epilog="bufferlab sweep plot DIR --x NAME --y COLUMN plots a sweep's results "
+                                "(bufferlab sweep plot -h).")
     p.add_argument("file", type=Path, metavar="FILE.toml", help="sweep file")
     p.add_argument("-o", "--output", type=Path, default=Path("results"),
                    help="results folder (default: ./results)")
@@ -62,13 +64,14 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the runs (and which are done), run nothing")
     p.add_argument("--force", action="store_true", help="rerun runs already finished")
     p.add_argument("--no-progress", action="store_true", help="plain lines instead of a progress display")
-    add_set_option(p)
+    add_set_option(p, "override a default of the scenario's [params] table in every run; of a swept "
+                   "parameter: run only that value of its axis (repeatable)")
     return p
 
 
 def _plot_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bufferlab sweep plot", description="Plot a sweep's results: the "
-                                "mean of Y over seeds at each X with its 95 %% confidence interval "
+                                "mean of Y over seeds at each X with its 95 % confidence interval "
                                 "(Student t); PNG, PDF and DIR/sweep.html.")
     p.add_argument("dir", type=Path, metavar="DIR", help="results/<sweep> of `bufferlab sweep`")
     p.add_argument("--x", required=True, help="parameter on the x axis")

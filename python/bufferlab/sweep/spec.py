@@ -37,7 +37,9 @@ class SweepSpec:
 
 
 def load_sweep(path: Path, fixed: list[Override]) -> SweepSpec:
-    """Read and check the sweep file; ``fixed`` are ``--set`` values applied to every run."""
+    """Read and check the sweep file; ``fixed`` are ``--set`` values applied to every run. A
+    ``--set`` of a swept parameter narrows its axis to that value: a slice of the sweep, whose
+    runs are the full sweep's (the same identities, so finished ones are kept)."""
     file = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -70,10 +72,13 @@ def load_sweep(path: Path, fixed: list[Override]) -> SweepSpec:
                                 expected="one of its [params]: " + (", ".join(sorted(defaults)) or "(none)"),
                                 suggestion=suggest(key, set(defaults))
                                 or f"declare {key} under [params] in the scenario, or drop it here")
-        if any(o.name == key for o in fixed):
-            raise ScenarioError(f"--set {key} fixes a parameter this sweep varies", file=file,
-                                line=pos[0] if pos else line, col=pos[1] if pos else None,
-                                suggestion=f"drop --set {key}, or remove {key} from the sweep")
+        for o in fixed:
+            if o.name == key and not axes.narrow(key, o.value):
+                raise ScenarioError(f"--set {key}={o.value}: no row of this [[zip]] has {key} = {o.value}",
+                                    file=file, line=pos[0] if pos else line, col=pos[1] if pos else None,
+                                    expected=f"{key} one of " + ", ".join(map(str, axes.values(key))),
+                                    suggestion=f"a [[zip]] advances its lists together: --set picks one "
+                                    f"of its rows by {key}")
     where = data.get("where")
     if where is not None and not isinstance(where, str):
         raise error_at(src, "where must be a string condition", key="where",
@@ -121,6 +126,24 @@ class _Axes:
 
     def names(self) -> list[tuple[str, int]]:
         return [(k, self.grid_line) for k in self.grid] + [(k, ln) for z, ln in self.zips for k in z]
+
+    def values(self, key: str) -> list[Value]:
+        return self.grid[key] if key in self.grid else next(z[key] for z, _ in self.zips if key in z)
+
+    def narrow(self, key: str, value: Value) -> bool:
+        """Keep only ``key = value`` (``--set`` of a swept parameter); False if it is zipped and
+        no row of its [[zip]] has that value."""
+        if key in self.grid:
+            self.grid[key] = [value]
+            return True
+        for z, _ in self.zips:
+            if key in z:
+                rows = [i for i, v in enumerate(z[key]) if v == value]
+                if not rows:
+                    return False
+                for k in z:
+                    z[k] = [z[k][i] for i in rows]
+        return True
 
     def points(self) -> list[dict[str, Value]]:
         groups: list[list[dict[str, Value]]] = [[{k: v} for v in vals] for k, vals in self.grid.items()]
