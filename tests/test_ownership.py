@@ -528,3 +528,25 @@ def test_o_through_a_file_is_an_error_naming_it(tmp_path, capsys):
         err = capsys.readouterr().err
         assert str(f) in err and "Traceback" not in err, argv
     assert f.read_text() == "mine\n"
+
+
+def test_older_folders_are_recognised_by_their_files(tmp_path):
+    cases = {"run": {"run.json": '{"started": "x", "started_unix": 1.0, "wall_s": 1.0}'},
+             "run-summary": {"summary.json": '{"scenario": "s", "parts": []}'},
+             "sweep": {"sweep.parquet": "PAR1"}, "sweep-runs": {"runs/0123456789abcdef.partial/x": ""},
+             "compare": {"compare.html": "<!DOCTYPE html>"}, "user": {"run.json": "[1]", "notes.txt": ""}}
+    for name, files in cases.items():
+        for rel, text in files.items():
+            (tmp_path / name / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name / rel).write_text(text)
+    assert {n: kind_of(tmp_path / n) for n in cases} == {
+        "run": "run", "run-summary": "run", "sweep": "sweep", "sweep-runs": "sweep", "compare": "compare",
+        "user": None}
+
+
+def test_mn_never_replaces_a_folder_it_did_not_write(tmp_path, capsys):
+    (tmp_path / "mn").mkdir()
+    (tmp_path / "mn" / "topo.py").write_text("# mine\n")
+    assert main(["mn", "--topo", "linear,2", "--test", "pingall", "-o", str(tmp_path)]) == 2
+    assert "is a folder bufferlab did not write (it holds topo.py)" in capsys.readouterr().err
+    assert _tree(tmp_path / "mn") == {"topo.py": "# mine\n"}
