@@ -370,7 +370,8 @@ def _iperf_number(text: str, col: int | None, kilo: int, expected: str, what: st
     rest = text[m.end() :]
     if rest == "":
         # digits only: exact (a double would round 2^64 - 1 up past the u64 bound)
-        return int(m.group(0)) if m.group(0).isdigit() else value
+        # (beyond 40 digits the double, then the caller's range check, says it is too large)
+        return int(m.group(0)) if m.group(0).isdigit() and len(m.group(0)) <= 40 else value
     if len(rest) == 1 and rest.lower() in _IPERF_SUFFIX:
         return value * float(kilo) ** _IPERF_SUFFIX[rest.lower()]
     hint = None

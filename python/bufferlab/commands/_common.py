@@ -42,7 +42,7 @@ def is_ipv4_literal(text: str) -> bool:
     if len(parts) != 4:
         return False
     for p in parts:
-        if not p.isdigit() or not p.isascii():
+        if not p.isdigit() or not p.isascii() or len(p) > 3:
             return False
         if len(p) > 1 and p[0] == "0":
             return False
@@ -78,6 +78,12 @@ def check_host(
     )
 
 
+#: more significant digits than any C integer has (2^64 is 20 decimal, 22 octal digits): such a
+#: number is out of range, whatever the check after it, and is never handed to int() (whose
+#: 4300-digit limit made a 5000-digit option a ValueError)
+C_INT_DIGITS = 40
+
+
 def c_strtol(text: str, base: int = 0) -> tuple[int | None, str]:
     """C ``strtol``/``strtoul`` prefix parse: (value or None if no digits, rest).
 
@@ -107,7 +113,10 @@ def c_strtol(text: str, base: int = 0) -> tuple[int | None, str]:
         j += 1
     if j == i:
         return None, text
-    value = int(s[i:j], b)
+    if len(s[i:j].lstrip("0")) > C_INT_DIGITS:  # out of range as strtol's ERANGE (and of int()'s limit)
+        value = 2**128
+    else:
+        value = int(s[i:j], b)
     return (-value if neg else value), s[j:]
 
 

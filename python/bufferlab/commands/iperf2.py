@@ -235,7 +235,11 @@ def _seconds(o: Opt, what: str) -> float:
 
 def _amount(o: Opt, what: str, minimum: int = 1) -> int:
     w = _value(o)
-    value = int(byte_atof(w.text, w.col, o.spelled, what))
+    amount = byte_atof(w.text, w.col, o.spelled, what)
+    if not math.isfinite(amount) or amount >= 2**63:
+        raise CommandError(f"iperf: {what} {w.text!r} for {o.spelled} is too large", col=w.col,
+                           expected=f"{o.spelled} N[kmgKMG] below 2^63")
+    value = int(amount)
     if value < minimum:
         raise CommandError(
             f"iperf: {what} {w.text!r} for {o.spelled} is below {minimum}",

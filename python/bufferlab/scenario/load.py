@@ -192,6 +192,12 @@ def parse_duration_s(text: str) -> float:
         raise ValueError(e.message) from None
 
 
+#: what a run writes beside its part folders: a part's folder may not take their place
+RUN_FILES = {"summary.json", "run.json", "report.html", "tables"}
+#: a part's folder name: the file systems' 255 bytes, less room for a temporary suffix
+MAX_PART_NAME_BYTES = 200
+
+
 def _slug(name: str) -> str:
     # no leading/trailing dots either: a part named ".." must not write outside its folder
     s = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
@@ -251,12 +257,28 @@ def _line_col(text: str, at: int) -> tuple[int, int]:
     return text.count(nl, 0, at) + 1, at - (text.rfind(nl, 0, at) + 1) + 1  # type: ignore[arg-type]
 
 
-def _decode(raw: bytes, file: str) -> str:
+def read_toml(path: Path, what: str = "scenario") -> tuple[str, dict[str, Any]]:
+    """The text and the table of a TOML file (a scenario or a sweep file) read with the
+    scenario's guards: at most 16 MiB, UTF-8, nesting and dotted keys bounded (so tomllib
+    can neither recurse too deep nor take minutes); every failure a ScenarioError with
+    its position."""
+    file = str(path)
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_SCENARIO_BYTES + 1)
+    except OSError as e:
+        raise ScenarioError(f"cannot read the {what}: {e.strerror}", file=file) from None
+    text = _decode(raw, file, what)
+    _check_structure(text, file)
+    return text, _parse_toml(text, file)
+
+
+def _decode(raw: bytes, file: str, what: str = "scenario") -> str:
     if len(raw) > MAX_SCENARIO_BYTES:
         raise ScenarioError(
-            f"the scenario is more than {MAX_SCENARIO_BYTES} bytes long (16 MiB)",
+            f"the {what} is more than {MAX_SCENARIO_BYTES} bytes long (16 MiB)",
             file=file,
-            expected="a scenario file of at most 16 MiB",
+            expected=f"a {what} of at most 16 MiB",
             suggestion="is this the right file? A scenario with thousands of hosts is well under 1 MiB",
         )
     try:
@@ -264,7 +286,7 @@ def _decode(raw: bytes, file: str) -> str:
     except UnicodeDecodeError as e:
         line, col = _line_col(raw, e.start)  # type: ignore[arg-type]
         raise ScenarioError(
-            f"the scenario is not UTF-8 text: byte 0x{raw[e.start]:02x} at byte offset {e.start} "
+            f"the {what} is not UTF-8 text: byte 0x{raw[e.start]:02x} at byte offset {e.start} "
             f"({e.reason})",
             file=file,
             line=line,
@@ -349,14 +371,7 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None) -> 
     """
     path = Path(path)
     file = str(path)
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_SCENARIO_BYTES + 1)
-    except OSError as e:
-        raise ScenarioError(f"cannot read the scenario: {e.strerror}", file=file) from None
-    text = _decode(raw, file)
-    _check_structure(text, file)
-    data = _parse_toml(text, file)
+    text, data = read_toml(path)
     params = resolve_params(data, text, file, overrides or [])
     colmap: dict[int, list[int]] = {}
     if "${" in text:
@@ -371,23 +386,34 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None) -> 
 def _parse_toml(text: str, file: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
-        msg = re.sub(r"\s*\((at line \d+, column \d+|at end of document)\)", "", str(e))
-        if m:
-            line, col = int(m.group(1)), int(m.group(2))
-        else:  # "at end of document": the last line, after its last character
-            lines = text.rstrip().splitlines() or [""]
-            line, col = len(lines), len(lines[-1]) + 1
-        raise ScenarioError(
-            f"invalid TOML: {msg}",
-            file=file,
-            line=line,
-            col=col,
-            expected="TOML syntax (strings in quotes, arrays in [ ], one key = value per line)",
-            suggestion=next((h for start, h in _TOML_HINTS if msg.startswith(start)), None)
-            or "check the quotes, brackets and commas just before this position",
-        ) from None
+    except ValueError as e:
+        if isinstance(e, tomllib.TOMLDecodeError):
+            raise _toml_error(e, text, file) from None
+        # not TOML's own error: int() refused a number of more than 4300 digits
+        m = re.search(r"[0-9_]{4300,}", text)
+        line, col = _line_col(text, m.start()) if m else (None, None)
+        raise ScenarioError(f"a number of {len(m.group(0)) if m else 'thousands of'} digits", file=file,
+                            line=line, col=col, expected="a number of at most 4300 digits",
+                            suggestion="is this the right file?") from None
+
+
+def _toml_error(e: tomllib.TOMLDecodeError, text: str, file: str) -> ScenarioError:
+    m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
+    msg = re.sub(r"\s*\((at line \d+, column \d+|at end of document)\)", "", str(e))
+    if m:
+        line, col = int(m.group(1)), int(m.group(2))
+    else:  # "at end of document": the last line, after its last character
+        lines = text.rstrip().splitlines() or [""]
+        line, col = len(lines), len(lines[-1]) + 1
+    return ScenarioError(
+        f"invalid TOML: {msg}",
+        file=file,
+        line=line,
+        col=col,
+        expected="TOML syntax (strings in quotes, arrays in [ ], one key = value per line)",
+        suggestion=next((h for start, h in _TOML_HINTS if msg.startswith(start)), None)
+        or "check the quotes, brackets and commas just before this position",
+    )
 
 
 def _str_list(src: SourceMap, table: dict, key: str, where: str) -> list[str]:
@@ -780,6 +806,13 @@ def _build_parts(raw: Any, src: SourceMap, names: set[str]) -> list[Part]:
         if not isinstance(pname, str) or not pname:
             raise key_error(src, f"part {p_i + 1}: name must be a non-empty string", "name", line)
         slug = _slug(pname)
+        if slug.lower() in RUN_FILES:
+            raise key_error(src, f"part {pname!r}: its folder would be the run's own {slug}", "name", line,
+                            expected="a name other than " + ", ".join(sorted(RUN_FILES)))
+        if len(slug.encode()) > MAX_PART_NAME_BYTES:
+            raise key_error(src, f"part {p_i + 1}: its name is {len(slug.encode())} bytes long; its results "
+                            "folder needs a shorter one", "name", line,
+                            expected=f"a part name of at most {MAX_PART_NAME_BYTES} bytes")
         if slug in seen:
             raise key_error(src, f"two parts are named {pname!r}; output folders would collide", "name", line)
         seen.add(slug)

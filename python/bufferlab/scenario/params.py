@@ -28,6 +28,11 @@ _TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][
 _COMPARE = {"<", "<=", ">", ">=", "==", "!="}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 EXPR_SYNTAX = "numbers, parameter names, + - * / //, parentheses (e.g. ${load * 1000}kbit)"
+#: parentheses, signs and ``not`` nested at most this deep (the parser recurses once per level)
+MAX_EXPR_DEPTH = 100
+#: the longest number written in an expression, and the most digits a whole-number result may
+#: have: far beyond any rate or size, and well within what int() and float() convert
+MAX_NUMBER_CHARS = 100
 
 
 class ExprError(Exception):
@@ -73,12 +78,20 @@ class _Parser:
     def __init__(self, expr: str, env: dict[str, Value], condition: bool = False) -> None:
         self.toks = _tokens(expr)
         self.i = 0
+        self.depth = 0
         self.env = env
         #: a sweep's ``where``: comparisons, and/or/not and string literals too
         self.condition = condition
 
     def peek(self) -> _Tok:
         return self.toks[self.i]
+
+    def nest(self, t: _Tok) -> None:
+        """One more level of parentheses, signs or ``not`` at ``t``: an error beyond MAX_EXPR_DEPTH."""
+        self.depth += 1
+        if self.depth > MAX_EXPR_DEPTH:
+            raise ExprError(f"nested more than {MAX_EXPR_DEPTH} deep", t.at,
+                            expected=f"at most {MAX_EXPR_DEPTH} levels of parentheses, signs and not")
 
     def take(self) -> _Tok:
         t = self.toks[self.i]
@@ -110,8 +123,10 @@ class _Parser:
 
     def negation(self) -> Value:
         if self.peek().text == "not" and self.peek().kind == "name":
-            self.take()
-            return int(not self.negation())
+            self.nest(self.take())
+            v = int(not self.negation())
+            self.depth -= 1
+            return v
         v = self.expr()
         t = self.peek()
         if t.kind == "op" and t.text in _COMPARE:
@@ -141,8 +156,9 @@ class _Parser:
     def unary(self) -> Value:
         t = self.peek()
         if t.kind == "op" and t.text in ("-", "+"):
-            self.take()
+            self.nest(self.take())
             v = self.unary()
+            self.depth -= 1
             _need_number(v, t)
             return -v if t.text == "-" else v  # type: ignore[operator]
         return self.atom()
@@ -150,6 +166,9 @@ class _Parser:
     def atom(self) -> Value:
         t = self.take()
         if t.kind == "num":
+            if len(t.text) > MAX_NUMBER_CHARS:
+                raise ExprError(f"a number of {len(t.text)} characters", t.at,
+                                expected=f"a number of at most {MAX_NUMBER_CHARS} characters")
             return float(t.text) if any(c in t.text for c in ".eE") else int(t.text)
         if t.kind == "str" and self.condition:
             return t.text[1:-1]
@@ -162,10 +181,12 @@ class _Parser:
                                 or "declare it under [params] with its default value")
             return self.env[t.text]
         if t.kind == "op" and t.text == "(":
+            self.nest(t)
             v = self.expr()
             close = self.take()
             if close.text != ")":
                 raise ExprError("missing ')'", close.at, expected="')'")
+            self.depth -= 1
             return v
         what = "the end of ${...}" if t.kind == "end" else repr(t.text)
         raise ExprError(f"unexpected {what}", t.at, expected="a number, a parameter name or '('")
@@ -184,15 +205,20 @@ def _arith(op: _Tok, a: Value, b: Value) -> Value:
     assert not isinstance(a, str) and not isinstance(b, str)
     if op.text in ("/", "//") and b == 0:
         raise ExprError("division by zero", op.at)
-    if op.text == "+":
-        return a + b
-    if op.text == "-":
-        return a - b
-    if op.text == "*":
-        return a * b
-    if op.text == "/":
-        return a / b
-    return a // b
+    try:  # an int too large for a float (10^400 * 0.5) overflows
+        v = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
+             "//": lambda: a // b}[op.text]()
+    except OverflowError:
+        raise ExprError(f"the result of {op.text!r} is too large", op.at, expected="a finite number") from None
+    if isinstance(v, int) and abs(v) >= 10**MAX_NUMBER_CHARS:
+        raise ExprError(f"the result of {op.text!r} has more than {MAX_NUMBER_CHARS} digits", op.at,
+                        expected=f"a number of at most {MAX_NUMBER_CHARS} digits")
+    return v
+
+
+def shorten(text: str, most: int = 60) -> str:
+    """``text`` for a message: a long expression cut in the middle (its position says where)."""
+    return text if len(text) <= most else f"{text[:most // 2]}…{text[-most // 2:]}"
 
 
 def evaluate(expr: str, env: dict[str, Value]) -> Value:
@@ -378,7 +404,7 @@ def _substitute_value(value: str, cols: list[int], lineno: int, file: str,
             pieces.append((format_value(evaluate(expr, params)), cols[m.start()]))
         except ExprError as e:
             k = m.start(1) + min(e.offset, max(len(expr) - 1, 0)) if expr else m.start()
-            raise ScenarioError(f"in ${{{expr}}}: {e.message}", file=file, line=lineno,
+            raise ScenarioError(f"in ${{{shorten(expr)}}}: {e.message}", file=file, line=lineno,
                                 col=cols[min(k, len(cols) - 1)] + 1, expected=e.expected,
                                 suggestion=e.suggestion) from None
         at = m.end()

@@ -9,14 +9,14 @@ default the file's stem), ``seeds`` (N meaning 1..N, or a list), ``[grid]``
 from __future__ import annotations
 
 import itertools
-import tomllib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ScenarioError
-from ..scenario.load import MAX_SEED, load_scenario
-from ..scenario.params import ExprError, Override, Value, condition
+from ..scenario.load import MAX_SEED, load_scenario, read_toml
+from ..scenario.params import ExprError, Override, Value, condition, shorten
 from ..scenario.source import SourceMap, check_keys, error_at, key_error, suggest
 
 SWEEP_KEYS = {"scenario", "name", "seeds", "grid", "zip", "parts", "where"}
@@ -41,14 +41,8 @@ def load_sweep(path: Path, fixed: list[Override]) -> SweepSpec:
     ``--set`` of a swept parameter narrows its axis to that value: a slice of the sweep, whose
     runs are the full sweep's (the same identities, so finished ones are kept)."""
     file = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text)
-    except OSError as e:
-        raise ScenarioError(f"cannot read the sweep file: {e.strerror}", file=file) from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ScenarioError(f"invalid sweep file: {e}", file=file,
-                            expected="TOML: scenario = \"...\", seeds = 10, [grid] name = [values]") from None
+    # the scenario's guards: size, UTF-8, nesting and dotted keys bounded, errors with positions
+    text, data = read_toml(path, "sweep file")
     src = SourceMap(text, file)
     check_keys(src, data, SWEEP_KEYS, "the sweep file")
     scen = data.get("scenario")
@@ -61,7 +55,8 @@ def load_sweep(path: Path, fixed: list[Override]) -> SweepSpec:
         raise error_at(src, "name must be a folder name (no '/')", key="name")
     seeds = _seeds(src, data.get("seeds", 1))
     axes = _axes(src, data)
-    defaults = load_scenario(scenario).params
+    base_scenario = load_scenario(scenario)
+    defaults = base_scenario.params
     origins: dict[str, str] = {}
     for key, line in axes.names():
         pos = src.key_pos(key, line - 1) or src.inline_key_pos(key, line)
@@ -89,9 +84,18 @@ def load_sweep(path: Path, fixed: list[Override]) -> SweepSpec:
         if where is None or _keep(src, where, {**base, **p}):
             points.append(p)
     parts = data.get("parts")
-    if parts is not None and (not isinstance(parts, list) or not all(isinstance(x, str) for x in parts)):
-        raise error_at(src, "parts must be a list of part names", key="parts",
-                       expected="parts = [\"droptail\"]")
+    names = [p.name for p in base_scenario.parts]
+    if parts is not None and (not isinstance(parts, list) or not all(isinstance(x, str) for x in parts)
+                              or not parts):
+        raise error_at(src, "parts must be a non-empty list of part names" + (
+            " (an empty list would run nothing; leave parts out to run every part)" if parts == [] else ""),
+            key="parts", expected=f"parts = {json.dumps(names[:3])}")
+    for p in parts or []:
+        if p not in names:
+            line, col = _in_value(src, "parts", f'"{p}"', f"'{p}'")
+            raise ScenarioError(f"the scenario {scenario} has no part {p!r}", file=file, line=line, col=col,
+                                expected="some of its parts: " + ", ".join(names),
+                                suggestion=suggest(p, set(names)))
     return SweepSpec(path, name, scenario, seeds, points, origins, parts, where)
 
 
@@ -99,11 +103,24 @@ def _keep(src: SourceMap, where: str, env: dict[str, Value]) -> bool:
     try:
         return condition(where, env)
     except ExprError as e:
-        pos = src.key_pos("where")
-        raise ScenarioError(f"in where = {where!r}: {e.message}", file=src.file,
-                            line=pos[0] if pos else None, col=pos[1] if pos else None,
+        line, col = _in_value(src, "where", '"', "'")
+        if col is not None and (line, col) != src.key_pos("where"):
+            col += 1 + e.offset  # the opening quote, then the offset inside the condition
+        raise ScenarioError(f"in where = {shorten(where)!r}: {e.message}", file=src.file, line=line, col=col,
                             expected=e.expected or "a condition such as minth < maxth and load > 0.25",
                             suggestion=e.suggestion) from None
+
+
+def _in_value(src: SourceMap, key: str, *needles: str) -> tuple[int | None, int | None]:
+    """Line and column (1-based) of the first of ``needles`` after ``key =`` on its line (the
+    key's own position if none is there; (None, None) without the key)."""
+    pos = src.key_pos(key)
+    if pos is None:
+        return None, None
+    text = src.lines[pos[0] - 1]
+    eq = text.find("=", pos[1] - 1)
+    found = [i for i in (text.find(n, eq) for n in needles) if i >= 0]
+    return (pos[0], min(found) + 1) if found else pos
 
 
 def _seeds(src: SourceMap, raw: Any) -> list[int]:
