@@ -173,21 +173,15 @@ def check_usable(folder: Path, kind: str, hint: str, inputs: Iterable[Path] = ()
                               f"move {Path(f).name} out of {folder}, or {hint}")
 
 
-def _os_errors(folder: Path, what: str, hint: str) -> Any:
-    """An OSError below (a file in the way, read-only, no space, name too long) as a
-    :class:`FolderError` naming the path."""
-
-    @contextmanager
-    def block() -> Iterator[None]:
-        try:
-            yield
-        except FolderError:
-            raise
-        except OSError as e:
-            why = "a file is in the way" if isinstance(e, FileExistsError) else e.strerror
-            raise FolderError(e.filename or folder, f"cannot {what} ({why})", hint) from None
-
-    return block()
+@contextmanager
+def _os_errors(folder: Path, what: str, hint: str) -> Iterator[None]:
+    """An OSError in the block (a file in the way, read-only, no space, name too long) as
+    a :class:`FolderError` naming the path."""
+    try:
+        yield
+    except OSError as e:
+        why = "a file is in the way" if isinstance(e, FileExistsError) else e.strerror
+        raise FolderError(e.filename or folder, f"cannot {what} ({why})", hint) from None
 
 
 def fresh(root: Path, kind: str, hint: str, inputs: Iterable[Path] = ()) -> Path | None:
