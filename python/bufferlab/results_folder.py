@@ -26,6 +26,7 @@ file is simply taken over. No locking where ``fcntl`` is missing (Windows).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -295,7 +296,10 @@ def _acquire(folder: Path) -> None:
         f = open_write(path, "a")  # a link planted there is replaced, never followed
         try:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except OSError as e:
+            if e.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+                _HELD[key] = _Held(path, f)  # no flock here (ENOLCK: some network file systems)
+                return
             f.close()
             raise FolderError(folder, f"is being written by another bufferlab ({_holder(path)})",
                               "wait until it ends, or stop it; two commands writing one results "
@@ -331,8 +335,7 @@ def release(folder: Path) -> None:
         return
     try:
         # removed while still locked, so no other process can be holding that file
-        if os.path.samestat(os.stat(held.path, follow_symlinks=False),
-                                                  os.fstat(held.f.fileno())):
+        if os.path.samestat(os.stat(held.path, follow_symlinks=False), os.fstat(held.f.fileno())):
             os.unlink(held.path)
     except OSError:
         pass
