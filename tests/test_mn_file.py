@@ -134,3 +134,35 @@ def test_the_converted_scenario_names_the_source_and_checks(tmp_path):
     out = tmp_path / "c.toml"
     out.write_text(text)
     assert main(["check", str(out)]) == 0
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("bw", True, "link option bw = true must be a non-negative number"),
+    ("max_queue_size", 1.5, "link option max_queue_size = 1.5 must be a positive integer"),
+    ("max_queue_size", False, "link option max_queue_size = false must be a positive integer"),
+    ("loss", "nan", 'link option loss = "nan" must be a non-negative number'),
+])
+def test_link_options_are_never_silently_rounded(tmp_path, key, value, message):
+    def odd(doc):
+        doc["links"][2]["opts"][key] = value
+    assert message in _bad(tmp_path, odd)
+    assert main(["convert", str(tmp_path / "bad.mn"), "-o", str(tmp_path / "bad.toml")]) == 2
+    assert not (tmp_path / "bad.toml").exists()
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("\ufeff{}".encode("utf-16"), "not a MiniEdit file: UTF-16 text"),
+    (b'{"version": "2", "hosts": [\xca\xfe]}', "bin.mn:1:28: error: not a MiniEdit file: byte 0xca is not UTF-8"),
+    (b"[" * 100_000 + b"]" * 100_000, "not a MiniEdit file: JSON nested too deep"),
+    (b'{"version": ' + b"9" * 5000 + b"}", "not a MiniEdit file: a number with too many digits"),
+])
+def test_convert_refuses_what_is_not_a_miniedit_file(tmp_path, capsys, content, message):
+    p = tmp_path / "bin.mn"
+    p.write_bytes(content)
+    assert main(["convert", str(p), "-o", "-"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_convert_reads_at_most_16_mib(capsys):
+    assert main(["convert", "/dev/zero", "-o", "-"]) == 2
+    assert "/dev/zero: error: not a MiniEdit file: more than 16777216 bytes" in capsys.readouterr().err

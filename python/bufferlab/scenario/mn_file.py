@@ -27,8 +27,10 @@ interfaces, ``speedup``, ...) warn when set, and unknown keys warn.
 
 from __future__ import annotations
 
+import codecs
 import ipaddress
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,20 +113,48 @@ class _Text:
         return ScenarioError(message, file=str(self.path), line=line, col=col, **kw)
 
 
-def load_mn(path: str | Path) -> MnTopology:
-    """Read a MiniEdit ``.mn`` file; errors name the file, line and column."""
-    path = Path(path)
+#: a MiniEdit drawing of a thousand nodes is well under 1 MiB
+MAX_MN_BYTES = 16 * 1024 * 1024
+
+
+def _read_text(path: Path) -> str:
+    """The file's text: at most MAX_MN_BYTES read (``/dev/zero`` ends), UTF-8, else an error."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            raw = f.read(MAX_MN_BYTES + 1)
     except OSError as e:
         raise ScenarioError(f"cannot read the MiniEdit file: {e.strerror or e}", file=str(path),
                             expected="a .mn file saved by MiniEdit (File > Save)") from None
+    if len(raw) > MAX_MN_BYTES:
+        raise ScenarioError(f"not a MiniEdit file: more than {MAX_MN_BYTES} bytes (16 MiB)", file=str(path),
+                            expected="a .mn file saved by MiniEdit (File > Save)")
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise ScenarioError("not a MiniEdit file: UTF-16 text", file=str(path),
+                            expected="the UTF-8 JSON MiniEdit writes (File > Save)",
+                            suggestion="save it again as UTF-8 (an editor's encoding setting)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ScenarioError(f"not a MiniEdit file: byte 0x{raw[e.start]:02x} is not UTF-8 text", file=str(path),
+                            line=line, col=col, expected="the UTF-8 JSON MiniEdit writes (File > Save)") from None
+
+
+def load_mn(path: str | Path) -> MnTopology:
+    """Read a MiniEdit ``.mn`` file; errors name the file, line and column."""
+    path = Path(path)
+    text = _read_text(path)
     src = _Text(path, text)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise ScenarioError(f"not a MiniEdit file: invalid JSON ({e.msg})", file=str(path),
                             line=e.lineno, col=e.colno,
+                            expected="the JSON MiniEdit writes (File > Save)") from None
+    except (ValueError, RecursionError) as e:  # a number of more than 4300 digits; thousands of [[[[
+        why = "JSON nested too deep" if isinstance(e, RecursionError) else "a number with too many digits"
+        raise ScenarioError(f"not a MiniEdit file: {why}", file=str(path),
                             expected="the JSON MiniEdit writes (File > Save)") from None
     if not isinstance(doc, dict):
         raise src.error("not a MiniEdit file: the top level must be a JSON object",
@@ -267,13 +297,15 @@ def _number(src: _Text, opts: dict, key: str, at: int, integer: bool = False) ->
     v = opts.get(key)
     if v in (None, ""):
         return None
-    try:
-        num = int(v) if integer else float(v)
+    try:  # never true -> 1 or 1.5 -> 1 without a word: MiniEdit writes numbers (or their text)
+        num = None if isinstance(v, bool) or len(str(v)) > 40 else float(v)
     except (TypeError, ValueError):
         num = None
-    if num is None or num < 0 or (integer and num == 0):
+    if num is not None and integer:
+        num = int(num) if num.is_integer() else None
+    if num is None or not math.isfinite(num) or num < 0 or (integer and num == 0):
         what = "a positive integer" if integer else "a non-negative number"
-        raise src.error(f"link option {key} = {v!r} must be {what}", src.find(key, None, at))
+        raise src.error(f"link option {key} = {json.dumps(v)} must be {what}", src.find(key, None, at))
     return num
 
 
