@@ -16,8 +16,10 @@ from __future__ import annotations
 import ast
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -550,3 +552,44 @@ def test_mn_never_replaces_a_folder_it_did_not_write(tmp_path, capsys):
     assert main(["mn", "--topo", "linear,2", "--test", "pingall", "-o", str(tmp_path)]) == 2
     assert "is a folder bufferlab did not write (it holds topo.py)" in capsys.readouterr().err
     assert _tree(tmp_path / "mn") == {"topo.py": "# mine\n"}
+
+
+LONG = f"""name = "own"
+seed = 1
+{TOPOLOGY}
+[[part]]
+name = "first"
+cmds = ["h3: iperf3 -s &", "h1: ping 10.0.0.3 -c 2"]
+
+[[part]]
+name = "long"
+cmds = ["h1: iperf3 -c 10.0.0.3 -t 600 > long.txt"]
+"""
+
+
+def test_two_runs_into_one_folder_at_once(tmp_path, capsys):
+    """The second run stops at once naming the first, which goes on undisturbed; the
+    previous complete run is still there when the first is stopped."""
+    sc = _scenario(tmp_path / "src")
+    out = tmp_path / "out"
+    assert _run(sc, out) == 0
+    complete = (out / "own" / "summary.json").read_text()
+    long = _scenario(tmp_path / "long", LONG)  # results in out/own too
+    first = subprocess.Popen([sys.executable, "-m", "bufferlab.cli", "run", str(long), "-o", str(out), "-q"],
+                             stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / "own" / "first").is_dir():  # part "first" under way
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.02)
+        assert _run(sc, out) == 2
+        err = capsys.readouterr().err
+        assert f"is being written by another bufferlab (pid {first.pid}, `bufferlab run {long}" in err
+        assert _sweep(tmp_path) == 2 and f"pid {first.pid}" in capsys.readouterr().err
+        assert first.poll() is None
+    finally:
+        first.send_signal(signal.SIGTERM)
+        _, first_err = first.communicate(timeout=60)
+    assert first.returncode == 143, first_err
+    assert (out / "own.prev" / "summary.json").read_text() == complete
+    assert not lock_path(out / "own").exists()
