@@ -106,6 +106,28 @@ def test_ps_and_jobs_follow_procps_and_bash():
         "[2]-  2002 Terminated              ping 10.0.0.2\n")
 
 
+def test_what_a_tool_had_printed_when_a_signal_it_does_not_catch_ends_it():
+    ping = ("PING 10.0.0.2 (10.0.0.2) 56(84) bytes of data.\n"
+            "64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=0.036 ms\n"
+            "\n--- 10.0.0.2 ping statistics ---\n"
+            "1 packets transmitted, 1 received, 0% packet loss, time 0ms\n")
+    assert procs_fmt.printed_before("ping", ping) == (
+        "PING 10.0.0.2 (10.0.0.2) 56(84) bytes of data.\n"
+        "64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=0.036 ms\n")
+    client = ("Connecting to host 10.0.0.2, port 5201\n"
+              "[ ID] Interval           Transfer     Bitrate\n"
+              "[  5]   0.00-1.00   sec  1.19 MBytes  10.0 Mbits/sec\n"
+              "[  5]   1.00-1.50   sec   610 KBytes  10.0 Mbits/sec\n"
+              "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
+              "[  5]   0.00-1.50   sec  1.79 MBytes  10.0 Mbits/sec                  sender\n"
+              "iperf3: interrupt - the client has terminated\n")
+    assert procs_fmt.printed_before("iperf3", client) == (
+        "Connecting to host 10.0.0.2, port 5201\n"
+        "[ ID] Interval           Transfer     Bitrate\n"
+        "[  5]   0.00-1.00   sec  1.19 MBytes  10.0 Mbits/sec\n")
+    assert procs_fmt.printed_before("iperf", "whatever") == ""
+
+
 def test_kill_parses_bashs_forms():
     assert procs.parse_kill(words("kill %iperf")).signal == 15
     k = procs.parse_kill(words("kill -9 %1 2003"))
@@ -164,11 +186,14 @@ def test_sigkill_and_sigterm_print_nothing_and_kill_reports_missing_jobs(write_s
         "h1: ping 10.0.0.2 &",
         "h1: sleep 2.5; kill %1; kill %1; kill %7 || true; kill 9999 || true",
         "h2: sleep 100 &",
-        "h2: killall -9 sleep; killall nothing || true",
+        "h2: sleep 3; killall -9 sleep; killall nothing || true",
     ))
     assert status == 0
     h1 = (root / "p" / "h1" / "terminal.log").read_text()
-    assert "PING" not in h1 and "statistics" not in h1  # ping dies of SIGTERM (iputils catches only INT)
+    # ping dies of SIGTERM (iputils catches INT and ALRM only): the replies it printed stay on
+    # the terminal, no statistics follow
+    assert "PING 10.0.0.2 (10.0.0.2) 56(84) bytes of data.\n64 bytes from 10.0.0.2: icmp_seq=1" in h1
+    assert "icmp_seq=3 " in h1 and "icmp_seq=4 " not in h1 and "statistics" not in h1
     assert "bash: kill: %7: no such job\n" in h1 and "bash: kill: (9999) - No such process\n" in h1
     h2 = (root / "p" / "h2" / "terminal.log").read_text()
     assert "nothing: no process found\n" in h2
@@ -196,3 +221,24 @@ def test_host_shows_its_interfaces_routes_and_neighbours(write_scenario, tmp_pat
     assert "s1-eth1@if2      UP             02:00:00:00:00:02 <BROADCAST,MULTICAST,UP,LOWER_UP> \n" in admin
     h2 = (root / "p" / "h2" / "terminal.log").read_text()
     assert "10.0.0.1 dev h2-eth0 lladdr 02:00:00:00:00:01 REACHABLE\n" in h2
+
+
+def test_a_foreground_command_killed_from_another_terminal(write_scenario, tmp_path):
+    """bash prints the signal's description for a foreground command a signal ended; a
+    redirected ping (block-buffered) leaves an empty file; iperf3 killed by SIGKILL keeps
+    its interval lines but prints no summary."""
+    status, root = run(write_scenario, tmp_path, scenario(
+        "h2: iperf3 -s &",
+        "h1: ping 10.0.0.2",
+        "h2: sleep 0.5; ping 10.0.0.1 > quiet.txt",
+        "admin: sleep 2.5; pkill ping",
+        "h1: iperf3 -c 10.0.0.2 -t 30",
+        "admin: sleep 5.2; pkill -9 -x iperf3 -n",
+    ))
+    assert status == 0
+    h1 = (root / "p" / "h1" / "terminal.log").read_text()
+    assert "icmp_seq=3 " in h1 and "statistics" not in h1 and "\nTerminated\n$ iperf3" in h1
+    assert "[  5]   4.00-5.00   sec" in h1 and "5.00-5.20" not in h1 and "- - - - -" not in h1
+    assert h1.endswith("Killed\n")
+    assert (root / "p" / "h2" / "quiet.txt").read_text() == ""
+    assert "Terminated" in (root / "p" / "h2" / "terminal.log").read_text()

@@ -1,6 +1,6 @@
 """What a host's shell prints about its network: ``ip``, ``ifconfig``, ``arp``, ``hostname``.
 
-``ip [-4] [-br|-brief] [-s] OBJECT [COMMAND] [ARGS]`` as iproute2's ``ip`` parses it
+``ip [-4] [-br|-brief] OBJECT [COMMAND] [ARGS]`` as iproute2's ``ip`` parses it
 (``ip/ip.c``: an object may be abbreviated, ``a``/``addr``/``address``, ``l``/``link``,
 ``r``/``route``, ``n``/``neigh``/``neighbour``; the command defaults to ``show``,
 also ``list``/``lst``): ``ip addr|link show [dev] [DEV] [up]``, ``ip route show``,
@@ -38,7 +38,6 @@ class Ip:
     dev: str | None = None
     dev_col: int | None = None
     brief: bool = False
-    stats: bool = False
     inet_only: bool = False
     up_only: bool = False
     #: ``ip link set DEV up|down``
@@ -61,27 +60,30 @@ def _object(w: Word) -> str:
 def parse_ip(words: list[Word]) -> Ip:
     args = words[1:]
     k = 0
-    opts = {"brief": False, "stats": False, "inet_only": False}
+    opts = Ip("")
     while k < len(args) and args[k].text.startswith("-") and len(args[k].text) > 1:
         t = args[k].text.lstrip("-")
         if t in ("br", "brief"):
-            opts["brief"] = True
+            opts.brief = True
         elif t in ("s", "stats", "statistics"):
-            opts["stats"] = True
+            raise NotSupportedError("ip -s (interface statistics) is not supported yet", col=args[k].col,
+                                    expected="ip [-4] [-br] addr|link|route|neigh [show]",
+                                    suggestion="ifconfig prints the packet and byte counters")
         elif t == "4":
-            opts["inet_only"] = True
+            opts.inet_only = True
         elif t in ("c", "color", "d", "details", "n") or t.startswith("color="):
             pass  # no colours on a log; details add nothing modelled
         elif t in ("6", "j", "json", "o", "oneline", "f", "family", "b", "batch", "net", "netns"):
             raise NotSupportedError(f"ip {args[k].text} is not supported yet", col=args[k].col,
-                                    expected="ip [-4] [-br] [-s] addr|link|route|neigh [show]")
+                                    expected="ip [-4] [-br] addr|link|route|neigh [show]")
         else:
             raise CommandError(f'Option "{args[k].text}" is unknown, try "ip -help".', col=args[k].col)
         k += 1
     if k >= len(args):
         raise CommandError("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }", col=words[0].col,
                            expected="ip addr|link|route|neigh [show]", suggestion="e.g. ip addr show")
-    cmd = Ip(_object(args[k]), **opts)
+    cmd = opts
+    cmd.obj = _object(args[k])
     rest = args[k + 1:]
     if rest and rest[0].text in ("show", "list", "lst", "sh", "ls", "l"):
         rest = rest[1:]

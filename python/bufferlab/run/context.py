@@ -63,8 +63,13 @@ class Io:
         self.path = redirect_path
         self.last_out = ""
         self.last_err = ""
+        #: what of a tool's output reaches the terminal when a signal it does not catch ended
+        #: it (run/procs.py ``supervise``: the lines it had printed, without its summary)
+        self.cut: Callable[[str], str] | None = None
 
     def out(self, text: str) -> None:
+        if self.cut is not None:
+            text = self.cut(text)
         if text:
             self.last_out = text
         if self.path is None:

@@ -30,8 +30,8 @@ from typing import Any
 
 from ..commands import procs as procs_cmd
 from ..commands.shell import Word
-from ..formats.procs import PsRow, job_line, ps_text
-from .context import NS, Gen, PrepareCtx, Prepared, RunCtx, WaitApp, WaitUntil
+from ..formats.procs import PsRow, job_line, printed_before, ps_text
+from .context import NS, Gen, Io, PrepareCtx, Prepared, RunCtx, WaitApp, WaitUntil
 
 #: bash builtins among the programs: no process, no PID
 BUILTINS = frozenset({"cd", "echo", "true", "kill", "wait", "jobs"})
@@ -54,6 +54,8 @@ class Process:
     #: the signal that ended it, and whether the program caught it (ends as on Ctrl-C)
     signal: int | None = None
     caught: bool = False
+    #: an uncaught signal ended it while it wrote to a terminal: what it had printed stays
+    partial: bool = False
     status: int | None = None
 
     @property
@@ -199,18 +201,31 @@ class ProcessTable:
             self.deliver(p, sig, eng, sched)
 
 
-def supervise(proc: Process, gen: Gen) -> Generator[Any, Any, int]:
-    """Run a program's generator as process ``proc``: a signal it does not catch ends it
-    at once (nothing printed); a caught one lets it finish as on Ctrl-C."""
+#: tools that print as they go (line-buffered on a terminal): see formats/procs.py printed_before
+PRINT_AS_THEY_GO = frozenset({"ping", "iperf3"})
+
+
+def supervise(proc: Process, gen: Gen, io: Io | None = None) -> Generator[Any, Any, int]:
+    """Run a program's generator as process ``proc``: a signal it catches lets it finish as
+    on Ctrl-C; one it does not catch ends it with exit status 128 + the signal and nothing
+    more printed -- on a terminal, the lines ping or iperf3 had printed until then stay
+    (the generator runs on with ``io.cut``); into a file or a popen pipe (block-buffered),
+    nothing."""
     value: Any = None
     while True:
-        if proc.signal is not None and not proc.caught:
-            gen.close()
-            return 128 + proc.signal
+        if proc.signal is not None and not proc.caught and not proc.partial:
+            if io is not None and io.path is None and proc.tty is not None and proc.comm in PRINT_AS_THEY_GO \
+                    and proc.apps:  # on a terminal, not into a file or a popen pipe
+                proc.partial = True
+                io.cut = lambda text: printed_before(proc.comm, text)
+            else:
+                gen.close()
+                return 128 + proc.signal
         try:
             w = gen.send(value)
         except StopIteration as stop:
-            return stop.value if isinstance(stop.value, int) else 0
+            status = stop.value if isinstance(stop.value, int) else 0
+            return 128 + proc.signal if proc.partial and proc.signal is not None else status
         value = yield w
 
 
