@@ -85,3 +85,96 @@ def test_docs_sweeps_plot_the_folders_the_sweep_files_make() -> None:
 
     named = set(re.findall(r"results/(red-vs-droptail-[a-z]+)", text))
     assert named and named <= stems
+
+
+# ---------------------------------------------------------------- run and check: the wrong file
+
+def test_run_of_a_mininet_script_points_at_bufferlab_mininet(capsys: pytest.CaptureFixture[str]) -> None:
+    script = ROOT / "examples" / "mininet" / "bufferbloat.py"
+    assert main(["run", str(script)]) == 2
+    err = capsys.readouterr().err
+    assert "is a Python script, not a scenario" in err and f"bufferlab mininet {script}" in err
+    assert "invalid TOML" not in err
+
+
+@pytest.mark.parametrize("typed,meant", [
+    ("scenarios/lab14-bufferblot.toml", "scenarios/lab14-bufferbloat.toml"),
+    ("scenario/lab14-bufferbloat.toml", "scenarios/lab14-bufferbloat.toml"),
+    ("scenarios/udp-tbf-netme.toml", "scenarios/udp-tbf-netem.toml"),
+])
+def test_a_mistyped_scenario_path_gets_a_did_you_mean(typed: str, meant: str, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(ROOT)
+    for cmd in ("run", "check"):
+        assert main([cmd, typed]) == 2
+        err = capsys.readouterr().err
+        assert "No such file or directory" in err and f"hint: did you mean {meant!r}?" in err
+
+
+def test_no_did_you_mean_when_nothing_is_near(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(tmp_path / "nothing-like-it.toml")]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- where output goes
+
+TWO_PARTS = f"""name = "t"
+seed = 1
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], ["s1", "h2"]]
+
+[[part]]
+name = "a"
+cmds = ["h2: iperf3 -s &", "h1: iperf3 -c 10.0.0.2 -u -b 2M -t 1", "h1: ping -c 2 10.0.0.2"]
+
+[[part]]
+name = "b"
+cmds = ["h1: iperf3 -c 10.0.0.2 -u -b 4M -t 1 -S 0x20", "h1: iperf3 -c 10.0.0.2 -u -b 4M -t 1 -S 0x40"]
+"""
+
+
+def test_compare_without_o_writes_under_results_and_says_where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("t.toml").write_text(TWO_PARTS, encoding="utf-8")
+    assert main(["run", "-q", "--no-report", "t.toml"]) == 0
+    assert main(["compare", "results/t/a", "results/t/b"]) == 0
+    out = capsys.readouterr().out
+    dest = Path("results") / "compare-a-vs-b"
+    assert (dest / "compare.csv").is_file() and (dest / "compare.html").is_file()
+    assert out.rstrip().splitlines()[-1].startswith(f"wrote {dest / 'compare.csv'}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results", "t.toml"]  # no ./compare
+
+
+def test_gitignore_keeps_the_docs_site_out_of_git_status() -> None:
+    lines = (ROOT / ".gitignore").read_text(encoding="utf-8").split()
+    assert "/site/" in lines or "site/" in lines
+
+
+def test_run_prints_results_on_stdout_and_progress_on_stderr(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Every part's result summary (and the DS byte table) and the closing line are results;
+    the part headers and the warnings are progress and diagnostics."""
+    (tmp_path / "t.toml").write_text(TWO_PARTS, encoding="utf-8")
+    assert main(["run", "--no-progress", "--no-report", "-o", str(tmp_path / "r"), str(tmp_path / "t.toml")]) == 0
+    out, err = capsys.readouterr()
+    assert "part a: results\n" in out and "part b: results\n" in out
+    assert "part b: UDP iperf3 datagrams per DS byte" in out
+    assert out.rstrip().splitlines()[-1].endswith(f"results in {tmp_path / 'r' / 't'}")
+    assert "Mbit/s goodput" in out and "Mbit/s goodput" not in err
+    assert err.splitlines()[:1] == ["== part a (t = 0.000 s)"] and "== part b" in err
+    assert "== part" not in out and "results in" not in err
+
+
+def test_mininet_prints_its_closing_line_on_stdout_as_run_does(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "two.py"
+    script.write_text("from mininet.net import Mininet\nfrom mininet.topo import SingleSwitchTopo\n"
+                      "net = Mininet(topo=SingleSwitchTopo(2))\nnet.start()\nnet.pingAll()\nnet.stop()\n",
+                      encoding="utf-8")
+    assert main(["mininet", "-o", str(tmp_path / "r"), "--no-report", str(script)]) == 0
+    out, err = capsys.readouterr()
+    assert out.rstrip().splitlines()[-1] == f"two.py: results in {tmp_path / 'r' / 'two'}"
+    assert "results in" not in err

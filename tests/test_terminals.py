@@ -245,13 +245,13 @@ def test_printed_summary_equals_summary_json(write_scenario, tmp_path, capsys):
         top='[trace]\nqueues = ["s1-eth2"]\n',  # the peak backlog comes from the queue trace
     )
     status, root = run(write_scenario, tmp_path, text)
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert status == 0, err
     s = summary(root)
     numbers = []
     for p in s["parts"]:
         res = p["results"]
-        block = err.split(f"part {p['name']}: results\n")[1].split("\n== part")[0]
+        block = out.split(f"part {p['name']}: results\n")[1].split("\npart ")[0]  # results: stdout
         for r in res["iperf3"]:
             extra = f"{r['retransmits']} retransmits" if r["protocol"] == "tcp" else f"{r['lost']} datagrams lost"
             assert f"{r['command']}: {r['goodput_mbps']:.2f} Mbit/s goodput, {extra}" in block

@@ -83,7 +83,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="results folder, part or file")
     compare.add_argument(
-        "-o", "--output", type=Path, default=Path("compare"), help="output folder (default: ./compare)"
+        "-o", "--output", type=Path,
+        help="output folder (default: results/compare-<A>-vs-<B>..., named after the RUNs)"
     )
     plot = sub.add_parser(
         "plot",
@@ -229,9 +230,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return cli_report(args.results)
     if args.command == "compare":
-        from .outputs.compare import cli_compare
+        from .outputs.compare import cli_compare, default_output
 
-        return cli_compare(args.runs, args.output)
+        return cli_compare(args.runs, args.output or default_output(args.runs))
     if args.command == "plot":
         return _cli_plot(args.json, args.output)
     if args.command == "export":
@@ -265,9 +266,11 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     if args.seed is not None:
         sc.seed = args.seed
+    # results (each part's summary, the closing line) on stdout; progress and diagnostics on stderr
     echo = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr))
+    result = (lambda s: None) if args.quiet else print
     progress = False if (args.no_progress or args.quiet) else None
-    r = Runner(sc, args.output, progress=progress, echo=echo)
+    r = Runner(sc, args.output, progress=progress, echo=echo, result=result)
     r.max_wall_s = args.max_wall
     r.max_events = args.max_events
     # SIGINT/SIGTERM raise Interrupted (from inside the engine within milliseconds): the

@@ -359,7 +359,7 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
     if interrupted is not None:
         print(f"bufferlab: interrupted by {interrupted}: what the script ran until then is in {root}",
               file=sys.stderr)
-    print(f"{script.name}: results in {root}", file=sys.stderr)
+    print(f"{script.name}: results in {root}")  # the closing line on stdout, as bufferlab run's
     return status
 
 

@@ -10,8 +10,10 @@ plot into the output folder, and prints the table.
 from __future__ import annotations
 
 import csv
+import hashlib
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -256,6 +258,20 @@ def _plot(sels: list[Selection], out: Path) -> list[tuple[Path, str]]:
             made.append((p, title))
         plt.close(fig)
     return made
+
+
+def default_output(paths: list[Path], results: Path = Path("results")) -> Path:
+    """Where ``compare`` writes without ``-o``: ``results/compare-<A>-vs-<B>...``, each name the
+    RUN's path below the folder the RUNs share (``results/compare-droptail-vs-red`` for
+    ``results/lab16-red/droptail results/lab16-red/red``)."""
+    full = [os.path.abspath(p) for p in paths]
+    common = os.path.commonpath(full) if len(full) > 1 else os.path.dirname(full[0])
+    names = [os.path.relpath(p, common) if p != common else os.path.basename(p) for p in full]
+    slug = "-vs-".join(re.sub(r"[^A-Za-z0-9._-]+", "_", Path(n).with_suffix("").as_posix().replace("/", "_"))
+                       for n in names).strip("._") or "runs"
+    if len(slug) > 100:  # a folder name stays short and still tells the comparisons apart
+        slug = f"{slug[:80]}-{hashlib.sha256(slug.encode()).hexdigest()[:8]}"
+    return results / f"compare-{slug}"
 
 
 def compare(paths: list[Path], out: Path) -> tuple[list[dict[str, Any]], list[Problem], list[Path]]:

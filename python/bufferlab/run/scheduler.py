@@ -173,12 +173,16 @@ class Runner:
         results_root: Path | None = None,
         progress: bool | None = None,
         echo: Callable[[str], None] | None = None,
+        result: Callable[[str], None] | None = None,
     ) -> None:
         self.sc = scenario
         self.topo: BuiltTopology = build_topology(scenario)
         self.root = (results_root or Path("results")) / scenario.slug
         self.progress = sys.stderr.isatty() if progress is None else progress
+        #: progress and diagnostics (``== part``, warnings); ``result``: each part's result
+        #: summary (``bufferlab run`` prints the one on stderr, the other on stdout)
         self.echo = echo or (lambda s: None)
+        self.result = result or self.echo
         #: the scenario's own warnings (a MiniEdit file's ignored keys), then the commands'
         self.warnings: list[str] = list(scenario.warnings)
         self.sysctl: dict[str, dict[str, Any]] = {}
@@ -517,7 +521,7 @@ class Runner:
             self.echo(w)
         text = results_text(report["name"], res)
         if text:
-            self.echo(text)
+            self.result(text)
         self._print_classes(report["name"], state.class_table())
 
     def _warn_netem_limit(self, part: Part) -> None:
@@ -710,11 +714,11 @@ class Runner:
     def _print_classes(self, name: str, rows: list[dict[str, Any]]) -> None:
         if len(rows) < 2:
             return
-        self.echo(f"part {name}: UDP iperf3 datagrams per DS byte")
-        self.echo("  DS byte      sent  received   dropped  dropped %")
+        self.result(f"part {name}: UDP iperf3 datagrams per DS byte")
+        self.result("  DS byte      sent  received   dropped  dropped %")
         for r in rows:
             cells = f"{r['sent']:>9} {r['received']:>9} {r['dropped']:>9} {r['dropped_pct']:>10.2f}"
-            self.echo(f"  {r['tos']:>7} {cells}")
+            self.result(f"  {r['tos']:>7} {cells}")
 
 
 def _error_text(e: BaseException) -> str:

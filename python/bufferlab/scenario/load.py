@@ -8,6 +8,7 @@ column.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 import tomllib
@@ -267,10 +268,44 @@ def read_toml(path: Path, what: str = "scenario") -> tuple[str, dict[str, Any]]:
         with path.open("rb") as f:
             raw = f.read(MAX_SCENARIO_BYTES + 1)
     except OSError as e:
-        raise ScenarioError(f"cannot read the {what}: {e.strerror}", file=file) from None
+        raise ScenarioError(f"cannot read the {what}: {e.strerror}", file=file,
+                            suggestion=near_path(path) if isinstance(e, FileNotFoundError) else None) from None
+    if path.suffix.lower() in NOT_TOML:
+        kind, hint = NOT_TOML[path.suffix.lower()]
+        raise ScenarioError(f"this is {kind}, not a {what} (TOML)", file=file, suggestion=hint.format(file))
     text = _decode(raw, file, what)
     _check_structure(text, file)
     return text, _parse_toml(text, file)
+
+
+#: files people give `bufferlab run` that are not scenarios: (what it is, the hint)
+NOT_TOML = {
+    ".py": ("a Python script", "run a Mininet script with: bufferlab mininet {0}"),
+    ".mn": ("a MiniEdit drawing", "bufferlab convert {0} writes a scenario from it; or name it in a "
+            "scenario's [topology] mn = \"...\""),
+}
+
+
+def near_path(path: Path) -> str | None:
+    """"did you mean ...?" for a path that does not exist: component by component, the closest
+    name (difflib) in the deepest folder that does, if that makes a file."""
+    fixed = Path(path.anchor) if path.is_absolute() else Path()
+    parts = path.parts[1:] if path.is_absolute() else path.parts
+    changed = False
+    for i, name in enumerate(parts):
+        if (fixed / name).exists() or name in (".", ".."):
+            fixed = fixed / name
+            continue
+        try:
+            names = [p.name for _, p in zip(range(5000), fixed.iterdir(), strict=False)
+                     if i == len(parts) - 1 or p.is_dir()]
+        except OSError:
+            return None
+        match = difflib.get_close_matches(name, names, n=1)
+        if not match:
+            return None
+        fixed, changed = fixed / match[0], True
+    return f"did you mean {str(fixed)!r}?" if changed and fixed.is_file() else None
 
 
 def _decode(raw: bytes, file: str, what: str = "scenario") -> str:
