@@ -586,6 +586,8 @@ def test_two_runs_into_one_folder_at_once(tmp_path, capsys):
         err = capsys.readouterr().err
         assert f"is being written by another bufferlab (pid {first.pid}, `bufferlab run {long}" in err
         assert _sweep(tmp_path) == 2 and f"pid {first.pid}" in capsys.readouterr().err
+        assert main(["report", str(out / "own")]) == 2  # it would rewrite the tables under the run
+        assert f"pid {first.pid}" in capsys.readouterr().err
         assert first.poll() is None
     finally:
         first.send_signal(signal.SIGTERM)

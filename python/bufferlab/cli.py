@@ -228,6 +228,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "report":
         from .outputs.report import cli_report
 
+        if args.results.is_dir() and not args.results.is_symlink():
+            acquire(args.results)  # it rewrites tables/ and report.html: not while a run writes them
         return cli_report(args.results)
     if args.command == "compare":
         from .outputs.compare import cli_compare, default_output
