@@ -178,3 +178,20 @@ def test_mininet_prints_its_closing_line_on_stdout_as_run_does(tmp_path: Path,
     out, err = capsys.readouterr()
     assert out.rstrip().splitlines()[-1] == f"two.py: results in {tmp_path / 'r' / 'two'}"
     assert "results in" not in err
+
+
+def test_getting_started_python_example_prints_what_the_page_shows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/index.md's example printed [] (the first part runs no iperf3)."""
+    import re
+    import shutil
+
+    page = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    m = re.search(r"```python\n(from bufferlab import load_scenario, run_scenario\n.*?)```\n\nprints\n\n```text\n(.*?)```",
+                  page, re.S)
+    assert m, "docs/index.md: the Python example and the lines it prints"
+    (tmp_path / "scenarios").mkdir()
+    shutil.copy(SCENARIOS / "udp-tbf-netem.toml", tmp_path / "scenarios")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(m[1], "docs/index.md", "exec"), {})
+    assert capsys.readouterr().out == m[2]
