@@ -195,3 +195,37 @@ def test_getting_started_python_example_prints_what_the_page_shows(tmp_path: Pat
     monkeypatch.chdir(tmp_path)
     exec(compile(m[1], "docs/index.md", "exec"), {})
     assert capsys.readouterr().out == m[2]
+
+
+def _requirements(path: Path) -> set[str]:
+    """The requirement lines of a pip requirements file, ``-r`` files included."""
+    found: set[str] = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line.startswith("-r "):
+            found |= _requirements(path.parent / line[3:].strip())
+        elif line:
+            found.add(line.replace(" ", ""))
+    return found
+
+
+def test_tests_requirements_are_the_test_extra_so_the_engine_is_built_once() -> None:
+    """After `pip install .`, `pip install '.[test]'` built the Rust engine again; the README's
+    second command installs tests/requirements.txt instead, which must list what the extra does."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+
+    def expand(names: list[str]) -> set[str]:
+        out: set[str] = set()
+        for n in names:
+            n = n.replace(" ", "")
+            if n.startswith("bufferlab["):
+                out |= expand(extras[n[len("bufferlab["):-1]])
+            else:
+                out.add(n)
+        return out
+
+    assert _requirements(ROOT / "tests" / "requirements.txt") == expand(extras["test"])
+    assert _requirements(ROOT / "docs" / "requirements.txt") == expand(extras["docs"])
+    assert not any(r.startswith((".", "bufferlab")) for r in _requirements(ROOT / "tests" / "requirements.txt"))
