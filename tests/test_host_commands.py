@@ -242,3 +242,17 @@ def test_a_foreground_command_killed_from_another_terminal(write_scenario, tmp_p
     assert h1.endswith("Killed\n")
     assert (root / "p" / "h2" / "quiet.txt").read_text() == ""
     assert "Terminated" in (root / "p" / "h2" / "terminal.log").read_text()
+
+
+def test_last_background_pid(write_scenario, tmp_path, capsys):
+    """`$!` is the PID of the last background job, known at once (`cmd & echo $!`), for
+    echo, kill and wait; other programs refuse it clearly."""
+    status, root = run(write_scenario, tmp_path, scenario(
+        "h1: sleep 30 & echo $!; kill $!; wait $! || echo killed",
+    ))
+    h1 = (root / "p" / "h1" / "terminal.log").read_text()
+    assert status == 0 and "\n2001\nkilled\n" in h1, h1
+    assert json.loads((root / "summary.json").read_text())["simulated_s"] < 1
+    capsys.readouterr()
+    assert main(["check", str(write_scenario(scenario("h1: ping $!"), "u.toml"))]) == 2
+    assert "$! (the last background job's PID) is supported in echo, kill and wait only" in capsys.readouterr().err

@@ -497,9 +497,11 @@ def test_popen_signals_and_pids(capsys: pytest.CaptureFixture[str]) -> None:
     net.start()
     h1 = net.get("h1")
     assert h1.pid == 2000
+    h1.cmd("sleep 100 &")
+    assert h1.lastPid == 2001 and h1.cmd("echo $!") == "2001\n" and h1.cmd("kill $!") == ""
     p = h1.popen("ping 10.0.0.2", text=True)
     q = h1.popen("ping -i 0.5 10.0.0.2", text=True)
-    assert (p.pid, q.pid) == (2001, 2002)
+    assert (p.pid, q.pid) == (2002, 2003)
     clock.sleep(1.5)
     p.kill()
     q.send_signal(15)

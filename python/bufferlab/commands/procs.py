@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import CommandError, NotSupportedError
-from .shell import Word
+from .shell import LAST_BACKGROUND_PID, Word
 
 #: Linux's signal numbers (x86, arm, most architectures), as ``kill -l`` lists them
 SIGNALS: dict[str, int] = {
@@ -111,6 +111,8 @@ class Target:
     col: int
     #: the PID, or None for a job spec
     pid: int | None = None
+    #: ``$!``: the PID of the shell's last background job, known when the command runs
+    last_background: bool = False
 
 
 @dataclass
@@ -124,6 +126,8 @@ KILL_USAGE = "kill [-s sigspec | -n signum | -sigspec] pid | jobspec ..."
 
 def _target(w: Word, tool: str) -> Target:
     t = w.text
+    if t == LAST_BACKGROUND_PID:
+        return Target("$!", w.col, last_background=True)
     if t.startswith("%"):
         return Target(t, w.col)
     if t.isdigit():

@@ -7,8 +7,9 @@ words separated by blanks, ``'...'`` and ``"..."`` quoting (backslash escapes
 escapes, ``&&``/``||`` chains, ``;`` and ``&`` job separators, and ``>``/``>>``
 output redirection (attached ``>out.json`` or separate ``> out.json``).
 
-Everything else bash would interpret -- pipes, ``<``, here-docs,
-``$(...)``, backticks, ``$VAR``, globs, subshells, fd redirections -- is a
+``$!`` (the last background job's PID) is kept for ``echo``, ``kill`` and
+``wait`` to expand when they run. Everything else bash would interpret -- pipes,
+``<``, here-docs, ``$(...)``, backticks, ``$VAR``, globs, subshells, fd redirections -- is a
 :class:`~bufferlab.errors.CommandError` naming the column, never silently
 passed through.
 
@@ -24,7 +25,11 @@ from dataclasses import dataclass, field
 
 from bufferlab.errors import CommandError
 
-__all__ = ["Word", "Redirect", "SimpleCommand", "Job", "parse_shell"]
+__all__ = ["Word", "Redirect", "SimpleCommand", "Job", "parse_shell", "LAST_BACKGROUND_PID"]
+
+#: ``$!`` (the PID of the shell's last background job) in a word's text: expanded when the
+#: command runs (``echo``, ``kill``, ``wait``: run/procs.py); NUL cannot occur in a line
+LAST_BACKGROUND_PID = "\x00!"
 
 
 @dataclass(frozen=True)
@@ -188,6 +193,10 @@ def _tokenize(line: str) -> list[_Tok]:
                         continue
                     if cj == "`":
                         raise _not_supported("command substitution `...` is", j)
+                    if cj == "$" and line[j + 1 : j + 2] == "!":
+                        buf.append(LAST_BACKGROUND_PID)
+                        j += 2
+                        continue
                     if cj == "$":
                         _check_dollar(line, j)
                     buf.append(cj)
@@ -202,6 +211,9 @@ def _tokenize(line: str) -> list[_Tok]:
                 quoted = True
             elif ch == "`":
                 raise _not_supported("command substitution `...` is", i)
+            elif ch == "$" and line[i + 1 : i + 2] == "!":
+                buf.append(LAST_BACKGROUND_PID)
+                i += 2
             elif ch == "$":
                 _check_dollar(line, i)
                 buf.append(ch)

@@ -38,6 +38,8 @@ class Node:
         self._job: Job | None = None
         self._read = 0
         self.pid = 0
+        #: the PID of the last line started with `&` (Mininet reads it from $!)
+        self.lastPid: int | None = None  # noqa: N815
 
     # ------------------------------------------------------------ interfaces
 
@@ -110,9 +112,12 @@ class Node:
         """Start a line without waiting for it (read its output with waitOutput/monitor)."""
         if self.waiting:
             raise MininetError(f"{self.name}: sendCmd while a command still runs; call waitOutput() first")
-        self._job = self._session().start(self.terminal, _line(args))
+        line = _line(args)
+        self._job = self._session().start(self.terminal, line)
         self._read = 0
         self.waiting = True
+        if line.rstrip().endswith("&"):
+            self.lastPid = self._session().runner.procs.shell(self.terminal).last_background
 
     def waitOutput(self, verbose: bool = False, findPid: bool = True) -> str:  # noqa: N802, N803
         if self._job is None:

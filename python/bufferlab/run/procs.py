@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..commands import procs as procs_cmd
-from ..commands.shell import Word
+from ..commands.shell import LAST_BACKGROUND_PID, Word
 from ..formats.procs import PsRow, job_line, printed_before, ps_text
 from .context import NS, Gen, Io, PrepareCtx, Prepared, RunCtx, WaitApp, WaitUntil
 
@@ -68,6 +68,8 @@ class ShellJob:
     number: int
     command: str
     owner: Any
+    #: the PID its first process takes (``$!``: known as soon as the job is started)
+    pid: int = 0
     processes: list[Process] = field(default_factory=list)
     status: int | None = None
     signal: int | None = None
@@ -93,6 +95,8 @@ class Shell:
     next_pid: int
     start_ns: int = 0
     jobs: dict[int, ShellJob] = field(default_factory=dict)
+    #: ``$!``: the PID of the last background job (None before the first)
+    last_background: int | None = None
     #: job numbers, most recent last (the current job is the last running one)
     order: list[int] = field(default_factory=list)
 
@@ -125,18 +129,27 @@ class ProcessTable:
               job: ShellJob | None) -> Process:
         sh = self.shell(terminal)
         tty = sh.tty if owner.foreground or job is not None else None
-        p = Process(self._pid(sh), sh.pid, terminal, procs_cmd.comm(words[0].text),
+        pid = job.pid if job is not None and not job.processes and job.pid else self._pid(sh)
+        p = Process(pid, sh.pid, terminal, procs_cmd.comm(words[0].text),
                     " ".join(w.text for w in words), now_ns, tty, owner, apps, job)
         self.procs[p.pid] = p
         if job is not None:
+            if job.signal is not None and not job.processes:  # signalled before it ran: it dies at once
+                p.signal = job.signal
             job.processes.append(p)
         return p
+
+    def job_by_pid(self, pid: int) -> ShellJob | None:
+        """The running job whose first process has (or is about to have) ``pid``."""
+        return next((j for sh in self.shells.values() for j in sh.jobs.values()
+                     if j.pid == pid and j.running), None)
 
     def new_job(self, terminal: str, command: str, owner: Any) -> ShellJob:
         sh = self.shell(terminal)
         live = [n for n, j in sh.jobs.items() if j.running or not j.reported]
         number = max(live, default=0) + 1
-        job = ShellJob(number, command, owner)
+        job = ShellJob(number, command, owner, self._pid(sh))
+        sh.last_background = job.pid
         sh.jobs[number] = job
         sh.order = [n for n in sh.order if n != number] + [number]
         return job
@@ -254,7 +267,7 @@ def prep_kill(pc: PrepareCtx, words: list[Word]) -> Prepared:
     def run(rt: RunCtx) -> int:
         table = rt.runner.procs
         status = 0
-        for t in cmd.targets:
+        for t in _expand(cmd.targets, table.shell(rt.term.name)):
             if t.pid is None:
                 job = table.find_job(rt.term.name, t.text)
                 if isinstance(job, str):
@@ -269,7 +282,10 @@ def prep_kill(pc: PrepareCtx, words: list[Word]) -> Prepared:
                 continue
             proc = table.procs.get(t.pid)
             shell = next((s for s in table.shells.values() if s.pid == t.pid), None)
-            if shell is not None:
+            pending = table.job_by_pid(t.pid) if proc is None else None
+            if pending is not None:  # `cmd & kill $!`: the job has not run yet
+                table.deliver_job(pending, cmd.signal, rt.engine, rt.scheduler)
+            elif shell is not None:
                 rt.io.err(f"bash: kill: ({t.pid}) - killing a node's shell is not supported yet")
                 status = 1
             elif proc is None or not proc.alive:
@@ -280,6 +296,26 @@ def prep_kill(pc: PrepareCtx, words: list[Word]) -> Prepared:
         return status
 
     return _instant(run)
+
+
+def _expand(targets: list[procs_cmd.Target], sh: Shell) -> list[procs_cmd.Target]:
+    """``$!`` becomes the PID of the shell's last background job (an empty word before
+    the first one: bash then drops it)."""
+    out = []
+    for t in targets:
+        if not t.last_background:
+            out.append(t)
+        elif sh.last_background is not None:
+            out.append(procs_cmd.Target(str(sh.last_background), t.col, sh.last_background))
+    return out
+
+
+def expand_words(text: str, rt: RunCtx) -> str:
+    """``$!`` in an argument (``echo $!``), expanded now."""
+    if LAST_BACKGROUND_PID not in text:
+        return text
+    last = rt.runner.procs.shell(rt.term.name).last_background
+    return text.replace(LAST_BACKGROUND_PID, "" if last is None else str(last))
 
 
 def _others(rt: RunCtx) -> list[Process]:
@@ -358,7 +394,7 @@ def prep_wait(pc: PrepareCtx, words: list[Word]) -> Prepared:
                         j.reported = True
                     return 0
                 yield _pending(rt, running[0].owner)
-        for t in targets:
+        for t in _expand(targets, sh):
             if t.pid is None:
                 job = table.find_job(rt.term.name, t.text)
                 if isinstance(job, str):
@@ -371,6 +407,12 @@ def prep_wait(pc: PrepareCtx, words: list[Word]) -> Prepared:
                 job.reported = True
                 continue
             proc = table.procs.get(t.pid)
+            pending = table.job_by_pid(t.pid) if proc is None else None
+            if pending is not None and pending.owner.terminal == rt.term.name:
+                while pending.running:
+                    yield _pending(rt, pending.owner)
+                status = pending.status or 0
+                continue
             if proc is None or proc.node != rt.term.name or proc.job is None:
                 rt.io.err(f"bash: wait: pid {t.pid} is not a child of this shell")
                 status = 127

@@ -24,7 +24,7 @@ from ..commands import iperf3 as iperf3_cmd
 from ..commands import ns3 as ns3_cmd
 from ..commands import ping as ping_cmd
 from ..commands import sysctl as sysctl_cmd
-from ..commands.shell import SimpleCommand, Word
+from ..commands.shell import LAST_BACKGROUND_PID, SimpleCommand, Word
 from ..commands.tc import TcQdiscRequest, TcShow, htb, parse_tc, tc_show_text
 from ..commands.tc.htb import TcClassShow
 from ..errors import CommandError, Diagnostics, NotSupportedError
@@ -51,6 +51,10 @@ def prepare_command(pc: PrepareCtx, sc: SimpleCommand) -> Prepared:
         return _builtin_true
     prog = sc.words[0].text
     handler = PROGRAMS.get(prog)
+    last_bg = next((w for w in sc.words if LAST_BACKGROUND_PID in w.text), None)
+    if last_bg is not None and handler is not None and prog not in ("echo", "kill", "wait"):
+        raise NotSupportedError(f"{prog}: $! (the last background job's PID) is supported in echo, kill and "
+                                "wait only", col=last_bg.col, suggestion="e.g. kill $! or wait $!")
     if handler is None:
         close = difflib.get_close_matches(prog, list(PROGRAMS), n=1)
         raise CommandError(
@@ -776,7 +780,12 @@ def _prep_sleep(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 def _prep_echo(pc: PrepareCtx, words: list[Word]) -> Prepared:
     text = " ".join(w.text for w in words[1:]) + "\n"
-    return _instant(lambda rt: (rt.io.out(text), 0)[1])
+
+    def run(rt: RunCtx) -> int:
+        rt.io.out(procs.expand_words(text, rt))  # $!
+        return 0
+
+    return _instant(run)
 
 
 def _prep_cat(pc: PrepareCtx, words: list[Word]) -> Prepared:
