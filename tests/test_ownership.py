@@ -595,3 +595,28 @@ def test_two_runs_into_one_folder_at_once(tmp_path, capsys):
     assert first.returncode == 143, first_err
     assert (out / "own.prev" / "summary.json").read_text() == complete
     assert not lock_path(out / "own").exists()
+
+
+ORPHAN = """import os, sys, time
+from pathlib import Path
+from bufferlab.results_folder import acquire
+acquire(Path(sys.argv[1]))
+if os.fork():
+    os._exit(0)  # the holder ends; its child (a sweep's worker, say) keeps the lock
+print(os.getpid(), flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_lock_kept_by_a_dead_holders_children_says_so(tmp_path, capsys):
+    out = tmp_path / "out"
+    holder = subprocess.Popen([sys.executable, "-c", ORPHAN, str(out / "own")], stdout=subprocess.PIPE)
+    assert holder.stdout is not None
+    child = int(holder.stdout.readline())
+    holder.wait()
+    try:
+        assert _run(_scenario(tmp_path / "src"), out) == 2
+        assert f"(pid {holder.pid}, no longer running: processes it started still hold the lock" in \
+            capsys.readouterr().err
+    finally:
+        os.kill(child, signal.SIGKILL)
