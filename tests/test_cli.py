@@ -110,8 +110,8 @@ def test_run_prints_a_summary_line_and_writes_results(write_scenario, tmp_path, 
     out, err = capsys.readouterr()
     # results on stdout: the part's result summary (tests/test_terminals.py checks its numbers),
     # then the closing line; the part's header (progress) on stderr
-    assert re.match(r"part p: results\n  h1: ping 10\.0\.0\.3 -c 2: rtt min/avg/max "
-                    r"[\d.]+/[\d.]+/[\d.]+ ms, 0\.00% loss \(2 sent, 2 received\)\nt: 1\.000 s simulated in ", out), out
+    assert re.match(r"part p: results\n  h1: ping 10\.0\.0\.3 -c 2: rtt min/avg/max [\d.]+/[\d.]+/[\d.]+ ms, "
+                    r"0\.00% loss \(2 sent, 2 received\)\nt: 1\.000 s simulated in ", out), out
     assert out.rstrip().endswith(f"results in {tmp_path / 'r' / 't'}")
     assert err == "== part p (t = 0.000 s)\n"
     assert (tmp_path / "r/t/p/h1/terminal.log").read_text().startswith("$ ping 10.0.0.3 -c 2\nPING ")

@@ -40,7 +40,8 @@ def test_version_and_help_load_no_heavy_library() -> None:
 
 
 def test_check_loads_no_heavy_library() -> None:
-    code = f"from bufferlab.cli import main\nassert main(['check', {str(SCENARIOS / 'lab14-bufferbloat.toml')!r}]) == 0"
+    lab14 = str(SCENARIOS / "lab14-bufferbloat.toml")
+    code = f"from bufferlab.cli import main\nassert main(['check', {lab14!r}]) == 0"
     assert loaded_after(code) == []
 
 

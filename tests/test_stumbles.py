@@ -6,6 +6,9 @@ where `compare` writes without -o; results on stdout, progress and diagnostics o
 
 from __future__ import annotations
 
+import re
+import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -69,8 +72,9 @@ def test_set_of_a_swept_parameter_narrows_its_axis_to_the_same_runs(tmp_path: Pa
 
 def test_set_of_a_zipped_parameter_picks_its_rows(tmp_path: Path) -> None:
     f = tmp_path / "s.toml"
-    f.write_text(SWEEP.replace("[grid]\nload = [0.25, 0.5, 0.75]\nqlen = [600, 800]\n",
-                               "[[zip]]\nload = [0.25, 0.5, 0.75]\nqlen = [600, 700, 800]\n"), encoding="utf-8")
+    grid = "[grid]\nload = [0.25, 0.5, 0.75]\nqlen = [600, 800]\n"
+    zipped = "[[zip]]\nload = [0.25, 0.5, 0.75]\nqlen = [600, 700, 800]\n"
+    f.write_text(SWEEP.replace(grid, zipped), encoding="utf-8")
     assert load_sweep(f, [Override("qlen", 700, "--set")]).points == [{"load": 0.5, "qlen": 700}]
     with pytest.raises(ScenarioError) as e:
         load_sweep(f, [Override("qlen", 650, "--set")])
@@ -81,8 +85,6 @@ def test_docs_sweeps_plot_the_folders_the_sweep_files_make() -> None:
     """docs/sweeps.md once plotted results/red-vs-droptail-qw; the sweep is ...-wq."""
     text = (ROOT / "docs" / "sweeps.md").read_text(encoding="utf-8")
     stems = {p.stem for p in (ROOT / "sweeps").glob("*.toml")}
-    import re
-
     named = set(re.findall(r"results/(red-vs-droptail-[a-z]+)", text))
     assert named and named <= stems
 
@@ -135,8 +137,8 @@ cmds = ["h1: iperf3 -c 10.0.0.2 -u -b 4M -t 1 -S 0x20", "h1: iperf3 -c 10.0.0.2 
 """
 
 
-def test_compare_without_o_writes_under_results_and_says_where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_without_o_writes_under_results_and_says_where(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
     Path("t.toml").write_text(TWO_PARTS, encoding="utf-8")
     assert main(["run", "-q", "--no-report", "t.toml"]) == 0
@@ -158,7 +160,8 @@ def test_run_prints_results_on_stdout_and_progress_on_stderr(tmp_path: Path,
     """Every part's result summary (and the DS byte table) and the closing line are results;
     the part headers and the warnings are progress and diagnostics."""
     (tmp_path / "t.toml").write_text(TWO_PARTS, encoding="utf-8")
-    assert main(["run", "--no-progress", "--no-report", "-o", str(tmp_path / "r"), str(tmp_path / "t.toml")]) == 0
+    argv = ["run", "--no-progress", "--no-report", "-o", str(tmp_path / "r"), str(tmp_path / "t.toml")]
+    assert main(argv) == 0
     out, err = capsys.readouterr()
     assert "part a: results\n" in out and "part b: results\n" in out
     assert "part b: UDP iperf3 datagrams per DS byte" in out
@@ -180,15 +183,12 @@ def test_mininet_prints_its_closing_line_on_stdout_as_run_does(tmp_path: Path,
     assert "results in" not in err
 
 
-def test_getting_started_python_example_prints_what_the_page_shows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_getting_started_python_example_prints_what_the_page_shows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """docs/index.md's example printed [] (the first part runs no iperf3)."""
-    import re
-    import shutil
-
     page = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
-    m = re.search(r"```python\n(from bufferlab import load_scenario, run_scenario\n.*?)```\n\nprints\n\n```text\n(.*?)```",
-                  page, re.S)
+    m = re.search(r"```python\n(from bufferlab import load_scenario, run_scenario\n.*?)```\n\n"
+                  r"prints\n\n```text\n(.*?)```", page, re.S)
     assert m, "docs/index.md: the Python example and the lines it prints"
     (tmp_path / "scenarios").mkdir()
     shutil.copy(SCENARIOS / "udp-tbf-netem.toml", tmp_path / "scenarios")
@@ -212,9 +212,8 @@ def _requirements(path: Path) -> set[str]:
 def test_tests_requirements_are_the_test_extra_so_the_engine_is_built_once() -> None:
     """After `pip install .`, `pip install '.[test]'` built the Rust engine again; the README's
     second command installs tests/requirements.txt instead, which must list what the extra does."""
-    import tomllib
-
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = pyproject["project"]["optional-dependencies"]
 
     def expand(names: list[str]) -> set[str]:
         out: set[str] = set()
@@ -228,4 +227,5 @@ def test_tests_requirements_are_the_test_extra_so_the_engine_is_built_once() -> 
 
     assert _requirements(ROOT / "tests" / "requirements.txt") == expand(extras["test"])
     assert _requirements(ROOT / "docs" / "requirements.txt") == expand(extras["docs"])
-    assert not any(r.startswith((".", "bufferlab")) for r in _requirements(ROOT / "tests" / "requirements.txt"))
+    tests_own = _requirements(ROOT / "tests" / "requirements.txt")
+    assert not any(r.startswith((".", "bufferlab")) for r in tests_own)

@@ -453,7 +453,8 @@ def _udp_end(s: _UdpSummary, sock: int, profile: Any, client: bool, cpu: dict[st
         # iperf3 3.11+: each side's own totals beside the ambiguous "sum"; "sender" is fixed
         # (true, false) whichever side prints them, and the rate is bytes * 8 / seconds
         end["sum_sent"] = {"start": 0.0, "end": s.sender_time, "seconds": s.sender_time,
-                           "bytes": s.bytes_sent, "bits_per_second": _ratio(s.bytes_sent * 8.0, s.sender_time),
+                           "bytes": s.bytes_sent,
+                           "bits_per_second": _ratio(s.bytes_sent * 8.0, s.sender_time),
                            "jitter_ms": 0.0, "lost_packets": 0, "packets": s.sender_packets,
                            "lost_percent": 0.0, "sender": True}
         end["sum_received"] = {"start": 0.0, "end": s.receiver_time, "seconds": s.receiver_time,

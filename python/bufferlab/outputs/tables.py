@@ -75,7 +75,8 @@ class TablesResult:
 
 def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
     schema = SCHEMAS[name]
-    return pa.Table.from_arrays([_array([r.get(f.name) for r in rows], f.type) for f in schema], schema=schema)
+    columns = [_array([r.get(f.name) for r in rows], f.type) for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 #: the Python values each column type takes as they are (None is null in every type)

@@ -268,8 +268,8 @@ def read_toml(path: Path, what: str = "scenario") -> tuple[str, dict[str, Any]]:
         with path.open("rb") as f:
             raw = f.read(MAX_SCENARIO_BYTES + 1)
     except OSError as e:
-        raise ScenarioError(f"cannot read the {what}: {e.strerror}", file=file,
-                            suggestion=near_path(path) if isinstance(e, FileNotFoundError) else None) from None
+        near = near_path(path) if isinstance(e, FileNotFoundError) else None
+        raise ScenarioError(f"cannot read the {what}: {e.strerror}", file=file, suggestion=near) from None
     if path.suffix.lower() in NOT_TOML:
         kind, hint = NOT_TOML[path.suffix.lower()]
         raise ScenarioError(f"this is {kind}, not a {what} (TOML)", file=file, suggestion=hint.format(file))

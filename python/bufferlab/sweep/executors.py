@@ -19,13 +19,23 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BufferlabError
-from .runs import RunJob, execute
+
+if TYPE_CHECKING:
+    from .runs import RunJob
 
 Records = Generator[dict[str, Any], None, None]
 EXECUTORS = ("local", "dask", "ray")
+
+
+def execute(job: RunJob) -> dict[str, Any]:
+    """runs.execute, imported when a run starts: `bufferlab sweep -h` (whose parser lists the
+    executors) does not load the runner, pyarrow and numpy."""
+    from .runs import execute as execute_run
+
+    return execute_run(job)
 
 
 def usable_cores() -> int:
