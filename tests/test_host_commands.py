@@ -256,3 +256,14 @@ def test_last_background_pid(write_scenario, tmp_path, capsys):
     capsys.readouterr()
     assert main(["check", str(write_scenario(scenario("h1: ping $!"), "u.toml"))]) == 2
     assert "$! (the last background job's PID) is supported in echo, kill and wait only" in capsys.readouterr().err
+
+
+def test_ctrl_c_of_wait_leaves_the_background_job_running(write_scenario, tmp_path):
+    """Typing the next line Ctrl-C's the foreground `wait` (status 130), not the job it
+    waits for: the server still answers the client of the next part."""
+    text = scenario("h2: iperf3 -s &", "h2: wait", duration="1s")
+    text += '\n[[part]]\nname = "q"\ncmds = ["h2: jobs", "h1: iperf3 -c 10.0.0.2 -t 1"]\n'
+    status, root = run(write_scenario, tmp_path, text)
+    assert status == 0
+    assert "[1]+  Running                 iperf3 -s &" in (root / "q" / "h2" / "terminal.log").read_text()
+    assert "receiver" in (root / "q" / "h1" / "terminal.log").read_text()

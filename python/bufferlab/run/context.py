@@ -36,6 +36,14 @@ class WaitApp:
 
 
 @dataclass(frozen=True)
+class WaitOther(WaitApp):
+    """Wait for an application another job started (bash's ``wait``): a Ctrl-C of the
+    waiting job wakes it with :attr:`INTERRUPTED` and leaves the application running."""
+
+    INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
 class WaitUntil:
     t_ns: int
 
@@ -45,7 +53,7 @@ class NextLine:
     index: int
 
 
-Wait = WaitApp | WaitUntil | NextLine
+Wait = WaitApp | WaitOther | WaitUntil | NextLine
 JobGen = Generator[Wait, Any, int]
 
 
@@ -313,6 +321,9 @@ class RunCtx:
     app_ids: list[int] = field(default_factory=list)
     #: the process running the command (run/procs.py ``Process``; None for a shell builtin)
     process: Any = None
+    #: Ctrl-C ended the command (a builtin that waits without an application of its own:
+    #: ``wait``); its status 130 is then no failure
+    interrupted: bool = False
 
     @property
     def engine(self) -> Engine:
@@ -337,6 +348,11 @@ class RunCtx:
             self.simple.text if self.simple is not None else self.command.text,
         )
         return app_id
+
+    def ctrl_c(self) -> int:
+        """The command ends as Ctrl-C ends a shell builtin: status 130, not a failure."""
+        self.interrupted = True
+        return 130
 
     def detach(self, app_id: int, on_end: Callable[[], None]) -> None:
         """An application that outlives its command (iperf3 -D): it leaves the

@@ -31,7 +31,7 @@ from typing import Any
 from ..commands import procs as procs_cmd
 from ..commands.shell import LAST_BACKGROUND_PID, Word
 from ..formats.procs import PsRow, job_line, printed_before, ps_text
-from .context import NS, Gen, Io, PrepareCtx, Prepared, RunCtx, WaitApp, WaitUntil
+from .context import NS, Gen, Io, PrepareCtx, Prepared, RunCtx, WaitApp, WaitOther, WaitUntil
 
 #: bash builtins among the programs: no process, no PID
 BUILTINS = frozenset({"cd", "echo", "true", "kill", "wait", "jobs"})
@@ -373,7 +373,7 @@ def _pending(rt: RunCtx, owner: Any) -> Any:
     about to run)."""
     w = rt.scheduler.pending(owner)
     if isinstance(w, WaitApp):
-        return WaitApp(w.app_id, w.endless, w.expected_end_ns)
+        return WaitOther(w.app_id, w.endless, w.expected_end_ns)
     if isinstance(w, WaitUntil):
         return WaitUntil(w.t_ns)
     return WaitUntil(rt.now_ns)
@@ -393,7 +393,8 @@ def prep_wait(pc: PrepareCtx, words: list[Word]) -> Prepared:
                     for j in sh.jobs.values():  # bash forgets the jobs it waited for
                         j.reported = True
                     return 0
-                yield _pending(rt, running[0].owner)
+                if (yield _pending(rt, running[0].owner)) == WaitOther.INTERRUPTED:
+                    return rt.ctrl_c()  # Ctrl-C of wait: the job runs on
         for t in _expand(targets, sh):
             if t.pid is None:
                 job = table.find_job(rt.term.name, t.text)
@@ -402,7 +403,8 @@ def prep_wait(pc: PrepareCtx, words: list[Word]) -> Prepared:
                     status = 127
                     continue
                 while job.running:
-                    yield _pending(rt, job.owner)
+                    if (yield _pending(rt, job.owner)) == WaitOther.INTERRUPTED:
+                        return rt.ctrl_c()  # Ctrl-C of wait: the job runs on
                 status = job.status or 0
                 job.reported = True
                 continue
@@ -410,7 +412,8 @@ def prep_wait(pc: PrepareCtx, words: list[Word]) -> Prepared:
             pending = table.job_by_pid(t.pid) if proc is None else None
             if pending is not None and pending.owner.terminal == rt.term.name:
                 while pending.running:
-                    yield _pending(rt, pending.owner)
+                    if (yield _pending(rt, pending.owner)) == WaitOther.INTERRUPTED:
+                        return rt.ctrl_c()  # Ctrl-C of wait: the job runs on
                 status = pending.status or 0
                 continue
             if proc is None or proc.node != rt.term.name or proc.job is None:
@@ -418,7 +421,8 @@ def prep_wait(pc: PrepareCtx, words: list[Word]) -> Prepared:
                 status = 127
                 continue
             while proc.alive:
-                yield _pending(rt, proc.owner)
+                if (yield _pending(rt, proc.owner)) == WaitOther.INTERRUPTED:
+                    return rt.ctrl_c()  # Ctrl-C of wait: the job runs on
             status = proc.status or 0
         return status
 

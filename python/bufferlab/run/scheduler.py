@@ -60,6 +60,7 @@ from .context import (
     RunCtx,
     Terminal,
     WaitApp,
+    WaitOther,
     WaitUntil,
     inside_home,
 )
@@ -631,7 +632,7 @@ class Runner:
                 proc.status = status = yield from supervise(proc, prepared(rt), io)
                 if owner.foreground:
                     term.log(ended_message(proc))
-            killed = rt.process is not None and rt.process.signal is not None
+            killed = rt.interrupted or rt.process is not None and rt.process.signal is not None
             failed = (sc, rt) if status != 0 and not killed and not sched.was_interrupted(rt.app_ids) else None
         if shell_job is not None:
             shell_job.status = status
@@ -1006,9 +1007,14 @@ class Scheduler:
             self._ready(gen, key, w.app_id if isinstance(w, WaitApp) else None, owner)
 
     def interrupt(self, entries: list[_Entry]) -> None:
-        """Ctrl-C the applications these jobs wait for, in file order."""
+        """Ctrl-C the applications these jobs wait for, in file order. A job waiting for
+        another's application (``wait``: ``WaitOther``) is woken without stopping it."""
         eng = self.engine
         assert eng is not None
+        for e in [e for e in entries if isinstance(e[3], WaitOther)]:
+            self.waiting.remove(e[1])
+            self._ready(e[2], e[0], WaitOther.INTERRUPTED, e[4])
+        entries = [e for e in entries if not isinstance(e[3], WaitOther)]
         apps = [e[3].app_id for e in sorted(entries, key=lambda x: (x[0], x[1])) if isinstance(e[3], WaitApp)]
         for app_id in apps:
             if not eng.app_finished(app_id):
