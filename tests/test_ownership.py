@@ -620,3 +620,15 @@ def test_a_lock_kept_by_a_dead_holders_children_says_so(tmp_path, capsys):
             capsys.readouterr().err
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+def test_a_prev_folder_bufferlab_did_not_write_is_left_alone(tmp_path, capsys):
+    sc = _scenario(tmp_path / "src")
+    out = tmp_path / "out"
+    (out / "own.prev").mkdir(parents=True)
+    (out / "own.prev" / "mine.txt").write_text("mine\n")
+    assert _run(sc, out) == 0  # nothing to move there: the run goes on, own.prev untouched
+    assert _tree(out / "own.prev") == {"mine.txt": "mine\n"}
+    assert _run(sc, out) == 2  # now the run would move its previous folder there: refused
+    assert f"error: {out / 'own.prev'}: is a folder bufferlab did not write" in capsys.readouterr().err
+    assert _tree(out / "own.prev") == {"mine.txt": "mine\n"} and (out / "own" / "summary.json").is_file()
