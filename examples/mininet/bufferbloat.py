@@ -72,6 +72,7 @@ def main():
             sleep(0.1)
     ping.terminate()
     flow.wait()
+    h2.cmd("kill %iperf")  # the server, job 1 of h2's shell (it prints its report as it ends)
     net.stop()
 
     rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", open("ping.txt").read())]
