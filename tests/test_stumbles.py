@@ -17,6 +17,7 @@ from conftest import ROOT, SCENARIOS
 from bufferlab.cli import main
 from bufferlab.errors import ScenarioError
 from bufferlab.scenario.params import Override
+from bufferlab.sweep.progress import Progress
 from bufferlab.sweep.runs import prepare
 from bufferlab.sweep.spec import load_sweep
 
@@ -229,3 +230,13 @@ def test_tests_requirements_are_the_test_extra_so_the_engine_is_built_once() -> 
     assert _requirements(ROOT / "docs" / "requirements.txt") == expand(extras["docs"])
     tests_own = _requirements(ROOT / "tests" / "requirements.txt")
     assert not any(r.startswith((".", "bufferlab")) for r in tests_own)
+
+
+def test_sweep_progress_display_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    """The rich bar wrote to stdout, among the results."""
+    with Progress(2, 1, 1, plain=False) as prog:
+        prog.done({"status": "ok", "overrides": {"load": 0.5}, "run_id": "r1", "seed": 1, "wall_s": 0.1})
+    with Progress(2, 1, 1, plain=True) as prog:
+        prog.done({"status": "ok", "overrides": {"load": 0.5}, "run_id": "r1", "seed": 1, "wall_s": 0.1})
+    out, err = capsys.readouterr()
+    assert out == "" and "[1/2] r1 seed=1 load=0.5: ok" in err

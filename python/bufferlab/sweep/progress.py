@@ -1,10 +1,12 @@
-"""Progress of a sweep: a rich display on a terminal, one plain line per run otherwise."""
+"""Progress of a sweep: a rich display on a terminal, one plain line per run otherwise; both on
+stderr (stdout has the results: the closing line)."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.progress import Progress as RichProgress
 
@@ -19,7 +21,8 @@ class Progress:
         if not self.plain and self.todo:
             self._bar = RichProgress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(),
                                      TextColumn("{task.fields[state]}"), TimeElapsedColumn(),
-                                     TextColumn("ETA"), TimeRemainingColumn(), transient=False)
+                                     TextColumn("ETA"), TimeRemainingColumn(), transient=False,
+                                     console=Console(stderr=True))
             self._bar.start()
             self._task = self._bar.add_task("runs", total=self.todo, state=self._state())
         elif self.cached:
