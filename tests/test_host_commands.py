@@ -55,6 +55,23 @@ def test_ip_addr_and_link_follow_iproute2s_layout():
         "192.168.1.0/24 dev r1-eth1 proto kernel scope link src 192.168.1.1 \n")
 
 
+def test_ip_s_link_counters_in_both_iproute2_layouts():
+    eth = netinfo.Iface(2, "h1-eth0", "02:00:00:00:00:01", "10.0.0.1", 8, "noqueue", peer_index=3, netnsid=0,
+                        rx_packets=3, rx_bytes=238, tx_packets=12345678, tx_bytes=18_000_000_000)
+    head = ("2: h1-eth0@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP mode DEFAULT "
+            "group default qlen 1000\n    link/ether 02:00:00:00:00:01 brd ff:ff:ff:ff:ff:ff link-netnsid 0\n")
+    assert netinfo.ip_link_text([eth], brief=False, stats=True, modern=False) == head + (
+        "    RX: bytes  packets  errors  dropped overrun mcast   \n"
+        "    238        3        0       0       0       0       \n"
+        "    TX: bytes  packets  errors  dropped carrier collsns \n"
+        "    18000000000 12345678 0       0       0       0       \n")
+    assert netinfo.ip_link_text([eth], brief=False, stats=True, modern=True) == head + (
+        "    RX:   bytes  packets errors dropped  missed   mcast           \n"
+        "            238        3      0       0       0       0 \n"
+        "    TX:   bytes  packets errors dropped carrier collsns           \n"
+        "    18000000000 12345678      0       0       0       0 \n")
+
+
 def test_neighbours_as_ip_neigh_and_arp_print_them():
     n = [netinfo.Neighbour("10.0.0.2", "h1-eth0", "02:00:00:00:00:03", True),
          netinfo.Neighbour("10.0.0.3", "h1-eth0", "02:00:00:00:00:05", False)]

@@ -1,6 +1,6 @@
 """What a host's shell prints about its network: ``ip``, ``ifconfig``, ``arp``, ``hostname``.
 
-``ip [-4] [-br|-brief] OBJECT [COMMAND] [ARGS]`` as iproute2's ``ip`` parses it
+``ip [-4] [-br|-brief] [-s] OBJECT [COMMAND] [ARGS]`` as iproute2's ``ip`` parses it
 (``ip/ip.c``: an object may be abbreviated, ``a``/``addr``/``address``, ``l``/``link``,
 ``r``/``route``, ``n``/``neigh``/``neighbour``; the command defaults to ``show``,
 also ``list``/``lst``): ``ip addr|link show [dev] [DEV] [up]``, ``ip route show``,
@@ -38,6 +38,8 @@ class Ip:
     dev: str | None = None
     dev_col: int | None = None
     brief: bool = False
+    #: ``-s``: the link counters (``ip -s link``)
+    stats: bool = False
     inet_only: bool = False
     up_only: bool = False
     #: ``ip link set DEV up|down``
@@ -66,9 +68,10 @@ def parse_ip(words: list[Word]) -> Ip:
         if t in ("br", "brief"):
             opts.brief = True
         elif t in ("s", "stats", "statistics"):
-            raise NotSupportedError("ip -s (interface statistics) is not supported yet", col=args[k].col,
-                                    expected="ip [-4] [-br] addr|link|route|neigh [show]",
-                                    suggestion="ifconfig prints the packet and byte counters")
+            if opts.stats:
+                raise NotSupportedError("ip -s -s (error counters) is not supported yet", col=args[k].col,
+                                        expected="ip -s link show")
+            opts.stats = True
         elif t == "4":
             opts.inet_only = True
         elif t in ("c", "color", "d", "details", "n") or t.startswith("color="):

@@ -120,10 +120,35 @@ def ip_addr_text(ifaces: list[Iface], brief: bool, inet_only: bool) -> str:
     return "".join(line + "\n" for line in out)
 
 
-def ip_link_text(ifaces: list[Iface], brief: bool) -> str:
+def _stats_lines(i: Iface, modern: bool) -> list[str]:
+    """``ip -s link``'s counters (``print_link_stats64``): v4.15 left-aligns the numbers in
+    fixed columns; v6.x right-aligns them in columns as wide as the largest number."""
+    rx = [i.rx_bytes, i.rx_packets, 0, 0, 0, 0]
+    tx = [i.tx_bytes, i.tx_packets, 0, 0, 0, 0]
+    if not modern:
+        widths = [10, 8, 7, 7, 7, 7]
+        return ["    RX: bytes  packets  errors  dropped overrun mcast   ",
+                "    " + "".join(f"{v:<{w}} " for v, w in zip(rx, widths, strict=True)),
+                "    TX: bytes  packets  errors  dropped carrier collsns ",
+                "    " + "".join(f"{v:<{w}} " for v, w in zip(tx, widths, strict=True))]
+    cols = [10, 7, 6, 7, 7, 7]
+    for values in (rx, tx):
+        cols = [max(c, len(str(v))) for c, v in zip(cols, values, strict=True)]
+    heads = (("bytes", "packets", "errors", "dropped", "missed", "mcast"),
+             ("bytes", "packets", "errors", "dropped", "carrier", "collsns"))
+    out = []
+    for side, head, values in (("RX", heads[0], rx), ("TX", heads[1], tx)):
+        names = " ".join(f"{h:>{c - 4 if k == 0 else c}}" for k, (h, c) in enumerate(zip(head, cols, strict=True)))
+        out.append(f"    {side}: {names} {'':>10}")
+        out.append("    " + "".join(f"{v:>{c}} " for v, c in zip(values, cols, strict=True)))
+    return out
+
+
+def ip_link_text(ifaces: list[Iface], brief: bool, stats: bool = False, modern: bool = False) -> str:
     if brief:
         return "".join(f"{i.label:<16} {i.state:<14} {i.mac} <{i.flags}> \n" for i in ifaces)
-    return "".join(line + "\n" for i in ifaces for line in _link_lines(i, True))
+    return "".join(line + "\n" for i in ifaces
+                   for line in _link_lines(i, True) + (_stats_lines(i, modern) if stats else []))
 
 
 def ip_route_text(ifaces: list[Iface], default: tuple[str, str] | None = None) -> str:

@@ -150,7 +150,7 @@ def prep_ip(pc: PrepareCtx, words: list[Word]) -> Prepared:
         if cmd.obj == "addr":
             rt.io.out(fmt.ip_addr_text(chosen, cmd.brief, cmd.inet_only))
         elif cmd.obj == "link":
-            rt.io.out(fmt.ip_link_text(chosen, cmd.brief))
+            rt.io.out(fmt.ip_link_text(chosen, cmd.brief, cmd.stats, rt.runner.sc.profile.name == "modern"))
         elif cmd.obj == "route":
             rt.io.out(fmt.ip_route_text(ifaces))
         else:
