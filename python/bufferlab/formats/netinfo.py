@@ -11,6 +11,11 @@ Layouts followed (read in the tools' sources, not copied):
   ``       valid_lft forever preferred_lft forever``; ``-br``: the name (with
   ``@PEER``) padded to 16, the state to 14, then each address ``A/P `` (addr) or
   the MAC and the flags (link).
+- iproute2 ``print_link_stats64`` (``ip -s link``): v4.15 prints ``RX: bytes  packets  errors
+  dropped overrun mcast`` over numbers left-aligned in columns of 10, 8, 7, 7, 7, 7; v6.x
+  ``RX: bytes packets errors dropped missed mcast`` over numbers right-aligned in columns as
+  wide as the widest number (at least 10, 7, 6, 7, 7, 7). Counters the engine does not keep
+  (errors, drops at the device, multicast) are 0.
 - iproute2 ``ip/iproute.c`` ``print_route``: ``NET/P dev D proto kernel scope link
   src A `` (each field followed by a space).
 - iproute2 ``ip/ipneigh.c`` ``print_neigh``: ``A dev D lladdr MAC STATE`` (v6.9 prints a
