@@ -279,7 +279,7 @@ DEST = {"to_parquet": (0, "path"), "to_csv": (0, "path_or_buf"), "to_json": (0, 
         "to_html": (0, "buf"), "savefig": (0, "fname"), "write_table": (1, "where"),
         "write_csv": (1, "output_file"), "ParquetWriter": (0, "where"), "CSVWriter": (0, "sink"),
         "write_feather": (1, "dest"), "imsave": (0, "fname"), "savez": (0, "file"), "tofile": (0, "fid"),
-        "dump": (1, "fp")}
+        "dump": (1, "fp"), "savetxt": (0, "fname"), "save": (0, "file")}
 _WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"}
 
 
@@ -332,8 +332,11 @@ def _plain_writes(py: Path) -> list[tuple[int, str, str]]:
             bad = "os.open" if names & _WRITE_FLAGS else None
         elif last == "open" and isinstance(n.func, ast.Attribute):
             bad = "open" if _writes_mode(_arg(n, 0, "mode")) else None
-        elif last in ("write_text", "write_bytes") and isinstance(n.func, ast.Attribute):
+        elif last in ("write_text", "write_bytes", "touch", "symlink_to", "hardlink_to") and \
+                isinstance(n.func, ast.Attribute) or fn in ("os.symlink", "os.link"):
             bad = last
+        elif last in ("GzipFile", "ZipFile", "TarFile"):  # on a path unless given a file object
+            bad = last if _arg(n, 3, "fileobj") is None and _writes_mode(_arg(n, 1, "mode")) else None
         elif last in DEST:
             dest = _arg(n, *DEST[last])
             if dest is not None and not (isinstance(dest, ast.Name) and dest.id in safe):
@@ -370,10 +373,11 @@ def test_the_scan_sees_plain_writes(tmp_path):
                   "    df.to_parquet(p / 'x'); fig.savefig(str(p)); pq.write_table(t, p); shutil.rmtree(p)\n"
                   "    os.open(p, os.O_WRONLY | os.O_CREAT); p.rename(p)\n"
                   "    with open_write(p, 'wb') as f:\n        df.to_parquet(f); pq.write_table(t, f)\n"
-                  "    savefig(fig, p); open(p); p.open('rb'); df.to_csv()\n")
+                  "    savefig(fig, p); open(p); p.open('rb'); df.to_csv()\n"
+                  "    p.touch(); np.savetxt(p, t); gzip.GzipFile(p, 'wb'); gzip.GzipFile('', 'wb', 9, f)\n")
     kinds = [k for _, k, _ in _plain_writes(py)]
     assert kinds == ["open", "open", "write_text", "write_bytes", "to_parquet", "savefig", "write_table",
-                     "shutil.rmtree", "os.open", "rename"]
+                     "shutil.rmtree", "os.open", "rename", "touch", "savetxt", "GzipFile"]
 
 
 # ---------------------------------------------------------------- sweep, compare: planted links
