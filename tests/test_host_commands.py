@@ -118,6 +118,11 @@ def test_ps_and_jobs_follow_procps_and_bash():
     assert procs_fmt.ps_text(rows[1:], full=True, epoch=3600) == (
         "UID          PID    PPID  C STIME TTY          TIME CMD\n"
         "root        2001    2000  0 01:00 pts/1    00:00:00 iperf3 -s\n")
+    assert procs_fmt.ps_text(rows[:1] + [procs_fmt.PsRow(2001, 2000, "pts/1", "iperf3", "iperf3 -s", 1.0)],
+                             full=False, epoch=0, bsd=True) == (
+        "USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND\n"
+        "root        2000  0.0  0.0      0     0 pts/1    S    00:00   0:00 bash\n"
+        "root        2001  0.0  0.0      0     0 pts/1    S    00:00   0:00 iperf3 -s\n")
     assert procs_fmt.job_line(1, "+", "Running", "iperf3 -s", True) == "[1]+  Running                 iperf3 -s &\n"
     assert procs_fmt.job_line(2, "-", "Terminated", "ping 10.0.0.2", False, pid=2002) == (
         "[2]-  2002 Terminated              ping 10.0.0.2\n")

@@ -10,7 +10,7 @@ an extended regular expression searched in the process name, or the whole comman
 ``-f``); psmisc's ``killall`` (``-s SIG``, ``-SIG``, ``-q``, ``-w``, ``-v``, ``-e``, ``-I``,
 ``-r``; names match the process name exactly, the first 15 characters as the kernel keeps
 them); procps-ng's ``ps`` with no options (the processes of the shell's terminal), ``-e``/``-A``
-(every process) and ``-f`` (full listing).
+(every process), ``-f`` (full listing) and ``aux``.
 
 Signals are named as ``kill -l`` names them (``TERM``, ``SIGTERM``, ``term`` or ``15``). A
 signal reaches a simulated program as it reaches the real one: ``iperf3`` catches SIGINT,
@@ -370,20 +370,24 @@ def parse_jobs(words: list[Word]) -> Jobs:
 class Ps:
     every: bool = False
     full: bool = False
+    #: BSD ``ps aux`` (user-oriented columns)
+    bsd: bool = False
 
 
 def parse_ps(words: list[Word]) -> Ps:
-    """procps-ng's ``ps``: no options, ``-e``/``-A``, ``-f`` (and ``-ef``)."""
+    """procps-ng's ``ps``: no options, ``-e``/``-A``, ``-f`` (and ``-ef``), BSD ``aux``."""
     cmd = Ps()
     for w in words[1:]:
         t = w.text
+        if t in ("aux", "axu", "uax", "xau"):
+            cmd.every = cmd.bsd = True
+            continue
         if t.startswith("-") and len(t) > 1 and all(ch in "eAf" for ch in t[1:]):
             cmd.every = cmd.every or "e" in t or "A" in t
             cmd.full = cmd.full or "f" in t
             continue
         raise NotSupportedError(f"ps {t} is not supported yet", col=w.col,
-                                expected="ps, ps -e, ps -f or ps -ef",
-                                suggestion="ps aux's memory columns are not modelled; ps -ef lists every process")
+                                expected="ps, ps -e, ps -f, ps -ef or ps aux")
     return cmd
 
 

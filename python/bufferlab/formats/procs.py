@@ -7,7 +7,12 @@ padded to their widths (PID, PPID: the digits of ``kernel.pid_max - 1``, 7 with
 systemd's pid_max 4194304; TTY 8, left; TIME 8, right, ``HH:MM:SS``; UID 8, left;
 C 2, right; STIME 5, right, ``HH:MM``); the last column is not padded. CMD is
 the process name without ``-f`` and the whole command line with it. CPU time is
-not modelled: TIME is ``00:00:00`` and C is 0.
+not modelled: TIME is ``00:00:00`` and C is 0. ``aux`` (procps' old Linux ``u``
+format: ``user,pid,pcpu,pmem,vsz,rss,tname,stat,start_time,bsdtime,args``, widths 8, PID,
+4, 4, 6, 5, 8, 4 left, 5, 6): memory is not modelled either, so VSZ and RSS are 0 and %CPU
+and %MEM 0.0; STAT is ``Ss`` for a shell, ``R+`` for ``ps`` itself, ``S+`` for another
+terminal's foreground command, ``S`` otherwise. Only the simulation's shells and
+processes are listed (no init, no kernel threads).
 
 ``jobs`` (bash 5, ``jobs.c`` ``pretty_print_job``/``print_pipeline``): ``[N]`` and
 ``+`` (the current job), ``-`` (the previous one) or a space, a space, with
@@ -38,10 +43,20 @@ class PsRow:
     args: str
     start_s: float
     user: str = "root"
+    #: the process state as ``ps aux`` shows it (S sleeping, R running; s session leader,
+    #: + in its terminal's foreground process group)
+    stat: str = "S"
 
 
-def ps_text(rows: list[PsRow], full: bool, epoch: int) -> str:
+def ps_text(rows: list[PsRow], full: bool, epoch: int, bsd: bool = False) -> str:
     w = PID_WIDTH
+    if bsd:
+        lines = [f"{'USER':<8} {'PID':>{w}} %CPU %MEM {'VSZ':>6} {'RSS':>5} {'TTY':<8} STAT START   TIME COMMAND"]
+        for r in rows:
+            start = time.strftime("%H:%M", time.gmtime(epoch + int(r.start_s)))
+            lines.append(f"{r.user:<8} {r.pid:>{w}}  0.0  0.0 {0:>6} {0:>5} {r.tty or '?':<8} {r.stat:<4} "
+                         f"{start:>5} {'0:00':>6} {r.args}")
+        return "\n".join(lines) + "\n"
     if full:
         lines = [f"{'UID':<8} {'PID':>{w}} {'PPID':>{w}}  C STIME {'TTY':<8} {'TIME':>8} CMD"]
         for r in rows:

@@ -475,14 +475,16 @@ def prep_ps(pc: PrepareCtx, words: list[Word]) -> Prepared:
         table = rt.runner.procs
         sh = table.shell(rt.term.name)
         rows = []
+        me = rt.process.pid if rt.process is not None else None
         for s_name, s in sorted(table.shells.items(), key=lambda kv: kv[1].pid):
             if cmd.every or s_name == rt.term.name:
-                rows.append(PsRow(s.pid, 1, s.tty, "bash", "bash", s.start_ns / NS))
+                rows.append(PsRow(s.pid, 1, s.tty, "bash", "bash", s.start_ns / NS, stat="Ss"))
         for p in table.live():
             if cmd.every or (p.tty is not None and p.tty == sh.tty):
-                rows.append(PsRow(p.pid, p.ppid, p.tty, p.comm, p.args, p.start_ns / NS))
+                stat = "R+" if p.pid == me else "S+" if p.owner.foreground and p.tty else "S"
+                rows.append(PsRow(p.pid, p.ppid, p.tty, p.comm, p.args, p.start_ns / NS, stat=stat))
         rows.sort(key=lambda r: r.pid)
-        rt.io.out(ps_text(rows, cmd.full, rt.runner.sc.profile.epoch))
+        rt.io.out(ps_text(rows, cmd.full, rt.runner.sc.profile.epoch, cmd.bsd))
         return 0
 
     return _instant(run)
