@@ -160,7 +160,7 @@ class ProcessTable:
 
     # ------------------------------------------------------------ job specs
 
-    def _current(self, sh: Shell) -> tuple[int | None, int | None]:
+    def current(self, sh: Shell) -> tuple[int | None, int | None]:
         """bash's current (``%+``) and previous (``%-``) job numbers."""
         alive = [n for n in sh.order if n in sh.jobs and (sh.jobs[n].running or not sh.jobs[n].reported)]
         cur = alive[-1] if alive else None
@@ -173,7 +173,7 @@ class ProcessTable:
         sh = self.shell(terminal)
         jobs = {n: j for n, j in sh.jobs.items() if j.running or not j.reported}
         body = spec[1:]
-        cur, prev = self._current(sh)
+        cur, prev = self.current(sh)
         if body in ("", "%", "+"):
             n: int | None = cur
         elif body == "-":
@@ -436,7 +436,7 @@ def prep_jobs(pc: PrepareCtx, words: list[Word]) -> Prepared:
     def run(rt: RunCtx) -> int:
         table = rt.runner.procs
         sh = table.shell(rt.term.name)
-        cur, prev = table._current(sh)
+        cur, prev = table.current(sh)
         status = 0
         if cmd.specs:
             chosen = []
