@@ -6,7 +6,7 @@
 also ``list``/``lst``): ``ip addr|link show [dev] [DEV] [up]``, ``ip route show``,
 ``ip neigh show [dev DEV]``, and ``ip link set [dev] DEV up|down``. ``ifconfig [-a] [IFACE]``
 (net-tools), ``ifconfig IFACE up|down``, ``arp [-n] [-a] [-e] [-i IFACE] [HOST]``
-(net-tools), ``hostname`` (the node's name). Formats: formats/netinfo.py.
+(net-tools), ``hostname`` (the machine's name: Mininet's hosts share its UTS namespace). Formats: formats/netinfo.py.
 
 Deviations: IPv6 is not modelled, so no ``inet6`` addresses are listed (``-6`` is
 refused); a link cannot be taken down yet (``ip link set DEV down`` and ``ifconfig

@@ -16,11 +16,13 @@ Signals are named as ``kill -l`` names them (``TERM``, ``SIGTERM``, ``term`` or 
 signal reaches a simulated program as it reaches the real one: ``iperf3`` catches SIGINT,
 SIGTERM and SIGHUP (its ``iperf_catch_sigend``) and prints what it prints on Ctrl-C;
 ``iperf`` 2 catches SIGINT and SIGTERM; iputils ``ping`` catches SIGINT and SIGALRM (its
-statistics; SIGQUIT prints a status line, not modelled: it goes on), so SIGTERM ends it silently; ``tcpdump``/``tshark`` catch SIGINT, SIGTERM and
-SIGHUP; bufferlab's own generators, ``plot_q.sh`` and ``sleep`` take SIGINT and SIGTERM as
-Ctrl-C. Any other signal ends a program with nothing printed, SIGKILL always. SIGCHLD,
-SIGURG and SIGWINCH are ignored; stopping and continuing (SIGSTOP, SIGTSTP, SIGCONT,
-SIGTTIN, SIGTTOU) is not supported yet.
+statistics; on SIGQUIT it prints a status line and goes on: here it just goes on), so
+SIGTERM ends it silently; ``tcpdump``/``tshark`` catch SIGINT, SIGTERM and SIGHUP;
+bufferlab's own generators and ``plot_q.sh`` take SIGINT and SIGTERM as Ctrl-C. Any other
+signal, SIGKILL always, ends a program with nothing more printed (run/procs.py: on a
+terminal, the lines ping and iperf3 had printed stay). SIGCHLD, SIGURG and SIGWINCH are
+ignored; stopping and continuing (SIGSTOP, SIGTSTP, SIGCONT, SIGTTIN, SIGTTOU) is not
+supported yet. ``$!`` (commands/shell.py) names the last background job's PID.
 """
 
 from __future__ import annotations

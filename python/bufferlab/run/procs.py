@@ -16,8 +16,9 @@ of the shell and have no terminal (``?``).
 
 A signal ends a process as the real program takes it (commands/procs.py
 ``CATCHES``): a caught one ends the program as Ctrl-C does (it prints what it
-prints then), any other ends it with nothing printed, with exit status 128 +
-the signal; a job's chain (``a && b &``) stops with it. A foreground command that
+prints then, without the ``^C`` a terminal echoes), any other ends it with exit
+status 128 + the signal and nothing more printed (on a terminal the lines ping and
+iperf3 had printed stay: :func:`supervise`); a job's chain (``a && b &``) stops with it. A foreground command that
 a signal other than SIGINT ends prints the signal's description (``Terminated``,
 ``Killed``) in its terminal, as bash does.
 """
