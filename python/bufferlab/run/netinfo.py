@@ -11,7 +11,9 @@ link order + 1, as in pcap captures). Counters are the engine's per-interface
 packets and bytes (an aggregate counts once, as a veth counts an skb). Prefix
 lengths are those of the topology (``a_ip = "192.168.1.1/24"``; Mininet's /8 by
 default). The qdisc is the interface's root qdisc (``noqueue`` until ``tc`` adds
-one).
+one). ``ip route`` lists the connected subnets: the engine forwards along shortest
+paths without routing tables (docs/internals.md), so no default or static route is
+listed even where packets reach other subnets.
 
 The neighbour table (``arp``, ``ip neigh``) is not the engine's ARP cache, which
 it does not expose: it lists the on-link addresses the node has sent packets to or
