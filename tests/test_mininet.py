@@ -444,7 +444,8 @@ def test_bufferlab_keeps_the_real_clock_when_installed_inside_the_scripts_folder
     p = subprocess.run([sys.executable, "-m", "bufferlab.cli", "mininet", "-o", "out", "lab/lab.py"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.splitlines()[-1] == "5 True"  # the script's clock simulated, the library's real
+    # the script's clock simulated, the library's real; then bufferlab's closing line (stdout)
+    assert p.stdout.splitlines()[-2:] == ["5 True", f"lab.py: results in {tmp_path / 'out' / 'lab'}"]
     run = json.loads((tmp_path / "out" / "lab" / "run.json").read_text())
     assert run["started"] >= "2025" and run["started_unix"] > 1.6e9
 
