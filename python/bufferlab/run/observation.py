@@ -153,8 +153,8 @@ class Observation:
         part entry's ``queue_traces`` and ``captures``."""
         eng = self.engine
         assert eng is not None
-        from ..outputs.queue_traces import convert  # numpy, pyarrow: only a traced run loads them
-
+        if self.traces:  # numpy, pyarrow: only a traced part loads the converter
+            from ..outputs.queue_traces import convert
         files = []
         peaks: dict[str, dict[str, int]] = {}
         for dev, (tid, tmp, min_ns) in sorted(self.traces.items()):
