@@ -55,3 +55,18 @@ def test_a_run_without_report_loads_neither_pandas_nor_matplotlib(tmp_path: Path
     code = "from bufferlab.cli import main\nassert main(['run', '-q', '--no-report', 't.toml']) == 0"
     assert loaded_after(code, cwd=tmp_path) == ["numpy", "pyarrow"]
     assert (tmp_path / "results" / "t" / "tables" / "intervals.parquet").is_file()
+
+
+def test_a_traced_run_loads_no_pandas(tmp_path: Path) -> None:
+    """Queue traces (Parquet and plots): matplotlib draws, pyarrow writes; pandas, which
+    pa.array, pa.table, pq.read_table and compute functions given Python scalars import,
+    stays out (outputs/arrow.py)."""
+    (tmp_path / "t.toml").write_text(
+        f'name = "t"\nseed = 1\n{TWO_HOSTS}\n[trace]\nqueues = ["s1-eth2"]\n\n[[part]]\nname = "p"\n'
+        'cmds = [\n  "admin: tc qdisc add dev s1-eth2 root tbf rate 5mbit burst 5k limit 20k",\n'
+        '  "h2: iperf3 -s &",\n  "h1: iperf3 -c 10.0.0.2 -u -b 8M -t 1",\n]\n', encoding="utf-8")
+    code = "from bufferlab.cli import main\nassert main(['run', '-q', '--no-report', 't.toml']) == 0"
+    assert "pandas" not in loaded_after(code, cwd=tmp_path)
+    root = tmp_path / "results" / "t"
+    assert (root / "p" / "queue_trace_s1-eth2.parquet").is_file()
+    assert (root / "tables" / "queue_events.parquet").is_file()

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..safefs import open_write, savefig
+from . import arrow
 
 RECORD = np.dtype(
     [
@@ -124,7 +125,7 @@ def convert(bin_path: Path, parquet_path: Path, dev: str, plot: bool = True, min
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    names = pa.array(EVENTS, pa.string())
+    names = arrow.array(list(EVENTS), arrow.S)
     size = bin_path.stat().st_size
     rows = size // RECORD.itemsize
     pl = _Plot(rows)
@@ -142,18 +143,15 @@ def convert(bin_path: Path, parquet_path: Path, dev: str, plot: bool = True, min
                     break
                 a = np.frombuffer(buf, RECORD)
                 soj = a["sojourn_ns"]
-                table = pa.table(
-                    {
-                        "time_s": a["t_ns"] / 1e9,
-                        "event": pa.DictionaryArray.from_arrays(
-                            pa.array(a["kind"], pa.int8()), names
-                        ).cast(pa.string()),
-                        "backlog_bytes": a["backlog_bytes"].astype(np.int64),
-                        "backlog_packets": a["backlog_packets"].astype(np.int64),
-                        "drops": a["drops"].astype(np.int64),
-                        "marks": a["marks"].astype(np.int64),
-                        "sojourn_s": np.where(soj >= 0, soj / 1e9, np.nan),
-                    },
+                event = pa.DictionaryArray.from_arrays(arrow.numeric(a["kind"], arrow.I8), names)
+                counts = ("backlog_bytes", "backlog_packets", "drops", "marks")
+                table = pa.Table.from_arrays(
+                    [
+                        arrow.numeric(a["t_ns"] / 1e9, arrow.F64),
+                        event.cast(pa.string()),
+                        *(arrow.numeric(a[c], arrow.I64) for c in counts),
+                        arrow.numeric(np.where(soj >= 0, soj / 1e9, np.nan), arrow.F64),
+                    ],
                     schema=schema(),
                 )
                 w.write_table(table)

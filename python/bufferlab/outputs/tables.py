@@ -17,6 +17,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..safefs import ensure_dir, open_write
+from . import arrow
 from .fct import quantile, read_fct_csv
 from .results import NS, Outputs, Problem, Run, app_for, ping_interval_s, scan_outputs
 
@@ -75,46 +76,8 @@ class TablesResult:
 
 def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
     schema = SCHEMAS[name]
-    columns = [_array([r.get(f.name) for r in rows], f.type) for f in schema]
+    columns = [arrow.array([r.get(f.name) for r in rows], f.type) for f in schema]
     return pa.Table.from_arrays(columns, schema=schema)
-
-
-#: the Python values each column type takes as they are (None is null in every type)
-_PLAIN = {S: (str,), I64: (int,), F64: (float, int), B: (bool,)}
-
-
-def _array(values: list[Any], typ: pa.DataType) -> pa.Array:
-    """``pa.array(values, typ)``, built from its buffers when every value is a plain str, int,
-    float or bool: ``pa.array`` imports pandas (~0.15 s of every run) to look for pandas objects
-    among the values. Anything else (numpy scalars, an int where a float cannot hold it exactly,
-    a string that is not valid UTF-8) goes to ``pa.array`` and its checks."""
-    import numpy as np  # pyarrow has imported it
-
-    plain = _PLAIN[typ]
-    if not all(v is None or (type(v) in plain and (typ != F64 or type(v) is float or abs(v) <= 1 << 53))
-               for v in values):
-        return pa.array(values, typ)
-    n = len(values)
-    valid = [v is not None for v in values]
-    nulls = n - sum(valid)
-    bitmap = None if nulls == 0 else pa.py_buffer(np.packbits(np.array(valid, bool), bitorder="little"))
-    if typ == S:
-        try:
-            data = [b"" if v is None else v.encode() for v in values]
-        except UnicodeEncodeError:
-            return pa.array(values, typ)
-        offsets = np.zeros(n + 1, np.int64)
-        np.cumsum([len(d) for d in data], out=offsets[1:])
-        if offsets[-1] >= 1 << 31:
-            return pa.array(values, typ)
-        buffers = [bitmap, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(data))]
-    elif typ == B:
-        buffers = [bitmap, pa.py_buffer(np.packbits(np.array([v is True for v in values], bool),
-                                                    bitorder="little"))]
-    else:
-        dtype = np.int64 if typ == I64 else np.float64
-        buffers = [bitmap, pa.py_buffer(np.array([0 if v is None else v for v in values], dtype))]
-    return pa.Array.from_buffers(typ, n, buffers, null_count=nulls)
 
 
 def _write(folder: Path, name: str, table: pa.Table) -> None:
@@ -233,7 +196,8 @@ def _copy_queue_events(run: Run, folder: Path, problems: list[Problem]) -> tuple
                 k = batch.num_rows
                 t = batch.column("time_s").cast(F64)
                 out = pa.record_batch([
-                    pa.array([part] * k, S), pa.array([iface] * k, S), t, pc.subtract(t, start_s),
+                    arrow.repeat(part, k), arrow.repeat(iface, k), t,
+                    pc.subtract(t, arrow.scalar(start_s, F64)),
                     batch.column("event").cast(S), *(batch.column(c).cast(I64) for c in
                                                      ("backlog_bytes", "backlog_packets", "drops", "marks")),
                     batch.column("sojourn_s").cast(F64),
@@ -242,7 +206,8 @@ def _copy_queue_events(run: Run, folder: Path, problems: list[Problem]) -> tuple
                 cw.write_batch(out)
                 n += k
                 ev = out.column("event")
-                sel = out.filter(pc.or_(pc.equal(ev, "drop"), pc.equal(ev, "mark")))
+                marked = pc.or_(pc.equal(ev, arrow.scalar("drop", S)), pc.equal(ev, arrow.scalar("mark", S)))
+                sel = out.filter(marked)
                 for r in sel.to_pylist():
                     drops.append({"source": "event", "part": part, "iface": iface, "time_s": r["time_s"],
                                   "event": r["event"], "packets": 1, "backlog_bytes": r["backlog_bytes"],

@@ -182,6 +182,8 @@ def _peak(trace: Path) -> dict[str, int]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    t = pq.read_table(trace, columns=["backlog_bytes", "backlog_packets"])
+    # ParquetFile, not read_table: that one imports pyarrow.dataset, and with it pandas
+    with pq.ParquetFile(trace) as f:
+        t = f.read(columns=["backlog_bytes", "backlog_packets"])
     return {"bytes": int(pc.max(t["backlog_bytes"]).as_py() or 0),
             "packets": int(pc.max(t["backlog_packets"]).as_py() or 0)}
