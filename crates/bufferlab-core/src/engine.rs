@@ -49,6 +49,21 @@ const ARP_RETRANS: SimDuration = SimDuration::from_secs(1);
 /// without simulated time advancing.
 const MAX_PACKETS_PER_INSTANT: u64 = 2_000_000;
 
+/// Units of work (events dispatched, packets a qdisc hands out) at one
+/// simulated instant before the run is declared stuck, naming the component
+/// that did the last of them. Far above any lab (a gigabit link moves about
+/// 10⁵ packets in a second, spread over as many instants); a loop that does
+/// not advance time (a misbehaving model) hits it within seconds of wall
+/// time instead of running for ever.
+const MAX_WORK_PER_INSTANT: u64 = 10_000_000;
+
+/// How far a host's sending stack may fall behind the packets its
+/// applications hand it (host.rs: each costs CPU time). A real sender
+/// blocks in `sendto`; the generators here do not, so a rate no host can
+/// process would queue packets without bound (`cbr -r 1e12`: 10⁸ packets a
+/// second against the ~3·10⁵ a host processes).
+const MAX_STACK_BACKLOG: SimDuration = SimDuration::from_secs(1);
+
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EngineOptions {
@@ -267,6 +282,13 @@ pub struct Simulator {
     /// zero-delay arrivals processed at `instant` (see MAX_PACKETS_PER_INSTANT)
     instant: SimTime,
     instant_packets: u64,
+    /// work done at `instant`, and the most allowed (MAX_WORK_PER_INSTANT)
+    instant_work: u64,
+    work_cap: u64,
+    /// why the run cannot go on, found deep inside an operation that has no
+    /// error path (a qdisc's dequeue loop, a host's send); `run_bounded`
+    /// returns it as its error
+    stuck: Option<String>,
     /// packet captures and queue traces (capture/mod.rs); never read back
     obs: Observer,
 }
@@ -354,6 +376,9 @@ impl Simulator {
             delivered_segments: 0,
             instant: SimTime::ZERO,
             instant_packets: 0,
+            instant_work: 0,
+            work_cap: MAX_WORK_PER_INSTANT,
+            stuck: None,
             obs: Observer::new(n_ifaces),
         })
     }
@@ -548,10 +573,17 @@ impl Simulator {
     /// application finished). Calling it again resumes exactly where it
     /// stopped, so a run in stretches is identical to one `run` (the binding
     /// checks for signals between stretches).
+    /// Zero-delay arrivals count against `max_events` too, so that a stretch
+    /// ends (and the binding checks for signals, the caller for its limits)
+    /// however long simulated time stands still.
     pub fn run_bounded(&mut self, until: SimTime, max_events: u64) -> Result<Option<Vec<u32>>> {
         let mut budget = max_events;
         loop {
-            self.drain_pending()?;
+            let drained = self.drain_pending(&mut budget);
+            self.check_stuck()?;
+            if !drained? {
+                return Ok(None);
+            }
             if !self.finished.is_empty() || self.obs.has_finished() {
                 break;
             }
@@ -563,7 +595,13 @@ impl Simulator {
                     budget -= 1;
                     let (t, ev) = self.events.pop().expect("peeked");
                     self.now = t;
-                    self.dispatch(ev);
+                    if self.work_at_instant() {
+                        let who = self.component(ev);
+                        self.stuck_with(who);
+                    } else {
+                        self.dispatch(ev);
+                    }
+                    self.check_stuck()?;
                 }
                 _ => {
                     self.now = self.now.max(until);
@@ -686,12 +724,81 @@ impl Simulator {
         }
     }
 
-    fn drain_pending(&mut self) -> Result<()> {
+    /// Start the per-instant counters afresh when time moved.
+    fn at_instant(&mut self) {
         if self.instant != self.now {
             self.instant = self.now;
             self.instant_packets = 0;
+            self.instant_work = 0;
         }
+    }
+
+    /// Count one unit of work at the current instant; true once the
+    /// instant had more than `MAX_WORK_PER_INSTANT`.
+    fn work_at_instant(&mut self) -> bool {
+        self.at_instant();
+        self.instant_work += 1;
+        self.instant_work > self.work_cap
+    }
+
+    /// Declare the run stuck at this instant because of `who` (the first
+    /// reason found is kept).
+    fn stuck_with(&mut self, who: String) {
+        if self.stuck.is_none() {
+            self.stuck = Some(format!(
+                "simulated time stopped advancing at {}: more than {} events in that one instant, \
+                 the last of them in {who}. A model that loops without time passing is a bug: \
+                 please report it with the scenario",
+                self.now, self.work_cap
+            ));
+        }
+    }
+
+    fn check_stuck(&mut self) -> Result<()> {
+        match self.stuck.take() {
+            Some(why) => Err(Error::Stalled(why)),
+            None => Ok(()),
+        }
+    }
+
+    /// The part of the network an event belongs to, in the user's names.
+    fn component(&self, ev: Event) -> String {
+        let t = &self.topo;
+        match ev {
+            Event::WireArrival(i) => format!("the link out of {}", t.iface_names[i as usize]),
+            Event::LinkFree(i) | Event::Watchdog(i) => self.qdisc_component(i as usize),
+            Event::AppTimer(a) => {
+                let slot = &self.apps[a as usize];
+                format!(
+                    "application {a} ({}) on {}",
+                    slot.app.kind(),
+                    t.node_names[slot.node]
+                )
+            }
+            Event::HostTx(n) => format!("the network stack of {}", t.node_names[n as usize]),
+            Event::NodeTimer(n) => format!("the ARP timer of {}", t.node_names[n as usize]),
+        }
+    }
+
+    /// `the qdiscs of DEV (root KIND H:)`.
+    fn qdisc_component(&self, iface: IfaceId) -> String {
+        let root = self.ifaces[iface].tree.show().into_iter().next();
+        let what = root.map_or(String::new(), |q| {
+            format!(" (root {} {:x}:)", q.kind, q.handle)
+        });
+        format!("the qdiscs of {}{what}", self.topo.iface_names[iface])
+    }
+
+    /// Process the zero-delay arrivals of this instant, each against
+    /// `budget`; false when the budget ran out first.
+    fn drain_pending(&mut self, budget: &mut u64) -> Result<bool> {
+        self.at_instant();
         while let Some((iface, pid)) = self.pending.pop_front() {
+            if *budget == 0 {
+                self.pending.push_front((iface, pid));
+                return Ok(false);
+            }
+            *budget -= 1;
             self.instant_packets += 1;
             if self.instant_packets > MAX_PACKETS_PER_INSTANT {
                 self.pending.push_front((iface, pid));
@@ -704,8 +811,11 @@ impl Simulator {
                 )));
             }
             self.receive(iface, pid);
+            if self.stuck.is_some() {
+                break;
+            }
         }
-        Ok(())
+        Ok(true)
     }
 
     fn with_app<R>(&mut self, id: u32, f: impl FnOnce(&mut App, &mut AppCtx) -> R) -> R {
@@ -776,6 +886,7 @@ impl Simulator {
             if let Some(out) = self.direct_veth(node, pid) {
                 let done = self.nodes[node].tx_cpu.take(self.now, cost.of(len));
                 self.put_on_wire_at(out, pid, done);
+                self.check_stack_backlog(node, done);
                 return;
             }
         }
@@ -783,12 +894,34 @@ impl Simulator {
         if head {
             self.events.schedule(done, Event::HostTx(node as u32));
         }
+        self.check_stack_backlog(node, done);
+    }
+
+    /// Stop the run once `node`'s sending stack is `MAX_STACK_BACKLOG`
+    /// behind (it would otherwise hold packets without bound).
+    fn check_stack_backlog(&mut self, node: NodeId, done: SimTime) {
+        if done.saturating_since(self.now) <= MAX_STACK_BACKLOG || self.stuck.is_some() {
+            return;
+        }
+        let cost = self.options.host_cost;
+        let per_s = 1e9 / cost.of(1514).as_nanos().max(1) as f64;
+        self.stuck = Some(format!(
+            "{}'s applications send more packets than its network stack can process: at {} it is \
+             {} s behind (a host processes about {:.0} full-size packets/s: {} ns per packet + {} ps \
+             per byte, [sim] host_packet_ns / host_byte_ps). Lower the sending rate (cbr/poisson/onoff -r)",
+            self.topo.node_names[node],
+            self.now,
+            MAX_STACK_BACKLOG.as_nanos() / 1_000_000_000,
+            per_s,
+            cost.packet_ns,
+            cost.byte_ps
+        ));
     }
 
     /// The interface `pid` leaves `node` by if nothing stands between the
     /// stack and the wire: a zero-rate veth with `noqueue`, a resolved
     /// neighbour, a remote destination.
-    fn direct_veth(&self, node: NodeId, pid: PacketId) -> Option<IfaceId> {
+    fn direct_veth(&mut self, node: NodeId, pid: PacketId) -> Option<IfaceId> {
         let dst = self.arena.get(pid).dst;
         if self.topo.is_local(node, dst) {
             return None;
@@ -853,7 +986,7 @@ impl Simulator {
             self.local_deliver(node, pid);
             return;
         }
-        let Some(route) = self.topo.route(node, dst).copied() else {
+        let Some(route) = self.topo.route(node, dst) else {
             self.node_drop(node, pid, DropReason::NoRoute);
             return;
         };
@@ -1009,7 +1142,8 @@ impl Simulator {
     fn receive_at(&mut self, iface: IfaceId, pid: PacketId, reached: SimTime) {
         if self.obs.captures_on(iface) {
             let t = reached.as_nanos();
-            self.obs.capture(&self.topo, iface, t, self.arena.get(pid));
+            self.obs
+                .capture(&mut self.topo, iface, t, self.arena.get(pid));
         }
         let ifc = &mut self.ifaces[iface];
         ifc.rx_packets += 1;
@@ -1210,7 +1344,14 @@ impl Simulator {
                 self.trace_dequeue(iface, before, out);
             }
             match out {
-                Some(pid) => self.put_on_wire(iface, pid),
+                Some(pid) => {
+                    self.put_on_wire(iface, pid);
+                    if self.work_at_instant() {
+                        let who = self.qdisc_component(iface);
+                        self.stuck_with(who);
+                        return;
+                    }
+                }
                 None => {
                     let ifc = &mut self.ifaces[iface];
                     if let Some(w) = watchdog {
@@ -1251,7 +1392,8 @@ impl Simulator {
     fn transmit(&mut self, iface: IfaceId, pid: PacketId, depart: SimTime) {
         if self.obs.captures_on(iface) {
             let t = depart.as_nanos();
-            self.obs.capture(&self.topo, iface, t, self.arena.get(pid));
+            self.obs
+                .capture(&mut self.topo, iface, t, self.arena.get(pid));
         }
         let len = self.arena.len_of(pid);
         let ifc = &mut self.ifaces[iface];
@@ -1440,5 +1582,132 @@ fn reset_for(h: &TcpHeader, p: &Packet) -> TcpHeader {
         ack: h.seq.wrapping_add(len),
         flags: RST | ACK,
         ..TcpHeader::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    /// h1 -- s1 -- h2 on veths; `host_cost` as given.
+    fn pair(host_cost: Value) -> Simulator {
+        let cfg = json!({
+            "seed": 1,
+            "nodes": [{"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"},
+                      {"name": "s1", "kind": "switch"}],
+            "links": [
+                {"a": {"node": "h1", "intf": "h1-eth0", "ip": "10.0.0.1"}, "b": {"node": "s1", "intf": "s1-eth1"}},
+                {"a": {"node": "s1", "intf": "s1-eth2"}, "b": {"node": "h2", "intf": "h2-eth0", "ip": "10.0.0.2"}}
+            ],
+            "options": {"host_cost": host_cost},
+        });
+        Simulator::from_json(&cfg.to_string()).unwrap()
+    }
+
+    fn no_cost() -> Value {
+        json!({"packet_ns": 0, "byte_ps": 0, "wakeup_ns": 0})
+    }
+
+    /// A cbr whose datagrams all fall on one nanosecond: 1-byte datagrams at
+    /// u64::MAX bit/s are 4·10⁻¹⁰ ns apart.
+    fn flood(sim: &mut Simulator) -> u32 {
+        let spec = json!({"kind": "udp_source", "pattern": "cbr", "dst": "10.0.0.2", "port": 9,
+                          "rate_bps": u64::MAX, "size": 1, "duration_ns": S});
+        sim.start_app("h1", &spec.to_string()).unwrap()
+    }
+
+    #[test]
+    fn work_without_time_passing_stops_naming_the_component() {
+        let mut sim = pair(no_cost());
+        sim.work_cap = 5_000;
+        flood(&mut sim);
+        let err = sim.run(SimTime::from_nanos(S)).unwrap_err();
+        let Error::Stalled(msg) = err else {
+            panic!("{err:?}")
+        };
+        assert!(
+            msg.starts_with("simulated time stopped advancing at "),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("more than 5000 events in that one instant"),
+            "{msg}"
+        );
+        assert!(msg.contains("application 0 (udp_source) on h1"), "{msg}");
+        assert_eq!(sim.now(), SimTime::ZERO);
+    }
+
+    #[test]
+    fn a_qdisc_handing_out_packets_without_end_is_named() {
+        // every packet a qdisc hands out counts: 300 through a pfifo at one
+        // instant
+        let mut sim = pair(no_cost());
+        sim.work_cap = 100;
+        let tc = json!({"verb": "add", "dev": "h1-eth0", "parent": "root", "handle": 1,
+                        "qdisc": {"kind": "pfifo", "limit": 1000}});
+        sim.tc(&serde_json::from_value(tc).unwrap()).unwrap();
+        let ifc = sim.topo.iface_by_name("h1-eth0").unwrap();
+        for _ in 0..300 {
+            let p = Packet {
+                src: Ipv4::parse("10.0.0.1").unwrap(),
+                dst: Ipv4::parse("10.0.0.2").unwrap(),
+                proto: Proto::Udp,
+                tos: 0,
+                ttl: 64,
+                len: 100,
+                src_port: 1,
+                dst_port: 9,
+                payload: Payload::Data,
+                seq: 0,
+                sent_at: SimTime::ZERO,
+                flow: Packet::NO_FLOW,
+                corrupt: false,
+                gso_segs: 1,
+                gso_size: 0,
+            };
+            let id = sim.arena.alloc(p);
+            sim.iface_xmit(ifc, id);
+        }
+        let err = sim.check_stuck().unwrap_err().to_string();
+        assert!(
+            err.contains("in the qdiscs of h1-eth0 (root pfifo 1:)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn zero_delay_arrivals_count_against_a_stretch() {
+        // every stretch of 64 units returns, however long time stands still
+        let mut sim = pair(no_cost());
+        flood(&mut sim);
+        for _ in 0..50 {
+            assert_eq!(sim.run_bounded(SimTime::from_nanos(S), 64).unwrap(), None);
+            assert_eq!(sim.now(), SimTime::ZERO);
+        }
+        // 3200 units: events and arrivals, about 3 per datagram (its timer, two hops)
+        let h2 = sim.topo.iface_by_name("h2-eth0").unwrap();
+        let received = sim.ifaces[h2].rx_packets;
+        assert!((500..=3200).contains(&received), "{received}");
+    }
+
+    #[test]
+    fn a_host_sending_faster_than_its_stack_stops_the_run() {
+        // 10⁸ datagrams/s against ~3·10⁵ a host processes: after about a
+        // second of backlog (some 3·10⁵ packets) the run stops, naming h1
+        let mut sim = pair(json!({}));
+        let spec = json!({"kind": "udp_source", "pattern": "cbr", "dst": "10.0.0.2", "port": 9,
+                          "rate_bps": 1_000_000_000_000u64, "size": 1250, "duration_ns": S});
+        sim.start_app("h1", &spec.to_string()).unwrap();
+        let err = sim.run(SimTime::from_nanos(S)).unwrap_err().to_string();
+        assert!(
+            err.starts_with(
+                "h1's applications send more packets than its network stack can process"
+            ),
+            "{err}"
+        );
+        assert!(err.contains("1 s behind"), "{err}");
+        assert!(sim.now() < SimTime::from_nanos(S / 100), "{}", sim.now());
     }
 }

@@ -7,9 +7,16 @@
 //! along shortest paths (in hops; ties go to the link listed first), which is
 //! what Mininet's learning switches and a statically routed Linux router do
 //! on the tree-shaped lab topologies. Hosts never forward.
+//!
+//! Routes are computed per destination address when first asked for (one
+//! breadth-first search gives every node's route to it) and cached, with a
+//! bound on the cached entries: a table per node for every destination would
+//! take memory in the square of the node count (10 000 hosts: 10⁸ routes),
+//! while a run uses the routes to the destinations it sends to.
 
 use crate::error::{Error, Result};
 use crate::packet::Ipv4;
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use std::collections::{HashMap, VecDeque};
 
@@ -70,6 +77,46 @@ pub struct Route {
     pub next_hop: Ipv4,
 }
 
+/// Route entries (8 bytes each) the cache keeps at most: 128 MiB.
+const MAX_ROUTE_ENTRIES: usize = 1 << 24;
+
+/// One node's way towards a cached destination.
+#[derive(Clone, Copy, Debug)]
+struct Hop {
+    /// out interface, `u32::MAX` when the destination is unreachable
+    out: u32,
+    next_hop: Ipv4,
+}
+
+const NO_ROUTE: Hop = Hop {
+    out: u32::MAX,
+    next_hop: Ipv4(0),
+};
+
+/// Every node's route to the destinations asked for lately; the least
+/// recently used destination's table is reused when the bound is reached.
+/// Caching changes no route, so results do not depend on the bound.
+#[derive(Debug)]
+struct RouteCache {
+    /// destination address → its slot
+    by_dst: FxHashMap<Ipv4, usize>,
+    /// per slot: its destination, each node's hop, when it was last used
+    slots: Vec<(Ipv4, Vec<Hop>, u64)>,
+    clock: u64,
+    max_entries: usize,
+}
+
+impl RouteCache {
+    fn new(max_entries: usize) -> Self {
+        RouteCache {
+            by_dst: FxHashMap::default(),
+            slots: Vec::new(),
+            clock: 0,
+            max_entries,
+        }
+    }
+}
+
 /// The static part of the network: names, adjacency and routes.
 #[derive(Debug)]
 pub struct Topology {
@@ -86,8 +133,11 @@ pub struct Topology {
     pub local_addrs: Vec<Vec<Ipv4>>,
     pub iface_rate_bps: Vec<u64>,
     pub iface_delay_ns: Vec<u64>,
-    /// per node: routes sorted by destination address (binary-searched)
-    pub routes: Vec<Vec<Route>>,
+    node_index: HashMap<String, NodeId>,
+    iface_index: HashMap<String, IfaceId>,
+    /// the interface that holds each address
+    addr_iface: FxHashMap<Ipv4, IfaceId>,
+    routes: RouteCache,
 }
 
 impl Topology {
@@ -115,7 +165,10 @@ impl Topology {
             local_addrs: vec![Vec::new(); cfg.nodes.len()],
             iface_rate_bps: Vec::new(),
             iface_delay_ns: Vec::new(),
-            routes: vec![Vec::new(); cfg.nodes.len()],
+            node_index: HashMap::new(),
+            iface_index: HashMap::new(),
+            addr_iface: FxHashMap::default(),
+            routes: RouteCache::new(MAX_ROUTE_ENTRIES),
         };
         let mut iface_index: HashMap<String, IfaceId> = HashMap::new();
         let mut addr_owner: HashMap<Ipv4, IfaceId> = HashMap::new();
@@ -171,16 +224,21 @@ impl Topology {
             t.iface_peer[ids[0]] = ids[1];
             t.iface_peer[ids[1]] = ids[0];
         }
-        t.compute_routes();
+        t.node_index = node_index
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        t.iface_index = iface_index;
+        t.addr_iface = addr_owner.into_iter().collect();
         Ok(t)
     }
 
     pub fn iface_by_name(&self, name: &str) -> Option<IfaceId> {
-        self.iface_names.iter().position(|n| n == name)
+        self.iface_index.get(name).copied()
     }
 
     pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
-        self.node_names.iter().position(|n| n == name)
+        self.node_index.get(name).copied()
     }
 
     /// Addresses of a node, in interface order.
@@ -193,83 +251,117 @@ impl Topology {
         self.local_addrs[node].contains(&addr)
     }
 
-    /// Route of `node` towards `dst`, if `dst` is reachable.
+    /// Route of `node` towards `dst`, if `dst` is reachable (the owner of
+    /// `dst` has none: it is local there).
     #[inline]
-    pub fn route(&self, node: NodeId, dst: Ipv4) -> Option<&Route> {
-        let table = &self.routes[node];
-        table
-            .binary_search_by_key(&dst, |r| r.dst)
-            .ok()
-            .map(|i| &table[i])
+    pub fn route(&mut self, node: NodeId, dst: Ipv4) -> Option<Route> {
+        let c = &mut self.routes;
+        c.clock += 1;
+        let slot = match c.by_dst.get(&dst) {
+            Some(&i) => i,
+            None => self.cache_routes_to(dst)?,
+        };
+        let c = &mut self.routes;
+        let (_, hops, used) = &mut c.slots[slot];
+        *used = c.clock;
+        let h = hops[node];
+        (h.out != u32::MAX).then_some(Route {
+            dst,
+            out: h.out as IfaceId,
+            next_hop: h.next_hop,
+        })
     }
 
-    /// Breadth-first search from every addressed interface back over the
-    /// graph. Hosts are leaves: paths never transit a host. Neighbours are
-    /// explored in interface (= link) order, so ties go to the first link.
-    fn compute_routes(&mut self) {
+    /// Compute every node's route to `dst` into a cache slot (the least
+    /// recently used one once the cache is full); `None` if no interface
+    /// has the address.
+    fn cache_routes_to(&mut self, dst: Ipv4) -> Option<usize> {
+        let dst_iface = *self.addr_iface.get(&dst)?;
         let n = self.node_names.len();
-        for dst_iface in 0..self.iface_names.len() {
-            let Some(dst) = self.iface_ip[dst_iface] else {
-                continue;
-            };
-            let dst_node = self.iface_node[dst_iface];
-            // dist/next: for each node, the interface leading towards dst and
-            // the first layer-3 node's address on the way.
-            let mut visited = vec![false; n];
-            let mut queue = VecDeque::new();
-            visited[dst_node] = true;
-            // The owner reaches itself locally; its neighbours reach it through
-            // the link attached to `dst_iface` first, then other links.
-            let mut order: Vec<IfaceId> = vec![dst_iface];
-            order.extend(
-                self.node_ifaces[dst_node]
-                    .iter()
-                    .copied()
-                    .filter(|&i| i != dst_iface),
-            );
-            for &i in &order {
-                let peer = self.iface_peer[i];
-                let pn = self.iface_node[peer];
-                if !visited[pn] {
-                    visited[pn] = true;
-                    // next_hop seen from pn is the address on dst_node's side of the link
-                    let hop = self.iface_ip[i].unwrap_or(dst);
-                    self.routes[pn].push(Route {
-                        dst,
-                        out: peer,
-                        next_hop: hop,
-                    });
-                    queue.push_back((pn, hop));
-                }
-            }
-            while let Some((node, hop_from_node)) = queue.pop_front() {
-                if self.node_kinds[node] == NodeKind::Host {
-                    continue; // hosts do not forward
-                }
-                for &i in &self.node_ifaces[node] {
-                    let peer = self.iface_peer[i];
-                    let pn = self.iface_node[peer];
-                    if visited[pn] {
-                        continue;
-                    }
-                    visited[pn] = true;
-                    // A switch is transparent: the next L3 hop stays the same.
-                    // A router is itself the next hop: its address on this link.
-                    let hop = match self.node_kinds[node] {
-                        NodeKind::Switch => hop_from_node,
-                        _ => self.iface_ip[i].unwrap_or(hop_from_node),
-                    };
-                    self.routes[pn].push(Route {
-                        dst,
-                        out: peer,
-                        next_hop: hop,
-                    });
-                    queue.push_back((pn, hop));
-                }
+        let c = &mut self.routes;
+        let max_slots = (c.max_entries / n.max(1)).max(1);
+        let slot = if c.slots.len() < max_slots {
+            c.slots.push((dst, vec![NO_ROUTE; n], 0));
+            c.slots.len() - 1
+        } else {
+            let (i, _) = c
+                .slots
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, s)| s.2)
+                .expect("at least one slot");
+            c.by_dst.remove(&c.slots[i].0);
+            c.slots[i].0 = dst;
+            c.slots[i].1.fill(NO_ROUTE);
+            i
+        };
+        let mut hops = std::mem::take(&mut self.routes.slots[slot].1);
+        self.routes_to(dst_iface, &mut hops);
+        let c = &mut self.routes;
+        c.slots[slot].1 = hops;
+        c.by_dst.insert(dst, slot);
+        Some(slot)
+    }
+
+    /// Breadth-first search from the interface holding the destination back
+    /// over the graph. Hosts are leaves: paths never transit a host.
+    /// Neighbours are explored in interface (= link) order, so ties go to
+    /// the first link. `hops` comes filled with `NO_ROUTE`.
+    fn routes_to(&self, dst_iface: IfaceId, hops: &mut [Hop]) {
+        let n = self.node_names.len();
+        let dst = self.iface_ip[dst_iface].expect("an addressed interface");
+        let dst_node = self.iface_node[dst_iface];
+        // for each node, the interface leading towards dst and the first
+        // layer-3 node's address on the way
+        let mut visited = vec![false; n];
+        let mut queue = VecDeque::new();
+        visited[dst_node] = true;
+        // The owner reaches itself locally; its neighbours reach it through
+        // the link attached to `dst_iface` first, then other links.
+        let mut order: Vec<IfaceId> = vec![dst_iface];
+        order.extend(
+            self.node_ifaces[dst_node]
+                .iter()
+                .copied()
+                .filter(|&i| i != dst_iface),
+        );
+        for &i in &order {
+            let peer = self.iface_peer[i];
+            let pn = self.iface_node[peer];
+            if !visited[pn] {
+                visited[pn] = true;
+                // next_hop seen from pn is the address on dst_node's side of the link
+                let hop = self.iface_ip[i].unwrap_or(dst);
+                hops[pn] = Hop {
+                    out: peer as u32,
+                    next_hop: hop,
+                };
+                queue.push_back((pn, hop));
             }
         }
-        for table in &mut self.routes {
-            table.sort_by_key(|r| r.dst);
+        while let Some((node, hop_from_node)) = queue.pop_front() {
+            if self.node_kinds[node] == NodeKind::Host {
+                continue; // hosts do not forward
+            }
+            for &i in &self.node_ifaces[node] {
+                let peer = self.iface_peer[i];
+                let pn = self.iface_node[peer];
+                if visited[pn] {
+                    continue;
+                }
+                visited[pn] = true;
+                // A switch is transparent: the next L3 hop stays the same.
+                // A router is itself the next hop: its address on this link.
+                let hop = match self.node_kinds[node] {
+                    NodeKind::Switch => hop_from_node,
+                    _ => self.iface_ip[i].unwrap_or(hop_from_node),
+                };
+                hops[pn] = Hop {
+                    out: peer as u32,
+                    next_hop: hop,
+                };
+                queue.push_back((pn, hop));
+            }
         }
     }
 }
@@ -333,7 +425,7 @@ mod tests {
 
     #[test]
     fn lab14_routes_cross_s1_eth2() {
-        let t = lab14();
+        let mut t = lab14();
         let h3 = Ipv4::parse("10.0.0.3").unwrap();
         let s1 = t.node_by_name("s1").unwrap();
         let r = t.route(s1, h3).unwrap();
@@ -345,8 +437,66 @@ mod tests {
         // back from h3 to h2 goes through s2-eth1 and s1-eth3
         let h2 = Ipv4::parse("10.0.0.2").unwrap();
         let s2 = t.node_by_name("s2").unwrap();
-        assert_eq!(t.iface_names[t.route(s2, h2).unwrap().out], "s2-eth1");
-        assert_eq!(t.iface_names[t.route(s1, h2).unwrap().out], "s1-eth3");
+        let out = t.route(s2, h2).unwrap().out;
+        assert_eq!(t.iface_names[out], "s2-eth1");
+        let out = t.route(s1, h2).unwrap().out;
+        assert_eq!(t.iface_names[out], "s1-eth3");
+    }
+
+    #[test]
+    fn routes_are_cached_per_destination_within_the_bound() {
+        // a star of 300 hosts: nothing is computed until asked for, one
+        // table per destination used, and a table evicted from a full cache
+        // comes back the same
+        let n = 300;
+        let mut nodes = vec![node("s1", NodeKind::Switch)];
+        let mut links = vec![];
+        for i in 1..=n {
+            nodes.push(node(&format!("h{i}"), NodeKind::Host));
+            links.push(link(
+                ep(
+                    &format!("h{i}"),
+                    &format!("h{i}-eth0"),
+                    Some(&format!("10.0.1.{}", i % 250)),
+                ),
+                ep("s1", &format!("s1-eth{i}"), None),
+            ));
+        }
+        // (addresses must be unique: hosts above 249 go to 10.0.2.x)
+        for (i, l) in links.iter_mut().enumerate().skip(249) {
+            l.a.ip = Some(Ipv4::parse(&format!("10.0.2.{}", i - 248)).unwrap());
+        }
+        let mut t = Topology::build(&TopologyConfig { nodes, links }).unwrap();
+        assert!(t.routes.slots.is_empty());
+        let s1 = t.node_by_name("s1").unwrap();
+        let h1 = t.node_by_name("h1").unwrap();
+        let dst = |k: usize| t_ip(k);
+        fn t_ip(k: usize) -> Ipv4 {
+            if k < 250 {
+                Ipv4::parse(&format!("10.0.1.{}", k % 250)).unwrap()
+            } else {
+                Ipv4::parse(&format!("10.0.2.{}", k - 249)).unwrap()
+            }
+        }
+        let first: Vec<Option<Route>> = (1..=n).map(|k| t.route(s1, dst(k))).collect();
+        assert_eq!(t.routes.slots.len(), n, "one table per destination");
+        assert!(first.iter().all(|r| r.is_some()));
+        assert_eq!(t.iface_names[first[9].unwrap().out], "s1-eth10");
+        assert_eq!(t.route(h1, dst(2)).unwrap().next_hop, dst(2));
+        assert_eq!(t.route(h1, Ipv4::parse("10.9.9.9").unwrap()), None);
+        // a cache of 4 tables: the least recently used goes, answers stay
+        t.routes = RouteCache::new(4 * (n + 1));
+        for round in 0..3 {
+            for k in [5, 6, 7, 8, 9, 5, 100, 1, 300] {
+                assert_eq!(t.route(s1, dst(k)), first[k - 1], "round {round}");
+                assert_eq!(
+                    t.route(h1, dst(k)).map(|r| r.next_hop),
+                    Some(dst(k)).filter(|_| k != 1)
+                );
+            }
+        }
+        assert_eq!(t.routes.slots.len(), 4);
+        assert_eq!(t.routes.by_dst.len(), 4);
     }
 
     #[test]
@@ -368,7 +518,7 @@ mod tests {
                 ),
             ],
         };
-        let t = Topology::build(&cfg).unwrap();
+        let mut t = Topology::build(&cfg).unwrap();
         let h1 = t.node_by_name("host1").unwrap();
         let r = t.route(h1, Ipv4::parse("192.168.25.24").unwrap()).unwrap();
         assert_eq!(r.next_hop, Ipv4::parse("192.168.24.22").unwrap());

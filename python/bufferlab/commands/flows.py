@@ -50,7 +50,7 @@ from ._common import Resolver, check_host, port_value, prog_value, tos_value
 from ._getopt import Getopt, Opt, OptSpec
 from .shell import Word
 
-__all__ = ["FlowsClient", "FlowsServer", "parse_flows", "parse_flow_size", "parse_size_dist",
+__all__ = ["FlowsClient", "FlowsServer", "parse_flows", "arrival_rate", "parse_flow_size", "parse_size_dist",
            "read_cdf_file", "is_endless", "report_text", "DISTRIBUTIONS"]
 
 DEFAULT_PORT = 5001
@@ -270,6 +270,21 @@ def parse_flows(words: list[Word], diag: Diagnostics, resolve: Resolver | None =
                        size=parse_size_dist(value("size"), base_dir), size_text=value("size").text,
                        port=port, duration_ns=duration,
                        congestion=value("C").text if "C" in vals else None, tos=tos)
+
+
+def arrival_rate(words: list[Word]) -> tuple[float, int | None, Word] | None:
+    """(flows per second, ``-t`` in ns or None, the rate's word) of a ``flows -c`` line that
+    parses (run/budget.py bounds rate × duration), else None."""
+    try:
+        opts, _ = Getopt("flows", _SPECS, expected=USAGE).parse(words[1:])
+        vals = {o.key: o.value for o in opts}
+        rate_w, t_w = vals.get("rate"), vals.get("t")
+        if "s" in vals or rate_w is None:
+            return None
+        t = prog_value("flows", parse_duration_ns, t_w) if t_w is not None else None
+        return _rate(rate_w), t, rate_w
+    except CommandError:
+        return None
 
 
 def is_endless(cmd: FlowsClient | FlowsServer) -> bool:

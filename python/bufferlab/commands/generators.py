@@ -296,6 +296,17 @@ def parse_generator(
                 col=size_w.col,
                 expected=f"-l SIZE between 1 and {MAX_UDP_PAYLOAD} bytes",
             )
+    if "u" in vals and size * 8 * 1_000_000_000 < rate:
+        # the engine's clock counts whole nanoseconds (udp_source.rs): faster, every datagram
+        # of a nanosecond is sent at one instant, without end (no host could send them anyway)
+        raise CommandError(
+            f"{prog}: -r {rate_w.text} sends a {size}-byte datagram every "
+            f"{size * 8 * 1e9 / rate:.3g} ns; simulated time advances in whole nanoseconds",
+            col=rate_w.col,
+            expected=f"at most one datagram per nanosecond: -r up to {size * 8} Gbit/s for {size}-byte "
+            "datagrams (a host's stack sends a few hundred thousand per second)",
+            suggestion="a rate in bits/s such as 100M or 10G, or larger datagrams with -l",
+        )
     tos = tos_value(prog, _value(vals["S"])) if "S" in vals else 0
     size_dist = "fixed"
     if "size-dist" in vals:

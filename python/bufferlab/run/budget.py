@@ -16,6 +16,12 @@ once: ≤ ~100 MB). A scenario over either budget is an error at check time,
 with the line of the monitor and the smallest interval (or largest stop_at)
 that fits.
 
+``flows -c`` keeps a record of every flow it starts (40 bytes in the engine, about
+0.3 KB while the result becomes the ``fct`` table): its expected arrivals, ``--rate`` ×
+``-t`` (without ``-t``, × the part's ``duration`` or ``stop_at``: it stops with its
+part), may be at most :data:`MAX_FLOW_ARRIVALS` (the engine stops a client's arrivals
+at twice that, ``flows::MAX_FLOW_ARRIVALS``; Poisson arrivals never get there).
+
 Queue traces (``[trace]``, and plot_q.sh's own 1 ms trace) are streamed to
 disk by the engine (56-byte records through a 256 KB buffer): their memory
 does not grow with the run, so they have no check-time budget.
@@ -25,7 +31,8 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ScenarioError
+from ..commands.flows import arrival_rate
+from ..errors import CommandError, ScenarioError
 from ..scenario.load import Scenario
 from .context import PreparedLine
 
@@ -33,6 +40,8 @@ from .context import PreparedLine
 MAX_SAMPLES_PER_MONITOR = 1_000_000
 #: the most samples all plot_q.sh of a scenario may keep together
 MAX_SAMPLES_TOTAL = 4_000_000
+#: the most flows one ``flows -c`` may be expected to start (half the engine's cap)
+MAX_FLOW_ARRIVALS = 1_000_000
 
 
 def _is_plot_q(words: list) -> bool:  # type: ignore[type-arg]
@@ -76,6 +85,37 @@ def check_sample_budget(sc: Scenario, lines: dict[str, list[PreparedLine]], defa
                             suggestion=f'raise [sim] queue_sample_interval to at least "{_fmt_s(need)}", or '
                             "lower [sim] stop_at to what the parts need",
                         )
+
+
+def check_flow_budget(sc: Scenario, lines: dict[str, list[PreparedLine]], default_stop_at_s: float) -> None:
+    """Raise, at its ``--rate``, for a ``flows -c`` expected to start more than
+    :data:`MAX_FLOW_ARRIVALS` flows."""
+    stop_at = sc.profile.stop_at or default_stop_at_s
+    for part in sc.parts:
+        for pl in lines.get(part.name, []):
+            for job in pl.jobs:
+                for simple, _ in job:
+                    if not simple.words or simple.words[0].text != "flows":
+                        continue
+                    found = arrival_rate(simple.words)
+                    if found is None:
+                        continue
+                    rate, t_ns, rate_w = found
+                    span_s = t_ns / 1e9 if t_ns is not None else (part.duration or stop_at)
+                    expected = rate * span_s
+                    if expected <= MAX_FLOW_ARRIVALS:
+                        continue
+                    how = (f"for -t {span_s:g} s" if t_ns is not None else
+                           f"until its part ends ({'duration' if part.duration else 'stop_at'} = {span_s:g} s)")
+                    c = pl.command
+                    raise CommandError(
+                        f"flows: --rate {rate_w.text} {how} would start about {expected:,.0f} flows",
+                        col=rate_w.col,
+                        expected=f"at most {MAX_FLOW_ARRIVALS:,} flows per flows command (rate × time; each "
+                        "flow keeps a record for the fct table)",
+                        suggestion=f"lower --rate to at most {MAX_FLOW_ARRIVALS / span_s:g}/s, or "
+                        + ("shorten -t" if t_ns is not None else "give it a shorter -t"),
+                    ).locate(c.where(rate_w.col), c.text)
 
 
 def _fmt_s(s: float) -> str:

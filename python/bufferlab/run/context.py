@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..commands.shell import SimpleCommand, Word
 from ..errors import CommandError, Diagnostics
@@ -22,6 +22,9 @@ from ..scenario.load import Command, Part, Scenario
 from ..scenario.topology import BuiltTopology
 from .engine import Engine
 from .observation import Observation
+
+if TYPE_CHECKING:
+    from .tc_shadow import TcShadow
 
 NS = 1_000_000_000
 
@@ -148,6 +151,8 @@ class PrepareCtx:
     diag: Diagnostics
     #: the scenario file's folder (files a command names, e.g. a flows CDF, are relative to it)
     base_dir: Path | None = None
+    #: the qdisc trees as the lines checked so far leave them (``check`` only; tc_shadow.py)
+    shadow: TcShadow | None = None
 
     @property
     def node(self) -> str | None:

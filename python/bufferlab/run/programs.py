@@ -140,6 +140,20 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
     request = parsed.to_dict() if isinstance(parsed, TcQdiscRequest) else None
     if request is not None:
         request["dev"] = dev
+    if pc.shadow is not None and dev is not None:
+        refused = pc.shadow.refusal(dev, parsed, request)
+        if refused is not None:
+            at = next((w for w in words if w.text == "duplicate"), None) or next(
+                (w for w in words if w.text == "netem"), words[0])
+            first, _, rest = refused.partition("\n")
+            raise CommandError(
+                f"tc: {first}" + (f" ({rest})" if rest else ""),
+                col=at.col,
+                expected="at most one netem on a device when a netem duplicates: Linux refuses the "
+                "pair (sch_netem.c), as each would copy the other's copies without end",
+                suggestion="give one netem all the impairments (e.g. netem delay 10ms duplicate 1%), "
+                "or duplicate on another device",
+            )
 
     def run_modify(rt: RunCtx) -> int:
         try:

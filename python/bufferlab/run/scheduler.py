@@ -46,7 +46,7 @@ from ..results_folder import acquire, fresh, release, write_marker
 from ..safefs import ensure_dir, open_write, remove_tree, write_atomic
 from ..scenario.load import Command, Part, Scenario
 from ..scenario.topology import BuiltTopology, build_topology
-from .budget import check_sample_budget
+from .budget import check_flow_budget, check_sample_budget
 from .context import (
     NS,
     AppRecord,
@@ -69,6 +69,7 @@ from .observation import Observation
 from .part_results import part_results
 from .procs import BUILTINS, ProcessTable, ShellJob, ended_message, supervise
 from .programs import prepare_command, tc_request_for_engine
+from .tc_shadow import TcShadow
 from .waiting import Waiting
 
 #: a peak backlog above this in a TCP sender's own qdisc cannot happen under Linux's TSQ
@@ -213,6 +214,8 @@ class Runner:
         #: why (also in summary.json)
         self.max_wall_s: float | None = None
         self.max_events: int | None = None
+        #: the qdisc trees of the tc lines checked so far (check only; tc_shadow.py)
+        self.tc_shadow: TcShadow | None = None
         self.stopped: str | None = None
         self._wall0 = 0.0
         #: ``SIGINT``/``SIGTERM`` if a signal ended the run (summary.json's ``interrupted``)
@@ -230,19 +233,24 @@ class Runner:
     def check(self) -> None:
         """Parse every line of every part; raise the first error with its position."""
         cap = self.sc.profile.stop_at or DEFAULT_STOP_AT_S
-        for part in self.sc.parts:
-            if part.duration is not None and part.duration > cap:
-                raise ScenarioError(
-                    f"part {part.name!r}: duration = {part.duration:g} s is longer than stop_at = {cap:g} s",
-                    file=str(self.sc.path),
-                    line=part.line,
-                    expected="a duration no longer than [sim] stop_at",
-                    suggestion=f'raise [sim] stop_at, e.g. stop_at = "{part.duration:g}s"',
-                )
-            self.lines[part.name] = [self.prepare_line(c) for c in part.commands]
-            self._check_part_ends(part, self.lines[part.name])
+        self.tc_shadow = TcShadow(self.topo, self.sc.profile)
+        try:
+            for part in self.sc.parts:
+                if part.duration is not None and part.duration > cap:
+                    raise ScenarioError(
+                        f"part {part.name!r}: duration = {part.duration:g} s is longer than stop_at = {cap:g} s",
+                        file=str(self.sc.path),
+                        line=part.line,
+                        expected="a duration no longer than [sim] stop_at",
+                        suggestion=f'raise [sim] stop_at, e.g. stop_at = "{part.duration:g}s"',
+                    )
+                self.lines[part.name] = [self.prepare_line(c) for c in part.commands]
+                self._check_part_ends(part, self.lines[part.name])
+        finally:
+            self.tc_shadow = None
         self.observation.check()
         check_sample_budget(self.sc, self.lines, DEFAULT_STOP_AT_S)
+        check_flow_budget(self.sc, self.lines, DEFAULT_STOP_AT_S)
 
     def _check_part_ends(self, part: Part, lines: list[PreparedLine]) -> None:
         """A part of only endless lines would end the instant it starts (Lab 14's first
@@ -263,7 +271,7 @@ class Runner:
     def prepare_line(self, c: Command) -> PreparedLine:
         diag = Diagnostics()
         pc = PrepareCtx(terminal=c.terminal, topo=self.topo, profile=self.sc.profile, diag=diag,
-                        base_dir=self.sc.path.parent)
+                        base_dir=self.sc.path.parent, shadow=self.tc_shadow)
         try:
             jobs = parse_shell(c.text)
             prepared = [[(sc, prepare_command(pc, sc)) for sc in job.commands] for job in jobs]

@@ -46,6 +46,13 @@ use std::sync::Arc;
 /// above the bottleneck's capacity never drains anyway).
 pub const MAX_ACTIVE_FLOWS: usize = 16_384;
 
+/// Arrivals one client makes at most; then it stops as at the end of `-t`.
+/// Each arrival keeps a 40-byte record until the result is read (and about
+/// 0.3 KB while Python turns it into the fct table), so the records are
+/// bounded; commands/flows.py refuses at check time a rate × duration whose
+/// expected arrivals exceed half of this.
+pub const MAX_FLOW_ARRIVALS: u64 = 2_000_000;
+
 /// A flow size distribution (bytes).
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
@@ -287,6 +294,10 @@ impl FlowsClient {
     /// Open every flow whose arrival instant has come.
     fn arrive(&mut self, ctx: &mut AppCtx) {
         while self.next_arrival <= ctx.now && self.next_arrival < self.stop_at {
+            if self.next_id >= MAX_FLOW_ARRIVALS {
+                self.arrivals_over = true;
+                break;
+            }
             let id = self.next_id;
             self.next_id += 1;
             let size = self.sizes.sample(&mut self.sizes_rng);

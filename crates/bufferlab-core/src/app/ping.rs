@@ -20,6 +20,35 @@ use serde_json::json;
 /// iputils' MAXWAIT: how long ping lingers for missing replies after the last request.
 const LINGER: SimDuration = SimDuration::from_secs(10);
 
+/// iputils' `MAX_DUP_CHK`: one bit per icmp_seq value (ping_common.c's
+/// `rcvd_tbl`), so the table covers the whole 16-bit sequence space.
+const MAX_DUP_CHK: usize = 0x10000;
+
+/// Which sequence numbers were answered since they were last sent
+/// (`rcvd_tbl`): a sequence number's bit is cleared when a request carrying
+/// it leaves (`rcvd_clear` before `send_probe`) and set by its first reply; a
+/// reply that finds it set is a duplicate. After icmp_seq wraps at 65536 the
+/// reused numbers start clean, as in iputils. Fixed size, O(1) per reply.
+struct RcvdTable([u64; MAX_DUP_CHK / 64]);
+
+impl RcvdTable {
+    fn new() -> Self {
+        RcvdTable([0; MAX_DUP_CHK / 64])
+    }
+
+    fn clear(&mut self, seq: u16) {
+        self.0[seq as usize / 64] &= !(1 << (seq % 64));
+    }
+
+    /// Mark `seq` answered; whether it already was (a duplicate).
+    fn test_and_set(&mut self, seq: u16) -> bool {
+        let (word, bit) = (seq as usize / 64, 1u64 << (seq % 64));
+        let was = self.0[word] & bit != 0;
+        self.0[word] |= bit;
+        was
+    }
+}
+
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PingSpec {
@@ -61,7 +90,11 @@ pub struct Ping {
     /// instant at which ping gives up waiting (deadline or linger)
     give_up: Option<SimTime>,
     replies: Vec<Reply>,
-    seen: Vec<bool>,
+    /// replies that were not duplicates (iputils `nreceived`)
+    received: u32,
+    /// the slowest RTT so far (for `__schedule_exit`)
+    max_rtt: Option<SimDuration>,
+    rcvd: Box<RcvdTable>,
     /// largest number of requests outstanding when a reply arrived (iputils `pipesize`)
     pipesize: u32,
     finished: bool,
@@ -91,7 +124,9 @@ impl Ping {
             next_send: None,
             give_up: None,
             replies: Vec::new(),
-            seen: Vec::new(),
+            received: 0,
+            max_rtt: None,
+            rcvd: Box::new(RcvdTable::new()),
             pipesize: 0,
             finished: false,
             interrupted: false,
@@ -113,6 +148,7 @@ impl Ping {
     fn send(&mut self, ctx: &mut AppCtx) {
         self.transmitted += 1;
         let seq = self.transmitted as u16; // icmp_seq wraps at 65536 like the real field
+        self.rcvd.clear(seq);
         ctx.send_echo(self.dst, self.ident, seq, self.size, self.tos);
         self.last_send = ctx.now;
         let more = self.count.is_none_or(|c| self.transmitted < c);
@@ -124,8 +160,7 @@ impl Ping {
         if !more {
             // __schedule_exit: with some replies, wait twice the slowest RTT
             // (at least one interval); with none, the linger time (-W or 10 s)
-            let max_rtt = self.replies.iter().map(|r| r.rtt).max();
-            let wait = match max_rtt {
+            let wait = match self.max_rtt {
                 Some(rtt) => SimDuration(2 * rtt.as_nanos()).max(self.interval),
                 None => self.linger,
             };
@@ -144,24 +179,21 @@ impl Ping {
         if self.finished {
             return;
         }
-        let idx = seq as usize;
-        if self.seen.len() <= idx {
-            self.seen.resize(idx + 1, false);
-        }
-        let dup = self.seen[idx];
-        self.seen[idx] = true;
+        let dup = self.rcvd.test_and_set(seq);
+        let rtt = ctx.now - p.sent_at;
+        self.max_rtt = Some(self.max_rtt.map_or(rtt, |m| m.max(rtt)));
+        self.received += !dup as u32;
         self.pipesize = self
             .pipesize
             .max((self.transmitted as u16).wrapping_sub(seq) as u32 + 1);
         self.replies.push(Reply {
             seq,
             ttl: p.ttl,
-            rtt: ctx.now - p.sent_at,
+            rtt,
             dup,
         });
         if let Some(c) = self.count {
-            let received = self.replies.iter().filter(|r| !r.dup).count() as u32;
-            if received >= c {
+            if self.received >= c {
                 self.finish(ctx);
             }
         }
@@ -461,6 +493,37 @@ mod tests {
         let sent = run_timers(&mut p, &mut bench, at_ms(65_536));
         let tail: Vec<u16> = sent[65_534..].iter().map(echo_seq).collect();
         assert_eq!(tail, vec![65_535, 0, 1]);
+    }
+
+    #[test]
+    fn replies_after_the_wrap_are_new_replies_not_duplicates() {
+        // -c 70000, every request answered at once: 70 000 received, no
+        // duplicate (iputils clears a sequence number's bit when it is sent
+        // again), and the 70 000th reply ends ping
+        let (mut p, mut bench) = started(spec(Some(70_000), 1));
+        let mut answered = 0u32;
+        for k in 0..70_000u64 {
+            if k > 0 {
+                p.handle_timeout(&mut bench.ctx(0, at_ms(k)));
+            }
+            for req in bench.sent(0) {
+                p.handle_packet(&mut bench.ctx(0, at_ms(k)), &echo_reply(&req, 64));
+                answered += 1;
+            }
+        }
+        assert_eq!(answered, 70_000);
+        assert!(p.is_finished());
+        let r = p.result();
+        assert_eq!(r["transmitted"], 70_000);
+        let rs = replies(&r);
+        assert_eq!(rs.len(), 70_000);
+        assert!(rs.iter().all(|&(_, _, dup)| !dup));
+        // a second answer to a reused sequence number is still a duplicate
+        let (mut p, mut bench) = started(spec(None, 1));
+        let first = bench.sent(0).remove(0);
+        p.handle_packet(&mut bench.ctx(0, at_ms(0)), &echo_reply(&first, 64));
+        p.handle_packet(&mut bench.ctx(0, at_ms(0)), &echo_reply(&first, 64));
+        assert_eq!(replies(&p.result())[1].2, true);
     }
 
     #[test]

@@ -146,7 +146,7 @@ impl MacMap {
     /// The layer-3 interface on `seg` that hands a packet from `src` to
     /// this segment: the source's own interface, or a router's whose route
     /// back to `src` leaves through another segment.
-    fn sender(&self, topo: &Topology, seg: usize, src: Ipv4) -> Option<IfaceId> {
+    fn sender(&self, topo: &mut Topology, seg: usize, src: Ipv4) -> Option<IfaceId> {
         if let Some(&i) = self.on_seg.get(&(seg, src.0)) {
             return Some(i);
         }
@@ -154,13 +154,15 @@ impl MacMap {
             self.seg[i] == seg
                 && topo.iface_ip[i].is_some()
                 && topo.node_kinds[topo.iface_node[i]] == NodeKind::Router
-                && topo
-                    .route(topo.iface_node[i], src)
-                    .is_some_and(|r| self.seg[r.out] != seg)
+                && {
+                    let node = topo.iface_node[i];
+                    topo.route(node, src)
+                        .is_some_and(|r| self.seg[r.out] != seg)
+                }
         })
     }
 
-    fn resolve(&mut self, topo: &Topology, iface: IfaceId, p: &Packet) -> (Mac, Mac) {
+    fn resolve(&mut self, topo: &mut Topology, iface: IfaceId, p: &Packet) -> (Mac, Mac) {
         let seg = self.seg[iface];
         let arp = match p.payload {
             Payload::Arp { reply } => 1 + reply as u8,
@@ -178,7 +180,8 @@ impl MacMap {
             let direct = self.on_seg.get(&(seg, p.dst.0)).copied();
             let via = || {
                 let s = sender?;
-                let r = topo.route(topo.iface_node[s], p.dst)?;
+                let node = topo.iface_node[s];
+                let r = topo.route(node, p.dst)?;
                 self.on_seg.get(&(seg, r.next_hop.0)).copied()
             };
             direct
@@ -308,7 +311,7 @@ impl Observer {
 
     /// `p` is on `iface` at `t_ns` (leaving it or arriving on it). Sinks
     /// that ask for segmented aggregates get each segment of one.
-    pub fn capture(&mut self, topo: &Topology, iface: IfaceId, t_ns: u64, p: &Packet) {
+    pub fn capture(&mut self, topo: &mut Topology, iface: IfaceId, t_ns: u64, p: &Packet) {
         if !p.is_gso() {
             self.offer(topo, iface, t_ns, p, None);
             return;
@@ -328,7 +331,7 @@ impl Observer {
     /// `segmented`, or all when `None`).
     fn offer(
         &mut self,
-        topo: &Topology,
+        topo: &mut Topology,
         iface: IfaceId,
         t_ns: u64,
         p: &Packet,

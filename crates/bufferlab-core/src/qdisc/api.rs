@@ -198,6 +198,7 @@ impl QdiscTree {
         if spec.kind() != self.nodes[idx].q.kind() {
             return Err(TcError::Invalid("Invalid qdisc name".into()));
         }
+        self.check_netem_in_tree(spec, Some(idx))?;
         let (upper, lower) = self.nodes.split_at_mut(idx + 1);
         let child = lower.first().map(|c| &c.q);
         let changed = upper[idx].q.change(spec, ctx, child)?;
@@ -255,6 +256,7 @@ impl QdiscTree {
                 TcError::Invalid("Maximum number of qdisc handles was exceeded".into())
             })?,
         };
+        self.check_netem_in_tree(spec, None)?;
         self.created += 1;
         let mut segment = self.build(spec, handle, slot == 0, ctx.now)?;
         if let Some(p) = p_idx {
@@ -270,6 +272,35 @@ impl QdiscTree {
         self.nodes.truncate(slot);
         self.nodes.extend(segment);
         self.fixup();
+        Ok(())
+    }
+
+    /// sch_netem.c's check at `init` and `change` (Linux 6.16, "Restrict
+    /// conditions for adding duplicating netems to qdisc tree"): a netem that
+    /// duplicates may not share a device's tree with any other netem, nor may
+    /// a netem join a tree holding a duplicating one. A duplicate is
+    /// re-enqueued at the root, so two netems on its path copy each other's
+    /// copies without end, at one instant. `spec` is being created (the qdiscs
+    /// it replaces are still there, as in the kernel) or changes `nodes[at]`
+    /// (which then does not count). SIM: applied in both profiles.
+    fn check_netem_in_tree(&self, spec: &QdiscSpec, at: Option<usize>) -> Result<(), TcError> {
+        let mut new = Vec::new();
+        spec.netems(&mut new);
+        if new.is_empty() {
+            return Ok(());
+        }
+        let mut all = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if Some(i) != at {
+                super::tree::chain_netems(std::slice::from_ref(n), &mut all);
+            }
+        }
+        all.extend(new);
+        if all.len() >= 2 && all.contains(&true) {
+            return Err(TcError::Invalid(
+                "netem: cannot mix duplicating netems with other netems in tree".into(),
+            ));
+        }
         Ok(())
     }
 

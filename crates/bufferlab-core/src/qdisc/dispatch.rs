@@ -162,6 +162,14 @@ macro_rules! register_qdiscs {
                     $(AnyQdisc::$variant(q) => Qdisc::duplicates_reinjected(q),)+
                 }
             }
+
+            fn netem_duplicates(&self) -> Option<bool> {
+                self.ops().netem_duplicates()
+            }
+
+            fn inner_netems(&self, out: &mut Vec<bool>) {
+                self.ops().inner_netems(out)
+            }
         }
     };
 }

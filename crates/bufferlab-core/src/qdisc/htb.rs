@@ -689,6 +689,12 @@ impl Qdisc for Htb {
         })
     }
 
+    fn inner_netems(&self, out: &mut Vec<bool>) {
+        for c in &self.classes {
+            tree::chain_netems(&c.leaf, out);
+        }
+    }
+
     /// The direct queue and every leaf chain (the leaves are not tree nodes).
     fn held(&self) -> u64 {
         let leaves: u64 = self

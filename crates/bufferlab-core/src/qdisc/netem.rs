@@ -941,6 +941,10 @@ impl Qdisc for Netem {
     fn duplicates_reinjected(&mut self) {
         self.own_clones.clear();
     }
+
+    fn netem_duplicates(&self) -> Option<bool> {
+        Some(self.duplicate != 0)
+    }
 }
 
 #[cfg(test)]

@@ -262,6 +262,15 @@ pub trait Qdisc {
 
     /// The root re-enqueued the duplicates the current operation made.
     fn duplicates_reinjected(&mut self) {}
+
+    /// Netem only: it duplicates packets (`duplicate` ≠ 0).
+    fn netem_duplicates(&self) -> Option<bool> {
+        None
+    }
+
+    /// The netems inside this qdisc that are not nodes of the device's chain
+    /// (an htb's leaves): whether each duplicates.
+    fn inner_netems(&self, _out: &mut Vec<bool>) {}
 }
 
 #[cfg(test)]

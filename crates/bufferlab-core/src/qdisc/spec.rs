@@ -103,6 +103,24 @@ impl QdiscSpec {
             QdiscSpec::Htb(_) => "htb",
         }
     }
+
+    /// The netems this spec creates (itself, or an htb's grafted leaves):
+    /// for each, whether it duplicates (`check_netem_in_tree`, api.rs).
+    pub fn netems(&self, out: &mut Vec<bool>) {
+        match self {
+            QdiscSpec::Netem(n) => out.push(n.duplicate != 0),
+            QdiscSpec::Htb(h) => {
+                for c in &h.classes {
+                    let mut leaf = c.leaf.as_ref();
+                    while let Some(l) = leaf {
+                        l.spec.netems(out);
+                        leaf = l.child.as_deref();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// `tbf` as the kernel receives it (docs/semantics/qdiscs.md §3.2). `latency` has already

@@ -187,6 +187,15 @@ pub(crate) fn peek_chain(
     Some(p)
 }
 
+/// The netems of `chain`, nested ones (htb leaves) included: whether each
+/// duplicates.
+pub(crate) fn chain_netems(chain: &[Node], out: &mut Vec<bool>) {
+    for n in chain {
+        out.extend(n.q.netem_duplicates());
+        n.q.inner_netems(out);
+    }
+}
+
 /// Re-enqueues of netem duplicates per tree operation before the rest are
 /// dropped (only reachable with several duplicating netems feeding each other,
 /// which Linux ≥ 6.x refuses to configure).

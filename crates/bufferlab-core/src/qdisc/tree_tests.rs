@@ -708,6 +708,120 @@ fn duplicates_below_the_root_are_reinjected_at_the_root() {
 }
 
 #[test]
+fn a_duplicating_netem_never_shares_a_tree_with_another_netem() {
+    // sch_netem.c (6.16): two nested `netem duplicate 100%` copy each
+    // other's copies for ever; the second is refused, as is any netem next
+    // to a duplicating one, and a change that makes one of two netems duplicate
+    let mixed = Err(TcError::Invalid(
+        "netem: cannot mix duplicating netems with other netems in tree".into(),
+    ));
+    let dup = || {
+        let mut n = netem(0);
+        n.duplicate = u32::MAX;
+        QdiscSpec::Netem(n)
+    };
+    let mut lab = Lab::new(QdiscProfile::default());
+    lab.tc(req(TcVerb::Add, root(), Some(1), Some(dup())))
+        .unwrap();
+    assert_eq!(
+        lab.tc(req(TcVerb::Add, class(1, 0), Some(2), Some(dup()))),
+        mixed
+    );
+    let plain = QdiscSpec::Netem(netem(MS));
+    assert_eq!(
+        lab.tc(req(TcVerb::Add, class(1, 0), Some(2), Some(plain.clone()))),
+        mixed
+    );
+    assert_eq!(lab.blocks().len(), 1, "nothing changed");
+    // a tbf between them changes nothing: the tree is the device's
+    lab.tc(req(
+        TcVerb::Add,
+        class(1, 0),
+        Some(2),
+        Some(tbf(125_000, 1600, 3000)),
+    ))
+    .unwrap();
+    assert_eq!(
+        lab.tc(req(TcVerb::Add, class(2, 0), Some(3), Some(plain.clone()))),
+        mixed
+    );
+    // the duplicating netem may change itself (it does not count against itself)
+    lab.tc(req(TcVerb::Change, None, Some(1), Some(dup())))
+        .unwrap();
+    // two plain netems are fine; turning one into a duplicating one is not
+    let mut lab = Lab::new(QdiscProfile::default());
+    lab.tc(req(TcVerb::Add, root(), Some(1), Some(plain.clone())))
+        .unwrap();
+    lab.tc(req(TcVerb::Add, class(1, 0), Some(2), Some(plain.clone())))
+        .unwrap();
+    assert_eq!(
+        lab.tc(req(TcVerb::Change, None, Some(2), Some(dup()))),
+        mixed
+    );
+    // replacing the root netem by a duplicating one with another handle: the
+    // old one still exists when the new one is created (the kernel's order)
+    let mut lab = Lab::new(QdiscProfile::default());
+    lab.tc(req(TcVerb::Add, root(), Some(1), Some(plain)))
+        .unwrap();
+    assert_eq!(
+        lab.tc(req(TcVerb::Replace, root(), Some(5), Some(dup()))),
+        mixed
+    );
+    // netems grafted on htb classes count too (Mininet's TCLink puts netem there)
+    use crate::qdisc::spec::{HtbClassSpec, HtbLeaf, HtbSpec};
+    let leaf = |spec: QdiscSpec, handle: u16| HtbLeaf {
+        handle,
+        spec: Box::new(spec),
+        child: None,
+    };
+    let htb = |leaves: Vec<HtbLeaf>| {
+        let classes = leaves
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| HtbClassSpec {
+                classid: 10 + i as u16,
+                parent: 0,
+                rate: 125_000,
+                ceil: 125_000,
+                buffer: 12_800_000,
+                cbuffer: 12_800_000,
+                prio: 0,
+                quantum: 0,
+                leaf: Some(l),
+            })
+            .collect();
+        QdiscSpec::Htb(HtbSpec {
+            default: 10,
+            r2q: 10,
+            direct_qlen: 1000,
+            leaf_limit: 1000,
+            classes,
+            filters: vec![],
+        })
+    };
+    let mut lab = Lab::new(QdiscProfile::default());
+    lab.tc(req(
+        TcVerb::Add,
+        root(),
+        Some(1),
+        Some(htb(vec![leaf(dup(), 0x10)])),
+    ))
+    .unwrap();
+    let two = htb(vec![
+        leaf(dup(), 0x10),
+        leaf(QdiscSpec::Netem(netem(MS)), 0x11),
+    ]);
+    assert_eq!(lab.tc(req(TcVerb::Change, None, Some(1), Some(two))), mixed);
+    let mut nested = leaf(dup(), 0x10);
+    nested.child = Some(Box::new(leaf(dup(), 0x20)));
+    let mut lab = Lab::new(QdiscProfile::default());
+    assert_eq!(
+        lab.tc(req(TcVerb::Add, root(), Some(1), Some(htb(vec![nested])))),
+        mixed
+    );
+}
+
+#[test]
 fn netem_under_tbf_arms_its_watchdog_through_the_peek() {
     let mut lab = Lab::new(QdiscProfile::default());
     lab.tc(req(
