@@ -555,10 +555,14 @@ def test_server_test_that_never_started():
 
 
 def test_server_json_iperf312():
+    """target_bitrate twice, as a real 3.12 UDP server prints it (tests/data/iperf3-3.12/
+    srv_udp.json): get_parameters adds it after system_info, iperf_on_connect after cookie."""
     result = {"port": 5010, "start_ns": 0, "interrupted": False, "tests": [_server_test(0, 0)]}
-    obj = json.loads(iperf3.server_json(result, MODERN))
-    keys = list(obj["start"])
-    assert keys[keys.index("cookie") + 1] == "target_bitrate"
+    text = iperf3.server_json(result, MODERN)
+    obj = json.loads(text)
+    assert list(obj["start"])[2:4] == ["system_info", "target_bitrate"]
+    assert text.count('\t\t"target_bitrate":\t900000,\n') == 2
+    assert '\t\t"cookie":\t"' + obj["start"]["cookie"] + '",\n\t\t"target_bitrate":\t900000,\n' in text
     assert obj["start"]["target_bitrate"] == 900000
     assert obj["start"]["test_start"]["target_bitrate"] == 900000
 
@@ -569,9 +573,11 @@ def test_server_json_mirror_image():
     docs = iperf3.server_json(result, LAB)
     assert docs.count('{\n\t"start":') == 2
     first = json.loads(docs[: docs.index('{\n\t"start":', 1)])
+    # 3.7's get_parameters adds the client's rate (esnet/iperf #776); on_connect adds it only for TCP
     assert list(first["start"]) == [
-        "connected", "version", "system_info", "timestamp", "accepted_connection", "cookie",
-        "sock_bufsize", "sndbuf_actual", "rcvbuf_actual", "test_start"]
+        "connected", "version", "system_info", "target_bitrate", "timestamp", "accepted_connection",
+        "cookie", "sock_bufsize", "sndbuf_actual", "rcvbuf_actual", "test_start"]
+    assert first["start"]["target_bitrate"] == 900000 and "target_bitrate" not in first["start"]["test_start"]
     assert first["start"]["accepted_connection"] == {"host": "10.0.0.1", "port": 43220}
     assert first["start"]["connected"][0] == {"socket": 5, "local_host": "10.0.0.2",
                                               "local_port": 5010, "remote_host": "10.0.0.1",

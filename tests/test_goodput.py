@@ -153,3 +153,60 @@ def test_server_udp_json_has_the_sums_too() -> None:
     real = json.loads((REAL_3_12 / "srv_udp.json").read_text(encoding="utf-8"))["end"]
     assert list(real)[:4] == ["streams", "sum", "sum_sent", "sum_received"]
     assert real["sum_received"]["sender"] is False and real["sum_sent"]["sender"] is True
+
+
+def key_paths(doc: object, path: str = "") -> list[str]:
+    """Every key of a JSON document (parsed with object_pairs_hook=list, so repeated keys
+    stay), in order, with its path; a list contributes its first element."""
+    out: list[str] = []
+    if isinstance(doc, list) and doc and all(isinstance(p, tuple) for p in doc):
+        for k, v in doc:
+            out += [f"{path}/{k}", *key_paths(v, f"{path}/{k}")]
+    elif isinstance(doc, list) and doc:
+        out += key_paths(doc[0], path + "[]")
+    return out
+
+
+def documents(text: str) -> list[object]:
+    dec, i, out = json.JSONDecoder(object_pairs_hook=list), 0, []
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+            continue
+        doc, i = dec.raw_decode(text, i)
+        out.append(doc)
+    return out
+
+
+def test_modern_profile_json_has_real_iperf3_3_12s_keys_in_order(tmp_path: Path) -> None:
+    """Client UDP/TCP/-P 2/-R and server UDP documents: the same keys, repeated ones included,
+    in the same order as Debian's iperf3 3.12 (tests/data/iperf3-3.12); the TCP server's start."""
+    cmds = ["h2: iperf3 -s -J > srv.json &", "h1: iperf3 -c 10.0.0.2 -t 2 -J -u -b 10M > cli_udp.json",
+            "h1: iperf3 -c 10.0.0.2 -t 2 -J > cli_tcp.json",
+            "h1: iperf3 -c 10.0.0.2 -t 2 -J -P 2 > cli_p2.json",
+            "h1: iperf3 -c 10.0.0.2 -t 2 -J -R > cli_rev.json"]
+    items = "".join(f"  {json.dumps(c)},\n" for c in cmds)
+    (tmp_path / "k.toml").write_text(f'name = "k"\nseed = 1\n[sim]\nprofile = "modern"\n{TWO_HOSTS}\n'
+                                     f'[[part]]\nname = "p"\ncmds = [\n{items}]\n', encoding="utf-8")
+    assert main(["run", "-q", "--no-report", "-o", str(tmp_path / "r"), str(tmp_path / "k.toml")]) == 0
+    part = tmp_path / "r" / "k" / "p"
+    server = documents((part / "h2" / "srv.json").read_text(encoding="utf-8"))
+    ours = {name: documents((part / "h1" / f"{name}.json").read_text(encoding="utf-8"))[0]
+            for name in ("cli_udp", "cli_tcp", "cli_p2", "cli_rev")}
+    ours["srv_udp"] = server[0]
+    for name, doc in ours.items():
+        real = documents((REAL_3_12 / f"{name}.json").read_text(encoding="utf-8"))[0]
+        assert key_paths(doc) == key_paths(real), name
+    real_tcp = documents((REAL_3_12 / "srv_tcp.json").read_text(encoding="utf-8"))[0]
+    assert key_paths(dict(server[1])["start"]) == key_paths(dict(real_tcp)["start"])
+
+
+def test_target_bitrate_per_version() -> None:
+    """iperf_on_connect: from 3.11 always (and test_start too); 3.7-3.10 only TCP with -b."""
+    for version, on_connect, in_test_start in (((3, 7), True, False), ((3, 10), True, False),
+                                               ((3, 11), True, True), ((3, 6), False, False)):
+        profile = dataclasses.replace(PROFILES["lab2019"], iperf3_version=version)
+        assert iperf3._on_connect_rate(profile, "tcp", 5_000_000) is on_connect, version
+        assert iperf3._has_target_bitrate(profile) is in_test_start, version
+    lab = PROFILES["lab2019"]
+    assert not iperf3._on_connect_rate(lab, "udp", 1_000_000) and not iperf3._on_connect_rate(lab, "tcp", 0)

@@ -70,7 +70,7 @@ TCP (docs/semantics/formats.md §1.5, §1.6, §1.8; ``iperf_print_intermediate``
   results exchange carries (bytes, retransmits, times): ``max_snd_cwnd``,
   ``max_snd_wnd``, ``max_rtt``, ``min_rtt``, ``mean_rtt`` are 0 there;
 * JSON ``start``: ``tcp_mss_default`` (``tcp_mss`` with -M, which the parser
-  refuses) after ``cookie``, ``target_bitrate`` after it (3.12+), then one
+  refuses) after ``cookie``, ``target_bitrate`` after it (3.11+; 3.7-3.10 with -b), then one
   ``sock_bufsize`` / ``sndbuf_actual`` / ``rcvbuf_actual`` triple **per stream**
   (cJSON appends a duplicate key per ``iperf_tcp_connect``; fixed in 3.14); ``snd_wnd`` /
   ``max_snd_wnd`` from 3.10;
@@ -276,7 +276,25 @@ def _has_sender_key(profile: Any) -> bool:
 
 
 def _has_target_bitrate(profile: Any) -> bool:
-    return tuple(profile.iperf3_version) >= (3, 12)
+    """``start.target_bitrate`` from ``iperf_on_connect`` on every test and
+    ``test_start.target_bitrate``: iperf3 3.11 (3.7-3.10: see :func:`_on_connect_rate`)."""
+    return tuple(profile.iperf3_version) >= (3, 11)
+
+
+def _on_connect_rate(profile: Any, protocol: str, rate: int) -> bool:
+    """Whether ``iperf_on_connect`` adds ``start.target_bitrate`` (after ``cookie`` /
+    ``tcp_mss_default``): from 3.11 always; 3.7-3.10 only for TCP with a rate (-b),
+    esnet/iperf #776."""
+    if _has_target_bitrate(profile):
+        return True
+    return tuple(profile.iperf3_version) >= (3, 7) and protocol == "tcp" and bool(rate)
+
+
+def _parameters_rate(profile: Any, rate: int) -> list[tuple[str, Any]]:
+    """The server's ``get_parameters`` (3.7+, #776) adds ``start.target_bitrate`` when the
+    client sent a rate (every UDP test, TCP with -b), in the parameter exchange: after
+    ``system_info``, before ``on_connect``'s keys (so a 3.11+ UDP server prints the key twice)."""
+    return [("target_bitrate", int(rate))] if tuple(profile.iperf3_version) >= (3, 7) and rate else []
 
 
 def _has_udp_sum_sent_received(profile: Any) -> bool:
@@ -565,7 +583,7 @@ def client_json(result: dict[str, Any], client: Iperf3Client, profile: Any) -> s
         "connecting_to": {"host": client.host, "port": client.port},
         "cookie": result["cookie"],
     }
-    if _has_target_bitrate(profile):
+    if _on_connect_rate(profile, "udp", client.rate_bps):
         start["target_bitrate"] = client.rate_bps
     start["sock_bufsize"] = 0
     start["sndbuf_actual"] = UDP_SOCKBUF
@@ -785,23 +803,24 @@ def _server_document(result: dict[str, Any], test: dict[str, Any], profile: Any)
         at_ns = test.get("test_start_ns") if started else None
     if at_ns is None:
         at_ns = test.get("start_ns") or 0
-    start: dict[str, Any] = {
-        "connected": connected,
-        "version": _version_string(profile),
-        "system_info": profile.system_info,
-        "timestamp": _timestamp(profile, at_ns),
-        "accepted_connection": {"host": test["client_ip"], "port": int(test["client_ctrl_port"])},
-        "cookie": test.get("cookie", ""),
-    }
-    if _has_target_bitrate(profile):
-        start["target_bitrate"] = int(params.get("rate", 1048576))
-    start["sock_bufsize"] = 0
-    start["sndbuf_actual"] = UDP_SOCKBUF
-    start["rcvbuf_actual"] = UDP_SOCKBUF
-    start["test_start"] = _test_start(
+    rate = int(params.get("rate", 1048576))
+    pairs: list[tuple[str, Any]] = [
+        ("connected", connected),
+        ("version", _version_string(profile)),
+        ("system_info", profile.system_info),
+        *_parameters_rate(profile, rate),
+        ("timestamp", _timestamp(profile, at_ns)),
+        ("accepted_connection", {"host": test["client_ip"], "port": int(test["client_ctrl_port"])}),
+        ("cookie", test.get("cookie", "")),
+    ]
+    if _on_connect_rate(profile, "udp", rate):
+        pairs.append(("target_bitrate", rate))
+    pairs += [("sock_bufsize", 0), ("sndbuf_actual", UDP_SOCKBUF), ("rcvbuf_actual", UDP_SOCKBUF)]
+    pairs.append(("test_start", _test_start(
         "udp", params.get("num_streams", 1), params.get("blksize", 1448), params.get("omit", 0),
         params.get("duration", 10), params.get("bytes", 0), params.get("blocks", 0),
-        params.get("tos", 0), params.get("rate", 1048576), profile)
+        params.get("tos", 0), rate, profile)))
+    start = _JsonObject(pairs)
     if not started:  # TEST_START never happened: the skeleton only
         return {"start": start, "intervals": [], "end": {}}
 
@@ -1180,7 +1199,7 @@ def _tcp_client_json(result: dict[str, Any], client: Iperf3Client, profile: Any)
         ("cookie", result["cookie"]),
     ]
     pairs.append(("tcp_mss_default", int(result.get("tcp_mss_default", 1448))))
-    if _has_target_bitrate(profile):
+    if _on_connect_rate(profile, "tcp", client.rate_bps):
         pairs.append(("target_bitrate", client.rate_bps))
     pairs += _bufsize_pairs(profile, len(streams), client.window or 0,
                             result.get("sndbuf_actual", 16384), result.get("rcvbuf_actual", 131072))
@@ -1323,10 +1342,12 @@ def _tcp_server_document(result: dict[str, Any], test: dict[str, Any], profile: 
         at_ns = test.get("test_start_ns") if started else None
     if at_ns is None:
         at_ns = test.get("start_ns") or 0
+    rate = int(params.get("rate", 0))
     pairs: list[tuple[str, Any]] = [
         ("connected", connected),
         ("version", _version_string(profile)),
         ("system_info", profile.system_info),
+        *_parameters_rate(profile, rate),
     ]
     # iperf_tcp_listen runs in the parameter exchange, before on_connect: once per test
     pairs += _bufsize_pairs(profile, 1, params.get("window", 0), test.get("sndbuf_actual", 16384),
@@ -1340,8 +1361,8 @@ def _tcp_server_document(result: dict[str, Any], test: dict[str, Any], profile: 
         pairs.append(("tcp_mss", int(params["mss"])))
     else:
         pairs.append(("tcp_mss_default", 0))  # ctrl_sck_mss is only read by the client
-    if _has_target_bitrate(profile):
-        pairs.append(("target_bitrate", int(params.get("rate", 0))))
+    if _on_connect_rate(profile, "tcp", rate):
+        pairs.append(("target_bitrate", rate))
     pairs.append(("test_start", _test_start(
         "tcp", params.get("num_streams", max(len(ids), 1)), params.get("blksize", 131072),
         params.get("omit", 0), params.get("duration", 10), params.get("bytes", 0),
