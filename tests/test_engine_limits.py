@@ -5,6 +5,7 @@ wraps as in iputils. Every refusal names FILE:LINE:COL, exits 2 and prints no tr
 from __future__ import annotations
 
 import json
+import random
 import re
 import time
 from pathlib import Path
@@ -13,6 +14,8 @@ import pytest
 
 from bufferlab import _core
 from bufferlab.cli import main
+from bufferlab.outputs.topology_svg import _Boxes, _overlap
+from bufferlab.run.engine import Engine, TcFailure
 
 TOPO = """name = "t"
 {sim}
@@ -111,7 +114,6 @@ def test_one_duplicating_netem_per_device_still_runs(tmp_path: Path, capsys: Cap
 
 def test_the_engine_refuses_the_nested_netem_itself() -> None:
     # a Mininet script's tc goes straight to the engine: the same refusal, tc's text
-    from bufferlab.run.engine import Engine, TcFailure  # noqa: PLC0415 - the engine wrapper
     eng = Engine({"seed": 1, "nodes": [{"name": "h1", "kind": "host"}, {"name": "s1", "kind": "switch"}],
                   "links": [{"a": {"node": "h1", "intf": "h1-eth0", "ip": "10.0.0.1"},
                              "b": {"node": "s1", "intf": "s1-eth1"}}]})
@@ -211,3 +213,21 @@ def test_ping_past_65536_requests_has_no_false_duplicates_or_loss(tmp_path: Path
     log = (tmp_path / "out/t/p/h1/terminal.log").read_text()
     assert "70000 packets transmitted, 70000 received, 0% packet loss" in log, log[-500:]
     assert "duplicates" not in log
+
+
+# ---------------------------------------------------------------- the report's topology at scale
+
+
+def test_the_topology_drawings_box_index_answers_as_a_scan() -> None:
+    # label placement asks "does this box overlap any placed box?" once per candidate spot;
+    # the grid index must answer exactly as the scan over every box did
+    rng = random.Random(7)
+    placed: list[tuple[float, float, float, float]] = []
+    index = _Boxes()
+    for _ in range(3000):
+        x, y = rng.uniform(-50, 3000), rng.uniform(-50, 3000)
+        b = (x, y, x + rng.uniform(0, 400), y + rng.uniform(0, 40))
+        assert index.overlaps(b) == any(_overlap(b, o) for o in placed)
+        if rng.random() < 0.5:
+            placed.append(b)
+            index.add(b)

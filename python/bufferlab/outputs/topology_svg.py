@@ -138,6 +138,32 @@ def _overlap(a: Box, b: Box, m: float = 2) -> bool:
     return a[0] < b[2] + m and b[0] < a[2] + m and a[1] < b[3] + m and b[1] < a[3] + m
 
 
+class _Boxes:
+    """The boxes placed so far, bucketed by a grid of ``CELL`` px squares, so that asking
+    whether a box overlaps any of them looks at its neighbourhood only (a label per link
+    against every box was quadratic: 2 000 hosts took 16 s)."""
+
+    CELL = 64.0
+
+    def __init__(self) -> None:
+        self._cells: dict[tuple[int, int], list[Box]] = {}
+
+    def _span(self, b: Box, m: float = 2) -> tuple[range, range]:
+        c = self.CELL
+        return (range(math.floor((b[0] - m) / c), math.floor((b[2] + m) / c) + 1),
+                range(math.floor((b[1] - m) / c), math.floor((b[3] + m) / c) + 1))
+
+    def add(self, b: Box) -> None:
+        xs, ys = self._span(b)
+        for i in xs:
+            for j in ys:
+                self._cells.setdefault((i, j), []).append(b)
+
+    def overlaps(self, b: Box) -> bool:
+        xs, ys = self._span(b)
+        return any(_overlap(b, o) for i in xs for j in ys for o in self._cells.get((i, j), ()))
+
+
 def layout_columns(nodes: list[dict[str, Any]], links: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
     """(column, row) per node: switches/routers in a chain, hosts at its ends."""
     kind = {n["name"]: n["kind"] for n in nodes}
@@ -247,11 +273,11 @@ def _place(summary: dict[str, Any], gap: float, vgap: float,
     xy = {n: (xs[c], top + box_h / 2 + (r + (nrows - per_col[c]) / 2) * pitch) for n, (c, r) in pos.items()}
     height = max(xy[n][1] + box_h / 2 + 4 + card_h[n] for n in names) + 16
 
-    boxes: list[tuple[float, float, float, float]] = []  # every text's box so far, and the node boxes
+    boxes = _Boxes()  # every text's box so far, and the node boxes
     els_cards: list[str] = []
     for n in names:
         x0, y0 = xy[n]
-        boxes.append((x0 - box_w[n] / 2, y0 - box_h / 2, x0 + box_w[n] / 2, y0 + box_h / 2))
+        boxes.add((x0 - box_w[n] / 2, y0 - box_h / 2, x0 + box_w[n] / 2, y0 + box_h / 2))
         if not card_lines[n]:
             continue
         cy = y0 + box_h / 2 + 4
@@ -265,7 +291,7 @@ def _place(summary: dict[str, Any], gap: float, vgap: float,
                 t = f"{_arrow(px - x0, py - y0)} {t}"
             ty = cy + 3 + i * LINE
             w = text_width(t, FS_LABEL)
-            boxes.append((left + 4, ty, left + 4 + w, ty + LINE - 1))
+            boxes.add((left + 4, ty, left + 4 + w, ty + LINE - 1))
             color = "#1a5fb4" if k == "intf" else "#a14a00"
             els_cards.append(f'<text x="{left + 4:.1f}" y="{ty + 10.5:.1f}" font-size="{FS_LABEL}" '
                              f'fill="{color}" xml:space="preserve">{_e(t)}</text>')
@@ -293,7 +319,7 @@ def _place(summary: dict[str, Any], gap: float, vgap: float,
             for lx, ly in cands:
                 b = (lx, ly, lx + w, ly + LINE - 1)
                 if b[0] >= 2 and b[2] <= width - 2 and b[1] >= 2 and b[3] <= height - 2 \
-                        and not any(_overlap(b, o) for o in boxes):
+                        and not boxes.overlaps(b):
                     spot = b
                     break
             if spot:
@@ -302,7 +328,7 @@ def _place(summary: dict[str, Any], gap: float, vgap: float,
             ok = False
             mx, my = (x1 + x2) / 2, (y1 + y2) / 2
             spot = (mx - w / 2, my - 4 - LINE, mx + w / 2, my - 5)
-        boxes.append(spot)
+        boxes.add(spot)
         els_labels.append(f'<text x="{spot[0]:.1f}" y="{spot[1] + 10.5:.1f}" font-size="{FS_LABEL}" '
                           f'fill="#333" stroke="#f6f7f9" stroke-width="4" paint-order="stroke" '
                           f'xml:space="preserve">{_e(text)}</text>')
