@@ -119,3 +119,93 @@ def test_a_sweep_file_that_is_not_utf8_or_too_big(tmp_path):
         load_sweep(f, [])
     with pytest.raises(ScenarioError, match="the sweep file is more than"):
         load_sweep(Path("/dev/zero"), [])
+
+
+# ---------------------------------------------------------------- damaged results folders
+
+LAB = TWO_HOSTS + """[[part]]
+name = "a"
+cmds = ["s1: tc qdisc add dev s1-eth2 root tbf rate 10mbit burst 32kbit latency 50ms", "h2: iperf3 -s &",
+        "h1: ping -c 3 10.0.0.2 > ping.txt &", "h1: iperf3 -c 10.0.0.2 -t 2 -J > c.json"]
+
+[trace]
+queues = ["s1-eth2"]
+"""
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    from bufferlab.cli import main
+
+    d = tmp_path_factory.mktemp("lab")
+    (d / "lab.toml").write_text(LAB, encoding="utf-8")
+    assert main(["run", "-q", str(d / "lab.toml"), "-o", str(d / "out")]) == 0
+    return d / "out" / "lab"
+
+
+def _copy(run: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    dst = tmp_path / "runs" / "lab"
+    shutil.copytree(run, dst)
+    return dst
+
+
+def _readers(run: Path, tmp_path: Path, capsys) -> list[tuple[int, str]]:  # noqa: ANN001
+    """(status, stderr) of report, compare and export --flent on ``run``."""
+    from bufferlab.cli import main
+
+    out = []
+    for args in (["report", str(run)], ["compare", str(run), "-o", str(tmp_path / "cmp")],
+                 ["export", "--flent", str(run), "-o", str(tmp_path / "fl")]):
+        status = main(args)
+        out.append((status, capsys.readouterr().err))
+    return out
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda s: s["flows"][0].update(start_ns={}), "flows[0].start_ns is {}, not an integer"),
+    (lambda s: s["flows"][0].update(output=1.5), "flows[0].output is 1.5, not a string"),
+    (lambda s: s.update(flows=True), "flows is true, not a list"),
+    (lambda s: s["parts"][0].update(name="../x"), "parts[0].name '../x' is not a folder name"),
+    (lambda s: s["parts"][0].update(queues=[{"a": 1}]), "parts[0].queues is not a list of file names"),
+    (lambda s: s["flows"][0].update(received_packets=10**30), "beyond the 64-bit range"),
+])
+def test_an_edited_summary_is_a_clean_error_naming_the_field(finished_run, tmp_path, capsys, edit, message):
+    import json
+
+    run = _copy(finished_run, tmp_path)
+    s = json.loads((run / "summary.json").read_text())
+    edit(s)
+    (run / "summary.json").write_text(json.dumps(s))
+    for status, err in _readers(run, tmp_path, capsys):
+        assert status == 2 and message in err and "Traceback" not in err, err
+
+
+def test_deep_or_huge_json_in_a_results_folder(finished_run, tmp_path, capsys):
+    run = _copy(finished_run, tmp_path)
+    (run / "summary.json").write_text("[" * 100_000 + "]" * 100_000)
+    for status, err in _readers(run, tmp_path, capsys):
+        assert status == 2 and "cannot read it as JSON (nested too deep)" in err, err
+    (run / "summary.json").write_bytes(b'{"scenario": "\xff"}')
+    for status, err in _readers(run, tmp_path, capsys):
+        assert status == 2 and "cannot read it as JSON" in err, err
+
+
+def test_an_edited_iperf3_output_or_a_damaged_table_is_a_clean_error(finished_run, tmp_path, capsys):
+    import json
+
+    from bufferlab.cli import main
+
+    run = _copy(finished_run, tmp_path)
+    c = json.loads((run / "a" / "h1" / "c.json").read_text())
+    c["intervals"][1]["streams"][0]["snd_cwnd"] = [1, 2]
+    (run / "a" / "h1" / "c.json").write_text(json.dumps(c))
+    assert main(["compare", str(run), "-o", str(tmp_path / "cmp")]) == 2
+    err = capsys.readouterr().err
+    assert "is not what `bufferlab run` wrote (TypeError" in err and "Traceback" not in err
+    run = _copy(finished_run, tmp_path / "2")
+    (run / "a" / "queue_trace_s1-eth2.parquet").write_bytes(b"PAR1 not a table")
+    assert main(["compare", str(run), "-o", str(tmp_path / "cmp2")]) == 2
+    err = capsys.readouterr().err
+    assert "is not what `bufferlab run` wrote" in err and "Traceback" not in err

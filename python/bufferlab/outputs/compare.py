@@ -26,12 +26,14 @@ from ..results_folder import claim
 from ..safefs import open_write, savefig, write_atomic
 from .report import _e, page, png_figure, table
 from .results import (
+    DAMAGE,
     Iperf3Test,
     PingRun,
     Problem,
     ResultsError,
     Run,
     app_for,
+    damaged,
     load_run,
     ping_interval_s,
     scan_outputs,
@@ -283,7 +285,10 @@ def compare(paths: list[Path], out: Path) -> tuple[list[dict[str, Any]], list[Pr
         key = sel.run.root.resolve()
         if key not in cache:
             qp: list[Problem] = []
-            cache[key] = (scan_outputs(sel.run), queue_sample_rows(sel.run, qp), qp)
+            try:
+                cache[key] = (scan_outputs(sel.run), queue_sample_rows(sel.run, qp), qp)
+            except DAMAGE as e:  # a hand-edited file: its message, as `report` gives it
+                raise damaged(sel.run.root, e) from None
         outputs, qrows, qprob = cache[key]
         problems += [p for p in qprob if any(p.path.startswith(str(sel.run.root / n)) for n in sel.parts)]
         sel.tests = [t for t in outputs.iperf3 if sel.has(t.part, t.file)]
@@ -305,14 +310,22 @@ def compare(paths: list[Path], out: Path) -> tuple[list[dict[str, Any]], list[Pr
     except OSError as e:
         raise ResultsError(out, f"cannot create the output folder ({e.strerror})", "a writable folder",
                            "choose another folder with -o") from None
-    rows = [metrics(s) for s in sels]
+    rows = []
+    for s in sels:
+        try:
+            rows.append(metrics(s))
+        except DAMAGE as e:
+            raise damaged(s.run.root, e) from None
     with open_write(out / "compare.csv") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow([c for c, _, _ in COLUMNS])
         for r in rows:
             w.writerow(["" if r[c] is None else (f"{r[c]:.6g}" if isinstance(r[c], float) else r[c])
                         for c, _, _ in COLUMNS])
-    plots = _plot(sels, out)
+    try:
+        plots = _plot(sels, out)
+    except DAMAGE as e:  # a value of an edited iperf3 output that cannot be plotted
+        raise damaged(Path(", ".join(str(s.path) for s in sels)), e) from None
     body = ["<h1>bufferlab compare</h1>", "<h2>Runs</h2>",
             table(["label", "path", "scenario", "part", "file"],
                   [[s.label, str(s.path), s.run.summary["scenario"], s.part or "(all)", s.file or "(all)"]

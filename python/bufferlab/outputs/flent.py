@@ -75,7 +75,7 @@ from ..formats.plot_iperf import PlotError, load_iperf3_docs
 from ..profile import PROFILES
 from ..safefs import open_write
 from ..version import __version__
-from .results import ResultsError, load_run
+from .results import DAMAGE, ResultsError, damaged, load_run
 
 __all__ = ["FlentError", "FlentExport", "export_flent", "resample", "parse_ping_replies", "STEP_SIZE"]
 
@@ -337,7 +337,10 @@ def export_flent(results_dir: Path, out_dir: Path | None = None) -> FlentExport:
         parts = summary["parts"]
         flows = [f for f in summary["flows"] if isinstance(f, dict)]
         for part in parts:
-            clients_seen += _export_part(scen, summary, part, flows, out_dir, rep)
+            try:
+                clients_seen += _export_part(scen, summary, part, flows, out_dir, rep)
+            except DAMAGE as e:  # a hand-edited file: the other parts are still exported
+                rep.problems.append(str(damaged(scen, e)))
     hint = "hint: flent files need an iperf3 test with JSON output, e.g. h1: iperf3 -c IP -t 30 -J > out.json"
     if clients_seen == 0 and not rep.problems:
         rep.problems.append(

@@ -22,7 +22,7 @@ from ..profile import PROFILES
 from ..safefs import write_atomic
 from .fct import fct_summary, plot_fct
 from .result_lines import result_lines
-from .results import NS, Outputs, Problem, ResultsError, Run, load_run
+from .results import DAMAGE, NS, Outputs, Problem, ResultsError, Run, load_run
 from .tables import TablesResult, fct_table_rows, p99, write_tables
 from .topology_svg import topology_svg
 
@@ -350,7 +350,7 @@ def cli_report(path: Path) -> int:
     run = load_run(path)
     try:
         res, html_path = tables_and_report(run)
-    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+    except DAMAGE as e:
         # an edited summary.json: a value of the wrong type or shape somewhere in it
         raise ResultsError(
             run.root / "summary.json",

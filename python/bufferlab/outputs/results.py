@@ -39,6 +39,20 @@ class ResultsError(BufferlabError):
         return f"{self.path}: error: {self.message}\n  expected: {self.expected}\n  hint: {self.hint}"
 
 
+#: what a reader meets deep inside a hand-edited results file (a value of another type or
+#: shape, a damaged Parquet table: pyarrow's ArrowInvalid is a ValueError, text that is not
+#: UTF-8, JSON nested thousands deep): :func:`damaged` turns it into a message
+DAMAGE = (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, RecursionError)
+
+
+def damaged(root: Path, e: BaseException) -> ResultsError:
+    """The error for a results folder a file of which was edited or damaged."""
+    where = getattr(e, "filename", None) or root
+    return ResultsError(where, f"a file of this run is not what `bufferlab run` wrote ({type(e).__name__}: "
+                        f"{str(e)[:200]})", "the files `bufferlab run` wrote into it, unedited",
+                        f"re-run the scenario to rewrite {root} (or undo the edit)")
+
+
 @dataclass(frozen=True)
 class Problem:
     """Something one output could not show; the others are still written."""
@@ -69,6 +83,57 @@ class Run:
         return next(p for p in self.parts if p["name"] == name)
 
 
+#: the types of the summary.json values the readers use (a hand-edited file is checked
+#: against them, so that its error names the field instead of failing deep in a table)
+_TOP_TYPES: dict[str, type | tuple[type, ...]] = {
+    "scenario": str, "parts": list, "interfaces": dict, "flows": list, "nodes": dict, "packets": dict,
+    "failures": list, "warnings": list, "captures": list, "topology": dict, "simulated_s": (int, float)}
+_PART_TYPES: dict[str, type | tuple[type, ...]] = {
+    "name": str, "start_ns": int, "end_ns": int, "queues": list, "queue_traces": list, "captures": list,
+    "peak_backlog": dict, "drops": dict, "qdiscs": dict, "results": dict, "classes": list, "sinks": list}
+_FLOW_TYPES: dict[str, type | tuple[type, ...]] = {
+    "app": int, "kind": str, "node": str, "part": str, "terminal": str, "command": str, "start_ns": int,
+    "output": str, "simple": str,
+    "received_bytes": int, "received_packets": int, "sent_bytes": int, "sent_packets": int}
+_TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "an object", (int, float): "a number"}
+
+
+def _wrong_type(doc: dict[str, Any], types: dict[str, Any], where: str) -> str | None:
+    for key, want in types.items():
+        v = doc.get(key)
+        if key in doc and (not isinstance(v, want) or (isinstance(v, bool) and want is not bool)):
+            return f"{where}{key} is {json.dumps(v)[:40]}, not {_TYPE_NAMES[want]}"
+    return None
+
+
+def _shape_error(doc: dict[str, Any]) -> str | None:
+    """The first value of summary.json that is not what `bufferlab run` writes, named by its path."""
+    bad = _wrong_type(doc, _TOP_TYPES, "")
+    if bad:
+        return bad
+    for i, p in enumerate(doc["parts"]):
+        bad = bad or _wrong_type(p, _PART_TYPES, f"parts[{i}].")
+        if not bad and (p["name"] in ("", ".", "..") or "/" in p["name"] or "\\" in p["name"]):
+            bad = f"parts[{i}].name {p['name']!r} is not a folder name"
+        for key in ("queues", "queue_traces"):
+            if not bad and not all(isinstance(q, str) for q in p.get(key, [])):
+                bad = f"parts[{i}].{key} is not a list of file names"
+    for i, f in enumerate(doc["flows"]):
+        bad = bad or (f"flows[{i}] is not an object" if not isinstance(f, dict) else
+                      _wrong_type(f, _FLOW_TYPES, f"flows[{i}]."))
+    # integers as the tables store them (int64), however deep
+    stack: list[Any] = [doc]
+    while stack and not bad:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack += v.values()
+        elif isinstance(v, list):
+            stack += v
+        elif isinstance(v, int) and not -2**63 <= v < 2**63:
+            bad = f"it holds the integer {v}, beyond the 64-bit range of its tables"
+    return bad
+
+
 def _check_summary(path: Path, doc: Any) -> None:
     bad = None
     if not isinstance(doc, dict):
@@ -81,6 +146,8 @@ def _check_summary(path: Path, doc: Any) -> None:
             isinstance(p, dict) and {"name", "start_ns", "end_ns"} <= p.keys() for p in doc["parts"]
         ):
             bad = "its 'parts' are not a list of {name, start_ns, end_ns}"
+        else:
+            bad = _shape_error(doc)
     if bad:
         raise ResultsError(
             path,
@@ -120,10 +187,11 @@ def load_run(path: Path) -> Run:
             "run the scenario first (bufferlab run SCENARIO.toml -o OUT) or check the path",
         )
     try:
-        doc = json.loads(summ.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        doc = json.loads(read_capped(summ))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        why = "nested too deep" if isinstance(e, RecursionError) else str(e)
         raise ResultsError(
-            summ, f"cannot read it as JSON ({e})", "the summary.json that `bufferlab run` writes",
+            summ, f"cannot read it as JSON ({why})", "the summary.json that `bufferlab run` writes",
             "re-run the scenario to rewrite it",
         ) from None
     _check_summary(summ, doc)
@@ -176,9 +244,23 @@ def json_documents(text: str) -> list[Any] | None:
             return docs
         try:
             obj, i = dec.raw_decode(text, i)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         docs.append(obj)
+
+
+#: the largest file a reader takes in whole (summary.json, a tool's output): far beyond what a
+#: run writes, and a file of that size (or /dev/zero put in its place) is not read to the end
+MAX_READ_BYTES = 256 * 1024 * 1024
+
+
+def read_capped(path: Path, limit: int = MAX_READ_BYTES) -> str:
+    """The UTF-8 text of ``path``; ValueError beyond ``limit`` bytes (read no further)."""
+    with path.open("rb") as f:
+        raw = f.read(limit + 1)
+    if len(raw) > limit:
+        raise ValueError(f"more than {limit} bytes")
+    return raw.decode("utf-8")
 
 
 def _is_iperf3_doc(doc: Any) -> bool:
@@ -373,8 +455,8 @@ def scan_outputs(run: Run) -> Outputs:
                     continue
                 rel = f.relative_to(run.root).as_posix()
                 try:
-                    text = f.read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError):
+                    text = read_capped(f)
+                except (OSError, ValueError):  # not UTF-8 (a binary file), or beyond MAX_READ_BYTES
                     continue
                 docs = json_documents(text) if text.lstrip()[:1] == "{" else None
                 if docs is not None:
