@@ -231,3 +231,14 @@ def test_the_topology_drawings_box_index_answers_as_a_scan() -> None:
         if rng.random() < 0.5:
             placed.append(b)
             index.add(b)
+
+
+def test_an_interface_name_given_twice_is_still_refused(tmp_path: Path, capsys: Cap) -> None:
+    # the per-node name check is a set lookup now (a 20 000-port switch was quadratic)
+    p = tmp_path / "t.toml"
+    p.write_text('name = "t"\n[topology]\nhosts = ["h1", "h2"]\nswitches = ["s1"]\n'
+                 'links = [{a = "h1", b = "s1", b_intf = "s1-x"}, {a = "h2", b = "s1", b_intf = "s1-x"}]\n'
+                 '[[part]]\nname = "p"\ncmds = ["h1: ping 10.0.0.2 -c 1"]\n', encoding="utf-8")
+    assert main(["check", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "s1 has two interfaces named 's1-x'" in err, err
