@@ -209,3 +209,24 @@ def test_an_edited_iperf3_output_or_a_damaged_table_is_a_clean_error(finished_ru
     assert main(["compare", str(run), "-o", str(tmp_path / "cmp2")]) == 2
     err = capsys.readouterr().err
     assert "is not what `bufferlab run` wrote" in err and "Traceback" not in err
+
+
+def test_plot_says_what_a_path_is_and_reads_a_bounded_amount(tmp_path, capsys):
+    import os
+
+    from bufferlab.cli import main
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    digits = tmp_path / "digits.json"
+    digits.write_text('{"start": ' + DIGITS + "}")
+    for path, message in ((Path("/dev/zero"), "/dev/zero: is a character device, not a file"),
+                          (fifo, "fifo: is a pipe (FIFO), not a file"), (tmp_path, "is a folder"),
+                          (tmp_path / "nope.json", "nope.json: no such file"),
+                          (deep, "JSON nested too deep at line 1 column 1"),
+                          (digits, "a number with too many digits at line 1 column 11")):
+        assert main(["plot", str(path), "-o", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, err

@@ -54,6 +54,7 @@ import json
 import math
 import re
 import shutil
+import stat
 import sys
 from dataclasses import dataclass
 from decimal import Decimal
@@ -208,7 +209,15 @@ def _parse_stream(text: str) -> list[Any]:
             pos += 1
         if pos >= n:
             return values
-        value, pos = dec.raw_decode(text, pos)
+        try:
+            value, pos = dec.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            raise
+        except RecursionError:  # thousands of [[[[: as jq, an error at that place
+            raise json.JSONDecodeError("JSON nested too deep", text, pos) from None
+        except ValueError:  # int() refused a number of more than 4300 digits
+            long = re.compile(r"\d{4300,}").search(text, pos)
+            raise json.JSONDecodeError("a number with too many digits", text, long.start() if long else pos) from None
         values.append(value)
 
 
@@ -413,7 +422,11 @@ def plot_iperf(json_path: Path, workdir: Path) -> list[Path]:
     name = str(json_path)
     if not src.is_file():
         raise PlotError(f"plot_iperf: {name}: is not a file")
-    text = src.read_text(encoding="utf-8", errors="replace")
+    with src.open("rb") as f:
+        raw = f.read(MAX_JSON_BYTES + 1)
+    if len(raw) > MAX_JSON_BYTES:
+        raise PlotError(f"plot_iperf: {name}: more than {MAX_JSON_BYTES >> 20} MiB: not an iperf3 output")
+    text = raw.decode("utf-8", errors="replace")
     try:
         docs = _parse_stream(text)
     except json.JSONDecodeError as e:
@@ -518,6 +531,24 @@ def _user_error(name: str, what: str, expected: str = _EXPECTED_JSON, hint: str 
     return f"error: {name}: {what}\n  expected: {expected}\n  hint: {hint}"
 
 
+#: the largest iperf3 output read: an hour of -i 0.1 intervals of -P 128 is well below
+MAX_JSON_BYTES = 256 * 1024 * 1024
+
+
+def not_a_file(path: Path) -> str:
+    """What ``path`` is, when it is not a regular file: a folder, a device such as /dev/zero, ..."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "no such file"
+    for test, what in ((stat.S_ISDIR, "is a folder"), (stat.S_ISCHR, "is a character device, not a file"),
+                       (stat.S_ISBLK, "is a block device, not a file"), (stat.S_ISFIFO, "is a pipe (FIFO), not a file"),
+                       (stat.S_ISSOCK, "is a socket, not a file")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
 def load_iperf3_docs(json_path: Path) -> list[dict[str, Any]]:
     """Every iperf3 document in ``json_path``; :class:`PlotError` if there is none usable.
 
@@ -525,10 +556,16 @@ def load_iperf3_docs(json_path: Path) -> list[dict[str, Any]]:
     """
     name = str(json_path)
     if not json_path.is_file():
-        what = "is a folder" if json_path.is_dir() else "no such file"
-        raise PlotError(_user_error(name, what))
+        raise PlotError(_user_error(name, not_a_file(json_path)))
     try:
-        text = json_path.read_bytes().decode("utf-8")
+        with json_path.open("rb") as f:
+            raw = f.read(MAX_JSON_BYTES + 1)
+    except OSError as e:
+        raise PlotError(_user_error(name, f"cannot read it: {e.strerror}")) from None
+    if len(raw) > MAX_JSON_BYTES:
+        raise PlotError(_user_error(name, f"more than {MAX_JSON_BYTES >> 20} MiB: not an iperf3 output"))
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise PlotError(_user_error(name, "not a text file (binary data)")) from None
     if not text.strip():
