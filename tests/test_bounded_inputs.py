@@ -230,3 +230,44 @@ def test_plot_says_what_a_path_is_and_reads_a_bounded_amount(tmp_path, capsys):
         assert main(["plot", str(path), "-o", str(tmp_path / "out")]) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("damage", [
+    lambda root: (root / "tables" / "flows.parquet").unlink(),
+    lambda root: (root / "tables" / "drops.parquet").write_bytes(b"PAR1 truncated"),
+    lambda root: (root.parent / "run.json").write_text('{"status": "ok"}'),
+    lambda root: (root.parent / "run.json").write_text("[" * 100_000),
+])
+def test_a_damaged_finished_sweep_run_is_run_again(tmp_path, capsys, damage):
+    import pandas as pd
+
+    from bufferlab.cli import main
+
+    f = _sweep(tmp_path, "seeds = 1")
+    args = ["sweep", str(f), "-o", str(tmp_path / "out"), "-j", "1", "--no-progress"]
+    assert main(args) == 0
+    runs = sorted((tmp_path / "out" / "sw" / "runs").iterdir())
+    damage(runs[0] / "s")
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "(1 cached, 1 run)" in capsys.readouterr().out
+    frame = pd.read_parquet(tmp_path / "out" / "sw" / "sweep.parquet")
+    assert set(frame["status"]) == {"ok"} and sorted(set(frame["t"])) == [1, 2]
+
+
+def test_a_run_damaged_while_the_sweep_collects_is_a_row_not_a_crash(tmp_path, capsys, monkeypatch):
+    import pandas as pd
+
+    from bufferlab.cli import main
+    from bufferlab.sweep import runs
+
+    f = _sweep(tmp_path, "seeds = 1")
+    args = ["sweep", str(f), "-o", str(tmp_path / "out"), "-j", "1", "--no-progress"]
+    assert main(args) == 0
+    first = sorted((tmp_path / "out" / "sw" / "runs").iterdir())[0]
+    (first / "s" / "summary.json").write_text("{")
+    monkeypatch.setattr(runs, "RUN_OUTPUTS", ("tables/flows.parquet",))  # the check misses it
+    assert main(args) == 0
+    frame = pd.read_parquet(tmp_path / "out" / "sw" / "sweep.parquet")
+    assert sorted(frame["status"]) == ["damaged", "ok"]
+    assert "summary.json: JSONDecodeError" in frame[frame["status"] == "damaged"]["error"].iloc[0]

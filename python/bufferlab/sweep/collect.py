@@ -61,14 +61,24 @@ def write_results(out: Path, jobs: list[RunJob]) -> Path:
         rec = read_record(out / "runs" / job.run_id)
         if rec is None:  # not run (the sweep was interrupted)
             continue
-        root = out / "runs" / job.run_id / (rec.get("root") or "")
-        rows += _rows(rec, root)
-        if rec["status"] == "ok":
-            for t in sorted((root / "tables").glob("*.parquet")):
-                df = pd.read_parquet(t)
-                for k, v in reversed(_run_columns(rec).items()):
-                    df.insert(0, k, v)
-                tables.setdefault(t.stem, []).append(df)
+        root = out / "runs" / job.run_id / str(rec.get("root") or "")
+        try:
+            run_rows = _rows(rec, root)
+            run_tables = []
+            if rec["status"] == "ok":
+                for t in sorted((root / "tables").glob("*.parquet")):
+                    df = pd.read_parquet(t)
+                    for k, v in reversed(_run_columns(rec).items()):
+                        df.insert(0, k, v)
+                    run_tables.append((t.stem, df))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+            # damaged since it finished: one row saying so (the next sweep runs it again)
+            run_rows = [{**_run_columns(rec), "status": "damaged", "wall_s": rec["wall_s"],
+                         "error": f"{root}: {type(e).__name__}: {e}"}]
+            run_tables = []
+        rows += run_rows
+        for stem, df in run_tables:
+            tables.setdefault(stem, []).append(df)
     ensure_dir(out / "tables", out)
     for name, parts in tables.items():
         with open_write(out / "tables" / f"{name}.parquet", "wb") as f:  # never through a link

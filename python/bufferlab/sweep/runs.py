@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from ..errors import BufferlabError
 from ..outputs.report import after_run
 from ..run.scheduler import Runner
@@ -62,17 +64,39 @@ def prepare(scenario: Path, overrides: dict[str, Value], origin: dict[str, str],
 
 
 def finished(job: RunJob) -> dict[str, Any] | None:
-    """The record of a finished (status "ok") run, or None."""
-    rec = read_record(Path(job.folder) / job.run_id)
-    return rec if rec is not None and rec.get("status") == "ok" else None
+    """The record of a finished (status "ok") run whose files are all there, or None: a run
+    damaged since (a table deleted, run.json edited) is run again, not read for ever."""
+    run_dir = Path(job.folder) / job.run_id
+    rec = read_record(run_dir)
+    if rec is None or rec.get("status") != "ok" or not isinstance(rec.get("root"), str):
+        return None
+    root = run_dir / rec["root"]
+    if not all((root / f).is_file() for f in RUN_OUTPUTS):
+        return None
+    try:  # the tables' footers (a few hundred bytes each): a truncated or overwritten table shows
+        for f in RUN_OUTPUTS[1:]:
+            pq.read_metadata(root / f)
+    except (OSError, ValueError):
+        return None
+    return rec
+
+
+#: the files of a finished run that the sweep's tables are made of (collect.py)
+RUN_OUTPUTS = ("summary.json", "tables/flows.parquet", "tables/drops.parquet")
+#: the keys of run.json the sweep reads, and their types
+_RECORD_TYPES: dict[str, Any] = {"run_id": str, "seed": int, "params": dict, "status": str,
+                                 "wall_s": (int, float)}
 
 
 def read_record(run_dir: Path) -> dict[str, Any] | None:
+    """The run's run.json, or None if there is none or it is not one the sweep wrote."""
     try:
         rec = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
-    return rec if isinstance(rec, dict) else None
+    if not isinstance(rec, dict) or not all(isinstance(rec.get(k), t) for k, t in _RECORD_TYPES.items()):
+        return None
+    return rec
 
 
 def execute(job: RunJob) -> dict[str, Any]:
