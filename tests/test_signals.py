@@ -183,5 +183,7 @@ def test_an_exception_in_a_mininet_script_still_writes_tables_and_report(tmp_pat
     root = tmp_path / "out" / "bad"
     s = json.loads((root / "summary.json").read_text())
     assert s["error"] == "bad.py:11: ZeroDivisionError: division by zero"
-    assert s["parts"][0]["error"] == s["error"] and s["failures"] == []
+    assert s["parts"][0]["error"] == s["error"]
+    # the script's own failure, with its line (issue 23, item 6)
+    assert [(f["where"], f["command"], f["status"]) for f in s["failures"]] == [("bad.py:11", "1 / 0", 1)]
     assert (root / "tables" / "ping.parquet").is_file() and (root / "report.html").is_file()
