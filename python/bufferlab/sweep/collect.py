@@ -42,7 +42,10 @@ def _rows(rec: dict[str, Any], root: Path) -> list[dict[str, Any]]:
     measured = flows[(flows["source"] == "flow") & flows["kind"].isin(MEASURED)]
     rows = [{**base, "flow": f.command, **{c: getattr(f, c) for c in FLOW_COLUMNS}}
             for f in measured.itertuples()]
-    summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
+    try:
+        summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
+    except ValueError as e:  # named, for the row of a damaged run
+        raise ValueError(f"{root / 'summary.json'}: {e}") from None
     for part in summary["parts"]:
         rows += [{**base, "flow": f"{s['host']}:{s['port']}", "part": part["name"], "kind": "sink",
                   "node": s["host"], "protocol": s["proto"], "received_bytes": s["bytes"],
@@ -73,8 +76,9 @@ def write_results(out: Path, jobs: list[RunJob]) -> Path:
                     run_tables.append((t.stem, df))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
             # damaged since it finished: one row saying so (the next sweep runs it again)
+            where = f"{e.filename}: " if isinstance(e, OSError) and e.filename else ""
             run_rows = [{**_run_columns(rec), "status": "damaged", "wall_s": rec["wall_s"],
-                         "error": f"{root}: {type(e).__name__}: {e}"}]
+                         "error": f"{where}{type(e).__name__}: {e}"}]
             run_tables = []
         rows += run_rows
         for stem, df in run_tables:
