@@ -272,3 +272,26 @@ def test_a_run_damaged_while_the_sweep_collects_is_a_row_not_a_crash(tmp_path, c
     assert sorted(frame["status"]) == ["damaged", "ok"]
     error = frame[frame["status"] == "damaged"]["error"].iloc[0]
     assert error.startswith("ValueError: ") and "s/summary.json: Expecting property name" in error
+
+
+@pytest.mark.parametrize(("code", "hint"), [(28, "free some space"), (30, "choose a writable folder"),
+                                            (36, "use shorter names")])
+def test_a_full_or_read_only_disk_names_the_path_and_what_was_kept(tmp_path, capsys, monkeypatch, code, hint):
+    import errno
+    import os
+
+    from bufferlab.cli import main
+    from bufferlab.outputs import report
+
+    def full(root: Path, **_kw: object) -> float:
+        path = root / "tables" / "ping.parquet"
+        raise OSError(code, os.strerror(code), str(path))
+
+    monkeypatch.setattr(report, "after_run", full)
+    (tmp_path / "lab.toml").write_text(LAB, encoding="utf-8")
+    assert main(["run", "-q", str(tmp_path / "lab.toml"), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {tmp_path / 'out' / 'lab' / 'tables' / 'ping.parquet'}: {os.strerror(code)}\n" in err
+    assert f"kept: everything written before it is kept in {tmp_path / 'out'}" in err and hint in err
+    assert "Traceback" not in err and code in (errno.ENOSPC, errno.EROFS, errno.ENAMETOOLONG)
+    assert (tmp_path / "out" / "lab" / "summary.json").is_file()

@@ -12,6 +12,7 @@ was wrong with the input, after everything that could be produced was written.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
@@ -220,8 +221,37 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as e:  # SIGINT (130) or SIGTERM (143) outside a run's parts
         print("bufferlab: interrupted", file=sys.stderr)
         return 128 + getattr(e, "signum", 2)
+    except OSError as e:
+        if e.errno not in ENVIRONMENT_ERRORS:
+            raise
+        print(_environment_error(e, args), file=sys.stderr)
+        return 2
     finally:  # the results folders' locks (results_folder.py): their files go
         release_all()
+
+
+#: what the machine, not the input, can refuse at any write: a full disk or quota, a read-only
+#: file system, a name longer than the file system allows, no permission
+ENVIRONMENT_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENAMETOOLONG, errno.EACCES, errno.EPERM,
+                      errno.EFBIG, errno.EIO}
+
+
+def _environment_error(e: OSError, args: argparse.Namespace) -> str:
+    """The message for an environment error: the path, why, and what was kept."""
+    out = getattr(args, "results", None) or getattr(args, "output", None) or getattr(args, "flent", None)
+    if args.command == "sweep":  # its own options: -o OUT, by default ./results
+        words = args.args
+        out = next((words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-o", "--output")), "results")
+    kept = (f"everything written before it is kept in {out}" if out is not None
+            else "everything written before it is kept")
+    if args.command in ("run", "sweep", "mininet", "mn"):
+        kept += " (a previous complete run's results too); `bufferlab report` writes a run's tables and " \
+                "report again once there is room"
+    hint = {errno.ENAMETOOLONG: "use shorter names (a file name has at most 255 bytes)",
+            errno.EROFS: "choose a writable folder with -o", errno.EACCES: "choose a writable folder with -o",
+            errno.EPERM: "choose a writable folder with -o"}.get(e.errno or 0, "free some space, or choose "
+                                                                             "another disk with -o")
+    return f"error: {e.filename or out or '?'}: {e.strerror}\n  kept: {kept}\n  hint: {hint}"
 
 
 def _dispatch(args: argparse.Namespace) -> int:
