@@ -510,3 +510,23 @@ def test_popen_signals_and_pids(capsys: pytest.CaptureFixture[str]) -> None:
     assert "PING" not in p.communicate()[0] and "PING" not in q.communicate()[0]
     assert "ping" not in h1.cmd("ps -e")
     net.stop()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["mininet", "/dev/zero"], "/dev/zero: is a character device, not a file"),
+    (["mn", "--custom", "/dev/zero"], "/dev/zero: is a character device, not a file"),
+    (["mn", "--custom", "BAD"], "BAD:2: invalid Python: '(' was never closed"),
+    (["mn", "--custom", "RAISES"], "RAISES:1: ModuleNotFoundError: No module named 'nosuchmodule'"),
+])
+def test_what_is_not_a_script_is_said_never_read_for_ever(tmp_path: Path, results: Path,
+                                                          capsys: pytest.CaptureFixture[str], args: list[str],
+                                                          message: str) -> None:
+    (tmp_path / "bad.py").write_text("topos = {}\nx = (\n", encoding="utf-8")
+    (tmp_path / "raises.py").write_text("import nosuchmodule\n", encoding="utf-8")
+    names = {"BAD": str(tmp_path / "bad.py"), "RAISES": str(tmp_path / "raises.py")}
+    args = [names.get(a, a) for a in args]
+    assert main([*args, "-o", str(results)] if args[0] == "mn" else [args[0], "-o", str(results), args[1]]) == 2
+    err = capsys.readouterr().err
+    for k, v in names.items():
+        message = message.replace(k, v)
+    assert message in err and "Traceback" not in err

@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 from pathlib import Path
 from typing import IO, Any
 
@@ -127,3 +128,18 @@ def savefig(fig: Any, path: Path | str, **kwargs: Any) -> None:
     """``fig.savefig(path)`` through :func:`open_write` (the format from the suffix)."""
     with open_write(path, "wb") as f:
         fig.savefig(f, format=Path(path).suffix.lstrip(".").lower(), **kwargs)
+
+
+def not_a_file(path: Path | str) -> str:
+    """Why ``path`` is not a regular file to read, for a message: ``no such file``, ``is a
+    folder``, ``is a character device, not a file`` (/dev/zero, which would never end), ..."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "no such file"
+    for test, what in ((stat.S_ISDIR, "is a folder"), (stat.S_ISCHR, "is a character device, not a file"),
+                       (stat.S_ISBLK, "is a block device, not a file"),
+                       (stat.S_ISFIFO, "is a pipe (FIFO), not a file"), (stat.S_ISSOCK, "is a socket, not a file")):
+        if test(mode):
+            return what
+    return "is not a regular file" if not stat.S_ISREG(mode) else "is a file"

@@ -54,14 +54,13 @@ import json
 import math
 import re
 import shutil
-import stat
 import sys
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from ..safefs import ensure_dir, savefig, write_text
+from ..safefs import ensure_dir, not_a_file, savefig, write_text
 
 __all__ = ["PlotError", "PlotResult", "PLOTS", "plot_iperf", "plot_json", "load_iperf3_docs", "jq_number",
            "awk_number", "csv_records", "dat_lines"]
@@ -533,20 +532,6 @@ def _user_error(name: str, what: str, expected: str = _EXPECTED_JSON, hint: str 
 
 #: the largest iperf3 output read: an hour of -i 0.1 intervals of -P 128 is well below
 MAX_JSON_BYTES = 256 * 1024 * 1024
-
-
-def not_a_file(path: Path) -> str:
-    """What ``path`` is, when it is not a regular file: a folder, a device such as /dev/zero, ..."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return "no such file"
-    for test, what in ((stat.S_ISDIR, "is a folder"), (stat.S_ISCHR, "is a character device, not a file"),
-                       (stat.S_ISBLK, "is a block device, not a file"), (stat.S_ISFIFO, "is a pipe (FIFO), not a file"),
-                       (stat.S_ISSOCK, "is a socket, not a file")):
-        if test(mode):
-            return what
-    return "not a regular file"
 
 
 def load_iperf3_docs(json_path: Path) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import runpy
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from .cli import CLI
 from .link import Link, TCLink
 from .log import info, output, setLogLevel
 from .net import Mininet
-from .script import mininet_modules
+from .script import check_script, mininet_modules
 from .session import MininetError
 from .topo import LinearTopo, MinimalTopo, SingleSwitchTopo
 from .topolib import TreeTopo
@@ -110,11 +111,21 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
     setLogLevel("info")
     topos = dict(TOPOS)
     for f in custom:
+        check_script(f, "file")
         try:
             with mininet_modules():  # a custom file written for Mininet imports mininet.topo
-                topos.update(runpy.run_path(str(f)).get("topos", {}))
+                found = runpy.run_path(str(f)).get("topos", {})
         except OSError as e:
             raise BufferlabError(f"--custom {f}: {e.strerror}") from None
+        except SyntaxError as e:
+            raise BufferlabError(f"--custom {f}:{e.lineno}: invalid Python: {e.msg}") from None
+        except Exception as e:  # the file's own mistake, at its line
+            line = next((t.lineno for t in reversed(traceback.extract_tb(e.__traceback__))
+                         if Path(t.filename).resolve() == Path(f).resolve()), None)
+            raise BufferlabError(f"--custom {f}{f':{line}' if line else ''}: {type(e).__name__}: {e}") from None
+        if not isinstance(found, dict):
+            raise BufferlabError(f"--custom {f}: topos must be a dict of name -> topology class")
+        topos.update(found)
     if test is not None and test not in TESTS:
         raise MininetError(f"--test {test}: expected one of {', '.join(TESTS)}")
     net_mod.results_in(results, "mn")

@@ -43,7 +43,7 @@ from ..outputs.report import after_run
 from ..run.programs import PROGRAMS
 from ..run.scheduler import signal_name, signals_deferred, signals_raise
 from ..results_folder import acquire, fresh, release, write_marker
-from ..safefs import remove_tree, write_atomic
+from ..safefs import not_a_file, remove_tree, write_atomic
 from . import clock
 from . import net as net_mod
 from .session import Job, MininetError, Session
@@ -309,8 +309,7 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
     it left running is stopped (what runs Ctrl-C'd) and the results are written: summary.json
     (with ``error`` or ``interrupted``), the tables and the report."""
     script = script.resolve()
-    if not script.is_file():
-        raise BufferlabError(f"{script}: no such script")
+    check_script(script, "script")
     slug = script.stem
     root = results.resolve() / slug
     prev = _fresh(root, script)
@@ -361,6 +360,20 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
               file=sys.stderr)
     print(f"{script.name}: results in {root}")  # the closing line on stdout, as bufferlab run's
     return status
+
+
+#: the largest Python file run (a script, an mn --custom file): far beyond any lab's
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024
+
+
+def check_script(path: Path, what: str) -> None:
+    """A readable Python file of a sane size, else an error saying what ``path`` is (a folder,
+    /dev/zero, which runpy would read for ever, ...)."""
+    if not path.is_file():
+        why = not_a_file(path)
+        raise BufferlabError(f"{path}: {'no such ' + what if why == 'no such file' else why}")
+    if path.stat().st_size > MAX_SCRIPT_BYTES:
+        raise BufferlabError(f"{path}: more than {MAX_SCRIPT_BYTES >> 20} MiB: not a Mininet {what}")
 
 
 def _print_script_traceback(e: BaseException, script: Path) -> None:
