@@ -295,3 +295,13 @@ def test_a_full_or_read_only_disk_names_the_path_and_what_was_kept(tmp_path, cap
     assert f"kept: everything written before it is kept in {tmp_path / 'out'}" in err and hint in err
     assert "Traceback" not in err and code in (errno.ENOSPC, errno.EROFS, errno.ENAMETOOLONG)
     assert (tmp_path / "out" / "lab" / "summary.json").is_file()
+
+
+def test_export_at_a_file_says_a_file_is_in_the_way(finished_run, tmp_path, capsys):
+    from bufferlab.cli import main
+
+    (tmp_path / "afile").write_text("mine")
+    for out in (tmp_path / "afile", tmp_path / "afile" / "x"):
+        assert main(["export", "--flent", str(finished_run), "-o", str(out)]) == 2
+        assert f"error: {out}: a file is in the way of the output folder" in capsys.readouterr().err
+    assert (tmp_path / "afile").read_text() == "mine"

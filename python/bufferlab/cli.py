@@ -380,8 +380,11 @@ def _cli_export_flent(results_dir: Path, out_dir: Path | None) -> int:
     try:
         rep = export_flent(results_dir, out_dir)
     except OSError as e:
+        # -o at a file (or under one): mkdir's "File exists" would not say which is in the way
+        why = "a file is in the way of the output folder" if isinstance(e, FileExistsError | NotADirectoryError) \
+            else e.strerror
         raise BufferlabError(
-            f"error: {e.filename or results_dir}: {e.strerror}\n"
+            f"error: {e.filename or results_dir}: {why}\n"
             "  hint: check the permissions, or choose another folder with -o"
         ) from None
     _show(rep.produced)
