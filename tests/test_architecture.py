@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("formats", ("bufferlab.formats",)),
     ("outputs", ("bufferlab.outputs",)),
     ("run", ("bufferlab.run",)),
+    ("real", ("bufferlab.real",)),
     ("sweep", ("bufferlab.sweep",)),
     ("mininet", ("bufferlab.mininet",)),
     ("entry points", ("bufferlab.cli", "bufferlab")),

@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-wall", type=_positive_float, metavar="SECONDS",
                      help="end the run cleanly after this much wall-clock time (checked every 100 ms of "
                      "simulated time); exit status 3")
+    run.add_argument("--real", action="store_true",
+                     help="run the lines for real, in real time, with the real tools on this machine's Linux "
+                     "kernel in private network namespaces (root; results/<scenario>-real; docs/real.md)")
     run.add_argument("--max-events", type=_positive_int, metavar="N",
                      help="end the run cleanly once the engine has processed N events (checked every "
                      "100 ms of simulated time); exit status 3")
@@ -298,6 +301,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     if args.seed is not None:
         sc.seed = args.seed
+    if args.real:
+        return _cli_real(sc, args, after_run)
     # results (each part's summary, the closing line) on stdout; progress and diagnostics on stderr
     echo = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr))
     result = (lambda s: None) if args.quiet else print
@@ -345,6 +350,42 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(f"bufferlab: run stopped early: {r.stopped}; results so far in {r.root}", file=sys.stderr)
         return EXIT_STOPPED
     return status
+
+
+def _cli_real(sc, args: argparse.Namespace, after_run) -> int:  # noqa: ANN001
+    """``bufferlab run --real``: the same lines on the kernel (real/), the same outputs."""
+    from .real.runner import RealRunner
+    from .run.scheduler import signal_name, signals_deferred, signals_raise
+
+    echo = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr))
+    result = (lambda s: None) if args.quiet else print
+    r = RealRunner(sc, args.output, echo=echo, result=result)
+    r.check()
+    r.root.parent.mkdir(parents=True, exist_ok=True)
+    signals_raise()  # SIGINT/SIGTERM: every process stopped, every namespace removed, then 130/143
+    try:
+        summary = r.run()
+    except KeyboardInterrupt as e:
+        with signals_deferred():
+            if (r.root / "summary.json").is_file():
+                _after_run_quietly(after_run, r.root, not args.no_report, echo)
+        print(f"bufferlab: interrupted by {signal_name(e)}: every namespace and process removed; results "
+              f"so far in {r.root}", file=sys.stderr)
+        return 128 + getattr(e, "signum", 2)
+    except Exception:
+        with signals_deferred():
+            if (r.root / "summary.json").is_file():
+                _after_run_quietly(after_run, r.root, not args.no_report, echo)
+        raise
+    with signals_deferred():
+        after_run(r.root, report=not args.no_report, echo=echo)
+    if not args.quiet:
+        print(f"{sc.name}: {summary['simulated_s']:.3f} s in real time on Linux {summary['real']['kernel']}; "
+              f"results in {r.root}")
+    if summary.get("error"):
+        print(f"bufferlab: {summary['error']}", file=sys.stderr)
+        return 1
+    return _report_failures(r.failures)
 
 
 def _show(paths: list[Path]) -> None:

@@ -1,0 +1,110 @@
+"""A link as two tap devices joined in userspace, standing in for ``netem delay D`` on a
+kernel built without netem (``python -m bufferlab.real.delayline NS_A DEV_A NS_B DEV_B``).
+
+Each end is a persistent tap device (made by ``ip tuntap add``) in its own namespace;
+this process attaches to both and copies every frame across, holding the frames that
+leave an end for that end's delay. The delays start at 0 and are set on standard input
+("a 0.02" = frames leaving DEV_A wait 20 ms); end of input ends the process. The delay
+sits after the interface's qdiscs, where netem's delay line is when it is the only
+qdisc; like netem's default ``limit 1000``, at most 1000 frames wait per direction
+(more are dropped). Prints "ready" once both ends are attached.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import heapq
+import os
+import selectors
+import signal
+import struct
+import sys
+import time
+
+TUNSETIFF = 0x400454CA
+IFF_TAP, IFF_NO_PI = 0x0002, 0x1000
+CLONE_NEWNET = 0x40000000
+PR_SET_PDEATHSIG = 1
+#: netem's default limit: frames waiting in one direction
+LIMIT = 1000
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _enter(ns: str) -> None:
+    fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns {ns}")
+    finally:
+        os.close(fd)
+
+
+def _attach(ns: str, dev: str) -> int:
+    _enter(ns)
+    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
+    fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", dev.encode(), IFF_TAP | IFF_NO_PI))
+    return fd
+
+
+def main(argv: list[str]) -> int:
+    ns_a, dev_a, ns_b, dev_b = argv
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # never outlive the runner
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    fds = {"a": _attach(ns_a, dev_a), "b": _attach(ns_b, dev_b)}
+    other = {"a": "b", "b": "a"}
+    delay = {"a": 0.0, "b": 0.0}
+    waiting = {"a": 0, "b": 0}
+    # (release time, sequence, from which end, frame): frames leave in release order
+    line: list[tuple[float, int, str, bytes]] = []
+    seq = 0
+    sel = selectors.DefaultSelector()
+    for end, fd in fds.items():
+        sel.register(fd, selectors.EVENT_READ, end)
+    os.set_blocking(0, False)
+    sel.register(0, selectors.EVENT_READ, "control")
+    control = b""
+    print("ready", flush=True)
+    while True:
+        now = time.monotonic()
+        while line and line[0][0] <= now:
+            _, _, end, frame = heapq.heappop(line)
+            waiting[end] -= 1
+            try:
+                os.write(fds[other[end]], frame)
+            except OSError:  # the far end is down (no carrier yet): lost, as on a wire
+                pass
+        timeout = max(0.0, line[0][0] - now) if line else None
+        for key, _ in sel.select(timeout):
+            end = key.data
+            if end == "control":
+                chunk = os.read(0, 4096)
+                if not chunk:
+                    return 0
+                control += chunk
+                while b"\n" in control:
+                    cmd, control = control.split(b"\n", 1)
+                    which, seconds = cmd.decode().split()
+                    delay[which] = float(seconds)
+                continue
+            for _ in range(256):  # a burst at a time, then the due frames again
+                try:
+                    frame = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    break
+                if delay[end] <= 0 and not waiting[end]:
+                    try:
+                        os.write(fds[other[end]], frame)
+                    except OSError:
+                        pass
+                    continue
+                if waiting[end] >= LIMIT:
+                    continue
+                waiting[end] += 1
+                heapq.heappush(line, (time.monotonic() + delay[end], seq, end, frame))
+                seq += 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,199 @@
+"""A scenario's topology as Linux network namespaces, and its removal.
+
+Mininet's layout, in a private tree: host ``hN`` is namespace ``blr<pid>-hN`` with
+``hN-eth0`` = 10.0.0.N/8; every switch is a bridge named after it in one
+``blr<pid>-admin`` namespace, which also holds the switch ports ``sX-eth<k>`` and
+runs the ``admin:`` lines (Mininet's root namespace, here never the machine's).
+No interface of the machine's own namespace is created, changed or routed to.
+
+The runner's pid in every name lets the next run remove what a killed one
+(``kill -9``) left: :func:`reap_orphans` deletes the namespaces of pids that are
+gone, after killing every process still inside them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from ..scenario.load import Scenario
+from ..scenario.topology import BuiltTopology
+
+PREFIX = "blr"
+_OURS = re.compile(rf"^{PREFIX}(\d+)-\S+$")
+
+#: a new namespace copies nothing of the machine's TCP settings on this kernel family, but
+#: older ones copied init_net's: the kernel's defaults (net/ipv4/tcp.c) set explicitly, as the
+#: simulation models them
+TCP_DEFAULTS = {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_wmem": "4096 16384 4194304"}
+
+
+def sh(*args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run(args, capture_output=True, text=True, check=check, timeout=timeout)
+
+
+def netns_list() -> list[str]:
+    out = sh("ip", "netns", "list", check=False).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def ns_pids(ns: str) -> list[int]:
+    out = sh("ip", "netns", "pids", ns, check=False).stdout
+    return [int(p) for p in out.split() if p.isdigit()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def delete_namespace(ns: str) -> None:
+    """Kill what runs inside ``ns`` (a namespace outlives its deletion while a process holds
+    it), then delete it; its interfaces go with it (a veth's peer too)."""
+    for _ in range(3):
+        pids = [p for p in ns_pids(ns) if p != os.getpid()]
+        if not pids:
+            break
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    sh("ip", "netns", "del", ns, check=False)
+
+
+def reap_orphans() -> list[str]:
+    """Namespaces of earlier ``--real`` runs whose runner is gone (killed by SIGKILL):
+    removed with their processes. Returns their names."""
+    gone = []
+    for ns in netns_list():
+        m = _OURS.match(ns)
+        if m and not _alive(int(m[1])):
+            delete_namespace(ns)
+            gone.append(ns)
+    return gone
+
+
+@dataclass
+class Lab:
+    """The namespaces of one run. :meth:`build` makes them, :meth:`teardown` removes
+    them and everything started in them (idempotent; called on every exit path)."""
+
+    sc: Scenario
+    topo: BuiltTopology
+    #: interfaces whose link is a userspace delay line (delayline.py) instead of a veth
+    piped: set[str] = field(default_factory=set)
+    namespaces: list[str] = field(default_factory=list)
+    #: processes started in the namespaces, each the leader of its own process group
+    procs: list[subprocess.Popen] = field(default_factory=list)
+    #: the delay lines: interface -> (its process, the end this interface is: "a" or "b")
+    pipes: dict[str, tuple[subprocess.Popen, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tag = f"{PREFIX}{os.getpid()}"
+
+    def ns(self, terminal: str) -> str:
+        """The namespace a terminal's lines run in: a host's own, or admin (switches too)."""
+        kind = self.topo.node_kinds.get(terminal)
+        return f"{self.tag}-{terminal}" if kind == "host" else f"{self.tag}-admin"
+
+    def ns_of_dev(self, dev: str) -> str:
+        owner = self.topo.owner_of(dev)
+        return self.ns(owner) if owner else self.ns("admin")
+
+    def exec_argv(self, terminal: str, argv: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.ns(terminal), *argv]
+
+    def _add_ns(self, name: str) -> None:
+        sh("ip", "netns", "add", name)
+        self.namespaces.append(name)
+        sh("ip", "-n", name, "link", "set", "lo", "up")
+
+    def build(self) -> None:
+        admin = self.ns("admin")
+        self._add_ns(admin)
+        for h in self.sc.hosts:
+            self._add_ns(self.ns(h))
+            for key, value in TCP_DEFAULTS.items():
+                sh("ip", "netns", "exec", self.ns(h), "sysctl", "-q", "-w", f"{key}={value}")
+        for s in self.sc.switches:
+            # a switch forwards at once (no STP learning delay), as Open vSwitch in Mininet
+            sh("ip", "-n", admin, "link", "add", s, "type", "bridge", "stp_state", "0", "forward_delay", "0")
+            sh("ip", "-n", admin, "link", "set", s, "up")
+        for link in self.topo.engine_config["links"]:
+            a, b = link["a"], link["b"]
+            self._link(a, b)
+        for i in self.topo.interfaces:
+            ns = self.ns_of_dev(i.name)
+            if i.ip:
+                sh("ip", "-n", ns, "addr", "add", i.ip if "/" in i.ip else f"{i.ip}/8", "dev", i.name)
+            if self.topo.node_kinds[i.node] == "switch":
+                sh("ip", "-n", ns, "link", "set", i.name, "master", i.node)
+            sh("ip", "-n", ns, "link", "set", i.name, "up")
+
+    def _link(self, a: dict, b: dict) -> None:
+        na, nb = self.ns_of_dev(a["intf"]), self.ns_of_dev(b["intf"])
+        if a["intf"] in self.piped or b["intf"] in self.piped:
+            for ns, dev in ((na, a["intf"]), (nb, b["intf"])):
+                sh("ip", "-n", ns, "tuntap", "add", "dev", dev, "mode", "tap")
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "bufferlab.real.delayline", na, a["intf"], nb, b["intf"]],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+            self.procs.append(proc)
+            ready = proc.stdout.readline() if proc.stdout else ""
+            if ready.strip() != "ready":
+                raise RuntimeError(f"the delay line between {a['intf']} and {b['intf']} did not start")
+            self.pipes[a["intf"]] = (proc, "a")
+            self.pipes[b["intf"]] = (proc, "b")
+            return
+        sh("ip", "-n", na, "link", "add", a["intf"], "type", "veth", "peer", "name", b["intf"], "netns", nb)
+
+    def set_delay(self, dev: str, seconds: float) -> None:
+        """``netem delay`` on ``dev``: frames leaving it wait this long in its delay line."""
+        proc, end = self.pipes[dev]
+        assert proc.stdin is not None
+        proc.stdin.write(f"{end} {seconds!r}\n")
+        proc.stdin.flush()
+
+    def teardown(self) -> None:
+        """Stop every process (Ctrl-C first, so tools end as a student's would; then SIGKILL),
+        then delete the namespaces with whatever still runs inside them."""
+        live = [p for p in self.procs if p.poll() is None]
+        for p in live:
+            _signal_group(p, signal.SIGINT)
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end and any(p.poll() is None for p in live):
+            time.sleep(0.02)
+        for p in self.procs:
+            _signal_group(p, signal.SIGKILL)
+            try:
+                p.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+        for ns in reversed(self.namespaces):
+            delete_namespace(ns)
+        left = [ns for ns in self.namespaces if ns in netns_list()]
+        self.namespaces = left
+        self.procs = []
+
+    def leftovers(self) -> list[str]:
+        return [ns for ns in netns_list() if ns.startswith(self.tag + "-")]
+
+
+def _signal_group(p: subprocess.Popen, sig: int) -> None:
+    """Signal the process group ``p`` leads (its children too: a tool's helpers)."""
+    try:
+        os.killpg(p.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
