@@ -242,3 +242,24 @@ def test_an_interface_name_given_twice_is_still_refused(tmp_path: Path, capsys: 
     assert main(["check", str(p)]) == 2
     err = capsys.readouterr().err
     assert "s1 has two interfaces named 's1-x'" in err, err
+
+
+@pytest.mark.parametrize("cmd,needle", [
+    ("h1: ping 10.0.0.2 -i 0.001 &", "ping could keep up to 3,600,001 replies: one every -i 0.001 s for 3600 s "
+     "(until the scenario ends)"),
+    ("h1: ping 10.0.0.2 -c 2000000 -i 0.0001", "ping could keep up to 2,000,000 replies"),
+    ("h1: ping 10.0.0.2 -i 0.0001 -w 1000", "ping could keep up to 10,000,001 replies: one every -i 0.0001 s "
+     "for 1000 s (-w)"),
+])
+def test_ping_replies_are_bounded_at_check_time(tmp_path: Path, capsys: Cap, cmd: str, needle: str) -> None:
+    p = scenario(tmp_path, cmd, "h2: ping 10.0.0.1 -c 1")
+    interval = cmd.split("-i ")[1].split()[0]
+    for err in both(tmp_path, p, capsys):
+        line, col = col_of(p, interval).split(":")[1:]
+        assert f"t.toml:{line}:{col}: error: {needle}" in err, err
+        assert "at most 1,000,000 replies per ping" in err
+
+
+def test_pings_within_the_bound_still_check(tmp_path: Path, capsys: Cap) -> None:
+    p = scenario(tmp_path, "h1: ping 10.0.0.2 -i 0.001 -w 100", "h1: ping 10.0.0.2 -c 1000000 -i 0.0001")
+    assert main(["check", str(p)]) == 0, capsys.readouterr().err

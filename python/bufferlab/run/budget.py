@@ -22,6 +22,11 @@ that fits.
 part), may be at most :data:`MAX_FLOW_ARRIVALS` (the engine stops a client's arrivals
 at twice that, ``flows::MAX_FLOW_ARRIVALS``; Poisson arrivals never get there).
 
+``ping`` keeps every reply (16 bytes in the engine, about 0.3 KB once formatted): its
+replies, at most ``-c`` and at most one per ``-i`` for as long as it may run (``-w``, or
+to the scenario's end as for plot_q.sh above), may be at most :data:`MAX_PING_REPLIES`
+(the engine ends a ping at twice that, ``ping::MAX_REPLIES``).
+
 Queue traces (``[trace]``, and plot_q.sh's own 1 ms trace) are streamed to
 disk by the engine (56-byte records through a 256 KB buffer): their memory
 does not grow with the run, so they have no check-time budget.
@@ -32,7 +37,8 @@ from __future__ import annotations
 import math
 
 from ..commands.flows import arrival_rate
-from ..errors import CommandError, ScenarioError
+from ..commands.ping import parse_ping
+from ..errors import CommandError, Diagnostics, ScenarioError
 from ..scenario.load import Scenario
 from .context import PreparedLine
 
@@ -42,6 +48,8 @@ MAX_SAMPLES_PER_MONITOR = 1_000_000
 MAX_SAMPLES_TOTAL = 4_000_000
 #: the most flows one ``flows -c`` may be expected to start (half the engine's cap)
 MAX_FLOW_ARRIVALS = 1_000_000
+#: the most replies one ``ping`` may keep (half the engine's cap)
+MAX_PING_REPLIES = 1_000_000
 
 
 def _is_plot_q(words: list) -> bool:  # type: ignore[type-arg]
@@ -116,6 +124,43 @@ def check_flow_budget(sc: Scenario, lines: dict[str, list[PreparedLine]], defaul
                         suggestion=f"lower --rate to at most {MAX_FLOW_ARRIVALS / span_s:g}/s, or "
                         + ("shorten -t" if t_ns is not None else "give it a shorter -t"),
                     ).locate(c.where(rate_w.col), c.text)
+
+
+def check_ping_budget(sc: Scenario, lines: dict[str, list[PreparedLine]], default_stop_at_s: float) -> None:
+    """Raise, at its ``-i`` (or the command), for a ``ping`` that could keep more than
+    :data:`MAX_PING_REPLIES` replies."""
+    stop_at = sc.profile.stop_at or default_stop_at_s
+    n = len(sc.parts)
+    for k, part in enumerate(sc.parts):
+        to_end_s = (n - k) * stop_at + (n - k - 1) * sc.part_gap
+        for pl in lines.get(part.name, []):
+            for job in pl.jobs:
+                for simple, _ in job:
+                    words = simple.words
+                    if not words or words[0].text != "ping":
+                        continue
+                    try:
+                        cmd = parse_ping(words, Diagnostics())
+                    except CommandError:
+                        continue
+                    if cmd.interval_s <= 0:
+                        continue
+                    span_s = cmd.deadline_s if cmd.deadline_s is not None else to_end_s
+                    bound = int(span_s / cmd.interval_s) + 1
+                    if cmd.count is not None:
+                        bound = min(bound, cmd.count)
+                    if bound <= MAX_PING_REPLIES:
+                        continue
+                    i_word = next((w for a, w in zip(words, words[1:]) if a.text == "-i"), None)
+                    how = "-w" if cmd.deadline_s is not None else "until the scenario ends"
+                    c = pl.command
+                    raise CommandError(
+                        f"ping could keep up to {bound:,} replies: one every -i {cmd.interval_s:g} s for "
+                        f"{span_s:g} s ({how})",
+                        col=(i_word or words[0]).col,
+                        expected=f"at most {MAX_PING_REPLIES:,} replies per ping (-c, or time it may run / -i)",
+                        suggestion=f"give it -c (at most {MAX_PING_REPLIES:,}) or a -w deadline, or a longer -i",
+                    ).locate(c.where((i_word or words[0]).col), c.text)
 
 
 def _fmt_s(s: float) -> str:

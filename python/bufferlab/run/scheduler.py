@@ -46,7 +46,7 @@ from ..results_folder import acquire, fresh, release, write_marker
 from ..safefs import ensure_dir, open_write, remove_tree, write_atomic
 from ..scenario.load import Command, Part, Scenario
 from ..scenario.topology import BuiltTopology, build_topology
-from .budget import check_flow_budget, check_sample_budget
+from .budget import check_flow_budget, check_ping_budget, check_sample_budget
 from .context import (
     NS,
     AppRecord,
@@ -251,6 +251,7 @@ class Runner:
         self.observation.check()
         check_sample_budget(self.sc, self.lines, DEFAULT_STOP_AT_S)
         check_flow_budget(self.sc, self.lines, DEFAULT_STOP_AT_S)
+        check_ping_budget(self.sc, self.lines, DEFAULT_STOP_AT_S)
 
     def _check_part_ends(self, part: Part, lines: list[PreparedLine]) -> None:
         """A part of only endless lines would end the instant it starts (Lab 14's first

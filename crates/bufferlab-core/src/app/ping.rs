@@ -20,6 +20,11 @@ use serde_json::json;
 /// iputils' MAXWAIT: how long ping lingers for missing replies after the last request.
 const LINGER: SimDuration = SimDuration::from_secs(10);
 
+/// Replies one ping keeps at most (16 bytes each here, about 0.3 KB each once
+/// Python formats them); then it ends as at its `-w` deadline. run/budget.py
+/// refuses at check time a ping that could get more than half of this.
+pub const MAX_REPLIES: usize = 2_000_000;
+
 /// iputils' `MAX_DUP_CHK`: one bit per icmp_seq value (ping_common.c's
 /// `rcvd_tbl`), so the table covers the whole 16-bit sequence space.
 const MAX_DUP_CHK: usize = 0x10000;
@@ -196,6 +201,9 @@ impl Ping {
             if self.received >= c {
                 self.finish(ctx);
             }
+        }
+        if self.replies.len() >= MAX_REPLIES {
+            self.finish(ctx);
         }
     }
 
@@ -523,7 +531,22 @@ mod tests {
         let first = bench.sent(0).remove(0);
         p.handle_packet(&mut bench.ctx(0, at_ms(0)), &echo_reply(&first, 64));
         p.handle_packet(&mut bench.ctx(0, at_ms(0)), &echo_reply(&first, 64));
-        assert_eq!(replies(&p.result())[1].2, true);
+        assert!(replies(&p.result())[1].2);
+    }
+
+    #[test]
+    fn a_ping_ends_at_its_reply_cap() {
+        let (mut p, mut bench) = started(spec(None, 1));
+        let req = bench.sent(0).remove(0);
+        p.replies.extend((1..MAX_REPLIES).map(|_| Reply {
+            seq: 0,
+            ttl: 64,
+            rtt: SimDuration::ZERO,
+            dup: false,
+        }));
+        p.handle_packet(&mut bench.ctx(0, at_ms(1)), &echo_reply(&req, 64));
+        assert!(p.is_finished());
+        assert_eq!(p.poll_timeout(), None);
     }
 
     #[test]
