@@ -154,6 +154,11 @@ def _tc_section(run: Run) -> str:
     out = []
     if all("qdiscs" in p for p in run.parts):
         for p in run.parts:  # counters are cumulative since the qdisc was added; drops are the part's
+            if "tc" in p:  # a --real run: the kernel's own `tc -s qdisc show` text
+                out.append(f"<h3>end of part {_e(p['name'])}</h3>" + ("".join(
+                    f"<pre>$ tc -s qdisc show dev {_e(dev)}\n{_e(text)}</pre>" for dev, text in sorted(
+                        p["tc"].items())) or "<p class='muted'>No qdiscs.</p>"))
+                continue
             out.append(_tc_blocks(f"end of part {p['name']}", p["qdiscs"], p.get("drops", {}), prof))
     else:
         ifs = run.summary["interfaces"]
