@@ -1,0 +1,212 @@
+"""``bufferlab run --real``: the scenario on this machine's kernel (docs/real.md).
+
+Skipped, with the reason, without root, network namespaces, ``tc`` or ``iperf3``. Every
+test checks that nothing is left behind: no namespace of the run (``blr<pid>-*``) and no
+process of it (each scenario's iperf3 uses a port of its own, looked for in ``ps``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from bufferlab import load_scenario, run_scenario
+from bufferlab.real import netns
+from bufferlab.real.preflight import RealError, check_machine, read_plan
+from bufferlab.run.scheduler import Runner
+
+
+def _unavailable() -> str | None:
+    if sys.platform != "linux":
+        return "needs Linux"
+    if os.geteuid() != 0:
+        return "needs root for network namespaces"
+    for tool in ("ip", "tc", "iperf3"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    probe = f"blt{uuid.uuid4().hex[:6]}"
+    if subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode != 0:
+        return "network namespaces are not available here"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return None
+
+
+needs_kernel = pytest.mark.skipif(_unavailable() is not None, reason=str(_unavailable()))
+
+
+def _scenario(port: int, extra: str = "", h1: str | None = None, sim: str = "") -> str:
+    h1 = h1 or f"h1: iperf3 -c 10.0.0.2 -p {port} -t 2 -J > o.json"
+    return f"""
+name = "real"
+{sim}
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], ["s1", "h2"]]
+[[part]]
+name = "p"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root tbf rate 10mbit burst 15k limit 150k",
+  "h2: iperf3 -s -p {port}",
+  "admin: plot_q.sh s1-eth2 &",
+  "{h1}",
+  {extra}
+]
+"""
+
+
+def _bufferlab(*args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "bufferlab.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _ours(pid: int) -> list[str]:
+    return [ns for ns in netns.netns_list() if ns.startswith(f"{netns.PREFIX}{pid}-")]
+
+
+def _procs_with(marker: str) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [ln for ln in out.splitlines() if marker in ln and "ps -eo" not in ln]
+
+
+def _nothing_left(pid: int, port: int) -> None:
+    assert _ours(pid) == []
+    assert _procs_with(f"-p {port}") == []
+    assert _procs_with(f"{netns.PREFIX}{pid}-") == []  # the delay lines name their namespaces
+
+
+@needs_kernel
+def test_tbf_goodput_outputs_and_compare(write_scenario, tmp_path):
+    port = 5390
+    path = write_scenario(_scenario(port))
+    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report")
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    _nothing_left(p.pid, port)
+    root = tmp_path / "results" / "t-real"
+    doc = json.loads((root / "p/h1/o.json").read_text())
+    goodput = doc["end"]["sum_received"]["bits_per_second"]
+    print(f"real goodput {goodput / 1e6:.2f} Mbit/s; {out}")
+    assert 8e6 <= goodput <= 10e6
+    summary = json.loads((root / "summary.json").read_text())
+    part = summary["parts"][0]
+    assert "tbf" in part["tc"]["s1-eth2"] and part["qdiscs"]["s1-eth2"][0]["kind"] == "tbf"
+    assert part["queues"] == ["p/queue_s1-eth2.csv"] and (root / "p/admin/q_s1-eth2.dat").is_file()
+    assert part["results"]["iperf3"][0]["goodput_mbps"] == pytest.approx(goodput / 1e6, abs=0.01)
+    assert (root / "tables/intervals.parquet").is_file()
+    # the simulated run of the same file, side by side
+    run_scenario(load_scenario(path), results_root=tmp_path / "results", progress=False)
+    c = _bufferlab("compare", str(tmp_path / "results/t"), str(root), "-o", str(tmp_path / "cmp"))
+    cout, cerr = c.communicate(timeout=60)
+    assert c.returncode == 0, cerr
+    rows = (tmp_path / "cmp/compare.csv").read_text().splitlines()
+    assert len(rows) == 3 and rows[2].startswith("t-real,1,")
+
+
+@needs_kernel
+def test_sigterm_removes_every_namespace_and_process(write_scenario, tmp_path):
+    port = 5391
+    path = write_scenario(_scenario(port, h1="h1: sleep 30"))
+    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report")
+    end = time.monotonic() + 20
+    while time.monotonic() < end and not (_ours(p.pid) and _procs_with(f"-p {port}")):
+        time.sleep(0.1)
+    assert _ours(p.pid), "the run built its namespaces"
+    time.sleep(0.3)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 143, err
+    _nothing_left(p.pid, port)
+    summary = json.loads((tmp_path / "results/t-real/summary.json").read_text())
+    assert summary["interrupted"] == "SIGTERM" and summary["parts"][0]["interrupted"] == "SIGTERM"
+
+
+@needs_kernel
+def test_a_run_time_error_cleans_up_too(write_scenario, tmp_path):
+    port = 5392
+    path = write_scenario(_scenario(port, h1="h1: sleep 10", sim='[sim]\nstop_at = "1s"'))
+    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report")
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 1 and "did not finish within stop_at" in err, err
+    _nothing_left(p.pid, port)
+
+
+@needs_kernel
+def test_kill_9_leftovers_go_with_the_next_run(write_scenario, tmp_path):
+    port = 5393
+    path = write_scenario(_scenario(port, h1="h1: sleep 30"))
+    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report")
+    end = time.monotonic() + 20
+    while time.monotonic() < end and not (_ours(p.pid) and _procs_with(f"-p {port}")):
+        time.sleep(0.1)
+    p.kill()
+    p.communicate(timeout=10)
+    assert _ours(p.pid), "SIGKILL leaves the namespaces"
+    gone = netns.reap_orphans()  # what the next run does first
+    assert set(_ours(p.pid)) == set() and gone
+    assert _procs_with(f"-p {port}") == []
+
+
+@needs_kernel
+def test_a_qdisc_kind_the_kernel_lacks_is_named_before_anything_starts(write_scenario, tmp_path):
+    path = write_scenario(_scenario(5394, extra='"admin: tc qdisc add dev s1-eth1 root red limit 400000 '
+                                    'min 30000 max 90000 avpkt 1000 burst 55 bandwidth 10mbit",'))
+    r = Runner(load_scenario(path))
+    r.check()
+    plan = read_plan(r.sc, r.topo, r.lines)
+    try:
+        check_machine(plan, f"blr{os.getpid()}")
+    except RealError as e:
+        message = str(e)
+    else:
+        pytest.skip("this kernel builds red")
+    assert "this kernel has no red qdisc" in message and "t.toml:" in message
+    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"))
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and "no red qdisc" in err
+    assert not (tmp_path / "results/t-real").exists() and _ours(p.pid) == []
+
+
+@needs_kernel
+@pytest.mark.skipif(shutil.which("ping") is None, reason="ping is not installed")
+def test_netem_delay_is_a_delay_line_where_the_kernel_has_no_netem(write_scenario, tmp_path):
+    port = 5395
+    path = write_scenario(_scenario(port, h1="h1: ping 10.0.0.2 -c 4 -i 0.2",
+                                    extra='"admin: tc qdisc add dev s1-eth1 root netem delay 20ms",'))
+    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report")
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    _nothing_left(p.pid, port)
+    res = json.loads((tmp_path / "results/t-real/summary.json").read_text())["parts"][0]["results"]["ping"][0]
+    # the first reply also waited for ARP, whose answer crossed the delay too
+    assert res["received"] == 4 and 19.9 <= res["min_ms"] <= 25, res
+
+
+def test_not_root_is_a_clear_error(write_scenario, monkeypatch):
+    path = write_scenario(_scenario(5396))
+    r = Runner(load_scenario(path))
+    r.check()
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(RealError, match="needs root"):
+        check_machine(read_plan(r.sc, r.topo, r.lines), "blr0")
+
+
+def test_lines_that_would_reach_the_machine_are_refused(write_scenario, monkeypatch):
+    path = write_scenario(_scenario(5397, extra='"h1: pkill iperf3",'))
+    r = Runner(load_scenario(path))
+    r.check()
+    plan = read_plan(r.sc, r.topo, r.lines)
+    assert any("pkill" in p and "machine" in p for p in plan.problems)
+    if os.geteuid() == 0 and _unavailable() is None:
+        plan.problems = []
+        plan.sysctls["kernel.sched_child_runs_first"] = "t.toml:1:1"  # not a namespace's own
+        with pytest.raises(RealError, match="only net"):
+            check_machine(plan, f"blr{os.getpid()}")
