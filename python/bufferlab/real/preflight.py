@@ -291,7 +291,10 @@ def _check_sysctls(plan: Plan, probe: str) -> list[str]:
             problems.append(f"{where}: sysctl {key}: only net.* settings, which each namespace has of its own, "
                             "are set with --real (this one would change the machine's)")
             continue
-        path = "/proc/sys/" + dotted.replace(".", "/")
+        segs = dotted.split(".")
+        if len(segs) > 3 and segs[2] in ("conf", "neigh"):
+            segs[3] = "default"  # an interface's own (h1-eth0): the probe has the defaults' entry
+        path = "/proc/sys/" + "/".join(segs)
         if sh("ip", "netns", "exec", probe, "test", "-e", path, check=False).returncode != 0:
             problems.append(f"{where}: sysctl {key}: not a per-namespace setting on this kernel (it would "
                             "change the machine's own)")
