@@ -305,3 +305,13 @@ def test_export_at_a_file_says_a_file_is_in_the_way(finished_run, tmp_path, caps
         assert main(["export", "--flent", str(finished_run), "-o", str(out)]) == 2
         assert f"error: {out}: a file is in the way of the output folder" in capsys.readouterr().err
     assert (tmp_path / "afile").read_text() == "mine"
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (f'name = "{"n" * 300}"', "name must be a folder name (no '/', not starting with '.', at most 200 bytes)"),
+    ('where = ""', "in where = '': an empty condition"),
+])
+def test_sweep_name_and_condition_messages(tmp_path, body, message):
+    with pytest.raises(ScenarioError) as e:
+        load_sweep(_sweep(tmp_path, body), [])
+    assert message in str(e.value)

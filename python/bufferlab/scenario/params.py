@@ -100,7 +100,8 @@ class _Parser:
 
     def parse(self) -> Value:
         if self.peek().kind == "end":
-            raise ExprError("empty ${}", 0, expected="a parameter name or an expression")
+            raise ExprError("an empty condition" if self.condition else "empty ${}", 0,
+                            expected="a parameter name or an expression")
         v = self.disjunction() if self.condition else self.expr()
         t = self.peek()
         if t.kind != "end":

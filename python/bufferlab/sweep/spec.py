@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ScenarioError
-from ..scenario.load import MAX_SEED, load_scenario, read_toml
+from ..scenario.load import MAX_PART_NAME_BYTES, MAX_SEED, load_scenario, read_toml
 from ..scenario.params import ExprError, Override, Value, condition, shorten
 from ..scenario.source import SourceMap, check_keys, error_at, key_error, suggest
 
@@ -51,8 +51,10 @@ def load_sweep(path: Path, fixed: list[Override]) -> SweepSpec:
                        key="scenario" if "scenario" in data else None, line=None if "scenario" in data else 1)
     scenario = path.parent / scen
     name = data.get("name", path.stem)
-    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-        raise error_at(src, "name must be a folder name (no '/')", key="name")
+    if not isinstance(name, str) or not name or "/" in name or name.startswith(".") \
+            or len(name.encode()) > MAX_PART_NAME_BYTES:
+        raise error_at(src, "name must be a folder name (no '/', not starting with '.', at most "
+                       f"{MAX_PART_NAME_BYTES} bytes)", key="name")
     seeds = _seeds(src, data.get("seeds", 1))
     axes = _axes(src, data)
     base_scenario = load_scenario(scenario)
