@@ -73,6 +73,8 @@ class JobRun:
     interrupted: bool = False
     status: int = 0
     done: threading.Event = field(default_factory=threading.Event)
+    #: its first program runs (a server: listens), so the next line may start
+    launched: threading.Event = field(default_factory=threading.Event)
 
     def interrupt(self) -> None:
         """Ctrl-C: SIGINT to the running program's group (plot_q.sh: its sampler stops)."""
@@ -220,15 +222,22 @@ class RealRunner:
         entry: dict[str, Any] = {"name": part.name, "start_ns": start, "end_ns": start, "queues": [],
                                  "queue_traces": [], "captures": []}
         self.parts.append(entry)
+        first_started: list[threading.Event] = []
         for t, pls in by_term.items():
             home = part_dir / t
             ensure_dir(home, self.root)
             term = Terminal(t, home, home)
             states[t] = "busy"
-            th = threading.Thread(target=self._terminal, args=(part, term, pls, states), daemon=True)
+            first_started.append(threading.Event())
+            th = threading.Thread(target=self._terminal, args=(part, term, pls, states, first_started[-1]),
+                                  daemon=True)
             threads.append(th)
-        for th in threads:
+        # lines typed at one instant start in file order, each once its program runs: a client
+        # typed after its server finds it listening, as in the simulation (and in the lab,
+        # where seconds pass between the two)
+        for th, ev in zip(threads, first_started, strict=True):
             th.start()
+            ev.wait(5.0)
         min_end = start + int((part.duration or 0) * NS)
         stop_at = start + int((self.sc.profile.stop_at or 3600.0) * NS)
         hard_stop = start + round(part.stop * NS) if part.stop is not None else None
@@ -292,10 +301,13 @@ class RealRunner:
 
     # ------------------------------------------------------------ terminals and jobs
 
-    def _terminal(self, part: Part, term: Terminal, lines: list[PreparedLine], states: dict[str, str]) -> None:
+    def _terminal(self, part: Part, term: Terminal, lines: list[PreparedLine], states: dict[str, str],
+                  first_started: threading.Event) -> None:
         ts = self.terms.setdefault(term.name, TermState(term.name))
         try:
             for k, pl in enumerate(lines):
+                if k == 1:
+                    first_started.set()
                 if self.stopping:
                     break
                 configures = all(sc.words and sc.words[0].text in CONFIG_PROGRAMS
@@ -311,21 +323,23 @@ class RealRunner:
                     with self.lock:
                         self.jobs.append(j)
                     th = threading.Thread(target=self._job, args=(j,), daemon=True)
+                    th.start()
+                    j.launched.wait(5.0)
+                    if k == 0:
+                        first_started.set()
                     if bg:
-                        th.start()
                         continue
                     if endless and k == len(lines) - 1:  # it outlives the part, in the foreground
                         ts.persisting = j
-                        th.start()
                         continue
                     if endless:
                         with self.lock:
                             states[term.name] = "blocked"
-                    th.start()
                     j.done.wait()
                     with self.lock:
                         states[term.name] = "busy"
         finally:
+            first_started.set()
             with self.lock:
                 states[term.name] = "done"
 
@@ -355,6 +369,7 @@ class RealRunner:
             self._log(j.term, f"bufferlab --real: {e}")
         finally:
             j.status = status
+            j.launched.set()
             j.done.set()
         if failed is not None:
             sc, message = failed
@@ -413,6 +428,9 @@ class RealRunner:
         if j.interrupted:  # Ctrl-C'd before it started
             j.interrupt()
         self._flow(j, sc, prog, words, out_path or term.home / "terminal.log")
+        if prog == "iperf3" and ("-s" in words or "--server" in words):
+            _wait_listening(self.lab.ns(term.name), _port(words), popen)
+        j.launched.set()
         status = popen.wait()
         if status < 0:
             status = 128 - status
@@ -440,6 +458,10 @@ class RealRunner:
     # ------------------------------------------------------------ plot_q.sh and tc -s
 
     def _plot_q(self, j: JobRun, dev: str) -> int:
+        j.launched.set()
+        return self._sample_queue(j, dev)
+
+    def _sample_queue(self, j: JobRun, dev: str) -> int:
         """plot_q.sh: ``tc -s qdisc show dev IF`` every queue_sample_interval, the last
         (leaf) qdisc's backlog, until Ctrl-C; then q_IF.dat, its plot and the part's
         queue_IF.csv, as a simulated plot_q.sh writes them."""
@@ -593,6 +615,24 @@ class RealRunner:
         write_atomic(self.root / "summary.json", json.dumps(summary, indent=2) + "\n")
         write_run_info(self.root, self.started_unix, wall)
         return summary
+
+
+def _port(words: list[str]) -> int:
+    for k, w in enumerate(words):
+        if w in ("-p", "--port") and k + 1 < len(words) and words[k + 1].isdigit():
+            return int(words[k + 1])
+        if w.startswith("-p") and w[2:].isdigit():
+            return int(w[2:])
+    return 5201
+
+
+def _wait_listening(ns: str, port: int, popen: subprocess.Popen, timeout: float = 3.0) -> None:
+    """Until a server listens on ``port`` in ``ns`` (or has exited, or ``timeout``)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and popen.poll() is None:
+        if f":{port} " in sh("ip", "netns", "exec", ns, "ss", "-Htln", check=False).stdout:
+            return
+        time.sleep(0.02)
 
 
 def _dev_of(words: list[str]) -> str | None:
