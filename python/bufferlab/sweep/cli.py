@@ -93,10 +93,15 @@ def cli_sweep(argv: list[str]) -> int:
             print(path)
         return 0
     args = _run_parser().parse_args(argv)
+    from ..run.scheduler import signal_name, signals_deferred, signals_raise
     from .collect import write_results
     from .runs import finished, prepare
     from .spec import load_sweep
 
+    # SIGINT and SIGTERM (with or without a terminal) raise from here on (exit 130/143, never a
+    # process killed half-way); once runs execute, the pool's workers, in process groups of
+    # their own, are killed (executors.stop_workers) and their runs left .partial
+    signals_raise()
     if args.jobs < 1:
         raise BufferlabError("error: -j must be at least 1")
     spec = load_sweep(args.file, set_overrides(args.set))
@@ -119,11 +124,6 @@ def cli_sweep(argv: list[str]) -> int:
     ensure_dir(runs_dir, out)
     for stale in runs_dir.glob("*.partial"):  # left by a killed sweep
         remove_tree(stale)
-    from ..run.scheduler import signal_name, signals_deferred, signals_raise
-
-    # SIGINT and SIGTERM (with or without a terminal) raise here; the pool's workers, in
-    # their own process groups, are killed (executors.stop_workers), their runs left .partial
-    signals_raise()
     try:
         failed = _execute(todo, args, len(jobs))
     except KeyboardInterrupt as e:  # every finished run is kept: the same command runs the rest
@@ -133,7 +133,8 @@ def cli_sweep(argv: list[str]) -> int:
               f"and in {out / 'sweep.parquet'}; run the same command again to run only the missing ones",
               file=sys.stderr)
         return 128 + getattr(e, "signum", 2)
-    table = write_results(out, jobs)
+    with signals_deferred():  # a signal now waits until sweep.parquet is whole
+        table = write_results(out, jobs)
     print(f"{spec.name}: {len(jobs)} runs ({len(jobs) - len(todo)} cached, {len(todo)} run); {table}")
     if failed:
         print(f"{len(failed)} run{'s' if len(failed) > 1 else ''} failed:", file=sys.stderr)
