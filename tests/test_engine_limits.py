@@ -263,3 +263,20 @@ def test_ping_replies_are_bounded_at_check_time(tmp_path: Path, capsys: Cap, cmd
 def test_pings_within_the_bound_still_check(tmp_path: Path, capsys: Cap) -> None:
     p = scenario(tmp_path, "h1: ping 10.0.0.2 -i 0.001 -w 100", "h1: ping 10.0.0.2 -c 1000000 -i 0.0001")
     assert main(["check", str(p)]) == 0, capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- limits where time stands still
+
+
+def test_max_wall_holds_inside_one_instant(tmp_path: Path, capsys: Cap) -> None:
+    # TCP on a zero-RTT path moves data at t = 0 until the engine's 2·10⁶-packet cap (exit 2);
+    # the instant a line starts is run in stretches too, so --max-wall ends it first (exit 3)
+    p = scenario(tmp_path, "h2: sink &", "h1: bulk -c 10.0.0.2 -t 100",
+                 sim="[sim]\nhost_packet_ns = 0\nhost_byte_ps = 0\nhost_wakeup_ns = 0")
+    status = main(["run", "-q", "--no-report", "--max-wall", "0.05", "-o", str(tmp_path / "out"), str(p)])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert status == 3, err
+    assert "--max-wall 0.05 s reached" in err
+    summary = json.loads((tmp_path / "out/t/summary.json").read_text())
+    assert "--max-wall" in summary["stopped"]

@@ -197,11 +197,13 @@ def test_unlimited_and_limited_runs_agree_when_the_limit_is_not_reached(tmp_path
 def test_max_wall_holds_against_dense_traffic(tmp_path: Path) -> None:
     """tools/fuzz.py campaign 3 (seed 20, run 1000003927): onoff at 500 Pbit/s makes ~10¹⁴
     events per simulated second; the limits, then checked every 100 ms of simulated time,
-    were never reached and `--max-wall 1` ran for minutes."""
-    p = _write(tmp_path, t=2)
+    were never reached and `--max-wall 1` ran for minutes. (Rates finer than the clock's
+    nanosecond are refused now, and a host's stack stops a run once 1 s behind: the densest
+    traffic that passes, one datagram per nanosecond from hosts without stack time.)"""
+    p = _write(tmp_path, sim="host_packet_ns = 0\nhost_byte_ps = 0\nhost_wakeup_ns = 0", t=2)
     p.write_text(p.read_text().replace(
         "iperf3 -c 10.0.0.2 -u -b 5M -t 2 -J > udp.json",
-        "onoff -c 10.0.0.2 -u -r 500000000000000000 --on 0.5 --off 0.5 -l 512 -p 9 -t 15"))
+        "onoff -c 10.0.0.2 -u -r 4000000000000 --on 0.5 --off 0.5 -l 512 -p 9 -t 15"))
     t0 = time.time()
     code = main(["run", str(p), "-o", str(tmp_path / "r"), "-q", "--no-report", "--max-wall", "1"])
     assert code == 3

@@ -861,8 +861,9 @@ class Scheduler:
             self._step(key, gen, value, owner)
             # What this line started happens before the next line starts: at one
             # instant lines run in file order, so a client typed before its server
-            # is refused even over a zero-delay veth.
-            self._wake(set(eng.run(eng.now_ns)))
+            # is refused even over a zero-delay veth. (Limits are checked here too:
+            # an instant can hold millions of events.)
+            self._wake(set(self._run_engine(eng.now_ns)))
 
     def advance(self, target: int, progress: _Progress | None = None) -> None:
         """Run the engine towards ``target`` (stopping early when an application ends).
@@ -897,6 +898,8 @@ class Scheduler:
                 return finished
 
     def _check_limits(self) -> None:
+        if self.stopping:
+            return  # already ending the scenario (its Ctrl-Cs run the engine through here)
         why = self.runner.limit_reached()
         if why is not None:
             # as at the end of a scenario: Ctrl-C everything (each prints what it prints then)
