@@ -135,7 +135,7 @@ def test_a_run_time_error_cleans_up_too(write_scenario, tmp_path):
     path = write_scenario(_scenario(port, h1="h1: sleep 10", sim='[sim]\nstop_at = "1s"'))
     p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report")
     _, err = p.communicate(timeout=60)
-    assert p.returncode == 1 and "did not finish within stop_at" in err, err
+    assert p.returncode == 2 and "did not finish within stop_at" in err and ":8: sleep 10" in err, err
     _nothing_left(p.pid, port)
 
 

@@ -360,6 +360,7 @@ def _cli_real(sc, args: argparse.Namespace, after_run) -> int:  # noqa: ANN001
     echo = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr))
     result = (lambda s: None) if args.quiet else print
     r = RealRunner(sc, args.output, echo=echo, result=result)
+    r.max_wall_s = args.max_wall
     r.check()
     r.root.parent.mkdir(parents=True, exist_ok=True)
     signals_raise()  # SIGINT/SIGTERM: every process stopped, every namespace removed, then 130/143
@@ -382,10 +383,11 @@ def _cli_real(sc, args: argparse.Namespace, after_run) -> int:  # noqa: ANN001
     if not args.quiet:
         print(f"{sc.name}: {summary['simulated_s']:.3f} s in real time on Linux {summary['real']['kernel']}; "
               f"results in {r.root}")
-    if summary.get("error"):
-        print(f"bufferlab: {summary['error']}", file=sys.stderr)
-        return 1
-    return _report_failures(r.failures)
+    status = _report_failures(r.failures)
+    if r.stopped:
+        print(f"bufferlab: run stopped early: {r.stopped}; results so far in {r.root}", file=sys.stderr)
+        return EXIT_STOPPED
+    return status
 
 
 def _show(paths: list[Path]) -> None:

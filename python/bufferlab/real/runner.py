@@ -37,8 +37,17 @@ from ..outputs.results import app_for, load_run, scan_outputs
 from ..results_folder import acquire, fresh, release, write_marker
 from ..run.context import PrepareCtx, PreparedLine, Terminal, inside_home
 from ..run.part_results import qdisc_chain
-from ..run.scheduler import CONFIG_PROGRAMS, Failure, Interrupted, Runner, _endless, signal_name, \
-    write_run_info
+from ..run.scheduler import (
+    CONFIG_PROGRAMS,
+    Failure,
+    Interrupted,
+    PartTimeout,
+    Runner,
+    RunStopped,
+    _endless,  # which commands never end on their own: the simulation's own rule
+    signal_name,
+    write_run_info,
+)
 from ..safefs import ensure_dir, open_write, remove_tree, write_atomic
 from ..scenario.load import Part, Scenario
 from .netns import Lab, reap_orphans, sh
@@ -118,6 +127,9 @@ class RealRunner:
         self.warnings: list[str] = []
         self.notes: list[str] = []
         self.interrupted: str | None = None
+        #: ``--max-wall``: the run ends cleanly after this many seconds (``stopped`` says so)
+        self.max_wall_s: float | None = None
+        self.stopped: str | None = None
         self.lab: Lab | None = None
         self.prev: Path | None = None
         #: the scenario is ending: no line or program starts any more
@@ -169,10 +181,12 @@ class RealRunner:
                     if i > 0 and self.sc.part_gap > 0:
                         time.sleep(self.sc.part_gap)
                     self._run_part(part)
+            except RunStopped as e:
+                self.stopped = str(e)
             except KeyboardInterrupt as e:
                 self.interrupted, abort = signal_name(e), e
-                if self.parts:
-                    self.parts[-1].setdefault("interrupted", self.interrupted)
+            except PartTimeout as e:
+                error, abort = str(e), e
             except Exception as e:
                 error, abort = f"{type(e).__name__}: {e}", e
             finally:
@@ -181,7 +195,7 @@ class RealRunner:
             if late and abort is None:  # a signal while everything was being stopped
                 self.interrupted, abort = signal.Signals(late[0]).name, Interrupted(late[0])
             summary = self._write_summary(error)
-            if abort is None and error is None:
+            if abort is None and error is None and self.stopped is None:
                 write_marker(self.root, "run", complete=True)
                 if self.prev is not None:
                     remove_tree(self.prev)  # the run completed: the previous one goes
@@ -238,6 +252,28 @@ class RealRunner:
         for th, ev in zip(threads, first_started, strict=True):
             th.start()
             ev.wait(5.0)
+        try:
+            self._await_end(part, start, states)
+            for th in threads:
+                th.join(timeout=GRACE_S)
+        except RunStopped as e:
+            entry["stopped"] = str(e)
+            raise
+        except KeyboardInterrupt as e:
+            entry["interrupted"] = signal_name(e)
+            raise
+        except Exception as e:
+            entry["error"] = str(e)
+            raise
+        finally:  # the qdiscs as the part left them, however it ended
+            try:
+                entry.update(self._part_counters(part))
+            except Exception:
+                pass
+            entry["end_ns"] = self.now_ns()
+
+    def _await_end(self, part: Part, start: int, states: dict[str, str]) -> None:
+        """Until the part ends (module docstring), Ctrl-C'ing what its semantics say."""
         min_end = start + int((part.duration or 0) * NS)
         stop_at = start + int((self.sc.profile.stop_at or 3600.0) * NS)
         hard_stop = start + round(part.stop * NS) if part.stop is not None else None
@@ -245,6 +281,8 @@ class RealRunner:
         while True:
             time.sleep(POLL_S)
             now = self.now_ns()
+            if self.max_wall_s is not None and now >= self.max_wall_s * NS:
+                raise RunStopped(f"--max-wall {self.max_wall_s:g} s reached")
             if hard_stop is not None and now >= hard_stop:
                 hard_stop = None
                 for j in self._running():
@@ -254,8 +292,11 @@ class RealRunner:
                     not j.endless and not j.done.is_set() and j.part is part for j in self.jobs)
                 blocked = [t for t, s in states.items() if s == "blocked"]
             if now >= stop_at:
-                raise TimeoutError(f"part {part.name!r} did not finish within stop_at = "
-                                   f"{(stop_at - start) / NS:g} s")
+                running = sorted({f"{j.line.command.where()}: {j.line.command.text}" for j in self._running()
+                                  if j.part is part and not j.endless})
+                raise PartTimeout(
+                    f"{self.sc.path}:{part.line}: error: part {part.name!r} did not finish within stop_at = "
+                    f"{(stop_at - start) / NS:g} s; still running:\n    " + "\n    ".join(running))
             if busy or now < min_end:
                 continue
             if blocked:  # the next line of a terminal whose foreground never ends: Ctrl-C it
@@ -274,11 +315,7 @@ class RealRunner:
                         j.interrupt()
                         self._wait(j)
                 continue
-            break
-        for th in threads:
-            th.join(timeout=GRACE_S)
-        entry.update(self._part_counters(part))
-        entry["end_ns"] = self.now_ns()
+            return
 
     def _running(self) -> list[JobRun]:
         with self.lock:
@@ -452,6 +489,7 @@ class RealRunner:
             return
         with self.lock:
             self.flows.append({"app": len(self.flows), "kind": kind, "node": j.term.name, "part": j.part.name,
+                               "where": j.line.command.where(sc.words[0].col),
                                "terminal": j.term.name, "command": j.line.command.text, "simple": sc.text,
                                "start_ns": self.now_ns(), "output": out.relative_to(self.root).as_posix()})
 
@@ -539,7 +577,7 @@ class RealRunner:
                 clients[t.file] = k + 1
                 app = app_for(run, "iperf3_client", t.file, k) or {}
                 rows["iperf3"].append({
-                    "node": t.host, "where": t.file, "command": app.get("simple", t.file),
+                    "node": t.host, "where": app.get("where", t.file), "command": app.get("simple", t.file),
                     "protocol": t.protocol, "dst": None, "error": t.error,
                     "goodput_mbps": None if t.goodput_bps is None else round(t.goodput_bps / 1e6, 2),
                     "retransmits": t.retransmits, "lost": t.lost_packets})
@@ -551,7 +589,8 @@ class RealRunner:
                 tx = pr.transmitted if pr.transmitted is not None else len(rtts)
                 got = pr.received if pr.received is not None else len(rtts)
                 rows["ping"].append({
-                    "node": pr.host, "where": pr.file, "command": app.get("simple", pr.file), "dst": pr.dest,
+                    "node": pr.host, "where": app.get("where", pr.file), "command": app.get("simple", pr.file),
+                    "dst": pr.dest,
                     "transmitted": tx, "received": got,
                     "loss_pct": round(100 * (tx - got) / tx, 2) if tx else None,
                     "min_ms": min(rtts) if rtts else None,
@@ -602,6 +641,7 @@ class RealRunner:
             "failures": [vars(f) for f in self.failures],
             "error": error,
             **({"interrupted": self.interrupted} if self.interrupted else {}),
+            **({"stopped": self.stopped} if self.stopped else {}),
             "captures": [],
             "topology": {"nodes": self.topo.engine_config["nodes"], "links": self.topo.engine_config["links"],
                          "tclink": [list(c) for c in self.topo.tclink_commands]},
