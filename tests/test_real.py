@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -210,3 +211,46 @@ def test_lines_that_would_reach_the_machine_are_refused(write_scenario, monkeypa
         plan.sysctls["kernel.sched_child_runs_first"] = "t.toml:1:1"  # not a namespace's own
         with pytest.raises(RealError, match="only net"):
             check_machine(plan, f"blr{os.getpid()}")
+
+
+@needs_kernel
+@pytest.mark.skipif(shutil.which("ping") is None, reason="ping is not installed")
+def test_terminals_across_parts_and_sysctls_stay_in_their_namespace(write_scenario, tmp_path):
+    """A server typed in part one serves part three; an endless ping ends with its part's
+    `interrupt`; a TCLink delay on both ends; a host's sysctl never reaches the machine's."""
+    port = 5398
+    machine_cc = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text()
+    other = "reno" if machine_cc.strip() != "reno" else "cubic"
+    path = write_scenario(f"""
+name = "multi"
+[sim]
+part_gap = "0.3s"
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], {{ a = "s1", b = "h2", delay = "5ms" }}]
+[[part]]
+name = "one"
+cmds = ["h2: iperf3 -s -p {port}", "h1: iperf3 -c 10.0.0.2 -p {port} -u -b 5M -t 1 -J > udp.json"]
+[[part]]
+name = "two"
+duration = "1.2s"
+interrupt = ["h1"]
+cmds = ["h1: sysctl -w net.ipv4.tcp_congestion_control={other}", "h1: ping 10.0.0.2 -i 0.5"]
+[[part]]
+name = "three"
+cmds = ["h1: iperf3 -c 10.0.0.2 -p {port} -t 1 -J > tcp.json && echo done"]
+""")
+    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report")
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    _nothing_left(p.pid, port)
+    assert Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text() == machine_cc
+    root = tmp_path / "results/t-real"
+    tcp = json.loads((root / "three/h1/tcp.json").read_text())
+    assert tcp["end"]["sender_tcp_congestion"] == other  # the namespace's own default
+    server = (root / "one/h2/terminal.log").read_text()
+    assert server.count("Accepted connection") == 2  # the one server served part three too
+    ping = json.loads((root / "summary.json").read_text())["parts"][1]["results"]["ping"][0]
+    assert ping["transmitted"] >= 2 and 10 <= ping["min_ms"] <= 15, ping
+    assert (root / "three/h1/terminal.log").read_text().endswith("done\n")

@@ -491,7 +491,8 @@ class RealRunner:
             self.flows.append({"app": len(self.flows), "kind": kind, "node": j.term.name, "part": j.part.name,
                                "where": j.line.command.where(sc.words[0].col),
                                "terminal": j.term.name, "command": j.line.command.text, "simple": sc.text,
-                               "start_ns": self.now_ns(), "output": out.relative_to(self.root).as_posix()})
+                               "start_ns": self.now_ns(),
+                               "output": out.resolve().relative_to(self.root.resolve()).as_posix()})
 
     # ------------------------------------------------------------ plot_q.sh and tc -s
 
@@ -525,7 +526,7 @@ class RealRunner:
         with open_write(csv) as f:
             f.write(queue_fmt.q_csv(samples, start))
         part = next(p for p in self.parts if p["name"] == j.part.name)
-        rel = csv.relative_to(self.root).as_posix()
+        rel = csv.resolve().relative_to(self.root.resolve()).as_posix()
         if rel not in part["queues"]:
             part["queues"].append(rel)
         peak = part.setdefault("peak_backlog", {}).setdefault(dev, {"bytes": 0, "packets": 0})
