@@ -171,14 +171,38 @@ def test_a_rate_finer_than_the_clock_is_refused_at_its_word(tmp_path: Path, caps
 def test_a_host_sending_faster_than_its_stack_ends_the_part_with_an_error(tmp_path: Path, capsys: Cap) -> None:
     # 1 Tbit/s of 1448-byte datagrams (86 M/s) against a stack of ~3·10⁵/s: after 1 s of
     # backlog the run stops instead of queueing 10⁸ packets
-    p = scenario(tmp_path, "h2: sink -u &", "h1: cbr -c 10.0.0.2 -u -r 1T -t 10")
+    # backlog the run stops instead of queueing 10⁸ packets (no -t: only the run can tell)
+    p = scenario(tmp_path, "h2: sink -u &", "h1: cbr -c 10.0.0.2 -u -r 1T", part='duration = "10s"')
     status = main(["run", "-q", "-o", str(tmp_path / "out"), str(p)])
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert status == 2, err
     assert re.search(r"t\.toml:\d+: error: part 'p': h1's applications send more packets than its network "
                      r"stack can process", err), err
-    assert re.search(r"t\.toml:\d+:\d+: cbr -c 10\.0\.0\.2 -u -r 1T -t 10", err), err
+    assert re.search(r"t\.toml:\d+:\d+: cbr -c 10\.0\.0\.2 -u -r 1T", err), err
+
+
+@pytest.mark.parametrize("cmd,needle", [
+    ("h1: cbr -c 10.0.0.2 -u -r 1T -t 10", "cbr: -r 1T offers 86,325,967 datagrams/s, more than a host's stack "
+     "processes (316,566/s of 1490-byte frames): over 10 s it would fall 2.72e+03 s behind"),
+    ("h1: poisson -c 10.0.0.2 -u -r 4.1G -t 10", "poisson: -r 4.1G offers"),
+    ("h1: cbr -c 10.0.0.2 -u -r 10G -n 10G", "cbr: -r 10G offers 863,260 datagrams/s, more than a host's stack "
+     "processes (316,566/s of 1490-byte frames): over 8.59 s it would fall 14.8 s behind"),
+])
+def test_a_generator_its_host_cannot_keep_up_with_is_refused_at_check(tmp_path: Path, capsys: Cap,
+                                                                      cmd: str, needle: str) -> None:
+    p = scenario(tmp_path, "h2: sink -u &", cmd)
+    rate = cmd.split("-r ")[1].split()[0]
+    for err in both(tmp_path, p, capsys):
+        line, col = col_of(p, "-r " + rate).split(":")[1:]
+        assert f"t.toml:{line}:{int(col) + 3}: error: {needle}" in err, err
+        assert "it may fall at most 1 s behind" in err
+
+
+def test_a_generator_just_within_its_hosts_stack_runs(tmp_path: Path, capsys: Cap) -> None:
+    # 4 Gbit/s of 1448-byte datagrams: 345 304/s against 316 566/s, 0.9 s behind after 10 s
+    p = scenario(tmp_path, "h2: sink -u &", "h1: cbr -c 10.0.0.2 -u -r 4G -t 10")
+    assert main(["run", "-q", "--no-report", "-o", str(tmp_path / "out"), str(p)]) == 0, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("cmd,part,needle", [

@@ -541,9 +541,45 @@ def _socket_buffer(spec: dict[str, Any], key: str, size: int) -> None:
 # ---------------------------------------------------------------------- generators
 
 
+#: how far a host's sending stack may fall behind its applications (engine.rs MAX_STACK_BACKLOG)
+MAX_STACK_BACKLOG_S = 1.0
+
+
+def _check_stack_backlog(pc: PrepareCtx, words: list[Word], cmd: gen_cmd.GeneratorCommand) -> None:
+    """A cbr/poisson with a known length (-t, -n) that offers more datagrams than the host's
+    stack processes falls behind by (offered × cost − 1) per second; the engine stops the run
+    once a host is MAX_STACK_BACKLOG_S behind, so check refuses it first (several generators
+    on one host add up: only the run sees that)."""
+    if not isinstance(cmd, gen_cmd.UdpSourceCommand) or cmd.pattern == "onoff" or cmd.protocol != "udp":
+        return
+    frame = cmd.size + 42  # UDP, IPv4 and Ethernet headers: the engine's packet length
+    cost_s = (pc.profile.host_packet_ns + frame * pc.profile.host_byte_ps / 1000) / 1e9
+    offered = cmd.rate_bps / (cmd.size * 8)
+    length_s = (cmd.duration_ns / 1e9 if cmd.duration_ns is not None
+                else cmd.bytes * 8 / cmd.rate_bps if cmd.bytes is not None else None)
+    if length_s is None or cost_s <= 0:
+        return
+    behind_s = length_s * (offered * cost_s - 1)
+    if behind_s <= MAX_STACK_BACKLOG_S:
+        return
+    rate_w = next((w for a, w in zip(words, words[1:]) if a.text in ("-r", "--rate")), words[0])
+    prog = words[0].text
+    raise CommandError(
+        f"{prog}: -r {rate_w.text} offers {offered:,.0f} datagrams/s, more than a host's stack "
+        f"processes ({1 / cost_s:,.0f}/s of {frame}-byte frames): over {length_s:.3g} s it would fall "
+        f"{behind_s:.3g} s behind",
+        col=rate_w.col,
+        expected=f"a rate the sending host keeps up with (it may fall at most {MAX_STACK_BACKLOG_S:g} s behind; "
+        "[sim] host_packet_ns and host_byte_ps set its cost)",
+        suggestion=f"at most about {(1 + MAX_STACK_BACKLOG_S / length_s) / cost_s * cmd.size * 8 / 1e9:.3g} "
+        "Gbit/s here, or send for less time (-t, -n)",
+    )
+
+
 def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
     node = pc.require_node(words[0], words[0].text)
     cmd = gen_cmd.parse_generator(words, pc.diag)
+    _check_stack_backlog(pc, words, cmd)
     _check_congestion(getattr(cmd, "congestion", None), words)
     spec = gen_cmd.engine_spec(cmd)
     endless = gen_cmd.is_endless(cmd)
