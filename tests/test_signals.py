@@ -100,7 +100,7 @@ def test_the_workers_die_with_a_killed_sweep(tmp_path):
     assert _gone(workers) == []
 
 
-@pytest.mark.parametrize("delay", [0.2, 0.35, 0.5, 0.7])
+@pytest.mark.parametrize("delay", [0.2, 0.35, 0.5, 0.7, 0.9])
 def test_ctrl_c_while_the_command_imports_prints_no_traceback(tmp_path, delay):
     (tmp_path / "t.toml").write_text(LONG_SCENARIO, encoding="utf-8")
     proc = _cli("check", "t.toml", cwd=tmp_path)
@@ -110,7 +110,9 @@ def test_ctrl_c_while_the_command_imports_prints_no_traceback(tmp_path, delay):
     err = out.decode()
     if "Traceback" in err and "bufferlab" not in err:
         pytest.skip("the signal landed in the interpreter's own start-up, before bufferlab's first line")
-    assert "Traceback" not in err, err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    if proc.returncode == -signal.SIGINT and not err:
+        return  # the check had ended: the signal came while the interpreter shut down
     assert proc.returncode in (0, 130), err
     if proc.returncode == 130:
         assert err.strip() == "bufferlab: interrupted"

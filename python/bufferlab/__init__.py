@@ -17,14 +17,23 @@ from __future__ import annotations
 import os as _os
 import signal as _signal
 import sys as _sys
+from typing import Any
 
 
-def _interrupted_while_importing(signum: int, frame: object) -> None:
-    """Ctrl-C while the ``bufferlab`` command is still importing (up to ~0.8 s): one line
-    and exit 130, not a traceback from deep inside a library. ``cli.main`` puts Python's
-    own handler back first thing."""
-    _os.write(2, b"bufferlab: interrupted\n")
-    _os._exit(130)
+def _interrupted_while_importing(signum: int, frame: Any) -> None:
+    """The ``bufferlab`` command's SIGINT handler until a command installs its own: Ctrl-C
+    while a module is being imported (the first ~0.8 s of every command, and a command's
+    own imports later: pandas, pyarrow, matplotlib) prints one line and exits 130, where
+    Python would print a traceback from deep inside a library (or "Exception ignored" from
+    importlib's lock); anywhere else it raises KeyboardInterrupt as Python's own handler does
+    (``cli.main`` turns that into the same line and status)."""
+    f = frame
+    while f is not None:
+        if f.f_code.co_filename.startswith("<frozen importlib"):
+            _os.write(2, b"bufferlab: interrupted\n")
+            _os._exit(130)
+        f = f.f_back
+    _signal.default_int_handler(signum, frame)
 
 
 def _is_the_command() -> bool:
@@ -39,7 +48,7 @@ def _is_the_command() -> bool:
 if _is_the_command() and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
     _signal.signal(_signal.SIGINT, _interrupted_while_importing)
 
-from typing import TYPE_CHECKING, Any  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
 
 from .errors import BufferlabError, CommandError, NotSupportedError, ScenarioError  # noqa: E402
 from .version import __version__  # noqa: E402

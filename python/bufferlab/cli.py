@@ -14,11 +14,9 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-import signal
 import sys
 from pathlib import Path
 
-from . import _interrupted_while_importing
 from .errors import BufferlabError
 from .results_folder import FolderError, acquire, release_all
 from .safefs import open_write, write_atomic
@@ -198,13 +196,17 @@ EXIT_STOPPED = 3
 
 
 def main(argv: list[str] | None = None) -> int:
-    if signal.getsignal(signal.SIGINT) is _interrupted_while_importing:  # imported: Ctrl-C raises again
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    words = sys.argv[1:] if argv is None else argv
-    if words[:1] == ["sweep"]:  # its options, -h included, are parsed by sweep/cli.py
-        args = argparse.Namespace(command="sweep", args=list(words[1:]))
-    else:
-        args = _parser().parse_args(argv)
+    # the command's SIGINT handler (bufferlab/__init__.py) stays until a command installs its
+    # own: a quiet exit 130 while a module is imported, KeyboardInterrupt anywhere else
+    try:
+        words = sys.argv[1:] if argv is None else argv
+        if words[:1] == ["sweep"]:  # its options, -h included, are parsed by sweep/cli.py
+            args = argparse.Namespace(command="sweep", args=list(words[1:]))
+        else:
+            args = _parser().parse_args(argv)
+    except KeyboardInterrupt:
+        print("bufferlab: interrupted", file=sys.stderr)
+        return 130
     if args.command is None:
         _parser().print_help()
         return 2
