@@ -315,3 +315,18 @@ def test_sweep_name_and_condition_messages(tmp_path, body, message):
     with pytest.raises(ScenarioError) as e:
         load_sweep(_sweep(tmp_path, body), [])
     assert message in str(e.value)
+
+
+def test_random_expressions_raise_only_expr_errors():
+    import random
+
+    rng = random.Random(30)
+    atoms = ["1", "0", "x", "s", "1e308", "1e-308", "9" * 99, ".5", "'a'", "(", ")", "-", "+", "*", "/",
+             "//", "<", "==", "and", "or", "not", " ", "$", "1.", "nope"]
+    for _ in range(3000):
+        expr = "".join(rng.choice(atoms) for _ in range(rng.randint(0, 40)))
+        for cond in (False, True):
+            try:
+                (condition if cond else evaluate)(expr, {"x": 3, "s": "str"})
+            except ExprError:
+                pass
