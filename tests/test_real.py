@@ -179,16 +179,36 @@ def test_a_qdisc_kind_the_kernel_lacks_is_named_before_anything_starts(write_sce
 @needs_kernel
 @pytest.mark.skipif(shutil.which("ping") is None, reason="ping is not installed")
 def test_netem_delay_is_a_delay_line_where_the_kernel_has_no_netem(write_scenario, tmp_path):
+    """Lab 14's pattern: netem at the root, the tbf under it (which becomes the root behind
+    the delay line where the kernel has no netem)."""
     port = 5395
-    path = write_scenario(_scenario(port, h1="h1: ping 10.0.0.2 -c 4 -i 0.2",
-                                    extra='"admin: tc qdisc add dev s1-eth1 root netem delay 20ms",'))
+    path = write_scenario(f"""
+name = "real"
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], ["s1", "h2"]]
+[[part]]
+name = "p"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms",
+  "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 10mbit burst 15k limit 150k",
+  "h2: iperf3 -s -p {port}",
+  "h1: iperf3 -c 10.0.0.2 -p {port} -t 2 -J > o.json",
+  "h1: ping 10.0.0.2 -c 4 -i 0.2",
+]
+""")
     p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report")
     _, err = p.communicate(timeout=60)
     assert p.returncode == 0, err
     _nothing_left(p.pid, port)
-    res = json.loads((tmp_path / "results/t-real/summary.json").read_text())["parts"][0]["results"]["ping"][0]
+    summary = json.loads((tmp_path / "results/t-real/summary.json").read_text())
+    res = summary["parts"][0]["results"]
+    if "no netem" in json.dumps(summary["real"]["notes"]):
+        assert "qdisc tbf 2: root" in summary["parts"][0]["tc"]["s1-eth2"]
+    assert 8 <= res["iperf3"][0]["goodput_mbps"] <= 10, res
     # the first reply also waited for ARP, whose answer crossed the delay too
-    assert res["received"] == 4 and 19.9 <= res["min_ms"] <= 25, res
+    assert res["ping"][0]["received"] == 4 and 19.9 <= res["ping"][0]["min_ms"] <= 25, res
 
 
 def test_not_root_is_a_clear_error(write_scenario, monkeypatch):

@@ -28,11 +28,11 @@ from .netns import sh
 
 #: lines whose program a real host runs as it is (found on PATH), besides the ones below
 REAL_PROGRAMS = frozenset({"iperf3", "iperf", "ping", "tc", "sysctl", "ethtool", "ip", "ifconfig", "arp",
-                           "sleep", "echo", "cat", "date", "hostname", "ps", "tcpdump", "tshark", "mkdir",
-                           "plot_iperf.sh"})
-#: run by bufferlab itself: plot_q.sh samples `tc -s qdisc show` as the simulation's does; cd
-#: moves the terminal's folder
-INTERNAL = frozenset({"plot_q.sh", "cd"})
+                           "sleep", "echo", "cat", "date", "hostname", "ps", "tcpdump", "tshark", "mkdir"})
+#: run by bufferlab itself: plot_q.sh samples `tc -s qdisc show` as the simulation's does,
+#: plot_iperf.sh is the simulation's reconstruction (formats/plot_iperf.py), cd moves the
+#: terminal's folder
+INTERNAL = frozenset({"plot_q.sh", "plot_iperf.sh", "cd"})
 #: refused, with why: signals by PID or name would reach the whole machine's processes (one PID
 #: namespace), and shell job control needs the simulated shell
 REFUSED = {
@@ -63,6 +63,8 @@ class TcUse:
     kind: str | None
     args: list[str]
     root: bool
+    handle: str | None = None
+    parent: str | None = None
 
 
 @dataclass
@@ -75,6 +77,8 @@ class Plan:
     sysctls: dict[str, str] = field(default_factory=dict)
     #: interfaces given a `netem delay D` line (where the kernel lacks netem: delay lines)
     netem_devs: set[str] = field(default_factory=set)
+    #: the netem's handle (major) on each of them: its children become the root
+    netem_handles: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -91,10 +95,15 @@ def tc_use(words: list[str], where: str, terminal: str) -> TcUse | None:
         return None
     opts = _FILTER_OPTS if obj == "filter" else _QDISC_OPTS
     dev, root, kind, k = None, False, None, i + 2
+    handle = parent = None
     while k < len(words):
         w = words[k]
         if w == "dev" and k + 1 < len(words):
             dev = words[k + 1]
+        if w == "handle" and k + 1 < len(words):
+            handle = _major(words[k + 1])
+        if w == "parent" and k + 1 < len(words):
+            parent = _major(words[k + 1])
         if w in ("root",):
             root = True
         if w in opts:
@@ -102,7 +111,24 @@ def tc_use(words: list[str], where: str, terminal: str) -> TcUse | None:
             continue
         kind = w
         break
-    return TcUse(where, terminal, obj, verb, dev, kind, words[k + 1:] if kind else [], root)
+    return TcUse(where, terminal, obj, verb, dev, kind, words[k + 1:] if kind else [], root, handle, parent)
+
+
+def _major(handle: str) -> str:
+    """``1:``, ``1:0`` and ``1`` are the same qdisc handle."""
+    return handle.split(":")[0].lower().lstrip("0") or "0"
+
+
+def stand_in_words(words: list[str], netem_handles: dict[str, str]) -> list[str]:
+    """A tc line on an interface whose netem is a delay line: a qdisc under the netem
+    (``parent H:``) becomes the root, where the delay line's frames leave from. For a
+    constant delay this changes nothing measured: a time-invariant shaper's departures
+    from arrivals delayed by D are its departures delayed by D (docs/real.md)."""
+    u = tc_use(words, "", "")
+    if u is None or u.dev not in netem_handles or u.parent != netem_handles[u.dev]:
+        return words
+    k = words.index("parent")
+    return [*words[:k], "root", *words[k + 2:]]
 
 
 def _netem_delay_s(u: TcUse) -> float | None:
@@ -253,21 +279,26 @@ def _check_kinds(plan: Plan, probe: str, has_netem: bool | None) -> list[str]:
                                 f"delay line), not `netem {' '.join(u.args)}`")
                 continue
             plan.netem_devs.add(u.dev)
+            plan.netem_handles[u.dev] = u.handle or "?"
             continue
         if not have(u.obj, u.kind, u.args):
             what = {"qdisc": "qdisc", "class": "qdisc (for its classes)", "filter": "filter (classifier)"}[u.obj]
             problems.append(f"{u.where}: {u.terminal}: this kernel has no {u.kind} {what} "
                             f"(`tc {u.obj} {u.verb} ... {u.kind}`: Specified kind is unknown)")
     for dev in sorted(plan.netem_devs):
-        others = [u for u in plan.tc if u.dev == dev and u.kind not in (None, "netem") and u.obj == "qdisc"]
+        # a qdisc beside the netem at the root would compete with it for the root: refused
+        others = [u for u in plan.tc if u.dev == dev and u.kind not in (None, "netem") and u.obj == "qdisc"
+                  and u.root]
         if others:
             problems.append(f"{others[0].where}: {others[0].terminal}: {dev} has a netem delay run by a userspace "
-                            f"delay line (this kernel has no netem), which cannot hold another qdisc ({others[0].kind})")
+                            f"delay line (this kernel has no netem); a root {others[0].kind} beside it is not "
+                            "(put it under the netem: parent H:)")
     if plan.netem_devs:
         plan.notes.append("this kernel has no netem: `netem delay D` on " + ", ".join(sorted(plan.netem_devs))
                           + " is a userspace delay line on a tap device (frames leave the interface's qdisc, "
                           "wait D in bufferlab.real.delayline, then reach the peer; at most 1000 wait, as netem's "
-                          "default limit); `tc -s qdisc show` does not list it")
+                          "default limit); a qdisc under the netem is the interface's root instead, and "
+                          "`tc -s qdisc show` does not list the netem")
     return problems
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from ..commands.shell import SimpleCommand
 from ..errors import Diagnostics
 from ..formats import queue as queue_fmt
+from ..formats.plot_iperf import PlotError, plot_iperf
 from ..outputs.queue_plot import plot_queue
 from ..outputs.result_lines import results_text
 from ..outputs.results import app_for, load_run, scan_outputs
@@ -51,7 +52,7 @@ from ..run.scheduler import (
 from ..safefs import ensure_dir, open_write, remove_tree, write_atomic
 from ..scenario.load import Part, Scenario
 from .netns import Lab, reap_orphans, sh
-from .preflight import check_machine, netem_delay_s, read_plan
+from .preflight import check_machine, netem_delay_s, read_plan, stand_in_words
 
 NS = 1_000_000_000
 #: how often a part checks whether it is over (its lines' ends are seen within this)
@@ -432,13 +433,21 @@ class RealRunner:
             return 0, ""
         if prog == "plot_q.sh":
             return self._plot_q(j, words[1]), ""
-        if prog == "tc":
-            delay = netem_delay_s(words)
+        if prog == "plot_iperf.sh":
+            return self._plot_iperf(term, words[1])
+        if prog == "tc" and _dev_of(words) in self.lab.pipes:
+            # the userspace delay line stands in for netem (preflight.py)
             dev = _dev_of(words)
-            if dev is not None and dev in self.lab.pipes and (delay is not None or ("del" in words[:4] and "root" in words)):
-                # the userspace delay line stands in for netem (preflight.py); a del returns it to 0
-                self.lab.set_delay(dev, delay or 0.0)
+            assert dev is not None
+            delay = netem_delay_s(words)
+            if delay is not None:
+                self.lab.set_delay(dev, delay)
                 return 0, ""
+            if "del" in words[:4] and "root" in words:  # the netem goes, and what was under it
+                self.lab.set_delay(dev, 0.0)
+                sh("ip", "netns", "exec", self.lab.ns(term.name), *words, check=False)
+                return 0, ""
+            words = stand_in_words(words, self.plan.netem_handles)
         out_path = None
         if sc.redirect is not None:
             target = sc.redirect.target.text
@@ -495,6 +504,21 @@ class RealRunner:
                                "output": out.resolve().relative_to(self.root.resolve()).as_posix()})
 
     # ------------------------------------------------------------ plot_q.sh and tc -s
+
+    def _plot_iperf(self, term: Terminal, name: str) -> tuple[int, str]:
+        """plot_iperf.sh: the simulation's reconstruction of the script (formats/plot_iperf.py)."""
+        if inside_home(term, term.cwd / name) is None:
+            self._log(term, f"plot_iperf.sh: {name}: outside the node's results folder")
+            return 1, f"plot_iperf.sh: {name}: outside the node's results folder"
+        try:
+            plot_iperf(term.cwd / name, term.cwd)
+        except PlotError as e:
+            self._log(term, e.message)
+            return 1, e.message
+        except OSError as e:
+            self._log(term, f"plot_iperf.sh: {e.strerror or e}")
+            return 1, f"plot_iperf.sh: {e.strerror or e}"
+        return 0, ""
 
     def _plot_q(self, j: JobRun, dev: str) -> int:
         j.launched.set()
