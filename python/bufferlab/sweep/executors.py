@@ -133,14 +133,16 @@ def dask(jobs: list[RunJob], workers: int, address: str | None) -> Records:
     if address is None:
         cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                            dashboard_address=None)
-    with distributed.Client(address or cluster) as client:
-        futures = client.map(execute, jobs, pure=False)
-        try:
-            yield from _dask_results(distributed, client, futures)
-        finally:
-            client.cancel(futures)
-    if cluster is not None:
-        cluster.close()
+    try:
+        with distributed.Client(address or cluster) as client:
+            futures = client.map(execute, jobs, pure=False)
+            try:
+                yield from _dask_results(distributed, client, futures)
+            finally:
+                client.cancel(futures)
+    finally:  # an interrupted sweep closes its own cluster too (its worker processes end)
+        if cluster is not None:
+            cluster.close()
 
 
 def _dask_results(distributed: Any, client: Any, futures: list[Any]) -> Records:
