@@ -116,3 +116,36 @@ def _html_escape(text: str) -> str:
     import html
 
     return html.escape(text, quote=True)
+
+
+def test_the_two_queue_plots_say_what_each_counts(run_dir: Path) -> None:
+    """plot_q.sh reads the leaf (tbf under netem), the trace every qdisc of the interface: the
+    captions say so, so a flat plot_q.sh line beside a full trace is not a puzzle (issue 23)."""
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    captions = re.findall(r"<figcaption>([^<]*)</figcaption>", html)
+    assert sum(c.endswith("q_s1-eth2.png: plot_q.sh, the backlog of the last qdisc tc -s prints (the leaf)")
+               for c in captions) == 2
+    assert sum(c.endswith("queue_trace_s1-eth2.png: every qdisc of the interface, root and children together")
+               for c in captions) == 2
+
+
+def test_no_link_crosses_a_node_card(run_dir: Path) -> None:
+    """A switch's card (its ports and qdisc chains) sits where no link's line passes, so its
+    qdisc chain is never read as another link's label (issue 23: s1's card lay on h2's link)."""
+    from bufferlab.outputs.topology_svg import _crosses
+
+    svg = re.search(r"<svg.*?</svg>", (run_dir / "report.html").read_text(encoding="utf-8"), re.S).group(0)
+    num = r'"([-\d.]+)"'
+    lines = [((float(a), float(b)), (float(c), float(d)))
+             for a, b, c, d in re.findall(rf"<line x1={num} y1={num} x2={num} y2={num}", svg)]
+    card = re.compile(rf'<rect x={num} y={num} width={num} height={num} rx="4"')
+    # each card's rect is followed by its own lines of text, up to the next card
+    pieces = card.split(svg)[1:]
+    cards = [(float(x), float(y), float(x) + float(w), float(y) + float(h), "#a14a00" in texts)
+             for x, y, w, h, texts in zip(*(iter(pieces),) * 5)]
+    with_qdiscs = [c[:4] for c in cards if c[4]]
+    assert len(lines) == 4 and len(cards) == 5 and len(with_qdiscs) == 1
+    assert [(c, seg) for c in with_qdiscs for seg in lines if _crosses(c, seg)] == []
+    # the check itself: a line through the middle of a card is seen
+    c = with_qdiscs[0]
+    assert _crosses(c, ((c[0] - 5, (c[1] + c[3]) / 2), (c[2] + 5, (c[1] + c[3]) / 2)))

@@ -212,9 +212,12 @@ def _draw(pl: _Plot, dev: str, stem: Path, min_interval_ns: int) -> None:
     for ax in (ax_b, ax_p, ax_d):
         if ax.get_ylim()[1] < 1:
             ax.set_ylim(0, 1)
+    # headroom above the data, so the legend never covers a plateau at the top of the panel
+    for ax in (ax_b, ax_p):
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.3)
     h1, l1 = ax_b.get_legend_handles_labels()
     h2, l2 = ax_p.get_legend_handles_labels()
-    ax_b.legend(h1 + h2, l1 + l2, loc="upper right", fontsize="small")
+    ax_b.legend(h1 + h2, l1 + l2, loc="upper right", fontsize="small", ncol=2)
     ax_d.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
     savefig(fig, stem.with_suffix(".png"), dpi=110)

@@ -105,8 +105,20 @@ def _plot_grid(root: Path, pngs: list[Path]) -> str:
     stretched), whatever its pixel size, so a part's plots line up."""
     if not pngs:
         return ""
-    figures = "".join(png_figure(q, q.relative_to(root).as_posix()) for q in pngs)
+    figures = "".join(png_figure(q, _plot_caption(q.relative_to(root).as_posix())) for q in pngs)
     return f'<div class="plots">{figures}</div>'
+
+
+def _plot_caption(rel: str) -> str:
+    """The file's path, and for the two queue plots what each one counts: they differ on
+    purpose when an interface has a qdisc chain (netem → tbf holds packets in netem's delay
+    line that plot_q.sh, reading the leaf as the handouts' script does, never sees)."""
+    name = rel.rsplit("/", 1)[-1]
+    if name.startswith("q_") and "/admin/" in f"/{rel}":
+        return f"{rel}: plot_q.sh, the backlog of the last qdisc tc -s prints (the leaf)"
+    if name.startswith("queue_trace_"):
+        return f"{rel}: every qdisc of the interface, root and children together"
+    return rel
 
 
 def _timeline(run: Run, part: dict[str, Any]) -> str:

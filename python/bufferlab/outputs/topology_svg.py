@@ -223,9 +223,40 @@ def layout_columns(nodes: list[dict[str, Any]], links: list[dict[str, Any]]) -> 
     return {n: (c - cmin, r) for n, (c, r) in pos.items()}
 
 
+def _crosses(box: Box, seg: tuple[tuple[float, float], tuple[float, float]]) -> bool:
+    """Whether a link's line passes through the box (the segment clipped to it, Liang–Barsky)."""
+    (x1, y1), (x2, y2) = seg
+    lo, hi = 0.0, 1.0
+    for p, q in ((x1 - x2, x1 - box[0]), (x2 - x1, box[2] - x1), (y1 - y2, y1 - box[1]), (y2 - y1, box[3] - y1)):
+        if p == 0:
+            if q < 0:
+                return False
+        elif p < 0:
+            lo = max(lo, q / p)
+        else:
+            hi = min(hi, q / p)
+    return lo < hi
+
+
+def _card_left(x0: float, box_w: float, card_w: float, ys: tuple[float, float], width: float,
+               boxes: _Boxes, segments: list[tuple[tuple[float, float], tuple[float, float]]]
+               ) -> tuple[float, bool]:
+    """Where a node's card goes under it: centred, else reaching right from the node's left
+    edge, else left from its right edge; the first spot that no link crosses and no text or
+    node covers (a card on a link's line reads as that link's label). False: none was free."""
+    spots = (x0 - card_w / 2, x0 - box_w / 2, x0 + box_w / 2 - card_w)
+    for left in spots:
+        b = (left, ys[0], left + card_w, ys[1])
+        if b[0] >= 2 and b[2] <= width - 2 and not boxes.overlaps(b) \
+                and not any(_crosses(b, seg) for seg in segments):
+            return left, True
+    return spots[0], False
+
+
 def _place(summary: dict[str, Any], gap: float, vgap: float,
-           wrap: int = WRAP) -> tuple[list[str], float, float, bool]:
-    """SVG elements, width, height, and whether every link label found a free spot."""
+           wrap: int = WRAP) -> tuple[list[str], float, float, bool, bool]:
+    """SVG elements, width, height, whether every card found a spot no link crosses and
+    whether every link label found a free spot."""
     topo = summary["topology"]
     nodes, links = topo["nodes"], topo["links"]
     pos = layout_columns(nodes, links)
@@ -274,14 +305,24 @@ def _place(summary: dict[str, Any], gap: float, vgap: float,
     height = max(xy[n][1] + box_h / 2 + 4 + card_h[n] for n in names) + 16
 
     boxes = _Boxes()  # every text's box so far, and the node boxes
-    els_cards: list[str] = []
     for n in names:
         x0, y0 = xy[n]
         boxes.add((x0 - box_w[n] / 2, y0 - box_h / 2, x0 + box_w[n] / 2, y0 + box_h / 2))
+    segments = [(xy[lk["a"]["node"]], xy[lk["b"]["node"]]) for lk in links]
+    els_cards: list[str] = []
+    cards_ok = True
+    for n in names:
+        x0, y0 = xy[n]
         if not card_lines[n]:
             continue
         cy = y0 + box_h / 2 + 4
-        left = x0 - card_w[n] / 2
+        # a host's one-port card may sit on its own link; a card with qdisc chains must be
+        # clear of every link, or its chain reads as that link's label
+        clear = segments if kinds[n] != "host" else [
+            seg for seg, lk in zip(segments, links) if n not in (lk["a"]["node"], lk["b"]["node"])]
+        left, free = _card_left(x0, box_w[n], card_w[n], (cy, cy + card_h[n]), width, boxes, clear)
+        cards_ok = cards_ok and free
+        boxes.add((left, cy, left + card_w[n], cy + card_h[n]))
         els_cards.append(f'<rect x="{left:.1f}" y="{cy:.1f}" width="{card_w[n]:.1f}" '
                          f'height="{card_h[n] - 2:.1f}" '
                          'rx="4" fill="#f6f7f9" fill-opacity="0.92"/>')
@@ -347,7 +388,7 @@ def _place(summary: dict[str, Any], gap: float, vgap: float,
                              'stroke="#2e7d32"/>')
         els_nodes.append(f'<text x="{x0:.1f}" y="{y0 + 4.5:.1f}" text-anchor="middle" font-size="{FS_NAME}" '
                          f'font-weight="600">{_e(n)}</text>')
-    return els_links + els_cards + els_labels + els_nodes, width, height, ok
+    return els_links + els_cards + els_labels + els_nodes, width, height, cards_ok, ok
 
 
 def topology_svg(summary: dict[str, Any]) -> str:
@@ -357,11 +398,12 @@ def topology_svg(summary: dict[str, Any]) -> str:
     best = None
     for wrap in (WRAP, 32, 24):  # narrower cards while the picture is wider than the page's column
         gap, vgap = 40.0, 30.0
-        for _ in range(12):  # more room until every link label has a free spot
-            els, width, height, ok = _place(summary, gap, vgap, wrap)
-            if ok:
+        for _ in range(12):  # more room until every card and link label has a free spot
+            els, width, height, cards_ok, labels_ok = _place(summary, gap, vgap, wrap)
+            if cards_ok and labels_ok:
                 break
-            gap, vgap = gap + 40, vgap + 20
+            # wider columns leave room for a card beside the links that leave its node
+            gap, vgap = gap + 40, vgap + (20 if not labels_ok else 0)
         if best is None or width < best[1]:
             best = (els, width, height)
         if width <= FIT:
