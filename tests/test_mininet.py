@@ -530,3 +530,25 @@ def test_what_is_not_a_script_is_said_never_read_for_ever(tmp_path: Path, result
     for k, v in names.items():
         message = message.replace(k, v)
     assert message in err and "Traceback" not in err
+
+
+def test_sys_exit_with_a_message_prints_it(tmp_path: Path, results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "s.py"
+    script.write_text("import sys\nsys.exit('usage: s.py N')\n", encoding="utf-8")
+    assert main(["mininet", "-o", str(results), str(script)]) == 1
+    assert "usage: s.py N\n" in capsys.readouterr().err
+
+
+def test_the_standard_library_keeps_the_real_clock_for_a_script_above_the_interpreter() -> None:
+    """A script in the home folder, the interpreter under it (pyenv): its standard library is
+    not the script's."""
+    import sys
+    import threading
+
+    from bufferlab.mininet.script import script_files
+
+    home = Path(sys.base_prefix).resolve().parent
+    own = script_files(home)
+    assert own(str(home / "lab.py")) and own(str(home / "helpers" / "net.py"))
+    assert not own(str(Path(threading.__file__).resolve()))
+    assert not own(str(home / "lib" / "site-packages" / "numpy" / "x.py"))

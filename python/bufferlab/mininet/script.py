@@ -221,7 +221,9 @@ def script_files(script_dir: Path) -> Callable[[str], bool]:
     ``.venv`` in the script's folder): those keep the real clock, so that run.json's
     "started" and every other clock of bufferlab's own read the wall clock."""
     here = str(script_dir.resolve()) + os.sep
-    others = [Path(__file__).resolve().parent.parent, *(Path(p) for p in (sys.prefix, sys.exec_prefix))]
+    # bufferlab, the environment, and the interpreter's standard library (a venv's base)
+    prefixes = (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix)
+    others = [Path(__file__).resolve().parent.parent, *(Path(p) for p in prefixes)]
     # only folders inside the script's: a script kept in a library's folder is still the script
     skip = tuple(o for o in {str(p.resolve()) + os.sep for p in others} if o.startswith(here) and o != here)
 
@@ -329,6 +331,8 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
             runpy.run_path(str(script), run_name="__main__")
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if not isinstance(e.code, int | None):  # sys.exit("message"): python prints it
+            print(e.code, file=sys.stderr)
     except BufferlabError as e:
         error = f"{_script_line(e, script)}error: {e}"
         print(error, file=sys.stderr)
