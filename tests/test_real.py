@@ -8,6 +8,7 @@ process of it (each scenario's iperf3 uses a port of its own, looked for in ``ps
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import signal
@@ -274,3 +275,33 @@ cmds = ["h1: iperf3 -c 10.0.0.2 -p {port} -t 1 -J > tcp.json && echo done"]
     ping = json.loads((root / "summary.json").read_text())["parts"][1]["results"]["ping"][0]
     assert ping["transmitted"] >= 2 and 10 <= ping["min_ms"] <= 15, ping
     assert (root / "three/h1/terminal.log").read_text().endswith("done\n")
+
+
+@needs_kernel
+@pytest.mark.skipif(shutil.which("ping") is None, reason="ping is not installed")
+def test_mininet_api_on_the_kernel(tmp_path):
+    """``Mininet(topo, real=True)``: the script's lines run for real; net.stop() removes all."""
+    from bufferlab.mininet.link import TCLink
+    from bufferlab.mininet.net import Mininet, results_in
+    from bufferlab.mininet.topo import Topo
+
+    class Two(Topo):
+        def build(self):
+            h1, h2, s1 = self.addHost("h1"), self.addHost("h2"), self.addSwitch("s1")
+            self.addLink(h1, s1)
+            self.addLink(s1, h2, delay="5ms")
+
+    results_in(tmp_path, "mn")
+    net = Mininet(Two(), link=TCLink, real=True)
+    net.start()
+    try:
+        h1, h2 = net.get("h1", "h2")
+        out = h1.cmd("ping -c 3 -i 0.2", h2.IP())
+        assert "3 received" in out
+        rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
+        assert 9.9 <= min(rtts) <= 15, out  # 5 ms each way, the link's delay on both ends
+        assert _ours(os.getpid())
+    finally:
+        net.stop()
+    assert _ours(os.getpid()) == []
+    assert (tmp_path / "mn-real/mininet/h1/terminal.log").read_text().startswith("$ ping")

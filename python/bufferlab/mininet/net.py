@@ -5,7 +5,8 @@ and becomes a simulation at ``start()``: a scenario topology is built from it
 (hosts numbered 10.0.0.1, 10.0.0.2, ... in natural name order from ``ipBase``,
 interfaces ``hN-ethK``/``sN-ethK`` by port, as Mininet names them), then each
 link's options are applied as Mininet's ``TCIntf.config`` applies them (link.py).
-From then on, node commands run in simulated time (session.py).
+From then on, node commands run in simulated time (session.py); with ``real=True``,
+for real on this machine's kernel, in network namespaces (real/session.py, docs/real.md).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..formats.iperf2 import csv_rate
+from ..real.session import RealSession
 from ..scenario.load import LinkSpec, Scenario, _build_sim
 from ..scenario.mn_file import load_mn
 from ..scenario.source import SourceMap
@@ -43,8 +45,10 @@ class Mininet:
                  xterms: bool = False, cleanup: bool = False, ipBase: str = "10.0.0.0/8",  # noqa: N803
                  inNamespace: bool = False, autoSetMacs: bool = False, autoStaticArp: bool = False,  # noqa: N803
                  autoPinCpus: bool = False, listenPort: int | None = None,  # noqa: N803
-                 waitConnected: bool = False) -> None:  # noqa: N803
+                 waitConnected: bool = False, real: bool = False) -> None:  # noqa: N803
         self.topo = topo
+        #: run on the kernel (root): namespaces, veths, bridges, the real tools (docs/real.md)
+        self.real = real
         self.switch, self.host, self.controller, self.link = switch, host, controller, link
         self.ipBase = ipBase  # noqa: N815
         try:
@@ -58,7 +62,7 @@ class Mininet:
         self.controllers: list[Controller] = []
         self.links: list[Link] = []
         self.nameToNode: dict[str, Node] = {}  # noqa: N815
-        self.session: Session | None = None
+        self.session: Any = None
         self.built = False
         if topo is not None and build:
             self.build()
@@ -231,7 +235,13 @@ class Mininet:
         if not self.built:
             self.build()
         info("*** Configuring hosts\n" + "".join(h.name + " " for h in self.hosts) + "\n")
-        self.session = Session(self._scenario(), Path(RESULTS["root"]), fresh=bool(RESULTS["fresh"]))
+        if self.real:
+            delayed = {i.name for link in self.links for i, p in zip(link.intfs(), _link_params(link), strict=True)
+                       if p.get("delay") is not None and p.get("bw") is None}
+            self.session = RealSession(self._scenario(), Path(RESULTS["root"]), fresh_folder=bool(RESULTS["fresh"]),
+                                       delayed=delayed)
+        else:
+            self.session = Session(self._scenario(), Path(RESULTS["root"]), fresh=bool(RESULTS["fresh"]))
         _started[0] += 1
         clock.attach(self.session)
         for h in self.hosts:  # each host's shell, as Mininet's Node.pid
@@ -348,3 +358,8 @@ class Mininet:
 
 
 __all__ = ["Mininet"]
+
+
+def _link_params(link: Link) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each end's TCLink options (none for a plain Link)."""
+    return getattr(link, "params1", {}) or {}, getattr(link, "params2", {}) or {}

@@ -162,42 +162,47 @@ def read_plan(sc: Scenario, topo: BuiltTopology, lines: dict[str, list[PreparedL
         if u is not None:
             plan.tc.append(u)
     for part in sc.parts:
-        for pl in lines[part.name]:
-            c = pl.command
-            for job in pl.jobs:
-                for cmd, _ in job:
-                    words = [w.text for w in cmd.words]
-                    if not words:
-                        continue
-                    where = c.where(cmd.words[0].col)
-                    prog = "tc" if words[0] == "./tc" else words[0]
-                    if prog in REFUSED:
-                        plan.problems.append(f"{where}: {c.terminal}: {prog}: not with --real: {REFUSED[prog]}")
-                        continue
-                    if prog not in REAL_PROGRAMS and prog not in INTERNAL:
-                        plan.problems.append(f"{where}: {c.terminal}: {prog} is bufferlab's own program, not a "
-                                             "tool a real host has (use iperf3 or ping)")
-                        continue
-                    plan.programs.setdefault(prog, where)
-                    if prog == "tc":
-                        u = tc_use(words, where, c.terminal)
-                        if u is not None:
-                            plan.tc.append(u)
-                    elif prog == "iperf3":
-                        for k, w in enumerate(words):
-                            if w in ("-C", "--congestion") and k + 1 < len(words):
-                                plan.ccs.setdefault(words[k + 1], where)
-                            elif w.startswith("--congestion="):
-                                plan.ccs.setdefault(w.split("=", 1)[1], where)
-                    elif prog == "sysctl":
-                        for w in words[1:]:
-                            if w.startswith("-"):
-                                continue
-                            key, _, value = w.partition("=")
-                            plan.sysctls.setdefault(key, where)
-                            if key.replace("/", ".") == "net.ipv4.tcp_congestion_control" and value:
-                                plan.ccs.setdefault(value, where)
+        read_lines(plan, lines[part.name])
     return plan
+
+
+def read_lines(plan: Plan, lines: list[PreparedLine]) -> None:
+    """What these lines need of the machine, into ``plan``."""
+    for pl in lines:
+        c = pl.command
+        for job in pl.jobs:
+            for cmd, _ in job:
+                words = [w.text for w in cmd.words]
+                if not words:
+                    continue
+                where = c.where(cmd.words[0].col)
+                prog = "tc" if words[0] == "./tc" else words[0]
+                if prog in REFUSED:
+                    plan.problems.append(f"{where}: {c.terminal}: {prog}: not with --real: {REFUSED[prog]}")
+                    continue
+                if prog not in REAL_PROGRAMS and prog not in INTERNAL:
+                    plan.problems.append(f"{where}: {c.terminal}: {prog} is bufferlab's own program, not a "
+                                         "tool a real host has (use iperf3 or ping)")
+                    continue
+                plan.programs.setdefault(prog, where)
+                if prog == "tc":
+                    u = tc_use(words, where, c.terminal)
+                    if u is not None:
+                        plan.tc.append(u)
+                elif prog == "iperf3":
+                    for k, w in enumerate(words):
+                        if w in ("-C", "--congestion") and k + 1 < len(words):
+                            plan.ccs.setdefault(words[k + 1], where)
+                        elif w.startswith("--congestion="):
+                            plan.ccs.setdefault(w.split("=", 1)[1], where)
+                elif prog == "sysctl":
+                    for w in words[1:]:
+                        if w.startswith("-"):
+                            continue
+                        key, _, value = w.partition("=")
+                        plan.sysctls.setdefault(key, where)
+                        if key.replace("/", ".") == "net.ipv4.tcp_congestion_control" and value:
+                            plan.ccs.setdefault(value, where)
 
 
 def check_machine(plan: Plan, tag: str, has_netem: bool | None = None) -> None:

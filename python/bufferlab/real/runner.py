@@ -142,6 +142,9 @@ class RealRunner:
         #: plot_q.sh samples of the current part, per interface: [t_ns, bytes, packets]
         self._samples: dict[str, list[list[int]]] = {}
         self._part_queues: list[str] = []
+        self.log_files: dict[str, Path] = {}
+        #: a Mininet network's process table (session.py), what mininet/ reads of it
+        self.procs: Any = None
 
     def check(self) -> None:
         self.sim.check()
@@ -386,8 +389,13 @@ class RealRunner:
                         base_dir=self.sc.path.parent, shadow=None)
         return bool(cmds) and _endless(pc, cmds[0])
 
+    def log_file(self, term: Terminal) -> Path:
+        """Where a terminal's output goes: its node folder's terminal.log (a Mininet
+        network's nodes keep theirs apart from where their redirects land)."""
+        return self.log_files.get(term.name) or term.home / "terminal.log"
+
     def _log(self, term: Terminal, text: str) -> None:
-        with self.lock, open_write(term.home / "terminal.log", "a") as f:
+        with self.lock, open_write(self.log_file(term), "a") as f:
             f.write(text if text.endswith("\n") else text + "\n")
 
     def _job(self, j: JobRun) -> None:
@@ -457,7 +465,7 @@ class RealRunner:
                 return 1, f"{target}: outside the node's results folder"
         if self.stopping:
             return 130, ""
-        log = open_write(term.home / "terminal.log", "a")
+        log = open_write(self.log_file(term), "a")
         out = open_write(out_path, "a" if sc.redirect and sc.redirect.op == ">>" else "w") if out_path else log
         try:
             argv = self.lab.exec_argv(term.name, [prog, *words[1:]])
@@ -473,7 +481,7 @@ class RealRunner:
             j.proc = proc
         if j.interrupted:  # Ctrl-C'd before it started
             j.interrupt()
-        self._flow(j, sc, prog, words, out_path or term.home / "terminal.log")
+        self._flow(j, sc, prog, words, out_path or self.log_file(term))
         if prog == "iperf3" and ("-s" in words or "--server" in words):
             _wait_listening(self.lab.ns(term.name), _port(words), popen)
         j.launched.set()
@@ -482,7 +490,7 @@ class RealRunner:
             status = 128 - status
         message = ""
         if status and not proc.interrupted:
-            text = (term.home / "terminal.log").read_text(encoding="utf-8", errors="replace").splitlines()
+            text = self.log_file(term).read_text(encoding="utf-8", errors="replace").splitlines()
             message = text[-1] if text else ""
         if proc.interrupted:
             j.interrupted = True
