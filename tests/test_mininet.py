@@ -552,3 +552,13 @@ def test_the_standard_library_keeps_the_real_clock_for_a_script_above_the_interp
     assert own(str(home / "lab.py")) and own(str(home / "helpers" / "net.py"))
     assert not own(str(Path(threading.__file__).resolve()))
     assert not own(str(home / "lib" / "site-packages" / "numpy" / "x.py"))
+
+
+def test_a_full_disk_under_a_script_is_said_once_without_a_traceback(tmp_path: Path, results: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "s.py"
+    script.write_text("import errno, os\nraise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), 'big.dat')\n",
+                      encoding="utf-8")
+    assert main(["mininet", "-o", str(results), str(script)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: big.dat: No space left on device\n  kept: ") and "Traceback" not in err

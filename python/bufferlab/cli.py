@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from .errors import BufferlabError
+from .safefs import ENVIRONMENT_ERRORS
 from .results_folder import FolderError, acquire, release_all
 from .safefs import open_write, write_atomic
 from .mininet import commands as mininet_commands
@@ -233,12 +234,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:  # the results folders' locks (results_folder.py): their files go
         release_all()
-
-
-#: what the machine, not the input, can refuse at any write: a full disk or quota, a read-only
-#: file system, a name longer than the file system allows, no permission
-ENVIRONMENT_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENAMETOOLONG, errno.EACCES, errno.EPERM,
-                      errno.EFBIG, errno.EIO}
 
 
 def _environment_error(e: OSError, args: argparse.Namespace) -> str:

@@ -130,6 +130,12 @@ def savefig(fig: Any, path: Path | str, **kwargs: Any) -> None:
         fig.savefig(f, format=Path(path).suffix.lstrip(".").lower(), **kwargs)
 
 
+#: what the machine, not the input, can refuse at any write: a full disk or quota, a read-only
+#: file system, a name longer than the file system allows, no permission, a failing disk
+ENVIRONMENT_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENAMETOOLONG, errno.EACCES, errno.EPERM,
+                      errno.EFBIG, errno.EIO}
+
+
 def not_a_file(path: Path | str) -> str:
     """Why ``path`` is not a regular file to read, for a message: ``no such file``, ``is a
     folder``, ``is a character device, not a file`` (/dev/zero, which would never end), ..."""

@@ -43,7 +43,7 @@ from ..outputs.report import after_run
 from ..run.programs import PROGRAMS
 from ..run.scheduler import signal_name, signals_deferred, signals_raise
 from ..results_folder import acquire, fresh, release, write_marker
-from ..safefs import not_a_file, remove_tree, write_atomic
+from ..safefs import ENVIRONMENT_ERRORS, not_a_file, remove_tree, write_atomic
 from . import clock
 from . import net as net_mod
 from .session import Job, MininetError, Session
@@ -323,6 +323,7 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
     #: the script line that stopped it, as summary.json lists a failed command
     failure: dict[str, Any] | None = None
     interrupted: str | None = None
+    environment: OSError | None = None
     signals_raise()  # SIGINT/SIGTERM raise Interrupted wherever the script (or the engine) is
     try:
         os.chdir(root)
@@ -342,7 +343,10 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
         interrupted = signal_name(e)
         status = 128 + getattr(e, "signum", 2)
     except Exception as e:  # the script's own mistake: its traceback, as python prints it
-        _print_script_traceback(e, script)
+        if isinstance(e, OSError) and e.errno in ENVIRONMENT_ERRORS:
+            environment = e  # a full disk, a read-only folder: said (cli.py) once the rest is written
+        else:
+            _print_script_traceback(e, script)
         error = f"{_script_line(e, script)}{type(e).__name__}: {e}"
         status = 1
         failure = _script_failure(e, script, status, f"{type(e).__name__}: {e}")
@@ -359,6 +363,8 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
             if (root / "summary.json").is_file():
                 after_run(root, report=report, echo=lambda s: print(s, file=sys.stderr))
             _done(root, prev, status == 0)
+    if environment is not None:
+        raise environment
     if interrupted is not None:
         print(f"bufferlab: interrupted by {interrupted}: what the script ran until then is in {root}",
               file=sys.stderr)
