@@ -129,13 +129,14 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
     if test is not None and test not in TESTS:
         raise MininetError(f"--test {test}: expected one of {', '.join(TESTS)}")
     net_mod.results_in(results, "mn")
-    net = Mininet(topo=build_topo(topo, topos), link=link_class(link))
     # SIGINT/SIGTERM end the test or the CLI: what ran until then is written, exit 128 + signal
+    # (before the network exists: "bufferlab: interrupted", 130/143, nothing to write)
     signals_raise()
+    net = Mininet(topo=build_topo(topo, topos), link=link_class(link))
     interrupted: str | None = None
     status = 0
-    net.start()
     try:
+        net.start()
         if test == "pingall":
             net.pingAll()
         elif test == "pingpair":
