@@ -48,13 +48,12 @@ def ns_pids(ns: str) -> list[int]:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` is still a runner (a Python process; a reused pid is another program)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"python" in f.read()
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
 
 
 def delete_namespace(ns: str) -> None:
