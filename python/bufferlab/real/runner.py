@@ -139,9 +139,6 @@ class RealRunner:
         self.started_unix = 0.0
         #: root qdisc drops seen at the end of the previous part, per interface
         self._drops_seen: dict[str, int] = {}
-        #: plot_q.sh samples of the current part, per interface: [t_ns, bytes, packets]
-        self._samples: dict[str, list[list[int]]] = {}
-        self._part_queues: list[str] = []
         self.log_files: dict[str, Path] = {}
         #: a Mininet network's process table (session.py), what mininet/ reads of it
         self.procs: Any = None
@@ -233,8 +230,6 @@ class RealRunner:
         by_term: dict[str, list[PreparedLine]] = {}
         for pl in self.lines[part.name]:
             by_term.setdefault(pl.command.terminal, []).append(pl)
-        self._samples = {}
-        self._part_queues = []
         states: dict[str, str] = {}
         threads = []
         entry: dict[str, Any] = {"name": part.name, "start_ns": start, "end_ns": start, "queues": [],
