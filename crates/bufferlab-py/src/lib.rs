@@ -140,7 +140,8 @@ impl Simulator {
 
     /// Advance to `until_ns` or until applications finish (their ids are
     /// returned). The interpreter is released meanwhile, in stretches of at
-    /// most `SIGNAL_CHECK_EVENTS` events; between them pending signals are
+    /// most `SIGNAL_CHECK_EVENTS` events and zero-delay arrivals (so also while
+    /// simulated time stands still); between them pending signals are
     /// handled (`py.check_signals()`), so Ctrl-C or SIGTERM raises here within
     /// milliseconds. With `max_events`, returns `None` once that many events
     /// were dispatched without the run being over, so the caller can check its
