@@ -233,7 +233,9 @@ class Runner:
     def check(self) -> None:
         """Parse every line of every part; raise the first error with its position."""
         cap = self.sc.profile.stop_at or DEFAULT_STOP_AT_S
-        self.tc_shadow = TcShadow(self.topo, self.sc.profile)
+        # only a duplicating netem needs the trees (their tc lines cost as much as in a run)
+        if any("duplicate" in c.text for part in self.sc.parts for c in part.commands):
+            self.tc_shadow = TcShadow(self.topo, self.sc.profile)
         try:
             for part in self.sc.parts:
                 if part.duration is not None and part.duration > cap:

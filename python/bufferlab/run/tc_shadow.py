@@ -8,7 +8,9 @@ other's copies without end; a scenario that relies on it cannot run as written. 
 ``check`` applies every ``tc`` line, in file order (parts in order, the lines of a
 part as listed), to an engine of the same topology that never runs, and reports that
 refusal at its line; ``run`` refuses the same line the same way (it checks first),
-and the engine itself refuses it in a Mininet script.
+and the engine itself refuses it in a Mininet script. A scenario none of whose lines
+says ``duplicate`` cannot break the rule, so ``check`` makes no shadow for it (a tc
+line costs as much here as in a run: htb reads its tree back).
 
 The order is the file's, not the simulated one: terminals run side by side, so a line
 of another terminal may in fact come first. Only this one refusal is reported, so the
