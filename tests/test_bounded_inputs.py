@@ -308,7 +308,8 @@ def test_export_at_a_file_says_a_file_is_in_the_way(finished_run, tmp_path, caps
 
 
 @pytest.mark.parametrize(("body", "message"), [
-    (f'name = "{"n" * 300}"', "name must be a folder name (no '/', not starting with '.', at most 200 bytes)"),
+    (f'name = "{"n" * 300}"',
+     "name must be a folder name (no '/', not starting with '.', at most 200 bytes)"),
     ('where = ""', "in where = '': an empty condition"),
 ])
 def test_sweep_name_and_condition_messages(tmp_path, body, message):

@@ -403,7 +403,8 @@ def test_getoutput_popen_spawn_and_pty_run_simulated_tools(tmp_path: Path, resul
 @pytest.mark.parametrize("call", [
     "subprocess.getoutput('touch MARK')", "subprocess.getstatusoutput('touch MARK')",
     "os.popen('touch MARK').read()", "os.spawnlp(os.P_WAIT, 'touch', 'touch', 'MARK')",
-    "os.spawnl(os.P_NOWAIT, '/usr/bin/touch', 'touch', 'MARK')", "os.spawnvpe(os.P_WAIT, 'touch', ['touch', 'MARK'], {})",
+    "os.spawnl(os.P_NOWAIT, '/usr/bin/touch', 'touch', 'MARK')",
+    "os.spawnvpe(os.P_WAIT, 'touch', ['touch', 'MARK'], {})",
     "os.execvp('touch', ['touch', 'MARK'])", "os.execl('/usr/bin/touch', 'touch', 'MARK')",
     "os.posix_spawnp('touch', ['touch', 'MARK'], dict(os.environ))", "pty.spawn(['touch', 'MARK'])",
     "asyncio.run(asyncio.create_subprocess_exec('touch', 'MARK'))",
@@ -525,14 +526,16 @@ def test_what_is_not_a_script_is_said_never_read_for_ever(tmp_path: Path, result
     (tmp_path / "raises.py").write_text("import nosuchmodule\n", encoding="utf-8")
     names = {"BAD": str(tmp_path / "bad.py"), "RAISES": str(tmp_path / "raises.py")}
     args = [names.get(a, a) for a in args]
-    assert main([*args, "-o", str(results)] if args[0] == "mn" else [args[0], "-o", str(results), args[1]]) == 2
+    argv = [*args, "-o", str(results)] if args[0] == "mn" else [args[0], "-o", str(results), args[1]]
+    assert main(argv) == 2
     err = capsys.readouterr().err
     for k, v in names.items():
         message = message.replace(k, v)
     assert message in err and "Traceback" not in err
 
 
-def test_sys_exit_with_a_message_prints_it(tmp_path: Path, results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sys_exit_with_a_message_prints_it(tmp_path: Path, results: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "s.py"
     script.write_text("import sys\nsys.exit('usage: s.py N')\n", encoding="utf-8")
     assert main(["mininet", "-o", str(results), str(script)]) == 1
@@ -554,8 +557,8 @@ def test_the_standard_library_keeps_the_real_clock_for_a_script_above_the_interp
     assert not own(str(home / "lib" / "site-packages" / "numpy" / "x.py"))
 
 
-def test_a_full_disk_under_a_script_is_said_once_without_a_traceback(tmp_path: Path, results: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_full_disk_under_a_script_is_said_once_without_a_traceback(
+        tmp_path: Path, results: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "s.py"
     script.write_text("import errno, os\nraise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), 'big.dat')\n",
                       encoding="utf-8")

@@ -152,7 +152,8 @@ def test_link_options_are_never_silently_rounded(tmp_path, key, value, message):
 
 @pytest.mark.parametrize(("content", "message"), [
     ("\ufeff{}".encode("utf-16"), "not a MiniEdit file: UTF-16 text"),
-    (b'{"version": "2", "hosts": [\xca\xfe]}', "bin.mn:1:28: error: not a MiniEdit file: byte 0xca is not UTF-8"),
+    (b'{"version": "2", "hosts": [\xca\xfe]}',
+     "bin.mn:1:28: error: not a MiniEdit file: byte 0xca is not UTF-8"),
     (b"[" * 100_000 + b"]" * 100_000, "not a MiniEdit file: JSON nested too deep"),
     (b'{"version": ' + b"9" * 5000 + b"}", "not a MiniEdit file: a number with too many digits"),
 ])

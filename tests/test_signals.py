@@ -52,7 +52,8 @@ def _gone(pids: list[int], timeout: float = 3.0) -> list[int]:
     deadline = time.monotonic() + timeout
     alive = pids
     while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        alive = [p for p in alive
+                 if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
         time.sleep(0.05)
     return alive
 
@@ -87,8 +88,8 @@ def test_a_signal_stops_the_sweep_and_its_workers_keeping_the_finished_runs(tmp_
     assert sorted(r["overrides"]["t"] for r in done) == [1, 2] and {r["status"] for r in done} == {"ok"}
     assert (runs.parent / "sweep.parquet").is_file()
     # resumable: the same command would run only the two missing runs
-    dry = subprocess.run([sys.executable, "-m", "bufferlab.cli", "sweep", "sw.toml", "-o", "out", "--dry-run"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    dry = subprocess.run([sys.executable, "-m", "bufferlab.cli", "sweep", "sw.toml", "-o", "out",
+                          "--dry-run"], cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert "4 runs, 2 to run" in dry.stdout, dry.stderr
 
 

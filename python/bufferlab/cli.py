@@ -421,8 +421,8 @@ def _cli_export_flent(results_dir: Path, out_dir: Path | None) -> int:
         rep = export_flent(results_dir, out_dir)
     except OSError as e:
         # -o at a file (or under one): mkdir's "File exists" would not say which is in the way
-        why = "a file is in the way of the output folder" if isinstance(e, FileExistsError | NotADirectoryError) \
-            else e.strerror
+        in_the_way = isinstance(e, FileExistsError | NotADirectoryError)
+        why = "a file is in the way of the output folder" if in_the_way else e.strerror
         raise BufferlabError(
             f"error: {e.filename or results_dir}: {why}\n"
             "  hint: check the permissions, or choose another folder with -o"

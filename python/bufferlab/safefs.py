@@ -145,7 +145,8 @@ def not_a_file(path: Path | str) -> str:
         return "no such file"
     for test, what in ((stat.S_ISDIR, "is a folder"), (stat.S_ISCHR, "is a character device, not a file"),
                        (stat.S_ISBLK, "is a block device, not a file"),
-                       (stat.S_ISFIFO, "is a pipe (FIFO), not a file"), (stat.S_ISSOCK, "is a socket, not a file")):
+                       (stat.S_ISFIFO, "is a pipe (FIFO), not a file"),
+                       (stat.S_ISSOCK, "is a socket, not a file")):
         if test(mode):
             return what
     return "is not a regular file" if not stat.S_ISREG(mode) else "is a file"

@@ -216,7 +216,8 @@ def _parse_stream(text: str) -> list[Any]:
             raise json.JSONDecodeError("JSON nested too deep", text, pos) from None
         except ValueError:  # int() refused a number of more than 4300 digits
             long = re.compile(r"\d{4300,}").search(text, pos)
-            raise json.JSONDecodeError("a number with too many digits", text, long.start() if long else pos) from None
+            at = long.start() if long else pos
+            raise json.JSONDecodeError("a number with too many digits", text, at) from None
         values.append(value)
 
 

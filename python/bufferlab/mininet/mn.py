@@ -122,7 +122,8 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
         except Exception as e:  # the file's own mistake, at its line
             line = next((t.lineno for t in reversed(traceback.extract_tb(e.__traceback__))
                          if Path(t.filename).resolve() == Path(f).resolve()), None)
-            raise BufferlabError(f"--custom {f}{f':{line}' if line else ''}: {type(e).__name__}: {e}") from None
+            at = f":{line}" if line else ""
+            raise BufferlabError(f"--custom {f}{at}: {type(e).__name__}: {e}") from None
         if not isinstance(found, dict):
             raise BufferlabError(f"--custom {f}: topos must be a dict of name -> topology class")
         topos.update(found)

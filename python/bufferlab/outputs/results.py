@@ -95,7 +95,8 @@ _FLOW_TYPES: dict[str, type | tuple[type, ...]] = {
     "app": int, "kind": str, "node": str, "part": str, "terminal": str, "command": str, "start_ns": int,
     "output": str, "simple": str,
     "received_bytes": int, "received_packets": int, "sent_bytes": int, "sent_packets": int}
-_TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "an object", (int, float): "a number"}
+_TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "an object",
+               (int, float): "a number"}
 
 
 def _wrong_type(doc: dict[str, Any], types: dict[str, Any], where: str) -> str | None:

@@ -137,8 +137,9 @@ def _read_text(path: Path) -> str:
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
         col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise ScenarioError(f"not a MiniEdit file: byte 0x{raw[e.start]:02x} is not UTF-8 text", file=str(path),
-                            line=line, col=col, expected="the UTF-8 JSON MiniEdit writes (File > Save)") from None
+        raise ScenarioError(f"not a MiniEdit file: byte 0x{raw[e.start]:02x} is not UTF-8 text",
+                            file=str(path), line=line, col=col,
+                            expected="the UTF-8 JSON MiniEdit writes (File > Save)") from None
 
 
 def load_mn(path: str | Path) -> MnTopology:

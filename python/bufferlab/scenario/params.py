@@ -210,7 +210,8 @@ def _arith(op: _Tok, a: Value, b: Value) -> Value:
         v = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
              "//": lambda: a // b}[op.text]()
     except OverflowError:
-        raise ExprError(f"the result of {op.text!r} is too large", op.at, expected="a finite number") from None
+        raise ExprError(f"the result of {op.text!r} is too large", op.at,
+                        expected="a finite number") from None
     if isinstance(v, int) and abs(v) >= 10**MAX_NUMBER_CHARS:
         raise ExprError(f"the result of {op.text!r} has more than {MAX_NUMBER_CHARS} digits", op.at,
                         expected=f"a number of at most {MAX_NUMBER_CHARS} digits")
