@@ -457,6 +457,7 @@ def test_bufferlab_keeps_the_real_clock_when_installed_inside_the_scripts_folder
     (["--topo", "tree,depth=2,fanout=x"], "'x' is not a whole number; expected tree,depth=D,fanout=F"),
     (["--link", "tc,max_queue_size=0"], "max_queue_size=0: a queue of 0 packets drops every packet"),
     (["--link", "tc,max_queue_size=1.5"], "max_queue_size=1.5: not a packet count"),
+    (["--topo", "single,3,4"], "positional arguments but 3 were given; expected single,N (N hosts"),
 ])
 def test_mn_arguments_say_what_is_wrong(results: Path, capsys: pytest.CaptureFixture[str], args: list[str],
                                         message: str) -> None:

@@ -76,8 +76,9 @@ def build_topo(spec: str, topos: dict[str, Any]) -> Any:
                 raise MininetError(f"--topo {spec}: {v!r} is not {what}; expected {USAGE[name]}")
     try:
         return topos[name](*args, **kwargs)
-    except TypeError as e:
-        raise MininetError(f"--topo {spec}: {e}") from None
+    except TypeError as e:  # too many arguments, an unknown name=value
+        usage = f"; expected {USAGE[name]}" if topos[name] is TOPOS.get(name) else ""
+        raise MininetError(f"--topo {spec}: {e}{usage}") from None
 
 
 def link_class(spec: str) -> Any:
