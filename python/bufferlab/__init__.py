@@ -39,7 +39,8 @@ def _interrupted_while_importing(signum: int, frame: Any) -> None:
 def _is_the_command() -> bool:
     """Imported for the ``bufferlab`` script or ``python -m bufferlab.cli``, not by a library user."""
     argv = getattr(_sys, "orig_argv", [])
-    return (bool(_sys.argv) and _os.path.basename(_sys.argv[0]) == "bufferlab") or any(
+    script = _os.path.basename(_sys.argv[0]) if _sys.argv else ""
+    return script.partition(".")[0] in ("bufferlab", "bufferlab-script") or any(
         a == "-m" and b == "bufferlab.cli" for a, b in zip(argv, argv[1:], strict=False))
 
 
