@@ -190,3 +190,14 @@ def test_an_exception_in_a_mininet_script_still_writes_tables_and_report(tmp_pat
     # the script's own failure, with its line (issue 23, item 6)
     assert [(f["where"], f["command"], f["status"]) for f in s["failures"]] == [("bad.py:11", "1 / 0", 1)]
     assert (root / "tables" / "ping.parquet").is_file() and (root / "report.html").is_file()
+
+
+def test_a_worker_killed_from_outside_is_a_clean_error_and_the_sweep_resumes(tmp_path):
+    proc, runs, workers = _sweep_running(tmp_path)
+    os.kill(workers[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 2, err.decode()
+    assert "a worker process of the sweep died" in err.decode() and "Traceback" not in err.decode()
+    assert _gone(workers) == []
+    done = [p for p in runs.glob("*") if p.suffix != ".partial"]
+    assert len(done) == 2

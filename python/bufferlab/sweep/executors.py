@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BufferlabError
@@ -67,6 +68,11 @@ def local(jobs: list[RunJob], workers: int, address: str | None) -> Records:
         try:
             for f in as_completed(futures):
                 yield f.result()
+        except BrokenProcessPool:
+            stop_workers(pool)
+            raise BufferlabError("error: a worker process of the sweep died (killed from outside, or out "
+                                 "of memory); the finished runs are kept\n  hint: run the same command "
+                                 "again to run the missing ones (with a smaller -j if memory is short)") from None
         except BaseException:  # a signal, or the sweep closing this generator: stop the runs now
             stop_workers(pool)
             raise
