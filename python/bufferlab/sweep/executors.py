@@ -70,9 +70,10 @@ def local(jobs: list[RunJob], workers: int, address: str | None) -> Records:
                 yield f.result()
         except BrokenProcessPool:
             stop_workers(pool)
-            raise BufferlabError("error: a worker process of the sweep died (killed from outside, or out "
-                                 "of memory); the finished runs are kept\n  hint: run the same command "
-                                 "again to run the missing ones (with a smaller -j if memory is short)") from None
+            raise BufferlabError(
+                "error: a worker process of the sweep died (killed from outside, or out of memory); the "
+                "finished runs are kept\n  hint: run the same command again to run the missing ones (with "
+                "a smaller -j if memory is short)") from None
         except BaseException:  # a signal, or the sweep closing this generator: stop the runs now
             stop_workers(pool)
             raise
