@@ -305,3 +305,30 @@ def test_mininet_api_on_the_kernel(tmp_path):
         net.stop()
     assert _ours(os.getpid()) == []
     assert (tmp_path / "mn-real/mininet/h1/terminal.log").read_text().startswith("$ ping")
+
+
+@needs_kernel
+@pytest.mark.skipif(shutil.which("ping") is None, reason="ping is not installed")
+def test_interfaces_named_alike_on_two_hosts(write_scenario, tmp_path):
+    """Two hosts' eth0 (the engine's h1/eth0 and h2/eth0): each line reaches its own."""
+    path = write_scenario("""
+name = "eth0s"
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [{ a = "h1", b = "s1", a_intf = "eth0" }, { a = "h2", b = "s1", a_intf = "eth0" }]
+[[part]]
+name = "p"
+cmds = [
+  "h2: tc qdisc add dev eth0 root netem delay 10ms",
+  "h1: tc qdisc add dev eth0 root tbf rate 10mbit burst 15k limit 100k",
+  "h1: ping 10.0.0.2 -c 3 -i 0.2",
+]
+""")
+    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report", "-q")
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert _ours(p.pid) == []
+    part = json.loads((tmp_path / "results/t-real/summary.json").read_text())["parts"][0]
+    assert list(part["qdiscs"]) == ["h1/eth0"] and "tbf" in part["tc"]["h1/eth0"]
+    assert 9.9 <= part["results"]["ping"][0]["min_ms"] <= 15

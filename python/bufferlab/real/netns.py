@@ -91,7 +91,8 @@ class Lab:
 
     sc: Scenario
     topo: BuiltTopology
-    #: interfaces whose link is a userspace delay line (delayline.py) instead of a veth
+    #: interfaces (engine names, topology.py) whose link is a userspace delay line (delayline.py)
+    #: instead of a veth
     piped: set[str] = field(default_factory=set)
     namespaces: list[str] = field(default_factory=list)
     #: processes started in the namespaces, each the leader of its own process group
@@ -101,6 +102,8 @@ class Lab:
 
     def __post_init__(self) -> None:
         self.tag = f"{PREFIX}{os.getpid()}"
+        #: engine name (unique: ``h1/eth0`` where two hosts name theirs eth0) -> interface
+        self.ifaces = {i.engine_name: i for i in self.topo.interfaces}
 
     def ns(self, terminal: str) -> str:
         """The namespace a terminal's lines run in: a host's own, or admin (switches too)."""
@@ -108,8 +111,14 @@ class Lab:
         return f"{self.tag}-{terminal}" if kind == "host" else f"{self.tag}-admin"
 
     def ns_of_dev(self, dev: str) -> str:
-        owner = self.topo.owner_of(dev)
-        return self.ns(owner) if owner else self.ns("admin")
+        """The namespace of the interface named ``dev`` in the engine's terms."""
+        i = self.ifaces.get(dev)
+        return self.ns(i.node) if i else self.ns("admin")
+
+    def name_of(self, dev: str) -> str:
+        """An interface's own name in its namespace (``eth0`` for ``h1/eth0``)."""
+        i = self.ifaces.get(dev)
+        return i.name if i else dev
 
     def exec_argv(self, terminal: str, argv: list[str]) -> list[str]:
         return ["ip", "netns", "exec", self.ns(terminal), *argv]
@@ -134,7 +143,7 @@ class Lab:
             a, b = link["a"], link["b"]
             self._link(a, b)
         for i in self.topo.interfaces:
-            ns = self.ns_of_dev(i.name)
+            ns = self.ns(i.node)
             if i.ip:
                 sh("ip", "-n", ns, "addr", "add", i.ip if "/" in i.ip else f"{i.ip}/8", "dev", i.name)
             if self.topo.node_kinds[i.node] == "switch":
@@ -143,20 +152,21 @@ class Lab:
 
     def _link(self, a: dict, b: dict) -> None:
         na, nb = self.ns_of_dev(a["intf"]), self.ns_of_dev(b["intf"])
+        da, db = self.name_of(a["intf"]), self.name_of(b["intf"])
         if a["intf"] in self.piped or b["intf"] in self.piped:
-            for ns, dev in ((na, a["intf"]), (nb, b["intf"])):
+            for ns, dev in ((na, da), (nb, db)):
                 sh("ip", "-n", ns, "tuntap", "add", "dev", dev, "mode", "tap")
             proc = subprocess.Popen(
-                [sys.executable, "-m", "bufferlab.real.delayline", na, a["intf"], nb, b["intf"]],
+                [sys.executable, "-m", "bufferlab.real.delayline", na, da, nb, db],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
             self.procs.append(proc)
             ready = proc.stdout.readline() if proc.stdout else ""
             if ready.strip() != "ready":
-                raise RuntimeError(f"the delay line between {a['intf']} and {b['intf']} did not start")
+                raise RuntimeError(f"the delay line between {da} and {db} did not start")
             self.pipes[a["intf"]] = (proc, "a")
             self.pipes[b["intf"]] = (proc, "b")
             return
-        sh("ip", "-n", na, "link", "add", a["intf"], "type", "veth", "peer", "name", b["intf"], "netns", nb)
+        sh("ip", "-n", na, "link", "add", da, "type", "veth", "peer", "name", db, "netns", nb)
 
     def set_delay(self, dev: str, seconds: float) -> None:
         """``netem delay`` on ``dev``: frames leaving it wait this long in its delay line."""

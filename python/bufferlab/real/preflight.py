@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +80,9 @@ class Plan:
     netem_devs: set[str] = field(default_factory=set)
     #: the netem's handle (major) on each of them: its children become the root
     netem_handles: dict[str, str] = field(default_factory=dict)
+    #: a terminal's interface name -> the engine's (topology.py ``resolve_dev``); the netem
+    #: interfaces are kept in the engine's names, unique across nodes
+    resolve: Callable[[str, str], str | None] = lambda terminal, dev: None
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -119,13 +123,13 @@ def _major(handle: str) -> str:
     return handle.split(":")[0].lower().lstrip("0") or "0"
 
 
-def stand_in_words(words: list[str], netem_handles: dict[str, str]) -> list[str]:
+def stand_in_words(words: list[str], netem_handle: str | None) -> list[str]:
     """A tc line on an interface whose netem is a delay line: a qdisc under the netem
     (``parent H:``) becomes the root, where the delay line's frames leave from. For a
     constant delay this changes nothing measured: a time-invariant shaper's departures
     from arrivals delayed by D are its departures delayed by D (docs/real.md)."""
     u = tc_use(words, "", "")
-    if u is None or u.dev not in netem_handles or u.parent != netem_handles[u.dev]:
+    if u is None or netem_handle is None or u.parent != netem_handle:
         return words
     k = words.index("parent")
     return [*words[:k], "root", *words[k + 2:]]
@@ -149,7 +153,7 @@ def netem_delay_s(words: list[str]) -> float | None:
 
 
 def read_plan(sc: Scenario, topo: BuiltTopology, lines: dict[str, list[PreparedLine]]) -> Plan:
-    plan = Plan()
+    plan = Plan(resolve=topo.resolve_dev)
     if sc.routers:
         plan.problems.append(f"routers ({', '.join(sc.routers)}) are not built by --real yet: hosts and "
                              "switches only")
@@ -283,8 +287,10 @@ def _check_kinds(plan: Plan, probe: str, has_netem: bool | None) -> list[str]:
                                 "`tc qdisc add dev IF root netem delay D` is run without it (by a userspace "
                                 f"delay line), not `netem {' '.join(u.args)}`")
                 continue
-            plan.netem_devs.add(u.dev)
-            plan.netem_handles[u.dev] = u.handle or "?"
+            dev = plan.resolve(u.terminal, u.dev) or u.dev  # a link's own lines name it already
+            u.dev = dev
+            plan.netem_devs.add(dev)
+            plan.netem_handles[dev] = u.handle or "?"
             continue
         if not have(u.obj, u.kind, u.args):
             what = {"qdisc": "qdisc", "class": "qdisc (for its classes)", "filter": "filter (classifier)"}[u.obj]
@@ -292,8 +298,8 @@ def _check_kinds(plan: Plan, probe: str, has_netem: bool | None) -> list[str]:
                             f"(`tc {u.obj} {u.verb} ... {u.kind}`: Specified kind is unknown)")
     for dev in sorted(plan.netem_devs):
         # a qdisc beside the netem at the root would compete with it for the root: refused
-        others = [u for u in plan.tc if u.dev == dev and u.kind not in (None, "netem") and u.obj == "qdisc"
-                  and u.root]
+        others = [u for u in plan.tc if u.dev and (plan.resolve(u.terminal, u.dev) or u.dev) == dev
+                  and u.kind not in (None, "netem") and u.obj == "qdisc" and u.root]
         if others:
             problems.append(f"{others[0].where}: {others[0].terminal}: {dev} has a netem delay run by a userspace "
                             f"delay line (this kernel has no netem); a root {others[0].kind} beside it is not "

@@ -216,7 +216,7 @@ class RealRunner:
     def _admin_tc(self, node: str, dev: str, args: str) -> None:
         """A TCLink option's qdisc, on the node's side of the link."""
         assert self.lab is not None
-        words = ["tc", "qdisc", "add", "dev", dev, *args.split()]
+        words = ["tc", "qdisc", "add", "dev", self.lab.name_of(dev), *args.split()]
         delay = netem_delay_s(words)
         if dev in self.lab.pipes and delay is not None:
             self.lab.set_delay(dev, delay)
@@ -438,10 +438,9 @@ class RealRunner:
             return self._plot_q(j, words[1]), ""
         if prog == "plot_iperf.sh":
             return self._plot_iperf(term, words[1])
-        if prog == "tc" and _dev_of(words) in self.lab.pipes:
+        dev = self.topo.resolve_dev(term.name, _dev_of(words) or "") if prog == "tc" else None
+        if dev is not None and dev in self.lab.pipes:
             # the userspace delay line stands in for netem (preflight.py)
-            dev = _dev_of(words)
-            assert dev is not None
             delay = netem_delay_s(words)
             if delay is not None:
                 self.lab.set_delay(dev, delay)
@@ -450,7 +449,7 @@ class RealRunner:
                 self.lab.set_delay(dev, 0.0)
                 sh("ip", "netns", "exec", self.lab.ns(term.name), *words, check=False)
                 return 0, ""
-            words = stand_in_words(words, self.plan.netem_handles)
+            words = stand_in_words(words, self.plan.netem_handles.get(dev))
         out_path = None
         if sc.redirect is not None:
             target = sc.redirect.target.text
@@ -535,10 +534,11 @@ class RealRunner:
         interval = self.sc.profile.queue_sample_interval
         start = self.now_ns()
         samples: list[list[int]] = []
-        ns = self.lab.ns_of_dev(dev)
+        engine = self.topo.resolve_dev(j.term.name, dev) or dev
+        ns, name = self.lab.ns_of_dev(engine), self.lab.name_of(engine)
         nxt = time.monotonic()
         while not j.stop.is_set():
-            blocks = _tc_json(ns, dev)
+            blocks = _tc_json(ns, name)
             if blocks:
                 leaf = blocks[-1]
                 samples.append([self.now_ns(), int(leaf.get("backlog", 0)), int(leaf.get("qlen", 0))])
@@ -556,7 +556,7 @@ class RealRunner:
         rel = csv.resolve().relative_to(self.root.resolve()).as_posix()
         if rel not in part["queues"]:
             part["queues"].append(rel)
-        peak = part.setdefault("peak_backlog", {}).setdefault(dev, {"bytes": 0, "packets": 0})
+        peak = part.setdefault("peak_backlog", {}).setdefault(engine, {"bytes": 0, "packets": 0})
         peak["bytes"] = max([peak["bytes"], *(s[1] for s in samples)])
         peak["packets"] = max([peak["packets"], *(s[2] for s in samples)])
         if samples:
@@ -570,22 +570,22 @@ class RealRunner:
         qdiscs: dict[str, Any] = {}
         texts: dict[str, str] = {}
         drops: dict[str, Any] = {}
-        for i in self.topo.interfaces:
-            ns = self.lab.ns_of_dev(i.name)
+        for i in self.topo.interfaces:  # keyed by the engine's names, as a simulated run's
+            ns, dev = self.lab.ns(i.node), i.engine_name
             blocks = _tc_json(ns, i.name)
             if not blocks or all(b.get("kind") == "noqueue" for b in blocks):
                 continue
-            if i.name in self.lab.pipes and [b.get("kind") for b in blocks] == ["pfifo_fast"]:
+            if dev in self.lab.pipes and [b.get("kind") for b in blocks] == ["pfifo_fast"]:
                 continue  # the tap's default queue, not the scenario's
-            qdiscs[i.name] = blocks
-            texts[i.name] = sh("ip", "netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev", i.name,
-                               check=False).stdout
+            qdiscs[dev] = blocks
+            texts[dev] = sh("ip", "netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev", i.name,
+                            check=False).stdout
             root = next((b for b in blocks if b.get("root")), blocks[0])
             total = int(root.get("drops", 0))
-            new = total - self._drops_seen.get(i.name, 0)
-            self._drops_seen[i.name] = total
+            new = total - self._drops_seen.get(dev, 0)
+            self._drops_seen[dev] = total
             if new > 0:
-                drops[i.name] = {"dropped": {"packets": new, "bytes": 0}}
+                drops[dev] = {"dropped": {"packets": new, "bytes": 0}}
         return {"qdiscs": qdiscs, "tc": texts, "drops": drops}
 
     # ------------------------------------------------------------ summary
@@ -647,7 +647,8 @@ class RealRunner:
         for p in self.parts:
             for dev, blocks in p.get("qdiscs", {}).items():
                 root = next((b for b in blocks if b.get("root")), blocks[0])
-                interfaces[dev] = {"node": self.topo.owner_of(dev), "qdiscs": blocks,
+                interfaces[dev] = {"node": self.lab.ifaces[dev].node if self.lab and dev in self.lab.ifaces else None,
+                                   "qdiscs": blocks,
                                    "drops": {"dropped": {"packets": int(root.get("drops", 0)), "bytes": 0}}}
         wall = time.monotonic() - self.t0 if self.t0 else 0.0
         summary: dict[str, Any] = {

@@ -144,7 +144,7 @@ class RealSession:
         self._index += 1
         cmd = Command(node, line, self._index, 1, self._index, f"<{node}>")
         pl = r.sim.prepare_line(cmd)
-        plan = Plan()
+        plan = Plan(resolve=r.topo.resolve_dev)
         read_lines(plan, [pl])
         try:
             check_machine(plan, f"blr{os.getpid()}", has_netem=bool(r.lab and r.lab.pipes) or None)
