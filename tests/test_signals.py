@@ -200,4 +200,4 @@ def test_a_worker_killed_from_outside_is_a_clean_error_and_the_sweep_resumes(tmp
     assert "a worker process of the sweep died" in err.decode() and "Traceback" not in err.decode()
     assert _gone(workers) == []
     done = [p for p in runs.glob("*") if p.suffix != ".partial"]
-    assert len(done) == 2
+    assert len(done) == 2 and (runs.parent / "sweep.parquet").is_file()

@@ -133,6 +133,10 @@ def cli_sweep(argv: list[str]) -> int:
               f"and in {out / 'sweep.parquet'}; run the same command again to run only the missing ones",
               file=sys.stderr)
         return 128 + getattr(e, "signum", 2)
+    except BufferlabError:  # a worker died, a cluster lost: sweep.parquet of the finished runs, then why
+        with signals_deferred():
+            write_results(out, jobs)
+        raise
     with signals_deferred():  # a signal now waits until sweep.parquet is whole
         table = write_results(out, jobs)
     print(f"{spec.name}: {len(jobs)} runs ({len(jobs) - len(todo)} cached, {len(todo)} run); {table}")
