@@ -160,7 +160,8 @@ def test_kill_9_leftovers_go_with_the_next_run(write_scenario, tmp_path):
 @needs_kernel
 def test_a_qdisc_kind_the_kernel_lacks_is_named_before_anything_starts(write_scenario, tmp_path):
     path = write_scenario(_scenario(5394, extra='"admin: tc qdisc add dev s1-eth1 root red limit 400000 '
-                                    'min 30000 max 90000 avpkt 1000 burst 55 bandwidth 10mbit",'))
+                                    'min 30000 max 90000 avpkt 1000 burst 55 bandwidth 10mbit", '
+                                    '"h1: iperf3 -c 10.0.0.2 -p 5394 -t 1 -C htcp",'))
     r = Runner(load_scenario(path))
     r.check()
     plan = read_plan(r.sc, r.topo, r.lines)
@@ -171,6 +172,8 @@ def test_a_qdisc_kind_the_kernel_lacks_is_named_before_anything_starts(write_sce
     else:
         pytest.skip("this kernel builds red")
     assert "this kernel has no red qdisc" in message and "t.toml:" in message
+    available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    assert ("no htcp congestion control" in message) == ("htcp" not in available)
     p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"))
     _, err = p.communicate(timeout=60)
     assert p.returncode == 2 and "no red qdisc" in err
