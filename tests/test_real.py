@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from bufferlab.real.preflight import RealError, check_machine, read_plan
 from bufferlab.run.scheduler import Runner
 
 
+@cache
 def _unavailable() -> str | None:
     if sys.platform != "linux":
         return "needs Linux"
