@@ -337,3 +337,14 @@ cmds = [
     part = json.loads((tmp_path / "results/t-real/summary.json").read_text())["parts"][0]
     assert list(part["qdiscs"]) == ["h1/eth0"] and "tbf" in part["tc"]["h1/eth0"]
     assert 9.9 <= part["results"]["ping"][0]["min_ms"] <= 15
+
+
+@needs_kernel
+@pytest.mark.skipif(shutil.which("ping") is None, reason="ping is not installed")
+def test_mn_real(tmp_path):
+    p = _bufferlab("mn", "--real", "--topo", "linear,3", "--link", "tc,delay=2ms", "--test", "pingall",
+                   "-o", str(tmp_path))
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert "0% dropped (6/6 received)" in out + err and "(real time)" in out + err
+    assert _ours(p.pid) == [] and (tmp_path / "mn-real/report.html").is_file()

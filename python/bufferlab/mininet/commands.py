@@ -38,6 +38,9 @@ def add_parsers(sub: Any) -> None:
     mn.add_argument("--custom", type=Path, action="append", default=[], metavar="FILE")
     mn.add_argument("-o", "--output", type=Path, default=Path("results"),
                     help="results folder (default: ./results)")
+    mn.add_argument("--real", action="store_true",
+                    help="build the network on this machine's Linux kernel in private network namespaces and "
+                    "run the real tools (root; results/mn-real; docs/real.md)")
 
 
 def _seed_arg(text: str) -> int:
@@ -54,4 +57,4 @@ def dispatch(args: argparse.Namespace) -> int:
         return run_script(args.script, args.args, args.output, args.seed, report=not args.no_report)
     from .mn import run_mn
 
-    return run_mn(args.topo, args.link, args.test, args.custom, args.output)
+    return run_mn(args.topo, args.link, args.test, args.custom, args.output, real=args.real)

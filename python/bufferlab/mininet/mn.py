@@ -108,7 +108,8 @@ def link_class(spec: str) -> Any:
 
 
 def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: Path,
-           stdin: Any = None) -> int:
+           stdin: Any = None, real: bool = False) -> int:
+    """``real``: on this machine's kernel, in network namespaces (root; docs/real.md)."""
     setLogLevel("info")
     topos = dict(TOPOS)
     for f in custom:
@@ -134,7 +135,7 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
     # SIGINT/SIGTERM end the test or the CLI: what ran until then is written, exit 128 + signal
     # (before the network exists: "bufferlab: interrupted", 130/143, nothing to write)
     signals_raise()
-    net = Mininet(topo=build_topo(topo, topos), link=link_class(link))
+    net = Mininet(topo=build_topo(topo, topos), link=link_class(link), real=real)
     interrupted: str | None = None
     status = 0
     try:
@@ -155,14 +156,14 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
             elapsed = net.session.now_ns / 1e9 if net.session else 0.0
             if net.session is not None and interrupted is not None:
                 net.session.close(interrupted=interrupted)
+            root = net.session.root if net.session is not None else Path(results) / "mn"
             net.stop()
-            root = Path(results) / "mn"
             if (root / "summary.json").is_file():
                 after_run(root, report=True, echo=lambda s: print(s, file=sys.stderr))
     if interrupted is not None:
         print(f"bufferlab: interrupted by {interrupted}: what ran until then is in {root}", file=sys.stderr)
         return status
-    output(f"completed in {elapsed:.3f} seconds (simulated)\n")
+    output(f"completed in {elapsed:.3f} seconds ({'real time' if real else 'simulated'})\n")
     return 0
 
 
