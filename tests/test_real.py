@@ -348,3 +348,28 @@ def test_mn_real(tmp_path):
     assert p.returncode == 0, err
     assert "0% dropped (6/6 received)" in out + err and "(real time)" in out + err
     assert _ours(p.pid) == [] and (tmp_path / "mn-real/report.html").is_file()
+
+
+@needs_kernel
+def test_files_outside_the_node_folder_are_refused(write_scenario, tmp_path):
+    """The tools run as root: as in a simulated run, what a line reads or writes stays
+    in its node's results folder."""
+    outside = tmp_path / "outside"
+    path = write_scenario(f"""
+name = "paths"
+[topology]
+hosts = ["h1", "h2"]
+links = [["h1", "h2"]]
+[[part]]
+name = "p"
+cmds = ["h1: mkdir {outside} || true", "h1: cat ../../t.toml || true",
+        "h1: iperf3 -c 10.0.0.2 --logfile {outside}.log || true", "h1: echo hi > ../x || true",
+        "h1: mkdir -p a/b && echo made"]
+""")
+    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report", "-q")
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert not outside.exists() and not Path(f"{outside}.log").exists()
+    log = (tmp_path / "results/t-real/p/h1/terminal.log").read_text()
+    assert log.count("outside the node's results folder") == 4 and log.endswith("made\n"), log
+    assert not (tmp_path / "results/t-real/p/x").exists() and (tmp_path / "results/t-real/p/h1/a/b").is_dir()

@@ -29,7 +29,8 @@ from .netns import sh
 
 #: lines whose program a real host runs as it is (found on PATH), besides the ones below
 REAL_PROGRAMS = frozenset({"iperf3", "iperf", "ping", "tc", "sysctl", "ethtool", "ip", "ifconfig", "arp",
-                           "sleep", "echo", "cat", "date", "hostname", "ps", "tcpdump", "tshark", "mkdir"})
+                           "sleep", "echo", "cat", "date", "hostname", "ps", "tcpdump", "tshark", "mkdir",
+                           "true"})
 #: run by bufferlab itself: plot_q.sh samples `tc -s qdisc show` as the simulation's does,
 #: plot_iperf.sh is the simulation's reconstruction (formats/plot_iperf.py), cd moves the
 #: terminal's folder
@@ -40,9 +41,13 @@ REFUSED = {
     "kill": "signals by PID or job reach every process of the machine (one PID namespace)",
     "pkill": "would signal the machine's own processes of that name",
     "killall": "would signal the machine's own processes of that name",
+    "pgrep": "would list the machine's own processes (one PID namespace)",
+    "xdg-open": "opens a window on the machine's desktop",
     "wait": "shell job control is not available with --real",
     "jobs": "shell job control is not available with --real",
 }
+#: bufferlab's traffic generators and study helpers: no real host has them
+OWN_PROGRAMS = frozenset({"cbr", "poisson", "onoff", "sink", "bulk", "flows", "ns3-goodput"})
 _QDISC_OPTS = {"dev": 1, "root": 0, "parent": 1, "handle": 1, "ingress": 0, "clsact": 0, "estimator": 2,
                "classid": 1}
 _FILTER_OPTS = {"dev": 1, "parent": 1, "protocol": 1, "prio": 1, "pref": 1, "handle": 1, "chain": 1,
@@ -186,7 +191,8 @@ def read_lines(plan: Plan, lines: list[PreparedLine]) -> None:
                     continue
                 if prog not in REAL_PROGRAMS and prog not in INTERNAL:
                     plan.problems.append(f"{where}: {c.terminal}: {prog} is bufferlab's own program, not a "
-                                         "tool a real host has (use iperf3 or ping)")
+                                         "tool a real host has (use iperf3 or ping)" if prog in OWN_PROGRAMS else
+                                         f"{where}: {c.terminal}: {prog}: not run by --real")
                     continue
                 plan.programs.setdefault(prog, where)
                 if prog == "tc":

@@ -450,6 +450,12 @@ class RealRunner:
                 sh("ip", "netns", "exec", self.lab.ns(term.name), *words, check=False)
                 return 0, ""
             words = stand_in_words(words, self.plan.netem_handles.get(dev))
+        for name in _paths(prog, words):
+            if inside_home(term, term.cwd / name) is None:  # real tools run as root: as simulated, no
+                # file outside the node's results folder is read or written
+                why = f"{prog}: {name}: Permission denied (outside the node's results folder)"
+                self._log(term, why)
+                return 1, why
         out_path = None
         if sc.redirect is not None:
             target = sc.redirect.target.text
@@ -702,6 +708,19 @@ def _wait_listening(ns: str, port: int, popen: subprocess.Popen, timeout: float 
         if f":{port} " in sh("ip", "netns", "exec", ns, "ss", "-Htln", check=False).stdout:
             return
         time.sleep(0.02)
+
+
+def _paths(prog: str, words: list[str]) -> list[str]:
+    """The files a line's program reads or writes (kept inside its node folder)."""
+    if prog in ("cat", "mkdir"):
+        return [w for w in words[1:] if not w.startswith("-")]
+    found = []
+    for k, w in enumerate(words):
+        if prog == "iperf3" and w.startswith("--logfile"):
+            found.append(w.split("=", 1)[1] if "=" in w else (words[k + 1] if k + 1 < len(words) else ""))
+        if prog in ("tcpdump", "tshark") and w.startswith("-w"):
+            found.append(w[2:] or (words[k + 1] if k + 1 < len(words) else ""))
+    return [f for f in found if f]
 
 
 def _dev_of(words: list[str]) -> str | None:
