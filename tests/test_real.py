@@ -83,6 +83,9 @@ def _procs_with(marker: str) -> list[str]:
 
 def _nothing_left(pid: int, port: int) -> None:
     assert _ours(pid) == []
+    # and nothing was ever made in the machine's own namespace
+    root_links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
+    assert not re.search(r"^(h\d+-eth|s\d+-eth|s\d+ )", root_links, re.M), root_links
     assert _procs_with(f"-p {port}") == []
     assert _procs_with(f"{netns.PREFIX}{pid}-") == []  # the delay lines name their namespaces
 
