@@ -1,4 +1,4 @@
-"""Run a scenario's parts with the semantics of DESIGN.md "How lines run".
+"""Run a scenario's parts with the semantics of docs/internals.md "How lines run".
 
 Each terminal (a node's, or ``admin``) runs its lines in order; terminals run
 side by side in simulated time; at one instant, lines start in file order.
@@ -759,7 +759,7 @@ def write_run_info(root: Path, started_unix: float, wall_s: float) -> None:
 
 
 def _endless(pc: PrepareCtx, sc: SimpleCommand) -> bool:
-    """Whether a command never ends on its own (DESIGN.md "How lines run")."""
+    """Whether a command never ends on its own (docs/internals.md "How lines run")."""
     if not sc.words:
         return False
     name, words, scratch = sc.words[0].text, sc.words, Diagnostics()
@@ -1116,8 +1116,9 @@ def run_scenario(
         ScenarioError, CommandError: the scenario does not validate (checked before running).
         BufferlabError: a part did not finish within ``[sim] stop_at``.
         KeyboardInterrupt: SIGINT/SIGTERM.
-        In every case after the run started, summary.json, the tables and report.html are
-        written first, with every finished part's results and the failed part marked.
+
+    In every case after the run started, summary.json, the tables and report.html are
+    written first, with every finished part's results and the failed part marked.
     """
     r = Runner(scenario, results_root, progress, echo)
     r.check()
