@@ -422,3 +422,48 @@ fn idle_updates_are_skipped_exactly() {
     assert!(d.next_update > 3_600_000 * MS && d.next_update <= 3_600_016 * MS);
     assert_eq!((d.next_update) % (16 * MS), 0);
 }
+
+/// Engine cost of one enqueue + dequeue, against fq_codel's (issue 25's
+/// target: within 1.5×). `cargo test --release -p bufferlab-core --lib
+/// qdisc_cost -- --ignored --nocapture`.
+#[test]
+#[ignore = "timing, run by hand in release mode"]
+fn qdisc_cost_vs_fq_codel() {
+    use crate::qdisc::spec::FqCodelSpec;
+    use crate::qdisc::AnyQdisc;
+    fn ns_per_packet(spec: QdiscSpec) -> f64 {
+        let env_b = BuildEnv {
+            seed: 1,
+            stream: "bench",
+            profile: Default::default(),
+            now: crate::time::SimTime::ZERO,
+            at_root: true,
+        };
+        let mut q = AnyQdisc::build(&spec, &env_b).unwrap().qdisc;
+        let mut env = Env::default();
+        let n = 2_000_000u64;
+        let start = std::time::Instant::now();
+        // 100 packets standing, one in and one out every 12 µs (1 Gbit/s)
+        for i in 0..n + 100 {
+            let t = i * 12_000;
+            let id = env.pkt(1514);
+            env.arena.get_mut(id).src_port = (i % 8) as u16;
+            let mut red = Reduce::default();
+            q.enqueue(&mut env.ctx(t), &mut red, id, &mut []);
+            if i >= 100 {
+                if let Some(id) = q.dequeue(&mut env.ctx(t), &mut red, &mut []) {
+                    env.arena.free(id);
+                }
+            }
+        }
+        start.elapsed().as_nanos() as f64 / n as f64
+    }
+    let fq = ns_per_packet(QdiscSpec::FqCodel(FqCodelSpec::default()));
+    let dp = ns_per_packet(QdiscSpec::Dualpi2(DualPi2Spec::default()));
+    let fast = ns_per_packet(QdiscSpec::PfifoFast);
+    eprintln!(
+        "ns per enqueue+dequeue: fq_codel {fq:.1}, dualpi2 {dp:.1} ({:.2}x), pfifo_fast {fast:.1} ({:.2}x)",
+        dp / fq,
+        fast / fq
+    );
+}
