@@ -244,8 +244,11 @@ def test_prio_serves_bands_by_tos_and_filters(prio_run: Path):
     assert sent["2"][0] > 3 * sent["3"][0]
 
 
-def test_prio_class_show_without_blocks_is_empty():
+def test_class_show_without_blocks_is_empty_and_dualpi2_lists_its_two_classes():
     assert class_show_text([], stats=True, details=False, modern=True) == ""
+    blocks = [{"kind": "dualpi2", "handle": 1, "parent": None, "options": DEFAULT_OPTIONS}]
+    assert class_show_text(blocks, stats=False, details=False, modern=True) == (
+        "class dualpi2 1: parent 1: \n" * 2)
 
 
 # ------------------------------------------------------------------ the lesson

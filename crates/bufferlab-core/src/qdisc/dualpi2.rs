@@ -162,7 +162,7 @@ impl Params {
         }
         if s.step_thresh_pkts.is_some() && s.step_thresh_us.is_some() {
             return Err(TcError::Invalid(
-                "dualpi2: multiple step thresh attributes".into(),
+                "sch_dualpi2: multiple step thresh attributes".into(),
             ));
         }
         if let Some(l) = s.limit {
@@ -669,6 +669,17 @@ impl Qdisc for DualPi2 {
         let QdiscSpec::Dualpi2(spec) = spec else {
             return Err(wrong_kind());
         };
+        // `tc qdisc change … dualpi2` without options sends an empty nest;
+        // a filters-only document comes from `tc filter` (no kernel change)
+        let attrs = DualPi2Spec {
+            filters: None,
+            ..spec.clone()
+        };
+        if spec.filters.is_none() && attrs == DualPi2Spec::default() {
+            return Err(TcError::Invalid(
+                "sch_dualpi2: Dualpi2 options are required".into(),
+            ));
+        }
         self.p = self.p.apply(spec)?;
         if let Some(f) = &spec.filters {
             self.filters = f.clone();

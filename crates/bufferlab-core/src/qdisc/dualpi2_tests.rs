@@ -467,3 +467,26 @@ fn qdisc_cost_vs_fq_codel() {
         fast / fq
     );
 }
+
+#[test]
+fn change_needs_options_but_a_filter_document_does_not() {
+    let mut env = Env::default();
+    let mut d = q(DualPi2Spec::default());
+    let e = Qdisc::change(
+        &mut d,
+        &QdiscSpec::Dualpi2(DualPi2Spec::default()),
+        &mut env.ctx(0),
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Error: sch_dualpi2: Dualpi2 options are required.\nRTNETLINK answers: Invalid argument"
+    );
+    let only_filters = DualPi2Spec {
+        filters: Some(vec![]),
+        ..Default::default()
+    };
+    Qdisc::change(&mut d, &QdiscSpec::Dualpi2(only_filters), &mut env.ctx(0), None).unwrap();
+    assert_eq!(d.options()["limit"], 10_000);
+}

@@ -564,11 +564,18 @@ def _hash_order(classes: list[dict[str, Any]], major: int) -> list[dict[str, Any
 
 
 def class_show_text(blocks: list[dict[str, Any]], stats: bool, details: bool, modern: bool) -> str:
-    """``tc [-s] [-d] class show dev D`` for every htb and prio on the device."""
+    """``tc [-s] [-d] class show dev D`` for every htb, prio and dualpi2 on the device."""
     out = []
     for block in blocks:
         if block["kind"] == "prio":
             out.append(prio_class_show_lines(block, stats))
+            continue
+        if block["kind"] == "dualpi2":
+            # dualpi2_walk reports classes 1 and 2, but dualpi2 has no class dump op:
+            # tc_fill_tclass leaves handle and parent at the qdisc's, and the stats nest
+            # is empty (tc prints only the newline after it)
+            major = int(block["handle"])
+            out.append(("class dualpi2 %x: parent %x: \n" % (major, major) + ("\n" if stats else "")) * 2)
             continue
         if block["kind"] != "htb":
             continue
