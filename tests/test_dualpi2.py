@@ -215,6 +215,16 @@ cmds = [
   "h2: iperf3 -c 10.0.0.3 -p 5202 -u -b 15M -t 5 & iperf3 -c 10.0.0.3 -p 5203 -u -b 1M -t 5 -S 0x08",
   "admin: sleep 4; tc -s class show dev s1-eth2; tc -s qdisc show dev s1-eth2",
 ]
+
+[[part]]
+name = "dualpi2-filter"
+duration = "4s"
+cmds = [
+  "admin: tc qdisc replace dev s1-eth2 parent 1: handle 3: dualpi2 step_thresh 2ms",
+  "admin: tc filter add dev s1-eth2 parent 3: protocol ip prio 1 u32 match ip dport 5203 0xffff flowid 3:2",
+  "h2: iperf3 -c 10.0.0.3 -p 5202 -u -b 5M -t 3 & iperf3 -c 10.0.0.3 -p 5203 -u -b 1M -t 3",
+  "admin: sleep 3.5; tc -s qdisc show dev s1-eth2; tc class show dev s1-eth2",
+]
 """
 
 
@@ -224,11 +234,11 @@ def prio_run(tmp_path_factory) -> Path:
     p = root / "prio.toml"
     p.write_text(PRIO_SCENARIO, encoding="utf-8")
     run_scenario(load_scenario(p), results_root=root / "runs", progress=False)
-    return root / "runs" / "prio" / "prio"
+    return root / "runs" / "prio"
 
 
 def test_prio_serves_bands_by_tos_and_filters(prio_run: Path):
-    log = (prio_run / "admin" / "terminal.log").read_text()
+    log = (prio_run / "prio" / "admin" / "terminal.log").read_text()
     # classes of the bands: 1:1 the filtered 1 Mbit/s stream, 1:2 best effort (TOS 0),
     # 1:3 TOS 0x08 (bulk) with the grafted pfifo
     assert "class prio 2:1 parent 2: \n" in log
@@ -242,6 +252,16 @@ def test_prio_serves_bands_by_tos_and_filters(prio_run: Path):
     assert sent["1"][1] == 0 and sent["2"][1] == 0
     assert sent["3"][1] > 1000
     assert sent["2"][0] > 3 * sent["3"][0]
+
+
+def test_a_dualpi2_filter_steers_non_ect_traffic_into_the_l_queue(prio_run: Path):
+    log = (prio_run / "dualpi2-filter" / "admin" / "terminal.log").read_text()
+    m = re.search(r"pkts_in_c (\d+) pkts_in_l (\d+)", log)
+    # 1 Mbit/s of 1470-byte datagrams for 3 s: about 255 packets in L (flowid 3:2), the
+    # 5 Mbit/s stream in C
+    assert m and 200 <= int(m[2]) <= 300 and int(m[1]) > 1000, log
+    assert "step_thresh 2ms" in log
+    assert "class dualpi2 3: parent 3: \nclass dualpi2 3: parent 3: \n" in log
 
 
 def test_class_show_without_blocks_is_empty_and_dualpi2_lists_its_two_classes():
