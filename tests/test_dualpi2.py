@@ -70,7 +70,8 @@ def test_dualpi2_options_in_kernel_units():
         "split_gso": False, "filters": None,
     }
     q = qdisc("tc qdisc add dev x root dualpi2 step_thresh 2ms classic_protection 0 l4s_ect drop_on_overload")
-    assert (q["step_thresh_us"], q["step_thresh_pkts"], q["c_protection"], q["ecn_mask"]) == (2000, None, 0, 1)
+    got = (q["step_thresh_us"], q["step_thresh_pkts"], q["c_protection"], q["ecn_mask"])
+    assert got == (2000, None, 0, 1)
     assert q["drop_overload"] is True
 
 
@@ -144,8 +145,8 @@ def test_dualpi2_show_text_follows_print_opt_and_print_xstats():
         "memory_used 2282 (max 9128) of memory limit 30280000\n"
         "\n"
     )
-    opts = dict(DEFAULT_OPTIONS, step_thresh_pkts=5, step_thresh_us=None, drop_overload=False, drop_early=True,
-                ecn_mask=3, split_gso=False)
+    opts = dict(DEFAULT_OPTIONS, step_thresh_pkts=5, step_thresh_us=None, drop_overload=False,
+                drop_early=True, ecn_mask=3, split_gso=False)
     text = tc_show_text([dict(block, options=opts)], MODERN, stats=False)
     assert "step_thresh 5p min_qlen_step 0p coupling_factor 2 overflow drop_enqueue " in text
     assert text.endswith("classic_protection 10% any_ect no_split_gso \n")
@@ -189,8 +190,8 @@ def test_prio_graft_and_change_keep_one_document():
     assert req["qdisc"]["classes"][1]["leaf"]["spec"]["kind"] == "tbf"
     # `tc qdisc change … prio bands 2` keeps the graft of band 2 and drops band 3
     opts2 = dict(opts, classes=req["qdisc"]["classes"])
-    req = rewrite(parse("tc qdisc change dev x root handle 1: prio bands 2 priomap 0 1 1 1 0 1 0 0 0 0 0 0 0 0 0 0"),
-                  [dict(blocks[0], options=opts2)])
+    line = "tc qdisc change dev x root handle 1: prio bands 2 priomap 0 1 1 1 0 1 0 0 0 0 0 0 0 0 0 0"
+    req = rewrite(parse(line), [dict(blocks[0], options=opts2)])
     assert [c["classid"] for c in req["qdisc"]["classes"]] == [1, 2]
     assert req["qdisc"]["classes"][1]["leaf"]["handle"] == 0x10
 
@@ -281,7 +282,8 @@ def _pings(log: str) -> list[float]:
 @pytest.fixture(scope="module")
 def lesson(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("dualpi2")
-    run_scenario(load_scenario(ROOT / "scenarios" / "dualpi2-classic.toml"), results_root=root, progress=False)
+    scenario = load_scenario(ROOT / "scenarios" / "dualpi2-classic.toml")
+    run_scenario(scenario, results_root=root, progress=False)
     return root / "dualpi2-classic"
 
 

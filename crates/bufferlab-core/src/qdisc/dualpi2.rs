@@ -426,7 +426,7 @@ impl DualPi2 {
             }
             Class::L4s => {
                 if overload {
-                    if !self.p.drop_overload || !(self.roll(prob) && self.roll(prob)) {
+                    if !(self.p.drop_overload && self.roll(prob) && self.roll(prob)) {
                         self.mark(ctx, id);
                         return false;
                     }
@@ -499,7 +499,8 @@ impl DualPi2 {
             self.c_head_ts.get_or_insert(now);
             self.c.push_back(e);
         } else {
-            e.apply_step = class == Class::L4s && self.l.len() as u64 >= self.p.min_qlen_step as u64;
+            e.apply_step =
+                class == Class::L4s && self.l.len() as u64 >= self.p.min_qlen_step as u64;
             self.packets_in_l = self.packets_in_l.wrapping_add(1);
             self.l_head_ts.get_or_insert(now);
             self.l.push_back(e);
@@ -685,8 +686,7 @@ impl Qdisc for DualPi2 {
             self.filters = f.clone();
         }
         let mut purged = Purged::default();
-        while self.stats.qlen > self.p.limit as u64
-            || self.memory_used > self.p.memory_limit as u64
+        while self.stats.qlen > self.p.limit as u64 || self.memory_used > self.p.memory_limit as u64
         {
             // the C head first; like the kernel, the C head timestamp is
             // left as it was (the next dequeue refreshes it)

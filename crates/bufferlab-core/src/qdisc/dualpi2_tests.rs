@@ -95,7 +95,10 @@ fn e33_timer_runs_every_tupdate_on_the_head_sojourn_time() {
     let x = d.xstats();
     assert_eq!(x["delay_c"], 33_000);
     assert_eq!(x["delay_l"], 0);
-    assert_eq!((x["packets_in_c"].clone(), x["maxq"].clone()), (json!(4), json!(3)));
+    assert_eq!(
+        (x["packets_in_c"].clone(), x["maxq"].clone()),
+        (json!(4), json!(3))
+    );
 }
 
 #[test]
@@ -268,7 +271,10 @@ fn step_marks_l_packets_above_the_threshold_and_drops_non_ect_ones() {
     assert_eq!(got, c);
     assert_eq!(env.arena.get(c).tos & ECN_MASK, CE);
     let x = d.xstats();
-    assert_eq!((x["step_marks"].clone(), x["ecn_mark"].clone()), (json!(1), json!(1)));
+    assert_eq!(
+        (x["step_marks"].clone(), x["ecn_mark"].clone()),
+        (json!(1), json!(1))
+    );
     assert_eq!(d.stats().drops, 1);
 }
 
@@ -328,9 +334,13 @@ fn limit_and_memory_limit_drop_as_overlimits() {
 fn gso_aggregates_are_split_unless_no_split_gso() {
     let mut env = Env::default();
     let mut d = q(DualPi2Spec::default());
-    let agg = env
-        .arena
-        .alloc(crate::packet::tests::tcp_aggregate(1, tcp_flags::ACK, 3, 1448, 1448));
+    let agg = env.arena.alloc(crate::packet::tests::tcp_aggregate(
+        1,
+        tcp_flags::ACK,
+        3,
+        1448,
+        1448,
+    ));
     let mut red = Reduce::default();
     let v = Qdisc::enqueue(&mut d, &mut env.ctx(0), &mut red, agg, &mut []);
     assert_eq!(v, Verdict::Queued);
@@ -340,9 +350,13 @@ fn gso_aggregates_are_split_unless_no_split_gso() {
         split_gso: Some(false),
         ..Default::default()
     });
-    let agg = env
-        .arena
-        .alloc(crate::packet::tests::tcp_aggregate(1, tcp_flags::ACK, 3, 1448, 1448));
+    let agg = env.arena.alloc(crate::packet::tests::tcp_aggregate(
+        1,
+        tcp_flags::ACK,
+        3,
+        1448,
+        1448,
+    ));
     let v = Qdisc::enqueue(&mut d, &mut env.ctx(0), &mut red, agg, &mut []);
     assert_eq!(v, Verdict::Queued);
     assert_eq!(d.stats().qlen, 1);
@@ -354,8 +368,14 @@ fn defaults_as_tc_shows_them() {
     let o = d.options();
     assert_eq!(o["limit"], 10_000);
     assert_eq!(o["memlimit"], 30_280_000);
-    assert_eq!((o["target"].clone(), o["tupdate"].clone()), (json!(15_000), json!(16_000)));
-    assert_eq!((o["alpha"].clone(), o["beta"].clone()), (json!(40), json!(818)));
+    assert_eq!(
+        (o["target"].clone(), o["tupdate"].clone()),
+        (json!(15_000), json!(16_000))
+    );
+    assert_eq!(
+        (o["alpha"].clone(), o["beta"].clone()),
+        (json!(40), json!(818))
+    );
     assert_eq!(o["step_thresh_us"], 1000);
     assert!(o["step_thresh_pkts"].is_null());
     assert_eq!(o["c_protection"], 10);
@@ -379,7 +399,10 @@ fn kernel_policy_errors() {
         },
     ] {
         let e = DualPi2::new(&bad, 1, "t", 0).unwrap_err();
-        assert_eq!(e.to_string(), "Error: integer out of range.\nRTNETLINK answers: Invalid argument");
+        assert_eq!(
+            e.to_string(),
+            "Error: integer out of range.\nRTNETLINK answers: Invalid argument"
+        );
     }
 }
 
@@ -487,7 +510,13 @@ fn change_needs_options_but_a_filter_document_does_not() {
         filters: Some(vec![]),
         ..Default::default()
     };
-    Qdisc::change(&mut d, &QdiscSpec::Dualpi2(only_filters), &mut env.ctx(0), None).unwrap();
+    Qdisc::change(
+        &mut d,
+        &QdiscSpec::Dualpi2(only_filters),
+        &mut env.ctx(0),
+        None,
+    )
+    .unwrap();
     assert_eq!(d.options()["limit"], 10_000);
 }
 

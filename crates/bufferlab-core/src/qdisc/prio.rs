@@ -19,7 +19,9 @@
 //! priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1, band 0 first.
 
 use super::htb::build_leaf_chain;
-use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Peeked, Purged, Qdisc, Reduce};
+use super::ops::{
+    wrong_kind, BuildEnv, Built, Changed, ChildChange, Peeked, Purged, Qdisc, Reduce,
+};
 use super::spec::{HtbLeaf, PrioClassSpec, PrioSpec, QdiscSpec};
 use super::tree::{self, Node};
 use super::{classify, AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
@@ -332,7 +334,11 @@ impl Default for PfifoFast {
 impl PfifoFast {
     /// Packets queued in each band.
     pub fn band_lens(&self) -> [usize; 3] {
-        [self.bands[0].len(), self.bands[1].len(), self.bands[2].len()]
+        [
+            self.bands[0].len(),
+            self.bands[1].len(),
+            self.bands[2].len(),
+        ]
     }
 }
 

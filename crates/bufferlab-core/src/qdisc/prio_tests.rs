@@ -131,7 +131,9 @@ fn a_graft_replaces_the_bands_pfifo_and_its_removal_restores_it() {
     assert!(matches!(enq(&mut q, &mut env, b), Verdict::Dropped(_)));
     assert_eq!(q.options()["classes"][1]["leaf"]["handle"], 0x10);
     // the same document again keeps the queue
-    let ch = q.change(&QdiscSpec::Prio(s), &mut env.ctx(0), None).unwrap();
+    let ch = q
+        .change(&QdiscSpec::Prio(s), &mut env.ctx(0), None)
+        .unwrap();
     assert_eq!((ch.purged.packets, q.stats().qlen), (0, 1));
     // fewer bands: band 3 goes (empty), band 2's leaf stays
     let mut s2 = spec(2);
@@ -148,7 +150,9 @@ fn a_graft_replaces_the_bands_pfifo_and_its_removal_restores_it() {
         }],
         ..s2
     };
-    let ch = q.change(&QdiscSpec::Prio(s2c), &mut env.ctx(0), None).unwrap();
+    let ch = q
+        .change(&QdiscSpec::Prio(s2c), &mut env.ctx(0), None)
+        .unwrap();
     assert_eq!((ch.purged.packets, q.stats().qlen), (0, 1));
     assert_eq!(q.bands.len(), 2);
 }

@@ -223,7 +223,8 @@ def _auto_config(spec: DualPi2Spec, rtt_max: int, rtt_typ: int, target: int, tup
             col=w.col, expected=_USAGE)
     if alpha_f < 1.0 / _AB_SCALE or beta_f < 1.0 / _AB_SCALE:
         raise CommandError(
-            "Large max_rtt=%s rounds down alpha=%f and/or beta=%f!" % (sprint_time(rtt_max, True), alpha_f, beta_f),
+            "Large max_rtt=%s rounds down alpha=%f and/or beta=%f!"
+            % (sprint_time(rtt_max, True), alpha_f, beta_f),
             col=w.col, expected=_USAGE)
     diag.warn(
         "Auto-config [max_rtt: %s, typical_rtt: %s]: target=%s tupdate=%s alpha=%f beta=%f" % (
@@ -239,7 +240,8 @@ def _print_opt(opts: dict[str, Any], modern: bool, details: bool) -> str:
     iproute2 ≥ 6.17, so always in its modern form)."""
     g = lambda k, d=0: int(opts.get(k) if opts.get(k) is not None else d)  # noqa: E731
     out = "limit %dp memlimit %dB " % (g("limit", 10000), g("memlimit", 30280000))
-    out += "target %s tupdate %s " % (sprint_time(g("target", 15000), True), sprint_time(g("tupdate", 16000), True))
+    out += "target %s tupdate %s " % (
+        sprint_time(g("target", 15000), True), sprint_time(g("tupdate", 16000), True))
     out += "alpha %f beta %f " % (g("alpha", 40) / _AB_SCALE, g("beta", 818) / _AB_SCALE)
     if opts.get("step_thresh_pkts") is not None:
         out += "step_thresh %dp " % g("step_thresh_pkts")

@@ -413,7 +413,9 @@ CLASSFUL_KINDS = ("htb", "prio")
 FILTER_KINDS = ("htb", "prio", "dualpi2")
 
 
-def _htb_block(blocks: list[dict[str, Any]], major: int, kinds: tuple[str, ...] = ("htb",)) -> dict[str, Any] | None:
+def _htb_block(
+    blocks: list[dict[str, Any]], major: int, kinds: tuple[str, ...] = ("htb",)
+) -> dict[str, Any] | None:
     return next((b for b in blocks if b["kind"] in kinds and int(b.get("handle", 0)) == major), None)
 
 

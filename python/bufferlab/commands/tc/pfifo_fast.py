@@ -13,7 +13,6 @@ from ..shell import Word
 from .cursor import Cursor, reject_options
 from .kind import QdiscKind, Spec
 
-
 #: ``sch_default_prio2band``: the band of each of the 16 priorities
 DEFAULT_PRIOMAP = (1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)
 

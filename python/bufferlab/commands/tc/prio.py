@@ -100,9 +100,10 @@ def class_show_lines(block: dict[str, Any], stats: bool) -> str:
         line += "\n"
         if stats:
             st = (head or {}).get("stats") or {}
-            g = lambda k: int(st.get(k, 0))  # noqa: E731
+            n = {k: int(st.get(k, 0)) for k in ("bytes", "packets", "drops", "overlimits", "requeues",
+                                               "backlog", "qlen")}
             line += " Sent %d bytes %d pkt (dropped %d, overlimits %d requeues %d) \n" % (
-                g("bytes"), g("packets"), g("drops"), g("overlimits"), g("requeues"))
-            line += " backlog %s %dp requeues %d\n" % (sprint_size(g("backlog")), g("qlen"), g("requeues"))
+                n["bytes"], n["packets"], n["drops"], n["overlimits"], n["requeues"])
+            line += " backlog %s %dp requeues %d\n" % (sprint_size(n["backlog"]), n["qlen"], n["requeues"])
         out.append(line)
     return "".join(out)

@@ -9,7 +9,9 @@ from .kind import QdiscKind
 
 QDISC_KINDS: dict[str, QdiscKind] = {
     kind.name: kind
-    for module in (noqueue, fifo, pfifo_fast, tbf, netem, red, blue, codel, pie, red_ns3, sfb, htb, prio, dualpi2)
+    for module in (
+        noqueue, fifo, pfifo_fast, tbf, netem, red, blue, codel, pie, red_ns3, sfb, htb, prio, dualpi2
+    )
     for kind in module.KINDS
 }
 MODELLED_QDISCS = tuple(QDISC_KINDS)
