@@ -440,6 +440,13 @@ pub(crate) fn build_leaf_chain(
     let mut next = Some(leaf);
     while let Some(l) = next {
         let built = AnyQdisc::build(&l.spec, &env)?;
+        if l.child.is_some() && !built.qdisc.classful() {
+            // `qdisc_graft` on a kind without a child slot (api.rs says the same)
+            return Err(TcError::Invalid(format!(
+                "Operation not supported: qdisc {} has no classes to attach to",
+                built.qdisc.kind()
+            )));
+        }
         chain.push(Node::new(l.handle, 0, false, built.qdisc));
         next = l.child.as_deref();
         if let (None, Some(f)) = (next, built.default_child) {

@@ -182,3 +182,27 @@ fn e36_pfifo_fast_serves_band_0_first_and_limits_each_band() {
     assert_eq!(enq(&mut q, &mut env, id), Verdict::Queued);
     assert_eq!((q.stats().qlen, q.stats().drops), (1001, 1));
 }
+
+#[test]
+fn a_child_under_a_kind_without_a_child_slot_is_refused() {
+    // pfifo grafted below a dualpi2 on band 1:1: sch_dualpi2 has no graft
+    let mut s = spec(3);
+    s.classes = vec![PrioClassSpec {
+        classid: 1,
+        leaf: Some(HtbLeaf {
+            handle: 0x20,
+            spec: Box::new(QdiscSpec::Dualpi2(Default::default())),
+            child: Some(Box::new(HtbLeaf {
+                handle: 0x30,
+                spec: Box::new(QdiscSpec::Pfifo { limit: None }),
+                child: None,
+            })),
+        }),
+    }];
+    let e = Prio::new(&s, &env0()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Error: Operation not supported: qdisc dualpi2 has no classes to attach to.\n\
+         RTNETLINK answers: Invalid argument"
+    );
+}
