@@ -304,6 +304,12 @@ impl Qdisc for Prio {
         json!({ "classes": classes })
     }
 
+    fn inner_netems(&self, out: &mut Vec<bool>) {
+        for b in &self.bands {
+            tree::chain_netems(&b.chain, out);
+        }
+    }
+
     fn held(&self) -> u64 {
         self.bands
             .iter()

@@ -206,3 +206,26 @@ fn a_child_under_a_kind_without_a_child_slot_is_refused() {
          RTNETLINK answers: Invalid argument"
     );
 }
+
+#[test]
+fn netems_grafted_on_bands_are_seen_by_the_duplicate_check() {
+    use crate::qdisc::spec::NetemSpec;
+    let mut dup = NetemSpec::delay_only(1_000_000);
+    dup.duplicate = 1 << 30;
+    let mut s = spec(3);
+    s.classes = vec![PrioClassSpec {
+        classid: 2,
+        leaf: Some(HtbLeaf {
+            handle: 0x20,
+            spec: Box::new(QdiscSpec::Netem(dup)),
+            child: None,
+        }),
+    }];
+    let mut found = Vec::new();
+    QdiscSpec::Prio(s.clone()).netems(&mut found);
+    assert_eq!(found, [true]);
+    let q = Prio::new(&s, &env0()).unwrap();
+    let mut inner = Vec::new();
+    q.inner_netems(&mut inner);
+    assert_eq!(inner, [true]);
+}

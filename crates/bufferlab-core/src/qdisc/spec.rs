@@ -118,11 +118,12 @@ impl QdiscSpec {
             QdiscSpec::Netem(n) => out.push(n.duplicate != 0),
             QdiscSpec::Htb(h) => {
                 for c in &h.classes {
-                    let mut leaf = c.leaf.as_ref();
-                    while let Some(l) = leaf {
-                        l.spec.netems(out);
-                        leaf = l.child.as_deref();
-                    }
+                    HtbLeaf::chain_netems(c.leaf.as_ref(), out);
+                }
+            }
+            QdiscSpec::Prio(p) => {
+                for c in &p.classes {
+                    HtbLeaf::chain_netems(c.leaf.as_ref(), out);
                 }
             }
             _ => {}
@@ -649,6 +650,16 @@ pub struct HtbLeaf {
     /// `None`: the kind's default child, if it has one
     #[serde(default)]
     pub child: Option<Box<HtbLeaf>>,
+}
+
+impl HtbLeaf {
+    /// The netems of a grafted chain (see [`QdiscSpec::netems`]).
+    fn chain_netems(mut leaf: Option<&HtbLeaf>, out: &mut Vec<bool>) {
+        while let Some(l) = leaf {
+            l.spec.netems(out);
+            leaf = l.child.as_deref();
+        }
+    }
 }
 
 /// `tc filter … u32 match … flowid M:N`: all matches must hold.
