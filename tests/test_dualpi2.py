@@ -226,6 +226,17 @@ cmds = [
   "h2: iperf3 -c 10.0.0.3 -p 5202 -u -b 5M -t 3 & iperf3 -c 10.0.0.3 -p 5203 -u -b 1M -t 3",
   "admin: sleep 3.5; tc -s qdisc show dev s1-eth2; tc class show dev s1-eth2",
 ]
+
+[[part]]
+name = "dualpi2-ecn"
+duration = "6s"
+cmds = [
+  "admin: tc qdisc replace dev s1-eth2 parent 1: handle 4: dualpi2",
+  "h1: sysctl -w net.ipv4.tcp_ecn=1",
+  "h3: sysctl -w net.ipv4.tcp_ecn=1",
+  "h1: iperf3 -c 10.0.0.3 -t 5 -P 2",
+  "admin: sleep 5; tc -s qdisc show dev s1-eth2",
+]
 """
 
 
@@ -263,6 +274,15 @@ def test_a_dualpi2_filter_steers_non_ect_traffic_into_the_l_queue(prio_run: Path
     assert m and 200 <= int(m[2]) <= 300 and int(m[1]) > 1000, log
     assert "step_thresh 2ms" in log
     assert "class dualpi2 3: parent 3: \nclass dualpi2 3: parent 3: \n" in log
+
+
+def test_classic_ecn_flows_are_marked_with_p_squared_in_the_c_queue(prio_run: Path):
+    # ECT(0) is classic: C queue, CE marks instead of drops (dualpi2_classic_marking)
+    log = (prio_run / "dualpi2-ecn" / "admin" / "terminal.log").read_text()
+    block = log[log.index("qdisc dualpi2 4:"):]
+    assert re.search(r"\(dropped 0, ", block), block
+    assert re.search(r"pkts_in_c [1-9]\d* pkts_in_l 0 ", block), block
+    assert int(re.search(r"ecn_mark (\d+)", block)[1]) > 0, block
 
 
 def test_class_show_without_blocks_is_empty_and_dualpi2_lists_its_two_classes():
