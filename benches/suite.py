@@ -20,7 +20,10 @@ Workloads (the topology of Lab 14: h1, h2 -- s1 -- s2 -- h3, bottleneck s1-eth2)
 - ``flows-70``: benches/scenarios/flows-70.toml, a web-like flow workload at 70 %
   of 1 Gbit/s (1 500 new TCP connections per simulated second);
 - ``long-360s`` / ``long-3600s``: iperf3 TCP and ping through 100 Mbit/s for
-  6 and 60 simulated minutes: memory must not grow with the run's length.
+  6 and 60 simulated minutes: memory must not grow with the run's length;
+- ``aqm-fq_codel``, ``aqm-dualpi2``, ``aqm-prio``: 8 TCP flows through a 1 Gbit/s tbf with
+  the kind as its child (issue 25's target: a new kind's engine cost per packet-hop
+  within 1.5x of fq_codel's on the same workload).
 
 Columns: simulated seconds, wall (whole run: parsing, engine, outputs), engine
 wall (inside the simulator), events per wall second, packet-hops (packets handed
@@ -110,6 +113,23 @@ def _long(seconds: int) -> str:
     ], f'stop_at = "{seconds + 60}s"')
 
 
+def _aqm(kind: str) -> str:
+    """``aqm-KIND``: the per-packet cost of a queueing discipline against fq_codel's on the
+    same workload (issue 25: within 1.5x): 8 CUBIC flows (``bulk -P 8``) and a ping through
+    a 1 Gbit/s tbf whose child is the AQM, 20 ms, one record per segment, 20 s."""
+    return _scenario(f"aqm-{kind}", [
+        "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms limit 100000",
+        "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 1gbit burst 500000 limit 2500000",
+        f"admin: tc qdisc add dev s1-eth2 parent 2: handle 3: {kind}",
+        *BUFFERS,
+        "h3: sink",
+        "h1: bulk -c 10.0.0.3 -t 20 -P 8",
+        "h2: ping 10.0.0.3 -c 20",
+    ], "gso = false\nstop_at = \"60s\"")
+
+
+AQMS = ("fq_codel", "dualpi2", "prio")
+
 WORKLOADS = {
     "lab14": lambda: _lab14(True),
     "lab14-segments": lambda: _lab14(False),
@@ -119,6 +139,7 @@ WORKLOADS = {
     "flows-70": lambda: (HERE / "scenarios/flows-70.toml").read_text(),
     "long-360s": lambda: _long(360),
     "long-3600s": lambda: _long(3600),
+    **{f"aqm-{k}": (lambda k=k: _aqm(k)) for k in AQMS},
 }
 FLOWS = {name: int(name.split("-")[1]) for name in WORKLOADS if name.startswith("bulk-")}
 
@@ -250,6 +271,14 @@ def derived(rows: dict[str, dict[str, float]]) -> list[str]:
             per_flow = (rows[k]["heap_live_mb"] - base) * 1e6 / (FLOWS[k] - 1)
             lines.append(f"engine heap per flow ({k}): {per_flow / 1e3:.1f} KB (target <= 10 KB; "
                          "both endpoints, the applications, their results)")
+    if "aqm-fq_codel" in rows:
+        base = rows["aqm-fq_codel"]
+        for k in AQMS[1:]:
+            if f"aqm-{k}" in rows:
+                r = rows[f"aqm-{k}"]
+                per, per0 = r["engine_s"] / r["hops"] * 1e9, base["engine_s"] / base["hops"] * 1e9
+                lines.append(f"engine ns per packet-hop, {k} vs fq_codel: {per:.0f} vs {per0:.0f}, "
+                             f"ratio {per / per0:.2f} (target <= 1.5)")
     if {"long-360s", "long-3600s"} <= rows.keys():
         a, b = rows["long-360s"], rows["long-3600s"]
         lines.append(f"long run, 10x longer: engine heap peak {a['heap_peak_mb']:.1f} -> "

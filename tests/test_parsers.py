@@ -683,7 +683,6 @@ def test_tc_not_supported(line, token, message):
         "gred",
         "fq_pie",
         "hfsc",
-        "prio",
         "fq",
         "cake",
         "sfq",

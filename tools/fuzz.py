@@ -71,7 +71,11 @@ UNITS = [
 KEYWORDS = [
     "tc", "qdisc", "class", "filter", "add", "change", "replace", "del", "show", "dev", "root", "parent",
     "handle", "netem", "tbf", "red", "pfifo", "bfifo", "codel", "fq_codel", "pie", "blue", "sfb", "htb",
-    "prio", "delay", "loss", "rate", "burst", "limit", "latency", "peakrate", "mtu", "min", "max",
+    "prio", "bands", "priomap", "multiqueue", "pfifo_fast", "dualpi2", "memlimit", "coupling_factor",
+    "step_thresh", "min_qlen_step", "drop_on_overload", "overflow", "drop_enqueue", "drop_dequeue",
+    "classic_protection", "max_rtt", "typical_rtt", "alpha", "beta", "tupdate", "split_gso",
+    "no_split_gso", "l4s_ect", "any_ect", "5p", "u32", "match", "flowid", "1:2", "delay", "loss",
+    "rate", "burst", "limit", "latency", "peakrate", "mtu", "min", "max",
     "avpkt", "probability", "bandwidth", "ecn", "adaptive", "harddrop", "duplicate", "reorder",
     "corrupt", "gap", "distribution", "normal", "pareto", "slot", "gemodel", "state", "target",
     "interval", "quantum", "flows", "noecn", "sysctl", "-w", "net.ipv4.tcp_congestion_control=bbr",

@@ -187,4 +187,7 @@ register_qdiscs! {
     RedNs3(super::red_ns3::RedNs3),
     Sfb(super::sfb::Sfb),
     Htb(super::htb::Htb),
+    PfifoFast(super::prio::PfifoFast),
+    Prio(super::prio::Prio),
+    DualPi2(super::dualpi2::DualPi2),
 }

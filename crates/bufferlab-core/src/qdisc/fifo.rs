@@ -1,5 +1,5 @@
-//! `pfifo`, `bfifo`, `pfifo_head_drop`, and `pfifo_fast` modelled as a
-//! pfifo of `txqueuelen` packets (docs/semantics/qdiscs.md §2; Linux net/sched/sch_fifo.c).
+//! `pfifo`, `bfifo`, `pfifo_head_drop` (docs/semantics/qdiscs.md §2; Linux
+//! net/sched/sch_fifo.c). `pfifo_fast` and its TOS bands live in prio.rs.
 //!
 //! - pfifo: tail drop once `qlen == limit` (packets).
 //! - bfifo: tail drop when `backlog + len > limit` (bytes of `pkt_len`).
@@ -14,8 +14,7 @@
 //! - Default limits (no `limit` given): the device `txqueuelen` (1000) for the
 //!   packet fifos, `txqueuelen × (mtu + 14)` = 1 514 000 for bfifo.
 //!
-//! Not modelled: pfifo_fast's three TOS bands (the handouts never use it;
-//! docs/semantics/qdiscs.md §2 allows mapping it to pfifo), the CAN_BYPASS shortcut (it
+//! Not modelled: the CAN_BYPASS shortcut (it
 //! changes no counter a user can see: an empty fifo hands the packet straight
 //! to the device, which our dequeue-right-after-enqueue also does).
 
@@ -41,8 +40,6 @@ pub enum FifoKind {
     Pfifo,
     Bfifo,
     PfifoHeadDrop,
-    /// pfifo(txqueuelen) printing as `pfifo_fast`; has no `change` op.
-    PfifoFast,
 }
 
 impl FifoKind {
@@ -51,7 +48,6 @@ impl FifoKind {
             FifoKind::Pfifo => "pfifo",
             FifoKind::Bfifo => "bfifo",
             FifoKind::PfifoHeadDrop => "pfifo_head_drop",
-            FifoKind::PfifoFast => "pfifo_fast",
         }
     }
 }
@@ -60,7 +56,7 @@ impl FifoKind {
 #[derive(Debug)]
 pub struct Fifo {
     kind: FifoKind,
-    /// packets (pfifo, pfifo_head_drop, pfifo_fast) or bytes (bfifo)
+    /// packets (pfifo, pfifo_head_drop) or bytes (bfifo)
     limit: u32,
     queue: VecDeque<PacketId>,
     stats: QdiscStats,
@@ -96,7 +92,6 @@ impl Fifo {
             QdiscSpec::PfifoHeadDrop { limit } => {
                 (FifoKind::PfifoHeadDrop, limit.unwrap_or(TXQUEUELEN))
             }
-            QdiscSpec::PfifoFast => (FifoKind::PfifoFast, TXQUEUELEN),
             _ => return None,
         })
     }
@@ -149,7 +144,6 @@ impl Fifo {
     }
 
     /// `tc qdisc change … <fifo> [limit N]`: only the limit changes.
-    /// pfifo_fast has no change op and no options: nothing to do.
     pub fn change(&mut self, spec: &QdiscSpec) -> Result<(), TcError> {
         let (kind, limit) = Self::resolve(spec).ok_or_else(|| {
             TcError::Invalid(format!("{} cannot take these options", self.kind.name()))
@@ -157,19 +151,14 @@ impl Fifo {
         if kind != self.kind {
             return Err(wrong_kind());
         }
-        if kind != FifoKind::PfifoFast {
-            self.limit = limit;
-        }
+        self.limit = limit;
         Ok(())
     }
 
     /// `fifo_set_limit()` as called by tbf's change: applies to the `*fifo*`
-    /// kinds that have a change op (so not to pfifo_fast). Returns whether the
-    /// limit was set.
+    /// kinds that have a change op (pfifo_fast, in prio.rs, has none).
+    /// Returns whether the limit was set.
     pub fn set_limit(&mut self, limit: u32) -> bool {
-        if self.kind == FifoKind::PfifoFast {
-            return false;
-        }
         self.limit = limit;
         true
     }
@@ -381,9 +370,7 @@ mod tests {
         assert_eq!(fifo(QdiscSpec::Pfifo { limit: None }).limit(), 1000);
         assert_eq!(fifo(QdiscSpec::Bfifo { limit: None }).limit(), 1_514_000);
         assert_eq!(fifo(QdiscSpec::PfifoHeadDrop { limit: None }).limit(), 1000);
-        let fast = fifo(QdiscSpec::PfifoFast);
-        assert_eq!((fast.limit(), fast.kind().name()), (1000, "pfifo_fast"));
-        assert_eq!(fast.options(), json!({"limit": 1000}));
+        assert!(Fifo::from_spec(&QdiscSpec::PfifoFast).is_none());
     }
 
     #[test]

@@ -34,12 +34,14 @@
 
 use super::fifo::Fifo;
 use super::ops::{wrong_kind, BuildEnv, Built, Changed, Purged, Qdisc, Reduce};
-use super::spec::{HtbClassSpec, HtbLeaf, HtbSpec, QdiscSpec, U32Field, U32Filter};
+use super::spec::{HtbClassSpec, HtbLeaf, HtbSpec, QdiscSpec};
+#[cfg(test)]
+use super::spec::{U32Field, U32Filter};
 use super::tbf::RateCfg;
 use super::tree::{self, Node};
-use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
+use super::{classify, AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
-use crate::packet::{PacketId, Proto};
+use crate::packet::PacketId;
 use crate::time::SimTime;
 use serde_json::json;
 use std::collections::VecDeque;
@@ -293,58 +295,19 @@ impl Htb {
         leaf: Option<&HtbLeaf>,
         now: i64,
     ) -> Result<Vec<Node>, TcError> {
-        let Some(leaf) = leaf else {
-            let fifo = Fifo::from_spec(&QdiscSpec::Pfifo {
-                limit: Some(spec.leaf_limit),
-            })
-            .expect("pfifo is a fifo");
-            return Ok(vec![Node::new(0, 0, true, AnyQdisc::Fifo(fifo))]);
-        };
-        let env = BuildEnv {
-            seed: self.seed,
-            stream: "htb-leaf",
-            profile: Default::default(),
-            now: SimTime::from_nanos(now as u64),
-            at_root: false,
-        };
-        let mut chain = Vec::new();
-        let mut next = Some(leaf);
-        while let Some(l) = next {
-            let built = AnyQdisc::build(&l.spec, &env)?;
-            chain.push(Node::new(l.handle, 0, false, built.qdisc));
-            next = l.child.as_deref();
-            if let (None, Some(f)) = (next, built.default_child) {
-                chain.push(Node::new(0, 0, true, AnyQdisc::Fifo(f)));
-            }
-        }
-        Ok(chain)
+        build_leaf_chain(self.seed, "htb-leaf", leaf, spec.leaf_limit, now)
     }
 
     /// The class a packet goes to (index), or `None` for the direct queue.
     fn classify(&self, ctx: &QdiscCtx, id: PacketId) -> Option<usize> {
         let p = ctx.arena.get(id);
-        let mut filters: Vec<&U32Filter> = self.spec.filters.iter().collect();
-        filters.sort_by_key(|f| f.prio);
-        let hit = filters.iter().find(|f| {
-            f.matches.iter().all(|m| {
-                let ports = matches!(p.proto, Proto::Tcp | Proto::Udp);
-                let v = match m.field {
-                    U32Field::Src => p.src.0,
-                    U32Field::Dst => p.dst.0,
-                    U32Field::Sport if ports => p.src_port as u32,
-                    U32Field::Dport if ports => p.dst_port as u32,
-                    U32Field::Tos => p.tos as u32,
-                    _ => return false,
-                };
-                v & m.mask == m.value & m.mask
-            })
-        });
         let leaf_of = |minor: u16| {
             self.classes
                 .iter()
                 .position(|c| c.spec.classid == minor && c.level == 0)
         };
-        hit.and_then(|f| leaf_of(f.flowid))
+        classify::u32_flowid(&self.spec.filters, p)
+            .and_then(leaf_of)
             .or_else(|| leaf_of(self.spec.default))
     }
 
@@ -447,6 +410,50 @@ impl Htb {
     pub fn warnings(&self) -> &[(u16, &'static str)] {
         &self.warnings
     }
+}
+
+/// The qdisc chain of a class (htb, prio): the grafted `leaf` and what was
+/// grafted below it (each kind's default child where nothing was), or a
+/// default pfifo of `leaf_limit` packets.
+pub(crate) fn build_leaf_chain(
+    seed: u64,
+    stream: &str,
+    leaf: Option<&HtbLeaf>,
+    leaf_limit: u32,
+    now: i64,
+) -> Result<Vec<Node>, TcError> {
+    let Some(leaf) = leaf else {
+        let fifo = Fifo::from_spec(&QdiscSpec::Pfifo {
+            limit: Some(leaf_limit),
+        })
+        .expect("pfifo is a fifo");
+        return Ok(vec![Node::new(0, 0, true, AnyQdisc::Fifo(fifo))]);
+    };
+    let env = BuildEnv {
+        seed,
+        stream,
+        profile: Default::default(),
+        now: SimTime::from_nanos(now as u64),
+        at_root: false,
+    };
+    let mut chain = Vec::new();
+    let mut next = Some(leaf);
+    while let Some(l) = next {
+        let built = AnyQdisc::build(&l.spec, &env)?;
+        if l.child.is_some() && !built.qdisc.classful() {
+            // `qdisc_graft` on a kind without a child slot (api.rs says the same)
+            return Err(TcError::Invalid(format!(
+                "Operation not supported: qdisc {} has no classes to attach to",
+                built.qdisc.kind()
+            )));
+        }
+        chain.push(Node::new(l.handle, 0, false, built.qdisc));
+        next = l.child.as_deref();
+        if let (None, Some(f)) = (next, built.default_child) {
+            chain.push(Node::new(0, 0, true, AnyQdisc::Fifo(f)));
+        }
+    }
+    Ok(chain)
 }
 
 /// `htb_accnt_tokens`/`htb_accnt_ctokens`: refill by `diff`, cap at the

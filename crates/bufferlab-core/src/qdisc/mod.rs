@@ -15,9 +15,11 @@
 
 pub mod api;
 pub mod blue;
+pub mod classify;
 pub mod codel;
 pub mod cpm;
 pub mod dispatch;
+pub mod dualpi2;
 pub mod fifo;
 pub mod fq_codel;
 pub mod htb;
@@ -25,6 +27,7 @@ pub mod netem;
 pub mod noqueue;
 pub mod ops;
 pub mod pie;
+pub mod prio;
 pub mod red;
 pub mod red_ns3;
 pub mod sfb;
@@ -40,8 +43,8 @@ pub use api::AutoHandles;
 pub use dispatch::AnyQdisc;
 pub use ops::Qdisc;
 pub use spec::{
-    BlueSpec, CodelSpec, DscpClass, DscpCoeff, FqCodelSpec, NetemSpec, ParentSpec, PieSpec,
-    QdiscSpec, RedNs3Spec, RedSpec, SfbSpec, TbfSpec, TcRequest, TcVerb,
+    BlueSpec, CodelSpec, DscpClass, DscpCoeff, DualPi2Spec, FqCodelSpec, NetemSpec, ParentSpec,
+    PieSpec, PrioSpec, QdiscSpec, RedNs3Spec, RedSpec, SfbSpec, TbfSpec, TcRequest, TcVerb,
 };
 pub use tree::{QdiscInfo, QdiscProfile, QdiscTree};
 

@@ -80,6 +80,11 @@ pub enum QdiscSpec {
     Sfb(SfbSpec),
     /// `htb` with its classes, u32 filters and leaf qdiscs (models.md, HTB).
     Htb(HtbSpec),
+    /// `dualpi2` (docs/semantics/qdiscs.md §12).
+    Dualpi2(DualPi2Spec),
+    /// `prio` with its u32 filters and the qdiscs grafted on its bands
+    /// (docs/semantics/qdiscs.md §13).
+    Prio(PrioSpec),
 }
 
 impl QdiscSpec {
@@ -101,6 +106,8 @@ impl QdiscSpec {
             QdiscSpec::RedNs3(_) => "red_ns3",
             QdiscSpec::Sfb(_) => "sfb",
             QdiscSpec::Htb(_) => "htb",
+            QdiscSpec::Dualpi2(_) => "dualpi2",
+            QdiscSpec::Prio(_) => "prio",
         }
     }
 
@@ -111,11 +118,12 @@ impl QdiscSpec {
             QdiscSpec::Netem(n) => out.push(n.duplicate != 0),
             QdiscSpec::Htb(h) => {
                 for c in &h.classes {
-                    let mut leaf = c.leaf.as_ref();
-                    while let Some(l) = leaf {
-                        l.spec.netems(out);
-                        leaf = l.child.as_deref();
-                    }
+                    HtbLeaf::chain_netems(c.leaf.as_ref(), out);
+                }
+            }
+            QdiscSpec::Prio(p) => {
+                for c in &p.classes {
+                    HtbLeaf::chain_netems(c.leaf.as_ref(), out);
                 }
             }
             _ => {}
@@ -644,6 +652,16 @@ pub struct HtbLeaf {
     pub child: Option<Box<HtbLeaf>>,
 }
 
+impl HtbLeaf {
+    /// The netems of a grafted chain (see [`QdiscSpec::netems`]).
+    fn chain_netems(mut leaf: Option<&HtbLeaf>, out: &mut Vec<bool>) {
+        while let Some(l) = leaf {
+            l.spec.netems(out);
+            leaf = l.child.as_deref();
+        }
+    }
+}
+
 /// `tc filter … u32 match … flowid M:N`: all matches must hold.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -671,4 +689,97 @@ pub struct U32Match {
     pub field: U32Field,
     pub value: u32,
     pub mask: u32,
+}
+
+/// `dualpi2` as the kernel receives it (`TCA_DUALPI2_*` attributes,
+/// docs/semantics/qdiscs.md §12): `None` = attribute not sent (the kernel
+/// default on creation, the current value on `change`). Times in µs,
+/// `alpha`/`beta` in units of 1/256 Hz as tc sends them.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DualPi2Spec {
+    /// packets of both queues together (default 10 000; also resets `memlimit`)
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// bytes (default limit × 2 × 1514)
+    #[serde(default)]
+    pub memlimit: Option<u32>,
+    /// µs (default 15 000)
+    #[serde(default)]
+    pub target: Option<u32>,
+    /// µs (default 16 000)
+    #[serde(default)]
+    pub tupdate: Option<u32>,
+    /// 1/256 Hz (default 41 → 40 after the kernel's scaling round trip)
+    #[serde(default)]
+    pub alpha: Option<u32>,
+    /// 1/256 Hz (default 819 → 818)
+    #[serde(default)]
+    pub beta: Option<u32>,
+    /// step threshold in packets of the L queue (`step_thresh Np`)
+    #[serde(default)]
+    pub step_thresh_pkts: Option<u32>,
+    /// step threshold in µs of L-queue sojourn time (default 1 000)
+    #[serde(default)]
+    pub step_thresh_us: Option<u32>,
+    /// L-queue length from which the step applies (default 0)
+    #[serde(default)]
+    pub min_qlen_step: Option<u32>,
+    /// coupling factor k (default 2)
+    #[serde(default)]
+    pub coupling: Option<u8>,
+    /// `drop_on_overload` (true, default) or `overflow`
+    #[serde(default)]
+    pub drop_overload: Option<bool>,
+    /// `drop_enqueue` (true) or `drop_dequeue` (false, default)
+    #[serde(default)]
+    pub drop_early: Option<bool>,
+    /// C-queue WRR weight in % (default 10)
+    #[serde(default)]
+    pub c_protection: Option<u8>,
+    /// ECN bits that select the L queue: 1 = `l4s_ect` (default), 3 = `any_ect`
+    #[serde(default)]
+    pub ecn_mask: Option<u8>,
+    /// default true
+    #[serde(default)]
+    pub split_gso: Option<bool>,
+    /// u32 filters attached at the qdisc (`flowid M:0` C, `M:1` L, `M:2` L
+    /// without AQM); `None` = keep the current ones
+    #[serde(default)]
+    pub filters: Option<Vec<U32Filter>>,
+}
+
+/// `prio` as a whole (sch_prio.c; docs/semantics/qdiscs.md §13): the
+/// qdisc options, the u32 filters attached at it and the qdiscs grafted on
+/// its classes `M:1` … `M:bands` (each band has a default pfifo otherwise).
+/// As for htb, the command layer resends this document for every
+/// class/filter/graft verb.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrioSpec {
+    /// 2..16 (default 3)
+    pub bands: u32,
+    /// band of each of the 16 priorities (`TC_PRIO_*`)
+    pub priomap: Vec<u8>,
+    /// limit of a band's default pfifo (the device's txqueuelen)
+    #[serde(default = "txqueuelen")]
+    pub leaf_limit: u32,
+    /// one entry per band, classid minor 1..bands (missing: default pfifo)
+    #[serde(default)]
+    pub classes: Vec<PrioClassSpec>,
+    #[serde(default)]
+    pub filters: Vec<U32Filter>,
+}
+
+fn txqueuelen() -> u32 {
+    1000
+}
+
+/// One band of a prio: its classid minor and the qdisc grafted on it.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrioClassSpec {
+    pub classid: u16,
+    #[serde(default)]
+    pub leaf: Option<HtbLeaf>,
 }

@@ -29,9 +29,9 @@
 //! one. netem duplicates are re-enqueued at the root by these two methods
 //! themselves (they drain the `ctx.reinject` entries they create).
 
-use super::fifo::Fifo;
 use super::noqueue::Noqueue;
 use super::ops::{Peeked, Purged, Qdisc, Reduce};
+#[cfg(test)]
 use super::spec::QdiscSpec;
 use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::packet::PacketId;
@@ -96,7 +96,7 @@ impl Node {
     /// (Linux's `default_qdisc`).
     pub(super) fn default_root(nic: bool) -> Node {
         let q = if nic {
-            AnyQdisc::Fifo(Fifo::from_spec(&QdiscSpec::PfifoFast).expect("pfifo_fast is a fifo"))
+            AnyQdisc::PfifoFast(super::prio::PfifoFast::default())
         } else {
             AnyQdisc::Noqueue(Noqueue::default())
         };

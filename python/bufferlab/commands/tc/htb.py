@@ -26,7 +26,8 @@ from .._common import c_int_full, matches, suggestion_for
 from ..shell import Word
 from .cursor import Cursor, read_unit
 from .kind import QdiscKind, Spec
-from .request import ParentClass, TcQdiscRequest
+from .prio import class_show_lines as prio_class_show_lines
+from .request import ParentClass, ParentRoot, TcQdiscRequest
 from .tc_util import sprint_rate, sprint_size, xmitsize, xmittime
 
 #: q_htb.c: the default ``mtu`` in ``burst = rate / HZ + mtu``, and HZ itself
@@ -406,8 +407,16 @@ def _parse_match(w: Word, cur: Cursor) -> dict[str, int | str]:
 # ------------------------------------------------------------------ run time
 
 
-def _htb_block(blocks: list[dict[str, Any]], major: int) -> dict[str, Any] | None:
-    return next((b for b in blocks if b["kind"] == "htb" and int(b.get("handle", 0)) == major), None)
+#: kinds whose engine document holds classes with grafted leaf chains (htb.py, prio.py)
+CLASSFUL_KINDS = ("htb", "prio")
+#: kinds that take ``tc filter … u32`` (dualpi2's filters pick its L or C queue)
+FILTER_KINDS = ("htb", "prio", "dualpi2")
+
+
+def _htb_block(
+    blocks: list[dict[str, Any]], major: int, kinds: tuple[str, ...] = ("htb",)
+) -> dict[str, Any] | None:
+    return next((b for b in blocks if b["kind"] in kinds and int(b.get("handle", 0)) == major), None)
 
 
 def _change(block: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
@@ -417,22 +426,22 @@ def _change(block: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
         "dev": None,
         "parent": "root" if parent is None else {"class": {"major": parent[0], "minor": parent[1]}},
         "handle": int(block["handle"]),
-        "qdisc": {"kind": "htb", **doc},
+        "qdisc": {**doc, "kind": block["kind"]},
     }
 
 
 def _graft_slot(
     req: TcQdiscRequest, blocks: list[dict[str, Any]]
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], str] | None:
-    """Where a ``tc qdisc … parent P`` lands inside an htb document: ``parent M:N``
-    with M an htb's handle is class N's leaf; ``parent H:`` with H the handle of a
-    qdisc in a leaf chain is that qdisc's child. Returns (htb block, a copy of its
-    document, the dict holding the slot, the slot's key), or None."""
+    """Where a ``tc qdisc … parent P`` lands inside an htb or prio document:
+    ``parent M:N`` with M the qdisc's handle is class N's leaf; ``parent H:`` with H
+    the handle of a qdisc in a leaf chain is that qdisc's child. Returns (the block,
+    a copy of its document, the dict holding the slot, the slot's key), or None."""
     if not isinstance(req.parent, ParentClass):
         return None
     major, minor = req.parent.major, req.parent.minor
     for block in blocks:
-        if block["kind"] != "htb":
+        if block["kind"] not in CLASSFUL_KINDS:
             continue
         doc = copy.deepcopy(block["options"])
         if minor and int(block["handle"]) == major:
@@ -451,14 +460,39 @@ def _graft_slot(
     return None
 
 
+def _prio_tune(req: TcQdiscRequest, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``tc qdisc change|replace … prio`` on a prio: ``prio_tune`` keeps the grafts (of the
+    bands that remain) and the filters, so the new document carries them over."""
+    if req.verb not in ("change", "replace") or req.qdisc is None or req.qdisc.kind != "prio":
+        return None
+    if isinstance(req.parent, ParentRoot) or req.parent is None:
+        old = next((b for b in blocks if b.get("parent") is None and b["kind"] == "prio"), None)
+        if old is not None and req.handle not in (None, int(old["handle"])):
+            old = None
+    else:
+        old = next((b for b in blocks if b["kind"] == "prio" and int(b["handle"]) == req.handle), None)
+    if old is None:
+        return None
+    new = req.qdisc.to_dict()
+    doc = old["options"]
+    new["classes"] = [c for c in doc.get("classes", []) if c["classid"] <= new["bands"]]
+    new["filters"] = list(doc.get("filters", []))
+    out = req.to_dict()
+    out["qdisc"] = new
+    return out
+
+
 class HtbError(Exception):
     """What tc prints when a class/filter verb fails (the kernel's answer)."""
 
 
 def rewrite(req: Any, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The engine request a class/filter verb, or a qdisc graft on an htb class,
-    amounts to: a ``change`` of the htb document. ``None``: not an htb matter."""
+    """The engine request a class/filter verb, or a qdisc graft on an htb/prio class,
+    amounts to: a ``change`` of the qdisc's document. ``None``: not such a matter."""
     if isinstance(req, TcQdiscRequest):
+        tuned = _prio_tune(req, blocks)
+        if tuned is not None:
+            return tuned
         found = _graft_slot(req, blocks)
         if found is None:
             return None
@@ -471,9 +505,14 @@ def rewrite(req: Any, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
             assert req.qdisc is not None
             slot[key] = {"handle": req.handle or 0, "spec": req.qdisc.to_dict(), "child": None}
         return _change(block, doc)
-    block = _htb_block(blocks, req.major)
+    kinds = FILTER_KINDS if isinstance(req, TcFilterRequest) else ("htb",)
+    block = _htb_block(blocks, req.major, kinds)
     if block is None:
         raise HtbError("Error: Specified qdisc not found." if blocks else "Cannot find device")
+    if block["kind"] == "dualpi2":
+        # only the filters change (the qdisc's other attributes are not resent)
+        filters = [] if req.filter is None else [*(block["options"].get("filters") or []), req.filter]
+        return _change(block, {"filters": filters})
     doc = copy.deepcopy(block["options"])
     if isinstance(req, TcFilterRequest):
         if req.filter is None:
@@ -527,9 +566,19 @@ def _hash_order(classes: list[dict[str, Any]], major: int) -> list[dict[str, Any
 
 
 def class_show_text(blocks: list[dict[str, Any]], stats: bool, details: bool, modern: bool) -> str:
-    """``tc [-s] [-d] class show dev D`` for every htb on the device."""
+    """``tc [-s] [-d] class show dev D`` for every htb, prio and dualpi2 on the device."""
     out = []
     for block in blocks:
+        if block["kind"] == "prio":
+            out.append(prio_class_show_lines(block, stats))
+            continue
+        if block["kind"] == "dualpi2":
+            # dualpi2_walk reports classes 1 and 2, but dualpi2 has no class dump op:
+            # tc_fill_tclass leaves handle and parent at the qdisc's, and the stats nest
+            # is empty (tc prints only the newline after it)
+            major = int(block["handle"])
+            out.append(("class dualpi2 %x: parent %x: \n" % (major, major) + ("\n" if stats else "")) * 2)
+            continue
         if block["kind"] != "htb":
             continue
         major = int(block["handle"])
@@ -571,7 +620,7 @@ def class_show_text(blocks: list[dict[str, Any]], stats: bool, details: bool, mo
 
 
 def leaf_blocks(block: dict[str, Any]) -> list[dict[str, Any]]:
-    """The qdiscs grafted on the classes of an htb block (each leaf chain, top
+    """The qdiscs grafted on the classes of an htb or prio block (each leaf chain, top
     first), as ``tc qdisc show`` blocks."""
     out = []
     for c in (block.get("xstats") or {}).get("classes", []):

@@ -1,5 +1,6 @@
-"""``pfifo_fast``: the kernel's default root qdisc. tc's module (tc/q_prio.c) prints it and
-parses no options."""
+"""``pfifo_fast``: the kernel's default root qdisc, three bands chosen by the packet's
+priority through a fixed priomap (engine: crates/bufferlab-core/src/qdisc/prio.rs). tc's
+module (tc/q_prio.c) prints it and parses no options."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from ...profile import Profile
 from ..shell import Word
 from .cursor import Cursor, reject_options
 from .kind import QdiscKind, Spec
+
+#: ``sch_default_prio2band``: the band of each of the 16 priorities
+DEFAULT_PRIOMAP = (1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)
 
 
 @dataclass
@@ -26,7 +30,7 @@ def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile
 def _print_opt(opts: dict[str, Any], modern: bool, details: bool) -> str:
     """tc/q_prio.c ``prio_print_opt``: ``bands 3 priomap  1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1``."""
     bands = int(opts.get("bands", 3))
-    priomap = opts.get("priomap") or [1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1]
+    priomap = opts.get("priomap") or DEFAULT_PRIOMAP
     return "bands %d priomap " % bands + "".join(" %d" % int(p) for p in priomap)
 
 

@@ -4,12 +4,14 @@ net.core.default_qdisc`` find it here. Order: the order of the kind lists in mes
 
 from __future__ import annotations
 
-from . import blue, codel, fifo, htb, netem, noqueue, pfifo_fast, pie, red, red_ns3, sfb, tbf
+from . import blue, codel, dualpi2, fifo, htb, netem, noqueue, pfifo_fast, pie, prio, red, red_ns3, sfb, tbf
 from .kind import QdiscKind
 
 QDISC_KINDS: dict[str, QdiscKind] = {
     kind.name: kind
-    for module in (noqueue, fifo, pfifo_fast, tbf, netem, red, blue, codel, pie, red_ns3, sfb, htb)
+    for module in (
+        noqueue, fifo, pfifo_fast, tbf, netem, red, blue, codel, pie, red_ns3, sfb, htb, prio, dualpi2
+    )
     for kind in module.KINDS
 }
 MODELLED_QDISCS = tuple(QDISC_KINDS)
@@ -23,7 +25,6 @@ KNOWN_UNMODELLED_QDISCS = (
     "fq",
     "sfq",
     "hfsc",
-    "prio",
     "drr",
     "qfq",
     "ets",
@@ -42,5 +43,4 @@ KNOWN_UNMODELLED_QDISCS = (
     "ingress",
     "clsact",
     "teql",
-    "dualpi2",
 )

@@ -69,10 +69,14 @@ def _block_text(block: dict[str, Any], modern: bool, stats: bool, details: bool,
 
 
 def _with_htb_leaves(blocks: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """htb's leaf qdiscs live inside its block (htb.py): list them after it, and give
-    its printer the ``direct_packets_stat`` tc prints among the options."""
+    """htb's and prio's leaf qdiscs live inside their block (htb.py, prio.py): list them
+    after it, and give htb's printer the ``direct_packets_stat`` tc prints among the options."""
     out = []
     for block in blocks:
+        if block["kind"] == "prio":
+            out.append(dict(block, xstats=None))
+            out.extend(leaf_blocks(block))
+            continue
         if block["kind"] != "htb":
             out.append(block)
             continue
