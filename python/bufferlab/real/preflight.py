@@ -230,6 +230,10 @@ def check_machine(plan: Plan, tag: str, has_netem: bool | None = None) -> None:
             problems.append(f"{where}: {prog} is not installed on this machine")
     if problems and any("iproute2" in p for p in problems):
         raise RealError(_listed(problems))
+    if not (plan.tc or plan.ccs or plan.sysctls):  # nothing to try on the kernel
+        if problems:
+            raise RealError(_listed(problems))
+        return
     probe = f"{tag}-probe"
     sh("ip", "netns", "add", probe)
     try:
