@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from bufferlab import load_scenario, run_scenario
+from bufferlab.cli import main
 from bufferlab.real import netns
 from bufferlab.real.preflight import RealError, check_machine, read_plan
 from bufferlab.run.scheduler import Runner
@@ -116,6 +117,9 @@ def test_tbf_goodput_outputs_and_compare(write_scenario, tmp_path):
     assert c.returncode == 0, cerr
     rows = (tmp_path / "cmp/compare.csv").read_text().splitlines()
     assert len(rows) == 3 and rows[2].startswith("t-real,1,")
+    # the report shows the kernel's own tc -s text
+    assert main(["report", str(root)]) == 0
+    assert "qdisc tbf" in (root / "report.html").read_text()
 
 
 @needs_kernel
