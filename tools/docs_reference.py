@@ -24,7 +24,7 @@ from bufferlab.formats import netinfo as netinfo_fmt
 from bufferlab.formats import procs as procs_fmt
 from bufferlab.run import netinfo as netinfo_run
 from bufferlab.run import procs as procs_run
-from bufferlab.scenario import load, mn_file, observe
+from bufferlab.scenario import expect, load, mn_file, observe
 
 #: table -> the loader's accepted keys (scenario/load.py, scenario/observe.py check_keys sets)
 LOADER_KEYS: dict[str, set[str]] = {
@@ -37,6 +37,9 @@ LOADER_KEYS: dict[str, set[str]] = {
     "[capture]": observe.CAPTURE_KEYS,
     "[trace]": observe.TRACE_KEYS,
     "[[part]]": load.PART_KEYS,
+    "[[expect]]": expect.EXPECT_KEYS,
+    "rubric (bufferlab grade --rubric)": expect.RUBRIC_KEYS,
+    "rubric [require]": expect.REQUIRE_KEYS,
 }
 
 _PROFILE_KNOB = "a knob of the profile, overriding it (python/bufferlab/profile.py)"
@@ -54,6 +57,7 @@ KEY_DOCS: dict[str, dict[str, str]] = {
         "part": "the `[[part]]` array: the handout's sections, run one after another",
         "params": "the `[params]` table: named values with defaults, used as `${name}` or "
         "`${expr}` in any string (docs/sweeps.md); `run --set name=value` overrides them",
+        "expect": "the `[[expect]]` array: expectations checked after the run (docs/teaching.md)",
     },
     "[sim]": {
         "profile": '`"lab2019"` (default) or `"modern"`: tool and kernel versions',
@@ -127,6 +131,31 @@ KEY_DOCS: dict[str, dict[str, str]] = {
         "stop": "ns-3's Simulator::Stop: Ctrl-C every application still running then",
         "interrupt": 'terminals (or `"all"`) to Ctrl-C when the part ends',
         "allow_fail": "lines of this part expected to fail",
+    },
+    "[[expect]]": {
+        "name": "the expectation's name (a test's name in results.json; unique)",
+        "expr": "an expression over a part's results: the `[params]` language plus `goodput(\"h1\")`, "
+        "`ping_avg(\"h2\")`, `drops(\"s1-eth2\")`, `jain(...)` ... (docs/teaching.md); a value with "
+        "`min`/`max`, or a comparison",
+        "part": "the part (or list of parts) it is checked in; omitted: every part, each must pass",
+        "min": "the smallest passing value (inclusive)",
+        "max": "the largest passing value (inclusive)",
+        "points": "points when it holds in every part checked, else 0 (default 1)",
+        "hint": "a line shown with a failure",
+        "visibility": 'Gradescope visibility of its test: `"visible"` (default), `"hidden"`, '
+        '`"after_due_date"` or `"after_published"`',
+    },
+    "rubric (bufferlab grade --rubric)": {
+        "name": "the assignment's title (results.json's output)",
+        "seed": "the seed every submission runs with (overrides the submission's own)",
+        "expect": "`[[expect]]` entries, as in a scenario",
+        "require": "the `[require]` table: what a submission must keep",
+    },
+    "rubric [require]": {
+        "parts": "part names the submission must have",
+        "topology": "a scenario (path relative to the rubric) whose nodes, links and link settings the "
+        "submission's must equal",
+        "forbid": "top-level tables or dotted keys (`sim`, `sim.gso`, `hosts.h1`) the submission must not set",
     },
 }
 

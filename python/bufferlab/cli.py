@@ -43,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Run every part of SCENARIO and write results/<scenario>/... Exit status: 0, 1 if a "
         "command failed (listed at the end; a part's allow_fail lists the lines allowed to fail), 2 for a "
         "mistake in the scenario, 3 if --max-wall or --max-events ended the run early (everything up to "
-        "then written; the part it stopped in is marked \"stopped\" in summary.json).",
+        "then written; the part it stopped in is marked \"stopped\" in summary.json), 4 if the run went "
+        "well but one of the scenario's [[expect]] entries failed (expectations.json, results.json).",
     )
     run.add_argument("scenario", type=Path, help="scenario file (.toml)")
     run.add_argument(
@@ -71,6 +72,28 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("scenario", type=Path, help="scenario file (.toml)")
     add_set_option(check)
+    check.add_argument("--rubric", type=Path, metavar="RUBRIC.toml",
+                       help="also check a grading rubric's expectations against the scenario (parts, nodes, "
+                       "interfaces)")
+    grade = sub.add_parser(
+        "grade",
+        help="run a student's scenario or Mininet script and grade it with a rubric",
+        description="Run SUBMISSION (a scenario .toml, or a Mininet script .py as `bufferlab mininet` runs it) "
+        "with the seed of the rubric, check the rubric's [require] and [[expect]] entries on its results, and "
+        "write expectations.json, summary.json's \"expectations\" and a Gradescope results.json into "
+        "<-o>/<submission>/ (docs/teaching.md). Exit status: 0 if everything holds, 4 if a requirement or "
+        "expectation failed or the submission did not run (results.json written all the same), 2 for a "
+        "mistake in the rubric (nothing run).",
+    )
+    grade.add_argument("submission", type=Path, metavar="SUBMISSION", help="scenario (.toml) or Mininet script (.py)")
+    grade.add_argument("--rubric", type=Path, required=True, metavar="RUBRIC.toml", help="the rubric")
+    grade.add_argument("-o", "--output", type=Path, default=Path("results"), help="results folder (default: ./results)")
+    grade.add_argument("--seed", type=_seed_arg, help="override the rubric's (and the submission's) seed")
+    grade.add_argument("--results-json", type=Path, metavar="FILE",
+                       help="where to write results.json (default: <-o>/<submission>/results.json; an "
+                       "autograder's is /autograder/results/results.json)")
+    grade.add_argument("--no-report", action="store_true", help="write the tables but not report.html")
+    grade.add_argument("-q", "--quiet", action="store_true", help="print only the grade")
     add_sweep_parser(sub)
     report = sub.add_parser(
         "report",
@@ -194,6 +217,8 @@ def _positive_int(text: str) -> int:
 
 #: exit status of a run ended early by --max-wall or --max-events
 EXIT_STOPPED = 3
+#: exit status of a run (or grade) that went well but an [[expect]] entry failed (outputs/grading.py)
+EXIT_EXPECTATIONS = 4
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -277,21 +302,33 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cli_sweep(args.args)
     if args.command in mininet_commands.COMMANDS:
         return mininet_commands.dispatch(args)
+    if args.command == "grade":
+        from .grade import grade
+
+        return grade(args.submission, args.rubric, args.output, args.seed, args.results_json,
+                     report=not args.no_report, quiet=args.quiet)
     from .run.scheduler import Runner, signal_name, signals_deferred, signals_raise
     from .scenario.load import load_scenario
     from .sweep.cli import set_overrides
 
+    from .scenario.expect import Names, load_rubric, scenario_expectations
+
     sc = load_scenario(args.scenario, set_overrides(args.set))
+    expectations = scenario_expectations(sc)
     if args.command == "check":
         r = Runner(sc)
         r.check()
         for w in r.warnings:
             print(w, file=sys.stderr)
         n = sum(len(p.commands) for p in sc.parts)
+        graded = f", {len(expectations)} expectations" if expectations else ""
         print(
             f"{args.scenario}: OK ({len(sc.parts)} parts, {n} command lines, "
-            f"{len(sc.hosts) + len(sc.switches) + len(sc.routers)} nodes)"
+            f"{len(sc.hosts) + len(sc.switches) + len(sc.routers)} nodes{graded})"
         )
+        if args.rubric is not None:
+            rubric = load_rubric(args.rubric, Names.of(sc))
+            print(f"{args.rubric}: OK ({len(rubric.expectations)} expectations, checked against {args.scenario})")
         return 0
     from .outputs.report import after_run  # pyarrow: imported before the run, so that after a
     # signal only the writing remains
@@ -335,6 +372,15 @@ def _dispatch(args: argparse.Namespace) -> int:
             if (r.root / "summary.json").is_file():
                 _after_run_quietly(after_run, r.root, not args.no_report, echo)
         raise
+    met = True
+    if expectations:  # before the report, which shows them
+        from .outputs import grading
+
+        with signals_deferred():
+            doc = grading.expectations_doc(grading.evaluate(r.root, summary, expectations, sc.params))
+            grading.write_files(r.root, doc, sc.name)
+        result(grading.text(doc))
+        met = not doc["failed"]
     with signals_deferred():
         extra_s = after_run(r.root, report=not args.no_report, echo=echo)
     if not args.quiet:
@@ -346,7 +392,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if r.stopped:
         print(f"bufferlab: run stopped early: {r.stopped}; results so far in {r.root}", file=sys.stderr)
         return EXIT_STOPPED
-    return status
+    return EXIT_EXPECTATIONS if status == 0 and not met else status
 
 
 def _cli_real(sc, args: argparse.Namespace, after_run) -> int:  # noqa: ANN001

@@ -25,7 +25,7 @@ from .observe import CaptureOptions, TraceOptions, build_capture, build_trace
 from .params import Override, Value, resolve_params, substitute_text
 from .source import SourceMap, check_keys, error_at, key_error, suggest
 
-TOP_KEYS = {"name", "seed", "sim", "topology", "part", "hosts", "capture", "trace", "params"}
+TOP_KEYS = {"name", "seed", "sim", "topology", "part", "hosts", "capture", "trace", "params", "expect"}
 SIM_KEYS = {
     "profile",
     "queue_sample_interval",

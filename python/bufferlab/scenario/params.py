@@ -7,13 +7,16 @@ a run will use and a run's identity is simply the substituted text.
 ``expr`` is a deliberately tiny language: numbers, parameter names, ``+ - * /
 //``, unary minus and parentheses. It is tokenised and parsed here (recursive
 descent); nothing reaches Python's ``eval`` so attribute access, calls,
-strings, ``**``, comparisons and the like are syntax errors.
+strings, ``**``, comparisons and the like are syntax errors. A sweep's ``where``
+(:func:`condition`) adds comparisons, and/or/not and strings; an expectation
+(:func:`evaluate_calls`, scenario/expect.py) adds calls of its own functions.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import ScenarioError
@@ -23,7 +26,7 @@ from .source import _toml_string_at, suggest
 Value = int | float | str
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)"
-                    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>//|[<>=!]=|[-+*/()<>])"
+                    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>//|[<>=!]=|[-+*/()<>,])"
                     r"|(?P<str>\"[^\"]*\"|'[^']*'))")
 _COMPARE = {"<", "<=", ">", ">=", "==", "!="}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -71,17 +74,26 @@ def _tokens(expr: str) -> list[_Tok]:
     return out
 
 
+#: a function an expression may call (an expectation's ``goodput("h1")``, scenario/expect.py):
+#: called with the name's token and each argument's (value, offset in the expression); it
+#: raises :class:`ExprError` for a bad argument
+Function = Callable[["_Tok", list[tuple[Value, int]]], Value]
+
+
 class _Parser:
     """expr := term (('+'|'-') term)* ; term := unary (('*'|'/'|'//') unary)* ;
-    unary := '-' unary | '+' unary | atom ; atom := NUM | NAME | '(' expr ')'"""
+    unary := '-' unary | '+' unary | atom ; atom := NUM | NAME | NAME '(' args ')' | '(' expr ')'
+    (calls only when ``functions`` are given)"""
 
-    def __init__(self, expr: str, env: dict[str, Value], condition: bool = False) -> None:
+    def __init__(self, expr: str, env: dict[str, Value], condition: bool = False,
+                 functions: dict[str, Function] | None = None) -> None:
         self.toks = _tokens(expr)
         self.i = 0
         self.depth = 0
         self.env = env
         #: a sweep's ``where``: comparisons, and/or/not and string literals too
         self.condition = condition
+        self.functions = functions
 
     def peek(self) -> _Tok:
         return self.toks[self.i]
@@ -173,6 +185,9 @@ class _Parser:
             return float(t.text) if any(c in t.text for c in ".eE") else int(t.text)
         if t.kind == "str" and self.condition:
             return t.text[1:-1]
+        if t.kind == "name" and self.functions is not None and (
+                self.peek().text == "(" or t.text not in self.env):
+            return self.call(t)
         if t.kind == "name":
             if t.text not in self.env:
                 raise ExprError(f"unknown parameter {t.text!r}", t.at,
@@ -191,6 +206,38 @@ class _Parser:
             return v
         what = "the end of ${...}" if t.kind == "end" else repr(t.text)
         raise ExprError(f"unexpected {what}", t.at, expected="a number, a parameter name or '('")
+
+
+    def call(self, t: _Tok) -> Value:
+        """``NAME(arg, ...)``: a function of :attr:`functions` (an unknown name is an error
+        naming both the functions and the parameters)."""
+        assert self.functions is not None
+        known = set(self.functions) | set(self.env)
+        if t.text not in self.functions:
+            what = "function" if self.peek().text == "(" else "name"
+            raise ExprError(f"unknown {what} {t.text!r}", t.at,
+                            expected="a function: " + ", ".join(sorted(self.functions))
+                            + (" or a [params] name: " + ", ".join(sorted(self.env)) if self.env else ""),
+                            suggestion=suggest(t.text, known))
+        if self.peek().text != "(":
+            raise ExprError(f"{t.text} is a function", t.at, expected=f"{t.text}(...)",
+                            suggestion=f'call it, e.g. {t.text}("h1")')
+        self.nest(self.take())
+        args: list[tuple[Value, int]] = []
+        if self.peek().text == ")":
+            self.take()
+        else:
+            while True:
+                at = self.peek().at
+                args.append((self.disjunction() if self.condition else self.expr(), at))
+                sep = self.take()
+                if sep.text == ")" and sep.kind == "op":
+                    break
+                if sep.text != "," or sep.kind != "op":
+                    raise ExprError(f"missing ')' after the arguments of {t.text}", sep.at,
+                                    expected="',' and another argument, or ')'")
+        self.depth -= 1
+        return self.functions[t.text](t, args)
 
 
 def _need_number(v: Value, op: _Tok) -> None:
@@ -232,6 +279,13 @@ def condition(expr: str, env: dict[str, Value]) -> bool:
     """A sweep's ``where``: arithmetic as :func:`evaluate`, plus ``< <= > >= == !=``,
     ``and``/``or``/``not`` and quoted strings (raises :class:`ExprError`)."""
     return bool(_Parser(expr, env, condition=True).parse())
+
+
+def evaluate_calls(expr: str, env: dict[str, Value], functions: dict[str, Function]) -> Value:
+    """An expectation's expression (scenario/expect.py): a :func:`condition`'s language
+    (comparisons, and/or/not, quoted strings) plus calls of ``functions``; its value, a
+    comparison's 1 or 0 (raises :class:`ExprError`)."""
+    return _Parser(expr, env, condition=True, functions=functions).parse()
 
 
 def format_value(v: Value) -> str:
