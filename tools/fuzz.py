@@ -531,6 +531,10 @@ def _run_child(path: Path, out: Path, args: list[str], mem_mb: int) -> None:
     os.dup2(fd, 2)
     nul = os.open(os.devnull, os.O_WRONLY)
     os.dup2(nul, 1)
+    # Python's own streams onto those descriptors: under pytest they are capture objects that
+    # write elsewhere, and the CLI's messages would never reach the file classified below
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - lives until os._exit
+    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
     os.chdir(out)
     code = 1
     try:
