@@ -479,3 +479,11 @@ def test_the_shipped_rubric_checks_against_lab14(capsys) -> None:
     assert main(["check", str(ROOT / "scenarios" / "lab14-bufferbloat.toml"), "--rubric",
                  str(ROOT / "examples" / "grading" / "lab14-rubric.toml")]) == 0
     assert "6 expectations, checked against" in capsys.readouterr().out
+
+
+def test_the_report_shows_the_expectations(graded_run: tuple[int, Path, str], capsys) -> None:
+    root = graded_run[1]
+    assert main(["report", str(root)]) == 0
+    page = (root / "report.html").read_text()
+    assert "<h3>expectations</h3>" in page and "5 of 6 passed, 9/13 points" in page
+    capsys.readouterr()

@@ -336,7 +336,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.seed is not None:
         sc.seed = args.seed
     if args.real:
-        return _cli_real(sc, args, after_run)
+        return _cli_real(sc, args, after_run, expectations)
     # results (each part's summary, the closing line) on stdout; progress and diagnostics on stderr
     echo = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr))
     result = (lambda s: None) if args.quiet else print
@@ -372,15 +372,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             if (r.root / "summary.json").is_file():
                 _after_run_quietly(after_run, r.root, not args.no_report, echo)
         raise
-    met = True
-    if expectations:  # before the report, which shows them
-        from .outputs import grading
-
-        with signals_deferred():
-            doc = grading.expectations_doc(grading.evaluate(r.root, summary, expectations, sc.params))
-            grading.write_files(r.root, doc, sc.name)
-        result(grading.text(doc))
-        met = not doc["failed"]
+    with signals_deferred():  # before the report, which shows them
+        met = _expectations(r.root, summary, expectations, sc, result)
     with signals_deferred():
         extra_s = after_run(r.root, report=not args.no_report, echo=echo)
     if not args.quiet:
@@ -395,7 +388,20 @@ def _dispatch(args: argparse.Namespace) -> int:
     return EXIT_EXPECTATIONS if status == 0 and not met else status
 
 
-def _cli_real(sc, args: argparse.Namespace, after_run) -> int:  # noqa: ANN001
+def _expectations(root: Path, summary: dict, expectations: list, sc, result) -> bool:  # noqa: ANN001
+    """A scenario's ``[[expect]]`` entries checked on its run: printed (``result``), written to
+    summary.json, expectations.json and results.json (outputs/grading.py). Whether all held."""
+    if not expectations:
+        return True
+    from .outputs import grading
+
+    doc = grading.expectations_doc(grading.evaluate(root, summary, expectations, sc.params))
+    grading.write_files(root, doc, sc.name)
+    result(grading.text(doc))
+    return not doc["failed"]
+
+
+def _cli_real(sc, args: argparse.Namespace, after_run, expectations: list) -> int:  # noqa: ANN001
     """``bufferlab run --real``: the same lines on the kernel (real/), the same outputs."""
     from .real.runner import RealRunner
     from .run.scheduler import signal_name, signals_deferred, signals_raise
@@ -422,6 +428,7 @@ def _cli_real(sc, args: argparse.Namespace, after_run) -> int:  # noqa: ANN001
                 _after_run_quietly(after_run, r.root, not args.no_report, echo)
         raise
     with signals_deferred():
+        met = _expectations(r.root, summary, expectations, sc, result)
         after_run(r.root, report=not args.no_report, echo=echo)
     if not args.quiet:
         print(f"{sc.name}: {summary['simulated_s']:.3f} s in real time on Linux {summary['real']['kernel']}; "
@@ -430,7 +437,7 @@ def _cli_real(sc, args: argparse.Namespace, after_run) -> int:  # noqa: ANN001
     if r.stopped:
         print(f"bufferlab: run stopped early: {r.stopped}; results so far in {r.root}", file=sys.stderr)
         return EXIT_STOPPED
-    return status
+    return EXIT_EXPECTATIONS if status == 0 and not met else status
 
 
 def _show(paths: list[Path]) -> None:

@@ -25,7 +25,7 @@ from .mininet.script import run_script
 from .outputs import grading
 from .outputs.report import after_run
 from .outputs.results import read_capped
-from .results_folder import acquire
+from .results_folder import FolderError, acquire
 from .run.scheduler import Runner, signals_deferred, signals_raise
 from .scenario.expect import Rubric, forbidden_keys, load_rubric
 from .scenario.load import Scenario, _slug, load_scenario
@@ -120,6 +120,8 @@ def _grade_scenario(path: Path, rubric: Rubric, output: Path, seed: int | None, 
     error = None
     try:
         summary = r.run()
+    except FolderError:  # -o leads to a folder bufferlab may not replace: the grader's mistake
+        raise
     except BufferlabError as e:
         error = _short(e, path)
     except KeyboardInterrupt:

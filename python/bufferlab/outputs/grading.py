@@ -268,13 +268,14 @@ def _one(root: Path, part: dict[str, Any] | None, pname: str, x: Expectation, na
     if isinstance(v, str):
         return False, f"{x.expr} is the string {v!r}, not a number: FAIL", None
     value = float(v)
-    calls = ", ".join(f"{c} = {_fmt(cv)}{' ' + u if u else ''}" for c, cv, u in data.calls)
+    seen = list(dict.fromkeys(data.calls))  # each call once, in the order written
+    calls = ", ".join(f"{c} = {_fmt(cv)}{' ' + u if u else ''}" for c, cv, u in seen)
     if x.min is None and x.max is None:
         ok = bool(v)
         line = f"{x.expr} is {'true' if ok else 'false'}" + (f" ({calls})" if calls else "")
     else:
         ok = (x.min is None or value >= x.min) and (x.max is None or value <= x.max)
-        shown = calls if len(data.calls) == 1 and data.calls[0][0] == x.expr.strip() else \
+        shown = calls if len(seen) == 1 and seen[0][0] == x.expr.strip() else \
             f"{x.expr} = {_fmt(v)}" + (f" ({calls})" if calls else "")
         line = f"{shown}, expected {x.bounds_text()}"
     return ok, f"{line}: {'pass' if ok else 'FAIL'}", value

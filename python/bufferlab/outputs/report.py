@@ -21,6 +21,7 @@ from ..commands.tc import tc_show_text
 from ..profile import PROFILES
 from ..safefs import write_atomic
 from .fct import fct_summary, plot_fct
+from .grading import text as grading_text
 from .result_lines import result_lines
 from .results import DAMAGE, NS, Outputs, Problem, ResultsError, Run, load_run
 from .tables import TablesResult, fct_table_rows, p99, write_tables
@@ -234,6 +235,12 @@ def _results_section(run: Run) -> str:
         out.append(f"<h3>part {_e(p['name'])}</h3>"
                    + (f"<pre>{_e(chr(10).join(lines))}</pre>" if lines
                       else "<p class='muted'>Nothing ended.</p>"))
+    graded = run.summary.get("expectations")
+    if isinstance(graded, dict):  # [[expect]] or a grade's rubric (outputs/grading.py)
+        try:
+            out.append(f"<h3>expectations</h3><pre>{_e(grading_text(graded))}</pre>")
+        except DAMAGE:
+            out.append("<p class='muted'>summary.json's expectations are not what bufferlab wrote.</p>")
     return "".join(out) or "<p class='muted'>This summary.json has no result summaries (an older run).</p>"
 
 
