@@ -11,7 +11,8 @@ N times and reports, per run and as medians: the wall time until results.json ap
 (polled every 5 ms; the process goes on to write the tables and report.html, which an
 autograder does not wait for unless it waits for the process) and the CPU time the process
 had used then (user + system, from /proc: on a busy machine the wall time is a multiple of
-it, on an idle one about equal), the whole process's wall and CPU time, and the load average. Not a test: run it by hand and record the numbers in benches/RESULTS.md.
+it, on an idle one about equal), the whole process's wall and CPU time, and the load average.
+Not a test: run it by hand and record the numbers in benches/RESULTS.md.
 
     python benches/grade_lab14.py [--runs 3] [--no-report]
 """
@@ -90,7 +91,8 @@ def main() -> None:
     med = [statistics.median(r[k] for r in rows) for k in range(3)]
     cpus = [r[4] for r in rows if r[4] is not None]
     upto = f" (CPU {statistics.median(cpus):.2f} s)" if cpus else ""
-    print(f"median: results.json after {med[0]:.2f} s{upto} (target ≤ {TARGET_S:g} s: {med[0] / TARGET_S:.2f}×), "
+    ratio = f"target ≤ {TARGET_S:g} s: {med[0] / TARGET_S:.2f}×"
+    print(f"median: results.json after {med[0]:.2f} s{upto} ({ratio}), "
           f"process {med[1]:.2f} s, CPU {med[2]:.2f} s; load average {os.getloadavg()[0]:.2f}")
 
 

@@ -127,12 +127,14 @@ def test_expectations_pass_and_fail_as_computed_by_hand(graded_run: tuple[int, P
     # points summed over what passed: 2 + 1 + 3 + 2 + 1, of 13
     assert (doc["score"], doc["max_score"], doc["passed"], doc["failed"]) == (9, 13, 5, 1)
     failed = by["wrong on purpose: no drops over the rate"]
-    assert failed["score"] == 0 and failed["output"].endswith("hint: the tbf drops what its 150 KB cannot hold")
+    assert failed["score"] == 0
+    assert failed["output"].endswith("hint: the tbf drops what its 150 KB cannot hold")
     assert re.search(r'drops\("s1-eth2"\) = [1-9]\d* packets', failed["output"])
     # the values are the run's own numbers
     summary = json.loads((root / "summary.json").read_text())
     over = next(p for p in summary["parts"] if p["name"] == "over")["results"]
-    assert by["over the rate: the tbf's rate in payload"]["values"]["over"] == over["iperf3"][0]["goodput_mbps"]
+    rate = by["over the rate: the tbf's rate in payload"]["values"]["over"]
+    assert rate == over["iperf3"][0]["goodput_mbps"]
     assert summary["expectations"] == doc
 
 
@@ -165,7 +167,8 @@ def test_results_json_follows_gradescopes_format(graded_run: tuple[int, Path, st
 
 def test_a_failed_command_keeps_exit_status_1(write_scenario) -> None:
     path = write_scenario(
-        'name = "x"\n[topology]\nhosts = ["h1", "h2"]\nswitches = ["s1"]\nlinks = [["h1", "s1"], ["s1", "h2"]]\n'
+        'name = "x"\n[topology]\nhosts = ["h1", "h2"]\nswitches = ["s1"]\n'
+        'links = [["h1", "s1"], ["s1", "h2"]]\n'
         '[[part]]\nname = "p"\ncmds = ["h1: iperf3 -c 10.0.0.2 -t 1", "h2: ping 10.0.0.1 -c 2"]\n'
         "[[expect]]\nname = \"fails\"\nexpr = 'ping_avg(\"h2\")'\nmax = 0\n")
     assert main(["run", "-q", "--no-report", "-o", str(path.parent / "out"), str(path)]) == 1
@@ -180,18 +183,22 @@ def _fake_run(tmp_path: Path) -> tuple[Path, dict]:
     part = {"name": "p", "start_ns": 0, "end_ns": 1, "fct": ["p/h1/fct_7.csv"], "results": {
         "iperf3": [{"node": "h1", "goodput_mbps": 6.0, "retransmits": 3, "lost": None, "error": None},
                    {"node": "h2", "goodput_mbps": 2.0, "retransmits": 1, "lost": None, "error": None}],
-        "ping": [{"node": "h3", "transmitted": 4, "received": 4, "min_ms": 10.0, "avg_ms": 20.0, "max_ms": 40.0},
-                 {"node": "h3", "transmitted": 2, "received": 1, "min_ms": 5.0, "avg_ms": 50.0, "max_ms": 50.0}],
+        "ping": [{"node": "h3", "transmitted": 4, "received": 4, "min_ms": 10.0, "avg_ms": 20.0,
+                  "max_ms": 40.0},
+                 {"node": "h3", "transmitted": 2, "received": 1, "min_ms": 5.0, "avg_ms": 50.0,
+                  "max_ms": 50.0}],
         "qdiscs": [{"interface": "s1-eth2", "dropped": 7, "peak_backlog_bytes": None,
                     "peak_backlog_packets": None}]}}
     summary = {"parts": [part], "interfaces": {"s1-eth1": {}, "s1-eth2": {}},
                "topology": {"nodes": [{"name": n, "kind": "host"} for n in ("h1", "h2", "h3")], "links": []}}
     (tmp_path / "p" / "h3").mkdir(parents=True)
     replies = "".join(f"64 bytes from 10.0.0.1: icmp_seq={i} ttl=64 time={i}.0 ms\n" for i in range(1, 101))
-    (tmp_path / "p" / "h3" / "terminal.log").write_text("PING 10.0.0.1 (10.0.0.1) 56(84) bytes of data.\n" + replies)
+    head = "PING 10.0.0.1 (10.0.0.1) 56(84) bytes of data.\n"
+    (tmp_path / "p" / "h3" / "terminal.log").write_text(head + replies)
     (tmp_path / "p" / "h1").mkdir(parents=True)
     rows = "".join(f"{i},0.0,1000,{i / 1000},0,1\n" for i in range(1, 11))
-    (tmp_path / "p" / "h1" / "fct_7.csv").write_text("flow,start_s,size_bytes,fct_s,retransmits,completed\n" + rows)
+    columns = "flow,start_s,size_bytes,fct_s,retransmits,completed\n"
+    (tmp_path / "p" / "h1" / "fct_7.csv").write_text(columns + rows)
     return tmp_path, summary
 
 
@@ -348,7 +355,8 @@ def test_grade_a_scenario_and_its_determinism(tmp_path: Path, capsys) -> None:
     rubric.write_text(RUBRIC, encoding="utf-8")
     docs = []
     for run in ("a", "b"):
-        rc = main(["grade", str(sub), "--rubric", str(rubric), "-o", str(tmp_path / run), "-q", "--no-report"])
+        rc = main(["grade", str(sub), "--rubric", str(rubric), "-o", str(tmp_path / run), "-q",
+                   "--no-report"])
         assert rc == 0
         docs.append((tmp_path / run / "student" / "results.json").read_bytes())
     out = capsys.readouterr().out
@@ -417,7 +425,7 @@ def test_check_a_rubric_against_a_scenario(tmp_path: Path, capsys) -> None:
     sub = tmp_path / "student.toml"
     sub.write_text(SCENARIO, encoding="utf-8")
     rubric = tmp_path / "rubric.toml"
-    rubric.write_text(RUBRIC.replace('expr = \'goodput("h1")\'', 'expr = \'goodput("h4")\''), encoding="utf-8")
+    rubric.write_text(RUBRIC.replace('goodput("h1")', 'goodput("h4")'), encoding="utf-8")
     assert main(["check", str(sub), "--rubric", str(rubric)]) == 2
     err = capsys.readouterr().err
     line = RUBRIC.splitlines().index("expr = 'goodput(\"h1\")'") + 1
@@ -462,7 +470,8 @@ def test_grade_a_mininet_script(tmp_path: Path, capsys) -> None:
     script.write_text(MININET_SCRIPT, encoding="utf-8")
     rubric = tmp_path / "rubric.toml"
     rubric.write_text(MININET_RUBRIC, encoding="utf-8")
-    assert main(["grade", str(script), "--rubric", str(rubric), "-o", str(tmp_path / "o"), "--no-report"]) == 4
+    rc = main(["grade", str(script), "--rubric", str(rubric), "-o", str(tmp_path / "o"), "--no-report"])
+    assert rc == 4
     root = tmp_path / "o" / "lab"
     doc = json.loads((root / "results.json").read_text())
     _check_results_json(doc)

@@ -155,7 +155,8 @@ KEY_DOCS: dict[str, dict[str, str]] = {
         "parts": "part names the submission must have",
         "topology": "a scenario (path relative to the rubric) whose nodes, links and link settings the "
         "submission's must equal",
-        "forbid": "top-level tables or dotted keys (`sim`, `sim.gso`, `hosts.h1`) the submission must not set",
+        "forbid": "top-level tables or dotted keys (`sim`, `sim.gso`, `hosts.h1`) the submission must "
+        "not set",
     },
 }
 

@@ -78,16 +78,18 @@ def _parser() -> argparse.ArgumentParser:
     grade = sub.add_parser(
         "grade",
         help="run a student's scenario or Mininet script and grade it with a rubric",
-        description="Run SUBMISSION (a scenario .toml, or a Mininet script .py as `bufferlab mininet` runs it) "
-        "with the seed of the rubric, check the rubric's [require] and [[expect]] entries on its results, and "
-        "write expectations.json, summary.json's \"expectations\" and a Gradescope results.json into "
-        "<-o>/<submission>/ (docs/teaching.md). Exit status: 0 if everything holds, 4 if a requirement or "
+        description="Run SUBMISSION (a scenario .toml, or a Mininet script .py as `bufferlab mininet` runs "
+        "it) with the seed of the rubric, check the rubric's [require] and [[expect]] entries on its "
+        "results, and write expectations.json, summary.json's \"expectations\" and a Gradescope "
+        "results.json into <-o>/<submission>/ (docs/teaching.md). Exit status: 0 if everything holds, 4 if a requirement or "
         "expectation failed or the submission did not run (results.json written all the same), 2 for a "
         "mistake in the rubric (nothing run).",
     )
-    grade.add_argument("submission", type=Path, metavar="SUBMISSION", help="scenario (.toml) or Mininet script (.py)")
+    grade.add_argument("submission", type=Path, metavar="SUBMISSION",
+                       help="scenario (.toml) or Mininet script (.py)")
     grade.add_argument("--rubric", type=Path, required=True, metavar="RUBRIC.toml", help="the rubric")
-    grade.add_argument("-o", "--output", type=Path, default=Path("results"), help="results folder (default: ./results)")
+    grade.add_argument("-o", "--output", type=Path, default=Path("results"),
+                       help="results folder (default: ./results)")
     grade.add_argument("--seed", type=_seed_arg, help="override the rubric's (and the submission's) seed")
     grade.add_argument("--results-json", type=Path, metavar="FILE",
                        help="where to write results.json (default: <-o>/<submission>/results.json; an "
@@ -308,10 +310,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         return grade(args.submission, args.rubric, args.output, args.seed, args.results_json,
                      report=not args.no_report, quiet=args.quiet)
     from .run.scheduler import Runner, signal_name, signals_deferred, signals_raise
+    from .scenario.expect import Names, load_rubric, scenario_expectations
     from .scenario.load import load_scenario
     from .sweep.cli import set_overrides
-
-    from .scenario.expect import Names, load_rubric, scenario_expectations
 
     sc = load_scenario(args.scenario, set_overrides(args.set))
     expectations = scenario_expectations(sc)
@@ -328,7 +329,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
         if args.rubric is not None:
             rubric = load_rubric(args.rubric, Names.of(sc))
-            print(f"{args.rubric}: OK ({len(rubric.expectations)} expectations, checked against {args.scenario})")
+            print(f"{args.rubric}: OK ({len(rubric.expectations)} expectations, checked against "
+                  f"{args.scenario})")
         return 0
     from .outputs.report import after_run  # pyarrow: imported before the run, so that after a
     # signal only the writing remains

@@ -305,8 +305,9 @@ def expectations_doc(outcomes: list[Outcome], requirements: list[Requirement] | 
         "requirements": [vars(r) for r in reqs],
         "expectations": [
             {"name": o.x.name, "expr": o.x.expr, "parts": o.x.parts or "all", "min": o.x.min, "max": o.x.max,
-             "points": o.x.points, "score": o.score if not broken else 0, "passed": o.passed, "values": o.values,
-             "output": o.output, "hint": o.x.hint, "visibility": o.x.visibility, "where": o.x.where}
+             "points": o.x.points, "score": o.score if not broken else 0, "passed": o.passed,
+             "values": o.values, "output": o.output, "hint": o.x.hint, "visibility": o.x.visibility,
+             "where": o.x.where}
             for o in outcomes],
     }
 
@@ -331,14 +332,16 @@ def gradescope_doc(doc: dict[str, Any], title: str) -> dict[str, Any]:
 def text(doc: dict[str, Any]) -> str:
     """What ``bufferlab run``/``grade`` print (stdout)."""
     n = doc["passed"] + doc["failed"]
-    out = [f"expectations: {doc['passed']} of {n} passed, {_fmt(doc['score'])}/{_fmt(doc['max_score'])} points"]
+    points = f"{_fmt(doc['score'])}/{_fmt(doc['max_score'])} points"
+    out = [f"expectations: {doc['passed']} of {n} passed, {points}"]
     if doc.get("error"):
         out.append(f"  error: {doc['error']}")
     for r in doc["requirements"]:
         out.append(f"  {'pass' if r['passed'] else 'FAIL'}  required: {r['name']}: {r['output']}")
     for e in doc["expectations"]:
         lines = e["output"].splitlines() or [""]
-        out.append(f"  {'pass' if e['passed'] else 'FAIL'}  {_fmt(e['score'])}/{_fmt(e['points'])}  {e['name']}")
+        mark = "pass" if e["passed"] else "FAIL"
+        out.append(f"  {mark}  {_fmt(e['score'])}/{_fmt(e['points'])}  {e['name']}")
         out += [f"        {ln}" for ln in lines]
     return "\n".join(out)
 

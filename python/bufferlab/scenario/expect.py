@@ -156,8 +156,8 @@ def check_functions(names: Names) -> dict[str, Function]:
 def check_args(fname: str, kind: str, t: _Tok, args: list[tuple[Value, int]], names: Names) -> None:
     """The arguments of ``fname``: their number and kind, the node or interface named."""
     if kind in ("node", "iface", "number") and len(args) != 1:
-        what = {"node": 'a node name, e.g. goodput("h1")', "iface": 'an interface name, e.g. drops("s1-eth2")',
-                "number": "one number"}[kind]
+        what = {"node": 'a node name, e.g. goodput("h1")',
+                "iface": 'an interface name, e.g. drops("s1-eth2")', "number": "one number"}[kind]
         raise ExprError(f"{fname} takes one argument, not {len(args)}", t.at, expected=what)
     if kind == "numbers" and not args:
         raise ExprError(f"{fname} needs at least one argument", t.at,
@@ -231,8 +231,9 @@ def build_expectations(raw: Any, src: SourceMap, names: Names, params: dict[str,
             raise err("hint must be a string", "hint")
         vis = e.get("visibility", "visible")
         if vis not in VISIBILITIES:
-            raise err(f"visibility {vis!r}", "visibility", expected=" or ".join(f'"{v}"' for v in VISIBILITIES),
-                      suggestion=suggest(str(vis), VISIBILITIES))
+            raise err(f"visibility {vis!r}", "visibility",
+                      expected=" or ".join(f'"{v}"' for v in VISIBILITIES),
+                      suggestion=suggest(str(vis), list(VISIBILITIES)))
         parts = _parts(e, names, err)
         # the expression's position, for its errors
         src.cursor = (max(line - 1, 0), 0)
@@ -310,14 +311,16 @@ def load_rubric(path: Path, against: Names | None = None) -> Rubric:
     req = data.get("require", {})
     line = src.header_line("[require]", 0)
     if not isinstance(req, dict):
-        raise error_at(src, "require must be a table", key="require", expected="[require]\nparts = [\"1bdp\"]")
+        raise error_at(src, "require must be a table", key="require",
+                       expected='[require]\nparts = ["1bdp"]')
     check_keys(src, req, REQUIRE_KEYS, "[require]", line=line)
     lists: list[list[str]] = []
     for k in ("parts", "forbid"):
         v = req.get(k, [])
         if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
             raise key_error(src, f"[require] {k} must be a list of names", k, line,
-                            expected='parts = ["1bdp", "10bdp"]' if k == "parts" else 'forbid = ["sim", "hosts"]')
+                            expected='parts = ["1bdp", "10bdp"]' if k == "parts"
+                            else 'forbid = ["sim", "hosts"]')
         lists.append(v)
     parts, forbid = lists
     topology = None
@@ -335,7 +338,8 @@ def load_rubric(path: Path, against: Names | None = None) -> Rubric:
             raise ScenarioError(f"[require] topology: {e.message} ({e.file}"
                                 f"{':' + str(e.line) if e.line else ''})", file=file,
                                 line=pos[0] if pos else line, col=pos[1] if pos else None,
-                                expected="a scenario file (TOML) that loads", suggestion=e.suggestion) from None
+                                expected="a scenario file (TOML) that loads",
+                                suggestion=e.suggestion) from None
         n = Names.of(from_sc)
         names = Names(n.nodes, n.ifaces, None)
     if against is not None:
