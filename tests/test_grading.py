@@ -403,7 +403,8 @@ def test_grade_a_submission_that_does_not_load(tmp_path: Path, capsys) -> None:
     doc = json.loads((tmp_path / "o" / "student" / "results.json").read_text())
     _check_results_json(doc)
     assert doc["score"] == 0 and all(t["status"] == "failed" for t in doc["tests"][-2:])
-    assert "The submission did not run: student.toml:" in doc["output"]  # no absolute path
+    assert "Error: student.toml:" in doc["output"]  # no absolute path
+    assert "not evaluated: the submission did not run" in doc["tests"][-1]["output"]
     assert str(tmp_path) not in json.dumps(doc)
     capsys.readouterr()
 
@@ -495,4 +496,18 @@ def test_the_report_shows_the_expectations(graded_run: tuple[int, Path, str], ca
     assert main(["report", str(root)]) == 0
     page = (root / "report.html").read_text()
     assert "<h3>expectations</h3>" in page and "5 of 6 passed, 9/13 points" in page
+    capsys.readouterr()
+
+
+def test_a_script_that_crashes_after_measuring_keeps_what_it_measured(tmp_path: Path, capsys) -> None:
+    script = tmp_path / "lab.py"
+    script.write_text(MININET_SCRIPT.replace("net.stop()\n", "raise RuntimeError('student bug')\n"),
+                      encoding="utf-8")
+    rubric = tmp_path / "rubric.toml"
+    rubric.write_text(MININET_RUBRIC, encoding="utf-8")
+    rc = main(["grade", str(script), "--rubric", str(rubric), "-o", str(tmp_path / "o"), "--no-report"])
+    assert rc == 4
+    doc = json.loads((tmp_path / "o" / "lab" / "results.json").read_text())
+    _check_results_json(doc)
+    assert doc["score"] == 2 and "RuntimeError: student bug" in doc["output"]
     capsys.readouterr()

@@ -5,7 +5,8 @@ retransmits, ping RTTs, drops, peak backlog), the pings' own output for RTT perc
 the ``flows`` records for flow completion times, so an expectation reads exactly the
 numbers ``bufferlab run`` printed. A value the run cannot give (no iperf3 client on the
 node in that part, a queue that was not traced, a part that does not exist) fails the
-expectation with a message saying why, never an exception.
+expectation with a message saying why, never an exception. A part that ended early (an
+error, a signal, ``--max-wall``) is measured all the same, on what ended in it, and says so.
 
 Written: ``expectations.json`` and an ``expectations`` entry in summary.json (every value,
 per part), and a Gradescope ``results.json`` (its autograder specification: top-level
@@ -255,9 +256,15 @@ def _one(root: Path, part: dict[str, Any] | None, pname: str, x: Expectation, na
     """(held, what to print, the value) of ``x`` in one part."""
     if part is None:
         return False, f"the run has no part named {pname!r} (parts: {', '.join(names.parts or [])})", None
-    if part.get("error") or part.get("interrupted") or part.get("stopped"):
-        why = part.get("error") or part.get("interrupted") or part.get("stopped")
-        return False, f"the part did not finish ({why})", None
+    ok, line, value = _measure(root, part, x, names, params)
+    why = part.get("error") or part.get("interrupted") or part.get("stopped")
+    if why:  # what ended before it still counts, as the run printed it
+        line += f" (the part ended early: {why})"
+    return ok, line, value
+
+
+def _measure(root: Path, part: dict[str, Any], x: Expectation, names: Names,
+             params: dict[str, Value]) -> tuple[bool, str, float | None]:
     data = PartData(root, part, names)
     try:
         v = evaluate_calls(x.expr, params, data.functions())
@@ -292,9 +299,11 @@ class Requirement:
 
 def expectations_doc(outcomes: list[Outcome], requirements: list[Requirement] | None = None,
                      error: str | None = None) -> dict[str, Any]:
-    """expectations.json (and summary.json's ``expectations``): every value, per part."""
+    """expectations.json (and summary.json's ``expectations``): every value, per part. A broken
+    requirement scores 0; an ``error`` (the submission did not load, its run or script ended
+    in an error) is said, and what was measured before it still counts."""
     reqs = requirements or []
-    broken = error is not None or any(not r.passed for r in reqs)
+    broken = any(not r.passed for r in reqs)
     score = 0 if broken else sum(o.score for o in outcomes)
     return {
         "score": score,
@@ -323,8 +332,8 @@ def gradescope_doc(doc: dict[str, Any], title: str) -> dict[str, Any]:
     head = [f"{title}: {doc['passed']} of {doc['passed'] + doc['failed']} expectations met, "
             f"{_fmt(doc['score'])}/{_fmt(doc['max_score'])} points"]
     if doc.get("error"):
-        head.append(f"The submission did not run: {doc['error']}")
-    elif any(not r["passed"] for r in doc["requirements"]):
+        head.append(f"Error: {doc['error']}")
+    if any(not r["passed"] for r in doc["requirements"]):
         head.append("A requirement is not met (see the required: tests), so the score is 0.")
     return {"score": doc["score"], "output": "\n".join(head), "tests": tests}
 
