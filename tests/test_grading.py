@@ -511,3 +511,18 @@ def test_a_script_that_crashes_after_measuring_keeps_what_it_measured(tmp_path: 
     _check_results_json(doc)
     assert doc["score"] == 2 and "RuntimeError: student bug" in doc["output"]
     capsys.readouterr()
+
+
+def test_grade_requires_the_handouts_topology(tmp_path: Path, capsys) -> None:
+    (tmp_path / "handout.toml").write_text(SCENARIO, encoding="utf-8")
+    sub = tmp_path / "student.toml"
+    sub.write_text(SCENARIO.replace('["s1", "h3"]', '{ a = "s1", b = "h3", bw = 100 }'), encoding="utf-8")
+    rubric = tmp_path / "rubric.toml"
+    rubric.write_text(RUBRIC.replace('forbid = ["sim"]', 'topology = "handout.toml"'), encoding="utf-8")
+    rc = main(["grade", str(sub), "--rubric", str(rubric), "-o", str(tmp_path / "o"), "-q", "--no-report"])
+    assert rc == 4
+    doc = json.loads((tmp_path / "o" / "student" / "results.json").read_text())
+    (req,) = [t for t in doc["tests"] if t["name"] == "required: the topology is handout.toml's"]
+    assert req["status"] == "failed" and "TCLink settings not in the handout's topology" in req["output"]
+    assert doc["score"] == 0
+    capsys.readouterr()
