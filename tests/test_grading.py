@@ -526,3 +526,12 @@ def test_grade_requires_the_handouts_topology(tmp_path: Path, capsys) -> None:
     assert req["status"] == "failed" and "TCLink settings not in the handout's topology" in req["output"]
     assert doc["score"] == 0
     capsys.readouterr()
+
+
+def test_an_expression_with_params_points_at_the_files_column(write_scenario, capsys) -> None:
+    text = SCENARIO.replace('seed = 1\n', 'seed = 1\n[params]\nrate = 4.9\n') + (
+        "\n[[expect]]\nname = \"x\"\npart = \"under\"\nexpr = '${rate} < goodptu(\"h1\")'\n")
+    path = write_scenario(text)
+    assert main(["check", str(path)]) == 2
+    line = text.splitlines().index("expr = '${rate} < goodptu(\"h1\")'") + 1
+    assert f"{path}:{line}:19: error: expectation 'x': in '4.9 < goodptu(\"h1\")'" in capsys.readouterr().err

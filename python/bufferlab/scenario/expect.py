@@ -290,7 +290,7 @@ def scenario_expectations(sc: Scenario) -> list[Expectation]:
     data = tomllib.loads(sc.text) if sc.text else {}
     if "expect" not in data:
         return []
-    src = SourceMap(sc.text, str(sc.path))
+    src = SourceMap(sc.text, str(sc.path), sc.colmap)
     return build_expectations(data["expect"], src, Names.of(sc), sc.params)
 
 

@@ -183,6 +183,8 @@ class Scenario:
     #: ``[params]`` after overrides (scenario/params.py), and the TOML text with them substituted
     params: dict[str, Value] = field(default_factory=dict)
     text: str = ""
+    #: the file column of each character of the lines ${...} changed (SourceMap's colmap)
+    colmap: dict[int, list[int]] = field(default_factory=dict)
 
 
 def parse_duration_s(text: str) -> float:
@@ -414,7 +416,7 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None) -> 
         data = _parse_toml(text, file)
     src = SourceMap(text, file, colmap)
     sc = _build(data, src, path)
-    sc.params, sc.text = params, text
+    sc.params, sc.text, sc.colmap = params, text, colmap
     return sc
 
 
