@@ -535,3 +535,18 @@ def test_an_expression_with_params_points_at_the_files_column(write_scenario, ca
     assert main(["check", str(path)]) == 2
     line = text.splitlines().index("expr = '${rate} < goodptu(\"h1\")'") + 1
     assert f"{path}:{line}:19: error: expectation 'x': in '4.9 < goodptu(\"h1\")'" in capsys.readouterr().err
+
+
+def test_a_failed_command_is_said_in_the_grade(tmp_path: Path, capsys) -> None:
+    sub = tmp_path / "student.toml"
+    sub.write_text(SCENARIO.replace('"h2: ping 10.0.0.3 -c 10 -i 0.2",',
+                                    '"h2: ping 10.0.0.3 -c 10 -i 0.2",\n  "h2: iperf3 -c 10.0.0.1 -t 1",'),
+                   encoding="utf-8")
+    rubric = tmp_path / "rubric.toml"
+    rubric.write_text(RUBRIC, encoding="utf-8")
+    rc = main(["grade", str(sub), "--rubric", str(rubric), "-o", str(tmp_path / "o"), "-q", "--no-report"])
+    assert rc == 0  # the outcomes are met: the grade is full
+    doc = json.loads((tmp_path / "o" / "student" / "results.json").read_text())
+    assert doc["score"] == 5
+    assert "command failed: student.toml:" in doc["output"] and str(tmp_path) not in doc["output"]
+    capsys.readouterr()

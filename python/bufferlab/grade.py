@@ -133,12 +133,10 @@ def _grade_scenario(path: Path, rubric: Rubric, output: Path, seed: int | None, 
         if not summ.is_file():
             return r.root, grading.expectations_doc(_none(rubric), reqs, error), None
         summary = json.loads(read_capped(summ))
-    failed = [f for f in r.failures if not f.allowed]
-    if failed and error is None:
-        reqs.append(grading.Requirement("every command succeeds", False,
-                                        "\n".join(_relative(str(f), path) for f in failed)))
+    # failed commands are said, not scored: the expectations judge what the run achieved
+    notes = [f"command failed: {_relative(str(f), path)}" for f in r.failures if not f.allowed]
     outcomes = grading.evaluate(r.root, summary, rubric.expectations)
-    return r.root, grading.expectations_doc(outcomes, reqs, error), r.root
+    return r.root, grading.expectations_doc(outcomes, reqs, error, notes), r.root
 
 
 def _grade_script(path: Path, rubric: Rubric, output: Path, seed: int | None,

@@ -298,7 +298,7 @@ class Requirement:
 
 
 def expectations_doc(outcomes: list[Outcome], requirements: list[Requirement] | None = None,
-                     error: str | None = None) -> dict[str, Any]:
+                     error: str | None = None, notes: list[str] | None = None) -> dict[str, Any]:
     """expectations.json (and summary.json's ``expectations``): every value, per part. A broken
     requirement scores 0; an ``error`` (the submission did not load, its run or script ended
     in an error) is said, and what was measured before it still counts."""
@@ -311,6 +311,7 @@ def expectations_doc(outcomes: list[Outcome], requirements: list[Requirement] | 
         "passed": sum(o.passed for o in outcomes),
         "failed": sum(not o.passed for o in outcomes),
         **({"error": error} if error is not None else {}),
+        **({"notes": notes} if notes else {}),
         "requirements": [vars(r) for r in reqs],
         "expectations": [
             {"name": o.x.name, "expr": o.x.expr, "parts": o.x.parts or "all", "min": o.x.min, "max": o.x.max,
@@ -335,6 +336,7 @@ def gradescope_doc(doc: dict[str, Any], title: str) -> dict[str, Any]:
         head.append(f"Error: {doc['error']}")
     if any(not r["passed"] for r in doc["requirements"]):
         head.append("A requirement is not met (see the required: tests), so the score is 0.")
+    head += doc.get("notes", [])
     return {"score": doc["score"], "output": "\n".join(head), "tests": tests}
 
 
@@ -345,6 +347,7 @@ def text(doc: dict[str, Any]) -> str:
     out = [f"expectations: {doc['passed']} of {n} passed, {points}"]
     if doc.get("error"):
         out.append(f"  error: {doc['error']}")
+    out += [f"  {n}" for n in doc.get("notes", [])]
     for r in doc["requirements"]:
         out.append(f"  {'pass' if r['passed'] else 'FAIL'}  required: {r['name']}: {r['output']}")
     for e in doc["expectations"]:
