@@ -196,7 +196,8 @@ def parse_duration_s(text: str) -> float:
 
 
 #: what a run writes beside its part folders: a part's folder may not take their place
-RUN_FILES = {"summary.json", "run.json", "report.html", "tables"}
+#: (expectations.json and results.json: outputs/grading.py)
+RUN_FILES = {"summary.json", "run.json", "report.html", "tables", "expectations.json", "results.json"}
 #: a part's folder name: the file systems' 255 bytes, less room for a temporary suffix
 MAX_PART_NAME_BYTES = 200
 
