@@ -14,7 +14,7 @@ import pytest
 
 from bufferlab import _core
 from bufferlab.cli import main
-from bufferlab.outputs.topology_svg import _Boxes, _overlap
+from bufferlab.outputs.topology_svg import _Boxes, _crosses, _overlap, _Segments
 from bufferlab.run.engine import Engine, TcFailure
 
 TOPO = """name = "t"
@@ -304,3 +304,22 @@ def test_max_wall_holds_inside_one_instant(tmp_path: Path, capsys: Cap) -> None:
     assert "--max-wall 0.05 s reached" in err
     summary = json.loads((tmp_path / "out/t/summary.json").read_text())
     assert "--max-wall" in summary["stopped"]
+
+
+def test_the_topology_drawings_link_index_answers_as_a_scan() -> None:
+    # "does a link's line cross this card?" once per card spot, through the grid of cells
+    # each line passes through: the same answers as testing every link
+    rng = random.Random(11)
+    nodes = [f"n{i}" for i in range(60)]
+    pos = {n: (rng.uniform(0, 3000), rng.uniform(0, 3000)) for n in nodes}
+    pos["n0"] = pos["n1"][0], 500.0  # a vertical and a horizontal line
+    pos["n2"] = 700.0, pos["n3"][1]
+    links = [(a, b) for a, b in zip(nodes, nodes[1:] + nodes[:1])] + [("n0", "n1"), ("n2", "n3")]
+    segs = [((pos[a], pos[b]), (a, b)) for a, b in links]
+    index = _Segments(segs)
+    for _ in range(3000):
+        x, y = rng.uniform(-100, 3100), rng.uniform(-100, 3100)
+        box = (x, y, x + rng.uniform(1, 300), y + rng.uniform(1, 80))
+        skip = rng.choice([None, *nodes])
+        brute = any(_crosses(box, seg) for seg, ends in segs if skip not in ends)
+        assert index.crosses(box, skip) == brute

@@ -238,9 +238,56 @@ def _crosses(box: Box, seg: tuple[tuple[float, float], tuple[float, float]]) -> 
     return lo < hi
 
 
+Segment = tuple[tuple[float, float], tuple[float, float]]
+
+
+class _Segments:
+    """The links' lines, bucketed by the grid cells (``CELL`` px) each passes through, so that
+    asking whether a line crosses a card looks at the lines near it only (every card against
+    every link was quadratic: a 10 000-host star's report took minutes)."""
+
+    CELL = 128.0
+
+    def __init__(self, segments: list[tuple[Segment, tuple[str, str]]]) -> None:
+        self._segs = segments
+        self._cells: dict[tuple[int, int], list[int]] = {}
+        for k, (seg, _) in enumerate(segments):
+            for cell in self._cells_of(seg):
+                self._cells.setdefault(cell, []).append(k)
+
+    def _cells_of(self, seg: Segment) -> list[tuple[int, int]]:
+        """Every cell the segment touches: per column of cells, the rows its y spans there."""
+        c = self.CELL
+        (x1, y1), (x2, y2) = sorted(seg)
+        out = []
+        for i in range(math.floor(x1 / c), math.floor(x2 / c) + 1):
+            if x2 > x1:  # the part of the segment inside this column
+                ta = max(0.0, (i * c - x1) / (x2 - x1))
+                tb = min(1.0, ((i + 1) * c - x1) / (x2 - x1))
+            else:
+                ta, tb = 0.0, 1.0
+            ya, yb = y1 + (y2 - y1) * ta, y1 + (y2 - y1) * tb
+            out.extend((i, j) for j in range(math.floor(min(ya, yb) / c), math.floor(max(ya, yb) / c) + 1))
+        return out
+
+    def crosses(self, box: Box, skip: str | None = None) -> bool:
+        """Whether a link's line passes through ``box`` (links of node ``skip`` aside)."""
+        c = self.CELL
+        seen: set[int] = set()
+        for i in range(math.floor(box[0] / c), math.floor(box[2] / c) + 1):
+            for j in range(math.floor(box[1] / c), math.floor(box[3] / c) + 1):
+                for k in self._cells.get((i, j), ()):
+                    if k in seen:
+                        continue
+                    seen.add(k)
+                    seg, ends = self._segs[k]
+                    if skip not in ends and _crosses(box, seg):
+                        return True
+        return False
+
+
 def _card_left(x0: float, box_w: float, card_w: float, ys: tuple[float, float], width: float,
-               boxes: _Boxes, segments: list[tuple[tuple[float, float], tuple[float, float]]]
-               ) -> tuple[float, bool]:
+               boxes: _Boxes, segments: _Segments, skip: str | None) -> tuple[float, bool]:
     """Where a node's card goes under it: centred, else reaching right from the node's left
     edge, else left from its right edge; the first spot that no link crosses and no text or
     node covers (a card on a link's line reads as that link's label). False: none was free."""
@@ -248,7 +295,7 @@ def _card_left(x0: float, box_w: float, card_w: float, ys: tuple[float, float], 
     for left in spots:
         b = (left, ys[0], left + card_w, ys[1])
         if b[0] >= 2 and b[2] <= width - 2 and not boxes.overlaps(b) \
-                and not any(_crosses(b, seg) for seg in segments):
+                and not segments.crosses(b, skip):
             return left, True
     return spots[0], False
 
@@ -308,7 +355,8 @@ def _place(summary: dict[str, Any], gap: float, vgap: float,
     for n in names:
         x0, y0 = xy[n]
         boxes.add((x0 - box_w[n] / 2, y0 - box_h / 2, x0 + box_w[n] / 2, y0 + box_h / 2))
-    segments = [(xy[lk["a"]["node"]], xy[lk["b"]["node"]]) for lk in links]
+    segments = _Segments([((xy[lk["a"]["node"]], xy[lk["b"]["node"]]), (lk["a"]["node"], lk["b"]["node"]))
+                          for lk in links])
     els_cards: list[str] = []
     cards_ok = True
     for n in names:
@@ -318,9 +366,8 @@ def _place(summary: dict[str, Any], gap: float, vgap: float,
         cy = y0 + box_h / 2 + 4
         # a host's one-port card may sit on its own link; a card with qdisc chains must be
         # clear of every link, or its chain reads as that link's label
-        clear = segments if kinds[n] != "host" else [
-            seg for seg, lk in zip(segments, links) if n not in (lk["a"]["node"], lk["b"]["node"])]
-        left, free = _card_left(x0, box_w[n], card_w[n], (cy, cy + card_h[n]), width, boxes, clear)
+        left, free = _card_left(x0, box_w[n], card_w[n], (cy, cy + card_h[n]), width, boxes, segments,
+                                n if kinds[n] == "host" else None)
         cards_ok = cards_ok and free
         boxes.add((left, cy, left + card_w[n], cy + card_h[n]))
         els_cards.append(f'<rect x="{left:.1f}" y="{cy:.1f}" width="{card_w[n]:.1f}" '
