@@ -451,6 +451,7 @@ name = "ping lab"
 
 [require]
 parts = ["mininet"]
+topology = "handout.toml"
 
 [[expect]]
 name = "RTT is the 5 ms netem delay"
@@ -466,7 +467,20 @@ points = 1
 """
 
 
+#: the handout's topology, as the rubric requires it of the script
+HANDOUT = """\
+name = "h"
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], ["h2", "s1"]]
+[[part]]
+cmds = ["h1: ping 10.0.0.2 -c 1"]
+"""
+
+
 def test_grade_a_mininet_script(tmp_path: Path, capsys) -> None:
+    (tmp_path / "handout.toml").write_text(HANDOUT, encoding="utf-8")
     script = tmp_path / "lab.py"
     script.write_text(MININET_SCRIPT, encoding="utf-8")
     rubric = tmp_path / "rubric.toml"
@@ -481,6 +495,7 @@ def test_grade_a_mininet_script(tmp_path: Path, capsys) -> None:
     assert tests["RTT is the 5 ms netem delay"]["status"] == "passed"
     assert "part mininet: " in tests["RTT is the 5 ms netem delay"]["output"]
     assert tests["wrong on purpose"]["status"] == "failed"
+    assert tests["required: the topology is handout.toml's"]["status"] == "passed"
     assert json.loads((root / "summary.json").read_text())["expectations"]["score"] == 2
     capsys.readouterr()
 
@@ -500,6 +515,7 @@ def test_the_report_shows_the_expectations(graded_run: tuple[int, Path, str], ca
 
 
 def test_a_script_that_crashes_after_measuring_keeps_what_it_measured(tmp_path: Path, capsys) -> None:
+    (tmp_path / "handout.toml").write_text(HANDOUT, encoding="utf-8")
     script = tmp_path / "lab.py"
     script.write_text(MININET_SCRIPT.replace("net.stop()\n", "raise RuntimeError('student bug')\n"),
                       encoding="utf-8")

@@ -50,11 +50,16 @@ def scenario_topology(sc: Scenario) -> dict[str, list[str]]:
                         [list(c) for c in topo.tclink_commands])
 
 
-def _topology_requirement(rubric: Rubric, got: dict[str, list[str]]) -> grading.Requirement:
+def _topology_requirement(rubric: Rubric, got: dict[str, list[str]],
+                          settings: bool = True) -> grading.Requirement:
+    """The submission's topology against the rubric's scenario: nodes and links (ends,
+    interfaces, addresses), and with ``settings`` the TCLink qdiscs (a Mininet script types
+    them as tc lines while it runs, so its summary does not list them)."""
     assert rubric.topology is not None
     want = scenario_topology(load_scenario(rubric.topology))
     diffs = []
-    for k, what in (("nodes", "nodes"), ("links", "links"), ("tclink", "TCLink settings")):
+    kinds = (("nodes", "nodes"), ("links", "links"), ("tclink", "TCLink settings"))
+    for k, what in kinds if settings else kinds[:2]:
         missing = [x for x in want[k] if x not in got[k]]
         extra = [x for x in got[k] if x not in want[k]]
         if missing:
@@ -62,7 +67,8 @@ def _topology_requirement(rubric: Rubric, got: dict[str, list[str]]) -> grading.
         if extra:
             diffs.append(f"{what} not in the handout's topology: {'; '.join(extra)}")
     name = f"the topology is {rubric.topology.name}'s"
-    return grading.Requirement(name, not diffs, "\n".join(diffs) or "same nodes, links and link settings")
+    same = "same nodes, links and link settings" if settings else "same nodes and links"
+    return grading.Requirement(name, not diffs, "\n".join(diffs) or same)
 
 
 def _part_requirements(rubric: Rubric, parts: list[str]) -> list[grading.Requirement]:
@@ -153,8 +159,8 @@ def _grade_script(path: Path, rubric: Rubric, output: Path, seed: int | None,
     reqs = _part_requirements(rubric, [p["name"] for p in summary.get("parts", [])])
     if rubric.topology is not None:
         t = summary.get("topology") or {}
-        reqs.append(_topology_requirement(rubric, topology_key(t.get("nodes", []), t.get("links", []),
-                                                               t.get("tclink", []))))
+        reqs.append(_topology_requirement(rubric, topology_key(t.get("nodes", []), t.get("links", []), []),
+                                          settings=False))
     error = summary.get("error") or (f"the script exited with status {status}" if status else None)
     outcomes = grading.evaluate(root, summary, rubric.expectations)
     return root, grading.expectations_doc(outcomes, reqs, error)

@@ -349,7 +349,9 @@ def text(doc: dict[str, Any]) -> str:
         out.append(f"  error: {doc['error']}")
     out += [f"  {n}" for n in doc.get("notes", [])]
     for r in doc["requirements"]:
-        out.append(f"  {'pass' if r['passed'] else 'FAIL'}  required: {r['name']}: {r['output']}")
+        first, *rest = r["output"].splitlines() or [""]
+        out.append(f"  {'pass' if r['passed'] else 'FAIL'}  required: {r['name']}: {first}")
+        out += [f"        {ln}" for ln in rest]
     for e in doc["expectations"]:
         lines = e["output"].splitlines() or [""]
         mark = "pass" if e["passed"] else "FAIL"
