@@ -269,6 +269,8 @@ ALLOWED = {
     ("results_folder.py", "rename"): "a marked run folder becomes <name>.prev (results_folder.fresh)",
     ("formats/plot_iperf.py", "shutil.rmtree"): "plot_iperf.sh's `rm -rf results/*` in the folder "
                                                  "ensure_dir made; links are unlinked, not followed",
+    ("real/delayline.py", "os.open"): "opens the kernel's /dev/net/tun device (a tap for the delay "
+                                      "line of run --real), not a file in a results folder",
     ("sweep/runs.py", "rename"): "<run-id>.partial becomes <run-id> in the sweep's own runs/ "
                                  "(remove_tree cleared the place first)",
 }
