@@ -357,6 +357,7 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
             for s in list(clock._current):  # a network the script left running
                 clock.detach(s)
                 s.close(error, interrupted)
+            clock.reset()  # the next network of this process (a script or the API) starts at 0
             net_mod.results_in(Path("results"), "mininet")
             if error is not None or interrupted is not None:
                 _note_end(root, error, interrupted, failure)
