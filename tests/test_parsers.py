@@ -681,11 +681,8 @@ def test_tc_not_supported(line, token, message):
     "kind",
     [
         "gred",
-        "fq_pie",
         "hfsc",
-        "fq",
         "cake",
-        "sfq",
     ],
 )
 def test_tc_unmodelled_kinds(kind):

@@ -87,6 +87,12 @@ KEYWORDS = [
     "sleep", "echo", "cd", "mkdir", "-p", "sudo", "./tc", "&", "&&", "||", ";", ">", ">>", "|", "true",
     "false", "h1", "h2", "h3", "s1", "s1-eth1", "s1-eth2", "s2-eth1", "eth0", "h1-eth0", "admin",
     "10.0.0.1", "10.0.0.3", "10.0.0.255", "1:", "1:0", "10:", "ffff:", "1:1", "0:", "$HOME", "~",
+    # fq, sfq, fq_pie (docs/semantics/qdiscs.md §15-17)
+    "fq", "sfq", "fq_pie", "flow_limit", "initial_quantum", "maxrate", "buckets", "pacing", "nopacing",
+    "refill_delay", "low_rate_threshold", "orphan_mask", "ce_threshold", "timer_slack", "horizon",
+    "horizon_drop", "horizon_cap", "bands", "priomap", "weights", "defrate", "perturb", "divisor",
+    "depth", "headdrop", "redflowlimit", "tupdate", "alpha", "beta", "memory_limit", "ecn_prob",
+    "bytemode", "nobytemode", "dq_rate_estimator", "no_dq_rate_estimator",
 ]
 SHELL_NOISE = ["'", '"', "\\", "\\\\", "&", ";", "|", ">", "<", "$(", "`", "#", "\t", "  ", "\\\"", "\\n",
                "\u00e9", "\x00", "\x7f", "\ud7ff", "\u202e", "\U0001f600", "*", "?", "[", "]", "{", "}"]

@@ -700,12 +700,14 @@ impl Simulator {
                     let backlog = |i: usize| ifaces[i].tree.leaf_backlog();
                     let slot = &mut self.apps[a as usize];
                     let gso_max_size = node_gso_max_size(&self.topo, ifaces, slot.node);
+                    let fq_pacing = node_fq_pacing(&self.topo, ifaces, slot.node);
                     let node = &mut self.nodes[slot.node];
                     let mut ctx = AppCtx {
                         now: self.now,
                         id: a,
                         addr: node.addr,
                         gso_max_size,
+                        fq_pacing,
                         out: &mut self.out_buf,
                         sockets: &mut node.sockets,
                         iperf: &mut self.iperf,
@@ -821,12 +823,14 @@ impl Simulator {
     fn with_app<R>(&mut self, id: u32, f: impl FnOnce(&mut App, &mut AppCtx) -> R) -> R {
         let slot = &mut self.apps[id as usize];
         let gso_max_size = node_gso_max_size(&self.topo, &self.ifaces, slot.node);
+        let fq_pacing = node_fq_pacing(&self.topo, &self.ifaces, slot.node);
         let node = &mut self.nodes[slot.node];
         let mut ctx = AppCtx {
             now: self.now,
             id,
             addr: node.addr,
             gso_max_size,
+            fq_pacing,
             out: &mut self.out_buf,
             sockets: &mut node.sockets,
             iperf: &mut self.iperf,
@@ -844,7 +848,7 @@ impl Simulator {
                 f.sent_packets += p.segs() as u64;
                 f.sent_bytes += p.len as u64;
             }
-            let pid = self.arena.alloc(p);
+            let pid = self.arena.alloc(Packet { local: true, ..p });
             self.host_send(node, pid);
         }
         self.out_buf = out;
@@ -1050,6 +1054,7 @@ impl Simulator {
             sent_at: self.now,
             flow: Packet::NO_FLOW,
             corrupt: false,
+            local: false,
             gso_segs: 1,
             gso_size: 0,
         };
@@ -1149,6 +1154,8 @@ impl Simulator {
         ifc.rx_packets += 1;
         ifc.rx_bytes += self.arena.len_of(pid) as u64;
         let node = self.topo.iface_node[iface];
+        // a received packet has no socket of this node (`skb->sk` is NULL)
+        self.arena.get_mut(pid).local = false;
         let p = *self.arena.get(pid);
         if p.proto == Proto::Arp && self.topo.is_local(node, p.dst) {
             self.delivered(pid);
@@ -1549,6 +1556,19 @@ fn node_gso_max_size(topo: &Topology, ifaces: &[Iface], node: NodeId) -> u32 {
         .unwrap_or(0)
 }
 
+/// The `maxrate` of an `fq` with pacing on at the root of one of `node`'s
+/// interfaces, if there is one (`u64::MAX`: no maximum). Its sockets then
+/// leave pacing to it (tcp_output.c `tcp_needs_internal_pacing`; SIM: hosts
+/// have one interface, Linux decides by the interface the packets reach).
+fn node_fq_pacing(topo: &Topology, ifaces: &[Iface], node: NodeId) -> Option<u64> {
+    topo.node_ifaces[node]
+        .iter()
+        .find_map(|&i| match ifaces[i].tree.node_qdisc(0) {
+            Some(crate::qdisc::AnyQdisc::Fq(q)) if q.paces() => Some(q.maxrate()),
+            _ => None,
+        })
+}
+
 /// The interface's qdiscs as queue traces record them: everything the tree
 /// holds (a root netem's own counters leave out its child's queue, which is
 /// where a lab's bottleneck usually is) and all drops counted on the
@@ -1664,6 +1684,7 @@ mod tests {
                 sent_at: SimTime::ZERO,
                 flow: Packet::NO_FLOW,
                 corrupt: false,
+                local: false,
                 gso_segs: 1,
                 gso_size: 0,
             };

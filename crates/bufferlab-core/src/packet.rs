@@ -202,6 +202,12 @@ pub struct Packet {
     pub flow: u32,
     /// netem flipped a bit: receivers discard the packet (bad checksum).
     pub corrupt: bool,
+    /// Sent by a socket of the node whose interface it is on (`skb->sk` set):
+    /// set when an application's packet enters its node, cleared when a node
+    /// receives it (a forwarded packet has no socket, nor a reply the kernel
+    /// builds from a request). `fq` keys its flows on it (net/sched/sch_fq.c
+    /// `fq_classify`).
+    pub local: bool,
     /// Segments in this record (`skb_shinfo(skb)->gso_segs`): 1 for a plain
     /// packet, up to ~45 for a TSO/GSO aggregate (docs/semantics/tcp.md §2.1).
     pub gso_segs: u16,
@@ -505,6 +511,7 @@ pub(crate) mod tests {
             sent_at: SimTime::ZERO,
             flow: Packet::NO_FLOW,
             corrupt: false,
+            local: false,
             gso_segs: 1,
             gso_size: 0,
         }

@@ -117,6 +117,40 @@ const KEYS: &[&str] = &[
     "leaf",
     "flowid",
     "matches",
+    // fq, sfq, fq_pie (docs/semantics/qdiscs.md §15-17)
+    "flow_limit",
+    "initial_quantum",
+    "pacing",
+    "maxrate",
+    "defrate",
+    "buckets_log",
+    "refill_delay",
+    "orphan_mask",
+    "low_rate_threshold",
+    "ce_threshold",
+    "timer_slack",
+    "horizon",
+    "horizon_drop",
+    "priomap",
+    "weights",
+    "perturb",
+    "divisor",
+    "depth",
+    "headdrop",
+    "red",
+    "qth_min",
+    "qth_max",
+    "wlog",
+    "plog",
+    "max_p",
+    "harddrop",
+    "tupdate",
+    "alpha",
+    "beta",
+    "memory_limit",
+    "ecn_prob",
+    "bytemode",
+    "dq_rate_estimator",
 ];
 const STRINGS: &[&str] = &[
     "add",
@@ -134,6 +168,9 @@ const STRINGS: &[&str] = &[
     "pie",
     "blue",
     "sfb",
+    "fq",
+    "sfq",
+    "fq_pie",
     "red_ns3",
     "noqueue",
     "dualpi2",
@@ -293,6 +330,26 @@ fn leaf_qdisc() -> impl Strategy<Value = Value> {
         prop::option::of(1u32..3_000_000).prop_map(|l| json!({"kind": "bfifo", "limit": l})),
         prop::option::of(1u32..2000).prop_map(|l| json!({"kind": "pfifo_head_drop", "limit": l})),
         netem(),
+        (
+            prop::option::of(1u32..3000),
+            prop::option::of(1u32..200),
+            prop::option::of(10_000u32..200_000_000),
+            prop::option::of(any::<bool>()),
+            prop::option::of(0u32..20_000),
+        )
+            .prop_map(|(limit, flow_limit, maxrate, pacing, ce)| {
+                json!({"kind": "fq", "limit": limit, "flow_limit": flow_limit, "maxrate": maxrate,
+                       "pacing": pacing, "ce_threshold": ce})
+            }),
+        (2u32..300, 0u32..128, any::<bool>(), 0i32..3, any::<bool>(), any::<bool>())
+            .prop_map(|(limit, depth, headdrop, perturb, red, ecn)| {
+                let red = red.then(|| json!({"qth_min": 3000, "qth_max": 9000, "wlog": 3, "plog": 20,
+                                             "max_p": 85_899_345u32, "ecn": ecn, "harddrop": false}));
+                json!({"kind": "sfq", "limit": limit, "depth": depth, "headdrop": headdrop,
+                       "perturb": perturb, "red": red})
+            }),
+        (prop::option::of(1u32..2000), prop::option::of(1u32..1025), prop::option::of(any::<bool>()))
+            .prop_map(|(limit, flows, ecn)| json!({"kind": "fq_pie", "limit": limit, "flows": flows, "ecn": ecn})),
     ]
 }
 

@@ -201,6 +201,11 @@ pub struct AppCtx<'a> {
     pub addr: Ipv4,
     /// `sk_gso_max_size` for the node's TCP sockets (0: GSO off).
     pub gso_max_size: u32,
+    /// `Some(maxrate)` (bytes/s, `u64::MAX` = none) when an `fq` with pacing
+    /// on is the root qdisc of the node's interface: its TCP sockets'
+    /// `sk_pacing_status` becomes `SK_PACING_FQ` (sch_fq.c `fq_classify`),
+    /// docs/semantics/qdiscs.md §15.
+    pub fq_pacing: Option<u64>,
     pub out: &'a mut Vec<Packet>,
     pub sockets: &'a mut Sockets,
     pub iperf: &'a mut IperfRegistry,
@@ -224,6 +229,7 @@ impl AppCtx<'_> {
             sent_at: self.now,
             flow: self.id,
             corrupt: false,
+            local: false,
             gso_segs: 1,
             gso_size: 0,
         }

@@ -207,6 +207,9 @@ impl Conn {
 
     /// Hand every segment the endpoint wants to send now to the outbox.
     pub fn flush(&mut self, ctx: &mut AppCtx, tos: u8) {
+        if let Some(maxrate) = ctx.fq_pacing {
+            self.ep.set_pacing_fq(maxrate);
+        }
         while let Some(seg) = self.ep.poll_transmit(ctx.now) {
             let ecn = if seg.ect { ECT0 } else { 0 };
             ctx.out.push(Packet {
@@ -223,6 +226,7 @@ impl Conn {
                 sent_at: ctx.now,
                 flow: ctx.id,
                 corrupt: false,
+                local: false,
                 gso_segs: seg.gso_segs as u16,
                 gso_size: if seg.gso_segs > 1 {
                     seg.gso_size as u16

@@ -65,6 +65,7 @@ impl Bench {
             id: h.app_id,
             addr: h.addr,
             gso_max_size: 0,
+            fq_pacing: None,
             out: &mut h.out,
             sockets: &mut h.sockets,
             iperf: &mut self.iperf,
@@ -96,6 +97,7 @@ fn template(src: Ipv4, dst: Ipv4, proto: Proto, len: u32, payload: Payload) -> P
         sent_at: SimTime::ZERO,
         flow: 0,
         corrupt: false,
+        local: false,
         gso_segs: 1,
         gso_size: 0,
     }

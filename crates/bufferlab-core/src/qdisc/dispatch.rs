@@ -190,4 +190,7 @@ register_qdiscs! {
     PfifoFast(super::prio::PfifoFast),
     Prio(super::prio::Prio),
     DualPi2(super::dualpi2::DualPi2),
+    Fq(super::fq::Fq),
+    Sfq(super::sfq::Sfq),
+    FqPie(super::fq_pie::FqPie),
 }

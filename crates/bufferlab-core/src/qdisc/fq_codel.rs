@@ -120,7 +120,7 @@ fn resolve(
 }
 
 /// SIM flow hash: a keyed mix of the 5-tuple (splitmix64 finaliser).
-fn hash32(p: &Packet, key: u64) -> u32 {
+pub(crate) fn hash32(p: &Packet, key: u64) -> u32 {
     let mut h = key ^ ((p.src.0 as u64) << 32 | p.dst.0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     h ^= ((p.src_port as u64) << 24 | (p.dst_port as u64) << 8 | p.proto as u64)
         .wrapping_mul(0xC2B2_AE3D_27D4_EB4F);

@@ -21,7 +21,11 @@ pub mod cpm;
 pub mod dispatch;
 pub mod dualpi2;
 pub mod fifo;
+#[cfg(test)]
+mod flowq_bench;
+pub mod fq;
 pub mod fq_codel;
+pub mod fq_pie;
 pub mod htb;
 pub mod netem;
 pub mod noqueue;
@@ -31,6 +35,7 @@ pub mod prio;
 pub mod red;
 pub mod red_ns3;
 pub mod sfb;
+pub mod sfq;
 pub mod spec;
 pub mod tbf;
 pub mod tree;
@@ -43,8 +48,9 @@ pub use api::AutoHandles;
 pub use dispatch::AnyQdisc;
 pub use ops::Qdisc;
 pub use spec::{
-    BlueSpec, CodelSpec, DscpClass, DscpCoeff, DualPi2Spec, FqCodelSpec, NetemSpec, ParentSpec,
-    PieSpec, PrioSpec, QdiscSpec, RedNs3Spec, RedSpec, SfbSpec, TbfSpec, TcRequest, TcVerb,
+    BlueSpec, CodelSpec, DscpClass, DscpCoeff, DualPi2Spec, FqCodelSpec, FqPieSpec, FqSpec,
+    NetemSpec, ParentSpec, PieSpec, PrioSpec, QdiscSpec, RedNs3Spec, RedSpec, SfbSpec, SfqSpec,
+    TbfSpec, TcRequest, TcVerb,
 };
 pub use tree::{QdiscInfo, QdiscProfile, QdiscTree};
 
@@ -79,10 +85,12 @@ pub enum DropReason {
     EarlyDrop,
     /// RED hard drop: average at or above `max`.
     ForcedDrop,
+    /// fq: the packet's flow already held `flow_limit` packets.
+    FlowLimit,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 13] = [
+    pub const ALL: [DropReason; 14] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::TooBig,
@@ -96,6 +104,7 @@ impl DropReason {
         DropReason::NeighbourFailed,
         DropReason::EarlyDrop,
         DropReason::ForcedDrop,
+        DropReason::FlowLimit,
     ];
 
     pub fn index(self) -> usize {
@@ -117,6 +126,7 @@ impl DropReason {
             DropReason::NeighbourFailed => "neighbour_failed",
             DropReason::EarlyDrop => "early_drop",
             DropReason::ForcedDrop => "forced_drop",
+            DropReason::FlowLimit => "flow_limit",
         }
     }
 }

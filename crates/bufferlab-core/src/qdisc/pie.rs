@@ -59,7 +59,7 @@ pub struct PieVars {
 }
 
 impl PieVars {
-    fn init(&mut self) {
+    pub(crate) fn init(&mut self) {
         self.burst_time = ticks(150_000_000);
         self.dq_tstamp = None;
         self.accu_prob = 0;
@@ -233,37 +233,11 @@ impl Pie {
 
     /// `pie_drop_early`.
     fn drop_early(&mut self, backlog: u64, len: u32) -> bool {
-        let v = &mut self.vars;
-        if v.burst_time > 0 {
-            return false;
-        }
-        if v.qdelay < self.p.target / 2 && v.prob < MAX_PROB / 5 {
-            return false;
-        }
-        if backlog < 2 * MTU {
-            return false;
-        }
-        let lp = if self.p.bytemode && len as u64 <= MTU {
-            len as u64 * (v.prob / MTU)
-        } else {
-            v.prob
-        };
-        if lp == 0 {
-            v.accu_prob = 0;
-        } else {
-            v.accu_prob = v.accu_prob.wrapping_add(lp);
-        }
-        if v.accu_prob < (MAX_PROB / 100) * 85 {
-            return false;
-        }
-        if v.accu_prob >= (MAX_PROB / 2) * 17 {
-            return true;
-        }
-        if (self.draw() >> 8) < lp {
-            self.vars.accu_prob = 0;
-            return true;
-        }
-        false
+        let (target, bytemode) = (self.p.target, self.p.bytemode);
+        let mut v = self.vars;
+        let out = drop_early(&mut v, target, bytemode, MTU, backlog, len, || self.draw());
+        self.vars = v;
+        out
     }
 
     pub fn enqueue(&mut self, ctx: &mut QdiscCtx, id: PacketId) -> Verdict {
@@ -313,10 +287,34 @@ impl Pie {
 
     /// `pie_process_dequeue` (backlog = bytes left after the removal).
     fn process_dequeue(&mut self, now: u64, t_enq: u64, len: u32) {
-        let backlog = self.stats.backlog;
-        let v = &mut self.vars;
+        process_dequeue(
+            &mut self.vars,
+            self.p.dq_rate_estimator,
+            now,
+            t_enq,
+            len,
+            self.stats.backlog,
+        );
+    }
+
+    pub fn vars(&self) -> &PieVars {
+        &self.vars
+    }
+}
+
+/// `pie_process_dequeue` on one set of variables (`backlog` = bytes left
+/// after the removal; times in psched ticks).
+pub fn process_dequeue(
+    v: &mut PieVars,
+    rate_est: bool,
+    now: u64,
+    t_enq: u64,
+    len: u32,
+    backlog: u64,
+) {
+    {
         let dtime;
-        if !self.p.dq_rate_estimator {
+        if !rate_est {
             v.qdelay = now - t_enq;
             dtime = v.dq_tstamp.map_or(0, |t| now - t);
             v.dq_tstamp = Some(now);
@@ -360,10 +358,49 @@ impl Pie {
         }
         v.burst_time = v.burst_time.saturating_sub(dtime);
     }
+}
 
-    pub fn vars(&self) -> &PieVars {
-        &self.vars
+/// `pie_drop_early` on one set of variables: `mtu` is `psched_mtu`, `draw`
+/// the random number (64 bits; its top 56 are compared) when one is needed.
+pub fn drop_early(
+    v: &mut PieVars,
+    target: u64,
+    bytemode: bool,
+    mtu: u64,
+    backlog: u64,
+    len: u32,
+    draw: impl FnOnce() -> u64,
+) -> bool {
+    if v.burst_time > 0 {
+        return false;
     }
+    if v.qdelay < target / 2 && v.prob < MAX_PROB / 5 {
+        return false;
+    }
+    if backlog < 2 * mtu {
+        return false;
+    }
+    let lp = if bytemode && len as u64 <= mtu {
+        len as u64 * (v.prob / mtu)
+    } else {
+        v.prob
+    };
+    if lp == 0 {
+        v.accu_prob = 0;
+    } else {
+        v.accu_prob = v.accu_prob.wrapping_add(lp);
+    }
+    if v.accu_prob < (MAX_PROB / 100) * 85 {
+        return false;
+    }
+    if v.accu_prob >= (MAX_PROB / 2) * 17 {
+        return true;
+    }
+    if (draw() >> 8) < lp {
+        v.accu_prob = 0;
+        return true;
+    }
+    false
 }
 
 impl Qdisc for Pie {

@@ -85,6 +85,12 @@ pub enum QdiscSpec {
     /// `prio` with its u32 filters and the qdiscs grafted on its bands
     /// (docs/semantics/qdiscs.md §13).
     Prio(PrioSpec),
+    /// `fq` (Fair Queue with per-socket flows and pacing, docs/semantics/qdiscs.md §15).
+    Fq(FqSpec),
+    /// `sfq` (Stochastic Fairness Queueing, docs/semantics/qdiscs.md §16).
+    Sfq(SfqSpec),
+    /// `fq_pie` (flow queues with PIE per flow, docs/semantics/qdiscs.md §17).
+    FqPie(FqPieSpec),
 }
 
 impl QdiscSpec {
@@ -108,6 +114,9 @@ impl QdiscSpec {
             QdiscSpec::Htb(_) => "htb",
             QdiscSpec::Dualpi2(_) => "dualpi2",
             QdiscSpec::Prio(_) => "prio",
+            QdiscSpec::Fq(_) => "fq",
+            QdiscSpec::Sfq(_) => "sfq",
+            QdiscSpec::FqPie(_) => "fq_pie",
         }
     }
 
@@ -782,4 +791,147 @@ pub struct PrioClassSpec {
     pub classid: u16,
     #[serde(default)]
     pub leaf: Option<HtbLeaf>,
+}
+
+/// `fq` as the kernel receives it (`TCA_FQ_*` attributes, docs/semantics/qdiscs.md §15):
+/// rates in bytes/s, `refill_delay`, `ce_threshold` and `horizon` in µs,
+/// `timer_slack` in ns; `None` = not given.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FqSpec {
+    /// packets per band (default 10 000)
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// packets per flow (default 100)
+    #[serde(default)]
+    pub flow_limit: Option<u32>,
+    /// bytes (default 2 × 1514)
+    #[serde(default)]
+    pub quantum: Option<u32>,
+    /// bytes (default 10 × 1514)
+    #[serde(default)]
+    pub initial_quantum: Option<u32>,
+    /// `pacing` / `nopacing` (`TCA_FQ_RATE_ENABLE`, default on)
+    #[serde(default)]
+    pub pacing: Option<bool>,
+    /// bytes/s; 4294967295 = no maximum (default)
+    #[serde(default)]
+    pub maxrate: Option<u32>,
+    /// `defrate` (ignored by the kernel since 4.x, accepted)
+    #[serde(default)]
+    pub defrate: Option<u32>,
+    /// log2 of `buckets` as tc sends it (default 10)
+    #[serde(default)]
+    pub buckets_log: Option<u32>,
+    /// µs (default 40 ms)
+    #[serde(default)]
+    pub refill_delay: Option<u32>,
+    /// default 1023
+    #[serde(default)]
+    pub orphan_mask: Option<u32>,
+    /// bytes/s (default 68 750 = 550 kbit/s)
+    #[serde(default)]
+    pub low_rate_threshold: Option<u32>,
+    /// µs; 4294967295 = off (default)
+    #[serde(default)]
+    pub ce_threshold: Option<u32>,
+    /// ns (default 10 000)
+    #[serde(default)]
+    pub timer_slack: Option<u32>,
+    /// µs (default 10 s)
+    #[serde(default)]
+    pub horizon: Option<u32>,
+    /// `horizon_drop` (true, default) / `horizon_cap` (false)
+    #[serde(default)]
+    pub horizon_drop: Option<bool>,
+    /// band of each of the 16 priorities (`bands 3 priomap …`)
+    #[serde(default)]
+    pub priomap: Option<Vec<u8>>,
+    /// the three bands' WRR weights, bytes
+    #[serde(default)]
+    pub weights: Option<Vec<i32>>,
+}
+
+/// `sfq` as the kernel receives it (`struct tc_sfq_qopt_v1`,
+/// docs/semantics/qdiscs.md §16): 0 = not given (the kernel's own convention).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SfqSpec {
+    /// bytes (default 1514)
+    #[serde(default)]
+    pub quantum: u32,
+    /// seconds between hash perturbations (0 = never)
+    #[serde(default)]
+    pub perturb: i32,
+    /// packets (default 127)
+    #[serde(default)]
+    pub limit: u32,
+    /// hash table size, a power of two ≤ 65536 (default 1024)
+    #[serde(default)]
+    pub divisor: u32,
+    /// flow slots (default 128, at most 65408)
+    #[serde(default)]
+    pub flows: u32,
+    /// packets per flow (default 127, at most 127)
+    #[serde(default)]
+    pub depth: u32,
+    #[serde(default)]
+    pub headdrop: bool,
+    /// `redflowlimit …`: RED per flow on its byte backlog
+    #[serde(default)]
+    pub red: Option<SfqRedSpec>,
+}
+
+/// RED parameters of an `sfq` (`qth_min`, `qth_max` in bytes, unscaled).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SfqRedSpec {
+    pub qth_min: u32,
+    pub qth_max: u32,
+    pub wlog: u8,
+    pub plog: u8,
+    /// trunc(probability·2³²)
+    pub max_p: u32,
+    #[serde(default)]
+    pub ecn: bool,
+    #[serde(default)]
+    pub harddrop: bool,
+}
+
+/// `fq_pie` as the kernel receives it (`TCA_FQ_PIE_*`, docs/semantics/qdiscs.md §17):
+/// times in µs; `None` = not given.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FqPieSpec {
+    /// packets (default 10 240)
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// flow queues (default 1024; only at creation)
+    #[serde(default)]
+    pub flows: Option<u32>,
+    /// µs (default 15 000)
+    #[serde(default)]
+    pub target: Option<u32>,
+    /// µs (default 15 000; kept in jiffies, rounded up)
+    #[serde(default)]
+    pub tupdate: Option<u32>,
+    #[serde(default)]
+    pub alpha: Option<u32>,
+    #[serde(default)]
+    pub beta: Option<u32>,
+    /// bytes (default 1514)
+    #[serde(default)]
+    pub quantum: Option<u32>,
+    /// bytes (default 32 MiB)
+    #[serde(default)]
+    pub memory_limit: Option<u32>,
+    /// percent (default 10)
+    #[serde(default)]
+    pub ecn_prob: Option<u32>,
+    #[serde(default)]
+    pub ecn: Option<bool>,
+    #[serde(default)]
+    pub bytemode: Option<bool>,
+    #[serde(default)]
+    pub dq_rate_estimator: Option<bool>,
 }

@@ -4,13 +4,16 @@ net.core.default_qdisc`` find it here. Order: the order of the kind lists in mes
 
 from __future__ import annotations
 
-from . import blue, codel, dualpi2, fifo, htb, netem, noqueue, pfifo_fast, pie, prio, red, red_ns3, sfb, tbf
+from . import (
+    blue, codel, dualpi2, fifo, fq, fq_pie, htb, netem, noqueue, pfifo_fast, pie, prio, red, red_ns3, sfb, sfq, tbf,
+)
 from .kind import QdiscKind
 
 QDISC_KINDS: dict[str, QdiscKind] = {
     kind.name: kind
     for module in (
-        noqueue, fifo, pfifo_fast, tbf, netem, red, blue, codel, pie, red_ns3, sfb, htb, prio, dualpi2
+        noqueue, fifo, pfifo_fast, tbf, netem, red, blue, codel, pie, red_ns3, sfb, htb, prio, dualpi2, fq, sfq,
+        fq_pie,
     )
     for kind in module.KINDS
 }
@@ -20,10 +23,7 @@ MODELLED_QDISCS = tuple(QDISC_KINDS)
 KNOWN_UNMODELLED_QDISCS = (
     "gred",
     "choke",
-    "fq_pie",
     "cake",
-    "fq",
-    "sfq",
     "hfsc",
     "drr",
     "qfq",

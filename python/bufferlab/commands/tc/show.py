@@ -55,6 +55,9 @@ def _block_text(block: dict[str, Any], modern: bool, stats: bool, details: bool,
     if refcnt != 1:
         line += "refcnt %d " % refcnt
     print_opt, print_xstats = _printers(kind)
+    # sfq returns RED's counters inside its options (tc/q_sfq.c prints them with -s)
+    if kind == "sfq":
+        opts.update(_show_stats=stats, _xstats=block.get("xstats") or {})
     line += print_opt(opts, modern, details) + "\n"
     if not stats:
         return line

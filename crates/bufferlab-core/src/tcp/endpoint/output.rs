@@ -5,7 +5,7 @@
 //! validation (RFC 7661 as Linux does it) and the pacing rate.
 
 use super::{Segment, TcpEndpoint, TcpState, CLOCK_BASE_US};
-use crate::packet::{tcp_flags, TcpHeader};
+use crate::packet::{tcp_flags, TcpHeader, ETH_HEADER, IPV4_HEADER};
 use crate::tcp::cc::{CaEvent, CaState, CcProfile};
 use crate::tcp::config::MAX_TCP_HEADER;
 use crate::tcp::recovery::{Seg, RETRANS};
@@ -58,8 +58,34 @@ impl TcpEndpoint {
         self.icsk_rto.max(TCP_RTO_MIN)
     }
 
+    /// An `fq` qdisc paces this socket from now on (sch_fq.c `fq_classify`
+    /// stores `SK_PACING_FQ` in `sk_pacing_status`; it stays): every
+    /// congestion control is paced at `sk_pacing_rate` through the EDT stamps
+    /// of `tcp_update_skb_after_send`, and TCP's own pacing timer is no longer
+    /// needed ([`TcpEndpoint::needs_internal_pacing`]). SIM: fq's release at
+    /// the stamp is modelled by holding the segment here until it (module
+    /// doc), since TSQ, which keeps Linux's queue in fq short, is not.
+    /// `maxrate` is the fq's (bytes/s, `u64::MAX` = none).
+    pub fn set_pacing_fq(&mut self, maxrate: u64) {
+        self.cs.pacing_fq = true;
+        self.cs.pacing_status_needed = true;
+        self.cs.fq_maxrate = maxrate;
+    }
+
+    /// `tcp_needs_internal_pacing`: the congestion control asked for pacing
+    /// (`SK_PACING_NEEDED`, BBR) and no fq paces the socket.
+    pub fn needs_internal_pacing(&self) -> bool {
+        self.cs.pacing_status_needed && !self.cs.pacing_fq
+    }
+
+    /// Is the socket paced by an fq qdisc (`SK_PACING_FQ`)?
+    pub fn paced_by_fq(&self) -> bool {
+        self.cs.pacing_fq
+    }
+
     /// `tcp_pacing_check`: internal pacing holds the next packet until its
-    /// earliest departure time, arming the pacing timer.
+    /// earliest departure time, arming the pacing timer. With fq pacing
+    /// the same hold stands for fq's release of the packet at its EDT stamp.
     pub(in crate::tcp) fn pacing_check(&mut self) -> bool {
         if !self.cs.pacing_status_needed {
             return false;
@@ -377,14 +403,30 @@ impl TcpEndpoint {
     }
 
     /// `tcp_update_skb_after_send`: EDT pacing advance (docs/semantics/tcp.md §12).
+    /// With fq pacing and an fq `maxrate`, the skb also waits for fq's
+    /// spacing of the frame bytes fq counts (SIM: the stand-in for TSQ,
+    /// which in Linux keeps the socket from queueing more than about 1 ms of
+    /// data in fq, so the sender goes at fq's rate without `flow_limit` drops).
     pub(super) fn update_after_send(&mut self, len: u32, prior_wstamp: u64) {
-        if self.cs.pacing_status_needed {
-            let rate = self.cs.pacing_rate;
-            if rate != u64::MAX && rate != 0 && self.data_segs_out >= 10 {
-                let len_ns = len as u64 * 1_000_000_000 / rate;
-                let credit = self.wstamp_ns.saturating_sub(prior_wstamp);
-                self.wstamp_ns += len_ns - (len_ns / 2).min(credit);
-            }
+        if !self.cs.pacing_status_needed || self.data_segs_out < 10 {
+            return;
+        }
+        let rate = self.cs.pacing_rate;
+        let mut len_ns = if rate != u64::MAX && rate != 0 {
+            len as u64 * 1_000_000_000 / rate
+        } else {
+            0
+        };
+        let maxrate = self.cs.fq_maxrate;
+        if self.cs.pacing_fq && maxrate != u64::MAX && maxrate != 0 {
+            let segs = len.div_ceil(self.mss_cache.max(1)).max(1) as u64;
+            let hdr =
+                (ETH_HEADER + IPV4_HEADER + 20) as u64 + if self.cfg.timestamps { 12 } else { 0 };
+            len_ns = len_ns.max((len as u64 + segs * hdr) * 1_000_000_000 / maxrate);
+        }
+        if len_ns > 0 {
+            let credit = self.wstamp_ns.saturating_sub(prior_wstamp);
+            self.wstamp_ns += len_ns - (len_ns / 2).min(credit);
         }
     }
 
@@ -809,5 +851,40 @@ mod tests {
         // goodput near the 1 Gb/s bottleneck (956 Mb/s of payload) after startup
         assert!(p.read as f64 > 0.8 * 956e6 / 8.0, "{} {:?}", p.read, i);
         assert_eq!(i.total_retrans, 0);
+    }
+
+    /// Departures of A at the same instant as the one before, as a share.
+    fn burst_share(p: &Pair) -> f64 {
+        let sends: Vec<SimTime> = p.data_from_a().map(|s| s.t).collect();
+        let same = sends.windows(2).filter(|w| w[0] == w[1]).count();
+        same as f64 / sends.len() as f64
+    }
+
+    #[test]
+    fn a_root_fq_paces_cubic_and_takes_over_bbrs_pacing() {
+        // tcp_needs_internal_pacing: with fq (SK_PACING_FQ) TCP's own timer
+        // is off for BBR, yet its EDT schedule, and CUBIC's, is kept
+        let run = |cc: &str, fq: bool| {
+            let mut p = Pair::sym(cfg(cc), SimDuration::from_millis(5));
+            p.check = false;
+            p.ab.rate = Some(Rate::from_bps(1_000_000_000));
+            p.to_write = u64::MAX;
+            if fq {
+                p.a.set_pacing_fq(u64::MAX);
+            }
+            p.run_until(ms(600));
+            p
+        };
+        let cubic = run("cubic", false);
+        let cubic_fq = run("cubic", true);
+        assert!(burst_share(&cubic) > 0.5, "{}", burst_share(&cubic));
+        assert!(burst_share(&cubic_fq) < 0.1, "{}", burst_share(&cubic_fq));
+        assert!(cubic_fq.a.paced_by_fq() && !cubic_fq.a.needs_internal_pacing());
+        let bbr = run("bbr", false);
+        let bbr_fq = run("bbr", true);
+        assert!(bbr.a.needs_internal_pacing() && !bbr.a.paced_by_fq());
+        assert!(!bbr_fq.a.needs_internal_pacing() && bbr_fq.a.paced_by_fq());
+        assert!(burst_share(&bbr) < 0.1 && burst_share(&bbr_fq) < 0.1);
+        assert_eq!(bbr_fq.a.info().total_retrans, 0);
     }
 }
