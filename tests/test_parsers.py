@@ -1424,11 +1424,11 @@ def test_sysctl_error_hints():
     with pytest.raises(CommandError) as ei:
         parse_sysctl(W("sysctl -w net.ipv4.tcp_congestion_control=cubc"), Diagnostics())
     assert (
-        ei.value.suggestion == "did you mean cubic?" and ei.value.expected == "one of reno, cubic, htcp, bbr"
+        ei.value.suggestion == "did you mean cubic?" and ei.value.expected == "one of reno, cubic, htcp, bbr, dctcp"
     )
     with pytest.raises(NotSupportedError) as ei:
-        parse_sysctl(W("sysctl -w net.ipv4.tcp_congestion_control=dctcp"), Diagnostics())
-    assert ei.value.expected == "one of reno, cubic, htcp, bbr"
+        parse_sysctl(W("sysctl -w net.ipv4.tcp_congestion_control=cdg"), Diagnostics())
+    assert ei.value.expected == "one of reno, cubic, htcp, bbr, dctcp"
 
 
 # =====================================================================================

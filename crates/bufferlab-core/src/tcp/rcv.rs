@@ -145,7 +145,8 @@ pub struct Receiver {
     // ---- ECN (receiver side)
     pub demand_cwr: bool,
     pub(in crate::tcp) ecn_seen: bool,
-    /// CE-marked data segments received on the ECN connection
+    /// CE-marked data segments received on the ECN connection (each
+    /// segment of an aggregate counted)
     pub ce_received: u32,
     pub fin_received: bool,
     pub(in crate::tcp) fin_seq: Option<u32>,

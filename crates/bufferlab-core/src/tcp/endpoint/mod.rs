@@ -546,6 +546,9 @@ impl TcpEndpoint {
         self.segs_in = self.segs_in.wrapping_add(segs);
         if payload_len > 0 {
             self.data_segs_in = self.data_segs_in.wrapping_add(segs);
+            if self.ecn_ok && ecn & crate::packet::ECN_MASK == crate::packet::ECN_CE {
+                self.rcv.ce_received = self.rcv.ce_received.wrapping_add(segs);
+            }
         }
         self.rcv.skb_gso_size = gso_size;
         self.parse_timestamps(hdr);

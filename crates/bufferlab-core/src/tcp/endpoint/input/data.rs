@@ -220,7 +220,6 @@ impl TcpEndpoint {
                     self.rcv.enter_quickack_mode(2);
                     self.rcv.demand_cwr = true;
                 }
-                self.rcv.ce_received = self.rcv.ce_received.wrapping_add(1);
                 self.rcv.ecn_seen = true;
             }
             _ => {
