@@ -1332,10 +1332,17 @@ def test_sysctl_lab7_prose_typo():
             CommandError,
         ),
         (
-            "sysctl -w net.ipv4.tcp_ecn=3",
+            "sysctl -w net.ipv4.tcp_ecn=6",
             "net.",
             'sysctl: setting key "net.ipv4.tcp_ecn": Invalid argument',
             CommandError,
+        ),
+        (
+            # Linux 6.18+ takes 3..5 (Accurate ECN); bufferlab does not model it yet
+            "sysctl -w net.ipv4.tcp_ecn=3",
+            "net.",
+            'sysctl: setting key "net.ipv4.tcp_ecn": Accurate ECN (tcp_ecn=3) is not supported yet',
+            NotSupportedError,
         ),
         (
             "sysctl -w net.ipv4.tcp_sack=2",
