@@ -435,13 +435,16 @@ mod tests {
         d.in_ack_event(&mut tp, CA_ACK_SLOWPATH | CA_ACK_ECE);
         // a duplicate ACK that only updated the window: not counted
         d.in_ack_event(&mut tp, CA_ACK_SLOWPATH | CA_ACK_WIN_UPDATE);
-        assert_eq!(d.get_info(&tp), Some(CcInfo::Dctcp {
-            enabled: true,
-            ce_state: 0,
-            alpha: 1024,
-            ab_ecn: 536,
-            ab_tot: 536,
-        }));
+        assert_eq!(
+            d.get_info(&tp),
+            Some(CcInfo::Dctcp {
+                enabled: true,
+                ce_state: 0,
+                alpha: 1024,
+                ab_ecn: 536,
+                ab_tot: 536,
+            })
+        );
         // the rest of the window, 9 · 1448 = 13032 bytes, unmarked: F =
         // 536 / 13568; 1024 − 64 + (536 << 6)/13568 = 960 + 2 = 962
         tp.snd_una = 1000 + 10 * 1448;
@@ -507,7 +510,10 @@ mod tests {
             tp.rcv.delack_pending = true;
             d.cwnd_event(&mut tp, CaEvent::EcnIsCe);
             assert_eq!(tp.rcv.special_ack, Some((5000, false)));
-            assert_eq!(tp.rcv.special_ack_clears_delack, profile == CcProfile::Lab2019);
+            assert_eq!(
+                tp.rcv.special_ack_clears_delack,
+                profile == CcProfile::Lab2019
+            );
             assert_eq!(tp.rcv.ack_now, profile == CcProfile::Modern);
             assert!(tp.rcv.demand_cwr);
             assert_eq!((d.ce_state, d.prior_rcv_nxt), (1, 6448));
@@ -582,7 +588,10 @@ mod tests {
             assert_eq!(b.received_ce as u64, p.ab.ce_marked, "{profile:?}");
             assert_eq!(a.delivered_ce as u64, p.ab.ce_marked, "{profile:?}");
             assert!(a.options & 8 != 0 && b.options & 8 != 0);
-            assert!(matches!(a.cc_info, Some(CcInfo::Dctcp { enabled: true, .. })));
+            assert!(matches!(
+                a.cc_info,
+                Some(CcInfo::Dctcp { enabled: true, .. })
+            ));
         }
     }
 

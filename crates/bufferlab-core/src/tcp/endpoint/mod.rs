@@ -499,8 +499,8 @@ impl TcpEndpoint {
         // congestion control needs ECN (tcp_ca_needs_ecn)
         let ece_cwr = tcp_flags::ECE | tcp_flags::CWR;
         let syn_ect = syn_ecn & crate::packet::ECN_MASK != 0;
-        ep.ecn_ok = syn.flags & ece_cwr == ece_cwr
-            && ((!syn_ect && ep.cfg.ecn != 0) || ep.cc.needs_ecn());
+        ep.ecn_ok =
+            syn.flags & ece_cwr == ece_cwr && ((!syn_ect && ep.cfg.ecn != 0) || ep.cc.needs_ecn());
         // tcp_openreq_init_rwin: the window offered with mss minus the TS option
         let mss = ep.advmss - if ep.ts_ok { TCPOLEN_TSTAMP_ALIGNED } else { 0 };
         ep.rcv

@@ -332,7 +332,12 @@ impl TcpEndpoint {
     }
 
     /// [`Self::emit`] without `tcp_event_ack_sent` (DCTCP's special ACK).
-    pub(in crate::tcp) fn emit_no_ack_event(&mut self, hdr: TcpHeader, payload_len: u32, ect: bool) {
+    pub(in crate::tcp) fn emit_no_ack_event(
+        &mut self,
+        hdr: TcpHeader,
+        payload_len: u32,
+        ect: bool,
+    ) {
         self.segs_out = self.segs_out.wrapping_add(1);
         if self.gso_continue && self.append_to_skb(&hdr, payload_len, ect) {
             return;

@@ -143,12 +143,7 @@ impl TcpEndpoint {
 
     /// Segments of states after SYN-SENT (`tcp_rcv_state_process`, with
     /// `tcp_rcv_established`'s slow path for ESTABLISHED).
-    pub(in crate::tcp) fn rcv_state_process(
-        &mut self,
-        hdr: &TcpHeader,
-        payload_len: u32,
-        ecn: u8,
-    ) {
+    pub(in crate::tcp) fn rcv_state_process(&mut self, hdr: &TcpHeader, payload_len: u32, ecn: u8) {
         let f = hdr.flags;
         let syn = f & tcp_flags::SYN != 0;
         let fin = f & tcp_flags::FIN != 0;
