@@ -106,3 +106,32 @@ def test_reno_with_classic_ecn_empties_the_queue_dctcp_does_not(run):
     g = [sum(goodput_bps((root / p / h / "terminal.log").read_text()) for h in ("h1", "h2"))
          for p in ("dctcp", "reno-ecn")]
     assert g[1] < g[0], g
+
+
+BULK = """name = "bulk-dctcp"
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], ["s1", "h2"]]
+[[part]]
+name = "p"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root handle 1: tbf rate 50mbit burst 50000 limit 1000000",
+  "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: red limit 1000000 min 15000 max 16500 avpkt 1500 burst 10 probability 1.0 bandwidth 50mbit ecn",
+  "h2: sysctl -w net.ipv4.tcp_congestion_control=dctcp",
+  "h2: sink",
+  "h1: bulk -c 10.0.0.2 -C dctcp -t 2",
+  "admin: sleep 2.5; tc -s qdisc show dev s1-eth2",
+]
+"""
+
+
+def test_bulk_dash_c_dctcp_runs_on_ecn_marks(tmp_path):
+    from bufferlab.cli import main
+
+    path = tmp_path / "b.toml"
+    path.write_text(BULK)
+    assert main(["run", str(path), "-o", str(tmp_path / "out"), "--no-progress", "-q"]) == 0
+    log = next((tmp_path / "out").rglob("admin/terminal.log")).read_text()
+    m = re.search(r"marked (\d+) early (\d+) pdrop (\d+)", log)
+    assert m and int(m.group(1)) > 0 and m.group(2) == "0" and m.group(3) == "0", log

@@ -443,8 +443,9 @@ impl TcpEndpoint {
             flags |= tcp_flags::PSH;
         }
         let mut hdr = self.build_header(seq, flags);
-        // tcp_ecn_send: new data is ECT(0) and carries a queued CWR
-        let mut ect = false;
+        // tcp_ecn_send: new data is ECT(0) and carries a queued CWR; a bare
+        // FIN is ECT(0) only for a module that needs ECN
+        let mut ect = self.ect_always();
         if self.ecn_ok && len > 0 {
             ect = true;
             if self.ecn_queue_cwr {
@@ -662,7 +663,8 @@ impl TcpEndpoint {
     pub(super) fn xmit_probe_skb(&mut self) {
         let seq = self.snd_una.wrapping_sub(1);
         let hdr = self.build_header(seq, tcp_flags::ACK);
-        self.emit(hdr, 0, false);
+        let ect = self.ect_always();
+        self.emit(hdr, 0, ect);
     }
 
     /// `tcp_cwnd_validate`.
