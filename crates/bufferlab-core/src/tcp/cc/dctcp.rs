@@ -677,4 +677,50 @@ mod tests {
             assert_eq!(p.a.info().options & 8 != 0, !fallback);
         }
     }
+
+    /// One CE-marked segment between unmarked ones. [modern]: the receiver
+    /// ACKs the data before it at once without ECE, then the marked segment
+    /// at once with ECE: the sender counts exactly one CE packet whatever
+    /// the delayed-ACK phase. [lab2019] (4.15): the special ACK is an
+    /// ordinary `tcp_send_ack`, which cancels the scheduled ACK of the
+    /// marked segment itself; the next, unmarked segment then acknowledges
+    /// both without ECE, and the mark is lost when a delayed ACK was
+    /// pending (fixed in 4.18 by "tcp: do not cancel delay-AcK on DCTCP
+    /// special ACK").
+    #[test]
+    fn a_lone_ce_mark_is_reported_by_modern_and_may_be_lost_by_4_15() {
+        let mut seen = Vec::new();
+        for profile in [CcProfile::Lab2019, CcProfile::Modern] {
+            for k in [300u32, 301] {
+                let c = crate::tcp::TcpConfig {
+                    congestion: "dctcp".into(),
+                    ..crate::tcp::TcpConfig::for_profile(profile)
+                };
+                let mut p = Pair::sym(c, SimDuration::from_millis(5));
+                p.to_write = 600 * 1448;
+                let iss = p.a.iss();
+                let mut done = false;
+                p.ab.ce_rule = Some(Box::new(move |s: &crate::tcp::Segment| {
+                    let n = s.hdr.seq.wrapping_sub(iss.wrapping_add(1)) / 1448;
+                    let hit = s.payload_len > 0 && n == k && !done;
+                    done |= hit;
+                    hit
+                }));
+                p.run_until(ms(2000));
+                assert_eq!(p.ab.ce_marked, 1);
+                assert_eq!(p.b().info().received_ce, 1);
+                seen.push((profile, k, p.a.info().delivered_ce));
+            }
+        }
+        assert!(
+            seen.iter()
+                .filter(|s| s.0 == CcProfile::Modern)
+                .all(|s| s.2 == 1),
+            "{seen:?}"
+        );
+        assert!(
+            seen.iter().any(|s| s.0 == CcProfile::Lab2019 && s.2 == 0),
+            "{seen:?}"
+        );
+    }
 }
