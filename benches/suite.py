@@ -25,6 +25,10 @@ Workloads (the topology of Lab 14: h1, h2 -- s1 -- s2 -- h3, bottleneck s1-eth2)
   flows through a 1 Gbit/s tbf with
   the kind as its child (issue 25's target: a new kind's engine cost per packet-hop
   within 1.5x of fq_codel's on the same workload).
+- ``cc-reno`` / ``cc-dctcp``: the per-ACK cost of a congestion control (issue 26:
+  within 1.3x of Reno's): ``bulk -P 10`` for 10 s through 1 Gbit/s, 1 ms, RED as a
+  step marker at K = 20 packets with ``ecn``; Reno with classic ECN (tcp_ecn=1)
+  against DCTCP at both ends, one record per segment.
 
 Columns: simulated seconds, wall (whole run: parsing, engine, outputs), engine
 wall (inside the simulator), events per wall second, packet-hops (packets handed
@@ -131,6 +135,21 @@ def _aqm(kind: str) -> str:
 
 AQMS = ("fq_codel", "dualpi2", "prio", "fq", "sfq", "fq_pie")
 
+def _cc(cc: str) -> str:
+    k = 20
+    sysctls = ([f"{h}: sysctl -w net.ipv4.tcp_congestion_control=dctcp" for h in ("h1", "h3")]
+               if cc == "dctcp" else ["h1: sysctl -w net.ipv4.tcp_congestion_control=reno net.ipv4.tcp_ecn=1"])
+    return _scenario(f"cc-{cc}", [
+        "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 1ms limit 100000",
+        "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 1gbit burst 500000 limit 2500000",
+        f"admin: tc qdisc add dev s1-eth2 parent 2: handle 3: red limit 2500000 min {k * 1500} "
+        f"max {k * 1500 + 1500} avpkt 1500 burst {k} probability 1.0 bandwidth 1gbit ecn",
+        *sysctls,
+        "h3: sink",
+        "h1: bulk -c 10.0.0.3 -t 10 -P 10",
+    ], "gso = false\nstop_at = \"60s\"")
+
+
 WORKLOADS = {
     "lab14": lambda: _lab14(True),
     "lab14-segments": lambda: _lab14(False),
@@ -141,6 +160,8 @@ WORKLOADS = {
     "long-360s": lambda: _long(360),
     "long-3600s": lambda: _long(3600),
     **{f"aqm-{k}": (lambda k=k: _aqm(k)) for k in AQMS},
+    "cc-reno": lambda: _cc("reno"),
+    "cc-dctcp": lambda: _cc("dctcp"),
 }
 FLOWS = {name: int(name.split("-")[1]) for name in WORKLOADS if name.startswith("bulk-")}
 
@@ -280,6 +301,13 @@ def derived(rows: dict[str, dict[str, float]]) -> list[str]:
                 per, per0 = r["engine_s"] / r["hops"] * 1e9, base["engine_s"] / base["hops"] * 1e9
                 lines.append(f"engine ns per packet-hop, {k} vs fq_codel: {per:.0f} vs {per0:.0f}, "
                              f"ratio {per / per0:.2f} (target <= 1.5)")
+    if {"cc-reno", "cc-dctcp"} <= rows.keys():
+        per = {k: rows[k]["engine_s"] / rows[k]["events"] * 1e6 for k in ("cc-reno", "cc-dctcp")}
+        lines.append(f"engine wall per million events: reno {per['cc-reno']:.3f} s, dctcp "
+                     f"{per['cc-dctcp']:.3f} s, ratio {per['cc-dctcp'] / per['cc-reno']:.2f} (target <= 1.3)")
+        hop = {k: rows[k]["engine_s"] / rows[k]["hops"] * 1e9 for k in ("cc-reno", "cc-dctcp")}
+        lines.append(f"engine ns per packet-hop: reno {hop['cc-reno']:.0f}, dctcp {hop['cc-dctcp']:.0f}, "
+                     f"ratio {hop['cc-dctcp'] / hop['cc-reno']:.2f}")
     if {"long-360s", "long-3600s"} <= rows.keys():
         a, b = rows["long-360s"], rows["long-3600s"]
         lines.append(f"long run, 10x longer: engine heap peak {a['heap_peak_mb']:.1f} -> "

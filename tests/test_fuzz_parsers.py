@@ -81,9 +81,10 @@ TC = ["tc qdisc add dev s1-eth2 root", "tc qdisc change dev s1-eth2 root", "tc q
       "tc qdisc add dev s1-eth2 root handle 1: netem", "tc qdisc add dev s1-eth2 root tbf", "tc class add",
       "tc qdisc add dev s1-eth2 root red", "./tc qdisc add dev s1-eth2 root"]
 SYSCTL = ["sysctl -w", "sysctl", "sysctl -w net.ipv4.tcp_congestion_control=", "sysctl -w net.core.rmem_max=",
-          "sysctl -w net.ipv4.tcp_rmem=", "sysctl -p", "sysctl -a"]
+          "sysctl -w net.ipv4.tcp_rmem=", "sysctl -p", "sysctl -a", "sysctl -w net.ipv4.tcp_ecn=",
+          "sysctl -w net.ipv4.tcp_ecn_fallback=", "sysctl -w net.ipv4.tcp_congestion_control=dctcp"]
 IPERF3 = ["iperf3 -c 10.0.0.3", "iperf3 -s", "iperf3 -c 10.0.0.3 -u -b", "iperf3 -c 10.0.0.3 -t",
-          "iperf3 -c h3 -J", "iperf3 -c 10.0.0.3 -R -P", "iperf3"]
+          "iperf3 -c h3 -J", "iperf3 -c 10.0.0.3 -R -P", "iperf3", "iperf3 -c 10.0.0.3 -C dctcp"]
 PING = ["ping 10.0.0.3", "ping -c", "ping 10.0.0.3 -c 3 -i", "ping -s", "ping h3 -c 2", "ping"]
 GENERATORS = ["cbr 10.0.0.3 -r", "poisson 10.0.0.3 -r", "onoff 10.0.0.3 -r", "bulk 10.0.0.3 -n",
               "sink -p", "sink", "cbr", "bulk"]

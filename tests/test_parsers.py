@@ -1329,10 +1329,17 @@ def test_sysctl_lab7_prose_typo():
             CommandError,
         ),
         (
-            "sysctl -w net.ipv4.tcp_ecn=3",
+            "sysctl -w net.ipv4.tcp_ecn=6",
             "net.",
             'sysctl: setting key "net.ipv4.tcp_ecn": Invalid argument',
             CommandError,
+        ),
+        (
+            # Linux 6.18+ takes 3..5 (Accurate ECN); bufferlab does not model it yet
+            "sysctl -w net.ipv4.tcp_ecn=3",
+            "net.",
+            'sysctl: setting key "net.ipv4.tcp_ecn": Accurate ECN (tcp_ecn=3) is not supported yet',
+            NotSupportedError,
         ),
         (
             "sysctl -w net.ipv4.tcp_sack=2",
@@ -1421,11 +1428,11 @@ def test_sysctl_error_hints():
     with pytest.raises(CommandError) as ei:
         parse_sysctl(W("sysctl -w net.ipv4.tcp_congestion_control=cubc"), Diagnostics())
     assert (
-        ei.value.suggestion == "did you mean cubic?" and ei.value.expected == "one of reno, cubic, htcp, bbr"
+        ei.value.suggestion == "did you mean cubic?" and ei.value.expected == "one of reno, cubic, htcp, bbr, dctcp"
     )
     with pytest.raises(NotSupportedError) as ei:
-        parse_sysctl(W("sysctl -w net.ipv4.tcp_congestion_control=dctcp"), Diagnostics())
-    assert ei.value.expected == "one of reno, cubic, htcp, bbr"
+        parse_sysctl(W("sysctl -w net.ipv4.tcp_congestion_control=cdg"), Diagnostics())
+    assert ei.value.expected == "one of reno, cubic, htcp, bbr, dctcp"
 
 
 # =====================================================================================

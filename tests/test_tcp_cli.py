@@ -36,7 +36,7 @@ def test_unknown_congestion_controls_are_named_with_their_position(tmp_path, cap
     cc = line.split("-C ")[1]
     col = len('cmds = ["h2: iperf3 -s", "') + line.index(cc) + 1
     assert err.startswith(f"{path}:8:{col}: error: {message}")
-    assert "expected: reno or cubic or htcp or bbr" in err
+    assert "expected: reno or cubic or htcp or bbr or dctcp" in err
     if hint:
         assert f"hint: {hint}" in err
 

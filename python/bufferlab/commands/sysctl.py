@@ -53,6 +53,7 @@ MODELLED_KEYS: dict[str, str] = {
     "net.ipv4.tcp_wmem": "vec3",
     "net.ipv4.tcp_congestion_control": "cc",
     "net.ipv4.tcp_ecn": "ecn",
+    "net.ipv4.tcp_ecn_fallback": "bool",
     "net.ipv4.tcp_sack": "bool",
     "net.ipv4.tcp_timestamps": "bool",
     "net.ipv4.tcp_window_scaling": "bool",
@@ -65,7 +66,7 @@ MODELLED_KEYS: dict[str, str] = {
     "net.core.default_qdisc": "qdisc",
 }
 
-SUPPORTED_CC = ("reno", "cubic", "htcp", "bbr")
+SUPPORTED_CC = ("reno", "cubic", "htcp", "bbr", "dctcp")
 #: congestion controls Linux ships as modules (net/ipv4/tcp_*.c) but bufferlab does not model
 LINUX_CC = (
     "bic",
@@ -78,7 +79,6 @@ LINUX_CC = (
     "scalable",
     "lp",
     "yeah",
-    "dctcp",
     "cdg",
     "nv",
     "bbr2",
@@ -165,6 +165,7 @@ def sysctl_defaults(modern: bool = False) -> dict[str, SysctlValue]:
         "net.ipv4.tcp_wmem": (4096, 16384, 4194304),
         "net.ipv4.tcp_congestion_control": "cubic",
         "net.ipv4.tcp_ecn": 2,
+        "net.ipv4.tcp_ecn_fallback": 1,
         "net.ipv4.tcp_sack": 1,
         "net.ipv4.tcp_timestamps": 1,
         "net.ipv4.tcp_window_scaling": 1,
@@ -317,6 +318,13 @@ def _parse_value(key: str, text: str, word: Word) -> SysctlValue:
             raise _invalid(key, word, "0 or 1")
         return n
     if kind == "ecn":
+        if n in (3, 4, 5):
+            # Linux 6.18+ accepts these (Accurate ECN, RFC 9768); not modelled
+            raise NotSupportedError(
+                f'sysctl: setting key "{key}": Accurate ECN (tcp_ecn={n}) is not supported yet',
+                col=word.col,
+                expected="0 (off), 1 (request and accept) or 2 (accept only)",
+            )
         if n not in (0, 1, 2):
             raise _invalid(key, word, "0 (off), 1 (request and accept) or 2 (accept only)")
         return n

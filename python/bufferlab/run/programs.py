@@ -485,6 +485,7 @@ _TCP_SYSCTLS = {
     "net.core.wmem_max": "wmem_max",
     "net.ipv4.tcp_congestion_control": "congestion",
     "net.ipv4.tcp_ecn": "ecn",
+    "net.ipv4.tcp_ecn_fallback": "ecn_fallback",
     "net.ipv4.tcp_sack": "sack",
     "net.ipv4.tcp_timestamps": "timestamps",
     "net.ipv4.tcp_window_scaling": "window_scaling",
@@ -494,7 +495,7 @@ _TCP_SYSCTLS = {
     "net.ipv4.tcp_no_metrics_save": "no_metrics_save",
 }
 _TCP_BOOLS = {"sack", "timestamps", "window_scaling", "moderate_rcvbuf", "slow_start_after_idle",
-              "no_metrics_save"}
+              "no_metrics_save", "ecn_fallback"}
 
 
 def tcp_spec(rt: RunCtx, node: str, congestion: str | None = None) -> dict[str, Any]:

@@ -46,6 +46,9 @@ pub struct TcpSpec {
     pub congestion: Option<String>,
     #[serde(default)]
     pub ecn: Option<u8>,
+    /// `net.ipv4.tcp_ecn_fallback`
+    #[serde(default)]
+    pub ecn_fallback: Option<bool>,
     #[serde(default)]
     pub sack: Option<bool>,
     #[serde(default)]
@@ -99,6 +102,13 @@ impl TcpSpec {
         c.rmem_max = self.rmem_max.unwrap_or(c.rmem_max);
         c.wmem_max = self.wmem_max.unwrap_or(c.wmem_max);
         c.ecn = self.ecn.unwrap_or(c.ecn);
+        if c.ecn > 2 {
+            return Err(Error::App(format!(
+                "net.ipv4.tcp_ecn = {}: Accurate ECN (modes 3, 4, 5) is not supported yet",
+                c.ecn
+            )));
+        }
+        c.ecn_fallback = self.ecn_fallback.unwrap_or(c.ecn_fallback);
         c.sack = self.sack.unwrap_or(c.sack);
         c.timestamps = self.timestamps.unwrap_or(c.timestamps);
         c.window_scaling = self.window_scaling.unwrap_or(c.window_scaling);
@@ -186,6 +196,7 @@ impl Conn {
             (p.dst, p.dst_port),
             (p.src, p.src_port),
             &hdr,
+            p.tos & 0b11,
             ctx.now,
             rng,
         );
@@ -201,7 +212,7 @@ impl Conn {
         if let Payload::Tcp(hdr) = p.payload {
             let gso_size = if p.is_gso() { p.gso_size as u32 } else { 0 };
             self.ep
-                .handle_segment(now, &hdr, p.payload_len(), gso_size, p.tos & 0b11 == 0b11);
+                .handle_segment(now, &hdr, p.payload_len(), gso_size, p.tos & 0b11);
         }
     }
 

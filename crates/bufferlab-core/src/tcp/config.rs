@@ -52,6 +52,9 @@ pub struct TcpConfig {
     pub congestion: String,
     /// `net.ipv4.tcp_ecn`: 0 off, 1 request and accept, 2 accept only
     pub ecn: u8,
+    /// `net.ipv4.tcp_ecn_fallback`: a retransmitted SYN stops asking for
+    /// ECN (RFC 3168 §6.1.1.1)
+    pub ecn_fallback: bool,
     /// `net.ipv4.tcp_sack`
     pub sack: bool,
     /// `net.ipv4.tcp_timestamps`
@@ -114,6 +117,7 @@ impl TcpConfig {
             wmem_max: 212_992,
             congestion: "cubic".to_string(),
             ecn: 2,
+            ecn_fallback: true,
             sack: true,
             timestamps: true,
             window_scaling: true,

@@ -36,10 +36,12 @@ pub struct Dir {
     pub delay_rule: Option<DelayRule>,
     departures: VecDeque<SimTime>,
     busy_until: SimTime,
-    flight: VecDeque<(SimTime, Segment, bool)>,
+    flight: VecDeque<(SimTime, Segment, u8)>,
     pub dropped: u64,
     pub queue_drops: u64,
     pub max_queue: usize,
+    /// segments marked CE in this direction
+    pub ce_marked: u64,
 }
 
 impl Dir {
@@ -58,6 +60,7 @@ impl Dir {
             dropped: 0,
             queue_drops: 0,
             max_queue: 0,
+            ce_marked: 0,
         }
     }
 
@@ -105,7 +108,16 @@ impl Dir {
         let at = depart + self.delay + extra;
         // keep the flight sorted by arrival (a delayed segment is overtaken)
         let i = self.flight.partition_point(|f| f.0 <= at);
-        self.flight.insert(i, (at, seg, ce));
+        // the IP ECN field on arrival: CE, ECT(0) or Not-ECT
+        let ecn = if ce {
+            self.ce_marked += 1;
+            crate::packet::ECN_CE
+        } else if seg.ect {
+            0b10
+        } else {
+            0
+        };
+        self.flight.insert(i, (at, seg, ecn));
     }
 
     fn next(&self) -> Option<SimTime> {
@@ -300,6 +312,7 @@ impl Pair {
                                 B_ADDR,
                                 A_ADDR,
                                 &seg.hdr,
+                                ce,
                                 self.now,
                                 ComponentRng::new(2, "b"),
                             ));

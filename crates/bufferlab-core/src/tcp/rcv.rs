@@ -145,6 +145,9 @@ pub struct Receiver {
     // ---- ECN (receiver side)
     pub demand_cwr: bool,
     pub(in crate::tcp) ecn_seen: bool,
+    /// CE-marked data segments received on the ECN connection (each
+    /// segment of an aggregate counted)
+    pub ce_received: u32,
     pub fin_received: bool,
     pub(in crate::tcp) fin_seq: Option<u32>,
     pub bytes_received: u64,
@@ -196,6 +199,7 @@ impl Receiver {
             space_time: 0,
             demand_cwr: false,
             ecn_seen: false,
+            ce_received: 0,
             fin_received: false,
             fin_seq: None,
             bytes_received: 0,

@@ -1,6 +1,7 @@
 //! Congestion control: the hook set of Linux's `struct tcp_congestion_ops`
 //! (include/net/tcp.h) and ports of `net/ipv4/tcp_cong.c` (Reno and the
-//! generic helpers), `tcp_cubic.c`, `tcp_htcp.c` and `tcp_bbr.c`
+//! generic helpers), `tcp_cubic.c`, `tcp_htcp.c`, `tcp_bbr.c` and
+//! `tcp_dctcp.c`
 //! (docs/semantics/tcp.md §11, docs/tcp-design.md).
 //!
 //! Shape. The endpoint owns a [`CcSock`] — the `tcp_sock` fields the kernel
@@ -27,12 +28,13 @@
 //! CUBIC's HyStart and one BBR initial value), [`CcProfile`] selects
 //! `lab2019` (Linux 4.15–5.3, as the handouts ran) or `modern` (6.x).
 //!
-//! Not modelled: the modules' `get_info` (inet_diag) output beyond
-//! [`Cc::metrics`], module parameters other than the documented defaults
+//! Not modelled: the `get_info` (inet_diag) blocks of modules other than
+//! DCTCP ([`Cc::get_info`]; the rest have [`Cc::metrics`]), module parameters other than the documented defaults
 //! (each model's `*Params` struct lists them), and `tcp_vegas.c`.
 
 pub mod bbr;
 pub mod cubic;
+pub mod dctcp;
 pub mod htcp;
 pub mod reno;
 
@@ -41,6 +43,7 @@ mod fluid;
 
 pub use bbr::BbrMode;
 pub use cubic::CubicParams;
+pub use dctcp::DctcpParams;
 pub use htcp::HtcpParams;
 
 use crate::rng::ComponentRng;
@@ -118,10 +121,65 @@ pub enum CaEvent {
     CompleteCwr,
     /// RTO (`tcp_enter_loss`).
     Loss,
-    /// ECT packet without CE received.
+    /// ECT packet without CE received (`tcp_ecn_check_ce`, raised only for
+    /// modules with [`TCP_CONG_NEEDS_ECN`]).
     EcnNoCe,
-    /// CE-marked packet received.
+    /// CE-marked packet received (as `EcnNoCe`).
     EcnIsCe,
+}
+
+/// `TCP_CONG_NON_RESTRICTED` (include/net/tcp.h): any user may select it.
+pub const TCP_CONG_NON_RESTRICTED: u32 = 0x1;
+/// `TCP_CONG_NEEDS_ECN`: the module requires ECN: its socket asks for ECN
+/// in the SYN whatever `tcp_ecn` says, a listener with it accepts ECN, and
+/// its packets (SYN, pure ACKs and retransmissions included) are ECT(0)
+/// (`tcp_ca_needs_ecn`, `tcp_ecn_send_syn`, `tcp_ecn_create_request`,
+/// `tcp_ecn_send`).
+pub const TCP_CONG_NEEDS_ECN: u32 = 0x2;
+
+/// `enum tcp_ca_ack_event_flags` (include/net/tcp.h): the argument of
+/// `in_ack_event`. The ACK went through `tcp_ack`'s slow path.
+pub const CA_ACK_SLOWPATH: u32 = 1 << 0;
+/// The ACK updated the send window (`FLAG_WIN_UPDATE`).
+pub const CA_ACK_WIN_UPDATE: u32 = 1 << 1;
+/// The ACK carried ECE (`FLAG_ECE`; only reported on the slow path).
+pub const CA_ACK_ECE: u32 = 1 << 2;
+
+/// The receiver's side of `tcp_sock` that the ECN events
+/// (`CA_EVENT_ECN_IS_CE` / `CA_EVENT_ECN_NO_CE`) read and write: what a
+/// module like DCTCP does to the ACK stream (tcp_dctcp.h
+/// `dctcp_ece_ack_update`). The endpoint fills it before raising the event
+/// and carries out the requests after it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CcRcv {
+    /// `tp->rcv_nxt` after the segment being processed
+    pub rcv_nxt: u32,
+    /// `icsk_ack.pending & ICSK_ACK_TIMER`: a delayed ACK is scheduled
+    pub delack_pending: bool,
+    /// `ecn_flags & TCP_ECN_DEMAND_CWR`: ACKs carry ECE (read and write)
+    pub demand_cwr: bool,
+    /// request: `icsk_ack.pending |= ICSK_ACK_NOW` (ACK this segment at once)
+    pub ack_now: bool,
+    /// request: send an ACK for this sequence number now, before anything
+    /// else (`__tcp_send_ack(sk, rcv_nxt)`), with ECE = the bool
+    pub special_ack: Option<(u32, bool)>,
+    /// the special ACK also cancels the delayed ACK ([lab2019]: `tcp_send_ack`
+    /// with `rcv_nxt` swapped; [modern] keeps it pending)
+    pub special_ack_clears_delack: bool,
+}
+
+/// `get_info` (`union tcp_cc_info`, include/uapi/linux/inet_diag.h): what
+/// `ss -i` prints per algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CcInfo {
+    /// `struct tcp_dctcp_info`
+    Dctcp {
+        enabled: bool,
+        ce_state: u16,
+        alpha: u32,
+        ab_ecn: u32,
+        ab_tot: u32,
+    },
 }
 
 /// The `tcp_sock`/`sock` fields congestion control reads and writes, in the
@@ -197,6 +255,13 @@ pub struct CcSock {
     pub clock_ns: u64,
     /// `tp->tcp_wstamp_ns`: earliest departure time of the next packet, ns
     pub wstamp_ns: u64,
+    /// `icsk_ack.rcv_mss`: the receiver's estimate of the peer's MSS, bytes
+    /// (DCTCP [lab2019] counts a duplicate ACK as this many bytes)
+    pub rcv_mss: u32,
+    /// `tp->ecn_flags & TCP_ECN_OK`: the connection negotiated ECN
+    pub ecn_ok: bool,
+    /// receiver state for the ECN events (see [`CcRcv`])
+    pub rcv: CcRcv,
 }
 
 impl Default for CcSock {
@@ -233,6 +298,9 @@ impl Default for CcSock {
             lsndtime: INITIAL_JIFFIES,
             clock_ns: 0,
             wstamp_ns: 0,
+            rcv_mss: 536,
+            ecn_ok: false,
+            rcv: CcRcv::default(),
         }
     }
 }
@@ -358,8 +426,36 @@ pub trait CongestionOps: Clone + std::fmt::Debug {
     /// holds the old state.
     fn set_state(&mut self, _tp: &mut CcSock, _new_state: CaState) {}
 
-    /// `cwnd_event` (`tcp_ca_event`).
+    /// `flags`: `TCP_CONG_*` bits ([`TCP_CONG_NEEDS_ECN`]).
+    const FLAGS: u32 = 0;
+
+    /// The flags of the ops the socket runs now (a module may switch its
+    /// ops, as DCTCP does to `dctcp_reno` without ECN).
+    fn flags(&self) -> u32 {
+        Self::FLAGS
+    }
+
+    /// `cwnd_event` (`tcp_ca_event`). For the ECN events the module may
+    /// act on the receiver through `tp.rcv` ([`CcRcv`]).
     fn cwnd_event(&mut self, _tp: &mut CcSock, _ev: CaEvent) {}
+
+    /// `in_ack_event` (`tcp_in_ack_event`): once per ACK processed by
+    /// `tcp_ack`, with `CA_ACK_*` flags. [lab2019] before the
+    /// retransmission queue is cleaned (so `delivered` does not count this
+    /// ACK yet); [modern] (6.14+) after it.
+    fn in_ack_event(&mut self, _tp: &mut CcSock, _flags: u32) {}
+
+    /// `get_info`: the per-algorithm block of `ss -i` (`None`: the module
+    /// has none, as Reno and CUBIC).
+    fn get_info(&self, _tp: &CcSock) -> Option<CcInfo> {
+        None
+    }
+
+    /// The name `ss -i` prints (`icsk_ca_ops->name`): [`Self::NAME`]
+    /// unless the module swapped its ops (DCTCP without ECN: `dctcp-reno`).
+    fn ops_name(&self) -> &'static str {
+        Self::NAME
+    }
 
     /// `pkts_acked`: per-ACK RTT/ack-count sample (docs/semantics/tcp.md §8 step 6).
     fn pkts_acked(&mut self, _tp: &mut CcSock, _sample: &AckSample) {}
@@ -439,6 +535,7 @@ register_congestion_controls! {
     Cubic(cubic::Cubic),
     Htcp(htcp::Htcp),
     Bbr(bbr::Bbr),
+    Dctcp(dctcp::Dctcp),
 }
 
 /// Run seed of the BBR stream [`Cc::from_name`] uses (callers with a run
@@ -491,6 +588,28 @@ impl Cc {
     /// [`CongestionOps::cwnd_event`].
     pub fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
         dispatch!(self, m => m.cwnd_event(tp, ev))
+    }
+
+    /// `tcp_ca_needs_ecn`: the module has [`TCP_CONG_NEEDS_ECN`].
+    #[inline]
+    pub fn needs_ecn(&self) -> bool {
+        dispatch!(self, m => m.flags()) & TCP_CONG_NEEDS_ECN != 0
+    }
+
+    /// [`CongestionOps::in_ack_event`].
+    #[inline]
+    pub fn in_ack_event(&mut self, tp: &mut CcSock, flags: u32) {
+        dispatch!(self, m => m.in_ack_event(tp, flags))
+    }
+
+    /// [`CongestionOps::get_info`].
+    pub fn get_info(&self, tp: &CcSock) -> Option<CcInfo> {
+        dispatch!(self, m => m.get_info(tp))
+    }
+
+    /// [`CongestionOps::ops_name`].
+    pub fn ops_name(&self) -> &'static str {
+        dispatch!(self, m => m.ops_name())
     }
 
     /// [`CongestionOps::pkts_acked`].

@@ -58,6 +58,10 @@ pub struct TcpInfo {
     /// µs (`tcp_min_rtt`; `u32::MAX` before a sample)
     pub min_rtt: u32,
     pub data_segs_in: u32,
+    /// CE-marked data segments received (`tcpi_received_ce`)
+    pub received_ce: u32,
+    /// the congestion control's `get_info` block (`ss -i`)
+    pub cc_info: Option<crate::tcp::cc::CcInfo>,
     pub data_segs_out: u32,
     /// bytes/s
     pub delivery_rate: u64,
@@ -143,6 +147,8 @@ impl TcpEndpoint {
             notsent_bytes: self.unsent_bytes(),
             min_rtt: self.rtt_min.get(),
             data_segs_in: self.data_segs_in,
+            received_ce: self.rcv.ce_received,
+            cc_info: self.cc.get_info(&self.cs),
             data_segs_out: self.data_segs_out,
             delivery_rate: self.rate.delivery_rate(self.mss_cache),
             delivered: self.rate.delivered,

@@ -474,11 +474,13 @@ impl TcpEndpoint {
 
     /// Passive open from a received SYN (`tcp_conn_request` +
     /// `tcp_openreq_init_rwin` + `tcp_make_synack`): sends the SYN-ACK.
+    /// `syn_ecn` is the SYN's IP ECN field.
     pub fn listen_accept(
         cfg: impl Into<Arc<TcpConfig>>,
         local: (Ipv4, u16),
         remote: (Ipv4, u16),
         syn: &TcpHeader,
+        syn_ecn: u8,
         now: SimTime,
         mut rng: ComponentRng,
     ) -> Self {
@@ -491,9 +493,14 @@ impl TcpEndpoint {
         ep.rcv.rcv_wup = ep.rcv.rcv_nxt;
         ep.rcv.copied_seq = ep.rcv.rcv_nxt;
         ep.rcv.space_seq = ep.rcv.rcv_nxt;
-        // tcp_ecn_create_request: ECN only if the SYN asked (ECE+CWR) and tcp_ecn != 0
+        // tcp_ecn_create_request: ECN if the SYN asked (ECE+CWR) and either
+        // tcp_ecn != 0 and the SYN itself is Not-ECT (an ECT SYN is taken
+        // for a middlebox's doing, RFC 3168 §6.1.1), or the listener's
+        // congestion control needs ECN (tcp_ca_needs_ecn)
         let ece_cwr = tcp_flags::ECE | tcp_flags::CWR;
-        ep.ecn_ok = syn.flags & ece_cwr == ece_cwr && ep.cfg.ecn != 0;
+        let syn_ect = syn_ecn & crate::packet::ECN_MASK != 0;
+        ep.ecn_ok =
+            syn.flags & ece_cwr == ece_cwr && ((!syn_ect && ep.cfg.ecn != 0) || ep.cc.needs_ecn());
         // tcp_openreq_init_rwin: the window offered with mss minus the TS option
         let mss = ep.advmss - if ep.ts_ok { TCPOLEN_TSTAMP_ALIGNED } else { 0 };
         ep.rcv
@@ -519,14 +526,15 @@ impl TcpEndpoint {
     /// An skb arrived (`tcp_v4_rcv` → `tcp_rcv_state_process` /
     /// `tcp_rcv_established`). `payload_len` excludes SYN/FIN; `gso_size`
     /// is the segment size of an aggregate (0 for a single segment);
-    /// `ecn_ce` is the IP header's CE mark.
+    /// `ecn` is the IP header's ECN field (Not-ECT 0, ECT(1) 1, ECT(0) 2,
+    /// CE 3).
     pub fn handle_segment(
         &mut self,
         now: SimTime,
         hdr: &TcpHeader,
         payload_len: u32,
         gso_size: u32,
-        ecn_ce: bool,
+        ecn: u8,
     ) {
         self.set_clock(now);
         // tcp_segs_in counts the segments an aggregate stands for
@@ -538,13 +546,16 @@ impl TcpEndpoint {
         self.segs_in = self.segs_in.wrapping_add(segs);
         if payload_len > 0 {
             self.data_segs_in = self.data_segs_in.wrapping_add(segs);
+            if self.ecn_ok && ecn & crate::packet::ECN_MASK == crate::packet::ECN_CE {
+                self.rcv.ce_received = self.rcv.ce_received.wrapping_add(segs);
+            }
         }
         self.rcv.skb_gso_size = gso_size;
         self.parse_timestamps(hdr);
         match self.state {
             TcpState::Closed | TcpState::Listen => {}
             TcpState::SynSent => self.rcv_synsent(hdr, payload_len),
-            _ => self.rcv_state_process(hdr, payload_len, ecn_ce),
+            _ => self.rcv_state_process(hdr, payload_len, ecn & crate::packet::ECN_MASK),
         }
     }
 
@@ -851,6 +862,41 @@ impl TcpEndpoint {
         cs.delivered_mstamp = self.rate.delivered_mstamp;
         cs.lsndtime = self.lsndtime;
         cs.wstamp_ns = self.wstamp_ns;
+        cs.rcv_mss = self.rcv.rcv_mss;
+        cs.ecn_ok = self.ecn_ok;
+        cs.rcv.rcv_nxt = self.rcv.rcv_nxt;
+    }
+
+    /// `tcp_in_ack_event`: the module's `in_ack_event` with the `CA_ACK_*`
+    /// flags of `tcp_ack`'s flags (every ACK takes the slow path here).
+    #[inline]
+    pub(super) fn in_ack_event(&mut self, fl: u32) {
+        use crate::tcp::cc::{CA_ACK_ECE, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
+        let mut ev = CA_ACK_SLOWPATH;
+        if fl & flag::WIN_UPDATE != 0 {
+            ev |= CA_ACK_WIN_UPDATE;
+        }
+        if fl & flag::ECE != 0 {
+            ev |= CA_ACK_ECE;
+        }
+        let cs = &mut self.cs;
+        cs.snd_una = self.snd_una;
+        cs.snd_nxt = self.snd_nxt;
+        cs.delivered = self.rate.delivered;
+        cs.delivered_ce = self.rate.delivered_ce;
+        cs.rcv_mss = self.rcv.rcv_mss;
+        cs.mss_cache = self.mss_cache;
+        self.cc.in_ack_event(cs, ev);
+    }
+
+    /// `tcp_ca_needs_ecn` and the socket's ECT: a module that needs ECN
+    /// keeps ECT(0) on every packet (SYN, SYN-ACK, pure ACKs,
+    /// retransmissions; `INET_ECN_xmit` in `tcp_assign_congestion_control`,
+    /// `tcp_ecn_send`) until `dctcp_init` finds no ECN.
+    #[inline]
+    pub(super) fn ect_always(&self) -> bool {
+        self.cc.needs_ecn()
+            && (self.ecn_ok || matches!(self.state, TcpState::SynSent | TcpState::SynReceived))
     }
 
     /// `tcp_set_ca_state`.

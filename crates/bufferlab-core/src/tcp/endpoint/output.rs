@@ -354,6 +354,16 @@ impl TcpEndpoint {
         if hdr.flags & tcp_flags::ACK != 0 {
             self.event_ack_sent();
         }
+        self.emit_no_ack_event(hdr, payload_len, ect);
+    }
+
+    /// [`Self::emit`] without `tcp_event_ack_sent` (DCTCP's special ACK).
+    pub(in crate::tcp) fn emit_no_ack_event(
+        &mut self,
+        hdr: TcpHeader,
+        payload_len: u32,
+        ect: bool,
+    ) {
         self.segs_out = self.segs_out.wrapping_add(1);
         if self.gso_continue && self.append_to_skb(&hdr, payload_len, ect) {
             return;
@@ -475,8 +485,9 @@ impl TcpEndpoint {
             flags |= tcp_flags::PSH;
         }
         let mut hdr = self.build_header(seq, flags);
-        // tcp_ecn_send: new data is ECT(0) and carries a queued CWR
-        let mut ect = false;
+        // tcp_ecn_send: new data is ECT(0) and carries a queued CWR; a bare
+        // FIN is ECT(0) only for a module that needs ECN
+        let mut ect = self.ect_always();
         if self.ecn_ok && len > 0 {
             ect = true;
             if self.ecn_queue_cwr {
@@ -555,10 +566,13 @@ impl TcpEndpoint {
         let prior_wstamp = self.advance_wstamp();
         let xmit_us = self.wstamp_ns / 1000 + CLOCK_BASE_US;
         let hdr = if syn {
-            // RFC 3168 6.1.1.1 fallback (tcp_ecn_clear_syn): a retransmitted
-            // SYN no longer asks for ECN
+            // RFC 3168 6.1.1.1 fallback (tcp_ecn_clear_syn): with
+            // tcp_ecn_fallback (the default) a retransmitted SYN no longer
+            // asks for ECN
             let mut h = self.syn_header();
-            h.flags &= !(tcp_flags::ECE | tcp_flags::CWR);
+            if self.cfg.ecn_fallback {
+                h.flags &= !(tcp_flags::ECE | tcp_flags::CWR);
+            }
             h
         } else {
             let mut flags = tcp_flags::ACK;
@@ -573,8 +587,10 @@ impl TcpEndpoint {
                 self.data_segs_out = self.data_segs_out.wrapping_add(1);
             }
         }
-        // retransmissions are Not-ECT (tcp_ecn_send)
-        self.emit(hdr, len, false);
+        // retransmissions are Not-ECT (tcp_ecn_send) unless the module
+        // needs ECN (the socket's ECT stays set)
+        let ect = self.ect_always();
+        self.emit(hdr, len, ect);
         self.update_after_send(len, prior_wstamp);
         let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
         self.sb.on_retransmit(idx, xmit_us, tx);
@@ -583,8 +599,9 @@ impl TcpEndpoint {
 
     pub(super) fn syn_header(&mut self) -> TcpHeader {
         let mut h = self.build_header(self.iss, tcp_flags::SYN);
-        if self.cfg.ecn == 1 {
-            h.flags |= tcp_flags::ECE | tcp_flags::CWR; // tcp_ecn_send_syn
+        // tcp_ecn_send_syn: tcp_ecn = 1, or a module that needs ECN
+        if self.cfg.ecn == 1 || self.cc.needs_ecn() {
+            h.flags |= tcp_flags::ECE | tcp_flags::CWR;
         }
         h
     }
@@ -595,7 +612,9 @@ impl TcpEndpoint {
         let xmit_us = self.now_us;
         self.wstamp_ns = self.wstamp_ns.max(self.now.as_nanos());
         self.segs_out = self.segs_out.wrapping_add(1);
-        self.out.push_back(Segment::single(hdr, 0, false, 0));
+        // a module that needs ECN sends its SYN as ECT(0) (INET_ECN_xmit)
+        let ect = self.cc.needs_ecn();
+        self.out.push_back(Segment::single(hdr, 0, ect, 0));
         // tcp_connect_queue_skb counts it before tcp_rate_skb_sent sees it
         self.sb.packets_out += 1;
         let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
@@ -621,7 +640,9 @@ impl TcpEndpoint {
             self.synack_sent_us = self.now_us.max(1);
         }
         self.segs_out = self.segs_out.wrapping_add(1);
-        self.out.push_back(Segment::single(hdr, 0, false, 0));
+        // the listener's ECT: set when its module needs ECN
+        let ect = self.cc.needs_ecn();
+        self.out.push_back(Segment::single(hdr, 0, ect, 0));
     }
 
     /// `tcp_send_ack`: a pure ACK (with window, SACK blocks, ECE).
@@ -631,7 +652,8 @@ impl TcpEndpoint {
         }
         let seq = self.acceptable_seq();
         let hdr = self.build_header(seq, tcp_flags::ACK);
-        self.emit(hdr, 0, false);
+        let ect = self.ect_always();
+        self.emit(hdr, 0, ect);
     }
 
     /// `tcp_acceptable_seq`.
@@ -683,7 +705,8 @@ impl TcpEndpoint {
     pub(super) fn xmit_probe_skb(&mut self) {
         let seq = self.snd_una.wrapping_sub(1);
         let hdr = self.build_header(seq, tcp_flags::ACK);
-        self.emit(hdr, 0, false);
+        let ect = self.ect_always();
+        self.emit(hdr, 0, ect);
     }
 
     /// `tcp_cwnd_validate`.

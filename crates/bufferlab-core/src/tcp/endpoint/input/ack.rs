@@ -84,6 +84,11 @@ impl TcpEndpoint {
         if st.sack_delivered > 0 {
             self.count_delivered(st.sack_delivered, fl & flag::ECE != 0);
         }
+        // [lab2019] tcp_in_ack_event before the queue is cleaned
+        let modern = self.cfg.profile == crate::tcp::cc::CcProfile::Modern;
+        if !modern {
+            self.in_ack_event(fl);
+        }
         // tcp_ecn_accept_cwr: the sender has reduced; stop echoing
         if hdr.flags & tcp_flags::CWR != 0 {
             self.rcv.demand_cwr = false;
@@ -95,6 +100,9 @@ impl TcpEndpoint {
         self.rcv_tstamp = self.jiffies();
         if prior_packets == 0 {
             // no_queue
+            if modern {
+                self.in_ack_event(fl);
+            }
             if fl & flag::DSACKING_ACK != 0 {
                 self.fastretrans_alert(prior_snd_una, num_dupack, &mut fl);
             }
@@ -113,6 +121,10 @@ impl TcpEndpoint {
         );
         self.rack
             .update_reo_wnd(rs.prior_delivered, self.rate.delivered);
+        // [modern] (6.14+) tcp_in_ack_event after tcp_clean_rtx_queue
+        if modern {
+            self.in_ack_event(fl);
+        }
         if self.tlp_high_seq != 0 {
             self.process_tlp_ack(ack, fl);
         }

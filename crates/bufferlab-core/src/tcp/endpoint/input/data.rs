@@ -4,10 +4,10 @@
 //! and `tcp_cleanup_rbuf` (tcp.c), over the receiver state in tcp/rcv.rs.
 
 use crate::packet::TcpHeader;
-use crate::tcp::cc::CcProfile;
+use crate::tcp::cc::{CaEvent, CcProfile, CcRcv};
 use crate::tcp::endpoint::TcpEndpoint;
 use crate::tcp::rcv::{
-    ACK_NOW, ACK_PUSHED, ACK_PUSHED2, ACK_SCHED, TCP_ATO_MIN, TCP_COMP_SACK_DELAY_NS,
+    ACK_NOW, ACK_PUSHED, ACK_PUSHED2, ACK_SCHED, ACK_TIMER, TCP_ATO_MIN, TCP_COMP_SACK_DELAY_NS,
     TCP_COMP_SACK_NR, TCP_FASTRETRANS_THRESH, TCP_MAX_QUICKACKS,
 };
 use crate::tcp::seq::{after, before};
@@ -21,7 +21,7 @@ impl TcpEndpoint {
         seq: u32,
         len: u32,
         fin: bool,
-        ecn_ce: bool,
+        ecn: u8,
     ) {
         let end_seq = seq.wrapping_add(len).wrapping_add(fin as u32);
         if seq == end_seq {
@@ -55,7 +55,7 @@ impl TcpEndpoint {
                 self.rcv.fin_seq = Some(end_seq.wrapping_sub(1));
             }
             if len > 0 {
-                self.event_data_recv(hdr, len, truesize, ecn_ce);
+                self.event_data_recv(hdr, len, truesize, ecn);
             }
             if fin {
                 self.on_fin();
@@ -82,7 +82,7 @@ impl TcpEndpoint {
             self.out_of_window();
             return;
         }
-        self.data_queue_ofo(seq, end_seq, len, truesize, fin, hdr.flags, ecn_ce);
+        self.data_queue_ofo(seq, end_seq, len, truesize, fin, hdr.flags, ecn);
     }
 
     /// `out_of_window`: quickack mode and an ACK owed.
@@ -101,9 +101,9 @@ impl TcpEndpoint {
         truesize: u32,
         fin: bool,
         flags: u8,
-        ecn_ce: bool,
+        ecn: u8,
     ) {
-        self.data_ecn_check(ecn_ce);
+        self.data_ecn_check(ecn);
         if self.rcv.rmem_alloc + truesize > self.rcv.rcvbuf {
             return; // TCPOFODrop
         }
@@ -167,7 +167,7 @@ impl TcpEndpoint {
     }
 
     /// `tcp_event_data_recv`: delayed-ACK engine and window growth.
-    fn event_data_recv(&mut self, hdr: &TcpHeader, len: u32, truesize: u32, ecn_ce: bool) {
+    fn event_data_recv(&mut self, hdr: &TcpHeader, len: u32, truesize: u32, ecn: u8) {
         self.rcv.schedule_ack();
         let hl = self.tcp_header_len();
         self.rcv.measure_rcv_mss(len, truesize, hdr.flags, hl);
@@ -190,22 +190,91 @@ impl TcpEndpoint {
             }
         }
         self.rcv.lrcvtime = now;
-        self.data_ecn_check(ecn_ce);
+        self.data_ecn_check(ecn);
         if len >= 128 {
             self.rcv.grow_window(len, truesize);
         }
     }
 
-    /// `tcp_data_ecn_check`: a CE mark demands CWR and an ACK soon.
-    fn data_ecn_check(&mut self, ecn_ce: bool) {
+    /// `tcp_ecn_check_ce` (tcp_input.c): on an ECN connection, a CE mark
+    /// demands CWR and an ACK soon; a module that needs ECN hears of every
+    /// ECT or CE data segment (`CA_EVENT_ECN_IS_CE` / `_NO_CE`) and may
+    /// take over ECE itself (DCTCP); a Not-ECT segment after ECT ones is
+    /// probably a retransmission and is ACKed quickly.
+    fn data_ecn_check(&mut self, ecn: u8) {
+        use crate::packet::{ECN_CE, ECN_MASK};
         if !self.ecn_ok {
             return;
         }
-        if ecn_ce && !self.rcv.demand_cwr {
-            self.rcv.enter_quickack_mode(2);
-            self.rcv.demand_cwr = true;
+        match ecn & ECN_MASK {
+            0 => {
+                if self.rcv.ecn_seen {
+                    self.rcv.enter_quickack_mode(2);
+                }
+            }
+            ECN_CE => {
+                if self.cc.needs_ecn() {
+                    self.ecn_ca_event(CaEvent::EcnIsCe);
+                }
+                if !self.rcv.demand_cwr {
+                    self.rcv.enter_quickack_mode(2);
+                    self.rcv.demand_cwr = true;
+                }
+                self.rcv.ecn_seen = true;
+            }
+            _ => {
+                if self.cc.needs_ecn() {
+                    self.ecn_ca_event(CaEvent::EcnNoCe);
+                }
+                self.rcv.ecn_seen = true;
+            }
         }
-        self.rcv.ecn_seen = true;
+    }
+
+    /// Raise an ECN event on the module with the receiver's state in
+    /// `CcSock::rcv`, then carry out what it asked: the special ACK
+    /// (`__tcp_send_ack(sk, prior_rcv_nxt)`), ECE on or off, `ICSK_ACK_NOW`.
+    fn ecn_ca_event(&mut self, ev: CaEvent) {
+        self.cc_sync();
+        self.cs.rcv = CcRcv {
+            rcv_nxt: self.rcv.rcv_nxt,
+            delack_pending: self.rcv.ack_pending & ACK_TIMER != 0,
+            demand_cwr: self.rcv.demand_cwr,
+            ..CcRcv::default()
+        };
+        self.cc.cwnd_event(&mut self.cs, ev);
+        let r = self.cs.rcv;
+        if let Some((ack, ece)) = r.special_ack {
+            self.send_special_ack(ack, ece, r.special_ack_clears_delack);
+        }
+        self.rcv.demand_cwr = r.demand_cwr;
+        if r.ack_now {
+            self.rcv.ack_pending |= ACK_NOW;
+        }
+    }
+
+    /// An ACK of `ack` (not `rcv_nxt`) with ECE = `ece`: DCTCP's report of
+    /// the data before a CE state change. [modern] (`__tcp_send_ack` with
+    /// another `rcv_nxt`) leaves the delayed ACK and quick-ACK state alone;
+    /// [lab2019] (`tcp_send_ack` with `rcv_nxt` swapped) is an ordinary ACK
+    /// sent (`tcp_event_ack_sent`).
+    fn send_special_ack(&mut self, ack: u32, ece: bool, ordinary: bool) {
+        let rcv_nxt = self.rcv.rcv_nxt;
+        let demand_cwr = self.rcv.demand_cwr;
+        self.rcv.rcv_nxt = ack;
+        self.rcv.demand_cwr = ece;
+        let seq = self.acceptable_seq();
+        let hdr = self.build_header(seq, crate::packet::tcp_flags::ACK);
+        self.rcv.rcv_nxt = rcv_nxt;
+        self.rcv.demand_cwr = demand_cwr;
+        let ect = self.ect_always();
+        if ordinary {
+            self.emit(hdr, 0, ect);
+        } else {
+            // tcp_select_window moved rcv_wup to the real rcv_nxt
+            self.rcv.rcv_wup = rcv_nxt;
+            self.emit_no_ack_event(hdr, 0, ect);
+        }
     }
 
     /// `tcp_rcvbuf_grow` (modern).

@@ -37,7 +37,11 @@ impl TcpEndpoint {
             if self.ts_ok {
                 self.ts_recent = hdr.tsval;
             }
-            self.ecn_ok = self.cfg.ecn == 1 && f & tcp_flags::ECE != 0 && f & tcp_flags::CWR == 0;
+            // tcp_ecn_send_syn asked when tcp_ecn = 1 or the module needs
+            // ECN; tcp_ecn_rcv_synack keeps it if the answer is ECE without CWR
+            self.ecn_ok = (self.cfg.ecn == 1 || self.cc.needs_ecn())
+                && f & tcp_flags::ECE != 0
+                && f & tcp_flags::CWR == 0;
             if !self.wscale_ok {
                 self.rcv.rcv_wscale = 0;
                 self.rcv.window_clamp = self.rcv.window_clamp.min(65535);
@@ -139,12 +143,7 @@ impl TcpEndpoint {
 
     /// Segments of states after SYN-SENT (`tcp_rcv_state_process`, with
     /// `tcp_rcv_established`'s slow path for ESTABLISHED).
-    pub(in crate::tcp) fn rcv_state_process(
-        &mut self,
-        hdr: &TcpHeader,
-        payload_len: u32,
-        ecn_ce: bool,
-    ) {
+    pub(in crate::tcp) fn rcv_state_process(&mut self, hdr: &TcpHeader, payload_len: u32, ecn: u8) {
         let f = hdr.flags;
         let syn = f & tcp_flags::SYN != 0;
         let fin = f & tcp_flags::FIN != 0;
@@ -224,7 +223,7 @@ impl TcpEndpoint {
             self.state,
             TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2
         ) {
-            self.data_queue(hdr, seq, payload_len, fin, ecn_ce);
+            self.data_queue(hdr, seq, payload_len, fin, ecn);
         }
         if self.state == TcpState::TimeWait {
             return;
