@@ -30,6 +30,7 @@ PAD = 10  # around a node name in its box
 WRAP = 44  # characters per card line before a qdisc chain wraps (then 32, 24 if too wide)
 FIT = 1130  # the report's column at its widest (main: 1180 px less padding)
 DEFAULT_QDISCS = {None, "noqueue", "pfifo_fast"}
+CLEAR_CARDS_MAX_LINKS = 64  # above this, a card may lie on a link (see topology_svg)
 ARROWS = "→↘↓↙←↖↑↗"  # by the direction to the peer, 45° steps from east, y downwards
 
 
@@ -300,10 +301,10 @@ def _card_left(x0: float, box_w: float, card_w: float, ys: tuple[float, float], 
     return spots[0], False
 
 
-def _place(summary: dict[str, Any], gap: float, vgap: float,
-           wrap: int = WRAP) -> tuple[list[str], float, float, bool, bool]:
-    """SVG elements, width, height, whether every card found a spot no link crosses and
-    whether every link label found a free spot."""
+def _place(summary: dict[str, Any], gap: float, vgap: float, wrap: int = WRAP,
+           clear_cards: bool = True) -> tuple[list[str], float, float, bool, bool]:
+    """SVG elements, width, height, whether every card found a spot no link crosses (not
+    looked at without ``clear_cards``) and whether every link label found a free spot."""
     topo = summary["topology"]
     nodes, links = topo["nodes"], topo["links"]
     pos = layout_columns(nodes, links)
@@ -356,7 +357,7 @@ def _place(summary: dict[str, Any], gap: float, vgap: float,
         x0, y0 = xy[n]
         boxes.add((x0 - box_w[n] / 2, y0 - box_h / 2, x0 + box_w[n] / 2, y0 + box_h / 2))
     segments = _Segments([((xy[lk["a"]["node"]], xy[lk["b"]["node"]]), (lk["a"]["node"], lk["b"]["node"]))
-                          for lk in links])
+                          for lk in links] if clear_cards else [])
     els_cards: list[str] = []
     cards_ok = True
     for n in names:
@@ -443,11 +444,14 @@ def topology_svg(summary: dict[str, Any]) -> str:
     if not topo or not topo.get("nodes"):
         return '<p class="muted">This summary.json records no topology (written by an older bufferlab).</p>'
     best = None
+    # Clearing every card of every link is worth extra layouts in a lab-sized picture; in a
+    # large one (hundreds of ports on a switch) no spacing achieves it and each try is costly.
+    clear_cards = len(topo.get("links") or []) <= CLEAR_CARDS_MAX_LINKS
     for wrap in (WRAP, 32, 24):  # narrower cards while the picture is wider than the page's column
         gap, vgap = 40.0, 30.0
         for _ in range(12):  # more room until every card and link label has a free spot
-            els, width, height, cards_ok, labels_ok = _place(summary, gap, vgap, wrap)
-            if cards_ok and labels_ok:
+            els, width, height, cards_ok, labels_ok = _place(summary, gap, vgap, wrap, clear_cards)
+            if labels_ok and (cards_ok or not clear_cards):
                 break
             # wider columns leave room for a card beside the links that leave its node
             gap, vgap = gap + 40, vgap + (20 if not labels_ok else 0)
