@@ -1,8 +1,11 @@
 //! Congestion control: the hook set of Linux's `struct tcp_congestion_ops`
 //! (include/net/tcp.h) and ports of `net/ipv4/tcp_cong.c` (Reno and the
 //! generic helpers), `tcp_cubic.c`, `tcp_htcp.c`, `tcp_bbr.c` and
-//! `tcp_dctcp.c`
-//! (docs/semantics/tcp.md §11, docs/tcp-design.md).
+//! `tcp_dctcp.c` (docs/semantics/tcp.md §11, docs/tcp-design.md), and of
+//! the other modules mainline Linux builds: `tcp_vegas.c`, `tcp_westwood.c`,
+//! `tcp_bic.c`, `tcp_highspeed.c`, `tcp_scalable.c`, `tcp_illinois.c`,
+//! `tcp_yeah.c`, `tcp_hybla.c`, `tcp_veno.c`, `tcp_nv.c`, `tcp_lp.c` and
+//! `tcp_cdg.c` (docs/semantics/tcp.md §20).
 //!
 //! Shape. The endpoint owns a [`CcSock`] — the `tcp_sock` fields the kernel
 //! modules read and write — keeps it in sync with its own state and calls
@@ -28,15 +31,28 @@
 //! CUBIC's HyStart and one BBR initial value), [`CcProfile`] selects
 //! `lab2019` (Linux 4.15–5.3, as the handouts ran) or `modern` (6.x).
 //!
-//! Not modelled: the `get_info` (inet_diag) blocks of modules other than
-//! DCTCP ([`Cc::get_info`]; the rest have [`Cc::metrics`]), module parameters other than the documented defaults
-//! (each model's `*Params` struct lists them), and `tcp_vegas.c`.
+//! Not modelled: `get_info` (inet_diag) blocks other than DCTCP's and the
+//! Vegas-style `tcpvegas_info` ([`Cc::get_info`]; the rest have
+//! [`Cc::metrics`]), and module parameters other than the documented
+//! defaults (each model's `*Params` struct, or its constants, lists them).
 
 pub mod bbr;
+pub mod bic;
+pub mod cdg;
 pub mod cubic;
 pub mod dctcp;
+pub mod highspeed;
 pub mod htcp;
+pub mod hybla;
+pub mod illinois;
+pub mod lp;
+pub mod nv;
 pub mod reno;
+pub mod scalable;
+pub mod vegas;
+pub mod veno;
+pub mod westwood;
+pub mod yeah;
 
 #[cfg(test)]
 mod fluid;
@@ -180,6 +196,14 @@ pub enum CcInfo {
         ab_ecn: u32,
         ab_tot: u32,
     },
+    /// `struct tcpvegas_info` (Vegas, YeAH, Westwood, Illinois, NV fill it,
+    /// each with its own meaning of the RTT fields)
+    Vegas {
+        enabled: u32,
+        rttcnt: u32,
+        rtt: u32,
+        minrtt: u32,
+    },
 }
 
 /// The `tcp_sock`/`sock` fields congestion control reads and writes, in the
@@ -262,6 +286,17 @@ pub struct CcSock {
     pub ecn_ok: bool,
     /// receiver state for the ECN events (see [`CcRcv`])
     pub rcv: CcRcv,
+    /// `tp->sacked_out`: packets selectively acked (CDG's delayed-ACK filter)
+    pub sacked_out: u32,
+    /// `tp->rx_opt.rcv_tsval`: TSval of the latest segment (TCP-LP)
+    pub rcv_tsval: u32,
+    /// `tp->rx_opt.rcv_tsecr`: its TSecr, our clock without the offset (TCP-LP)
+    pub rcv_tsecr: u32,
+    /// `tcp_time_stamp_ts(tp)`: our TS-option clock, ms, without the offset
+    pub ts_now: u32,
+    /// request from a hook: call `tcp_enter_cwr` once it returns (CDG's
+    /// backoff calls it from `cong_avoid`); the endpoint clears it
+    pub enter_cwr: bool,
 }
 
 impl Default for CcSock {
@@ -301,6 +336,11 @@ impl Default for CcSock {
             rcv_mss: 536,
             ecn_ok: false,
             rcv: CcRcv::default(),
+            sacked_out: 0,
+            rcv_tsval: 0,
+            rcv_tsecr: 0,
+            ts_now: 0,
+            enter_cwr: false,
         }
     }
 }
@@ -327,7 +367,9 @@ pub struct AckSample {
     pub pkts_acked: u32,
     /// RTT sample, µs; −1 when the ACK gives none
     pub rtt_us: i64,
-    /// packets in flight before this ACK
+    /// bytes delivered while the sampled packet was in flight:
+    /// `mss_cache * (delivered − rs.prior_delivered)` (tcp_clean_rtx_queue;
+    /// TCP-NV's rate numerator)
     pub in_flight: u32,
 }
 
@@ -536,6 +578,18 @@ register_congestion_controls! {
     Htcp(htcp::Htcp),
     Bbr(bbr::Bbr),
     Dctcp(dctcp::Dctcp),
+    Vegas(vegas::Vegas),
+    Westwood(westwood::Westwood),
+    Bic(bic::Bic),
+    Highspeed(highspeed::Highspeed),
+    Scalable(scalable::Scalable),
+    Illinois(illinois::Illinois),
+    Yeah(yeah::Yeah),
+    Hybla(hybla::Hybla),
+    Veno(veno::Veno),
+    Nv(nv::Nv),
+    Lp(lp::Lp),
+    Cdg(cdg::Cdg),
 }
 
 /// Run seed of the BBR stream [`Cc::from_name`] uses (callers with a run
@@ -691,6 +745,39 @@ pub fn tcp_cong_avoid_ai(tp: &mut CcSock, w: u32, acked: u32) {
     tp.snd_cwnd = tp.snd_cwnd.min(tp.snd_cwnd_clamp);
 }
 
+/// `tcp_reno_cong_avoid` (tcp_cong.c), for the modules that fall back to
+/// it: nothing unless cwnd-limited; slow start, then the leftover acks feed
+/// additive increase with w = cwnd.
+pub fn tcp_reno_cong_avoid(tp: &mut CcSock, mut acked: u32) {
+    if !tp.is_cwnd_limited {
+        return;
+    }
+    if tp.in_slow_start() {
+        acked = tcp_slow_start(tp, acked);
+        if acked == 0 {
+            return;
+        }
+    }
+    let w = tp.snd_cwnd;
+    tcp_cong_avoid_ai(tp, w, acked);
+}
+
+/// `tcp_reno_ssthresh` (tcp_cong.c): max(cwnd / 2, 2).
+pub fn tcp_reno_ssthresh(tp: &CcSock) -> u32 {
+    (tp.snd_cwnd >> 1).max(2)
+}
+
+/// `tcp_current_ssthresh` (include/net/tcp.h): ssthresh while a reduction
+/// (CWR, Recovery) is under way, else at least 3/4 of cwnd.
+pub fn tcp_current_ssthresh(tp: &CcSock) -> u32 {
+    if matches!(tp.ca_state, CaState::Cwr | CaState::Recovery) {
+        tp.snd_ssthresh
+    } else {
+        tp.snd_ssthresh
+            .max((tp.snd_cwnd >> 1).wrapping_add(tp.snd_cwnd >> 2))
+    }
+}
+
 /// `tcp_reno_undo_cwnd` (tcp_cong.c): max(cwnd, prior_cwnd); Reno's and
 /// CUBIC's `undo_cwnd`, and the end of H-TCP's.
 pub fn tcp_reno_undo_cwnd(tp: &CcSock) -> u32 {
@@ -790,7 +877,7 @@ mod tests {
         for &n in Cc::NAMES {
             assert_eq!(Cc::from_name(n).unwrap().name(), n);
         }
-        assert!(Cc::from_name("vegas").is_none());
+        assert!(Cc::from_name("prague").is_none());
         assert!(Cc::from_name("CUBIC").is_none());
     }
 
@@ -817,8 +904,10 @@ mod tests {
                 ..CcSock::default()
             };
             cc.init(&mut tp);
+            // (Hybla's init sets cwnd to its ρ)
+            let before = tp.snd_cwnd;
             cc.cong_avoid(&mut tp, 0, 1);
-            assert!(cc.has_cong_control() || tp.snd_cwnd > TCP_INIT_CWND, "{n}");
+            assert!(cc.has_cong_control() || tp.snd_cwnd > before, "{n}");
         }
     }
 
