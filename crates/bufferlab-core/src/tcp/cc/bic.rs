@@ -1,7 +1,7 @@
 //! `bic` — BIC-TCP as Linux runs it (net/ipv4/tcp_bic.c: `bictcp_reset`,
 //! `bictcp_init`, `bictcp_update`, `bictcp_cong_avoid`,
 //! `bictcp_recalc_ssthresh`, `bictcp_state`, `bictcp_acked`; Xu, Harfoush &
-//! Rhee, INFOCOM 2004; docs/semantics/tcp.md §20.3).
+//! Rhee, INFOCOM 2004; docs/semantics/tcp.md §18.3).
 //!
 //! Units: packets, jiffies. Module parameters (defaults): `fast_convergence`
 //! 1, `max_increment` 16, `low_window` 14, `beta` 819/1024, `initial_ssthresh`
@@ -17,8 +17,8 @@
 //! convergence lowering the remembered maximum when it was not reached.
 
 use super::{
-    tcp_cong_avoid_ai, tcp_reno_undo_cwnd, tcp_slow_start, AckSample, CaState, CcProfile,
-    CcSock, CongestionOps, HZ,
+    tcp_cong_avoid_ai, tcp_reno_undo_cwnd, tcp_slow_start, AckSample, CaState, CcProfile, CcSock,
+    CongestionOps, HZ,
 };
 use crate::rng::ComponentRng;
 
@@ -127,7 +127,11 @@ impl Bic {
         } else if cwnd < self.last_max_cwnd.wrapping_add(BICTCP_B) {
             // max probing: slow start near the old maximum
             self.cnt = cwnd.wrapping_mul(p.smooth_part) / BICTCP_B;
-        } else if cwnd < self.last_max_cwnd.wrapping_add(p.max_increment * (BICTCP_B - 1)) {
+        } else if cwnd
+            < self
+                .last_max_cwnd
+                .wrapping_add(p.max_increment * (BICTCP_B - 1))
+        {
             self.cnt = cwnd.wrapping_mul(BICTCP_B - 1) / (cwnd - self.last_max_cwnd);
         } else {
             self.cnt = cwnd / p.max_increment;
@@ -200,9 +204,11 @@ impl CongestionOps for Bic {
     /// `bictcp_acked`: ratio = 15/16 ratio + packets acked, in Open.
     fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {
         if tp.ca_state == CaState::Open {
-            self.delayed_ack = self
-                .delayed_ack
-                .wrapping_add(sample.pkts_acked.wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT));
+            self.delayed_ack = self.delayed_ack.wrapping_add(
+                sample
+                    .pkts_acked
+                    .wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT),
+            );
         }
     }
 

@@ -2,7 +2,7 @@
 //! `nexp_u32`, `tcp_cdg_hystart_update`, `tcp_cdg_grad`, `tcp_cdg_backoff`,
 //! `tcp_cdg_cong_avoid`, `tcp_cdg_acked`, `tcp_cdg_ssthresh`,
 //! `tcp_cdg_cwnd_event`, `tcp_cdg_init`; Hayes & Armitage, IFIP Networking
-//! 2011; docs/semantics/tcp.md §20.12).
+//! 2011; docs/semantics/tcp.md §18.12).
 //!
 //! Units: packets, µs. Module parameters (defaults): `window` 8,
 //! `backoff_beta` 724/1024 (0.7071), `backoff_factor` 42, `hystart_detect`
@@ -21,8 +21,8 @@
 //! connection's congestion-control stream.
 
 use super::{
-    after, before, tcp_reno_cong_avoid, tcp_reno_undo_cwnd, AckSample, CaEvent, CcProfile,
-    CcSock, CongestionOps,
+    after, before, tcp_reno_cong_avoid, tcp_reno_undo_cwnd, AckSample, CaEvent, CcProfile, CcSock,
+    CongestionOps,
 };
 use crate::rng::ComponentRng;
 
@@ -184,8 +184,14 @@ impl Cdg {
         let mut gmin = self.rtt.min.wrapping_sub(self.rtt_prev.min);
         let mut gmax = self.rtt.max.wrapping_sub(self.rtt_prev.max);
         let t = self.tail as usize;
-        self.gsum.min = self.gsum.min.wrapping_add(gmin.wrapping_sub(self.gradients[t].min));
-        self.gsum.max = self.gsum.max.wrapping_add(gmax.wrapping_sub(self.gradients[t].max));
+        self.gsum.min = self
+            .gsum
+            .min
+            .wrapping_add(gmin.wrapping_sub(self.gradients[t].min));
+        self.gsum.max = self
+            .gsum
+            .max
+            .wrapping_add(gmax.wrapping_sub(self.gradients[t].max));
         self.gradients[t] = MinMax {
             min: gmin,
             max: gmax,
@@ -390,11 +396,35 @@ mod tests {
             in_flight: 0,
         };
         c.pkts_acked(&mut tp, &s(2, 10_000));
-        assert_eq!((c.rtt, c.delack), (MinMax { min: 10_000, max: 10_000 }, 1));
+        assert_eq!(
+            (c.rtt, c.delack),
+            (
+                MinMax {
+                    min: 10_000,
+                    max: 10_000
+                },
+                1
+            )
+        );
         c.pkts_acked(&mut tp, &s(1, 50_000)); // filtered
-        assert_eq!((c.rtt, c.delack), (MinMax { min: 10_000, max: 10_000 }, 0));
+        assert_eq!(
+            (c.rtt, c.delack),
+            (
+                MinMax {
+                    min: 10_000,
+                    max: 10_000
+                },
+                0
+            )
+        );
         c.pkts_acked(&mut tp, &s(1, 50_000)); // counted
-        assert_eq!(c.rtt, MinMax { min: 10_000, max: 50_000 });
+        assert_eq!(
+            c.rtt,
+            MinMax {
+                min: 10_000,
+                max: 50_000
+            }
+        );
     }
 
     /// A large gradient backs off (e^(−3200·42e−6) = 0.87: probability

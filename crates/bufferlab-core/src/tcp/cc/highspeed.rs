@@ -1,6 +1,6 @@
 //! `highspeed` — HighSpeed TCP as Linux runs it (net/ipv4/tcp_highspeed.c:
 //! `hstcp_init`, `hstcp_cong_avoid`, `hstcp_ssthresh`; RFC 3649;
-//! docs/semantics/tcp.md §20.4).
+//! docs/semantics/tcp.md §18.4).
 //!
 //! Units: packets. The response function is RFC 3649's table (Appendix B),
 //! 72 rows of (cwnd bound, decrease factor · 256). Above ssthresh each ACK
@@ -174,7 +174,14 @@ mod tests {
     /// 119 → 2, 1000 → 7 (851 < 1000 ≤ 1058), beyond 84 035 → 71.
     #[test]
     fn table_lookup() {
-        for (cwnd, ai) in [(38, 0), (39, 1), (118, 1), (119, 2), (1000, 7), (100_000, 71)] {
+        for (cwnd, ai) in [
+            (38, 0),
+            (39, 1),
+            (118, 1),
+            (119, 2),
+            (1000, 7),
+            (100_000, 71),
+        ] {
             let mut h = Highspeed::default();
             let mut tp = ca(cwnd);
             h.cong_avoid(&mut tp, 0, 1);

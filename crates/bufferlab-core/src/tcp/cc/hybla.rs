@@ -1,7 +1,7 @@
 //! `hybla` — TCP Hybla as Linux runs it (net/ipv4/tcp_hybla.c:
 //! `hybla_recalc_param`, `hybla_init`, `hybla_state`, `hybla_fraction`,
 //! `hybla_cong_avoid`; Caini & Firrincieli, Int. J. Satellite Commun. 22(5),
-//! 2004; docs/semantics/tcp.md §20.8).
+//! 2004; docs/semantics/tcp.md §18.8).
 //!
 //! Units: packets; `srtt_us` µs << 3; ρ fixed point << 3, ρ² << 7,
 //! increments << 7. Module parameter: `rtt0` 25 ms.
@@ -171,7 +171,10 @@ mod tests {
         let mut h = Hybla::default();
         let mut tp = ca(10, 600);
         h.init(&mut tp);
-        assert_eq!((h.rho_3ls, h.rho, h.rho2_7ls, h.rho2), (192, 24, 73_728, 576));
+        assert_eq!(
+            (h.rho_3ls, h.rho, h.rho2_7ls, h.rho2),
+            (192, 24, 73_728, 576)
+        );
         assert_eq!((tp.snd_cwnd, tp.snd_cwnd_clamp), (24, 65_535));
         let mut tp = ca(10, 40);
         h.init(&mut tp);
@@ -217,9 +220,15 @@ mod tests {
         for _ in 0..63 {
             h.cong_avoid(&mut tp, 0, 1);
         }
-        assert_eq!((tp.snd_cwnd, h.snd_cwnd_cents, tp.snd_cwnd_cnt), (100, 126, 63));
+        assert_eq!(
+            (tp.snd_cwnd, h.snd_cwnd_cents, tp.snd_cwnd_cnt),
+            (100, 126, 63)
+        );
         h.cong_avoid(&mut tp, 0, 1);
-        assert_eq!((tp.snd_cwnd, h.snd_cwnd_cents, tp.snd_cwnd_cnt), (101, 0, 0));
+        assert_eq!(
+            (tp.snd_cwnd, h.snd_cwnd_cents, tp.snd_cwnd_cnt),
+            (101, 0, 0)
+        );
         // outside Open: Reno (counter +1 at w = 101)
         h.set_state(&mut tp, CaState::Recovery);
         h.cong_avoid(&mut tp, 0, 1);

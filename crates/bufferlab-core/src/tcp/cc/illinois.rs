@@ -3,7 +3,7 @@
 //! `avg_delay`, `alpha`, `beta`, `update_params`, `tcp_illinois_state`,
 //! `tcp_illinois_cong_avoid`, `tcp_illinois_ssthresh`, `tcp_illinois_info`;
 //! Liu, Başar & Srikant, Performance Evaluation 65(6), 2008;
-//! docs/semantics/tcp.md §20.6).
+//! docs/semantics/tcp.md §18.6).
 //!
 //! Units: packets; RTTs and delays in µs; α fixed point << 7, β << 6.
 //! Module parameters (defaults): `win_thresh` 15, `theta` 5.
@@ -284,7 +284,7 @@ mod tests {
         assert_eq!(beta(8_000, 10_000), 32);
         assert_eq!(beta(4_500, 10_000), 20);
         assert_eq!(beta(1_001, 10_000), 8); // (64000 − 32000 + 24024)/7000
-        // dm 9: d2 = 0, d3 = 7: (8·7 − 0 + 24·5)/7 = 176/7 = 25
+                                            // dm 9: d2 = 0, d3 = 7: (8·7 − 0 + 24·5)/7 = 176/7 = 25
         assert_eq!(beta(5, 9), 25);
     }
 

@@ -1,7 +1,7 @@
 //! `lp` — TCP Low Priority as Linux runs it (net/ipv4/tcp_lp.c:
 //! `tcp_lp_init`, `tcp_lp_cong_avoid`, `tcp_lp_remote_hz_estimator`,
 //! `tcp_lp_owd_calculator`, `tcp_lp_rtt_sample`, `tcp_lp_pkts_acked`;
-//! Kuzmanovic & Knightly, INFOCOM 2003; docs/semantics/tcp.md §20.11).
+//! Kuzmanovic & Knightly, INFOCOM 2003; docs/semantics/tcp.md §18.11).
 //!
 //! Units: packets; one-way delays in the TS-option clock (ms,
 //! `TCP_TS_HZ` 1000), relative (the peer's clock minus ours); `sowd` << 3.
@@ -16,9 +16,7 @@
 //! growth and loss handling are Reno's. Needs TCP timestamps (without them
 //! the delay is never valid and LP is Reno).
 
-use super::{
-    tcp_reno_cong_avoid, tcp_reno_ssthresh, AckSample, CcProfile, CcSock, CongestionOps,
-};
+use super::{tcp_reno_cong_avoid, tcp_reno_ssthresh, AckSample, CcProfile, CcSock, CongestionOps};
 use crate::rng::ComponentRng;
 
 /// `LP_RESOL` = `TCP_TS_HZ`: one-way delays in ms.
@@ -247,13 +245,19 @@ mod tests {
         t.rcv_tsecr = 2000;
         t.ts_now = 2020;
         acked(&mut l, &mut t);
-        assert_eq!((l.remote_hz, l.owd_min, l.owd_max, l.sowd), (1000, 500, 1000, 4000));
+        assert_eq!(
+            (l.remote_hz, l.owd_min, l.owd_max, l.sowd),
+            (1000, 500, 1000, 4000)
+        );
         assert_eq!((t.snd_cwnd, l.last_drop), (5, 2020));
         t.rcv_tsval = 3498;
         t.rcv_tsecr = 3000;
         t.ts_now = 3020;
         acked(&mut l, &mut t);
-        assert_eq!((l.remote_hz, l.owd_min, l.owd_max, l.sowd), (999, 498, 1000, 3998));
+        assert_eq!(
+            (l.remote_hz, l.owd_min, l.owd_max, l.sowd),
+            (999, 498, 1000, 3998)
+        );
         assert!(l.flag & LP_WITHIN_THR != 0);
         assert!(l.flag & LP_WITHIN_INF == 0);
         assert_eq!(t.snd_cwnd, 5);
@@ -281,7 +285,10 @@ mod tests {
         let mut t = tp(40, 130, 110, 150);
         acked(&mut l, &mut t);
         assert_eq!(t.snd_cwnd, 20);
-        assert_eq!((l.owd_min, l.owd_max, l.last_drop, l.inference), (20, 40, 150, 120));
+        assert_eq!(
+            (l.owd_min, l.owd_max, l.last_drop, l.inference),
+            (20, 40, 150, 120)
+        );
         // 50 s later (remote HZ still 1000) OWD 44: max takes the reserve
         // 40, sowd = 160 + 24 = 184 (23 ms) is not below 20 + 3; the echoed
         // timestamp is 30 s old, so the inference time (90 s) still covers

@@ -5,7 +5,7 @@
 //! the other modules mainline Linux builds: `tcp_vegas.c`, `tcp_westwood.c`,
 //! `tcp_bic.c`, `tcp_highspeed.c`, `tcp_scalable.c`, `tcp_illinois.c`,
 //! `tcp_yeah.c`, `tcp_hybla.c`, `tcp_veno.c`, `tcp_nv.c`, `tcp_lp.c` and
-//! `tcp_cdg.c` (docs/semantics/tcp.md §20).
+//! `tcp_cdg.c` (docs/semantics/tcp.md §18).
 //!
 //! Shape. The endpoint owns a [`CcSock`] — the `tcp_sock` fields the kernel
 //! modules read and write — keeps it in sync with its own state and calls
@@ -918,5 +918,84 @@ mod tests {
         cc.set_state(&mut tp, CaState::Recovery);
         assert_eq!(tp.ca_state, CaState::Recovery);
         assert!(CaState::Loss > CaState::Recovery && CaState::Cwr < CaState::Recovery);
+    }
+}
+
+/// The hooks alone, per ACK: `cargo test --release -p bufferlab-core
+/// per_ack_cost -- --ignored --nocapture` prints ns per ACK for every
+/// module and its ratio to reno's (benches/cc_mainline.py measures the
+/// whole engine).
+#[cfg(test)]
+mod bench {
+    use super::*;
+    use std::time::Instant;
+
+    /// One simulated ACK clock: every ACK acks 2 packets, with an RTT that
+    /// cycles over a 40-sample queue build-up, a loss every 2000 ACKs.
+    fn drive(name: &str, acks: u32) -> f64 {
+        let mut cc = Cc::from_name(name).unwrap();
+        let mut tp = CcSock {
+            is_cwnd_limited: true,
+            snd_nxt: 100_000,
+            srtt_us: 20_000 << 3,
+            min_rtt_us: 20_000,
+            ..CcSock::default()
+        };
+        cc.init(&mut tp);
+        let t = Instant::now();
+        for i in 0..acks {
+            tp.snd_una = tp.snd_una.wrapping_add(2 * 1448);
+            tp.snd_nxt = tp.snd_una.wrapping_add(tp.snd_cwnd * 1448);
+            tp.now_us += 250;
+            tp.clock_ns = tp.now_us * 1000;
+            tp.jiffies = INITIAL_JIFFIES.wrapping_add((tp.now_us / 4000) as u32);
+            tp.ts_now = (tp.now_us / 1000) as u32;
+            tp.rcv_tsecr = tp.ts_now.wrapping_sub(20);
+            tp.rcv_tsval = tp.ts_now.wrapping_add(7);
+            tp.delivered = tp.delivered.wrapping_add(2);
+            let rtt = 20_000 + (i % 40) as i64 * 300;
+            cc.in_ack_event(&mut tp, CA_ACK_SLOWPATH);
+            let s = AckSample {
+                pkts_acked: 2,
+                rtt_us: rtt,
+                in_flight: tp.snd_cwnd * 1448,
+            };
+            cc.pkts_acked(&mut tp, &s);
+            if cc.has_cong_control() {
+                let rs = RateSample {
+                    delivered: 2,
+                    interval_us: rtt,
+                    rtt_us: rtt,
+                    acked_sacked: 2,
+                    prior_in_flight: tp.snd_cwnd,
+                    prior_delivered: tp.delivered.wrapping_sub(tp.snd_cwnd),
+                    ..RateSample::default()
+                };
+                cc.cong_control(&mut tp, &rs);
+            } else {
+                cc.cong_avoid(&mut tp, tp.snd_una, 2);
+            }
+            if tp.enter_cwr {
+                tp.enter_cwr = false;
+            }
+            if i % 2000 == 1999 {
+                tp.snd_ssthresh = cc.ssthresh(&mut tp);
+                tp.snd_cwnd = tp.snd_ssthresh;
+            }
+            tp.snd_cwnd = tp.snd_cwnd.clamp(2, 2000);
+        }
+        std::hint::black_box(&tp);
+        t.elapsed().as_nanos() as f64 / acks as f64
+    }
+
+    #[test]
+    #[ignore]
+    fn per_ack_cost() {
+        let n = 2_000_000;
+        let reno = (0..3).map(|_| drive("reno", n)).fold(f64::MAX, f64::min);
+        for &name in Cc::NAMES {
+            let ns = (0..3).map(|_| drive(name, n)).fold(f64::MAX, f64::min);
+            println!("{name:10} {ns:7.1} ns/ACK  {:.2}x reno", ns / reno);
+        }
     }
 }

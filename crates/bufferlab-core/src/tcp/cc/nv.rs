@@ -1,7 +1,7 @@
 //! `nv` — TCP-NV ("New Vegas") as Linux runs it (net/ipv4/tcp_nv.c:
 //! `tcpnv_reset`, `tcpnv_init`, `nv_get_bounded_rtt`, `tcpnv_cong_avoid`,
 //! `tcpnv_recalc_ssthresh`, `tcpnv_state`, `tcpnv_acked`, `tcpnv_get_info`;
-//! Brakmo, Netdev 1.1, 2016; docs/semantics/tcp.md §20.10).
+//! Brakmo, Netdev 1.1, 2016; docs/semantics/tcp.md §18.10).
 //!
 //! Units: packets, bytes, µs, jiffies; rates in 100 bit/s.
 //! Module parameters (defaults): `nv_pad` 10, `nv_pad_buffer` 2,
@@ -244,7 +244,10 @@ impl CongestionOps for Nv {
         }
         // a single call per RTT: cwnd too small to see (TSO/LRO); grow it
         if self.eval_call_cnt == 1
-            && bytes_acked >= (self.min_cwnd as u32).wrapping_sub(1).wrapping_mul(tp.mss_cache)
+            && bytes_acked
+                >= (self.min_cwnd as u32)
+                    .wrapping_sub(1)
+                    .wrapping_mul(tp.mss_cache)
             && self.min_cwnd < NV_TSO_CWND_BOUND + 1
         {
             self.min_cwnd = (self.min_cwnd + NV_MIN_CWND_GROW).min(NV_TSO_CWND_BOUND + 1);
@@ -373,9 +376,15 @@ mod tests {
         let mut tp = ca(40);
         n.init(&mut tp);
         ack(&mut n, &mut tp, 10_000, 40_000);
-        assert_eq!((n.last_rtt, n.min_rtt, n.rtt_max_rate), (10_000, 10_000, 320_000));
+        assert_eq!(
+            (n.last_rtt, n.min_rtt, n.rtt_max_rate),
+            (10_000, 10_000, 320_000)
+        );
         ack(&mut n, &mut tp, 20_000, 40_000);
-        assert_eq!((n.last_rtt, n.min_rtt, n.rtt_max_rate), (15_000, 10_000, 320_000));
+        assert_eq!(
+            (n.last_rtt, n.min_rtt, n.rtt_max_rate),
+            (15_000, 10_000, 320_000)
+        );
         assert_eq!(n.eval_call_cnt, 2);
         // no sample, or in_flight 0: nothing measured
         ack(&mut n, &mut tp, -1, 40_000);
@@ -421,7 +430,10 @@ mod tests {
         let mut tp = ca(40);
         n.init(&mut tp);
         n.set_state(&mut tp, CaState::Loss);
-        assert_eq!((n.allow_cwnd_growth, n.reset, n.cwnd_growth_factor), (false, true, -1));
+        assert_eq!(
+            (n.allow_cwnd_growth, n.reset, n.cwnd_growth_factor),
+            (false, true, -1)
+        );
         n.cong_avoid(&mut tp, 0, 1);
         assert_eq!(tp.snd_cwnd_cnt, 0);
         // growth factor −1: one packet per 2·cwnd acked

@@ -1,6 +1,6 @@
 //! `scalable` — Scalable TCP as Linux runs it (net/ipv4/tcp_scalable.c:
 //! `tcp_scalable_cong_avoid`, `tcp_scalable_ssthresh`; Kelly, CCR 33(2),
-//! 2003; docs/semantics/tcp.md §20.5).
+//! 2003; docs/semantics/tcp.md §18.5).
 //!
 //! Units: packets. Constants: `TCP_SCALABLE_AI_CNT` 100, `MD_SCALE` 3.
 //! Above ssthresh, +1 packet per min(cwnd, 100) packets acked (so +1 % per

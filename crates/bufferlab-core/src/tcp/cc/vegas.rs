@@ -2,7 +2,7 @@
 //! `tcp_vegas_init`, `vegas_enable`/`vegas_disable`, `tcp_vegas_pkts_acked`,
 //! `tcp_vegas_state`, `tcp_vegas_cwnd_event`, `tcp_vegas_cong_avoid`,
 //! `tcp_vegas_get_info`; Brakmo & Peterson, IEEE JSAC 13(8), 1995;
-//! docs/semantics/tcp.md §20.1).
+//! docs/semantics/tcp.md §18.1).
 //!
 //! Units: windows in packets, RTTs in µs (each sample + 1, so never 0).
 //! Module parameters (defaults): `alpha` 2, `beta` 4, `gamma` 1 packets.
@@ -21,8 +21,8 @@
 //! `pkts_acked`, `set_state`, `cwnd_event`, `get_info`).
 
 use super::{
-    after, tcp_current_ssthresh, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_slow_start,
-    AckSample, CaEvent, CaState, CcInfo, CcProfile, CcSock, CongestionOps,
+    after, tcp_current_ssthresh, tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_slow_start, AckSample,
+    CaEvent, CaState, CcInfo, CcProfile, CcSock, CongestionOps,
 };
 use crate::rng::ComponentRng;
 
@@ -296,7 +296,10 @@ mod tests {
         v.pkts_acked(&mut t, &sample(-1)); // no sample: ignored
         v.pkts_acked(&mut t, &sample(25_000));
         v.pkts_acked(&mut t, &sample(19_999));
-        assert_eq!((v.v.base_rtt, v.v.min_rtt, v.v.cnt_rtt), (20_000, 20_000, 3));
+        assert_eq!(
+            (v.v.base_rtt, v.v.min_rtt, v.v.cnt_rtt),
+            (20_000, 20_000, 3)
+        );
         assert_eq!(
             v.get_info(&t),
             Some(CcInfo::Vegas {
@@ -319,7 +322,10 @@ mod tests {
             v.cong_avoid(&mut t, 1001, 1);
             assert_eq!(t.snd_cwnd, want, "rtt {rtt}");
             // the next RTT starts at snd_nxt with a clean slate
-            assert_eq!((v.v.beg_snd_nxt, v.v.cnt_rtt, v.v.min_rtt), (5000, 0, NO_RTT));
+            assert_eq!(
+                (v.v.beg_snd_nxt, v.v.cnt_rtt, v.v.min_rtt),
+                (5000, 0, NO_RTT)
+            );
         }
         // shrinking also lowers ssthresh to cwnd (min(40, 39)), and
         // current_ssthresh (Open) keeps max(39, 19 + 9) = 39

@@ -1,7 +1,7 @@
 //! `veno` — TCP Veno as Linux runs it (net/ipv4/tcp_veno.c: `veno_enable`,
 //! `veno_disable`, `tcp_veno_init`, `tcp_veno_pkts_acked`, `tcp_veno_state`,
 //! `tcp_veno_cwnd_event`, `tcp_veno_cong_avoid`, `tcp_veno_ssthresh`; Fu &
-//! Liew, IEEE JSAC 21(2), 2003; docs/semantics/tcp.md §20.9).
+//! Liew, IEEE JSAC 21(2), 2003; docs/semantics/tcp.md §18.9).
 //!
 //! Units: packets, µs; `diff` fixed point << 1. Constant: `beta` 3 packets.
 //!
@@ -13,8 +13,8 @@
 //! Open and until three RTT samples were taken. Undo is Reno's.
 
 use super::{
-    tcp_cong_avoid_ai, tcp_reno_cong_avoid, tcp_reno_undo_cwnd, tcp_slow_start, AckSample,
-    CaEvent, CaState, CcProfile, CcSock, CongestionOps,
+    tcp_cong_avoid_ai, tcp_reno_cong_avoid, tcp_reno_undo_cwnd, tcp_slow_start, AckSample, CaEvent,
+    CaState, CcProfile, CcSock, CongestionOps,
 };
 use crate::rng::ComponentRng;
 

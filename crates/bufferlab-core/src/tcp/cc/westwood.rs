@@ -3,7 +3,7 @@
 //! `tcp_westwood_pkts_acked`, `westwood_update_window`, `update_rtt_min`,
 //! `westwood_fast_bw`, `westwood_acked_count`, `tcp_westwood_bw_rttmin`,
 //! `tcp_westwood_ack`, `tcp_westwood_event`, `tcp_westwood_info`; Mascolo et
-//! al., MobiCom 2001; docs/semantics/tcp.md §20.2).
+//! al., MobiCom 2001; docs/semantics/tcp.md §18.2).
 //!
 //! Units: bytes, jiffies (HZ 250), bandwidth in bytes per jiffy.
 //!

@@ -1,7 +1,7 @@
 //! `yeah` — YeAH-TCP as Linux runs it (net/ipv4/tcp_yeah.c: `tcp_yeah_init`,
 //! `tcp_yeah_cong_avoid`, `tcp_yeah_ssthresh`, with Vegas' `pkts_acked`,
 //! `set_state`, `cwnd_event` and `get_info` from tcp_vegas.c; Baiocchi,
-//! Castellani & Vacirca, PFLDnet 2007; docs/semantics/tcp.md §20.7).
+//! Castellani & Vacirca, PFLDnet 2007; docs/semantics/tcp.md §18.7).
 //!
 //! Units: packets, µs. Constants: `ALPHA` 80 packets queued, `GAMMA` 1,
 //! `DELTA` 3, `EPSILON` 1, `PHY` 8, `RHO` 16, `ZETA` 50; Scalable's
@@ -109,8 +109,7 @@ impl CongestionOps for Yeah {
         if self.vegas.cnt_rtt > 2 {
             let rtt = self.vegas.min_rtt;
             let base = self.vegas.base_rtt;
-            let queue =
-                ((tp.snd_cwnd as u64 * rtt.wrapping_sub(base) as u64) / rtt as u64) as u32;
+            let queue = ((tp.snd_cwnd as u64 * rtt.wrapping_sub(base) as u64) / rtt as u64) as u32;
             if queue > YEAH_ALPHA || rtt.wrapping_sub(base) > base / YEAH_PHY {
                 if queue > YEAH_ALPHA && tp.snd_cwnd > self.reno_count {
                     let reduction = (queue / YEAH_GAMMA).min(tp.snd_cwnd >> YEAH_EPSILON);
