@@ -973,7 +973,8 @@ mod bench {
                 };
                 cc.cong_control(&mut tp, &rs);
             } else {
-                cc.cong_avoid(&mut tp, tp.snd_una, 2);
+                let ack = tp.snd_una;
+                cc.cong_avoid(&mut tp, ack, 2);
             }
             if tp.enter_cwr {
                 tp.enter_cwr = false;

@@ -452,6 +452,10 @@ mod stress_tests {
     use crate::tcp::harness::*;
     use crate::time::{Rate, SimDuration};
 
+    /// Delay-based modules that may keep the queue below its limit for the
+    /// whole run (CDG backs off on the delay gradient before 30 packets).
+    const HOLDS_QUEUE: &[&str] = &["vegas", "nv", "cdg"];
+
     /// A drop-tail bottleneck that overflows: every module recovers from
     /// repeated losses without stalling and keeps the scoreboard consistent.
     fn lossy_run(cc: &str, sack: bool) -> (u64, u32) {
@@ -480,7 +484,10 @@ mod stress_tests {
         let ceiling = 20e6 / 8.0 * 1448.0 / 1514.0 * 5.0;
         for &cc in Cc::NAMES {
             let (read, retrans) = lossy_run(cc, true);
-            assert!(retrans > 0, "{cc}: the queue overflowed");
+            assert!(
+                retrans > 0 || HOLDS_QUEUE.contains(&cc),
+                "{cc}: the queue overflowed"
+            );
             assert!(read as f64 > 0.75 * ceiling, "{cc}: {read} of {ceiling}");
         }
     }
@@ -490,7 +497,10 @@ mod stress_tests {
         let ceiling = 20e6 / 8.0 * 1448.0 / 1514.0 * 5.0;
         for &cc in Cc::NAMES {
             let (read, retrans) = lossy_run_profile(cc, true, CcProfile::Modern);
-            assert!(retrans > 0, "{cc}: the queue overflowed");
+            assert!(
+                retrans > 0 || HOLDS_QUEUE.contains(&cc),
+                "{cc}: the queue overflowed"
+            );
             assert!(read as f64 > 0.75 * ceiling, "{cc}: {read} of {ceiling}");
         }
     }
