@@ -15,6 +15,10 @@
 //! corrected by the measured packets-per-ACK ratio (`delayed_ack`, << 4).
 //! Loss: cwnd·819/1024 (Reno's halving at or below `low_window`), with fast
 //! convergence lowering the remembered maximum when it was not reached.
+//!
+//! [lab2019] (before Linux 5.6's stretch-ACK fixes): every ACK counts as
+//! one packet towards `cnt`, and acks left over when slow start reaches
+//! ssthresh are lost.
 
 use super::{
     tcp_cong_avoid_ai, tcp_reno_undo_cwnd, tcp_slow_start, AckSample, CaState, CcProfile, CcSock,
@@ -57,6 +61,7 @@ impl Default for BicParams {
 #[derive(Clone, Debug)]
 pub struct Bic {
     params: BicParams,
+    profile: CcProfile,
     /// acks per +1 packet
     cnt: u32,
     last_max_cwnd: u32,
@@ -77,6 +82,7 @@ impl Bic {
     pub fn with_params(params: BicParams) -> Bic {
         let mut b = Bic {
             params,
+            profile: CcProfile::Modern,
             cnt: 0,
             last_max_cwnd: 0,
             last_cwnd: 0,
@@ -150,8 +156,11 @@ impl Bic {
 impl CongestionOps for Bic {
     const NAME: &'static str = "bic";
 
-    fn create(_profile: CcProfile, _rng: ComponentRng) -> Bic {
-        Bic::default()
+    fn create(profile: CcProfile, _rng: ComponentRng) -> Bic {
+        Bic {
+            profile,
+            ..Bic::default()
+        }
     }
 
     /// `bictcp_init`.
@@ -182,6 +191,15 @@ impl CongestionOps for Bic {
     /// `bictcp_cong_avoid`.
     fn cong_avoid(&mut self, tp: &mut CcSock, _ack: u32, mut acked: u32) {
         if !tp.is_cwnd_limited {
+            return;
+        }
+        if self.profile == CcProfile::Lab2019 {
+            if tp.in_slow_start() {
+                tcp_slow_start(tp, acked);
+            } else {
+                self.update(tp.snd_cwnd, tp.jiffies);
+                tcp_cong_avoid_ai(tp, self.cnt, 1);
+            }
             return;
         }
         if tp.in_slow_start() {
@@ -334,5 +352,23 @@ mod tests {
         tp.snd_ssthresh = 14;
         b.cong_avoid(&mut tp, 0, 6);
         assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (14, 2));
+    }
+
+    /// [lab2019]: a 2-packet ACK counts one towards cnt, leftovers are lost.
+    #[test]
+    fn lab2019_counts_acks() {
+        let mut b = Bic::create(CcProfile::Lab2019, ComponentRng::new(0, "t"));
+        let mut tp = ca(100);
+        tp.snd_ssthresh = 50;
+        b.last_max_cwnd = 140; // cnt 5
+        for _ in 0..4 {
+            b.cong_avoid(&mut tp, 0, 2);
+        }
+        assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (100, 4));
+        let mut b = Bic::create(CcProfile::Lab2019, ComponentRng::new(0, "t"));
+        let mut tp = ca(10);
+        tp.snd_ssthresh = 14;
+        b.cong_avoid(&mut tp, 0, 6);
+        assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (14, 0));
     }
 }

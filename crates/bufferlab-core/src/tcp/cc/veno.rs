@@ -11,6 +11,10 @@
 //! cwnd by 1/5 (random loss), otherwise by 1/2; and while N ≥ 3 the
 //! additive increase runs at one packet every other RTT. It is Reno outside
 //! Open and until three RTT samples were taken. Undo is Reno's.
+//!
+//! [lab2019] (before Linux 5.6's stretch-ACK fixes): every ACK counts as one
+//! packet in congestion avoidance, and acks left over when slow start
+//! reaches ssthresh are lost.
 
 use super::{
     tcp_cong_avoid_ai, tcp_reno_cong_avoid, tcp_reno_undo_cwnd, tcp_slow_start, AckSample, CaEvent,
@@ -26,6 +30,7 @@ const BETA: u32 = 3 << V_PARAM_SHIFT;
 /// `struct veno`.
 #[derive(Clone, Debug, Default)]
 pub struct Veno {
+    profile: CcProfile,
     doing_veno_now: bool,
     cntrtt: u16,
     minrtt: u32,
@@ -52,8 +57,11 @@ impl Veno {
 impl CongestionOps for Veno {
     const NAME: &'static str = "veno";
 
-    fn create(_profile: CcProfile, _rng: ComponentRng) -> Veno {
-        Veno::default()
+    fn create(profile: CcProfile, _rng: ComponentRng) -> Veno {
+        Veno {
+            profile,
+            ..Veno::default()
+        }
     }
 
     /// `tcp_veno_init`.
@@ -90,7 +98,9 @@ impl CongestionOps for Veno {
             let mut grow = true;
             if tp.in_slow_start() {
                 acked = tcp_slow_start(tp, acked);
-                grow = acked != 0;
+                grow = acked != 0 && self.profile != CcProfile::Lab2019;
+            } else if self.profile == CcProfile::Lab2019 {
+                acked = 1;
             }
             if grow {
                 if self.diff < BETA {
@@ -238,5 +248,21 @@ mod tests {
         assert_eq!((tp.snd_cwnd_cnt, v.diff), (2, 0));
         assert_eq!(v.ssthresh(&ca(10)), 8);
         assert_eq!(v.ssthresh(&ca(2)), 2);
+    }
+
+    /// [lab2019]: ACKs, not packets, in congestion avoidance.
+    #[test]
+    fn lab2019_counts_acks() {
+        let mut v = Veno::create(CcProfile::Lab2019, ComponentRng::new(0, "t"));
+        v.init(&mut ca(2));
+        v.basertt = 20_000;
+        v.cntrtt = 3;
+        let mut tp = ca(50);
+        v.minrtt = 21_000;
+        v.cong_avoid(&mut tp, 0, 3);
+        assert_eq!(tp.snd_cwnd_cnt, 1);
+        v.minrtt = 25_000;
+        v.cong_avoid(&mut tp, 0, 3);
+        assert_eq!(tp.snd_cwnd_cnt, 2);
     }
 }
