@@ -27,8 +27,9 @@
 //! cwnd traces match the kernel's packet for packet; nothing here allocates
 //! per ACK.
 //!
-//! Kernel versions. Where the profiles of docs/semantics/tcp.md differ in this code (only
-//! CUBIC's HyStart and one BBR initial value), [`CcProfile`] selects
+//! Kernel versions. Where the profiles of docs/semantics/tcp.md differ in this code
+//! (CUBIC's HyStart, one BBR initial value, and the pre-5.6 stretch-ACK
+//! arithmetic of BIC, Scalable and Veno), [`CcProfile`] selects
 //! `lab2019` (Linux 4.15–5.3, as the handouts ran) or `modern` (6.x).
 //!
 //! Not modelled: `get_info` (inet_diag) blocks other than DCTCP's and the
