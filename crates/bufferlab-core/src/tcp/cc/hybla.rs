@@ -157,7 +157,7 @@ mod tests {
         CcSock {
             snd_cwnd: cwnd,
             snd_ssthresh: TCP_INFINITE_SSTHRESH,
-            srtt_us: srtt_ms * 1000 << 3,
+            srtt_us: (srtt_ms * 1000) << 3,
             is_cwnd_limited: true,
             ..CcSock::default()
         }

@@ -261,8 +261,10 @@ mod tests {
     /// (2.3); da = 10 000: 12 672 000/(9900 + 323 573) = 38 (0.3).
     #[test]
     fn alpha_from_delay() {
-        let mut i = Illinois::default();
-        i.alpha = 999;
+        let mut i = Illinois {
+            alpha: 999,
+            ..Illinois::default()
+        };
         assert_eq!(i.alpha(100, 10_000), ALPHA_MAX);
         assert_eq!(i.alpha(1_100, 10_000), 297);
         assert!(i.rtt_above);

@@ -183,7 +183,9 @@ impl CongestionOps for Nv {
         }
     }
 
-    /// `tcpnv_acked`: the congestion-avoidance decision.
+    /// `tcpnv_acked`: the congestion-avoidance decision (the kernel's two
+    /// growth-factor branches kept apart).
+    #[allow(clippy::if_same_then_else)]
     fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {
         if sample.rtt_us < 0 {
             return;
@@ -214,9 +216,7 @@ impl CongestionOps for Nv {
         if self.rtt_max_rate < rate {
             self.rtt_max_rate = rate;
         }
-        if self.eval_call_cnt < 255 {
-            self.eval_call_cnt += 1;
-        }
+        self.eval_call_cnt = self.eval_call_cnt.saturating_add(1);
         avg_rtt = self.bounded_rtt(avg_rtt);
         if avg_rtt < self.min_rtt {
             self.min_rtt = avg_rtt;
@@ -229,7 +229,7 @@ impl CongestionOps for Nv {
             // a warm reset: 3/4 to 5/4 of nv_reset_period, at random
             self.min_rtt = self.min_rtt_new;
             self.min_rtt_new = NV_INIT_RTT;
-            let rand = (self.rng.next_u32() & 0xff) as u32;
+            let rand = self.rng.next_u32() & 0xff;
             self.min_rtt_reset_jiffies =
                 now.wrapping_add((NV_RESET_PERIOD * (384 + rand) * HZ) >> 9);
             self.min_cwnd = (self.min_cwnd / 2).max(NV_MIN_CWND);
@@ -239,9 +239,7 @@ impl CongestionOps for Nv {
         }
         // once per RTT
         self.rtt_start_seq = tp.snd_nxt;
-        if self.rtt_cnt < 0xff {
-            self.rtt_cnt += 1;
-        }
+        self.rtt_cnt = self.rtt_cnt.saturating_add(1);
         // a single call per RTT: cwnd too small to see (TSO/LRO); grow it
         if self.eval_call_cnt == 1
             && bytes_acked

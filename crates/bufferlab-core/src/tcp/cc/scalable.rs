@@ -121,7 +121,8 @@ mod tests {
         assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (14, 0));
         let mut tp = ca(10);
         tp.snd_ssthresh = 14;
-        MODERN.cong_avoid(&mut tp, 0, 6);
+        let mut m = MODERN;
+        m.cong_avoid(&mut tp, 0, 6);
         assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (14, 2));
     }
 }

@@ -51,7 +51,7 @@ impl Default for VegasParams {
 const NO_RTT: u32 = 0x7fff_ffff;
 
 /// `struct vegas` (tcp_vegas.h), shared with YeAH.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VegasCore {
     /// right edge of the window when this RTT began
     pub beg_snd_nxt: u32,
@@ -67,20 +67,6 @@ pub struct VegasCore {
     pub min_rtt: u32,
     /// smallest RTT sample ever, µs
     pub base_rtt: u32,
-}
-
-impl Default for VegasCore {
-    fn default() -> Self {
-        VegasCore {
-            beg_snd_nxt: 0,
-            beg_snd_una: 0,
-            beg_snd_cwnd: 0,
-            doing_vegas_now: false,
-            cnt_rtt: 0,
-            min_rtt: 0,
-            base_rtt: 0,
-        }
-    }
 }
 
 impl VegasCore {
@@ -264,16 +250,17 @@ mod tests {
     /// A Vegas whose current RTT saw `n` samples with minimum `rtt`, base
     /// `base`, and whose measurement RTT ends at sequence 1000.
     fn measured(base: u32, rtt: u32, n: u16) -> Vegas {
-        let mut v = Vegas::default();
-        v.v = VegasCore {
-            doing_vegas_now: true,
-            beg_snd_nxt: 1000,
-            cnt_rtt: n,
-            min_rtt: rtt,
-            base_rtt: base,
-            ..VegasCore::default()
-        };
-        v
+        Vegas {
+            params: VegasParams::default(),
+            v: VegasCore {
+                doing_vegas_now: true,
+                beg_snd_nxt: 1000,
+                cnt_rtt: n,
+                min_rtt: rtt,
+                base_rtt: base,
+                ..VegasCore::default()
+            },
+        }
     }
 
     fn tp(cwnd: u32, ssthresh: u32) -> CcSock {
