@@ -80,6 +80,8 @@ KEYWORDS = [
     "corrupt", "gap", "distribution", "normal", "pareto", "slot", "gemodel", "state", "target",
     "interval", "quantum", "flows", "noecn", "sysctl", "-w", "net.ipv4.tcp_congestion_control=bbr",
     "net.ipv4.tcp_congestion_control=dctcp", "dctcp", "net.ipv4.tcp_ecn=1", "net.ipv4.tcp_ecn_fallback=0",
+    "net.ipv4.tcp_congestion_control=vegas", "reno", "cubic", "htcp", "bbr", "vegas", "westwood", "bic",
+    "highspeed", "scalable", "illinois", "yeah", "hybla", "veno", "nv", "lp", "cdg",
     "net.core.rmem_max=1", "iperf3", "-c", "-s", "-u", "-b", "-t", "-i", "-J", "-P", "-R", "-w", "-C",
     "-l", "-n", "-k", "-p", "-O", "-A", "-M", "-N", "-Z", "--pacing-timer", "--fq-rate", "-S", "ping",
     "-c", "-i", "-s", "-W", "-q", "-D", "-Q", "cbr", "poisson", "onoff", "bulk", "sink", "-r", "--on",

@@ -151,6 +151,7 @@ const KEYS: &[&str] = &[
     "ecn_prob",
     "bytemode",
     "dq_rate_estimator",
+    "congestion",
 ];
 const STRINGS: &[&str] = &[
     "add",
@@ -201,6 +202,23 @@ const STRINGS: &[&str] = &[
     "random",
     "state",
     "gemodel",
+    // the congestion-control modules (tcp/cc, Cc::NAMES)
+    "reno",
+    "cubic",
+    "htcp",
+    "bbr",
+    "vegas",
+    "westwood",
+    "bic",
+    "highspeed",
+    "scalable",
+    "illinois",
+    "yeah",
+    "hybla",
+    "veno",
+    "nv",
+    "lp",
+    "cdg",
 ];
 
 fn leaf() -> impl Strategy<Value = Value> {

@@ -47,11 +47,12 @@ __all__ = [
 
 SysctlValue = int | str | tuple[int, int, int]
 
-#: key -> value type: "vec3", "cc", "int", "bool", "ecn", "adv", "qdisc"
+#: key -> value type: "vec3", "cc", "int", "bool", "ecn", "adv", "qdisc", "ro" (read-only)
 MODELLED_KEYS: dict[str, str] = {
     "net.ipv4.tcp_rmem": "vec3",
     "net.ipv4.tcp_wmem": "vec3",
     "net.ipv4.tcp_congestion_control": "cc",
+    "net.ipv4.tcp_available_congestion_control": "ro",
     "net.ipv4.tcp_ecn": "ecn",
     "net.ipv4.tcp_ecn_fallback": "bool",
     "net.ipv4.tcp_sack": "bool",
@@ -66,21 +67,27 @@ MODELLED_KEYS: dict[str, str] = {
     "net.core.default_qdisc": "qdisc",
 }
 
-SUPPORTED_CC = ("reno", "cubic", "htcp", "bbr", "dctcp")
+SUPPORTED_CC = (
+    "reno",
+    "cubic",
+    "htcp",
+    "bbr",
+    "dctcp",
+    "vegas",
+    "westwood",
+    "bic",
+    "highspeed",
+    "scalable",
+    "illinois",
+    "yeah",
+    "hybla",
+    "veno",
+    "nv",
+    "lp",
+    "cdg",
+)
 #: congestion controls Linux ships as modules (net/ipv4/tcp_*.c) but bufferlab does not model
 LINUX_CC = (
-    "bic",
-    "vegas",
-    "veno",
-    "westwood",
-    "hybla",
-    "highspeed",
-    "illinois",
-    "scalable",
-    "lp",
-    "yeah",
-    "cdg",
-    "nv",
     "bbr2",
     "bbr3",
     "prague",
@@ -164,6 +171,10 @@ def sysctl_defaults(modern: bool = False) -> dict[str, SysctlValue]:
         "net.ipv4.tcp_rmem": (4096, 131072 if modern else 87380, 6291456),
         "net.ipv4.tcp_wmem": (4096, 16384, 4194304),
         "net.ipv4.tcp_congestion_control": "cubic",
+        # every modelled module, as if all were loaded (Linux lists the
+        # registered ones: reno and cubic at boot, the rest once modprobed
+        # or first selected)
+        "net.ipv4.tcp_available_congestion_control": " ".join(SUPPORTED_CC),
         "net.ipv4.tcp_ecn": 2,
         "net.ipv4.tcp_ecn_fallback": 1,
         "net.ipv4.tcp_sack": 1,
@@ -279,6 +290,10 @@ def _module_name(key: str, text: str, word: Word, what: str, modelled: Sequence[
 
 def _parse_value(key: str, text: str, word: Word) -> SysctlValue:
     kind = MODELLED_KEYS[key]
+    if kind == "ro":
+        # a 0444 /proc/sys file: open(O_WRONLY) fails with EACCES (procps WriteSetting)
+        raise CommandError(f"sysctl: permission denied on key '{key}'", col=word.col,
+                           expected="a writable key; this one is read-only")
     if kind == "vec3":
         parts = text.split()
         nums = [_kernel_int(p) for p in parts]

@@ -445,7 +445,7 @@ mod tests {
         s.dst = "nowhere".into();
         assert!(Bulk::new(s, ComponentRng::new(0, "b")).is_err());
         let mut s = spec(None, None);
-        s.tcp.congestion = Some("vegas".into());
+        s.tcp.congestion = Some("prague".into());
         assert!(Bulk::new(s, ComponentRng::new(0, "b")).is_err());
     }
 }

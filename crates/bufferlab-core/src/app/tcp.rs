@@ -311,12 +311,12 @@ mod tests {
     fn out_of_range_settings_are_refused_in_the_users_words() {
         let err = |spec: TcpSpec| spec.config(0, 0).unwrap_err().to_string();
         let cc = err(TcpSpec {
-            congestion: Some("vegas".into()),
+            congestion: Some("prague".into()),
             ..TcpSpec::default()
         });
         // the registered names in order (Cc::NAMES; a new module appends)
         assert!(
-            cc.contains("\"vegas\" is not available (reno, cubic, htcp, bbr"),
+            cc.contains("\"prague\" is not available (reno, cubic, htcp, bbr"),
             "{cc}"
         );
         assert!(err(TcpSpec {

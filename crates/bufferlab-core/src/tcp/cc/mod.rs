@@ -1,8 +1,11 @@
 //! Congestion control: the hook set of Linux's `struct tcp_congestion_ops`
 //! (include/net/tcp.h) and ports of `net/ipv4/tcp_cong.c` (Reno and the
 //! generic helpers), `tcp_cubic.c`, `tcp_htcp.c`, `tcp_bbr.c` and
-//! `tcp_dctcp.c`
-//! (docs/semantics/tcp.md §11, docs/tcp-design.md).
+//! `tcp_dctcp.c` (docs/semantics/tcp.md §11, docs/tcp-design.md), and of
+//! the other modules mainline Linux builds: `tcp_vegas.c`, `tcp_westwood.c`,
+//! `tcp_bic.c`, `tcp_highspeed.c`, `tcp_scalable.c`, `tcp_illinois.c`,
+//! `tcp_yeah.c`, `tcp_hybla.c`, `tcp_veno.c`, `tcp_nv.c`, `tcp_lp.c` and
+//! `tcp_cdg.c` (docs/semantics/tcp.md §18).
 //!
 //! Shape. The endpoint owns a [`CcSock`] — the `tcp_sock` fields the kernel
 //! modules read and write — keeps it in sync with its own state and calls
@@ -24,19 +27,33 @@
 //! cwnd traces match the kernel's packet for packet; nothing here allocates
 //! per ACK.
 //!
-//! Kernel versions. Where the profiles of docs/semantics/tcp.md differ in this code (only
-//! CUBIC's HyStart and one BBR initial value), [`CcProfile`] selects
+//! Kernel versions. Where the profiles of docs/semantics/tcp.md differ in this code
+//! (CUBIC's HyStart, one BBR initial value, and the pre-5.6 stretch-ACK
+//! arithmetic of BIC, Scalable and Veno), [`CcProfile`] selects
 //! `lab2019` (Linux 4.15–5.3, as the handouts ran) or `modern` (6.x).
 //!
-//! Not modelled: the `get_info` (inet_diag) blocks of modules other than
-//! DCTCP ([`Cc::get_info`]; the rest have [`Cc::metrics`]), module parameters other than the documented defaults
-//! (each model's `*Params` struct lists them), and `tcp_vegas.c`.
+//! Not modelled: `get_info` (inet_diag) blocks other than DCTCP's and the
+//! Vegas-style `tcpvegas_info` ([`Cc::get_info`]; the rest have
+//! [`Cc::metrics`]), and module parameters other than the documented
+//! defaults (each model's `*Params` struct, or its constants, lists them).
 
 pub mod bbr;
+pub mod bic;
+pub mod cdg;
 pub mod cubic;
 pub mod dctcp;
+pub mod highspeed;
 pub mod htcp;
+pub mod hybla;
+pub mod illinois;
+pub mod lp;
+pub mod nv;
 pub mod reno;
+pub mod scalable;
+pub mod vegas;
+pub mod veno;
+pub mod westwood;
+pub mod yeah;
 
 #[cfg(test)]
 mod fluid;
@@ -180,6 +197,14 @@ pub enum CcInfo {
         ab_ecn: u32,
         ab_tot: u32,
     },
+    /// `struct tcpvegas_info` (Vegas, YeAH, Westwood, Illinois, NV fill it,
+    /// each with its own meaning of the RTT fields)
+    Vegas {
+        enabled: u32,
+        rttcnt: u32,
+        rtt: u32,
+        minrtt: u32,
+    },
 }
 
 /// The `tcp_sock`/`sock` fields congestion control reads and writes, in the
@@ -262,6 +287,17 @@ pub struct CcSock {
     pub ecn_ok: bool,
     /// receiver state for the ECN events (see [`CcRcv`])
     pub rcv: CcRcv,
+    /// `tp->sacked_out`: packets selectively acked (CDG's delayed-ACK filter)
+    pub sacked_out: u32,
+    /// `tp->rx_opt.rcv_tsval`: TSval of the latest segment (TCP-LP)
+    pub rcv_tsval: u32,
+    /// `tp->rx_opt.rcv_tsecr`: its TSecr, our clock without the offset (TCP-LP)
+    pub rcv_tsecr: u32,
+    /// `tcp_time_stamp_ts(tp)`: our TS-option clock, ms, without the offset
+    pub ts_now: u32,
+    /// request from a hook: call `tcp_enter_cwr` once it returns (CDG's
+    /// backoff calls it from `cong_avoid`); the endpoint clears it
+    pub enter_cwr: bool,
 }
 
 impl Default for CcSock {
@@ -301,6 +337,11 @@ impl Default for CcSock {
             rcv_mss: 536,
             ecn_ok: false,
             rcv: CcRcv::default(),
+            sacked_out: 0,
+            rcv_tsval: 0,
+            rcv_tsecr: 0,
+            ts_now: 0,
+            enter_cwr: false,
         }
     }
 }
@@ -327,7 +368,9 @@ pub struct AckSample {
     pub pkts_acked: u32,
     /// RTT sample, µs; −1 when the ACK gives none
     pub rtt_us: i64,
-    /// packets in flight before this ACK
+    /// bytes delivered while the sampled packet was in flight:
+    /// `mss_cache * (delivered − rs.prior_delivered)` (tcp_clean_rtx_queue;
+    /// TCP-NV's rate numerator)
     pub in_flight: u32,
 }
 
@@ -536,6 +579,18 @@ register_congestion_controls! {
     Htcp(htcp::Htcp),
     Bbr(bbr::Bbr),
     Dctcp(dctcp::Dctcp),
+    Vegas(vegas::Vegas),
+    Westwood(westwood::Westwood),
+    Bic(bic::Bic),
+    Highspeed(highspeed::Highspeed),
+    Scalable(scalable::Scalable),
+    Illinois(illinois::Illinois),
+    Yeah(yeah::Yeah),
+    Hybla(hybla::Hybla),
+    Veno(veno::Veno),
+    Nv(nv::Nv),
+    Lp(lp::Lp),
+    Cdg(cdg::Cdg),
 }
 
 /// Run seed of the BBR stream [`Cc::from_name`] uses (callers with a run
@@ -691,6 +746,39 @@ pub fn tcp_cong_avoid_ai(tp: &mut CcSock, w: u32, acked: u32) {
     tp.snd_cwnd = tp.snd_cwnd.min(tp.snd_cwnd_clamp);
 }
 
+/// `tcp_reno_cong_avoid` (tcp_cong.c), for the modules that fall back to
+/// it: nothing unless cwnd-limited; slow start, then the leftover acks feed
+/// additive increase with w = cwnd.
+pub fn tcp_reno_cong_avoid(tp: &mut CcSock, mut acked: u32) {
+    if !tp.is_cwnd_limited {
+        return;
+    }
+    if tp.in_slow_start() {
+        acked = tcp_slow_start(tp, acked);
+        if acked == 0 {
+            return;
+        }
+    }
+    let w = tp.snd_cwnd;
+    tcp_cong_avoid_ai(tp, w, acked);
+}
+
+/// `tcp_reno_ssthresh` (tcp_cong.c): max(cwnd / 2, 2).
+pub fn tcp_reno_ssthresh(tp: &CcSock) -> u32 {
+    (tp.snd_cwnd >> 1).max(2)
+}
+
+/// `tcp_current_ssthresh` (include/net/tcp.h): ssthresh while a reduction
+/// (CWR, Recovery) is under way, else at least 3/4 of cwnd.
+pub fn tcp_current_ssthresh(tp: &CcSock) -> u32 {
+    if matches!(tp.ca_state, CaState::Cwr | CaState::Recovery) {
+        tp.snd_ssthresh
+    } else {
+        tp.snd_ssthresh
+            .max((tp.snd_cwnd >> 1).wrapping_add(tp.snd_cwnd >> 2))
+    }
+}
+
 /// `tcp_reno_undo_cwnd` (tcp_cong.c): max(cwnd, prior_cwnd); Reno's and
 /// CUBIC's `undo_cwnd`, and the end of H-TCP's.
 pub fn tcp_reno_undo_cwnd(tp: &CcSock) -> u32 {
@@ -790,7 +878,7 @@ mod tests {
         for &n in Cc::NAMES {
             assert_eq!(Cc::from_name(n).unwrap().name(), n);
         }
-        assert!(Cc::from_name("vegas").is_none());
+        assert!(Cc::from_name("prague").is_none());
         assert!(Cc::from_name("CUBIC").is_none());
     }
 
@@ -817,8 +905,10 @@ mod tests {
                 ..CcSock::default()
             };
             cc.init(&mut tp);
+            // (Hybla's init sets cwnd to its ρ)
+            let before = tp.snd_cwnd;
             cc.cong_avoid(&mut tp, 0, 1);
-            assert!(cc.has_cong_control() || tp.snd_cwnd > TCP_INIT_CWND, "{n}");
+            assert!(cc.has_cong_control() || tp.snd_cwnd > before, "{n}");
         }
     }
 
@@ -829,5 +919,85 @@ mod tests {
         cc.set_state(&mut tp, CaState::Recovery);
         assert_eq!(tp.ca_state, CaState::Recovery);
         assert!(CaState::Loss > CaState::Recovery && CaState::Cwr < CaState::Recovery);
+    }
+}
+
+/// The hooks alone, per ACK: `cargo test --release -p bufferlab-core
+/// per_ack_cost -- --ignored --nocapture` prints ns per ACK for every
+/// module and its ratio to reno's (benches/cc_mainline.py measures the
+/// whole engine).
+#[cfg(test)]
+mod bench {
+    use super::*;
+    use std::time::Instant;
+
+    /// One simulated ACK clock: every ACK acks 2 packets, with an RTT that
+    /// cycles over a 40-sample queue build-up, a loss every 2000 ACKs.
+    fn drive(name: &str, acks: u32) -> f64 {
+        let mut cc = Cc::from_name(name).unwrap();
+        let mut tp = CcSock {
+            is_cwnd_limited: true,
+            snd_nxt: 100_000,
+            srtt_us: 20_000 << 3,
+            min_rtt_us: 20_000,
+            ..CcSock::default()
+        };
+        cc.init(&mut tp);
+        let t = Instant::now();
+        for i in 0..acks {
+            tp.snd_una = tp.snd_una.wrapping_add(2 * 1448);
+            tp.snd_nxt = tp.snd_una.wrapping_add(tp.snd_cwnd * 1448);
+            tp.now_us += 250;
+            tp.clock_ns = tp.now_us * 1000;
+            tp.jiffies = INITIAL_JIFFIES.wrapping_add((tp.now_us / 4000) as u32);
+            tp.ts_now = (tp.now_us / 1000) as u32;
+            tp.rcv_tsecr = tp.ts_now.wrapping_sub(20);
+            tp.rcv_tsval = tp.ts_now.wrapping_add(7);
+            tp.delivered = tp.delivered.wrapping_add(2);
+            let rtt = 20_000 + (i % 40) as i64 * 300;
+            cc.in_ack_event(&mut tp, CA_ACK_SLOWPATH);
+            let s = AckSample {
+                pkts_acked: 2,
+                rtt_us: rtt,
+                in_flight: tp.snd_cwnd * 1448,
+            };
+            cc.pkts_acked(&mut tp, &s);
+            if cc.has_cong_control() {
+                let rs = RateSample {
+                    delivered: 2,
+                    interval_us: rtt,
+                    rtt_us: rtt,
+                    acked_sacked: 2,
+                    prior_in_flight: tp.snd_cwnd,
+                    prior_delivered: tp.delivered.wrapping_sub(tp.snd_cwnd),
+                    ..RateSample::default()
+                };
+                cc.cong_control(&mut tp, &rs);
+            } else {
+                let ack = tp.snd_una;
+                cc.cong_avoid(&mut tp, ack, 2);
+            }
+            if tp.enter_cwr {
+                tp.enter_cwr = false;
+            }
+            if i % 2000 == 1999 {
+                tp.snd_ssthresh = cc.ssthresh(&mut tp);
+                tp.snd_cwnd = tp.snd_ssthresh;
+            }
+            tp.snd_cwnd = tp.snd_cwnd.clamp(2, 2000);
+        }
+        std::hint::black_box(&tp);
+        t.elapsed().as_nanos() as f64 / acks as f64
+    }
+
+    #[test]
+    #[ignore]
+    fn per_ack_cost() {
+        let n = 2_000_000;
+        let reno = (0..3).map(|_| drive("reno", n)).fold(f64::MAX, f64::min);
+        for &name in Cc::NAMES {
+            let ns = (0..3).map(|_| drive(name, n)).fold(f64::MAX, f64::min);
+            println!("{name:10} {ns:7.1} ns/ACK  {:.2}x reno", ns / reno);
+        }
     }
 }

@@ -862,6 +862,10 @@ impl TcpEndpoint {
         cs.delivered_mstamp = self.rate.delivered_mstamp;
         cs.lsndtime = self.lsndtime;
         cs.wstamp_ns = self.wstamp_ns;
+        cs.sacked_out = self.sb.sacked_out;
+        cs.rcv_tsval = self.rcv_tsval;
+        cs.rcv_tsecr = self.rcv_tsecr;
+        cs.ts_now = (self.now_us / 1000) as u32;
         cs.rcv_mss = self.rcv.rcv_mss;
         cs.ecn_ok = self.ecn_ok;
         cs.rcv.rcv_nxt = self.rcv.rcv_nxt;

@@ -604,7 +604,9 @@ impl TcpEndpoint {
         let sample = AckSample {
             pkts_acked,
             rtt_us: rs.rtt_us,
-            in_flight: rs.prior_in_flight,
+            in_flight: self
+                .mss_cache
+                .wrapping_mul(self.rate.delivered.wrapping_sub(rs.prior_delivered)),
         };
         self.cc_sync();
         self.cc.pkts_acked(&mut self.cs, &sample);

@@ -585,6 +585,11 @@ impl TcpEndpoint {
             self.cc_sync();
             self.cc.cong_avoid(&mut self.cs, ack, acked_sacked);
             self.snd_cwnd_stamp = self.jiffies();
+            if self.cs.enter_cwr {
+                // the module called tcp_enter_cwr (CDG's delay backoff)
+                self.cs.enter_cwr = false;
+                self.enter_cwr();
+            }
         }
         self.update_pacing_rate();
     }
