@@ -82,9 +82,13 @@ def test_tclink_bw_over_1000_is_ignored_with_mininets_message(capsys: pytest.Cap
     assert capsys.readouterr().out == "Bandwidth limit 2000.0 is outside supported range 0..1000 - ignoring\n"
 
 
-def test_tclink_hfsc_is_not_supported_yet() -> None:
-    with pytest.raises(MininetError, match="hfsc qdisc is not supported yet"):
-        tc_lines("e0", bw=10, use_hfsc=True)
+def test_tclink_hfsc_lines_are_mininets() -> None:
+    # mininet/link.py TCIntf.bwCmds with use_hfsc
+    assert tc_lines("e0", bw=10, use_hfsc=True, delay="5ms", show="noqueue") == [
+        "tc qdisc add dev e0 root handle 5:0 hfsc default 1",
+        "tc class add dev e0 parent 5:0 classid 5:1 hfsc sc rate 10.000000Mbit ul rate 10.000000Mbit",
+        "tc qdisc add dev e0 parent 5:1 handle 10: netem delay 5ms",
+    ]
 
 
 def test_tclink_tree_as_tc_shows_it() -> None:
@@ -566,3 +570,20 @@ def test_a_full_disk_under_a_script_is_said_once_without_a_traceback(
     assert main(["mininet", "-o", str(results), str(script)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: big.dat: No space left on device\n  kept: ") and "Traceback" not in err
+
+
+def test_hfsc_tclink_lesson(tmp_path, monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/mininet/hfsc_tclink.py: Mininet's use_hfsc link shapes a TCP flow as its
+    htb link does (the ul curve is the shaper), and ls curves 8 : 2 under the link's
+    class split the rate 8 : 2 while ul still caps the sum (issue 25, lesson)."""
+    monkeypatch.chdir(tmp_path)
+    runpy.run_path(str(EXAMPLE.parent / "hfsc_tclink.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    rates = {k: float(v) for k, v in re.findall(r"(hfsc|htb) link: iperf TCP ([\d.]+) Mbit/s", out)}
+    assert rates["hfsc"] == pytest.approx(rates["htb"], rel=0.02) and 9.3 <= rates["hfsc"] <= 9.7, out
+    assert "class hfsc 5:1 parent 5: sc m1 0bit d 0us m2 10Mbit ul m1 0bit d 0us m2 10Mbit \n" in out
+    m = re.search(r"ls 8:2 split: ([\d.]+) / ([\d.]+) Mbit/s", out)
+    assert m is not None, out
+    a, b = float(m.group(1)), float(m.group(2))
+    assert a == pytest.approx(8.0, rel=0.05) and b == pytest.approx(2.0, rel=0.1), (a, b)
+    assert a + b <= 10.2

@@ -656,9 +656,9 @@ def test_tc_missing_dev_and_kind_have_expected():
     "line, token, message",
     [
         (
-            "tc class add dev x parent 1: classid 1:1 hfsc rate 1mbit",
-            "hfsc",
-            'tc class "hfsc" is not supported yet (only htb classes are modelled)',
+            "tc class add dev x parent 1: classid 1:1 qfq weight 1",
+            "qfq",
+            'tc class "qfq" is not supported yet (classes of htb, drr, ets, hfsc are modelled)',
         ),
         ("tc filter add dev x parent 1: basic", "basic", 'tc filter "basic" is not supported yet'),
         ("tc chain add dev x", "chain", "tc chain is not supported yet"),
@@ -681,7 +681,7 @@ def test_tc_not_supported(line, token, message):
     "kind",
     [
         "gred",
-        "hfsc",
+        "qfq",
         "cake",
     ],
 )

@@ -96,6 +96,9 @@ KEYWORDS = [
     "horizon_drop", "horizon_cap", "bands", "priomap", "weights", "defrate", "perturb", "divisor",
     "depth", "headdrop", "redflowlimit", "tupdate", "alpha", "beta", "memory_limit", "ecn_prob",
     "bytemode", "nobytemode", "dq_rate_estimator", "no_dq_rate_estimator",
+    # drr, ets, hfsc (tc/q_drr.c, q_ets.c, q_hfsc.c)
+    "drr", "ets", "hfsc", "bands", "strict", "quanta", "priomap", "default", "rt", "ls", "sc", "ul",
+    "m1", "d", "m2", "umax", "dmax", "classid", "flowid", "u32", "match", "ip", "dport", "sport",
 ]
 SHELL_NOISE = ["'", '"', "\\", "\\\\", "&", ";", "|", ">", "<", "$(", "`", "#", "\t", "  ", "\\\"", "\\n",
                "\u00e9", "\x00", "\x7f", "\ud7ff", "\u202e", "\U0001f600", "*", "?", "[", "]", "{", "}"]

@@ -95,9 +95,10 @@ def tc_lines(intf: str, bw: Any = None, delay: Any = None, jitter: Any = None, l
         if speedup > 0 and node_name[:1] == "s":
             bw = float(speedup)
         if use_hfsc:
-            raise MininetError(f"{intf}: use_hfsc=True: the hfsc qdisc is not supported yet; "
-                               "use the default (htb) or use_tbf=True")
-        if use_tbf:
+            lines += [f"tc qdisc add dev {intf} root handle 5:0 hfsc default 1",
+                      f"tc class add dev {intf} parent 5:0 classid 5:1 hfsc sc rate {bw:f}Mbit "
+                      f"ul rate {bw:f}Mbit"]
+        elif use_tbf:
             latency = 15.0 * 8 / bw if latency_ms is None else _number("latency_ms", latency_ms, intf)
             lines.append(f"tc qdisc add dev {intf} root handle 5: tbf rate {bw:f}Mbit burst 15000 "
                          f"latency {latency:f}ms")

@@ -193,4 +193,7 @@ register_qdiscs! {
     Fq(super::fq::Fq),
     Sfq(super::sfq::Sfq),
     FqPie(super::fq_pie::FqPie),
+    Drr(super::drr::Drr),
+    Ets(super::ets::Ets),
+    Hfsc(super::hfsc::Hfsc),
 }

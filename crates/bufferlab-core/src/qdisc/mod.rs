@@ -15,17 +15,21 @@
 
 pub mod api;
 pub mod blue;
+pub mod classful;
 pub mod classify;
 pub mod codel;
 pub mod cpm;
 pub mod dispatch;
+pub mod drr;
 pub mod dualpi2;
+pub mod ets;
 pub mod fifo;
 #[cfg(test)]
 mod flowq_bench;
 pub mod fq;
 pub mod fq_codel;
 pub mod fq_pie;
+pub mod hfsc;
 pub mod htb;
 pub mod netem;
 pub mod noqueue;
@@ -87,10 +91,13 @@ pub enum DropReason {
     ForcedDrop,
     /// fq: the packet's flow already held `flow_limit` packets.
     FlowLimit,
+    /// A classful qdisc found no class for the packet (drr without a
+    /// matching filter, hfsc without a default class): `__NET_XMIT_BYPASS`.
+    Unclassified,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 14] = [
+    pub const ALL: [DropReason; 15] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::TooBig,
@@ -105,6 +112,7 @@ impl DropReason {
         DropReason::EarlyDrop,
         DropReason::ForcedDrop,
         DropReason::FlowLimit,
+        DropReason::Unclassified,
     ];
 
     pub fn index(self) -> usize {
@@ -127,6 +135,7 @@ impl DropReason {
             DropReason::EarlyDrop => "early_drop",
             DropReason::ForcedDrop => "forced_drop",
             DropReason::FlowLimit => "flow_limit",
+            DropReason::Unclassified => "unclassified",
         }
     }
 }

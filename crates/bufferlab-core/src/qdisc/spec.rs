@@ -91,6 +91,12 @@ pub enum QdiscSpec {
     Sfq(SfqSpec),
     /// `fq_pie` (flow queues with PIE per flow, docs/semantics/qdiscs.md §17).
     FqPie(FqPieSpec),
+    /// `drr` with its classes, u32 filters and leaf qdiscs (docs/semantics/qdiscs.md §18).
+    Drr(DrrSpec),
+    /// `ets` with its bands and leaf qdiscs (docs/semantics/qdiscs.md §19).
+    Ets(EtsSpec),
+    /// `hfsc` with its classes, u32 filters and leaf qdiscs (docs/semantics/qdiscs.md §20).
+    Hfsc(HfscSpec),
 }
 
 impl QdiscSpec {
@@ -117,6 +123,9 @@ impl QdiscSpec {
             QdiscSpec::Fq(_) => "fq",
             QdiscSpec::Sfq(_) => "sfq",
             QdiscSpec::FqPie(_) => "fq_pie",
+            QdiscSpec::Drr(_) => "drr",
+            QdiscSpec::Ets(_) => "ets",
+            QdiscSpec::Hfsc(_) => "hfsc",
         }
     }
 
@@ -132,6 +141,21 @@ impl QdiscSpec {
             }
             QdiscSpec::Prio(p) => {
                 for c in &p.classes {
+                    HtbLeaf::chain_netems(c.leaf.as_ref(), out);
+                }
+            }
+            QdiscSpec::Drr(d) => {
+                for c in &d.classes {
+                    HtbLeaf::chain_netems(c.leaf.as_ref(), out);
+                }
+            }
+            QdiscSpec::Ets(e) => {
+                for c in &e.classes {
+                    HtbLeaf::chain_netems(c.leaf.as_ref(), out);
+                }
+            }
+            QdiscSpec::Hfsc(h) => {
+                for c in &h.classes {
                     HtbLeaf::chain_netems(c.leaf.as_ref(), out);
                 }
             }
@@ -934,4 +958,108 @@ pub struct FqPieSpec {
     pub bytemode: Option<bool>,
     #[serde(default)]
     pub dq_rate_estimator: Option<bool>,
+}
+
+/// `drr` as a whole (net/sched/sch_drr.c): its classes (`tc class … drr
+/// quantum Q`), the u32 filters attached at the qdisc and the leaf qdiscs.
+/// Same document scheme as [`HtbSpec`].
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrrSpec {
+    /// limit of a class's default pfifo leaf (txqueuelen)
+    pub leaf_limit: u32,
+    #[serde(default)]
+    pub classes: Vec<DrrClassSpec>,
+    #[serde(default)]
+    pub filters: Vec<U32Filter>,
+}
+
+/// One `tc class … drr`.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrrClassSpec {
+    /// classid minor
+    pub classid: u16,
+    /// bytes per round (`psched_mtu` = 1514 when not given)
+    pub quantum: u32,
+    #[serde(default)]
+    pub leaf: Option<HtbLeaf>,
+}
+
+/// `ets` (net/sched/sch_ets.c): `bands` classes `1:1…`, the first `strict`
+/// served in strict priority, the others by DRR with `quanta` (one per
+/// non-strict band), `priomap` (16 entries, band of each `skb->priority`).
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtsSpec {
+    pub bands: u8,
+    #[serde(default)]
+    pub strict: u8,
+    /// quantum of bands `strict+1 … bands`, in bytes
+    #[serde(default)]
+    pub quanta: Vec<u32>,
+    /// band (0-based) of each priority 0..15
+    pub priomap: Vec<u8>,
+    /// limit of a band's default pfifo leaf (txqueuelen)
+    pub leaf_limit: u32,
+    /// grafted leaves (band classid minor 1…bands)
+    #[serde(default)]
+    pub classes: Vec<EtsClassSpec>,
+    #[serde(default)]
+    pub filters: Vec<U32Filter>,
+}
+
+/// A band of an ets with a qdisc grafted on it.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtsClassSpec {
+    pub classid: u16,
+    #[serde(default)]
+    pub leaf: Option<HtbLeaf>,
+}
+
+/// `hfsc` (net/sched/sch_hfsc.c) as a whole: the default class, every
+/// class with its service curves, the u32 filters and the leaf qdiscs.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HfscSpec {
+    /// minor of the default class (0: none)
+    #[serde(default)]
+    pub default: u16,
+    /// limit of a class's default pfifo leaf (txqueuelen)
+    pub leaf_limit: u32,
+    #[serde(default)]
+    pub classes: Vec<HfscClassSpec>,
+    #[serde(default)]
+    pub filters: Vec<U32Filter>,
+}
+
+/// One `tc class … hfsc [rt SC] [ls SC] [sc SC] [ul SC]`.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HfscClassSpec {
+    pub classid: u16,
+    /// parent class minor; 0 = the root class (the qdisc's handle)
+    #[serde(default)]
+    pub parent: u16,
+    /// real-time curve
+    #[serde(default)]
+    pub rsc: Option<ServiceCurve>,
+    /// link-sharing (fair) curve
+    #[serde(default)]
+    pub fsc: Option<ServiceCurve>,
+    /// upper-limit curve
+    #[serde(default)]
+    pub usc: Option<ServiceCurve>,
+    #[serde(default)]
+    pub leaf: Option<HtbLeaf>,
+}
+
+/// `struct tc_service_curve`: slope `m1` (bytes/s) for `d` µs, then `m2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceCurve {
+    pub m1: u32,
+    pub d: u32,
+    pub m2: u32,
 }

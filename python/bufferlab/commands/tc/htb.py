@@ -24,6 +24,9 @@ from ...profile import Profile
 from ...units import U32_MAX, parse_rate, parse_size
 from .._common import c_int_full, matches, suggestion_for
 from ..shell import Word
+from . import drr as _drr
+from . import ets as _ets
+from . import hfsc as _hfsc
 from .cursor import Cursor, read_unit
 from .kind import QdiscKind, Spec
 from .prio import class_show_lines as prio_class_show_lines
@@ -104,6 +107,13 @@ def _print_opt(opts: dict[str, Any], modern: bool, details: bool) -> str:
 
 KINDS = (QdiscKind("htb", _parse_opt, _print_opt),)
 
+#: ``tc class … KIND OPTIONS`` of the kinds other than htb (their ``parse_copt``)
+CLASS_OPTION_PARSERS = {
+    "drr": _drr.parse_class_opt,
+    "ets": _ets.parse_class_opt,
+    "hfsc": _hfsc.parse_class_opt,
+}
+
 
 # ------------------------------------------------------------------ tc class
 
@@ -116,10 +126,11 @@ class TcClassRequest:
     dev: str
     major: int
     classid: int
-    parent: int  # minor; 0 = directly under the qdisc
+    parent: int | None  # minor; 0 = directly under the qdisc; None: not given (change, delete)
     options: dict[str, Any] | None  # HtbClassSpec fields, None for delete
     dev_col: int | None = None
     verb_col: int | None = None
+    kind: str = "htb"
 
 
 @dataclass
@@ -194,6 +205,7 @@ def parse_class(
     parent: tuple[int, int] | None = None
     classid: tuple[int, int] | None = None
     options: dict[str, Any] | None = None
+    kind = "htb"
     while not cur.done():
         w = cur.take()
         t = w.text
@@ -209,16 +221,20 @@ def parse_class(
             )
         elif t == "htb":
             options = _parse_class_opt(w, cur, profile.tc_modern_print)
+        elif t in CLASS_OPTION_PARSERS:
+            kind = t
+            options = CLASS_OPTION_PARSERS[t](w, cur, profile)
         else:
             raise NotSupportedError(
-                f'tc class "{t}" is not supported yet (only htb classes are modelled)',
+                f'tc class "{t}" is not supported yet '
+                f'(classes of {", ".join(CLASS_VERB_KINDS)} are modelled)',
                 col=w.col,
                 expected="tc class add dev D parent M:[N] classid M:N htb rate RATE ...",
                 suggestion=suggestion_for(t, ["dev", "parent", "classid", "htb"]),
             )
     if dev is None:
         raise CommandError("Cannot find device", col=verb_w.col, expected="dev DEVICE")
-    if classid is None or (parent is None and verb != "delete"):
+    if classid is None or (parent is None and verb not in ("delete", "change")):
         raise CommandError(
             f"tc class {verb} needs {'classid' if classid is None else 'parent'}",
             col=verb_w.col,
@@ -237,10 +253,11 @@ def parse_class(
         dev=dev.text,
         major=classid[0],
         classid=classid[1],
-        parent=parent[1] if parent else 0,
+        parent=parent[1] if parent else None,
         options=options,
         dev_col=dev.col,
         verb_col=verb_w.col,
+        kind=kind,
     )
 
 
@@ -407,10 +424,13 @@ def _parse_match(w: Word, cur: Cursor) -> dict[str, int | str]:
 # ------------------------------------------------------------------ run time
 
 
-#: kinds whose engine document holds classes with grafted leaf chains (htb.py, prio.py)
-CLASSFUL_KINDS = ("htb", "prio")
+#: kinds whose engine document holds classes with grafted leaf chains (htb.py, prio.py,
+#: drr.py, ets.py, hfsc.py)
+CLASSFUL_KINDS = ("htb", "prio", "drr", "ets", "hfsc")
 #: kinds that take ``tc filter … u32`` (dualpi2's filters pick its L or C queue)
-FILTER_KINDS = ("htb", "prio", "dualpi2")
+FILTER_KINDS = ("htb", "prio", "dualpi2", "drr", "ets", "hfsc")
+#: kinds whose classes ``tc class add|change|delete`` configures
+CLASS_VERB_KINDS = ("htb", "drr", "ets", "hfsc")
 
 
 def _htb_block(
@@ -446,6 +466,9 @@ def _graft_slot(
         doc = copy.deepcopy(block["options"])
         if minor and int(block["handle"]) == major:
             cl = next((c for c in doc["classes"] if c["classid"] == minor), None)
+            if cl is None and block["kind"] == "ets" and minor <= int(doc["bands"]):
+                cl = {"classid": minor, "leaf": None}
+                doc["classes"].append(cl)
             if cl is None:
                 raise HtbError("Error: Specified class not found.")
             return block, doc, cl, "leaf"
@@ -487,12 +510,16 @@ class HtbError(Exception):
 
 
 def rewrite(req: Any, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The engine request a class/filter verb, or a qdisc graft on an htb/prio class,
-    amounts to: a ``change`` of the qdisc's document. ``None``: not such a matter."""
+    """The engine request a class/filter verb, or a qdisc graft on an htb/prio/drr/ets/
+    hfsc class, amounts to: a ``change`` of the qdisc's document. ``None``: not such a
+    matter. Class verbs on drr, ets and hfsc follow their kernels (:func:`_class_verb`)."""
     if isinstance(req, TcQdiscRequest):
         tuned = _prio_tune(req, blocks)
         if tuned is not None:
             return tuned
+        kept = _keep_classes(req, blocks)
+        if kept is not None:
+            return kept
         found = _graft_slot(req, blocks)
         if found is None:
             return None
@@ -505,7 +532,7 @@ def rewrite(req: Any, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
             assert req.qdisc is not None
             slot[key] = {"handle": req.handle or 0, "spec": req.qdisc.to_dict(), "child": None}
         return _change(block, doc)
-    kinds = FILTER_KINDS if isinstance(req, TcFilterRequest) else ("htb",)
+    kinds = FILTER_KINDS if isinstance(req, TcFilterRequest) else CLASS_VERB_KINDS
     block = _htb_block(blocks, req.major, kinds)
     if block is None:
         raise HtbError("Error: Specified qdisc not found." if blocks else "Cannot find device")
@@ -520,6 +547,9 @@ def rewrite(req: Any, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
         else:
             doc["filters"].append(req.filter)
         return _change(block, doc)
+    if block["kind"] != "htb" or req.kind != "htb":
+        _class_verb(req, block, doc)
+        return _change(block, doc)
     classes = doc["classes"]
     existing = next((c for c in classes if c["classid"] == req.classid), None)
     if req.verb == "delete":
@@ -529,7 +559,7 @@ def rewrite(req: Any, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
             raise HtbError("Error: Class has children.")  # htb_delete: -EBUSY
         classes.remove(existing)
     elif existing is None:
-        if req.verb == "change":
+        if req.verb == "change" or req.parent is None:
             raise HtbError("Error: Specified class not found.")
         classes.append({"classid": req.classid, "parent": req.parent, **req.options, "leaf": None})
     else:
@@ -537,6 +567,102 @@ def rewrite(req: Any, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
             raise HtbError("RTNETLINK answers: File exists")
         existing.update(req.options)
     return _change(block, doc)
+
+
+def _keep_classes(req: TcQdiscRequest, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``tc qdisc change|replace`` of a drr/ets/hfsc in place: its options change,
+    its classes, filters and leaves stay (ets keeps the leaves of the bands that
+    remain)."""
+    if req.verb not in ("change", "replace") or req.qdisc is None:
+        return None
+    kind = req.qdisc.kind
+    if kind not in ("drr", "ets", "hfsc"):
+        return None
+    for block in blocks:
+        same_place = (req.handle is not None and int(block["handle"]) == req.handle) or (
+            req.handle is None and block.get("parent") is None and not isinstance(req.parent, ParentClass)
+        )
+        if block["kind"] != kind or not same_place:
+            continue
+        old = block["options"]
+        doc = req.qdisc.to_dict()
+        doc.pop("kind")
+        doc["classes"] = copy.deepcopy(old["classes"])
+        doc["filters"] = copy.deepcopy(old["filters"])
+        if kind == "ets":
+            doc["classes"] = [c for c in doc["classes"] if c["classid"] <= doc["bands"]]
+        return _change(block, doc)
+    return None
+
+
+def _class_verb(req: TcClassRequest, block: dict[str, Any], doc: dict[str, Any]) -> None:
+    """``tc class add|change|replace|delete`` on a drr, ets or hfsc document, with the
+    kernel's answers (sch_drr.c ``drr_change_class``/``drr_delete_class``, sch_ets.c
+    ``ets_class_change``, sch_hfsc.c ``hfsc_change_class``/``hfsc_delete_class``; the
+    engine checks the rest)."""
+    kind = block["kind"]
+    if req.verb != "delete" and req.kind != kind:
+        # the options were encoded for another kind: the kernel cannot parse them
+        raise HtbError("RTNETLINK answers: Invalid argument")
+    classes = doc["classes"]
+    existing = next((c for c in classes if c["classid"] == req.classid), None)
+    if kind == "ets":
+        nbands, nstrict = int(doc["bands"]), int(doc.get("strict", 0))
+        if not 1 <= req.classid <= nbands:
+            raise HtbError(
+                "Error: Fine-grained class addition and removal is not supported.\n"
+                "RTNETLINK answers: Operation not supported"
+            )
+        if req.verb == "delete":
+            raise HtbError("RTNETLINK answers: Operation not supported")
+        if req.verb == "add":
+            raise HtbError("RTNETLINK answers: File exists")
+        quantum = (req.options or {}).get("quantum")
+        if quantum is not None:
+            if req.classid <= nstrict:
+                raise HtbError(
+                    "Error: Strict bands do not have a configurable quantum.\n"
+                    "RTNETLINK answers: Invalid argument"
+                )
+            doc["quanta"][req.classid - nstrict - 1] = quantum
+        return
+    if req.verb == "delete":
+        if existing is None:
+            raise HtbError("Error: Specified class not found.")
+        if kind == "hfsc" and any(c["parent"] == req.classid for c in classes):
+            raise HtbError("RTNETLINK answers: Device or resource busy")  # hfsc_delete_class: -EBUSY
+        classes.remove(existing)
+        return
+    opts = dict(req.options or {})
+    if existing is not None:
+        if req.verb == "add":
+            raise HtbError("RTNETLINK answers: File exists")
+        if kind == "hfsc" and req.parent is not None and req.parent != existing["parent"]:
+            raise HtbError("RTNETLINK answers: Invalid argument")
+        existing.update(opts)
+        return
+    if req.verb == "change":
+        raise HtbError("RTNETLINK answers: No such file or directory")
+    if req.parent is None:
+        raise HtbError("Error: Specified class not found.")
+    if kind == "drr":
+        quantum = opts.get("quantum", _drr.PSCHED_MTU)
+        if quantum == 0:
+            raise HtbError(
+                "Error: Specified DRR quantum cannot be zero.\nRTNETLINK answers: Invalid argument"
+            )
+        classes.append({"classid": req.classid, "quantum": quantum, "leaf": None})
+        return
+    classes.append(
+        {
+            "classid": req.classid,
+            "parent": req.parent,
+            "rsc": opts.get("rsc"),
+            "fsc": opts.get("fsc"),
+            "usc": opts.get("usc"),
+            "leaf": None,
+        }
+    )
 
 
 def class_warnings(blocks: list[dict[str, Any]], major: int, classid: int) -> str:
@@ -565,8 +691,59 @@ def _hash_order(classes: list[dict[str, Any]], major: int) -> list[dict[str, Any
     return [c for _, c in indexed]
 
 
+def _stats_text(c: dict[str, Any]) -> str:
+    """``print_tcstats_attr`` of a class."""
+    out = " Sent %d bytes %d pkt (dropped %d, overlimits %d requeues 0) \n" % (
+        c["bytes"],
+        c["packets"],
+        c["drops"],
+        c["overlimits"],
+    )
+    return out + " backlog %s %dp requeues 0\n" % (sprint_size(int(c["backlog"])), c["qlen"])
+
+
+def _other_class_text(block: dict[str, Any], stats: bool, modern: bool) -> str:
+    """``print_class`` (tc/tc_class.c) for the classes of a drr, ets or hfsc: kind,
+    classid, ``root`` or ``parent``, ``leaf`` of a named leaf qdisc, the kind's class
+    options, then with ``-s`` the counters and the kind's xstats (drr, hfsc)."""
+    kind, major = block["kind"], int(block["handle"])
+    classes = (block.get("xstats") or {}).get("classes", [])
+    if kind != "ets":
+        classes = _hash_order(classes, major)
+    out = []
+    for c in classes:
+        minor = int(c["classid"])
+        line = "class %s %x:%s " % (kind, major, "%x" % minor if minor else "")
+        if c.get("root") or kind != "hfsc":
+            line += "root "
+        else:
+            p = int(c["parent"])
+            line += "parent %x:%s " % (major, "%x" % p if p else "")
+        leaf = (c.get("leaf") or [None])[0]
+        if leaf and not leaf["anonymous"] and leaf["handle"]:
+            line += "leaf %x: " % leaf["handle"]
+        if kind == "drr":
+            line += _drr.class_line(c)
+        elif kind == "ets":
+            line += _ets.class_line(c)
+        else:
+            line += _hfsc.class_line(c, modern)
+        line += "\n"
+        if stats:
+            # print_class: the counters, then the kind's xstats and a newline (drr's
+            # printer ends its line without one, hfsc's with one: a blank line follows)
+            line += _stats_text(c)
+            if kind == "drr":
+                line += _drr.class_xstats(c) + "\n"
+            elif kind == "hfsc":
+                line += _hfsc.class_xstats(c) + "\n"
+        out.append(line)
+    return "".join(out)
+
+
 def class_show_text(blocks: list[dict[str, Any]], stats: bool, details: bool, modern: bool) -> str:
-    """``tc [-s] [-d] class show dev D`` for every htb, prio and dualpi2 on the device."""
+    """``tc [-s] [-d] class show dev D`` for every htb, prio, dualpi2, drr, ets and hfsc on
+    the device."""
     out = []
     for block in blocks:
         if block["kind"] == "prio":
@@ -578,6 +755,9 @@ def class_show_text(blocks: list[dict[str, Any]], stats: bool, details: bool, mo
             # is empty (tc prints only the newline after it)
             major = int(block["handle"])
             out.append(("class dualpi2 %x: parent %x: \n" % (major, major) + ("\n" if stats else "")) * 2)
+            continue
+        if block["kind"] in CLASS_VERB_KINDS and block["kind"] != "htb":
+            out.append(_other_class_text(block, stats, modern))
             continue
         if block["kind"] != "htb":
             continue

@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from .htb import leaf_blocks
+from .htb import CLASSFUL_KINDS, leaf_blocks
 from .kind import PrintOpt, PrintXstats
 from .registry import QDISC_KINDS
 from .tc_util import sprint_size
@@ -76,7 +76,8 @@ def _with_htb_leaves(blocks: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     after it, and give htb's printer the ``direct_packets_stat`` tc prints among the options."""
     out = []
     for block in blocks:
-        if block["kind"] == "prio":
+        if block["kind"] == "prio" or (block["kind"] in CLASSFUL_KINDS and block["kind"] != "htb"):
+            # prio, drr, ets, hfsc: no qdisc xstats; their leaves follow them
             out.append(dict(block, xstats=None))
             out.extend(leaf_blocks(block))
             continue
