@@ -193,4 +193,5 @@ register_qdiscs! {
     Fq(super::fq::Fq),
     Sfq(super::sfq::Sfq),
     FqPie(super::fq_pie::FqPie),
+    Cake(super::cake::Cake),
 }

@@ -15,6 +15,7 @@
 
 pub mod api;
 pub mod blue;
+pub mod cake;
 pub mod classify;
 pub mod codel;
 pub mod cpm;
@@ -87,10 +88,15 @@ pub enum DropReason {
     ForcedDrop,
     /// fq: the packet's flow already held `flow_limit` packets.
     FlowLimit,
+    /// CAKE's ACK filter removed a pure ACK made redundant by a newer one.
+    AckFilter,
+    /// CAKE's BLUE half dropped a packet of an unresponsive flow
+    /// (the kernel's `SKB_DROP_REASON_CAKE_FLOOD`).
+    Flood,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 14] = [
+    pub const ALL: [DropReason; 16] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::TooBig,
@@ -105,6 +111,8 @@ impl DropReason {
         DropReason::EarlyDrop,
         DropReason::ForcedDrop,
         DropReason::FlowLimit,
+        DropReason::AckFilter,
+        DropReason::Flood,
     ];
 
     pub fn index(self) -> usize {
@@ -127,6 +135,8 @@ impl DropReason {
             DropReason::EarlyDrop => "early_drop",
             DropReason::ForcedDrop => "forced_drop",
             DropReason::FlowLimit => "flow_limit",
+            DropReason::AckFilter => "ack_filter",
+            DropReason::Flood => "flood",
         }
     }
 }
