@@ -1,4 +1,4 @@
-//! `cake` — Common Applications Kept Enhanced (docs/semantics/qdiscs.md §12),
+//! `cake` — Common Applications Kept Enhanced (docs/semantics/qdiscs.md §14),
 //! after Linux's net/sched/sch_cake.c (the 2025 version, with the bounds-checked
 //! host counters of `cake_inc/dec_*host_bulk_flow_count` and the dithered
 //! `cake_get_flow_quantum`). Written from the algorithm, function by function:

@@ -1,4 +1,4 @@
-//! CAKE's arithmetic against hand-computed vectors (docs/semantics/qdiscs.md §12).
+//! CAKE's arithmetic against hand-computed vectors (docs/semantics/qdiscs.md §14).
 use super::*;
 use crate::packet::{Ipv4, TcpHeader};
 use crate::qdisc::tree::harness::Env;

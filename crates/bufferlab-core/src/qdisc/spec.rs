@@ -983,7 +983,7 @@ pub enum CakeAckFilter {
 }
 
 /// `cake` as the kernel receives it: the netlink attributes iproute2's
-/// `cake_parse_opt` sends (docs/semantics/qdiscs.md §12). `None` = the
+/// `cake_parse_opt` sends (docs/semantics/qdiscs.md §14). `None` = the
 /// attribute was not sent (the kernel default on creation, the current value
 /// on `change`). Rates in bytes/s, times in µs, sizes in bytes.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]

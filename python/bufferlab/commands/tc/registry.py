@@ -5,7 +5,8 @@ net.core.default_qdisc`` find it here. Order: the order of the kind lists in mes
 from __future__ import annotations
 
 from . import (
-    blue, codel, dualpi2, fifo, fq, fq_pie, htb, netem, noqueue, pfifo_fast, pie, prio, red, red_ns3, sfb, sfq, tbf,
+    blue, cake, codel, dualpi2, fifo, fq, fq_pie, htb, netem, noqueue, pfifo_fast, pie, prio, red, red_ns3,
+    sfb, sfq, tbf,
 )
 from .kind import QdiscKind
 
@@ -13,7 +14,7 @@ QDISC_KINDS: dict[str, QdiscKind] = {
     kind.name: kind
     for module in (
         noqueue, fifo, pfifo_fast, tbf, netem, red, blue, codel, pie, red_ns3, sfb, htb, prio, dualpi2, fq, sfq,
-        fq_pie,
+        fq_pie, cake,
     )
     for kind in module.KINDS
 }
@@ -23,7 +24,6 @@ MODELLED_QDISCS = tuple(QDISC_KINDS)
 KNOWN_UNMODELLED_QDISCS = (
     "gred",
     "choke",
-    "cake",
     "hfsc",
     "drr",
     "qfq",
