@@ -1353,10 +1353,10 @@ impl Cake {
         }
         // flowchain
         let mode = self.flow_mode();
-        let dither = self.rng.next_u32();
-        let b = &mut self.tins[t];
-        let set = b.flows[idx].set;
+        let set = self.tins[t].flows[idx].set;
         if set == Set::None || set == Set::Decaying {
+            let dither = self.rng.next_u32();
+            let b = &mut self.tins[t];
             if set == Set::Decaying {
                 b.decaying_flow_count -= 1;
             }
@@ -1365,6 +1365,7 @@ impl Cake {
             b.sparse_flow_count += 1;
             b.flows[idx].deficit = b.flow_quantum_for(idx, mode, dither);
         } else if set == Set::SparseWait {
+            let b = &mut self.tins[t];
             b.flows[idx].set = Set::Bulk;
             b.sparse_flow_count -= 1;
             b.bulk_flow_count += 1;
@@ -1375,11 +1376,15 @@ impl Cake {
             self.buffer_max_used = self.buffer_used;
         }
         if self.buffer_used > self.buffer_limit {
-            let mut dropped = 0;
+            let (mut dropped, mut stale) = (0, 0);
             while self.buffer_used > self.buffer_limit {
                 dropped += 1;
+                // a stale heap is rebuilt by the next call (the kernel loops on)
                 if !self.drop_longest(ctx, red, now) {
-                    break;
+                    stale += 1;
+                    if stale > 1 {
+                        break;
+                    }
                 }
             }
             self.tins[t].drop_overlimit += dropped;

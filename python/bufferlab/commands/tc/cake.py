@@ -104,7 +104,7 @@ KEYWORDS = (
     + list(PRESETS) + list(DIFFSERV) + list(FLOWMODES) + list(FRAMING) + list(FLAGS)
 )
 
-USAGE = (
+CAKE_USAGE = (
     "Usage: ... cake [ bandwidth RATE | unlimited* | autorate-ingress ]\n"
     "                [ rtt TIME | datacentre | lan | metro | regional |\n"
     "                  internet* | oceanic | satellite | interplanetary ]\n"
@@ -213,9 +213,9 @@ def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile
                                    expected="fwmark MASK, e.g. 0xff")
             spec.fwmark = n or None
         elif t == "help":
-            raise CommandError(USAGE, col=w.col)
+            raise CommandError(CAKE_USAGE, col=w.col)
         else:
-            raise CommandError(f'What is "{t}"?', col=w.col, expected=USAGE,
+            raise CommandError(f'What is "{t}"?', col=w.col, expected=CAKE_USAGE,
                                suggestion=suggestion_for(t, KEYWORDS))
     if bandwidth or unlimited:
         spec.bandwidth = bandwidth
