@@ -332,10 +332,26 @@ fn netem() -> impl Strategy<Value = Value> {
 fn cake() -> impl Strategy<Value = Value> {
     (
         prop::option::of(prop_oneof![Just(0u64), 1_000u64..20_000_000]),
-        prop::sample::select(&["besteffort", "diffserv3", "diffserv4", "diffserv8", "precedence"][..]),
         prop::sample::select(
-            &["flowblind", "srchost", "dsthost", "hosts", "flows", "dual-srchost", "dual-dsthost",
-              "triple-isolate"][..],
+            &[
+                "besteffort",
+                "diffserv3",
+                "diffserv4",
+                "diffserv8",
+                "precedence",
+            ][..],
+        ),
+        prop::sample::select(
+            &[
+                "flowblind",
+                "srchost",
+                "dsthost",
+                "hosts",
+                "flows",
+                "dual-srchost",
+                "dual-dsthost",
+                "triple-isolate",
+            ][..],
         ),
         prop::option::of(-64i32..=256),
         prop::sample::select(&["noatm", "atm", "ptm"][..]),
@@ -343,11 +359,13 @@ fn cake() -> impl Strategy<Value = Value> {
         prop::option::of(1u32..4_000_000),
         (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
     )
-        .prop_map(|(bw, ds, fm, oh, atm, ack, mem, (ingress, wash, split, autorate))| {
-            json!({"kind": "cake", "bandwidth": bw, "diffserv": ds, "flowmode": fm,
+        .prop_map(
+            |(bw, ds, fm, oh, atm, ack, mem, (ingress, wash, split, autorate))| {
+                json!({"kind": "cake", "bandwidth": bw, "diffserv": ds, "flowmode": fm,
                    "overhead": oh, "atm": atm, "ack_filter": ack, "memlimit": mem,
                    "ingress": ingress, "wash": wash, "split_gso": split, "autorate": autorate})
-        })
+            },
+        )
 }
 
 fn leaf_qdisc() -> impl Strategy<Value = Value> {

@@ -409,6 +409,7 @@ fn host_shares(mode: CakeFlowMode, na: u16) -> (u64, u64) {
         env.arena.free(id);
     }
     assert_eq!(red, Reduce::default());
+    assert_eq!(q.stored(), q.stats().qlen);
     (a, b)
 }
 
@@ -471,6 +472,7 @@ fn memory_limit_drops_from_the_longest_queue() {
     assert_eq!((red.qlen, red.backlog, red.drops), (1, 1514, 1));
     assert_eq!((q.stats().qlen, q.stats().drops), (4, 1));
     assert_eq!(q.buffer_used, 4 * 2282);
+    assert_eq!((q.stored(), q.held()), (4, 4));
     assert_eq!(q.xstats()["drop_overlimit"].as_u64(), Some(1));
     assert_eq!(env.drops.packets[DropReason::QueueFull.index()], 1);
     // the head went: the next out is the second packet
