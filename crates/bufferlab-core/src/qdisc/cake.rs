@@ -1480,8 +1480,8 @@ impl Cake {
         let mut elig_flags = 0u8;
         let mut num_found = 0;
         let mut chosen = None;
-        for i in 0..last {
-            let c = ctx.arena.get(q[i].id);
+        for (i, e) in q.iter().enumerate().take(last) {
+            let c = ctx.arena.get(e.id);
             let Payload::Tcp(ch) = c.payload else {
                 continue;
             };
@@ -1566,7 +1566,7 @@ impl Cake {
                 let (mut wrapped, mut empty) = (false, true);
                 loop {
                     let b = &mut self.tins[self.cur_tin];
-                    if !(b.tin_deficit < 0 || !b.active()) {
+                    if b.tin_deficit >= 0 && b.active() {
                         break;
                     }
                     if b.tin_deficit <= 0 {

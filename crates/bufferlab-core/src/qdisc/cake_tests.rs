@@ -637,3 +637,127 @@ fn change_to_fewer_tins_frees_their_packets() {
     assert_eq!(q.stats().qlen, 0);
     assert_eq!(q.tin_cnt, 1);
 }
+
+#[test]
+fn autorate_follows_the_arrival_rate() {
+    // bursts of 10 × 1000 B every 10 ms: each window, closed by the first
+    // packet after a gap (its bytes included), holds 10 000 B in 10 ms =
+    // 1 MB/s; the peak EWMA rises to it with weight 1/4 (reaching it exactly
+    // in integers) and the rate follows at 15/16 once 250 ms have passed
+    let mut q = cake(CakeSpec {
+        autorate: Some(true),
+        diffserv: Some(CakeDiffserv::Besteffort),
+        ..Default::default()
+    });
+    let mut env = Env::default();
+    let mut red = Reduce::default();
+    for burst in 1..=100i64 {
+        for i in 0..10i64 {
+            let id = pkt(&mut env, 1000, 1, 2, 1000);
+            q.enqueue(
+                &mut env.ctx((burst * 10 * MS + i * 1000) as u64),
+                &mut red,
+                id,
+            );
+        }
+        while let Some(id) = q.dequeue(&mut env.ctx((burst * 10 * MS + 10_000) as u64), &mut red) {
+            env.arena.free(id);
+        }
+    }
+    let cap = q.xstats()["capacity_estimate"].as_u64().unwrap();
+    assert_eq!(cap, 1_000_000);
+    assert_eq!(q.cfg.rate_bps, 937_500);
+    // 937 500 >> 12 = 228 → 300
+    assert_eq!(q.tin_rate(0).2, 300);
+}
+
+#[test]
+fn ingress_charges_dropped_packets_to_the_shaper() {
+    let mut q = cake(CakeSpec {
+        bandwidth: Some(1_250_000),
+        ingress: Some(true),
+        memlimit: Some(10_000),
+        diffserv: Some(CakeDiffserv::Besteffort),
+        ..Default::default()
+    });
+    let mut env = Env::default();
+    let mut red = Reduce::default();
+    let t = 1_000_000_000u64;
+    for _ in 0..5 {
+        let id = pkt(&mut env, 1514, 1, 2, 1000);
+        q.enqueue(&mut env.ctx(t), &mut red, id);
+    }
+    // the overflow drop cost 1514 B of the global schedule, not of the failsafe
+    assert_eq!(red.drops, 1);
+    assert_eq!(q.time_next_packet, t as i64 + 1_211_200);
+    assert_eq!(q.failsafe_next_packet, t as i64);
+    // the failsafe lets the next packet out at once
+    assert!(q.dequeue(&mut env.ctx(t), &mut red).is_some());
+}
+
+#[test]
+fn flowblind_puts_everything_in_one_queue_hosts_by_address_pair() {
+    let mut q = cake(CakeSpec {
+        flowmode: Some(CakeFlowMode::Flowblind),
+        ..Default::default()
+    });
+    let mut env = Env::default();
+    let mut red = Reduce::default();
+    for (s, d, p) in [(1, 2, 1000), (3, 4, 2000)] {
+        let id = pkt(&mut env, 100, s, d, p);
+        q.enqueue(&mut env.ctx(0), &mut red, id);
+    }
+    assert_eq!(q.tins[0].flows[0].queue.len(), 2);
+    // hosts: one queue per address pair, whatever the ports
+    let mut q = cake(CakeSpec {
+        flowmode: Some(CakeFlowMode::Hosts),
+        ..Default::default()
+    });
+    for (s, d, p) in [(1, 2, 1000), (1, 2, 2000), (1, 3, 1000)] {
+        let id = pkt(&mut env, 100, s, d, p);
+        q.enqueue(&mut env.ctx(0), &mut red, id);
+    }
+    let mut lens: Vec<usize> = q.tins[0]
+        .flows
+        .iter()
+        .map(|f| f.queue.len())
+        .filter(|&n| n > 0)
+        .collect();
+    lens.sort_unstable();
+    assert_eq!(lens, vec![1, 2]);
+}
+
+#[test]
+fn shaped_tins_prefer_the_highest_tin_within_its_threshold() {
+    // diffserv3 at 10 Mbit/s: voice (tin 2) may use 1/4 of the rate before
+    // best effort gets its turn back
+    let mut q = cake(CakeSpec {
+        bandwidth: Some(1_250_000),
+        ..Default::default()
+    });
+    let mut env = Env::default();
+    let mut red = Reduce::default();
+    for _ in 0..40 {
+        for (tos, sport) in [(46u8 << 2, 1u16), (0, 2)] {
+            let id = pkt(&mut env, 1000, 1, 2, sport);
+            env.arena.get_mut(id).tos = tos;
+            q.enqueue(&mut env.ctx(0), &mut red, id);
+        }
+    }
+    let mut t = 0u64;
+    let mut voice = 0;
+    for _ in 0..40 {
+        loop {
+            let mut ctx = env.ctx(t);
+            if let Some(id) = q.dequeue(&mut ctx, &mut red) {
+                voice += (env.arena.get(id).src_port == 1) as u32;
+                env.arena.free(id);
+                break;
+            }
+            t = ctx.watchdog.unwrap().as_nanos();
+        }
+    }
+    // voice at 2.5 Mbit/s of 10: about a quarter of the packets once its
+    // schedule runs ahead (it goes first while within it)
+    assert!((9..=14).contains(&voice), "{voice}");
+}
