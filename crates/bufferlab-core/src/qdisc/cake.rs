@@ -119,13 +119,21 @@ const BESTEFFORT: [u8; 64] = [0; 64];
 const NORMAL_ORDER: [u8; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
 const BULK_ORDER: [u8; 8] = [1, 0, 2, 3, 4, 5, 6, 7];
 
-/// `quantum_div[i] = 65535 / i`, `[0] = 0xFFFF`.
-fn quantum_div(i: u16) -> u32 {
-    if i == 0 {
-        0xFFFF
-    } else {
-        65_535 / i as u32
+/// `quantum_div[i] = 65535 / i`, `[0] = 0xFFFF` (host loads are at most 1024).
+const QUANTUM_DIV: [u16; QUEUES + 1] = {
+    let mut t = [0u16; QUEUES + 1];
+    t[0] = 0xFFFF;
+    let mut i = 1;
+    while i <= QUEUES {
+        t[i] = (65_535 / i) as u16;
+        i += 1;
     }
+    t
+};
+
+#[inline]
+fn quantum_div(i: u16) -> u32 {
+    QUANTUM_DIV[(i as usize).min(QUEUES)] as u32
 }
 
 // ---------------------------------------------------------------- COBALT
@@ -578,6 +586,26 @@ impl Tin {
         ((self.flow_quantum as u32 * quantum_div(load) + (dither >> 16)) >> 16) as i32
     }
 
+    /// The deficit refill of `cake_dequeue`'s DRR++: a sparse flow that used
+    /// up its deficit turns bulk (or sparse-wait when empty), then gets its
+    /// host-scaled quantum.
+    #[inline]
+    fn refill(&mut self, f: usize, mode: u8, dither: u32) {
+        if self.flows[f].set == Set::Sparse {
+            if !self.flows[f].queue.is_empty() {
+                self.sparse_flow_count -= 1;
+                self.bulk_flow_count += 1;
+                self.inc_src(f, mode);
+                self.inc_dst(f, mode);
+                self.flows[f].set = Set::Bulk;
+            } else {
+                self.flows[f].set = Set::SparseWait;
+            }
+        }
+        let q = self.flow_quantum_for(f, mode, dither);
+        self.flows[f].deficit = self.flows[f].deficit.wrapping_add(q);
+    }
+
     /// `cake_set_rate`.
     fn set_rate(&mut self, rate: u64, mtu: u32, target_ns: u64, rtt_ns: u64) {
         const MIN_RATE: u64 = 64;
@@ -840,6 +868,9 @@ pub struct Cake {
     min_adjlen: u16,
     hash_key: u64,
     rng: ComponentRng,
+    /// SIM: the old-flows rotation in one pass (`refill_old_rotation`); the
+    /// tests compare it with the visit-by-visit path.
+    fast_rotate: bool,
     stats: QdiscStats,
 }
 
@@ -887,6 +918,7 @@ impl Cake {
             min_adjlen: u16::MAX,
             hash_key,
             rng,
+            fast_rotate: true,
             stats: QdiscStats::default(),
         };
         let mut none = Vec::new();
@@ -1625,21 +1657,16 @@ impl Cake {
                 self.cur_flow = f;
                 first_flow = false;
                 if b.flows[f].deficit <= 0 {
-                    if b.flows[f].set == Set::Sparse {
-                        if !b.flows[f].queue.is_empty() {
-                            b.sparse_flow_count -= 1;
-                            b.bulk_flow_count += 1;
-                            b.inc_src(f, mode);
-                            b.inc_dst(f, mode);
-                            b.flows[f].set = Set::Bulk;
-                        } else {
-                            b.flows[f].set = Set::SparseWait;
-                        }
+                    if list == OLD && self.fast_rotate {
+                        // the same visits, in the same order, with the same
+                        // draws as one refill and move per `goto retry`
+                        let head = self.refill_old_rotation(t, f, mode);
+                        self.cur_flow = head;
+                        continue 'retry;
                     }
                     let dither = self.rng.next_u32();
                     let b = &mut self.tins[t];
-                    let q = b.flow_quantum_for(f, mode, dither);
-                    b.flows[f].deficit = b.flows[f].deficit.wrapping_add(q);
+                    b.refill(f, mode, dither);
                     b.move_tail(f as u16, OLD);
                     continue 'retry;
                 }
@@ -1771,6 +1798,45 @@ impl Cake {
             .iter()
             .map(|b| b.flows.iter().map(|f| f.queue.len() as u64).sum::<u64>())
             .sum()
+    }
+
+    /// The old-flows rotation of `cake_dequeue` in one pass: starting at the
+    /// head `f` (deficit ≤ 0), refill each flow met in list order, wrapping
+    /// around, until one has a positive deficit; then make that flow the head
+    /// (every flow passed over went to the tail in turn, so the list is only
+    /// rotated). Returns the new head. Linux visits the same flows with the
+    /// same draws, moving each to the tail one by one — with a host holding
+    /// n bulk flows that is about n visits per packet.
+    fn refill_old_rotation(&mut self, t: usize, f: usize, mode: u8) -> usize {
+        let mut cur = f;
+        loop {
+            let b = &self.tins[t];
+            if b.flows[cur].deficit > 0 {
+                break;
+            }
+            let dither = self.rng.next_u32();
+            let b = &mut self.tins[t];
+            b.refill(cur, mode, dither);
+            let n = b.flows[cur].next;
+            cur = if n == NIL {
+                b.head[OLD] as usize
+            } else {
+                n as usize
+            };
+        }
+        let b = &mut self.tins[t];
+        let head = b.head[OLD];
+        if cur as u16 != head {
+            // rotate: old tail → old head, cur's predecessor becomes the tail
+            let (old_tail, new_tail) = (b.tail[OLD], b.flows[cur].prev);
+            b.flows[old_tail as usize].next = head;
+            b.flows[head as usize].prev = old_tail;
+            b.flows[new_tail as usize].next = NIL;
+            b.flows[cur].prev = NIL;
+            b.head[OLD] = cur as u16;
+            b.tail[OLD] = new_tail;
+        }
+        cur
     }
 
     /// Memory limit in bytes (the `of …` in `memory used: … of …`).
