@@ -779,7 +779,7 @@ fn one_pass_rotation_matches_the_kernels_visit_by_visit_loop() {
         let mut t = 1_000_000_000u64;
         for round in 0..300u64 {
             for f in 0..15u16 {
-                if (round + f as u64) % 3 != 0 {
+                if !(round + f as u64).is_multiple_of(3) {
                     let src = if f < 12 { 1 } else { 2 };
                     let id = pkt(&mut env, 300 + 90 * f as u32, src, 3 + src, 1000 + f);
                     q.enqueue(&mut env.ctx(t), &mut red, id);
