@@ -871,6 +871,8 @@ pub struct Cake {
     /// SIM: the old-flows rotation in one pass (`refill_old_rotation`); the
     /// tests compare it with the visit-by-visit path.
     fast_rotate: bool,
+    /// (flow, deficit, quantum numerator) of `refill_passes`, kept between calls
+    scratch: Vec<(u16, i32, u32)>,
     stats: QdiscStats,
 }
 
@@ -919,6 +921,7 @@ impl Cake {
             hash_key,
             rng,
             fast_rotate: true,
+            scratch: Vec::new(),
             stats: QdiscStats::default(),
         };
         let mut none = Vec::new();
@@ -1808,10 +1811,18 @@ impl Cake {
     /// same draws, moving each to the tail one by one — with a host holding
     /// n bulk flows that is about n visits per packet.
     fn refill_old_rotation(&mut self, t: usize, f: usize, mode: u8) -> usize {
+        // first pass: the visits that may turn sparse flows bulk (host loads change)
         let mut cur = f;
+        let mut wrapped = false;
         loop {
             let b = &self.tins[t];
             if b.flows[cur].deficit > 0 {
+                break;
+            }
+            if wrapped && cur == f {
+                // a whole pass without a positive deficit: the loads no longer
+                // change, so the further passes run on a compact copy
+                cur = self.refill_passes(t, f, mode);
                 break;
             }
             let dither = self.rng.next_u32();
@@ -1819,6 +1830,7 @@ impl Cake {
             b.refill(cur, mode, dither);
             let n = b.flows[cur].next;
             cur = if n == NIL {
+                wrapped = true;
                 b.head[OLD] as usize
             } else {
                 n as usize
@@ -1837,6 +1849,50 @@ impl Cake {
             b.tail[OLD] = new_tail;
         }
         cur
+    }
+
+    /// Further passes over the old list from `f` (every flow bulk or waiting,
+    /// every deficit ≤ 0): each visit draws its dither and adds its quantum,
+    /// in list order, until a deficit turns positive. Returns that flow.
+    fn refill_passes(&mut self, t: usize, f: usize, mode: u8) -> usize {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        let b = &self.tins[t];
+        let mut cur = f as u16;
+        loop {
+            let fl = &b.flows[cur as usize];
+            let mut load: u16 = 1;
+            if dual_src(mode) {
+                load = load.max(b.hosts[fl.srchost as usize].src_bulk);
+            }
+            if dual_dst(mode) {
+                load = load.max(b.hosts[fl.dsthost as usize].dst_bulk);
+            }
+            scratch.push((cur, fl.deficit, b.flow_quantum as u32 * quantum_div(load)));
+            cur = if fl.next == NIL { b.head[OLD] } else { fl.next };
+            if cur == f as u16 {
+                break;
+            }
+        }
+        // a visit looks at the head: positive → served, else refilled and
+        // sent to the tail (scratch[0] = f, known not positive)
+        let mut i = 0;
+        loop {
+            let (_, d, q) = &mut scratch[i];
+            if *d > 0 {
+                break;
+            }
+            let dither = self.rng.next_u32();
+            *d = d.wrapping_add(((*q + (dither >> 16)) >> 16) as i32);
+            i = if i + 1 == scratch.len() { 0 } else { i + 1 };
+        }
+        let winner = scratch[i].0 as usize;
+        let b = &mut self.tins[t];
+        for &(g, d, _) in &scratch {
+            b.flows[g as usize].deficit = d;
+        }
+        self.scratch = scratch;
+        winner
     }
 
     /// Memory limit in bytes (the `of …` in `memory used: … of …`).
