@@ -803,3 +803,58 @@ fn one_pass_rotation_matches_the_kernels_visit_by_visit_loop() {
     assert!(a.0.len() > 1000);
     assert_eq!(a, b);
 }
+
+/// Engine cost of one enqueue + dequeue against fq_codel's (issue 25's target:
+/// within 1.5×), as dualpi2_tests.rs measures it: 100 packets standing, 8 flows
+/// of one host (so triple-isolate divides their quantum by 8).
+/// `cargo test --release -p bufferlab-core --lib qdisc_cost_cake -- --ignored --nocapture`.
+#[test]
+#[ignore = "timing, run by hand in release mode"]
+fn qdisc_cost_cake_vs_fq_codel() {
+    use crate::qdisc::ops::BuildEnv;
+    use crate::qdisc::spec::FqCodelSpec;
+    use crate::qdisc::AnyQdisc;
+    fn ns_per_packet(spec: QdiscSpec) -> f64 {
+        let env_b = BuildEnv {
+            seed: 1,
+            stream: "bench",
+            profile: Default::default(),
+            now: SimTime::ZERO,
+            at_root: true,
+        };
+        let mut q = AnyQdisc::build(&spec, &env_b).unwrap().qdisc;
+        let mut env = Env::default();
+        let n = 2_000_000u64;
+        let start = std::time::Instant::now();
+        for i in 0..n + 100 {
+            let t = i * 12_000;
+            let id = env.pkt(1514);
+            env.arena.get_mut(id).src_port = (i % 8) as u16;
+            let mut red = Reduce::default();
+            q.enqueue(&mut env.ctx(t), &mut red, id, &mut []);
+            if i >= 100 {
+                if let Some(id) = q.dequeue(&mut env.ctx(t), &mut red, &mut []) {
+                    env.arena.free(id);
+                }
+            }
+        }
+        start.elapsed().as_nanos() as f64 / n as f64
+    }
+    let fq = ns_per_packet(QdiscSpec::FqCodel(FqCodelSpec::default()));
+    let triple = ns_per_packet(QdiscSpec::Cake(CakeSpec::default()));
+    let flows = ns_per_packet(QdiscSpec::Cake(CakeSpec {
+        flowmode: Some(CakeFlowMode::Flows),
+        ..Default::default()
+    }));
+    let shaped = ns_per_packet(QdiscSpec::Cake(CakeSpec {
+        bandwidth: Some(125_000_000),
+        ..Default::default()
+    }));
+    eprintln!(
+        "ns per enqueue+dequeue: fq_codel {fq:.1}, cake triple-isolate {triple:.1} ({:.2}x), \
+         cake flows {flows:.1} ({:.2}x), cake 1 Gbit/s shaped {shaped:.1} ({:.2}x)",
+        triple / fq,
+        flows / fq,
+        shaped / fq
+    );
+}
