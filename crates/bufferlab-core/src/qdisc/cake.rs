@@ -344,12 +344,10 @@ impl Overhead {
             len = self.mpu;
         }
         match self.atm {
-            CakeAtm::Atm => {
-                len += 47;
-                len /= 48;
-                len *= 53;
-            }
-            CakeAtm::Ptm => len += len.div_ceil(64),
+            // u32 arithmetic as in C: a negative overhead larger than a tiny
+            // frame wraps, and so does everything after it
+            CakeAtm::Atm => len = (len.wrapping_add(47) / 48).wrapping_mul(53),
+            CakeAtm::Ptm => len = len.wrapping_add(len.wrapping_add(63) / 64),
             CakeAtm::Noatm => {}
         }
         (net, len)
@@ -961,7 +959,7 @@ impl Cake {
                 for t in 0..8 {
                     self.tins[t].set_rate(r, MTU, target_ns, rtt_ns);
                     self.tins[t].tin_quantum = quantum.max(1) as u16;
-                    r = (r * 7) >> 3;
+                    r = r.wrapping_mul(7) >> 3;
                     quantum = (quantum * 7) >> 3;
                 }
             }
@@ -1080,17 +1078,17 @@ impl Cake {
             return;
         }
         let b = &mut self.tins[t];
-        let tin_dur = ((adj_len as u64 * b.rate_ns) >> b.rate_shft) as i64;
-        let global_dur = ((adj_len as u64 * self.rate_ns) >> self.rate_shft) as i64;
-        let failsafe_dur = global_dur + (global_dur >> 1);
+        let tin_dur = ((adj_len as u64).wrapping_mul(b.rate_ns) >> b.rate_shft) as i64;
+        let global_dur = ((adj_len as u64).wrapping_mul(self.rate_ns) >> self.rate_shft) as i64;
+        let failsafe_dur = global_dur.wrapping_add(global_dur >> 1);
         if b.time_next_packet < now {
-            b.time_next_packet += tin_dur;
-        } else if b.time_next_packet < now + tin_dur {
-            b.time_next_packet = now + tin_dur;
+            b.time_next_packet = b.time_next_packet.wrapping_add(tin_dur);
+        } else if b.time_next_packet < now.wrapping_add(tin_dur) {
+            b.time_next_packet = now.wrapping_add(tin_dur);
         }
-        self.time_next_packet += global_dur;
+        self.time_next_packet = self.time_next_packet.wrapping_add(global_dur);
         if !drop {
-            self.failsafe_next_packet += failsafe_dur;
+            self.failsafe_next_packet = self.failsafe_next_packet.wrapping_add(failsafe_dur);
         }
     }
 
@@ -1274,7 +1272,9 @@ impl Cake {
         let size = p.gso_size as u32;
         let len = size + hdr_len;
         let last_len = p.skb_len() - size * (segs - 1);
-        calc(len) * (segs - 1) + calc(last_len)
+        calc(len)
+            .wrapping_mul(segs - 1)
+            .wrapping_add(calc(last_len))
     }
 
     // ------------------------------------------------ enqueue
@@ -1357,7 +1357,7 @@ impl Cake {
                 b.ack_drops += 1;
                 self.stats.drops += 1;
                 b.bytes += a.len as u64;
-                net -= a.len;
+                net = net.wrapping_sub(a.len); // may be "negative", as the kernel's int
                 self.buffer_used =
                     (self.buffer_used + len + TRUESIZE_EXTRA).wrapping_sub(a.len + TRUESIZE_EXTRA);
                 if self.cfg.ingress {
@@ -1371,10 +1371,10 @@ impl Cake {
             }
             let b = &mut self.tins[t];
             b.packets += 1;
-            b.bytes += net as u64;
+            b.bytes = b.bytes.wrapping_add(net as i32 as i64 as u64);
             b.flows[idx].backlog = b.flows[idx].backlog.wrapping_add(net);
             b.tin_backlog = b.tin_backlog.wrapping_add(net);
-            self.avg_window_bytes += net as u64;
+            self.avg_window_bytes = self.avg_window_bytes.wrapping_add(net as i32 as i64 as u64);
         }
         if self.overflow_timeout != 0 {
             let oi = self.tins[t].flows[idx].overflow_idx as usize;
@@ -1446,7 +1446,7 @@ impl Cake {
             self.avg_window_bytes = 0;
             self.avg_window_begin = now;
             if now > self.last_reconfig_time + 250_000_000 {
-                self.cfg.rate_bps = (self.avg_peak_bandwidth * 15) >> 4;
+                self.cfg.rate_bps = self.avg_peak_bandwidth.wrapping_mul(15) >> 4;
                 let mut cleared = Vec::new();
                 self.reconfigure(&mut cleared);
                 debug_assert!(cleared.is_empty());
@@ -1734,8 +1734,8 @@ impl Cake {
                     if ingress {
                         self.advance_shaper(t, e.adj_len, now, true);
                         let b = &mut self.tins[t];
-                        b.flows[f].deficit -= e.adj_len as i32;
-                        b.tin_deficit -= e.adj_len as i32;
+                        b.flows[f].deficit = b.flows[f].deficit.wrapping_sub(e.adj_len as i32);
+                        b.tin_deficit = b.tin_deficit.wrapping_sub(e.adj_len as i32);
                     }
                     let b = &mut self.tins[t];
                     b.flows[f].dropped += 1;
@@ -1773,8 +1773,8 @@ impl Cake {
                 );
                 self.advance_shaper(t, e.adj_len, now, false);
                 let b = &mut self.tins[t];
-                b.flows[f].deficit -= e.adj_len as i32;
-                b.tin_deficit -= e.adj_len as i32;
+                b.flows[f].deficit = b.flows[f].deficit.wrapping_sub(e.adj_len as i32);
+                b.tin_deficit = b.tin_deficit.wrapping_sub(e.adj_len as i32);
                 if self.time_next_packet > now && self.stats.qlen > 0 {
                     ctx.arm_watchdog(SimTime::from_nanos(self.next_instant() as u64));
                 } else if self.stats.qlen == 0 {
@@ -1928,7 +1928,7 @@ impl Cake {
 
 #[inline]
 fn ewma(avg: u64, sample: u64, shift: u32) -> u64 {
-    avg - (avg >> shift) + (sample >> shift)
+    (avg - (avg >> shift)).wrapping_add(sample >> shift)
 }
 
 #[inline]

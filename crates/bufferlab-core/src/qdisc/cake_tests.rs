@@ -81,6 +81,13 @@ fn overhead_presets_compute_the_kernels_lengths() {
         atm: CakeAtm::Noatm,
     };
     assert_eq!(neg.adjust(1514, 14), (1500, 1496));
+    // u32 arithmetic as in C: −64 on a 42-byte frame wraps, then 48/53 wraps too
+    let wrap = Overhead {
+        overhead: -64,
+        atm: CakeAtm::Atm,
+        ..neg
+    };
+    assert_eq!(wrap.adjust(42, 14), (28, 0));
 }
 
 #[test]
