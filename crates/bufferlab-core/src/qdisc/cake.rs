@@ -1324,8 +1324,8 @@ impl Cake {
                 self.stats.queued(p.len);
                 n += 1;
                 slen += p.len;
-                self.buffer_used += p.len + TRUESIZE_EXTRA;
-                self.tins[t].packets += 1;
+                self.buffer_used = self.buffer_used.wrapping_add(p.len + TRUESIZE_EXTRA);
+                self.tins[t].packets = self.tins[t].packets.wrapping_add(1);
             }
             let b = &mut self.tins[t];
             b.bytes += slen as u64;
@@ -1358,8 +1358,10 @@ impl Cake {
                 self.stats.drops += 1;
                 b.bytes += a.len as u64;
                 net = net.wrapping_sub(a.len); // may be "negative", as the kernel's int
-                self.buffer_used =
-                    (self.buffer_used + len + TRUESIZE_EXTRA).wrapping_sub(a.len + TRUESIZE_EXTRA);
+                self.buffer_used = self
+                    .buffer_used
+                    .wrapping_add(len + TRUESIZE_EXTRA)
+                    .wrapping_sub(a.len + TRUESIZE_EXTRA);
                 if self.cfg.ingress {
                     self.advance_shaper(t, a.adj_len, now, true);
                 }
@@ -1367,10 +1369,10 @@ impl Cake {
                 red.left(1, a.len as u64, 1);
                 ctx.drop_packet(a.id, DropReason::AckFilter);
             } else {
-                self.buffer_used += len + TRUESIZE_EXTRA;
+                self.buffer_used = self.buffer_used.wrapping_add(len + TRUESIZE_EXTRA);
             }
             let b = &mut self.tins[t];
-            b.packets += 1;
+            b.packets = b.packets.wrapping_add(1);
             b.bytes = b.bytes.wrapping_add(net as i32 as i64 as u64);
             b.flows[idx].backlog = b.flows[idx].backlog.wrapping_add(net);
             b.tin_backlog = b.tin_backlog.wrapping_add(net);
