@@ -21,8 +21,8 @@ Workloads (the topology of Lab 14: h1, h2 -- s1 -- s2 -- h3, bottleneck s1-eth2)
   of 1 Gbit/s (1 500 new TCP connections per simulated second);
 - ``long-360s`` / ``long-3600s``: iperf3 TCP and ping through 100 Mbit/s for
   6 and 60 simulated minutes: memory must not grow with the run's length;
-- ``aqm-fq_codel``, ``aqm-dualpi2``, ``aqm-prio``, ``aqm-fq``, ``aqm-sfq``, ``aqm-fq_pie``: 8 TCP
-  flows through a 1 Gbit/s tbf with
+- ``aqm-fq_codel``, ``aqm-dualpi2``, ``aqm-prio``, ``aqm-fq``, ``aqm-sfq``, ``aqm-fq_pie``,
+  ``aqm-cake``: 8 TCP flows through a 1 Gbit/s tbf with
   the kind as its child (issue 25's target: a new kind's engine cost per packet-hop
   within 1.5x of fq_codel's on the same workload).
 - ``cc-reno`` / ``cc-dctcp``: the per-ACK cost of a congestion control (issue 26:
@@ -133,7 +133,7 @@ def _aqm(kind: str) -> str:
     ], "gso = false\nstop_at = \"60s\"")
 
 
-AQMS = ("fq_codel", "dualpi2", "prio", "fq", "sfq", "fq_pie")
+AQMS = ("fq_codel", "dualpi2", "prio", "fq", "sfq", "fq_pie", "cake")
 
 def _cc(cc: str) -> str:
     k = 20

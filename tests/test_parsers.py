@@ -682,7 +682,6 @@ def test_tc_not_supported(line, token, message):
     [
         "gred",
         "qfq",
-        "cake",
     ],
 )
 def test_tc_unmodelled_kinds(kind):
@@ -1372,9 +1371,9 @@ def test_sysctl_lab7_prose_typo():
             NotSupportedError,
         ),
         (
-            "sysctl -w net.core.default_qdisc=cake",
+            "sysctl -w net.core.default_qdisc=hhf",
             "net.",
-            "default qdisc cake is not supported yet",
+            "default qdisc hhf is not supported yet",
             NotSupportedError,
         ),
         (

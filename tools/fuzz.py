@@ -100,6 +100,17 @@ KEYWORDS = [
     "drr", "ets", "hfsc", "bands", "strict", "quanta", "priomap", "default", "rt", "ls", "sc", "ul",
     "m1", "d", "m2", "umax", "dmax", "classid", "flowid", "u32", "match", "ip", "dport", "sport",
 ]
+# cake (tc/q_cake.c): every keyword cake_parse_opt knows
+KEYWORDS += [
+    "cake", "unlimited", "autorate-ingress", "rtt", "overhead", "mpu", "memlimit", "fwmark", "raw",
+    "conservative", "via-ethernet", "help", "datacentre", "lan", "metro", "regional", "internet", "oceanic",
+    "satellite", "interplanetary", "besteffort", "precedence", "diffserv8", "diffserv4", "diffserv",
+    "diffserv3", "flowblind", "srchost", "dsthost", "hosts", "dual-srchost", "dual-dsthost",
+    "triple-isolate", "ipoa-vcmux", "ipoa-llcsnap", "bridged-vcmux", "bridged-llcsnap", "pppoa-vcmux",
+    "pppoa-llc", "pppoe-vcmux", "pppoe-llcsnap", "pppoe-ptm", "bridged-ptm", "ethernet", "ether-vlan",
+    "docsis", "nat", "nonat", "wash", "nowash", "split-gso", "no-split-gso", "ingress", "egress",
+    "no-ack-filter", "ack-filter", "ack-filter-aggressive", "ptm", "atm", "noatm",
+]
 SHELL_NOISE = ["'", '"', "\\", "\\\\", "&", ";", "|", ">", "<", "$(", "`", "#", "\t", "  ", "\\\"", "\\n",
                "\u00e9", "\x00", "\x7f", "\ud7ff", "\u202e", "\U0001f600", "*", "?", "[", "]", "{", "}"]
 TOML_NOISE = ["[", "]", "[[", "]]", "{", "}", "=", ",", '"', "'", '"""', "'''", "\n", "#", ".", "\\",

@@ -177,6 +177,13 @@ const STRINGS: &[&str] = &[
     "dualpi2",
     "prio",
     "pfifo_fast",
+    "cake",
+    "triple-isolate",
+    "dual-srchost",
+    "diffserv4",
+    "besteffort",
+    "aggressive",
+    "ptm",
     "ping",
     "sink",
     "bulk",
@@ -340,6 +347,45 @@ fn netem() -> impl Strategy<Value = Value> {
         })
 }
 
+fn cake() -> impl Strategy<Value = Value> {
+    (
+        prop::option::of(prop_oneof![Just(0u64), 1_000u64..20_000_000]),
+        prop::sample::select(
+            &[
+                "besteffort",
+                "diffserv3",
+                "diffserv4",
+                "diffserv8",
+                "precedence",
+            ][..],
+        ),
+        prop::sample::select(
+            &[
+                "flowblind",
+                "srchost",
+                "dsthost",
+                "hosts",
+                "flows",
+                "dual-srchost",
+                "dual-dsthost",
+                "triple-isolate",
+            ][..],
+        ),
+        prop::option::of(-64i32..=256),
+        prop::sample::select(&["noatm", "atm", "ptm"][..]),
+        prop::sample::select(&["none", "filter", "aggressive"][..]),
+        prop::option::of(1u32..4_000_000),
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+    )
+        .prop_map(
+            |(bw, ds, fm, oh, atm, ack, mem, (ingress, wash, split, autorate))| {
+                json!({"kind": "cake", "bandwidth": bw, "diffserv": ds, "flowmode": fm,
+                   "overhead": oh, "atm": atm, "ack_filter": ack, "memlimit": mem,
+                   "ingress": ingress, "wash": wash, "split_gso": split, "autorate": autorate})
+            },
+        )
+}
+
 fn leaf_qdisc() -> impl Strategy<Value = Value> {
     prop_oneof![
         (1_000u64..200_000_000, 1_600u32..200_000, 1_600u32..2_000_000)
@@ -368,6 +414,7 @@ fn leaf_qdisc() -> impl Strategy<Value = Value> {
             }),
         (prop::option::of(1u32..2000), prop::option::of(1u32..1025), prop::option::of(any::<bool>()))
             .prop_map(|(limit, flows, ecn)| json!({"kind": "fq_pie", "limit": limit, "flows": flows, "ecn": ecn})),
+        cake(),
     ]
 }
 

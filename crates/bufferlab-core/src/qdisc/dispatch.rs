@@ -196,4 +196,5 @@ register_qdiscs! {
     Drr(super::drr::Drr),
     Ets(super::ets::Ets),
     Hfsc(super::hfsc::Hfsc),
+    Cake(super::cake::Cake),
 }

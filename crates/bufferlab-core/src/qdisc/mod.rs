@@ -16,6 +16,7 @@
 pub mod api;
 pub mod blue;
 pub mod classful;
+pub mod cake;
 pub mod classify;
 pub mod codel;
 pub mod cpm;
@@ -94,10 +95,15 @@ pub enum DropReason {
     /// A classful qdisc found no class for the packet (drr without a
     /// matching filter, hfsc without a default class): `__NET_XMIT_BYPASS`.
     Unclassified,
+    /// CAKE's ACK filter removed a pure ACK made redundant by a newer one.
+    AckFilter,
+    /// CAKE's BLUE half dropped a packet of an unresponsive flow
+    /// (the kernel's `SKB_DROP_REASON_CAKE_FLOOD`).
+    Flood,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 15] = [
+    pub const ALL: [DropReason; 17] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::TooBig,
@@ -113,6 +119,8 @@ impl DropReason {
         DropReason::ForcedDrop,
         DropReason::FlowLimit,
         DropReason::Unclassified,
+        DropReason::AckFilter,
+        DropReason::Flood,
     ];
 
     pub fn index(self) -> usize {
@@ -136,6 +144,8 @@ impl DropReason {
             DropReason::ForcedDrop => "forced_drop",
             DropReason::FlowLimit => "flow_limit",
             DropReason::Unclassified => "unclassified",
+            DropReason::AckFilter => "ack_filter",
+            DropReason::Flood => "flood",
         }
     }
 }

@@ -97,6 +97,8 @@ pub enum QdiscSpec {
     Ets(EtsSpec),
     /// `hfsc` with its classes, u32 filters and leaf qdiscs (docs/semantics/qdiscs.md §20).
     Hfsc(HfscSpec),
+    /// `cake` (docs/semantics/qdiscs.md §14).
+    Cake(CakeSpec),
 }
 
 impl QdiscSpec {
@@ -126,6 +128,7 @@ impl QdiscSpec {
             QdiscSpec::Drr(_) => "drr",
             QdiscSpec::Ets(_) => "ets",
             QdiscSpec::Hfsc(_) => "hfsc",
+            QdiscSpec::Cake(_) => "cake",
         }
     }
 
@@ -1062,4 +1065,95 @@ pub struct ServiceCurve {
     pub m1: u32,
     pub d: u32,
     pub m2: u32,
+/// CAKE's tin layout (`TCA_CAKE_DIFFSERV_MODE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CakeDiffserv {
+    Diffserv3,
+    Diffserv4,
+    Diffserv8,
+    Besteffort,
+    Precedence,
+}
+
+/// CAKE's flow isolation (`TCA_CAKE_FLOW_MODE`, `enum CAKE_FLOW_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CakeFlowMode {
+    Flowblind,
+    Srchost,
+    Dsthost,
+    Hosts,
+    Flows,
+    DualSrchost,
+    DualDsthost,
+    TripleIsolate,
+}
+
+/// Link-layer cell framing (`TCA_CAKE_ATM`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CakeAtm {
+    Noatm,
+    Atm,
+    Ptm,
+}
+
+/// `TCA_CAKE_ACK_FILTER`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CakeAckFilter {
+    None,
+    Filter,
+    Aggressive,
+}
+
+/// `cake` as the kernel receives it: the netlink attributes iproute2's
+/// `cake_parse_opt` sends (docs/semantics/qdiscs.md §14). `None` = the
+/// attribute was not sent (the kernel default on creation, the current value
+/// on `change`). Rates in bytes/s, times in µs, sizes in bytes.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CakeSpec {
+    /// bytes/s; `Some(0)` = `unlimited`
+    #[serde(default)]
+    pub bandwidth: Option<u64>,
+    #[serde(default)]
+    pub diffserv: Option<CakeDiffserv>,
+    #[serde(default)]
+    pub atm: Option<CakeAtm>,
+    #[serde(default)]
+    pub flowmode: Option<CakeFlowMode>,
+    /// bytes, -64..256 (sets the overhead flag: the MAC header is taken off first)
+    #[serde(default)]
+    pub overhead: Option<i32>,
+    /// `raw`: TCA_CAKE_RAW sent (clears the overhead flag)
+    #[serde(default)]
+    pub raw: bool,
+    #[serde(default)]
+    pub mpu: Option<u32>,
+    /// µs (`rtt`, or a preset's interval)
+    #[serde(default)]
+    pub rtt: Option<u32>,
+    /// µs (rtt / 20, or a preset's target)
+    #[serde(default)]
+    pub target: Option<u32>,
+    #[serde(default)]
+    pub autorate: Option<bool>,
+    /// bytes (`memlimit`)
+    #[serde(default)]
+    pub memlimit: Option<u32>,
+    #[serde(default)]
+    pub fwmark: Option<u32>,
+    /// accepted and shown; conntrack is not modelled, nothing is translated
+    #[serde(default)]
+    pub nat: Option<bool>,
+    #[serde(default)]
+    pub wash: Option<bool>,
+    #[serde(default)]
+    pub split_gso: Option<bool>,
+    #[serde(default)]
+    pub ingress: Option<bool>,
+    #[serde(default)]
+    pub ack_filter: Option<CakeAckFilter>,
 }

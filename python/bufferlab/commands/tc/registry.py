@@ -5,7 +5,7 @@ net.core.default_qdisc`` find it here. Order: the order of the kind lists in mes
 from __future__ import annotations
 
 from . import (
-    blue, codel, drr, dualpi2, ets, fifo, fq, fq_pie, hfsc, htb, netem, noqueue, pfifo_fast, pie, prio, red, red_ns3,
+    blue, cake, codel, drr, dualpi2, ets, fifo, fq, fq_pie, hfsc, htb, netem, noqueue, pfifo_fast, pie, prio, red, red_ns3,
     sfb, sfq, tbf,
 )
 from .kind import QdiscKind
@@ -14,7 +14,7 @@ QDISC_KINDS: dict[str, QdiscKind] = {
     kind.name: kind
     for module in (
         noqueue, fifo, pfifo_fast, tbf, netem, red, blue, codel, pie, red_ns3, sfb, htb, prio, dualpi2, fq, sfq,
-        fq_pie, drr, ets, hfsc,
+        fq_pie, drr, ets, hfsc, cake,
     )
     for kind in module.KINDS
 }
@@ -24,7 +24,6 @@ MODELLED_QDISCS = tuple(QDISC_KINDS)
 KNOWN_UNMODELLED_QDISCS = (
     "gred",
     "choke",
-    "cake",
     "qfq",
     "cbq",
     "cbs",
