@@ -27,6 +27,7 @@ pub mod fq;
 pub mod fq_codel;
 pub mod fq_pie;
 pub mod htb;
+pub mod ingress;
 pub mod netem;
 pub mod noqueue;
 pub mod ops;
@@ -87,10 +88,14 @@ pub enum DropReason {
     ForcedDrop,
     /// fq: the packet's flow already held `flow_limit` packets.
     FlowLimit,
+    /// A filter's action at an ingress/clsact hook said drop (`police`
+    /// exceeding with `drop`, `action drop`, a reclassify loop): the
+    /// kernel's `SKB_DROP_REASON_TC_INGRESS` / `TC_EGRESS`.
+    TcAction,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 14] = [
+    pub const ALL: [DropReason; 15] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::TooBig,
@@ -105,6 +110,7 @@ impl DropReason {
         DropReason::EarlyDrop,
         DropReason::ForcedDrop,
         DropReason::FlowLimit,
+        DropReason::TcAction,
     ];
 
     pub fn index(self) -> usize {
@@ -127,6 +133,7 @@ impl DropReason {
             DropReason::EarlyDrop => "early_drop",
             DropReason::ForcedDrop => "forced_drop",
             DropReason::FlowLimit => "flow_limit",
+            DropReason::TcAction => "tc_action",
         }
     }
 }

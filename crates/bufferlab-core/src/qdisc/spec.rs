@@ -91,6 +91,10 @@ pub enum QdiscSpec {
     Sfq(SfqSpec),
     /// `fq_pie` (flow queues with PIE per flow, docs/semantics/qdiscs.md §17).
     FqPie(FqPieSpec),
+    /// `ingress` with the filters of its receive hook (docs/semantics/qdiscs.md §14).
+    Ingress(super::ingress::HookSpec),
+    /// `clsact`: receive and transmit hooks (docs/semantics/qdiscs.md §14).
+    Clsact(super::ingress::HookSpec),
 }
 
 impl QdiscSpec {
@@ -117,6 +121,8 @@ impl QdiscSpec {
             QdiscSpec::Fq(_) => "fq",
             QdiscSpec::Sfq(_) => "sfq",
             QdiscSpec::FqPie(_) => "fq_pie",
+            QdiscSpec::Ingress(_) => "ingress",
+            QdiscSpec::Clsact(_) => "clsact",
         }
     }
 
