@@ -94,6 +94,11 @@ KEYWORDS = [
     "horizon_drop", "horizon_cap", "bands", "priomap", "weights", "defrate", "perturb", "divisor",
     "depth", "headdrop", "redflowlimit", "tupdate", "alpha", "beta", "memory_limit", "ecn_prob",
     "bytemode", "nobytemode", "dq_rate_estimator", "no_dq_rate_estimator",
+    "ingress", "clsact", "egress", "ffff:fff1", "ffff:fff2", "ffff:fff3", "protocol", "all", "ip", "pref",
+    "matchall", "flower", "action", "actions", "mirred", "redirect", "mirror", "police", "conform-exceed",
+    "drop/ok", "continue/pipe", "reclassify", "pass", "ok", "pipe", "continue", "shot", "gact", "drop",
+    "mpu", "overhead", "linklayer", "atm", "avrate", "classid", "skip_hw", "at", "ifb", "ifb0",
+    "ifb4eth0", "link", "type", "name", "up", "ip",
 ]
 SHELL_NOISE = ["'", '"', "\\", "\\\\", "&", ";", "|", ">", "<", "$(", "`", "#", "\t", "  ", "\\\"", "\\n",
                "\u00e9", "\x00", "\x7f", "\ud7ff", "\u202e", "\U0001f600", "*", "?", "[", "]", "{", "}"]

@@ -57,6 +57,13 @@ class Engine:
         except _core.TcRequestError as e:
             raise TcFailure(str(e)) from None
 
+    def add_ifb(self, node: str, name: str) -> None:
+        """``ip link add NAME type ifb`` in ``node``'s namespace (``name``: the engine's)."""
+        try:
+            self._sim.add_ifb(node, name)
+        except _core.CoreError as e:
+            raise TcFailure(str(e)) from None
+
     def set_offload(self, dev: str, feature: str, on: bool) -> None:
         """``ethtool -K DEV FEATURE on|off`` (tso, gso, gro off)."""
         try:
