@@ -152,7 +152,7 @@ def test_shaping_both_directions_keeps_the_latency_low(lesson: Path):
     rtt = {p: statistics.median(_pings((lesson / p / "h1" / "terminal.log").read_text()))
            for p in ("bloated", "egress-only", "sqm")}
     # idle RTT 20 ms; the ISP's 250 ms queues fill in both directions
-    assert rtt["bloated"] > 250, rtt
+    assert rtt["bloated"] > 200, rtt
     # egress shaping empties the upload queue; the download one still fills
     assert rtt["egress-only"] > 150, rtt
     # with the ingress side shaped through the ifb the RTT stays near the idle one
