@@ -33,8 +33,13 @@ def parse(line: str, profile: str = "modern"):
 
 def test_ingress_word_is_parent_and_kind():
     r = parse("tc qdisc add dev eth0 handle ffff: ingress").to_dict()
-    assert r == {"verb": "add", "dev": "eth0", "parent": {"class": {"major": 0xFFFF, "minor": 0xFFF1}},
-                 "handle": 0xFFFF, "qdisc": {"kind": "ingress", "ingress": [], "egress": []}}
+    assert r == {
+        "verb": "add",
+        "dev": "eth0",
+        "parent": {"class": {"major": 0xFFFF, "minor": 0xFFF1}},
+        "handle": 0xFFFF,
+        "qdisc": {"kind": "ingress", "ingress": [], "egress": []},
+    }
     assert parse("tc qdisc add dev eth0 clsact").to_dict()["qdisc"]["kind"] == "clsact"
     assert parse("tc qdisc del dev eth0 ingress").verb == "delete"
     with pytest.raises(CommandError, match='"ingress" is a duplicate parent ID'):
@@ -44,24 +49,46 @@ def test_ingress_word_is_parent_and_kind():
 
 
 def test_sqm_filter_line_verbatim():
-    r = parse("tc filter add dev eth0 parent ffff: protocol all prio 10 u32 match u32 0 0 flowid 1:1 "
-              "action mirred egress redirect dev ifb4eth0")
+    r = parse(
+        "tc filter add dev eth0 parent ffff: protocol all prio 10 u32 match u32 0 0 flowid 1:1 "
+        "action mirred egress redirect dev ifb4eth0"
+    )
     assert isinstance(r, HookFilterRequest)
     assert r.hook == "ingress" and r.mirred == [("ifb4eth0", 120)]
-    assert r.filter == {"prio": 10, "protocol_all": True, "classifier": "u32",
-                        "matches": [{"field": "src", "value": 0, "mask": 0}], "classid": 0x10001,
-                        "actions": [{"kind": "mirred", "dev": "ifb4eth0"}]}
+    assert r.filter == {
+        "prio": 10,
+        "protocol_all": True,
+        "classifier": "u32",
+        "matches": [{"field": "src", "value": 0, "mask": 0}],
+        "classid": 0x10001,
+        "actions": [{"kind": "mirred", "dev": "ifb4eth0"}],
+    }
 
 
 def test_police_in_kernel_units():
-    r = parse("tc filter add dev eth0 parent ffff: protocol ip u32 match ip src 0.0.0.0/0 "
-              "police rate 1mbit burst 10k drop flowid :1")
+    r = parse(
+        "tc filter add dev eth0 parent ffff: protocol ip u32 match ip src 0.0.0.0/0 "
+        "police rate 1mbit burst 10k drop flowid :1"
+    )
     # 10240 B at 125 000 B/s: 81.92 ms = 1 280 000 ticks of 64 ns; mtu 255 << 3
-    assert r.filter["actions"] == [{"kind": "police", "rate": 125000, "burst_ns": 1_280_000 * 64, "mtu": 2040,
-                                    "peakrate": None, "overhead": 0, "mpu": 0, "atm": False,
-                                    "exceed": "drop", "conform": "ok"}]
-    r = parse("tc filter add dev eth0 ingress protocol all matchall action police rate 5mbit burst 20k "
-              "conform-exceed continue/pipe action drop")
+    assert r.filter["actions"] == [
+        {
+            "kind": "police",
+            "rate": 125000,
+            "burst_ns": 1_280_000 * 64,
+            "mtu": 2040,
+            "peakrate": None,
+            "overhead": 0,
+            "mpu": 0,
+            "atm": False,
+            "exceed": "drop",
+            "conform": "ok",
+        }
+    ]
+    r = parse(
+        "tc filter add dev eth0 ingress protocol all matchall action police rate 5mbit burst 20k "
+        "conform-exceed continue/pipe action drop"
+    )
     pol, drop = r.filter["actions"]
     assert (pol["exceed"], pol["conform"]) == ("continue", "pipe")
     assert drop == {"kind": "gact", "control": "drop"}
@@ -70,33 +97,52 @@ def test_police_in_kernel_units():
     assert r.filter["actions"][0]["exceed"] == "reclassify"
 
 
-@pytest.mark.parametrize("line,message", [
-    ("tc filter add dev eth0 ingress protocol all matchall action police rate 1mbit", "'burst' requires 'rate'."),
-    ("tc filter add dev eth0 ingress protocol all matchall action police rate 1mbit burst 10k peakrate 2mbit",
-     "'mtu' is required, if 'peakrate' is requested."),
-    ("tc filter add dev eth0 ingress matchall action drop", "Filter kind and protocol must be specified"),
-])
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        (
+            "tc filter add dev eth0 ingress protocol all matchall action police rate 1mbit",
+            "'burst' requires 'rate'.",
+        ),
+        (
+            "tc filter add dev eth0 ingress protocol all matchall action police rate 1mbit burst 10k "
+            "peakrate 2mbit",
+            "'mtu' is required, if 'peakrate' is requested.",
+        ),
+        ("tc filter add dev eth0 ingress matchall action drop", "Filter kind and protocol must be specified"),
+    ],
+)
 def test_police_and_filter_errors_are_tcs(line, message):
     with pytest.raises(CommandError, match=re.escape(message)):
         parse(line)
 
 
-@pytest.mark.parametrize("line,word", [
-    ("tc filter add dev eth0 ingress protocol all flower action drop", "flower"),
-    ("tc filter add dev eth0 ingress protocol all matchall action mirred egress mirror dev ifb0", "mirror"),
-    ("tc filter add dev eth0 ingress protocol all matchall action police avrate 1mbit", "avrate"),
-    ("tc filter add dev eth0 ingress protocol ipv6 matchall action drop", "ipv6"),
-    ("tc filter add dev eth0 parent ffff: protocol all u32 match u32 0x45 0xff at 0 action drop", "0xff"),
-])
+@pytest.mark.parametrize(
+    "line,word",
+    [
+        ("tc filter add dev eth0 ingress protocol all flower action drop", "flower"),
+        (
+            "tc filter add dev eth0 ingress protocol all matchall action mirred egress mirror dev ifb0",
+            "mirror",
+        ),
+        ("tc filter add dev eth0 ingress protocol all matchall action police avrate 1mbit", "avrate"),
+        ("tc filter add dev eth0 ingress protocol ipv6 matchall action drop", "ipv6"),
+        ("tc filter add dev eth0 parent ffff: protocol all u32 match u32 0x45 0xff at 0 action drop", "0xff"),
+    ],
+)
 def test_partial_features_say_not_supported_yet(line, word):
     with pytest.raises(NotSupportedError, match="not supported yet") as e:
         parse(line)
-    assert line[e.value.col:].startswith(word), (e.value.col, line)
+    assert line[e.value.col :].startswith(word), (e.value.col, line)
 
 
 def test_filter_verbs_rewrite_the_hook_document():
-    block = {"kind": "ingress", "handle": 0xFFFF, "parent": [0xFFFF, 0xFFF1],
-             "options": {"ingress": [], "egress": []}}
+    block = {
+        "kind": "ingress",
+        "handle": 0xFFFF,
+        "parent": [0xFFFF, 0xFFF1],
+        "options": {"ingress": [], "egress": []},
+    }
     add = parse("tc filter add dev eth0 parent ffff: protocol all matchall action drop")
     req = rewrite(add, [block])
     assert req["verb"] == "change" and req["qdisc"]["kind"] == "ingress"
@@ -114,14 +160,21 @@ def test_filter_verbs_rewrite_the_hook_document():
 
 
 def test_ingress_show_text():
-    block = {"kind": "ingress", "handle": 0xFFFF, "parent": [0xFFFF, 0xFFF1], "options": {},
-             "stats": {"bytes": 1028, "packets": 1, "drops": 0}}
+    block = {
+        "kind": "ingress",
+        "handle": 0xFFFF,
+        "parent": [0xFFFF, 0xFFF1],
+        "options": {},
+        "stats": {"bytes": 1028, "packets": 1, "drops": 0},
+    }
     assert tc_show_text([block], PROFILES["modern"]) == (
         "qdisc ingress ffff: parent ffff:fff1 ---------------- \n"
         " Sent 1028 bytes 1 pkt (dropped 0, overlimits 0 requeues 0) \n"
-        " backlog 0b 0p requeues 0\n")
+        " backlog 0b 0p requeues 0\n"
+    )
     assert tc_show_text([dict(block, kind="clsact")], PROFILES["modern"], stats=False) == (
-        "qdisc clsact ffff: parent ffff:fff1 \n")
+        "qdisc clsact ffff: parent ffff:fff1 \n"
+    )
 
 
 def test_ip_link_add_ifb():
@@ -149,8 +202,10 @@ def lesson(tmp_path_factory) -> Path:
 
 
 def test_shaping_both_directions_keeps_the_latency_low(lesson: Path):
-    rtt = {p: statistics.median(_pings((lesson / p / "h1" / "terminal.log").read_text()))
-           for p in ("bloated", "egress-only", "sqm")}
+    rtt = {
+        p: statistics.median(_pings((lesson / p / "h1" / "terminal.log").read_text()))
+        for p in ("bloated", "egress-only", "sqm")
+    }
     # idle RTT 20 ms; the ISP's 250 ms queues fill in both directions
     assert rtt["bloated"] > 200, rtt
     # egress shaping empties the upload queue; the download one still fills
@@ -158,7 +213,9 @@ def test_shaping_both_directions_keeps_the_latency_low(lesson: Path):
     # with the ingress side shaped through the ifb the RTT stays near the idle one
     assert rtt["sqm"] < 45, rtt
     show = (lesson / "sqm" / "admin" / "terminal.log").read_text()
-    m = re.search(r"qdisc ingress ffff: parent ffff:fff1 ---------------- \n Sent (\d+) bytes (\d+) pkt", show)
+    m = re.search(
+        r"qdisc ingress ffff: parent ffff:fff1 ---------------- \n Sent (\d+) bytes (\d+) pkt", show
+    )
     assert m and int(m[2]) > 10000, show
     assert "qdisc fq_codel" in show and "qdisc tbf 1: root" in show
 

@@ -528,9 +528,8 @@ impl Simulator {
             self.ifaces[iface].hook = None;
             return Ok(());
         }
-        let spec = spec.ok_or_else(|| {
-            TcError::Invalid("a qdisc kind is required for this command".into())
-        })?;
+        let spec = spec
+            .ok_or_else(|| TcError::Invalid("a qdisc kind is required for this command".into()))?;
         let old = match (req.verb, existing) {
             (TcVerb::Add, Some(_)) => return Err(TcError::Exists.into()),
             (TcVerb::Change, None) => return Err(TcError::NotFound.into()),
@@ -1069,7 +1068,10 @@ impl Simulator {
         }
         let route = self.topo.route(node, dst)?;
         let ifc = &self.ifaces[route.out];
-        if !ifc.tree.is_noqueue() || ifc.rate.bps() > 0 || ifc.hook.as_ref().is_some_and(|h| h.has_egress()) {
+        if !ifc.tree.is_noqueue()
+            || ifc.rate.bps() > 0
+            || ifc.hook.as_ref().is_some_and(|h| h.has_egress())
+        {
             return None;
         }
         let resolved = !self.options.arp
@@ -1440,7 +1442,9 @@ impl Simulator {
     fn hook_drop(&mut self, iface: IfaceId, pid: PacketId) {
         let len = self.arena.len_of(pid);
         let segs = self.arena.segs_of(pid);
-        self.ifaces[iface].drops.count(DropReason::TcAction, len, segs);
+        self.ifaces[iface]
+            .drops
+            .count(DropReason::TcAction, len, segs);
         self.arena.free(pid);
     }
 
@@ -1804,12 +1808,14 @@ fn node_fq_pacing(topo: &Topology, ifaces: &[Iface], node: NodeId) -> Option<u64
 /// Does this `tc qdisc` request address the ingress queue (`ingress`,
 /// `clsact`, `parent ffff:fff1`, or a delete of handle `ffff:`)?
 fn is_hook_request(req: &TcRequest) -> bool {
-    matches!(req.qdisc, Some(QdiscSpec::Ingress(_) | QdiscSpec::Clsact(_)))
-        || req.parent
-            == Some(ParentSpec::Class {
-                major: 0xffff,
-                minor: 0xfff1,
-            })
+    matches!(
+        req.qdisc,
+        Some(QdiscSpec::Ingress(_) | QdiscSpec::Clsact(_))
+    ) || req.parent
+        == Some(ParentSpec::Class {
+            major: 0xffff,
+            minor: 0xfff1,
+        })
         || (req.verb == TcVerb::Delete && req.parent.is_none() && req.handle == Some(0xffff))
 }
 

@@ -240,7 +240,9 @@ impl Topology {
         // (the command layer checks the user's name against IFNAMSIZ; the
         // engine's name may carry the namespace, `h1:ifb0`)
         if name.is_empty() || name.contains(['/', ' ']) {
-            return Err(Error::Config(format!("\"{name}\" is not a valid device name")));
+            return Err(Error::Config(format!(
+                "\"{name}\" is not a valid device name"
+            )));
         }
         if self.iface_index.contains_key(name) {
             return Err(Error::Config(format!(

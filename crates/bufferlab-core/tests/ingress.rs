@@ -71,12 +71,26 @@ fn block<'a>(show: &'a Value, kind: &str) -> &'a Value {
 fn ingress_through_an_ifb_is_shaped_by_its_tbf() {
     let mut sim = pair();
     sim.add_ifb("h2", "ifb0").unwrap();
-    assert!(sim.add_ifb("h2", "ifb0").unwrap_err().to_string().contains("File exists"));
+    assert!(sim
+        .add_ifb("h2", "ifb0")
+        .unwrap_err()
+        .to_string()
+        .contains("File exists"));
     // 5 Mbit/s = 625 000 B/s
     tc(&mut sim, json!({"verb": "add", "dev": "ifb0", "parent": "root", "handle": 1,
                         "qdisc": {"kind": "tbf", "rate": 625_000, "burst": 10_000, "limit": 30_000}}))
     .unwrap();
-    tc(&mut sim, hook("add", "h2-eth0", "ingress", json!([all_to("ifb0")]), json!([]))).unwrap();
+    tc(
+        &mut sim,
+        hook(
+            "add",
+            "h2-eth0",
+            "ingress",
+            json!([all_to("ifb0")]),
+            json!([]),
+        ),
+    )
+    .unwrap();
     let bytes = blast(&mut sim);
     // payload share of 5 Mbit/s over 2 s (+ the bucket and the queue)
     // (1000-byte payloads in 1042-byte frames)
@@ -93,14 +107,22 @@ fn ingress_through_an_ifb_is_shaped_by_its_tbf() {
     let pkts = ing["stats"]["packets"].as_u64().unwrap();
     assert!(pkts >= 5000, "{ing}");
     // (and the ARP request, 28 bytes)
-    assert_eq!(ing["stats"]["bytes"].as_u64().unwrap(), (pkts - 1) * 1028 + 28, "{ing}");
+    assert_eq!(
+        ing["stats"]["bytes"].as_u64().unwrap(),
+        (pkts - 1) * 1028 + 28,
+        "{ing}"
+    );
     let ifb = serde_json::to_value(sim.qdisc_show("ifb0").unwrap()).unwrap();
     let tbf = block(&ifb, "tbf");
     assert!(tbf["stats"]["drops"].as_u64().unwrap() > 1000, "{tbf}");
     let s = sim.summary();
     let p = &s["packets"];
     let n = |k: &str| p[k].as_u64().unwrap();
-    assert_eq!(n("created"), n("delivered") + n("dropped") + n("live") + n("segmented"), "{p}");
+    assert_eq!(
+        n("created"),
+        n("delivered") + n("dropped") + n("live") + n("segmented"),
+        "{p}"
+    );
 }
 
 #[test]
@@ -111,7 +133,11 @@ fn police_at_ingress_drops_what_exceeds() {
         "matches": [{"field": "src", "value": 0, "mask": 0}],
         "actions": [{"kind": "police", "rate": 625_000, "burst_ns": 250_000u64 << 6, "mtu": 2040,
                      "exceed": "drop", "conform": "ok"}]});
-    tc(&mut sim, hook("add", "h2-eth0", "ingress", json!([police]), json!([]))).unwrap();
+    tc(
+        &mut sim,
+        hook("add", "h2-eth0", "ingress", json!([police]), json!([])),
+    )
+    .unwrap();
     let bytes = blast(&mut sim);
     // the policer counts the L3 length (1028 B): 625 000 B/s passes ≈ 608
     // frames/s, plus the 10 kB burst
@@ -121,7 +147,11 @@ fn police_at_ingress_drops_what_exceeds() {
     let show = serde_json::to_value(sim.qdisc_show("h2-eth0").unwrap()).unwrap();
     let ing = block(&show, "ingress");
     let dropped = ing["stats"]["drops"].as_u64().unwrap();
-    assert_eq!(ing["stats"]["packets"].as_u64().unwrap(), frames + dropped + 1, "{ing}");
+    assert_eq!(
+        ing["stats"]["packets"].as_u64().unwrap(),
+        frames + dropped + 1,
+        "{ing}"
+    );
     let pol = &ing["xstats"]["police"][0];
     assert_eq!(pol["drops"].as_u64().unwrap(), dropped);
     assert_eq!(pol["overlimits"].as_u64().unwrap(), dropped);
@@ -136,10 +166,23 @@ fn clsact_egress_through_an_ifb_returns_to_the_device() {
     tc(&mut sim, json!({"verb": "add", "dev": "ifb1", "parent": "root", "handle": 1,
                         "qdisc": {"kind": "tbf", "rate": 625_000, "burst": 10_000, "limit": 30_000}}))
     .unwrap();
-    tc(&mut sim, hook("add", "h1-eth0", "clsact", json!([]), json!([all_to("ifb1")]))).unwrap();
+    tc(
+        &mut sim,
+        hook(
+            "add",
+            "h1-eth0",
+            "clsact",
+            json!([]),
+            json!([all_to("ifb1")]),
+        ),
+    )
+    .unwrap();
     let bytes = blast(&mut sim);
     let expect = 625_000.0 * 2.0 * 1000.0 / 1042.0;
-    assert!((bytes as f64 - expect).abs() / expect < 0.05, "{bytes} vs {expect}");
+    assert!(
+        (bytes as f64 - expect).abs() / expect < 0.05,
+        "{bytes} vs {expect}"
+    );
 }
 
 #[test]
@@ -149,16 +192,48 @@ fn hook_verbs_follow_sch_api() {
                                 "handle": null, "qdisc": null}))
     .unwrap_err();
     assert!(e.contains("Cannot find specified qdisc"), "{e}");
-    tc(&mut sim, hook("add", "h2-eth0", "ingress", json!([]), json!([]))).unwrap();
-    let e = tc(&mut sim, hook("add", "h2-eth0", "ingress", json!([]), json!([]))).unwrap_err();
+    tc(
+        &mut sim,
+        hook("add", "h2-eth0", "ingress", json!([]), json!([])),
+    )
+    .unwrap();
+    let e = tc(
+        &mut sim,
+        hook("add", "h2-eth0", "ingress", json!([]), json!([])),
+    )
+    .unwrap_err();
     assert!(e.contains("File exists"), "{e}");
-    let e = tc(&mut sim, hook("change", "h2-eth0", "ingress", json!([]), json!([all_to("x")]))).unwrap_err();
+    let e = tc(
+        &mut sim,
+        hook(
+            "change",
+            "h2-eth0",
+            "ingress",
+            json!([]),
+            json!([all_to("x")]),
+        ),
+    )
+    .unwrap_err();
     assert!(e.contains("no egress hook"), "{e}");
-    let e = tc(&mut sim, hook("change", "h2-eth0", "ingress", json!([all_to("ifb7")]), json!([]))).unwrap_err();
+    let e = tc(
+        &mut sim,
+        hook(
+            "change",
+            "h2-eth0",
+            "ingress",
+            json!([all_to("ifb7")]),
+            json!([]),
+        ),
+    )
+    .unwrap_err();
     assert!(e.contains("ifb7"), "{e}");
     // the failed change kept the qdisc
     assert_eq!(sim.qdisc_show("h2-eth0").unwrap().len(), 2);
-    tc(&mut sim, hook("replace", "h2-eth0", "clsact", json!([]), json!([]))).unwrap();
+    tc(
+        &mut sim,
+        hook("replace", "h2-eth0", "clsact", json!([]), json!([])),
+    )
+    .unwrap();
     assert_eq!(sim.qdisc_show("h2-eth0").unwrap()[1].kind, "clsact");
     tc(&mut sim, json!({"verb": "delete", "dev": "h2-eth0", "parent": null, "handle": 0xffff, "qdisc": null})).unwrap();
     assert_eq!(sim.qdisc_show("h2-eth0").unwrap().len(), 1);

@@ -237,7 +237,10 @@ impl Police {
                     conformed = true;
                 }
                 Some(rate) => {
-                    let elapsed = now.saturating_since(self.t_c).as_nanos().min(i64::MAX as u64) as i64;
+                    let elapsed = now
+                        .saturating_since(self.t_c)
+                        .as_nanos()
+                        .min(i64::MAX as u64) as i64;
                     let mut toks = elapsed.min(self.burst);
                     let mut ptoks = 0i64;
                     if let Some(peak) = self.peak {
@@ -568,7 +571,16 @@ mod tests {
         assert_eq!(p.act(t(0), 1500), Control::Drop);
         assert_eq!(p.act(t(6_000_000), 1500), Control::Ok);
         assert!(Police::new(
-            125_000, 1 << 20, 0, Some(250_000), 0, 0, false, Control::Drop, Control::Ok, t(0)
+            125_000,
+            1 << 20,
+            0,
+            Some(250_000),
+            0,
+            0,
+            false,
+            Control::Drop,
+            Control::Ok,
+            t(0)
         )
         .is_err());
     }
@@ -604,7 +616,14 @@ mod tests {
         )]);
         let p = frame(1514);
         assert_eq!(h.run(false, t(0), &p, 1500), Outcome::Redirect(7));
-        assert_eq!(h.stats, HookStats { bytes: 1500, packets: 1, drops: 0 });
+        assert_eq!(
+            h.stats,
+            HookStats {
+                bytes: 1500,
+                packets: 1,
+                drops: 0
+            }
+        );
         let mut arp = p;
         arp.proto = Proto::Arp;
         // protocol ip: ARP passes untouched
@@ -644,7 +663,12 @@ mod tests {
                     ActionSpec::Mirred { dev: "ifb0".into() },
                 ],
             ),
-            filter(2, vec![ActionSpec::Gact { control: Control::Drop }]),
+            filter(
+                2,
+                vec![ActionSpec::Gact {
+                    control: Control::Drop,
+                }],
+            ),
         ]);
         let p = frame(1000);
         assert_eq!(h.run(false, t(0), &p, 1000), Outcome::Redirect(7));

@@ -181,21 +181,27 @@ def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterReque
                 minor = cid & 0xFFFF
                 if cid >> 16 != 0xFFFF or minor not in (0, 0xFFF2, 0xFFF3):
                     raise CommandError(
-                        "Error: Specified class doesn't exist.", col=v.col, expected="parent ffff: (or ingress, egress)"
+                        "Error: Specified class doesn't exist.",
+                        col=v.col,
+                        expected="parent ffff: (or ingress, egress)",
                     )
                 hook = "egress" if minor == 0xFFF3 else "ingress"
             elif t == "protocol":
                 v = cur.value(w, "protocol ip|all")
                 if v.text not in ("ip", "all"):
                     raise NotSupportedError(
-                        f"tc filter protocol {v.text} is not supported yet", col=v.col, expected="protocol ip|all"
+                        f"tc filter protocol {v.text} is not supported yet",
+                        col=v.col,
+                        expected="protocol ip|all",
                     )
                 protocol = v.text
             elif t in ("prio", "pref", "priority", "preference"):
                 v = cur.value(w, "prio N")
                 n = c_int_full(v.text, 0)
                 if n is None or not 0 <= n <= 0xFFFF:
-                    raise CommandError(f'Illegal "priority" "{v.text}"', col=v.col, expected="a number 1..65535")
+                    raise CommandError(
+                        f'Illegal "priority" "{v.text}"', col=v.col, expected="a number 1..65535"
+                    )
                 prio = n
             elif t in ("u32", "matchall"):
                 classifier = t
@@ -204,10 +210,14 @@ def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterReque
                     f"tc filter {t} is not supported yet", col=w.col, expected="u32 or matchall"
                 )
             elif t in ("handle", "chain", "block", "estimator", "root"):
-                raise NotSupportedError(f'tc filter "{t}" is not supported yet', col=w.col, expected=_FILTER_EXPECTED)
+                raise NotSupportedError(
+                    f'tc filter "{t}" is not supported yet', col=w.col, expected=_FILTER_EXPECTED
+                )
             else:
                 raise CommandError(
-                    f'Unknown filter "{t}", hence option "{t}" is unparsable', col=w.col, expected=_FILTER_EXPECTED
+                    f'Unknown filter "{t}", hence option "{t}" is unparsable',
+                    col=w.col,
+                    expected=_FILTER_EXPECTED,
                 )
             continue
         if t == "match" and classifier == "u32":
@@ -225,19 +235,25 @@ def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterReque
                 f'{classifier} option "{t}" is not supported yet', col=w.col, expected=_FILTER_EXPECTED
             )
     if dev is None:
-        raise CommandError("Not enough information: \"dev\" argument is required.", col=verb_w.col,
-                           expected=_FILTER_EXPECTED)
+        raise CommandError(
+            'Not enough information: "dev" argument is required.', col=verb_w.col, expected=_FILTER_EXPECTED
+        )
     if hook is None:
-        raise CommandError("tc filter needs parent ffff: (or ingress, egress)", col=verb_w.col,
-                           expected=_FILTER_EXPECTED)
+        raise CommandError(
+            "tc filter needs parent ffff: (or ingress, egress)", col=verb_w.col, expected=_FILTER_EXPECTED
+        )
     if verb == "delete":
         return HookFilterRequest("delete", dev.text, hook, None, prio, [], dev.col, verb_w.col)
     if classifier is None or protocol is None:
-        raise CommandError("Error: Filter kind and protocol must be specified.", col=verb_w.col,
-                           expected=_FILTER_EXPECTED)
+        raise CommandError(
+            "Error: Filter kind and protocol must be specified.", col=verb_w.col, expected=_FILTER_EXPECTED
+        )
     if classifier == "u32" and not matches_:
-        raise CommandError("u32 needs at least one match (match u32 0 0 for every packet)", col=verb_w.col,
-                           expected=_FILTER_EXPECTED)
+        raise CommandError(
+            "u32 needs at least one match (match u32 0 0 for every packet)",
+            col=verb_w.col,
+            expected=_FILTER_EXPECTED,
+        )
     flt = {
         "prio": prio,
         "protocol_all": protocol == "all",
@@ -266,7 +282,8 @@ def _parse_match(w: Word, cur: Cursor) -> dict[str, Any]:
             cur.value(at, "at OFFSET")
         if mask != 0:
             raise NotSupportedError(
-                "u32 match u32 with a non-zero mask is not supported yet", col=m.col,
+                "u32 match u32 with a non-zero mask is not supported yet",
+                col=m.col,
                 expected="match u32 0 0, or match ip src|dst|sport|dport|tos",
             )
         return {"field": "src", "value": 0, "mask": 0}
@@ -286,12 +303,16 @@ def _parse_action(w: Word, cur: Cursor, modern: bool, mirred: list[tuple[str, in
         direction = cur.value(kind, "egress")
         if direction.text != "egress":
             raise NotSupportedError(
-                f"mirred {direction.text} is not supported yet", col=direction.col, expected="mirred egress redirect"
+                f"mirred {direction.text} is not supported yet",
+                col=direction.col,
+                expected="mirred egress redirect",
             )
         how = cur.value(direction, "redirect")
         if how.text != "redirect":
             raise NotSupportedError(
-                f"mirred egress {how.text} is not supported yet", col=how.col, expected="mirred egress redirect"
+                f"mirred egress {how.text} is not supported yet",
+                col=how.col,
+                expected="mirred egress redirect",
             )
         d = cur.value(how, "dev DEVICE")
         if d.text != "dev":
@@ -312,7 +333,9 @@ def _parse_action(w: Word, cur: Cursor, modern: bool, mirred: list[tuple[str, in
     if ctl is not None:
         return {"kind": "gact", "control": ctl}
     raise NotSupportedError(
-        f"action {kind.text} is not supported yet", col=kind.col, expected="mirred, police or a verdict (drop, pass)"
+        f"action {kind.text} is not supported yet",
+        col=kind.col,
+        expected="mirred, police or a verdict (drop, pass)",
     )
 
 
@@ -383,7 +406,9 @@ def _parse_police(w: Word, cur: Cursor, modern: bool) -> dict[str, Any]:
             cur.take()
             v = cur.value(nxt, "linklayer ethernet|atm|adsl")
             if v.text not in ("ethernet", "atm", "adsl"):
-                raise CommandError(f'Illegal "linklayer": "{v.text}"', col=v.col, expected="ethernet, atm or adsl")
+                raise CommandError(
+                    f'Illegal "linklayer": "{v.text}"', col=v.col, expected="ethernet, atm or adsl"
+                )
             atm = v.text != "ethernet"
         elif t == "conform-exceed":
             cur.take()
@@ -393,7 +418,8 @@ def _parse_police(w: Word, cur: Cursor, modern: bool) -> dict[str, Any]:
             co = _control(Word(co_t, v.col)) if slash else conform
             if ex is None or co is None:
                 raise NotSupportedError(
-                    f'police verdict "{v.text}" is not supported yet', col=v.col,
+                    f'police verdict "{v.text}" is not supported yet',
+                    col=v.col,
                     expected="conform-exceed drop|pass|continue|pipe|reclassify[/…]",
                 )
             exceed, conform = ex, co
@@ -401,14 +427,18 @@ def _parse_police(w: Word, cur: Cursor, modern: bool) -> dict[str, Any]:
             cur.take()
             exceed = _control(nxt) or exceed
         elif t in ("avrate", "pkts_rate", "pkts_burst", "index", "goto", "jump"):
-            raise NotSupportedError(f'police "{t}" is not supported yet', col=nxt.col,
-                                    expected="police rate R burst B [mtu M] [peakrate P] [conform-exceed …]")
+            raise NotSupportedError(
+                f'police "{t}" is not supported yet',
+                col=nxt.col,
+                expected="police rate R burst B [mtu M] [peakrate P] [conform-exceed …]",
+            )
         else:
             break
         ok += 1
     if not ok:
-        raise CommandError("bad action parameters: police needs rate and burst", col=w.col,
-                           expected="police rate R burst B")
+        raise CommandError(
+            "bad action parameters: police needs rate and burst", col=w.col, expected="police rate R burst B"
+        )
     if not rate and not mtu:
         raise CommandError("'rate' or 'avrate' or 'mtu' or 'pkts_rate' MUST be specified.", col=w.col)
     if rate and not burst:
@@ -463,5 +493,13 @@ def rewrite(req: HookFilterRequest, blocks: list[dict[str, Any]]) -> dict[str, A
     }
 
 
-__all__ = ["KINDS", "IngressSpec", "ClsactSpec", "HookFilterRequest", "HookError", "parse_filter", "rewrite",
-           "is_hook_filter"]
+__all__ = [
+    "KINDS",
+    "IngressSpec",
+    "ClsactSpec",
+    "HookFilterRequest",
+    "HookError",
+    "parse_filter",
+    "rewrite",
+    "is_hook_filter",
+]
