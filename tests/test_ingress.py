@@ -17,7 +17,7 @@ from bufferlab import load_scenario, run_scenario
 from bufferlab.commands.netinfo import parse_ip
 from bufferlab.commands.shell import parse_shell
 from bufferlab.commands.tc import parse_tc, tc_show_text
-from bufferlab.commands.tc.ingress import HookError, HookFilterRequest, rewrite
+from bufferlab.commands.tc.ingress import HookError, HookFilterRequest, carry_filters, rewrite
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
 from bufferlab.profile import PROFILES
 from conftest import ROOT
@@ -157,6 +157,17 @@ def test_filter_verbs_rewrite_the_hook_document():
         rewrite(eg, [block])
     delete = parse("tc filter del dev eth0 parent ffff:")
     assert rewrite(delete, [block])["qdisc"]["ingress"] == []
+
+
+def test_replace_of_the_same_kind_keeps_the_filters():
+    flt = {"prio": 1, "protocol_all": True, "classifier": "matchall", "matches": [], "classid": None,
+           "actions": [{"kind": "gact", "control": "drop"}]}
+    blocks = [{"kind": "ingress", "handle": 0xFFFF, "parent": [0xFFFF, 0xFFF1],
+               "options": {"ingress": [flt], "egress": []}}]
+    req = carry_filters(parse("tc qdisc replace dev eth0 ingress").to_dict(), blocks)
+    assert req["qdisc"]["ingress"] == [flt]
+    add = parse("tc qdisc add dev eth0 ingress").to_dict()
+    assert carry_filters(add, blocks) == add
 
 
 def test_ingress_show_text():

@@ -533,12 +533,13 @@ impl Simulator {
         let old = match (req.verb, existing) {
             (TcVerb::Add, Some(_)) => return Err(TcError::Exists.into()),
             (TcVerb::Change, None) => return Err(TcError::NotFound.into()),
-            (TcVerb::Change, Some(c)) if c != clsact => {
+            // the same handle ffff: with another kind (tc_modify_qdisc)
+            (_, Some(c)) if c != clsact => {
                 return Err(TcError::Invalid("Invalid qdisc name".into()).into())
             }
-            (TcVerb::Change, Some(_)) => self.ifaces[iface].hook.take(),
-            // replace by another kind starts afresh
-            (_, Some(c)) if c == clsact => self.ifaces[iface].hook.take(),
+            // change/replace of the same kind: the command layer resends the
+            // filters (sch_ingress has no options to change)
+            (_, Some(_)) => self.ifaces[iface].hook.take(),
             _ => None,
         };
         let topo = &self.topo;

@@ -229,6 +229,14 @@ fn hook_verbs_follow_sch_api() {
     assert!(e.contains("ifb7"), "{e}");
     // the failed change kept the qdisc
     assert_eq!(sim.qdisc_show("h2-eth0").unwrap().len(), 2);
+    let e = tc(
+        &mut sim,
+        hook("replace", "h2-eth0", "clsact", json!([]), json!([])),
+    )
+    .unwrap_err();
+    assert!(e.contains("Invalid qdisc name"), "{e}");
+    let del = json!({"verb": "delete", "dev": "h2-eth0", "parent": null, "handle": 0xffff, "qdisc": null});
+    tc(&mut sim, del).unwrap();
     tc(
         &mut sim,
         hook("replace", "h2-eth0", "clsact", json!([]), json!([])),

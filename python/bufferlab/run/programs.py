@@ -27,7 +27,7 @@ from ..commands import sysctl as sysctl_cmd
 from ..commands.shell import LAST_BACKGROUND_PID, SimpleCommand, Word
 from ..commands.tc import TcQdiscRequest, TcShow, htb, parse_tc, tc_show_text
 from ..commands.tc.htb import TcClassShow
-from ..commands.tc.ingress import HookError, HookFilterRequest
+from ..commands.tc.ingress import HookError, HookFilterRequest, carry_filters
 from ..commands.tc.ingress import rewrite as hook_rewrite
 from ..errors import CommandError, Diagnostics, NotSupportedError
 from ..formats import iperf2 as iperf2_fmt
@@ -172,7 +172,7 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
                 htb_request = htb.rewrite(parsed, blocks)
             if htb_request is not None:
                 htb_request["dev"] = dev
-            rt.engine.tc(htb_request or request)
+            rt.engine.tc(htb_request or carry_filters(request, blocks))
         except (TcFailure, htb.HtbError, HookError) as e:
             rt.io.err(str(e))
             return 2

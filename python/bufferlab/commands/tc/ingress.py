@@ -493,6 +493,22 @@ def rewrite(req: HookFilterRequest, blocks: list[dict[str, Any]]) -> dict[str, A
     }
 
 
+def carry_filters(request: dict[str, Any] | None, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``tc qdisc change|replace dev D ingress|clsact`` over one of the same kind: the kernel
+    changes nothing (the qdisc has no options) and the filters stay; the engine's request
+    carries them over."""
+    if request is None:
+        return None
+    q = request.get("qdisc") or {}
+    if request.get("verb") not in ("change", "replace") or q.get("kind") not in ("ingress", "clsact"):
+        return request
+    block = next((b for b in blocks if b["kind"] == q["kind"]), None)
+    if block is None:
+        return request
+    opts = block.get("options") or {}
+    return {**request, "qdisc": {**q, "ingress": opts.get("ingress", []), "egress": opts.get("egress", [])}}
+
+
 __all__ = [
     "KINDS",
     "IngressSpec",
@@ -502,4 +518,5 @@ __all__ = [
     "parse_filter",
     "rewrite",
     "is_hook_filter",
+    "carry_filters",
 ]
