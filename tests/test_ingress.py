@@ -20,7 +20,7 @@ from bufferlab.commands.tc import parse_tc, tc_show_text
 from bufferlab.commands.tc.ingress import HookError, HookFilterRequest, carry_filters, rewrite
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
 from bufferlab.profile import PROFILES
-from conftest import ROOT
+from conftest import ROOT, TWO_HOSTS
 
 
 def words(line: str):
@@ -196,6 +196,34 @@ def test_ip_link_add_ifb():
         parse_ip(words("ip link add v0 type veth"))
     with pytest.raises(CommandError, match="not a valid ifname"):
         parse_ip(words("ip link add ifb-with-a-long-name type ifb"))
+
+
+def test_ifb_in_a_host_namespace(tmp_path: Path):
+    sc = tmp_path / "ifb.toml"
+    sc.write_text(f"""name = "ifb"
+{TWO_HOSTS}
+[[part]]
+name = "p"
+cmds = [
+  "h2: ip link add ifb0 type ifb; ip link show ifb0; ip link set dev ifb0 up; ip -br link",
+  "h2: tc qdisc add dev h2-eth0 ingress; tc qdisc add dev ifb0 root tbf rate 1mbit burst 5k latency 50ms",
+  "h2: tc filter add dev h2-eth0 parent ffff: protocol ip matchall action mirred egress redirect dev ifb0",
+  "h2: ip link add ifb0 type ifb",
+  "h1: ping -c 3 -i 0.2 10.0.0.2",
+  "h2: sleep 1; tc -s qdisc show dev ifb0; tc qdisc show dev h2-eth0",
+]
+""")
+    run_scenario(load_scenario(sc), results_root=tmp_path / "out", progress=False)
+    log = (tmp_path / "out" / "ifb" / "p" / "h2" / "terminal.log").read_text()
+    down = "ifb0: <BROADCAST,NOARP> mtu 1500 qdisc pfifo_fast state DOWN mode DEFAULT group default qlen 32"
+    assert down in log, log
+    assert re.search(r"ifb0 +UNKNOWN +02:00", log), log
+    assert "RTNETLINK answers: File exists" in log
+    # the echo requests went through the ifb's tbf (ARP, protocol ip, did not)
+    tbf = r"qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 5Kb lat 50.0ms \n Sent 294 bytes 3 pkt"
+    assert re.search(tbf, log), log
+    assert "qdisc ingress ffff: parent ffff:fff1 ---------------- \n" in log
+    assert "3 received" in (tmp_path / "out" / "ifb" / "p" / "h1" / "terminal.log").read_text()
 
 
 # ------------------------------------------------------------------ the lesson

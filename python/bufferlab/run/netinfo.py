@@ -93,6 +93,18 @@ def interfaces(rt: RunCtx, terminal: str) -> list[fmt.Iface]:
             rx_packets=int(st.get("rx_packets", 0)), rx_bytes=int(st.get("rx_bytes", 0)),
             tx_packets=int(st.get("tx_packets", 0)), tx_bytes=int(st.get("tx_bytes", 0)),
         ))
+    for k, (term, name, engine_name) in enumerate(rt.engine.ifbs):
+        if term != terminal:
+            continue
+        blocks = rt.engine.qdisc_show(engine_name)
+        st = stats.get(engine_name, {})
+        place = len(all_ifaces) + k
+        out.append(fmt.Iface(
+            index=place + 2, name=name, mac=_mac(place), ip=None, prefix=0,
+            qdisc=blocks[0]["kind"] if blocks else "noqueue", ifb=True, down=engine_name not in rt.engine.ifb_up,
+            rx_packets=int(st.get("rx_packets", 0)), rx_bytes=int(st.get("rx_bytes", 0)),
+            tx_packets=int(st.get("tx_packets", 0)), tx_bytes=int(st.get("tx_bytes", 0)),
+        ))
     return out
 
 
@@ -149,6 +161,7 @@ def prep_ip(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
     def run(rt: RunCtx) -> int:
         if cmd.command == "set" and cmd.dev in virtual:  # an ifb: up is all there is to set
+            rt.engine.ifb_up.add(virtual[cmd.dev])
             return 0
         ifaces = interfaces(rt, rt.term.name)
         if cmd.dev is not None and cmd.obj in ("addr", "link") and _no_device(rt, cmd.dev, ifaces):
@@ -188,7 +201,7 @@ def _prep_link_add(pc: PrepareCtx, cmd: Any) -> Prepared:
 
     def run(rt: RunCtx) -> int:
         try:
-            rt.engine.add_ifb(node, engine_name)
+            rt.engine.add_ifb(node, engine_name, pc.terminal, name)
         except TcFailure as e:
             rt.io.err("RTNETLINK answers: File exists" if "File exists" in str(e) else str(e))
             return 2
