@@ -114,17 +114,22 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
         )
 
         def run_show(rt: RunCtx) -> int:
-            text = [
-                tc_show_text(
-                    rt.engine.qdisc_show(d),
-                    rt.runner.sc.profile,
-                    stats=show.stats,
-                    details=show.details,
-                    invisible=show.invisible,
-                    dev=name,
-                )
-                for d, name in devs
-            ]
+            try:
+                text = [
+                    tc_show_text(
+                        rt.engine.qdisc_show(d),
+                        rt.runner.sc.profile,
+                        stats=show.stats,
+                        details=show.details,
+                        invisible=show.invisible,
+                        dev=name,
+                    )
+                    for d, name in devs
+                ]
+            except TcFailure:
+                # an ifb whose `ip link add` failed when it ran
+                rt.io.err(f'Cannot find device "{parsed.dev}"')
+                return 1
             rt.io.out("".join(text))
             return 0
 
@@ -174,7 +179,7 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
                 htb_request["dev"] = dev
             rt.engine.tc(htb_request or carry_filters(request, blocks))
         except (TcFailure, htb.HtbError, HookError) as e:
-            rt.io.err(str(e))
+            rt.io.err(str(e).replace(f'"{dev}"', f'"{parsed.dev}"') if dev else str(e))
             return 2
         if isinstance(parsed, htb.TcClassRequest) and parsed.verb != "delete":
             rt.io.err(htb.class_warnings(rt.engine.qdisc_show(dev), parsed.major, parsed.classid))
