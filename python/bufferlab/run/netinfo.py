@@ -98,9 +98,9 @@ def interfaces(rt: RunCtx, terminal: str) -> list[fmt.Iface]:
             continue
         blocks = rt.engine.qdisc_show(engine_name)
         st = stats.get(engine_name, {})
-        place = len(all_ifaces) + k
+        at = len(all_ifaces) + k
         out.append(fmt.Iface(
-            index=place + 2, name=name, mac=_mac(place), ip=None, prefix=0,
+            index=at + 2, name=name, mac=_mac(at), ip=None, prefix=0,
             qdisc=blocks[0]["kind"] if blocks else "noqueue", ifb=True, down=engine_name not in rt.engine.ifb_up,
             rx_packets=int(st.get("rx_packets", 0)), rx_bytes=int(st.get("rx_bytes", 0)),
             tx_packets=int(st.get("tx_packets", 0)), tx_bytes=int(st.get("tx_bytes", 0)),
