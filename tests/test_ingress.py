@@ -1,4 +1,4 @@
-"""ingress / clsact, ifb, mirred and police (docs/semantics/qdiscs.md §14): tc and ip
+"""ingress / clsact, ifb, mirred and police (docs/semantics/qdiscs.md §18): tc and ip
 parsing against iproute2's, the show text, and the home-link lesson
 (scenarios/home-link-ifb.toml).
 

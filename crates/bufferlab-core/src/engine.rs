@@ -499,7 +499,7 @@ impl Simulator {
     }
 
     /// `tc qdisc add|replace|change|del … ingress|clsact` (sch_api.c with
-    /// the ingress queue as the only slot; docs/semantics/qdiscs.md §14).
+    /// the ingress queue as the only slot; docs/semantics/qdiscs.md §18).
     fn hook_tc(&mut self, iface: IfaceId, req: &TcRequest) -> Result<()> {
         use crate::error::TcError;
         let (clsact, spec) = match &req.qdisc {

@@ -1,6 +1,6 @@
 //! System tests of the receive-side hooks: `ingress` + `mirred` to an ifb
 //! shaped by tbf, `police` at ingress, clsact's egress hook
-//! (docs/semantics/qdiscs.md §14).
+//! (docs/semantics/qdiscs.md §18).
 
 use bufferlab_core::time::SimTime;
 use bufferlab_core::Simulator;

@@ -1,5 +1,5 @@
 //! The receive-side hooks of a device and what their filters do
-//! (docs/semantics/qdiscs.md §14, docs/models.md "Ingress, ifb and police").
+//! (docs/semantics/qdiscs.md §18, docs/models.md "Ingress, ifb and police").
 //!
 //! Linux sources followed (read for their behaviour, not copied):
 //! - net/sched/sch_ingress.c (`ingress_init`, `clsact_init`): the `ingress`

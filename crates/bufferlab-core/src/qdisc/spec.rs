@@ -91,9 +91,9 @@ pub enum QdiscSpec {
     Sfq(SfqSpec),
     /// `fq_pie` (flow queues with PIE per flow, docs/semantics/qdiscs.md §17).
     FqPie(FqPieSpec),
-    /// `ingress` with the filters of its receive hook (docs/semantics/qdiscs.md §14).
+    /// `ingress` with the filters of its receive hook (docs/semantics/qdiscs.md §18).
     Ingress(super::ingress::HookSpec),
-    /// `clsact`: receive and transmit hooks (docs/semantics/qdiscs.md §14).
+    /// `clsact`: receive and transmit hooks (docs/semantics/qdiscs.md §18).
     Clsact(super::ingress::HookSpec),
 }
 

@@ -1,5 +1,5 @@
 """``ingress`` and ``clsact`` (tc/q_ingress.c, tc/q_clsact.c) and the filters that hang on
-them (docs/semantics/qdiscs.md §14).
+them (docs/semantics/qdiscs.md §18).
 
 ``tc filter {add|delete} dev D {parent ffff:|ingress|egress} protocol {ip|all} [prio N]
 {u32 match … | matchall} [flowid X:Y] [action] …`` as tc/tc_filter.c, tc/f_u32.c and
