@@ -663,7 +663,7 @@ def test_tc_missing_dev_and_kind_have_expected():
         ("tc filter add dev x parent 1: basic", "basic", 'tc filter "basic" is not supported yet'),
         ("tc chain add dev x", "chain", "tc chain is not supported yet"),
         ("tc -j qdisc show", "-j", "tc option -j is not supported yet"),
-        ("tc qdisc add dev x ingress", "ingress", "tc qdisc ingress is not supported yet"),
+        ("tc qdisc show dev x ingress", "ingress", "tc qdisc show ingress is not supported yet"),
         (
             "tc qdisc add dev x root estimator 1s 8s netem",
             "estimator",

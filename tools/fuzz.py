@@ -110,6 +110,11 @@ KEYWORDS += [
     "pppoa-llc", "pppoe-vcmux", "pppoe-llcsnap", "pppoe-ptm", "bridged-ptm", "ethernet", "ether-vlan",
     "docsis", "nat", "nonat", "wash", "nowash", "split-gso", "no-split-gso", "ingress", "egress",
     "no-ack-filter", "ack-filter", "ack-filter-aggressive", "ptm", "atm", "noatm",
+    "ingress", "clsact", "egress", "ffff:fff1", "ffff:fff2", "ffff:fff3", "protocol", "all", "ip", "pref",
+    "matchall", "flower", "action", "actions", "mirred", "redirect", "mirror", "police", "conform-exceed",
+    "drop/ok", "continue/pipe", "reclassify", "pass", "ok", "pipe", "continue", "shot", "gact", "drop",
+    "mpu", "overhead", "linklayer", "atm", "avrate", "classid", "skip_hw", "at", "ifb", "ifb0",
+    "ifb4eth0", "link", "type", "name", "up", "ip",
 ]
 SHELL_NOISE = ["'", '"', "\\", "\\\\", "&", ";", "|", ">", "<", "$(", "`", "#", "\t", "  ", "\\\"", "\\n",
                "\u00e9", "\x00", "\x7f", "\ud7ff", "\u202e", "\U0001f600", "*", "?", "[", "]", "{", "}"]

@@ -25,7 +25,8 @@ use crate::host::{CpuQueue, StackCost};
 use crate::packet::{
     tcp_flags, Ipv4, Packet, PacketArena, PacketId, Payload, Proto, TcpHeader, ARP_FRAME,
 };
-use crate::qdisc::{AutoHandles, QdiscProfile};
+use crate::qdisc::ingress::{Hook, Outcome};
+use crate::qdisc::{AutoHandles, ParentSpec, QdiscProfile, QdiscSpec, QdiscStats, TcVerb};
 use crate::qdisc::{DropCounters, DropReason, QdiscCtx, QdiscInfo, QdiscTree, TcRequest, Verdict};
 use crate::rng::ComponentRng;
 use crate::sched::{Event, EventQueue};
@@ -158,6 +159,11 @@ struct Iface {
     tx_bytes: u64,
     rx_packets: u64,
     rx_bytes: u64,
+    /// the `ingress` / `clsact` qdisc and its filters (qdisc/ingress.rs)
+    hook: Option<Hook>,
+    /// an ifb (`ip link add … type ifb`): what its root qdisc releases goes
+    /// back to where it came from instead of onto a wire
+    ifb: bool,
 }
 
 enum NeighState {
@@ -291,6 +297,12 @@ pub struct Simulator {
     stuck: Option<String>,
     /// packet captures and queue traces (capture/mod.rs); never read back
     obs: Observer,
+    /// per packet slot held by an ifb: where it came from, as
+    /// `iface << 1 | from_egress_hook` (ifb.c keeps `skb->skb_iif` and
+    /// `tc_at_ingress`)
+    ifb_from: Vec<u32>,
+    /// the qdisc profile new devices (ifb) get
+    profile: QdiscProfile,
 }
 
 impl Simulator {
@@ -336,6 +348,8 @@ impl Simulator {
                 tx_bytes: 0,
                 rx_packets: 0,
                 rx_bytes: 0,
+                hook: None,
+                ifb: false,
             })
             .collect();
         let nodes = (0..topo.node_names.len())
@@ -380,6 +394,8 @@ impl Simulator {
             work_cap: MAX_WORK_PER_INSTANT,
             stuck: None,
             obs: Observer::new(n_ifaces),
+            ifb_from: Vec::new(),
+            profile,
         })
     }
 
@@ -394,6 +410,9 @@ impl Simulator {
             .topo
             .iface_by_name(&req.dev)
             .ok_or_else(|| crate::error::TcError::NoDevice(req.dev.clone()))?;
+        if is_hook_request(req) {
+            return self.hook_tc(iface, req);
+        }
         let before = self
             .obs
             .traced(iface)
@@ -422,7 +441,125 @@ impl Simulator {
             .topo
             .iface_by_name(dev)
             .ok_or_else(|| crate::error::TcError::NoDevice(dev.to_string()))?;
-        Ok(self.ifaces[iface].tree.show())
+        let ifc = &self.ifaces[iface];
+        let mut blocks = ifc.tree.show();
+        if let Some(h) = &ifc.hook {
+            // after the transmit qdiscs, as tc lists the ingress queue's
+            blocks.push(QdiscInfo {
+                kind: if h.clsact { "clsact" } else { "ingress" },
+                handle: 0xffff,
+                parent: Some((0xffff, 0xfff1)),
+                anonymous: false,
+                options: serde_json::to_value(&h.spec).unwrap_or(Value::Null),
+                stats: QdiscStats {
+                    bytes: h.stats.bytes,
+                    packets: h.stats.packets,
+                    drops: h.stats.drops,
+                    ..QdiscStats::default()
+                },
+                xstats: Some(json!({ "police": h.police_stats() })),
+            });
+        }
+        Ok(blocks)
+    }
+
+    /// `ip link add NAME type ifb` in `node`'s namespace: a new device whose
+    /// root qdisc is pfifo_fast (ifb has a transmit queue).
+    pub fn add_ifb(&mut self, node: &str, name: &str) -> Result<()> {
+        let n = self
+            .topo
+            .node_by_name(node)
+            .ok_or_else(|| Error::Config(format!("no node {node:?}")))?;
+        let id = self.topo.add_virtual(n, name)?;
+        self.ifaces.push(Iface {
+            tree: QdiscTree::new_nic(name, self.seed, self.profile),
+            peak: (0, 0),
+            offloads: Offloads {
+                tso: true,
+                gso: true,
+                gro: false,
+            },
+            wire: VecDeque::new(),
+            rate: Rate(0),
+            delay: SimDuration(0),
+            busy_until: SimTime::ZERO,
+            link_free_pending: false,
+            watchdog_at: None,
+            drops: DropCounters::default(),
+            tx_packets: 0,
+            tx_bytes: 0,
+            rx_packets: 0,
+            rx_bytes: 0,
+            hook: None,
+            ifb: true,
+        });
+        debug_assert_eq!(id + 1, self.ifaces.len());
+        self.obs.add_iface();
+        Ok(())
+    }
+
+    /// `tc qdisc add|replace|change|del … ingress|clsact` (sch_api.c with
+    /// the ingress queue as the only slot; docs/semantics/qdiscs.md §21).
+    fn hook_tc(&mut self, iface: IfaceId, req: &TcRequest) -> Result<()> {
+        use crate::error::TcError;
+        let (clsact, spec) = match &req.qdisc {
+            Some(QdiscSpec::Ingress(s)) => (false, Some(s)),
+            Some(QdiscSpec::Clsact(s)) => (true, Some(s)),
+            None => (false, None),
+            Some(other) => {
+                return Err(TcError::Invalid(format!(
+                    "{} cannot be attached at ffff:fff1 (only ingress or clsact)",
+                    other.kind()
+                ))
+                .into())
+            }
+        };
+        let existing = self.ifaces[iface].hook.as_ref().map(|h| h.clsact);
+        if req.verb == TcVerb::Delete {
+            let Some(was_clsact) = existing else {
+                return Err(TcError::Invalid(
+                    "Cannot find specified qdisc on specified device".into(),
+                )
+                .into());
+            };
+            if spec.is_some() && was_clsact != clsact {
+                return Err(TcError::Invalid("Invalid qdisc name".into()).into());
+            }
+            self.ifaces[iface].hook = None;
+            return Ok(());
+        }
+        let spec = spec
+            .ok_or_else(|| TcError::Invalid("a qdisc kind is required for this command".into()))?;
+        let old = match (req.verb, existing) {
+            (TcVerb::Add, Some(_)) => return Err(TcError::Exists.into()),
+            (TcVerb::Change, None) => return Err(TcError::NotFound.into()),
+            // the same handle ffff: with another kind (tc_modify_qdisc)
+            (_, Some(c)) if c != clsact => {
+                return Err(TcError::Invalid("Invalid qdisc name".into()).into())
+            }
+            // change/replace of the same kind: the command layer resends the
+            // filters (sch_ingress has no options to change)
+            (_, Some(_)) => self.ifaces[iface].hook.take(),
+            _ => None,
+        };
+        let topo = &self.topo;
+        let built = Hook::new(
+            clsact,
+            spec,
+            self.now,
+            &|d| topo.iface_by_name(d),
+            old.as_ref(),
+        );
+        match built {
+            Ok(h) => {
+                self.ifaces[iface].hook = Some(h);
+                Ok(())
+            }
+            Err(e) => {
+                self.ifaces[iface].hook = old;
+                Err(e.into())
+            }
+        }
     }
 
     /// `ethtool -K DEV FEATURE on|off` for the segmentation offloads.
@@ -932,7 +1069,10 @@ impl Simulator {
         }
         let route = self.topo.route(node, dst)?;
         let ifc = &self.ifaces[route.out];
-        if !ifc.tree.is_noqueue() || ifc.rate.bps() > 0 {
+        if !ifc.tree.is_noqueue()
+            || ifc.rate.bps() > 0
+            || ifc.hook.as_ref().is_some_and(|h| h.has_egress())
+        {
             return None;
         }
         let resolved = !self.options.arp
@@ -1153,6 +1293,22 @@ impl Simulator {
         let ifc = &mut self.ifaces[iface];
         ifc.rx_packets += 1;
         ifc.rx_bytes += self.arena.len_of(pid) as u64;
+        if let Some(h) = ifc.hook.as_mut() {
+            // sch_handle_ingress sees the frame without its Ethernet header
+            let p = self.arena.get(pid);
+            let len = p.len.saturating_sub(crate::packet::ETH_HEADER);
+            match h.run(false, self.now, p, len) {
+                Outcome::Pass => {}
+                Outcome::Drop => return self.hook_drop(iface, pid),
+                Outcome::Redirect(to) => return self.redirect(to, iface, false, pid),
+            }
+        }
+        self.receive_past_hook(iface, pid);
+    }
+
+    /// The receive path after the ingress hook (also where an ifb returns
+    /// a packet it took from the hook).
+    fn receive_past_hook(&mut self, iface: IfaceId, pid: PacketId) {
         let node = self.topo.iface_node[iface];
         // a received packet has no socket of this node (`skb->sk` is NULL)
         self.arena.get_mut(pid).local = false;
@@ -1272,6 +1428,75 @@ impl Simulator {
     // ------------------------------------------------------------ interfaces
 
     fn iface_xmit(&mut self, iface: IfaceId, pid: PacketId) {
+        if let Some(h) = self.ifaces[iface].hook.as_mut().filter(|h| h.has_egress()) {
+            let p = self.arena.get(pid);
+            match h.run(true, self.now, p, p.len) {
+                Outcome::Pass => {}
+                Outcome::Drop => return self.hook_drop(iface, pid),
+                Outcome::Redirect(to) => return self.redirect(to, iface, true, pid),
+            }
+        }
+        self.xmit_past_hook(iface, pid);
+    }
+
+    /// A hook's filter dropped `pid` (counted on the device, reason tc_action).
+    fn hook_drop(&mut self, iface: IfaceId, pid: PacketId) {
+        let len = self.arena.len_of(pid);
+        let segs = self.arena.segs_of(pid);
+        self.ifaces[iface]
+            .drops
+            .count(DropReason::TcAction, len, segs);
+        self.arena.free(pid);
+    }
+
+    /// `mirred egress redirect dev TO` from `from`'s hook: the packet enters
+    /// TO's transmit path (act_mirred.c `tcf_mirred_act`). Only an ifb
+    /// sends it back; a redirect to any other device transmits it there.
+    fn redirect(&mut self, to: IfaceId, from: IfaceId, egress: bool, pid: PacketId) {
+        if self.ifaces[to].ifb {
+            let i = pid.0 as usize;
+            if i >= self.ifb_from.len() {
+                self.ifb_from.resize(i + 1, u32::MAX);
+            }
+            self.ifb_from[i] = ((from as u32) << 1) | egress as u32;
+            // ifb_xmit counts what it is given as received
+            let len = self.arena.len_of(pid) as u64;
+            let ifc = &mut self.ifaces[to];
+            ifc.rx_packets += 1;
+            ifc.rx_bytes += len;
+        }
+        self.iface_xmit(to, pid);
+    }
+
+    /// `ifb_ri_tasklet`: the ifb's qdisc released `pid`; it goes on where
+    /// it was going.
+    fn ifb_return(&mut self, ifb: IfaceId, pid: PacketId) {
+        let len = self.arena.len_of(pid) as u64;
+        let ifc = &mut self.ifaces[ifb];
+        ifc.tx_packets += 1;
+        ifc.tx_bytes += len;
+        let from = self
+            .ifb_from
+            .get(pid.0 as usize)
+            .copied()
+            .unwrap_or(u32::MAX);
+        if from == u32::MAX {
+            // sent to the ifb by nothing that redirects (cannot happen: no
+            // route leads to an ifb); ifb.c drops such packets
+            self.hook_drop(ifb, pid);
+            return;
+        }
+        self.ifb_from[pid.0 as usize] = u32::MAX;
+        let orig = (from >> 1) as IfaceId;
+        if from & 1 == 1 {
+            self.xmit_past_hook(orig, pid);
+        } else {
+            self.receive_past_hook(orig, pid);
+        }
+    }
+
+    /// The transmit path after clsact's egress hook: the root qdisc.
+    fn xmit_past_hook(&mut self, iface: IfaceId, pid: PacketId) {
         if self.ifaces[iface].tree.is_noqueue() {
             self.put_on_wire(iface, pid);
             return;
@@ -1351,6 +1576,14 @@ impl Simulator {
                 self.trace_dequeue(iface, before, out);
             }
             match out {
+                Some(pid) if self.ifaces[iface].ifb => {
+                    self.ifb_return(iface, pid);
+                    if self.work_at_instant() {
+                        let who = self.qdisc_component(iface);
+                        self.stuck_with(who);
+                        return;
+                    }
+                }
                 Some(pid) => {
                     self.put_on_wire(iface, pid);
                     if self.work_at_instant() {
@@ -1573,6 +1806,20 @@ fn node_fq_pacing(topo: &Topology, ifaces: &[Iface], node: NodeId) -> Option<u64
 /// holds (a root netem's own counters leave out its child's queue, which is
 /// where a lab's bottleneck usually is) and all drops counted on the
 /// interface, wherever in the tree they happen.
+/// Does this `tc qdisc` request address the ingress queue (`ingress`,
+/// `clsact`, `parent ffff:fff1`, or a delete of handle `ffff:`)?
+fn is_hook_request(req: &TcRequest) -> bool {
+    matches!(
+        req.qdisc,
+        Some(QdiscSpec::Ingress(_) | QdiscSpec::Clsact(_))
+    ) || req.parent
+        == Some(ParentSpec::Class {
+            major: 0xffff,
+            minor: 0xfff1,
+        })
+        || (req.verb == TcVerb::Delete && req.parent.is_none() && req.handle == Some(0xffff))
+}
+
 fn root_snap(ifc: &Iface) -> Snap {
     let (bytes, packets) = ifc.tree.held_backlog();
     Snap {

@@ -233,6 +233,33 @@ impl Topology {
         Ok(t)
     }
 
+    /// `ip link add NAME type ifb` on `node`: a device with no link and no
+    /// address (routing never picks it: it is not among the node's
+    /// interfaces). Its id follows the linked interfaces'.
+    pub fn add_virtual(&mut self, node: NodeId, name: &str) -> Result<IfaceId> {
+        // (the command layer checks the user's name against IFNAMSIZ; the
+        // engine's name may carry the namespace, `h1:ifb0`)
+        if name.is_empty() || name.contains(['/', ' ']) {
+            return Err(Error::Config(format!(
+                "\"{name}\" is not a valid device name"
+            )));
+        }
+        if self.iface_index.contains_key(name) {
+            return Err(Error::Config(format!(
+                "RTNETLINK answers: File exists (device {name:?} already exists)"
+            )));
+        }
+        let id = self.iface_names.len();
+        self.iface_names.push(name.to_string());
+        self.iface_node.push(node);
+        self.iface_ip.push(None);
+        self.iface_rate_bps.push(0);
+        self.iface_delay_ns.push(0);
+        self.iface_peer.push(id);
+        self.iface_index.insert(name.to_string(), id);
+        Ok(id)
+    }
+
     pub fn iface_by_name(&self, name: &str) -> Option<IfaceId> {
         self.iface_index.get(name).copied()
     }

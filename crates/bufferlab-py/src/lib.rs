@@ -104,6 +104,11 @@ impl Simulator {
         json_out(&self.inner.qdisc_show(dev).map_err(to_py)?)
     }
 
+    /// `ip link add NAME type ifb` in `node`'s namespace.
+    fn add_ifb(&mut self, node: &str, name: &str) -> PyResult<()> {
+        self.inner.add_ifb(node, name).map_err(to_py)
+    }
+
     fn set_offload(&mut self, dev: &str, feature: &str, on: bool) -> PyResult<()> {
         self.inner.set_offload(dev, feature, on).map_err(to_py)
     }

@@ -4,7 +4,7 @@
 (``ip/ip.c``: an object may be abbreviated, ``a``/``addr``/``address``, ``l``/``link``,
 ``r``/``route``, ``n``/``neigh``/``neighbour``; the command defaults to ``show``,
 also ``list``/``lst``): ``ip addr|link show [dev] [DEV] [up]``, ``ip route show``,
-``ip neigh show [dev DEV]``, and ``ip link set [dev] DEV up|down``. ``ifconfig [-a] [IFACE]``
+``ip neigh show [dev DEV]``, ``ip link set [dev] DEV up|down`` and ``ip link add NAME type ifb``. ``ifconfig [-a] [IFACE]``
 (net-tools), ``ifconfig IFACE up|down``, ``arp [-n] [-a] [-e] [-i IFACE] [HOST]``
 (net-tools), ``hostname`` (the machine's name: Mininet's hosts share its UTS namespace). Formats: formats/netinfo.py.
 
@@ -44,6 +44,8 @@ class Ip:
     up_only: bool = False
     #: ``ip link set DEV up|down``
     state: str | None = None
+    #: ``ip link add NAME type KIND``: the kind (only ``ifb``)
+    link_kind: str | None = None
 
 
 def _object(w: Word) -> str:
@@ -92,6 +94,11 @@ def parse_ip(words: list[Word]) -> Ip:
         rest = rest[1:]
     elif rest and rest[0].text == "set" and cmd.obj == "link":
         return _link_set(cmd, words, rest[1:])
+    elif rest and rest[0].text == "add" and cmd.obj == "link":
+        return _link_add(cmd, words, rest[1:])
+    elif rest and rest[0].text in ("del", "delete") and cmd.obj == "link":
+        raise NotSupportedError("ip link delete is not supported yet: a device made by ip link add stays for "
+                                "the run", col=rest[0].col, expected="ip link add NAME type ifb")
     elif rest and not (cmd.obj in ("addr", "link") and rest[0].text in ("dev", "up")) and not (
             cmd.obj in ("addr", "link") and len(rest) == 1):
         raise NotSupportedError(f"ip {cmd.obj} {rest[0].text} is not supported yet", col=rest[0].col,
@@ -113,6 +120,49 @@ def parse_ip(words: list[Word]) -> Ip:
         else:
             raise NotSupportedError(f"ip {cmd.obj} show {w.text} is not supported yet", col=w.col,
                                     expected=f"ip {cmd.obj} show [dev DEV]")
+    return cmd
+
+
+#: IFNAMSIZ - 1
+_IFNAME_MAX = 15
+
+
+def _link_add(cmd: Ip, words: list[Word], rest: list[Word]) -> Ip:
+    """``ip link add [name] NAME type ifb`` (ip/iplink.c ``iplink_parse``; ``dev NAME``
+    names it too). Other link types and options are not supported yet."""
+    cmd.command = "add"
+    j = 0
+    kind_w: Word | None = None
+    while j < len(rest):
+        w = rest[j]
+        if w.text in ("name", "dev") and j + 1 < len(rest):
+            cmd.dev, cmd.dev_col = rest[j + 1].text, rest[j + 1].col
+            j += 2
+        elif w.text == "type" and j + 1 < len(rest):
+            kind_w = rest[j + 1]
+            j += 2
+            if j < len(rest):
+                raise NotSupportedError(f"ip link add … type {kind_w.text} {rest[j].text} is not supported yet",
+                                        col=rest[j].col, expected="ip link add NAME type ifb")
+        elif cmd.dev is None and w.text not in ("name", "dev", "type"):
+            cmd.dev, cmd.dev_col = w.text, w.col
+            j += 1
+        else:
+            raise NotSupportedError(f"ip link add {w.text} is not supported yet", col=w.col,
+                                    expected="ip link add NAME type ifb")
+    if kind_w is None:
+        raise CommandError("Not enough information: \"type\" argument is required", col=words[0].col,
+                           expected="ip link add NAME type ifb")
+    if kind_w.text != "ifb":
+        raise NotSupportedError(f"ip link add … type {kind_w.text} is not supported yet", col=kind_w.col,
+                                expected="type ifb (the links are the topology's)")
+    if cmd.dev is None:
+        raise CommandError("Not enough information: \"dev\" argument is required.", col=words[0].col,
+                           expected="ip link add NAME type ifb")
+    if len(cmd.dev) > _IFNAME_MAX or not cmd.dev or any(c in cmd.dev for c in "/: ") or cmd.dev in (".", ".."):
+        raise CommandError(f'Error: argument "{cmd.dev}" is wrong: "name" not a valid ifname', col=cmd.dev_col,
+                           expected="a name of at most 15 characters without / or :")
+    cmd.link_kind = "ifb"
     return cmd
 
 

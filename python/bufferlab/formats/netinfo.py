@@ -59,6 +59,9 @@ class Iface:
     tx_packets: int = 0
     tx_bytes: int = 0
     tx_dropped: int = 0
+    #: an ifb (``ip link add NAME type ifb``): NOARP, state UNKNOWN when up, DOWN until then
+    ifb: bool = False
+    down: bool = False
 
     @property
     def mtu(self) -> int:
@@ -73,10 +76,14 @@ class Iface:
 
     @property
     def state(self) -> str:
+        if self.ifb:
+            return "DOWN" if self.down else "UNKNOWN"
         return "UNKNOWN" if self.loopback else "UP"
 
     @property
     def flags(self) -> str:
+        if self.ifb:
+            return "BROADCAST,NOARP" if self.down else "BROADCAST,NOARP,UP,LOWER_UP"
         return "LOOPBACK,UP,LOWER_UP" if self.loopback else "BROADCAST,MULTICAST,UP,LOWER_UP"
 
     def network(self) -> ipaddress.IPv4Network:
@@ -93,7 +100,7 @@ def loopback() -> Iface:
 def _link_lines(i: Iface, link_mode: bool) -> list[str]:
     mode = "mode DEFAULT " if link_mode else ""
     first = (f"{i.index}: {i.label}: <{i.flags}> mtu {i.mtu} qdisc {i.qdisc} state {i.state} "
-             f"{mode}group default qlen 1000")
+             f"{mode}group default qlen {32 if i.ifb else 1000}")
     kind = "loopback" if i.loopback else "ether"
     brd = "00:00:00:00:00:00" if i.loopback else "ff:ff:ff:ff:ff:ff"
     nsid = f" link-netnsid {i.netnsid}" if i.netnsid is not None else ""

@@ -38,6 +38,9 @@ class Engine:
             self._sim = _core.Simulator(json.dumps(config))
         except _core.CoreError as e:
             raise EngineError(str(e)) from None
+        #: ifb devices in creation order: (terminal, name, engine name); and those set up
+        self.ifbs: list[tuple[str, str, str]] = []
+        self.ifb_up: set[str] = set()
 
     @property
     def now_ns(self) -> int:
@@ -56,6 +59,15 @@ class Engine:
             return json.loads(self._sim.qdisc_show(dev))
         except _core.TcRequestError as e:
             raise TcFailure(str(e)) from None
+
+    def add_ifb(self, node: str, name: str, terminal: str = "", shown: str = "") -> None:
+        """``ip link add NAME type ifb`` in ``node``'s namespace (``name``: the engine's;
+        ``terminal``/``shown``: the namespace and the name ``ip link`` lists it by)."""
+        try:
+            self._sim.add_ifb(node, name)
+        except _core.CoreError as e:
+            raise TcFailure(str(e)) from None
+        self.ifbs.append((terminal, shown or name, name))
 
     def set_offload(self, dev: str, feature: str, on: bool) -> None:
         """``ethtool -K DEV FEATURE on|off`` (tso, gso, gro off)."""

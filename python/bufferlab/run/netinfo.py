@@ -29,8 +29,10 @@ from typing import Any
 
 from ..commands import netinfo as netinfo_cmd
 from ..commands.shell import Word
+from ..errors import CommandError
 from ..formats import netinfo as fmt
 from .context import NS, Gen, PrepareCtx, Prepared, RunCtx
+from .engine import TcFailure
 
 #: Linux's net.ipv4.neigh.default.base_reachable_time_ms
 REACHABLE_NS = 30 * NS
@@ -91,6 +93,18 @@ def interfaces(rt: RunCtx, terminal: str) -> list[fmt.Iface]:
             rx_packets=int(st.get("rx_packets", 0)), rx_bytes=int(st.get("rx_bytes", 0)),
             tx_packets=int(st.get("tx_packets", 0)), tx_bytes=int(st.get("tx_bytes", 0)),
         ))
+    for k, (term, name, engine_name) in enumerate(rt.engine.ifbs):
+        if term != terminal:
+            continue
+        blocks = rt.engine.qdisc_show(engine_name)
+        st = stats.get(engine_name, {})
+        at = len(all_ifaces) + k
+        out.append(fmt.Iface(
+            index=at + 2, name=name, mac=_mac(at), ip=None, prefix=0,
+            qdisc=blocks[0]["kind"] if blocks else "noqueue", ifb=True, down=engine_name not in rt.engine.ifb_up,
+            rx_packets=int(st.get("rx_packets", 0)), rx_bytes=int(st.get("rx_bytes", 0)),
+            tx_packets=int(st.get("tx_packets", 0)), tx_bytes=int(st.get("tx_bytes", 0)),
+        ))
     return out
 
 
@@ -141,8 +155,14 @@ def _no_device(rt: RunCtx, name: str, ifaces: list[fmt.Iface]) -> bool:
 
 def prep_ip(pc: PrepareCtx, words: list[Word]) -> Prepared:
     cmd = netinfo_cmd.parse_ip(words)
+    if cmd.command == "add":
+        return _prep_link_add(pc, cmd)
+    virtual = pc.topo.virtual.get(pc.terminal, {})
 
     def run(rt: RunCtx) -> int:
+        if cmd.command == "set" and cmd.dev in virtual:  # an ifb: up is all there is to set
+            rt.engine.ifb_up.add(virtual[cmd.dev])
+            return 0
         ifaces = interfaces(rt, rt.term.name)
         if cmd.dev is not None and cmd.obj in ("addr", "link") and _no_device(rt, cmd.dev, ifaces):
             return 1
@@ -158,6 +178,33 @@ def prep_ip(pc: PrepareCtx, words: list[Word]) -> Prepared:
         else:
             entries = [n for n in neighbours(rt, rt.term.name) if cmd.dev is None or n.dev == cmd.dev]
             rt.io.out(fmt.ip_neigh_text(entries, rt.runner.sc.profile.name == "modern"))
+        return 0
+
+    return _instant(run)
+
+
+def _prep_link_add(pc: PrepareCtx, cmd: Any) -> Prepared:
+    """``ip link add NAME type ifb``: the device is known to the lines after this one
+    (tc dev NAME) from the check on; the engine makes it when the line runs."""
+    name = cmd.dev
+    if pc.topo.resolve_dev(pc.terminal, name) is not None and name not in pc.topo.virtual.get(pc.terminal, {}):
+        raise CommandError("RTNETLINK answers: File exists", col=cmd.dev_col,
+                           expected="a name no interface of this namespace has")
+    node = pc.terminal
+    if pc.terminal == "admin":
+        switches = [n for n, k in pc.topo.node_kinds.items() if k == "switch"]
+        if not switches:
+            raise CommandError("ip link add in the admin terminal needs a switch (the root namespace holds "
+                               "the switches' ports)", col=cmd.dev_col)
+        node = switches[0]
+    engine_name = pc.topo.add_virtual(pc.terminal, name)
+
+    def run(rt: RunCtx) -> int:
+        try:
+            rt.engine.add_ifb(node, engine_name, pc.terminal, name)
+        except TcFailure as e:
+            rt.io.err("RTNETLINK answers: File exists" if "File exists" in str(e) else str(e))
+            return 2
         return 0
 
     return _instant(run)

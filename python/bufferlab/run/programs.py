@@ -27,6 +27,8 @@ from ..commands import sysctl as sysctl_cmd
 from ..commands.shell import LAST_BACKGROUND_PID, SimpleCommand, Word
 from ..commands.tc import TcQdiscRequest, TcShow, htb, parse_tc, tc_show_text
 from ..commands.tc.htb import TcClassShow
+from ..commands.tc.ingress import HookError, HookFilterRequest, carry_filters
+from ..commands.tc.ingress import rewrite as hook_rewrite
 from ..errors import CommandError, Diagnostics, NotSupportedError
 from ..formats import iperf2 as iperf2_fmt
 from ..formats import iperf3 as iperf3_fmt
@@ -112,17 +114,22 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
         )
 
         def run_show(rt: RunCtx) -> int:
-            text = [
-                tc_show_text(
-                    rt.engine.qdisc_show(d),
-                    rt.runner.sc.profile,
-                    stats=show.stats,
-                    details=show.details,
-                    invisible=show.invisible,
-                    dev=name,
-                )
-                for d, name in devs
-            ]
+            try:
+                text = [
+                    tc_show_text(
+                        rt.engine.qdisc_show(d),
+                        rt.runner.sc.profile,
+                        stats=show.stats,
+                        details=show.details,
+                        invisible=show.invisible,
+                        dev=name,
+                    )
+                    for d, name in devs
+                ]
+            except TcFailure:
+                # an ifb whose `ip link add` failed when it ran
+                rt.io.err(f'Cannot find device "{parsed.dev}"')
+                return 1
             rt.io.out("".join(text))
             return 0
 
@@ -140,6 +147,12 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
     request = parsed.to_dict() if isinstance(parsed, TcQdiscRequest) else None
     if request is not None:
         request["dev"] = dev
+    if isinstance(parsed, HookFilterRequest):
+        # mirred's target is a device of the same namespace (tc resolves it to an ifindex)
+        targets = iter([pc.engine_dev(name, col) for name, col in parsed.mirred])
+        for action in (parsed.filter or {}).get("actions", []):
+            if action["kind"] == "mirred":
+                action["dev"] = next(targets)
     if pc.shadow is not None and dev is not None:
         refused = pc.shadow.refusal(dev, parsed, request)
         if refused is not None:
@@ -158,12 +171,15 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
     def run_modify(rt: RunCtx) -> int:
         try:
             blocks = rt.engine.qdisc_show(dev)
-            htb_request = htb.rewrite(parsed, blocks)
+            if isinstance(parsed, HookFilterRequest):
+                htb_request: dict[str, Any] | None = hook_rewrite(parsed, blocks)
+            else:
+                htb_request = htb.rewrite(parsed, blocks)
             if htb_request is not None:
                 htb_request["dev"] = dev
-            rt.engine.tc(htb_request or request)
-        except (TcFailure, htb.HtbError) as e:
-            rt.io.err(str(e))
+            rt.engine.tc(htb_request or carry_filters(request, blocks))
+        except (TcFailure, htb.HtbError, HookError) as e:
+            rt.io.err(str(e).replace(f'"{dev}"', f'"{parsed.dev}"') if dev else str(e))
             return 2
         if isinstance(parsed, htb.TcClassRequest) and parsed.verb != "delete":
             rt.io.err(htb.class_warnings(rt.engine.qdisc_show(dev), parsed.major, parsed.classid))

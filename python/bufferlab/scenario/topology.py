@@ -44,6 +44,14 @@ class BuiltTopology:
     node_kinds: dict[str, str]
     #: (interface engine name, tc command line) for every TCLink option, in order
     tclink_commands: list[tuple[str, str, str]] = field(default_factory=list)
+    #: devices made by ``ip link add NAME type ifb``: terminal -> name -> engine name
+    virtual: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def add_virtual(self, terminal: str, name: str) -> str:
+        """Register ``name`` (an ifb) in ``terminal``'s namespace; its engine name."""
+        engine_name = f"{terminal}:{name}"
+        self.virtual.setdefault(terminal, {})[name] = engine_name
+        return engine_name
 
     def host_ip(self, node: str) -> str | None:
         for i in self.by_node.get(node, []):
@@ -53,6 +61,9 @@ class BuiltTopology:
 
     def resolve_dev(self, terminal: str, dev: str) -> str | None:
         """Engine name of ``dev`` as seen from ``terminal``'s namespace."""
+        made = self.virtual.get(terminal, {}).get(dev)
+        if made is not None:
+            return made
         if terminal == "admin":
             for i in self.interfaces:
                 if i.name == dev and self.node_kinds[i.node] == "switch":

@@ -226,6 +226,13 @@ impl Observer {
         }
     }
 
+    /// One more interface (an ifb added while running).
+    pub fn add_iface(&mut self) {
+        self.by_iface.push(Vec::new());
+        self.trace_of.push(None);
+        self.macs = None;
+    }
+
     // ------------------------------------------------------------ captures
 
     /// Start a capture into the output `open` makes of `spec.path`.

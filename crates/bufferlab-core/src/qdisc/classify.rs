@@ -4,7 +4,7 @@
 //! from the TOS byte (include/net/route.h `rt_tos2priority`, the table
 //! `ip_tos2prio` of net/ipv4/route.c).
 
-use super::spec::{U32Field, U32Filter};
+use super::spec::{U32Field, U32Filter, U32Match};
 use crate::packet::{Packet, Proto};
 
 /// `TC_PRIO_*` of each value of the four TOS bits (`IPTOS_TOS(tos) >> 1`):
@@ -22,18 +22,22 @@ pub fn tos_priority(tos: u8) -> u8 {
 
 /// Does every match of `f` hold for `p` (ports only for TCP/UDP)?
 pub fn u32_matches(f: &U32Filter, p: &Packet) -> bool {
+    f.matches.iter().all(|m| u32_match(m, p))
+}
+
+/// Does one u32 match hold for `p` (ports only for TCP/UDP)?
+#[inline]
+pub fn u32_match(m: &U32Match, p: &Packet) -> bool {
     let ports = matches!(p.proto, Proto::Tcp | Proto::Udp);
-    f.matches.iter().all(|m| {
-        let v = match m.field {
-            U32Field::Src => p.src.0,
-            U32Field::Dst => p.dst.0,
-            U32Field::Sport if ports => p.src_port as u32,
-            U32Field::Dport if ports => p.dst_port as u32,
-            U32Field::Tos => p.tos as u32,
-            _ => return false,
-        };
-        v & m.mask == m.value & m.mask
-    })
+    let v = match m.field {
+        U32Field::Src => p.src.0,
+        U32Field::Dst => p.dst.0,
+        U32Field::Sport if ports => p.src_port as u32,
+        U32Field::Dport if ports => p.dst_port as u32,
+        U32Field::Tos => p.tos as u32,
+        _ => return false,
+    };
+    v & m.mask == m.value & m.mask
 }
 
 /// `tcf_classify` over filters attached at one qdisc: the lowest `prio`
@@ -55,7 +59,6 @@ pub fn u32_flowid(filters: &[U32Filter], p: &Packet) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qdisc::spec::U32Match;
 
     #[test]
     fn tos_to_priority_follows_ip_tos2prio() {

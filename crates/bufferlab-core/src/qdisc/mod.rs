@@ -32,6 +32,7 @@ pub mod fq_codel;
 pub mod fq_pie;
 pub mod hfsc;
 pub mod htb;
+pub mod ingress;
 pub mod netem;
 pub mod noqueue;
 pub mod ops;
@@ -100,10 +101,14 @@ pub enum DropReason {
     /// CAKE's BLUE half dropped a packet of an unresponsive flow
     /// (the kernel's `SKB_DROP_REASON_CAKE_FLOOD`).
     Flood,
+    /// A filter's action at an ingress/clsact hook said drop (`police`
+    /// exceeding with `drop`, `action drop`, a reclassify loop): the
+    /// kernel's `SKB_DROP_REASON_TC_INGRESS` / `TC_EGRESS`.
+    TcAction,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 17] = [
+    pub const ALL: [DropReason; 18] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::TooBig,
@@ -121,6 +126,7 @@ impl DropReason {
         DropReason::Unclassified,
         DropReason::AckFilter,
         DropReason::Flood,
+        DropReason::TcAction,
     ];
 
     pub fn index(self) -> usize {
@@ -146,6 +152,7 @@ impl DropReason {
             DropReason::Unclassified => "unclassified",
             DropReason::AckFilter => "ack_filter",
             DropReason::Flood => "flood",
+            DropReason::TcAction => "tc_action",
         }
     }
 }

@@ -99,6 +99,10 @@ pub enum QdiscSpec {
     Hfsc(HfscSpec),
     /// `cake` (docs/semantics/qdiscs.md §14).
     Cake(CakeSpec),
+    /// `ingress` with the filters of its receive hook (docs/semantics/qdiscs.md §21).
+    Ingress(super::ingress::HookSpec),
+    /// `clsact`: receive and transmit hooks (docs/semantics/qdiscs.md §21).
+    Clsact(super::ingress::HookSpec),
 }
 
 impl QdiscSpec {
@@ -129,6 +133,8 @@ impl QdiscSpec {
             QdiscSpec::Ets(_) => "ets",
             QdiscSpec::Hfsc(_) => "hfsc",
             QdiscSpec::Cake(_) => "cake",
+            QdiscSpec::Ingress(_) => "ingress",
+            QdiscSpec::Clsact(_) => "clsact",
         }
     }
 

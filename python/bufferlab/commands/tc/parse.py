@@ -22,6 +22,8 @@ from .._common import matches, suggestion_for
 from ..shell import Word
 from .cursor import Cursor
 from .htb import TcClassRequest, TcClassShow, TcFilterRequest, parse_class, parse_filter
+from .ingress import HookFilterRequest, is_hook_filter
+from .ingress import parse_filter as parse_hook_filter
 from .kind import QdiscSpec
 from .registry import KNOWN_UNMODELLED_QDISCS, MODELLED_QDISCS, QDISC_KINDS
 from .request import ParentClass, ParentRoot, ParentSpec, TcQdiscRequest, TcShow
@@ -165,7 +167,7 @@ _VERBS = [
 
 def parse_tc(
     words: list[Word], diag: Diagnostics, profile: Profile | None = None
-) -> TcQdiscRequest | TcShow | TcClassRequest | TcClassShow | TcFilterRequest:
+) -> TcQdiscRequest | TcShow | TcClassRequest | TcClassShow | TcFilterRequest | HookFilterRequest:
     """Parse a ``tc`` command line (``words[0]`` is ``tc``).
 
     Returns a :class:`TcQdiscRequest` for add/change/replace/link/delete, or
@@ -201,6 +203,8 @@ def parse_tc(
     elif matches(obj.text, "class"):
         return parse_class(words, i + 1, flags, profile)
     elif matches(obj.text, "filter"):
+        if is_hook_filter(words, i + 1):
+            return parse_hook_filter(words, i + 1, profile)
         return parse_filter(words, i + 1)
     elif any(matches(obj.text, o) for o in ("chain", "actions", "monitor", "exec")):
         full = next(o for o in ("chain", "actions", "monitor", "exec") if matches(obj.text, o))
@@ -263,9 +267,13 @@ def _parse_modify(
             parent = ParentRoot()
             parent_given = True
         elif t in ("clsact", "ingress"):
-            raise NotSupportedError(
-                f"tc qdisc {t} is not supported yet", col=w.col, expected="root or parent CLASSID"
-            )
+            # tc_qdisc.c: the word is the parent (the ingress queue) and the kind at once
+            if parent_given:
+                raise CommandError(f'Error: "{t}" is a duplicate parent ID', col=w.col)
+            parent = ParentClass(0xFFFF, 0xFFF1)
+            handle = 0xFFFF
+            kind_word = w
+            break
         elif t == "parent":
             v = cur.value(w, "parent CLASSID")
             if parent_given:

@@ -5,8 +5,8 @@ net.core.default_qdisc`` find it here. Order: the order of the kind lists in mes
 from __future__ import annotations
 
 from . import (
-    blue, cake, codel, drr, dualpi2, ets, fifo, fq, fq_pie, hfsc, htb, netem, noqueue, pfifo_fast, pie, prio, red, red_ns3,
-    sfb, sfq, tbf,
+    blue, cake, codel, drr, dualpi2, ets, fifo, fq, fq_pie, hfsc, htb, ingress, netem, noqueue, pfifo_fast, pie,
+    prio, red, red_ns3, sfb, sfq, tbf,
 )
 from .kind import QdiscKind
 
@@ -14,11 +14,13 @@ QDISC_KINDS: dict[str, QdiscKind] = {
     kind.name: kind
     for module in (
         noqueue, fifo, pfifo_fast, tbf, netem, red, blue, codel, pie, red_ns3, sfb, htb, prio, dualpi2, fq, sfq,
-        fq_pie, drr, ets, hfsc, cake,
+        fq_pie, drr, ets, hfsc, cake, ingress,
     )
     for kind in module.KINDS
 }
-MODELLED_QDISCS = tuple(QDISC_KINDS)
+#: the kinds that attach at the ingress queue (``tc qdisc add dev D ingress|clsact``), not as a root
+HOOK_QDISCS = ("ingress", "clsact")
+MODELLED_QDISCS = tuple(k for k in QDISC_KINDS if k not in HOOK_QDISCS)
 
 #: real Linux qdiscs, and the SIM kinds of docs/semantics/qdiscs.md §5.10/§6/§7, not modelled yet
 KNOWN_UNMODELLED_QDISCS = (
@@ -37,7 +39,5 @@ KNOWN_UNMODELLED_QDISCS = (
     "plug",
     "dsmark",
     "atm",
-    "ingress",
-    "clsact",
     "teql",
 )

@@ -1,0 +1,268 @@
+"""ingress / clsact, ifb, mirred and police (docs/semantics/qdiscs.md §21): tc and ip
+parsing against iproute2's, the show text, and the home-link lesson
+(scenarios/home-link-ifb.toml).
+
+Run from the repository root: PYTHONPATH=python python -m pytest tests/test_ingress.py -q
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+from bufferlab import load_scenario, run_scenario
+from bufferlab.commands.netinfo import parse_ip
+from bufferlab.commands.shell import parse_shell
+from bufferlab.commands.tc import parse_tc, tc_show_text
+from bufferlab.commands.tc.ingress import HookError, HookFilterRequest, carry_filters, rewrite
+from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
+from bufferlab.profile import PROFILES
+from conftest import ROOT, TWO_HOSTS
+
+
+def words(line: str):
+    return parse_shell(line)[0].commands[0].words
+
+
+def parse(line: str, profile: str = "modern"):
+    return parse_tc(words(line), Diagnostics(), PROFILES[profile])
+
+
+def test_ingress_word_is_parent_and_kind():
+    r = parse("tc qdisc add dev eth0 handle ffff: ingress").to_dict()
+    assert r == {
+        "verb": "add",
+        "dev": "eth0",
+        "parent": {"class": {"major": 0xFFFF, "minor": 0xFFF1}},
+        "handle": 0xFFFF,
+        "qdisc": {"kind": "ingress", "ingress": [], "egress": []},
+    }
+    assert parse("tc qdisc add dev eth0 clsact").to_dict()["qdisc"]["kind"] == "clsact"
+    assert parse("tc qdisc del dev eth0 ingress").verb == "delete"
+    with pytest.raises(CommandError, match='"ingress" is a duplicate parent ID'):
+        parse("tc qdisc add dev eth0 root ingress")
+    with pytest.raises(CommandError, match='What is "limit"'):
+        parse("tc qdisc add dev eth0 ingress limit 5")
+
+
+def test_sqm_filter_line_verbatim():
+    r = parse(
+        "tc filter add dev eth0 parent ffff: protocol all prio 10 u32 match u32 0 0 flowid 1:1 "
+        "action mirred egress redirect dev ifb4eth0"
+    )
+    assert isinstance(r, HookFilterRequest)
+    assert r.hook == "ingress" and r.mirred == [("ifb4eth0", 120)]
+    assert r.filter == {
+        "prio": 10,
+        "protocol_all": True,
+        "classifier": "u32",
+        "matches": [{"field": "src", "value": 0, "mask": 0}],
+        "classid": 0x10001,
+        "actions": [{"kind": "mirred", "dev": "ifb4eth0"}],
+    }
+
+
+def test_police_in_kernel_units():
+    r = parse(
+        "tc filter add dev eth0 parent ffff: protocol ip u32 match ip src 0.0.0.0/0 "
+        "police rate 1mbit burst 10k drop flowid :1"
+    )
+    # 10240 B at 125 000 B/s: 81.92 ms = 1 280 000 ticks of 64 ns; mtu 255 << 3
+    assert r.filter["actions"] == [
+        {
+            "kind": "police",
+            "rate": 125000,
+            "burst_ns": 1_280_000 * 64,
+            "mtu": 2040,
+            "peakrate": None,
+            "overhead": 0,
+            "mpu": 0,
+            "atm": False,
+            "exceed": "drop",
+            "conform": "ok",
+        }
+    ]
+    r = parse(
+        "tc filter add dev eth0 ingress protocol all matchall action police rate 5mbit burst 20k "
+        "conform-exceed continue/pipe action drop"
+    )
+    pol, drop = r.filter["actions"]
+    assert (pol["exceed"], pol["conform"]) == ("continue", "pipe")
+    assert drop == {"kind": "gact", "control": "drop"}
+    # the default exceed verdict is reclassify
+    r = parse("tc filter add dev eth0 ingress protocol all matchall action police rate 5mbit burst 20k")
+    assert r.filter["actions"][0]["exceed"] == "reclassify"
+
+
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        (
+            "tc filter add dev eth0 ingress protocol all matchall action police rate 1mbit",
+            "'burst' requires 'rate'.",
+        ),
+        (
+            "tc filter add dev eth0 ingress protocol all matchall action police rate 1mbit burst 10k "
+            "peakrate 2mbit",
+            "'mtu' is required, if 'peakrate' is requested.",
+        ),
+        ("tc filter add dev eth0 ingress matchall action drop", "Filter kind and protocol must be specified"),
+    ],
+)
+def test_police_and_filter_errors_are_tcs(line, message):
+    with pytest.raises(CommandError, match=re.escape(message)):
+        parse(line)
+
+
+@pytest.mark.parametrize(
+    "line,word",
+    [
+        ("tc filter add dev eth0 ingress protocol all flower action drop", "flower"),
+        (
+            "tc filter add dev eth0 ingress protocol all matchall action mirred egress mirror dev ifb0",
+            "mirror",
+        ),
+        ("tc filter add dev eth0 ingress protocol all matchall action police avrate 1mbit", "avrate"),
+        ("tc filter add dev eth0 ingress protocol ipv6 matchall action drop", "ipv6"),
+        ("tc filter add dev eth0 parent ffff: protocol all u32 match u32 0x45 0xff at 0 action drop", "0xff"),
+    ],
+)
+def test_partial_features_say_not_supported_yet(line, word):
+    with pytest.raises(NotSupportedError, match="not supported yet") as e:
+        parse(line)
+    assert line[e.value.col :].startswith(word), (e.value.col, line)
+
+
+def test_filter_verbs_rewrite_the_hook_document():
+    block = {
+        "kind": "ingress",
+        "handle": 0xFFFF,
+        "parent": [0xFFFF, 0xFFF1],
+        "options": {"ingress": [], "egress": []},
+    }
+    add = parse("tc filter add dev eth0 parent ffff: protocol all matchall action drop")
+    req = rewrite(add, [block])
+    assert req["verb"] == "change" and req["qdisc"]["kind"] == "ingress"
+    assert req["qdisc"]["ingress"][0]["prio"] == 0xC000
+    block["options"] = {"ingress": req["qdisc"]["ingress"], "egress": []}
+    req = rewrite(add, [block])
+    assert [f["prio"] for f in req["qdisc"]["ingress"]] == [0xC000, 0xBFFF]
+    with pytest.raises(HookError, match="Parent Qdisc doesn't exists"):
+        rewrite(add, [])
+    eg = parse("tc filter add dev eth0 egress protocol all matchall action drop")
+    with pytest.raises(HookError, match="Specified class doesn't exist"):
+        rewrite(eg, [block])
+    delete = parse("tc filter del dev eth0 parent ffff:")
+    assert rewrite(delete, [block])["qdisc"]["ingress"] == []
+
+
+def test_replace_of_the_same_kind_keeps_the_filters():
+    flt = {"prio": 1, "protocol_all": True, "classifier": "matchall", "matches": [], "classid": None,
+           "actions": [{"kind": "gact", "control": "drop"}]}
+    blocks = [{"kind": "ingress", "handle": 0xFFFF, "parent": [0xFFFF, 0xFFF1],
+               "options": {"ingress": [flt], "egress": []}}]
+    req = carry_filters(parse("tc qdisc replace dev eth0 ingress").to_dict(), blocks)
+    assert req["qdisc"]["ingress"] == [flt]
+    add = parse("tc qdisc add dev eth0 ingress").to_dict()
+    assert carry_filters(add, blocks) == add
+
+
+def test_ingress_show_text():
+    block = {
+        "kind": "ingress",
+        "handle": 0xFFFF,
+        "parent": [0xFFFF, 0xFFF1],
+        "options": {},
+        "stats": {"bytes": 1028, "packets": 1, "drops": 0},
+    }
+    assert tc_show_text([block], PROFILES["modern"]) == (
+        "qdisc ingress ffff: parent ffff:fff1 ---------------- \n"
+        " Sent 1028 bytes 1 pkt (dropped 0, overlimits 0 requeues 0) \n"
+        " backlog 0b 0p requeues 0\n"
+    )
+    assert tc_show_text([dict(block, kind="clsact")], PROFILES["modern"], stats=False) == (
+        "qdisc clsact ffff: parent ffff:fff1 \n"
+    )
+
+
+def test_ip_link_add_ifb():
+    cmd = parse_ip(words("ip link add name ifb4eth0 type ifb"))
+    assert (cmd.command, cmd.dev, cmd.link_kind) == ("add", "ifb4eth0", "ifb")
+    assert parse_ip(words("ip link add ifb0 type ifb")).dev == "ifb0"
+    with pytest.raises(NotSupportedError, match="type veth is not supported yet"):
+        parse_ip(words("ip link add v0 type veth"))
+    with pytest.raises(CommandError, match="not a valid ifname"):
+        parse_ip(words("ip link add ifb-with-a-long-name type ifb"))
+
+
+def test_ifb_in_a_host_namespace(tmp_path: Path):
+    sc = tmp_path / "ifb.toml"
+    sc.write_text(f"""name = "ifb"
+{TWO_HOSTS}
+[[part]]
+name = "p"
+cmds = [
+  "h2: ip link add ifb0 type ifb; ip link show ifb0; ip link set dev ifb0 up; ip -br link",
+  "h2: tc qdisc add dev h2-eth0 ingress; tc qdisc add dev ifb0 root tbf rate 1mbit burst 5k latency 50ms",
+  "h2: tc filter add dev h2-eth0 parent ffff: protocol ip matchall action mirred egress redirect dev ifb0",
+  "h2: ip link add ifb0 type ifb",
+  "h1: ping -c 3 -i 0.2 10.0.0.2",
+  "h2: sleep 1; tc -s qdisc show dev ifb0; tc qdisc show dev h2-eth0",
+]
+""")
+    run_scenario(load_scenario(sc), results_root=tmp_path / "out", progress=False)
+    log = (tmp_path / "out" / "ifb" / "p" / "h2" / "terminal.log").read_text()
+    down = "ifb0: <BROADCAST,NOARP> mtu 1500 qdisc pfifo_fast state DOWN mode DEFAULT group default qlen 32"
+    assert down in log, log
+    assert re.search(r"ifb0 +UNKNOWN +02:00", log), log
+    assert "RTNETLINK answers: File exists" in log
+    # the echo requests went through the ifb's tbf (ARP, protocol ip, did not)
+    tbf = r"qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 5Kb lat 50.0ms \n Sent 294 bytes 3 pkt"
+    assert re.search(tbf, log), log
+    assert "qdisc ingress ffff: parent ffff:fff1 ---------------- \n" in log
+    assert "3 received" in (tmp_path / "out" / "ifb" / "p" / "h1" / "terminal.log").read_text()
+
+
+# ------------------------------------------------------------------ the lesson
+
+
+def _pings(log: str) -> list[float]:
+    return [float(x) for x in re.findall(r"time=([\d.]+) ms", log)]
+
+
+@pytest.fixture(scope="module")
+def lesson(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("ifb")
+    run_scenario(load_scenario(ROOT / "scenarios" / "home-link-ifb.toml"), results_root=root, progress=False)
+    return root / "home-link-ifb"
+
+
+def test_shaping_both_directions_keeps_the_latency_low(lesson: Path):
+    rtt = {
+        p: statistics.median(_pings((lesson / p / "h1" / "terminal.log").read_text()))
+        for p in ("bloated", "egress-only", "sqm")
+    }
+    # idle RTT 20 ms; the ISP's 250 ms queues fill in both directions
+    assert rtt["bloated"] > 200, rtt
+    # egress shaping empties the upload queue; the download one still fills
+    assert rtt["egress-only"] > 150, rtt
+    # with the ingress side shaped through the ifb the RTT stays near the idle one
+    assert rtt["sqm"] < 45, rtt
+    show = (lesson / "sqm" / "admin" / "terminal.log").read_text()
+    m = re.search(
+        r"qdisc ingress ffff: parent ffff:fff1 ---------------- \n Sent (\d+) bytes (\d+) pkt", show
+    )
+    assert m and int(m[2]) > 10000, show
+    assert "qdisc fq_codel" in show and "qdisc tbf 1: root" in show
+
+
+def test_both_transfers_go_on_at_the_shaped_rates(lesson: Path):
+    log = (lesson / "sqm" / "h1" / "terminal.log").read_text()
+    rates = [float(x) for x in re.findall(r"([\d.]+) Mbits/sec\s+receiver", log)]
+    assert len(rates) == 2, log
+    up, down = sorted(rates)
+    assert 3.8 < up < 4.6, rates
+    assert 15.5 < down < 18.1, rates
