@@ -1071,6 +1071,8 @@ pub struct ServiceCurve {
     pub m1: u32,
     pub d: u32,
     pub m2: u32,
+}
+
 /// CAKE's tin layout (`TCA_CAKE_DIFFSERV_MODE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(rename_all = "snake_case")]
