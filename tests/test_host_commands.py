@@ -221,11 +221,39 @@ def test_sigkill_and_sigterm_print_nothing_and_kill_reports_missing_jobs(write_s
     assert "nothing: no process found\n" in h2
 
 
-def test_ip_link_set_down_is_refused_clearly(write_scenario, capsys):
-    path = write_scenario(scenario("h1: ip link set h1-eth0 down"))
-    assert main(["check", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert "ip link set DEV down is not supported yet" in err and "netem loss 100%" in err
+def test_a_link_set_down_drops_until_it_is_up_again(write_scenario, tmp_path):
+    """``ip link set DEV down`` (and ``ifconfig DEV down``): the device neither sends nor receives,
+    its drops are counted as link_down, ``ip link`` shows it DOWN without UP, ``ifconfig`` leaves
+    it out unless -a; ``up`` brings the link back (issue 23, item 6)."""
+    status, root = run(write_scenario, tmp_path, scenario(
+        # h2's link is down from 2 s to 7 s: h1's second ping (3–6 s) is lost, its third (9 s) not
+        "h1: ping -c 2 10.0.0.2",
+        "h2: sleep 2; ip link set h2-eth0 down",
+        "h2: ip link show h2-eth0",
+        "h2: ifconfig",
+        "h1: sleep 2; ping -c 3 -W 1 10.0.0.2 > lost.txt || true",
+        "h2: sleep 5; ifconfig h2-eth0 up; ip -br link",
+        "h1: sleep 3; ping -c 2 10.0.0.2 > back.txt",
+    ))
+    assert status == 0
+    h2 = (root / "p" / "h2" / "terminal.log").read_text()
+    out = {block.split("\n", 1)[0]: block for block in h2.split("$ ")}
+    assert "h2-eth0@if4: <BROADCAST,MULTICAST> mtu 1500 qdisc noqueue state DOWN" in out["ip link show h2-eth0"]
+    assert "lo: flags" in out["ifconfig"] and "h2-eth0" not in out["ifconfig"]  # without -a: up ones only
+    assert "<BROADCAST,MULTICAST,UP,LOWER_UP>" in out["sleep 5; ifconfig h2-eth0 up; ip -br link"]
+    assert "3 packets transmitted, 0 received, 100% packet loss" in (root / "p" / "h1" / "lost.txt").read_text()
+    assert "2 packets transmitted, 2 received, 0% packet loss" in (root / "p" / "h1" / "back.txt").read_text()
+    summary = json.loads((root / "summary.json").read_text())
+    drops = summary["interfaces"]["h2-eth0"]["drops"]
+    assert drops["link_down"]["packets"] >= 3, drops
+
+
+def test_ifconfig_lists_a_downed_interface_only_with_a():
+    up = netinfo.Iface(2, "h1-eth0", "00:00:00:00:00:01", "10.0.0.1", 8, "noqueue")
+    down = netinfo.Iface(2, "h1-eth0", "00:00:00:00:00:01", "10.0.0.1", 8, "noqueue", down=True)
+    assert netinfo.ifconfig_text([up]).startswith("h1-eth0: flags=4163<UP,BROADCAST,RUNNING,MULTICAST>")
+    assert netinfo.ifconfig_text([down]).startswith("h1-eth0: flags=4098<BROADCAST,MULTICAST>  mtu 1500")
+    assert (down.state, down.flags) == ("DOWN", "BROADCAST,MULTICAST")
 
 
 def test_host_shows_its_interfaces_routes_and_neighbours(write_scenario, tmp_path):

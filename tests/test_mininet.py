@@ -36,6 +36,7 @@ EXAMPLE = ROOT / "examples" / "mininet" / "bufferbloat.py"
 @pytest.fixture(autouse=True)
 def results(tmp_path: Path) -> Iterator[Path]:
     net_mod.results_in(tmp_path / "results", "mininet")
+    clock.reset()  # whatever ran before in this process, each test's network starts at 0
     yield tmp_path / "results"
     for session in list(clock._current):  # a network a failed test left running
         clock.detach(session)

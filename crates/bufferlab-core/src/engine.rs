@@ -164,6 +164,10 @@ struct Iface {
     /// an ifb (`ip link add … type ifb`): what its root qdisc releases goes
     /// back to where it came from instead of onto a wire
     ifb: bool,
+    /// `ip link set DEV down`: the device neither sends nor receives (a
+    /// downed device's transmit queue is not fed, net/core/dev.c
+    /// `__dev_queue_xmit` sees !netif_running; received frames are dropped)
+    down: bool,
 }
 
 enum NeighState {
@@ -350,6 +354,7 @@ impl Simulator {
                 rx_bytes: 0,
                 hook: None,
                 ifb: false,
+                down: false,
             })
             .collect();
         let nodes = (0..topo.node_names.len())
@@ -492,6 +497,7 @@ impl Simulator {
             rx_bytes: 0,
             hook: None,
             ifb: true,
+            down: false,
         });
         debug_assert_eq!(id + 1, self.ifaces.len());
         self.obs.add_iface();
@@ -565,6 +571,17 @@ impl Simulator {
     /// `ethtool -K DEV FEATURE on|off` for the segmentation offloads.
     /// Sockets see a change when they connect (Linux reads the device's
     /// features into `sk_route_caps` then).
+    /// `ip link set DEV up|down`: a downed device drops what it would send
+    /// or receive; what its qdiscs hold stays until it is up again.
+    pub fn set_link_up(&mut self, dev: &str, up: bool) -> Result<()> {
+        let iface = self
+            .topo
+            .iface_by_name(dev)
+            .ok_or_else(|| Error::App(format!("no such interface {dev:?}")))?;
+        self.ifaces[iface].down = !up;
+        Ok(())
+    }
+
     pub fn set_offload(&mut self, dev: &str, feature: &str, on: bool) -> Result<()> {
         let iface = self
             .topo
@@ -1290,6 +1307,9 @@ impl Simulator {
             self.obs
                 .capture(&mut self.topo, iface, t, self.arena.get(pid));
         }
+        if self.ifaces[iface].down {
+            return self.link_down_drop(iface, pid);
+        }
         let ifc = &mut self.ifaces[iface];
         ifc.rx_packets += 1;
         ifc.rx_bytes += self.arena.len_of(pid) as u64;
@@ -1428,6 +1448,9 @@ impl Simulator {
     // ------------------------------------------------------------ interfaces
 
     fn iface_xmit(&mut self, iface: IfaceId, pid: PacketId) {
+        if self.ifaces[iface].down {
+            return self.link_down_drop(iface, pid);
+        }
         if let Some(h) = self.ifaces[iface].hook.as_mut().filter(|h| h.has_egress()) {
             let p = self.arena.get(pid);
             match h.run(true, self.now, p, p.len) {
@@ -1437,6 +1460,16 @@ impl Simulator {
             }
         }
         self.xmit_past_hook(iface, pid);
+    }
+
+    /// A downed device dropped `pid` (counted on the device, reason link_down).
+    fn link_down_drop(&mut self, iface: IfaceId, pid: PacketId) {
+        let len = self.arena.len_of(pid);
+        let segs = self.arena.segs_of(pid);
+        self.ifaces[iface]
+            .drops
+            .count(DropReason::LinkDown, len, segs);
+        self.arena.free(pid);
     }
 
     /// A hook's filter dropped `pid` (counted on the device, reason tc_action).

@@ -109,6 +109,11 @@ impl Simulator {
         self.inner.add_ifb(node, name).map_err(to_py)
     }
 
+    /// `ip link set DEV up|down`.
+    fn set_link_up(&mut self, dev: &str, up: bool) -> PyResult<()> {
+        self.inner.set_link_up(dev, up).map_err(to_py)
+    }
+
     fn set_offload(&mut self, dev: &str, feature: &str, on: bool) -> PyResult<()> {
         self.inner.set_offload(dev, feature, on).map_err(to_py)
     }

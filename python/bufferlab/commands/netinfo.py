@@ -9,9 +9,9 @@ also ``list``/``lst``): ``ip addr|link show [dev] [DEV] [up]``, ``ip route show`
 (net-tools), ``hostname`` (the machine's name: Mininet's hosts share its UTS namespace). Formats: formats/netinfo.py.
 
 Deviations: IPv6 is not modelled, so no ``inet6`` addresses are listed (``-6`` is
-refused); a link cannot be taken down yet (``ip link set DEV down`` and ``ifconfig
-DEV down`` are refused with a clear error; ``up`` on an interface that is up does
-nothing, as in Linux); addresses and routes cannot be changed (``ip addr add``,
+refused); ``ip link set DEV down`` / ``ifconfig DEV down`` take only that end down
+(it drops what it would send or receive, counted as ``link_down``; the veth peer is not
+shown as NO-CARRIER); ``up`` on an interface that is up does nothing, as in Linux; addresses and routes cannot be changed (``ip addr add``,
 ``ip route add``, ``ifconfig DEV ADDR``); the neighbour table lists the on-link
 addresses the node has exchanged packets with (see run/netinfo.py).
 """
@@ -186,11 +186,6 @@ def _link_set(cmd: Ip, words: list[Word], rest: list[Word]) -> Ip:
     if cmd.dev is None or cmd.state is None:
         raise CommandError("ip link set: expected a device and up or down", col=words[0].col,
                            expected="ip link set DEV up|down")
-    if cmd.state == "down":
-        raise NotSupportedError("ip link set DEV down is not supported yet: the simulator cannot take a "
-                                "link down", col=cmd.dev_col, expected="ip link set DEV up",
-                                suggestion="to cut a link, add 100% loss: tc qdisc add dev DEV root netem "
-                                           "loss 100%")
     return cmd
 
 
@@ -199,6 +194,8 @@ class Ifconfig:
     all: bool = False
     dev: str | None = None
     dev_col: int | None = None
+    #: ``ifconfig IFACE up|down``
+    state: str | None = None
 
 
 def parse_ifconfig(words: list[Word]) -> Ifconfig:
@@ -211,15 +208,11 @@ def parse_ifconfig(words: list[Word]) -> Ifconfig:
         cmd.dev, cmd.dev_col = args[0].text, args[0].col
         cmd.all = True
         extra = args[1:]
-        if extra and [w.text for w in extra] == ["up"]:
+        if extra and [w.text for w in extra] in (["up"], ["down"]):
+            cmd.state = extra[0].text
             return cmd
         if extra:
             w = extra[0]
-            if w.text == "down":
-                raise NotSupportedError("ifconfig DEV down is not supported yet: the simulator cannot take "
-                                        "a link down", col=w.col,
-                                        suggestion="to cut a link, add 100% loss: tc qdisc add dev DEV root "
-                                                   "netem loss 100%")
             raise NotSupportedError(f"ifconfig {cmd.dev} {w.text}: changing an interface is not supported yet",
                                     col=w.col, expected="ifconfig [-a] [IFACE]",
                                     suggestion="addresses are fixed by the topology (a link's a_ip/b_ip)")

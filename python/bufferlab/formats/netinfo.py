@@ -76,7 +76,7 @@ class Iface:
 
     @property
     def state(self) -> str:
-        if self.ifb:
+        if self.ifb or self.down:
             return "DOWN" if self.down else "UNKNOWN"
         return "UNKNOWN" if self.loopback else "UP"
 
@@ -84,6 +84,8 @@ class Iface:
     def flags(self) -> str:
         if self.ifb:
             return "BROADCAST,NOARP" if self.down else "BROADCAST,NOARP,UP,LOWER_UP"
+        if self.down:  # iproute2 prints no UP, LOWER_UP for a device set down
+            return "BROADCAST,MULTICAST"
         return "LOOPBACK,UP,LOWER_UP" if self.loopback else "BROADCAST,MULTICAST,UP,LOWER_UP"
 
     def network(self) -> ipaddress.IPv4Network:
@@ -217,6 +219,8 @@ def ifconfig_text(ifaces: list[Iface]) -> str:
     for i in sorted(ifaces, key=lambda x: _natural(x.name)):
         if i.loopback:
             out.append(f"{i.name}: flags=73<UP,LOOPBACK,RUNNING>  mtu {i.mtu}")
+        elif i.down:  # IFF_BROADCAST|IFF_MULTICAST = 4098, as net-tools prints a device set down
+            out.append(f"{i.name}: flags=4098<BROADCAST,MULTICAST>  mtu {i.mtu}")
         else:
             out.append(f"{i.name}: flags=4163<UP,BROADCAST,RUNNING,MULTICAST>  mtu {i.mtu}")
         if i.ip is not None:

@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import BufferlabError
 from ..outputs.report import after_run
 from ..run.scheduler import signal_name, signals_deferred, signals_raise
+from . import clock
 from . import net as net_mod
 from .cli import CLI
 from .link import Link, TCLink
@@ -158,6 +159,7 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
                 net.session.close(interrupted=interrupted)
             root = net.session.root if net.session is not None else Path(results) / "mn"
             net.stop()
+            clock.reset()  # the next network of this process starts at 0, as after a script
             if (root / "summary.json").is_file():
                 after_run(root, report=True, echo=lambda s: print(s, file=sys.stderr))
     if interrupted is not None:

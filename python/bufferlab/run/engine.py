@@ -41,6 +41,8 @@ class Engine:
         #: ifb devices in creation order: (terminal, name, engine name); and those set up
         self.ifbs: list[tuple[str, str, str]] = []
         self.ifb_up: set[str] = set()
+        #: devices set down (``ip link set DEV down``), by engine name
+        self.links_down: set[str] = set()
 
     @property
     def now_ns(self) -> int:
@@ -68,6 +70,14 @@ class Engine:
         except _core.CoreError as e:
             raise TcFailure(str(e)) from None
         self.ifbs.append((terminal, shown or name, name))
+
+    def set_link_up(self, dev: str, up: bool) -> None:
+        """``ip link set DEV up|down``: a downed device drops what it would send or receive."""
+        try:
+            self._sim.set_link_up(dev, up)
+        except _core.CoreError as e:
+            raise EngineError(str(e)) from None
+        (self.links_down.discard if up else self.links_down.add)(dev)
 
     def set_offload(self, dev: str, feature: str, on: bool) -> None:
         """``ethtool -K DEV FEATURE on|off`` (tso, gso, gro off)."""

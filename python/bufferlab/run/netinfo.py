@@ -89,7 +89,7 @@ def interfaces(rt: RunCtx, terminal: str) -> list[fmt.Iface]:
         out.append(fmt.Iface(
             index=k + 2, name=i.name, mac=_mac(k), ip=i.ip, prefix=prefixes.get(k, 8),
             qdisc=blocks[0]["kind"] if blocks else "noqueue", peer_index=peer_of[k] + 2,
-            peer_name=peer.name if same_ns else None, netnsid=nsid,
+            peer_name=peer.name if same_ns else None, netnsid=nsid, down=i.engine_name in rt.engine.links_down,
             rx_packets=int(st.get("rx_packets", 0)), rx_bytes=int(st.get("rx_bytes", 0)),
             tx_packets=int(st.get("tx_packets", 0)), tx_bytes=int(st.get("tx_bytes", 0)),
         ))
@@ -153,6 +153,14 @@ def _no_device(rt: RunCtx, name: str, ifaces: list[fmt.Iface]) -> bool:
     return True
 
 
+def set_link(rt: RunCtx, dev: str | None, up: bool) -> None:
+    """``ip link set DEV up|down`` on an interface of the terminal's namespace."""
+    kinds = rt.runner.topo.node_kinds
+    for i in rt.runner.topo.interfaces:
+        if i.name == dev and ("admin" if kinds[i.node] == "switch" else i.node) == rt.term.name:
+            rt.engine.set_link_up(i.engine_name, up)
+
+
 def prep_ip(pc: PrepareCtx, words: list[Word]) -> Prepared:
     cmd = netinfo_cmd.parse_ip(words)
     if cmd.command == "add":
@@ -160,14 +168,16 @@ def prep_ip(pc: PrepareCtx, words: list[Word]) -> Prepared:
     virtual = pc.topo.virtual.get(pc.terminal, {})
 
     def run(rt: RunCtx) -> int:
-        if cmd.command == "set" and cmd.dev in virtual:  # an ifb: up is all there is to set
-            rt.engine.ifb_up.add(virtual[cmd.dev])
+        if cmd.command == "set" and cmd.dev in virtual:  # an ifb
+            (rt.engine.ifb_up.add if cmd.state == "up" else rt.engine.ifb_up.discard)(virtual[cmd.dev])
+            rt.engine.set_link_up(virtual[cmd.dev], cmd.state == "up")
             return 0
         ifaces = interfaces(rt, rt.term.name)
         if cmd.dev is not None and cmd.obj in ("addr", "link") and _no_device(rt, cmd.dev, ifaces):
             return 1
         chosen = [i for i in ifaces if cmd.dev is None or i.name == cmd.dev]
-        if cmd.command == "set":  # `up` on an interface that is up: nothing to do
+        if cmd.command == "set":
+            set_link(rt, cmd.dev, cmd.state == "up")
             return 0
         if cmd.obj == "addr":
             rt.io.out(fmt.ip_addr_text(chosen, cmd.brief, cmd.inet_only))
@@ -220,8 +230,11 @@ def prep_ifconfig(pc: PrepareCtx, words: list[Word]) -> Prepared:
             if not ifaces:
                 rt.io.err(f"{cmd.dev}: error fetching interface information: Device not found")
                 return 1
-            if len(words) > 2 and words[-1].text == "up":
+            if cmd.state is not None:
+                set_link(rt, cmd.dev, cmd.state == "up")
                 return 0
+        if not cmd.all:  # without -a, net-tools lists only the interfaces that are up
+            ifaces = [i for i in ifaces if not i.down]
         rt.io.out(fmt.ifconfig_text(ifaces))
         return 0
 

@@ -105,10 +105,12 @@ pub enum DropReason {
     /// exceeding with `drop`, `action drop`, a reclassify loop): the
     /// kernel's `SKB_DROP_REASON_TC_INGRESS` / `TC_EGRESS`.
     TcAction,
+    /// The device was down (`ip link set DEV down`).
+    LinkDown,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 18] = [
+    pub const ALL: [DropReason; 19] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::TooBig,
@@ -127,6 +129,7 @@ impl DropReason {
         DropReason::AckFilter,
         DropReason::Flood,
         DropReason::TcAction,
+        DropReason::LinkDown,
     ];
 
     pub fn index(self) -> usize {
@@ -153,6 +156,7 @@ impl DropReason {
             DropReason::AckFilter => "ack_filter",
             DropReason::Flood => "flood",
             DropReason::TcAction => "tc_action",
+            DropReason::LinkDown => "link_down",
         }
     }
 }
