@@ -137,8 +137,11 @@ AQMS = ("fq_codel", "dualpi2", "prio", "fq", "sfq", "fq_pie", "cake")
 
 def _cc(cc: str) -> str:
     k = 20
-    sysctls = ([f"{h}: sysctl -w net.ipv4.tcp_congestion_control=dctcp" for h in ("h1", "h3")]
-               if cc == "dctcp" else ["h1: sysctl -w net.ipv4.tcp_congestion_control=reno net.ipv4.tcp_ecn=1"])
+    sysctls = (
+        [f"{h}: sysctl -w net.ipv4.tcp_congestion_control=dctcp" for h in ("h1", "h3")]
+        if cc == "dctcp"
+        else ["h1: sysctl -w net.ipv4.tcp_congestion_control=reno net.ipv4.tcp_ecn=1"]
+    )
     return _scenario(f"cc-{cc}", [
         "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 1ms limit 100000",
         "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 1gbit burst 500000 limit 2500000",

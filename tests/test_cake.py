@@ -17,8 +17,7 @@ import pytest
 
 from bufferlab import _core, load_scenario, run_scenario
 from bufferlab.commands.shell import parse_shell
-from bufferlab.commands.tc import TcQdiscRequest, parse_tc
-from bufferlab.commands.tc import cake
+from bufferlab.commands.tc import TcQdiscRequest, cake, parse_tc
 from bufferlab.commands.tc.show import tc_show_text
 from bufferlab.errors import CommandError, Diagnostics
 from bufferlab.profile import PROFILES
@@ -72,7 +71,10 @@ def test_cake_every_option_in_kernel_units():
         assert q(f"cake {mode}")["flowmode"] == mode
     # rtt presets: (target, interval) µs
     assert (q("cake lan")["target"], q("cake lan")["rtt"]) == (50, 1000)
-    assert (q("cake interplanetary")["target"], q("cake interplanetary")["rtt"]) == (50_000_000, 1_000_000_000)
+    assert (q("cake interplanetary")["target"], q("cake interplanetary")["rtt"]) == (
+        50_000_000,
+        1_000_000_000,
+    )
     # rtt TIME: target = rtt / 20, at least 1 µs
     assert (q("cake rtt 10us")["rtt"], q("cake rtt 10us")["target"]) == (10, 1)
 
@@ -221,7 +223,9 @@ def test_sysctl_default_qdisc_accepts_cake():
     from bufferlab.commands.sysctl import execute_sysctl, parse_sysctl, sysctl_defaults
 
     values = sysctl_defaults(LAB)
-    req = parse_sysctl(parse_shell("sysctl -w net.core.default_qdisc=cake")[0].commands[0].words, Diagnostics())
+    req = parse_sysctl(
+        parse_shell("sysctl -w net.core.default_qdisc=cake")[0].commands[0].words, Diagnostics()
+    )
     out, _, rc = execute_sysctl(req, values)
     assert (out, rc) == ("net.core.default_qdisc = cake\n", 0)
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bufferlab import load_scenario, run_scenario
-from bufferlab.commands.sysctl import parse_sysctl
 from bufferlab.commands.shell import parse_shell
+from bufferlab.commands.sysctl import parse_sysctl
 from bufferlab.errors import Diagnostics, NotSupportedError
 
 ROOT = Path(__file__).resolve().parent.parent

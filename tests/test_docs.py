@@ -90,7 +90,9 @@ def _commands_of_block(body: str) -> list[str]:
         loop = re.fullmatch(r"for (\w+) in (\S+); do (.*); done", line)
         if loop:
             var, pattern, cmd = loop.groups()
-            out += [cmd.replace(f"${var}", f.relative_to(ROOT).as_posix()) for f in sorted(ROOT.glob(pattern))]
+            out += [
+                cmd.replace(f"${var}", f.relative_to(ROOT).as_posix()) for f in sorted(ROOT.glob(pattern))
+            ]
             continue
         out += [c.strip() for c in re.split(r"&&|;", line)]
     return [c for c in out if c.startswith("bufferlab ")]
@@ -116,8 +118,10 @@ def test_every_block_that_runs_bufferlab_says_its_language():
 
 
 def test_the_command_block_reader():
-    body = "$ bufferlab mn --topo linear,3\npip install . && bufferlab run a.toml\n" \
-           "for f in sweeps/red-vs-droptail-*.toml; do bufferlab sweep $f; done\nbufferlab sweep plot x \\\n  --logx\n"
+    body = (
+        "$ bufferlab mn --topo linear,3\npip install . && bufferlab run a.toml\n"
+        "for f in sweeps/red-vs-droptail-*.toml; do bufferlab sweep $f; done\nbufferlab sweep plot x \\\n  --logx\n"
+    )
     commands = _commands_of_block(body)
     assert commands[:2] == ["bufferlab mn --topo linear,3", "bufferlab run a.toml"]
     assert "bufferlab sweep sweeps/red-vs-droptail-wq.toml" in commands

@@ -72,8 +72,11 @@ def test_nested_duplicating_netems_are_refused_at_check_and_run(tmp_path: Path, 
     p = scenario(tmp_path, *NESTED)
     for err in both(tmp_path, p, capsys):
         second = col_of(p, NESTED[1]).split(":")[1]
-        assert re.search(rf"t\.toml:{second}:\d+: error: tc: Error: netem: cannot mix duplicating "
-                         r"netems with other netems in tree\. \(RTNETLINK answers: Invalid argument\)", err), err
+        assert re.search(
+            rf"t\.toml:{second}:\d+: error: tc: Error: netem: cannot mix duplicating "
+            r"netems with other netems in tree\. \(RTNETLINK answers: Invalid argument\)",
+            err,
+        ), err
         assert "    tc qdisc add dev s1-eth2 parent 1: handle 2: netem duplicate 100%" in err
         assert "sch_netem.c" in err
 
@@ -130,12 +133,29 @@ def test_the_engine_refuses_the_nested_netem_itself() -> None:
 def test_a_run_stuck_at_one_instant_stops_naming_the_component(tmp_path: Path, capsys: Cap) -> None:
     # the cap on work at one instant, reached through the engine directly: 1-byte datagrams at
     # u64::MAX bit/s all fall on one nanosecond (the command parser refuses such a rate)
-    sim = _core.Simulator(json.dumps({
-        "seed": 1, "nodes": [{"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"},
-                             {"name": "s1", "kind": "switch"}],
-        "links": [{"a": {"node": "h1", "intf": "h1-eth0", "ip": "10.0.0.1"}, "b": {"node": "s1", "intf": "s1-eth1"}},
-                  {"a": {"node": "s1", "intf": "s1-eth2"}, "b": {"node": "h2", "intf": "h2-eth0", "ip": "10.0.0.2"}}],
-        "options": {"host_cost": {"packet_ns": 0, "byte_ps": 0, "wakeup_ns": 0}}}))
+    sim = _core.Simulator(
+        json.dumps(
+            {
+                "seed": 1,
+                "nodes": [
+                    {"name": "h1", "kind": "host"},
+                    {"name": "h2", "kind": "host"},
+                    {"name": "s1", "kind": "switch"},
+                ],
+                "links": [
+                    {
+                        "a": {"node": "h1", "intf": "h1-eth0", "ip": "10.0.0.1"},
+                        "b": {"node": "s1", "intf": "s1-eth1"},
+                    },
+                    {
+                        "a": {"node": "s1", "intf": "s1-eth2"},
+                        "b": {"node": "h2", "intf": "h2-eth0", "ip": "10.0.0.2"},
+                    },
+                ],
+                "options": {"host_cost": {"packet_ns": 0, "byte_ps": 0, "wakeup_ns": 0}},
+            }
+        )
+    )
     # a delay line in front, so nothing crosses the network at that instant
     sim.tc(json.dumps({"verb": "add", "dev": "h1-eth0", "parent": "root", "handle": 1,
                        "qdisc": {"kind": "netem", "limit": 1000, "latency": 10**6, "jitter": 0,
@@ -146,8 +166,11 @@ def test_a_run_stuck_at_one_instant_stops_naming_the_component(tmp_path: Path, c
     with pytest.raises(_core.StalledError) as e:
         sim.run(10**9)
     assert time.perf_counter() - t0 < 60
-    assert re.match(r"simulated time stopped advancing at 0(\.0+)?\S*: more than 10000000 events in that "
-                    r"one instant, the last of them in application 0 \(udp_source\) on h1", str(e.value)), e.value
+    assert re.match(
+        r"simulated time stopped advancing at 0(\.0+)?\S*: more than 10000000 events in that "
+        r"one instant, the last of them in application 0 \(udp_source\) on h1",
+        str(e.value),
+    ), e.value
 
 
 # ---------------------------------------------------------------- item 6: bounds before allocation
@@ -168,7 +191,9 @@ def test_a_rate_finer_than_the_clock_is_refused_at_its_word(tmp_path: Path, caps
         assert "at most one datagram per nanosecond" in err
 
 
-def test_a_host_sending_faster_than_its_stack_ends_the_part_with_an_error(tmp_path: Path, capsys: Cap) -> None:
+def test_a_host_sending_faster_than_its_stack_ends_the_part_with_an_error(
+    tmp_path: Path, capsys: Cap
+) -> None:
     # 1 Tbit/s of 1448-byte datagrams (86 M/s) against a stack of ~3·10⁵/s: after 1 s of
     # backlog the run stops instead of queueing 10⁸ packets
     # backlog the run stops instead of queueing 10⁸ packets (no -t: only the run can tell)
@@ -182,13 +207,22 @@ def test_a_host_sending_faster_than_its_stack_ends_the_part_with_an_error(tmp_pa
     assert re.search(r"t\.toml:\d+:\d+: cbr -c 10\.0\.0\.2 -u -r 1T", err), err
 
 
-@pytest.mark.parametrize("cmd,needle", [
-    ("h1: cbr -c 10.0.0.2 -u -r 1T -t 10", "cbr: -r 1T offers 86,325,967 datagrams/s, more than a host's stack "
-     "processes (316,566/s of 1490-byte frames): over 10 s it would fall 2.72e+03 s behind"),
-    ("h1: poisson -c 10.0.0.2 -u -r 4.1G -t 10", "poisson: -r 4.1G offers"),
-    ("h1: cbr -c 10.0.0.2 -u -r 10G -n 10G", "cbr: -r 10G offers 863,260 datagrams/s, more than a host's stack "
-     "processes (316,566/s of 1490-byte frames): over 8.59 s it would fall 14.8 s behind"),
-])
+@pytest.mark.parametrize(
+    "cmd,needle",
+    [
+        (
+            "h1: cbr -c 10.0.0.2 -u -r 1T -t 10",
+            "cbr: -r 1T offers 86,325,967 datagrams/s, more than a host's stack "
+            "processes (316,566/s of 1490-byte frames): over 10 s it would fall 2.72e+03 s behind",
+        ),
+        ("h1: poisson -c 10.0.0.2 -u -r 4.1G -t 10", "poisson: -r 4.1G offers"),
+        (
+            "h1: cbr -c 10.0.0.2 -u -r 10G -n 10G",
+            "cbr: -r 10G offers 863,260 datagrams/s, more than a host's stack "
+            "processes (316,566/s of 1490-byte frames): over 8.59 s it would fall 14.8 s behind",
+        ),
+    ],
+)
 def test_a_generator_its_host_cannot_keep_up_with_is_refused_at_check(tmp_path: Path, capsys: Cap,
                                                                       cmd: str, needle: str) -> None:
     p = scenario(tmp_path, "h2: sink -u &", cmd)
@@ -202,17 +236,31 @@ def test_a_generator_its_host_cannot_keep_up_with_is_refused_at_check(tmp_path: 
 def test_a_generator_just_within_its_hosts_stack_runs(tmp_path: Path, capsys: Cap) -> None:
     # 4 Gbit/s of 1448-byte datagrams: 345 304/s against 316 566/s, 0.9 s behind after 10 s
     p = scenario(tmp_path, "h2: sink -u &", "h1: cbr -c 10.0.0.2 -u -r 4G -t 10")
-    assert main(["run", "-q", "--no-report", "-o", str(tmp_path / "out"), str(p)]) == 0, capsys.readouterr().err
+    assert main(["run", "-q", "--no-report", "-o", str(tmp_path / "out"), str(p)]) == 0, (
+        capsys.readouterr().err
+    )
 
 
-@pytest.mark.parametrize("cmd,part,needle", [
-    ("h1: flows -c 10.0.0.2 --rate 1000000/s --size exp:mean=100k -t 10",
-     "", "flows: --rate 1000000/s for -t 10 s would start about 10,000,000 flows"),
-    ("h1: flows -c 10.0.0.2 --rate 1000/s --size exp:mean=100k",
-     "", "flows: --rate 1000/s until its part ends (stop_at = 3600 s) would start about 3,600,000 flows"),
-    ("h1: flows -c 10.0.0.2 --rate 100k/s --size fixed:1k",
-     'duration = "30s"', "flows: --rate 100k/s until its part ends (duration = 30 s) would start about 3,000,000 flows"),
-])
+@pytest.mark.parametrize(
+    "cmd,part,needle",
+    [
+        (
+            "h1: flows -c 10.0.0.2 --rate 1000000/s --size exp:mean=100k -t 10",
+            "",
+            "flows: --rate 1000000/s for -t 10 s would start about 10,000,000 flows",
+        ),
+        (
+            "h1: flows -c 10.0.0.2 --rate 1000/s --size exp:mean=100k",
+            "",
+            "flows: --rate 1000/s until its part ends (stop_at = 3600 s) would start about 3,600,000 flows",
+        ),
+        (
+            "h1: flows -c 10.0.0.2 --rate 100k/s --size fixed:1k",
+            'duration = "30s"',
+            "flows: --rate 100k/s until its part ends (duration = 30 s) would start about 3,000,000 flows",
+        ),
+    ],
+)
 def test_flow_arrivals_are_bounded_at_check_time(tmp_path: Path, capsys: Cap, cmd: str, part: str,
                                                  needle: str) -> None:
     p = scenario(tmp_path, "h2: flows -s &", cmd, part=part)
@@ -268,13 +316,21 @@ def test_an_interface_name_given_twice_is_still_refused(tmp_path: Path, capsys: 
     assert "s1 has two interfaces named 's1-x'" in err, err
 
 
-@pytest.mark.parametrize("cmd,needle", [
-    ("h1: ping 10.0.0.2 -i 0.001 &", "ping could keep up to 3,600,001 replies: one every -i 0.001 s for 3600 s "
-     "(until the scenario ends)"),
-    ("h1: ping 10.0.0.2 -c 2000000 -i 0.0001", "ping could keep up to 2,000,000 replies"),
-    ("h1: ping 10.0.0.2 -i 0.0001 -w 1000", "ping could keep up to 10,000,001 replies: one every -i 0.0001 s "
-     "for 1000 s (-w)"),
-])
+@pytest.mark.parametrize(
+    "cmd,needle",
+    [
+        (
+            "h1: ping 10.0.0.2 -i 0.001 &",
+            "ping could keep up to 3,600,001 replies: one every -i 0.001 s for 3600 s "
+            "(until the scenario ends)",
+        ),
+        ("h1: ping 10.0.0.2 -c 2000000 -i 0.0001", "ping could keep up to 2,000,000 replies"),
+        (
+            "h1: ping 10.0.0.2 -i 0.0001 -w 1000",
+            "ping could keep up to 10,000,001 replies: one every -i 0.0001 s for 1000 s (-w)",
+        ),
+    ],
+)
 def test_ping_replies_are_bounded_at_check_time(tmp_path: Path, capsys: Cap, cmd: str, needle: str) -> None:
     p = scenario(tmp_path, cmd, "h2: ping 10.0.0.1 -c 1")
     interval = cmd.split("-i ")[1].split()[0]
@@ -314,7 +370,7 @@ def test_the_topology_drawings_link_index_answers_as_a_scan() -> None:
     pos = {n: (rng.uniform(0, 3000), rng.uniform(0, 3000)) for n in nodes}
     pos["n0"] = pos["n1"][0], 500.0  # a vertical and a horizontal line
     pos["n2"] = 700.0, pos["n3"][1]
-    links = [(a, b) for a, b in zip(nodes, nodes[1:] + nodes[:1])] + [("n0", "n1"), ("n2", "n3")]
+    links = [(a, b) for a, b in zip(nodes, nodes[1:] + nodes[:1], strict=True)] + [("n0", "n1"), ("n2", "n3")]
     segs = [((pos[a], pos[b]), (a, b)) for a, b in links]
     index = _Segments(segs)
     for _ in range(3000):

@@ -403,7 +403,9 @@ def test_timestamps_are_the_runs_wall_clock_start_plus_simulated_time(results, e
     assert time == pytest.approx(started + t0, abs=1e-6) and meta["T0"] == meta["TIME"]
     # a real date (the run happened just now), not a fixed one
     assert abs(time - datetime.now(UTC).timestamp()) < 3600
-    assert exported["one"].name.startswith("tcp_1up-" + datetime.fromtimestamp(time, UTC).strftime("%Y-%m-%dT"))
+    assert exported["one"].name.startswith(
+        "tcp_1up-" + datetime.fromtimestamp(time, UTC).strftime("%Y-%m-%dT")
+    )
     # simulated time stays in the data: x values from 0 in steps, raw samples = start + simulated t
     raw = _raw(exported["one"])
     assert raw["x_values"][:2] == [0.0, 0.2]

@@ -211,7 +211,14 @@ def test_fq_pie_show():
             "dq_rate_estimator": False}
     x = {"packets_in": 10, "dropped": 2, "overlimit": 1, "overmemory": 0, "ecn_mark": 3, "new_flow_count": 2,
          "new_flows_len": 0, "old_flows_len": 1, "memory_usage": 4564}
-    block = {"kind": "fq_pie", "handle": 0x8001, "parent": None, "options": opts, "stats": _stats(), "xstats": x}
+    block = {
+        "kind": "fq_pie",
+        "handle": 0x8001,
+        "parent": None,
+        "options": opts,
+        "stats": _stats(),
+        "xstats": x,
+    }
     assert tc_show_text([block], MODERN) == (
         "qdisc fq_pie 8001: root refcnt 2 limit 10240p flows 1024 target 15ms tupdate 16ms alpha 2 beta 20 "
         "quantum 1514b memory_limit 32Mb ecn_prob 10 \n"

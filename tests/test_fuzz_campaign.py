@@ -260,7 +260,9 @@ def test_unterminated_string_is_checked_in_linear_time(tmp_path: Path) -> None:
     """tools/fuzz.py (seed 3, input 16): a command string missing its closing quote made the
     loader's structure scan backtrack exponentially (check never ended)."""
     p = _write(tmp_path)
-    text = p.read_text().replace('-J > udp.json",', '-J > udp.json a b c d e f g h i j k l m n o p q r s t u v,')
+    text = p.read_text().replace(
+        '-J > udp.json",', "-J > udp.json a b c d e f g h i j k l m n o p q r s t u v,"
+    )
     p.write_text(text)
     t0 = time.time()
     with pytest.raises(ScenarioError) as e:

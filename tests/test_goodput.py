@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import TWO_HOSTS
 from test_formats import UDP_CMD, UDP_RESULT
 
 from bufferlab.cli import main
@@ -23,6 +22,7 @@ from bufferlab.outputs.compare import compare
 from bufferlab.outputs.report import GOODPUT_NOTE
 from bufferlab.outputs.results import load_run, scan_outputs
 from bufferlab.profile import PROFILES
+from conftest import TWO_HOSTS
 
 REAL_3_12 = Path(__file__).parent / "data" / "iperf3-3.12"
 CLIENTS = [

@@ -17,7 +17,8 @@ from bufferlab.cli import main
 from bufferlab.commands import procs
 from bufferlab.commands.shell import parse_shell
 from bufferlab.errors import CommandError, NotSupportedError
-from bufferlab.formats import netinfo, procs as procs_fmt
+from bufferlab.formats import netinfo
+from bufferlab.formats import procs as procs_fmt
 from conftest import TWO_HOSTS
 
 
@@ -39,7 +40,8 @@ def test_ip_addr_and_link_follow_iproute2s_layout():
         "2: h1-eth0@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP group default qlen 1000\n"
         "    link/ether 02:00:00:00:00:01 brd ff:ff:ff:ff:ff:ff link-netnsid 0\n"
         "    inet 10.0.0.1/8 brd 10.255.255.255 scope global h1-eth0\n"
-        "       valid_lft forever preferred_lft forever\n")
+        "       valid_lft forever preferred_lft forever\n"
+    )
     assert netinfo.ip_addr_text(ifaces, brief=True, inet_only=False) == (
         "lo               UNKNOWN        127.0.0.1/8 \n"
         "h1-eth0@if3      UP             10.0.0.1/8 \n")
@@ -58,8 +60,10 @@ def test_ip_addr_and_link_follow_iproute2s_layout():
 def test_ip_s_link_counters_in_both_iproute2_layouts():
     eth = netinfo.Iface(2, "h1-eth0", "02:00:00:00:00:01", "10.0.0.1", 8, "noqueue", peer_index=3, netnsid=0,
                         rx_packets=3, rx_bytes=238, tx_packets=12345678, tx_bytes=18_000_000_000)
-    head = ("2: h1-eth0@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP mode DEFAULT "
-            "group default qlen 1000\n    link/ether 02:00:00:00:00:01 brd ff:ff:ff:ff:ff:ff link-netnsid 0\n")
+    head = (
+        "2: h1-eth0@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP mode DEFAULT "
+        "group default qlen 1000\n    link/ether 02:00:00:00:00:01 brd ff:ff:ff:ff:ff:ff link-netnsid 0\n"
+    )
     assert netinfo.ip_link_text([eth], brief=False, stats=True, modern=False) == head + (
         "    RX: bytes  packets  errors  dropped overrun mcast   \n"
         "    238        3        0       0       0       0       \n"
@@ -78,7 +82,10 @@ def test_neighbours_as_ip_neigh_and_arp_print_them():
     assert netinfo.ip_neigh_text(n, modern=False) == (
         "10.0.0.2 dev h1-eth0 lladdr 02:00:00:00:00:03 REACHABLE\n"
         "10.0.0.3 dev h1-eth0 lladdr 02:00:00:00:00:05 STALE\n")
-    assert netinfo.ip_neigh_text(n[:1], modern=True) == "10.0.0.2 dev h1-eth0 lladdr 02:00:00:00:00:03 REACHABLE \n"
+    assert (
+        netinfo.ip_neigh_text(n[:1], modern=True)
+        == "10.0.0.2 dev h1-eth0 lladdr 02:00:00:00:00:03 REACHABLE \n"
+    )
     assert netinfo.arp_text(n[:1], bsd=False) == (
         "Address                  HWtype  HWaddress           Flags Mask            Iface\n"
         "10.0.0.2                 ether   02:00:00:00:00:03   C                     h1-eth0\n")
@@ -123,7 +130,10 @@ def test_ps_and_jobs_follow_procps_and_bash():
         "USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND\n"
         "root        2000  0.0  0.0      0     0 pts/1    S    00:00   0:00 bash\n"
         "root        2001  0.0  0.0      0     0 pts/1    S    00:00   0:00 iperf3 -s\n")
-    assert procs_fmt.job_line(1, "+", "Running", "iperf3 -s", True) == "[1]+  Running                 iperf3 -s &\n"
+    assert (
+        procs_fmt.job_line(1, "+", "Running", "iperf3 -s", True)
+        == "[1]+  Running                 iperf3 -s &\n"
+    )
     assert procs_fmt.job_line(2, "-", "Terminated", "ping 10.0.0.2", False, pid=2002) == (
         "[2]-  2002 Terminated              ping 10.0.0.2\n")
 
@@ -238,10 +248,14 @@ def test_a_link_set_down_drops_until_it_is_up_again(write_scenario, tmp_path):
     assert status == 0
     h2 = (root / "p" / "h2" / "terminal.log").read_text()
     out = {block.split("\n", 1)[0]: block for block in h2.split("$ ")}
-    assert "h2-eth0@if4: <BROADCAST,MULTICAST> mtu 1500 qdisc noqueue state DOWN" in out["ip link show h2-eth0"]
+    assert (
+        "h2-eth0@if4: <BROADCAST,MULTICAST> mtu 1500 qdisc noqueue state DOWN" in out["ip link show h2-eth0"]
+    )
     assert "lo: flags" in out["ifconfig"] and "h2-eth0" not in out["ifconfig"]  # without -a: up ones only
     assert "<BROADCAST,MULTICAST,UP,LOWER_UP>" in out["sleep 5; ifconfig h2-eth0 up; ip -br link"]
-    assert "3 packets transmitted, 0 received, 100% packet loss" in (root / "p" / "h1" / "lost.txt").read_text()
+    assert (
+        "3 packets transmitted, 0 received, 100% packet loss" in (root / "p" / "h1" / "lost.txt").read_text()
+    )
     assert "2 packets transmitted, 2 received, 0% packet loss" in (root / "p" / "h1" / "back.txt").read_text()
     summary = json.loads((root / "summary.json").read_text())
     drops = summary["interfaces"]["h2-eth0"]["drops"]
@@ -263,7 +277,10 @@ def test_host_shows_its_interfaces_routes_and_neighbours(write_scenario, tmp_pat
     ))
     assert status == 0
     h1 = (root / "p" / "h1" / "terminal.log").read_text()
-    assert "$ ip -br addr\nlo               UNKNOWN        127.0.0.1/8 \nh1-eth0@if3      UP             10.0.0.1/8 \n" in h1
+    assert (
+        "$ ip -br addr\nlo               UNKNOWN        127.0.0.1/8 \nh1-eth0@if3      UP             10.0.0.1/8 \n"
+        in h1
+    )
     assert "$ ip route\n10.0.0.0/8 dev h1-eth0 proto kernel scope link src 10.0.0.1 \n" in h1
     assert "10.0.0.2                 ether   02:00:00:00:00:04   C                     h1-eth0\n" in h1
     assert "$ hostname\nbufferlab\n" in h1
@@ -305,7 +322,10 @@ def test_last_background_pid(write_scenario, tmp_path, capsys):
     assert json.loads((root / "summary.json").read_text())["simulated_s"] < 1
     capsys.readouterr()
     assert main(["check", str(write_scenario(scenario("h1: ping $!"), "u.toml"))]) == 2
-    assert "$! (the last background job's PID) is supported in echo, kill and wait only" in capsys.readouterr().err
+    assert (
+        "$! (the last background job's PID) is supported in echo, kill and wait only"
+        in capsys.readouterr().err
+    )
 
 
 def test_ctrl_c_of_wait_leaves_the_background_job_running(write_scenario, tmp_path):

@@ -368,7 +368,9 @@ def test_a_script_killing_a_background_iperf_runs_to_net_stop(tmp_path: Path, re
     assert "killed: [  4] local 10.0.0.3 port 5001 connected with 10.0.0.1 port" in out
     assert "after: [1]-  Done                    iperf -s\n[2]+  Running" in out
     assert "\nstopped\n" in out  # net.stop() ran
-    assert "    PID TTY          TIME CMD\n   4000 pts/3    00:00:00 bash\n   4003 pts/3    00:00:00 ps\n" in out
+    assert (
+        "    PID TTY          TIME CMD\n   4000 pts/3    00:00:00 bash\n   4003 pts/3    00:00:00 ps\n" in out
+    )
     ping = (results / "kills" / "ping.txt").read_text()
     assert ping.startswith("PING 10.0.0.2") and "^C" not in ping and "packets transmitted" in ping
     summary = json.loads((results / "kills" / "summary.json").read_text())

@@ -1427,11 +1427,16 @@ def test_sysctl_error_hints():
     with pytest.raises(CommandError) as ei:
         parse_sysctl(W("sysctl -w net.ipv4.tcp_congestion_control=cubc"), Diagnostics())
     assert (
-        ei.value.suggestion == "did you mean cubic?" and ei.value.expected == "one of reno, cubic, htcp, bbr, dctcp, vegas, westwood, bic, highspeed, scalable, illinois, yeah, hybla, veno, nv, lp, cdg"
+        ei.value.suggestion == "did you mean cubic?"
+        and ei.value.expected
+        == "one of reno, cubic, htcp, bbr, dctcp, vegas, westwood, bic, highspeed, scalable, illinois, yeah, hybla, veno, nv, lp, cdg"
     )
     with pytest.raises(NotSupportedError) as ei:
         parse_sysctl(W("sysctl -w net.ipv4.tcp_congestion_control=prague"), Diagnostics())
-    assert ei.value.expected == "one of reno, cubic, htcp, bbr, dctcp, vegas, westwood, bic, highspeed, scalable, illinois, yeah, hybla, veno, nv, lp, cdg"
+    assert (
+        ei.value.expected
+        == "one of reno, cubic, htcp, bbr, dctcp, vegas, westwood, bic, highspeed, scalable, illinois, yeah, hybla, veno, nv, lp, cdg"
+    )
 
 
 # =====================================================================================

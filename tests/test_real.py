@@ -8,8 +8,8 @@ process of it (each scenario's iperf3 uses a port of its own, looked for in ``ps
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import signal
 import subprocess

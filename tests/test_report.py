@@ -14,7 +14,18 @@ from bufferlab.cli import main
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run", "--disable-sync"]
-SECTIONS = ["scenario", "results", "topology", "warnings", "parts", "tc", "iperf3", "ping", "classes", "flows"]
+SECTIONS = [
+    "scenario",
+    "results",
+    "topology",
+    "warnings",
+    "parts",
+    "tc",
+    "iperf3",
+    "ping",
+    "classes",
+    "flows",
+]
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +153,7 @@ def test_no_link_crosses_a_node_card(run_dir: Path) -> None:
     # each card's rect is followed by its own lines of text, up to the next card
     pieces = card.split(svg)[1:]
     cards = [(float(x), float(y), float(x) + float(w), float(y) + float(h), "#a14a00" in texts)
-             for x, y, w, h, texts in zip(*(iter(pieces),) * 5)]
+             for x, y, w, h, texts in zip(*(iter(pieces),) * 5, strict=False)]
     with_qdiscs = [c[:4] for c in cards if c[4]]
     assert len(lines) == 4 and len(cards) == 5 and len(with_qdiscs) == 1
     assert [(c, seg) for c in with_qdiscs for seg in lines if _crosses(c, seg)] == []

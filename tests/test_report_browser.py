@@ -133,7 +133,9 @@ def _overlaps(texts: list[list[Any]]) -> list[str]:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_report_layout_in_chromium(browser: Any, report: tuple[str, Path], width: int, tmp_path: Path) -> None:
+def test_report_layout_in_chromium(
+    browser: Any, report: tuple[str, Path], width: int, tmp_path: Path
+) -> None:
     name, html = report
     errors: list[str] = []
     page = browser.new_page(viewport={"width": width, "height": 900})

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 
+from test_system import LAB14_TOPO, assert_conserved, run
+
 from bufferlab.run.context import WaitApp, WaitUntil
 from bufferlab.run.waiting import Waiting
-from test_system import LAB14_TOPO, assert_conserved, run
 
 N_FLOWS = 1000
 SECONDS = 20
@@ -20,7 +21,9 @@ RATE_BPS = 1e9
 GOODPUT_BPS = RATE_BPS * 1448 / 1514
 
 
-def test_a_thousand_reno_flows_share_the_bottleneck_fairly_and_every_byte_is_counted(write_scenario, tmp_path):
+def test_a_thousand_reno_flows_share_the_bottleneck_fairly_and_every_byte_is_counted(
+    write_scenario, tmp_path
+):
     senders = ",\n".join(
         f'  "{"h1" if i % 2 == 0 else "h2"}: bulk -c 10.0.0.3 -t {SECONDS} -C reno &"' for i in range(N_FLOWS)
     )

@@ -12,7 +12,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SCENARIOS
 
 from bufferlab.cli import main
 from bufferlab.errors import ScenarioError
@@ -20,6 +19,7 @@ from bufferlab.scenario.params import Override
 from bufferlab.sweep.progress import Progress
 from bufferlab.sweep.runs import prepare
 from bufferlab.sweep.spec import load_sweep
+from conftest import ROOT, SCENARIOS
 
 SWEEP = f"""scenario = "{SCENARIOS.as_posix()}/red-vs-droptail.toml"
 seeds = 2
@@ -121,7 +121,7 @@ def test_no_did_you_mean_when_nothing_is_near(tmp_path: Path, capsys: pytest.Cap
 
 # ---------------------------------------------------------------- where output goes
 
-TWO_PARTS = f"""name = "t"
+TWO_PARTS = """name = "t"
 seed = 1
 [topology]
 hosts = ["h1", "h2"]

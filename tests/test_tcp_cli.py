@@ -69,7 +69,9 @@ def test_a_zero_rtt_tcp_path_is_an_error_not_a_hang(tmp_path, capsys):
     # no qdisc anywhere and the hosts' stack time off ([sim] knobs): a zero RTT
     path = tmp_path / "zero.toml"
     text = SCENARIO.format(line="h1: bulk -c 10.0.0.2 -t 1").replace("iperf3 -s", "sink")
-    text = text.replace("[topology]", "[sim]\nhost_packet_ns = 0\nhost_byte_ps = 0\nhost_wakeup_ns = 0\n[topology]")
+    text = text.replace(
+        "[topology]", "[sim]\nhost_packet_ns = 0\nhost_byte_ps = 0\nhost_wakeup_ns = 0\n[topology]"
+    )
     path.write_text(text)
     assert main(["run", str(path), "-o", str(tmp_path / "out"), "--no-progress"]) == 2
     err = capsys.readouterr().err

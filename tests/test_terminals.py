@@ -106,16 +106,29 @@ def test_interrupt_key_stops_terminals_at_the_part_end(write_scenario, tmp_path,
     lines = text.splitlines()
     line = next(i for i, ln in enumerate(lines, 1) if ln.strip() == '"h1: iperf3 -c 10.0.0.3 -t 1",'
                 and i > lines.index('name = "two"'))
-    assert re.search(rf"t\.toml:{line}:\d+: h1: part 'two': `h1: iperf3 -c 10.0.0.3 -t 1` exited with status 1", err)
+    assert re.search(
+        rf"t\.toml:{line}:\d+: h1: part 'two': `h1: iperf3 -c 10.0.0.3 -t 1` exited with status 1", err
+    )
     failures = summary(root)["failures"]
     assert [(f["node"], f["part"], f["allowed"]) for f in failures] == [("h1", "two", False)]
 
 
 def test_interrupt_all_and_bad_names(write_scenario, tmp_path, capsys):
-    status, root = run(write_scenario, tmp_path, scenario(
-        part("one", NETEM, "h2: ping 10.0.0.3 &", "h3: iperf3 -s", "h1: sleep 1.5", extra='interrupt = "all"\n'),
-        part("two", "h1: sleep 1"),
-    ))
+    status, root = run(
+        write_scenario,
+        tmp_path,
+        scenario(
+            part(
+                "one",
+                NETEM,
+                "h2: ping 10.0.0.3 &",
+                "h3: iperf3 -s",
+                "h1: sleep 1.5",
+                extra='interrupt = "all"\n',
+            ),
+            part("two", "h1: sleep 1"),
+        ),
+    )
     assert status == 0, capsys.readouterr().err
     assert "2 packets transmitted" in (root / "one/h2/terminal.log").read_text()
     bad = write_scenario(scenario(part("one", "h1: sleep 1", extra='interrupt = ["h9"]\n')), "bad.toml")
@@ -203,14 +216,21 @@ def test_allow_fail_and_or_true_keep_exit_zero(write_scenario, tmp_path, capsys)
     err = capsys.readouterr().err
     assert status == 0 and "1 commands failed" not in err and "(1 allowed by allow_fail)" in err
     assert summary(root)["failures"][0]["allowed"] is True
-    status, root = run(write_scenario, tmp_path, scenario(part("p", NETEM, REFUSED[0] + " || echo no server")))
+    status, root = run(
+        write_scenario, tmp_path, scenario(part("p", NETEM, REFUSED[0] + " || echo no server"))
+    )
     assert status == 0 and "failed" not in capsys.readouterr().err
     assert summary(root)["failures"] == []
     assert (root / "p/h1/terminal.log").read_text().rstrip().endswith("no server")
-    bad = write_scenario(scenario(part("p", "h1: sleep 1", extra='allow_fail = ["h1: slep 1"]\n')), "bad.toml")
+    bad = write_scenario(
+        scenario(part("p", "h1: sleep 1", extra='allow_fail = ["h1: slep 1"]\n')), "bad.toml"
+    )
     assert main(["check", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert "allow_fail entry 'h1: slep 1' is not a line of this part" in err and "did you mean 'h1: sleep 1'" in err
+    assert (
+        "allow_fail entry 'h1: slep 1' is not a line of this part" in err
+        and "did you mean 'h1: sleep 1'" in err
+    )
 
 
 def test_tc_refusal_is_a_failure(write_scenario, tmp_path, capsys):
@@ -220,9 +240,18 @@ def test_tc_refusal_is_a_failure(write_scenario, tmp_path, capsys):
 
 
 def test_total_loss_and_an_unused_server_are_warnings(write_scenario, tmp_path, capsys):
-    status, root = run(write_scenario, tmp_path, scenario(part(
-        "p", "admin: tc qdisc add dev s1-eth2 root netem loss 100%", "h3: iperf3 -s &", "h1: ping 10.0.0.3 -c 2",
-    )))
+    status, root = run(
+        write_scenario,
+        tmp_path,
+        scenario(
+            part(
+                "p",
+                "admin: tc qdisc add dev s1-eth2 root netem loss 100%",
+                "h3: iperf3 -s &",
+                "h1: ping 10.0.0.3 -c 2",
+            )
+        ),
+    )
     err = capsys.readouterr().err
     # ping exits 1 without replies: a failure as well as the warning
     assert status == 1
@@ -253,7 +282,9 @@ def test_printed_summary_equals_summary_json(write_scenario, tmp_path, capsys):
         res = p["results"]
         block = out.split(f"part {p['name']}: results\n")[1].split("\npart ")[0]  # results: stdout
         for r in res["iperf3"]:
-            extra = f"{r['retransmits']} retransmits" if r["protocol"] == "tcp" else f"{r['lost']} datagrams lost"
+            extra = (
+                f"{r['retransmits']} retransmits" if r["protocol"] == "tcp" else f"{r['lost']} datagrams lost"
+            )
             assert f"{r['command']}: {r['goodput_mbps']:.2f} Mbit/s goodput, {extra}" in block
             numbers.append(r["goodput_mbps"])
         for r in res["ping"]:
@@ -261,7 +292,9 @@ def test_printed_summary_equals_summary_json(write_scenario, tmp_path, capsys):
                     f"{r['loss_pct']:.2f}% loss ({r['transmitted']} sent, {r['received']} received)") in block
         for q in res["qdiscs"]:
             assert f"{q['interface']} {q['qdiscs']}: " in block
-            assert f"peak backlog {q['peak_backlog_bytes']} bytes / {q['peak_backlog_packets']} packets" in block
+            assert (
+                f"peak backlog {q['peak_backlog_bytes']} bytes / {q['peak_backlog_packets']} packets" in block
+            )
             for reason, n in q["drops"].items():
                 assert f"{reason} {n}" in block
     # what was measured: TCP near the 20 Mbit/s rate, UDP over it with drops at the tbf

@@ -17,7 +17,19 @@ import re
 from typing import Any
 
 from bufferlab import _core, cli, commands
-from bufferlab.commands import capture, ethtool, generators, iperf3, netinfo, ns3, ping, procs, shell, sysctl, tc
+from bufferlab.commands import (
+    capture,
+    ethtool,
+    generators,
+    iperf3,
+    netinfo,
+    ns3,
+    ping,
+    procs,
+    shell,
+    sysctl,
+    tc,
+)
 from bufferlab.commands._getopt import OptSpec
 from bufferlab.commands.tc import registry
 from bufferlab.formats import netinfo as netinfo_fmt

@@ -18,10 +18,9 @@ import sys
 from pathlib import Path
 
 from .errors import BufferlabError
-from .safefs import ENVIRONMENT_ERRORS
-from .results_folder import FolderError, acquire, release_all
-from .safefs import open_write, write_atomic
 from .mininet import commands as mininet_commands
+from .results_folder import FolderError, acquire, release_all
+from .safefs import ENVIRONMENT_ERRORS, open_write, write_atomic
 from .sweep.cli import add_set_option, add_sweep_parser
 from .version import __version__
 
@@ -80,8 +79,9 @@ def _parser() -> argparse.ArgumentParser:
         help="run a student's scenario or Mininet script and grade it with a rubric",
         description="Run SUBMISSION (a scenario .toml, or a Mininet script .py as `bufferlab mininet` runs "
         "it) with the seed of the rubric, check the rubric's [require] and [[expect]] entries on its "
-        "results, and write expectations.json, summary.json's \"expectations\" and a Gradescope "
-        "results.json into <-o>/<submission>/ (docs/teaching.md). Exit status: 0 if everything holds, 4 if a requirement or "
+        'results, and write expectations.json, summary.json\'s "expectations" and a Gradescope '
+        "results.json into <-o>/<submission>/ (docs/teaching.md). Exit status: 0 if everything holds, 4 if a "
+        "requirement or "
         "expectation failed or the submission did not run (results.json written all the same), 2 for a "
         "mistake in the rubric (nothing run).",
     )
@@ -182,7 +182,9 @@ def _write_converted(out: Path, source: Path, text: str, force: bool) -> None:
                              f"  hint: {hint}")
     if out.is_dir():
         raise BufferlabError(f"error: {out}: is a folder, not a file\n  hint: {hint}")
-    exists = f"error: {out}: exists; convert does not overwrite it\n  hint: pass --force to replace it, or {hint}"
+    exists = (
+        f"error: {out}: exists; convert does not overwrite it\n  hint: pass --force to replace it, or {hint}"
+    )
     if os.path.lexists(out) and not force:
         raise BufferlabError(exists)
     try:

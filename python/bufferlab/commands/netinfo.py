@@ -4,14 +4,17 @@
 (``ip/ip.c``: an object may be abbreviated, ``a``/``addr``/``address``, ``l``/``link``,
 ``r``/``route``, ``n``/``neigh``/``neighbour``; the command defaults to ``show``,
 also ``list``/``lst``): ``ip addr|link show [dev] [DEV] [up]``, ``ip route show``,
-``ip neigh show [dev DEV]``, ``ip link set [dev] DEV up|down`` and ``ip link add NAME type ifb``. ``ifconfig [-a] [IFACE]``
+``ip neigh show [dev DEV]``, ``ip link set [dev] DEV up|down`` and ``ip link add NAME type ifb``. ``ifconfig
+[-a] [IFACE]``
 (net-tools), ``ifconfig IFACE up|down``, ``arp [-n] [-a] [-e] [-i IFACE] [HOST]``
-(net-tools), ``hostname`` (the machine's name: Mininet's hosts share its UTS namespace). Formats: formats/netinfo.py.
+(net-tools), ``hostname`` (the machine's name: Mininet's hosts share its UTS namespace). Formats:
+formats/netinfo.py.
 
 Deviations: IPv6 is not modelled, so no ``inet6`` addresses are listed (``-6`` is
 refused); ``ip link set DEV down`` / ``ifconfig DEV down`` take only that end down
 (it drops what it would send or receive, counted as ``link_down``; the veth peer is not
-shown as NO-CARRIER); ``up`` on an interface that is up does nothing, as in Linux; addresses and routes cannot be changed (``ip addr add``,
+shown as NO-CARRIER); ``up`` on an interface that is up does nothing, as in Linux; addresses and routes
+cannot be changed (``ip addr add``,
 ``ip route add``, ``ifconfig DEV ADDR``); the neighbour table lists the on-link
 addresses the node has exchanged packets with (see run/netinfo.py).
 """
@@ -28,7 +31,7 @@ OBJECTS = {"address": "addr", "link": "link", "route": "route", "neighbour": "ne
 _ORDER = ["address", "link", "route", "neighbour", "neighbor"]
 _OTHER_OBJECTS = {"rule", "maddress", "mroute", "tunnel", "tuntap", "xfrm", "netns", "monitor", "ntable",
                   "tcp_metrics", "token", "netconf", "ila", "vrf", "sr", "nexthop", "mptcp", "ioam",
-                  "stats", "macsec", "l2tp", "fou", "mrule", "addrlabel", "netconf"}
+                  "stats", "macsec", "l2tp", "fou", "mrule", "addrlabel"}
 
 
 @dataclass
@@ -142,8 +145,11 @@ def _link_add(cmd: Ip, words: list[Word], rest: list[Word]) -> Ip:
             kind_w = rest[j + 1]
             j += 2
             if j < len(rest):
-                raise NotSupportedError(f"ip link add … type {kind_w.text} {rest[j].text} is not supported yet",
-                                        col=rest[j].col, expected="ip link add NAME type ifb")
+                raise NotSupportedError(
+                    f"ip link add … type {kind_w.text} {rest[j].text} is not supported yet",
+                    col=rest[j].col,
+                    expected="ip link add NAME type ifb",
+                )
         elif cmd.dev is None and w.text not in ("name", "dev", "type"):
             cmd.dev, cmd.dev_col = w.text, w.col
             j += 1
@@ -159,9 +165,17 @@ def _link_add(cmd: Ip, words: list[Word], rest: list[Word]) -> Ip:
     if cmd.dev is None:
         raise CommandError("Not enough information: \"dev\" argument is required.", col=words[0].col,
                            expected="ip link add NAME type ifb")
-    if len(cmd.dev) > _IFNAME_MAX or not cmd.dev or any(c in cmd.dev for c in "/: ") or cmd.dev in (".", ".."):
-        raise CommandError(f'Error: argument "{cmd.dev}" is wrong: "name" not a valid ifname', col=cmd.dev_col,
-                           expected="a name of at most 15 characters without / or :")
+    if (
+        len(cmd.dev) > _IFNAME_MAX
+        or not cmd.dev
+        or any(c in cmd.dev for c in "/: ")
+        or cmd.dev in (".", "..")
+    ):
+        raise CommandError(
+            f'Error: argument "{cmd.dev}" is wrong: "name" not a valid ifname',
+            col=cmd.dev_col,
+            expected="a name of at most 15 characters without / or :",
+        )
     cmd.link_kind = "ifb"
     return cmd
 
@@ -213,9 +227,12 @@ def parse_ifconfig(words: list[Word]) -> Ifconfig:
             return cmd
         if extra:
             w = extra[0]
-            raise NotSupportedError(f"ifconfig {cmd.dev} {w.text}: changing an interface is not supported yet",
-                                    col=w.col, expected="ifconfig [-a] [IFACE]",
-                                    suggestion="addresses are fixed by the topology (a link's a_ip/b_ip)")
+            raise NotSupportedError(
+                f"ifconfig {cmd.dev} {w.text}: changing an interface is not supported yet",
+                col=w.col,
+                expected="ifconfig [-a] [IFACE]",
+                suggestion="addresses are fixed by the topology (a link's a_ip/b_ip)",
+            )
     return cmd
 
 

@@ -297,8 +297,11 @@ def parse_killall(words: list[Word]) -> Killall:
                 for ch in body:
                     setattr(cmd, _KILLALL_FLAGS[ch], True)
             else:
-                raise NotSupportedError(f"killall: option {t} is not supported yet", col=w.col,
-                                        expected="killall [-s SIGNAL | -SIGNAL] [-q] [-w] [-v] [-I] [-r] NAME...")
+                raise NotSupportedError(
+                    f"killall: option {t} is not supported yet",
+                    col=w.col,
+                    expected="killall [-s SIGNAL | -SIGNAL] [-q] [-w] [-v] [-I] [-r] NAME...",
+                )
             k += 1
             continue
         cmd.names.append(t)

@@ -152,7 +152,9 @@ def _stats_lines(i: Iface, modern: bool) -> list[str]:
              ("bytes", "packets", "errors", "dropped", "carrier", "collsns"))
     out = []
     for side, head, values in (("RX", heads[0], rx), ("TX", heads[1], tx)):
-        names = " ".join(f"{h:>{c - 4 if k == 0 else c}}" for k, (h, c) in enumerate(zip(head, cols, strict=True)))
+        names = " ".join(
+            f"{h:>{c - 4 if k == 0 else c}}" for k, (h, c) in enumerate(zip(head, cols, strict=True))
+        )
         out.append(f"    {side}: {names} {'':>10}")
         out.append("    " + "".join(f"{v:>{c}} " for v, c in zip(values, cols, strict=True)))
     return out
@@ -203,7 +205,13 @@ def arp_text(entries: list[Neighbour], bsd: bool) -> str:
 def _scaled(value: int) -> str:
     """net-tools' byte count with one decimal, truncated (``12.3 KiB``)."""
     short, unit = value * 10, "B"
-    for limit, name in ((1 << 50, "PiB"), (1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+    for limit, name in (
+        (1 << 50, "PiB"),
+        (1 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ):
         if value > limit:
             short, unit = value * 10 // limit, name
             break

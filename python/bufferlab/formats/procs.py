@@ -51,7 +51,9 @@ class PsRow:
 def ps_text(rows: list[PsRow], full: bool, epoch: int, bsd: bool = False) -> str:
     w = PID_WIDTH
     if bsd:
-        lines = [f"{'USER':<8} {'PID':>{w}} %CPU %MEM {'VSZ':>6} {'RSS':>5} {'TTY':<8} STAT START   TIME COMMAND"]
+        lines = [
+            f"{'USER':<8} {'PID':>{w}} %CPU %MEM {'VSZ':>6} {'RSS':>5} {'TTY':<8} STAT START   TIME COMMAND"
+        ]
         for r in rows:
             start = time.strftime("%H:%M", time.gmtime(epoch + int(r.start_s)))
             lines.append(f"{r.user:<8} {r.pid:>{w}}  0.0  0.0 {0:>6} {0:>5} {r.tty or '?':<8} {r.stat:<4} "

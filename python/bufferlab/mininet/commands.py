@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-
 COMMANDS = ("mininet", "mn")
 
 

@@ -236,10 +236,15 @@ class Mininet:
             self.build()
         info("*** Configuring hosts\n" + "".join(h.name + " " for h in self.hosts) + "\n")
         if self.real:
-            delayed = {i.name for link in self.links for i, p in zip(link.intfs(), _link_params(link), strict=True)
-                       if p.get("delay") is not None and p.get("bw") is None}
-            self.session = RealSession(self._scenario(), Path(RESULTS["root"]), fresh_folder=bool(RESULTS["fresh"]),
-                                       delayed=delayed)
+            delayed = {
+                i.name
+                for link in self.links
+                for i, p in zip(link.intfs(), _link_params(link), strict=True)
+                if p.get("delay") is not None and p.get("bw") is None
+            }
+            self.session = RealSession(
+                self._scenario(), Path(RESULTS["root"]), fresh_folder=bool(RESULTS["fresh"]), delayed=delayed
+            )
         else:
             self.session = Session(self._scenario(), Path(RESULTS["root"]), fresh=bool(RESULTS["fresh"]))
         _started[0] += 1

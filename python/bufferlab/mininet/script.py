@@ -40,9 +40,9 @@ except ImportError:  # pragma: no cover - not on Windows
 
 from ..errors import BufferlabError
 from ..outputs.report import after_run
+from ..results_folder import acquire, fresh, release, write_marker
 from ..run.programs import PROGRAMS
 from ..run.scheduler import signal_name, signals_deferred, signals_raise
-from ..results_folder import acquire, fresh, release, write_marker
 from ..safefs import ENVIRONMENT_ERRORS, not_a_file, remove_tree, write_atomic
 from . import clock
 from . import net as net_mod

@@ -228,7 +228,12 @@ def _crosses(box: Box, seg: tuple[tuple[float, float], tuple[float, float]]) -> 
     """Whether a link's line passes through the box (the segment clipped to it, Liang–Barsky)."""
     (x1, y1), (x2, y2) = seg
     lo, hi = 0.0, 1.0
-    for p, q in ((x1 - x2, x1 - box[0]), (x2 - x1, box[2] - x1), (y1 - y2, y1 - box[1]), (y2 - y1, box[3] - y1)):
+    for p, q in (
+        (x1 - x2, x1 - box[0]),
+        (x2 - x1, box[2] - x1),
+        (y1 - y2, y1 - box[1]),
+        (y2 - y1, box[3] - y1),
+    ):
         if p == 0:
             if q < 0:
                 return False

@@ -2,7 +2,8 @@
 kernel built without netem (``python -m bufferlab.real.delayline NS_A DEV_A NS_B DEV_B``).
 
 Each end is a persistent tap device (made by ``ip tuntap add``) in its own namespace;
-this process attaches to both and copies every frame (with its virtio-net header) across, holding the frames that
+this process attaches to both and copies every frame (with its virtio-net header) across, holding the frames
+that
 leave an end for that end's delay. The delays start at 0 and are set on standard input
 ("a 0.02" = frames leaving DEV_A wait 20 ms); end of input ends the process. The delay
 sits after the interface's qdiscs, where netem's delay line is when it is the only

@@ -163,8 +163,10 @@ def read_plan(sc: Scenario, topo: BuiltTopology, lines: dict[str, list[PreparedL
         plan.problems.append(f"routers ({', '.join(sc.routers)}) are not built by --real yet: hosts and "
                              "switches only")
     if sc.host_tcp:
-        plan.problems.append(f"[hosts.{next(iter(sc.host_tcp))}] tcp = {{...}} is bufferlab's model of a host's "
-                             "TCP: a real kernel takes sysctl lines instead")
+        plan.problems.append(
+            f"[hosts.{next(iter(sc.host_tcp))}] tcp = {{...}} is bufferlab's model of a host's "
+            "TCP: a real kernel takes sysctl lines instead"
+        )
     for node, dev, args in topo.tclink_commands:
         words = ["tc", "qdisc", "add", "dev", dev, *args.split()]
         u = tc_use(words, f"link of {node}", node)
@@ -190,9 +192,12 @@ def read_lines(plan: Plan, lines: list[PreparedLine]) -> None:
                     plan.problems.append(f"{where}: {c.terminal}: {prog}: not with --real: {REFUSED[prog]}")
                     continue
                 if prog not in REAL_PROGRAMS and prog not in INTERNAL:
-                    plan.problems.append(f"{where}: {c.terminal}: {prog} is bufferlab's own program, not a "
-                                         "tool a real host has (use iperf3 or ping)" if prog in OWN_PROGRAMS else
-                                         f"{where}: {c.terminal}: {prog}: not run by --real")
+                    plan.problems.append(
+                        f"{where}: {c.terminal}: {prog} is bufferlab's own program, not a "
+                        "tool a real host has (use iperf3 or ping)"
+                        if prog in OWN_PROGRAMS
+                        else f"{where}: {c.terminal}: {prog}: not run by --real"
+                    )
                     continue
                 plan.programs.setdefault(prog, where)
                 if prog == "tc":
@@ -273,12 +278,39 @@ def _check_kinds(plan: Plan, probe: str, has_netem: bool | None) -> list[str]:
         if key not in tried:
             _modprobe(("cls_" if obj == "filter" else "sch_") + kind)
             if obj == "filter":
-                sh("ip", "netns", "exec", probe, "tc", "qdisc", "replace", "dev", "p0", "ingress", check=False)
+                sh(
+                    "ip",
+                    "netns",
+                    "exec",
+                    probe,
+                    "tc",
+                    "qdisc",
+                    "replace",
+                    "dev",
+                    "p0",
+                    "ingress",
+                    check=False,
+                )
                 r = sh("ip", "netns", "exec", probe, "tc", "filter", "add", "dev", "p0", "parent", "ffff:",
                        "protocol", "ip", "prio", "1", kind, *args, check=False)
             else:
-                r = sh("ip", "netns", "exec", probe, "tc", "qdisc", "replace", "dev", "p0", "root", "handle", "1:",
-                       kind, *(args if obj == "qdisc" else []), check=False)
+                r = sh(
+                    "ip",
+                    "netns",
+                    "exec",
+                    probe,
+                    "tc",
+                    "qdisc",
+                    "replace",
+                    "dev",
+                    "p0",
+                    "root",
+                    "handle",
+                    "1:",
+                    kind,
+                    *(args if obj == "qdisc" else []),
+                    check=False,
+                )
                 sh("ip", "netns", "exec", probe, "tc", "qdisc", "del", "dev", "p0", "root", check=False)
             tried[key] = not _unknown(r.stderr)
         return tried[key]
@@ -303,7 +335,9 @@ def _check_kinds(plan: Plan, probe: str, has_netem: bool | None) -> list[str]:
             plan.netem_handles[dev] = u.handle or "?"
             continue
         if not have(u.obj, u.kind, u.args):
-            what = {"qdisc": "qdisc", "class": "qdisc (for its classes)", "filter": "filter (classifier)"}[u.obj]
+            what = {"qdisc": "qdisc", "class": "qdisc (for its classes)", "filter": "filter (classifier)"}[
+                u.obj
+            ]
             problems.append(f"{u.where}: {u.terminal}: this kernel has no {u.kind} {what} "
                             f"(`tc {u.obj} {u.verb} ... {u.kind}`: Specified kind is unknown)")
     for dev in sorted(plan.netem_devs):
@@ -311,15 +345,20 @@ def _check_kinds(plan: Plan, probe: str, has_netem: bool | None) -> list[str]:
         others = [u for u in plan.tc if u.dev and (plan.resolve(u.terminal, u.dev) or u.dev) == dev
                   and u.kind not in (None, "netem") and u.obj == "qdisc" and u.root]
         if others:
-            problems.append(f"{others[0].where}: {others[0].terminal}: {dev} has a netem delay run by a userspace "
-                            f"delay line (this kernel has no netem); a root {others[0].kind} beside it is not "
-                            "(put it under the netem: parent H:)")
+            problems.append(
+                f"{others[0].where}: {others[0].terminal}: {dev} has a netem delay run by a userspace "
+                f"delay line (this kernel has no netem); a root {others[0].kind} beside it is not "
+                "(put it under the netem: parent H:)"
+            )
     if plan.netem_devs:
-        plan.notes.append("this kernel has no netem: `netem delay D` on " + ", ".join(sorted(plan.netem_devs))
-                          + " is a userspace delay line on a tap device (frames leave the interface's qdisc, "
-                          "wait D in bufferlab.real.delayline, then reach the peer; at most 1000 wait, as netem's "
-                          "default limit); a qdisc under the netem is the interface's root instead, and "
-                          "`tc -s qdisc show` does not list the netem")
+        plan.notes.append(
+            "this kernel has no netem: `netem delay D` on "
+            + ", ".join(sorted(plan.netem_devs))
+            + " is a userspace delay line on a tap device (frames leave the interface's qdisc, "
+            "wait D in bufferlab.real.delayline, then reach the peer; at most 1000 wait, as netem's "
+            "default limit); a qdisc under the netem is the interface's root instead, and "
+            "`tc -s qdisc show` does not list the netem"
+        )
     return problems
 
 
@@ -340,8 +379,10 @@ def _check_sysctls(plan: Plan, probe: str) -> list[str]:
     for key, where in plan.sysctls.items():
         dotted = key.replace("/", ".")
         if not dotted.startswith("net."):
-            problems.append(f"{where}: sysctl {key}: only net.* settings, which each namespace has of its own, "
-                            "are set with --real (this one would change the machine's)")
+            problems.append(
+                f"{where}: sysctl {key}: only net.* settings, which each namespace has of its own, "
+                "are set with --real (this one would change the machine's)"
+            )
             continue
         segs = dotted.split(".")
         if len(segs) > 3 and segs[2] in ("conf", "neigh"):

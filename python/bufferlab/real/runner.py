@@ -110,8 +110,13 @@ class TermState:
 class RealRunner:
     """Runs a scenario for real: :meth:`check` (lines, then the machine), :meth:`run`."""
 
-    def __init__(self, scenario: Scenario, results_root: Path | None = None,
-                 echo: Callable[[str], None] | None = None, result: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        results_root: Path | None = None,
+        echo: Callable[[str], None] | None = None,
+        result: Callable[[str], None] | None = None,
+    ) -> None:
         self.sc = scenario
         #: the simulator's checker: every line parsed exactly as a simulated run parses it
         self.sim = Runner(scenario)
@@ -400,7 +405,9 @@ class RealRunner:
         ops = j.line.ops[j.index]
         try:
             for k, (sc, _) in enumerate(cmds):
-                if k > 0 and (j.interrupted or (status == 0) != ((ops[k - 1] if k - 1 < len(ops) else "&&") == "&&")):
+                if k > 0 and (
+                    j.interrupted or (status == 0) != ((ops[k - 1] if k - 1 < len(ops) else "&&") == "&&")
+                ):
                     continue
                 status, message = self._command(j, sc)
                 killed = j.interrupted
@@ -415,9 +422,17 @@ class RealRunner:
         if failed is not None:
             sc, message = failed
             c = j.line.command
-            self.failures.append(Failure(
-                j.term.name, j.part.name, c.where(sc.words[0].col if sc.words else 0), f"{c.terminal}: {c.text}",
-                status, message, c.index in j.part.allow_fail))
+            self.failures.append(
+                Failure(
+                    j.term.name,
+                    j.part.name,
+                    c.where(sc.words[0].col if sc.words else 0),
+                    f"{c.terminal}: {c.text}",
+                    status,
+                    message,
+                    c.index in j.part.allow_fail,
+                )
+            )
 
     def _command(self, j: JobRun, sc: SimpleCommand) -> tuple[int, str]:
         """Run one simple command; (exit status, its message on failure)."""
@@ -466,7 +481,9 @@ class RealRunner:
         if self.stopping:
             return 130, ""
         log = open_write(self.log_file(term), "a")
-        out = open_write(out_path, "a" if sc.redirect and sc.redirect.op == ">>" else "w") if out_path else log
+        out = (
+            open_write(out_path, "a" if sc.redirect and sc.redirect.op == ">>" else "w") if out_path else log
+        )
         try:
             argv = self.lab.exec_argv(term.name, [prog, *words[1:]])
             popen = subprocess.Popen(argv, cwd=term.cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=log,
@@ -622,21 +639,33 @@ class RealRunner:
                 rtts = [r[2] for r in pr.replies]
                 tx = pr.transmitted if pr.transmitted is not None else len(rtts)
                 got = pr.received if pr.received is not None else len(rtts)
-                rows["ping"].append({
-                    "node": pr.host, "where": app.get("where", pr.file), "command": app.get("simple", pr.file),
-                    "dst": pr.dest,
-                    "transmitted": tx, "received": got,
-                    "loss_pct": round(100 * (tx - got) / tx, 2) if tx else None,
-                    "min_ms": min(rtts) if rtts else None,
-                    "avg_ms": round(sum(rtts) / len(rtts), 3) if rtts else None,
-                    "max_ms": max(rtts) if rtts else None})
+                rows["ping"].append(
+                    {
+                        "node": pr.host,
+                        "where": app.get("where", pr.file),
+                        "command": app.get("simple", pr.file),
+                        "dst": pr.dest,
+                        "transmitted": tx,
+                        "received": got,
+                        "loss_pct": round(100 * (tx - got) / tx, 2) if tx else None,
+                        "min_ms": min(rtts) if rtts else None,
+                        "avg_ms": round(sum(rtts) / len(rtts), 3) if rtts else None,
+                        "max_ms": max(rtts) if rtts else None,
+                    }
+                )
             peaks = p.get("peak_backlog", {})
             for dev in sorted(set(p.get("drops", {})) | set(peaks)):
                 d = {r: c["packets"] for r, c in p.get("drops", {}).get(dev, {}).items()}
-                rows["qdiscs"].append({"interface": dev, "qdiscs": qdisc_chain(p.get("qdiscs", {}).get(dev, [])),
-                                       "drops": d, "dropped": sum(d.values()),
-                                       "peak_backlog_bytes": peaks.get(dev, {}).get("bytes"),
-                                       "peak_backlog_packets": peaks.get(dev, {}).get("packets")})
+                rows["qdiscs"].append(
+                    {
+                        "interface": dev,
+                        "qdiscs": qdisc_chain(p.get("qdiscs", {}).get(dev, [])),
+                        "drops": d,
+                        "dropped": sum(d.values()),
+                        "peak_backlog_bytes": peaks.get(dev, {}).get("bytes"),
+                        "peak_backlog_packets": peaks.get(dev, {}).get("packets"),
+                    }
+                )
             p["results"] = rows
             text = results_text(p["name"], rows)
             if text:
@@ -653,9 +682,11 @@ class RealRunner:
         for p in self.parts:
             for dev, blocks in p.get("qdiscs", {}).items():
                 root = next((b for b in blocks if b.get("root")), blocks[0])
-                interfaces[dev] = {"node": self.lab.ifaces[dev].node if self.lab and dev in self.lab.ifaces else None,
-                                   "qdiscs": blocks,
-                                   "drops": {"dropped": {"packets": int(root.get("drops", 0)), "bytes": 0}}}
+                interfaces[dev] = {
+                    "node": self.lab.ifaces[dev].node if self.lab and dev in self.lab.ifaces else None,
+                    "qdiscs": blocks,
+                    "drops": {"dropped": {"packets": int(root.get("drops", 0)), "bytes": 0}},
+                }
         wall = time.monotonic() - self.t0 if self.t0 else 0.0
         summary: dict[str, Any] = {
             "scenario": self.sc.name,

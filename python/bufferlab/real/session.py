@@ -154,15 +154,19 @@ class RealSession:
         assert r.lab is not None
         missing = sorted(plan.netem_devs - set(r.lab.pipes))
         if missing:
-            raise _error(f"{node}: `{line}`: this kernel has no netem; a delay on {missing[0]} must be a link's "
-                         "delay= (made a delay line when the network starts)")
+            raise _error(
+                f"{node}: `{line}`: this kernel has no netem; a delay on {missing[0]} must be a link's "
+                "delay= (made a delay line when the network starts)"
+            )
         term = self._terminal(node)
         log = r.log_file(term)
         offset = log.stat().st_size if log.exists() else 0
         r._log(term, f"$ {line}")
         runs = []
         for idx, (job, bg) in enumerate(zip(pl.jobs, pl.backgrounds, strict=True)):
-            j = JobRun(term, self.part, pl, idx, r._endless(node, [sc for sc, _ in job]), not (bg or background))
+            j = JobRun(
+                term, self.part, pl, idx, r._endless(node, [sc for sc, _ in job]), not (bg or background)
+            )
             with r.lock:
                 r.jobs.append(j)
             threading.Thread(target=r._job, args=(j,), daemon=True).start()

@@ -113,8 +113,12 @@ def check_flow_budget(sc: Scenario, lines: dict[str, list[PreparedLine]], defaul
                     expected = rate * span_s
                     if expected <= MAX_FLOW_ARRIVALS:
                         continue
-                    how = (f"for -t {span_s:g} s" if t_ns is not None else
-                           f"until its part ends ({'duration' if part.duration else 'stop_at'} = {span_s:g} s)")
+                    how = (
+                        f"for -t {span_s:g} s"
+                        if t_ns is not None
+                        else f"until its part ends ({'duration' if part.duration else 'stop_at'} = "
+                             f"{span_s:g} s)"
+                    )
                     c = pl.command
                     raise CommandError(
                         f"flows: --rate {rate_w.text} {how} would start about {expected:,.0f} flows",
@@ -151,15 +155,17 @@ def check_ping_budget(sc: Scenario, lines: dict[str, list[PreparedLine]], defaul
                         bound = min(bound, cmd.count)
                     if bound <= MAX_PING_REPLIES:
                         continue
-                    i_word = next((w for a, w in zip(words, words[1:]) if a.text == "-i"), None)
+                    i_word = next((w for a, w in zip(words, words[1:], strict=False) if a.text == "-i"), None)
                     how = "-w" if cmd.deadline_s is not None else "until the scenario ends"
                     c = pl.command
                     raise CommandError(
                         f"ping could keep up to {bound:,} replies: one every -i {cmd.interval_s:g} s for "
                         f"{span_s:g} s ({how})",
                         col=(i_word or words[0]).col,
-                        expected=f"at most {MAX_PING_REPLIES:,} replies per ping (-c, or time it may run / -i)",
-                        suggestion=f"give it -c (at most {MAX_PING_REPLIES:,}) or a -w deadline, or a longer -i",
+                        expected=f"at most {MAX_PING_REPLIES:,} replies per ping (-c, or time it may run / "
+                                 f"-i)",
+                        suggestion=f"give it -c (at most {MAX_PING_REPLIES:,}) or a -w deadline, or a longer "
+                                   f"-i",
                     ).locate(c.where((i_word or words[0]).col), c.text)
 
 

@@ -86,25 +86,46 @@ def interfaces(rt: RunCtx, terminal: str) -> list[fmt.Iface]:
             ).index(ns_of(peer.node))
         blocks = rt.engine.qdisc_show(i.engine_name)
         st = stats.get(i.engine_name, {})
-        out.append(fmt.Iface(
-            index=k + 2, name=i.name, mac=_mac(k), ip=i.ip, prefix=prefixes.get(k, 8),
-            qdisc=blocks[0]["kind"] if blocks else "noqueue", peer_index=peer_of[k] + 2,
-            peer_name=peer.name if same_ns else None, netnsid=nsid, down=i.engine_name in rt.engine.links_down,
-            rx_packets=int(st.get("rx_packets", 0)), rx_bytes=int(st.get("rx_bytes", 0)),
-            tx_packets=int(st.get("tx_packets", 0)), tx_bytes=int(st.get("tx_bytes", 0)),
-        ))
+        out.append(
+            fmt.Iface(
+                index=k + 2,
+                name=i.name,
+                mac=_mac(k),
+                ip=i.ip,
+                prefix=prefixes.get(k, 8),
+                qdisc=blocks[0]["kind"] if blocks else "noqueue",
+                peer_index=peer_of[k] + 2,
+                peer_name=peer.name if same_ns else None,
+                netnsid=nsid,
+                down=i.engine_name in rt.engine.links_down,
+                rx_packets=int(st.get("rx_packets", 0)),
+                rx_bytes=int(st.get("rx_bytes", 0)),
+                tx_packets=int(st.get("tx_packets", 0)),
+                tx_bytes=int(st.get("tx_bytes", 0)),
+            )
+        )
     for k, (term, name, engine_name) in enumerate(rt.engine.ifbs):
         if term != terminal:
             continue
         blocks = rt.engine.qdisc_show(engine_name)
         st = stats.get(engine_name, {})
         at = len(all_ifaces) + k
-        out.append(fmt.Iface(
-            index=at + 2, name=name, mac=_mac(at), ip=None, prefix=0,
-            qdisc=blocks[0]["kind"] if blocks else "noqueue", ifb=True, down=engine_name not in rt.engine.ifb_up,
-            rx_packets=int(st.get("rx_packets", 0)), rx_bytes=int(st.get("rx_bytes", 0)),
-            tx_packets=int(st.get("tx_packets", 0)), tx_bytes=int(st.get("tx_bytes", 0)),
-        ))
+        out.append(
+            fmt.Iface(
+                index=at + 2,
+                name=name,
+                mac=_mac(at),
+                ip=None,
+                prefix=0,
+                qdisc=blocks[0]["kind"] if blocks else "noqueue",
+                ifb=True,
+                down=engine_name not in rt.engine.ifb_up,
+                rx_packets=int(st.get("rx_packets", 0)),
+                rx_bytes=int(st.get("rx_bytes", 0)),
+                tx_packets=int(st.get("tx_packets", 0)),
+                tx_bytes=int(st.get("tx_bytes", 0)),
+            )
+        )
     return out
 
 
@@ -197,7 +218,9 @@ def _prep_link_add(pc: PrepareCtx, cmd: Any) -> Prepared:
     """``ip link add NAME type ifb``: the device is known to the lines after this one
     (tc dev NAME) from the check on; the engine makes it when the line runs."""
     name = cmd.dev
-    if pc.topo.resolve_dev(pc.terminal, name) is not None and name not in pc.topo.virtual.get(pc.terminal, {}):
+    if pc.topo.resolve_dev(pc.terminal, name) is not None and name not in pc.topo.virtual.get(
+        pc.terminal, {}
+    ):
         raise CommandError("RTNETLINK answers: File exists", col=cmd.dev_col,
                            expected="a name no interface of this namespace has")
     node = pc.terminal

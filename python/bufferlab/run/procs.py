@@ -18,7 +18,8 @@ A signal ends a process as the real program takes it (commands/procs.py
 ``CATCHES``): a caught one ends the program as Ctrl-C does (it prints what it
 prints then, without the ``^C`` a terminal echoes), any other ends it with exit
 status 128 + the signal and nothing more printed (on a terminal the lines ping and
-iperf3 had printed stay: :func:`supervise`); a job's chain (``a && b &``) stops with it. A foreground command that
+iperf3 had printed stay: :func:`supervise`); a job's chain (``a && b &``) stops with it. A foreground command
+that
 a signal other than SIGINT ends prints the signal's description (``Terminated``,
 ``Killed``) in its terminal, as bash does.
 """

@@ -579,14 +579,15 @@ def _check_stack_backlog(pc: PrepareCtx, words: list[Word], cmd: gen_cmd.Generat
     behind_s = length_s * (offered * cost_s - 1)
     if behind_s <= MAX_STACK_BACKLOG_S:
         return
-    rate_w = next((w for a, w in zip(words, words[1:]) if a.text in ("-r", "--rate")), words[0])
+    rate_w = next((w for a, w in zip(words, words[1:], strict=False) if a.text in ("-r", "--rate")), words[0])
     prog = words[0].text
     raise CommandError(
         f"{prog}: -r {rate_w.text} offers {offered:,.0f} datagrams/s, more than a host's stack "
         f"processes ({1 / cost_s:,.0f}/s of {frame}-byte frames): over {length_s:.3g} s it would fall "
         f"{behind_s:.3g} s behind",
         col=rate_w.col,
-        expected=f"a rate the sending host keeps up with (it may fall at most {MAX_STACK_BACKLOG_S:g} s behind; "
+        expected=f"a rate the sending host keeps up with (it may fall at most {MAX_STACK_BACKLOG_S:g} s "
+                 f"behind; "
         "[sim] host_packet_ns and host_byte_ps set its cost)",
         suggestion=f"at most about {(1 + MAX_STACK_BACKLOG_S / length_s) / cost_s * cmd.size * 8 / 1e9:.3g} "
         "Gbit/s here, or send for less time (-t, -n)",
@@ -860,9 +861,13 @@ def _prep_cat(pc: PrepareCtx, words: list[Word]) -> Prepared:
     names = words[1:]
     for w in names:
         if w.text.startswith("-") and w.text != "-":
-            raise NotSupportedError(f"cat: option {w.text} is not supported", col=w.col, expected="cat FILE...")
+            raise NotSupportedError(
+                f"cat: option {w.text} is not supported", col=w.col, expected="cat FILE..."
+            )
         if w.text == "-":
-            raise NotSupportedError("cat -: standard input is not supported", col=w.col, expected="cat FILE...")
+            raise NotSupportedError(
+                "cat -: standard input is not supported", col=w.col, expected="cat FILE..."
+            )
     if not names:
         raise NotSupportedError("cat without a file (standard input) is not supported", col=words[0].col,
                                 expected="cat FILE...")
@@ -895,7 +900,9 @@ def _prep_date(pc: PrepareCtx, words: list[Word]) -> Prepared:
         if w.text.startswith("+"):
             fmt = w.text[1:].replace("%Z", "UTC").replace("%N", "{ns}").replace("%s", "{epoch}")
         elif w.text not in ("-u", "--utc"):
-            raise NotSupportedError(f"date {w.text} is not supported yet", col=w.col, expected="date [-u] [+FORMAT]")
+            raise NotSupportedError(
+                f"date {w.text} is not supported yet", col=w.col, expected="date [-u] [+FORMAT]"
+            )
 
     def run(rt: RunCtx) -> int:
         t = rt.runner.sc.profile.epoch * NS + rt.now_ns

@@ -240,7 +240,8 @@ class Runner:
             for part in self.sc.parts:
                 if part.duration is not None and part.duration > cap:
                     raise ScenarioError(
-                        f"part {part.name!r}: duration = {part.duration:g} s is longer than stop_at = {cap:g} s",
+                        f"part {part.name!r}: duration = {part.duration:g} s is longer than stop_at = "
+                        f"{cap:g} s",
                         file=str(self.sc.path),
                         line=part.line,
                         expected="a duration no longer than [sim] stop_at",
@@ -576,11 +577,14 @@ class Runner:
             too_full = peak.get("bytes", 0) > TSQ_WARN_BYTES
             if kinds.get(node or "") != "host" or node not in senders or not too_full:
                 continue
-            w = (f"warning: part {part.name!r}: {dev}, the own interface of TCP sender {node}, held up to "
-                 f"{peak['bytes']} bytes in its qdisc; Linux's TCP Small Queues would keep a sender's "
-                 "own qdisc to about two packets per flow (docs/semantics/tcp.md §6.4), which bufferlab "
-                 "does not model yet, so the queueing delay at this interface is overstated; shape at a switch or "
-                 "router interface to study its queue")
+            w = (
+                f"warning: part {part.name!r}: {dev}, the own interface of TCP sender {node}, held up to "
+                f"{peak['bytes']} bytes in its qdisc; Linux's TCP Small Queues would keep a sender's "
+                "own qdisc to about two packets per flow (docs/semantics/tcp.md §6.4), which bufferlab "
+                "does not model yet, so the queueing delay at this interface is overstated; shape at a "
+                "switch or "
+                "router interface to study its queue"
+            )
             self.warnings.append(w)
             self.echo(w)
 
@@ -644,7 +648,9 @@ class Runner:
                 if owner.foreground:
                     term.log(ended_message(proc))
             killed = rt.interrupted or rt.process is not None and rt.process.signal is not None
-            failed = (sc, rt) if status != 0 and not killed and not sched.was_interrupted(rt.app_ids) else None
+            failed = (
+                (sc, rt) if status != 0 and not killed and not sched.was_interrupted(rt.app_ids) else None
+            )
         if shell_job is not None:
             shell_job.status = status
         if status != 0 and failed is not None:

@@ -600,10 +600,10 @@ impl Fq {
             }
         }
         if rate != NO_RATE {
-            let mut len = plen * NSEC_PER_SEC;
-            if rate != 0 {
-                len /= rate;
-            }
+            // a zero rate leaves the length undivided (and then clamped), as fq_dequeue does
+            let mut len = (plen * NSEC_PER_SEC)
+                .checked_div(rate)
+                .unwrap_or(plen * NSEC_PER_SEC);
             if len > NSEC_PER_SEC {
                 len = NSEC_PER_SEC;
                 self.x.pkts_too_long += 1;

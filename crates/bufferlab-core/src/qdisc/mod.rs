@@ -15,8 +15,8 @@
 
 pub mod api;
 pub mod blue;
-pub mod classful;
 pub mod cake;
+pub mod classful;
 pub mod classify;
 pub mod codel;
 pub mod cpm;

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...errors import CommandError, Diagnostics
 from ...profile import Profile
-from ...units import U32_MAX, parse_rate, parse_size, parse_time_ns64, parse_time_us
+from ...units import U32_MAX, parse_rate, parse_time_ns64, parse_time_us
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
 from .cursor import Cursor, read_unit
@@ -207,7 +207,11 @@ def _print_xstats(block: dict[str, Any], modern: bool) -> str:
     g = lambda k: int(x.get(k, 0))  # noqa: E731
     delay = g("time_next_delayed_flow")
     if not modern:
-        out = "  %d flows (%d inactive, %d throttled)" % (g("flows"), g("inactive_flows"), g("throttled_flows"))
+        out = "  %d flows (%d inactive, %d throttled)" % (
+            g("flows"),
+            g("inactive_flows"),
+            g("throttled_flows"),
+        )
         if delay > 0:
             out += ", next packet delay %d ns" % delay
         out += "\n  %d gc, %d highprio" % (g("gc_flows"), g("highprio_packets"))
@@ -219,7 +223,10 @@ def _print_xstats(block: dict[str, Any], modern: bool) -> str:
         if g("flows_plimit"):
             out += ", %d flows_plimit" % g("flows_plimit")
         if g("pkts_too_long") or g("allocation_errors"):
-            return out + "\n  %d too long pkts, %d alloc errors\n" % (g("pkts_too_long"), g("allocation_errors"))
+            return out + "\n  %d too long pkts, %d alloc errors\n" % (
+                g("pkts_too_long"),
+                g("allocation_errors"),
+            )
         return out + "\n"
     pkts = list(x.get("band_pkt_count") or [0, 0, 0])
     drops = list(x.get("band_drops") or [0, 0, 0])

@@ -85,10 +85,20 @@ def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile
 def _print_opt(opts: dict[str, Any], modern: bool, details: bool) -> str:
     """tc/q_fq_pie.c ``fq_pie_print_opt``."""
     g = lambda k, d: int(opts.get(k, d))  # noqa: E731
-    out = "limit %dp flows %d target %s tupdate %s alpha %d beta %d quantum %s memory_limit %s ecn_prob %d " % (
-        g("limit", 10240), g("flows", 1024), sprint_time(g("target", 15000), modern),
-        sprint_time(g("tupdate", 16000), modern), g("alpha", 2), g("beta", 20),
-        sprint_size(g("quantum", 1514)), sprint_size(g("memory_limit", 32 << 20)), g("ecn_prob", 10))
+    out = (
+        "limit %dp flows %d target %s tupdate %s alpha %d beta %d quantum %s memory_limit %s ecn_prob %d "
+        % (
+            g("limit", 10240),
+            g("flows", 1024),
+            sprint_time(g("target", 15000), modern),
+            sprint_time(g("tupdate", 16000), modern),
+            g("alpha", 2),
+            g("beta", 20),
+            sprint_size(g("quantum", 1514)),
+            sprint_size(g("memory_limit", 32 << 20)),
+            g("ecn_prob", 10),
+        )
+    )
     for flag in ("ecn", "bytemode", "dq_rate_estimator"):
         if opts.get(flag):
             out += flag + " "

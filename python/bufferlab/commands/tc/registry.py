@@ -5,16 +5,56 @@ net.core.default_qdisc`` find it here. Order: the order of the kind lists in mes
 from __future__ import annotations
 
 from . import (
-    blue, cake, codel, drr, dualpi2, ets, fifo, fq, fq_pie, hfsc, htb, ingress, netem, noqueue, pfifo_fast, pie,
-    prio, red, red_ns3, sfb, sfq, tbf,
+    blue,
+    cake,
+    codel,
+    drr,
+    dualpi2,
+    ets,
+    fifo,
+    fq,
+    fq_pie,
+    hfsc,
+    htb,
+    ingress,
+    netem,
+    noqueue,
+    pfifo_fast,
+    pie,
+    prio,
+    red,
+    red_ns3,
+    sfb,
+    sfq,
+    tbf,
 )
 from .kind import QdiscKind
 
 QDISC_KINDS: dict[str, QdiscKind] = {
     kind.name: kind
     for module in (
-        noqueue, fifo, pfifo_fast, tbf, netem, red, blue, codel, pie, red_ns3, sfb, htb, prio, dualpi2, fq, sfq,
-        fq_pie, drr, ets, hfsc, cake, ingress,
+        noqueue,
+        fifo,
+        pfifo_fast,
+        tbf,
+        netem,
+        red,
+        blue,
+        codel,
+        pie,
+        red_ns3,
+        sfb,
+        htb,
+        prio,
+        dualpi2,
+        fq,
+        sfq,
+        fq_pie,
+        drr,
+        ets,
+        hfsc,
+        cake,
+        ingress,
     )
     for kind in module.KINDS
 }
