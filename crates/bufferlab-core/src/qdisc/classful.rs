@@ -5,9 +5,10 @@
 //! packets, as `qdisc_create_dflt(&pfifo_qdisc_ops)`; htb.rs
 //! `build_leaf_chain`), and a leaf's `qdisc_show` blocks and counters.
 
-use super::ops::Qdisc;
+use super::ops::{Changed, ChildChange, Purged, Qdisc, Reduce};
 use super::spec::{HtbLeaf, U32Filter};
 use super::tree::Node;
+use super::{QdiscCtx, QdiscStats};
 use crate::error::TcError;
 use crate::packet::Packet;
 use serde_json::json;
@@ -66,6 +67,27 @@ pub fn leaf_json(chain: &[Node]) -> Vec<serde_json::Value> {
 
 /// Helpers of the drr/ets/hfsc unit tests: filters on the destination
 /// port, scripted arrivals, and a line that dequeues at a fixed rate.
+/// A `tc qdisc change` of a classful kind dropped these classes' leaf chains:
+/// what they held is purged, taken off the qdisc's counters, and the
+/// qdisc's child slot is kept (drr, ets and hfsc share this step).
+pub fn purge_removed(
+    removed: Vec<Vec<Node>>,
+    stats: &mut QdiscStats,
+    ctx: &mut QdiscCtx,
+) -> Changed {
+    let mut lost = Purged::default();
+    for mut chain in removed {
+        for n in chain.iter_mut() {
+            lost.add(n.reset(ctx));
+        }
+    }
+    stats.absorb(Reduce::purged(lost));
+    Changed {
+        purged: lost,
+        child: ChildChange::Keep,
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testkit {
     use super::super::ops::{BuildEnv, Qdisc, Reduce};

@@ -1080,17 +1080,7 @@ impl Qdisc for Hfsc {
             return Err(wrong_kind());
         };
         let removed = self.reconfigure(spec, ctx.now.as_nanos() as i64)?;
-        let mut lost = Purged::default();
-        for mut chain in removed {
-            for n in chain.iter_mut() {
-                lost.add(n.reset(ctx));
-            }
-        }
-        self.stats.absorb(Reduce::purged(lost));
-        Ok(Changed {
-            purged: lost,
-            child: super::ops::ChildChange::Keep,
-        })
+        Ok(classful::purge_removed(removed, &mut self.stats, ctx))
     }
 
     fn stats(&self) -> &QdiscStats {
