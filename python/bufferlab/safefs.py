@@ -21,6 +21,8 @@ import errno
 import os
 import shutil
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -101,17 +103,42 @@ def write_bytes(path: Path | str, data: bytes) -> None:
         f.write(data)
 
 
-def write_atomic(path: Path | str, text: str, encoding: str = "utf-8") -> None:
-    """Write ``path`` whole or not at all: into a hidden temporary file next to
-    it, then renamed over it (a rename replaces a link at ``path``, never its
-    target). summary.json, run.json and report.html are written so: a run
-    killed while writing them leaves the previous complete version."""
+@contextmanager
+def open_atomic(path: Path | str, mode: str = "wb", encoding: str | None = "utf-8",
+                newline: str | None = "\n") -> Iterator[IO[Any]]:
+    """:func:`open_write` (``w`` or ``wb``) of a file written whole or not at all: into a
+    hidden temporary file next to ``path``, renamed over it when the block ends (a rename
+    replaces a link at ``path``, never its target), removed if the block raises (SIGINT,
+    SIGTERM, a full disk). So ``path`` is always the previous complete version or the new
+    one; a process killed outright (SIGKILL) can leave only the ``.NAME.tmp``."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     _drop_link(tmp)
-    with open_write(tmp, "w", encoding=encoding) as f:
+    f = None
+    try:  # from the open on: a signal landing right after the file is made removes it too
+        f = open_write(tmp, mode, encoding, newline)
+        yield f
+        f.close()
+        try:
+            os.replace(tmp, path)
+        except OSError as e:  # a folder where the file goes: the error names it, not the temporary
+            raise OSError(e.errno, e.strerror, str(path)) from None
+    except BaseException:
+        if f is not None:
+            f.close()
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_atomic(path: Path | str, text: str, encoding: str = "utf-8") -> None:
+    """Write ``path`` whole or not at all (:func:`open_atomic`). summary.json, run.json,
+    report.html, the tables and plots are written so: a command stopped while writing them
+    leaves the previous complete version."""
+    with open_atomic(path, "w", encoding=encoding) as f:
         f.write(text)
-    os.replace(tmp, path)
 
 
 def remove_tree(path: Path) -> None:
@@ -125,8 +152,8 @@ def remove_tree(path: Path) -> None:
 
 
 def savefig(fig: Any, path: Path | str, **kwargs: Any) -> None:
-    """``fig.savefig(path)`` through :func:`open_write` (the format from the suffix)."""
-    with open_write(path, "wb") as f:
+    """``fig.savefig(path)`` through :func:`open_atomic` (the format from the suffix)."""
+    with open_atomic(path, "wb") as f:
         fig.savefig(f, format=Path(path).suffix.lstrip(".").lower(), **kwargs)
 
 
@@ -134,6 +161,9 @@ def savefig(fig: Any, path: Path | str, **kwargs: Any) -> None:
 #: file system, a name longer than the file system allows, no permission, a failing disk
 ENVIRONMENT_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENAMETOOLONG, errno.EACCES, errno.EPERM,
                       errno.EFBIG, errno.EIO}
+#: what a results folder someone changed can put in the way of a read or a write: a folder
+#: where a file goes (or the reverse), a symlink pointing at itself
+IN_THE_WAY = {errno.EISDIR, errno.ENOTDIR, errno.ELOOP}
 
 
 def not_a_file(path: Path | str) -> str:

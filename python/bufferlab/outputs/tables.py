@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..safefs import ensure_dir, open_write
+from ..safefs import ensure_dir, open_atomic
 from . import arrow
 from .fct import quantile, read_fct_csv
 from .results import NS, Outputs, Problem, Run, app_for, ping_interval_s, scan_outputs
@@ -81,9 +81,9 @@ def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
 
 
 def _write(folder: Path, name: str, table: pa.Table) -> None:
-    with open_write(folder / f"{name}.parquet", "wb") as f:
+    with open_atomic(folder / f"{name}.parquet", "wb") as f:  # whole, or the previous one (SIGTERM)
         pq.write_table(table, f, **_PARQUET_OPTS)
-    with open_write(folder / f"{name}.csv", "wb") as f:
+    with open_atomic(folder / f"{name}.csv", "wb") as f:
         pacsv.write_csv(table, f)
 
 
@@ -162,36 +162,49 @@ def queue_traces(run: Run) -> list[tuple[str, str, Path]]:
     return found
 
 
+def _unreadable_trace(path: Path, e: Exception) -> Problem:
+    return Problem(str(path), f"cannot read the queue trace ({e})",
+                   "a Parquet file with columns " + ", ".join(TRACE_COLUMNS), "re-run the scenario")
+
+
 def _copy_queue_events(run: Run, folder: Path, problems: list[Problem]) -> tuple[int, list[dict[str, Any]]]:
     """Stream every trace into queue_events.parquet/.csv; return the row count and the drop/mark rows."""
     schema = SCHEMAS["queue_events"]
+    with open_atomic(folder / "queue_events.parquet") as pf_out, \
+            open_atomic(folder / "queue_events.csv") as cf_out:
+        pw = pq.ParquetWriter(pf_out, schema, **_PARQUET_OPTS)
+        cw = pacsv.CSVWriter(cf_out, schema)
+        try:
+            return _copy_traces(run, pw, cw, problems)
+        finally:
+            pw.close()
+            cw.close()
+
+
+def _copy_traces(run: Run, pw: pq.ParquetWriter, cw: pacsv.CSVWriter,
+                 problems: list[Problem]) -> tuple[int, list[dict[str, Any]]]:
+    schema = SCHEMAS["queue_events"]
     n = 0
     drops: list[dict[str, Any]] = []
-    pf_out = open_write(folder / "queue_events.parquet", "wb")
-    cf_out = open_write(folder / "queue_events.csv", "wb")
-    pw = pq.ParquetWriter(pf_out, schema, **_PARQUET_OPTS)
-    cw = pacsv.CSVWriter(cf_out, schema)
-    try:
-        for part, iface, path in queue_traces(run):
-            try:
-                pf = pq.ParquetFile(path)
-            except (OSError, pa.ArrowException) as e:
-                problems.append(Problem(str(path), f"cannot read the queue trace ({e})",
-                                        "a Parquet file with columns " + ", ".join(TRACE_COLUMNS),
-                                        "re-run the scenario"))
-                continue
-            missing = [c for c in TRACE_COLUMNS if c not in pf.schema_arrow.names]
-            if missing:
-                problems.append(Problem(str(path), "the queue trace lacks " + ", ".join(missing),
-                                        "columns " + ", ".join(TRACE_COLUMNS), "re-run the scenario"))
-                continue
-            if pf.metadata.num_rows == 0:
-                problems.append(Problem(str(path), f"interface {iface} has no queue events in part {part}",
-                                        "at least one enqueue/dequeue/drop/mark", "check that traffic "
-                                        "crossed this interface during the part"))
-            start_s = run.part(part)["start_ns"] / NS
-            import pyarrow.compute as pc  # 0.05 s to import: only for a run with traces
+    for part, iface, path in queue_traces(run):
+        try:
+            pf = pq.ParquetFile(path)
+        except (OSError, pa.ArrowException) as e:
+            problems.append(_unreadable_trace(path, e))
+            continue
+        missing = [c for c in TRACE_COLUMNS if c not in pf.schema_arrow.names]
+        if missing:
+            problems.append(Problem(str(path), "the queue trace lacks " + ", ".join(missing),
+                                    "columns " + ", ".join(TRACE_COLUMNS), "re-run the scenario"))
+            continue
+        if pf.metadata.num_rows == 0:
+            problems.append(Problem(str(path), f"interface {iface} has no queue events in part {part}",
+                                    "at least one enqueue/dequeue/drop/mark", "check that traffic "
+                                    "crossed this interface during the part"))
+        start_s = run.part(part)["start_ns"] / NS
+        import pyarrow.compute as pc  # 0.05 s to import: only for a run with traces
 
+        try:  # a trace damaged past its footer fails here: the rows before it are kept
             for batch in pf.iter_batches(batch_size=65536, columns=list(TRACE_COLUMNS)):
                 k = batch.num_rows
                 t = batch.column("time_s").cast(F64)
@@ -212,11 +225,8 @@ def _copy_queue_events(run: Run, folder: Path, problems: list[Problem]) -> tuple
                     drops.append({"source": "event", "part": part, "iface": iface, "time_s": r["time_s"],
                                   "event": r["event"], "packets": 1, "backlog_bytes": r["backlog_bytes"],
                                   "backlog_packets": r["backlog_packets"]})
-    finally:
-        pw.close()
-        cw.close()
-        pf_out.close()
-        cf_out.close()
+        except (OSError, pa.ArrowException) as e:
+            problems.append(_unreadable_trace(path, e))
     return n, drops
 
 

@@ -408,8 +408,17 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None) -> 
             NotSupportedError for a real option bufferlab does not model yet.
     """
     path = Path(path)
-    file = str(path)
     text, data = read_toml(path)
+    return scenario_from_text(text, path, overrides, data)
+
+
+def scenario_from_text(text: str, path: Path, overrides: list[Override] | None = None,
+                       data: dict[str, Any] | None = None) -> Scenario:
+    """:func:`load_scenario` of a scenario's text (and its table, if parsed already), as if
+    read from ``path`` (``bufferlab convert`` checks what it is about to write)."""
+    file = str(path)
+    if data is None:
+        data = _parse_toml(text, file)
     params = resolve_params(data, text, file, overrides or [])
     colmap: dict[int, list[int]] = {}
     if "${" in text:
