@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("real", ("bufferlab.real",)),
     ("sweep", ("bufferlab.sweep",)),
     ("mininet", ("bufferlab.mininet",)),
+    ("bench", ("bufferlab.serve",)),
     ("entry points", ("bufferlab.cli", "bufferlab")),
 ]
 
