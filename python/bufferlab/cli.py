@@ -422,16 +422,12 @@ def _print_event(event: dict) -> None:
 
 
 def _expectations(root: Path, summary: dict, expectations: list, sc, result) -> bool:  # noqa: ANN001
-    """A scenario's ``[[expect]]`` entries checked on its run: printed (``result``), written to
-    summary.json, expectations.json and results.json (outputs/grading.py). Whether all held."""
+    """A scenario's ``[[expect]]`` entries checked on its run (outputs/grading.py). Whether all held."""
     if not expectations:
         return True
     from .outputs import grading
 
-    doc = grading.expectations_doc(grading.evaluate(root, summary, expectations, sc.params))
-    grading.write_files(root, doc, sc.name)
-    result(grading.text(doc))
-    return not doc["failed"]
+    return grading.check_run(root, summary, expectations, sc.params, sc.name, result)
 
 
 def _cli_real(sc, args: argparse.Namespace, after_run, expectations: list) -> int:  # noqa: ANN001

@@ -841,6 +841,7 @@ class Scheduler:
         self.stopping = False
         #: when the next ``progress`` event may go out (wall clock, :meth:`_tell_progress`)
         self._next_tell = 0.0
+        self._in_part = False
 
     # ------------------------------------------------------------ parts
 
@@ -927,7 +928,7 @@ class Scheduler:
     def _tell_progress(self) -> None:
         """A ``progress`` event for :attr:`Runner.on_event` (at most every 0.1 s of wall time)."""
         runner = self.runner
-        if runner.on_event is None or self.state is None or self.stopping:
+        if runner.on_event is None or not self._in_part or self.stopping:
             return
         wall = time.perf_counter()
         if wall < self._next_tell:
@@ -963,6 +964,7 @@ class Scheduler:
         part = self.part
         interrupted_at_end = False
         progress = _Progress(self) if self.runner.progress else None
+        self._in_part = True
         try:
             while True:
                 self.drain()
@@ -1000,6 +1002,7 @@ class Scheduler:
             raise EngineError(f"{self.runner.sc.path}:{part.line}: error: part {part.name!r}: {e}"
                               + ("\n  running:\n    " + "\n    ".join(running) if running else "")) from None
         finally:
+            self._in_part = False
             if progress:
                 progress.close()
 

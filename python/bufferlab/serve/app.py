@@ -393,6 +393,8 @@ class Handler(BaseHTTPRequestHandler):
                     "SameSite=Strict; Path=/"})
                 return
             self._static("index.html")
+        elif path == "/favicon.ico":
+            self._send(204, b"", "text/plain")
         elif path.startswith("/static/"):
             self._static(unquote(path[len("/static/"):]))
         elif path.startswith("/files/"):

@@ -25,6 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+#: the bufferlab of this server comes first in the commands' path (a source tree's, if it runs
+#: from one, not another one installed)
+_PYTHONPATH = os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                               *filter(None, [os.environ.get("PYTHONPATH")])])
 #: ``bufferlab sweep --no-progress``'s line per finished run
 _SWEEP_LINE = re.compile(r"^\[(\d+)/(\d+)\] (\S+) seed=(\S+) ?(.*): (\w+) \(")
 
@@ -51,7 +55,7 @@ class Job:
             stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace", bufsize=1,
             # a group of its own: Ctrl-C in the server's terminal reaches it through stop(), once
             start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", "MPLBACKEND": "Agg"})
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "MPLBACKEND": "Agg", "PYTHONPATH": _PYTHONPATH})
         self.add({"event": "start", "kind": self.kind, "source": self.source, "results": self.results})
         readers = [threading.Thread(target=self._read, args=(s, n), daemon=True)
                    for s, n in ((self.proc.stdout, "stdout"), (self.proc.stderr, "stderr"))]
