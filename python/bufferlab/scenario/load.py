@@ -402,7 +402,8 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None, *,
         overrides: values replacing defaults of its ``[params]`` table (``--set name=value``).
         source: the scenario's text, read instead of the file (an editor's unsaved buffer, a
             notebook cell); ``path`` still names it in messages, and relative paths in it
-            (``mn = "..."``, ``empirical:FILE``) are relative to ``path``'s folder.
+            (``mn = "..."``, ``empirical:FILE``) are relative to ``path``'s folder. Its results
+            folder is named after the file, or after its ``name`` if no such file exists.
 
     Returns:
         The validated :class:`Scenario`.
@@ -430,6 +431,8 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None, *,
     src = SourceMap(text, file, colmap)
     sc = _build(data, src, path)
     sc.params, sc.text, sc.colmap, sc.source = params, text, colmap, raw_text
+    if source is not None and not path.is_file():  # a text of no file (a notebook cell): named by its name
+        sc.slug = _slug(sc.name)
     return sc
 
 
