@@ -16,6 +16,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +30,9 @@ from typing import IO, Any
 #: from one, not another one installed)
 _PYTHONPATH = os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                *filter(None, [os.environ.get("PYTHONPATH")])])
+#: runs yield the processor to the page (and to whoever types in it): on a busy machine the
+#: simulation waits a little, the editor does not (benches/RESULTS.md, bufferlab serve)
+_NICE = ["nice", "-n", "10"] if shutil.which("nice") else []
 #: ``bufferlab sweep --no-progress``'s line per finished run
 _SWEEP_LINE = re.compile(r"^\[(\d+)/(\d+)\] (\S+) seed=(\S+) ?(.*): (\w+) \(")
 
@@ -154,7 +158,8 @@ class Jobs:
             running = self.running_for(source)
             if running is not None:
                 return running, False
-            job = Job(kind, source, results, [sys.executable, "-m", "bufferlab.cli", *args], self.root)
+            argv = [*_NICE, sys.executable, "-m", "bufferlab.cli", *args]
+            job = Job(kind, source, results, argv, self.root)
             job.start()
             self.all[job.id] = job
             return job, True

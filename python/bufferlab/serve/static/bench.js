@@ -363,35 +363,51 @@ function showOverview(box, doc, root) {
 const plots = {};  // container id -> uPlot instances (destroyed before a redraw)
 
 function drawCharts(box, charts, key) {
+  // one chart per task: the page answers keys and clicks between two charts
+  const gens = drawCharts.gens = drawCharts.gens || {};
+  const gen = gens[key] = (gens[key] || 0) + 1;
   for (const u of plots[key] || []) u.destroy();
   plots[key] = [];
-  box.replaceChildren();
   const hidden = state.hidden[key] = state.hidden[key] || {};
-  for (const c of charts) {
-    if (!c.series.length) continue;
+  const cards = charts.filter((c) => c.series.length).map((c) => {
+    const old = box.querySelector(`.chart[data-key="${c.key}"]`);
     const card = el("div", {class: "chart", "data-key": c.key});
-    box.append(card);
-    const width = Math.max(300, card.clientWidth - 10);
-    const data = c.series.length === 1 ? [c.series[0].x, c.series[0].y]
-      : uPlot.join(c.series.map((s) => [s.x, s.y]));
-    const opts = {
-      title: c.title, width, height: 230,
-      scales: {x: {time: false}},
-      axes: [{label: c.x, size: 40}, {label: c.y, size: 60}],
-      cursor: {drag: {x: true, y: false}},
-      series: [{label: c.x, value: (u, v) => v == null ? "–" : (+v).toFixed(3)},
-        ...c.series.map((s, i) => ({label: s.label, stroke: COLORS[i % COLORS.length], width: 1.25,
-          spanGaps: true, show: !hidden[`${c.key}|${s.label}`], points: {show: c.key === "ping" ? undefined : false},
-          value: (u, v) => v == null ? "–" : (Math.abs(v) >= 100 ? v.toFixed(0) : (+v).toPrecision(4))}))],
-      hooks: {setSeries: [(u, i) => { if (i) hidden[`${c.key}|${u.series[i].label}`] = !u.series[i].show; }]},
-    };
-    plots[key].push(new uPlot(opts, data, card));
-    card.append(el("div", {class: "hint", text: "drag to zoom, double-click to reset, click a legend entry to hide it"}));
+    if (old) card.style.minHeight = `${old.offsetHeight}px`;  // no jump while it is redrawn
+    return [c, card];
+  });
+  box.replaceChildren(...cards.map(([, card]) => card));
+  if (!cards.length) box.append(el("p", {class: "muted", text: "nothing to plot yet"}));
+  const one = (i) => {
+    if (i >= cards.length || gens[key] !== gen) return;
+    const [c, card] = cards[i];
+    plots[key].push(chart(c, card, hidden));
+    card.style.minHeight = "";
     if (window.bench.runClicked !== null && window.bench.firstChart === null && key === "run") {
       window.bench.firstChart = performance.now();
     }
-  }
-  if (!box.children.length) box.append(el("p", {class: "muted", text: "nothing to plot yet"}));
+    setTimeout(() => one(i + 1), 0);
+  };
+  one(0);
+}
+
+function chart(c, card, hidden) {
+  const width = Math.max(300, card.clientWidth - 10);
+  const data = c.series.length === 1 ? [c.series[0].x, c.series[0].y]
+    : uPlot.join(c.series.map((s) => [s.x, s.y]));
+  const opts = {
+    title: c.title, width, height: 230,
+    scales: {x: {time: false}},
+    axes: [{label: c.x, size: 40}, {label: c.y, size: 60}],
+    cursor: {drag: {x: true, y: false}},
+    series: [{label: c.x, value: (u, v) => v == null ? "–" : (+v).toFixed(3)},
+      ...c.series.map((s, i) => ({label: s.label, stroke: COLORS[i % COLORS.length], width: 1.25,
+        spanGaps: true, show: !hidden[`${c.key}|${s.label}`], points: {show: c.key === "ping" ? undefined : false},
+        value: (u, v) => v == null ? "–" : (Math.abs(v) >= 100 ? v.toFixed(0) : (+v).toPrecision(4))}))],
+    hooks: {setSeries: [(u, i) => { if (i) hidden[`${c.key}|${u.series[i].label}`] = !u.series[i].show; }]},
+  };
+  const u = new uPlot(opts, data, card);
+  card.append(el("div", {class: "hint", text: "drag to zoom, double-click to reset, click a legend entry to hide it"}));
+  return u;
 }
 
 window.addEventListener("resize", () => {
