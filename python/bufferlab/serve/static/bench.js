@@ -45,7 +45,8 @@ function showTab(name) {
 async function loadTree() {
   const t = await api("/api/tree");
   state.tree = t;
-  $("root").textContent = t.root;
+  $("root").textContent = `${t.root.split(/[\\/]/).pop()}/`;
+  $("root").title = t.root;
   for (const kind of ["scenarios", "scripts", "sweeps"]) {
     const ul = $(`list-${kind}`);
     ul.replaceChildren(...t[kind].map((f) => el("li", {text: f.path, "data-path": f.path,
@@ -257,7 +258,8 @@ async function save() {
 
 // ---------------------------------------------------------------- runs
 
-function resetRunPane() {
+function resetRunPane(idle = true) {
+  document.querySelector(".split").classList.toggle("idle", idle);  // no run: the editor takes the room
   $("progress").replaceChildren();
   $("run-overview").replaceChildren();
   $("run-charts").replaceChildren();
@@ -272,12 +274,13 @@ async function run() {
   let r;
   try { r = await api("/api/run", {path: state.file}); } catch (e) { flash(e.message); return; }
   if (r._status === 409) flash("already running: showing that run");
-  resetRunPane();
+  resetRunPane(false);
   attach(r.job);
 }
 
 function attach(job) {
   if (state.es) state.es.close();
+  document.querySelector(".split").classList.remove("idle");
   state.job = job;
   $("stop").disabled = false;
   const rows = {};
@@ -464,7 +467,8 @@ async function compareGo() {
     const t = el("table");
     t.append(el("tr", {}, ...doc.headers.map((h) => el("th", {text: h}))));
     for (const row of doc.rows) t.append(el("tr", {}, ...row.map((c) => el("td", {text: c}))));
-    $("compare-table").replaceChildren(t, ...doc.problems.map((p) => el("div", {class: "muted", text: p})));
+    $("compare-table").replaceChildren(el("div", {class: "scroll"}, t),
+      ...doc.problems.map((p) => el("div", {class: "muted", text: p})));
     $("compare-out").textContent = `written to ${doc.output}/ (compare.csv, compare.html)`;
     const series = await api("/api/series?" + sels.map((s) => `sel=${encodeURIComponent(s)}`).join("&"));
     drawCharts($("compare-charts"), series.charts, "compare");
@@ -541,7 +545,10 @@ async function sweepPlot() {
     width: Math.max(320, card.clientWidth - 10), height: 300, scales: {x: {time: false}}, bands,
     axes: [{label: x, values: doc.ticks ? (u, vals) => vals.map((v) => doc.ticks[v] ?? "") : undefined}, {label: y, size: 70}],
     series};
-  plots.sweep.push(new uPlot(opts, data, card));
+  const u = new uPlot(opts, data, card);
+  plots.sweep.push(u);
+  // the interval's edges are drawn as a band: their legend entries would only repeat the line's
+  u.root.querySelectorAll(".u-legend .u-series").forEach((row, i) => { if (i && i % 3 !== 1) row.hidden = true; });
   const t = el("table");
   t.append(el("tr", {}, ...["line", x, "mean", "95 % CI", "n"].map((h) => el("th", {text: h}))));
   for (const l of doc.lines) l.x.forEach((v, k) => t.append(el("tr", {}, el("td", {text: l.label}),
