@@ -100,6 +100,7 @@ def shoot_bench(page, work: Path) -> None:  # noqa: ANN001 - playwright's Page
     page.screenshot(path=OUT / "run.png")
     shrink(OUT / "run.png")
 
+    page.evaluate("() => { document.querySelector('header').style.position = 'static'; }")  # not over a shot
     page.click("button[data-tab=results]")
     page.wait_for_function("() => document.querySelectorAll('#res-charts .chart canvas').length >= 7")
     page.uncheck("#part-chips input[value='setup']")

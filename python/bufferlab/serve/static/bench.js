@@ -548,7 +548,7 @@ async function sweepPlot() {
   const u = new uPlot(opts, data, card);
   plots.sweep.push(u);
   // the interval's edges are drawn as a band: their legend entries would only repeat the line's
-  u.root.querySelectorAll(".u-legend .u-series").forEach((row, i) => { if (i && i % 3 !== 1) row.hidden = true; });
+  u.root.querySelectorAll(".u-legend .u-series").forEach((row, i) => { if (i && i % 3 !== 1) row.style.display = "none"; });
   const t = el("table");
   t.append(el("tr", {}, ...["line", x, "mean", "95 % CI", "n"].map((h) => el("th", {text: h}))));
   for (const l of doc.lines) l.x.forEach((v, k) => t.append(el("tr", {}, el("td", {text: l.label}),
