@@ -432,7 +432,7 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, self.bench.check(str(body.get("path", "")), str(body.get("text", ""))))
         elif path == "/api/file":
             rel = str(body.get("path", ""))
-            self.bench.sandbox.write_text(rel, str(body.get("text", "")), (".toml", ".py"))
+            self.bench.sandbox.save_text(rel, str(body.get("text", "")), (".toml", ".py"))
             self._json(200, {"saved": rel})
         elif path == "/api/run":
             params = body.get("set") or {}
@@ -547,7 +547,7 @@ def serve(root: Path, port: int = DEFAULT_PORT, open_browser: bool = False) -> i
     url = f"http://127.0.0.1:{bench.port}/?token={bench.token}"
     print(f"bufferlab serve: {bench.root}\n    {url}\n(only from this machine; Ctrl-C stops it)", flush=True)
     if open_browser:
-        webbrowser.open(url)
+        webbrowser.open_new_tab(url)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
     thread.start()
     signal.signal(signal.SIGTERM, _terminate)

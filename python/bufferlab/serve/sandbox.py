@@ -80,7 +80,7 @@ class Sandbox:
         except UnicodeDecodeError:
             raise Refused(f"{rel}: not UTF-8 text", 415) from None
 
-    def write_text(self, rel: str, text: str, suffixes: tuple[str, ...]) -> Path:
+    def save_text(self, rel: str, text: str, suffixes: tuple[str, ...]) -> Path:
         """Write a text file (one of ``suffixes``) inside the served folder, whole or not at all,
         never through a link (safefs.write_atomic); its folder is made if missing."""
         path = self.resolve(rel)
