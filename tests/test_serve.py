@@ -356,3 +356,34 @@ def test_the_bench_in_chromium(served: Served, browser: Any) -> None:
         assert errors == []
     finally:
         page.close()
+
+
+# ---------------------------------------------------------------- the wheel's static files
+
+
+def test_the_page_and_uplot_ship_with_their_license_and_checksums() -> None:
+    """maturin puts every file of python/bufferlab that git does not ignore into the wheel
+    (tools/build_wheel.sh checks the built wheel); the vendored files are the ones recorded."""
+    import hashlib
+    import re
+    import shutil
+    import subprocess
+
+    from bufferlab.serve.app import STATIC
+
+    names = sorted(p.name for p in STATIC.iterdir())
+    assert {"index.html", "bench.js", "bench.css", "uPlot.iife.min.js", "uPlot.min.css", "LICENSE.uPlot.txt",
+            "VENDORED.md"} <= set(names)
+    if shutil.which("git") and (Path(__file__).resolve().parent.parent / ".git").exists():
+        ignored = subprocess.run(["git", "check-ignore", *[str(STATIC / n) for n in names]],
+                                 capture_output=True, text=True)
+        assert ignored.stdout == ""
+    table = (STATIC / "VENDORED.md").read_text(encoding="utf-8")
+    recorded = re.findall(r"^\| `([^`]+)` \|.*\| `([0-9a-f]{64})` \|$", table, re.M)
+    assert [n for n, _ in recorded] == ["uPlot.iife.min.js", "uPlot.min.css"]
+    for name, digest in recorded:
+        assert hashlib.sha256((STATIC / name).read_bytes()).hexdigest() == digest, name
+    assert "MIT License" in (STATIC / "LICENSE.uPlot.txt").read_text()
+    assert "v1.6.32" in (STATIC / "uPlot.iife.min.js").read_text()[:80]
+    page = (STATIC / "index.html").read_text()
+    assert "http" not in page.replace("http-equiv", "")  # nothing from the network
