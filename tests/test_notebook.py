@@ -87,8 +87,10 @@ def test_the_cell_magic(tmp_path, monkeypatch, capsys):
         ip.run_line_magic("load_ext", "bufferlab")
         res = ip.run_cell_magic("bufferlab", "--set n=2 --name kept -q", TEXT)
         assert res is ip.user_ns["kept"] and len(res.ping[res.ping.part == "a"]) == 2
-        assert ip.run_cell_magic("bufferlab", "-q", TEXT.replace("h1: ping -c ${n}", "h1: pong -c ${n}")) is None
-        assert "<cell>:14:14: error: pong" in capsys.readouterr().err  # the mistake, located, without a traceback
+        wrong = TEXT.replace("h1: ping -c ${n}", "h1: pong -c ${n}")
+        assert ip.run_cell_magic("bufferlab", "-q", wrong) is None
+        # the mistake, located, without a traceback
+        assert "<cell>:14:14: error: pong" in capsys.readouterr().err
     finally:
         shell_mod.InteractiveShell.clear_instance()
 
@@ -116,5 +118,6 @@ def test_the_shipped_notebook_runs_end_to_end(tmp_path):
     assert any("ping RTT mean ms" in h and "1bdp" in h and "10bdp" in h for h in html)  # compare
     assert (where / "results" / "lab14-bufferbloat" / "tables" / "ping.parquet").is_file()
     assert (where / "results" / "bloat-in-a-cell" / "summary.json").is_file()
-    texts = [o["data"]["text/html"] for c in nb.cells[3:4] for o in c.outputs if "text/html" in o.get("data", {})]
+    texts = [o["data"]["text/html"] for c in nb.cells[3:4] for o in c.outputs
+             if "text/html" in o.get("data", {})]
     assert texts and all(p in texts[0] for p in ("setup", "1bdp", "10bdp"))  # the RTT per part

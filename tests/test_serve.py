@@ -55,7 +55,7 @@ cmds = [
 SLOW = QUICK.replace('name = "quick"', 'name = "slow"').replace(
     '"h1: iperf3 -c 10.0.0.2 -u -b 12M -t 3 -J > udp.json"', '"h1: iperf3 -c 10.0.0.2 -t 3000"').replace(
     'rate 10mbit burst 10k limit 30k', 'rate 1gbit burst 500000 limit 2621440').replace(
-    '"h2: iperf3 -s &"', '"h2: iperf3 -s &"').replace("delay 10ms", "delay 20ms")
+    "delay 10ms", "delay 20ms")
 
 
 class Served:
@@ -173,7 +173,8 @@ def outside(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("path", [
     "../secret.txt", "scenarios/../../secret.txt", "%2e%2e/secret.txt", "%2E%2E%2Fsecret.txt",
-    "..%2fsecret.txt", "/etc/passwd", "{outside}", "C:\\x", "scenarios\\..\\..\\secret.txt", "link/secret.txt",
+    "..%2fsecret.txt", "/etc/passwd", "{outside}", "C:\\x", "scenarios\\..\\..\\secret.txt",
+    "link/secret.txt",
     "linked.txt",
 ])
 def test_paths_out_of_the_folder_are_refused(served: Served, outside: Path, path: str) -> None:
@@ -194,7 +195,8 @@ def test_paths_out_of_the_folder_are_refused(served: Served, outside: Path, path
 
 def test_a_raw_dot_dot_in_the_url_is_refused(served: Served, outside: Path) -> None:
     """http.client sends the path as written; the server decodes %2e%2e and refuses it."""
-    for raw in ("/files/../secret.txt", "/files/%2e%2e/secret.txt", "/files/scenarios/%2E%2E/%2E%2E/secret.txt",
+    for raw in ("/files/../secret.txt", "/files/%2e%2e/secret.txt",
+                "/files/scenarios/%2E%2E/%2E%2E/secret.txt",
                 "/static/../../secret.txt", "/static/%2e%2e%2fapp.py"):
         status, doc = served.request("GET", raw)
         assert status in (403, 404), raw
@@ -217,13 +219,14 @@ def test_a_link_inside_the_folder_is_followed_and_files_are_written_there(served
 def test_check_marks_the_error_at_its_line_and_column_and_passes_once_fixed(served: Served) -> None:
     text = (served.root / "scenarios" / "lab14-bufferbloat.toml").read_text()
     bad = text.replace("burst 500000 limit 160000", "brust 500000 limit 160000")
-    status, doc = served.request("POST", "/api/check", {"path": "scenarios/lab14-bufferbloat.toml", "text": bad})
+    lab14 = "scenarios/lab14-bufferbloat.toml"
+    status, doc = served.request("POST", "/api/check", {"path": lab14, "text": bad})
     assert status == 200 and not doc["ok"]
     (err,) = [d for d in doc["diagnostics"] if d["severity"] == "error"]
     line = next(i for i, ln in enumerate(bad.splitlines(), 1) if "brust" in ln)
     assert (err["line"], err["col"]) == (line, bad.splitlines()[line - 1].index("brust") + 1)
     assert err["hint"] == "did you mean 'burst'?"
-    status, doc = served.request("POST", "/api/check", {"path": "scenarios/lab14-bufferbloat.toml", "text": text})
+    status, doc = served.request("POST", "/api/check", {"path": lab14, "text": text})
     assert doc == {"ok": True, "summary": "OK (4 parts, 22 command lines, 5 nodes)", "diagnostics": []}
     # a TOML mistake: its line and column too
     status, doc = served.request("POST", "/api/check", {"path": "scenarios/quick.toml",
@@ -248,10 +251,12 @@ def test_a_run_streams_its_parts_and_its_charts_come_from_the_tables(served: Ser
     status, live = served.request("GET", "/api/series?sel=results/quick&live=1")
     assert final["charts"] == live["charts"]  # the tables, and the same rows built from the files
     charts = {c["key"]: c for c in final["charts"]}
-    assert [s["label"] for s in charts["ping"]["series"]] == ["first · h1 → 10.0.0.2", "second · h1 → 10.0.0.2"]
+    assert [s["label"] for s in charts["ping"]["series"]] == ["first · h1 → 10.0.0.2",
+                                                              "second · h1 → 10.0.0.2"]
     assert len(charts["ping"]["series"][1]["y"]) == 10
     assert charts["throughput"]["series"] and charts["backlog"]["series"]
-    status, cmp = served.request("POST", "/api/compare", {"paths": ["results/quick/first", "results/quick/second"]})
+    status, cmp = served.request("POST", "/api/compare",
+                                 {"paths": ["results/quick/first", "results/quick/second"]})
     assert status == 200 and [r[0] for r in cmp["rows"]] == ["first", "second"]
     assert (served.root / cmp["output"] / "compare.csv").is_file()
 
@@ -303,7 +308,8 @@ def test_events_replay_to_a_page_that_comes_back(served: Served) -> None:
 
 @pytest.fixture(scope="module")
 def browser() -> Any:
-    sync = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install '.[test]')")
+    sync = pytest.importorskip("playwright.sync_api",
+                               reason="playwright is not installed (pip install '.[test]')")
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is not installed (Debian package chromium: apt-get install -y chromium)")
     with sync.sync_playwright() as pw:
