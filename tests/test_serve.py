@@ -393,3 +393,21 @@ def test_the_page_and_uplot_ship_with_their_license_and_checksums() -> None:
     assert "v1.6.32" in (STATIC / "uPlot.iife.min.js").read_text()[:80]
     page = (STATIC / "index.html").read_text()
     assert "http" not in page.replace("http-equiv", "")  # nothing from the network
+
+
+def test_thinning_keeps_every_peak_and_the_time_order() -> None:
+    import numpy as np
+
+    from bufferlab.outputs.series import thin
+
+    x = np.arange(100_000) / 1000.0
+    y = np.sin(x) * 100
+    y[31_337] = 1e6  # a spike one sample wide
+    y[77_777] = -1e6
+    y[50_000] = np.nan  # a gap is left out, never drawn as a value
+    tx, ty = thin(x, y, 2000)
+    assert len(tx) <= 2000 and np.all(np.diff(tx) > 0)
+    assert ty.max() == 1e6 and ty.min() == -1e6 and np.isfinite(ty).all()
+    assert tx[np.argmax(ty)] == x[31_337]
+    small = np.arange(10.0)
+    assert thin(small, small)[0] is small  # short series as they are

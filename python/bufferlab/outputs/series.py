@@ -74,25 +74,23 @@ def _clean(values: Any) -> list[float | None]:
 
 def thin(x: np.ndarray, y: np.ndarray, n: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
     """At most ``n`` points of a series sorted by ``x``: per time bucket its min and its max,
-    in time order."""
+    in time order (points whose value is not finite are left out)."""
     if len(x) <= n:
         return x, y
-    edges = np.linspace(x[0], x[-1], n // 2 + 1)
-    bounds = np.searchsorted(x, edges[1:-1])
-    keep: list[int] = []
-    for a, b in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(x)])), strict=True):
-        if b <= a:
-            continue
-        seg = y[a:b]
-        finite = np.isfinite(seg)
-        if not finite.any():
-            keep.append(int(a))
-            continue
-        lo = int(np.nanargmin(np.where(finite, seg, np.inf)))
-        hi = int(np.nanargmax(np.where(finite, seg, -np.inf)))
-        keep += sorted({a + lo, a + hi})
-    idx = np.asarray(keep, dtype=np.int64)
-    return x[idx], y[idx]
+    finite = np.flatnonzero(np.isfinite(y))
+    if len(finite) == 0:
+        return x[:0], y[:0]
+    xs, ys = x[finite], y[finite]
+    span = xs[-1] - xs[0]
+    buckets = n // 2
+    b = np.zeros(len(xs), dtype=np.int64) if span <= 0 else \
+        np.minimum(((xs - xs[0]) / span * buckets).astype(np.int64), buckets - 1)
+    order = np.lexsort((ys, b))  # by bucket, then by value
+    sb = b[order]
+    first = np.flatnonzero(np.r_[True, sb[1:] != sb[:-1]])
+    last = np.r_[first[1:], len(sb)] - 1
+    keep = finite[np.unique(np.concatenate((order[first], order[last])))]
+    return x[keep], y[keep]
 
 
 def _series(label: str, x: Any, y: Any) -> Series:
@@ -111,12 +109,9 @@ def _read_tables(root: Path) -> dict[str, pa.Table] | None:
     folder = root / "tables"
     try:
         found = {name: pq.read_table(folder / f"{name}.parquet") for name in _TABLES}
-        pf = pq.ParquetFile(folder / "queue_events.parquet")
-        events = [b for b in pf.iter_batches(batch_size=1 << 18, columns=list(_EVENT_COLUMNS))]
+        found["queue_events"] = pq.read_table(folder / "queue_events.parquet", columns=list(_EVENT_COLUMNS))
     except (OSError, pa.ArrowException, ValueError):
         return None
-    found["queue_events"] = pa.Table.from_batches(events, schema=events[0].schema) if events else \
-        SCHEMAS["queue_events"].empty_table().select(list(_EVENT_COLUMNS))
     return found
 
 
@@ -204,22 +199,29 @@ def _queue_charts(samples: pa.Table, events: pa.Table, parts: set[str] | None, p
                                                 [r["backlog_bytes"] for r in rows]))
     if events.num_rows == 0:
         return
-    part_col = np.asarray(events.column("part").to_numpy(zero_copy_only=False), dtype=object)
-    iface_col = np.asarray(events.column("iface").to_numpy(zero_copy_only=False), dtype=object)
+    import pyarrow.compute as pc
+
+    # (part, iface) as integer codes: one comparison per row and key, in numpy
+    parts_enc = pc.dictionary_encode(events.column("part").combine_chunks())
+    ifaces_enc = pc.dictionary_encode(events.column("iface").combine_chunks())
+    part_names, iface_names = parts_enc.dictionary.to_pylist(), ifaces_enc.dictionary.to_pylist()
+    code = (parts_enc.indices.to_numpy(zero_copy_only=False).astype(np.int64) * len(iface_names)
+            + ifaces_enc.indices.to_numpy(zero_copy_only=False))
     t = events.column("part_time_s").to_numpy(zero_copy_only=False).astype(float)
-    ev = np.asarray(events.column("event").to_numpy(zero_copy_only=False), dtype=object)
+    dequeue = pc.equal(events.column("event"), "dequeue").to_numpy(zero_copy_only=False)
     backlog = events.column("backlog_bytes").to_numpy(zero_copy_only=False).astype(float)
     drops = events.column("drops").to_numpy(zero_copy_only=False).astype(float)
     marks = events.column("marks").to_numpy(zero_copy_only=False).astype(float)
     sojourn = events.column("sojourn_s").to_numpy(zero_copy_only=False).astype(float)
-    keys = dict.fromkeys(zip(part_col.tolist(), iface_col.tolist(), strict=True))
-    for part, iface in keys:
+    _, first = np.unique(code, return_index=True)
+    for k in code[np.sort(first)]:  # in the order the traces come
+        part, iface = part_names[k // len(iface_names)], iface_names[k % len(iface_names)]
         if parts is not None and part not in parts:
             continue
-        sel = (part_col == part) & (iface_col == iface)
+        sel = code == k
         name = _name(prefix, part if show else None, iface)
         charts["backlog"].series.append(_series(f"{name} (trace)", t[sel], backlog[sel]))
-        deq = sel & (ev == "dequeue")
+        deq = sel & dequeue
         if deq.any():
             charts["sojourn"].series.append(_series(name, t[deq], sojourn[deq] * 1e3))
         if np.nanmax(drops[sel], initial=0) > 0:
