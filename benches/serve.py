@@ -69,6 +69,9 @@ def one(page, port: int) -> tuple[float, list[float], list[list]]:
         typed += 1
         time.sleep(0.05)
     keys = page.evaluate("() => window.__keys")
+    draws = sorted(page.evaluate("() => window.bench.drawMs"))
+    print(f"  charts drawn: {len(draws)}, median {statistics.median(draws):.1f} ms, max {max(draws):.1f} ms; "
+          f"longest keys: {sorted(keys)[-3:]}")
     slow = page.evaluate("() => window.__slow")
     # leave the file as it was (the next run saves the editor's text first)
     return first, keys, slow, idle

@@ -28,8 +28,9 @@ from .result_lines import result_lines
 from .results import DAMAGE, Problem, Run, load_run, scan_outputs
 from .tables import SCHEMAS, queue_event_batches, table, table_rows
 
-#: points per series at most (each of MAX_POINTS // 2 time buckets keeps its min and max)
-MAX_POINTS = 2000
+#: points per series at most (each of MAX_POINTS // 2 time buckets keeps its min and max): two
+#: per pixel column of a chart 600 pixels wide, more than a page or a notebook figure shows
+MAX_POINTS = 1200
 
 #: key, title, x axis, y axis of every chart, in the order pages show them
 CHARTS: list[tuple[str, str, str, str]] = [
