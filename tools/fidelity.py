@@ -21,7 +21,7 @@ results folder it reads the same metrics (the two layouts are the same):
 A metric agrees when bufferlab's mean lies in the kernel's band: the range of the real runs,
 widened to ±10 % of their mean where that is wider (the issue's target). Writes
 ``OUT/fidelity.json`` (every value of every run, the kernel version, the verdicts) and
-``OUT/fidelity.md`` (the table docs/kernel-oracle.md shows), and exits 1 if a metric disagrees.
+``OUT/fidelity.txt`` (the Markdown table docs/kernel-oracle.md shows), and exits 1 if a metric disagrees.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def main() -> int:
     facts = kernel_facts()
     text = table(verdicts)
     header = f"Kernel {facts['kernel']}, {facts['iperf3']}, {facts['tc']}.\n\n"
-    (args.out / "fidelity.md").write_text(header + text)
+    (args.out / "fidelity.txt").write_text(header + text)
     (args.out / "fidelity.json").write_text(json.dumps({"machine": facts, "cases": verdicts}, indent=1))
     print(header + text)
     disagree = sum(not r["agrees"] for rows in verdicts.values() for r in rows)
