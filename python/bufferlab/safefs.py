@@ -96,11 +96,6 @@ def write_text(path: Path | str, text: str, encoding: str = "utf-8") -> None:
         f.write(text)
 
 
-def write_bytes(path: Path | str, data: bytes) -> None:
-    with open_write(path, "wb") as f:
-        f.write(data)
-
-
 def write_atomic(path: Path | str, text: str, encoding: str = "utf-8") -> None:
     """Write ``path`` whole or not at all: into a hidden temporary file next to
     it, then renamed over it (a rename replaces a link at ``path``, never its

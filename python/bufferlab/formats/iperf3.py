@@ -139,8 +139,6 @@ REPORT_BW_UDP = "[%3d]%s %6.2f-%-6.2f sec  %ss  %ss/sec  %5.3f ms  %d/%d (%.2g%%
 REPORT_BW_UDP_SENDER = "[%3d]%s %6.2f-%-6.2f sec  %ss  %ss/sec %s %d  %s\n"
 REPORT_SUM_BW = "[SUM]%s %6.2f-%-6.2f sec  %ss  %ss/sec                  %s\n"
 REPORT_SUM_BW_RETRANS = "[SUM]%s %6.2f-%-6.2f sec  %ss  %ss/sec  %3d             %s\n"
-REPORT_SUM_BW_UDP = "[SUM]%s %6.2f-%-6.2f sec  %ss  %ss/sec  %5.3f ms  %d/%d (%.2g%%)  %s\n"
-REPORT_SUM_BW_UDP_SENDER = "[SUM]%s %6.2f-%-6.2f sec  %ss  %ss/sec %s %d  %s\n"
 REPORT_SUM_OUTOFORDER = "[SUM]%s %4.1f-%4.1f sec  %d datagrams received out-of-order\n"
 REPORT_OMITTED = "(omitted)"
 

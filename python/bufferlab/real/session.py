@@ -226,9 +226,6 @@ class RealSession:
         if self.runner.lab is not None:
             self.runner._teardown()
 
-    def running_apps(self) -> list[int]:
-        return []
-
 
 class RealSessionError(BufferlabError):
     """A line a real network cannot run, or a network already stopped (the message says)."""
