@@ -46,7 +46,7 @@ from ..run.scheduler import (
     signal_name,
     write_run_info,
 )
-from ..safefs import ensure_dir, open_write, remove_tree, write_atomic
+from ..safefs import ensure_dir, open_write, remove_tree, write_json_atomic
 from ..scenario.load import Part, Scenario
 from .netns import Lab, reap_orphans, sh
 from .preflight import check_machine, netem_delay_s, read_plan, stand_in_words
@@ -703,12 +703,12 @@ class RealRunner:
                          "tclink": [list(c) for c in self.topo.tclink_commands]},
             "scenario_toml": self.sc.path.read_text(encoding="utf-8") if self.sc.path.is_file() else None,
         }
-        write_atomic(self.root / "summary.json", json.dumps(summary, indent=2) + "\n")
+        write_json_atomic(self.root / "summary.json", summary)
         try:
             self._results()
         except Exception as e:  # the tools' own files are what counts; the summary lines are a digest
             self.warnings.append(f"warning: could not read the tools' outputs back: {e}")
-        write_atomic(self.root / "summary.json", json.dumps(summary, indent=2) + "\n")
+        write_json_atomic(self.root / "summary.json", summary)
         write_run_info(self.root, self.started_unix, wall)
         return summary
 

@@ -100,8 +100,9 @@ class Shell:
     jobs: dict[int, ShellJob] = field(default_factory=dict)
     #: ``$!``: the PID of the last background job (None before the first)
     last_background: int | None = None
-    #: job numbers, most recent last (the current job is the last running one)
-    order: list[int] = field(default_factory=list)
+    #: job numbers, most recent last (the current job is the last running one); a dict as an
+    #: ordered set, so that moving a number to the end does not copy the others
+    order: dict[int, None] = field(default_factory=dict)
 
 
 class ProcessTable:
@@ -150,12 +151,17 @@ class ProcessTable:
 
     def new_job(self, terminal: str, command: str, owner: Any) -> ShellJob:
         sh = self.shell(terminal)
-        live = [n for n, j in sh.jobs.items() if j.running or not j.reported]
-        number = max(live, default=0) + 1
+        # the numbers in use are 1..len(jobs) (each new one is at most one above them): the
+        # highest live one is found from the top, at once while the last job runs
+        top = len(sh.jobs)
+        while top and not (sh.jobs[top].running or not sh.jobs[top].reported):
+            top -= 1
+        number = top + 1
         job = ShellJob(number, command, owner, self._pid(sh))
         sh.last_background = job.pid
         sh.jobs[number] = job
-        sh.order = [n for n in sh.order if n != number] + [number]
+        sh.order.pop(number, None)
+        sh.order[number] = None
         return job
 
     def live(self) -> list[Process]:

@@ -23,7 +23,6 @@ printed result summary lists it in the part during which it ended.
 from __future__ import annotations
 
 import heapq
-import json
 import signal
 import sys
 import time
@@ -38,7 +37,7 @@ from ..commands.shell import Job, SimpleCommand, parse_shell
 from ..errors import BufferlabError, CommandError, Diagnostics, ScenarioError
 from ..outputs.result_lines import results_text
 from ..results_folder import acquire, fresh, release, write_marker
-from ..safefs import ensure_dir, open_write, remove_tree, write_atomic
+from ..safefs import ensure_dir, open_write, remove_tree, write_json_atomic
 from ..scenario.load import Command, Part, Scenario
 from ..scenario.topology import BuiltTopology, build_topology
 from .budget import check_flow_budget, check_ping_budget, check_sample_budget
@@ -718,7 +717,7 @@ class Runner:
             },
             "scenario_toml": self.sc.path.read_text(encoding="utf-8") if self.sc.path.is_file() else None,
         }
-        write_atomic(self.root / "summary.json", json.dumps(summary, indent=2) + "\n")
+        write_json_atomic(self.root / "summary.json", summary)
         # Wall-clock figures differ between runs, so they stay out of summary.json
         # (which is bit-identical for the same scenario and seed): run.json has them.
         self.wall_s = wall_s
@@ -757,7 +756,7 @@ def write_run_info(root: Path, started_unix: float, wall_s: float) -> None:
         "started_unix": started_unix,
         "wall_s": round(wall_s, 6),
     }
-    write_atomic(root / "run.json", json.dumps(doc, indent=2) + "\n")
+    write_json_atomic(root / "run.json", doc)
 
 
 @dataclass
