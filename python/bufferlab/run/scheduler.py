@@ -630,7 +630,8 @@ class Runner:
                 status = 1  # bash: the redirect failed, the command does not run
                 failed = None
                 continue
-            rt = RunCtx(self, sched, state, term, pl.command, io, sc)
+            rt = RunCtx(self, sched, state, term, pl.command, io, sc,
+                        job=_job_text(job, ops) if len(pl.jobs) > 1 else None)
             program = prepared.program
             assert program is not None
             if owner is None or program.builtin:
