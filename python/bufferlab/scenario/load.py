@@ -391,8 +391,25 @@ def _check_structure(text: str, file: str) -> None:
             dots = 0
 
 
-def load_scenario(path: str | Path, overrides: list[Override] | None = None, *,
-                  source: str | None = None) -> Scenario:
+@dataclass(frozen=True)
+class ScenarioFile:
+    """A scenario file read and parsed once, to be built with several ``[params]`` values
+    (a sweep's points: :func:`load_scenario` with ``read``)."""
+
+    path: Path
+    text: str
+    data: dict[str, Any]
+
+
+def read_scenario(path: str | Path) -> ScenarioFile:
+    """Read a scenario file and parse its TOML (errors with their position)."""
+    path = Path(path)
+    text, data = read_toml(path)
+    return ScenarioFile(path, text, data)
+
+
+def load_scenario(path: str | Path, overrides: list[Override] | None = None,
+                  read: ScenarioFile | None = None, *, source: str | None = None) -> Scenario:
     """Read and validate a scenario file (TOML) without running it.
 
     Every key, topology name and command line is checked here, as ``bufferlab check`` does.
@@ -400,6 +417,7 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None, *,
     Args:
         path: the ``.toml`` file.
         overrides: values replacing defaults of its ``[params]`` table (``--set name=value``).
+        read: the file as :func:`read_scenario` read it already (it is not read again).
         source: the scenario's text, read instead of the file (an editor's unsaved buffer, a
             notebook cell); ``path`` still names it in messages, and relative paths in it
             (``mn = "..."``, ``empirical:FILE``) are relative to ``path``'s folder. Its results
@@ -416,12 +434,12 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None, *,
     """
     path = Path(path)
     file = str(path)
-    if source is None:
-        text, data = read_toml(path)
-    else:  # the editor's buffer (bufferlab serve) or a notebook cell: the file's guards, no file
+    if source is not None:  # the editor's buffer (bufferlab serve) or a notebook cell: the file's guards
         text = _decode(source.encode("utf-8", "surrogatepass"), file)  # its size and encoding
         _check_structure(text, file)
         data = _parse_toml(text, file)
+    else:
+        text, data = (read.text, read.data) if read is not None else read_toml(path)
     raw_text = text
     params = resolve_params(data, text, file, overrides or [])
     colmap: dict[int, list[int]] = {}
