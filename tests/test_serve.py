@@ -411,3 +411,28 @@ def test_thinning_keeps_every_peak_and_the_time_order() -> None:
     assert tx[np.argmax(ty)] == x[31_337]
     small = np.arange(10.0)
     assert thin(small, small)[0] is small  # short series as they are
+
+
+def test_progress_json_leaves_the_outputs_as_they_are(tmp_path: Path, capsys: Any) -> None:
+    """Watching pauses and resumes the engine only: the same bytes with and without it."""
+    from bufferlab.cli import main
+
+    sc = tmp_path / "quick.toml"
+    sc.write_text(QUICK, encoding="utf-8")
+    assert main(["run", str(sc), "-o", str(tmp_path / "plain"), "-q", "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(sc), "-o", str(tmp_path / "watched"), "-q", "--no-report", "--progress-json"]) == 0
+    events = [json.loads(ln) for ln in capsys.readouterr().err.splitlines() if ln.startswith('{"event"')]
+    assert [e["part"] for e in events if e["event"] == "part"] == ["first", "second"]
+    assert [e["parts"] for e in events if e["event"] == "summary"] == [["first"], ["first", "second"]]
+    progress = [e for e in events if e["event"] == "progress"]
+    assert all(0 <= e["done_s"] <= e["total_s"] + 1e-9 for e in progress)
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+                if p.is_file() and p.name != "run.json" and p.suffix not in (".png", ".pdf")}
+
+    plain, watched = files(tmp_path / "plain" / "quick"), files(tmp_path / "watched" / "quick")
+    assert plain.keys() == watched.keys() and "summary.json" in plain
+    differing = [k for k in plain if plain[k] != watched[k]]
+    assert differing == []
