@@ -3,8 +3,8 @@ API's positioned diagnostics, runs (one at a time per scenario, Stop keeping the
 parts), and the page itself in a real headless Chromium: open, an error marked at its line,
 fixed, run, charts drawn, two parts compared.
 
-The browser half uses the Debian chromium through playwright (as test_report_browser.py) and
-skips, saying why, where either is missing."""
+The browser half uses the Debian chromium through playwright, with test_report_browser.py's
+fixtures, and skips, saying why, where either is missing."""
 
 from __future__ import annotations
 
@@ -17,13 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_report_browser
 
 from bufferlab.serve.app import make_server
 from conftest import SCENARIOS
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run", "--disable-sync"]
 
 #: two quick parts: pings, then a short UDP test through a tbf
 QUICK = """name = "quick"
@@ -305,20 +302,9 @@ def test_events_replay_to_a_page_that_comes_back(served: Served) -> None:
 
 # ---------------------------------------------------------------- in Chromium
 
-
-@pytest.fixture(scope="module")
-def browser() -> Any:
-    sync = pytest.importorskip("playwright.sync_api",
-                               reason="playwright is not installed (pip install '.[test]')")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is not installed (Debian package chromium: apt-get install -y chromium)")
-    with sync.sync_playwright() as pw:
-        try:
-            b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        except Exception as e:  # noqa: BLE001 - a chromium that does not start
-            pytest.skip(f"{CHROMIUM} does not start under playwright: {e}")
-        yield b
-        b.close()
+#: test_report_browser.py's Chromium (module-scoped; skips saying why without playwright or chromium)
+sync_api = test_report_browser.sync_api
+browser = test_report_browser.browser
 
 
 def test_the_bench_in_chromium(served: Served, browser: Any) -> None:
@@ -421,7 +407,8 @@ def test_progress_json_leaves_the_outputs_as_they_are(tmp_path: Path, capsys: An
     sc.write_text(QUICK, encoding="utf-8")
     assert main(["run", str(sc), "-o", str(tmp_path / "plain"), "-q", "--no-report"]) == 0
     capsys.readouterr()
-    assert main(["run", str(sc), "-o", str(tmp_path / "watched"), "-q", "--no-report", "--progress-json"]) == 0
+    watched = ["run", str(sc), "-o", str(tmp_path / "watched"), "-q", "--no-report", "--progress-json"]
+    assert main(watched) == 0
     events = [json.loads(ln) for ln in capsys.readouterr().err.splitlines() if ln.startswith('{"event"')]
     assert [e["part"] for e in events if e["event"] == "part"] == ["first", "second"]
     assert [e["parts"] for e in events if e["event"] == "summary"] == [["first"], ["first", "second"]]
