@@ -18,6 +18,7 @@ The Rust core does the same for the pcap and queue trace files it writes
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import stat
@@ -98,11 +99,6 @@ def write_text(path: Path | str, text: str, encoding: str = "utf-8") -> None:
         f.write(text)
 
 
-def write_bytes(path: Path | str, data: bytes) -> None:
-    with open_write(path, "wb") as f:
-        f.write(data)
-
-
 @contextmanager
 def open_atomic(path: Path | str, mode: str = "wb", encoding: str | None = "utf-8",
                 newline: str | None = "\n") -> Iterator[IO[Any]]:
@@ -139,6 +135,25 @@ def write_atomic(path: Path | str, text: str, encoding: str = "utf-8") -> None:
     leaves the previous complete version."""
     with open_atomic(path, "w", encoding=encoding) as f:
         f.write(text)
+
+
+def write_json_atomic(path: Path | str, doc: Any, indent: int = 2) -> None:
+    """``json.dumps(doc, indent=indent) + "\\n"`` written as :func:`write_atomic` writes, in
+    pieces: a summary.json of hundreds of megabytes is never one string in memory."""
+    with open_atomic(path, "w") as f:
+        batch: list[str] = []
+        size = 0
+        for piece in json.JSONEncoder(indent=indent).iterencode(doc):
+            batch.append(piece)
+            size += len(piece)
+            if size >= _JSON_BATCH:
+                f.write("".join(batch))
+                batch, size = [], 0
+        f.write("".join(batch) + "\n")
+
+
+#: characters of JSON gathered before a write (few calls, little memory)
+_JSON_BATCH = 1 << 20
 
 
 def remove_tree(path: Path) -> None:

@@ -98,7 +98,7 @@ def cli_sweep(argv: list[str]) -> int:
     args = _run_parser().parse_args(argv)
     from ..run.scheduler import signal_name, signals_deferred, signals_raise
     from .collect import write_results
-    from .runs import finished, prepare_point
+    from .runs import finished, prepare
     from .spec import load_sweep
 
     # SIGINT and SIGTERM (with or without a terminal) raise from here on (exit 130/143, never a
@@ -111,9 +111,8 @@ def cli_sweep(argv: list[str]) -> int:
     out = args.output / spec.name
     runs_dir = out / "runs"
     fixed = dict(args.set)
-    jobs = [job for point in spec.points
-            for job in prepare_point(spec.scenario, {**fixed, **point}, spec.origins, spec.seeds, spec.parts,
-                                     runs_dir)]
+    jobs = [job for point in spec.points for job in prepare(
+        spec.scenario, {**fixed, **point}, spec.origins, spec.seeds, spec.parts, runs_dir, spec.source)]
     todo = [j for j in jobs if args.force or finished(j) is None]
     if args.dry_run:
         to_run = {j.run_id for j in todo}  # (`j in todo`, a list of dataclasses, was quadratic)
