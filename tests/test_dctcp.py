@@ -31,11 +31,9 @@ def W(line: str):
 
 
 @pytest.mark.parametrize("mode", [3, 4, 5])
-def test_accurate_ecn_modes_are_not_supported_yet(mode):
-    with pytest.raises(NotSupportedError) as ei:
-        parse_sysctl(W(f"sysctl -w net.ipv4.tcp_ecn={mode}"), Diagnostics())
-    assert ei.value.message == (
-        f'sysctl: setting key "net.ipv4.tcp_ecn": Accurate ECN (tcp_ecn={mode}) is not supported yet')
+def test_accurate_ecn_modes_are_sysctl_values(mode):
+    cmd = parse_sysctl(W(f"sysctl -w net.ipv4.tcp_ecn={mode}"), Diagnostics())
+    assert cmd.writes() == [("net.ipv4.tcp_ecn", mode)]
 
 
 def test_dctcp_and_ecn_fallback_are_sysctls():
