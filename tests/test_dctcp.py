@@ -13,7 +13,7 @@ import pytest
 from bufferlab import load_scenario, run_scenario
 from bufferlab.commands.shell import parse_shell
 from bufferlab.commands.sysctl import parse_sysctl
-from bufferlab.errors import Diagnostics, NotSupportedError
+from bufferlab.errors import Diagnostics
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "scenarios" / "dctcp-steady-state.toml"

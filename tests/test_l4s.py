@@ -41,7 +41,8 @@ def test_tcp_ecn_takes_the_six_linux_modes(mode: int) -> None:
 
 
 def test_tcp_ecn_option_and_beacon() -> None:
-    cmd = parse_sysctl(W("sysctl -w net.ipv4.tcp_ecn_option=0 net.ipv4.tcp_ecn_option_beacon=7"), Diagnostics())
+    line = "sysctl -w net.ipv4.tcp_ecn_option=0 net.ipv4.tcp_ecn_option_beacon=7"
+    cmd = parse_sysctl(W(line), Diagnostics())
     assert cmd.writes() == [("net.ipv4.tcp_ecn_option", 0), ("net.ipv4.tcp_ecn_option_beacon", 7)]
     with pytest.raises(NotSupportedError, match="minimum AccECN option rules"):
         parse_sysctl(W("sysctl -w net.ipv4.tcp_ecn_option=1"), Diagnostics())
@@ -50,8 +51,8 @@ def test_tcp_ecn_option_and_beacon() -> None:
     with pytest.raises(CommandError, match="Invalid argument"):
         parse_sysctl(W("sysctl -w net.ipv4.tcp_ecn=6"), Diagnostics())
     store = sysctl_defaults(modern=True)
-    out, _, rc = execute_sysctl(parse_sysctl(W("sysctl net.ipv4.tcp_ecn_option net.ipv4.tcp_ecn_option_beacon"),
-                                             Diagnostics()), store)
+    read = parse_sysctl(W("sysctl net.ipv4.tcp_ecn_option net.ipv4.tcp_ecn_option_beacon"), Diagnostics())
+    out, _, rc = execute_sysctl(read, store)
     assert (out, rc) == ("net.ipv4.tcp_ecn_option = 2\nnet.ipv4.tcp_ecn_option_beacon = 3\n", 0)
 
 
@@ -125,7 +126,8 @@ def test_tshark_decodes_ae_ace_and_the_accecn_option(prague_wire: Path) -> None:
     # the SYN asks for AccECN (AE, CWR, ECE = 111) and is ECT(1); the SYN-ACK
     # reflects ECT(1) as ACE 011 and carries the option with zero counts
     flags = ("tcp.flags.ae", "tcp.flags.cwr", "tcp.flags.ece")
-    syn = fields(pcap, "tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport == 5201", *flags, "ip.dsfield.ecn")
+    syn = fields(pcap, "tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport == 5201",
+                 *flags, "ip.dsfield.ecn")
     assert syn and syn[-1] == ["1", "1", "1", "1"]
     synack = fields(pcap, "tcp.flags.syn == 1 && tcp.flags.ack == 1 && tcp.srcport == 5201", *flags,
                     "tcp.options.acc_ecn.ee1b", "tcp.options.acc_ecn.eceb", "tcp.options.acc_ecn.ee0b")
@@ -189,7 +191,8 @@ def test_accecn_and_prague_need_a_modern_kernel_profile(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def lesson(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("l4s")
-    run_scenario(load_scenario(ROOT / "scenarios" / "l4s-coexistence.toml"), results_root=root, progress=False)
+    scenario = load_scenario(ROOT / "scenarios" / "l4s-coexistence.toml")
+    run_scenario(scenario, results_root=root, progress=False)
     return root / "l4s-coexistence"
 
 
@@ -198,9 +201,9 @@ def _rates(lesson: Path) -> tuple[float, float]:
     out = []
     for host in ("h1", "h2"):
         log = (lesson / "coexist" / host / "terminal.log").read_text()
+        interval = r"\]\s+([\d.]+)-[\d.]+\s+sec\s+\S+ \w?Bytes\s+([\d.]+) (\w)bits/sec\s+\d"
         v = [float(rate) * (1000.0 if unit == "G" else 1.0 if unit == "M" else 0.001)
-             for start, rate, unit in re.findall(r"\]\s+([\d.]+)-[\d.]+\s+sec\s+\S+ \w?Bytes\s+([\d.]+) (\w)bits/sec\s+\d",
-                                                 log)
+             for start, rate, unit in re.findall(interval, log)
              if 10.0 <= float(start) < 30.0]
         assert len(v) == 20, (host, v)
         out.append(statistics.mean(v))

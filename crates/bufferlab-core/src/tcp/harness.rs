@@ -18,6 +18,9 @@ use crate::time::{Rate, SimDuration, SimTime};
 /// true to drop it.
 pub type DropRule = Box<dyn FnMut(&Segment) -> bool>;
 
+/// A middlebox rule: rewrites segments entering a direction.
+pub type MangleRule = Box<dyn FnMut(&mut Segment)>;
+
 /// An extra-delay rule: extra propagation delay per segment (reordering).
 pub type DelayRule = Box<dyn FnMut(&Segment) -> SimDuration>;
 
@@ -35,7 +38,7 @@ pub struct Dir {
     /// extra propagation delay for some segments (reordering)
     pub delay_rule: Option<DelayRule>,
     /// a middlebox rewriting segments
-    pub mangle: Option<Box<dyn FnMut(&mut Segment)>>,
+    pub mangle: Option<MangleRule>,
     departures: VecDeque<SimTime>,
     busy_until: SimTime,
     flight: VecDeque<(SimTime, Segment, u8)>,

@@ -235,19 +235,11 @@ impl CongestionOps for Dctcp {
     }
 
     fn flags(&self) -> u32 {
-        if self.reno_fallback {
-            0
-        } else {
-            Self::FLAGS
-        }
+        super::reno_fallback_ops(self.reno_fallback, Self::FLAGS, Self::NAME, "dctcp-reno").0
     }
 
     fn ops_name(&self) -> &'static str {
-        if self.reno_fallback {
-            "dctcp-reno"
-        } else {
-            Self::NAME
-        }
+        super::reno_fallback_ops(self.reno_fallback, Self::FLAGS, Self::NAME, "dctcp-reno").1
     }
 
     /// `dctcp_ssthresh`: cwnd − cwnd·alpha/2048, at least 2.

@@ -691,28 +691,34 @@ impl Cc {
         dispatch!(self, m => m.cwnd_event(tp, ev))
     }
 
+    /// Whether the ops the socket runs now have `flag` (`TCP_CONG_*`).
+    #[inline]
+    fn has_flag(&self, flag: u32) -> bool {
+        dispatch!(self, m => m.flags()) & flag != 0
+    }
+
     /// `tcp_ca_needs_ecn`: the module has [`TCP_CONG_NEEDS_ECN`].
     #[inline]
     pub fn needs_ecn(&self) -> bool {
-        dispatch!(self, m => m.flags()) & TCP_CONG_NEEDS_ECN != 0
+        self.has_flag(TCP_CONG_NEEDS_ECN)
     }
 
     /// `tcp_ca_needs_accecn`: the module has [`TCP_CONG_NEEDS_ACCECN`].
     #[inline]
     pub fn needs_accecn(&self) -> bool {
-        dispatch!(self, m => m.flags()) & TCP_CONG_NEEDS_ACCECN != 0
+        self.has_flag(TCP_CONG_NEEDS_ACCECN)
     }
 
     /// The module's packets are ECT(1) ([`TCP_CONG_WANTS_ECT_1`]).
     #[inline]
     pub fn wants_ect1(&self) -> bool {
-        dispatch!(self, m => m.flags()) & TCP_CONG_WANTS_ECT_1 != 0
+        self.has_flag(TCP_CONG_WANTS_ECT_1)
     }
 
     /// [`TCP_CONG_NO_FALLBACK_RFC3168`].
     #[inline]
     pub fn no_fallback_rfc3168(&self) -> bool {
-        dispatch!(self, m => m.flags()) & TCP_CONG_NO_FALLBACK_RFC3168 != 0
+        self.has_flag(TCP_CONG_NO_FALLBACK_RFC3168)
     }
 
     /// [`CongestionOps::tso_segs`].
@@ -786,6 +792,22 @@ impl Cc {
         let mut out = Vec::new();
         dispatch!(self, m => m.metrics(&mut out));
         out
+    }
+}
+
+/// The flags and `ss` name of a module that swaps its ops for Reno's
+/// when the connection has no ECN (DCTCP → `dctcp-reno`, Prague →
+/// `prague-reno`): no flags and the fallback's name once `fallen_back`.
+pub(crate) fn reno_fallback_ops(
+    fallen_back: bool,
+    flags: u32,
+    name: &'static str,
+    reno_name: &'static str,
+) -> (u32, &'static str) {
+    if fallen_back {
+        (0, reno_name)
+    } else {
+        (flags, name)
     }
 }
 
@@ -1011,6 +1033,9 @@ mod bench {
             snd_nxt: 100_000,
             srtt_us: 20_000 << 3,
             min_rtt_us: 20_000,
+            // ECN negotiated: DCTCP and Prague run themselves, not their
+            // Reno fallbacks
+            ecn_ok: true,
             ..CcSock::default()
         };
         cc.init(&mut tp);
@@ -1035,6 +1060,8 @@ mod bench {
             cc.pkts_acked(&mut tp, &s);
             if cc.has_cong_control() {
                 let rs = RateSample {
+                    // a mark every 20 ACKs (Prague's ece_delta)
+                    ece_delta: (i % 20 == 0) as u32,
                     delivered: 2,
                     interval_us: rtt,
                     rtt_us: rtt,

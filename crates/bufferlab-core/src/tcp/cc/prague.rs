@@ -448,19 +448,11 @@ impl CongestionOps for Prague {
     }
 
     fn flags(&self) -> u32 {
-        if self.reno_fallback {
-            0
-        } else {
-            Self::FLAGS
-        }
+        super::reno_fallback_ops(self.reno_fallback, Self::FLAGS, Self::NAME, "prague-reno").0
     }
 
     fn ops_name(&self) -> &'static str {
-        if self.reno_fallback {
-            "prague-reno"
-        } else {
-            Self::NAME
-        }
+        super::reno_fallback_ops(self.reno_fallback, Self::FLAGS, Self::NAME, "prague-reno").1
     }
 
     fn cong_control_active(&self) -> bool {
