@@ -430,8 +430,7 @@ def draw_plot(
 def _layout(fig: Any, legends: list[Any], heading: Any, note: Any) -> None:
     """Make room, inside the 6.4 × 4.8 in figure, for the title above, the annotation below and
     the legends on the right (flent's own layout step does the same)."""
-    fig.canvas.draw()
-    r = fig.canvas.get_renderer()
+    r = fig.canvas.get_renderer()  # the text extents need a renderer, not a full draw
     w, h = fig.bbox.width, fig.bbox.height
     pad = 0.08 * fig.dpi
     axes = fig.get_axes()

@@ -40,7 +40,7 @@ from ..outputs.queue_plot import plot_queue
 from ..profile import Profile
 from ..safefs import ensure_dir, open_write, write_text
 from ..units import parse_duration_ns
-from . import capture, netinfo, procs
+from . import capture, netinfo, nettools, procs, webtools
 from .context import NS, Gen, PrepareCtx, Prepared, RunCtx, WaitApp, WaitUntil
 from .engine import AppStartError, TcFailure
 from .observation import PLOT_Q_TRACE_INTERVAL_NS
@@ -956,3 +956,8 @@ PROGRAMS: dict[str, Callable[[PrepareCtx, list[Word]], Prepared]] = {
     **procs.PROGRAMS,
     **netinfo.PROGRAMS,
 }
+
+#: flent and the tools it drives, and the web fetches (run/nettools.py, run/webtools.py)
+_TOOL_HELPERS = nettools.Helpers(tcp_spec, _within, _check_congestion, _host_sysctls)
+PROGRAMS.update(nettools.programs(_TOOL_HELPERS))
+PROGRAMS.update(webtools.programs(_TOOL_HELPERS))

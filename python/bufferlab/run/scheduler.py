@@ -46,6 +46,7 @@ from ..results_folder import acquire, fresh, release, write_marker
 from ..safefs import ensure_dir, open_write, remove_tree, write_atomic
 from ..scenario.load import Command, Part, Scenario
 from ..scenario.topology import BuiltTopology, build_topology
+from . import nettools, webtools
 from .budget import check_flow_budget, check_ping_budget, check_sample_budget
 from .context import (
     NS,
@@ -528,6 +529,9 @@ class Runner:
                  and self.engine.app_finished(a.app_id)]
         self._reported.update(a.app_id for a in ended)
         res, warnings = part_results(self.engine, ended, report)
+        flent = nettools.flent_rows(self, report["name"])  # the part's flent runs (run/nettools.py)
+        if flent:
+            res["flent"] = flent
         report["results"] = res
         for w in warnings:
             self.warnings.append(w)
@@ -771,6 +775,9 @@ def _endless(pc: PrepareCtx, sc: SimpleCommand) -> bool:
     name, words, scratch = sc.words[0].text, sc.words, Diagnostics()
     if name == "plot_q.sh":
         return True
+    tool = nettools.ENDLESS.get(name) or webtools.ENDLESS.get(name)
+    if tool is not None:
+        return tool(words)
     if name == "ping":
         cmd = ping_cmd.parse_ping(words, scratch, resolve=pc.resolve_host)
         return cmd.count is None and cmd.deadline_s is None
