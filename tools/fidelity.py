@@ -14,14 +14,17 @@ results folder it reads the same metrics (the two layouts are the same):
   one's share and Jain's fairness index over the streams;
 - ``retransmits`` (all clients) and ``retransmits_1s`` (those of the first interval: how
   parallel slow starts end);
-- the bottleneck qdisc's ``drops`` and ``overlimits`` (the root qdisc of the interface
-  ``plot_q.sh`` watches, as ``tc -s`` counts them at the part's end);
-- ``peak_backlog_kb`` (``plot_q.sh``'s 100 ms samples) and the ``ping`` RTT median and p95.
+- the shaper's ``drops`` and ``overlimits`` (the first qdisc other than netem on the
+  interface ``plot_q.sh`` watches, as ``tc -s`` counts them at the part's end: a kernel
+  without netem runs the delay as a delay line outside the tree, docs/real.md);
+- ``peak_backlog_kb``, the largest of ``plot_q.sh``'s 100 ms samples (``queue_IF.csv``: the
+  tree's backlog, which in bufferlab includes what netem holds, ~rate × delay), and the
+  ``ping`` RTT median and p95.
 
 A metric agrees when bufferlab's mean lies in the kernel's band: the range of the real runs,
 widened to ±10 % of their mean where that is wider (the issue's target). Writes
 ``OUT/fidelity.json`` (every value of every run, the kernel version, the verdicts) and
-``OUT/fidelity.md`` (the table docs/kernel-oracle.md shows), and exits 1 if a metric disagrees.
+``OUT/fidelity.txt`` (the Markdown table docs/kernel-oracle.md shows), and exits 1 if a metric disagrees.
 """
 
 from __future__ import annotations
@@ -63,10 +66,18 @@ def _results_folder(run_dir: Path) -> Path:
     return folder
 
 
-def _root_counters(qdisc: dict[str, Any]) -> tuple[int, int]:
-    """(drops, overlimits) of a root qdisc as the engine reports it or as ``tc -s -j`` does."""
-    stats = qdisc.get("stats", qdisc)
+def _shaper_counters(qdiscs: list[dict[str, Any]]) -> tuple[int, int]:
+    """(drops, overlimits) of the first qdisc that is not netem, as the engine reports them
+    or as ``tc -s -j`` does."""
+    shaper = next(q for q in qdiscs if q["kind"] != "netem")
+    stats = shaper.get("stats", shaper)
     return int(stats["drops"]), int(stats["overlimits"])
+
+
+def _peak_sample(csv_path: Path) -> float:
+    """The largest backlog (bytes) of a part's ``queue_IF.csv``."""
+    rows = csv_path.read_text().splitlines()[1:]
+    return max(float(row.split(",")[1]) for row in rows)
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -105,9 +116,10 @@ def metrics(run_dir: Path) -> dict[str, float]:
     out["retransmits_1s"] = first_interval_retransmits
     if len(streams) > 1:
         out["jain"] = jain(streams)
-    (iface,) = part["peak_backlog"]
-    out["drops"], out["overlimits"] = _root_counters(part["qdiscs"][iface][0])
-    out["peak_backlog_kb"] = part["peak_backlog"][iface]["bytes"] / 1e3
+    (queue,) = part["queues"]
+    iface = queue.rsplit("queue_", 1)[1].removesuffix(".csv")
+    out["drops"], out["overlimits"] = _shaper_counters(part["qdiscs"][iface])
+    out["peak_backlog_kb"] = _peak_sample(folder / queue) / 1e3
     rtts = [reply[2] for ping in scan_outputs(load_run(folder)).pings for reply in ping.replies]
     if rtts:
         out["ping_median_ms"] = statistics.median(rtts)
@@ -194,7 +206,7 @@ def main() -> int:
     facts = kernel_facts()
     text = table(verdicts)
     header = f"Kernel {facts['kernel']}, {facts['iperf3']}, {facts['tc']}.\n\n"
-    (args.out / "fidelity.md").write_text(header + text)
+    (args.out / "fidelity.txt").write_text(header + text)
     (args.out / "fidelity.json").write_text(json.dumps({"machine": facts, "cases": verdicts}, indent=1))
     print(header + text)
     disagree = sum(not r["agrees"] for rows in verdicts.values() for r in rows)

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .context import RunCtx
+from .context import PrepareCtx, RunCtx
 
-__all__ = ["Service", "register", "find"]
+__all__ = ["Service", "register", "find", "host_ip", "epoch_s"]
 
 
 @dataclass
@@ -45,3 +45,15 @@ def find(rt: RunCtx, ip: str, proto: str, port: int, kind: str | None = None) ->
     if svc is None or rt.engine.app_finished(svc.app) or (kind is not None and svc.kind != kind):
         return None
     return svc
+
+
+def host_ip(pc: PrepareCtx, node: str) -> str:
+    """``node``'s address (where its servers listen, what its clients send from)."""
+    ip = pc.topo.host_ip(node)
+    return ip if ip is not None else "0.0.0.0"
+
+
+def epoch_s(rt: RunCtx) -> float:
+    """Wall-clock seconds of simulated time 0: the profile's epoch, as ``date`` shows it (the
+    tools' timestamps: netperf's interim results, fping's ``-D``, irtt's wall clock, flent's)."""
+    return float(rt.runner.sc.profile.epoch)

@@ -18,21 +18,18 @@ import shutil
 import sys
 import time
 import weakref
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from ..commands import web as web_cmd
-from ..commands.shell import Word
-from ..formats import http as http_fmt
-from ..safefs import ensure_dir, open_write
-from . import services
-from .context import NS, Gen, PrepareCtx, Prepared, RunCtx, WaitApp
-from .engine import AppStartError
-from .nettools import Helpers
-
-__all__ = ["programs", "ENDLESS"]
+from ...commands import web as web_cmd
+from ...commands.shell import Word
+from ...formats import http as http_fmt
+from ...safefs import ensure_dir, open_write
+from ..context import NS, Gen, PrepareCtx, Prepared, Program, RunCtx, WaitApp, inside_home, resolved_in_home
+from ..engine import AppStartError
+from ..services import Service, epoch_s, find, register
+from ..sockets import tcp_spec
 
 
 def _epoch(rt: RunCtx) -> float:
@@ -42,7 +39,7 @@ def _epoch(rt: RunCtx) -> float:
 # ============================================================ the server
 
 
-def _prep_python(h: Helpers, pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_python(pc: PrepareCtx, words: list[Word]) -> Prepared:
     node = pc.require_node(words[0], words[0].text)
     # the scenario's folder, and a Mininet script's (``bufferlab mininet`` runs it with sys.argv
     # as ``python SCRIPT.py`` would: the assignment keeps webserver.py beside its script)
@@ -52,29 +49,29 @@ def _prep_python(h: Helpers, pc: PrepareCtx, words: list[Word]) -> Prepared:
     ip = pc.topo.host_ip(node) or "0.0.0.0"
 
     def run(rt: RunCtx) -> Gen:
-        folder = rt.term.cwd if cmd.directory is None else h.within(rt, rt.term.cwd / cmd.directory)
+        folder = rt.term.cwd
+        if cmd.directory is not None:
+            folder = resolved_in_home(rt.term, rt.term.cwd / cmd.directory)
         if folder is None or not folder.is_dir():
             rt.io.err(f"python: {cmd.directory}: No such file or directory\n")
             return 1
         try:
             app = rt.start_app(
                 node,
-                {"kind": "rr_server", "port": cmd.port, "proto": "tcp", "tcp": h.tcp_spec(rt, node, None)},
+                {"kind": "rr_server", "port": cmd.port, "proto": "tcp", "tcp": tcp_spec(rt, node, None)},
             )
         except AppStartError:
             rt.io.err("OSError: [Errno 98] Address already in use\n")
             return 1
         rt.note_listener(app, node)
-        services.register(
-            rt, services.Service("http", ip, "tcp", cmd.port, app, node, rt.term.name, folder, rt.now_ns)
-        )
+        register(rt, Service("http", ip, "tcp", cmd.port, app, node, rt.term.name, folder, rt.now_ns))
         if cmd.script is None:
             where = f" (http://0.0.0.0:{cmd.port}/)" if not cmd.python2 else ""
             rt.io.out(f"Serving HTTP on 0.0.0.0 port {cmd.port}{where} ...\n")
         yield WaitApp(app, True)
         log = rt.engine.app_result(app).get("log", {})
         asked = _LOGGED.get(rt.runner, {})
-        epoch = _epoch(rt)
+        epoch = epoch_s(rt)
         for client, at in zip(log.get("client", []), log.get("at_ns", []), strict=True):
             path, code = asked.get((client, int(at)), ("/", 200))
             rt.io.err(http_fmt.http_log_line(client, path, code, epoch + int(at) / NS))
@@ -82,7 +79,7 @@ def _prep_python(h: Helpers, pc: PrepareCtx, words: list[Word]) -> Prepared:
             rt.io.out("\nKeyboard interrupt received, exiting.\n")
         return 0
 
-    return run
+    return Prepared(run, endless=True)
 
 
 #: what each request asked for, per run: (client address, request instant) -> (path, status), so
@@ -93,7 +90,7 @@ _LOGGED: weakref.WeakKeyDictionary[Any, dict[tuple[str, int], tuple[str, int]]] 
 # ============================================================ fetching
 
 
-def _resolve(svc: services.Service, path: str) -> tuple[Path | None, int]:
+def _resolve(svc: Service, path: str) -> tuple[Path | None, int]:
     """The file a path names in the server's folder (``translate_path``), and the status."""
     assert svc.folder is not None
     clean = unquote(path.split("?", 1)[0].split("#", 1)[0])
@@ -106,7 +103,7 @@ def _resolve(svc: services.Service, path: str) -> tuple[Path | None, int]:
 
 
 def _fetch_spec(
-    rt: RunCtx, h: Helpers, node: str, url: web_cmd.Url, request: int, response: int, timeout_s: float | None
+    rt: RunCtx, node: str, url: web_cmd.Url, request: int, response: int, timeout_s: float | None
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "kind": "rr_client",
@@ -120,7 +117,7 @@ def _fetch_spec(
         "close_after": True,
         "log": True,
         "record": True,
-        "tcp": h.tcp_spec(rt, node, None),
+        "tcp": tcp_spec(rt, node, None),
     }
     if timeout_s:
         spec["timeout_ns"] = round(timeout_s * NS)
@@ -132,7 +129,7 @@ class _Fetch:
 
     def __init__(self, rt: RunCtx, url: web_cmd.Url, agent: str) -> None:
         self.url = url
-        self.svc = services.find(rt, url.host, "tcp", url.port, "http")
+        self.svc = find(rt, url.host, "tcp", url.port, "http")
         self.code = 0
         self.file: Path | None = None
         self.body = 0
@@ -141,7 +138,7 @@ class _Fetch:
         self.request = http_fmt.request_bytes(host, url.path, agent)
         if self.svc is not None:
             self.file, self.code = _resolve(self.svc, url.path)
-            epoch = _epoch(rt) + rt.now_ns / NS
+            epoch = epoch_s(rt) + rt.now_ns / NS
             if self.file is not None:
                 self.body = self.file.stat().st_size
                 self.head = http_fmt.response_head(url.path, self.body, epoch)
@@ -156,10 +153,10 @@ class _Fetch:
     def response(self) -> int:
         return len(self.head) + self.body if self.svc is not None else 1
 
-    def start(self, rt: RunCtx, h: Helpers, node: str, timeout_s: float | None) -> str | None:
+    def start(self, rt: RunCtx, node: str, timeout_s: float | None) -> str | None:
         try:
             self.app = rt.start_app(
-                node, _fetch_spec(rt, h, node, self.url, self.request, self.response, timeout_s)
+                node, _fetch_spec(rt, node, self.url, self.request, self.response, timeout_s)
             )
         except AppStartError as e:
             return str(e)
@@ -196,11 +193,11 @@ class _Fetch:
             "time_total": total,
         }
 
-    def save(self, rt: RunCtx, h: Helpers, dest: str) -> str | None:
+    def save(self, rt: RunCtx, dest: str) -> str | None:
         """Write the body where ``-o``/``-O`` says (``/dev/null``: nowhere); an error text or None."""
         if dest in ("/dev/null", "-"):
             return None
-        path = h.within(rt, rt.term.cwd / dest)
+        path = inside_home(rt.term, rt.term.cwd / dest)
         if path is None:
             return f"{dest}: outside the node's results folder"
         ensure_dir(path.parent)
@@ -212,7 +209,7 @@ class _Fetch:
         return None
 
 
-def _prep_curl(h: Helpers, pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_curl(pc: PrepareCtx, words: list[Word]) -> Prepared:
     node = pc.require_node(words[0], "curl")
     cmd = web_cmd.parse_curl(words, resolve=pc.resolve_host)
     fmt_file = None
@@ -222,14 +219,14 @@ def _prep_curl(h: Helpers, pc: PrepareCtx, words: list[Word]) -> Prepared:
     def run(rt: RunCtx) -> Gen:
         fmt = cmd.write_out
         if fmt_file is not None:
-            path = h.within(rt, rt.term.cwd / fmt_file)
+            path = resolved_in_home(rt.term, rt.term.cwd / fmt_file)
             if path is None or not path.is_file():
                 rt.io.err(f"Warning: Failed to read {fmt_file}\n")
                 fmt = ""
             else:
                 fmt = path.read_text(encoding="utf-8", errors="replace")
         f = _Fetch(rt, cmd.url, f"curl/{http_fmt.CURL_VERSION}")
-        why = f.start(rt, h, node, cmd.max_time_s)
+        why = f.start(rt, node, cmd.max_time_s)
         if why is not None:
             if cmd.show_error:
                 rt.io.err(f"curl: (7) Failed to connect to {cmd.url.host} port {cmd.url.port}: {why}\n")
@@ -254,7 +251,7 @@ def _prep_curl(h: Helpers, pc: PrepareCtx, words: list[Word]) -> Prepared:
                 )
                 rt.io.err(f"curl: ({status}) {what}\n")
         elif cmd.output is not None:
-            problem = f.save(rt, h, cmd.output)
+            problem = f.save(rt, cmd.output)
             if problem is not None:
                 if cmd.show_error:
                     rt.io.err(f"curl: (23) Failure writing output to destination ({problem})\n")
@@ -262,7 +259,7 @@ def _prep_curl(h: Helpers, pc: PrepareCtx, words: list[Word]) -> Prepared:
         _write_out(rt, fmt, f, status)
         return status
 
-    return run
+    return Prepared(run, endless=False)
 
 
 def _write_out(rt: RunCtx, fmt: str | None, f: _Fetch, status: int) -> None:
@@ -306,13 +303,13 @@ def _write_out(rt: RunCtx, fmt: str | None, f: _Fetch, status: int) -> None:
     rt.io.err(err)
 
 
-def _prep_wget(h: Helpers, pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_wget(pc: PrepareCtx, words: list[Word]) -> Prepared:
     node = pc.require_node(words[0], "wget")
     cmd = web_cmd.parse_wget(words, resolve=pc.resolve_host)
 
     def run(rt: RunCtx) -> Gen:
         f = _Fetch(rt, cmd.url, "Wget/1.21.2")
-        why = f.start(rt, h, node, cmd.timeout_s)
+        why = f.start(rt, node, cmd.timeout_s)
         if why is not None:
             return 4
         yield WaitApp(f.app, False, None)
@@ -324,19 +321,19 @@ def _prep_wget(h: Helpers, pc: PrepareCtx, words: list[Word]) -> Prepared:
                 rt.io.err(f"{cmd.url.text}:\n{_stamp(rt)} ERROR 404: File not found.\n")
             return 8
         assert cmd.output is not None
-        problem = f.save(rt, h, cmd.output)
+        problem = f.save(rt, cmd.output)
         if problem is not None:
             rt.io.err(f"{cmd.output}: {problem}\n")
             return 3
         if not cmd.quiet:
-            rt.io.err(http_fmt.wget_nv_line(cmd.url.text, f.body, cmd.output, _epoch(rt) + rt.now_ns / NS))
+            rt.io.err(http_fmt.wget_nv_line(cmd.url.text, f.body, cmd.output, epoch_s(rt) + rt.now_ns / NS))
         return 0
 
-    return run
+    return Prepared(run, endless=False)
 
 
 def _stamp(rt: RunCtx) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(_epoch(rt) + rt.now_ns / NS))
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch_s(rt) + rt.now_ns / NS))
 
 
 # ============================================================ making files
@@ -350,12 +347,12 @@ def _fill(source: str, n: int, seed: str) -> bytes:
     return random.Random(seed).randbytes(n)
 
 
-def _prep_dd(h: Helpers, pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_dd(pc: PrepareCtx, words: list[Word]) -> Prepared:
     cmd = web_cmd.parse_dd(words)
     line = " ".join(w.text for w in words)
 
     def run(rt: RunCtx) -> int:
-        path = h.within(rt, rt.term.cwd / cmd.output)
+        path = inside_home(rt.term, rt.term.cwd / cmd.output)
         if path is None:
             rt.io.err(f"dd: failed to open '{cmd.output}': Permission denied\n")
             return 1
@@ -375,7 +372,7 @@ def _prep_dd(h: Helpers, pc: PrepareCtx, words: list[Word]) -> Prepared:
         return run(rt)
         yield  # pragma: no cover
 
-    return gen
+    return Prepared(gen, endless=False)
 
 
 def _dd_sizes(n: int) -> str:
@@ -400,7 +397,7 @@ def _dd_rate(bps: float) -> str:
     return _human(bps, 1000, ["kB/s", "MB/s", "GB/s", "TB/s"])
 
 
-def _prep_head(h: Helpers, pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_head(pc: PrepareCtx, words: list[Word]) -> Prepared:
     cmd = web_cmd.parse_head(words)
     line = " ".join(w.text for w in words)
 
@@ -417,30 +414,19 @@ def _prep_head(h: Helpers, pc: PrepareCtx, words: list[Word]) -> Prepared:
         return run(rt)
         yield  # pragma: no cover
 
-    return gen
+    return Prepared(gen, endless=False)
 
 
-# ============================================================ registration
-
-
-def programs(h: Helpers) -> dict[str, Callable[[PrepareCtx, list[Word]], Prepared]]:
-    def bind(
-        f: Callable[[Helpers, PrepareCtx, list[Word]], Prepared],
-    ) -> Callable[[PrepareCtx, list[Word]], Prepared]:
-        return lambda pc, words: f(h, pc, words)
-
-    return {
-        "python": bind(_prep_python),
-        "python3": bind(_prep_python),
-        "curl": bind(_prep_curl),
-        "wget": bind(_prep_wget),
-        "dd": bind(_prep_dd),
-        "head": bind(_prep_head),
-    }
-
-
-#: commands that never end on their own (run/scheduler.py ``_endless``)
-ENDLESS: dict[str, Callable[[list[Word]], bool]] = {
-    "python": lambda words: True,
-    "python3": lambda words: True,
-}
+PROGRAMS = (
+    Program(
+        "python",
+        _prep_python,
+        "`python -m http.server [PORT]` or a SimpleHTTPServer script "
+        "(`python webserver.py`): a web server of the terminal's folder",
+    ),
+    Program("python3", _prep_python, "as `python`"),
+    Program("curl", _prep_curl, "curl 7.81 `-o FILE -s [-w FORMAT] [-m SECONDS] URL` over the simulated TCP"),
+    Program("wget", _prep_wget, "wget 1.21 `-q|-nv -O FILE URL`"),
+    Program("dd", _prep_dd, "`dd if=/dev/zero|/dev/urandom of=FILE bs=SIZE count=N` (a file of that size)"),
+    Program("head", _prep_head, "`head -c SIZE /dev/zero|/dev/urandom` (with `> FILE`)"),
+)

@@ -1,0 +1,433 @@
+"""``flent TEST`` (Flent 2.1's command line; parser: commands/flent.py, tests:
+commands/flent_tests.py, data file and summary: outputs/flent_run.py, plots:
+outputs/flent_plots.py).
+
+It runs its test's tools as flent's runners do (``runners.py``): the ICMP ping with fping ``-D
+-p STEP -c N``, the UDP probes with irtt when an irtt server answers on the host (else netperf
+UDP_RR), the TCP flows with ``netperf -P 0 -v 0 -D -STEP ... -- -k OUTPUT_VARS``; the probes
+from the start for ``TOTAL_LENGTH``, the flows after ``DELAY`` for ``LENGTH``. It then parses the
+tools' outputs as flent does, writes the data file into ``-D``, and prints the summary, or draws
+``-p PLOT`` into ``-o FILE``. ``-i FILE`` summarises or plots a data file instead.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...commands import flent as flent_cmd
+from ...commands import fping as fping_cmd
+from ...commands import irtt as irtt_cmd
+from ...commands import netperf as netperf_cmd
+from ...commands.flent_tests import (
+    IPERF_UDP,
+    NETPERF,
+    PING,
+    UDP_RTT,
+    VOIP,
+    DataSet,
+    FlentTestError,
+    build_test,
+    tos_of,
+)
+from ...commands.shell import Word
+from ...errors import CommandError, NotSupportedError
+from ...outputs import flent_run
+from ...outputs.flent_plots import FlentPlotError, draw_plot
+from ...safefs import ensure_dir, open_write
+from ...version import __version__
+from ..context import (
+    NS,
+    AppRecord,
+    Gen,
+    PartSummary,
+    PrepareCtx,
+    Prepared,
+    Program,
+    RunCtx,
+    WaitApp,
+    WaitUntil,
+    inside_home,
+    resolved_in_home,
+)
+from ..engine import AppStartError
+from ..services import epoch_s, find, host_ip
+from ..sockets import check_congestion
+from .fping import fping_spec, fping_text
+from .irtt import IrttRun, irtt_start, irtt_text
+from .netperf import NetperfRun, netperf_start, netperf_text
+
+FLENT_VERSION = "2.1.1"
+#: what flent's netperf runner asks netperf for (runners.py NetperfDemoRunner.output_vars)
+FLENT_OUTPUT_VARS = [
+    "THROUGHPUT",
+    "LOCAL_CONG_CONTROL",
+    "REMOTE_CONG_CONTROL",
+    "TRANSPORT_MSS",
+    "LOCAL_TRANSPORT_RETRANS",
+    "REMOTE_TRANSPORT_RETRANS",
+    "LOCAL_SOCKET_TOS",
+    "REMOTE_SOCKET_TOS",
+    "DIRECTION",
+    "ELAPSED_TIME",
+    "PROTOCOL",
+    "LOCAL_SEND_SIZE",
+    "LOCAL_RECV_SIZE",
+    "REMOTE_SEND_SIZE",
+    "REMOTE_RECV_SIZE",
+    "LOCAL_BYTES_SENT",
+    "LOCAL_BYTES_RECVD",
+    "REMOTE_BYTES_SENT",
+    "REMOTE_BYTES_RECVD",
+]
+#: flent's --socket-timeout default: netperf UDP_RR gives up on a request after 2 s (-e 2)
+FLENT_SOCKET_TIMEOUT_S = 2
+
+
+@dataclass
+class _Runner:
+    """One data set's tool within a flent run."""
+
+    ds: DataSet
+    start_s: float
+    host: str
+    node: str
+    kind: str  # netperf, irtt, fping
+    netperf: NetperfRun | None = None
+    irtt: IrttRun | None = None
+    fping: fping_cmd.FpingCommand | None = None
+    app: int = -1
+    started: bool = False
+    error: str | None = None
+    text: str = ""
+
+
+@dataclass
+class _FlentRun:
+    runners: list[_Runner] = field(default_factory=list)
+
+
+def _flent_runners(rt: RunCtx, test: Any, node: str, ip: str) -> list[_Runner]:
+    out: list[_Runner] = []
+    step = test.step
+    for ds in test.measured():
+        host = test.hosts[ds.host]
+        start, length = test.start_s(ds), test.length_s(ds)
+        r = _Runner(ds, start, host, node, "")
+        if ds.runner == NETPERF:
+            tos = tos_of(ds.marking), tos_of(ds.marking, second=True)
+            cmd = netperf_cmd.NetperfCommand(
+                host=host,
+                data_host=host,
+                test=ds.test or "TCP_STREAM",
+                length_s=float(int(length)),
+                demo_interval_s=step,
+                fmt="m",
+                headers=False,
+                verbosity=0,
+                local_tos=tos[0],
+                remote_tos=tos[1],
+                keyval=True,
+                selectors=list(FLENT_OUTPUT_VARS),
+                local_cc=ds.cc,
+                remote_cc=ds.cc,
+            )
+            r.kind, r.netperf = "netperf", NetperfRun(cmd, node)
+        elif ds.runner in (UDP_RTT, VOIP):
+            if find(rt, host, "udp", irtt_cmd.IRTT_PORT, "irtt") is not None or ds.runner == VOIP:
+                interval = ds.interval or step
+                cmd_i = irtt_cmd.IrttClient(
+                    host,
+                    0,
+                    supplied=host,
+                    duration_ns=round(length * NS),
+                    interval_ns=round(interval * NS),
+                    length=ds.size or 0,
+                    dscp=tos_of(ds.marking),
+                    output="-",
+                    quiet=2,
+                    fill="rand",
+                )
+                r.kind, r.irtt = "irtt", IrttRun(cmd_i, node, rt.term.name, ip)
+            else:  # flent falls back to netperf UDP_RR when irtt has no server to talk to
+                tos = tos_of(ds.marking), tos_of(ds.marking, second=True)
+                cmd = netperf_cmd.NetperfCommand(
+                    host=host,
+                    data_host=host,
+                    test="UDP_RR",
+                    length_s=float(int(length)),
+                    demo_interval_s=step,
+                    headers=False,
+                    verbosity=0,
+                    local_tos=tos[0],
+                    remote_tos=tos[1],
+                    keyval=True,
+                    selectors=list(FLENT_OUTPUT_VARS),
+                    timeout_s=FLENT_SOCKET_TIMEOUT_S,
+                )
+                r.kind, r.netperf = "netperf", NetperfRun(cmd, node)
+        elif ds.runner == PING:
+            count = int(length // step + 1)
+            r.kind = "fping"
+            r.fping = fping_cmd.FpingCommand(
+                host,
+                0,
+                count=count,
+                period_ms=step * 1000,
+                timeout_ms=length * 2000,
+                timestamps=True,
+                tos=tos_of(ds.marking),
+            )
+        out.append(r)
+    return out
+
+
+def _flent_start(rt: RunCtx, r: _Runner) -> None:
+    r.started = True
+    if r.netperf is not None:
+        netperf_start(rt, r.netperf)
+        r.app, r.error = r.netperf.app, r.netperf.error
+    elif r.irtt is not None:
+        irtt_start(rt, r.irtt)
+        r.app, r.error = r.irtt.app, r.irtt.error
+    elif r.fping is not None:
+        try:
+            r.app = rt.start_app(r.node, fping_spec(r.fping))
+        except AppStartError as e:
+            r.error = str(e)
+
+
+def _flent_text(rt: RunCtx, r: _Runner) -> str:
+    if r.netperf is not None:
+        out, err, _ = netperf_text(rt, r.netperf)
+        return out
+    if r.irtt is not None:
+        text, _, _ = irtt_text(rt, r.irtt)
+        return text
+    if r.fping is not None and r.app >= 0:
+        out, err, _ = fping_text(rt, r.fping, r.app)
+        return out + err
+    return ""
+
+
+def _flent_parse(r: _Runner, step: float) -> flent_run.Measured:
+    if not r.text.strip():
+        return flent_run.Measured()
+    if r.kind == "netperf":
+        assert r.netperf is not None
+        return flent_run.parse_netperf_demo(r.text, r.netperf.cmd.test)
+    if r.kind == "irtt":
+        multi = r.ds.runner == VOIP
+        return flent_run.parse_irtt(r.text, sample_every=step if multi else 0.0, multi=multi)
+    return flent_run.parse_ping_lines(r.text)
+
+
+def _prep_flent(pc: PrepareCtx, words: list[Word]) -> Prepared:
+    node = pc.require_node(words[0], "flent")
+    ip = host_ip(pc, node)
+    cmd = flent_cmd.parse_flent(words, resolve=pc.resolve_host)
+    if cmd.inputs:
+        return _flent_input(cmd)
+    assert cmd.test is not None
+    test_word = next(w for w in words if w.text == cmd.test)
+    try:
+        test = build_test(cmd.test, cmd.hosts, cmd.length, delay=cmd.delay, step=cmd.step, params=cmd.params)
+    except FlentTestError as e:
+        raise CommandError(
+            f"flent: {e}", col=test_word.col, expected="flent TEST -H HOST [--test-parameter KEY=VALUE]"
+        ) from None
+    for ds in test.measured():
+        if ds.runner == IPERF_UDP:
+            raise NotSupportedError(
+                f"flent {cmd.test} (its iperf 2 UDP flood) is not supported yet",
+                col=test_word.col,
+                expected="a TCP or ping test, e.g. rrul or tcp_nup",
+            )
+        if ds.cc:
+            check_congestion(ds.cc, [Word(ds.cc, test_word.col)])
+        try:
+            tos_of(ds.marking)
+        except FlentTestError as e:
+            raise CommandError(f"flent: {e}", col=test_word.col) from None
+    if cmd.plot is not None and cmd.plot not in test.plots:
+        raise CommandError(
+            f"flent: Unable to find plot configuration '{cmd.plot}'",
+            col=cmd.plot_col,
+            expected="one of " + ", ".join(test.plots),
+        )
+    if cmd.fmt == "plot" and cmd.output is None:
+        raise NotSupportedError(
+            "flent -p without -o (an interactive plot window) is not supported",
+            col=cmd.plot_col,
+            expected="-p PLOT -o FILE.png",
+        )
+
+    def run(rt: RunCtx) -> Gen:
+        t0 = rt.now_ns
+        runners = _flent_runners(rt, test, node, ip)
+        if not cmd.quiet:
+            rt.io.err(
+                f"Started Flent {FLENT_VERSION} using Python 3.10.12.\n"
+                f"Starting {test.name} test. Expected run time: {int(test.total_length)} seconds.\n"
+            )
+        for at in sorted({r.start_s for r in runners}):
+            t = t0 + round(at * NS)
+            if t > rt.now_ns:
+                yield WaitUntil(t)
+            for r in runners:
+                if r.start_s == at:
+                    _flent_start(rt, r)
+        end = t0 + round(test.total_length * NS)
+        for r in runners:
+            if r.app >= 0 and not rt.engine.app_finished(r.app):
+                yield WaitApp(r.app, False, end)
+        for r in runners:  # Ctrl-C reached one: the others stop with it
+            if r.app >= 0 and not rt.engine.app_finished(r.app):
+                rt.engine.stop_app(r.app)
+        measured: dict[str, flent_run.Measured] = {}
+        failed = []
+        for r in runners:
+            r.text = _flent_text(rt, r)
+            m = _flent_parse(r, test.step)
+            measured[r.ds.name] = m
+            if r.error or not (m.raw or m.results):
+                failed.append(r)
+        for r in failed:
+            why = (r.error or "no data").strip().splitlines()[-1]
+            rt.io.err(f"WARNING: Program exited non-zero: {r.kind} for {r.ds.name!r}: {why}\n")
+        doc = flent_run.build_document(
+            test,
+            measured,
+            local_host=rt.term.name,
+            title=cmd.title or None,
+            note=cmd.note,
+            version=f"{FLENT_VERSION} (bufferlab {__version__})",
+            started_s=epoch_s(rt) + t0 / NS,
+        )
+        data_dir = inside_home(rt.term, rt.term.cwd / cmd.data_dir)
+        if data_dir is None:
+            rt.io.err(f"flent: {cmd.data_dir}: outside the node's results folder\n")
+            return 1
+        ensure_dir(data_dir)
+        path = flent_run.write_document(doc, data_dir / doc["metadata"]["DATA_FILENAME"])
+        rel = Path(cmd.data_dir) / path.name
+        if not cmd.quiet:
+            rt.io.err(
+                f"Data file written to {rel.as_posix() if cmd.data_dir != '.' else './' + path.name}.\n"
+            )
+        _note_flent(rt, runners, path, doc)
+        return _flent_output(rt, cmd, test, doc)
+
+    return Prepared(run, endless=False)
+
+
+def _flent_output(rt: RunCtx, cmd: flent_cmd.FlentCommand, test: Any, doc: dict[str, Any]) -> int:
+    if cmd.fmt == "plot":
+        assert cmd.plot is not None and cmd.output is not None
+        out = inside_home(rt.term, rt.term.cwd / cmd.output)
+        if out is None:
+            rt.io.err(f"flent: {cmd.output}: outside the node's results folder\n")
+            return 1
+        if out.suffix.lower() not in (".png", ".svg", ".pdf", ".ps", ".eps"):
+            rt.io.err(f"ERROR: Unrecognised file format for output '{cmd.output}'\n")
+            return 1
+        ensure_dir(out.parent)
+        try:
+            draw_plot(test, doc, cmd.plot, out)
+        except FlentPlotError as e:
+            rt.io.err(f"ERROR: {e}\n")
+            return 1
+        return 0
+    text = flent_run.summary_text(doc)
+    if cmd.output:
+        out = inside_home(rt.term, rt.term.cwd / cmd.output)
+        if out is None:
+            rt.io.err(f"flent: {cmd.output}: outside the node's results folder\n")
+            return 1
+        ensure_dir(out.parent)
+        with open_write(out, "w") as f:
+            f.write(text)
+    else:
+        rt.io.out(text)
+    return 0
+
+
+def _flent_input(cmd: flent_cmd.FlentCommand) -> Prepared:
+    """``flent -i FILE [-p PLOT -o OUT]``: summarise or plot a data file already written."""
+
+    def run(rt: RunCtx) -> int:
+        for name in cmd.inputs:
+            path = resolved_in_home(rt.term, rt.term.cwd / name)
+            if path is None or not path.is_file():
+                rt.io.err(f"ERROR: Unable to find file: {name}\n")
+                return 1
+            try:
+                with gzip.open(path, "rt", encoding="utf-8") as f:
+                    doc = json.load(f)
+                md = doc["metadata"]
+                test = build_test(
+                    md["NAME"],
+                    list(md.get("HOSTS") or [md["HOST"]]),
+                    float(md["LENGTH"]),
+                    delay=(float(md["TOTAL_LENGTH"]) - float(md["LENGTH"])) / 2,
+                    step=float(md["STEP_SIZE"]),
+                    params=dict(md.get("TEST_PARAMETERS") or {}),
+                )
+            except (OSError, ValueError, KeyError, FlentTestError) as e:
+                rt.io.err(f"ERROR: Unable to load data file {name}: {e}\n")
+                return 1
+            if cmd.plot is not None and cmd.plot not in test.plots:
+                rt.io.err(f"ERROR: Unable to find plot configuration '{cmd.plot}'\n")
+                return 1
+            status = _flent_output(rt, cmd, test, doc)
+            if status:
+                return status
+        return 0
+
+    def gen(rt: RunCtx) -> Gen:
+        return run(rt)
+        yield  # pragma: no cover
+
+    return Prepared(gen, endless=False)
+
+
+def _note_flent(rt: RunCtx, runners: list[_Runner], path: Path, doc: dict[str, Any]) -> None:
+    """The part's summary gets the run's data file and flent's per-series means, through the
+    first of its applications (the others add nothing: fping's ping is no ping row of its own)."""
+    means = {
+        k: {
+            "mean": None if v["mean"] is None or not math.isfinite(v["mean"]) else round(v["mean"], 3),
+            "units": v["units"],
+        }
+        for k, v in flent_run.series_means(doc).items()
+    }
+    row = {
+        "node": rt.term.name,
+        "command": rt.simple.text if rt.simple is not None else rt.command.text,
+        "test": doc["metadata"]["NAME"],
+        "file": path.resolve().relative_to(rt.runner.root.resolve()).as_posix(),
+        "means": means,
+    }
+    first = next((r.app for r in runners if r.app >= 0), None)
+    if first is None:
+        return
+    record = rt.runner.apps[first]
+
+    def summarise(a: AppRecord, result: dict[str, Any], out: PartSummary) -> None:
+        out.add("flent", row)
+
+    record.summarise = summarise
+
+
+PROGRAMS = (
+    Program(
+        "flent",
+        _prep_flent,
+        "Flent's tests (rrul, tcp_nup, rtt_fair, cubic_*, ping, voip, ...) run "
+        "natively: the data file, the summary, `-p PLOT -o FILE`",
+    ),
+)
