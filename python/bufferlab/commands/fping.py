@@ -62,6 +62,9 @@ def _num(w: Word, opt: str, low: float, high: float) -> float:
 
 def parse_fping(words: list[Word], resolve: Resolver | None = None) -> FpingCommand:
     opts, operands = Getopt("fping", _SPECS, expected=_EXPECTED).parse(words[1:])
+    for o in opts:
+        if o.key.startswith("other:"):
+            raise NotSupportedError(f"fping {o.spelled} is not supported yet", col=o.col, expected=_EXPECTED)
     if not operands:
         raise CommandError("fping: no target given", col=words[0].col, expected=_EXPECTED)
     if len(operands) > 1:

@@ -53,6 +53,13 @@ def request_bytes(host: str, path: str, agent: str = f"curl/{CURL_VERSION}") -> 
     return len("\r\n".join(lines).encode())
 
 
+def wget_request_bytes(host: str, path: str) -> int:
+    """Bytes of wget 1.21's GET (``src/http.c``: its headers in this order)."""
+    lines = [f"GET {path} HTTP/1.1", "User-Agent: Wget/1.21.2", "Accept: */*", "Accept-Encoding: identity",
+             f"Host: {host}", "Connection: Keep-Alive", "", ""]
+    return len("\r\n".join(lines).encode())
+
+
 def content_type(path: str) -> str:
     """``SimpleHTTPRequestHandler.guess_type`` with the built-in table only (no /etc/mime.types,
     so every machine agrees)."""

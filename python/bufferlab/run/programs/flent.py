@@ -39,7 +39,6 @@ from ...errors import CommandError, NotSupportedError
 from ...outputs import flent_run
 from ...outputs.flent_plots import FlentPlotError, draw_plot
 from ...safefs import ensure_dir, open_write
-from ...version import __version__
 from ..context import (
     NS,
     AppRecord,
@@ -305,7 +304,7 @@ def _prep_flent(pc: PrepareCtx, words: list[Word]) -> Prepared:
             local_host=rt.term.name,
             title=cmd.title or None,
             note=cmd.note,
-            version=f"{FLENT_VERSION} (bufferlab {__version__})",
+            version=FLENT_VERSION,
             started_s=epoch_s(rt) + t0 / NS,
         )
         data_dir = inside_home(rt.term, rt.term.cwd / cmd.data_dir)

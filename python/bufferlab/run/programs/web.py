@@ -135,13 +135,15 @@ class _Fetch:
         self.body = 0
         self.head = b""
         host = url.host if url.port == 80 else f"{url.host}:{url.port}"
-        self.request = http_fmt.request_bytes(host, url.path, agent)
+        self.request = (http_fmt.wget_request_bytes(host, url.path) if agent.startswith("Wget")
+                        else http_fmt.request_bytes(host, url.path, agent))
         if self.svc is not None:
             self.file, self.code = _resolve(self.svc, url.path)
             epoch = epoch_s(rt) + rt.now_ns / NS
             if self.file is not None:
                 self.body = self.file.stat().st_size
-                self.head = http_fmt.response_head(url.path, self.body, epoch)
+                # the type is guessed from the file served (a folder's index.html is text/html)
+                self.head = http_fmt.response_head(self.file.name, self.body, epoch)
             else:
                 self.head, page = http_fmt.error_page(self.code if self.code != 403 else 404, epoch)
                 self.code = 404
