@@ -16,9 +16,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from pcaps import frames
 
 from bufferlab.cli import main
-from pcaps import frames
 
 #: h1 -- s1 -- s2 -- h2: 20 Mbit/s tbfs each way (s1-eth2 uploads, s2-eth1 downloads), 10 ms
 #: of netem towards each host, so the base RTT is 20 ms
@@ -168,7 +168,8 @@ def test_flent_replots_a_data_file_and_draws_at_the_run(write_scenario, tmp_path
         tmp_path,
         scenario(
             "h2: netserver",
-            "h1: flent tcp_nup --test-parameter upload_streams=2 -H 10.0.0.2 -l 3 -p totals -o totals.png -D data",
+            "h1: flent tcp_nup --test-parameter upload_streams=2 -H 10.0.0.2 -l 3 -p totals -o totals.png "
+            "-D data",
         ),
     )
     assert status == 0

@@ -13,11 +13,11 @@ import re
 from pathlib import Path
 
 import pytest
+from pcaps import frames
 
 from bufferlab.cli import main
 from bufferlab.formats import http as http_fmt
 from conftest import TWO_HOSTS
-from pcaps import frames
 
 
 def scenario(*cmds: str) -> str:
@@ -43,11 +43,15 @@ def test_the_bytes_on_the_wire_are_the_served_files(write_scenario, tmp_path: Pa
             "h1: echo hello world > c.txt",
             "h1: mkdir pages; dd if=/dev/zero of=pages/index.html bs=1000 count=3 status=none",
             "h1: python3 -m http.server 8000 &",
-            "h2: sleep 1; curl -o a.bin -s -w '%{http_code} %{size_download} %{size_header} %{size_request}\\n' "
-            "http://10.0.0.1:8000/a.bin; curl -o /dev/null -s -w '%{size_download}\\n' http://10.0.0.1:8000/b.bin; "
-            "curl -o c.txt -s -w '%{size_download}\\n' http://10.0.0.1:8000/c.txt; curl -o /dev/null -s -w "
-            "'%{size_download}\\n' http://10.0.0.1:8000/pages/; curl -o /dev/null -s -w '%{http_code} %{size_download}\\n'"
-            " http://10.0.0.1:8000/none.html; wget -nv -O got.bin http://10.0.0.1:8000/b.bin",
+            "h2: sleep 1; " + "; ".join([
+                "curl -o a.bin -s -w '%{http_code} %{size_download} %{size_header} %{size_request}\\n' "
+                "http://10.0.0.1:8000/a.bin",
+                "curl -o /dev/null -s -w '%{size_download}\\n' http://10.0.0.1:8000/b.bin",
+                "curl -o c.txt -s -w '%{size_download}\\n' http://10.0.0.1:8000/c.txt",
+                "curl -o /dev/null -s -w '%{size_download}\\n' http://10.0.0.1:8000/pages/",
+                "curl -o /dev/null -s -w '%{http_code} %{size_download}\\n' http://10.0.0.1:8000/none.html",
+                "wget -nv -O got.bin http://10.0.0.1:8000/b.bin",
+            ]),
         ),
     )
     assert status == 0
