@@ -198,6 +198,25 @@ def test_flent_replots_a_data_file_and_draws_at_the_run(write_scenario, tmp_path
     assert (home2 / "h1" / "again.png").stat().st_size > 5_000
 
 
+def test_udp_flood_runs_iperf_2s_udp_flood(write_scenario, tmp_path: Path) -> None:
+    status, home = run(
+        write_scenario,
+        tmp_path,
+        scenario(
+            "h2: iperf -s -u &",
+            "h1: flent udp_flood -H 10.0.0.2 -l 3 --test-parameter udp_bandwidth=5M",
+        ),
+    )
+    assert status == 0
+    with gzip.open(next((home / "h1").glob("udp_flood-*.flent.gz")), "rt") as f:
+        doc = json.load(f)
+    meta = doc["metadata"]["SERIES_META"]["UDP upload"]
+    assert meta["RUNNER"] == "IperfCsvRunner" and meta["UNITS"] == "Mbits/s"
+    values = [v["val"] for v in doc["raw_values"]["UDP upload"]]
+    # iperf 2's -b 5M: 5 × 2^20 bit/s, in flent's Mbit/s
+    assert len(values) == 15 and all(v == pytest.approx(5.24288, rel=0.03) for v in values)
+
+
 def test_netperf_reports_as_netperf_does(write_scenario, tmp_path: Path) -> None:
     status, home = run(
         write_scenario,

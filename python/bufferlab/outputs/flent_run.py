@@ -35,6 +35,7 @@ __all__ = [
     "parse_netperf_demo",
     "parse_irtt",
     "parse_ping_lines",
+    "parse_iperf_csv",
     "build_document",
     "write_document",
     "summary_text",
@@ -197,6 +198,29 @@ def parse_ping_lines(text: str) -> Measured:
         m2 = _PING_META.match(line)
         if m2:
             out.meta.update({k: float(v) for k, v in m2.groupdict().items()})
+    return out
+
+
+def parse_iperf_csv(text: str) -> Measured:
+    """``IperfCsvRunner.parse``: a sample per CSV line of at least nine fields (its time
+    ``YYYYMMDDHHMMSS.mmm``, UTC here; its bandwidth, field 9, in Mbit/s) but the last, which is
+    the whole test's and becomes ``MEAN_VALUE``."""
+    out = Measured()
+    rows = []
+    for line in text.splitlines():
+        parts = line.split(",")
+        if len(parts) < 9 or parts[0] == "time":
+            continue
+        try:
+            sec, mil = parts[0].split(":")[-1].split(".")
+            t = datetime.strptime(sec, "%Y%m%d%H%M%S").replace(tzinfo=UTC).timestamp() + float(mil) / 1000
+            rows.append((t, float(parts[8]) / 1e6))
+        except ValueError:
+            continue
+    for t, v in rows[:-1]:
+        out.raw.append({"t": t, "val": v})
+    if rows:
+        out.meta["MEAN_VALUE"] = rows[-1][1]
     return out
 
 

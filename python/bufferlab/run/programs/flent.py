@@ -15,12 +15,14 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...commands import flent as flent_cmd
 from ...commands import fping as fping_cmd
+from ...commands import iperf2 as iperf2_cmd
 from ...commands import irtt as irtt_cmd
 from ...commands import netperf as netperf_cmd
 from ...commands.flent_tests import (
@@ -55,7 +57,7 @@ from ..context import (
 )
 from ..engine import AppStartError
 from ..services import epoch_s, find, host_ip
-from ..sockets import check_congestion
+from ..sockets import check_congestion, tcp_spec
 from .fping import fping_spec, fping_text
 from .irtt import IrttRun, irtt_start, irtt_text
 from .netperf import NetperfRun, netperf_start, netperf_text
@@ -95,19 +97,15 @@ class _Runner:
     start_s: float
     host: str
     node: str
-    kind: str  # netperf, irtt, fping
+    kind: str  # netperf, irtt, fping, iperf
     netperf: NetperfRun | None = None
     irtt: IrttRun | None = None
     fping: fping_cmd.FpingCommand | None = None
+    iperf: iperf2_cmd.IperfClient | None = None
     app: int = -1
     started: bool = False
     error: str | None = None
     text: str = ""
-
-
-@dataclass
-class _FlentRun:
-    runners: list[_Runner] = field(default_factory=list)
 
 
 def _flent_runners(rt: RunCtx, test: Any, node: str, ip: str) -> list[_Runner]:
@@ -169,6 +167,14 @@ def _flent_runners(rt: RunCtx, test: Any, node: str, ip: str) -> list[_Runner]:
                     timeout_s=FLENT_SOCKET_TIMEOUT_S,
                 )
                 r.kind, r.netperf = "netperf", NetperfRun(cmd, node)
+        elif ds.runner == IPERF_UDP:
+            # flent's iperf runner: iperf --enhanced --reportstyle C --format m --client HOST --time LENGTH
+            # --interval STEP --udp --bandwidth BW (100M unless udp_bandwidth) [--len PKTSIZE]
+            line = f"iperf -c {host} -u -b {ds.bandwidth or '100M'} -t {int(length)} -i {step} -y C"
+            if ds.pktsize:
+                line += f" -l {ds.pktsize}"
+            r.kind = "iperf"
+            r.iperf = _iperf_client(line)
         elif ds.runner == PING:
             count = int(length // step + 1)
             r.kind = "fping"
@@ -198,6 +204,48 @@ def _flent_start(rt: RunCtx, r: _Runner) -> None:
             r.app = rt.start_app(r.node, fping_spec(r.fping))
         except AppStartError as e:
             r.error = str(e)
+    elif r.iperf is not None:
+        spec = r.iperf.to_request(tcp_spec(rt, r.node), rt.runner.sc.profile.iperf3_send_loop_us * 1000)
+        try:
+            r.app = rt.start_app(r.node, spec)
+        except AppStartError as e:
+            r.error = f"connect failed: {e}"
+
+
+def _iperf_client(line: str) -> iperf2_cmd.IperfClient:
+    """The iperf 2 client flent's iperf runner starts (built from its command line)."""
+    words = [Word(w, 0) for w in line.split()]
+    cmd = iperf2_cmd.parse_iperf(words)
+    assert isinstance(cmd, iperf2_cmd.IperfClient)
+    return cmd
+
+
+def _iperf_csv(rt: RunCtx, r: _Runner) -> str:
+    """What ``iperf --enhanced --reportstyle C`` prints: a line per interval, then the total;
+    enhanced reports stamp each with milliseconds (``YYYYMMDDHHMMSS.mmm``)."""
+    res = rt.engine.app_result(r.app)
+    if res.get("error") or "intervals" not in res:
+        return ""
+    epoch = epoch_s(rt)
+    head = f"{res.get('local_ip')},{res.get('local_port')},{res.get('remote_ip')},{res.get('remote_port')},3"
+    start = int(res.get("start_ns") or 0)
+
+    def line(end_ns: int, st: float, et: float, nbytes: int) -> str:
+        t = epoch + end_ns / NS
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}"
+        bps = int(nbytes * 8 / (et - st)) if et > st else 0
+        return f"{stamp},{head},{st:.1f}-{et:.1f},{nbytes},{bps}\n"
+
+    out = []
+    for iv in res["intervals"]:
+        if iv.get("omitted"):
+            continue
+        st, et = (int(iv["start_ns"]) - start) / NS, (int(iv["end_ns"]) - start) / NS
+        out.append(line(int(iv["end_ns"]), st, et, int(iv["bytes"])))
+    sender = res.get("sender") or {}
+    end = int(sender.get("end_ns") or res["intervals"][-1]["end_ns"])
+    out.append(line(end, 0.0, (end - start) / NS, int(sender.get("bytes") or 0)))
+    return "".join(out)
 
 
 def _flent_text(rt: RunCtx, r: _Runner) -> str:
@@ -210,6 +258,8 @@ def _flent_text(rt: RunCtx, r: _Runner) -> str:
     if r.fping is not None and r.app >= 0:
         out, err, _ = fping_text(rt, r.fping, r.app)
         return out + err
+    if r.iperf is not None and r.app >= 0:
+        return _iperf_csv(rt, r)
     return ""
 
 
@@ -222,6 +272,8 @@ def _flent_parse(r: _Runner, step: float) -> flent_run.Measured:
     if r.kind == "irtt":
         multi = r.ds.runner == VOIP
         return flent_run.parse_irtt(r.text, sample_every=step if multi else 0.0, multi=multi)
+    if r.kind == "iperf":
+        return flent_run.parse_iperf_csv(r.text)
     return flent_run.parse_ping_lines(r.text)
 
 
@@ -241,11 +293,12 @@ def _prep_flent(pc: PrepareCtx, words: list[Word]) -> Prepared:
         ) from None
     for ds in test.measured():
         if ds.runner == IPERF_UDP:
-            raise NotSupportedError(
-                f"flent {cmd.test} (its iperf 2 UDP flood) is not supported yet",
-                col=test_word.col,
-                expected="a TCP or ping test, e.g. rrul or tcp_nup",
-            )
+            try:  # flent's udp_bandwidth and udp_pktsize become iperf's -b and -l
+                bw, size = ds.bandwidth or "100M", ds.pktsize or 1470
+                _iperf_client(f"iperf -c 10.0.0.1 -u -b {bw} -t 1 -l {size}")
+            except CommandError as e:
+                msg = f"flent: udp_bandwidth/udp_pktsize: {e.message}"
+                raise CommandError(msg, col=test_word.col) from None
         if ds.cc:
             check_congestion(ds.cc, [Word(ds.cc, test_word.col)])
         try:
