@@ -213,20 +213,29 @@ def parse_curl(words: list[Word], resolve: Resolver | None = None) -> CurlComman
             cmd.max_time_s = _seconds(v, "curl", "--max-time")
         elif o.key == "0":
             cmd.http10 = True
-    if not cmd.silent:
-        raise NotSupportedError(
-            "curl's progress meter (without -s) is not supported yet",
-            col=words[0].col,
-            expected=_CURL_EXPECTED,
-            suggestion="add -s, as the bufferbloat assignment does",
-        )
-    if cmd.output is None:
-        raise NotSupportedError(
-            "curl writing the page to the terminal is not supported yet (give -o FILE, e.g. -o /dev/null)",
-            col=words[0].col,
-            expected=_CURL_EXPECTED,
-        )
+    _refuse(
+        not cmd.silent,
+        words,
+        "curl's progress meter (without -s)",
+        _CURL_EXPECTED,
+        "add -s, as the bufferbloat assignment does",
+    )
+    _refuse(
+        cmd.output is None,
+        words,
+        "curl writing the page to the terminal",
+        _CURL_EXPECTED,
+        "give -o FILE, e.g. -o /dev/null",
+    )
     return cmd
+
+
+def _refuse(cond: bool, words: list[Word], what: str, expected: str, hint: str) -> None:
+    """What a tool does that is not modelled yet, at the program's column."""
+    if cond:
+        raise NotSupportedError(
+            f"{what} is not supported yet", col=words[0].col, expected=expected, suggestion=hint
+        )
 
 
 def parse_wget(words: list[Word], resolve: Resolver | None = None) -> WgetCommand:
@@ -270,19 +279,14 @@ def parse_wget(words: list[Word], resolve: Resolver | None = None) -> WgetComman
             cmd.quiet = True
         elif o.key == "T" and v is not None:
             cmd.timeout_s = _seconds(v, "wget", "-T")
-    if not cmd.quiet and not quiet_nv:
-        raise NotSupportedError(
-            "wget's verbose report and progress bar are not supported yet",
-            col=words[0].col,
-            expected=_WGET_EXPECTED,
-            suggestion="add -q (nothing printed) or -nv (one line)",
-        )
-    if cmd.output is None:
-        raise NotSupportedError(
-            "wget saving under the URL's name is not supported yet (give -O FILE)",
-            col=words[0].col,
-            expected=_WGET_EXPECTED,
-        )
+    _refuse(
+        not cmd.quiet and not quiet_nv,
+        words,
+        "wget's verbose report and progress bar",
+        _WGET_EXPECTED,
+        "add -q (nothing printed) or -nv (one line)",
+    )
+    _refuse(cmd.output is None, words, "wget saving under the URL's name", _WGET_EXPECTED, "give -O FILE")
     return cmd
 
 

@@ -193,13 +193,19 @@ def _legend(axes: list[Any], title: str | None) -> Any:
     )
 
 
-def _timeseries(fig: Any, axis: Any, test: FlentTest, plot: Plot, data: _Data) -> list[Any]:
+def _axes(axis: Any, plot: Plot) -> list[Any]:
+    """The plot's axes: a second y axis on the right for ``dual_axes`` (no grid on either)."""
     axes = [axis]
     if plot.dual_axes:
         second = axis.twinx()
         second.grid(False)
         axis.grid(False)
         axes.append(second)
+    return axes
+
+
+def _timeseries(fig: Any, axis: Any, test: FlentTest, plot: Plot, data: _Data) -> list[Any]:
+    axes = _axes(axis, plot)
     for a in axes:
         a.minorticks_on()
     series = expand_series(test, plot)
@@ -277,12 +283,7 @@ def _reduced(plot: Plot, data: _Data, name: str, s: PlotSeries) -> list[float]:
 
 
 def _box_or_bar(fig: Any, axis: Any, test: FlentTest, plot: Plot, data: _Data) -> list[Any]:
-    axes = [axis]
-    if plot.dual_axes:
-        second = axis.twinx()
-        second.grid(False)
-        axis.grid(False)
-        axes.append(second)
+    axes = _axes(axis, plot)
     series = expand_series(test, plot)
     for i, a in enumerate(axes):
         unit = next((_units(test, n) for s, n, _ in series if (s.axis == 2) == (i == 1)), "")

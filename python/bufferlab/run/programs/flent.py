@@ -116,23 +116,7 @@ def _flent_runners(rt: RunCtx, test: Any, node: str, ip: str) -> list[_Runner]:
         start, length = test.start_s(ds), test.length_s(ds)
         r = _Runner(ds, start, host, node, "")
         if ds.runner == NETPERF:
-            tos = tos_of(ds.marking), tos_of(ds.marking, second=True)
-            cmd = netperf_cmd.NetperfCommand(
-                host=host,
-                data_host=host,
-                test=ds.test or "TCP_STREAM",
-                length_s=float(int(length)),
-                demo_interval_s=step,
-                fmt="m",
-                headers=False,
-                verbosity=0,
-                local_tos=tos[0],
-                remote_tos=tos[1],
-                keyval=True,
-                selectors=list(FLENT_OUTPUT_VARS),
-                local_cc=ds.cc,
-                remote_cc=ds.cc,
-            )
+            cmd = _flent_netperf(ds, host, ds.test or "TCP_STREAM", length, step)
             r.kind, r.netperf = "netperf", NetperfRun(cmd, node)
         elif ds.runner in (UDP_RTT, VOIP):
             if find(rt, host, "udp", irtt_cmd.IRTT_PORT, "irtt") is not None or ds.runner == VOIP:
@@ -151,21 +135,7 @@ def _flent_runners(rt: RunCtx, test: Any, node: str, ip: str) -> list[_Runner]:
                 )
                 r.kind, r.irtt = "irtt", IrttRun(cmd_i, node, rt.term.name, ip)
             else:  # flent falls back to netperf UDP_RR when irtt has no server to talk to
-                tos = tos_of(ds.marking), tos_of(ds.marking, second=True)
-                cmd = netperf_cmd.NetperfCommand(
-                    host=host,
-                    data_host=host,
-                    test="UDP_RR",
-                    length_s=float(int(length)),
-                    demo_interval_s=step,
-                    headers=False,
-                    verbosity=0,
-                    local_tos=tos[0],
-                    remote_tos=tos[1],
-                    keyval=True,
-                    selectors=list(FLENT_OUTPUT_VARS),
-                    timeout_s=FLENT_SOCKET_TIMEOUT_S,
-                )
+                cmd = _flent_netperf(ds, host, "UDP_RR", length, step)
                 r.kind, r.netperf = "netperf", NetperfRun(cmd, node)
         elif ds.runner == IPERF_UDP:
             # flent's iperf runner: iperf --enhanced --reportstyle C --format m --client HOST --time LENGTH
@@ -189,6 +159,31 @@ def _flent_runners(rt: RunCtx, test: Any, node: str, ip: str) -> list[_Runner]:
             )
         out.append(r)
     return out
+
+
+def _flent_netperf(
+    ds: DataSet, host: str, test: str, length: float, step: float
+) -> netperf_cmd.NetperfCommand:
+    """flent's netperf runner: ``netperf -P 0 -v 0 -D -STEP -Y MARK,MARK -H HOST -t TEST -l LENGTH
+    -f m -- -k OUTPUT_VARS [-K CC] [-e SOCKET_TIMEOUT]`` (UDP_RR: the timeout, no congestion)."""
+    rr = test == "UDP_RR"
+    return netperf_cmd.NetperfCommand(
+        host=host,
+        data_host=host,
+        test=test,
+        length_s=float(int(length)),
+        demo_interval_s=step,
+        fmt="m",
+        headers=False,
+        verbosity=0,
+        local_tos=tos_of(ds.marking),
+        remote_tos=tos_of(ds.marking, second=True),
+        keyval=True,
+        selectors=list(FLENT_OUTPUT_VARS),
+        local_cc=None if rr else ds.cc,
+        remote_cc=None if rr else ds.cc,
+        timeout_s=FLENT_SOCKET_TIMEOUT_S if rr else None,
+    )
 
 
 def _flent_start(rt: RunCtx, r: _Runner) -> None:
@@ -440,11 +435,7 @@ def _flent_input(cmd: flent_cmd.FlentCommand) -> Prepared:
                 return status
         return 0
 
-    def gen(rt: RunCtx) -> Gen:
-        return run(rt)
-        yield  # pragma: no cover
-
-    return Prepared(gen, endless=False)
+    return Prepared.at_once(run)
 
 
 def _note_flent(rt: RunCtx, runners: list[_Runner], path: Path, doc: dict[str, Any]) -> None:

@@ -370,11 +370,7 @@ def _prep_dd(pc: PrepareCtx, words: list[Word]) -> Prepared:
             )
         return 0
 
-    def gen(rt: RunCtx) -> Gen:
-        return run(rt)
-        yield  # pragma: no cover
-
-    return Prepared(gen, endless=False)
+    return Prepared.at_once(run)
 
 
 def _dd_sizes(n: int) -> str:
@@ -412,11 +408,7 @@ def _prep_head(pc: PrepareCtx, words: list[Word]) -> Prepared:
             rt.io.out(data.decode("latin-1"))
         return 0
 
-    def gen(rt: RunCtx) -> Gen:
-        return run(rt)
-        yield  # pragma: no cover
-
-    return Prepared(gen, endless=False)
+    return Prepared.at_once(run)
 
 
 PROGRAMS = (
