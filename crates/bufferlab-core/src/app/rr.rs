@@ -1388,6 +1388,36 @@ mod tests {
     }
 
     #[test]
+    fn the_server_sends_in_the_class_the_client_asked_for() {
+        let mut spec = client(RrMode::Maerts, RrProto::Tcp);
+        spec.duration_ns = Some(100 * MS);
+        spec.tos = 0xb8;
+        spec.server_tos = Some(0x20);
+        spec.server_congestion = Some("reno".into());
+        let wire = run(spec, 5, 2000);
+        let from = |host: usize| -> Vec<u8> {
+            wire.log
+                .iter()
+                .filter(|(_, h, p)| *h == host && p.payload_len() > 0)
+                .map(|(_, _, p)| p.tos & !3)
+                .collect()
+        };
+        let (sent, answered) = (from(0), from(1));
+        assert!(
+            !answered.is_empty() && answered.iter().all(|&t| t == 0x20),
+            "{answered:?}"
+        );
+        assert!(sent.iter().all(|&t| t == 0xb8), "{sent:?}");
+        let mut bad = client(RrMode::Stream, RrProto::Tcp);
+        bad.duration_ns = Some(MS);
+        bad.server_congestion = Some("nope".into());
+        assert!(
+            RrClient::new(bad, ComponentRng::new(0, "x")).is_err(),
+            "an unknown congestion control is refused"
+        );
+    }
+
+    #[test]
     fn paced_udp_probes_record_one_way_delays_and_the_server_count() {
         let mut spec = client(RrMode::Paced, RrProto::Udp);
         spec.request = 60;
