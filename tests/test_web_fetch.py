@@ -115,7 +115,8 @@ def test_a_fetch_behind_a_standing_droptail_queue_takes_the_queues_delay(
             "h1: iperf -c 10.0.0.2 -t 12 &",
             "admin: sleep 10; tc -s qdisc show dev s1-eth2",
             "h2: sleep 10; curl -o /dev/null -s -w '%{time_connect} %{time_starttransfer} %{time_total}\\n' "
-            "http://10.0.0.1/small.html",
+            "http://10.0.0.1/small.html; curl -o /dev/null -s -S -m 0.05 -w '%{http_code} %{exitcode}\\n' "
+            "http://10.0.0.1/small.html || true",
         ),
     )
     assert status == 0
@@ -134,6 +135,9 @@ def test_a_fetch_behind_a_standing_droptail_queue_takes_the_queues_delay(
     assert connect == pytest.approx(one_trip, rel=0.05), (connect, backlog)
     assert total == pytest.approx(2 * one_trip, rel=0.05), (total, backlog)
     assert first <= total
+    # --max-time shorter than a trip through the queue: curl gives up, status 28
+    log = (home / "h2" / "terminal.log").read_text()
+    assert "curl: (28) Operation timed out after 50 milliseconds with 0 bytes received\n000 28\n" in log
     # without the flow the same fetch is two base round trips
     status, idle = run(
         write_scenario,
