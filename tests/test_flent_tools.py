@@ -334,7 +334,7 @@ def test_fping_prints_its_lines_and_summary(write_scenario, tmp_path: Path) -> N
         (
             "wget -O f http://10.0.0.1/",
             "wget",
-            "wget's verbose report and progress bar are not supported yet",
+            "wget's verbose report (with its progress bar) is not supported yet",
         ),
         ("python -m SimpleHTTPServer 99999", "99999", "invalid int value: '99999'"),
         ("python other.py", "other.py", "can't open file 'other.py'"),

@@ -282,7 +282,7 @@ def parse_wget(words: list[Word], resolve: Resolver | None = None) -> WgetComman
     _refuse(
         not cmd.quiet and not quiet_nv,
         words,
-        "wget's verbose report and progress bar",
+        "wget's verbose report (with its progress bar)",
         _WGET_EXPECTED,
         "add -q (nothing printed) or -nv (one line)",
     )
