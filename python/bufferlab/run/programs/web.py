@@ -195,7 +195,7 @@ class _Fetch:
             "time_total": total,
         }
 
-    def save(self, rt: RunCtx, dest: str) -> str | None:
+    def store(self, rt: RunCtx, dest: str) -> str | None:
         """Write the body where ``-o``/``-O`` says (``/dev/null``: nowhere); an error text or None."""
         if dest in ("/dev/null", "-"):
             return None
@@ -203,11 +203,10 @@ class _Fetch:
         if path is None:
             return f"{dest}: outside the node's results folder"
         ensure_dir(path.parent)
-        if self.file is not None:
-            shutil.copyfile(self.file, path)
-        else:
-            with open_write(path, "wb") as f:
-                f.write(b"")
+        with open_write(path, "wb") as out:
+            if self.file is not None:
+                with open(self.file, "rb") as src:
+                    shutil.copyfileobj(src, out)
         return None
 
 
@@ -253,7 +252,7 @@ def _prep_curl(pc: PrepareCtx, words: list[Word]) -> Prepared:
                 )
                 rt.io.err(f"curl: ({status}) {what}\n")
         elif cmd.output is not None:
-            problem = f.save(rt, cmd.output)
+            problem = f.store(rt, cmd.output)
             if problem is not None:
                 if cmd.show_error:
                     rt.io.err(f"curl: (23) Failure writing output to destination ({problem})\n")
@@ -323,7 +322,7 @@ def _prep_wget(pc: PrepareCtx, words: list[Word]) -> Prepared:
                 rt.io.err(f"{cmd.url.text}:\n{_stamp(rt)} ERROR 404: File not found.\n")
             return 8
         assert cmd.output is not None
-        problem = f.save(rt, cmd.output)
+        problem = f.store(rt, cmd.output)
         if problem is not None:
             rt.io.err(f"{cmd.output}: {problem}\n")
             return 3
