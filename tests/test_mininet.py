@@ -281,6 +281,26 @@ def test_bufferbloat_rtt_follows_the_backlog(results: Path, capsys: pytest.Captu
     assert (results / "bufferbloat" / "ping.txt").read_text() == first
 
 
+def test_the_webfetch_example_fetches_slower_behind_a_longer_queue(results: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/mininet/bufferbloat_webfetch.py, the classic assignment's pattern (iperf, ping,
+    a loop of curl fetches from `python webserver.py`, a queue monitor) unchanged: a 100 KB
+    page over 1.5 Mbit/s takes longer behind 100 packets of queue than behind 20."""
+    script = EXAMPLE.parent / "bufferbloat_webfetch.py"
+    assert main(["mininet", "-o", str(results), "--no-report", str(script), "--time", "20"]) == 0
+    out = capsys.readouterr().out
+    means = {int(q): (int(n), float(m), float(qlen)) for q, n, m, qlen in re.findall(
+        r"maxq (\d+): (\d+) fetches, mean ([\d.]+) s, stdev [\d.]+ s; mean queue ([\d.]+) packets", out)}
+    assert set(means) == {20, 100}
+    assert means[100][1] > 2 * means[20][1] and means[100][2] > means[20][2]
+    # the page alone needs 100 KB / 1.5 Mbit/s = 0.55 s of the link: every fetch takes longer
+    assert min(m for _, m, _ in means.values()) > 0.55
+    folder = results / "bufferbloat_webfetch"
+    rows = (folder / "webfetch.csv").read_text().splitlines()
+    assert rows[0] == "maxq,t_s,fetch_s" and len(rows) == 1 + sum(n for n, _, _ in means.values())
+    assert (folder / "webfetch.png").is_file()
+
+
 def test_the_notebook_example_tabulates_rtt_against_queue_size(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     table = runpy.run_path(str(EXAMPLE.parent / "notebook.py"))["table"]

@@ -279,6 +279,7 @@ pub struct Simulator {
     arena: PacketArena,
     auto_handles: AutoHandles,
     iperf: IperfRegistry,
+    rr: crate::app::rr::RrBoard,
     options: EngineOptions,
     /// zero-delay arrivals to process at the current instant: (receiving iface, packet)
     pending: VecDeque<(IfaceId, PacketId)>,
@@ -384,6 +385,7 @@ impl Simulator {
             arena: PacketArena::default(),
             auto_handles: AutoHandles::default(),
             iperf: IperfRegistry::default(),
+            rr: crate::app::rr::RrBoard::default(),
             options: cfg.options,
             pending: VecDeque::new(),
             out_buf: Vec::new(),
@@ -865,6 +867,7 @@ impl Simulator {
                         out: &mut self.out_buf,
                         sockets: &mut node.sockets,
                         iperf: &mut self.iperf,
+                        rr: &mut self.rr,
                     };
                     slot.app.handle_timeout(&mut ctx, backlog);
                 }
@@ -988,6 +991,7 @@ impl Simulator {
             out: &mut self.out_buf,
             sockets: &mut node.sockets,
             iperf: &mut self.iperf,
+            rr: &mut self.rr,
         };
         f(&mut slot.app, &mut ctx)
     }

@@ -59,6 +59,7 @@ with ``-J``):
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import math
@@ -105,9 +106,12 @@ def resample(samples: list[tuple[float, float]], n: int, step: float = STEP_SIZE
     """Values on the grid ``step·k`` (k < n) from time-sorted ``(t, value)`` samples (t relative to T0)."""
     out: list[float | None] = []
     last: float | None = None
+    times = [ts for ts, _ in samples]
     for k in range(n):
         t = round(step * k, 9)
-        i = next((j for j, (ts, _) in enumerate(samples) if ts > t), None)
+        i: int | None = bisect.bisect_right(times, t)  # the first sample after t
+        if i == len(times):
+            i = None
         value: float | None = None
         if not samples:
             pass

@@ -88,7 +88,8 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
         refused = pc.shadow.refusal(dev, parsed, request)
         if refused is not None:
             at = next((w for w in words if w.text == "duplicate"), None) or next(
-                (w for w in words if w.text == "netem"), words[0])
+                (w for w in words if w.text == "netem"), words[0]
+            )
             first, _, rest = refused.partition("\n")
             raise CommandError(
                 f"tc: {first}" + (f" ({rest})" if rest else ""),
@@ -120,6 +121,7 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 
 PROGRAMS = (
-    Program("tc", _prep_tc, "`tc qdisc|class|filter add/change/replace/del/show` (with `-s`)",
-            configures=True),
+    Program(
+        "tc", _prep_tc, "`tc qdisc|class|filter add/change/replace/del/show` (with `-s`)", configures=True
+    ),
 )
