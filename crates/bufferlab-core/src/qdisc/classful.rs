@@ -1,17 +1,22 @@
-//! The entry points drr, ets and hfsc use of the machinery they share with
-//! htb and prio: the u32 filter match and `skb->priority` from the TOS
-//! byte (classify.rs), the leaf qdisc chain grafted on a class (the spec's
+//! What the kinds that own classes (htb, prio, drr, ets, hfsc) share: the
+//! class table found by classid ([`ClassTable`], `qdisc_class_find` of
+//! sch_api.c), the leaf qdisc chain grafted on a class (the spec's
 //! [`HtbLeaf`]: `tc qdisc … parent M:N`, default pfifo of `leaf_limit`
 //! packets, as `qdisc_create_dflt(&pfifo_qdisc_ops)`; htb.rs
-//! `build_leaf_chain`), and a leaf's `qdisc_show` blocks and counters.
+//! `build_leaf_chain`) and its replacement by a graft ([`regraft`]), the purge
+//! of the chains a class verb or graft drops, a leaf's `qdisc_show` blocks and
+//! counters, and the entry to classify.rs (the u32 filter match and
+//! `skb->priority` from the TOS byte). class_api.rs routes the verbs.
 
-use super::ops::{Changed, ChildChange, Purged, Qdisc, Reduce};
-use super::spec::{HtbLeaf, U32Filter};
+use super::ops::{Purged, Qdisc, Reduce};
+use super::spec::{ClassRequest, ClassSpec, ClassVerb, HtbLeaf, U32Filter};
 use super::tree::Node;
 use super::{QdiscCtx, QdiscStats};
 use crate::error::TcError;
 use crate::packet::Packet;
+use rustc_hash::FxHashMap;
 use serde_json::json;
+use std::ops::{Deref, DerefMut};
 
 /// `psched_mtu` of a bufferlab device: MTU 1500 + the 14-byte Ethernet
 /// header (drr's and ets's default quantum).
@@ -65,16 +70,14 @@ pub fn leaf_json(chain: &[Node]) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Helpers of the drr/ets/hfsc unit tests: filters on the destination
-/// port, scripted arrivals, and a line that dequeues at a fixed rate.
-/// A `tc qdisc change` of a classful kind dropped these classes' leaf chains:
-/// what they held is purged, taken off the qdisc's counters, and the
-/// qdisc's child slot is kept (drr, ets and hfsc share this step).
+/// A change, class verb or graft dropped these leaf chains: what they held is
+/// purged and taken off the qdisc's counters (`qdisc_purge_queue`); the tree
+/// tells the ancestors.
 pub fn purge_removed(
-    removed: Vec<Vec<Node>>,
+    removed: impl IntoIterator<Item = Vec<Node>>,
     stats: &mut QdiscStats,
     ctx: &mut QdiscCtx,
-) -> Changed {
+) -> Purged {
     let mut lost = Purged::default();
     for mut chain in removed {
         for n in chain.iter_mut() {
@@ -82,11 +85,129 @@ pub fn purge_removed(
         }
     }
     stats.absorb(Reduce::purged(lost));
-    Changed {
-        purged: lost,
-        child: ChildChange::Keep,
+    lost
+}
+
+/// `graft` on one class: `spec` is what is grafted now, `chain` the class's
+/// qdiscs (empty while the class has children: htb and hfsc inner classes
+/// hold no queue). The same leaf changes nothing; another one is recorded
+/// and, for a class that `holds` a queue, built (`build`; on error nothing
+/// changed) in place of the old chain, which is returned for purging.
+pub fn regraft(
+    spec: &mut Option<HtbLeaf>,
+    chain: &mut Vec<Node>,
+    leaf: Option<HtbLeaf>,
+    holds: bool,
+    build: impl FnOnce(Option<&HtbLeaf>) -> Result<Vec<Node>, TcError>,
+) -> Result<Option<Vec<Node>>, TcError> {
+    if *spec == leaf {
+        return Ok(None);
+    }
+    let old = if holds {
+        Some(std::mem::replace(chain, build(leaf.as_ref())?))
+    } else {
+        None
+    };
+    *spec = leaf;
+    Ok(old)
+}
+
+/// The options of a class verb if they are this kind's (`pick`). Another
+/// kind's options are EINVAL for any verb but `delete` (which takes none):
+/// the kernel cannot parse them.
+pub fn class_opts<'a, T>(
+    req: &'a ClassRequest,
+    pick: impl FnOnce(&'a ClassSpec) -> Option<&'a T>,
+) -> Result<Option<&'a T>, TcError> {
+    if req.verb == ClassVerb::Delete {
+        return Ok(None);
+    }
+    match req.class.as_ref().and_then(pick) {
+        Some(o) => Ok(Some(o)),
+        None => Err(TcError::Invalid(String::new())),
     }
 }
+
+/// Something kept in a [`ClassTable`]: a class with its classid minor.
+pub trait Classid {
+    fn classid(&self) -> u16;
+}
+
+/// A qdisc's classes in the order they were made (the order its document
+/// lists them), found by classid minor in constant time (`qdisc_class_find`).
+/// Reads and per-class changes go through the slice it dereferences to; only
+/// `push` and `remove` reshape it. Removing a class moves the later ones up
+/// one place: a kind that keeps class indices (a parent's) shifts them.
+#[derive(Debug)]
+pub struct ClassTable<C> {
+    items: Vec<C>,
+    index: FxHashMap<u16, usize>,
+}
+
+impl<C> Default for ClassTable<C> {
+    fn default() -> Self {
+        ClassTable {
+            items: Vec::new(),
+            index: FxHashMap::default(),
+        }
+    }
+}
+
+impl<C: Classid> ClassTable<C> {
+    /// Position of class `minor`.
+    pub fn find(&self, minor: u16) -> Option<usize> {
+        self.index.get(&minor).copied()
+    }
+
+    /// Append a class (its classid is not in the table yet); its position.
+    pub fn push(&mut self, c: C) -> usize {
+        let i = self.items.len();
+        self.index.insert(c.classid(), i);
+        self.items.push(c);
+        i
+    }
+
+    /// Take class `i` out; the classes after it move up one place.
+    pub fn remove(&mut self, i: usize) -> C {
+        let c = self.items.remove(i);
+        self.index.remove(&c.classid());
+        for (j, later) in self.items.iter().enumerate().skip(i) {
+            self.index.insert(later.classid(), j);
+        }
+        c
+    }
+
+    /// Every class, out of the table (which is empty then).
+    pub fn take_all(&mut self) -> Vec<C> {
+        self.index.clear();
+        std::mem::take(&mut self.items)
+    }
+}
+
+impl<C> Deref for ClassTable<C> {
+    type Target = [C];
+    fn deref(&self) -> &[C] {
+        &self.items
+    }
+}
+
+impl<C> DerefMut for ClassTable<C> {
+    fn deref_mut(&mut self) -> &mut [C] {
+        &mut self.items
+    }
+}
+
+/// The new position of a class index after [`ClassTable::remove`] of `gone`.
+pub fn shifted(i: usize, gone: usize) -> usize {
+    if i > gone {
+        i - 1
+    } else {
+        i
+    }
+}
+
+/// Helpers of the drr/ets/hfsc unit tests: filters on the destination
+/// port, scripted arrivals, and a line that dequeues at a fixed rate.
 
 #[cfg(test)]
 pub(crate) mod testkit {

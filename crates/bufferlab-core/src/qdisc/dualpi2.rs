@@ -724,6 +724,10 @@ impl Qdisc for DualPi2 {
     }
 
     /// `dualpi2_dump`: every attribute, in the spec's shape.
+    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
+        Some(&mut self.filters)
+    }
+
     fn options(&self) -> serde_json::Value {
         let p = &self.p;
         let (pkts, us) = if p.step_in_packets {

@@ -5,10 +5,14 @@
 //!
 //! Order of the methods, as in the ops tables at the bottom of
 //! net/sched/sch_*.c: enqueue, dequeue, peek, init ([`Qdisc::build`]),
-//! reset, change, dump (options), dump_stats (xstats).
+//! reset, change, dump (options), dump_stats (xstats). A kind with classes
+//! also implements [`ClassOps`] (`struct Qdisc_class_ops`), reached through
+//! [`Qdisc::class_ops`] as the kernel reaches `cl_ops`, and lends its u32
+//! filter list through [`Qdisc::filters`] (its `tcf_block`); class_api.rs
+//! drives both.
 
 use super::fifo::Fifo;
-use super::spec::QdiscSpec;
+use super::spec::{ClassRequest, HtbLeaf, QdiscSpec, U32Filter};
 use super::tree::Node;
 use super::{AnyQdisc, QdiscCtx, QdiscProfile, QdiscStats, Verdict};
 use crate::error::TcError;
@@ -157,6 +161,71 @@ impl Changed {
     };
 }
 
+/// What a class verb or a graft did: the packets it purged (the tree tells
+/// the ancestors) and the kernel's warning that `tc` prints, if any (htb's
+/// quantum clamp).
+#[derive(Debug, Default)]
+pub struct ClassChanged {
+    pub purged: Purged,
+    pub warning: Option<String>,
+}
+
+impl From<Purged> for ClassChanged {
+    fn from(purged: Purged) -> Self {
+        ClassChanged {
+            purged,
+            warning: None,
+        }
+    }
+}
+
+/// `tc` finds no qdisc of that handle among those the verb applies to.
+pub(crate) fn qdisc_not_found() -> TcError {
+    TcError::Extack("Specified qdisc not found".into())
+}
+
+/// `qdisc_class_find` failed (`tc class`, or a graft on a class).
+pub(crate) fn class_not_found() -> TcError {
+    TcError::Extack("Specified class not found".into())
+}
+
+/// The classes of a qdisc that owns them (htb, prio, drr, ets, hfsc): Linux's
+/// `struct Qdisc_class_ops` — `change` and `delete` (one method: each kind's
+/// verb rules differ), `leaf` and `graft`. class_api.rs resolves the request
+/// (which qdisc, which slot) and calls these; each kind keeps the leaf chains.
+pub trait ClassOps {
+    /// `tc class add|change|replace|delete` on class `req.minor`, the kind's
+    /// own rules (`htb_change_class`/`htb_delete`, `drr_change_class`, …);
+    /// `req.class`, if any, is this kind's. A kind without class verbs
+    /// (prio) keeps the default: `tc` addresses no qdisc of its kind.
+    fn class_verb(
+        &mut self,
+        req: &ClassRequest,
+        ctx: &mut QdiscCtx,
+    ) -> Result<ClassChanged, TcError> {
+        let _ = (req, ctx);
+        Err(qdisc_not_found())
+    }
+
+    /// `leaf`: what is grafted on class `minor` (`None`: its default pfifo);
+    /// `Err` when there is no class `minor` to graft on.
+    fn leaf(&self, minor: u16) -> Result<Option<&HtbLeaf>, TcError>;
+
+    /// `graft`: class `minor` gets `leaf` (`None`: a default pfifo again).
+    /// The same leaf as before changes nothing; another one replaces the
+    /// class's chain, whose packets are purged. On error nothing changed.
+    fn graft(
+        &mut self,
+        minor: u16,
+        leaf: Option<HtbLeaf>,
+        ctx: &mut QdiscCtx,
+    ) -> Result<Purged, TcError>;
+
+    /// Every grafted leaf with its class's minor, in class order (where
+    /// `tc qdisc … parent H:` looks for the qdisc of handle H).
+    fn for_each_leaf(&self, f: &mut dyn FnMut(u16, &HtbLeaf));
+}
+
 /// What `init` may read besides the spec.
 pub struct BuildEnv<'a> {
     /// seed of the run and name of this qdisc's RNG stream (`dev/qdiscN`)
@@ -250,6 +319,18 @@ pub trait Qdisc {
     /// Has a child slot (`cl_ops`).
     fn classful(&self) -> bool {
         false
+    }
+
+    /// The classes of a kind that owns classes (`cl_ops` of htb, prio, drr,
+    /// ets, hfsc); `None` for every other kind.
+    fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
+        None
+    }
+
+    /// The u32 filters attached at the qdisc (its `tcf_block`), for the kinds
+    /// that classify with them; `None` for the others.
+    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
+        None
     }
 
     /// Apply a reduction coming from the child subtree.

@@ -10,7 +10,9 @@
 //! tbf, lets the next band send); `prio_peek` likewise. Each band holds a
 //! qdisc chain as an htb class does (htb.rs `build_leaf_chain`): a default
 //! pfifo of the device's txqueuelen, or what `tc qdisc … parent M:N`
-//! grafted (`prio_graft`; deleting it puts a default pfifo back).
+//! grafted (`prio_graft`, through [`ClassOps`] and class_api.rs; deleting
+//! it puts a default pfifo back). prio has no class verbs: its classes are
+//! its bands.
 //! `prio_tune`: 2 ≤ bands ≤ 16 and every priomap entry < bands, else
 //! EINVAL; bands that disappear lose their queue.
 //!
@@ -18,11 +20,13 @@
 //! with one ring of txqueuelen packets per band): three bands by the fixed
 //! priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1, band 0 first.
 
+use super::classful;
 use super::htb::build_leaf_chain;
 use super::ops::{
-    wrong_kind, BuildEnv, Built, Changed, ChildChange, Peeked, Purged, Qdisc, Reduce,
+    class_not_found, wrong_kind, BuildEnv, Built, Changed, ChildChange, ClassOps, Peeked, Purged,
+    Qdisc, Reduce,
 };
-use super::spec::{HtbLeaf, PrioClassSpec, PrioSpec, QdiscSpec};
+use super::spec::{HtbLeaf, PrioClassSpec, PrioSpec, QdiscSpec, U32Filter};
 use super::tree::{self, Node};
 use super::{classify, AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
@@ -153,6 +157,58 @@ impl Prio {
     }
 }
 
+impl Prio {
+    /// Band index of class `minor` (1…bands).
+    fn band(&self, minor: u16) -> Option<usize> {
+        (1..=self.bands.len() as u16)
+            .contains(&minor)
+            .then(|| minor as usize - 1)
+    }
+
+    /// The document's bands (every one, with what is grafted on it).
+    fn band_specs(&self) -> Vec<PrioClassSpec> {
+        (self.bands.iter().enumerate())
+            .map(|(i, b)| PrioClassSpec {
+                classid: i as u16 + 1,
+                leaf: b.leaf_spec.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Grafts on prio bands (`prio_class_ops`).
+impl ClassOps for Prio {
+    fn leaf(&self, minor: u16) -> Result<Option<&HtbLeaf>, TcError> {
+        let i = self.band(minor).ok_or_else(class_not_found)?;
+        Ok(self.bands[i].leaf_spec.as_ref())
+    }
+
+    /// `prio_graft`.
+    fn graft(
+        &mut self,
+        minor: u16,
+        leaf: Option<HtbLeaf>,
+        ctx: &mut QdiscCtx,
+    ) -> Result<Purged, TcError> {
+        let i = self.band(minor).ok_or_else(class_not_found)?;
+        let now = ctx.now.as_nanos() as i64;
+        let (seed, limit) = (self.seed, self.spec.leaf_limit);
+        let b = &mut self.bands[i];
+        let old = classful::regraft(&mut b.leaf_spec, &mut b.chain, leaf, true, |l| {
+            build_leaf_chain(seed, "prio-band", l, limit, now)
+        })?;
+        Ok(classful::purge_removed(old, &mut self.stats, ctx))
+    }
+
+    fn for_each_leaf(&self, f: &mut dyn FnMut(u16, &HtbLeaf)) {
+        for (i, b) in self.bands.iter().enumerate() {
+            if let Some(l) = &b.leaf_spec {
+                f(i as u16 + 1, l);
+            }
+        }
+    }
+}
+
 impl Qdisc for Prio {
     fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
         let QdiscSpec::Prio(s) = spec else {
@@ -229,8 +285,8 @@ impl Qdisc for Prio {
         purged
     }
 
-    /// `tc qdisc change … prio` and every graft/filter verb: the whole
-    /// document (see [`PrioSpec`]).
+    /// `tc qdisc change … prio` (`prio_tune`): the grafts of the bands that
+    /// remain and the filters stay.
     fn change(
         &mut self,
         spec: &QdiscSpec,
@@ -240,16 +296,16 @@ impl Qdisc for Prio {
         let QdiscSpec::Prio(spec) = spec else {
             return Err(wrong_kind());
         };
-        let removed = self.tune(spec, ctx.now.as_nanos() as i64)?;
-        let mut lost = Purged::default();
-        for mut chain in removed {
-            for n in chain.iter_mut() {
-                lost.add(n.reset(ctx));
-            }
-        }
-        self.stats.absorb(Reduce::purged(lost));
+        let mut classes = self.band_specs();
+        classes.retain(|c| c.classid as u32 <= spec.bands);
+        let doc = PrioSpec {
+            classes,
+            filters: self.spec.filters.clone(),
+            ..spec.clone()
+        };
+        let removed = self.tune(&doc, ctx.now.as_nanos() as i64)?;
         Ok(Changed {
-            purged: lost,
+            purged: classful::purge_removed(removed, &mut self.stats, ctx),
             child: ChildChange::Keep,
         })
     }
@@ -264,16 +320,10 @@ impl Qdisc for Prio {
 
     /// The document, every band listed (`prio_dump` gives bands and priomap).
     fn options(&self) -> serde_json::Value {
-        let mut spec = self.spec.clone();
-        spec.classes = self
-            .bands
-            .iter()
-            .enumerate()
-            .map(|(i, b)| PrioClassSpec {
-                classid: i as u16 + 1,
-                leaf: b.leaf_spec.clone(),
-            })
-            .collect();
+        let spec = PrioSpec {
+            classes: self.band_specs(),
+            ..self.spec.clone()
+        };
         serde_json::to_value(&spec).expect("spec serialises")
     }
 
@@ -283,25 +333,17 @@ impl Qdisc for Prio {
             .bands
             .iter()
             .enumerate()
-            .map(|(i, b)| {
-                let leaf: Vec<_> = b
-                    .chain
-                    .iter()
-                    .map(|n| {
-                        json!({
-                            "kind": n.q.kind(),
-                            "handle": n.handle,
-                            "anonymous": n.anonymous,
-                            "options": n.q.options(),
-                            "stats": n.q.stats(),
-                            "xstats": n.q.xstats(),
-                        })
-                    })
-                    .collect();
-                json!({"classid": i + 1, "leaf": leaf})
-            })
+            .map(|(i, b)| json!({"classid": i + 1, "leaf": classful::leaf_json(&b.chain)}))
             .collect();
         json!({ "classes": classes })
+    }
+
+    fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
+        Some(self)
+    }
+
+    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
+        Some(&mut self.spec.filters)
     }
 
     fn inner_netems(&self, out: &mut Vec<bool>) {

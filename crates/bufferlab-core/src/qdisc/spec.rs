@@ -42,6 +42,150 @@ pub struct TcRequest {
     pub qdisc: Option<QdiscSpec>,
 }
 
+/// `tc class add|change|replace|delete` (iproute2 tc/tc_class.c; the
+/// kernel's net/sched/sch_api.c `tc_ctl_tclass`), addressed to the qdisc of
+/// handle `major` on `dev` (class_api.rs).
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassRequest {
+    pub verb: ClassVerb,
+    pub dev: String,
+    /// major of `classid M:N`: the handle of the qdisc that owns the class
+    pub major: u16,
+    /// minor of `classid M:N`
+    pub minor: u16,
+    /// minor of `parent M:P` (0: directly under the qdisc); `None`: not given
+    pub parent: Option<u16>,
+    /// the class's kind and options (`None` for `delete`)
+    pub class: Option<ClassSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClassVerb {
+    Add,
+    Change,
+    Replace,
+    Delete,
+}
+
+/// The options after `tc class … KIND`, as the kind's `parse_class_opt`
+/// sends them (`None`: not given).
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ClassSpec {
+    Htb(HtbClassOpts),
+    Drr(DrrClassOpts),
+    Ets(EtsClassOpts),
+    Hfsc(HfscClassOpts),
+}
+
+impl ClassSpec {
+    /// The qdisc kind whose classes these options configure.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ClassSpec::Htb(_) => "htb",
+            ClassSpec::Drr(_) => "drr",
+            ClassSpec::Ets(_) => "ets",
+            ClassSpec::Hfsc(_) => "hfsc",
+        }
+    }
+}
+
+/// `tc class … htb rate R [ceil C] [burst B] [cburst CB] [prio P] [quantum Q]`
+/// as q_htb.c `htb_parse_class_opt` computes it (the fields of [`HtbClassSpec`]).
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HtbClassOpts {
+    pub rate: u64,
+    pub ceil: u64,
+    /// ns
+    pub buffer: u64,
+    /// ns
+    pub cbuffer: u64,
+    pub prio: u32,
+    /// bytes; 0 = rate / r2q
+    pub quantum: u32,
+}
+
+/// `tc class … drr [quantum Q]`.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrrClassOpts {
+    #[serde(default)]
+    pub quantum: Option<u32>,
+}
+
+/// `tc class change … ets [quantum Q]`.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtsClassOpts {
+    #[serde(default)]
+    pub quantum: Option<u32>,
+}
+
+/// `tc class … hfsc [rt SC] [ls SC] [sc SC] [ul SC]`: the curves given.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HfscClassOpts {
+    #[serde(default)]
+    pub rsc: Option<ServiceCurve>,
+    #[serde(default)]
+    pub fsc: Option<ServiceCurve>,
+    #[serde(default)]
+    pub usc: Option<ServiceCurve>,
+}
+
+/// `tc filter add|delete dev D parent M: … u32 … flowid M:N` (iproute2
+/// tc/tc_filter.c and f_u32.c; the kernel's net/sched/cls_api.c
+/// `tc_new_tfilter`/`tc_del_tfilter`): a u32 filter attached at the qdisc
+/// of handle `major` (class_api.rs).
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterRequest {
+    pub verb: FilterVerb,
+    pub dev: String,
+    /// major of `parent M:`
+    pub major: u16,
+    /// the filter to add; `None` for `delete`, which removes every filter
+    /// attached at the qdisc
+    pub filter: Option<U32Filter>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FilterVerb {
+    Add,
+    Delete,
+}
+
+/// `tc filter add|delete dev D {parent ffff:|ingress|egress} [prio N] …`:
+/// a filter of a receive or transmit hook (ingress.rs, engine.rs
+/// `tc_hook_filter`).
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookFilterRequest {
+    pub verb: FilterVerb,
+    pub dev: String,
+    pub hook: HookSide,
+    /// `prio` of a `delete` (0: every filter of the hook)
+    #[serde(default)]
+    pub prio: u32,
+    /// the filter to add (prio 0: automatic); `None` for `delete`
+    pub filter: Option<super::ingress::HookFilter>,
+}
+
+/// Which hook of an ingress/clsact qdisc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookSide {
+    /// `ffff:` / `ffff:fff2`: the receive hook
+    Ingress,
+    /// `ffff:fff3`: clsact's transmit hook
+    Egress,
+}
+
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -681,6 +825,36 @@ pub struct HtbClassSpec {
     pub leaf: Option<HtbLeaf>,
 }
 
+impl HtbClassSpec {
+    /// Class `classid` under `parent` with the options of its `tc class` line.
+    pub fn new(classid: u16, parent: u16, o: &HtbClassOpts) -> Self {
+        let mut c = HtbClassSpec {
+            classid,
+            parent,
+            rate: 0,
+            ceil: 0,
+            buffer: 0,
+            cbuffer: 0,
+            prio: 0,
+            quantum: 0,
+            leaf: None,
+        };
+        c.set_opts(o);
+        c
+    }
+
+    /// The options of a `tc class change|replace` line (the class keeps its
+    /// place and its leaf).
+    pub fn set_opts(&mut self, o: &HtbClassOpts) {
+        self.rate = o.rate;
+        self.ceil = o.ceil;
+        self.buffer = o.buffer;
+        self.cbuffer = o.cbuffer;
+        self.prio = o.prio;
+        self.quantum = o.quantum;
+    }
+}
+
 /// A qdisc grafted on an htb class with `tc qdisc add … parent M:N`, and
 /// what was grafted below it (`parent H:` with H its handle; Mininet's
 /// TCLink puts netem under red under the class).
@@ -696,7 +870,7 @@ pub struct HtbLeaf {
 
 impl HtbLeaf {
     /// The netems of a grafted chain (see [`QdiscSpec::netems`]).
-    fn chain_netems(mut leaf: Option<&HtbLeaf>, out: &mut Vec<bool>) {
+    pub(crate) fn chain_netems(mut leaf: Option<&HtbLeaf>, out: &mut Vec<bool>) {
         while let Some(l) = leaf {
             l.spec.netems(out);
             leaf = l.child.as_deref();
