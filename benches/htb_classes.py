@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from startup import time_call  # noqa: E402
 
 #: (check, run) wall seconds of the tree before this change (median of 3, quiet machine)
 BEFORE: dict[int, tuple[float, float]] = {}
@@ -64,18 +65,6 @@ def scenario(n: int) -> str:
         f'name = "htb-{n}"\nseed = 1\n\n[topology]\nhosts = ["h1", "h2"]\nswitches = ["s1"]\n'
         f'links = [["h1", "s1"], ["s1", "h2"]]\n\n[[part]]\nname = "classes"\ncmds = [\n{lines},\n]\n'
     )
-
-
-def time_call(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system) of one call; exits on a failure."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(argv)}: exit {done.returncode}\n{done.stdout}\n{done.stderr}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:

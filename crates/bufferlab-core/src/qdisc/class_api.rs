@@ -100,24 +100,16 @@ impl QdiscTree {
                 }
                 continue;
             }
-            let mut found = None;
-            classes.for_each_leaf(&mut |class, leaf| {
-                let mut depth = 0;
-                let mut at = Some(leaf);
-                while let (None, Some(l)) = (found, at) {
-                    if l.handle == major {
-                        found = Some(GraftSlot {
-                            node,
-                            minor: class,
-                            below: Some(depth),
-                        });
-                    }
-                    at = l.child.as_deref();
-                    depth += 1;
+            for (class, leaf) in classes.leaves() {
+                let mut chain = std::iter::successors(Some(leaf), |l| l.child.as_deref());
+                if let Some(depth) = chain.position(|l| l.handle == major) {
+                    let slot = GraftSlot {
+                        node,
+                        minor: class,
+                        below: Some(depth),
+                    };
+                    return Some(Ok(slot));
                 }
-            });
-            if found.is_some() {
-                return found.map(Ok);
             }
         }
         None
@@ -186,11 +178,11 @@ impl QdiscTree {
                 chain_netems(std::slice::from_ref(n), &mut all);
             }
         }
-        self.classes_at(slot.node).for_each_leaf(&mut |class, l| {
+        for (class, l) in self.classes_at(slot.node).leaves() {
             if class != slot.minor {
                 HtbLeaf::chain_netems(Some(l), &mut all);
             }
-        });
+        }
         all.extend(new);
         super::api::netem_mix(&all)
     }

@@ -128,6 +128,28 @@ pub fn class_opts<'a, T>(
     }
 }
 
+/// The bands of prio and ets are their classes `M:1` … `M:bands`: the
+/// position of class `minor`.
+pub fn band(minor: u16, bands: usize) -> Option<usize> {
+    (1..=bands)
+        .contains(&(minor as usize))
+        .then(|| minor as usize - 1)
+}
+
+/// The leaves of a creating request's document, grafted on the classes it
+/// made (their default pfifos, empty, are dropped).
+pub fn graft_all<'a>(
+    classes: &mut dyn super::ops::ClassOps,
+    leaves: impl IntoIterator<Item = (u16, Option<&'a HtbLeaf>)>,
+    now: i64,
+) -> Result<(), TcError> {
+    for (minor, leaf) in leaves {
+        let i = classes.find(minor).expect("the document's class was made");
+        classes.regraft(i, leaf.cloned(), now)?;
+    }
+    Ok(())
+}
+
 /// Something kept in a [`ClassTable`]: a class with its classid minor.
 pub trait Classid {
     fn classid(&self) -> u16;
@@ -208,7 +230,6 @@ pub fn shifted(i: usize, gone: usize) -> usize {
 
 /// Helpers of the drr/ets/hfsc unit tests: filters on the destination
 /// port, scripted arrivals, and a line that dequeues at a fixed rate.
-
 #[cfg(test)]
 pub(crate) mod testkit {
     use super::super::ops::{BuildEnv, Qdisc, Reduce};

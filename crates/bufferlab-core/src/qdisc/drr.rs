@@ -76,9 +76,9 @@ impl Drr {
         let now = env.now.as_nanos() as i64;
         for c in &spec.classes {
             d.add_class(c.classid, c.quantum, now)?;
-            let i = d.classes.find(c.classid).expect("just added");
-            d.regraft(i, c.leaf.clone(), now)?;
         }
+        let leaves = spec.classes.iter().map(|c| (c.classid, c.leaf.as_ref()));
+        classful::graft_all(&mut d, leaves, now)?;
         Ok(d)
     }
 
@@ -108,26 +108,6 @@ impl Drr {
 
     fn build_leaf(&self, leaf: Option<&HtbLeaf>, now: i64) -> Result<Vec<Node>, TcError> {
         classful::build_leaf(leaf, self.spec.leaf_limit, self.seed, now, "drr-leaf")
-    }
-
-    /// `drr_graft_class` on class `i`: the old chain, if replaced (the class
-    /// leaves the active list, its new queue being empty).
-    fn regraft(
-        &mut self,
-        i: usize,
-        leaf: Option<HtbLeaf>,
-        now: i64,
-    ) -> Result<Option<Vec<Node>>, TcError> {
-        let (seed, limit) = (self.seed, self.spec.leaf_limit);
-        let cl = &mut self.classes[i];
-        let old = classful::regraft(&mut cl.spec.leaf, &mut cl.leaf, leaf, true, |l| {
-            classful::build_leaf(l, limit, seed, now, "drr-leaf")
-        })?;
-        if old.is_some() {
-            let id = cl.spec.classid;
-            self.active.retain(|&a| a != id);
-        }
-        Ok(old)
     }
 
     /// `drr_classify`: the class of the first matching filter.
@@ -170,10 +150,7 @@ impl ClassOps for Drr {
         req: &ClassRequest,
         ctx: &mut QdiscCtx,
     ) -> Result<ClassChanged, TcError> {
-        let opts = classful::class_opts(req, |c| match c {
-            ClassSpec::Drr(o) => Some(o),
-            _ => None,
-        })?;
+        let opts = classful::class_opts(req, ClassSpec::drr)?;
         let quantum = opts.and_then(|o| o.quantum);
         let removed = match (req.verb, self.classes.find(req.minor)) {
             (ClassVerb::Delete, None) => return Err(class_not_found()),
@@ -204,28 +181,42 @@ impl ClassOps for Drr {
         Ok(classful::purge_removed([removed], &mut self.stats, ctx).into())
     }
 
-    fn leaf(&self, minor: u16) -> Result<Option<&HtbLeaf>, TcError> {
-        let i = self.classes.find(minor).ok_or_else(class_not_found)?;
-        Ok(self.classes[i].spec.leaf.as_ref())
+    fn find(&self, minor: u16) -> Option<usize> {
+        self.classes.find(minor)
     }
 
-    fn graft(
+    fn grafted(&self, i: usize) -> Option<&HtbLeaf> {
+        self.classes[i].spec.leaf.as_ref()
+    }
+
+    /// `drr_graft_class`: a class with a new leaf leaves the active list
+    /// (its queue is empty).
+    fn regraft(
         &mut self,
-        minor: u16,
+        i: usize,
         leaf: Option<HtbLeaf>,
-        ctx: &mut QdiscCtx,
-    ) -> Result<Purged, TcError> {
-        let i = self.classes.find(minor).ok_or_else(class_not_found)?;
-        let old = self.regraft(i, leaf, ctx.now.as_nanos() as i64)?;
-        Ok(classful::purge_removed(old, &mut self.stats, ctx))
+        now: i64,
+    ) -> Result<Option<Vec<Node>>, TcError> {
+        let (seed, limit) = (self.seed, self.spec.leaf_limit);
+        let cl = &mut self.classes[i];
+        let old = classful::regraft(&mut cl.spec.leaf, &mut cl.leaf, leaf, true, |l| {
+            classful::build_leaf(l, limit, seed, now, "drr-leaf")
+        })?;
+        if old.is_some() {
+            let id = cl.spec.classid;
+            self.active.retain(|&a| a != id);
+        }
+        Ok(old)
     }
 
-    fn for_each_leaf(&self, f: &mut dyn FnMut(u16, &HtbLeaf)) {
-        for c in self.classes.iter() {
-            if let Some(l) = &c.spec.leaf {
-                f(c.spec.classid, l);
-            }
-        }
+    fn counters(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+
+    fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
+        Box::new(
+            (self.classes.iter()).filter_map(|c| Some((c.spec.classid, c.spec.leaf.as_ref()?))),
+        )
     }
 }
 

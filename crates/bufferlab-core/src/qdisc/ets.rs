@@ -21,8 +21,8 @@
 
 use super::classful::{self, PSCHED_MTU};
 use super::ops::{
-    class_not_found, wrong_kind, BuildEnv, Built, Changed, ChildChange, ClassChanged, ClassOps,
-    Purged, Qdisc, Reduce,
+    wrong_kind, BuildEnv, Built, Changed, ChildChange, ClassChanged, ClassOps, Purged, Qdisc,
+    Reduce,
 };
 use super::spec::{
     ClassRequest, ClassSpec, ClassVerb, EtsClassSpec, EtsSpec, HtbLeaf, QdiscSpec, U32Filter,
@@ -206,13 +206,6 @@ impl Ets {
         &self.bands
     }
 
-    /// Band index of class `minor` (1…bands).
-    fn band(&self, minor: u16) -> Option<usize> {
-        (1..=self.bands.len() as u16)
-            .contains(&minor)
-            .then(|| minor as usize - 1)
-    }
-
     fn take(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, i: usize) -> Option<PacketId> {
         let before = *red;
         let got = tree::dequeue_chain(&mut self.bands[i].leaf, ctx, red);
@@ -238,11 +231,8 @@ impl ClassOps for Ets {
         req: &ClassRequest,
         _ctx: &mut QdiscCtx,
     ) -> Result<ClassChanged, TcError> {
-        let opts = classful::class_opts(req, |c| match c {
-            ClassSpec::Ets(o) => Some(o),
-            _ => None,
-        })?;
-        let Some(i) = self.band(req.minor) else {
+        let opts = classful::class_opts(req, ClassSpec::ets)?;
+        let Some(i) = self.find(req.minor) else {
             return Err(TcError::NotSupported(
                 "Fine-grained class addition and removal is not supported".into(),
             ));
@@ -269,45 +259,45 @@ impl ClassOps for Ets {
         Ok(ClassChanged::default())
     }
 
-    fn leaf(&self, minor: u16) -> Result<Option<&HtbLeaf>, TcError> {
-        let i = self.band(minor).ok_or_else(class_not_found)?;
-        Ok(self.bands[i].leaf_spec.as_ref())
+    fn find(&self, minor: u16) -> Option<usize> {
+        classful::band(minor, self.bands.len())
+    }
+
+    fn grafted(&self, i: usize) -> Option<&HtbLeaf> {
+        self.bands[i].leaf_spec.as_ref()
     }
 
     /// `ets_class_graft`; the document lists the bands grafted on (or
-    /// ungrafted), in the order of their first graft.
-    fn graft(
+    /// ungrafted), in the order of their first graft. A band with a new
+    /// leaf leaves the active list (its queue is empty).
+    fn regraft(
         &mut self,
-        minor: u16,
+        i: usize,
         leaf: Option<HtbLeaf>,
-        ctx: &mut QdiscCtx,
-    ) -> Result<Purged, TcError> {
-        let i = self.band(minor).ok_or_else(class_not_found)?;
-        let now = ctx.now.as_nanos() as i64;
+        now: i64,
+    ) -> Result<Option<Vec<Node>>, TcError> {
         let (seed, limit) = (self.seed, self.spec.leaf_limit);
         let b = &mut self.bands[i];
         let old = classful::regraft(&mut b.leaf_spec, &mut b.leaf, leaf.clone(), true, |l| {
             classful::build_leaf(l, limit, seed, now, "ets-leaf")
         })?;
-        match self.spec.classes.iter_mut().find(|c| c.classid == minor) {
+        let classid = i as u16 + 1;
+        match self.spec.classes.iter_mut().find(|c| c.classid == classid) {
             Some(c) => c.leaf = leaf,
-            None => self.spec.classes.push(EtsClassSpec {
-                classid: minor,
-                leaf,
-            }),
+            None => self.spec.classes.push(EtsClassSpec { classid, leaf }),
         }
         if old.is_some() {
             self.active.retain(|&a| a != i);
         }
-        Ok(classful::purge_removed(old, &mut self.stats, ctx))
+        Ok(old)
     }
 
-    fn for_each_leaf(&self, f: &mut dyn FnMut(u16, &HtbLeaf)) {
-        for c in &self.spec.classes {
-            if let Some(l) = &c.leaf {
-                f(c.classid, l);
-            }
-        }
+    fn counters(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+
+    fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
+        Box::new((self.spec.classes.iter()).filter_map(|c| Some((c.classid, c.leaf.as_ref()?))))
     }
 }
 

@@ -426,18 +426,10 @@ impl Hfsc {
         };
         h.classes.push(root);
         for c in &spec.classes {
-            h.add_class(
-                HfscClassSpec {
-                    leaf: None,
-                    ..c.clone()
-                },
-                now,
-            )?;
+            h.add_class(c, now)?;
         }
-        for c in &spec.classes {
-            let i = h.classes.find(c.classid).expect("just added");
-            h.regraft(i, c.leaf.clone(), now)?;
-        }
+        let leaves = spec.classes.iter().map(|c| (c.classid, c.leaf.as_ref()));
+        classful::graft_all(&mut h, leaves, now)?;
         Ok(h)
     }
 
@@ -457,8 +449,9 @@ impl Hfsc {
 
     /// `hfsc_change_class` for a new class (the kernel gives no extack:
     /// bare EINVAL, EEXIST, ENOENT): a leaf with a default pfifo; a parent
-    /// that was a leaf loses its queue. The purged chains.
-    fn add_class(&mut self, c: HfscClassSpec, now_ns: i64) -> Result<Vec<Vec<Node>>, TcError> {
+    /// that was a leaf loses its queue (what `c` grafts on it comes by
+    /// `regraft`). The purged chains.
+    fn add_class(&mut self, c: &HfscClassSpec, now_ns: i64) -> Result<Vec<Vec<Node>>, TcError> {
         if c.classid == 0 {
             return Err(einval());
         }
@@ -479,8 +472,11 @@ impl Hfsc {
         let leaf =
             classful::build_leaf(None, self.spec.leaf_limit, self.seed, now_ns, "hfsc-leaf")?;
         let mut cl = HfscClass::new(c.classid, Some(parent), None);
-        cl.start_curves(&c);
-        cl.spec = Some(c);
+        cl.start_curves(c);
+        cl.spec = Some(HfscClassSpec {
+            leaf: None,
+            ..c.clone()
+        });
         cl.leaf = leaf;
         self.classes.push(cl);
         let mut removed = Vec::new();
@@ -517,26 +513,6 @@ impl Hfsc {
         new.usc = o.usc.or(old.usc);
         self.classes[i].spec = Some(new.clone());
         self.change_curves(i, &old, &new, Self::ticks(now_ns));
-    }
-
-    /// `hfsc_graft_class` on class `i`: the old chain, if replaced (a leaf
-    /// class's scheduler forgets it, its new queue being empty).
-    fn regraft(
-        &mut self,
-        i: usize,
-        leaf: Option<HtbLeaf>,
-        now: i64,
-    ) -> Result<Option<Vec<Node>>, TcError> {
-        let (seed, limit) = (self.seed, self.spec.leaf_limit);
-        let cl = &mut self.classes[i];
-        let spec = &mut cl.spec.as_mut().expect("not the root").leaf;
-        let old = classful::regraft(spec, &mut cl.leaf, leaf, true, |l| {
-            classful::build_leaf(l, limit, seed, now, "hfsc-leaf")
-        })?;
-        if old.is_some() && self.classes[i].level == 0 {
-            self.qlen_notify(i);
-        }
-        Ok(old)
     }
 
     /// `hfsc_adjust_levels` from class `i` up to the root: a class is one
@@ -1159,10 +1135,7 @@ impl ClassOps for Hfsc {
         req: &ClassRequest,
         ctx: &mut QdiscCtx,
     ) -> Result<ClassChanged, TcError> {
-        let opts = classful::class_opts(req, |c| match c {
-            ClassSpec::Hfsc(o) => Some(o),
-            _ => None,
-        })?;
+        let opts = classful::class_opts(req, ClassSpec::hfsc)?;
         let now = ctx.now.as_nanos() as i64;
         let removed = match (req.verb, self.class(req.minor), opts) {
             (ClassVerb::Delete, None, _) => return Err(class_not_found()),
@@ -1194,35 +1167,50 @@ impl ClassOps for Hfsc {
                     usc: o.usc,
                     leaf: None,
                 };
-                self.add_class(c, now)?
+                self.add_class(&c, now)?
             }
             (_, _, None) => unreachable!("class_opts gives options to every verb but delete"),
         };
         Ok(classful::purge_removed(removed, &mut self.stats, ctx).into())
     }
 
-    fn leaf(&self, minor: u16) -> Result<Option<&HtbLeaf>, TcError> {
-        let i = self.class(minor).ok_or_else(class_not_found)?;
-        Ok(self.classes[i].spec.as_ref().and_then(|s| s.leaf.as_ref()))
+    fn find(&self, minor: u16) -> Option<usize> {
+        self.class(minor)
     }
 
-    fn graft(
+    fn grafted(&self, i: usize) -> Option<&HtbLeaf> {
+        self.classes[i].spec.as_ref().and_then(|s| s.leaf.as_ref())
+    }
+
+    /// `hfsc_graft_class`: a leaf class's scheduler forgets it (its new queue
+    /// is empty).
+    fn regraft(
         &mut self,
-        minor: u16,
+        i: usize,
         leaf: Option<HtbLeaf>,
-        ctx: &mut QdiscCtx,
-    ) -> Result<Purged, TcError> {
-        let i = self.class(minor).ok_or_else(class_not_found)?;
-        let old = self.regraft(i, leaf, ctx.now.as_nanos() as i64)?;
-        Ok(classful::purge_removed(old, &mut self.stats, ctx))
+        now: i64,
+    ) -> Result<Option<Vec<Node>>, TcError> {
+        let (seed, limit) = (self.seed, self.spec.leaf_limit);
+        let cl = &mut self.classes[i];
+        let spec = &mut cl.spec.as_mut().expect("not the root").leaf;
+        let old = classful::regraft(spec, &mut cl.leaf, leaf, true, |l| {
+            classful::build_leaf(l, limit, seed, now, "hfsc-leaf")
+        })?;
+        if old.is_some() && self.classes[i].level == 0 {
+            self.qlen_notify(i);
+        }
+        Ok(old)
     }
 
-    fn for_each_leaf(&self, f: &mut dyn FnMut(u16, &HtbLeaf)) {
-        for c in self.classes.iter() {
-            if let Some(l) = c.spec.as_ref().and_then(|s| s.leaf.as_ref()) {
-                f(c.classid, l);
-            }
-        }
+    fn counters(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+
+    fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
+        Box::new(
+            (self.classes.iter())
+                .filter_map(|c| Some((c.classid, c.spec.as_ref()?.leaf.as_ref()?))),
+        )
     }
 }
 

@@ -181,27 +181,10 @@ impl Htb {
         };
         let now = env.now.as_nanos() as i64;
         for c in &spec.classes {
-            h.add_class(
-                HtbClassSpec {
-                    leaf: None,
-                    ..c.clone()
-                },
-                now,
-            )?;
+            h.add_class(c, now)?;
         }
-        for c in &spec.classes {
-            let i = h.classes.find(c.classid).expect("just added");
-            let (seed, limit) = (h.seed, h.spec.leaf_limit);
-            let cl = &mut h.classes[i];
-            // what the class held is its new default pfifo: nothing to purge
-            classful::regraft(
-                &mut cl.spec.leaf,
-                &mut cl.leaf,
-                c.leaf.clone(),
-                cl.children == 0,
-                |l| build_leaf_chain(seed, "htb-leaf", l, limit, now),
-            )?;
-        }
+        let leaves = spec.classes.iter().map(|c| (c.classid, c.leaf.as_ref()));
+        classful::graft_all(&mut h, leaves, now)?;
         Ok(h)
     }
 
@@ -221,9 +204,10 @@ impl Htb {
         }
     }
 
-    /// `htb_change_class` for a new class (a leaf with a default pfifo); a
-    /// parent that was a leaf becomes an inner class and its queue is purged.
-    fn add_class(&mut self, spec: HtbClassSpec, now: i64) -> Result<Vec<Node>, TcError> {
+    /// `htb_change_class` for a new class (a leaf with a default pfifo: what
+    /// `spec` grafts on it comes by `regraft`); a parent that was a leaf
+    /// becomes an inner class and its queue is purged.
+    fn add_class(&mut self, spec: &HtbClassSpec, now: i64) -> Result<Vec<Node>, TcError> {
         if spec.classid == 0 {
             return Err(TcError::Invalid("htb: classid minor must not be 0".into()));
         }
@@ -285,7 +269,10 @@ impl Htb {
             borrows: 0,
             children: 0,
             warning: None,
-            spec,
+            spec: HtbClassSpec {
+                leaf: None,
+                ..spec.clone()
+            },
         };
         cl.configure(self.spec.r2q);
         self.classes.push(cl);
@@ -464,10 +451,7 @@ impl ClassOps for Htb {
         ctx: &mut QdiscCtx,
     ) -> Result<ClassChanged, TcError> {
         let now = ctx.now.as_nanos() as i64;
-        let opts = classful::class_opts(req, |c| match c {
-            ClassSpec::Htb(o) => Some(o),
-            _ => None,
-        })?;
+        let opts = classful::class_opts(req, ClassSpec::htb)?;
         let found = self.classes.find(req.minor);
         let removed = match (req.verb, found, opts) {
             (ClassVerb::Delete, Some(i), _) => self.delete_class(i, now)?,
@@ -475,7 +459,7 @@ impl ClassOps for Htb {
             (ClassVerb::Add, Some(_), _) => return Err(TcError::Exists),
             (_, None, Some(o)) => {
                 let parent = req.parent.ok_or_else(class_not_found)?;
-                self.add_class(HtbClassSpec::new(req.minor, parent, o), now)?
+                self.add_class(&HtbClassSpec::new(req.minor, parent, o), now)?
             }
             (_, Some(i), Some(o)) => {
                 self.update_class(i, o)?;
@@ -492,21 +476,22 @@ impl ClassOps for Htb {
         })
     }
 
-    fn leaf(&self, minor: u16) -> Result<Option<&HtbLeaf>, TcError> {
-        let i = self.classes.find(minor).ok_or_else(class_not_found)?;
-        Ok(self.classes[i].spec.leaf.as_ref())
+    fn find(&self, minor: u16) -> Option<usize> {
+        self.classes.find(minor)
+    }
+
+    fn grafted(&self, i: usize) -> Option<&HtbLeaf> {
+        self.classes[i].spec.leaf.as_ref()
     }
 
     /// `htb_graft`: an inner class only records the leaf (it gets it when
     /// its last child goes).
-    fn graft(
+    fn regraft(
         &mut self,
-        minor: u16,
+        i: usize,
         leaf: Option<HtbLeaf>,
-        ctx: &mut QdiscCtx,
-    ) -> Result<Purged, TcError> {
-        let i = self.classes.find(minor).ok_or_else(class_not_found)?;
-        let now = ctx.now.as_nanos() as i64;
+        now: i64,
+    ) -> Result<Option<Vec<Node>>, TcError> {
         let (seed, limit) = (self.seed, self.spec.leaf_limit);
         let cl = &mut self.classes[i];
         let old = classful::regraft(
@@ -516,20 +501,21 @@ impl ClassOps for Htb {
             cl.children == 0,
             |l| build_leaf_chain(seed, "htb-leaf", l, limit, now),
         )?;
-        let Some(old) = old else {
-            return Ok(Purged::default());
-        };
-        cl.stats.qlen = 0;
-        cl.stats.backlog = 0;
-        Ok(classful::purge_removed([old], &mut self.stats, ctx))
+        if old.is_some() {
+            cl.stats.qlen = 0;
+            cl.stats.backlog = 0;
+        }
+        Ok(old)
     }
 
-    fn for_each_leaf(&self, f: &mut dyn FnMut(u16, &HtbLeaf)) {
-        for c in self.classes.iter() {
-            if let Some(l) = &c.spec.leaf {
-                f(c.spec.classid, l);
-            }
-        }
+    fn counters(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+
+    fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
+        Box::new(
+            (self.classes.iter()).filter_map(|c| Some((c.spec.classid, c.spec.leaf.as_ref()?))),
+        )
     }
 }
 

@@ -191,8 +191,9 @@ pub(crate) fn class_not_found() -> TcError {
 
 /// The classes of a qdisc that owns them (htb, prio, drr, ets, hfsc): Linux's
 /// `struct Qdisc_class_ops` — `change` and `delete` (one method: each kind's
-/// verb rules differ), `leaf` and `graft`. class_api.rs resolves the request
-/// (which qdisc, which slot) and calls these; each kind keeps the leaf chains.
+/// verb rules differ), `find`, `leaf` and `graft`. class_api.rs resolves the
+/// request (which qdisc, which slot) and calls these; each kind keeps the leaf
+/// chains and says what a new leaf changes in its scheduler (`regraft`).
 pub trait ClassOps {
     /// `tc class add|change|replace|delete` on class `req.minor`, the kind's
     /// own rules (`htb_change_class`/`htb_delete`, `drr_change_class`, …);
@@ -207,9 +208,37 @@ pub trait ClassOps {
         Err(qdisc_not_found())
     }
 
-    /// `leaf`: what is grafted on class `minor` (`None`: its default pfifo);
-    /// `Err` when there is no class `minor` to graft on.
-    fn leaf(&self, minor: u16) -> Result<Option<&HtbLeaf>, TcError>;
+    /// `find`: the position of class `minor` among those a qdisc can be
+    /// grafted on.
+    fn find(&self, minor: u16) -> Option<usize>;
+
+    /// What is grafted on the class at position `i` (`None`: its default
+    /// pfifo).
+    fn grafted(&self, i: usize) -> Option<&HtbLeaf>;
+
+    /// Graft `leaf` on the class at position `i` ([`super::classful::regraft`]
+    /// and what the kind's scheduler must know of it): the chain it replaced,
+    /// for the caller to purge. On error nothing changed.
+    fn regraft(
+        &mut self,
+        i: usize,
+        leaf: Option<HtbLeaf>,
+        now: i64,
+    ) -> Result<Option<Vec<Node>>, TcError>;
+
+    /// The qdisc's own counters, which a purge reduces.
+    fn counters(&mut self) -> &mut QdiscStats;
+
+    /// Every grafted leaf with its class's minor, in class order (where
+    /// `tc qdisc … parent H:` looks for the qdisc of handle H).
+    fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_>;
+
+    /// `leaf`: what is grafted on class `minor`; `Err` when there is no
+    /// class `minor` to graft on.
+    fn leaf(&self, minor: u16) -> Result<Option<&HtbLeaf>, TcError> {
+        let i = self.find(minor).ok_or_else(class_not_found)?;
+        Ok(self.grafted(i))
+    }
 
     /// `graft`: class `minor` gets `leaf` (`None`: a default pfifo again).
     /// The same leaf as before changes nothing; another one replaces the
@@ -219,11 +248,11 @@ pub trait ClassOps {
         minor: u16,
         leaf: Option<HtbLeaf>,
         ctx: &mut QdiscCtx,
-    ) -> Result<Purged, TcError>;
-
-    /// Every grafted leaf with its class's minor, in class order (where
-    /// `tc qdisc … parent H:` looks for the qdisc of handle H).
-    fn for_each_leaf(&self, f: &mut dyn FnMut(u16, &HtbLeaf));
+    ) -> Result<Purged, TcError> {
+        let i = self.find(minor).ok_or_else(class_not_found)?;
+        let old = self.regraft(i, leaf, ctx.now.as_nanos() as i64)?;
+        Ok(super::classful::purge_removed(old, self.counters(), ctx))
+    }
 }
 
 /// What `init` may read besides the spec.

@@ -23,8 +23,7 @@
 use super::classful;
 use super::htb::build_leaf_chain;
 use super::ops::{
-    class_not_found, wrong_kind, BuildEnv, Built, Changed, ChildChange, ClassOps, Peeked, Purged,
-    Qdisc, Reduce,
+    wrong_kind, BuildEnv, Built, Changed, ChildChange, ClassOps, Peeked, Purged, Qdisc, Reduce,
 };
 use super::spec::{HtbLeaf, PrioClassSpec, PrioSpec, QdiscSpec, U32Filter};
 use super::tree::{self, Node};
@@ -158,13 +157,6 @@ impl Prio {
 }
 
 impl Prio {
-    /// Band index of class `minor` (1…bands).
-    fn band(&self, minor: u16) -> Option<usize> {
-        (1..=self.bands.len() as u16)
-            .contains(&minor)
-            .then(|| minor as usize - 1)
-    }
-
     /// The document's bands (every one, with what is grafted on it).
     fn band_specs(&self) -> Vec<PrioClassSpec> {
         (self.bands.iter().enumerate())
@@ -178,34 +170,37 @@ impl Prio {
 
 /// Grafts on prio bands (`prio_class_ops`).
 impl ClassOps for Prio {
-    fn leaf(&self, minor: u16) -> Result<Option<&HtbLeaf>, TcError> {
-        let i = self.band(minor).ok_or_else(class_not_found)?;
-        Ok(self.bands[i].leaf_spec.as_ref())
+    fn find(&self, minor: u16) -> Option<usize> {
+        classful::band(minor, self.bands.len())
+    }
+
+    fn grafted(&self, i: usize) -> Option<&HtbLeaf> {
+        self.bands[i].leaf_spec.as_ref()
     }
 
     /// `prio_graft`.
-    fn graft(
+    fn regraft(
         &mut self,
-        minor: u16,
+        i: usize,
         leaf: Option<HtbLeaf>,
-        ctx: &mut QdiscCtx,
-    ) -> Result<Purged, TcError> {
-        let i = self.band(minor).ok_or_else(class_not_found)?;
-        let now = ctx.now.as_nanos() as i64;
+        now: i64,
+    ) -> Result<Option<Vec<Node>>, TcError> {
         let (seed, limit) = (self.seed, self.spec.leaf_limit);
         let b = &mut self.bands[i];
-        let old = classful::regraft(&mut b.leaf_spec, &mut b.chain, leaf, true, |l| {
+        classful::regraft(&mut b.leaf_spec, &mut b.chain, leaf, true, |l| {
             build_leaf_chain(seed, "prio-band", l, limit, now)
-        })?;
-        Ok(classful::purge_removed(old, &mut self.stats, ctx))
+        })
     }
 
-    fn for_each_leaf(&self, f: &mut dyn FnMut(u16, &HtbLeaf)) {
-        for (i, b) in self.bands.iter().enumerate() {
-            if let Some(l) = &b.leaf_spec {
-                f(i as u16 + 1, l);
-            }
-        }
+    fn counters(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+
+    fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
+        Box::new(
+            (self.bands.iter().enumerate())
+                .filter_map(|(i, b)| Some((i as u16 + 1, b.leaf_spec.as_ref()?))),
+        )
     }
 }
 

@@ -82,13 +82,32 @@ pub enum ClassSpec {
 }
 
 impl ClassSpec {
-    /// The qdisc kind whose classes these options configure.
-    pub fn kind(&self) -> &'static str {
+    /// htb's options, if these are.
+    pub fn htb(&self) -> Option<&HtbClassOpts> {
         match self {
-            ClassSpec::Htb(_) => "htb",
-            ClassSpec::Drr(_) => "drr",
-            ClassSpec::Ets(_) => "ets",
-            ClassSpec::Hfsc(_) => "hfsc",
+            ClassSpec::Htb(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn drr(&self) -> Option<&DrrClassOpts> {
+        match self {
+            ClassSpec::Drr(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn ets(&self) -> Option<&EtsClassOpts> {
+        match self {
+            ClassSpec::Ets(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn hfsc(&self) -> Option<&HfscClassOpts> {
+        match self {
+            ClassSpec::Hfsc(o) => Some(o),
+            _ => None,
         }
     }
 }
