@@ -12,7 +12,7 @@ and the engine itself refuses it in a Mininet script. A scenario none of whose l
 says ``duplicate`` cannot break the rule, so ``check`` makes no shadow for it.
 
 :func:`send_tc` is how a modifying ``tc`` line reaches an engine, here and in a run
-(programs.py): one request per line, by what the line is (``tc qdisc``, ``tc class``,
+(run/programs/tc.py): one request per line, by what the line is (``tc qdisc``, ``tc class``,
 ``tc filter`` at a qdisc or at a hook), whatever the tree holds.
 
 The order is the file's, not the simulated one: terminals run side by side, so a line

@@ -2,18 +2,20 @@
 //! class table found by classid ([`ClassTable`], `qdisc_class_find` of
 //! sch_api.c), the leaf qdisc chain grafted on a class (the spec's
 //! [`HtbLeaf`]: `tc qdisc … parent M:N`, default pfifo of `leaf_limit`
-//! packets, as `qdisc_create_dflt(&pfifo_qdisc_ops)`; htb.rs
-//! `build_leaf_chain`) and its replacement by a graft ([`regraft`]), the purge
-//! of the chains a class verb or graft drops, a leaf's `qdisc_show` blocks and
+//! packets, as `qdisc_create_dflt(&pfifo_qdisc_ops)`: [`build_leaf`]) and its
+//! replacement by a graft ([`regraft`]), a leaf's `qdisc_show` blocks and
 //! counters, and the entry to classify.rs (the u32 filter match and
-//! `skb->priority` from the TOS byte). class_api.rs routes the verbs.
+//! `skb->priority` from the TOS byte). class_api.rs routes the verbs; ops.rs
+//! `purge_removed` purges the chains a verb drops.
 
-use super::ops::{Purged, Qdisc, Reduce};
-use super::spec::{ClassRequest, ClassSpec, ClassVerb, HtbLeaf, U32Filter};
+use super::fifo::Fifo;
+use super::ops::{BuildEnv, ClassOps, Qdisc};
+use super::spec::{ClassRequest, ClassSpec, ClassVerb, HtbLeaf, QdiscSpec, U32Filter};
 use super::tree::Node;
-use super::{QdiscCtx, QdiscStats};
+use super::AnyQdisc;
 use crate::error::TcError;
 use crate::packet::Packet;
+use crate::time::SimTime;
 use rustc_hash::FxHashMap;
 use serde_json::json;
 use std::ops::{Deref, DerefMut};
@@ -33,9 +35,10 @@ pub fn u32_classify(filters: &[U32Filter], p: &Packet) -> Option<u16> {
     super::classify::u32_flowid(filters, p)
 }
 
-/// The qdisc chain of a class: the grafted leaf (and what was grafted
-/// below it), or the default pfifo of `default_limit` packets (htb.rs
-/// `build_leaf_chain`, shared with htb and prio).
+/// The qdisc chain of a class: the grafted `leaf` and what was grafted below
+/// it (each kind's default child where nothing was), or a default pfifo of
+/// `default_limit` packets (`qdisc_create_dflt`). `stream` names the RNG
+/// stream of the qdiscs built.
 pub fn build_leaf(
     leaf: Option<&HtbLeaf>,
     default_limit: u32,
@@ -43,7 +46,38 @@ pub fn build_leaf(
     now: i64,
     stream: &str,
 ) -> Result<Vec<Node>, TcError> {
-    super::htb::build_leaf_chain(seed, stream, leaf, default_limit, now.max(0))
+    let Some(leaf) = leaf else {
+        let fifo = Fifo::from_spec(&QdiscSpec::Pfifo {
+            limit: Some(default_limit),
+        })
+        .expect("pfifo is a fifo");
+        return Ok(vec![Node::new(0, 0, true, AnyQdisc::Fifo(fifo))]);
+    };
+    let env = BuildEnv {
+        seed,
+        stream,
+        profile: Default::default(),
+        now: SimTime::from_nanos(now.max(0) as u64),
+        at_root: false,
+    };
+    let mut chain = Vec::new();
+    let mut next = Some(leaf);
+    while let Some(l) = next {
+        let built = AnyQdisc::build(&l.spec, &env)?;
+        if l.child.is_some() && !built.qdisc.classful() {
+            // `qdisc_graft` on a kind without a child slot (api.rs says the same)
+            return Err(TcError::Invalid(format!(
+                "Operation not supported: qdisc {} has no classes to attach to",
+                built.qdisc.kind()
+            )));
+        }
+        chain.push(Node::new(l.handle, 0, false, built.qdisc));
+        next = l.child.as_deref();
+        if let (None, Some(f)) = (next, built.default_child) {
+            chain.push(Node::new(0, 0, true, AnyQdisc::Fifo(f)));
+        }
+    }
+    Ok(chain)
 }
 
 /// (qlen, backlog) of the qdisc at the head of a leaf chain.
@@ -68,24 +102,6 @@ pub fn leaf_json(chain: &[Node]) -> Vec<serde_json::Value> {
             })
         })
         .collect()
-}
-
-/// A change, class verb or graft dropped these leaf chains: what they held is
-/// purged and taken off the qdisc's counters (`qdisc_purge_queue`); the tree
-/// tells the ancestors.
-pub fn purge_removed(
-    removed: impl IntoIterator<Item = Vec<Node>>,
-    stats: &mut QdiscStats,
-    ctx: &mut QdiscCtx,
-) -> Purged {
-    let mut lost = Purged::default();
-    for mut chain in removed {
-        for n in chain.iter_mut() {
-            lost.add(n.reset(ctx));
-        }
-    }
-    stats.absorb(Reduce::purged(lost));
-    lost
 }
 
 /// `graft` on one class: `spec` is what is grafted now, `chain` the class's
@@ -139,7 +155,7 @@ pub fn band(minor: u16, bands: usize) -> Option<usize> {
 /// The leaves of a creating request's document, grafted on the classes it
 /// made (their default pfifos, empty, are dropped).
 pub fn graft_all<'a>(
-    classes: &mut dyn super::ops::ClassOps,
+    classes: &mut dyn ClassOps,
     leaves: impl IntoIterator<Item = (u16, Option<&'a HtbLeaf>)>,
     now: i64,
 ) -> Result<(), TcError> {

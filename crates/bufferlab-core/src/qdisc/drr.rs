@@ -178,7 +178,7 @@ impl ClassOps for Drr {
                 Vec::new()
             }
         };
-        Ok(classful::purge_removed([removed], &mut self.stats, ctx).into())
+        Ok(super::ops::purge_removed([removed], &mut self.stats, ctx).into())
     }
 
     fn find(&self, minor: u16) -> Option<usize> {

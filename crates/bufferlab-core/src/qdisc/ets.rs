@@ -416,7 +416,7 @@ impl Qdisc for Ets {
         };
         let removed = self.reconfigure(&doc, ctx.now.as_nanos() as i64)?;
         Ok(Changed {
-            purged: classful::purge_removed(removed, &mut self.stats, ctx),
+            purged: super::ops::purge_removed(removed, &mut self.stats, ctx),
             child: ChildChange::Keep,
         })
     }

@@ -1171,7 +1171,7 @@ impl ClassOps for Hfsc {
             }
             (_, _, None) => unreachable!("class_opts gives options to every verb but delete"),
         };
-        Ok(classful::purge_removed(removed, &mut self.stats, ctx).into())
+        Ok(super::ops::purge_removed(removed, &mut self.stats, ctx).into())
     }
 
     fn find(&self, minor: u16) -> Option<usize> {

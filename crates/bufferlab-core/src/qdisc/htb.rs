@@ -42,7 +42,6 @@
 //! hysteresis, offload.
 
 use super::classful::{self, shifted, ClassTable, Classid};
-use super::fifo::Fifo;
 use super::ops::{
     class_not_found, wrong_kind, BuildEnv, Built, Changed, ChildChange, ClassChanged, ClassOps,
     Purged, Qdisc, Reduce,
@@ -235,7 +234,7 @@ impl Htb {
         if depth >= MAX_DEPTH {
             return Err(TcError::Invalid("htb: tree is too deep".into()));
         }
-        let leaf = build_leaf_chain(self.seed, "htb-leaf", None, self.spec.leaf_limit, now)?;
+        let leaf = classful::build_leaf(None, self.spec.leaf_limit, self.seed, now, "htb-leaf")?;
         let mut purged = Vec::new();
         if let Some(p) = parent {
             let level = match self.classes[p].parent {
@@ -291,12 +290,12 @@ impl Htb {
         let regrown = match parent {
             Some(p) if self.classes[p].children == 1 => {
                 let grafted = self.classes[p].spec.leaf.as_ref();
-                Some(build_leaf_chain(
-                    self.seed,
-                    "htb-leaf",
+                Some(classful::build_leaf(
                     grafted,
                     self.spec.leaf_limit,
+                    self.seed,
                     now,
+                    "htb-leaf",
                 )?)
             }
             _ => None,
@@ -467,7 +466,7 @@ impl ClassOps for Htb {
             }
             (_, _, None) => unreachable!("class_opts gives options to every verb but delete"),
         };
-        let purged = classful::purge_removed([removed], &mut self.stats, ctx);
+        let purged = super::ops::purge_removed([removed], &mut self.stats, ctx);
         Ok(ClassChanged {
             purged,
             warning: (req.verb != ClassVerb::Delete)
@@ -499,7 +498,7 @@ impl ClassOps for Htb {
             &mut cl.leaf,
             leaf,
             cl.children == 0,
-            |l| build_leaf_chain(seed, "htb-leaf", l, limit, now),
+            |l| classful::build_leaf(l, limit, seed, now, "htb-leaf"),
         )?;
         if old.is_some() {
             cl.stats.qlen = 0;
@@ -531,50 +530,6 @@ impl Htb {
         cl.configure(self.spec.r2q);
         Ok(())
     }
-}
-
-/// The qdisc chain of a class (htb, prio): the grafted `leaf` and what was
-/// grafted below it (each kind's default child where nothing was), or a
-/// default pfifo of `leaf_limit` packets.
-pub(crate) fn build_leaf_chain(
-    seed: u64,
-    stream: &str,
-    leaf: Option<&HtbLeaf>,
-    leaf_limit: u32,
-    now: i64,
-) -> Result<Vec<Node>, TcError> {
-    let Some(leaf) = leaf else {
-        let fifo = Fifo::from_spec(&QdiscSpec::Pfifo {
-            limit: Some(leaf_limit),
-        })
-        .expect("pfifo is a fifo");
-        return Ok(vec![Node::new(0, 0, true, AnyQdisc::Fifo(fifo))]);
-    };
-    let env = BuildEnv {
-        seed,
-        stream,
-        profile: Default::default(),
-        now: SimTime::from_nanos(now as u64),
-        at_root: false,
-    };
-    let mut chain = Vec::new();
-    let mut next = Some(leaf);
-    while let Some(l) = next {
-        let built = AnyQdisc::build(&l.spec, &env)?;
-        if l.child.is_some() && !built.qdisc.classful() {
-            // `qdisc_graft` on a kind without a child slot (api.rs says the same)
-            return Err(TcError::Invalid(format!(
-                "Operation not supported: qdisc {} has no classes to attach to",
-                built.qdisc.kind()
-            )));
-        }
-        chain.push(Node::new(l.handle, 0, false, built.qdisc));
-        next = l.child.as_deref();
-        if let (None, Some(f)) = (next, built.default_child) {
-            chain.push(Node::new(0, 0, true, AnyQdisc::Fifo(f)));
-        }
-    }
-    Ok(chain)
 }
 
 /// `htb_accnt_tokens`/`htb_accnt_ctokens`: refill by `diff`, cap at the
@@ -745,7 +700,8 @@ impl Qdisc for Htb {
         let fresh = Htb::new(spec, &env)?;
         self.spec = fresh.spec;
         let old = std::mem::replace(&mut self.classes, fresh.classes).take_all();
-        let purged = classful::purge_removed(old.into_iter().map(|c| c.leaf), &mut self.stats, ctx);
+        let purged =
+            super::ops::purge_removed(old.into_iter().map(|c| c.leaf), &mut self.stats, ctx);
         Ok(Changed {
             purged,
             child: ChildChange::Keep,

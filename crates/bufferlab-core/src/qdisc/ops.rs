@@ -161,6 +161,24 @@ impl Changed {
     };
 }
 
+/// A change, class verb or graft dropped these leaf chains (a classful
+/// qdisc's): what they held is purged and taken off the qdisc's counters
+/// (`qdisc_purge_queue`); the tree tells the ancestors.
+pub(crate) fn purge_removed(
+    removed: impl IntoIterator<Item = Vec<Node>>,
+    stats: &mut QdiscStats,
+    ctx: &mut QdiscCtx,
+) -> Purged {
+    let mut lost = Purged::default();
+    for mut chain in removed {
+        for n in chain.iter_mut() {
+            lost.add(n.reset(ctx));
+        }
+    }
+    stats.absorb(Reduce::purged(lost));
+    lost
+}
+
 /// What a class verb or a graft did: the packets it purged (the tree tells
 /// the ancestors) and the kernel's warning that `tc` prints, if any (htb's
 /// quantum clamp).
@@ -216,7 +234,7 @@ pub trait ClassOps {
     /// pfifo).
     fn grafted(&self, i: usize) -> Option<&HtbLeaf>;
 
-    /// Graft `leaf` on the class at position `i` ([`super::classful::regraft`]
+    /// Graft `leaf` on the class at position `i` (classful.rs `regraft`
     /// and what the kind's scheduler must know of it): the chain it replaced,
     /// for the caller to purge. On error nothing changed.
     fn regraft(
@@ -251,7 +269,7 @@ pub trait ClassOps {
     ) -> Result<Purged, TcError> {
         let i = self.find(minor).ok_or_else(class_not_found)?;
         let old = self.regraft(i, leaf, ctx.now.as_nanos() as i64)?;
-        Ok(super::classful::purge_removed(old, self.counters(), ctx))
+        Ok(purge_removed(old, self.counters(), ctx))
     }
 }
 

@@ -8,7 +8,7 @@
 //! the band of priority 0), else the priomap of the priority. `prio_dequeue`
 //! serves the lowest band that gives a packet (a throttled child, e.g. a
 //! tbf, lets the next band send); `prio_peek` likewise. Each band holds a
-//! qdisc chain as an htb class does (htb.rs `build_leaf_chain`): a default
+//! qdisc chain as an htb class does (classful.rs `build_leaf`): a default
 //! pfifo of the device's txqueuelen, or what `tc qdisc … parent M:N`
 //! grafted (`prio_graft`, through [`ClassOps`] and class_api.rs; deleting
 //! it puts a default pfifo back). prio has no class verbs: its classes are
@@ -21,7 +21,6 @@
 //! priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1, band 0 first.
 
 use super::classful;
-use super::htb::build_leaf_chain;
 use super::ops::{
     wrong_kind, BuildEnv, Built, Changed, ChildChange, ClassOps, Peeked, Purged, Qdisc, Reduce,
 };
@@ -105,12 +104,12 @@ impl Prio {
             fresh.push(if keep {
                 None
             } else {
-                Some(build_leaf_chain(
-                    self.seed,
-                    "prio-band",
+                Some(classful::build_leaf(
                     want(i),
                     spec.leaf_limit,
+                    self.seed,
                     now,
+                    "prio-band",
                 )?)
             });
         }
@@ -188,7 +187,7 @@ impl ClassOps for Prio {
         let (seed, limit) = (self.seed, self.spec.leaf_limit);
         let b = &mut self.bands[i];
         classful::regraft(&mut b.leaf_spec, &mut b.chain, leaf, true, |l| {
-            build_leaf_chain(seed, "prio-band", l, limit, now)
+            classful::build_leaf(l, limit, seed, now, "prio-band")
         })
     }
 
@@ -300,7 +299,7 @@ impl Qdisc for Prio {
         };
         let removed = self.tune(&doc, ctx.now.as_nanos() as i64)?;
         Ok(Changed {
-            purged: classful::purge_removed(removed, &mut self.stats, ctx),
+            purged: super::ops::purge_removed(removed, &mut self.stats, ctx),
             child: ChildChange::Keep,
         })
     }
