@@ -350,7 +350,8 @@ pub struct Hook {
 impl Hook {
     /// Build the hook of `spec`; `dev_index` resolves a mirred target.
     /// Policers whose parameters did not change keep their buckets and
-    /// counters (the same filter resent by the command layer).
+    /// counters (the filters a `tc filter` verb leaves in place, engine.rs
+    /// `tc_hook_filter`).
     pub fn new(
         clsact: bool,
         spec: &HookSpec,

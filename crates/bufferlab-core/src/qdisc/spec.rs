@@ -792,9 +792,11 @@ impl Default for RedNs3Spec {
 
 /// `htb` as a whole: the qdisc options (`tc qdisc add … htb`), every class
 /// (`tc class add … htb`), the u32 filters attached at the qdisc and the
-/// leaf qdiscs grafted on classes. The command layer keeps this document
-/// and sends it again with each class/filter/leaf verb; the engine keeps
-/// the state of classes whose classid survives.
+/// leaf qdiscs grafted on classes — what `qdisc_show` dumps as its options.
+/// Classes, filters and leaves come one verb at a time ([`ClassRequest`],
+/// [`FilterRequest`], a graft: class_api.rs); a request creating the qdisc
+/// may carry a first document (`tc` sends none), and `tc qdisc change … htb`
+/// replaces the classes with the request's (htb.rs `change`).
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HtbSpec {
@@ -987,8 +989,8 @@ pub struct DualPi2Spec {
 /// `prio` as a whole (sch_prio.c; docs/semantics/qdiscs.md §13): the
 /// qdisc options, the u32 filters attached at it and the qdiscs grafted on
 /// its classes `M:1` … `M:bands` (each band has a default pfifo otherwise).
-/// As for htb, the command layer resends this document for every
-/// class/filter/graft verb.
+/// Grafts and filters come one verb at a time (class_api.rs), as for htb;
+/// a `change` keeps those of the bands that remain.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrioSpec {
@@ -1163,8 +1165,8 @@ pub struct FqPieSpec {
 }
 
 /// `drr` as a whole (net/sched/sch_drr.c): its classes (`tc class … drr
-/// quantum Q`), the u32 filters attached at the qdisc and the leaf qdiscs.
-/// Same document scheme as [`HtbSpec`].
+/// quantum Q`), the u32 filters attached at the qdisc and the leaf qdiscs,
+/// one verb at a time as for [`HtbSpec`]; a `change` keeps them.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DrrSpec {
@@ -1191,6 +1193,9 @@ pub struct DrrClassSpec {
 /// `ets` (net/sched/sch_ets.c): `bands` classes `1:1…`, the first `strict`
 /// served in strict priority, the others by DRR with `quanta` (one per
 /// non-strict band), `priomap` (16 entries, band of each `skb->priority`).
+/// Grafts, filters and `tc class change … quantum` come one verb at a time
+/// (class_api.rs); a `change` keeps the leaves of the bands that remain and
+/// the filters.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EtsSpec {
@@ -1221,7 +1226,8 @@ pub struct EtsClassSpec {
 }
 
 /// `hfsc` (net/sched/sch_hfsc.c) as a whole: the default class, every
-/// class with its service curves, the u32 filters and the leaf qdiscs.
+/// class with its service curves, the u32 filters and the leaf qdiscs, one
+/// verb at a time as for [`HtbSpec`]; a `change` keeps them.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HfscSpec {
