@@ -7,9 +7,12 @@
 //! The kinds implement the operations (ops.rs [`ClassOps`],
 //! [`Qdisc::filters`]); this module finds the qdisc and the slot and keeps
 //! the tree's books (purged packets, the duplicating-netem rule of api.rs).
-//! A request costs the same whatever the number of classes, except `tc qdisc
-//! … parent H:` with H a qdisc inside a leaf chain, which looks through the
-//! leaves.
+//! A request costs the same whatever the number of classes (a classid is
+//! found through the class table's index), except where the leaves or the
+//! order of the classes must be walked: `tc qdisc … parent H:` with H a qdisc
+//! inside a leaf chain (which class holds it), `tc class del` (the later
+//! classes move up one place: the order is the dump's) and hfsc's levels (its
+//! children are scanned, up to the root).
 //!
 //! The answers are those `tc` prints, the kernel's extack or errno:
 //! `Error: Specified qdisc not found.` (no qdisc of that handle takes the

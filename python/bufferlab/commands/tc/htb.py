@@ -440,7 +440,7 @@ def _parse_match(w: Word, cur: Cursor) -> dict[str, int | str]:
     )
 
 
-# ------------------------------------------------------------------ run time
+# ------------------------------------------------------------------ tc class show
 
 
 #: kinds that own classes with grafted leaf chains (htb.py, prio.py, drr.py, ets.py, hfsc.py)
