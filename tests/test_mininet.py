@@ -465,12 +465,26 @@ def test_bufferlab_keeps_the_real_clock_when_installed_inside_the_scripts_folder
     (["--link", "tc,max_queue_size=0"], "max_queue_size=0: a queue of 0 packets drops every packet"),
     (["--link", "tc,max_queue_size=1.5"], "max_queue_size=1.5: not a packet count"),
     (["--topo", "single,3,4"], "positional arguments but 3 were given; expected single,N (N hosts"),
+    # tools/fuzz_inputs.py (campaign 5): a TCLink option's error named the interface, not --link
+    (["--link", "tc,jitter=3"], "--link tc,jitter=3: h1-eth0: jitter=3: expected a string with a unit"),
 ])
 def test_mn_arguments_say_what_is_wrong(results: Path, capsys: pytest.CaptureFixture[str], args: list[str],
                                         message: str) -> None:
     assert main(["mn", *args, "--test", "pingall", "-o", str(results)]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_syntax_error_in_a_script_is_printed_as_python_prints_it(tmp_path: Path, results: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """tools/fuzz_inputs.py (campaign 5): a script that does not compile printed a traceback of
+    bufferlab's and runpy's frames; python prints only where the error is."""
+    script = tmp_path / "bad.py"
+    script.write_text("from mininet.net import Mininet\nnet = Mininet(\nprint(2)\n", encoding="utf-8")
+    assert main(["mininet", "-o", str(results), str(script)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f'  File "{script}", line 2\n') and "SyntaxError: '(' was never closed" in err, err
+    assert "Traceback" not in err and "bufferlab" not in err
 
 
 def test_a_script_stopping_on_an_error_is_a_failure_with_its_line(tmp_path: Path, results: Path,

@@ -73,7 +73,7 @@ from ..commands.shell import parse_shell
 from ..errors import BufferlabError, Diagnostics
 from ..formats.plot_iperf import PlotError, load_iperf3_docs
 from ..profile import PROFILES
-from ..safefs import open_write
+from ..safefs import open_atomic
 from ..version import __version__
 from .results import DAMAGE, ResultsError, damaged, load_run
 
@@ -569,6 +569,6 @@ def _write(
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / fname
     data = json.dumps(obj, indent=2, sort_keys=True).encode("utf-8")
-    with open_write(dest, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
+    with open_atomic(dest, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
         gz.write(data)  # mtime 0: the same results give the same bytes
     return dest
