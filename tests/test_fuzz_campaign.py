@@ -65,7 +65,7 @@ def test_short_campaign_200_checks_5_runs(tmp_path: Path) -> None:
     out = tmp_path / "failures"
     js = tmp_path / "totals.json"
     fuzz.main(["--seed", "3", "--checks", "200", "--runs", "5", "--jobs", "1", "--out", str(out),
-               "--max-wall", "1", "--max-events", "50000", "--run-timeout", "20", "--report-every", "0",
+               "--max-wall", "1", "--max-events", "50000", "--run-timeout", "60", "--report-every", "0",
                "--json", str(js)])
     totals = json.loads(js.read_text())
     assert totals["checks"]["n"] == 200
