@@ -592,12 +592,15 @@ class CliResult:
 
 
 def _cli_child(argv: list[str], work: Path, cwd: Path, mem_mb: int) -> None:
-    """In a forked child: ``bufferlab ARGV`` in ``cwd``, stdin from work/stdin, stdout and stderr
-    to work/stdout and work/stderr; exits with the CLI's status, as the command would."""
+    """In a forked child: ``bufferlab ARGV`` in ``cwd`` as the command runs it (``sys.argv`` set,
+    ``main()``, the command's own SIGINT handler until a command installs its own), stdin from
+    work/stdin, stdout and stderr to work/stdout and work/stderr; exits with its status."""
+    import bufferlab
+
     _limit_memory(mem_mb)
     for sig in (signal.SIGALRM, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.argv = ["bufferlab", *argv]
     for fd, name, flags in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
                             (2, "stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
         f = os.open(str(work / name), flags, 0o644)
@@ -613,7 +616,8 @@ def _cli_child(argv: list[str], work: Path, cwd: Path, mem_mb: int) -> None:
     try:
         from bufferlab.cli import main
 
-        code = main(argv)
+        signal.signal(signal.SIGINT, bufferlab._interrupted_while_importing)  # the command's, from here
+        code = main()
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException:  # noqa: BLE001 - a traceback is what we classify
@@ -754,15 +758,40 @@ def fork_cli(argv: list[str], work: Path, timeout_s: float, mem_mb: int, stdin: 
     """``bufferlab ARGV`` in a forked child (this process has imported bufferlab once) in a
     session of its own, with the memory cap; past ``timeout_s`` it gets SIGTERM, 15 s later
     SIGKILL (a hang). Processes it leaves in its session are reported (and killed)."""
+    return fork_end(fork_start(argv, work, mem_mb, stdin, cwd), work, timeout_s)
+
+
+def fork_start(argv: list[str], work: Path, mem_mb: int, stdin: bytes = b"", cwd: Path | None = None) -> int:
+    """Start ``bufferlab ARGV`` as :func:`fork_cli` does; its pid (also its session's id)."""
     work.mkdir(parents=True, exist_ok=True)
     (work / "stdin").write_bytes(stdin)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setsid()
-            _cli_child(argv, work, cwd or work, mem_mb)
-        finally:
-            os._exit(99)
+    # the child's handlers from its first instruction: until it calls main(), as a command
+    # still importing (exit 130 on SIGINT, SIGTERM's default); this process's come back after
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, _interrupted_starting)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setsid()
+                _cli_child(argv, work, cwd or work, mem_mb)
+            finally:
+                os._exit(99)
+    finally:
+        if pid != 0:
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)
+    return pid
+
+
+def _interrupted_starting(signum: int, frame: object) -> None:
+    os.write(2, b"bufferlab: interrupted\n")
+    os._exit(130)
+
+
+def fork_end(pid: int, work: Path, timeout_s: float) -> CliResult:
+    """Wait for a command :func:`fork_start` started (see :func:`fork_cli`)."""
     status = _wait(pid, timeout_s)
     timed_out = status is None
     if status is None:

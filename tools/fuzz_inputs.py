@@ -356,10 +356,12 @@ def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 
 def leftover_tmp(folder: Path) -> list[str]:
-    """``.NAME.tmp`` files (safefs's temporary names) under ``folder``."""
+    """``.NAME.tmp`` files (safefs's temporary names) under ``folder``, but in a sweep's
+    ``<run-id>.partial`` folders (a run a stopped sweep left: removed by the next sweep)."""
     if not folder.is_dir():
         return []
-    return sorted(str(p.relative_to(folder)) for p in _walk(folder) if re.fullmatch(r"\..+\.tmp", p.name))
+    return sorted(str(p.relative_to(folder)) for p in _walk(folder) if re.fullmatch(r"\..+\.tmp", p.name)
+                  and not any(c.endswith(".partial") for c in p.relative_to(folder).parts))
 
 
 def parquet_whole(path: Path) -> bool:
