@@ -770,6 +770,7 @@ def fork_start(argv: list[str], work: Path, mem_mb: int, stdin: bytes = b"", cwd
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGINT, _interrupted_starting)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    pid = -1  # fork failed: this process's handlers come back all the same
     try:
         pid = os.fork()
         if pid == 0:
