@@ -371,3 +371,28 @@ def test_an_interrupted_run_keeps_the_previous_one_as_prev(tmp_path, monkeypatch
     assert s["interrupted"] == "SIGINT" and [p.get("interrupted") for p in s["parts"]] == [None, "SIGINT"]
     prev = json.loads((out / "fresh.prev" / "summary.json").read_text())
     assert "interrupted" not in prev and len(prev["parts"]) == 2
+
+
+def test_a_signal_before_the_first_part_says_nothing_ran_and_touches_nothing(tmp_path, monkeypatch, capsys):
+    """tools/fuzz_signals.py (campaign 5): SIGINT while a run made its folder printed "the
+    finished parts and the interrupted one ... are in ROOT" when nothing had run, and wrote the
+    previous run's tables and report again."""
+    from bufferlab.cli import main
+    from bufferlab.run.scheduler import Interrupted
+
+    scenario = tmp_path / "sig.toml"
+    scenario.write_text(f'name = "sig"\nseed = 1\n{TOPOLOGY}\n[[part]]\nname = "p"\n'
+                        'cmds = ["h1: ping 10.0.0.3 -c 1"]\n')
+    out = tmp_path / "out"
+    assert main(["run", "-q", str(scenario), "-o", str(out)]) == 0
+    before = {p: p.stat().st_mtime_ns for p in (out / "sig").rglob("*")}
+
+    def interrupted(self):  # noqa: ANN001 - the signal as it lands in open_run
+        raise Interrupted(signal.SIGINT)
+
+    monkeypatch.setattr(Runner, "open_run", interrupted)
+    assert main(["run", "-q", str(scenario), "-o", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert (f"interrupted by SIGINT before the first part began: nothing was run; the last complete run is in "
+            f"{out / 'sig'}") in err and "finished parts" not in err
+    assert {p: p.stat().st_mtime_ns for p in (out / "sig").rglob("*")} == before
