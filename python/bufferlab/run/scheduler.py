@@ -36,8 +36,8 @@ from typing import Any
 from ..commands.shell import Job, SimpleCommand, parse_shell
 from ..errors import BufferlabError, CommandError, Diagnostics, ScenarioError
 from ..outputs.result_lines import results_text
-from ..results_folder import acquire, fresh, release, write_marker
-from ..safefs import ensure_dir, open_write, remove_tree, write_json_atomic
+from ..results_folder import acquire, discard, fresh, release, write_marker
+from ..safefs import ensure_dir, open_write, write_json_atomic
 from ..scenario.load import Command, Part, Scenario
 from ..scenario.topology import BuiltTopology, build_topology
 from .budget import check_flow_budget, check_ping_budget, check_sample_budget
@@ -370,7 +370,7 @@ class Runner:
             if completed and self._made_root:
                 write_marker(self.root, self.kind, complete=True)
             if completed and self.prev_root is not None:
-                remove_tree(self.prev_root)  # the run completed: the previous one goes
+                discard(self.prev_root)  # the run completed: the previous one goes
                 self.prev_root = None
         finally:
             release(self.root)
