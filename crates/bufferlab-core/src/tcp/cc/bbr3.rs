@@ -37,22 +37,18 @@
 //! path for app-limited ACKs is not taken (it only skips work, the result
 //! is the slow path's).
 
+use super::bbr::common::{self, AckAggregation, Pacing, ProbeRttTimer, BBR_SCALE, BW_UNIT};
 use super::{
     after, before, msecs_to_jiffies, stamp_us_delta, CaEvent, CaState, CcProfile, CcSock,
     CongControl, CongestionOps, RateSample, TxInfo, HZ, TCP_INFINITE_SSTHRESH,
 };
 use crate::rng::ComponentRng;
 
-const BW_SCALE: u32 = 24;
-const BW_UNIT: u64 = 1 << BW_SCALE;
-const BBR_SCALE: u32 = 8;
 /// 1.0 in the << 8 fixed point of gains and fractions.
 pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
 
 /// min_rtt filter window, s (`bbr_min_rtt_win_sec`).
 const MIN_RTT_WIN_SEC: u32 = 10;
-/// time at the PROBE_RTT cwnd, ms (`bbr_probe_rtt_mode_ms`).
-const PROBE_RTT_MODE_MS: u32 = 200;
 /// the `probe_rtt_min_us` window, and so the PROBE_RTT interval, ms.
 const PROBE_RTT_WIN_MS: u32 = 5000;
 /// PROBE_RTT cwnd as a fraction of the BDP: 0.5.
@@ -77,14 +73,8 @@ const CWND_MIN_TARGET: u32 = 4;
 const FULL_BW_THRESH: u32 = BBR_UNIT * 5 / 4;
 /// rounds of plateau that end STARTUP / PROBE_UP.
 const FULL_BW_CNT: u32 = 3;
-/// gain on the ACK-aggregation allowance, 1.0.
-const EXTRA_ACKED_GAIN: u32 = BBR_UNIT;
 /// rounds per half of the extra_acked filter after STARTUP.
 const EXTRA_ACKED_WIN_RTTS: u32 = 5;
-/// ACK-epoch size at which the epoch restarts.
-const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
-/// the aggregation allowance is at most this much bw, µs.
-const EXTRA_ACKED_MAX_US: u64 = 100_000;
 /// ECN logic only at a min_rtt up to this, µs (`bbr_ecn_max_rtt_us`).
 const ECN_MAX_RTT_US: u32 = 5000;
 /// multiplicative cut on a lossy round: 0.3.
@@ -162,7 +152,7 @@ pub struct Bbr3 {
     initialized: bool,
     min_rtt_us: u32,
     min_rtt_stamp: u32,
-    probe_rtt_done_stamp: u32,
+    probe_rtt: ProbeRttTimer,
     probe_rtt_min_us: u32,
     probe_rtt_min_stamp: u32,
     next_rtt_delivered: u32,
@@ -172,7 +162,6 @@ pub struct Bbr3 {
     round_start: bool,
     bw_probe_up_rounds: u32,
     idle_restart: bool,
-    probe_rtt_round_done: bool,
     init_cwnd: u32,
     pacing_gain: u32,
     cwnd_gain: u32,
@@ -182,11 +171,7 @@ pub struct Bbr3 {
     has_seen_rtt: bool,
     prior_cwnd: u32,
     full_bw: u32,
-    ack_epoch_mstamp: u64,
-    extra_acked: [u16; 2],
-    ack_epoch_acked: u32,
-    extra_acked_win_rtts: u32,
-    extra_acked_win_idx: usize,
+    aggr: AckAggregation,
     full_bw_now: bool,
     startup_ecn_rounds: u32,
     loss_in_cycle: bool,
@@ -243,14 +228,6 @@ impl From<&RateSample> for Signal {
     }
 }
 
-/// `bbr_rate_bytes_per_sec`: `rate` (pkts/µs << 24) × mss × gain, less
-/// `margin` percent, bytes/s; at least 1.
-fn rate_bytes_per_sec(mss: u32, rate: u64, gain: u32, margin: u64) -> u64 {
-    let mut r = rate.wrapping_mul(mss as u64).wrapping_mul(gain as u64) >> BBR_SCALE;
-    r = r.wrapping_mul(1_000_000 / 100 * (100 - margin)) >> BW_SCALE;
-    r.max(1)
-}
-
 /// `bbr_bdp` with the min_rtt and the no-sample fallback spelt out:
 /// ⌈bw × min_rtt × gain⌉ packets.
 pub fn bdp(bw: u32, min_rtt_us: u32, gain: u32) -> u32 {
@@ -299,7 +276,7 @@ impl Bbr3 {
             initialized: false,
             min_rtt_us: 0,
             min_rtt_stamp: 0,
-            probe_rtt_done_stamp: 0,
+            probe_rtt: ProbeRttTimer::default(),
             probe_rtt_min_us: 0,
             probe_rtt_min_stamp: 0,
             next_rtt_delivered: 0,
@@ -309,7 +286,6 @@ impl Bbr3 {
             round_start: false,
             bw_probe_up_rounds: 0,
             idle_restart: false,
-            probe_rtt_round_done: false,
             init_cwnd: 0,
             pacing_gain: 0,
             cwnd_gain: 0,
@@ -319,11 +295,7 @@ impl Bbr3 {
             has_seen_rtt: false,
             prior_cwnd: 0,
             full_bw: 0,
-            ack_epoch_mstamp: 0,
-            extra_acked: [0; 2],
-            ack_epoch_acked: 0,
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
+            aggr: AckAggregation::default(),
             full_bw_now: false,
             startup_ecn_rounds: 0,
             loss_in_cycle: false,
@@ -403,43 +375,10 @@ impl Bbr3 {
         self.max_bw().min(self.bw_lo)
     }
 
-    fn extra_acked(&self) -> u16 {
-        self.extra_acked[0].max(self.extra_acked[1])
-    }
-
     /// ECN negotiated (`TCP_ECN_OK`; `TCP_ECN_LOW` assumed, see the module
     /// comment): `bbr_can_use_ecn`.
     fn can_use_ecn(tp: &CcSock) -> bool {
         tp.ecn_ok
-    }
-
-    /// `bbr_bw_to_pacing_rate`.
-    fn bw_to_pacing_rate(tp: &CcSock, bw: u32, gain: u32) -> u64 {
-        rate_bytes_per_sec(tp.mss_cache, bw as u64, gain, PACING_MARGIN_PERCENT)
-            .min(tp.max_pacing_rate)
-    }
-
-    /// `bbr_init_pacing_rate_from_rtt`: startup gain × cwnd / srtt.
-    fn init_pacing_rate_from_rtt(&mut self, tp: &mut CcSock) {
-        let rtt_us = if tp.srtt_us != 0 {
-            self.has_seen_rtt = true;
-            (tp.srtt_us >> 3).max(1)
-        } else {
-            1_000
-        };
-        let bw = tp.snd_cwnd as u64 * BW_UNIT / rtt_us as u64;
-        tp.pacing_rate = Self::bw_to_pacing_rate(tp, bw as u32, STARTUP_PACING_GAIN);
-    }
-
-    /// `bbr_set_pacing_rate`: before the pipe is full the rate only rises.
-    fn set_pacing_rate(&mut self, tp: &mut CcSock, bw: u32, gain: u32) {
-        let rate = Self::bw_to_pacing_rate(tp, bw, gain);
-        if !self.has_seen_rtt && tp.srtt_us != 0 {
-            self.init_pacing_rate_from_rtt(tp);
-        }
-        if self.full_bw_reached || rate > tp.pacing_rate {
-            tp.pacing_rate = rate;
-        }
     }
 
     /// `bbr_tso_segs_goal`.
@@ -449,11 +388,9 @@ impl Bbr3 {
 
     /// `bbr_save_cwnd`.
     fn save_cwnd(&mut self, tp: &CcSock) {
-        if self.prev_ca_state < CaState::Recovery && self.mode != Bbr3Mode::ProbeRtt {
-            self.prior_cwnd = tp.snd_cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(tp.snd_cwnd);
-        }
+        let probe_rtt = self.mode == Bbr3Mode::ProbeRtt;
+        self.prior_cwnd =
+            common::saved_cwnd(self.prior_cwnd, self.prev_ca_state, probe_rtt, tp.snd_cwnd);
     }
 
     /// `bbr_bdp` (the initial cwnd before any RTT sample).
@@ -467,9 +404,7 @@ impl Bbr3 {
     /// `bbr_quantization_budget`: at least 3 TSO bursts and 4 packets; +2
     /// in PROBE_UP so that even tiny BDPs probe above the BDP.
     fn quantization_budget(&self, tp: &CcSock, cwnd: u32) -> u32 {
-        let mut cwnd = cwnd
-            .max(3 * self.tso_segs_goal(tp))
-            .max(CWND_MIN_TARGET);
+        let mut cwnd = cwnd.max(3 * self.tso_segs_goal(tp)).max(CWND_MIN_TARGET);
         if self.mode == Bbr3Mode::ProbeBw && self.cycle_idx == Phase::Up {
             cwnd = cwnd.wrapping_add(2);
         }
@@ -484,27 +419,19 @@ impl Bbr3 {
 
     /// `bbr_packets_in_net_at_edt`.
     fn packets_in_net_at_edt(&self, tp: &CcSock, inflight_now: u32) -> u32 {
-        let now_ns = tp.clock_ns;
-        let edt_ns = tp.wstamp_ns.max(now_ns);
-        let interval_us = (edt_ns - now_ns) / 1_000;
-        let delivered = ((self.bw() as u64 * interval_us) >> BW_SCALE) as u32;
-        let mut at_edt = inflight_now;
-        if self.pacing_gain > BBR_UNIT {
-            at_edt = at_edt.wrapping_add(self.tso_segs_goal(tp));
-        }
-        at_edt.saturating_sub(delivered)
+        let tso_goal = || self.tso_segs_goal(tp);
+        common::packets_in_net_at_edt(tp, self.bw(), self.pacing_gain, tso_goal, inflight_now)
     }
 
-    /// `bbr_ack_aggregation_cwnd`: the extra_acked allowance, at most
-    /// 100 ms of bw (v3 grants it in STARTUP too).
+    /// `bbr_ack_aggregation_cwnd` (v3 grants it in STARTUP too).
     fn ack_aggregation_cwnd(&self) -> u32 {
-        let max_aggr = (self.bw() as u64 * EXTRA_ACKED_MAX_US / BW_UNIT) as u32;
-        ((EXTRA_ACKED_GAIN * self.extra_acked() as u32) >> BBR_SCALE).min(max_aggr)
+        self.aggr.cwnd(self.bw())
     }
 
     /// `bbr_probe_rtt_cwnd`: half the BDP, at least 4.
     fn probe_rtt_cwnd(&self) -> u32 {
-        self.bdp(self.bw(), PROBE_RTT_CWND_GAIN).max(CWND_MIN_TARGET)
+        self.bdp(self.bw(), PROBE_RTT_CWND_GAIN)
+            .max(CWND_MIN_TARGET)
     }
 
     /// `bbr_set_cwnd`: towards BDP × gain + aggregation allowance; before
@@ -549,48 +476,18 @@ impl Bbr3 {
     /// `bbr_update_ack_aggregation` (window: 1 round before the pipe is
     /// full, 5 after).
     fn update_ack_aggregation(&mut self, tp: &CcSock, rs: &RateSample) {
-        if rs.acked_sacked == 0 || rs.delivered < 0 || rs.interval_us <= 0 {
-            return;
-        }
-        if self.round_start {
-            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1f);
-            let thresh = if self.full_bw_reached {
-                EXTRA_ACKED_WIN_RTTS
-            } else {
-                1
-            };
-            if self.extra_acked_win_rtts >= thresh {
-                self.extra_acked_win_rtts = 0;
-                self.extra_acked_win_idx ^= 1;
-                self.extra_acked[self.extra_acked_win_idx] = 0;
-            }
-        }
-        let epoch_us = stamp_us_delta(tp.delivered_mstamp, self.ack_epoch_mstamp) as u32;
-        let mut expected = (self.bw() as u64 * epoch_us as u64 / BW_UNIT) as u32;
-        if self.ack_epoch_acked <= expected
-            || self.ack_epoch_acked.wrapping_add(rs.acked_sacked) >= ACK_EPOCH_ACKED_RESET_THRESH
-        {
-            self.ack_epoch_acked = 0;
-            self.ack_epoch_mstamp = tp.delivered_mstamp;
-            expected = 0;
-        }
-        self.ack_epoch_acked = self
-            .ack_epoch_acked
-            .wrapping_add(rs.acked_sacked)
-            .min(0xf_ffff);
-        let extra = self
-            .ack_epoch_acked
-            .wrapping_sub(expected)
-            .min(tp.snd_cwnd);
-        let slot = &mut self.extra_acked[self.extra_acked_win_idx];
-        if extra > *slot as u32 {
-            *slot = extra as u16;
-        }
+        let win = if self.full_bw_reached {
+            EXTRA_ACKED_WIN_RTTS
+        } else {
+            1
+        };
+        let bw = self.bw();
+        self.aggr.update(tp, rs, bw, self.round_start, win);
     }
 
     /// `bbr_check_probe_rtt_done`.
     fn check_probe_rtt_done(&mut self, tp: &mut CcSock) {
-        if !(self.probe_rtt_done_stamp != 0 && after(tp.jiffies, self.probe_rtt_done_stamp)) {
+        if !self.probe_rtt.expired(tp.jiffies) {
             return;
         }
         self.probe_rtt_min_stamp = tp.jiffies;
@@ -620,25 +517,17 @@ impl Bbr3 {
         if probe_rtt_expired && !self.idle_restart && self.mode != Bbr3Mode::ProbeRtt {
             self.mode = Bbr3Mode::ProbeRtt;
             self.save_cwnd(tp);
-            self.probe_rtt_done_stamp = 0;
+            self.probe_rtt.done_stamp = 0;
             self.ack_phase = AckPhase::ProbeStopping;
             self.next_rtt_delivered = tp.delivered;
         }
         if self.mode == Bbr3Mode::ProbeRtt {
-            let al = tp.delivered.wrapping_add(tp.packets_in_flight);
-            tp.app_limited = if al != 0 { al } else { 1 };
-            if self.probe_rtt_done_stamp == 0 && tp.packets_in_flight <= self.probe_rtt_cwnd() {
-                self.probe_rtt_done_stamp =
-                    tp.jiffies.wrapping_add(msecs_to_jiffies(PROBE_RTT_MODE_MS));
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = tp.delivered;
-            } else if self.probe_rtt_done_stamp != 0 {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(tp);
-                }
+            let target = self.probe_rtt_cwnd();
+            if self
+                .probe_rtt
+                .hold(tp, &mut self.next_rtt_delivered, self.round_start, target)
+            {
+                self.check_probe_rtt_done(tp);
             }
         }
         if rs.delivered > 0 {
@@ -842,7 +731,8 @@ impl Bbr3 {
         let mut ecn_inflight_lo = u32::MAX;
         if self.ecn_in_round {
             self.init_lower_bounds(tp, false);
-            ecn_inflight_lo = ((self.inflight_lo as u64 * self.ecn_cut() as u64) >> BBR_SCALE) as u32;
+            ecn_inflight_lo =
+                ((self.inflight_lo as u64 * self.ecn_cut() as u64) >> BBR_SCALE) as u32;
         }
         if self.loss_in_round {
             self.init_lower_bounds(tp, true);
@@ -926,8 +816,7 @@ impl Bbr3 {
     /// `bbr_pick_probe_wait`: 0–1 random rounds; 2–3 s of wall clock.
     fn pick_probe_wait(&mut self) {
         self.rounds_since_probe = self.rng.range_u64(0, BW_PROBE_RAND_ROUNDS - 1) as u32;
-        self.probe_wait_us =
-            BW_PROBE_BASE_US + self.rng.range_u64(0, BW_PROBE_RAND_US - 1) as u32;
+        self.probe_wait_us = BW_PROBE_BASE_US + self.rng.range_u64(0, BW_PROBE_RAND_US - 1) as u32;
     }
 
     /// `bbr_start_bw_probe_refill`.
@@ -1219,6 +1108,25 @@ impl Bbr3 {
     }
 }
 
+impl Pacing for Bbr3 {
+    const STARTUP_GAIN: u32 = STARTUP_PACING_GAIN;
+
+    /// `bbr_bw_to_pacing_rate` (v3 floors the rate at 1 byte/s).
+    fn bw_to_pacing_rate(tp: &CcSock, bw: u32, gain: u32) -> u64 {
+        common::rate_bytes_per_sec(tp.mss_cache, bw as u64, gain, PACING_MARGIN_PERCENT)
+            .max(1)
+            .min(tp.max_pacing_rate)
+    }
+
+    fn seen_rtt(&mut self) -> &mut bool {
+        &mut self.has_seen_rtt
+    }
+
+    fn pipe_full(&self) -> bool {
+        self.full_bw_reached
+    }
+}
+
 /// `tcp_bbr_cong_ops` of the v3 branch (there named "bbr").
 impl CongestionOps for Bbr3 {
     const NAME: &'static str = "bbr3";
@@ -1235,8 +1143,7 @@ impl CongestionOps for Bbr3 {
         tp.snd_ssthresh = TCP_INFINITE_SSTHRESH;
         self.next_rtt_delivered = tp.delivered;
         self.prev_ca_state = CaState::Open;
-        self.probe_rtt_done_stamp = 0;
-        self.probe_rtt_round_done = false;
+        self.probe_rtt = ProbeRttTimer::default();
         self.probe_rtt_min_us = tp.min_rtt_us;
         self.probe_rtt_min_stamp = tp.jiffies;
         self.min_rtt_us = tp.min_rtt_us;
@@ -1249,11 +1156,7 @@ impl CongestionOps for Bbr3 {
         self.cycle_mstamp = 0;
         self.cycle_idx = Phase::Up;
         self.mode = Bbr3Mode::Startup;
-        self.ack_epoch_mstamp = tp.now_us;
-        self.ack_epoch_acked = 0;
-        self.extra_acked_win_rtts = 0;
-        self.extra_acked_win_idx = 0;
-        self.extra_acked = [0; 2];
+        self.aggr = AckAggregation::new(tp.now_us);
         tp.pacing_status_needed = true;
         // the ECN mark rate is sampled from the end of the first flight
         self.loss_round_delivered = tp.delivered.wrapping_add(1);
@@ -1312,8 +1215,7 @@ impl CongestionOps for Bbr3 {
     fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
         if ev == CaEvent::TxStart && tp.app_limited != 0 {
             self.idle_restart = true;
-            self.ack_epoch_mstamp = tp.now_us;
-            self.ack_epoch_acked = 0;
+            self.aggr.restart_epoch(tp.now_us);
             if self.mode == Bbr3Mode::ProbeBw {
                 let bw = self.bw();
                 self.set_pacing_rate(tp, bw, BBR_UNIT);
@@ -1375,13 +1277,16 @@ impl CongestionOps for Bbr3 {
             ("bbr_pacing_gain", self.pacing_gain as f64 / BBR_UNIT as f64),
             ("bbr_cwnd_gain", self.cwnd_gain as f64 / BBR_UNIT as f64),
             ("bbr_bw_pkts_per_us", self.bw() as f64 / BW_UNIT as f64),
-            ("bbr_bw_hi_pkts_per_us", self.max_bw() as f64 / BW_UNIT as f64),
+            (
+                "bbr_bw_hi_pkts_per_us",
+                self.max_bw() as f64 / BW_UNIT as f64,
+            ),
             ("bbr_min_rtt_us", self.min_rtt_us as f64),
             ("bbr_inflight_hi", opt(self.inflight_hi)),
             ("bbr_inflight_lo", opt(self.inflight_lo)),
             ("bbr_ecn_alpha", self.ecn_alpha as f64 / BBR_UNIT as f64),
             ("bbr_full_bw_reached", self.full_bw_reached as u8 as f64),
-            ("bbr_extra_acked", self.extra_acked() as f64),
+            ("bbr_extra_acked", self.aggr.max() as f64),
         ]);
     }
 }
@@ -1436,13 +1341,22 @@ mod tests {
     #[test]
     fn gains_are_the_kernels_fixed_point_constants() {
         // 256·277/100 = 709 (+1): 2.77 ≈ 4 ln 2; 256·1000/2885 = 88
-        assert_eq!((STARTUP_PACING_GAIN, STARTUP_CWND_GAIN, DRAIN_GAIN), (710, 512, 88));
+        assert_eq!(
+            (STARTUP_PACING_GAIN, STARTUP_CWND_GAIN, DRAIN_GAIN),
+            (710, 512, 88)
+        );
         // UP 1.25, DOWN 256·91/100 = 232, CRUISE and REFILL 1.0
         assert_eq!(PACING_GAIN, [320, 232, 256, 256]);
         // beta 0.3 → 76, loss_thresh 2 % → 5, ecn_thresh 0.5, ecn_factor 1/3
         // → 85, alpha gain 1/16, headroom 15 % → 38, PROBE_RTT cwnd 0.5
-        assert_eq!((BETA, LOSS_THRESH, ECN_THRESH, ECN_FACTOR), (76, 5, 128, 85));
-        assert_eq!((ECN_ALPHA_GAIN, INFLIGHT_HEADROOM, PROBE_RTT_CWND_GAIN), (16, 38, 128));
+        assert_eq!(
+            (BETA, LOSS_THRESH, ECN_THRESH, ECN_FACTOR),
+            (76, 5, 128, 85)
+        );
+        assert_eq!(
+            (ECN_ALPHA_GAIN, INFLIGHT_HEADROOM, PROBE_RTT_CWND_GAIN),
+            (16, 38, 128)
+        );
         let (mut b, _) = started();
         b.mode = Bbr3Mode::ProbeBw;
         for (phase, pacing, cwnd) in [
@@ -1508,7 +1422,10 @@ mod tests {
         ack(&mut b, &mut tp, 240, 1_000_000, true);
         assert!(b.full_bw_reached && b.full_bw_now);
         assert_eq!(b.mode, Bbr3Mode::Drain);
-        assert_eq!((b.pacing_gain, b.cwnd_gain), (DRAIN_GAIN, STARTUP_CWND_GAIN));
+        assert_eq!(
+            (b.pacing_gain, b.cwnd_gain),
+            (DRAIN_GAIN, STARTUP_CWND_GAIN)
+        );
         tp.packets_in_flight = 4;
         ack(&mut b, &mut tp, 1, 1_000_000, false);
         // DRAIN → PROBE_BW DOWN, and on the same ACK (in-flight already
@@ -1623,11 +1540,25 @@ mod tests {
         assert_eq!(b.cycle_idx, Phase::Down);
         assert!(b.prev_probe_too_high && !b.bw_probe_samples);
         // once per probe: a further loss changes nothing
-        b.skb_marked_lost(&mut tp, &TxInfo { in_flight: 50, ..tx }, 30);
+        b.skb_marked_lost(
+            &mut tp,
+            &TxInfo {
+                in_flight: 50,
+                ..tx
+            },
+            30,
+        );
         assert_eq!(b.inflight_hi, 300);
         // a loss at a lower level is floored at (1 − beta) × target
         let (mut c, mut tp) = probing_up();
-        c.skb_marked_lost(&mut tp, &TxInfo { in_flight: 40, ..tx }, 16);
+        c.skb_marked_lost(
+            &mut tp,
+            &TxInfo {
+                in_flight: 40,
+                ..tx
+            },
+            16,
+        );
         assert_eq!(c.inflight_hi, 70);
     }
 
@@ -1755,7 +1686,7 @@ mod tests {
         // in-flight down to 1250: 200 ms and a round, then back to CRUISE
         tp.packets_in_flight = 1_250;
         ack(&mut b, &mut tp, 10, 40_000, false);
-        assert_ne!(b.probe_rtt_done_stamp, 0);
+        assert_ne!(b.probe_rtt.done_stamp, 0);
         tp.jiffies += msecs_to_jiffies(200) + 1;
         ack(&mut b, &mut tp, 10, 40_000, true);
         assert_eq!((b.mode, b.cycle_idx), (Bbr3Mode::ProbeBw, Phase::Cruise));
@@ -1765,7 +1696,7 @@ mod tests {
     #[test]
     fn extra_acked_window_is_one_round_in_startup() {
         let (mut b, mut tp) = started();
-        b.extra_acked = [30, 0];
+        b.aggr.extra_acked = [30, 0];
         b.round_start = true;
         let rs = RateSample {
             acked_sacked: 1,
@@ -1774,14 +1705,14 @@ mod tests {
             ..RateSample::default()
         };
         b.update_ack_aggregation(&tp, &rs);
-        assert_eq!((b.extra_acked_win_idx, b.extra_acked_win_rtts), (1, 0));
+        assert_eq!((b.aggr.win_idx, b.aggr.win_rtts), (1, 0));
         b.full_bw_reached = true;
         for n in 1..5 {
             b.update_ack_aggregation(&tp, &rs);
-            assert_eq!(b.extra_acked_win_rtts, n);
+            assert_eq!(b.aggr.win_rtts, n);
         }
         b.update_ack_aggregation(&tp, &rs);
-        assert_eq!((b.extra_acked_win_idx, b.extra_acked_win_rtts), (0, 0));
+        assert_eq!((b.aggr.win_idx, b.aggr.win_rtts), (0, 0));
         tp.snd_cwnd = 10;
         let _ = tp;
     }
@@ -1805,7 +1736,9 @@ mod tests {
         let cc = super::super::Cc::from_name("bbr3").unwrap();
         assert_eq!(cc.name(), "bbr3");
         assert!(cc.has_cong_control() && cc.wants_skb_marked_lost());
-        assert!(!super::super::Cc::from_name("bbr").unwrap().wants_skb_marked_lost());
+        assert!(!super::super::Cc::from_name("bbr")
+            .unwrap()
+            .wants_skb_marked_lost());
     }
 }
 
@@ -1850,7 +1783,11 @@ mod component {
             p.run_until(ms(t));
             let m = p.a.cc().metrics();
             let get = |k: &str| m.iter().find(|(n, _)| *n == k).unwrap().1;
-            samples.push((p.a.info().snd_cwnd, get("bbr_inflight_hi"), get("bbr_phase")));
+            samples.push((
+                p.a.info().snd_cwnd,
+                get("bbr_inflight_hi"),
+                get("bbr_phase"),
+            ));
         }
         Run {
             rate: (p.read - read0) as f64 / 7.0,
