@@ -40,7 +40,7 @@
 use super::bbr::common::{self, AckAggregation, Pacing, ProbeRttTimer, BBR_SCALE, BW_UNIT};
 use super::{
     after, before, msecs_to_jiffies, stamp_us_delta, CaEvent, CaState, CcProfile, CcSock,
-    CongControl, CongestionOps, RateSample, TxInfo, HZ, TCP_INFINITE_SSTHRESH,
+    CongControl, CongestionOps, LostSkb, RateSample, HZ, TCP_INFINITE_SSTHRESH,
 };
 use crate::rng::ComponentRng;
 
@@ -1252,15 +1252,15 @@ impl CongestionOps for Bbr3 {
     /// `bbr_skb_marked_lost`: while probing, find whether the flight up to
     /// this lost packet already lost more than 2 % and if so cut
     /// inflight_hi to where that happened.
-    fn skb_marked_lost(&mut self, tp: &mut CcSock, tx: &TxInfo, lost: u32) {
+    fn skb_marked_lost(&mut self, tp: &mut CcSock, skb: &LostSkb) {
         self.note_loss(tp);
-        if !self.bw_probe_samples || tx.delivered_mstamp == 0 {
+        if !self.bw_probe_samples || !skb.has_snapshot {
             return;
         }
         let mut s = Signal {
-            tx_in_flight: tx.in_flight,
-            lost: lost.wrapping_sub(tx.lost) as i32,
-            is_app_limited: tx.is_app_limited,
+            tx_in_flight: skb.tx_in_flight,
+            lost: skb.lost as i32,
+            is_app_limited: skb.is_app_limited,
             ..Signal::default()
         };
         if self.is_inflight_too_high(&s) {
@@ -1524,42 +1524,38 @@ mod tests {
     #[test]
     fn a_loss_while_probing_sets_inflight_hi_and_goes_down() {
         let (mut b, mut tp) = probing_up();
-        let tx = TxInfo {
-            delivered_mstamp: 1,
-            in_flight: 300,
-            lost: 10,
-            ..TxInfo::default()
+        let skb = |tx_in_flight, lost| LostSkb {
+            tx_in_flight,
+            lost,
+            is_app_limited: false,
+            has_snapshot: true,
         };
         // 5 losses since it was sent (of 300: not above 2 %): noted only
-        b.skb_marked_lost(&mut tp, &tx, 15);
+        b.skb_marked_lost(&mut tp, &skb(300, 5));
         assert!(b.loss_in_round && b.loss_in_cycle);
         assert_eq!((b.inflight_hi, b.cycle_idx), (u32::MAX, Phase::Up));
         // the sixth: inflight_hi = max(300, target 100 · (256 − 76) >> 8 = 70)
-        b.skb_marked_lost(&mut tp, &tx, 16);
+        b.skb_marked_lost(&mut tp, &skb(300, 6));
         assert_eq!(b.inflight_hi, 300);
         assert_eq!(b.cycle_idx, Phase::Down);
         assert!(b.prev_probe_too_high && !b.bw_probe_samples);
         // once per probe: a further loss changes nothing
-        b.skb_marked_lost(
-            &mut tp,
-            &TxInfo {
-                in_flight: 50,
-                ..tx
-            },
-            30,
-        );
+        b.skb_marked_lost(&mut tp, &skb(50, 20));
         assert_eq!(b.inflight_hi, 300);
         // a loss at a lower level is floored at (1 − beta) × target
         let (mut c, mut tp) = probing_up();
-        c.skb_marked_lost(
-            &mut tp,
-            &TxInfo {
-                in_flight: 40,
-                ..tx
-            },
-            16,
-        );
+        c.skb_marked_lost(&mut tp, &skb(40, 6));
         assert_eq!(c.inflight_hi, 70);
+        // a SACKed-then-lost segment (no snapshot) is only noted
+        let (mut d, mut tp) = probing_up();
+        d.skb_marked_lost(
+            &mut tp,
+            &LostSkb {
+                has_snapshot: false,
+                ..skb(300, 6)
+            },
+        );
+        assert_eq!(d.inflight_hi, u32::MAX);
     }
 
     #[test]

@@ -66,7 +66,6 @@ pub use dctcp::DctcpParams;
 pub use htcp::HtcpParams;
 
 use crate::rng::ComponentRng;
-pub use crate::tcp::rate::TxInfo;
 use crate::time::SimTime;
 
 /// Jiffies per second (`CONFIG_HZ` of Ubuntu/Debian generic kernels, docs/semantics/tcp.md §1).
@@ -474,6 +473,20 @@ impl Default for RateSample {
     }
 }
 
+/// A segment just marked lost, as `skb_marked_lost` reads it (the
+/// `TCP_SKB_CB(skb)->tx` fields of the BBRv3 kernels).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LostSkb {
+    /// `tx.in_flight`: packets in flight when it was sent, itself included
+    pub tx_in_flight: u32,
+    /// `tp->lost − tx.lost`: packets marked lost since it was sent, itself included
+    pub lost: u32,
+    /// `tx.is_app_limited`
+    pub is_app_limited: bool,
+    /// `tx.delivered_mstamp != 0`: its snapshot is still valid (not SACKed)
+    pub has_snapshot: bool,
+}
+
 /// Which kernel's arithmetic to reproduce where it changed (docs/semantics/tcp.md
 /// "kernel profiles"; docs/internals.md "Version profile").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -597,9 +610,9 @@ pub trait CongestionOps: Clone + std::fmt::Debug {
     const SKB_MARKED_LOST: bool = false;
 
     /// `skb_marked_lost` (BBRv3 kernels, called from `tcp_mark_skb_lost`):
-    /// a segment sent with snapshot `tx` was just marked lost; `lost` is
-    /// `tp->lost` counting it.
-    fn skb_marked_lost(&mut self, _tp: &mut CcSock, _tx: &TxInfo, _lost: u32) {}
+    /// a segment was just marked lost (`skb`: what its transmission
+    /// recorded, with `tp->lost` counting it).
+    fn skb_marked_lost(&mut self, _tp: &mut CcSock, _skb: &LostSkb) {}
 }
 
 /// Generates [`Cc`] (one variant per module, static dispatch: this is the
@@ -779,8 +792,8 @@ impl Cc {
     }
 
     /// [`CongestionOps::skb_marked_lost`].
-    pub fn skb_marked_lost(&mut self, tp: &mut CcSock, tx: &TxInfo, lost: u32) {
-        dispatch!(self, m => m.skb_marked_lost(tp, tx, lost))
+    pub fn skb_marked_lost(&mut self, tp: &mut CcSock, skb: &LostSkb) {
+        dispatch!(self, m => m.skb_marked_lost(tp, skb))
     }
 
     /// [`CongestionOps::pkts_acked`].

@@ -829,7 +829,13 @@ impl TcpEndpoint {
         for (i, tx) in log.iter().enumerate() {
             let lost_now = lost0.wrapping_add(i as u32 + 1);
             self.cs.lost = lost_now;
-            self.cc.skb_marked_lost(&mut self.cs, tx, lost_now);
+            let skb = crate::tcp::cc::LostSkb {
+                tx_in_flight: tx.in_flight,
+                lost: lost_now.wrapping_sub(tx.lost),
+                is_app_limited: tx.is_app_limited,
+                has_snapshot: tx.delivered_mstamp != 0,
+            };
+            self.cc.skb_marked_lost(&mut self.cs, &skb);
         }
         self.cs.lost = self.lost;
         let mut log = log;
