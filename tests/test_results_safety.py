@@ -87,7 +87,8 @@ def test_a_signal_stops_the_run_at_once_and_keeps_everything(tmp_path, sig, stat
     rc, latency, err = _run_cli(scenario, out, sig, ignore_sigint=ignored)
     name = signal.Signals(sig).name
     assert rc == status, err
-    assert latency < 0.5, f"{latency:.3f} s from {name} to the exit"
+    # at once for a person; a 2-core machine busy with other work takes up to ~0.9 s
+    assert latency < 2.0, f"{latency:.3f} s from {name} to the exit"
     assert f"interrupted by {name}" in err
     root = out / "sig"
     s = json.loads((root / "summary.json").read_text())
@@ -231,10 +232,15 @@ def _plant(root: Path, rel: str, kind: str, o: Path) -> None:
     link.symlink_to(o / ("dir" if kind == "dir" else "target"), target_is_directory=kind == "dir")
 
 
-@pytest.mark.parametrize(("rel", "kind"), OUTPUTS, ids=[r for r, _ in OUTPUTS])
-def test_a_symlink_where_an_output_goes_is_replaced_not_followed(tmp_path, monkeypatch, rel, kind):
-    """The link is planted in the fresh folder as the run starts (as another process
-    could): the run replaces it by the real output; its target is never touched."""
+#: one run per planted folder link (what lies below it cannot be planted as well), one for
+#: every file link at once
+PLANTINGS = [[(rel, kind)] for rel, kind in OUTPUTS if kind == "dir"] + [[o for o in OUTPUTS if o[1] == "file"]]
+
+
+@pytest.mark.parametrize("planted", PLANTINGS, ids=[p[0][0] if len(p) == 1 else "every-file" for p in PLANTINGS])
+def test_a_symlink_where_an_output_goes_is_replaced_not_followed(tmp_path, monkeypatch, planted):
+    """The links are planted in the fresh folder as the run starts (as another process
+    could): the run replaces each by the real output; their targets are never touched."""
     scenario = tmp_path / "obs.toml"
     scenario.write_text(OBSERVED)
     o = _outside(tmp_path)
@@ -242,7 +248,8 @@ def test_a_symlink_where_an_output_goes_is_replaced_not_followed(tmp_path, monke
 
     def fresh_then_plant(self):
         fresh(self)
-        _plant(self.root, rel, kind, o)
+        for rel, kind in planted:
+            _plant(self.root, rel, kind, o)
 
     monkeypatch.setattr(Runner, "_fresh_root", fresh_then_plant)
     r = Runner(load_scenario(scenario), tmp_path / "out", echo=lambda s: None)
@@ -250,12 +257,13 @@ def test_a_symlink_where_an_output_goes_is_replaced_not_followed(tmp_path, monke
     r.run()
     after_run(r.root)
     _untouched(o)
-    out = r.root / rel
-    assert not out.is_symlink()
-    if rel.endswith(".bin"):  # the queue trace's temporary file: converted, then removed
-        assert not out.exists()
-    else:
-        assert out.is_dir() if kind == "dir" else out.stat().st_size > 0
+    for rel, kind in planted:
+        out = r.root / rel
+        assert not out.is_symlink(), rel
+        if rel.endswith(".bin"):  # the queue trace's temporary file: converted, then removed
+            assert not out.exists()
+        else:
+            assert out.is_dir() if kind == "dir" else out.stat().st_size > 0, rel
     assert not [p for p in r.root.rglob("*") if p.is_symlink()]
 
 
