@@ -4,7 +4,8 @@ v3 ``bbr3``) and one CUBIC flow share 50 Mbit/s with 40 ms of RTT
 (scenarios/bbr-vs-cubic.toml, sweeps/bbr-vs-cubic.toml). The lesson: BBRv1's share of the
 link falls as the buffer grows — above half at one BDP or less, below half in deep buffers —
 and BBRv3, which backs off on loss (inflight_hi, beta), is near an even split in shallow
-buffers and also loses ground as the buffer deepens (docs/models.md "BBR vs CUBIC")."""
+buffers and also loses ground as the buffer deepens (docs/models.md "BBR vs CUBIC"). Also:
+``bbr3`` through the Mininet API (sysctl, iperf3 -C)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,27 @@ def test_the_share_grid_of_docs_models(tmp_path: Path) -> None:
     assert all(0.4 <= s <= 0.65 for s in v3[:3]), v3
     assert v3[0] < v1[0] - 0.2, (v1, v3)
     assert v3[-1] < v3[0] - 0.15, v3
+
+
+def test_bbr3_through_the_mininet_api(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Selectable as on a BBRv3 kernel: listed by sysctl, set by sysctl or iperf3 -C."""
+    from bufferlab.cli import main
+
+    script = tmp_path / "m.py"
+    script.write_text(
+        "from mininet.net import Mininet\n"
+        "from mininet.topo import SingleSwitchTopo\n"
+        "net = Mininet(topo=SingleSwitchTopo(2))\n"
+        "net.start()\n"
+        "h1, h2 = net.get('h1', 'h2')\n"
+        "print('available:', h1.cmd('sysctl -n net.ipv4.tcp_available_congestion_control').strip())\n"
+        "h1.cmd('sysctl -w net.ipv4.tcp_congestion_control=bbr3')\n"
+        "print('set:', h1.cmd('sysctl -n net.ipv4.tcp_congestion_control').strip())\n"
+        "h2.cmd('iperf3 -s -D')\n"
+        "print('iperf3:', h1.cmd('iperf3 -c %s -t 2 -C bbr3' % h2.IP()).count('receiver'))\n"
+        "net.stop()\n", encoding="utf-8")
+    assert main(["mininet", "-o", str(tmp_path / "r"), "--no-report", str(script)]) == 0
+    out = capsys.readouterr().out
+    assert "bbr3" in re.search(r"available: (.*)", out)[1].split()
+    assert "set: bbr3" in out
+    assert "iperf3: 1" in out
