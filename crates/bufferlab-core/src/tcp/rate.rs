@@ -102,7 +102,8 @@ impl Default for RateAcc {
 
 impl RateAcc {
     /// The sample as congestion control sees it; `lost` is `tp->lost` now
-    /// (`rs->lost` = packets marked lost since the sampled one was sent).
+    /// (`rs->lost` = packets marked lost since the sampled one was sent,
+    /// `rs.prior_lost` being its `tx.lost`: tcp_rate.c of google/bbr v3).
     pub fn to_cc(&self, lost: u32) -> RateSample {
         RateSample {
             prior_mstamp: self.prior_mstamp,
@@ -120,11 +121,9 @@ impl RateAcc {
             is_ack_delayed: self.is_ack_delayed,
             ece_delta: 0,
             tx_in_flight: self.tx_in_flight,
-            lost: if self.prior_mstamp == 0 {
-                0
-            } else {
-                lost.wrapping_sub(self.prior_lost) as i32
-            },
+            // as the BBRv3 kernels' tcp_rate_gen: tp->lost − rs->prior_lost,
+            // the latter 0 when no segment was sampled
+            lost: lost.wrapping_sub(self.prior_lost) as i32,
             delivered_ce: self.delivered_ce,
             is_ece: false,
         }
