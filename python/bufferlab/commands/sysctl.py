@@ -88,12 +88,10 @@ SUPPORTED_CC = (
     "lp",
     "cdg",
     "prague",
-)
-#: congestion controls Linux ships as modules (net/ipv4/tcp_*.c) but bufferlab does not model
-LINUX_CC = (
-    "bbr2",
     "bbr3",
 )
+#: congestion controls Linux ships as modules (net/ipv4/tcp_*.c) but bufferlab does not model
+LINUX_CC = ("bbr2",)
 INT_MAX = 2**31 - 1
 
 

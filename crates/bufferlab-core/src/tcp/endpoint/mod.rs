@@ -353,6 +353,7 @@ impl TcpEndpoint {
         let cc = Cc::from_name_with(&cfg.congestion, cfg.profile, cc_rng)
             .or_else(|| Cc::from_name_with("cubic", cfg.profile, ComponentRng::new(0, "tcp/cc")))
             .expect("cubic exists");
+        let log_lost = cc.wants_skb_marked_lost();
         let iss = rng.next_u32();
         let tsoffset = if cfg.timestamps { rng.next_u32() } else { 0 };
         let rto_min_us = (cfg.min_rto.as_nanos() / 1000) as u32;
@@ -412,7 +413,10 @@ impl TcpEndpoint {
             mss_clamp: TCP_MSS_DEFAULT,
             cc,
             cs,
-            sb: Scoreboard::new(),
+            sb: Scoreboard {
+                log_lost,
+                ..Scoreboard::new()
+            },
             rate: RateState::default(),
             rtt: RttEstimator::new(rto_min_us),
             rtt_min: MinMax::new(jiffies, u32::MAX),
@@ -800,6 +804,43 @@ impl TcpEndpoint {
     #[inline]
     pub(super) fn in_flight(&self) -> u32 {
         self.sb.in_flight()
+    }
+
+    /// `tcp_rate_skb_sent` for the segment about to join the queue (or be
+    /// retransmitted): its snapshot, with `tx.in_flight` counting it.
+    pub(super) fn rate_on_sent(&mut self, xmit_us: u64) -> crate::tcp::rate::TxInfo {
+        let in_flight = self.in_flight().wrapping_add(1);
+        self.rate
+            .on_sent(self.sb.packets_out, xmit_us, in_flight, self.lost)
+    }
+
+    /// `tp->lost += n` for segments the scoreboard just marked lost, then
+    /// the module's `skb_marked_lost` for each of them, in marking order,
+    /// with `tp->lost` as it stood after that one (the BBRv3 kernels call
+    /// the hook from `tcp_mark_skb_lost`).
+    pub(super) fn add_lost(&mut self, n: u32) {
+        let lost0 = self.lost;
+        self.lost = self.lost.wrapping_add(n);
+        if self.sb.lost_log.is_empty() {
+            return;
+        }
+        self.cc_sync();
+        let log = std::mem::take(&mut self.sb.lost_log);
+        for (i, tx) in log.iter().enumerate() {
+            let lost_now = lost0.wrapping_add(i as u32 + 1);
+            self.cs.lost = lost_now;
+            let skb = crate::tcp::cc::LostSkb {
+                tx_in_flight: tx.in_flight,
+                lost: lost_now.wrapping_sub(tx.lost),
+                is_app_limited: tx.is_app_limited,
+                has_snapshot: tx.delivered_mstamp != 0,
+            };
+            self.cc.skb_marked_lost(&mut self.cs, &skb);
+        }
+        self.cs.lost = self.lost;
+        let mut log = log;
+        log.clear();
+        self.sb.lost_log = log;
     }
 
     #[inline]

@@ -547,7 +547,7 @@ impl TcpEndpoint {
             self.bytes_sent += len as u64;
         }
         self.emit(hdr, len, ect);
-        let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
+        let tx = self.rate_on_sent(xmit_us);
         // tcp_event_new_data_sent
         self.snd_nxt = end_seq;
         let prior_packets = self.sb.packets_out;
@@ -639,7 +639,7 @@ impl TcpEndpoint {
         let ect = self.ect_always();
         self.emit(hdr, len, ect);
         self.update_after_send(len, prior_wstamp);
-        let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
+        let tx = self.rate_on_sent(xmit_us);
         self.sb.on_retransmit(idx, xmit_us, tx);
         true
     }
@@ -681,7 +681,7 @@ impl TcpEndpoint {
         self.out.push_back(Segment::single(hdr, 0, ect, 0));
         // tcp_connect_queue_skb counts it before tcp_rate_skb_sent sees it
         self.sb.packets_out += 1;
-        let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
+        let tx = self.rate_on_sent(xmit_us);
         self.sb.packets_out -= 1;
         self.sb.push(Seg {
             seq: self.iss,

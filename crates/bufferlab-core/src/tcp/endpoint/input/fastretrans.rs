@@ -281,7 +281,7 @@ impl TcpEndpoint {
                 }
             }
             if self.sb.mark_lost(idx) {
-                self.lost = self.lost.wrapping_add(1);
+                self.add_lost(1);
             }
         }
         self.sb.retransmit_hint = None;
@@ -514,7 +514,7 @@ impl TcpEndpoint {
     pub(super) fn rack_detect_loss(&mut self) -> u32 {
         let reo_wnd = self.rack_reo_wnd();
         let (lost, timeout) = self.rack.detect_loss(&mut self.sb, reo_wnd, self.now_us);
-        self.lost = self.lost.wrapping_add(lost);
+        self.add_lost(lost);
         timeout
     }
 
@@ -563,7 +563,7 @@ impl TcpEndpoint {
                 return;
             }
             if self.sb.mark_lost(0) {
-                self.lost = self.lost.wrapping_add(1);
+                self.add_lost(1);
             }
         }
     }
@@ -576,8 +576,9 @@ impl TcpEndpoint {
     pub(super) fn cong_control(&mut self, ack: u32, acked_sacked: u32, fl: u32, rs: &RateAcc) {
         if self.cc.has_cong_control() {
             self.cc_sync();
-            let mut r = rs.to_cc();
+            let mut r = rs.to_cc(self.lost);
             r.ece_delta = self.ece_delta;
+            r.is_ece = fl & flag::ECE != 0;
             self.cc.cong_control(&mut self.cs, &r);
             self.rate.app_limited = self.cs.app_limited;
             return;
