@@ -21,6 +21,10 @@ results folder it reads the same metrics (the two layouts are the same):
   tree's backlog, which in bufferlab includes what netem holds, ~rate × delay), and the
   ``ping`` RTT median and p95.
 
+The cases declare ``[sim] profile = "modern"`` (Linux 6.x TCP: TSO autosizing with the
+short-RTT bonus, 6.x HyStart, deferral, tcp_limit_output_bytes): judging a 6.x kernel against
+the lab2019 model (4.15–5.3) was the first cause of the differences the first matrix showed.
+
 A metric agrees when bufferlab's mean lies in the kernel's band: the range of the real runs,
 widened to ±10 % of their mean where that is wider (the issue's target). Writes
 ``OUT/fidelity.json`` (every value of every run, the kernel version, the verdicts) and
