@@ -262,12 +262,22 @@ impl TcpEndpoint {
         if limit >= chunk {
             return false;
         }
-        // the next ACK would come too late: the head left under srtt/2 ago
+        // defer only if the ACK of the head is due soon: \[lab2019\] the head
+        // left at least srtt/2 ago; \[modern\] (6.18, "tcp: fix
+        // tcp_tso_should_defer() vs large RTT") it is expected within
+        // min(srtt/2, 1 ms), so a long path is not held waiting for ACKs
         let Some(head) = self.sb.q.front() else {
             return false;
         };
-        let since_head_us = self.now_us.saturating_sub(head.xmit_us);
-        if since_head_us < (self.rtt.srtt_us >> 4) as u64 {
+        let srtt_us = (self.rtt.srtt_us >> 3) as i64;
+        let ack_due_soon = match self.cfg.profile {
+            CcProfile::Lab2019 => self.now_us.saturating_sub(head.xmit_us) as i64 >= srtt_us / 2,
+            CcProfile::Modern => {
+                let how_far = head.xmit_us as i64 + srtt_us - self.now_us as i64;
+                how_far <= (srtt_us / 2).min(1000)
+            }
+        };
+        if !ack_due_soon {
             return false;
         }
         if cong_win < send_win && cong_win <= skb_len {
