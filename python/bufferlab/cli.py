@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import os
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 from .errors import BufferlabError
 from .mininet import commands as mininet_commands
 from .results_folder import FolderError, acquire, release_all
-from .safefs import ENVIRONMENT_ERRORS, open_write, write_atomic
+from .safefs import ENVIRONMENT_ERRORS, IN_THE_WAY, open_write, write_atomic
 from .sweep.cli import add_set_option, add_sweep_parser
 from .version import __version__
 
@@ -55,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="print nothing but errors (no progress, no result summary after each part)")
     run.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     run.add_argument("--no-report", action="store_true", help="write the tables but not report.html")
+    run.add_argument("--progress-json", action="store_true",
+                     help="report progress as JSON lines on stderr, for a program watching the run (as "
+                     "bufferlab serve does): {\"event\": \"part\"|\"progress\"|\"summary\", ...}")
     run.add_argument("--max-wall", type=_positive_float, metavar="SECONDS",
                      help="end the run cleanly after this much wall-clock time (checked every 100 ms of "
                      "simulated time); exit status 3")
@@ -146,6 +150,20 @@ def _parser() -> argparse.ArgumentParser:
                          help="where to write it (default: FILE.toml next to FILE.mn; - for stdout)")
     convert.add_argument("--force", action="store_true", help="replace OUT.toml if it exists (never FILE.mn)")
     mininet_commands.add_parsers(sub)
+    serve = sub.add_parser(
+        "serve",
+        help="a lab bench in the browser: edit, check, run, plot, compare and sweep (docs/bench.md)",
+        description="Serve DIR (its scenarios, Mininet scripts, sweep files and results/) as a local web "
+        "page on 127.0.0.1 only, at a URL with a random token, as Jupyter does: an editor that checks as you "
+        "type, runs with their progress and interactive plots, comparisons and sweeps. Runs write "
+        "DIR/results/ as `bufferlab run` does. Ctrl-C stops it (and the runs under way, as Ctrl-C stops a "
+        "run: their finished parts are kept).",
+    )
+    serve.add_argument("dir", type=Path, nargs="?", default=Path("."), metavar="DIR",
+                       help="the folder to serve (default: the current one)")
+    serve.add_argument("--port", type=int, default=8765, metavar="N",
+                       help="port on 127.0.0.1 (default 8765; 0: any free port)")
+    serve.add_argument("--open", action="store_true", help="open the page in the default browser")
     return p
 
 
@@ -160,6 +178,7 @@ def _cli_convert(mn: Path, output: Path | None, force: bool = False) -> int:
 
     topo = load_mn(mn)
     text = to_scenario_toml(topo)
+    _check_converted(mn, text)
     for w in topo.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if output is not None and str(output) == "-":
@@ -170,6 +189,50 @@ def _cli_convert(mn: Path, output: Path | None, force: bool = False) -> int:
     print(f"{out}: scenario written ({len(topo.hosts)} hosts, {len(topo.switches)} switches, "
           f"{len(topo.links)} links)")
     return 0
+
+
+def _interruptible_writer(args: argparse.Namespace) -> int:
+    """report, compare, plot, export: SIGINT and SIGTERM (with or without a terminal) end them
+    with exit 130/143; each file they write is whole, the previous version or the new one
+    (safefs.open_atomic: written under a temporary name, renamed once complete)."""
+    from .run.scheduler import signal_name, signals_raise
+
+    signals_raise()
+    try:
+        if args.command == "report":
+            from .outputs.report import cli_report
+
+            if args.results.is_dir() and not args.results.is_symlink():
+                acquire(args.results)  # it rewrites tables/ and report.html: not while a run writes them
+            return cli_report(args.results)
+        if args.command == "compare":
+            from .outputs.compare import cli_compare, default_output
+
+            return cli_compare(args.runs, args.output or default_output(args.runs))
+        if args.command == "plot":
+            return _cli_plot(args.json, args.output)
+        return _cli_export_flent(args.flent, args.output)
+    except KeyboardInterrupt as e:
+        print(f"bufferlab: {args.command} interrupted by {signal_name(e)}: every file it wrote is whole (the "
+              "one it was writing is as it was before); run it again to write them all", file=sys.stderr)
+        return 128 + getattr(e, "signum", 2)
+
+
+def _check_converted(mn: Path, text: str) -> None:
+    """What convert writes is a scenario ``check`` accepts: a problem that shows only there (a
+    host with two links and one address, a link shaped beyond what tc takes) is an error
+    naming the .mn file, and nothing is written."""
+    from .errors import ScenarioError
+    from .run.scheduler import Runner
+    from .scenario.load import load_scenario
+
+    try:
+        Runner(load_scenario(mn.with_suffix(".toml"), source=text)).check()
+    except BufferlabError as e:
+        why = getattr(e, "message", str(e))
+        raise ScenarioError(f"the drawing converts to a scenario bufferlab refuses: {why}",
+                            file=str(mn), expected=getattr(e, "expected", None),
+                            suggestion=getattr(e, "suggestion", None)) from None
 
 
 def _write_converted(out: Path, source: Path, text: str, force: bool) -> None:
@@ -257,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bufferlab: interrupted", file=sys.stderr)
         return 128 + getattr(e, "signum", 2)
     except OSError as e:
-        if e.errno not in ENVIRONMENT_ERRORS:
+        if e.errno not in ENVIRONMENT_ERRORS | IN_THE_WAY:
             raise
         print(_environment_error(e, args), file=sys.stderr)
         return 2
@@ -267,6 +330,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _environment_error(e: OSError, args: argparse.Namespace) -> str:
     """The message for an environment error: the path, why, and what was kept."""
+    if e.errno in IN_THE_WAY:  # a results folder someone changed (issue 30's fuzzing)
+        what = {errno.EISDIR: "a folder is where bufferlab reads or writes a file",
+                errno.ENOTDIR: "a file is where bufferlab expects a folder"}.get(e.errno or 0,
+                                                                                "a symbolic link loops")
+        return (f"error: {e.filename or '?'}: {e.strerror}\n  hint: {what}: move it away, or re-run to "
+                "write the results anew")
     out = getattr(args, "results", None) or getattr(args, "output", None) or getattr(args, "flent", None)
     if args.command == "sweep":  # its own options: -o OUT, by default ./results
         words = args.args
@@ -283,27 +352,23 @@ def _environment_error(e: OSError, args: argparse.Namespace) -> str:
     return f"error: {e.filename or out or '?'}: {e.strerror}\n  kept: {kept}\n  hint: {hint}"
 
 
+#: the commands that write files from a run's results (or an iperf3 output)
+WRITERS = ("report", "compare", "plot", "export")
+
+
 def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "report":
-        from .outputs.report import cli_report
-
-        if args.results.is_dir() and not args.results.is_symlink():
-            acquire(args.results)  # it rewrites tables/ and report.html: not while a run writes them
-        return cli_report(args.results)
-    if args.command == "compare":
-        from .outputs.compare import cli_compare, default_output
-
-        return cli_compare(args.runs, args.output or default_output(args.runs))
-    if args.command == "plot":
-        return _cli_plot(args.json, args.output)
-    if args.command == "export":
-        return _cli_export_flent(args.flent, args.output)
+    if args.command in WRITERS:
+        return _interruptible_writer(args)
     if args.command == "convert":
         return _cli_convert(args.mn, args.output, args.force)
     if args.command == "sweep":
         from .sweep.cli import cli_sweep
 
         return cli_sweep(args.args)
+    if args.command == "serve":
+        from .serve.app import serve
+
+        return serve(args.dir, args.port, args.open)
     if args.command in mininet_commands.COMMANDS:
         return mininet_commands.dispatch(args)
     if args.command == "grade":
@@ -348,6 +413,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     r = Runner(sc, args.output, progress=progress, echo=echo, result=result)
     r.max_wall_s = args.max_wall
     r.max_events = args.max_events
+    if args.progress_json:
+        r.on_event = _print_event
     # SIGINT/SIGTERM raise Interrupted (from inside the engine within milliseconds): the
     # runner writes what it has, the interrupted part marked; then the report; exit 130/143
     signals_raise()
@@ -392,17 +459,18 @@ def _dispatch(args: argparse.Namespace) -> int:
     return EXIT_EXPECTATIONS if status == 0 and not met else status
 
 
+def _print_event(event: dict) -> None:
+    """``run --progress-json``: one JSON object per line on stderr, at once."""
+    print(json.dumps(event), file=sys.stderr, flush=True)
+
+
 def _expectations(root: Path, summary: dict, expectations: list, sc, result) -> bool:  # noqa: ANN001
-    """A scenario's ``[[expect]]`` entries checked on its run: printed (``result``), written to
-    summary.json, expectations.json and results.json (outputs/grading.py). Whether all held."""
+    """A scenario's ``[[expect]]`` entries checked on its run (outputs/grading.py). Whether all held."""
     if not expectations:
         return True
     from .outputs import grading
 
-    doc = grading.expectations_doc(grading.evaluate(root, summary, expectations, sc.params))
-    grading.write_files(root, doc, sc.name)
-    result(grading.text(doc))
-    return not doc["failed"]
+    return grading.check_run(root, summary, expectations, sc.params, sc.name, result)
 
 
 def _cli_real(sc, args: argparse.Namespace, after_run, expectations: list) -> int:  # noqa: ANN001

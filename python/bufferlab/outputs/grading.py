@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..safefs import write_atomic
+from ..safefs import write_json_atomic
 from ..scenario.expect import FUNCTIONS, Expectation, Names, check_args
 from ..scenario.params import ExprError, Function, Value, _Tok, evaluate_calls
 from .fct import quantile, read_fct_csv
@@ -363,15 +363,28 @@ def text(doc: dict[str, Any]) -> str:
 def write_files(root: Path, doc: dict[str, Any], title: str, results_json: Path | None = None) -> list[Path]:
     """expectations.json, summary.json's ``expectations`` (if the run wrote one) and results.json."""
     written = []
-    write_atomic(root / "expectations.json", json.dumps(doc, indent=2) + "\n")
+    write_json_atomic(root / "expectations.json", doc)
     written.append(root / "expectations.json")
     summ = root / "summary.json"
     if summ.is_file():
         summary = json.loads(read_capped(summ))
         summary["expectations"] = doc
-        write_atomic(summ, json.dumps(summary, indent=2) + "\n")
+        write_json_atomic(summ, summary)
     out = results_json or root / "results.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, json.dumps(gradescope_doc(doc, title), indent=2) + "\n")
+    write_json_atomic(out, gradescope_doc(doc, title))
     written.append(out)
     return written
+
+
+def check_run(root: Path, summary: dict[str, Any], expectations: list[Expectation], params: dict[str, Value],
+              title: str, result: Any = print) -> bool:
+    """A scenario's ``[[expect]]`` entries checked on its run (``bufferlab run``, ``bufferlab.run``):
+    written to summary.json, expectations.json and results.json, their text handed to ``result``.
+    Whether all held (True when there are none)."""
+    if not expectations:
+        return True
+    doc = expectations_doc(evaluate(root, summary, expectations, params))
+    write_files(root, doc, title)
+    result(text(doc))
+    return not doc["failed"]

@@ -11,13 +11,16 @@ produced.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import BufferlabError
 from ..formats.iperf3 import goodput_bps
+from ..safefs import not_a_file
 
 NS = 1_000_000_000
 
@@ -196,7 +199,27 @@ def load_run(path: Path) -> Run:
             "re-run the scenario to rewrite it",
         ) from None
     _check_summary(summ, doc)
+    odd = _special_file(path)
+    if odd is not None:
+        raise ResultsError(odd, f"{not_a_file(odd)}: a reader would wait on it for ever",
+                           "the files and folders `bufferlab run` wrote",
+                           "remove it (or re-run the scenario)")
     return Run(path, doc)
+
+
+def _special_file(root: Path) -> Path | None:
+    """The first FIFO, socket or device in the folder (or a link to one): bufferlab writes
+    none, and opening one to read blocks (a FIFO) or never ends (/dev/zero)."""
+    for folder, dirs, files in os.walk(root):
+        for name in sorted(dirs + files):
+            p = Path(folder) / name
+            try:
+                mode = os.stat(p).st_mode
+            except OSError:  # a dangling link: nothing to read
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return p
+    return None
 
 
 # ---------------------------------------------------------------- iperf3
@@ -258,8 +281,10 @@ MAX_READ_BYTES = 256 * 1024 * 1024
 def read_capped(path: Path, limit: int = MAX_READ_BYTES) -> str:
     """The UTF-8 text of ``path``; ValueError beyond ``limit`` bytes (read no further)."""
     with path.open("rb") as f:
-        raw = f.read(limit + 1)
-    if len(raw) > limit:
+        # a regular file says its size, and is refused unread; a device (size 0) is read to the limit
+        size = os.fstat(f.fileno()).st_size
+        raw = f.read(limit + 1) if size <= limit else b""
+    if max(size, len(raw)) > limit:
         raise ValueError(f"more than {limit} bytes")
     return raw.decode("utf-8")
 

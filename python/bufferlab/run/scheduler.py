@@ -23,7 +23,6 @@ printed result summary lists it in the part during which it ended.
 from __future__ import annotations
 
 import heapq
-import json
 import signal
 import sys
 import time
@@ -34,16 +33,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..commands import capture as capture_cmd
-from ..commands import flows as flows_cmd
-from ..commands import generators as gen_cmd
-from ..commands import iperf3 as iperf3_cmd
-from ..commands import ping as ping_cmd
 from ..commands.shell import Job, SimpleCommand, parse_shell
 from ..errors import BufferlabError, CommandError, Diagnostics, ScenarioError
 from ..outputs.result_lines import results_text
 from ..results_folder import acquire, fresh, release, write_marker
-from ..safefs import ensure_dir, open_write, remove_tree, write_atomic
+from ..safefs import ensure_dir, open_write, remove_tree, write_json_atomic
 from ..scenario.load import Command, Part, Scenario
 from ..scenario.topology import BuiltTopology, build_topology
 from .budget import check_flow_budget, check_ping_budget, check_sample_budget
@@ -67,8 +61,9 @@ from .context import (
 from .engine import Engine, EngineError
 from .observation import Observation
 from .part_results import part_results
-from .procs import BUILTINS, ProcessTable, ShellJob, ended_message, supervise
-from .programs import prepare_command, tc_request_for_engine
+from .procs import ProcessTable, ShellJob, ended_message, supervise
+from .programs import prepare_command
+from .programs.tc import tc_request_for_engine
 from .tc_shadow import TcShadow
 from .waiting import Waiting
 
@@ -223,6 +218,12 @@ class Runner:
         #: what the results folder's marker says made it (results_folder.py): run or mininet
         self.kind = "run"
         self._made_root = False
+        #: receives the run's progress as plain dicts (``bufferlab run --progress-json``, bufferlab
+        #: serve): ``part`` when a part starts, ``progress`` while it runs (simulated seconds done
+        #: and expected; at most every 0.1 s of wall time), ``summary`` each time summary.json is
+        #: written (after each part: the parts it holds). Watching leaves the outputs unchanged:
+        #: the engine is only paused and resumed, as for --max-wall (LIMIT_CHECK_EVENTS).
+        self.on_event: Callable[[dict[str, Any]], None] | None = None
 
     # ------------------------------------------------------------ checking
 
@@ -275,14 +276,12 @@ class Runner:
         try:
             jobs = parse_shell(c.text)
             prepared = [[(sc, prepare_command(pc, sc)) for sc in job.commands] for job in jobs]
-            fg = [job for job in jobs if not job.background]
-            endless = bool(fg) and all(_endless(pc, sc) for job in fg for sc in job.commands[:1])
         except CommandError as e:
             raise e.locate(c.where(e.col), c.text) from None
         for w in diag.warnings:
             w.where = c.where(w.col)
             self.warnings.append(str(w))
-        return PreparedLine(c, prepared, [job.background for job in jobs], [job.ops for job in jobs], endless)
+        return PreparedLine(c, prepared, [job.background for job in jobs], [job.ops for job in jobs])
 
     # ------------------------------------------------------------ running
 
@@ -384,8 +383,8 @@ class Runner:
         eng.reset_peak_backlogs()
         # plot_q.sh still running from an earlier part keeps tracing its queue in this one
         self.observation.start_part(part_dir, sorted({
-            a.spec["dev"] for a in self.apps
-            if a is not None and a.kind == "qmon" and not eng.app_finished(a.app_id)
+            a.traces for a in self.apps
+            if a is not None and a.traces is not None and not eng.app_finished(a.app_id)
         }))
         return state
 
@@ -424,6 +423,8 @@ class Runner:
         part_dir = self.root / part.name
         start = eng.now_ns
         self.echo(f"== part {part.name} (t = {start / NS:.3f} s)")
+        self.emit({"event": "part", "part": part.name, "index": len(self.part_reports),
+                   "parts": len(self.sc.parts), "start_s": start / NS})
         terminals: dict[str, Terminal] = {}
         lines_by_term: dict[str, list[PreparedLine]] = {}
         for pl in self.lines[part.name]:
@@ -468,6 +469,11 @@ class Runner:
             self.part_reports[-1]["stopped"] = str(stopped)
             raise stopped
         self._warn_netem_limit(part)
+
+    def emit(self, event: dict[str, Any]) -> None:
+        """Hand ``event`` to :attr:`on_event`, if anyone listens."""
+        if self.on_event is not None:
+            self.on_event(event)
 
     def _record_aborted_part(self, state: PartState, e: BaseException) -> None:
         """The part's summary entry when a signal (``interrupted``) or a run-time error
@@ -566,7 +572,7 @@ class Runner:
             # earlier part): Ctrl-C it first, and let it print what it prints then -- unless
             # the line only configures the host (sysctl, tc, ethtool), which a student types
             # in a second shell of the same host while the server keeps running (Lab 7)
-            if not _configures_only(pl) and sched.ctrl_c_foreground(term.name, owner):
+            if not pl.configures_only() and sched.ctrl_c_foreground(term.name, owner):
                 yield NextLine(pl.command.index)
             if sched.stopping:
                 break
@@ -605,14 +611,17 @@ class Runner:
                 status = 1  # bash: the redirect failed, the command does not run
                 failed = None
                 continue
-            rt = RunCtx(self, sched, state, term, pl.command, io, sc)
-            if owner is None or not sc.words or sc.words[0].text in BUILTINS:
-                status = yield from prepared(rt)
+            rt = RunCtx(self, sched, state, term, pl.command, io, sc,
+                        job=_job_text(job, ops) if len(pl.jobs) > 1 else None)
+            program = prepared.program
+            assert program is not None
+            if owner is None or program.builtin:
+                status = yield from prepared.run(rt)
             else:
                 assert self.engine is not None
                 proc = rt.process = self.procs.spawn(term.name, sc.words, self.engine.now_ns, owner,
-                                                     rt.app_ids, shell_job)
-                proc.status = status = yield from supervise(proc, prepared(rt), io)
+                                                     rt.app_ids, program, shell_job)
+                proc.status = status = yield from supervise(proc, prepared.run(rt), io)
                 if owner.foreground:
                     term.log(ended_message(proc))
             killed = rt.interrupted or rt.process is not None and rt.process.signal is not None
@@ -688,9 +697,12 @@ class Runner:
                 "links": self.topo.engine_config["links"],
                 "tclink": [list(c) for c in self.topo.tclink_commands],
             },
-            "scenario_toml": self.sc.path.read_text(encoding="utf-8") if self.sc.path.is_file() else None,
+            "scenario_toml": self.sc.source if self.sc.source is not None else (
+                self.sc.path.read_text(encoding="utf-8") if self.sc.path.is_file() else None),
         }
-        write_atomic(self.root / "summary.json", json.dumps(summary, indent=2) + "\n")
+        write_json_atomic(self.root / "summary.json", summary)
+        self.emit({"event": "summary", "parts": [p["name"] for p in self.part_reports],
+                   "simulated_s": summary["simulated_s"]})
         # Wall-clock figures differ between runs, so they stay out of summary.json
         # (which is bit-identical for the same scenario and seed): run.json has them.
         self.wall_s = wall_s
@@ -729,32 +741,7 @@ def write_run_info(root: Path, started_unix: float, wall_s: float) -> None:
         "started_unix": started_unix,
         "wall_s": round(wall_s, 6),
     }
-    write_atomic(root / "run.json", json.dumps(doc, indent=2) + "\n")
-
-
-def _endless(pc: PrepareCtx, sc: SimpleCommand) -> bool:
-    """Whether a command never ends on its own (docs/internals.md "How lines run")."""
-    if not sc.words:
-        return False
-    name, words, scratch = sc.words[0].text, sc.words, Diagnostics()
-    if name == "plot_q.sh":
-        return True
-    if name == "ping":
-        cmd = ping_cmd.parse_ping(words, scratch, resolve=pc.resolve_host)
-        return cmd.count is None and cmd.deadline_s is None
-    if name == "iperf3":
-        ip = iperf3_cmd.parse_iperf3(words, scratch, pc.profile)
-        if isinstance(ip, iperf3_cmd.Iperf3Server):
-            return not ip.daemon and not ip.one_off
-        return ip.until_interrupted
-    if name in ("cbr", "poisson", "onoff", "sink", "bulk"):
-        return gen_cmd.is_endless(gen_cmd.parse_generator(words, scratch))
-    if name == "flows":
-        return flows_cmd.is_endless(flows_cmd.parse_flows(words, scratch, base_dir=pc.base_dir))
-    if name in ("tcpdump", "tshark"):
-        parse = capture_cmd.parse_tcpdump if name == "tcpdump" else capture_cmd.parse_tshark
-        return parse(words, pc.resolve_host).count is None
-    return False
+    write_json_atomic(root / "run.json", doc)
 
 
 @dataclass
@@ -791,6 +778,9 @@ class Scheduler:
         self.interrupted: set[int] = set()
         self.state: PartState | None = None
         self.stopping = False
+        #: when the next ``progress`` event may go out (wall clock, :meth:`_tell_progress`)
+        self._next_tell = 0.0
+        self._in_part = False
 
     # ------------------------------------------------------------ parts
 
@@ -862,16 +852,31 @@ class Scheduler:
         eng = self.engine
         assert eng is not None
         runner = self.runner
-        if runner.max_wall_s is None and runner.max_events is None:
+        if runner.max_wall_s is None and runner.max_events is None and runner.on_event is None:
             return eng.run(end) or []
         while True:
             self._check_limits()
+            self._tell_progress()
             cap = LIMIT_CHECK_EVENTS
             if runner.max_events is not None:
                 cap = max(1, min(cap, runner.max_events - eng.events_processed()))
             finished = eng.run(end, cap)
             if finished is not None:
                 return finished
+
+    def _tell_progress(self) -> None:
+        """A ``progress`` event for :attr:`Runner.on_event` (at most every 0.1 s of wall time)."""
+        runner = self.runner
+        if runner.on_event is None or not self._in_part or self.stopping:
+            return
+        wall = time.perf_counter()
+        if wall < self._next_tell:
+            return
+        self._next_tell = wall + 0.1
+        now = self.engine.now_ns  # type: ignore[union-attr]
+        total = max(self.expected_end_ns, now, self.min_end_ns) - self.start_ns
+        runner.emit({"event": "progress", "part": self.part.name, "done_s": (now - self.start_ns) / NS,
+                     "total_s": total / NS})
 
     def _check_limits(self) -> None:
         if self.stopping:
@@ -898,6 +903,7 @@ class Scheduler:
         part = self.part
         interrupted_at_end = False
         progress = _Progress(self) if self.runner.progress else None
+        self._in_part = True
         try:
             while True:
                 self.drain()
@@ -935,6 +941,7 @@ class Scheduler:
             raise EngineError(f"{self.runner.sc.path}:{part.line}: error: part {part.name!r}: {e}"
                               + ("\n  running:\n    " + "\n    ".join(running) if running else "")) from None
         finally:
+            self._in_part = False
             if progress:
                 progress.close()
 
@@ -1108,12 +1115,3 @@ def _job_text(job: list[tuple[SimpleCommand, Prepared]], ops: list[str]) -> str:
     texts = [sc.text for sc, _ in job]
     return " ".join(t if k == 0 else f"{ops[k - 1] if k - 1 < len(ops) else '&&'} {t}"
                     for k, t in enumerate(texts))
-
-
-#: programs that change a host's settings and return at once
-CONFIG_PROGRAMS = frozenset({"sysctl", "tc", "ethtool"})
-
-
-def _configures_only(pl: PreparedLine) -> bool:
-    """Every command of the line is a configuration program (see CONFIG_PROGRAMS)."""
-    return all(sc.words and sc.words[0].text in CONFIG_PROGRAMS for job in pl.jobs for sc, _ in job)

@@ -337,7 +337,9 @@ impl<T: HasConn> ConnTable<T> {
     /// handler ran (the caller services them as after a timer).
     pub fn tsq_release(&mut self, now: SimTime, releases: &[TsqRelease]) -> Vec<u32> {
         let ran = tsq_release(now, releases, self);
-        ran.iter().filter_map(|k| self.index.get(k).copied()).collect()
+        ran.iter()
+            .filter_map(|k| self.index.get(k).copied())
+            .collect()
     }
 
     /// Run the timers due at `now` (`ep.handle_timeout`) and return those

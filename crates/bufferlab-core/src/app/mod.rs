@@ -15,6 +15,7 @@ pub mod iperf3;
 pub mod iperf3_tcp;
 pub mod ping;
 pub mod qmon;
+pub mod rr;
 pub mod sink;
 pub mod tcp;
 #[cfg(test)]
@@ -45,6 +46,8 @@ pub enum AppSpec {
     Qmon(qmon::QmonSpec),
     FlowsClient(flows::FlowsClientSpec),
     FlowsServer(flows::FlowsServerSpec),
+    RrClient(rr::RrClientSpec),
+    RrServer(rr::RrServerSpec),
 }
 
 /// The closed set of application models. One value exists per running
@@ -60,6 +63,8 @@ pub enum App {
     Qmon(qmon::Qmon),
     FlowsClient(flows::FlowsClient),
     FlowsServer(flows::FlowsServer),
+    RrClient(rr::RrClient),
+    RrServer(rr::RrServer),
 }
 
 /// Sockets bound on one node: (protocol, port) → application id in a hash
@@ -213,6 +218,8 @@ pub struct AppCtx<'a> {
     pub out: &'a mut Vec<Packet>,
     pub sockets: &'a mut Sockets,
     pub iperf: &'a mut IperfRegistry,
+    /// what request/response clients ask of their servers (app/rr.rs)
+    pub rr: &'a mut rr::RrBoard,
 }
 
 impl AppCtx<'_> {
@@ -310,6 +317,8 @@ impl App {
             AppSpec::Qmon(s) => App::Qmon(qmon::Qmon::new(s)?),
             AppSpec::FlowsClient(s) => App::FlowsClient(flows::FlowsClient::new(s, rng)?),
             AppSpec::FlowsServer(s) => App::FlowsServer(flows::FlowsServer::new(s, rng)?),
+            AppSpec::RrClient(s) => App::RrClient(rr::RrClient::new(s, rng)?),
+            AppSpec::RrServer(s) => App::RrServer(rr::RrServer::new(s, rng)?),
         })
     }
 
@@ -324,6 +333,8 @@ impl App {
             App::Qmon(a) => a.start(ctx),
             App::FlowsClient(a) => a.start(ctx),
             App::FlowsServer(a) => a.start(ctx),
+            App::RrClient(a) => a.start(ctx),
+            App::RrServer(a) => a.start(ctx),
         }
     }
 
@@ -337,6 +348,8 @@ impl App {
             App::Iperf3Client(a) => a.handle_packet(ctx, p),
             App::FlowsClient(a) => a.handle_packet(ctx, p),
             App::FlowsServer(a) => a.handle_packet(ctx, p),
+            App::RrClient(a) => a.handle_packet(ctx, p),
+            App::RrServer(a) => a.handle_packet(ctx, p),
         }
     }
 
@@ -351,6 +364,8 @@ impl App {
             App::Iperf3Client(a) => a.tsq_release(ctx, releases),
             App::FlowsClient(a) => a.tsq_release(ctx, releases),
             App::FlowsServer(a) => a.tsq_release(ctx, releases),
+            App::RrClient(a) => a.tsq_release(ctx, releases),
+            App::RrServer(a) => a.tsq_release(ctx, releases),
         }
     }
 
@@ -365,6 +380,8 @@ impl App {
             App::Qmon(a) => a.poll_timeout(),
             App::FlowsClient(a) => a.poll_timeout(),
             App::FlowsServer(a) => a.poll_timeout(),
+            App::RrClient(a) => a.poll_timeout(),
+            App::RrServer(a) => a.poll_timeout(),
         }
     }
 
@@ -384,6 +401,8 @@ impl App {
             App::Iperf3Client(a) => a.handle_timeout(ctx),
             App::FlowsClient(a) => a.handle_timeout(ctx),
             App::FlowsServer(a) => a.handle_timeout(ctx),
+            App::RrClient(a) => a.handle_timeout(ctx),
+            App::RrServer(a) => a.handle_timeout(ctx),
             App::Qmon(a) => {
                 let b = qdisc_backlog(a.iface());
                 a.handle_timeout(ctx, b)
@@ -402,6 +421,8 @@ impl App {
             App::Qmon(a) => a.interrupt(ctx),
             App::FlowsClient(a) => a.interrupt(ctx),
             App::FlowsServer(a) => a.interrupt(ctx),
+            App::RrClient(a) => a.interrupt(ctx),
+            App::RrServer(a) => a.interrupt(ctx),
         }
     }
 
@@ -416,6 +437,8 @@ impl App {
             App::Qmon(a) => a.is_finished(),
             App::FlowsClient(a) => a.is_finished(),
             App::FlowsServer(a) => a.is_finished(),
+            App::RrClient(a) => a.is_finished(),
+            App::RrServer(a) => a.is_finished(),
         }
     }
 
@@ -430,6 +453,8 @@ impl App {
             App::Qmon(a) => a.result(),
             App::FlowsClient(a) => a.result(),
             App::FlowsServer(a) => a.result(),
+            App::RrClient(a) => a.result(),
+            App::RrServer(a) => a.result(),
         }
     }
 
@@ -441,7 +466,12 @@ impl App {
             App::Iperf3Client(a) => Some(a.destination()),
             App::Bulk(a) => Some(a.destination()),
             App::FlowsClient(a) => Some(a.destination()),
-            App::Sink(_) | App::Iperf3Server(_) | App::Qmon(_) | App::FlowsServer(_) => None,
+            App::RrClient(a) => Some(a.destination()),
+            App::Sink(_)
+            | App::Iperf3Server(_)
+            | App::Qmon(_)
+            | App::FlowsServer(_)
+            | App::RrServer(_) => None,
         }
     }
 
@@ -462,6 +492,7 @@ impl App {
             App::Iperf3Server(a) => a.set_tcp(spec),
             App::Sink(a) => a.set_tcp(spec),
             App::FlowsServer(a) => a.set_tcp(spec),
+            App::RrServer(a) => a.set_tcp(spec),
             _ => Err(Error::App(format!(
                 "{} does not accept TCP connections",
                 self.kind()
@@ -486,6 +517,8 @@ impl App {
             App::Qmon(_) => "qmon",
             App::FlowsClient(_) => "flows_client",
             App::FlowsServer(_) => "flows_server",
+            App::RrClient(_) => "rr_client",
+            App::RrServer(_) => "rr_server",
         }
     }
 }

@@ -36,6 +36,7 @@ pub struct Host {
 pub struct Bench {
     pub hosts: Vec<Host>,
     pub iperf: IperfRegistry,
+    pub rr: super::rr::RrBoard,
 }
 
 impl Bench {
@@ -50,6 +51,7 @@ impl Bench {
                 })
                 .collect(),
             iperf: IperfRegistry::default(),
+            rr: super::rr::RrBoard::default(),
         }
     }
 
@@ -70,6 +72,7 @@ impl Bench {
             out: &mut h.out,
             sockets: &mut h.sockets,
             iperf: &mut self.iperf,
+            rr: &mut self.rr,
         }
     }
 

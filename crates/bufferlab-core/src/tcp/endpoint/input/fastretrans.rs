@@ -11,6 +11,7 @@
 //! `SND.UNA advanced and nothing newly lost`, docs/semantics/tcp.md §9.4).
 
 use crate::packet::SKB_TRUESIZE_OVERHEAD;
+use crate::tcp::accecn::EcnMode;
 use crate::tcp::cc::{usecs_to_jiffies, CaEvent, CaState, TCP_INFINITE_SSTHRESH};
 use crate::tcp::endpoint::{flag, Rexmit, TcpEndpoint, TcpState};
 use crate::tcp::rate::RateAcc;
@@ -162,7 +163,8 @@ impl TcpEndpoint {
         self.cs.prior_cwnd = self.cwnd();
         self.prr.start();
         self.cs.snd_ssthresh = self.cc_ssthresh();
-        if self.ecn_ok {
+        // tcp_ecn_queue_cwr: never in AccECN mode
+        if self.ecn_mode == EcnMode::Rfc3168 {
             self.ecn_queue_cwr = true;
         }
     }
@@ -310,7 +312,7 @@ impl TcpEndpoint {
         self.set_ca_state(CaState::Loss);
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = 0;
-        if self.ecn_ok {
+        if self.ecn_mode == EcnMode::Rfc3168 {
             self.ecn_queue_cwr = true;
         }
         // F-RTO (tcp_frto = 2) unless this is a repeated timeout mid-recovery
@@ -575,7 +577,8 @@ impl TcpEndpoint {
     pub(super) fn cong_control(&mut self, ack: u32, acked_sacked: u32, fl: u32, rs: &RateAcc) {
         if self.cc.has_cong_control() {
             self.cc_sync();
-            let r = rs.to_cc();
+            let mut r = rs.to_cc();
+            r.ece_delta = self.ece_delta;
             self.cc.cong_control(&mut self.cs, &r);
             self.rate.app_limited = self.cs.app_limited;
             return;
@@ -653,9 +656,7 @@ impl TcpEndpoint {
             }
             let continues = prev_retransmitted.is_some_and(|p| p + 1 == idx);
             // TSQ for a retransmission: twice the usual limit (factor 1)
-            if !continues
-                && self.small_queue_check(self.mss_cache + SKB_TRUESIZE_OVERHEAD, 1)
-            {
+            if !continues && self.small_queue_check(self.mss_cache + SKB_TRUESIZE_OVERHEAD, 1) {
                 break;
             }
             self.gso_continue = continues;

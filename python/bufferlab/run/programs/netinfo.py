@@ -27,12 +27,12 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from ..commands import netinfo as netinfo_cmd
-from ..commands.shell import Word
-from ..errors import CommandError
-from ..formats import netinfo as fmt
-from .context import NS, Gen, PrepareCtx, Prepared, RunCtx
-from .engine import TcFailure
+from ...commands import netinfo as netinfo_cmd
+from ...commands.shell import Word
+from ...errors import CommandError
+from ...formats import netinfo as fmt
+from ..context import NS, PrepareCtx, Prepared, Program, RunCtx
+from ..engine import TcFailure
 
 #: Linux's net.ipv4.neigh.default.base_reachable_time_ms
 REACHABLE_NS = 30 * NS
@@ -81,9 +81,15 @@ def interfaces(rt: RunCtx, terminal: str) -> list[fmt.Iface]:
         elif terminal == "admin":
             nsid = hosts.index(peer.node) if peer.node in hosts else 0
         else:
-            nsid = 0 if ns_of(peer.node) == "admin" else 1 + sorted(
-                {ns_of(all_ifaces[peer_of[place[id(j)]]].node) for j in topo.by_node[terminal]} - {"admin"}
-            ).index(ns_of(peer.node))
+            nsid = (
+                0
+                if ns_of(peer.node) == "admin"
+                else 1
+                + sorted(
+                    {ns_of(all_ifaces[peer_of[place[id(j)]]].node) for j in topo.by_node[terminal]}
+                    - {"admin"}
+                ).index(ns_of(peer.node))
+            )
         blocks = rt.engine.qdisc_show(i.engine_name)
         st = stats.get(i.engine_name, {})
         out.append(
@@ -155,16 +161,10 @@ def neighbours(rt: RunCtx, terminal: str) -> list[fmt.Neighbour]:
             continue
         if other not in seen or seen[other][1] < last:
             seen[other] = (dev, last)
-    return [fmt.Neighbour(ip, dev, macs[ip], now - last < REACHABLE_NS)
-            for ip, (dev, last) in sorted(seen.items(), key=lambda kv: ipaddress.IPv4Address(kv[0]))]
-
-
-def _instant(fn: Any) -> Prepared:
-    def run(rt: RunCtx) -> Gen:
-        return fn(rt)
-        yield  # pragma: no cover - makes this a generator
-
-    return run
+    return [
+        fmt.Neighbour(ip, dev, macs[ip], now - last < REACHABLE_NS)
+        for ip, (dev, last) in sorted(seen.items(), key=lambda kv: ipaddress.IPv4Address(kv[0]))
+    ]
 
 
 def _no_device(rt: RunCtx, name: str, ifaces: list[fmt.Iface]) -> bool:
@@ -182,7 +182,7 @@ def set_link(rt: RunCtx, dev: str | None, up: bool) -> None:
             rt.engine.set_link_up(i.engine_name, up)
 
 
-def prep_ip(pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_ip(pc: PrepareCtx, words: list[Word]) -> Prepared:
     cmd = netinfo_cmd.parse_ip(words)
     if cmd.command == "add":
         return _prep_link_add(pc, cmd)
@@ -211,7 +211,7 @@ def prep_ip(pc: PrepareCtx, words: list[Word]) -> Prepared:
             rt.io.out(fmt.ip_neigh_text(entries, rt.runner.sc.profile.name == "modern"))
         return 0
 
-    return _instant(run)
+    return Prepared.at_once(run)
 
 
 def _prep_link_add(pc: PrepareCtx, cmd: Any) -> Prepared:
@@ -221,14 +221,20 @@ def _prep_link_add(pc: PrepareCtx, cmd: Any) -> Prepared:
     if pc.topo.resolve_dev(pc.terminal, name) is not None and name not in pc.topo.virtual.get(
         pc.terminal, {}
     ):
-        raise CommandError("RTNETLINK answers: File exists", col=cmd.dev_col,
-                           expected="a name no interface of this namespace has")
+        raise CommandError(
+            "RTNETLINK answers: File exists",
+            col=cmd.dev_col,
+            expected="a name no interface of this namespace has",
+        )
     node = pc.terminal
     if pc.terminal == "admin":
         switches = [n for n, k in pc.topo.node_kinds.items() if k == "switch"]
         if not switches:
-            raise CommandError("ip link add in the admin terminal needs a switch (the root namespace holds "
-                               "the switches' ports)", col=cmd.dev_col)
+            raise CommandError(
+                "ip link add in the admin terminal needs a switch (the root namespace holds "
+                "the switches' ports)",
+                col=cmd.dev_col,
+            )
         node = switches[0]
     engine_name = pc.topo.add_virtual(pc.terminal, name)
 
@@ -240,10 +246,10 @@ def _prep_link_add(pc: PrepareCtx, cmd: Any) -> Prepared:
             return 2
         return 0
 
-    return _instant(run)
+    return Prepared.at_once(run)
 
 
-def prep_ifconfig(pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_ifconfig(pc: PrepareCtx, words: list[Word]) -> Prepared:
     cmd = netinfo_cmd.parse_ifconfig(words)
 
     def run(rt: RunCtx) -> int:
@@ -261,10 +267,10 @@ def prep_ifconfig(pc: PrepareCtx, words: list[Word]) -> Prepared:
         rt.io.out(fmt.ifconfig_text(ifaces))
         return 0
 
-    return _instant(run)
+    return Prepared.at_once(run)
 
 
-def prep_arp(pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_arp(pc: PrepareCtx, words: list[Word]) -> Prepared:
     cmd = netinfo_cmd.parse_arp(words)
 
     def run(rt: RunCtx) -> int:
@@ -282,10 +288,10 @@ def prep_arp(pc: PrepareCtx, words: list[Word]) -> Prepared:
         rt.io.out(fmt.arp_text(entries, cmd.bsd))
         return 0
 
-    return _instant(run)
+    return Prepared.at_once(run)
 
 
-def prep_hostname(pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_hostname(pc: PrepareCtx, words: list[Word]) -> Prepared:
     netinfo_cmd.parse_hostname(words)
 
     def run(rt: RunCtx) -> int:
@@ -295,9 +301,16 @@ def prep_hostname(pc: PrepareCtx, words: list[Word]) -> Prepared:
         rt.io.out((info[1] if len(info) > 1 else "bufferlab") + "\n")
         return 0
 
-    return _instant(run)
+    return Prepared.at_once(run)
 
 
-PROGRAMS = {"ip": prep_ip, "ifconfig": prep_ifconfig, "arp": prep_arp, "hostname": prep_hostname}
-
-__all__ = ["PROGRAMS", "interfaces", "neighbours"]
+PROGRAMS = (
+    Program(
+        "ip",
+        _prep_ip,
+        "`ip addr|link|route|neigh [show]`, `ip link set DEV up|down`, `ip link add NAME type ifb`",
+    ),
+    Program("ifconfig", _prep_ifconfig, "`ifconfig [-a] [DEV [up|down]]` (net-tools)"),
+    Program("arp", _prep_arp, "`arp [-an] [-i DEV] [HOST]`: the neighbour table (net-tools)"),
+    Program("hostname", _prep_hostname, "the machine's name (Mininet's hosts share it)"),
+)
