@@ -178,6 +178,9 @@ class RealRunner:
             self.started_unix = time.time()
             try:
                 self.lab.build()
+                for n in self.lab.notes:
+                    self.notes.append(n)
+                    self.echo(f"note: {n}")
                 for node, dev, args in self.topo.tclink_commands:
                     self._admin_tc(node, dev, args)
                 for i, part in enumerate(self.sc.parts):

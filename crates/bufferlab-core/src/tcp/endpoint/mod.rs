@@ -46,7 +46,13 @@
 //! granularity Linux reaches by fragmenting skbs on SACKs. With it zero
 //! every skb is one MSS (`gso_mode = off`).
 //!
-//! Not modelled: TSQ, urgent data,
+//! TCP Small Queues (docs/semantics/tcp.md §6.4): with [`TcpEndpoint::set_tsq`] on, each
+//! data skb charges its truesize to `sk_wmem_alloc`; `tcp_write_xmit` and the
+//! retransmission queue stop once the socket holds more than its TSQ limit in
+//! the host, and [`TcpEndpoint::tsq_account`] + [`TcpEndpoint::tsq_handler`]
+//! are `tcp_wfree` and the TSQ handler when the host gives skbs back.
+//!
+//! Not modelled: urgent data,
 //! keep-alive, Fast Open, MTU probing, PAWS rejection, SYN cookies,
 //! simultaneous open, autocorking, the route-metrics cache
 //! (`tcp_no_metrics_save`), and receiver memory pressure beyond dropping
@@ -142,6 +148,10 @@ pub struct Segment {
     pub gso_segs: u32,
     /// payload bytes per segment (`mss_now` when the skb was cut)
     pub gso_size: u32,
+    /// `skb->truesize` charged to the socket's `sk_wmem_alloc` while the skb
+    /// is in the host (TCP Small Queues, docs/semantics/tcp.md §6.4); 0 when
+    /// nothing was charged (no payload, or nothing holds packets on the way out)
+    pub truesize: u32,
 }
 
 impl Segment {
@@ -153,6 +163,7 @@ impl Segment {
             ecn,
             gso_segs: 1,
             gso_size,
+            truesize: 0,
         }
     }
 
@@ -303,6 +314,21 @@ pub struct TcpEndpoint {
     pub(super) wstamp_ns: u64,
     pub(super) data_segs_out: u32,
 
+    // ---- TCP Small Queues (docs/semantics/tcp.md §6.4, output.rs)
+    /// the host may hold this socket's skbs after TCP hands them to IP (a
+    /// qdisc or a finite-rate device on the way out): skbs are charged to
+    /// `wmem_alloc` until the host gives them back ([`TcpEndpoint::tsq_account`])
+    pub(super) tsq_on: bool,
+    /// `sk_wmem_alloc`: truesize of this socket's skbs still in the host
+    pub(super) wmem_alloc: u64,
+    /// `TSQF_THROTTLED`: `tcp_small_queue_check` stopped a transmission
+    pub(super) tsq_throttled: bool,
+    /// `TSQF_QUEUED`: a release found the socket throttled; its handler is due
+    pub(super) tsq_queued: bool,
+    /// first sequence number of the last new-data skb sent (the "rtx queue
+    /// holds at most one skb" test of `tcp_small_queue_check`)
+    pub(super) last_skb_seq: u32,
+
     // ---- ECN (RFC 3168; Accurate ECN, RFC 9768)
     pub(super) ecn_queue_cwr: bool,
     /// the feedback mode negotiated (`ecn_ok` is true in both ECN modes)
@@ -449,6 +475,11 @@ impl TcpEndpoint {
             rcv_tstamp: jiffies,
             wstamp_ns: 0,
             data_segs_out: 0,
+            tsq_on: false,
+            wmem_alloc: 0,
+            tsq_throttled: false,
+            tsq_queued: false,
+            last_skb_seq: iss,
             ecn_queue_cwr: false,
             ecn_mode: EcnMode::Disabled,
             accecn: AccEcn::default(),

@@ -10,6 +10,7 @@
 //! conservative `min(delta, newly_acked_sacked)`; modern: RFC 6937's
 //! `SND.UNA advanced and nothing newly lost`, docs/semantics/tcp.md §9.4).
 
+use crate::packet::SKB_TRUESIZE_OVERHEAD;
 use crate::tcp::accecn::EcnMode;
 use crate::tcp::cc::{usecs_to_jiffies, CaEvent, CaState, TCP_INFINITE_SSTHRESH};
 use crate::tcp::endpoint::{flag, Rexmit, TcpEndpoint, TcpState};
@@ -654,7 +655,12 @@ impl TcpEndpoint {
                 idx += 1;
                 continue;
             }
-            self.gso_continue = prev_retransmitted.is_some_and(|p| p + 1 == idx);
+            let continues = prev_retransmitted.is_some_and(|p| p + 1 == idx);
+            // TSQ for a retransmission: twice the usual limit (factor 1)
+            if !continues && self.small_queue_check(self.mss_cache + SKB_TRUESIZE_OVERHEAD, 1) {
+                break;
+            }
+            self.gso_continue = continues;
             let sent = self.retransmit_seg(idx);
             self.gso_continue = false;
             if !sent {
