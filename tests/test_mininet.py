@@ -657,3 +657,16 @@ def test_hfsc_tclink_lesson(tmp_path, monkeypatch, capsys: pytest.CaptureFixture
     a, b = float(m.group(1)), float(m.group(2))
     assert a == pytest.approx(8.0, rel=0.05) and b == pytest.approx(2.0, rel=0.1), (a, b)
     assert a + b <= 10.2
+
+
+@pytest.mark.parametrize(("link", "message"), [
+    # campaign 5 (tools/fuzz_inputs.py --mn): a traceback, and errors naming a tc line never written
+    ("tc,bw=2,speedup=x", "--link tc,bw=2,speedup=x: s1-eth1: speedup='x': expected a number"),
+    ("tc,delay=x", "--link tc,delay=x: Illegal \"latency\" (in the line it makes: "),
+    ("tc,bw=10,jitter=x", "--link tc,bw=10,jitter=x: What is \"x\"? (in the line it makes: "),
+])
+def test_mn_link_values_tc_refuses_name_the_link_option(results: Path, capsys: pytest.CaptureFixture[str],
+                                                        link: str, message: str) -> None:
+    assert main(["mn", "--topo", "minimal", "--link", link, "--test", "pingall", "-o", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err

@@ -314,3 +314,23 @@ def test_the_command_ignores_signals_once_its_work_is_written(tmp_path):
                        timeout=120)
     ignored = str(int(signal.SIG_IGN))
     assert r.stdout.splitlines()[-1].split() == ["0", ignored, ignored], r.stdout + r.stderr
+
+
+def test_a_signal_that_breaks_an_extension_import_is_an_interrupt(tmp_path, monkeypatch, capsys):
+    """Campaign 5: SIGINT while matplotlib's Agg extension initialised (compare's first plot)
+    came out as 'ImportError: initialization failed' with a traceback."""
+    from bufferlab import cli
+    from bufferlab.run import scheduler
+
+    def import_broken_by_a_signal(args):  # noqa: ANN001 - _dispatch's place
+        scheduler._Signals.received = signal.SIGINT
+        raise ImportError("initialization failed")
+
+    monkeypatch.setattr(cli, "_dispatch", import_broken_by_a_signal)
+    monkeypatch.setattr(scheduler._Signals, "received", None)
+    assert cli.main(["check", "x.toml"]) == 130
+    assert "bufferlab: interrupted" in capsys.readouterr().err
+    monkeypatch.setattr(cli, "_dispatch", lambda args: (_ for _ in ()).throw(ImportError("no module x")))
+    scheduler._Signals.received = None
+    with pytest.raises(ImportError):  # without a signal it is the real error it is
+        cli.main(["check", "x.toml"])

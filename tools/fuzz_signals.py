@@ -286,7 +286,7 @@ class Trials:
         if left:
             return "leftover", f"processes left in its session: {left}\n" + msg
         cls = _status_class(code, err, sig if sent else None)
-        if cls == "other" and code == 2 and not sent:  # it had refused its input (a planted link)
+        if cls == "other" and code == 2:  # it refused its input (a planted link) before the signal acted
             cls = "error_pos" if fuzz_inputs._names(t)(err) else "error_nopos"
         if cls in fuzz.BAD:
             return cls, msg

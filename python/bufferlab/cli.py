@@ -347,6 +347,14 @@ def _main(argv: list[str] | None) -> int:
             raise
         print(_environment_error(e, args), file=sys.stderr)
         return 2
+    except ImportError:  # a signal that landed while an extension module initialised
+        from .run.scheduler import interrupted_by
+
+        signum = interrupted_by()
+        if signum is None:
+            raise
+        print("bufferlab: interrupted", file=sys.stderr)
+        return 128 + signum
     finally:  # the results folders' locks (results_folder.py): their files go
         release_all()
 

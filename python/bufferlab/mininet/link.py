@@ -76,6 +76,7 @@ def tc_lines(intf: str, bw: Any = None, delay: Any = None, jitter: Any = None, l
     ``tc qdisc show dev INTF`` printed before, to decide whether to delete the root)."""
     if bw is not None:
         bw = _number("bw", bw, intf)
+    speedup = _number("speedup", speedup, intf)
     if loss is not None:
         loss = _number("loss", loss, intf)
     if max_queue_size is not None:

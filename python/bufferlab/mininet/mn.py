@@ -22,7 +22,7 @@ from ..run.scheduler import signal_name, signals_deferred, signals_raise
 from . import clock
 from . import net as net_mod
 from .cli import CLI
-from .link import Link, TCLink
+from .link import Link, TCLink, tc_lines
 from .log import info, output, setLogLevel
 from .net import Mininet
 from .script import check_script, mininet_modules
@@ -129,6 +129,25 @@ def _custom_frame(e: BaseException) -> traceback.FrameSummary | None:
                  if not Path(t.filename).resolve().is_relative_to(package)), None)
 
 
+def _check_tc_lines(spec: str, kwargs: dict[str, Any]) -> None:
+    """The tc lines these TCLink options make, parsed now: a value tc refuses (``delay=x``) is
+    an error about ``--link``, not about a line the user never wrote."""
+    from ..commands.shell import parse_shell
+    from ..commands.tc import parse_tc
+    from ..errors import CommandError, Diagnostics
+
+    try:
+        lines = tc_lines("s1-eth1", node_name="s1", show="noqueue", **kwargs)
+    except MininetError as e:
+        raise MininetError(f"--link {spec}: {e}") from None
+    for line in lines:
+        try:
+            parse_tc(parse_shell(line)[0].commands[0].words, Diagnostics())
+        except CommandError as e:
+            hint = f"; expected {e.expected}" if e.expected else ""
+            raise MininetError(f"--link {spec}: {e.message} (in the line it makes: {line}){hint}") from None
+
+
 def link_class(spec: str) -> Any:
     name, args, kwargs = split_args(spec)
     if name == "default" and not args and not kwargs:
@@ -148,6 +167,8 @@ def link_class(spec: str) -> Any:
                if q == 0 and not isinstance(q, bool) else "not a packet count")
         raise MininetError(f"--link {spec}: max_queue_size={q!r}: {why}; expected a whole number of "
                            "packets, at least 1 (e.g. max_queue_size=100)")
+
+    _check_tc_lines(spec, kwargs)
 
     def make(*a: Any, **kw: Any) -> TCLink:
         try:

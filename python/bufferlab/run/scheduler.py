@@ -125,9 +125,12 @@ class _Signals:
     #: while writing results after an interrupt, further signals wait (``pending``)
     defer = 0
     pending: int | None = None
+    #: the last signal this process took (see :func:`interrupted_by`)
+    received: int | None = None
 
 
 def _on_signal(signum: int, frame: Any) -> None:
+    _Signals.received = signum
     if _Signals.defer:
         _Signals.pending = signum
         return
@@ -140,6 +143,12 @@ def signals_raise() -> None:
     ignored in a background job without a terminal)."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _on_signal)
+
+
+def interrupted_by() -> int | None:
+    """The signal :func:`signals_raise`'s handler took, if any: an extension module whose
+    import it interrupted reports only ``ImportError: initialization failed``."""
+    return _Signals.received
 
 
 @contextmanager
