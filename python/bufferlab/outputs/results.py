@@ -15,6 +15,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,16 @@ class Run:
 
     def part(self, name: str) -> dict[str, Any]:
         return next(p for p in self.parts if p["name"] == name)
+
+    @cached_property
+    def apps_by_output(self) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        """The summary's flow records by (kind, output file), in their order (one pass: a table
+        asks once per ping or test, and a 243-host pingall has 58 000 of them)."""
+        index: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for f in self.summary.get("flows", []):
+            if isinstance(f, dict) and isinstance(f.get("kind"), str) and isinstance(f.get("output"), str):
+                index.setdefault((f["kind"], f["output"]), []).append(f)
+        return index
 
 
 #: the types of the summary.json values the readers use (a hand-edited file is checked
@@ -507,5 +518,5 @@ def ping_interval_s(command: str) -> float:
 
 def app_for(run: Run, kind: str, file: str, index: int) -> dict[str, Any] | None:
     """The summary's flow record of the ``index``-th ``kind`` application writing to ``file``."""
-    same = [f for f in run.summary.get("flows", []) if f.get("kind") == kind and f.get("output") == file]
+    same = run.apps_by_output.get((kind, file), [])
     return same[index] if index < len(same) else None
