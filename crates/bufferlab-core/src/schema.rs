@@ -55,7 +55,10 @@ mod tests {
         }
         // tagged by `kind`: one closed alternative per application
         let apps = schema["$defs"]["AppSpec"]["oneOf"].as_array().unwrap();
-        assert_eq!(apps.len(), 9);
+        assert_eq!(apps.len(), 11);
+        for app in apps {
+            assert_eq!(app["additionalProperties"], false, "{app}");
+        }
     }
 
     #[test]

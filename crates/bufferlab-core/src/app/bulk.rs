@@ -16,7 +16,7 @@ use super::conns::{conn_field, ConnTable};
 use super::tcp::{for_host, Conn, TcpSpec};
 use super::{parse_addr, AppCtx, Lifetime};
 use crate::error::{Error, Result};
-use crate::packet::{Ipv4, Packet, Proto};
+use crate::packet::{Ipv4, Packet, Proto, TsqRelease};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime};
@@ -211,6 +211,15 @@ impl Bulk {
             self.close_all(ctx);
         }
         for slot in self.streams.run_timers(ctx.now) {
+            self.pump(ctx, slot);
+        }
+        self.check_finished(ctx);
+    }
+
+    /// TCP Small Queues: the host gave back send memory of these streams
+    /// (conns.rs `tsq_release`).
+    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for slot in self.streams.tsq_release(ctx.now, releases) {
             self.pump(ctx, slot);
         }
         self.check_finished(ctx);

@@ -18,7 +18,7 @@
 //! millions of short flows keeps as many slots as were ever open at once.
 
 use super::tcp::Conn;
-use crate::packet::{Ipv4, Packet};
+use crate::packet::{Ipv4, Packet, TsqRelease};
 use crate::prefetch::prefetch;
 use crate::tcp::endpoint::OutputBuffer;
 use crate::time::SimTime;
@@ -42,6 +42,47 @@ impl ConnKey {
             local_port: p.dst_port,
         }
     }
+
+    /// The connection that sent the packet a TSQ release is about.
+    pub fn of_release(r: &TsqRelease) -> ConnKey {
+        ConnKey {
+            remote: r.remote,
+            local_port: r.local_port,
+        }
+    }
+}
+
+/// An application's connections found by key (for TCP Small Queues'
+/// releases, which name the socket that sent a packet).
+pub trait ConnLookup {
+    fn conn_by_key(&mut self, key: &ConnKey) -> Option<&mut Conn>;
+}
+
+/// TCP Small Queues for one application's connections (docs/semantics/tcp.md
+/// §6.4), as Linux orders it: every `tcp_wfree` of the batch lowers its
+/// socket's `sk_wmem_alloc` first; then the TSQ handler of each socket a
+/// release found throttled runs once. Returns the keys whose handler ran
+/// (their output waits to be flushed).
+pub fn tsq_release<L: ConnLookup + ?Sized>(
+    now: SimTime,
+    releases: &[TsqRelease],
+    conns: &mut L,
+) -> Vec<ConnKey> {
+    for r in releases {
+        if let Some(c) = conns.conn_by_key(&ConnKey::of_release(r)) {
+            c.ep.tsq_account(r.bytes);
+        }
+    }
+    let mut ran = Vec::new();
+    for r in releases {
+        let key = ConnKey::of_release(r);
+        if let Some(c) = conns.conn_by_key(&key) {
+            if c.ep.tsq_handler(now) {
+                ran.push(key);
+            }
+        }
+    }
+    ran
 }
 
 /// Anything that owns one TCP connection.
@@ -187,6 +228,13 @@ pub struct ConnTable<T> {
     spare: OutputBuffer,
 }
 
+impl<T: HasConn> ConnLookup for ConnTable<T> {
+    fn conn_by_key(&mut self, key: &ConnKey) -> Option<&mut Conn> {
+        let slot = self.index.get(key).copied()?;
+        Some(self.get_mut(slot).conn_mut())
+    }
+}
+
 impl<T> Default for ConnTable<T> {
     fn default() -> Self {
         ConnTable {
@@ -283,6 +331,15 @@ impl<T: HasConn> ConnTable<T> {
         self.free.push(slot);
         self.len -= 1;
         e.val
+    }
+
+    /// [`tsq_release`] for the table's connections: the slots whose TSQ
+    /// handler ran (the caller services them as after a timer).
+    pub fn tsq_release(&mut self, now: SimTime, releases: &[TsqRelease]) -> Vec<u32> {
+        let ran = tsq_release(now, releases, self);
+        ran.iter()
+            .filter_map(|k| self.index.get(k).copied())
+            .collect()
     }
 
     /// Run the timers due at `now` (`ep.handle_timeout`) and return those

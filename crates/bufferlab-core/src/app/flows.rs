@@ -33,7 +33,7 @@ use super::conns::{conn_field, ConnTable};
 use super::tcp::{for_host, is_syn, Conn, TcpSpec};
 use super::{parse_addr, AppCtx, Lifetime};
 use crate::error::{Error, Result};
-use crate::packet::{Ipv4, Packet, Proto};
+use crate::packet::{Ipv4, Packet, Proto, TsqRelease};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
@@ -408,6 +408,14 @@ impl FlowsClient {
         self.check_finished(ctx);
     }
 
+    /// TCP Small Queues (conns.rs `tsq_release`).
+    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for slot in self.flows.tsq_release(ctx.now, releases) {
+            self.service(ctx, slot);
+        }
+        self.check_finished(ctx);
+    }
+
     /// Ctrl-C: the flows still open are recorded as not completed.
     pub fn interrupt(&mut self, ctx: &mut AppCtx) {
         if self.life.finished {
@@ -560,6 +568,13 @@ impl FlowsServer {
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         for slot in self.conns.run_timers(ctx.now) {
+            self.service(ctx, slot);
+        }
+    }
+
+    /// TCP Small Queues (conns.rs `tsq_release`).
+    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for slot in self.conns.tsq_release(ctx.now, releases) {
             self.service(ctx, slot);
         }
     }

@@ -23,13 +23,13 @@
 //! Intervals are recorded at exact `interval` ticks from each side's start;
 //! text and JSON are produced by python/bufferlab/formats/iperf3.py.
 
-use super::conns::ConnKey;
+use super::conns::{tsq_release, ConnKey, ConnLookup};
 use super::iperf3_tcp::records_json;
 use super::iperf3_tcp::{RecvStream, SendStream, Stream};
 use super::tcp::{is_syn, next_timeout, Conn, TcpSpec};
 use super::{parse_addr, AppCtx};
 use crate::error::{Error, Result};
-use crate::packet::{Ipv4, Packet, Payload, Proto};
+use crate::packet::{Ipv4, Packet, Payload, Proto, TsqRelease};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
@@ -717,6 +717,18 @@ impl Server {
         }
     }
 
+    /// TCP Small Queues (conns.rs `tsq_release`): a sending (`-R`) stream
+    /// whose handler ran sends what it may now.
+    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for key in tsq_release(ctx.now, releases, self) {
+            let Some(&(ti, si)) = self.stream_index.get(&key) else {
+                continue;
+            };
+            let counting = self.current == Some(ti) && self.tests[ti].started.is_some();
+            self.tests[ti].streams[si].service(ctx, counting, None, 0);
+        }
+    }
+
     fn reply(ctx: &mut AppCtx, p: &Packet, msg: u8, conn: u32, bytes: u32) {
         ctx.send_control(p.src, p.dst_port, p.src_port, msg, conn, bytes);
     }
@@ -1183,6 +1195,13 @@ impl Client {
             0,
         );
         self.retry_at = Some(ctx.now + SETUP_RETRY);
+    }
+
+    /// TCP Small Queues (conns.rs `tsq_release`).
+    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        if !tsq_release(ctx.now, releases, self).is_empty() {
+            self.pump(ctx);
+        }
     }
 
     fn send_test_end(&mut self, ctx: &mut AppCtx) {
@@ -1727,3 +1746,17 @@ mod tests {
 #[cfg(test)]
 #[path = "iperf3_tests.rs"]
 mod session_tests;
+
+impl ConnLookup for Server {
+    fn conn_by_key(&mut self, key: &ConnKey) -> Option<&mut Conn> {
+        let &(ti, si) = self.stream_index.get(key)?;
+        Some(self.tests[ti].streams[si].conn_mut())
+    }
+}
+
+impl ConnLookup for Client {
+    fn conn_by_key(&mut self, key: &ConnKey) -> Option<&mut Conn> {
+        let &si = self.stream_index.get(key)?;
+        Some(self.streams[si].conn_mut())
+    }
+}

@@ -24,7 +24,7 @@ pub mod udp_source;
 
 use crate::error::{Error, Result};
 use crate::packet::{
-    Ipv4, Packet, Payload, Proto, ETH_HEADER, IPV4_HEADER, TCP_HEADER_TS, UDP_HEADER,
+    Ipv4, Packet, Payload, Proto, TsqRelease, ETH_HEADER, IPV4_HEADER, TCP_HEADER_TS, UDP_HEADER,
 };
 use crate::rng::ComponentRng;
 use crate::time::SimTime;
@@ -211,6 +211,10 @@ pub struct AppCtx<'a> {
     /// `sk_pacing_status` becomes `SK_PACING_FQ` (sch_fq.c `fq_classify`),
     /// docs/semantics/qdiscs.md §15.
     pub fq_pacing: Option<u64>,
+    /// The node's packets may wait in it after its TCP sockets send them (a
+    /// qdisc other than `noqueue`, a finite-rate device, an egress hook): the
+    /// sockets charge their skbs for TCP Small Queues (docs/semantics/tcp.md §6.4).
+    pub tsq: bool,
     pub out: &'a mut Vec<Packet>,
     pub sockets: &'a mut Sockets,
     pub iperf: &'a mut IperfRegistry,
@@ -239,6 +243,7 @@ impl AppCtx<'_> {
             local: false,
             gso_segs: 1,
             gso_size: 0,
+            tsq: 0,
         }
     }
 
@@ -345,6 +350,22 @@ impl App {
             App::FlowsServer(a) => a.handle_packet(ctx, p),
             App::RrClient(a) => a.handle_packet(ctx, p),
             App::RrServer(a) => a.handle_packet(ctx, p),
+        }
+    }
+
+    /// TCP Small Queues: the host gave back (or charged) send memory of
+    /// this application's sockets (packet.rs `TsqRelease`, docs/semantics/tcp.md §6.4).
+    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        match self {
+            App::Ping(_) | App::UdpSource(_) | App::Qmon(_) => {}
+            App::Sink(a) => a.tsq_release(ctx, releases),
+            App::Bulk(a) => a.tsq_release(ctx, releases),
+            App::Iperf3Server(a) => a.tsq_release(ctx, releases),
+            App::Iperf3Client(a) => a.tsq_release(ctx, releases),
+            App::FlowsClient(a) => a.tsq_release(ctx, releases),
+            App::FlowsServer(a) => a.tsq_release(ctx, releases),
+            App::RrClient(a) => a.tsq_release(ctx, releases),
+            App::RrServer(a) => a.tsq_release(ctx, releases),
         }
     }
 

@@ -37,11 +37,11 @@
 //! then (curl exits), while its connection finishes the close handshake in
 //! the background, as a socket the kernel keeps after the process is gone.
 
-use super::conns::{conn_field, ConnTable};
+use super::conns::{conn_field, tsq_release, ConnKey, ConnLookup, ConnTable};
 use super::tcp::{for_host, is_syn, Conn, TcpSpec};
 use super::{parse_addr, AppCtx};
 use crate::error::{Error, Result};
-use crate::packet::{Ipv4, Packet, Proto};
+use crate::packet::{Ipv4, Packet, Proto, TsqRelease};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime};
@@ -741,6 +741,14 @@ impl RrClient {
         }
     }
 
+    /// TCP Small Queues (conns.rs `tsq_release`): a handler that ran may
+    /// have sent, so the exchange moves on as after an arrival.
+    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        if !tsq_release(ctx.now, releases, self).is_empty() {
+            self.pump(ctx);
+        }
+    }
+
     pub fn poll_timeout(&self) -> Option<SimTime> {
         if self.released {
             return None;
@@ -855,6 +863,14 @@ impl RrClient {
 }
 
 // ---------------------------------------------------------------- the server
+
+impl ConnLookup for RrClient {
+    fn conn_by_key(&mut self, key: &ConnKey) -> Option<&mut Conn> {
+        self.conn
+            .as_mut()
+            .filter(|c| c.remote == key.remote && c.local_port == key.local_port)
+    }
+}
 
 /// Where a served connection is in its exchanges.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1147,6 +1163,13 @@ impl RrServer {
         due.sort_unstable();
         due.dedup();
         for slot in due {
+            self.service(ctx, slot);
+        }
+    }
+
+    /// TCP Small Queues (conns.rs `tsq_release`).
+    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for slot in self.conns.tsq_release(ctx.now, releases) {
             self.service(ctx, slot);
         }
     }

@@ -6,7 +6,7 @@ use super::conns::ConnTable;
 use super::tcp::{for_host, is_syn, Conn, TcpSpec};
 use super::AppCtx;
 use crate::error::{Error, Result};
-use crate::packet::{Packet, Proto};
+use crate::packet::{Packet, Proto, TsqRelease};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::TcpConfig;
 use crate::time::SimTime;
@@ -162,6 +162,14 @@ impl Sink {
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         for id in self.conns.run_timers(ctx.now) {
+            self.drain(ctx, id);
+        }
+    }
+
+    /// TCP Small Queues (conns.rs `tsq_release`): a sink sends only ACKs,
+    /// which charge nothing; kept for symmetry with the other TCP applications.
+    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for id in self.conns.tsq_release(ctx.now, releases) {
             self.drain(ctx, id);
         }
     }

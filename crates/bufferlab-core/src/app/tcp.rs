@@ -70,6 +70,9 @@ pub struct TcpSpec {
     pub slow_start_after_idle: Option<bool>,
     #[serde(default)]
     pub no_metrics_save: Option<bool>,
+    /// `net.ipv4.tcp_limit_output_bytes` (TCP Small Queues), bytes
+    #[serde(default)]
+    pub limit_output_bytes: Option<u32>,
     /// `SO_SNDBUF` / `SO_RCVBUF` requests (iperf3 `-w`), bytes
     #[serde(default)]
     pub sndbuf: Option<u32>,
@@ -156,6 +159,7 @@ impl TcpSpec {
             .slow_start_after_idle
             .unwrap_or(c.slow_start_after_idle);
         c.no_metrics_save = self.no_metrics_save.unwrap_or(c.no_metrics_save);
+        c.limit_output_bytes = self.limit_output_bytes.unwrap_or(c.limit_output_bytes);
         c.sndbuf = self.sndbuf.or(c.sndbuf);
         c.rcvbuf = self.rcvbuf.or(c.rcvbuf);
         if let Some(mss) = self.mss {
@@ -209,7 +213,8 @@ impl Conn {
     ) -> Conn {
         let mut cfg = cfg.into();
         for_host(&mut cfg, ctx);
-        let ep = TcpEndpoint::connect(cfg, (ctx.addr, local_port), remote, ctx.now, rng);
+        let mut ep = TcpEndpoint::connect(cfg, (ctx.addr, local_port), remote, ctx.now, rng);
+        ep.set_tsq(ctx.tsq);
         Conn {
             ep,
             local_port,
@@ -229,7 +234,7 @@ impl Conn {
         };
         let mut cfg = cfg.into();
         for_host(&mut cfg, ctx);
-        let ep = TcpEndpoint::listen_accept(
+        let mut ep = TcpEndpoint::listen_accept(
             cfg,
             (p.dst, p.dst_port),
             (p.src, p.src_port),
@@ -238,6 +243,7 @@ impl Conn {
             ctx.now,
             rng,
         );
+        ep.set_tsq(ctx.tsq);
         Some(Conn {
             ep,
             local_port: p.dst_port,
@@ -259,6 +265,8 @@ impl Conn {
         if let Some(maxrate) = ctx.fq_pacing {
             self.ep.set_pacing_fq(maxrate);
         }
+        // a qdisc added or removed since: the next transmissions see it
+        self.ep.set_tsq(ctx.tsq);
         while let Some(seg) = self.ep.poll_transmit(ctx.now) {
             let ecn = seg.ecn & 0b11;
             ctx.out.push(Packet {
@@ -282,6 +290,7 @@ impl Conn {
                 } else {
                     0
                 },
+                tsq: seg.truesize,
             });
         }
     }
