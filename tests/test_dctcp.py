@@ -133,3 +133,124 @@ def test_bulk_dash_c_dctcp_runs_on_ecn_marks(tmp_path):
     log = next((tmp_path / "out").rglob("admin/terminal.log")).read_text()
     m = re.search(r"marked (\d+) early (\d+) pdrop (\d+)", log)
     assert m and int(m.group(1)) > 0 and m.group(2) == "0" and m.group(3) == "0", log
+
+
+# --- ns-3's dctcp-example (scenarios/dctcp-example.toml; docs/models.md "ns-3's dctcp-example") ---
+
+EXAMPLE = ROOT / "scenarios" / "dctcp-example.toml"
+# Linux RED as a step marker at K = ns-3's MinTh (the scenario header's --set lines)
+STEP = {
+    "aqm10": "red limit 3999000 min 75000 max 76500 avpkt 1500 burst 50 probability 1.0 bandwidth 10gbit ecn",
+    "aqm1": "red limit 3999000 min 30000 max 31500 avpkt 1500 burst 20 probability 1.0 bandwidth 1gbit ecn",
+}
+# CI: every flow has started by 1.045 s; measure 1.5-2 s instead of ns-3's 4-5 s
+SHORT = {"warmup_s": 1.5, "window_s": 0.5, "stop_s": 2}
+PAYLOAD_10G = 10e9 * 1448 / 1514  # goodput of a full 10 Gbit/s wire, bit/s
+PAYLOAD_1G = 1e9 * 1448 / 1514
+
+
+def run_example(out: Path, **params) -> dict:
+    """Run the example with ``params`` set; the program's figures from its outputs."""
+    from bufferlab.scenario.params import Override
+
+    sc = load_scenario(EXAMPLE, [Override(k, v, "--set") for k, v in params.items()])
+    summary = run_scenario(sc, results_root=out, progress=False)
+    assert not summary["failures"], summary["failures"]
+    warmup = params.get("warmup_s", 4)
+    window = params.get("window_s", 1)
+    part = out / EXAMPLE.stem / "dctcp"
+    log = (part / "admin" / "terminal.log").read_text()
+    # the two ns3-goodput snapshots (at warmup and warmup + window): bytes per sink
+    snaps = [dict((k, int(v)) for k, v in re.findall(r"(\w+):\n\tTotal Bytes Received:(\d+)", block))
+             for block in log.split("It worked!")[:2]]
+    assert len(snaps) == 2 and len(snaps[0]) == 40 and snaps[0].keys() == snaps[1].keys(), log[-2000:]
+    rate = {k: (snaps[1][k] - snaps[0][k]) * 8 / window for k in snaps[0]}
+    groups = {g: [v for k, v in rate.items() if k.startswith(g)] for g in ("s1r1", "s2r2", "s3r1")}
+    # plot_q.sh's 10 ms samples (bytes) in the window, in 1514-byte packets
+    queue = {}
+    for iface in ("t1-eth1", "t2-eth2"):
+        rows = [line.split() for line in (part / "admin" / f"q_{iface}.dat").read_text().splitlines()
+                if line.strip()]
+        t0 = float(rows[0][0])
+        queue[iface] = [float(b) / PKT for t, b, *_ in rows if warmup - 1e-9 <= float(t) - t0 < warmup + window - 1e-9]
+    marks = re.findall(r"marked (\d+) early (\d+) pdrop (\d+)", log)
+    return {"groups": groups, "queue": queue, "log": log, "summary": summary, "marks": marks}
+
+
+def jain(xs: list[float]) -> float:
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+def mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def check_physics(r: dict) -> None:
+    """What the topology implies, whichever marker: both bottlenecks full, shares as max-min
+    fairness with two bottlenecks allots them, every group fair within itself."""
+    g = r["groups"]
+    assert [len(g[k]) for k in ("s1r1", "s2r2", "s3r1")] == [10, 20, 10]
+    through_t1 = sum(g["s1r1"]) + sum(g["s2r2"])
+    to_r1 = sum(g["s1r1"]) + sum(g["s3r1"])
+    # t1 -> t2 carries s1 and s2: full (>= 9 Gbit/s, never above the wire's payload rate)
+    assert 9e9 <= through_t1 <= PAYLOAD_10G * 1.001, through_t1
+    assert 0.95 * PAYLOAD_1G <= to_r1 <= PAYLOAD_1G * 1.001, to_r1
+    # s2's 20 flows get the 10 Gbit/s link less what s1 takes: about 9.5 G / 20 each, never
+    # their 1 Gbit/s access rate; s1 and s3 split r1's 1 Gbit/s, s1 (marked at two queues) the
+    # smaller part
+    s1, s2, s3 = mean(g["s1r1"]), mean(g["s2r2"]), mean(g["s3r1"])
+    assert 430e6 < s2 < 480e6, s2
+    assert 10e6 < s1 < s3 < 80e6, (s1, s3)
+    assert s2 > 5 * s3
+    for k, xs in g.items():
+        assert jain(xs) > 0.95, (k, jain(xs))
+
+
+def check_ns3_ramp_queue(r: dict) -> None:
+    """ns-3's ramp (MinTh 50, MaxTh 150, max_p 0.02, gentle to 300): the T1->T2 queue settles
+    where the gentle ramp marks enough, above MaxTh, never near the 2666-packet buffer."""
+    q = r["queue"]["t1-eth1"]
+    assert len(q) >= 40, len(q)
+    assert 150 < mean(q) < 250, mean(q)
+    assert max(q) < 300, max(q)
+    q2 = r["queue"]["t2-eth2"]
+    assert 60 < mean(q2) < 120 and max(q2) < 120, (mean(q2), max(q2))
+    # only marks: every flow runs DCTCP with ECN, so RED never drops at the bottlenecks
+    assert r["marks"] and all(int(m) > 1000 and e == "0" and p == "0" for m, e, p in r["marks"]), r["marks"]
+
+
+@pytest.fixture(scope="module")
+def example_short(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return run_example(tmp_path_factory.mktemp("dctcp-example"), **SHORT)
+
+
+@pytest.fixture(scope="module")
+def example_short_step(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return run_example(tmp_path_factory.mktemp("dctcp-example-step"), **SHORT, **STEP)
+
+
+def test_ns3_dctcp_example_fills_both_bottlenecks_with_fair_groups(example_short):
+    check_physics(example_short)
+
+
+def test_ns3_dctcp_example_ramp_holds_the_queue_in_the_gentle_region(example_short):
+    check_ns3_ramp_queue(example_short)
+
+
+def test_ns3_dctcp_example_step_marker_holds_the_queue_at_k(example_short, example_short_step):
+    # the lesson: the same full links with a step at K = 50 (20) hold the queues near K,
+    # a quarter of what ns-3's ramp lets build
+    check_physics(example_short_step)
+    q, q_ramp = example_short_step["queue"]["t1-eth1"], example_short["queue"]["t1-eth1"]
+    assert 25 < mean(q) < 65 and max(q) < 120, (mean(q), max(q))
+    assert mean(q) < mean(q_ramp) / 2.5, (mean(q), mean(q_ramp))
+    q2 = example_short_step["queue"]["t2-eth2"]
+    assert 10 < mean(q2) < 35, mean(q2)
+
+
+@pytest.mark.slow
+def test_ns3_dctcp_example_full_five_seconds(tmp_path):
+    # the program's own timing: flows start over 1 s, 3 s to converge, measure 4-5 s
+    r = run_example(tmp_path)
+    check_physics(r)
+    check_ns3_ramp_queue(r)
