@@ -816,6 +816,8 @@ class ResultsTarget(_Target):
         op = d["op"]
         if op == "plant_link":
             at = root / d["out"]
+            if any(os.path.lexists(q) and not os.path.isdir(q) for q in at.parents if root in q.parents):
+                return f"no link at {d['out']}: an earlier damage put a file where its folder was"
             if os.path.lexists(at) and not os.path.islink(at):
                 if at.is_dir():
                     shutil.rmtree(at)
