@@ -160,3 +160,16 @@ def test_no_link_crosses_a_node_card(run_dir: Path) -> None:
     # the check itself: a line through the middle of a card is seen
     c = with_qdiscs[0]
     assert _crosses(c, ((c[0] - 5, (c[1] + c[3]) / 2), (c[2] + 5, (c[1] + c[3]) / 2)))
+
+
+def test_a_long_table_shows_its_first_rows_and_says_where_the_rest_are() -> None:
+    """Campaign 5: a 256-host pingall's 65 000 pings made a report of 65 000-row tables that took
+    longer to write than the 15 s a SIGTERM gives; the report shows the first rows."""
+    from bufferlab.outputs.report import MAX_ROWS, table
+
+    rows = [[f"h{i}", i] for i in range(MAX_ROWS + 5)]
+    html = table(["host", "n"], rows, every_row_in="tables/ping.csv")
+    assert html.count("<tr>") == MAX_ROWS + 1  # the header and the first rows
+    assert f"The first {MAX_ROWS:,} of {MAX_ROWS + 5:,} rows; every row is in tables/ping.csv" in html
+    short = table(["host", "n"], rows[:3])
+    assert short.count("<tr>") == 4 and "The first" not in short

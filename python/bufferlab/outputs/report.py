@@ -68,8 +68,20 @@ def _num(v: Any, fmt: str = "{:,.0f}") -> str:
     return fmt.format(v)
 
 
-def table(headers: list[str], rows: list[list[Any]], left: int = 1) -> str:
-    """An HTML table; the first ``left`` columns are text (left-aligned)."""
+#: the rows a report's table shows (a 256-host pingall has 65 000 pings and flows: a page
+#: that long is unreadable and takes seconds to write); the tables/ files hold them all
+MAX_ROWS = 1000
+
+
+def table(headers: list[str], rows: list[list[Any]], left: int = 1, every_row_in: str = "") -> str:
+    """An HTML table; the first ``left`` columns are text (left-aligned). Past
+    :data:`MAX_ROWS` rows it shows the first ones and says where the rest are
+    (``every_row_in``, e.g. ``tables/ping.csv``)."""
+    note = ""
+    if len(rows) > MAX_ROWS:
+        where = f"; every row is in {every_row_in}" if every_row_in else ""
+        note = f"<p class='muted'>The first {MAX_ROWS:,} of {len(rows):,} rows{_e(where)}.</p>"
+        rows = rows[:MAX_ROWS]
     h = "".join(f'<th class="{"l" if i < left else ""}">{_e(c)}</th>' for i, c in enumerate(headers))
     body = "".join(
         "<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{_e(c)}</td>' for i, c in enumerate(r))
@@ -77,7 +89,7 @@ def table(headers: list[str], rows: list[list[Any]], left: int = 1) -> str:
         for r in rows
     )
     # the box scrolls, never the page
-    return f'<div class="tbl"><table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table></div>'
+    return f'<div class="tbl"><table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table></div>{note}'
 
 
 
@@ -131,7 +143,8 @@ def _timeline(run: Run, part: dict[str, Any]) -> str:
         # each job of an `a & b & c` line once, by itself (flows record the whole line too)
         rows = [[f"{(f['start_ns'] - part['start_ns']) / NS:.3f}", f.get("terminal", ""),
                  f.get("simple") or f.get("command", ""), f.get("output", "")] for f in apps]
-        html_.append(table(["start (s into part)", "terminal", "command", "output"], rows, left=4))
+        html_.append(table(["start (s into part)", "terminal", "command", "output"], rows, left=4,
+                           every_row_in="summary.json's flows"))
     pdir = run.root / name
     terms = sorted(d for d in pdir.iterdir() if d.is_dir()) if pdir.is_dir() else []
     for d in terms:
@@ -222,7 +235,7 @@ def _ping_section(out: Outputs) -> str:
                      _num(sum(rtt) / len(rtt) if rtt else None, "{:.2f}"),
                      _num(p99(rtt), "{:.2f}"), _num(max(rtt) if rtt else None, "{:.2f}")])
     heads = ["part", "host", "file", "dest", "sent", "received", "min ms", "mean ms", "p99 ms", "max ms"]
-    return table(heads, rows, left=4)
+    return table(heads, rows, left=4, every_row_in="tables/ping.csv")
 
 
 def _results_section(run: Run) -> str:
@@ -258,7 +271,7 @@ def _flows_section(run: Run) -> str:
              _num(f.get("sent_packets")), _num(f.get("received_packets")), _num(f.get("sent_bytes")),
              _num(f.get("received_bytes"))] for f in run.summary["flows"]]
     return table(["part", "app", "kind", "node", "command", "sent pkts", "recv pkts", "sent B", "recv B"],
-                 rows, left=5)
+                 rows, left=5, every_row_in="tables/flows.csv")
 
 
 def _fct_section(run: Run) -> str:
