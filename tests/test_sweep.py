@@ -95,6 +95,20 @@ def test_a_failing_run_is_recorded_and_the_others_complete(tmp_path, capsys):
     assert "2 runs failed" in capsys.readouterr().err
 
 
+def test_a_value_beyond_int64_is_a_failed_run_in_a_text_column(tmp_path, capsys):
+    """Campaign 5 (tools/fuzz_inputs.py --sweep-run): qlen = 10**21 failed its runs as it should,
+    then writing sweep.parquet raised pyarrow's OverflowError with a traceback."""
+    text = EIGHT.replace("qlen = [600, 800]", "qlen = [800, 1000000000000000000000]").replace("seeds = 2",
+                                                                                            "seeds = 1")
+    status, out = _sweep(tmp_path, text)
+    assert status == 1
+    df = pd.read_parquet(out / "sweep.parquet")
+    assert set(df["qlen"]) == {"1000000000000000000000", "800"}
+    assert set(df[df["qlen"] == "800"]["status"]) == {"ok"}
+    assert set(df[df["status"] == "failed"]["qlen"]) == {"1000000000000000000000"}
+    assert "Traceback" not in capsys.readouterr().err
+
+
 def test_dask_local_cluster_gives_the_same_parquet(tmp_path):
     pytest.importorskip("dask.distributed", reason="dask is an extra: pip install '.[dask]'")
     local = tmp_path / "local"

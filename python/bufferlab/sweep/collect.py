@@ -86,14 +86,29 @@ def write_results(out: Path, jobs: list[RunJob]) -> Path:
     ensure_dir(out / "tables", out)
     for name, parts in tables.items():
         with open_write(out / "tables" / f"{name}.parquet", "wb") as f:  # never through a link
-            pd.concat(parts, ignore_index=True).to_parquet(f, index=False)
-    frame = pd.DataFrame(rows)
+            _parquet_safe(pd.concat(parts, ignore_index=True)).to_parquet(f, index=False)
+    frame = _parquet_safe(pd.DataFrame(rows))
     drop_cols = sorted(c for c in frame.columns if c.startswith("drops_"))
     frame[drop_cols] = frame[drop_cols].fillna(0).astype("int64") if drop_cols else frame[drop_cols]
     path = out / "sweep.parquet"
     with open_write(path, "wb") as f:
         frame.to_parquet(f, index=False)
     return path
+
+
+#: the integers a Parquet column holds (int64)
+_INT64 = range(-(2**63), 2**63)
+
+
+def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """A column holding a whole number beyond int64 (a sweep value such as t = 10**21, which
+    the scenario refuses, but which its run's row still names) as text, every value of it."""
+    for col in frame.columns:
+        values = frame[col]
+        if values.dtype == object and any(isinstance(v, int) and not isinstance(v, bool) and v not in _INT64
+                                          for v in values):
+            frame[col] = [None if v is None else str(v) for v in values]
+    return frame
 
 
 def read_frame(out: Path) -> pd.DataFrame:
