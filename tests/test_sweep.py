@@ -109,6 +109,18 @@ def test_a_value_beyond_int64_is_a_failed_run_in_a_text_column(tmp_path, capsys)
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_a_point_listed_twice_is_one_run(tmp_path, capsys):
+    """Campaign 5 (tools/fuzz_inputs.py --sweep-run): qlen = [800, 800] made two jobs with one run
+    id; with -j 2 both wrote <run-id>.partial and one failed 'cannot make the results folder'."""
+    text = EIGHT.replace("qlen = [600, 800]", "qlen = [800, 800]").replace("seeds = 2", "seeds = 1")
+    status, out = _sweep(tmp_path, text, "-j", "2")
+    assert status == 0
+    err = capsys.readouterr().err
+    assert "2 of the 4 runs repeat another's values and seed" in err
+    df = pd.read_parquet(out / "sweep.parquet")
+    assert df["run_id"].nunique() == 2 and set(df["status"]) == {"ok"}
+
+
 def test_dask_local_cluster_gives_the_same_parquet(tmp_path):
     pytest.importorskip("dask.distributed", reason="dask is an extra: pip install '.[dask]'")
     local = tmp_path / "local"

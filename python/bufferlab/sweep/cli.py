@@ -111,8 +111,13 @@ def cli_sweep(argv: list[str]) -> int:
     out = args.output / spec.name
     runs_dir = out / "runs"
     fixed = dict(args.set)
-    jobs = [job for point in spec.points for job in prepare(
+    listed = [job for point in spec.points for job in prepare(
         spec.scenario, {**fixed, **point}, spec.origins, spec.seeds, spec.parts, runs_dir, spec.source)]
+    # a point listed twice (qlen = [50, 50]) is one run: two workers must never share its folder
+    jobs = list({j.run_id: j for j in listed}.values())  # one job per run id, in the grid's order
+    if len(jobs) < len(listed):
+        print(f"note: {len(listed) - len(jobs)} of the {len(listed)} runs repeat another's values and "
+              f"seed: each distinct run is made once", file=sys.stderr)
     todo = [j for j in jobs if args.force or finished(j) is None]
     if args.dry_run:
         to_run = {j.run_id for j in todo}  # (`j in todo`, a list of dataclasses, was quadratic)
