@@ -17,7 +17,7 @@
 //! still held somewhere (qdisc, wire, ARP queue). `summary()` reports all
 //! three and the identity between them.
 
-use crate::app::{App, AppCtx, AppSpec, IperfRegistry, Sockets};
+use crate::app::{App, AppCtx, AppSpec, IperfRegistry, QdiscBacklog, Sockets};
 use crate::capture::trace::Snap;
 use crate::capture::{is_ce, CaptureSpec, Observer, Output};
 use crate::error::{Error, Result};
@@ -168,6 +168,12 @@ struct Iface {
     /// downed device's transmit queue is not fed, net/core/dev.c
     /// `__dev_queue_xmit` sees !netif_running; received frames are dropped)
     down: bool,
+}
+
+impl QdiscBacklog for Vec<Iface> {
+    fn leaf_backlog(&self, iface: usize) -> (u64, u64) {
+        self[iface].tree.leaf_backlog()
+    }
 }
 
 enum NeighState {
@@ -850,23 +856,7 @@ impl Simulator {
                     slot.scheduled = None;
                 }
                 if slot.timer_at.is_some_and(|t| t <= self.now) {
-                    let ifaces = &self.ifaces;
-                    let backlog = |i: usize| ifaces[i].tree.leaf_backlog();
-                    let slot = &mut self.apps[a as usize];
-                    let gso_max_size = node_gso_max_size(&self.topo, ifaces, slot.node);
-                    let fq_pacing = node_fq_pacing(&self.topo, ifaces, slot.node);
-                    let node = &mut self.nodes[slot.node];
-                    let mut ctx = AppCtx {
-                        now: self.now,
-                        id: a,
-                        addr: node.addr,
-                        gso_max_size,
-                        fq_pacing,
-                        out: &mut self.out_buf,
-                        sockets: &mut node.sockets,
-                        iperf: &mut self.iperf,
-                    };
-                    slot.app.handle_timeout(&mut ctx, backlog);
+                    self.with_app(a, |app, ctx| app.handle_timeout(ctx));
                 }
                 self.after_app(a);
             }
@@ -988,6 +978,7 @@ impl Simulator {
             out: &mut self.out_buf,
             sockets: &mut node.sockets,
             iperf: &mut self.iperf,
+            qdiscs: &self.ifaces,
         };
         f(&mut slot.app, &mut ctx)
     }

@@ -14,7 +14,7 @@
 
 use super::conns::{conn_field, ConnTable};
 use super::tcp::{for_host, Conn, TcpSpec};
-use super::{parse_addr, AppCtx, Lifetime};
+use super::{parse_addr, AppCtx, Application, IperfRegistry, Lifetime};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Proto};
 use crate::rng::ComponentRng;
@@ -81,61 +81,6 @@ pub struct Bulk {
 }
 
 impl Bulk {
-    pub fn new(spec: BulkSpec, mut rng: ComponentRng) -> Result<Bulk> {
-        if !(1..=MAX_PARALLEL).contains(&spec.parallel) {
-            return Err(Error::App(format!(
-                "bulk parallel {} outside 1..{MAX_PARALLEL}",
-                spec.parallel
-            )));
-        }
-        let cfg = spec.tcp.config(rng.next_u64(), spec.tos)?;
-        Ok(Bulk {
-            dst: parse_addr("bulk dst", &spec.dst)?,
-            port: spec.port,
-            limit: spec.bytes,
-            duration: spec.duration_ns.map(SimDuration),
-            tos: spec.tos,
-            parallel: spec.parallel,
-            cfg: Arc::new(cfg),
-            rng: Some(rng),
-            streams: ConnTable::default(),
-            start: SimTime::ZERO,
-            stop_at: None,
-            written: 0,
-            closed: false,
-            done: 0,
-            life: Lifetime::default(),
-            refused: false,
-        })
-    }
-
-    pub fn destination(&self) -> Ipv4 {
-        self.dst
-    }
-
-    pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
-        self.start = ctx.now;
-        self.stop_at = self.duration.map(|d| ctx.now + d);
-        for_host(&mut self.cfg, ctx);
-        let mut first = self.rng.take();
-        for k in 0..self.parallel {
-            let port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id)?;
-            let rng = first.take().unwrap_or_else(|| {
-                ComponentRng::new(self.cfg.seed.wrapping_add(k as u64), "bulk/stream")
-            });
-            let mut conn =
-                Conn::connect(Arc::clone(&self.cfg), ctx, port, (self.dst, self.port), rng);
-            conn.flush(ctx, self.tos);
-            self.streams.insert(Stream {
-                conn,
-                written: 0,
-                closed: false,
-                done: false,
-            });
-        }
-        Ok(())
-    }
-
     /// Fill one stream's send buffer from the shared budget; close the
     /// stream once the budget is spent (or the application stopped).
     fn pump(&mut self, ctx: &mut AppCtx, slot: u32) {
@@ -182,8 +127,64 @@ impl Bulk {
             self.life.finish(ctx);
         }
     }
+}
 
-    pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
+impl Application for Bulk {
+    const KIND: &'static str = "bulk";
+    type Spec = BulkSpec;
+
+    fn new(spec: BulkSpec, mut rng: ComponentRng) -> Result<Bulk> {
+        if !(1..=MAX_PARALLEL).contains(&spec.parallel) {
+            return Err(Error::App(format!(
+                "bulk parallel {} outside 1..{MAX_PARALLEL}",
+                spec.parallel
+            )));
+        }
+        let cfg = spec.tcp.config(rng.next_u64(), spec.tos)?;
+        Ok(Bulk {
+            dst: parse_addr("bulk dst", &spec.dst)?,
+            port: spec.port,
+            limit: spec.bytes,
+            duration: spec.duration_ns.map(SimDuration),
+            tos: spec.tos,
+            parallel: spec.parallel,
+            cfg: Arc::new(cfg),
+            rng: Some(rng),
+            streams: ConnTable::default(),
+            start: SimTime::ZERO,
+            stop_at: None,
+            written: 0,
+            closed: false,
+            done: 0,
+            life: Lifetime::default(),
+            refused: false,
+        })
+    }
+
+    fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
+        self.start = ctx.now;
+        self.stop_at = self.duration.map(|d| ctx.now + d);
+        for_host(&mut self.cfg, ctx);
+        let mut first = self.rng.take();
+        for k in 0..self.parallel {
+            let port = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id)?;
+            let rng = first.take().unwrap_or_else(|| {
+                ComponentRng::new(self.cfg.seed.wrapping_add(k as u64), "bulk/stream")
+            });
+            let mut conn =
+                Conn::connect(Arc::clone(&self.cfg), ctx, port, (self.dst, self.port), rng);
+            conn.flush(ctx, self.tos);
+            self.streams.insert(Stream {
+                conn,
+                written: 0,
+                closed: false,
+                done: false,
+            });
+        }
+        Ok(())
+    }
+
+    fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
         if let Some(slot) = self.streams.find(p) {
             self.streams.get_mut(slot).conn.input(ctx.now, p);
             let budget_open = !self.closed;
@@ -195,7 +196,7 @@ impl Bulk {
         self.check_finished(ctx);
     }
 
-    pub fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self) -> Option<SimTime> {
         if self.life.finished {
             return None;
         }
@@ -206,7 +207,7 @@ impl Bulk {
             .min()
     }
 
-    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+    fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         if self.stop_at.is_some_and(|t| ctx.now >= t) && !self.closed {
             self.close_all(ctx);
         }
@@ -216,15 +217,15 @@ impl Bulk {
         self.check_finished(ctx);
     }
 
-    pub fn interrupt(&mut self, ctx: &mut AppCtx) {
+    fn interrupt(&mut self, ctx: &mut AppCtx) {
         self.life.interrupt(ctx);
     }
 
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.life.finished
     }
 
-    pub fn result(&self) -> serde_json::Value {
+    fn result(&self, _shared: &IperfRegistry) -> serde_json::Value {
         let (mut acked, mut retransmits) = (0, 0u64);
         for slot in self.streams.slots() {
             let info = self.streams.get(slot).conn.ep.info();
@@ -242,6 +243,10 @@ impl Bulk {
             "refused": self.refused,
             "interrupted": self.life.interrupted,
         })
+    }
+
+    fn destination(&self) -> Option<Ipv4> {
+        Some(self.dst)
     }
 }
 
@@ -305,7 +310,10 @@ mod tests {
             bench.hosts[0].sockets.lookup(Proto::Tcp, syn.src_port),
             Some(0)
         );
-        assert_eq!(b.result()["start_ns"].as_u64(), Some(3 * MS));
+        assert_eq!(
+            b.result(&Default::default())["start_ns"].as_u64(),
+            Some(3 * MS)
+        );
     }
 
     #[test]
@@ -380,7 +388,7 @@ mod tests {
         };
         b.handle_packet(&mut bench.ctx(0, at_ms(1)), &rst);
         assert!(b.is_finished());
-        let r = b.result();
+        let r = b.result(&Default::default());
         assert_eq!(
             (r["refused"].as_bool(), r["bytes"].as_u64()),
             (Some(true), Some(0))

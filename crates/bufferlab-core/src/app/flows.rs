@@ -31,7 +31,7 @@
 
 use super::conns::{conn_field, ConnTable};
 use super::tcp::{for_host, is_syn, Conn, TcpSpec};
-use super::{parse_addr, AppCtx, Lifetime};
+use super::{parse_addr, AppCtx, Application, IperfRegistry, Lifetime};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Proto};
 use crate::rng::ComponentRng;
@@ -242,53 +242,8 @@ pub struct FlowsClient {
 }
 
 impl FlowsClient {
-    pub fn new(spec: FlowsClientSpec, mut rng: ComponentRng) -> Result<FlowsClient> {
-        if !(spec.rate_per_s.is_finite() && spec.rate_per_s > 0.0) {
-            return Err(Error::App(format!(
-                "flows rate {} must be above 0 flows/s",
-                spec.rate_per_s
-            )));
-        }
-        spec.size.validate()?;
-        let cfg = spec.tcp.config(rng.next_u64(), spec.tos)?;
-        Ok(FlowsClient {
-            dst: parse_addr("flows dst", &spec.dst)?,
-            port: spec.port,
-            mean_gap_ns: NS_PER_SEC as f64 / spec.rate_per_s,
-            sizes: spec.size,
-            duration: spec.duration_ns.map(SimDuration),
-            tos: spec.tos,
-            cfg,
-            arrivals_rng: ComponentRng::new(rng.next_u64(), "flows/arrivals"),
-            sizes_rng: ComponentRng::new(rng.next_u64(), "flows/sizes"),
-            conn_rng: ComponentRng::new(rng.next_u64(), "flows/conns"),
-            flows: ConnTable::default(),
-            next_arrival: SimTime::ZERO,
-            stop_at: SimTime::MAX,
-            arrivals_over: false,
-            next_id: 0,
-            records: Vec::new(),
-            start: SimTime::ZERO,
-            life: Lifetime::default(),
-        })
-    }
-
-    pub fn destination(&self) -> Ipv4 {
-        self.dst
-    }
-
     fn draw_gap(&mut self) -> SimDuration {
         SimDuration(self.arrivals_rng.exponential(self.mean_gap_ns).round() as u64)
-    }
-
-    pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
-        self.start = ctx.now;
-        if let Some(d) = self.duration {
-            self.stop_at = ctx.now + d;
-        }
-        self.next_arrival = ctx.now + self.draw_gap();
-        self.arrive(ctx);
-        Ok(())
     }
 
     /// Open every flow whose arrival instant has come.
@@ -380,8 +335,54 @@ impl FlowsClient {
             self.life.finish(ctx);
         }
     }
+}
 
-    pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
+impl Application for FlowsClient {
+    const KIND: &'static str = "flows_client";
+    type Spec = FlowsClientSpec;
+
+    fn new(spec: FlowsClientSpec, mut rng: ComponentRng) -> Result<FlowsClient> {
+        if !(spec.rate_per_s.is_finite() && spec.rate_per_s > 0.0) {
+            return Err(Error::App(format!(
+                "flows rate {} must be above 0 flows/s",
+                spec.rate_per_s
+            )));
+        }
+        spec.size.validate()?;
+        let cfg = spec.tcp.config(rng.next_u64(), spec.tos)?;
+        Ok(FlowsClient {
+            dst: parse_addr("flows dst", &spec.dst)?,
+            port: spec.port,
+            mean_gap_ns: NS_PER_SEC as f64 / spec.rate_per_s,
+            sizes: spec.size,
+            duration: spec.duration_ns.map(SimDuration),
+            tos: spec.tos,
+            cfg,
+            arrivals_rng: ComponentRng::new(rng.next_u64(), "flows/arrivals"),
+            sizes_rng: ComponentRng::new(rng.next_u64(), "flows/sizes"),
+            conn_rng: ComponentRng::new(rng.next_u64(), "flows/conns"),
+            flows: ConnTable::default(),
+            next_arrival: SimTime::ZERO,
+            stop_at: SimTime::MAX,
+            arrivals_over: false,
+            next_id: 0,
+            records: Vec::new(),
+            start: SimTime::ZERO,
+            life: Lifetime::default(),
+        })
+    }
+
+    fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
+        self.start = ctx.now;
+        if let Some(d) = self.duration {
+            self.stop_at = ctx.now + d;
+        }
+        self.next_arrival = ctx.now + self.draw_gap();
+        self.arrive(ctx);
+        Ok(())
+    }
+
+    fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
         if let Some(slot) = self.flows.find(p) {
             self.flows.get_mut(slot).conn.input(ctx.now, p);
             self.service(ctx, slot);
@@ -389,7 +390,7 @@ impl FlowsClient {
         }
     }
 
-    pub fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self) -> Option<SimTime> {
         if self.life.finished {
             return None;
         }
@@ -400,7 +401,7 @@ impl FlowsClient {
             .min()
     }
 
-    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+    fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         self.arrive(ctx);
         for slot in self.flows.run_timers(ctx.now) {
             self.service(ctx, slot);
@@ -409,7 +410,7 @@ impl FlowsClient {
     }
 
     /// Ctrl-C: the flows still open are recorded as not completed.
-    pub fn interrupt(&mut self, ctx: &mut AppCtx) {
+    fn interrupt(&mut self, ctx: &mut AppCtx) {
         if self.life.finished {
             return;
         }
@@ -429,12 +430,12 @@ impl FlowsClient {
         self.life.interrupt(ctx);
     }
 
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.life.finished
     }
 
     /// The flows in order of their ids, as columns.
-    pub fn result(&self) -> serde_json::Value {
+    fn result(&self, _shared: &IperfRegistry) -> serde_json::Value {
         let mut recs = self.records.clone();
         recs.sort_unstable_by_key(|r| r.id);
         let completed = recs.iter().filter(|r| r.fct.is_some()).count();
@@ -454,6 +455,10 @@ impl FlowsClient {
                 "retransmits": recs.iter().map(|r| r.retransmits).collect::<Vec<_>>(),
             },
         })
+    }
+
+    fn destination(&self) -> Option<Ipv4> {
+        Some(self.dst)
     }
 }
 
@@ -480,7 +485,28 @@ pub struct FlowsServer {
 }
 
 impl FlowsServer {
-    pub fn new(spec: FlowsServerSpec, mut rng: ComponentRng) -> Result<FlowsServer> {
+    fn service(&mut self, ctx: &mut AppCtx, slot: u32) {
+        let a = self.conns.get_mut(slot);
+        self.bytes += a.conn.ep.read(ctx.now, u64::MAX);
+        if a.conn.ep.eof() && !a.closing {
+            a.conn.ep.close(ctx.now);
+            a.closing = true;
+        }
+        a.conn.flush(ctx, 0);
+        if matches!(a.conn.ep.state(), TcpState::Closed | TcpState::TimeWait) {
+            self.conns.remove(slot);
+            self.closed += 1;
+        } else {
+            self.conns.rearm(slot);
+        }
+    }
+}
+
+impl Application for FlowsServer {
+    const KIND: &'static str = "flows_server";
+    type Spec = FlowsServerSpec;
+
+    fn new(spec: FlowsServerSpec, mut rng: ComponentRng) -> Result<FlowsServer> {
         Ok(FlowsServer {
             port: spec.port,
             cfg: Arc::new(spec.tcp.config(rng.next_u64(), 0)?),
@@ -494,13 +520,7 @@ impl FlowsServer {
         })
     }
 
-    /// Settings for the connections accepted from now on (as `sink`).
-    pub fn set_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
-        self.cfg = Arc::new(spec.config(self.cfg.seed, 0)?);
-        Ok(())
-    }
-
-    pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
+    fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
         ctx.sockets
             .bind(Proto::Tcp, self.port, ctx.id)
@@ -512,7 +532,7 @@ impl FlowsServer {
             })
     }
 
-    pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
+    fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
         let slot = match self.conns.find(p) {
             Some(slot) => {
                 self.conns.get_mut(slot).conn.input(ctx.now, p);
@@ -535,44 +555,28 @@ impl FlowsServer {
         self.service(ctx, slot);
     }
 
-    fn service(&mut self, ctx: &mut AppCtx, slot: u32) {
-        let a = self.conns.get_mut(slot);
-        self.bytes += a.conn.ep.read(ctx.now, u64::MAX);
-        if a.conn.ep.eof() && !a.closing {
-            a.conn.ep.close(ctx.now);
-            a.closing = true;
-        }
-        a.conn.flush(ctx, 0);
-        if matches!(a.conn.ep.state(), TcpState::Closed | TcpState::TimeWait) {
-            self.conns.remove(slot);
-            self.closed += 1;
-        } else {
-            self.conns.rearm(slot);
-        }
-    }
-
-    pub fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self) -> Option<SimTime> {
         if self.life.finished {
             return None;
         }
         self.conns.next_timeout()
     }
 
-    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+    fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         for slot in self.conns.run_timers(ctx.now) {
             self.service(ctx, slot);
         }
     }
 
-    pub fn interrupt(&mut self, ctx: &mut AppCtx) {
+    fn interrupt(&mut self, ctx: &mut AppCtx) {
         self.life.interrupt(ctx);
     }
 
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.life.finished
     }
 
-    pub fn result(&self) -> serde_json::Value {
+    fn result(&self, _shared: &IperfRegistry) -> serde_json::Value {
         json!({
             "port": self.port,
             "connections": self.accepted,
@@ -582,6 +586,12 @@ impl FlowsServer {
             "start_ns": self.start.as_nanos(),
             "end_ns": self.life.end.as_nanos(),
         })
+    }
+
+    /// Settings for the connections accepted from now on (as `sink`).
+    fn set_listener_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
+        self.cfg = Arc::new(spec.config(self.cfg.seed, 0)?);
+        Ok(())
     }
 }
 

@@ -12,7 +12,6 @@ pub mod bulk;
 pub mod conns;
 pub mod flows;
 pub mod iperf3;
-pub mod iperf3_tcp;
 pub mod ping;
 pub mod qmon;
 pub mod sink;
@@ -32,25 +31,111 @@ use serde::Deserialize;
 
 pub use iperf3::IperfRegistry;
 
-/// Validated application specs as they arrive from Python (JSON, tagged by `kind`).
-#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum AppSpec {
-    Ping(ping::PingSpec),
-    UdpSource(udp_source::UdpSourceSpec),
-    Sink(sink::SinkSpec),
-    Bulk(bulk::BulkSpec),
-    Iperf3Server(iperf3::ServerSpec),
-    Iperf3Client(iperf3::ClientSpec),
-    Qmon(qmon::QmonSpec),
-    FlowsClient(flows::FlowsClientSpec),
-    FlowsServer(flows::FlowsServerSpec),
+/// An application model (docs/internals.md "How to add an application
+/// model"): a sans-I/O state machine the engine drives. Implemented by each
+/// model in its own file and listed once in `register_applications!` below,
+/// which builds [`AppSpec`] and [`App`] from the list.
+pub trait Application: Sized {
+    /// The spec's `kind` (the snake_case name of its registered variant).
+    const KIND: &'static str;
+    /// The validated spec `start_app` receives.
+    type Spec: Clone + std::fmt::Debug + serde::de::DeserializeOwned + schemars::JsonSchema;
+
+    /// Validate the spec; `rng` is the application's own random stream.
+    fn new(spec: Self::Spec, rng: ComponentRng) -> Result<Self>;
+    /// Bind sockets, send the first packets.
+    fn start(&mut self, ctx: &mut AppCtx) -> Result<()>;
+    /// A packet arrived on a socket the application bound.
+    fn handle_packet(&mut self, _ctx: &mut AppCtx, _p: &Packet) {}
+    /// The next instant the application wants [`Application::handle_timeout`].
+    fn poll_timeout(&self) -> Option<SimTime>;
+    fn handle_timeout(&mut self, ctx: &mut AppCtx);
+    /// Ctrl-C.
+    fn interrupt(&mut self, ctx: &mut AppCtx);
+    fn is_finished(&self) -> bool;
+    /// The report (schemas in docs/internals.md); `shared` holds what iperf3's
+    /// client and server exchange.
+    fn result(&self, shared: &IperfRegistry) -> serde_json::Value;
+
+    /// The address the application sends to, if any (checked for a route at start).
+    fn destination(&self) -> Option<Ipv4> {
+        None
+    }
+
+    /// A listening TCP application (iperf3 server, TCP sink, flows server)
+    /// takes the host's current sysctls for the connections it accepts from
+    /// now on: Linux reads them when a connection is created, not when the
+    /// listener was (docs/semantics/tcp.md §4).
+    fn set_listener_tcp(&mut self, _spec: &tcp::TcpSpec) -> Result<()> {
+        Err(Error::App(format!(
+            "{} does not accept TCP connections",
+            Self::KIND
+        )))
+    }
+
+    /// The interface whose qdiscs the application samples (the queue
+    /// monitor), which the engine resolves at start.
+    fn monitored_dev(&self) -> Option<&str> {
+        None
+    }
+
+    fn bind_monitored_iface(&mut self, _iface: usize) {}
 }
 
-/// The closed set of application models. One value exists per running
-/// application (never per packet), so variant sizes do not matter.
-#[allow(clippy::large_enum_variant)]
-pub enum App {
+/// Builds, from one line per application model, [`AppSpec`] (the specs,
+/// tagged by `kind`), [`App`] (the closed set of running applications:
+/// static dispatch, rules of the house "Closed sets are enums"),
+/// [`App::KINDS`] and the delegation of every [`Application`] method.
+macro_rules! register_applications {
+    ($($variant:ident($module:ident::$ty:ident)),+ $(,)?) => {
+        /// Validated application specs as they arrive from Python (JSON, tagged by `kind`).
+        #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
+        #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+        pub enum AppSpec {
+            $($variant(<$module::$ty as Application>::Spec),)+
+        }
+
+        /// The running applications. One value exists per running
+        /// application (never per packet), so variant sizes do not matter.
+        #[allow(clippy::large_enum_variant)]
+        pub enum App {
+            $($variant($module::$ty),)+
+        }
+
+        impl App {
+            /// The registered kinds, in registration order.
+            pub const KINDS: &'static [&'static str] = &[$(<$module::$ty as Application>::KIND,)+];
+
+            pub fn new(spec: AppSpec, rng: ComponentRng) -> Result<App> {
+                Ok(match spec {
+                    $(AppSpec::$variant(s) => App::$variant(<$module::$ty as Application>::new(s, rng)?),)+
+                })
+            }
+
+            pub fn kind(&self) -> &'static str {
+                fn kind_of<T: Application>(_: &T) -> &'static str {
+                    T::KIND
+                }
+                match self {
+                    $(App::$variant(a) => kind_of(a),)+
+                }
+            }
+        }
+
+        /// Run an expression on whichever application an [`App`] holds.
+        macro_rules! dispatch_app {
+            ($app:expr, $a:ident => $e:expr) => {
+                match $app {
+                    $(App::$variant($a) => $e,)+
+                }
+            };
+        }
+    };
+}
+
+// One line per application: adding one is its file, its `mod` line at the
+// top and its line here.
+register_applications! {
     Ping(ping::Ping),
     UdpSource(udp_source::UdpSource),
     Sink(sink::Sink),
@@ -209,6 +294,14 @@ pub struct AppCtx<'a> {
     pub out: &'a mut Vec<Packet>,
     pub sockets: &'a mut Sockets,
     pub iperf: &'a mut IperfRegistry,
+    /// the interfaces' qdiscs, as the queue monitor reads them
+    pub qdiscs: &'a dyn QdiscBacklog,
+}
+
+/// What the queue monitor reads of an interface: (bytes, packets) of its
+/// leaf qdisc (the last block `tc -s qdisc show` prints) at this instant.
+pub trait QdiscBacklog {
+    fn leaf_backlog(&self, iface: usize) -> (u64, u64);
 }
 
 impl AppCtx<'_> {
@@ -294,180 +387,51 @@ impl AppCtx<'_> {
 }
 
 impl App {
-    pub fn new(spec: AppSpec, rng: ComponentRng) -> Result<App> {
-        Ok(match spec {
-            AppSpec::Ping(s) => App::Ping(ping::Ping::new(s, rng)?),
-            AppSpec::UdpSource(s) => App::UdpSource(udp_source::UdpSource::new(s, rng)?),
-            AppSpec::Sink(s) => App::Sink(sink::Sink::new(s, rng)?),
-            AppSpec::Bulk(s) => App::Bulk(bulk::Bulk::new(s, rng)?),
-            AppSpec::Iperf3Server(s) => App::Iperf3Server(iperf3::Server::new(s, rng)?),
-            AppSpec::Iperf3Client(s) => App::Iperf3Client(iperf3::Client::new(s, rng)?),
-            AppSpec::Qmon(s) => App::Qmon(qmon::Qmon::new(s)?),
-            AppSpec::FlowsClient(s) => App::FlowsClient(flows::FlowsClient::new(s, rng)?),
-            AppSpec::FlowsServer(s) => App::FlowsServer(flows::FlowsServer::new(s, rng)?),
-        })
-    }
-
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
-        match self {
-            App::Ping(a) => a.start(ctx),
-            App::UdpSource(a) => a.start(ctx),
-            App::Sink(a) => a.start(ctx),
-            App::Bulk(a) => a.start(ctx),
-            App::Iperf3Server(a) => a.start(ctx),
-            App::Iperf3Client(a) => a.start(ctx),
-            App::Qmon(a) => a.start(ctx),
-            App::FlowsClient(a) => a.start(ctx),
-            App::FlowsServer(a) => a.start(ctx),
-        }
+        dispatch_app!(self, a => a.start(ctx))
     }
 
     pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        match self {
-            App::Ping(a) => a.handle_packet(ctx, p),
-            App::UdpSource(_) | App::Qmon(_) => {}
-            App::Sink(a) => a.handle_packet(ctx, p),
-            App::Bulk(a) => a.handle_packet(ctx, p),
-            App::Iperf3Server(a) => a.handle_packet(ctx, p),
-            App::Iperf3Client(a) => a.handle_packet(ctx, p),
-            App::FlowsClient(a) => a.handle_packet(ctx, p),
-            App::FlowsServer(a) => a.handle_packet(ctx, p),
-        }
+        dispatch_app!(self, a => a.handle_packet(ctx, p))
     }
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
-        match self {
-            App::Ping(a) => a.poll_timeout(),
-            App::UdpSource(a) => a.poll_timeout(),
-            App::Sink(a) => a.poll_timeout(),
-            App::Bulk(a) => a.poll_timeout(),
-            App::Iperf3Server(a) => a.poll_timeout(),
-            App::Iperf3Client(a) => a.poll_timeout(),
-            App::Qmon(a) => a.poll_timeout(),
-            App::FlowsClient(a) => a.poll_timeout(),
-            App::FlowsServer(a) => a.poll_timeout(),
-        }
+        dispatch_app!(self, a => a.poll_timeout())
     }
 
-    /// `qdisc_backlog` is only read by the queue monitor: (bytes, packets)
-    /// of the monitored interface's leaf qdisc at this instant.
-    pub fn handle_timeout(
-        &mut self,
-        ctx: &mut AppCtx,
-        qdisc_backlog: impl FnOnce(usize) -> (u64, u64),
-    ) {
-        match self {
-            App::Ping(a) => a.handle_timeout(ctx),
-            App::UdpSource(a) => a.handle_timeout(ctx),
-            App::Sink(a) => a.handle_timeout(ctx),
-            App::Bulk(a) => a.handle_timeout(ctx),
-            App::Iperf3Server(a) => a.handle_timeout(ctx),
-            App::Iperf3Client(a) => a.handle_timeout(ctx),
-            App::FlowsClient(a) => a.handle_timeout(ctx),
-            App::FlowsServer(a) => a.handle_timeout(ctx),
-            App::Qmon(a) => {
-                let b = qdisc_backlog(a.iface());
-                a.handle_timeout(ctx, b)
-            }
-        }
+    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+        dispatch_app!(self, a => a.handle_timeout(ctx))
     }
 
     pub fn interrupt(&mut self, ctx: &mut AppCtx) {
-        match self {
-            App::Ping(a) => a.interrupt(ctx),
-            App::UdpSource(a) => a.interrupt(ctx),
-            App::Sink(a) => a.interrupt(ctx),
-            App::Bulk(a) => a.interrupt(ctx),
-            App::Iperf3Server(a) => a.interrupt(ctx),
-            App::Iperf3Client(a) => a.interrupt(ctx),
-            App::Qmon(a) => a.interrupt(ctx),
-            App::FlowsClient(a) => a.interrupt(ctx),
-            App::FlowsServer(a) => a.interrupt(ctx),
-        }
+        dispatch_app!(self, a => a.interrupt(ctx))
     }
 
     pub fn is_finished(&self) -> bool {
-        match self {
-            App::Ping(a) => a.is_finished(),
-            App::UdpSource(a) => a.is_finished(),
-            App::Sink(a) => a.is_finished(),
-            App::Bulk(a) => a.is_finished(),
-            App::Iperf3Server(a) => a.is_finished(),
-            App::Iperf3Client(a) => a.is_finished(),
-            App::Qmon(a) => a.is_finished(),
-            App::FlowsClient(a) => a.is_finished(),
-            App::FlowsServer(a) => a.is_finished(),
-        }
+        dispatch_app!(self, a => a.is_finished())
     }
 
-    pub fn result(&self, iperf: &IperfRegistry) -> serde_json::Value {
-        match self {
-            App::Ping(a) => a.result(),
-            App::UdpSource(a) => a.result(),
-            App::Sink(a) => a.result(),
-            App::Bulk(a) => a.result(),
-            App::Iperf3Server(a) => a.result(iperf),
-            App::Iperf3Client(a) => a.result(iperf),
-            App::Qmon(a) => a.result(),
-            App::FlowsClient(a) => a.result(),
-            App::FlowsServer(a) => a.result(),
-        }
+    pub fn result(&self, shared: &IperfRegistry) -> serde_json::Value {
+        dispatch_app!(self, a => a.result(shared))
     }
 
-    /// The address the application sends to, if any (checked for a route at start).
+    /// [`Application::destination`].
     pub fn destination(&self) -> Option<Ipv4> {
-        match self {
-            App::Ping(a) => Some(a.destination()),
-            App::UdpSource(a) => Some(a.destination()),
-            App::Iperf3Client(a) => Some(a.destination()),
-            App::Bulk(a) => Some(a.destination()),
-            App::FlowsClient(a) => Some(a.destination()),
-            App::Sink(_) | App::Iperf3Server(_) | App::Qmon(_) | App::FlowsServer(_) => None,
-        }
+        dispatch_app!(self, a => a.destination())
     }
 
-    /// The queue monitor names an interface that the engine must resolve.
+    /// [`Application::monitored_dev`].
     pub fn monitored_dev(&self) -> Option<&str> {
-        match self {
-            App::Qmon(a) => Some(a.dev()),
-            _ => None,
-        }
+        dispatch_app!(self, a => a.monitored_dev())
     }
 
-    /// A listening TCP application (iperf3 server, TCP sink) takes the
-    /// host's current sysctls for the connections it accepts from now on:
-    /// Linux reads them when a connection is created, not when the
-    /// listener was (docs/semantics/tcp.md §4).
+    /// [`Application::set_listener_tcp`].
     pub fn set_listener_tcp(&mut self, spec: &tcp::TcpSpec) -> Result<()> {
-        match self {
-            App::Iperf3Server(a) => a.set_tcp(spec),
-            App::Sink(a) => a.set_tcp(spec),
-            App::FlowsServer(a) => a.set_tcp(spec),
-            _ => Err(Error::App(format!(
-                "{} does not accept TCP connections",
-                self.kind()
-            ))),
-        }
+        dispatch_app!(self, a => a.set_listener_tcp(spec))
     }
 
     pub fn bind_monitored_iface(&mut self, iface: usize) {
-        if let App::Qmon(a) = self {
-            a.set_iface(iface);
-        }
-    }
-
-    pub fn kind(&self) -> &'static str {
-        match self {
-            App::Ping(_) => "ping",
-            App::UdpSource(_) => "udp_source",
-            App::Sink(_) => "sink",
-            App::Bulk(_) => "bulk",
-            App::Iperf3Server(_) => "iperf3_server",
-            App::Iperf3Client(_) => "iperf3_client",
-            App::Qmon(_) => "qmon",
-            App::FlowsClient(_) => "flows_client",
-            App::FlowsServer(_) => "flows_server",
-        }
+        dispatch_app!(self, a => a.bind_monitored_iface(iface))
     }
 }
 

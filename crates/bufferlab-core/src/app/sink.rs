@@ -4,7 +4,7 @@
 
 use super::conns::ConnTable;
 use super::tcp::{for_host, is_syn, Conn, TcpSpec};
-use super::AppCtx;
+use super::{AppCtx, Application, IperfRegistry};
 use crate::error::{Error, Result};
 use crate::packet::{Packet, Proto};
 use crate::rng::ComponentRng;
@@ -53,19 +53,36 @@ pub struct Sink {
 }
 
 impl Sink {
-    /// Settings for the TCP connections accepted from now on (a UDP sink
-    /// has none to change).
-    pub fn set_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
-        match &mut self.tcp {
-            Some(cfg) => {
-                *cfg = Arc::new(spec.config(cfg.seed, 0)?);
-                Ok(())
-            }
-            None => Err(Error::App("a UDP sink accepts no TCP connections".into())),
+    fn ip_proto(&self) -> Proto {
+        match self.proto {
+            SinkProto::Udp => Proto::Udp,
+            SinkProto::Tcp => Proto::Tcp,
         }
     }
 
-    pub fn new(spec: SinkSpec, mut rng: ComponentRng) -> Result<Sink> {
+    fn arrived(&mut self, now: SimTime, bytes: u64) {
+        if bytes > 0 {
+            self.first.get_or_insert(now);
+            self.last = Some(now);
+            self.bytes += bytes;
+        }
+    }
+
+    /// Read everything the connection has, and send what it has to send.
+    fn drain(&mut self, ctx: &mut AppCtx, id: u32) {
+        let c = self.conns.get_mut(id);
+        let got = c.ep.read(ctx.now, u64::MAX);
+        c.flush(ctx, 0);
+        self.conns.rearm(id);
+        self.arrived(ctx.now, got);
+    }
+}
+
+impl Application for Sink {
+    const KIND: &'static str = "sink";
+    type Spec = SinkSpec;
+
+    fn new(spec: SinkSpec, mut rng: ComponentRng) -> Result<Sink> {
         let tcp = match spec.proto {
             SinkProto::Tcp => Some(Arc::new(spec.tcp.config(rng.next_u64(), 0)?)),
             SinkProto::Udp => None,
@@ -88,14 +105,7 @@ impl Sink {
         })
     }
 
-    fn ip_proto(&self) -> Proto {
-        match self.proto {
-            SinkProto::Udp => Proto::Udp,
-            SinkProto::Tcp => Proto::Tcp,
-        }
-    }
-
-    pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
+    fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
         let proto = self.ip_proto();
         ctx.sockets.bind(proto, self.port, ctx.id).map_err(|_| {
@@ -107,15 +117,7 @@ impl Sink {
         })
     }
 
-    fn arrived(&mut self, now: SimTime, bytes: u64) {
-        if bytes > 0 {
-            self.first.get_or_insert(now);
-            self.last = Some(now);
-            self.bytes += bytes;
-        }
-    }
-
-    pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
+    fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
         let Some(cfg) = &mut self.tcp else {
             self.packets += 1;
             self.arrived(ctx.now, p.udp_payload_len() as u64);
@@ -144,29 +146,20 @@ impl Sink {
         self.drain(ctx, id);
     }
 
-    /// Read everything the connection has, and send what it has to send.
-    fn drain(&mut self, ctx: &mut AppCtx, id: u32) {
-        let c = self.conns.get_mut(id);
-        let got = c.ep.read(ctx.now, u64::MAX);
-        c.flush(ctx, 0);
-        self.conns.rearm(id);
-        self.arrived(ctx.now, got);
-    }
-
-    pub fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self) -> Option<SimTime> {
         if self.finished {
             return None;
         }
         self.conns.next_timeout()
     }
 
-    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+    fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         for id in self.conns.run_timers(ctx.now) {
             self.drain(ctx, id);
         }
     }
 
-    pub fn interrupt(&mut self, ctx: &mut AppCtx) {
+    fn interrupt(&mut self, ctx: &mut AppCtx) {
         if !self.finished {
             self.finished = true;
             self.end = ctx.now;
@@ -174,11 +167,11 @@ impl Sink {
         }
     }
 
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.finished
     }
 
-    pub fn result(&self) -> serde_json::Value {
+    fn result(&self, _shared: &IperfRegistry) -> serde_json::Value {
         let packets = match self.proto {
             SinkProto::Udp => self.packets,
             SinkProto::Tcp => self
@@ -200,6 +193,18 @@ impl Sink {
             "start_ns": self.start.as_nanos(),
             "end_ns": self.end.as_nanos(),
         })
+    }
+
+    /// Settings for the TCP connections accepted from now on (a UDP sink
+    /// has none to change).
+    fn set_listener_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
+        match &mut self.tcp {
+            Some(cfg) => {
+                *cfg = Arc::new(spec.config(cfg.seed, 0)?);
+                Ok(())
+            }
+            None => Err(Error::App("a UDP sink accepts no TCP connections".into())),
+        }
     }
 }
 
@@ -239,7 +244,7 @@ mod tests {
     #[test]
     fn udp_sink_counts_datagrams_payload_bytes_and_arrival_span() {
         let (s, _) = udp_sink_fed(1, &[(10, 4, 1000), (20, 12, 1470), (35, 30, 1)]);
-        let r = s.result();
+        let r = s.result(&Default::default());
         assert_eq!(
             (r["packets"].as_u64(), r["bytes"].as_u64()),
             (Some(3), Some(2471))
@@ -258,7 +263,7 @@ mod tests {
     fn udp_sink_reports_mean_and_max_one_way_delay() {
         // delays 6, 8 and 5 ms
         let (s, _) = udp_sink_fed(0, &[(10, 4, 100), (20, 12, 100), (35, 30, 100)]);
-        let r = s.result();
+        let r = s.result(&Default::default());
         assert_eq!(r["mean_delay_ns"].as_f64(), Some(19.0 * MS as f64 / 3.0));
         assert_eq!(r["max_delay_ns"].as_u64(), Some(8 * MS));
     }
@@ -266,7 +271,7 @@ mod tests {
     #[test]
     fn an_empty_datagram_is_a_packet_but_not_data() {
         let (s, _) = udp_sink_fed(0, &[(10, 9, 0)]);
-        let r = s.result();
+        let r = s.result(&Default::default());
         assert_eq!(
             (r["packets"].as_u64(), r["bytes"].as_u64()),
             (Some(1), Some(0))
@@ -277,7 +282,10 @@ mod tests {
     #[test]
     fn a_sink_without_traffic_reports_zero_delay() {
         let (s, _) = udp_sink_fed(0, &[]);
-        assert_eq!(s.result()["mean_delay_ns"].as_f64(), Some(0.0));
+        assert_eq!(
+            s.result(&Default::default())["mean_delay_ns"].as_f64(),
+            Some(0.0)
+        );
     }
 
     #[test]
@@ -288,7 +296,10 @@ mod tests {
         assert_eq!(bench.hosts[1].sockets.lookup(Proto::Udp, PORT), Some(1));
         s.interrupt(&mut bench.ctx(1, at_ms(500)));
         assert!(s.is_finished());
-        assert_eq!(s.result()["end_ns"].as_u64(), Some(500 * MS));
+        assert_eq!(
+            s.result(&Default::default())["end_ns"].as_u64(),
+            Some(500 * MS)
+        );
         assert!(!bench.hosts[1].sockets.is_bound(Proto::Udp, PORT));
     }
 
@@ -314,8 +325,12 @@ mod tests {
 
     #[test]
     fn only_a_tcp_sink_takes_listener_settings() {
-        assert!(sink(SinkProto::Udp).set_tcp(&TcpSpec::default()).is_err());
-        assert!(sink(SinkProto::Tcp).set_tcp(&TcpSpec::default()).is_ok());
+        assert!(sink(SinkProto::Udp)
+            .set_listener_tcp(&TcpSpec::default())
+            .is_err());
+        assert!(sink(SinkProto::Tcp)
+            .set_listener_tcp(&TcpSpec::default())
+            .is_ok());
     }
 
     fn bulk(bytes: u64) -> App {

@@ -9,11 +9,12 @@
 //! one-way delay, an optional per-host bottleneck rate and scripted losses.
 
 use super::tcp::Conn;
-use super::{App, AppCtx, IperfRegistry, Sockets};
+use super::{App, AppCtx, IperfRegistry, QdiscBacklog, Sockets};
 use crate::packet::{Ipv4, Packet, Payload, Proto, ETH_HEADER, IPV4_HEADER, UDP_HEADER};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
+use std::cell::Cell;
 
 pub const MS: u64 = 1_000_000;
 pub const US: u64 = 1_000;
@@ -31,11 +32,27 @@ pub struct Host {
     pub out: Vec<Packet>,
 }
 
-/// Hosts `10.0.0.1`, `10.0.0.2`, … (host `i` runs application `i`) and
-/// the iperf3 registry they share.
+/// Hosts `10.0.0.1`, `10.0.0.2`, … (host `i` runs application `i`), the
+/// iperf3 registry they share and a scripted qdisc backlog.
 pub struct Bench {
     pub hosts: Vec<Host>,
     pub iperf: IperfRegistry,
+    pub qdiscs: ScriptedBacklog,
+}
+
+/// The backlog a queue monitor reads: `backlog` whatever the interface;
+/// `asked` remembers which interface it asked for last.
+#[derive(Default)]
+pub struct ScriptedBacklog {
+    pub backlog: Cell<(u64, u64)>,
+    pub asked: Cell<Option<usize>>,
+}
+
+impl QdiscBacklog for ScriptedBacklog {
+    fn leaf_backlog(&self, iface: usize) -> (u64, u64) {
+        self.asked.set(Some(iface));
+        self.backlog.get()
+    }
 }
 
 impl Bench {
@@ -50,6 +67,7 @@ impl Bench {
                 })
                 .collect(),
             iperf: IperfRegistry::default(),
+            qdiscs: ScriptedBacklog::default(),
         }
     }
 
@@ -69,6 +87,7 @@ impl Bench {
             out: &mut h.out,
             sockets: &mut h.sockets,
             iperf: &mut self.iperf,
+            qdiscs: &self.qdiscs,
         }
     }
 
@@ -314,7 +333,7 @@ impl Wire {
             for i in 0..self.apps.len() {
                 if self.apps[i].poll_timeout().is_some_and(|x| x <= self.now) {
                     let mut ctx = self.bench.ctx(i, self.now);
-                    self.apps[i].handle_timeout(&mut ctx, |_| (0, 0));
+                    self.apps[i].handle_timeout(&mut ctx);
                     self.transmit(i);
                 }
             }

@@ -5,8 +5,8 @@
 //! receiver reads everything as it arrives and counts it while the test runs.
 //! The client sends and the server receives, or the reverse with `-R`.
 
-use super::tcp::Conn;
-use super::AppCtx;
+use crate::app::tcp::Conn;
+use crate::app::AppCtx;
 use crate::time::SimTime;
 use serde::Serialize;
 use serde_json::{json, Value};

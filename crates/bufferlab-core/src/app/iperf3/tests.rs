@@ -2,9 +2,19 @@
 //! wire: the control exchange, UDP numbering, pacing, the receiver's loss,
 //! reordering and jitter counters, interval records and omit, TCP tests.
 
+use super::client::*;
+use super::control::*;
+use super::server::*;
+use super::udp::*;
 use super::*;
+use crate::app::tcp::TcpSpec;
 use crate::app::test_support::{at_ms, control, udp_datagram, Bench, Wire, MS, US};
 use crate::app::App;
+use crate::app::Application;
+use crate::packet::{Ipv4, Packet, Payload, Proto};
+use crate::rng::ComponentRng;
+use crate::time::{SimDuration, SimTime};
+use serde_json::json;
 
 const CLIENT: usize = 0;
 const SERVER: usize = 1;
@@ -936,10 +946,13 @@ fn a_client_without_a_server_is_refused() {
     let apps = vec![
         App::Iperf3Client(client(udp_client_spec(1_000_000, 1250, 1000))),
         App::Qmon(
-            crate::app::qmon::Qmon::new(crate::app::qmon::QmonSpec {
-                dev: "x".into(),
-                interval_ns: 1,
-            })
+            crate::app::qmon::Qmon::new(
+                crate::app::qmon::QmonSpec {
+                    dev: "x".into(),
+                    interval_ns: 1,
+                },
+                ComponentRng::new(0, "q"),
+            )
             .unwrap(),
         ),
     ];
