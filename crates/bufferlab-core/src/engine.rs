@@ -17,11 +17,12 @@
 //! still held somewhere (qdisc, wire, ARP queue). `summary()` reports all
 //! three and the identity between them.
 
-use crate::app::{App, AppCtx, AppSpec, IperfRegistry, QdiscBacklog, Sockets};
+use crate::app::{App, AppCtx, AppSpec, IperfRegistry, QdiscBacklog, ResultCtx, Sockets};
 use crate::capture::trace::Snap;
 use crate::capture::{is_ce, CaptureSpec, Observer, Output};
 use crate::error::{Error, Result};
 use crate::host::{CpuQueue, StackCost};
+use crate::mib::NodeMib;
 use crate::packet::{
     tcp_flags, Ipv4, Packet, PacketArena, PacketId, Payload, Proto, TcpHeader, ARP_FRAME,
 };
@@ -249,6 +250,8 @@ struct Node {
     neighbours: NeighbourTable,
     drops: DropCounters,
     timer_at: Option<SimTime>,
+    /// the stack's SNMP counters (mib.rs); its connections' are in `sockets`
+    mib: NodeMib,
 }
 
 /// An application and its timer bookkeeping. `timer_at` is when the
@@ -376,6 +379,7 @@ impl Simulator {
                 neighbours: NeighbourTable::default(),
                 drops: DropCounters::default(),
                 timer_at: None,
+                mib: NodeMib::default(),
             })
             .collect();
         Ok(Simulator {
@@ -700,7 +704,50 @@ impl Simulator {
 
     pub fn app_result(&self, id: u32) -> Result<Value> {
         self.check_app(id)?;
-        Ok(self.apps[id as usize].app.result(&self.iperf))
+        let slot = &self.apps[id as usize];
+        let r = ResultCtx {
+            iperf: &self.iperf,
+            sockets: &self.nodes[slot.node].sockets,
+        };
+        Ok(slot.app.result(&r))
+    }
+
+    /// The node of a query (`ss`, `nstat`): a host or a router.
+    fn stack_node(&self, name: &str) -> Result<NodeId> {
+        let n = self
+            .topo
+            .node_by_name(name)
+            .ok_or_else(|| Error::App(format!("unknown node {name:?}")))?;
+        if self.nodes[n].kind == NodeKind::Switch {
+            return Err(Error::App(format!(
+                "{name} is a switch: its ports live in the machine's own namespace, \
+                 where the model has no sockets or IP counters"
+            )));
+        }
+        Ok(n)
+    }
+
+    /// What `ss -a` lists on `node` (app/sockets/diag.rs), as a JSON list.
+    pub fn sockets(&self, node: &str) -> Result<Value> {
+        let n = &self.nodes[self.stack_node(node)?];
+        let apps = &self.apps;
+        let list = n.sockets.diag(n.addr, self.now, |owner| {
+            apps.get(owner as usize).and_then(|a| a.app.listener_tcp())
+        });
+        Ok(Value::Array(list))
+    }
+
+    /// `node`'s SNMP counters, `{"Ip": {...}, "Tcp": {...}, ...}` (mib.rs).
+    pub fn netstat(&self, node: &str) -> Result<Value> {
+        let i = self.stack_node(node)?;
+        let n = &self.nodes[i];
+        let s = &n.sockets;
+        Ok(crate::mib::snmp_json(
+            &n.mib,
+            &s.tcp_mib(),
+            s.curr_estab(),
+            n.kind == NodeKind::Router,
+        ))
     }
 
     pub fn app_finished(&self, id: u32) -> Result<bool> {
@@ -988,6 +1035,7 @@ impl Simulator {
         let node = self.apps[id as usize].node;
         let mut out = std::mem::take(&mut self.out_buf);
         for p in out.drain(..) {
+            self.nodes[node].mib.on_originate(&p);
             if p.flow != Packet::NO_FLOW {
                 let f = &mut self.flows[p.flow as usize];
                 f.sent_packets += p.segs() as u64;
@@ -998,7 +1046,7 @@ impl Simulator {
         }
         self.out_buf = out;
         let slot = &mut self.apps[id as usize];
-        slot.timer_at = slot.app.poll_timeout();
+        slot.timer_at = slot.app.poll_timeout(&self.nodes[node].sockets);
         if let Some(t) = slot.timer_at.map(|t| t.max(self.now)) {
             if slot.scheduled.is_none_or(|s| t < s) {
                 slot.scheduled = Some(t);
@@ -1333,6 +1381,9 @@ impl Simulator {
             }
             return;
         }
+        if self.nodes[node].kind != NodeKind::Switch {
+            self.nodes[node].mib.on_ip_receive(&p);
+        }
         match self.nodes[node].kind {
             NodeKind::Switch => self.send_from_node(node, pid),
             NodeKind::Host | NodeKind::Router if self.topo.is_local(node, p.dst) => {
@@ -1341,8 +1392,10 @@ impl Simulator {
             NodeKind::Host => self.node_drop(node, pid, DropReason::NoRoute),
             NodeKind::Router => {
                 if p.ttl <= 1 {
+                    self.nodes[node].mib.on_ttl_expired();
                     self.node_drop(node, pid, DropReason::NoRoute);
                 } else {
+                    self.nodes[node].mib.on_forward();
                     self.arena.get_mut(pid).ttl -= 1;
                     self.send_from_node(node, pid);
                 }
@@ -1368,6 +1421,7 @@ impl Simulator {
         let p = *self.arena.get(pid);
         if p.corrupt {
             // The IP/UDP/ICMP checksum fails; the stack discards it.
+            self.nodes[node].mib.on_deliver(&p, false);
             self.node_drop(node, pid, DropReason::Corrupt);
             return;
         }
@@ -1388,6 +1442,9 @@ impl Simulator {
                     ident,
                     seq,
                 };
+                let mib = &mut self.nodes[node].mib;
+                mib.on_deliver(&p, true);
+                mib.on_originate(&r);
                 let rid = self.arena.alloc(r);
                 self.host_send(node, rid);
                 return;
@@ -1398,6 +1455,9 @@ impl Simulator {
             Payload::Arp { .. } => None,
             _ => self.nodes[node].sockets.lookup(p.proto, p.dst_port),
         };
+        if p.proto != Proto::Arp {
+            self.nodes[node].mib.on_deliver(&p, target.is_some());
+        }
         match target {
             Some(app) => {
                 self.delivered(pid);
@@ -1428,6 +1488,11 @@ impl Simulator {
                         payload,
                         ..p
                     };
+                    let mib = &mut self.nodes[node].mib;
+                    mib.on_originate(&r);
+                    if matches!(r.payload, Payload::Tcp(_)) {
+                        mib.on_reset_sent();
+                    }
                     let rid = self.arena.alloc(r);
                     self.host_send(node, rid);
                 }

@@ -17,6 +17,7 @@ pub mod capture;
 pub mod engine;
 pub mod error;
 pub mod host;
+pub mod mib;
 pub mod packet;
 pub mod prefetch;
 pub mod qdisc;

@@ -12,9 +12,10 @@
 //! what it was before `-P`); connection k > 0 a stream derived from the
 //! socket seed and k.
 
-use super::conns::{conn_field, ConnTable};
-use super::tcp::{for_host, Conn, TcpSpec};
-use super::{parse_addr, AppCtx, Application, IperfRegistry, Lifetime};
+use super::conns::{sock_field, ConnTable};
+use super::sockets::SocketHandle;
+use super::tcp::{for_host, TcpSpec};
+use super::{parse_addr, AppCtx, Application, Lifetime, ResultCtx, Sockets};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Proto};
 use crate::rng::ComponentRng;
@@ -51,14 +52,14 @@ fn one() -> u32 {
 
 /// One connection and what was written into it.
 struct Stream {
-    conn: Conn,
+    sock: SocketHandle,
     written: u64,
     closed: bool,
     /// everything written acknowledged, or the connection gone
     done: bool,
 }
 
-conn_field!(Stream);
+sock_field!(Stream);
 
 pub struct Bulk {
     dst: Ipv4,
@@ -84,33 +85,36 @@ impl Bulk {
     /// Fill one stream's send buffer from the shared budget; close the
     /// stream once the budget is spent (or the application stopped).
     fn pump(&mut self, ctx: &mut AppCtx, slot: u32) {
+        let now = ctx.now;
         let s = self.streams.get_mut(slot);
+        let h = s.sock;
         if !s.closed && self.closed {
-            s.conn.ep.close(ctx.now);
+            ctx.tcp_mut(h).ep.close(now);
             s.closed = true;
         }
-        if !s.closed && s.conn.ep.state() == TcpState::Established {
+        if !s.closed && ctx.tcp(h).ep.state() == TcpState::Established {
             let want = self.limit.map_or(u64::MAX, |l| l - self.written);
-            let n = s.conn.ep.write(ctx.now, want);
+            let n = ctx.tcp_mut(h).ep.write(now, want);
             s.written += n;
             self.written += n;
             if self.limit.is_some_and(|l| self.written >= l) {
-                s.conn.ep.close(ctx.now);
+                ctx.tcp_mut(h).ep.close(now);
                 s.closed = true;
                 self.closed = true;
             }
         }
-        s.conn.flush(ctx, self.tos);
-        let state = s.conn.ep.state();
+        ctx.flush(h, self.tos);
+        let ep = &ctx.tcp(h).ep;
+        let state = ep.state();
         if state == TcpState::Closed && !s.closed {
             self.refused = true; // reset before or during the transfer
         }
-        let all_acked = s.closed && s.conn.ep.bytes_acked() >= s.written;
+        let all_acked = s.closed && ep.bytes_acked() >= s.written;
         if !s.done && (all_acked || state == TcpState::Closed) {
             s.done = true;
             self.done += 1;
         }
-        self.streams.rearm(slot);
+        self.streams.rearm(slot, ctx.sockets);
     }
 
     /// The budget ran out or the time is up: every stream closes.
@@ -171,22 +175,24 @@ impl Application for Bulk {
             let rng = first.take().unwrap_or_else(|| {
                 ComponentRng::new(self.cfg.seed.wrapping_add(k as u64), "bulk/stream")
             });
-            let mut conn =
-                Conn::connect(Arc::clone(&self.cfg), ctx, port, (self.dst, self.port), rng);
-            conn.flush(ctx, self.tos);
-            self.streams.insert(Stream {
-                conn,
+            let sock = ctx.connect(Arc::clone(&self.cfg), port, (self.dst, self.port), rng);
+            ctx.flush(sock, self.tos);
+            let stream = Stream {
+                sock,
                 written: 0,
                 closed: false,
                 done: false,
-            });
+            };
+            self.streams.insert(stream, ctx.sockets);
         }
         Ok(())
     }
 
     fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        if let Some(slot) = self.streams.find(p) {
-            self.streams.get_mut(slot).conn.input(ctx.now, p);
+        if let Some(slot) = self.streams.find(p, ctx.sockets) {
+            let h = self.streams.get(slot).sock;
+            let now = ctx.now;
+            ctx.tcp_mut(h).input(now, p);
             let budget_open = !self.closed;
             self.pump(ctx, slot);
             if budget_open && self.closed && self.parallel > 1 {
@@ -196,7 +202,7 @@ impl Application for Bulk {
         self.check_finished(ctx);
     }
 
-    fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self, _sockets: &Sockets) -> Option<SimTime> {
         if self.life.finished {
             return None;
         }
@@ -211,7 +217,7 @@ impl Application for Bulk {
         if self.stop_at.is_some_and(|t| ctx.now >= t) && !self.closed {
             self.close_all(ctx);
         }
-        for slot in self.streams.run_timers(ctx.now) {
+        for slot in self.streams.run_timers(ctx.now, ctx.sockets) {
             self.pump(ctx, slot);
         }
         self.check_finished(ctx);
@@ -225,10 +231,10 @@ impl Application for Bulk {
         self.life.finished
     }
 
-    fn result(&self, _shared: &IperfRegistry) -> serde_json::Value {
+    fn result(&self, r: &ResultCtx) -> serde_json::Value {
         let (mut acked, mut retransmits) = (0, 0u64);
         for slot in self.streams.slots() {
-            let info = self.streams.get(slot).conn.ep.info();
+            let info = r.sockets.tcp(self.streams.get(slot).sock).ep.info();
             acked += info.bytes_acked;
             retransmits += info.total_retrans as u64;
         }
@@ -311,7 +317,7 @@ mod tests {
             Some(0)
         );
         assert_eq!(
-            b.result(&Default::default())["start_ns"].as_u64(),
+            b.result(&bench.results(0))["start_ns"].as_u64(),
             Some(3 * MS)
         );
     }
@@ -360,7 +366,10 @@ mod tests {
             (r["interrupted"].as_bool(), r["end_ns"].as_u64()),
             (Some(true), Some(200 * MS))
         );
-        assert_eq!(wire.apps[0].poll_timeout(), None);
+        assert_eq!(
+            wire.apps[0].poll_timeout(&wire.bench.hosts[0].sockets),
+            None
+        );
     }
 
     #[test]
@@ -388,7 +397,7 @@ mod tests {
         };
         b.handle_packet(&mut bench.ctx(0, at_ms(1)), &rst);
         assert!(b.is_finished());
-        let r = b.result(&Default::default());
+        let r = b.result(&bench.results(0));
         assert_eq!(
             (r["refused"].as_bool(), r["bytes"].as_u64()),
             (Some(true), Some(0))

@@ -29,9 +29,11 @@
 //!   size (ns-2's `EmpiricalRandomVariable`, which those workload files were
 //!   written for, interpolates the same way).
 
-use super::conns::{conn_field, ConnTable};
-use super::tcp::{for_host, is_syn, Conn, TcpSpec};
-use super::{parse_addr, AppCtx, Application, IperfRegistry, Lifetime};
+use super::conns::{sock_field, ConnTable};
+use super::sockets::diag::ListenerTcp;
+use super::sockets::{PortKind, PortView, SocketHandle, LISTEN_MAX};
+use super::tcp::{for_host, is_syn, TcpSpec};
+use super::{parse_addr, AppCtx, Application, Lifetime, ResultCtx, Sockets};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Proto};
 use crate::rng::ComponentRng;
@@ -200,7 +202,7 @@ struct FlowRecord {
 /// A flow in progress.
 struct Flow {
     id: u64,
-    conn: Conn,
+    sock: SocketHandle,
     size: u64,
     written: u64,
     start: SimTime,
@@ -210,7 +212,7 @@ struct Flow {
     recorded: bool,
 }
 
-conn_field!(Flow);
+sock_field!(Flow);
 
 /// The client: one application, many flows.
 ///
@@ -278,39 +280,42 @@ impl FlowsClient {
                 ..self.cfg.clone()
             };
             let rng = ComponentRng::new(self.conn_rng.next_u64(), "flows/conn");
-            let conn = Conn::connect(cfg, ctx, port, (self.dst, self.port), rng);
-            let slot = self.flows.insert(Flow {
+            let sock = ctx.connect(cfg, port, (self.dst, self.port), rng);
+            let flow = Flow {
                 id,
-                conn,
+                sock,
                 size,
                 written: 0,
                 start: ctx.now,
                 closing: false,
                 recorded: false,
-            });
+            };
+            let slot = self.flows.insert(flow, ctx.sockets);
             self.service(ctx, slot);
         }
     }
 
     /// Write what the flow may, send, record its completion, free it once closed.
     fn service(&mut self, ctx: &mut AppCtx, slot: u32) {
+        let now = ctx.now;
         let f = self.flows.get_mut(slot);
-        let ep = &mut f.conn.ep;
+        let ep = &mut ctx.tcp_mut(f.sock).ep;
         if !f.closing && ep.state() == TcpState::Established {
-            f.written += ep.write(ctx.now, f.size - f.written);
+            f.written += ep.write(now, f.size - f.written);
             if f.written == f.size {
-                ep.close(ctx.now);
+                ep.close(now);
                 f.closing = true;
             }
         }
-        f.conn.flush(ctx, self.tos);
-        let state = f.conn.ep.state();
+        ctx.flush(f.sock, self.tos);
+        let conn = ctx.tcp(f.sock);
+        let state = conn.ep.state();
         let closed = matches!(state, TcpState::Closed | TcpState::TimeWait);
         if !f.recorded {
             // tcpi_bytes_acked counts the SYN: the last data byte is size + 1
-            let done = f.closing && f.conn.ep.bytes_acked() > f.size;
+            let done = f.closing && conn.ep.bytes_acked() > f.size;
             if done || closed {
-                let info = f.conn.ep.info();
+                let info = conn.ep.info();
                 f.recorded = true;
                 self.records.push(FlowRecord {
                     id: f.id,
@@ -322,10 +327,11 @@ impl FlowsClient {
             }
         }
         if closed {
-            let port = self.flows.remove(slot).conn.local_port;
+            let port = conn.local_port;
+            self.flows.remove(slot, ctx.sockets);
             ctx.sockets.unbind(Proto::Tcp, port);
         } else {
-            self.flows.rearm(slot);
+            self.flows.rearm(slot, ctx.sockets);
         }
     }
 
@@ -383,14 +389,16 @@ impl Application for FlowsClient {
     }
 
     fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        if let Some(slot) = self.flows.find(p) {
-            self.flows.get_mut(slot).conn.input(ctx.now, p);
+        if let Some(slot) = self.flows.find(p, ctx.sockets) {
+            let h = self.flows.get(slot).sock;
+            let now = ctx.now;
+            ctx.tcp_mut(h).input(now, p);
             self.service(ctx, slot);
             self.check_finished(ctx);
         }
     }
 
-    fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self, _sockets: &Sockets) -> Option<SimTime> {
         if self.life.finished {
             return None;
         }
@@ -403,7 +411,7 @@ impl Application for FlowsClient {
 
     fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         self.arrive(ctx);
-        for slot in self.flows.run_timers(ctx.now) {
+        for slot in self.flows.run_timers(ctx.now, ctx.sockets) {
             self.service(ctx, slot);
         }
         self.check_finished(ctx);
@@ -416,14 +424,15 @@ impl Application for FlowsClient {
         }
         let open: Vec<u32> = self.flows.slots().collect();
         for slot in open {
-            let f = self.flows.remove(slot);
+            let retransmits = ctx.tcp(self.flows.get(slot).sock).ep.info().total_retrans;
+            let f = self.flows.remove(slot, ctx.sockets);
             if !f.recorded {
                 self.records.push(FlowRecord {
                     id: f.id,
                     start: f.start,
                     size: f.size,
                     fct: None,
-                    retransmits: f.conn.ep.info().total_retrans,
+                    retransmits,
                 });
             }
         }
@@ -435,7 +444,7 @@ impl Application for FlowsClient {
     }
 
     /// The flows in order of their ids, as columns.
-    fn result(&self, _shared: &IperfRegistry) -> serde_json::Value {
+    fn result(&self, _r: &ResultCtx) -> serde_json::Value {
         let mut recs = self.records.clone();
         recs.sort_unstable_by_key(|r| r.id);
         let completed = recs.iter().filter(|r| r.fct.is_some()).count();
@@ -464,11 +473,11 @@ impl Application for FlowsClient {
 
 /// A connection the server accepted.
 struct Accepted {
-    conn: Conn,
+    sock: SocketHandle,
     closing: bool,
 }
 
-conn_field!(Accepted);
+sock_field!(Accepted);
 
 /// `flows -s`: accepts, reads, closes after the client, forgets.
 pub struct FlowsServer {
@@ -486,18 +495,23 @@ pub struct FlowsServer {
 
 impl FlowsServer {
     fn service(&mut self, ctx: &mut AppCtx, slot: u32) {
+        let now = ctx.now;
         let a = self.conns.get_mut(slot);
-        self.bytes += a.conn.ep.read(ctx.now, u64::MAX);
-        if a.conn.ep.eof() && !a.closing {
-            a.conn.ep.close(ctx.now);
+        let ep = &mut ctx.tcp_mut(a.sock).ep;
+        self.bytes += ep.read(now, u64::MAX);
+        if ep.eof() && !a.closing {
+            ep.close(now);
             a.closing = true;
         }
-        a.conn.flush(ctx, 0);
-        if matches!(a.conn.ep.state(), TcpState::Closed | TcpState::TimeWait) {
-            self.conns.remove(slot);
+        ctx.flush(a.sock, 0);
+        if matches!(
+            ctx.tcp(a.sock).ep.state(),
+            TcpState::Closed | TcpState::TimeWait
+        ) {
+            self.conns.remove(slot, ctx.sockets);
             self.closed += 1;
         } else {
-            self.conns.rearm(slot);
+            self.conns.rearm(slot, ctx.sockets);
         }
     }
 }
@@ -529,33 +543,45 @@ impl Application for FlowsServer {
                     "TCP port {} is already in use on this host",
                     self.port
                 ))
-            })
+            })?;
+        ctx.sockets.add_view(PortView {
+            port: self.port,
+            owner: ctx.id,
+            kind: PortKind::Listen {
+                backlog: LISTEN_MAX,
+            },
+            v6: false,
+        });
+        Ok(())
     }
 
     fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        let slot = match self.conns.find(p) {
+        let slot = match self.conns.find(p, ctx.sockets) {
             Some(slot) => {
-                self.conns.get_mut(slot).conn.input(ctx.now, p);
+                let h = self.conns.get(slot).sock;
+                let now = ctx.now;
+                ctx.tcp_mut(h).input(now, p);
                 slot
             }
             None if is_syn(p) => {
                 let rng = ComponentRng::new(self.rng.next_u64(), "flows-server/conn");
                 for_host(&mut self.cfg, ctx);
-                let Some(conn) = Conn::accept(Arc::clone(&self.cfg), ctx, p, rng) else {
+                let Some(sock) = ctx.accept(Arc::clone(&self.cfg), p, rng, false) else {
                     return;
                 };
                 self.accepted += 1;
-                self.conns.insert(Accepted {
-                    conn,
+                let accepted = Accepted {
+                    sock,
                     closing: false,
-                })
+                };
+                self.conns.insert(accepted, ctx.sockets)
             }
             None => return,
         };
         self.service(ctx, slot);
     }
 
-    fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self, _sockets: &Sockets) -> Option<SimTime> {
         if self.life.finished {
             return None;
         }
@@ -563,7 +589,7 @@ impl Application for FlowsServer {
     }
 
     fn handle_timeout(&mut self, ctx: &mut AppCtx) {
-        for slot in self.conns.run_timers(ctx.now) {
+        for slot in self.conns.run_timers(ctx.now, ctx.sockets) {
             self.service(ctx, slot);
         }
     }
@@ -576,7 +602,7 @@ impl Application for FlowsServer {
         self.life.finished
     }
 
-    fn result(&self, _shared: &IperfRegistry) -> serde_json::Value {
+    fn result(&self, _r: &ResultCtx) -> serde_json::Value {
         json!({
             "port": self.port,
             "connections": self.accepted,
@@ -592,6 +618,10 @@ impl Application for FlowsServer {
     fn set_listener_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
         self.cfg = Arc::new(spec.config(self.cfg.seed, 0)?);
         Ok(())
+    }
+
+    fn listener_tcp(&self) -> Option<ListenerTcp> {
+        Some(ListenerTcp::of(&self.cfg))
     }
 }
 

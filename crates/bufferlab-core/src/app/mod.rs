@@ -15,6 +15,7 @@ pub mod iperf3;
 pub mod ping;
 pub mod qmon;
 pub mod sink;
+pub mod sockets;
 pub mod tcp;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -25,11 +26,13 @@ use crate::packet::{
     Ipv4, Packet, Payload, Proto, ETH_HEADER, IPV4_HEADER, TCP_HEADER_TS, UDP_HEADER,
 };
 use crate::rng::ComponentRng;
+use crate::tcp::endpoint::TcpConfig;
 use crate::time::SimTime;
-use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Deserialize;
+use std::sync::Arc;
 
 pub use iperf3::IperfRegistry;
+pub use sockets::{SocketHandle, Sockets, EPHEMERAL_HIGH, EPHEMERAL_LOW};
 
 /// An application model (docs/internals.md "How to add an application
 /// model"): a sans-I/O state machine the engine drives. Implemented by each
@@ -47,15 +50,15 @@ pub trait Application: Sized {
     fn start(&mut self, ctx: &mut AppCtx) -> Result<()>;
     /// A packet arrived on a socket the application bound.
     fn handle_packet(&mut self, _ctx: &mut AppCtx, _p: &Packet) {}
-    /// The next instant the application wants [`Application::handle_timeout`].
-    fn poll_timeout(&self) -> Option<SimTime>;
+    /// The next instant the application wants [`Application::handle_timeout`]
+    /// (its node's `sockets` hold its connections' timers).
+    fn poll_timeout(&self, sockets: &Sockets) -> Option<SimTime>;
     fn handle_timeout(&mut self, ctx: &mut AppCtx);
     /// Ctrl-C.
     fn interrupt(&mut self, ctx: &mut AppCtx);
     fn is_finished(&self) -> bool;
-    /// The report (schemas in docs/internals.md); `shared` holds what iperf3's
-    /// client and server exchange.
-    fn result(&self, shared: &IperfRegistry) -> serde_json::Value;
+    /// The report (schemas in docs/internals.md).
+    fn result(&self, r: &ResultCtx) -> serde_json::Value;
 
     /// The address the application sends to, if any (checked for a route at start).
     fn destination(&self) -> Option<Ipv4> {
@@ -80,6 +83,11 @@ pub trait Application: Sized {
     }
 
     fn bind_monitored_iface(&mut self, _iface: usize) {}
+
+    /// A TCP listener's settings for new connections (what `ss -il` shows).
+    fn listener_tcp(&self) -> Option<sockets::diag::ListenerTcp> {
+        None
+    }
 }
 
 /// Builds, from one line per application model, [`AppSpec`] (the specs,
@@ -147,110 +155,6 @@ register_applications! {
     FlowsServer(flows::FlowsServer),
 }
 
-/// Sockets bound on one node: (protocol, port) → application id in a hash
-/// table (one lookup per delivered packet, whatever the number of sockets),
-/// the ports each application holds (released together when it ends), and
-/// the ephemeral port chooser (Linux's default range 32768–60999,
-/// `net.ipv4.ip_local_port_range`).
-pub struct Sockets {
-    bound: FxHashMap<(Proto, u16), u32>,
-    held: FxHashMap<u32, FxHashSet<(Proto, u16)>>,
-    rng: ComponentRng,
-}
-
-pub const EPHEMERAL_LOW: u16 = 32768;
-pub const EPHEMERAL_HIGH: u16 = 60999;
-
-impl Sockets {
-    pub fn new(rng: ComponentRng) -> Self {
-        Sockets {
-            bound: FxHashMap::default(),
-            held: FxHashMap::default(),
-            rng,
-        }
-    }
-
-    #[inline]
-    pub fn lookup(&self, proto: Proto, port: u16) -> Option<u32> {
-        self.bound.get(&(proto, port)).copied()
-    }
-
-    pub fn is_bound(&self, proto: Proto, port: u16) -> bool {
-        self.bound.contains_key(&(proto, port))
-    }
-
-    fn insert(&mut self, proto: Proto, port: u16, app: u32) {
-        self.bound.insert((proto, port), app);
-        self.held.entry(app).or_default().insert((proto, port));
-    }
-
-    pub fn bind(&mut self, proto: Proto, port: u16, app: u32) -> Result<()> {
-        if self.is_bound(proto, port) {
-            return Err(Error::App(format!(
-                "{} port {port} is already in use",
-                proto.name()
-            )));
-        }
-        self.insert(proto, port, app);
-        Ok(())
-    }
-
-    /// A free ephemeral port for `proto`, chosen at random like Linux does;
-    /// an error once every port of the range is taken (connect's
-    /// EADDRNOTAVAIL).
-    pub fn bind_ephemeral(&mut self, proto: Proto, app: u32) -> Result<u16> {
-        let range = (EPHEMERAL_HIGH - EPHEMERAL_LOW) as usize + 1;
-        // the full check runs only once as many ports as the range are bound
-        if self.bound.len() >= range
-            && (EPHEMERAL_LOW..=EPHEMERAL_HIGH).all(|p| self.is_bound(proto, p))
-        {
-            return Err(Error::App(format!(
-                "Cannot assign requested address: all {range} ephemeral {} ports \
-                 ({EPHEMERAL_LOW}-{EPHEMERAL_HIGH}) of this host are in use",
-                proto.name()
-            )));
-        }
-        loop {
-            let p = self
-                .rng
-                .range_u64(EPHEMERAL_LOW as u64, EPHEMERAL_HIGH as u64) as u16;
-            if !self.is_bound(proto, p) {
-                self.insert(proto, p, app);
-                return Ok(p);
-            }
-        }
-    }
-
-    /// Bind `preferred` if free, else the next free port above it.
-    pub fn bind_near(&mut self, proto: Proto, preferred: u16, app: u32) -> u16 {
-        let mut p = preferred;
-        while self.is_bound(proto, p) {
-            p = if p >= EPHEMERAL_HIGH {
-                EPHEMERAL_LOW
-            } else {
-                p + 1
-            };
-        }
-        self.insert(proto, p, app);
-        p
-    }
-
-    /// Release one port (a connection of a many-connection application ended).
-    pub fn unbind(&mut self, proto: Proto, port: u16) {
-        if let Some(app) = self.bound.remove(&(proto, port)) {
-            if let Some(held) = self.held.get_mut(&app) {
-                held.remove(&(proto, port));
-            }
-        }
-    }
-
-    pub fn unbind_all(&mut self, app: u32) {
-        for key in self.held.remove(&app).unwrap_or_default() {
-            self.bound.remove(&key);
-        }
-    }
-}
-
 /// How a traffic source's run ended (bulk, cbr/poisson/onoff): when, and
 /// whether by Ctrl-C. Finishing closes the application's sockets once.
 #[derive(Clone, Copy, Debug, Default)]
@@ -275,6 +179,14 @@ impl Lifetime {
             self.finish(ctx);
         }
     }
+}
+
+/// What an application's report may read besides its own state: what
+/// iperf3's client and server exchanged, and its node's sockets (those of an
+/// application that ended stay readable by handle).
+pub struct ResultCtx<'a> {
+    pub iperf: &'a IperfRegistry,
+    pub sockets: &'a Sockets,
 }
 
 /// Everything an application may touch while it runs.
@@ -386,6 +298,61 @@ impl AppCtx<'_> {
     }
 }
 
+/// TCP through the node's socket table (app/sockets): connections are
+/// created, found and flushed here, and the application keeps their handles.
+impl AppCtx<'_> {
+    /// What sending a connection's segments needs of the node.
+    pub fn env(&self) -> tcp::SendEnv {
+        tcp::SendEnv {
+            now: self.now,
+            addr: self.addr,
+            id: self.id,
+            fq_pacing: self.fq_pacing,
+        }
+    }
+
+    /// Active open from `local_port` (already bound by the application).
+    pub fn connect(
+        &mut self,
+        cfg: impl Into<Arc<TcpConfig>>,
+        local_port: u16,
+        remote: (Ipv4, u16),
+        rng: ComponentRng,
+    ) -> SocketHandle {
+        let c = tcp::Conn::connect(cfg, self, local_port, remote, rng);
+        self.sockets.add_tcp(c, self.id, false)
+    }
+
+    /// Passive open from a SYN that arrived on the application's port; `v6`
+    /// for a dual-stack listener (its connections show v4-mapped addresses).
+    pub fn accept(
+        &mut self,
+        cfg: impl Into<Arc<TcpConfig>>,
+        p: &Packet,
+        rng: ComponentRng,
+        v6: bool,
+    ) -> Option<SocketHandle> {
+        let c = tcp::Conn::accept(cfg, self, p, rng)?;
+        Some(self.sockets.add_tcp(c, self.id, v6))
+    }
+
+    /// The connection, to read.
+    pub fn tcp(&self, h: SocketHandle) -> &tcp::Conn {
+        self.sockets.tcp(h)
+    }
+
+    /// The connection, to work on.
+    pub fn tcp_mut(&mut self, h: SocketHandle) -> &mut tcp::Conn {
+        self.sockets.tcp_mut(h)
+    }
+
+    /// Hand every segment the connection wants to send now to the outbox.
+    pub fn flush(&mut self, h: SocketHandle, tos: u8) {
+        let env = self.env();
+        self.sockets.tcp_mut(h).flush(&env, self.out, tos);
+    }
+}
+
 impl App {
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         dispatch_app!(self, a => a.start(ctx))
@@ -395,8 +362,8 @@ impl App {
         dispatch_app!(self, a => a.handle_packet(ctx, p))
     }
 
-    pub fn poll_timeout(&self) -> Option<SimTime> {
-        dispatch_app!(self, a => a.poll_timeout())
+    pub fn poll_timeout(&self, sockets: &Sockets) -> Option<SimTime> {
+        dispatch_app!(self, a => a.poll_timeout(sockets))
     }
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
@@ -411,8 +378,8 @@ impl App {
         dispatch_app!(self, a => a.is_finished())
     }
 
-    pub fn result(&self, shared: &IperfRegistry) -> serde_json::Value {
-        dispatch_app!(self, a => a.result(shared))
+    pub fn result(&self, r: &ResultCtx) -> serde_json::Value {
+        dispatch_app!(self, a => a.result(r))
     }
 
     /// [`Application::destination`].
@@ -433,6 +400,11 @@ impl App {
     pub fn bind_monitored_iface(&mut self, iface: usize) {
         dispatch_app!(self, a => a.bind_monitored_iface(iface))
     }
+
+    /// [`Application::listener_tcp`].
+    pub fn listener_tcp(&self) -> Option<sockets::diag::ListenerTcp> {
+        dispatch_app!(self, a => a.listener_tcp())
+    }
 }
 
 /// Parse a dotted address from a spec, naming the field on failure.
@@ -445,82 +417,6 @@ mod tests {
     use super::test_support::{Bench, MS};
     use super::*;
     use serde_json::json;
-
-    fn sockets() -> Sockets {
-        Sockets::new(ComponentRng::new(1, "sockets"))
-    }
-
-    #[test]
-    fn a_port_is_bound_once_per_protocol() {
-        let mut s = sockets();
-        s.bind(Proto::Udp, 5201, 1).unwrap();
-        let err = s.bind(Proto::Udp, 5201, 2).unwrap_err();
-        assert!(
-            err.to_string().contains("udp port 5201 is already in use"),
-            "{err}"
-        );
-        s.bind(Proto::Tcp, 5201, 2).unwrap();
-        assert_eq!(
-            (s.lookup(Proto::Udp, 5201), s.lookup(Proto::Tcp, 5201)),
-            (Some(1), Some(2))
-        );
-        assert_eq!(s.lookup(Proto::Udp, 5202), None);
-    }
-
-    #[test]
-    fn ephemeral_ports_are_distinct_and_in_linux_range() {
-        let mut s = sockets();
-        let ports: Vec<u16> = (0..200)
-            .map(|_| s.bind_ephemeral(Proto::Tcp, 1).unwrap())
-            .collect();
-        assert!(ports
-            .iter()
-            .all(|p| (EPHEMERAL_LOW..=EPHEMERAL_HIGH).contains(p)));
-        let mut unique = ports.clone();
-        unique.sort_unstable();
-        unique.dedup();
-        assert_eq!(unique.len(), ports.len());
-        let mut again = sockets();
-        assert_eq!(
-            again.bind_ephemeral(Proto::Tcp, 1).unwrap(),
-            ports[0],
-            "seeded"
-        );
-    }
-
-    #[test]
-    fn a_full_ephemeral_range_is_an_error_not_a_hang() {
-        let mut s = sockets();
-        let range = (EPHEMERAL_HIGH - EPHEMERAL_LOW) as usize + 1;
-        for _ in 0..range {
-            s.bind_ephemeral(Proto::Tcp, 1).unwrap();
-        }
-        let err = s.bind_ephemeral(Proto::Tcp, 2).unwrap_err().to_string();
-        assert!(err.contains("Cannot assign requested address"), "{err}");
-        // another protocol's range is separate
-        assert!(s.bind_ephemeral(Proto::Udp, 2).is_ok());
-    }
-
-    #[test]
-    fn bind_near_takes_the_next_free_port_and_wraps_to_the_low_end() {
-        let mut s = sockets();
-        s.bind(Proto::Udp, 100, 1).unwrap();
-        s.bind(Proto::Udp, 101, 1).unwrap();
-        assert_eq!(s.bind_near(Proto::Udp, 100, 2), 102);
-        s.bind(Proto::Icmp, EPHEMERAL_HIGH, 1).unwrap();
-        assert_eq!(s.bind_near(Proto::Icmp, EPHEMERAL_HIGH, 2), EPHEMERAL_LOW);
-    }
-
-    #[test]
-    fn unbind_all_releases_only_that_applications_ports() {
-        let mut s = sockets();
-        s.bind(Proto::Udp, 1, 7).unwrap();
-        s.bind(Proto::Tcp, 2, 7).unwrap();
-        s.bind(Proto::Tcp, 3, 8).unwrap();
-        s.unbind_all(7);
-        assert!(!s.is_bound(Proto::Udp, 1) && !s.is_bound(Proto::Tcp, 2));
-        assert!(s.is_bound(Proto::Tcp, 3));
-    }
 
     #[test]
     fn a_lifetime_finishes_once_at_the_first_instant() {

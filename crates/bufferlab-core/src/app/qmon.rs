@@ -8,7 +8,7 @@
 //! the cap or when memory runs out the monitor stops sampling and its result
 //! carries an `"error"` instead of the process aborting.
 
-use super::{AppCtx, Application, IperfRegistry};
+use super::{AppCtx, Application, ResultCtx};
 use crate::error::{Error, Result};
 use crate::rng::ComponentRng;
 use crate::time::{SimDuration, SimTime};
@@ -92,7 +92,7 @@ impl Application for Qmon {
         Ok(())
     }
 
-    fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self, _sockets: &super::Sockets) -> Option<SimTime> {
         if self.finished {
             None
         } else {
@@ -120,7 +120,7 @@ impl Application for Qmon {
         self.finished
     }
 
-    fn result(&self, _shared: &IperfRegistry) -> serde_json::Value {
+    fn result(&self, _r: &ResultCtx) -> serde_json::Value {
         let samples: Vec<_> = self
             .samples
             .iter()
@@ -144,6 +144,7 @@ impl Application for Qmon {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::test_support::{no_results, no_sockets};
 
     #[test]
     fn sample_cap_stops_the_monitor_with_an_error() {
@@ -158,14 +159,14 @@ mod tests {
         q.samples = Vec::with_capacity(MAX_SAMPLES);
         q.samples.resize(MAX_SAMPLES, (SimTime(0), 0, 0));
         assert!(q.grow().is_err());
-        assert!(q.result(&Default::default())["error"].is_null());
+        assert!(q.result(&no_results())["error"].is_null());
         q.error = q.grow().err();
         q.finished = true;
-        assert!(q.result(&Default::default())["error"]
+        assert!(q.result(&no_results())["error"]
             .as_str()
             .unwrap()
             .contains("queue_sample_interval"));
-        assert!(q.poll_timeout().is_none());
+        assert!(q.poll_timeout(no_sockets()).is_none());
     }
 
     #[test]
@@ -207,15 +208,15 @@ mod tests {
         q.start(&mut bench.ctx(0, at_ms(5))).unwrap();
         let backlog = [(0, 0), (3000, 2), (1514, 1)];
         for b in backlog {
-            let t = q.poll_timeout().unwrap();
+            let t = q.poll_timeout(no_sockets()).unwrap();
             bench.qdiscs.backlog.set(b);
             q.handle_timeout(&mut bench.ctx(0, t));
         }
         assert_eq!(
-            q.result(&Default::default()),
+            q.result(&no_results()),
             json!({"dev": "s1-eth2", "samples": [[5 * MS, 0, 0], [15 * MS, 3000, 2], [25 * MS, 1514, 1]]})
         );
-        assert_eq!(q.poll_timeout(), Some(at_ms(35)));
+        assert_eq!(q.poll_timeout(no_sockets()), Some(at_ms(35)));
         assert!(bench.sent(0).is_empty(), "a monitor sends nothing");
     }
 
@@ -226,7 +227,7 @@ mod tests {
         let mut bench = Bench::new(1);
         q.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
         q.handle_timeout(&mut bench.ctx(0, at_ms(3)));
-        assert_eq!(q.poll_timeout(), Some(at_ms(13)));
+        assert_eq!(q.poll_timeout(no_sockets()), Some(at_ms(13)));
     }
 
     #[test]
@@ -238,8 +239,8 @@ mod tests {
         q.handle_timeout(&mut bench.ctx(0, SimTime::ZERO));
         q.interrupt(&mut bench.ctx(0, at_ms(4)));
         assert!(q.is_finished());
-        assert_eq!(q.poll_timeout(), None);
-        assert_eq!(q.result(&Default::default())["samples"], json!([[0, 7, 1]]));
+        assert_eq!(q.poll_timeout(no_sockets()), None);
+        assert_eq!(q.result(&no_results())["samples"], json!([[0, 7, 1]]));
     }
 
     #[test]
@@ -255,7 +256,10 @@ mod tests {
         bench.qdiscs.backlog.set((100, 1));
         app.handle_timeout(&mut bench.ctx(0, SimTime::ZERO));
         assert_eq!(bench.qdiscs.asked.get(), Some(4));
-        assert_eq!(app.result(&bench.iperf)["samples"], json!([[0, 100, 1]]));
+        assert_eq!(
+            app.result(&bench.results(0))["samples"],
+            json!([[0, 100, 1]])
+        );
     }
 
     #[test]

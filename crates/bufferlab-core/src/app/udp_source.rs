@@ -21,7 +21,7 @@
 //! still waiting when the source stops (`-t`, Ctrl-C) are not sent; with
 //! `-n` the source ends once the last emitted datagram has left.
 
-use super::{parse_addr, AppCtx, Application, IperfRegistry, Lifetime};
+use super::{parse_addr, AppCtx, Application, Lifetime, ResultCtx};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Proto};
 use crate::rng::ComponentRng;
@@ -264,7 +264,7 @@ impl Application for UdpSource {
         Ok(())
     }
 
-    fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self, _sockets: &super::Sockets) -> Option<SimTime> {
         if self.life.finished {
             return None;
         }
@@ -298,7 +298,7 @@ impl Application for UdpSource {
         self.life.finished
     }
 
-    fn result(&self, _shared: &IperfRegistry) -> serde_json::Value {
+    fn result(&self, _r: &ResultCtx) -> serde_json::Value {
         json!({
             "packets": self.packets,
             "bytes": self.bytes,
@@ -317,6 +317,7 @@ impl Application for UdpSource {
 mod tests {
     use super::*;
     use crate::app::test_support::Bench;
+    use crate::app::test_support::{no_results, no_sockets};
     use crate::packet::Packet;
 
     const MS: u64 = 1_000_000;
@@ -347,7 +348,7 @@ mod tests {
         let mut now = SimTime::ZERO;
         let mut sent: Vec<(SimTime, Packet)> =
             bench.sent(0).into_iter().map(|p| (now, p)).collect();
-        while let Some(t) = src.poll_timeout() {
+        while let Some(t) = src.poll_timeout(no_sockets()) {
             assert!(t >= now, "time went backwards");
             now = t;
             src.handle_timeout(&mut bench.ctx(0, now));
@@ -475,11 +476,11 @@ mod tests {
         });
         let mut bench = Bench::new(1);
         src.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
-        while let Some(t) = src.poll_timeout() {
+        while let Some(t) = src.poll_timeout(no_sockets()) {
             src.handle_timeout(&mut bench.ctx(0, t));
         }
         assert_eq!(bench.sent(0).len(), 3);
-        let r = src.result(&Default::default());
+        let r = src.result(&no_results());
         assert_eq!(
             (
                 r["packets"].as_u64(),
@@ -554,8 +555,8 @@ mod tests {
             src.handle_timeout(&mut bench.ctx(0, SimTime(t * MS)));
         }
         src.interrupt(&mut bench.ctx(0, SimTime(2_500_000)));
-        assert_eq!(src.poll_timeout(), None);
-        let r = src.result(&Default::default());
+        assert_eq!(src.poll_timeout(no_sockets()), None);
+        let r = src.result(&no_results());
         assert_eq!(
             (
                 r["packets"].as_u64(),

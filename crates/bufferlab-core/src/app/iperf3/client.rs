@@ -2,21 +2,19 @@
 //! parameters, runs the UDP or TCP test and collects the server's results.
 
 use super::control::{
-    msg, IperfRegistry, ReceiverTotals, SharedTest, CONNECT_BYTES, RUNNING_RETRY, SETUP_RETRY,
-    STATE_BYTES,
+    msg, ReceiverTotals, SharedTest, CONNECT_BYTES, RUNNING_RETRY, SETUP_RETRY, STATE_BYTES,
 };
 use super::tcp::{records_json, RecvStream, SendStream, Stream};
 use super::udp::{PacingSpec, Throttle, UDP_CONNECT_BYTES};
 use super::{Protocol, Ticker};
-use crate::app::conns::ConnKey;
-use crate::app::tcp::{next_timeout, Conn, TcpSpec};
-use crate::app::{parse_addr, AppCtx, Application};
+use crate::app::sockets::{PortKind, PortView};
+use crate::app::tcp::{next_timeout, TcpSpec};
+use crate::app::{parse_addr, AppCtx, Application, ResultCtx, Sockets};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Payload, Proto};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::TcpConfig;
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -112,9 +110,8 @@ pub struct Client {
     interrupted: bool,
     /// TCP: socket settings, the data streams, and their random streams
     tcp: Option<TcpConfig>,
+    /// (a stream's socket is tagged with its position here)
     streams: Vec<Stream>,
-    /// TCP data connection → its position in `streams`
-    stream_index: FxHashMap<ConnKey, usize>,
     rng: ComponentRng,
 }
 
@@ -195,13 +192,13 @@ impl Client {
         }
     }
 
-    fn close_interval(&mut self, end: SimTime) {
+    fn close_interval(&mut self, sockets: &Sockets, end: SimTime) {
         let Some(t) = self.ticker.as_mut() else {
             return;
         };
         let omitted = self.omit_end.is_some_and(|e| end <= e);
         for st in &mut self.streams {
-            st.close_interval(t.last_tick, end, omitted);
+            st.close_interval(sockets, t.last_tick, end, omitted);
         }
         self.intervals.push(ClientInterval {
             start_ns: t.last_tick.as_nanos(),
@@ -231,6 +228,7 @@ impl Client {
     fn tcp_result(
         &self,
         cfg: &TcpConfig,
+        sockets: &Sockets,
         shared: Option<&SharedTest>,
         start: SimTime,
     ) -> serde_json::Value {
@@ -243,14 +241,14 @@ impl Client {
             .iter()
             .enumerate()
             .map(|(i, st)| {
-                let mine = Some(st.totals(start, self.sender_end));
+                let mine = Some(st.totals(sockets, start, self.sender_end));
                 let theirs = peer.get(i).cloned();
                 let (sender, receiver) = if self.spec.reverse {
                     (theirs, mine)
                 } else {
                     (mine, theirs)
                 };
-                json!({"local_port": st.conn().local_port, "intervals": st.intervals(),
+                json!({"local_port": sockets.tcp(st.sock()).local_port, "intervals": st.intervals(),
                        "sender": sender, "receiver": receiver})
             })
             .collect();
@@ -348,7 +346,6 @@ impl Application for Client {
         Ok(Client {
             tcp,
             streams: Vec::new(),
-            stream_index: FxHashMap::default(),
             rng,
             dst: parse_addr("iperf3 server", &spec.dst)?,
             spec,
@@ -386,6 +383,15 @@ impl Application for Client {
                 self.data_port =
                     ctx.sockets
                         .bind_near(Proto::Udp, self.ctrl_port.saturating_add(2), ctx.id);
+                // iperf_udp_connect: the data socket is connected to the server
+                ctx.sockets.add_view(PortView {
+                    port: self.data_port,
+                    owner: ctx.id,
+                    kind: PortKind::Udp {
+                        peer: Some((self.dst, self.spec.port)),
+                    },
+                    v6: false,
+                });
                 0
             }
             Protocol::Tcp => self.spec.parallel,
@@ -453,31 +459,23 @@ impl Application for Client {
                                 return;
                             };
                             let rng = ComponentRng::new(self.rng.next_u64(), "iperf3/stream");
-                            let mut conn = Conn::connect(
-                                cfg.clone(),
-                                ctx,
-                                port,
-                                (self.dst, self.spec.port),
-                                rng,
-                            );
-                            conn.flush(ctx, self.spec.tos);
-                            let key = ConnKey {
-                                remote: conn.remote,
-                                local_port: conn.local_port,
-                            };
-                            self.stream_index.insert(key, self.streams.len());
+                            let remote = (self.dst, self.spec.port);
+                            let sock = ctx.connect(cfg.clone(), port, remote, rng);
+                            ctx.flush(sock, self.spec.tos);
+                            ctx.sockets.set_tag(sock, self.streams.len() as u32);
                             self.streams.push(if self.spec.reverse {
-                                Stream::Recv(RecvStream::new(conn))
+                                Stream::Recv(RecvStream::new(sock))
                             } else {
-                                Stream::Send(SendStream::new(conn, self.spec.blksize))
+                                Stream::Send(SendStream::new(sock, self.spec.blksize))
                             });
                         }
                     }
                 }
             }
             (_, Payload::Tcp(_)) => {
-                if let Some(&si) = self.stream_index.get(&ConnKey::of_arrival(p)) {
-                    self.streams[si].conn_mut().input(ctx.now, p);
+                if let Some(h) = ctx.sockets.find(p) {
+                    let now = ctx.now;
+                    ctx.tcp_mut(h).input(now, p);
                 }
                 self.pump(ctx);
             }
@@ -511,13 +509,13 @@ impl Application for Client {
         }
     }
 
-    fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self, sockets: &Sockets) -> Option<SimTime> {
         if self.finished {
             return None;
         }
         let mut next = [
             self.retry_at,
-            next_timeout(self.streams.iter().map(Stream::conn)),
+            next_timeout(sockets, self.streams.iter().map(Stream::sock)),
         ]
         .into_iter()
         .flatten()
@@ -537,9 +535,10 @@ impl Application for Client {
 
     fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         let now = ctx.now;
-        for st in &mut self.streams {
-            if st.conn().ep.poll_timeout().is_some_and(|t| t <= now) {
-                st.conn_mut().ep.handle_timeout(now);
+        for st in &self.streams {
+            let h = st.sock();
+            if ctx.tcp(h).ep.poll_timeout().is_some_and(|t| t <= now) {
+                ctx.tcp_mut(h).ep.handle_timeout(now);
             }
         }
         if self.retry_at.is_some_and(|t| now >= t) {
@@ -578,19 +577,19 @@ impl Application for Client {
             }
         }
         if self.omit_end.is_some_and(|e| now >= e) {
-            self.close_interval(now);
+            self.close_interval(ctx.sockets, now);
             self.packets = 0;
             self.bytes = 0;
             self.tick_packets = 0;
             self.tick_bytes = 0;
             for st in &mut self.streams {
-                st.reset();
+                st.reset(ctx.sockets);
             }
             self.ticker = Some(Ticker::new(SimDuration(self.spec.interval_ns), now));
             self.omit_end = None;
         }
         if now >= self.stop_at {
-            self.close_interval(now);
+            self.close_interval(ctx.sockets, now);
             self.sender_end = now;
             let start = self.ticker.as_ref().map_or(self.test_start, |t| t.start);
             if let Some(shared) = ctx.iperf.tests.get_mut(self.conn as usize) {
@@ -603,7 +602,7 @@ impl Application for Client {
             self.state = ClientState::Ending;
             self.send_test_end(ctx);
         } else if self.ticker.as_ref().is_some_and(|t| now >= t.next_tick) {
-            self.close_interval(now);
+            self.close_interval(ctx.sockets, now);
         }
         self.pump(ctx);
     }
@@ -612,7 +611,7 @@ impl Application for Client {
         if !self.finished {
             self.interrupted = true;
             if self.state == ClientState::Running {
-                self.close_interval(ctx.now);
+                self.close_interval(ctx.sockets, ctx.now);
                 self.sender_end = ctx.now;
             }
             self.stop(ctx);
@@ -623,10 +622,11 @@ impl Application for Client {
         self.finished
     }
 
-    fn result(&self, iperf: &IperfRegistry) -> serde_json::Value {
+    fn result(&self, r: &ResultCtx) -> serde_json::Value {
         let start = self.ticker.as_ref().map_or(self.test_start, |t| t.start);
+        let iperf = r.iperf;
         if let Some(cfg) = &self.tcp {
-            return self.tcp_result(cfg, iperf.tests.get(self.conn as usize), start);
+            return self.tcp_result(cfg, r.sockets, iperf.tests.get(self.conn as usize), start);
         }
         let receiver = iperf
             .tests

@@ -17,7 +17,6 @@ pub(super) mod msg {
 }
 
 /// Application bytes carried by each control message (cookie + JSON
-
 /// parameters, a JSON results document, or a one-byte state).
 pub(super) const CONNECT_BYTES: u32 = 37 + 4 + 160;
 pub(super) const STATE_BYTES: u32 = 1;

@@ -1,21 +1,19 @@
 //! The iperf3 server (src/iperf_server_api.c): accepts one test at a time
 //! on its port, UDP or TCP, and reports per test.
 
-use super::control::{
-    msg, IperfRegistry, ReceiverTotals, RESULTS_BYTES, RUNNING_RETRY, STATE_BYTES,
-};
+use super::control::{msg, ReceiverTotals, RESULTS_BYTES, RUNNING_RETRY, STATE_BYTES};
 use super::tcp::{records_json, RecvStream, SendStream, Stream};
 use super::udp::{RecvCounters, UdpRecvInterval, UDP_CONNECT_BYTES};
 use super::{Protocol, Ticker};
-use crate::app::conns::ConnKey;
-use crate::app::tcp::{is_syn, next_timeout, Conn, TcpSpec};
-use crate::app::{AppCtx, Application};
+use crate::app::sockets::diag::ListenerTcp;
+use crate::app::sockets::{PortKind, PortView, LISTEN_MAX};
+use crate::app::tcp::{is_syn, next_timeout, TcpSpec};
+use crate::app::{AppCtx, Application, ResultCtx, Sockets};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Payload, Proto};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime};
-use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -64,14 +62,14 @@ pub(super) struct ServerTest {
 }
 
 impl ServerTest {
-    fn close_interval(&mut self, end: SimTime) {
+    fn close_interval(&mut self, sockets: &Sockets, end: SimTime) {
         let Some(t) = self.ticker.as_mut() else {
             return;
         };
         let omitted = self.omit_end.is_some_and(|e| end <= e);
         if self.protocol == Protocol::Tcp {
             for st in &mut self.streams {
-                st.close_interval(t.last_tick, end, omitted);
+                st.close_interval(sockets, t.last_tick, end, omitted);
             }
             t.last_tick = end;
             t.next_tick = end + t.interval;
@@ -94,8 +92,8 @@ impl ServerTest {
         self.at_last_tick = self.counters;
     }
 
-    fn to_json(&self, iperf: &IperfRegistry) -> serde_json::Value {
-        let shared = iperf.tests.get(self.conn as usize);
+    fn to_json(&self, r: &ResultCtx) -> serde_json::Value {
+        let shared = r.iperf.tests.get(self.conn as usize);
         let mut doc = json!({
             "params": shared.map(|t| t.params.clone()),
             "cookie": shared.map(|t| t.cookie.clone()),
@@ -108,9 +106,9 @@ impl ServerTest {
             "streams": self.streams.iter().map(|st| {
                 let start = self.ticker.as_ref().map_or(SimTime::ZERO, |t| t.start);
                 json!({
-                    "client_data_port": st.conn().remote.1,
+                    "client_data_port": r.sockets.tcp(st.sock()).remote.1,
                     "intervals": st.intervals(),
-                    "total": self.totals.map(|t| st.totals(start, t.end)),
+                    "total": self.totals.map(|t| st.totals(r.sockets, start, t.end)),
                 })
             }).collect::<Vec<_>>(),
             "test_start_ns": self.started.map(|t| t.as_nanos()),
@@ -138,8 +136,8 @@ pub struct Server {
     start: SimTime,
     end: SimTime,
     pub(super) tests: Vec<ServerTest>,
-    /// TCP data connection → (test, stream) it belongs to
-    stream_index: FxHashMap<ConnKey, (usize, usize)>,
+    /// (test, stream) of each TCP data connection, by its socket's tag
+    stream_at: Vec<(usize, usize)>,
     /// index into `tests` of the test in progress
     current: Option<usize>,
     finished: bool,
@@ -151,10 +149,11 @@ impl Server {
     /// test is being set up, read data, start the test once all are there.
     fn on_segment(&mut self, ctx: &mut AppCtx, p: &Packet) {
         let tcp = &self.tcp;
-        let (ti, si) = match self.stream_index.get(&ConnKey::of_arrival(p)).copied() {
-            Some((ti, si)) => {
-                self.tests[ti].streams[si].conn_mut().input(ctx.now, p);
-                (ti, si)
+        let (ti, si) = match ctx.sockets.find(p) {
+            Some(h) => {
+                let now = ctx.now;
+                ctx.tcp_mut(h).input(now, p);
+                self.stream_at[ctx.sockets.tag(h) as usize]
             }
             // the new connection has answered this SYN already (see sink.rs)
             None => {
@@ -170,16 +169,18 @@ impl Server {
                     cfg.sndbuf = Some(w);
                     cfg.rcvbuf = Some(w);
                 }
-                let Some(conn) = Conn::accept(cfg, ctx, p, rng) else {
+                // iperf3's listener is a dual-stack AF_INET6 socket
+                let Some(sock) = ctx.accept(cfg, p, rng, true) else {
                     return;
                 };
                 t.streams.push(if t.reverse {
-                    Stream::Send(SendStream::new(conn, t.blksize))
+                    Stream::Send(SendStream::new(sock, t.blksize))
                 } else {
-                    Stream::Recv(RecvStream::new(conn))
+                    Stream::Recv(RecvStream::new(sock))
                 });
                 let at = (ti, t.streams.len() - 1);
-                self.stream_index.insert(ConnKey::of_arrival(p), at);
+                ctx.sockets.set_tag(sock, self.stream_at.len() as u32);
+                self.stream_at.push(at);
                 at
             }
         };
@@ -196,7 +197,7 @@ impl Server {
         let all_up = t.streams.len() as u32 == t.expected_streams
             && t.streams
                 .iter()
-                .all(|st| st.conn().ep.state() == TcpState::Established);
+                .all(|st| ctx.tcp(st.sock()).ep.state() == TcpState::Established);
         if running && t.started.is_none() && all_up {
             t.started = Some(ctx.now);
             t.omit_end = (t.omit > SimDuration::ZERO).then(|| ctx.now + t.omit);
@@ -315,6 +316,16 @@ impl Server {
                 t.started = Some(ctx.now);
                 t.omit_end = (t.omit > SimDuration::ZERO).then(|| ctx.now + t.omit);
                 t.ticker = Some(Ticker::new(self.interval, ctx.now));
+                // iperf_udp_accept connects this socket to the client (and
+                // opens a new unconnected one for the next test)
+                ctx.sockets.add_view(PortView {
+                    port: self.port,
+                    owner: ctx.id,
+                    kind: PortKind::Udp {
+                        peer: Some((p.src, p.src_port)),
+                    },
+                    v6: true,
+                });
             }
             ctx.send_control(
                 t.client_ip,
@@ -342,8 +353,11 @@ impl Server {
             return;
         };
         let start = ticker.start;
-        t.close_interval(ctx.now);
+        t.close_interval(ctx.sockets, ctx.now);
         t.start_retry = None;
+        ctx.sockets.remove_views(ctx.id, self.port, |k| {
+            matches!(k, PortKind::Udp { peer: Some(_) })
+        });
         if t.protocol == Protocol::Tcp {
             let bytes: u64 = t.streams.iter().map(Stream::bytes).sum();
             let totals = ReceiverTotals {
@@ -358,7 +372,7 @@ impl Server {
                 shared.stream_totals = t
                     .streams
                     .iter()
-                    .map(|st| st.totals(start, ctx.now))
+                    .map(|st| st.totals(ctx.sockets, start, ctx.now))
                     .collect();
             }
             return;
@@ -398,7 +412,7 @@ impl Application for Server {
             ));
         }
         Ok(Server {
-            stream_index: FxHashMap::default(),
+            stream_at: Vec::new(),
             port: spec.port,
             one_off: spec.one_off,
             tcp: spec.tcp.config(rng.next_u64(), 0)?,
@@ -426,7 +440,23 @@ impl Application for Server {
             .map_err(in_use)?;
         ctx.sockets
             .bind(Proto::Udp, self.port, ctx.id)
-            .map_err(in_use)
+            .map_err(in_use)?;
+        // netannounce: AF_INET6 sockets bound to the wildcard (dual-stack),
+        // `listen(s, INT_MAX)`
+        for kind in [
+            PortKind::Listen {
+                backlog: LISTEN_MAX,
+            },
+            PortKind::Udp { peer: None },
+        ] {
+            ctx.sockets.add_view(PortView {
+                port: self.port,
+                owner: ctx.id,
+                kind,
+                v6: true,
+            });
+        }
+        Ok(())
     }
 
     fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
@@ -438,14 +468,15 @@ impl Application for Server {
         }
     }
 
-    fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self, sockets: &Sockets) -> Option<SimTime> {
         if self.finished {
             return None;
         }
         let conns = next_timeout(
+            sockets,
             self.tests
                 .iter()
-                .flat_map(|t| t.streams.iter().map(Stream::conn)),
+                .flat_map(|t| t.streams.iter().map(Stream::sock)),
         );
         let test = self.current.map(|i| &self.tests[i]).and_then(|t| {
             let tick = t.ticker.as_ref()?.next_tick;
@@ -462,8 +493,9 @@ impl Application for Server {
         for (ti, t) in self.tests.iter_mut().enumerate() {
             let counting = current == Some(ti) && t.started.is_some();
             for st in &mut t.streams {
-                if st.conn().ep.poll_timeout().is_some_and(|x| x <= ctx.now) {
-                    st.conn_mut().ep.handle_timeout(ctx.now);
+                let (h, now) = (st.sock(), ctx.now);
+                if ctx.tcp(h).ep.poll_timeout().is_some_and(|x| x <= now) {
+                    ctx.tcp_mut(h).ep.handle_timeout(now);
                     st.service(ctx, counting, None, 0);
                 }
             }
@@ -483,9 +515,9 @@ impl Application for Server {
         }
         if t.omit_end == Some(ctx.now) {
             // iperf_reset_stats: counters restart, the clock restarts at 0.
-            t.close_interval(ctx.now);
+            t.close_interval(ctx.sockets, ctx.now);
             for st in &mut t.streams {
-                st.reset();
+                st.reset(ctx.sockets);
             }
             t.base = t.counters;
             t.base.jitter_s = 0.0;
@@ -496,7 +528,7 @@ impl Application for Server {
             return;
         }
         if t.ticker.as_ref().is_some_and(|k| ctx.now >= k.next_tick) {
-            t.close_interval(ctx.now);
+            t.close_interval(ctx.sockets, ctx.now);
         }
     }
 
@@ -515,7 +547,7 @@ impl Application for Server {
         self.finished
     }
 
-    fn result(&self, iperf: &IperfRegistry) -> serde_json::Value {
+    fn result(&self, r: &ResultCtx) -> serde_json::Value {
         json!({
             "port": self.port,
             "one_off": self.one_off,
@@ -523,7 +555,7 @@ impl Application for Server {
             "start_ns": self.start.as_nanos(),
             "end_ns": self.end.as_nanos(),
             "interrupted": self.interrupted,
-            "tests": self.tests.iter().map(|t| t.to_json(iperf)).collect::<Vec<_>>(),
+            "tests": self.tests.iter().map(|t| t.to_json(r)).collect::<Vec<_>>(),
         })
     }
 
@@ -532,5 +564,9 @@ impl Application for Server {
     fn set_listener_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
         self.tcp = spec.config(self.tcp.seed, 0)?;
         Ok(())
+    }
+
+    fn listener_tcp(&self) -> Option<ListenerTcp> {
+        Some(ListenerTcp::of(&self.tcp))
     }
 }

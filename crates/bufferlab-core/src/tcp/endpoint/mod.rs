@@ -75,11 +75,13 @@ use crate::time::SimTime;
 
 mod info;
 mod input;
+mod mib;
 mod output;
 mod timer;
 
 pub use crate::tcp::config::TcpConfig;
 pub use info::TcpInfo;
+pub use mib::TcpMib;
 
 #[cfg(test)]
 mod gso_tests;
@@ -322,6 +324,13 @@ pub struct TcpEndpoint {
     pub(super) bytes_sent: u64,
     pub(super) bytes_retrans: u64,
     pub(super) last_data_recv: u32,
+    /// out-of-order segments received (`tcpi_rcv_ooopack`)
+    pub(super) rcv_ooopack: u32,
+    /// an ECT or CE data segment arrived on this ECN connection
+    /// (`TCP_ECN_SEEN`, `TCPI_OPT_ECN_SEEN`)
+    pub(super) ecn_seen: bool,
+    /// SNMP / TcpExt counters (mib.rs)
+    pub(super) mib: TcpMib,
 }
 
 impl TcpEndpoint {
@@ -441,6 +450,9 @@ impl TcpEndpoint {
             bytes_sent: 0,
             bytes_retrans: 0,
             last_data_recv: jiffies,
+            rcv_ooopack: 0,
+            ecn_seen: false,
+            mib: TcpMib::default(),
             gso_continue: false,
             cfg,
         }
@@ -456,6 +468,7 @@ impl TcpEndpoint {
     ) -> Self {
         let mut ep = TcpEndpoint::new(cfg.into(), local, remote, now, &mut rng);
         ep.set_clock(now);
+        ep.mib.active_opens = 1;
         // tcp_connect_init: our window and scale; the peer's MSS is unknown
         ep.rcv
             .select_initial_window(&ep.cfg, ep.advmss, ep.cfg.window_scaling);
@@ -549,6 +562,8 @@ impl TcpEndpoint {
             if self.ecn_ok && ecn & crate::packet::ECN_MASK == crate::packet::ECN_CE {
                 self.rcv.ce_received = self.rcv.ce_received.wrapping_add(segs);
             }
+            // __tcp_ecn_check_ce: ECT(0), ECT(1) or CE
+            self.ecn_seen |= self.ecn_ok && ecn & crate::packet::ECN_MASK != 0;
         }
         self.rcv.skb_gso_size = gso_size;
         self.parse_timestamps(hdr);
@@ -754,6 +769,7 @@ impl TcpEndpoint {
     }
 
     pub(super) fn set_state(&mut self, s: TcpState) {
+        self.mib.on_state_change(self.state, s);
         self.state = s;
     }
 
