@@ -16,9 +16,12 @@ the graph checked here:
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from bufferlab.run import programs
 
 PACKAGE = Path(__file__).resolve().parent.parent / "python" / "bufferlab"
 
@@ -185,3 +188,32 @@ def test_layers_import_downwards() -> None:
               f"({LAYERS[_layer(i.imported)][0]}) at {i.where} level"
               for i in _imports() if _layer(i.imported) > _layer(i.importer)]
     assert upward == []
+
+
+def _documented_programs() -> list[str]:
+    """The programs docs/internals.md "Commands" lists: each item starts with them, in code
+    spans, up to its colon (``- `ping`, `iperf3`, `iperf` (iperf 2): ...``)."""
+    text = (PACKAGE.parent.parent / "docs" / "internals.md").read_text(encoding="utf-8")
+    section = text.split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
+    names = []
+    for item in re.findall(r"^- (.*?):", section, re.MULTILINE):
+        names += re.findall(r"`([^`]+)`", item)
+    return names
+
+
+def test_the_registry_and_the_docs_list_the_same_programs() -> None:
+    """A program is registered (run/programs/__init__.py) exactly when docs/internals.md
+    "Commands" lists it, once (docs/internals.md "How to add a command")."""
+    documented = _documented_programs()
+    assert sorted(documented) == sorted(set(documented)), "a program listed twice"
+    registered = set(programs.PROGRAMS)
+    assert registered - set(documented) == set(), 'registered, not in docs/internals.md "Commands"'
+    assert set(documented) - registered == set(), 'in docs/internals.md "Commands", not registered'
+
+
+
+def test_every_program_module_is_registered() -> None:
+    """Each module of run/programs/ lists its records and is in the registry's MODULES."""
+    modules = {m for m in _modules() if m.startswith("bufferlab.run.programs.")}
+    assert {m.__name__ for m in programs.MODULES} == modules
+    assert all(p.name and p.summary for m in programs.MODULES for p in m.PROGRAMS)

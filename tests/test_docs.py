@@ -235,7 +235,7 @@ def test_docs_requirements_match_the_docs_extra():
 
 
 def test_the_command_reference_lists_every_program():
-    """Each program a scenario line may run (run/programs.py PROGRAMS) has its place in the
+    """Each program a scenario line may run (run/programs/ PROGRAMS) has its place in the
     generated command reference."""
     page = docs_reference.commands_page()
     missing = [p for p in PROGRAMS if f"`{p}" not in page and f"## {p}" not in page]

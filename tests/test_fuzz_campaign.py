@@ -281,9 +281,11 @@ def test_summary_row_of_a_stream_without_receiver_report() -> None:
     reported has "receiver": null; the part summary raised AttributeError."""
     from types import SimpleNamespace
 
-    from bufferlab.run.part_results import _iperf3_row
+    from bufferlab.run.context import PartSummary
+    from bufferlab.run.programs.iperf3 import client_summary
 
     a = SimpleNamespace(terminal="h1", where="s.toml:4:8", simple="iperf3 -c 10.0.0.3", command="",
                         spec={"protocol": "tcp", "dst": "10.0.0.3"})
-    row = _iperf3_row(a, {"protocol": "tcp", "streams": [{"sender": None, "receiver": None}]})
-    assert row["retransmits"] == 0
+    summary = PartSummary()
+    client_summary(a, {"protocol": "tcp", "streams": [{"sender": None, "receiver": None}]}, summary)
+    assert summary.sections["iperf3"][0]["retransmits"] == 0

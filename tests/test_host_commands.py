@@ -19,6 +19,7 @@ from bufferlab.commands.shell import parse_shell
 from bufferlab.errors import CommandError, NotSupportedError
 from bufferlab.formats import netinfo
 from bufferlab.formats import procs as procs_fmt
+from bufferlab.run.programs import PROGRAMS
 from conftest import TWO_HOSTS
 
 
@@ -143,7 +144,7 @@ def test_what_a_tool_had_printed_when_a_signal_it_does_not_catch_ends_it():
             "64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=0.036 ms\n"
             "\n--- 10.0.0.2 ping statistics ---\n"
             "1 packets transmitted, 1 received, 0% packet loss, time 0ms\n")
-    assert procs_fmt.printed_before("ping", ping) == (
+    assert PROGRAMS["ping"].printed_before(ping) == (
         "PING 10.0.0.2 (10.0.0.2) 56(84) bytes of data.\n"
         "64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=0.036 ms\n")
     client = ("Connecting to host 10.0.0.2, port 5201\n"
@@ -153,11 +154,11 @@ def test_what_a_tool_had_printed_when_a_signal_it_does_not_catch_ends_it():
               "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
               "[  5]   0.00-1.50   sec  1.79 MBytes  10.0 Mbits/sec                  sender\n"
               "iperf3: interrupt - the client has terminated\n")
-    assert procs_fmt.printed_before("iperf3", client) == (
+    assert PROGRAMS["iperf3"].printed_before(client) == (
         "Connecting to host 10.0.0.2, port 5201\n"
         "[ ID] Interval           Transfer     Bitrate\n"
         "[  5]   0.00-1.00   sec  1.19 MBytes  10.0 Mbits/sec\n")
-    assert procs_fmt.printed_before("iperf", "whatever") == ""
+    assert PROGRAMS["iperf"].printed_before is None  # iperf 2 prints its report at its end
 
 
 def test_kill_parses_bashs_forms():

@@ -63,7 +63,8 @@ def test_set_of_a_swept_parameter_narrows_its_axis_to_the_same_runs(tmp_path: Pa
     assert narrow.points == [p for p in full.points if p["load"] == 0.5]
 
     def run_ids(points: list, fixed: dict) -> list[str]:
-        return [prepare(full.scenario, {**fixed, **p}, {}, 1, full.parts, tmp_path).run_id for p in points]
+        return [job.run_id for p in points
+                for job in prepare(full.scenario, {**fixed, **p}, {}, [1], full.parts, tmp_path, full.source)]
 
     # the slice's runs are the full sweep's: a finished full sweep answers it from its cache
     assert run_ids(narrow.points, {"load": 0.5}) == run_ids(narrow.points, {})

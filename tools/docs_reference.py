@@ -3,7 +3,8 @@
 Everything here is read from the code, so the pages cannot drift from it: the scenario keys
 from the loader's key sets (with the descriptions below, which tests/test_docs.py keeps
 complete), the engine's requests from ``bufferlab._core.schema()``, each command's options
-from its parser's option table, every qdisc kind from the tc registry, the CLI from argparse.
+from its parser's option table, every program from its record (run/programs/), every qdisc
+kind from the tc registry, the CLI from argparse.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ from bufferlab.commands._getopt import OptSpec
 from bufferlab.commands.tc import registry
 from bufferlab.formats import netinfo as netinfo_fmt
 from bufferlab.formats import procs as procs_fmt
-from bufferlab.run import netinfo as netinfo_run
 from bufferlab.run import procs as procs_run
+from bufferlab.run import programs
+from bufferlab.run.programs import netinfo as netinfo_run
+from bufferlab.run.programs import procs as procs_programs
 from bufferlab.scenario import expect, load, mn_file, observe
 
 #: table -> the loader's accepted keys (scenario/load.py, scenario/observe.py check_keys sets)
@@ -286,7 +289,10 @@ def commands_page() -> str:
         "",
     ]
     out += [f"- {line}" for line in CONTEXT_LIMITS]
-    out += ["", "## Shell features", ""] + _doc(shell)
+    out += ["", "## Programs", "", "What a line may run (`python/bufferlab/run/programs/`: one record per",
+            "program):", "", "| command | what it does |", "|---|---|"]
+    out += [f"| `{name}` | {p.summary} |" for name, p in programs.PROGRAMS.items()] + [""]
+    out += ["## Shell features", ""] + _doc(shell)
     out += ["## tc qdisc", ""]
     out += _doc(tc)
     out += [
@@ -326,12 +332,10 @@ def commands_page() -> str:
         "",
     ]
     out += ["## ethtool", ""] + _doc(ethtool)
-    out += ["## Processes and jobs: " + ", ".join(f"`{n}`" for n in procs_run.PROGRAMS), ""]
+    out += ["## Processes and jobs: " + ", ".join(f"`{p.name}`" for p in procs_programs.PROGRAMS), ""]
     out += _doc(procs) + _doc(procs_run) + _doc(procs_fmt)
-    out += ["## Host network: " + ", ".join(f"`{n}`" for n in netinfo_run.PROGRAMS), ""]
+    out += ["## Host network: " + ", ".join(f"`{p.name}`" for p in netinfo_run.PROGRAMS), ""]
     out += _doc(netinfo) + _doc(netinfo_run) + _doc(netinfo_fmt)
-    out += ["## Shell commands", "", "| command | what it does |", "|---|---|"]
-    out += [f"| `{name}` | {what} |" for name, what in SHELL_COMMANDS.items()] + [""]
     for module in _other_command_modules():  # a command added later gets its section at once
         out += [f"## {module.__name__.rsplit('.', 1)[-1]}", ""] + _doc(module)
         specs = getattr(module, "_SPECS", None)
@@ -339,19 +343,6 @@ def commands_page() -> str:
             out += _options(specs, getattr(module, "_UNSUPPORTED", set())) + [""]
     return "\n".join(out) + "\n"
 
-
-#: the small programs of run/programs.py that have no parser module of their own
-SHELL_COMMANDS = {
-    "cd": "bash's `cd [DIR]`, within the node's results folder",
-    "mkdir": "`mkdir [-p] DIR...` (GNU mkdir's messages)",
-    "sleep": "`sleep DURATION...` in simulated time (`5`, `0.5`, `2m`)",
-    "echo": "bash's `echo WORDS...`",
-    "cat": "`cat FILE...` of the node's results folder (GNU cat's messages)",
-    "date": "`date [-u] [+FORMAT]`: the profile's epoch plus simulated time, in UTC",
-    "true": "exits 0 (`cmd || true`)",
-    "plot_iperf.sh": "`plot_iperf.sh FILE.json`: iperf.csv, results/N.dat and the handout's seven plots",
-    "xdg-open": "accepted; no viewer is opened in simulation",
-}
 
 #: the command modules commands_page() describes by hand (shell and the helpers have no command)
 _DESCRIBED = (shell, tc, sysctl, iperf3, ping, generators, ns3, capture, ethtool, procs, netinfo)

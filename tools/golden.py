@@ -12,6 +12,16 @@ every file whose bytes differ, is missing or is new; exit status 1 if any.
 
 The bufferlab imported is the one on ``sys.path`` first (set ``PYTHONPATH`` to
 a work tree's ``python/`` folder to test that tree's code and extension).
+
+``--portable`` hashes what the simulation decides and nothing the machine does:
+figures (PNG, PDF) and report.html (which embeds them) are left out, since their
+bytes follow the installed matplotlib and fonts, and a Parquet table is hashed by
+its columns' names, types and values rather than its bytes (the file records the
+writing library's version). Those hashes are committed as
+``tests/data/golden/hashes.json`` and compared by ``tests/test_golden.py``; after
+a change that is meant to alter outputs, record them again with
+
+    python tools/golden.py record --portable tests/data/golden
 """
 
 from __future__ import annotations
@@ -43,6 +53,31 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+#: outputs whose bytes depend on the plotting library and fonts, not on the simulation
+MACHINE_DEPENDENT = {".png", ".pdf", ".html"}
+
+
+def table_digest(path: Path) -> str:
+    """The digest of a Parquet table's content: column names, types and values."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    frame = table.to_pandas()
+    h = hashlib.sha256(str(table.schema.remove_metadata()).encode())
+    h.update(pd.util.hash_pandas_object(frame, index=False).values.tobytes())
+    return h.hexdigest()
+
+
+def file_digest(path: Path, portable: bool) -> str | None:
+    """A file's digest, or None when a portable record leaves it out."""
+    if portable and path.suffix in MACHINE_DEPENDENT:
+        return None
+    if portable and path.suffix == ".parquet":
+        return table_digest(path)
+    return digest(path.read_bytes())
+
+
 def scenarios(only: list[str]) -> list[Path]:
     found = sorted((ROOT / "scenarios").glob("*.toml"))
     if only:
@@ -50,7 +85,7 @@ def scenarios(only: list[str]) -> list[Path]:
     return found
 
 
-def run_all(out: Path, only: list[str]) -> dict[str, str]:
+def run_all(out: Path, only: list[str], portable: bool = False) -> dict[str, str]:
     """Run each scenario from a copy in ``out`` with relative paths only, so the
     outputs do not depend on where the work tree or the results folder is."""
     hashes: dict[str, str] = {}
@@ -75,7 +110,9 @@ def run_all(out: Path, only: list[str]) -> dict[str, str]:
         hashes[f"{scenario.stem}/exit"] = str(proc.returncode)
         hashes[f"{scenario.stem}/stdout"] = digest(proc.stdout + b"\nstderr:\n" + proc.stderr)
         for path in sorted(p for p in dest.rglob("*") if p.is_file()):
-            hashes[f"{scenario.stem}/{path.relative_to(dest)}"] = digest(path.read_bytes())
+            file_hash = file_digest(path, portable)
+            if file_hash is not None:
+                hashes[f"{scenario.stem}/{path.relative_to(dest)}"] = file_hash
         print(
             f"{scenario.stem}: exit {proc.returncode}",
             flush=True,
@@ -92,23 +129,38 @@ def main() -> int:
         "dir", type=Path, help="where the recorded hashes are (record writes them there)"
     )
     parser.add_argument("--only", nargs="*", default=[], help="scenario names (file stems) to run")
+    parser.add_argument(
+        "--portable",
+        action="store_true",
+        help="leave out figures and the report, hash tables by content (the committed record)",
+    )
     args = parser.parse_args()
     if args.action == "record":
         args.dir.mkdir(parents=True, exist_ok=True)
-        hashes = run_all(args.dir, args.only)
-        (args.dir / "hashes.json").write_text(json.dumps(hashes, indent=1, sort_keys=True))
+        with tempfile.TemporaryDirectory() as tmp:
+            hashes = run_all(Path(tmp) if args.portable else args.dir, args.only, args.portable)
+        (args.dir / "hashes.json").write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
         return 0
     before = json.loads((args.dir / "hashes.json").read_text())
     if args.only:
         before = {k: v for k, v in before.items() if k.split("/", 1)[0] in args.only}
     with tempfile.TemporaryDirectory() as tmp:
-        after = run_all(Path(tmp), args.only)
-    differ = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-    for key in differ:
-        state = "missing" if key not in after else "new" if key not in before else "differs"
-        print(f"{state}: {key}")
+        after = run_all(Path(tmp), args.only, args.portable)
+    differ = differences(before, after)
+    for line in differ:
+        print(line)
     print(f"{len(after)} outputs compared, {len(differ)} differ")
     return 1 if differ else 0
+
+
+def differences(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """One line per output whose hash differs, is missing or is new."""
+    lines = []
+    for key in sorted(before.keys() | after.keys()):
+        if before.get(key) != after.get(key):
+            state = "missing" if key not in after else "new" if key not in before else "differs"
+            lines.append(f"{state}: {key}")
+    return lines
 
 
 if __name__ == "__main__":

@@ -18,9 +18,12 @@ The Rust core does the same for the pcap and queue trace files it writes
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -96,21 +99,41 @@ def write_text(path: Path | str, text: str, encoding: str = "utf-8") -> None:
         f.write(text)
 
 
-def write_bytes(path: Path | str, data: bytes) -> None:
-    with open_write(path, "wb") as f:
-        f.write(data)
-
-
 def write_atomic(path: Path | str, text: str, encoding: str = "utf-8") -> None:
     """Write ``path`` whole or not at all: into a hidden temporary file next to
     it, then renamed over it (a rename replaces a link at ``path``, never its
     target). summary.json, run.json and report.html are written so: a run
     killed while writing them leaves the previous complete version."""
+    with _atomic(path, encoding) as f:
+        f.write(text)
+
+
+def write_json_atomic(path: Path | str, doc: Any, indent: int = 2) -> None:
+    """``json.dumps(doc, indent=indent) + "\\n"`` written as :func:`write_atomic` writes, in
+    pieces: a summary.json of hundreds of megabytes is never one string in memory."""
+    with _atomic(path, "utf-8") as f:
+        batch: list[str] = []
+        size = 0
+        for piece in json.JSONEncoder(indent=indent).iterencode(doc):
+            batch.append(piece)
+            size += len(piece)
+            if size >= _JSON_BATCH:
+                f.write("".join(batch))
+                batch, size = [], 0
+        f.write("".join(batch) + "\n")
+
+
+#: characters of JSON gathered before a write (few calls, little memory)
+_JSON_BATCH = 1 << 20
+
+
+@contextmanager
+def _atomic(path: Path | str, encoding: str) -> Iterator[IO[str]]:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     _drop_link(tmp)
     with open_write(tmp, "w", encoding=encoding) as f:
-        f.write(text)
+        yield f
     os.replace(tmp, path)
 
 

@@ -14,6 +14,7 @@
 
 pub mod app;
 pub mod capture;
+pub mod closed;
 pub mod engine;
 pub mod error;
 pub mod host;

@@ -9,7 +9,7 @@ dotted-quad form the handouts use.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from bufferlab.errors import CommandError
@@ -155,5 +155,12 @@ def prog_value(prog: str, parse: Callable[[str, int], T], w: Word) -> T:
         ) from None
 
 
-def join_list(items: Sequence[str]) -> str:
-    return ", ".join(items)
+def option_col(words: list[Word], short: str, *long: str) -> int:
+    """Column of the last word giving option ``short``/``long`` (the one that counts), else
+    of the program's name."""
+    col = words[0].col
+    for w in words[1:]:
+        t = w.text
+        if t == short or t.startswith(short) and not t.startswith("--") or t.split("=")[0] in long:
+            col = w.col
+    return col

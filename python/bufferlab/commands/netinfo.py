@@ -16,7 +16,7 @@ refused); ``ip link set DEV down`` / ``ifconfig DEV down`` take only that end do
 shown as NO-CARRIER); ``up`` on an interface that is up does nothing, as in Linux; addresses and routes
 cannot be changed (``ip addr add``,
 ``ip route add``, ``ifconfig DEV ADDR``); the neighbour table lists the on-link
-addresses the node has exchanged packets with (see run/netinfo.py).
+addresses the node has exchanged packets with (see run/programs/netinfo.py).
 """
 
 from __future__ import annotations

@@ -56,21 +56,6 @@ IGNORED = frozenset({17, 23, 28})
 #: job control: a stopped process is not modelled
 JOB_CONTROL = frozenset({18, 19, 20, 21, 22})
 
-#: the signals a program catches to end as it ends on Ctrl-C (printing its summary);
-#: any other signal ends it with nothing printed (see the module doc)
-CATCHES: dict[str, frozenset[int]] = {
-    "iperf3": frozenset({1, 2, 15}),
-    "iperf": frozenset({2, 15}),
-    "ping": frozenset({2, 14}),
-    "tcpdump": frozenset({1, 2, 13, 15}),
-    "tshark": frozenset({1, 2, 13, 15}),
-}
-#: signals a program handles and goes on running: iputils ping prints a status line on
-#: SIGQUIT, tcpdump its counts on SIGUSR1 (not printed here: the program just goes on)
-CONTINUES: dict[str, frozenset[int]] = {"ping": frozenset({3}), "tcpdump": frozenset({10})}
-#: programs not listed in CATCHES take these as Ctrl-C
-DEFAULT_CATCHES = frozenset({2, 15})
-
 #: the kernel keeps this many characters of a program's name (TASK_COMM_LEN - 1)
 COMM_LEN = 15
 
@@ -396,5 +381,5 @@ def parse_ps(words: list[Word]) -> Ps:
     return cmd
 
 
-__all__ = ["SIGNALS", "CATCHES", "parse_signal", "parse_kill", "parse_pkill", "parse_killall", "parse_wait",
+__all__ = ["SIGNALS", "parse_signal", "parse_kill", "parse_pkill", "parse_killall", "parse_wait",
            "parse_jobs", "parse_ps", "Kill", "Pkill", "Killall", "Jobs", "Ps", "Target", "comm"]

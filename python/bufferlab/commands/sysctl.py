@@ -245,7 +245,7 @@ def _canonical_key(name: str) -> str:
     return name
 
 
-def _check_key(key: str, word: Word, next_word: Word | None) -> None:
+def _check_key(key: str, word: Word) -> None:
     if key in MODELLED_KEYS:
         return
     best = did_you_mean(key, MODELLED_KEYS, cutoff=0.75)
@@ -411,10 +411,10 @@ def parse_sysctl(words: list[Word], diag: Diagnostics) -> SysctlCommand:
                     expected="KEY=VALUE",
                 )
             key = _canonical_key(name)
-            _check_key(key, w, nxt)
+            _check_key(key, w)
             cmd.items.append(SysctlItem(key, w.col, _parse_value(key, value, w), value))
         else:
             key = _canonical_key(w.text)
-            _check_key(key, w, nxt)
+            _check_key(key, w)
             cmd.items.append(SysctlItem(key, w.col))
     return cmd

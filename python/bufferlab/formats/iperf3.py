@@ -94,6 +94,7 @@ interval keys) and a ``total`` with the client ``sender`` keys.
 
 from __future__ import annotations
 
+import re
 import struct
 import time
 from collections.abc import Callable
@@ -138,8 +139,6 @@ REPORT_BW_UDP = "[%3d]%s %6.2f-%-6.2f sec  %ss  %ss/sec  %5.3f ms  %d/%d (%.2g%%
 REPORT_BW_UDP_SENDER = "[%3d]%s %6.2f-%-6.2f sec  %ss  %ss/sec %s %d  %s\n"
 REPORT_SUM_BW = "[SUM]%s %6.2f-%-6.2f sec  %ss  %ss/sec                  %s\n"
 REPORT_SUM_BW_RETRANS = "[SUM]%s %6.2f-%-6.2f sec  %ss  %ss/sec  %3d             %s\n"
-REPORT_SUM_BW_UDP = "[SUM]%s %6.2f-%-6.2f sec  %ss  %ss/sec  %5.3f ms  %d/%d (%.2g%%)  %s\n"
-REPORT_SUM_BW_UDP_SENDER = "[SUM]%s %6.2f-%-6.2f sec  %ss  %ss/sec %s %d  %s\n"
 REPORT_SUM_OUTOFORDER = "[SUM]%s %4.1f-%4.1f sec  %d datagrams received out-of-order\n"
 REPORT_OMITTED = "(omitted)"
 
@@ -1378,3 +1377,27 @@ def _tcp_server_document(result: dict[str, Any], test: dict[str, Any], profile: 
         "end": _tcp_end_json(end, reverse, profile, _cpu(test), cc if reverse else None,
                              None if reverse else cc),
     }
+
+
+#: an interval line: ``[  5]   1.00-2.00   sec ...`` (``[SUM]`` with -P)
+_INTERVAL_LINE = re.compile(r"\[\s*(?:\d+|SUM)\]\s+(\d+\.\d+)-(\d+\.\d+)\s+sec")
+
+
+def printed_before(text: str) -> str:
+    """What iperf3 had printed on a terminal (line-buffered) when a signal it does not catch
+    ended it, out of what it prints when interrupted (``text``): its lines without the
+    summary a client prints last and without the ``iperf3: interrupt`` line."""
+    lines = [ln for ln in text.splitlines(keepends=True) if not ln.startswith("iperf3: interrupt")]
+    text = "".join(lines)
+    if "Connecting to host" in text and SEPARATOR in text:
+        text = text[:text.rindex(SEPARATOR)]
+        # the last, shorter interval is printed on Ctrl-C only
+        lines = text.splitlines(keepends=True)
+        spans = [(k, float(m[2]) - float(m[1])) for k, ln in enumerate(lines)
+                 if (m := _INTERVAL_LINE.match(ln))]
+        if spans:
+            nominal = spans[0][1]
+            cut = [k for k, span in spans if span < nominal - 1e-9 and k >= spans[0][0]]
+            lines = [ln for k, ln in enumerate(lines) if k not in cut]
+        text = "".join(lines)
+    return text

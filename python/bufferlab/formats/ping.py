@@ -196,3 +196,11 @@ def ping_exit_status(result: dict[str, Any]) -> int:
     if deadline and count and rx < int(count):
         return 1
     return 0
+
+
+def printed_before(text: str) -> str:
+    """What ping had printed on a terminal (line-buffered) when a signal it does not catch
+    ended it, out of what it prints when interrupted (``text``): its header and replies,
+    without the statistics."""
+    k = text.find("\n--- ")  # the blank line before the statistics
+    return text[:k] if k >= 0 else text

@@ -78,7 +78,6 @@ PLOTS: tuple[tuple[str, int, str, str, bool], ...] = (
 
 _CSV_KEYS = ("socket", "start", "end", "seconds", "bytes", "bits_per_second", "retransmits", "snd_cwnd",
              "rtt", "rttvar", "pmtu", "omitted")
-_TCP_KEYS = ("retransmits", "snd_cwnd", "rtt", "rttvar", "pmtu")
 _DBL_MAX = sys.float_info.max
 _AWK_MAX_INT = 2**31 - 1  # mawk prints integral values up to INT_MAX with "%d"
 

@@ -23,7 +23,6 @@ processes are listed (no init, no kernel threads).
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
@@ -69,39 +68,6 @@ def ps_text(rows: list[PsRow], full: bool, epoch: int, bsd: bool = False) -> str
         lines = [f"{'PID':>{w}} {'TTY':<8} {'TIME':>8} CMD"]
         lines += [f"{r.pid:>{w}} {r.tty or '?':<8} {'00:00:00':>8} {r.comm}" for r in rows]
     return "\n".join(lines) + "\n"
-
-
-#: iperf3's line between its intervals and its summary (formats/iperf3.py SEPARATOR)
-_IPERF3_SEPARATOR = "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
-#: an iperf3 interval line: ``[  5]   1.00-2.00   sec ...`` (``[SUM]`` with -P)
-_INTERVAL = re.compile(r"\[\s*(?:\d+|SUM)\]\s+(\d+\.\d+)-(\d+\.\d+)\s+sec")
-
-
-def printed_before(comm: str, text: str) -> str:
-    """What a tool writing to a terminal (line-buffered) had printed when a signal it does
-    not catch ended it, out of the text it prints when interrupted (``text``): ping's
-    header and replies without the statistics; iperf3's lines without the summary a
-    client prints last and without the ``iperf3: interrupt`` line. Other tools print
-    their reports only at the end: nothing."""
-    if comm == "ping":
-        k = text.find("\n--- ")  # the blank line before the statistics
-        return text[:k] if k >= 0 else text
-    if comm == "iperf3":
-        lines = [ln for ln in text.splitlines(keepends=True) if not ln.startswith("iperf3: interrupt")]
-        text = "".join(lines)
-        if "Connecting to host" in text and _IPERF3_SEPARATOR in text:
-            text = text[:text.rindex(_IPERF3_SEPARATOR)]
-            # the last, shorter interval is printed on Ctrl-C only
-            lines = text.splitlines(keepends=True)
-            spans = [(k, float(m[2]) - float(m[1])) for k, ln in enumerate(lines)
-                     if (m := _INTERVAL.match(ln))]
-            if spans:
-                nominal = spans[0][1]
-                cut = [k for k, span in spans if span < nominal - 1e-9 and k >= spans[0][0]]
-                lines = [ln for k, ln in enumerate(lines) if k not in cut]
-            text = "".join(lines)
-        return text
-    return ""
 
 
 def job_line(number: int, mark: str, status: str, command: str, running: bool, pid: int | None = None) -> str:

@@ -43,7 +43,7 @@ from ..outputs.report import after_run
 from ..results_folder import acquire, fresh, release, write_marker
 from ..run.programs import PROGRAMS
 from ..run.scheduler import signal_name, signals_deferred, signals_raise
-from ..safefs import ENVIRONMENT_ERRORS, not_a_file, remove_tree, write_atomic
+from ..safefs import ENVIRONMENT_ERRORS, not_a_file, remove_tree, write_json_atomic
 from . import clock
 from . import net as net_mod
 from .session import Job, MininetError, Session
@@ -412,7 +412,7 @@ def _note_end(root: Path, error: str | None, interrupted: str | None,
     failures = summary.setdefault("failures", [])
     if failure is not None and isinstance(failures, list) and failure not in failures:
         failures.append(failure)
-    write_atomic(path, json.dumps(summary, indent=2) + "\n")
+    write_json_atomic(path, summary)
 
 
 def _script_failure(e: BaseException, script: Path, status: int, message: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BufferlabError
-from ..run.context import NS, Terminal, WaitApp, WaitUntil
+from ..run.context import NS, Terminal, WaitUntil
 from ..run.scheduler import DEFAULT_STOP_AT_S, Owner, Runner, Scheduler
 from ..safefs import ensure_dir, open_write
 from ..scenario.load import Command, Part, Scenario
@@ -173,6 +173,3 @@ class Session:
             with open_write(home / "terminal.log") as f:
                 f.write("".join(term.transcript))
         return r.close_run(error, completed=error is None and interrupted is None)
-
-    def running_apps(self) -> list[int]:
-        return [w.app_id for *_, w, _o in self.sched.waiting if isinstance(w, WaitApp)]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..safefs import write_atomic
+from ..safefs import write_json_atomic
 from ..scenario.expect import FUNCTIONS, Expectation, Names, check_args
 from ..scenario.params import ExprError, Function, Value, _Tok, evaluate_calls
 from .fct import quantile, read_fct_csv
@@ -363,15 +363,15 @@ def text(doc: dict[str, Any]) -> str:
 def write_files(root: Path, doc: dict[str, Any], title: str, results_json: Path | None = None) -> list[Path]:
     """expectations.json, summary.json's ``expectations`` (if the run wrote one) and results.json."""
     written = []
-    write_atomic(root / "expectations.json", json.dumps(doc, indent=2) + "\n")
+    write_json_atomic(root / "expectations.json", doc)
     written.append(root / "expectations.json")
     summ = root / "summary.json"
     if summ.is_file():
         summary = json.loads(read_capped(summ))
         summary["expectations"] = doc
-        write_atomic(summ, json.dumps(summary, indent=2) + "\n")
+        write_json_atomic(summ, summary)
     out = results_json or root / "results.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, json.dumps(gradescope_doc(doc, title), indent=2) + "\n")
+    write_json_atomic(out, gradescope_doc(doc, title))
     written.append(out)
     return written

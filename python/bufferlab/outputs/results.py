@@ -11,6 +11,7 @@ produced.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -258,8 +259,10 @@ MAX_READ_BYTES = 256 * 1024 * 1024
 def read_capped(path: Path, limit: int = MAX_READ_BYTES) -> str:
     """The UTF-8 text of ``path``; ValueError beyond ``limit`` bytes (read no further)."""
     with path.open("rb") as f:
-        raw = f.read(limit + 1)
-    if len(raw) > limit:
+        # a regular file says its size, and is refused unread; a device (size 0) is read to the limit
+        size = os.fstat(f.fileno()).st_size
+        raw = f.read(limit + 1) if size <= limit else b""
+    if max(size, len(raw)) > limit:
         raise ValueError(f"more than {limit} bytes")
     return raw.decode("utf-8")
 

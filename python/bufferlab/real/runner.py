@@ -29,27 +29,24 @@ from pathlib import Path
 from typing import Any
 
 from ..commands.shell import SimpleCommand
-from ..errors import Diagnostics
 from ..formats import queue as queue_fmt
 from ..formats.plot_iperf import PlotError, plot_iperf
 from ..outputs.queue_plot import plot_queue
 from ..outputs.result_lines import results_text
 from ..outputs.results import app_for, load_run, scan_outputs
 from ..results_folder import acquire, fresh, release, write_marker
-from ..run.context import PrepareCtx, PreparedLine, Terminal, inside_home
+from ..run.context import PreparedLine, Terminal, inside_home
 from ..run.part_results import qdisc_chain
 from ..run.scheduler import (
-    CONFIG_PROGRAMS,
     Failure,
     Interrupted,
     PartTimeout,
     Runner,
     RunStopped,
-    _endless,  # which commands never end on their own: the simulation's own rule
     signal_name,
     write_run_info,
 )
-from ..safefs import ensure_dir, open_write, remove_tree, write_atomic
+from ..safefs import ensure_dir, open_write, remove_tree, write_json_atomic
 from ..scenario.load import Part, Scenario
 from .netns import Lab, reap_orphans, sh
 from .preflight import check_machine, netem_delay_s, read_plan, stand_in_words
@@ -351,15 +348,13 @@ class RealRunner:
                     first_started.set()
                 if self.stopping:
                     break
-                configures = all(sc.words and sc.words[0].text in CONFIG_PROGRAMS
-                                 for job in pl.jobs for sc, _ in job)
-                if ts.persisting is not None and not configures:
+                if ts.persisting is not None and not pl.configures_only():
                     old, ts.persisting = ts.persisting, None
                     old.interrupt()
                     self._wait(old)
                 self._log(term, f"$ {pl.command.text}")
-                for idx, (job, bg) in enumerate(zip(pl.jobs, pl.backgrounds, strict=True)):
-                    endless = self._endless(term.name, [sc for sc, _ in job])
+                for idx, bg in enumerate(pl.backgrounds):
+                    endless = pl.job_endless(idx)  # the simulation's own rule
                     j = JobRun(term, part, pl, idx, endless, not bg)
                     with self.lock:
                         self.jobs.append(j)
@@ -383,11 +378,6 @@ class RealRunner:
             first_started.set()
             with self.lock:
                 states[term.name] = "done"
-
-    def _endless(self, terminal: str, cmds: list[SimpleCommand]) -> bool:
-        pc = PrepareCtx(terminal=terminal, topo=self.topo, profile=self.sc.profile, diag=Diagnostics(),
-                        base_dir=self.sc.path.parent, shadow=None)
-        return bool(cmds) and _endless(pc, cmds[0])
 
     def log_file(self, term: Terminal) -> Path:
         """Where a terminal's output goes: its node folder's terminal.log (a Mininet
@@ -713,12 +703,12 @@ class RealRunner:
                          "tclink": [list(c) for c in self.topo.tclink_commands]},
             "scenario_toml": self.sc.path.read_text(encoding="utf-8") if self.sc.path.is_file() else None,
         }
-        write_atomic(self.root / "summary.json", json.dumps(summary, indent=2) + "\n")
+        write_json_atomic(self.root / "summary.json", summary)
         try:
             self._results()
         except Exception as e:  # the tools' own files are what counts; the summary lines are a digest
             self.warnings.append(f"warning: could not read the tools' outputs back: {e}")
-        write_atomic(self.root / "summary.json", json.dumps(summary, indent=2) + "\n")
+        write_json_atomic(self.root / "summary.json", summary)
         write_run_info(self.root, self.started_unix, wall)
         return summary
 

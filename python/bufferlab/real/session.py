@@ -163,9 +163,9 @@ class RealSession:
         offset = log.stat().st_size if log.exists() else 0
         r._log(term, f"$ {line}")
         runs = []
-        for idx, (job, bg) in enumerate(zip(pl.jobs, pl.backgrounds, strict=True)):
+        for idx, bg in enumerate(pl.backgrounds):
             j = JobRun(
-                term, self.part, pl, idx, r._endless(node, [sc for sc, _ in job]), not (bg or background)
+                term, self.part, pl, idx, pl.job_endless(idx), not (bg or background)
             )
             with r.lock:
                 r.jobs.append(j)
@@ -225,9 +225,6 @@ class RealSession:
     def _teardown(self) -> None:
         if self.runner.lab is not None:
             self.runner._teardown()
-
-    def running_apps(self) -> list[int]:
-        return []
 
 
 class RealSessionError(BufferlabError):

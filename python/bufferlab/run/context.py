@@ -1,8 +1,10 @@
-"""What a command sees of the run: the contexts it is prepared and run in, and what it may wait for.
+"""What a command sees of the run: the contexts it is prepared and run in, what it may wait
+for, and the record each program is (:class:`Program`).
 
 A command is prepared against a :class:`PrepareCtx` when the scenario is checked
-(programs.py) and run, as a generator yielding :data:`Wait` values, against a
-:class:`RunCtx` (scheduler.py advances the engine to whatever the jobs wait for).
+(its program's ``prepare``, run/programs/) and run, as a generator yielding :data:`Wait`
+values, against a :class:`RunCtx` (scheduler.py advances the engine to whatever the jobs
+wait for).
 """
 
 from __future__ import annotations
@@ -135,12 +137,73 @@ def inside_home(term: Terminal, path: Path) -> Path | None:
     Its last component is not followed: a symlink there is the place of the file the
     command writes, and is replaced by it (safefs.py), wherever it points."""
     p = path.resolve() if path.name in ("", ".", "..") else path.parent.resolve() / path.name
+    return _in_home(term, p)
+
+
+def resolved_in_home(term: Terminal, path: Path) -> Path | None:
+    """``path`` resolved, its last component too (a folder to enter, a file to read), or
+    None if it leaves the terminal's node folder."""
+    return _in_home(term, path.resolve())
+
+
+def _in_home(term: Terminal, resolved: Path) -> Path | None:
     home = term.home.resolve()
-    return p if p == home or home in p.parents else None
+    return resolved if resolved == home or home in resolved.parents else None
 
 
 Gen = Generator[Any, Any, int]
-Prepared = Callable[["RunCtx"], Gen]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A command checked against its terminal, ready to run: ``run(rt)`` performs it in
+    simulated time (a generator yielding what it waits for) and returns its exit status."""
+
+    run: Callable[[RunCtx], Gen]
+    #: it never ends on its own (``ping`` without ``-c``, ``iperf3 -s``): docs/internals.md
+    #: "How lines run"
+    endless: bool = False
+    #: the program that runs it (set by run/programs ``prepare_command``)
+    program: Program | None = None
+
+    @classmethod
+    def at_once(cls, fn: Callable[[RunCtx], int]) -> Prepared:
+        """A command that does what it does and returns, with no simulated time passing."""
+
+        def run(rt: RunCtx) -> Gen:
+            return fn(rt)
+            yield  # pragma: no cover - makes this a generator
+
+        return cls(run)
+
+
+@dataclass(frozen=True)
+class Program:
+    """One program a scenario line may run, all it is in one record (as iproute2 has one
+    ``struct qdisc_util`` per tc kind): each module of run/programs/ lists its own, and
+    run/programs/__init__.py registers the modules (docs/internals.md "How to add a command")."""
+
+    name: str
+    #: parse the line's words at check time, in the terminal's context (errors with their column)
+    prepare: Callable[[PrepareCtx, list[Word]], Prepared]
+    #: what it does, in a line (the command reference lists every program with it)
+    summary: str
+    #: a bash builtin: it runs in the shell itself, with no process and no PID
+    builtin: bool = False
+    #: its words may hold ``$!``, the last background job's PID (expanded when it runs)
+    expands_last_pid: bool = False
+    #: it only changes the host's settings and returns: typed while a command runs in the
+    #: terminal's foreground, it does not Ctrl-C it (a second shell of the host, Lab 7)
+    configures: bool = False
+    #: the signals it catches to end as on Ctrl-C, printing what it prints then; None:
+    #: SIGINT and SIGTERM if it started an application, else none. Any other signal ends it
+    #: with nothing more printed (run/procs.py)
+    catches: frozenset[int] | None = None
+    #: signals it handles and runs on (ping's SIGQUIT status line, tcpdump's SIGUSR1 counts)
+    continues: frozenset[int] = frozenset()
+    #: it prints as it goes on a terminal: what it had printed when a signal it does not
+    #: catch ended it, out of what it prints when interrupted (None: it prints at its end)
+    printed_before: Callable[[str], str] | None = None
 
 
 @dataclass
@@ -212,9 +275,38 @@ class PreparedLine:
     backgrounds: list[bool]
     #: per job, the operator before each command after the first ("&&" or "||")
     ops: list[list[str]]
-    #: the line's foreground never ends on its own (``ping`` without ``-c``, ``iperf3 -s``, ...)
-    endless: bool = False
 
+    def job_endless(self, k: int) -> bool:
+        """Job ``k`` never ends on its own: its first command does not (``ping`` without
+        ``-c``, ``iperf3 -s``, ...: ``Prepared.endless``)."""
+        return any(first.endless for _, first in self.jobs[k][:1])
+
+    @property
+    def endless(self) -> bool:
+        """The line's foreground never ends on its own."""
+        fg = [k for k, bg in enumerate(self.backgrounds) if not bg]
+        return bool(fg) and all(self.job_endless(k) for k in fg)
+
+    def configures_only(self) -> bool:
+        """Every command of the line only changes the host's settings (``Program.configures``)."""
+        return all(p.program is not None and p.program.configures for job in self.jobs for _, p in job)
+
+
+@dataclass
+class PartSummary:
+    """A part's result summary as the applications that ended in it fill it
+    (run/part_results.py): rows per section and warnings."""
+
+    #: section -> rows; ``iperf3`` and ``ping`` are in every part's summary, even empty
+    sections: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {"iperf3": [], "ping": []})
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, section: str, row: dict[str, Any]) -> None:
+        self.sections.setdefault(section, []).append(row)
+
+
+#: what an application adds to the summary of the part it ended in, from its result
+Summarise = Callable[["AppRecord", dict[str, Any], PartSummary], None]
 
 
 @dataclass
@@ -224,17 +316,30 @@ class AppRecord:
     app_id: int
     part: str
     terminal: str
-    command: str
-    where: str
+    #: the line it was typed on: one object for all the applications of its jobs
+    line: Command
+    #: the column, in the line, of the simple command that started it
+    col: int | None
     #: simulated start time, and where its standard output went (relative to the
     #: scenario's results folder): what the tables and the report need to place it
     start_ns: int = 0
     output: str = ""
-    #: the engine spec's kind (``ping``, ``iperf3_client``, ``qmon``, ...) and the spec itself
-    kind: str = ""
+    #: the engine spec it was started with
     spec: dict[str, Any] = field(default_factory=dict)
     #: the simple command that started it (``iperf3 -c ...`` out of ``a & b & c``)
     simple: str = ""
+    #: its rows in the part's result summary (None: it adds none)
+    summarise: Summarise | None = None
+    #: the interface whose queue it has traced in every part while it runs (plot_q.sh)
+    traces: str | None = None
+
+    @property
+    def command(self) -> str:
+        return self.line.text
+
+    @property
+    def where(self) -> str:
+        return self.line.where(self.col)
 
 
 @dataclass
@@ -339,7 +444,9 @@ class RunCtx:
     def now_ns(self) -> int:
         return self.engine.now_ns
 
-    def start_app(self, node: str, spec: dict[str, Any]) -> int:
+    def start_app(self, node: str, spec: dict[str, Any], summarise: Summarise | None = None,
+                  traces: str | None = None) -> int:
+        """Start an application on ``node``; ``summarise`` and ``traces``: see :class:`AppRecord`."""
         app_id = self.engine.start_app(node, spec)
         self.app_ids.append(app_id)
         while len(self.runner.apps) <= app_id:
@@ -347,10 +454,9 @@ class RunCtx:
         out = self.io.path if self.io.path is not None else self.term.home / "terminal.log"
         col = self.simple.words[0].col if self.simple is not None and self.simple.words else None
         self.runner.apps[app_id] = AppRecord(
-            app_id, self.sched.part.name, self.term.name, self.command.text, self.command.where(col),
-            self.now_ns, out.resolve().relative_to(self.runner.root.resolve()).as_posix(),
-            str(spec.get("kind", "")), spec,
-            self.simple.text if self.simple is not None else self.command.text,
+            app_id, self.sched.part.name, self.term.name, self.command, col, self.now_ns,
+            out.resolve().relative_to(self.runner.root.resolve()).as_posix(), spec,
+            self.simple.text if self.simple is not None else self.command.text, summarise, traces,
         )
         return app_id
 

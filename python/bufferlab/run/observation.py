@@ -27,7 +27,7 @@ from ..scenario.observe import FORMATS
 from ..scenario.topology import BuiltTopology
 from .engine import Engine
 
-#: the default thinning of plot_q.sh's own queue trace (programs.py, ``_prep_plot_q``)
+#: the default thinning of plot_q.sh's own queue trace (run/programs/plot_q.py)
 PLOT_Q_TRACE_INTERVAL_NS = 1_000_000
 
 

@@ -23,7 +23,6 @@ printed result summary lists it in the part during which it ended.
 from __future__ import annotations
 
 import heapq
-import json
 import signal
 import sys
 import time
@@ -34,16 +33,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..commands import capture as capture_cmd
-from ..commands import flows as flows_cmd
-from ..commands import generators as gen_cmd
-from ..commands import iperf3 as iperf3_cmd
-from ..commands import ping as ping_cmd
 from ..commands.shell import Job, SimpleCommand, parse_shell
 from ..errors import BufferlabError, CommandError, Diagnostics, ScenarioError
 from ..outputs.result_lines import results_text
 from ..results_folder import acquire, fresh, release, write_marker
-from ..safefs import ensure_dir, open_write, remove_tree, write_atomic
+from ..safefs import ensure_dir, open_write, remove_tree, write_json_atomic
 from ..scenario.load import Command, Part, Scenario
 from ..scenario.topology import BuiltTopology, build_topology
 from .budget import check_flow_budget, check_ping_budget, check_sample_budget
@@ -67,8 +61,9 @@ from .context import (
 from .engine import Engine, EngineError
 from .observation import Observation
 from .part_results import part_results
-from .procs import BUILTINS, ProcessTable, ShellJob, ended_message, supervise
-from .programs import prepare_command, tc_request_for_engine
+from .procs import ProcessTable, ShellJob, ended_message, supervise
+from .programs import prepare_command
+from .programs.tc import tc_request_for_engine
 from .tc_shadow import TcShadow
 from .waiting import Waiting
 
@@ -279,14 +274,12 @@ class Runner:
         try:
             jobs = parse_shell(c.text)
             prepared = [[(sc, prepare_command(pc, sc)) for sc in job.commands] for job in jobs]
-            fg = [job for job in jobs if not job.background]
-            endless = bool(fg) and all(_endless(pc, sc) for job in fg for sc in job.commands[:1])
         except CommandError as e:
             raise e.locate(c.where(e.col), c.text) from None
         for w in diag.warnings:
             w.where = c.where(w.col)
             self.warnings.append(str(w))
-        return PreparedLine(c, prepared, [job.background for job in jobs], [job.ops for job in jobs], endless)
+        return PreparedLine(c, prepared, [job.background for job in jobs], [job.ops for job in jobs])
 
     # ------------------------------------------------------------ running
 
@@ -388,8 +381,8 @@ class Runner:
         eng.reset_peak_backlogs()
         # plot_q.sh still running from an earlier part keeps tracing its queue in this one
         self.observation.start_part(part_dir, sorted({
-            a.spec["dev"] for a in self.apps
-            if a is not None and a.kind == "qmon" and not eng.app_finished(a.app_id)
+            a.traces for a in self.apps
+            if a is not None and a.traces is not None and not eng.app_finished(a.app_id)
         }))
         return state
 
@@ -598,7 +591,7 @@ class Runner:
             # earlier part): Ctrl-C it first, and let it print what it prints then -- unless
             # the line only configures the host (sysctl, tc, ethtool), which a student types
             # in a second shell of the same host while the server keeps running (Lab 7)
-            if not _configures_only(pl) and sched.ctrl_c_foreground(term.name, owner):
+            if not pl.configures_only() and sched.ctrl_c_foreground(term.name, owner):
                 yield NextLine(pl.command.index)
             if sched.stopping:
                 break
@@ -638,13 +631,15 @@ class Runner:
                 failed = None
                 continue
             rt = RunCtx(self, sched, state, term, pl.command, io, sc)
-            if owner is None or not sc.words or sc.words[0].text in BUILTINS:
-                status = yield from prepared(rt)
+            program = prepared.program
+            assert program is not None
+            if owner is None or program.builtin:
+                status = yield from prepared.run(rt)
             else:
                 assert self.engine is not None
                 proc = rt.process = self.procs.spawn(term.name, sc.words, self.engine.now_ns, owner,
-                                                     rt.app_ids, shell_job)
-                proc.status = status = yield from supervise(proc, prepared(rt), io)
+                                                     rt.app_ids, program, shell_job)
+                proc.status = status = yield from supervise(proc, prepared.run(rt), io)
                 if owner.foreground:
                     term.log(ended_message(proc))
             killed = rt.interrupted or rt.process is not None and rt.process.signal is not None
@@ -722,7 +717,7 @@ class Runner:
             },
             "scenario_toml": self.sc.path.read_text(encoding="utf-8") if self.sc.path.is_file() else None,
         }
-        write_atomic(self.root / "summary.json", json.dumps(summary, indent=2) + "\n")
+        write_json_atomic(self.root / "summary.json", summary)
         # Wall-clock figures differ between runs, so they stay out of summary.json
         # (which is bit-identical for the same scenario and seed): run.json has them.
         self.wall_s = wall_s
@@ -761,32 +756,7 @@ def write_run_info(root: Path, started_unix: float, wall_s: float) -> None:
         "started_unix": started_unix,
         "wall_s": round(wall_s, 6),
     }
-    write_atomic(root / "run.json", json.dumps(doc, indent=2) + "\n")
-
-
-def _endless(pc: PrepareCtx, sc: SimpleCommand) -> bool:
-    """Whether a command never ends on its own (docs/internals.md "How lines run")."""
-    if not sc.words:
-        return False
-    name, words, scratch = sc.words[0].text, sc.words, Diagnostics()
-    if name == "plot_q.sh":
-        return True
-    if name == "ping":
-        cmd = ping_cmd.parse_ping(words, scratch, resolve=pc.resolve_host)
-        return cmd.count is None and cmd.deadline_s is None
-    if name == "iperf3":
-        ip = iperf3_cmd.parse_iperf3(words, scratch, pc.profile)
-        if isinstance(ip, iperf3_cmd.Iperf3Server):
-            return not ip.daemon and not ip.one_off
-        return ip.until_interrupted
-    if name in ("cbr", "poisson", "onoff", "sink", "bulk"):
-        return gen_cmd.is_endless(gen_cmd.parse_generator(words, scratch))
-    if name == "flows":
-        return flows_cmd.is_endless(flows_cmd.parse_flows(words, scratch, base_dir=pc.base_dir))
-    if name in ("tcpdump", "tshark"):
-        parse = capture_cmd.parse_tcpdump if name == "tcpdump" else capture_cmd.parse_tshark
-        return parse(words, pc.resolve_host).count is None
-    return False
+    write_json_atomic(root / "run.json", doc)
 
 
 @dataclass
@@ -1140,12 +1110,3 @@ def _job_text(job: list[tuple[SimpleCommand, Prepared]], ops: list[str]) -> str:
     texts = [sc.text for sc, _ in job]
     return " ".join(t if k == 0 else f"{ops[k - 1] if k - 1 < len(ops) else '&&'} {t}"
                     for k, t in enumerate(texts))
-
-
-#: programs that change a host's settings and return at once
-CONFIG_PROGRAMS = frozenset({"sysctl", "tc", "ethtool"})
-
-
-def _configures_only(pl: PreparedLine) -> bool:
-    """Every command of the line is a configuration program (see CONFIG_PROGRAMS)."""
-    return all(sc.words and sc.words[0].text in CONFIG_PROGRAMS for job in pl.jobs for sc, _ in job)

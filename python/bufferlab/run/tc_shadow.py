@@ -60,7 +60,7 @@ class TcShadow:
         return None
 
     def refusal(self, dev: str, parsed: Any, request: dict[str, Any] | None) -> str | None:
-        """Apply one modifying ``tc`` line as ``run`` does (programs.py ``run_modify``);
+        """Apply one modifying ``tc`` line as ``run`` does (run/programs/tc.py ``run_modify``);
         tc's error text if the tree refuses it for the duplicating-netem rule, else None."""
         eng = self._eng()
         try:

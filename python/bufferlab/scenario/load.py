@@ -389,7 +389,25 @@ def _check_structure(text: str, file: str) -> None:
             dots = 0
 
 
-def load_scenario(path: str | Path, overrides: list[Override] | None = None) -> Scenario:
+@dataclass(frozen=True)
+class ScenarioFile:
+    """A scenario file read and parsed once, to be built with several ``[params]`` values
+    (a sweep's points: :func:`load_scenario` with ``read``)."""
+
+    path: Path
+    text: str
+    data: dict[str, Any]
+
+
+def read_scenario(path: str | Path) -> ScenarioFile:
+    """Read a scenario file and parse its TOML (errors with their position)."""
+    path = Path(path)
+    text, data = read_toml(path)
+    return ScenarioFile(path, text, data)
+
+
+def load_scenario(path: str | Path, overrides: list[Override] | None = None,
+                  read: ScenarioFile | None = None) -> Scenario:
     """Read and validate a scenario file (TOML) without running it.
 
     Every key, topology name and command line is checked here, as ``bufferlab check`` does.
@@ -397,6 +415,7 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None) -> 
     Args:
         path: the ``.toml`` file.
         overrides: values replacing defaults of its ``[params]`` table (``--set name=value``).
+        read: the file as :func:`read_scenario` read it already (it is not read again).
 
     Returns:
         The validated :class:`Scenario`.
@@ -409,7 +428,7 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None) -> 
     """
     path = Path(path)
     file = str(path)
-    text, data = read_toml(path)
+    text, data = (read.text, read.data) if read is not None else read_toml(path)
     params = resolve_params(data, text, file, overrides or [])
     colmap: dict[int, list[int]] = {}
     if "${" in text:

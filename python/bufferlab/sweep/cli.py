@@ -108,8 +108,8 @@ def cli_sweep(argv: list[str]) -> int:
     out = args.output / spec.name
     runs_dir = out / "runs"
     fixed = dict(args.set)
-    jobs = [prepare(spec.scenario, {**fixed, **point}, spec.origins, seed, spec.parts, runs_dir)
-            for point in spec.points for seed in spec.seeds]
+    jobs = [job for point in spec.points for job in prepare(
+        spec.scenario, {**fixed, **point}, spec.origins, spec.seeds, spec.parts, runs_dir, spec.source)]
     todo = [j for j in jobs if args.force or finished(j) is None]
     if args.dry_run:
         for j in jobs:

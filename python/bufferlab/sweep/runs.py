@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from ..errors import BufferlabError
 from ..outputs.report import after_run
 from ..run.scheduler import Runner
 from ..safefs import remove_tree, write_atomic
-from ..scenario.load import Scenario, load_scenario
+from ..scenario.load import Scenario, ScenarioFile, load_scenario
 from ..scenario.params import Override, Value
 from ..version import __version__
 
@@ -42,6 +42,9 @@ class RunJob:
     seed: int
     parts: list[str] | None
     folder: str
+    #: the scenario as :func:`prepare` built it, the point's parameters substituted and its
+    #: parts selected (the worker does not load it again); not in the run's record
+    loaded: Scenario = field(repr=False, compare=False)
 
 
 def run_identity(sc: Scenario, seed: int, parts: list[str] | None) -> str:
@@ -54,13 +57,14 @@ def run_identity(sc: Scenario, seed: int, parts: list[str] | None) -> str:
     return h.hexdigest()[:16]
 
 
-def prepare(scenario: Path, overrides: dict[str, Value], origin: dict[str, str], seed: int,
-            parts: list[str] | None, runs_dir: Path) -> RunJob:
-    """The job of one run, its scenario loaded (so a bad substitution is reported now, with its place)."""
-    sc = load_scenario(scenario, [Override(k, v, origin.get(k, "--set")) for k, v in overrides.items()])
+def prepare(scenario: Path, overrides: dict[str, Value], origin: dict[str, str], seeds: list[int],
+            parts: list[str] | None, runs_dir: Path, read: ScenarioFile) -> list[RunJob]:
+    """The jobs of one point, one per seed, its scenario built once from the file as ``read``
+    (so a bad substitution is reported now, with its place)."""
+    sc = load_scenario(scenario, [Override(k, v, origin.get(k, "--set")) for k, v in overrides.items()], read)
     _select_parts(sc, parts)
-    return RunJob(run_identity(sc, seed, parts), str(scenario), sc.params, overrides, seed, parts,
-                  str(runs_dir))
+    return [RunJob(run_identity(sc, seed, parts), str(scenario), sc.params, overrides, seed, parts,
+                   str(runs_dir), sc) for seed in seeds]
 
 
 def finished(job: RunJob) -> dict[str, Any] | None:
@@ -106,12 +110,10 @@ def execute(job: RunJob) -> dict[str, Any]:
     remove_tree(partial)  # a link there is unlinked, never followed (safefs.py)
     partial.mkdir(parents=True)
     t0 = time.perf_counter()
-    record: dict[str, Any] = {**asdict(job), "status": "ok", "error": None, "root": None}
+    record: dict[str, Any] = {f.name: getattr(job, f.name) for f in fields(job) if f.name != "loaded"}
+    record.update(status="ok", error=None, root=None)
     try:
-        sc = load_scenario(job.scenario, [Override(k, v, "sweep") for k, v in job.overrides.items()])
-        _select_parts(sc, job.parts)
-        sc.seed = job.seed
-        r = Runner(sc, partial, progress=False)
+        r = Runner(replace(job.loaded, seed=job.seed), partial, progress=False)
         r.check()
         r.run()
         after_run(r.root, report=False)

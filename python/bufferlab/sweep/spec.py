@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ScenarioError
-from ..scenario.load import MAX_PART_NAME_BYTES, MAX_SEED, load_scenario, read_toml
+from ..scenario.load import (
+    MAX_PART_NAME_BYTES,
+    MAX_SEED,
+    ScenarioFile,
+    load_scenario,
+    read_scenario,
+    read_toml,
+)
 from ..scenario.params import ExprError, Override, Value, condition, shorten
 from ..scenario.source import SourceMap, check_keys, error_at, key_error, suggest
 
@@ -30,6 +37,8 @@ class SweepSpec:
     seeds: list[int]
     #: one dict of parameter values per point of the grid (before seeds), in file order
     points: list[dict[str, Value]]
+    #: the scenario file, read once: each point's runs are built from it (runs.prepare)
+    source: ScenarioFile
     #: "FILE:LINE:COL" of each swept parameter's key, for errors about its values
     origins: dict[str, str] = field(default_factory=dict)
     parts: list[str] | None = None
@@ -57,7 +66,8 @@ def load_sweep(path: Path, fixed: list[Override]) -> SweepSpec:
                        f"{MAX_PART_NAME_BYTES} bytes)", key="name")
     seeds = _seeds(src, data.get("seeds", 1))
     axes = _axes(src, data)
-    base_scenario = load_scenario(scenario)
+    source = read_scenario(scenario)
+    base_scenario = load_scenario(scenario, read=source)
     defaults = base_scenario.params
     origins: dict[str, str] = {}
     for key, line in axes.names():
@@ -98,7 +108,7 @@ def load_sweep(path: Path, fixed: list[Override]) -> SweepSpec:
             raise ScenarioError(f"the scenario {scenario} has no part {p!r}", file=file, line=line, col=col,
                                 expected="some of its parts: " + ", ".join(names),
                                 suggestion=suggest(p, set(names)))
-    return SweepSpec(path, name, scenario, seeds, points, origins, parts, where)
+    return SweepSpec(path, name, scenario, seeds, points, source, origins, parts, where)
 
 
 def _keep(src: SourceMap, where: str, env: dict[str, Value]) -> bool:

@@ -60,7 +60,7 @@ impl Cmp {
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Filter {
-    #[serde(deserialize_with = "crate::schema::no_fields")]
+    #[serde(deserialize_with = "crate::closed::no_fields")]
     True,
     And {
         args: Vec<Filter>,

@@ -821,11 +821,6 @@ impl Netem {
         &self.spec
     }
 
-    /// Packets in the delay line (`t_len`).
-    pub fn delay_line_len(&self) -> usize {
-        self.tfifo.len()
-    }
-
     /// Replace the random source by a script of draws (tests only).
     #[cfg(test)]
     pub(crate) fn script(&mut self, draws: &[u32]) {

@@ -46,7 +46,7 @@ pub struct TcRequest {
 #[serde(deny_unknown_fields)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum QdiscSpec {
-    #[serde(deserialize_with = "crate::schema::no_fields")]
+    #[serde(deserialize_with = "crate::closed::no_fields")]
     Noqueue,
     /// `limit` in packets; `None` = txqueuelen (1000).
     Pfifo {
@@ -60,7 +60,7 @@ pub enum QdiscSpec {
         limit: Option<u32>,
     },
     /// Modelled as pfifo(txqueuelen) with the pfifo_fast printout (docs/semantics/qdiscs.md §2).
-    #[serde(deserialize_with = "crate::schema::no_fields")]
+    #[serde(deserialize_with = "crate::closed::no_fields")]
     PfifoFast,
     Tbf(TbfSpec),
     Netem(NetemSpec),

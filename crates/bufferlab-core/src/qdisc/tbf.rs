@@ -321,10 +321,6 @@ impl Tbf {
         &self.spec
     }
 
-    pub fn rate_cfg(&self) -> &RateCfg {
-        &self.rate
-    }
-
     /// Bucket depth in ns (`buffer`; `tc` prints it as `buffer >> 6` ticks).
     pub fn buffer_ns(&self) -> u64 {
         self.buffer as u64

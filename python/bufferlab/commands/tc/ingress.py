@@ -112,7 +112,7 @@ class HookFilterRequest:
     dev: str
     #: "ingress" (ffff:, ffff:fff2) or "egress" (ffff:fff3)
     hook: str
-    #: the ``HookFilter`` of ingress.rs (mirred devices as typed; programs.py resolves them)
+    #: the ``HookFilter`` of ingress.rs (mirred devices as typed; run/programs/tc.py resolves them)
     filter: dict[str, Any] | None
     #: ``prio`` given to ``delete`` (0: every filter of the hook)
     prio: int = 0

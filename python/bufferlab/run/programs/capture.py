@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..commands import capture as capture_cmd
-from ..commands.shell import Word
-from .context import Gen, PrepareCtx, Prepared, RunCtx, WaitApp, inside_home
-from .engine import AppStartError, capture_handle
+from ...commands import capture as capture_cmd
+from ...commands.shell import Word
+from ..context import Gen, PrepareCtx, Prepared, Program, RunCtx, WaitApp, inside_home
+from ..engine import AppStartError, capture_handle
 
 
-def prep_tcpdump(pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_tcpdump(pc: PrepareCtx, words: list[Word]) -> Prepared:
     return _prepare(pc, capture_cmd.parse_tcpdump(words, pc.resolve_host))
 
 
-def prep_tshark(pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_tshark(pc: PrepareCtx, words: list[Word]) -> Prepared:
     return _prepare(pc, capture_cmd.parse_tshark(words, pc.resolve_host))
 
 
@@ -67,4 +67,14 @@ def _prepare(pc: PrepareCtx, cmd: capture_cmd.CaptureCmd) -> Prepared:
             rt.io.err(f"{stats['captured']} packets captured")
         return 0
 
-    return run
+    return Prepared(run, endless=cmd.count is None)
+
+
+#: both end as on Ctrl-C on SIGHUP, SIGINT, SIGPIPE and SIGTERM
+_CATCHES = frozenset({1, 2, 13, 15})
+
+PROGRAMS = (
+    Program("tcpdump", _prep_tcpdump, "`tcpdump -i IFACE -w FILE [FILTER]`: a pcap capture",
+            catches=_CATCHES, continues=frozenset({10})),
+    Program("tshark", _prep_tshark, "`tshark -i IFACE -w FILE [FILTER]`: a pcapng capture", catches=_CATCHES),
+)

@@ -27,12 +27,12 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from ..commands import netinfo as netinfo_cmd
-from ..commands.shell import Word
-from ..errors import CommandError
-from ..formats import netinfo as fmt
-from .context import NS, Gen, PrepareCtx, Prepared, RunCtx
-from .engine import TcFailure
+from ...commands import netinfo as netinfo_cmd
+from ...commands.shell import Word
+from ...errors import CommandError
+from ...formats import netinfo as fmt
+from ..context import NS, PrepareCtx, Prepared, Program, RunCtx
+from ..engine import TcFailure
 
 #: Linux's net.ipv4.neigh.default.base_reachable_time_ms
 REACHABLE_NS = 30 * NS
@@ -159,14 +159,6 @@ def neighbours(rt: RunCtx, terminal: str) -> list[fmt.Neighbour]:
             for ip, (dev, last) in sorted(seen.items(), key=lambda kv: ipaddress.IPv4Address(kv[0]))]
 
 
-def _instant(fn: Any) -> Prepared:
-    def run(rt: RunCtx) -> Gen:
-        return fn(rt)
-        yield  # pragma: no cover - makes this a generator
-
-    return run
-
-
 def _no_device(rt: RunCtx, name: str, ifaces: list[fmt.Iface]) -> bool:
     if any(i.name == name for i in ifaces):
         return False
@@ -182,7 +174,7 @@ def set_link(rt: RunCtx, dev: str | None, up: bool) -> None:
             rt.engine.set_link_up(i.engine_name, up)
 
 
-def prep_ip(pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_ip(pc: PrepareCtx, words: list[Word]) -> Prepared:
     cmd = netinfo_cmd.parse_ip(words)
     if cmd.command == "add":
         return _prep_link_add(pc, cmd)
@@ -211,7 +203,7 @@ def prep_ip(pc: PrepareCtx, words: list[Word]) -> Prepared:
             rt.io.out(fmt.ip_neigh_text(entries, rt.runner.sc.profile.name == "modern"))
         return 0
 
-    return _instant(run)
+    return Prepared.at_once(run)
 
 
 def _prep_link_add(pc: PrepareCtx, cmd: Any) -> Prepared:
@@ -240,10 +232,10 @@ def _prep_link_add(pc: PrepareCtx, cmd: Any) -> Prepared:
             return 2
         return 0
 
-    return _instant(run)
+    return Prepared.at_once(run)
 
 
-def prep_ifconfig(pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_ifconfig(pc: PrepareCtx, words: list[Word]) -> Prepared:
     cmd = netinfo_cmd.parse_ifconfig(words)
 
     def run(rt: RunCtx) -> int:
@@ -261,10 +253,10 @@ def prep_ifconfig(pc: PrepareCtx, words: list[Word]) -> Prepared:
         rt.io.out(fmt.ifconfig_text(ifaces))
         return 0
 
-    return _instant(run)
+    return Prepared.at_once(run)
 
 
-def prep_arp(pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_arp(pc: PrepareCtx, words: list[Word]) -> Prepared:
     cmd = netinfo_cmd.parse_arp(words)
 
     def run(rt: RunCtx) -> int:
@@ -282,10 +274,10 @@ def prep_arp(pc: PrepareCtx, words: list[Word]) -> Prepared:
         rt.io.out(fmt.arp_text(entries, cmd.bsd))
         return 0
 
-    return _instant(run)
+    return Prepared.at_once(run)
 
 
-def prep_hostname(pc: PrepareCtx, words: list[Word]) -> Prepared:
+def _prep_hostname(pc: PrepareCtx, words: list[Word]) -> Prepared:
     netinfo_cmd.parse_hostname(words)
 
     def run(rt: RunCtx) -> int:
@@ -295,9 +287,13 @@ def prep_hostname(pc: PrepareCtx, words: list[Word]) -> Prepared:
         rt.io.out((info[1] if len(info) > 1 else "bufferlab") + "\n")
         return 0
 
-    return _instant(run)
+    return Prepared.at_once(run)
 
 
-PROGRAMS = {"ip": prep_ip, "ifconfig": prep_ifconfig, "arp": prep_arp, "hostname": prep_hostname}
-
-__all__ = ["PROGRAMS", "interfaces", "neighbours"]
+PROGRAMS = (
+    Program("ip", _prep_ip, "`ip addr|link|route|neigh [show]`, `ip link set DEV up|down`, "
+            "`ip link add NAME type ifb`"),
+    Program("ifconfig", _prep_ifconfig, "`ifconfig [-a] [DEV [up|down]]` (net-tools)"),
+    Program("arp", _prep_arp, "`arp [-an] [-i DEV] [HOST]`: the neighbour table (net-tools)"),
+    Program("hostname", _prep_hostname, "the machine's name (Mininet's hosts share it)"),
+)

@@ -1,0 +1,78 @@
+"""tools/fidelity.py: the fidelity matrix's metrics and verdicts (issue 27 item 2).
+
+The kernel side needs root and real time (docs/kernel-oracle.md "Fidelity matrix" records a
+full run); here the judging arithmetic is checked on hand-made numbers, and the metrics on a
+simulated run of each case's layout.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import fidelity  # noqa: E402
+
+
+def test_band_is_the_runs_range_or_ten_percent_of_their_mean_whichever_is_wider() -> None:
+    # runs 9, 10, 11: the range 9–11 equals ±10 % of their mean 10
+    assert fidelity.band([9.0, 10.0, 11.0]) == pytest.approx((9.0, 11.0))
+    # a tight kernel (99, 100, 101): ±10 % of 100 = 90–110 is wider than the range
+    assert fidelity.band([99.0, 100.0, 101.0]) == pytest.approx((90.0, 110.0))
+    # a spread kernel (50, 100, 150): the range 50–150 is wider than 90–110
+    assert fidelity.band([50.0, 100.0, 150.0]) == pytest.approx((50.0, 150.0))
+
+
+def test_judge_compares_bufferlabs_mean_with_the_band() -> None:
+    real = [{"goodput_mbps": 9.5, "drops": 50}, {"goodput_mbps": 9.6, "drops": 70}]
+    sim = [{"goodput_mbps": 9.62, "drops": 3}, {"goodput_mbps": 9.58, "drops": 5}]
+    rows = {r["metric"]: r for r in fidelity.judge(real, sim)}
+    assert rows["goodput_mbps"]["agrees"] and rows["goodput_mbps"]["bufferlab_mean"] == pytest.approx(9.6)
+    # drops: band 50–70 (±10 % of 60 is narrower), bufferlab's mean 4 lies far below
+    assert rows["drops"]["band"] == pytest.approx([50, 70]) and not rows["drops"]["agrees"]
+    assert "| drops | 50, 70 | 50–70 | 3, 5 | **no** |" in fidelity.table({"c": list(rows.values())})
+
+
+def test_a_metric_only_some_kernel_runs_have_is_not_judged() -> None:
+    real = [{"ping_median_ms": 20.0}, {}]
+    assert fidelity.judge(real, [{"ping_median_ms": 20.0}]) == []
+
+
+def test_jain_index() -> None:
+    assert fidelity.jain([5.0, 5.0]) == pytest.approx(1.0)
+    # one flow of two takes everything: 1/n
+    assert fidelity.jain([10.0, 0.0]) == pytest.approx(0.5)
+    # (1+3)² / (2·(1+9)) = 16/20
+    assert fidelity.jain([1.0, 3.0]) == pytest.approx(0.8)
+
+
+def test_metrics_of_a_simulated_run_of_a_case(tmp_path: Path) -> None:
+    case = fidelity.CASES / "htb-split.toml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bufferlab.cli", "run", str(case), "--seed", "1", "-o",
+         str(tmp_path / "sim-1"), "--no-report", "-q"],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    m = fidelity.metrics(tmp_path / "sim-1")
+    # two CUBIC flows share the 10 Mbit/s parent; goodput ≤ the rate
+    assert 9.0 <= m["goodput_mbps"] <= 10.0
+    assert m["share low.json"] + m["share high.json"] == pytest.approx(1.0)
+    # the 2 Mbit/s class gets at least its rate and less than the 6 Mbit/s one
+    assert 0.2 <= m["share low.json"] < 0.5
+    assert 0.5 <= m["jain"] <= 1.0
+    # one ping every 0.2 s for 14 s behind a standing queue: RTT ≥ the unloaded path
+    assert m["ping_p95_ms"] >= m["ping_median_ms"] > 0
+    assert m["peak_backlog_kb"] > 0 and m["drops"] >= 0 and m["overlimits"] >= 0
+
+
+@pytest.mark.parametrize("case", sorted(fidelity.CASES.glob("*.toml")), ids=lambda p: p.stem)
+def test_every_case_checks(case: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "bufferlab.cli", "check", str(case)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
