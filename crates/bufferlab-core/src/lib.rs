@@ -15,6 +15,7 @@
 pub mod app;
 pub mod capture;
 pub mod closed;
+pub mod counters;
 pub mod engine;
 pub mod error;
 pub mod host;

@@ -19,32 +19,7 @@ use crate::packet::{Packet, Payload, Proto, ECN_MASK};
 use crate::tcp::endpoint::TcpMib;
 use serde_json::{json, Map, Value};
 
-/// Declares a counter struct from one line per counter
-/// (`field => "Group" "Name"`), with `add` and `entries`.
-macro_rules! mib_counters {
-    ($(#[$doc:meta])* $ty:ident { $($field:ident => $group:literal $name:literal),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-        pub struct $ty {
-            $(pub $field: u64,)+
-        }
-
-        impl $ty {
-            /// Add another set of the same counters.
-            pub fn add(&mut self, o: &$ty) {
-                $(self.$field += o.$field;)+
-            }
-
-            /// (group, name, value) of every counter, in declaration order.
-            pub fn entries(&self) -> impl Iterator<Item = (&'static str, &'static str, u64)> {
-                [$(($group, $name, self.$field),)+].into_iter()
-            }
-        }
-    };
-}
-pub(crate) use mib_counters;
-
-mib_counters! {
+crate::counters::mib_counters! {
     /// The counters a node's stack keeps itself (see the module doc).
     NodeMib {
         ip_in_receives => "Ip" "InReceives",

@@ -15,28 +15,10 @@
 //! millions of short flows keeps as many slots as were ever open at once.
 
 use super::sockets::{SocketHandle, Sockets};
-use crate::packet::{Ipv4, Packet};
+use crate::packet::Packet;
 use crate::time::SimTime;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-
-/// What identifies a connection at one host: the peer's address and port
-/// and the local port (the local address is the host's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ConnKey {
-    pub remote: (Ipv4, u16),
-    pub local_port: u16,
-}
-
-impl ConnKey {
-    /// The connection an arriving packet belongs to.
-    pub fn of_arrival(p: &Packet) -> ConnKey {
-        ConnKey {
-            remote: (p.src, p.src_port),
-            local_port: p.dst_port,
-        }
-    }
-}
 
 /// Anything that holds one connection of the node's table.
 pub trait HasSocket {

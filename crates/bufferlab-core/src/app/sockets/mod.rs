@@ -28,7 +28,6 @@
 
 pub mod diag;
 
-use super::conns::ConnKey;
 use super::tcp::Conn;
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Proto};
@@ -44,6 +43,24 @@ pub const EPHEMERAL_HIGH: u16 = 60999;
 /// (iperf3's; bufferlab's own listeners ask the same). The kernel caps it at
 /// `net.core.somaxconn` ([`diag::ListenerTcp`]).
 pub const LISTEN_MAX: u32 = i32::MAX as u32;
+
+/// What identifies a connection at one host: the peer's address and port
+/// and the local port (the local address is the host's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConnKey {
+    pub remote: (Ipv4, u16),
+    pub local_port: u16,
+}
+
+impl ConnKey {
+    /// The connection an arriving packet belongs to.
+    pub fn of_arrival(p: &Packet) -> ConnKey {
+        ConnKey {
+            remote: (p.src, p.src_port),
+            local_port: p.dst_port,
+        }
+    }
+}
 
 /// A TCP connection of the node's table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -14,7 +14,7 @@
 
 use super::{TcpEndpoint, TcpState};
 
-crate::mib::mib_counters! {
+crate::counters::mib_counters! {
     /// Counters of one connection (see the module doc).
     TcpMib {
         active_opens => "Tcp" "ActiveOpens",
