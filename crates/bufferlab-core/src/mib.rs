@@ -16,12 +16,12 @@
 //! moves here).
 
 use crate::packet::{Packet, Payload, Proto, ECN_MASK};
-use crate::tcp::endpoint::TcpMib;
+use crate::tcp::endpoint::TcpTotals;
 use serde_json::{json, Map, Value};
 
 crate::counters::mib_counters! {
     /// The counters a node's stack keeps itself (see the module doc).
-    NodeMib {
+    NodeMib(u64) {
         ip_in_receives => "Ip" "InReceives",
         ip_in_hdr_errors => "Ip" "InHdrErrors",
         ip_forw_datagrams => "Ip" "ForwDatagrams",
@@ -151,7 +151,7 @@ impl NodeMib {
 /// its connections' (`tcp`), the `CurrEstab` gauge and the constants Linux
 /// prints beside them (`Forwarding` 1 on a router, 2 on a host; the RTO
 /// bounds in ms). Counters the model does not count are absent.
-pub fn snmp_json(node: &NodeMib, tcp: &TcpMib, curr_estab: u64, forwarding: bool) -> Value {
+pub fn snmp_json(node: &NodeMib, tcp: &TcpTotals, curr_estab: u64, forwarding: bool) -> Value {
     let mut groups: Map<String, Value> = Map::new();
     let mut put = |group: &str, name: &str, v: Value| {
         let g = groups
@@ -190,6 +190,7 @@ pub fn snmp_json(node: &NodeMib, tcp: &TcpMib, curr_estab: u64, forwarding: bool
 mod tests {
     use super::*;
     use crate::packet::{Ipv4, TcpHeader};
+    use crate::tcp::endpoint::TcpMib;
     use crate::time::SimTime;
 
     fn packet(proto: Proto, payload: Payload) -> Packet {
@@ -257,11 +258,12 @@ mod tests {
             icmp_in_echos: 3,
             ..NodeMib::default()
         };
-        let tcp = TcpMib {
+        let mut tcp = TcpTotals::default();
+        tcp.add(&TcpMib {
             out_segs: 10,
             retrans_segs: 1,
             ..TcpMib::default()
-        };
+        });
         let j = snmp_json(&node, &tcp, 1, false);
         assert_eq!(
             j["Tcp"]["OutSegs"], 12,

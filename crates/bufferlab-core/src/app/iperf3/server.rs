@@ -316,16 +316,17 @@ impl Server {
                 t.started = Some(ctx.now);
                 t.omit_end = (t.omit > SimDuration::ZERO).then(|| ctx.now + t.omit);
                 t.ticker = Some(Ticker::new(self.interval, ctx.now));
-                // iperf_udp_accept connects this socket to the client (and
-                // opens a new unconnected one for the next test)
-                ctx.sockets.add_view(PortView {
-                    port: self.port,
-                    owner: ctx.id,
-                    kind: PortKind::Udp {
-                        peer: Some((p.src, p.src_port)),
-                    },
-                    v6: true,
-                });
+                // the UDP test's listener (iperf_exchange_parameters), which
+                // iperf_udp_accept connects to the client, opening a new
+                // unconnected one in its place
+                for peer in [Some((p.src, p.src_port)), None] {
+                    ctx.sockets.add_view(PortView {
+                        port: self.port,
+                        owner: ctx.id,
+                        kind: PortKind::Udp { peer },
+                        v6: true,
+                    });
+                }
             }
             ctx.send_control(
                 t.client_ip,
@@ -355,9 +356,9 @@ impl Server {
         let start = ticker.start;
         t.close_interval(ctx.sockets, ctx.now);
         t.start_retry = None;
-        ctx.sockets.remove_views(ctx.id, self.port, |k| {
-            matches!(k, PortKind::Udp { peer: Some(_) })
-        });
+        // the test's UDP sockets close with it
+        ctx.sockets
+            .remove_views(ctx.id, self.port, |k| matches!(k, PortKind::Udp { .. }));
         if t.protocol == Protocol::Tcp {
             let bytes: u64 = t.streams.iter().map(Stream::bytes).sum();
             let totals = ReceiverTotals {
@@ -441,21 +442,16 @@ impl Application for Server {
         ctx.sockets
             .bind(Proto::Udp, self.port, ctx.id)
             .map_err(in_use)?;
-        // netannounce: AF_INET6 sockets bound to the wildcard (dual-stack),
-        // `listen(s, INT_MAX)`
-        for kind in [
-            PortKind::Listen {
+        // netannounce: an AF_INET6 socket bound to the wildcard (dual-stack),
+        // `listen(s, INT_MAX)`; the UDP socket comes with a UDP test
+        ctx.sockets.add_view(PortView {
+            port: self.port,
+            owner: ctx.id,
+            kind: PortKind::Listen {
                 backlog: LISTEN_MAX,
             },
-            PortKind::Udp { peer: None },
-        ] {
-            ctx.sockets.add_view(PortView {
-                port: self.port,
-                owner: ctx.id,
-                kind,
-                v6: true,
-            });
-        }
+            v6: true,
+        });
         Ok(())
     }
 

@@ -441,6 +441,34 @@ fn test_end_closes_the_last_partial_interval_and_answers_with_results() {
     assert!(!sc.s.is_finished());
 }
 
+/// The server's sockets as `ss -a` lists them: (kind, peer port).
+fn server_views(sc: &ServerScript) -> Vec<(&'static str, Option<u16>)> {
+    use crate::app::sockets::PortKind;
+    let views = sc.bench.hosts[SERVER].sockets.views();
+    views
+        .iter()
+        .map(|v| match v.kind {
+            PortKind::Listen { .. } => ("listen", None),
+            PortKind::Udp { peer } => ("udp", peer.map(|(_, port)| port)),
+        })
+        .collect()
+}
+
+#[test]
+fn the_udp_tests_sockets_exist_while_it_runs() {
+    let mut sc = ServerScript::new(0, false);
+    // iperf3 -s listens on TCP only; a UDP test's sockets come with it
+    assert_eq!(server_views(&sc), vec![("listen", None)]);
+    sc.start_test(at_ms(0));
+    sc.datagram(at_ms(1000), 0); // a retried connect datagram opens nothing more
+    assert_eq!(
+        server_views(&sc),
+        vec![("listen", None), ("udp", Some(DATA)), ("udp", None)]
+    );
+    sc.ctrl(at_ms(1500), msg::TEST_END, 0);
+    assert_eq!(server_views(&sc), vec![("listen", None)]);
+}
+
 #[test]
 fn a_repeated_test_end_gets_the_results_again() {
     let mut sc = ServerScript::new(0, false);

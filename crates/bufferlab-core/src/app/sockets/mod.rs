@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Proto};
 use crate::prefetch::prefetch;
 use crate::rng::ComponentRng;
-use crate::tcp::endpoint::{OutputBuffer, TcpMib};
+use crate::tcp::endpoint::{OutputBuffer, TcpTotals};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 pub const EPHEMERAL_LOW: u16 = 32768;
@@ -111,7 +111,7 @@ pub struct Sockets {
     lent_to: Option<u32>,
     spare: OutputBuffer,
     /// counters of the connections that are gone
-    gone: TcpMib,
+    gone: TcpTotals,
 }
 
 impl Sockets {
@@ -126,7 +126,7 @@ impl Sockets {
             index: FxHashMap::default(),
             lent_to: None,
             spare: OutputBuffer::default(),
-            gone: TcpMib::default(),
+            gone: TcpTotals::default(),
         }
     }
 
@@ -369,7 +369,7 @@ impl Sockets {
     }
 
     /// The node's TCP counters: the gone connections' and the live ones'.
-    pub fn tcp_mib(&self) -> TcpMib {
+    pub fn tcp_mib(&self) -> TcpTotals {
         let mut total = self.gone;
         for s in self.tcp_sockets() {
             total.add(&s.conn.ep.mib());

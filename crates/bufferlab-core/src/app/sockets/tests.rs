@@ -180,6 +180,11 @@ fn the_node_counts_opens_segments_and_a_timeout_retransmission_once() {
     assert_eq!(m.out_segs, 3, "SYN, ACK, the original data segment");
     assert_eq!(m.out_segs + m.retrans_segs, info.segs_out as u64);
     assert_eq!(m.orig_data_sent, 1);
+    assert_eq!(
+        (info.bytes_sent, info.bytes_retrans),
+        (3000, 2000),
+        "tcpi_bytes_sent counts every copy (__tcp_transmit_skb)"
+    );
     // the third copy arrives
     let at = bench.conn(0, client).ep.poll_timeout().unwrap();
     bench.conn_mut(0, client).ep.handle_timeout(at);

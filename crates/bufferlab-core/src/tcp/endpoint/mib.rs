@@ -15,8 +15,11 @@
 use super::{TcpEndpoint, TcpState};
 
 crate::counters::mib_counters! {
-    /// Counters of one connection (see the module doc).
-    TcpMib {
+    /// Counters of one connection (see the module doc), 32 bits as the
+    /// socket's own counters are (`tcp_info`).
+    TcpMib(u32) =>
+    /// A node's sum of its connections' counters.
+    TcpTotals {
         active_opens => "Tcp" "ActiveOpens",
         passive_opens => "Tcp" "PassiveOpens",
         attempt_fails => "Tcp" "AttemptFails",
@@ -79,9 +82,13 @@ impl TcpEndpoint {
         // OutSegs counts every segment sent except retransmitted data, SYN
         // and FIN (`__tcp_transmit_skb`); a retransmitted SYN-ACK is counted
         // by both (`tcp_make_synack`, `tcp_rtx_synack`)
-        let data_rtx = self.mib.retrans_segs - self.synack_retrans as u64;
+        // TCPDelivered and TCPDeliveredCE move with tp->delivered and
+        // tp->delivered_ce (`tcp_count_delivered`)
+        let data_rtx = self.mib.retrans_segs - self.synack_retrans;
         TcpMib {
-            out_segs: (self.segs_out as u64).saturating_sub(data_rtx),
+            out_segs: self.segs_out.saturating_sub(data_rtx),
+            delivered: self.rate.delivered,
+            delivered_ce: self.rate.delivered_ce,
             ..self.mib
         }
     }
@@ -124,8 +131,10 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), all.len());
-        let mut total = m;
+        let mut total = TcpTotals::default();
+        total.add(&m);
         total.add(&m);
         assert_eq!(total.retrans_segs, 6);
+        assert_eq!(total.entries().count(), all.len());
     }
 }

@@ -81,7 +81,7 @@ mod timer;
 
 pub use crate::tcp::config::TcpConfig;
 pub use info::TcpInfo;
-pub use mib::TcpMib;
+pub use mib::{TcpMib, TcpTotals};
 
 #[cfg(test)]
 mod gso_tests;

@@ -589,7 +589,9 @@ impl TcpEndpoint {
         if len > 0 || syn {
             self.event_data_sent();
             if len > 0 {
+                // __tcp_transmit_skb counts a retransmission's bytes too
                 self.data_segs_out = self.data_segs_out.wrapping_add(1);
+                self.bytes_sent += len as u64;
             }
         }
         // retransmissions are Not-ECT (tcp_ecn_send) unless the module

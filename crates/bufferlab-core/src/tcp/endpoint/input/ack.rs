@@ -164,13 +164,12 @@ impl TcpEndpoint {
 
     /// `tcp_count_delivered`.
     /// Every call is inside `tcp_ack`, whose `tcp_newly_delivered` counts
-    /// `TCPDelivered` (and `TCPDeliveredCE` on an ECE ACK).
+    /// `TCPDelivered` (and `TCPDeliveredCE` on an ECE ACK): the same
+    /// numbers (mib.rs reads them from here).
     pub(super) fn count_delivered(&mut self, n: u32, ece: bool) {
         self.rate.delivered = self.rate.delivered.wrapping_add(n);
-        self.mib.delivered += n as u64;
         if ece {
             self.rate.delivered_ce = self.rate.delivered_ce.wrapping_add(n);
-            self.mib.delivered_ce += n as u64;
         }
     }
 
