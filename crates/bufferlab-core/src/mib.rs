@@ -189,28 +189,14 @@ pub fn snmp_json(node: &NodeMib, tcp: &TcpTotals, curr_estab: u64, forwarding: b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{Ipv4, TcpHeader};
+    use crate::packet::TcpHeader;
     use crate::tcp::endpoint::TcpMib;
-    use crate::time::SimTime;
 
     fn packet(proto: Proto, payload: Payload) -> Packet {
         Packet {
-            src: Ipv4(1),
-            dst: Ipv4(2),
             proto,
-            tos: 0,
-            ttl: 64,
-            len: 100,
-            src_port: 1,
-            dst_port: 2,
             payload,
-            seq: 0,
-            sent_at: SimTime::ZERO,
-            flow: 0,
-            corrupt: false,
-            local: false,
-            gso_segs: 1,
-            gso_size: 0,
+            ..crate::packet::tests::frame(100)
         }
     }
 

@@ -25,18 +25,20 @@ from . import (
     iperf3,
     netinfo,
     ns3_goodput,
+    nstat,
     ping,
     plot_iperf,
     plot_q,
     procs,
     shell,
+    ss,
     sysctl,
     tc,
 )
 
 #: the modules of the programs, one per tool
 MODULES = (tc, sysctl, ethtool, ping, iperf3, iperf2, generators, flows, ns3_goodput, plot_q, plot_iperf,
-           capture, shell, procs, netinfo)
+           capture, shell, procs, netinfo, ss, nstat)
 
 PROGRAMS: dict[str, Program] = {p.name: p for module in MODULES for p in module.PROGRAMS}
 

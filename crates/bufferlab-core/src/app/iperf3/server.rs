@@ -62,6 +62,18 @@ pub(super) struct ServerTest {
 }
 
 impl ServerTest {
+    /// TEST_START to the client's control port (the server's port `port`).
+    fn send_test_start(&self, ctx: &mut AppCtx, port: u16) {
+        ctx.send_control(
+            self.client_ip,
+            port,
+            self.client_ctrl_port,
+            msg::TEST_START,
+            self.conn,
+            STATE_BYTES,
+        );
+    }
+
     fn close_interval(&mut self, sockets: &Sockets, end: SimTime) {
         let Some(t) = self.ticker.as_mut() else {
             return;
@@ -203,14 +215,7 @@ impl Server {
             t.omit_end = (t.omit > SimDuration::ZERO).then(|| ctx.now + t.omit);
             t.ticker = Some(Ticker::new(interval, ctx.now));
             t.start_retry = Some(ctx.now + RUNNING_RETRY);
-            ctx.send_control(
-                t.client_ip,
-                self.port,
-                t.client_ctrl_port,
-                msg::TEST_START,
-                t.conn,
-                STATE_BYTES,
-            );
+            t.send_test_start(ctx, self.port);
             // a sending (-R) server writes as soon as it is TEST_RUNNING
             // (iperf_run_server), not on the next packet to arrive
             if t.reverse {
@@ -328,14 +333,7 @@ impl Server {
                     });
                 }
             }
-            ctx.send_control(
-                t.client_ip,
-                self.port,
-                t.client_ctrl_port,
-                msg::TEST_START,
-                t.conn,
-                STATE_BYTES,
-            );
+            t.send_test_start(ctx, self.port);
         } else if t.started.is_some() && Some(p.src_port) == t.client_data_port {
             t.counters
                 .on_datagram(p.seq, p.udp_payload_len(), p.sent_at, ctx.now);
@@ -499,14 +497,7 @@ impl Application for Server {
         let Some(i) = current else { return };
         let t = &mut self.tests[i];
         if t.start_retry.is_some_and(|r| r <= ctx.now) {
-            ctx.send_control(
-                t.client_ip,
-                self.port,
-                t.client_ctrl_port,
-                msg::TEST_START,
-                t.conn,
-                STATE_BYTES,
-            );
+            t.send_test_start(ctx, self.port);
             t.start_retry = Some(ctx.now + RUNNING_RETRY);
         }
         if t.omit_end == Some(ctx.now) {
