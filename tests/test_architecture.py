@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("real", ("bufferlab.real",)),
     ("sweep", ("bufferlab.sweep",)),
     ("mininet", ("bufferlab.mininet",)),
+    ("bench", ("bufferlab.serve",)),
     ("entry points", ("bufferlab.cli", "bufferlab")),
 ]
 
@@ -44,6 +45,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 FUNCTION_LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     ("bufferlab.run.observation", "bufferlab.outputs.queue_traces"): "numpy, only for a traced run",
     ("bufferlab.sweep.executors", "bufferlab.sweep.runs"): "the runner, when a sweep's run starts",
+    ("bufferlab.run", "bufferlab.run.notebook"): "bufferlab.run(...) loads the runner when called, so "
+                                                 "that importing bufferlab.run.x stays light",
 }
 #: the command dispatchers: each command imports its modules when it runs (start-up)
 LAZY_DISPATCHERS = {"bufferlab.cli", "bufferlab.sweep.cli", "bufferlab.mininet.commands"}

@@ -331,3 +331,22 @@ def test_random_expressions_raise_only_expr_errors():
                 (condition if cond else evaluate)(expr, {"x": 3, "s": "str"})
             except ExprError:
                 pass
+
+
+def test_a_line_of_many_jobs_is_not_copied_per_job(tmp_path):
+    """Issue 30 item 6: a line of N `ping … &` jobs lists each ping in summary.json with its
+    own job, not the whole line N times (a 5 000-job line made a 576 MB summary)."""
+    import json
+
+    jobs = 200
+    line = "ping 10.0.0.2 -c 1 -q & " * jobs
+    path = tmp_path / "many.toml"
+    path.write_text(TWO_HOSTS + f'[[part]]\nname = "p"\ncmds = ["h1: {line.strip()}"]\n', encoding="utf-8")
+    Runner(load_scenario(path), tmp_path / "results").run()
+    summary_path = tmp_path / "results" / "many" / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    pings = [f for f in summary["flows"] if f["kind"] == "ping"]
+    assert len(pings) == jobs
+    assert {(f["command"], f["simple"]) for f in pings} == {("ping 10.0.0.2 -c 1 -q",) * 2}
+    # linear in the line: far below one copy of the line per job
+    assert summary_path.stat().st_size < jobs * len(line) / 4

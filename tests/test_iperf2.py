@@ -347,3 +347,14 @@ def test_an_idle_server_is_named_as_iperf_in_the_warning(tmp_path, capsys):
     assert main(["run", str(path), "-o", str(tmp_path / "out"), "--no-progress"]) == 0
     err = capsys.readouterr().err
     assert "h2: iperf -s (port 5002) never saw a client before it was stopped" in err, err
+
+
+def test_an_iperf2_server_runs_until_interrupted_like_iperf3s(write_scenario, capsys):
+    """`iperf -s` never ends by itself: a part of only such lines needs a duration, as with
+    `iperf3 -s` (and `run --real` does not wait for it at the part's end)."""
+    from conftest import TWO_HOSTS
+
+    path = write_scenario(TWO_HOSTS + '[[part]]\nname = "p"\ncmds = ["h2: iperf -s"]\n')
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "t.toml:7:14:" in err and "every line runs until interrupted (h2: iperf -s)" in err

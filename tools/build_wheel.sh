@@ -18,6 +18,12 @@ if [ "${1:-}" != "--no-build" ]; then
 fi
 wheel=$(ls -t target/wheels/bufferlab-*manylinux*.whl | head -1)
 echo "wheel: $wheel ($(du -k "$wheel" | cut -f1) KiB)"
+# bufferlab serve's page and its vendored uPlot ship in the wheel (maturin takes every file of
+# python/bufferlab that git does not ignore): the page works offline
+for f in index.html bench.js bench.css uPlot.iife.min.js uPlot.min.css LICENSE.uPlot.txt VENDORED.md; do
+  python3 -c "import sys, zipfile; sys.exit('bufferlab/serve/static/$f' not in zipfile.ZipFile('$wheel').namelist())" \
+    || { echo "error: the wheel lacks bufferlab/serve/static/$f" >&2; exit 1; }
+done
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -4,6 +4,10 @@ AQM and TCP congestion-control labs, driven by the labs' own command lines.
     from bufferlab import load_scenario, run_scenario
     summary = run_scenario(load_scenario("scenarios/udp-tbf-netem.toml"))
 
+    import bufferlab
+    lab = bufferlab.run("scenarios/lab14-bufferbloat.toml")   # in a notebook: shown inline
+    lab.ping                                                  # each table a pandas DataFrame
+
 load_scenario validates a scenario file (TOML: topology, then parts of
 "<terminal>: <command line>"); run_scenario runs it and writes
 results/<scenario>/ (the tools' own outputs, summary.json, tables, report.html)
@@ -55,18 +59,24 @@ from .errors import BufferlabError, CommandError, NotSupportedError, ScenarioErr
 from .version import __version__  # noqa: E402
 
 if TYPE_CHECKING:
+    from .outputs.notebook import Results, compare
+    from .run.notebook import load_ipython_extension  # noqa: F401 - %load_ext bufferlab
     from .run.scheduler import run_scenario
     from .scenario.load import load_scenario
 
 #: names imported on first use, so that ``import bufferlab`` (and ``bufferlab --version``)
 #: does not load the runner and its dependencies
-_LAZY = {"run_scenario": ".run.scheduler", "load_scenario": ".scenario.load"}
+_LAZY = {"run_scenario": ".run.scheduler", "load_scenario": ".scenario.load",
+         "Results": ".outputs.notebook", "compare": ".outputs.notebook",
+         "load_ipython_extension": ".run.notebook"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from importlib import import_module
+    from importlib import import_module
 
+    if name == "run":  # the package bufferlab.run, callable: bufferlab.run(path_or_text, **params)
+        return import_module(".run", __name__)
+    if name in _LAZY:
         value = getattr(import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
@@ -74,6 +84,9 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "BufferlabError",
+    "Results",
+    "compare",
+    "run",
     "CommandError",
     "NotSupportedError",
     "ScenarioError",

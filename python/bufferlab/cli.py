@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import os
 import sys
 from pathlib import Path
@@ -55,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="print nothing but errors (no progress, no result summary after each part)")
     run.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     run.add_argument("--no-report", action="store_true", help="write the tables but not report.html")
+    run.add_argument("--progress-json", action="store_true",
+                     help="report progress as JSON lines on stderr, for a program watching the run (as "
+                     "bufferlab serve does): {\"event\": \"part\"|\"progress\"|\"summary\", ...}")
     run.add_argument("--max-wall", type=_positive_float, metavar="SECONDS",
                      help="end the run cleanly after this much wall-clock time (checked every 100 ms of "
                      "simulated time); exit status 3")
@@ -146,6 +150,20 @@ def _parser() -> argparse.ArgumentParser:
                          help="where to write it (default: FILE.toml next to FILE.mn; - for stdout)")
     convert.add_argument("--force", action="store_true", help="replace OUT.toml if it exists (never FILE.mn)")
     mininet_commands.add_parsers(sub)
+    serve = sub.add_parser(
+        "serve",
+        help="a lab bench in the browser: edit, check, run, plot, compare and sweep (docs/bench.md)",
+        description="Serve DIR (its scenarios, Mininet scripts, sweep files and results/) as a local web "
+        "page on 127.0.0.1 only, at a URL with a random token, as Jupyter does: an editor that checks as you "
+        "type, runs with their progress and interactive plots, comparisons and sweeps. Runs write "
+        "DIR/results/ as `bufferlab run` does. Ctrl-C stops it (and the runs under way, as Ctrl-C stops a "
+        "run: their finished parts are kept).",
+    )
+    serve.add_argument("dir", type=Path, nargs="?", default=Path("."), metavar="DIR",
+                       help="the folder to serve (default: the current one)")
+    serve.add_argument("--port", type=int, default=8765, metavar="N",
+                       help="port on 127.0.0.1 (default 8765; 0: any free port)")
+    serve.add_argument("--open", action="store_true", help="open the page in the default browser")
     return p
 
 
@@ -304,6 +322,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .sweep.cli import cli_sweep
 
         return cli_sweep(args.args)
+    if args.command == "serve":
+        from .serve.app import serve
+
+        return serve(args.dir, args.port, args.open)
     if args.command in mininet_commands.COMMANDS:
         return mininet_commands.dispatch(args)
     if args.command == "grade":
@@ -348,6 +370,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     r = Runner(sc, args.output, progress=progress, echo=echo, result=result)
     r.max_wall_s = args.max_wall
     r.max_events = args.max_events
+    if args.progress_json:
+        r.on_event = _print_event
     # SIGINT/SIGTERM raise Interrupted (from inside the engine within milliseconds): the
     # runner writes what it has, the interrupted part marked; then the report; exit 130/143
     signals_raise()
@@ -392,17 +416,18 @@ def _dispatch(args: argparse.Namespace) -> int:
     return EXIT_EXPECTATIONS if status == 0 and not met else status
 
 
+def _print_event(event: dict) -> None:
+    """``run --progress-json``: one JSON object per line on stderr, at once."""
+    print(json.dumps(event), file=sys.stderr, flush=True)
+
+
 def _expectations(root: Path, summary: dict, expectations: list, sc, result) -> bool:  # noqa: ANN001
-    """A scenario's ``[[expect]]`` entries checked on its run: printed (``result``), written to
-    summary.json, expectations.json and results.json (outputs/grading.py). Whether all held."""
+    """A scenario's ``[[expect]]`` entries checked on its run (outputs/grading.py). Whether all held."""
     if not expectations:
         return True
     from .outputs import grading
 
-    doc = grading.expectations_doc(grading.evaluate(root, summary, expectations, sc.params))
-    grading.write_files(root, doc, sc.name)
-    result(grading.text(doc))
-    return not doc["failed"]
+    return grading.check_run(root, summary, expectations, sc.params, sc.name, result)
 
 
 def _cli_real(sc, args: argparse.Namespace, after_run, expectations: list) -> int:  # noqa: ANN001

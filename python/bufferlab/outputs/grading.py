@@ -375,3 +375,16 @@ def write_files(root: Path, doc: dict[str, Any], title: str, results_json: Path 
     write_json_atomic(out, gradescope_doc(doc, title))
     written.append(out)
     return written
+
+
+def check_run(root: Path, summary: dict[str, Any], expectations: list[Expectation], params: dict[str, Value],
+              title: str, result: Any = print) -> bool:
+    """A scenario's ``[[expect]]`` entries checked on its run (``bufferlab run``, ``bufferlab.run``):
+    written to summary.json, expectations.json and results.json, their text handed to ``result``.
+    Whether all held (True when there are none)."""
+    if not expectations:
+        return True
+    doc = expectations_doc(evaluate(root, summary, expectations, params))
+    write_files(root, doc, title)
+    result(text(doc))
+    return not doc["failed"]

@@ -8,6 +8,7 @@ it is copied from the per-part traces one record batch at a time.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,8 @@ class TablesResult:
     outputs: Outputs | None = None
 
 
-def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
+def table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
+    """The table ``name`` (a key of :data:`SCHEMAS`) of these rows, with its schema."""
     schema = SCHEMAS[name]
     columns = [arrow.array([r.get(f.name) for r in rows], f.type) for f in schema]
     return pa.Table.from_arrays(columns, schema=schema)
@@ -162,6 +164,49 @@ def queue_traces(run: Run) -> list[tuple[str, str, Path]]:
     return found
 
 
+def queue_event_batches(run: Run, problems: list[Problem],
+                        columns: tuple[str, ...] = TRACE_COLUMNS) -> Iterator[pa.RecordBatch]:
+    """Every queue trace of ``run`` as record batches of the queue_events schema (``columns``:
+    the trace columns to read, the others come back null), one batch of up to 65 536 rows at a
+    time, in the order summary.json lists the traces."""
+    schema = SCHEMAS["queue_events"]
+    for part, iface, path in queue_traces(run):
+        try:
+            pf = pq.ParquetFile(path)
+        except (OSError, pa.ArrowException) as e:
+            problems.append(Problem(str(path), f"cannot read the queue trace ({e})",
+                                    "a Parquet file with columns " + ", ".join(TRACE_COLUMNS),
+                                    "re-run the scenario"))
+            continue
+        missing = [c for c in TRACE_COLUMNS if c not in pf.schema_arrow.names]
+        if missing:
+            problems.append(Problem(str(path), "the queue trace lacks " + ", ".join(missing),
+                                    "columns " + ", ".join(TRACE_COLUMNS), "re-run the scenario"))
+            continue
+        if pf.metadata.num_rows == 0:
+            problems.append(Problem(str(path), f"interface {iface} has no queue events in part {part}",
+                                    "at least one enqueue/dequeue/drop/mark", "check that traffic "
+                                    "crossed this interface during the part"))
+        start_s = run.part(part)["start_ns"] / NS
+        import pyarrow.compute as pc  # 0.05 s to import: only for a run with traces
+
+        wanted = [c for c in TRACE_COLUMNS if c in columns or c == "time_s"]
+        for batch in pf.iter_batches(batch_size=65536, columns=wanted):
+            k = batch.num_rows
+
+            def col(name: str, typ: pa.DataType, batch: pa.RecordBatch = batch, k: int = k,
+                    wanted: list[str] = wanted) -> pa.Array:
+                return batch.column(name).cast(typ) if name in wanted else pa.nulls(k, typ)
+
+            t = batch.column("time_s").cast(F64)
+            yield pa.record_batch([
+                arrow.repeat(part, k), arrow.repeat(iface, k), t,
+                pc.subtract(t, arrow.scalar(start_s, F64)), col("event", S),
+                *(col(c, I64) for c in ("backlog_bytes", "backlog_packets", "drops", "marks")),
+                col("sojourn_s", F64),
+            ], schema=schema)
+
+
 def _copy_queue_events(run: Run, folder: Path, problems: list[Problem]) -> tuple[int, list[dict[str, Any]]]:
     """Stream every trace into queue_events.parquet/.csv; return the row count and the drop/mark rows."""
     schema = SCHEMAS["queue_events"]
@@ -172,46 +217,19 @@ def _copy_queue_events(run: Run, folder: Path, problems: list[Problem]) -> tuple
     pw = pq.ParquetWriter(pf_out, schema, **_PARQUET_OPTS)
     cw = pacsv.CSVWriter(cf_out, schema)
     try:
-        for part, iface, path in queue_traces(run):
-            try:
-                pf = pq.ParquetFile(path)
-            except (OSError, pa.ArrowException) as e:
-                problems.append(Problem(str(path), f"cannot read the queue trace ({e})",
-                                        "a Parquet file with columns " + ", ".join(TRACE_COLUMNS),
-                                        "re-run the scenario"))
-                continue
-            missing = [c for c in TRACE_COLUMNS if c not in pf.schema_arrow.names]
-            if missing:
-                problems.append(Problem(str(path), "the queue trace lacks " + ", ".join(missing),
-                                        "columns " + ", ".join(TRACE_COLUMNS), "re-run the scenario"))
-                continue
-            if pf.metadata.num_rows == 0:
-                problems.append(Problem(str(path), f"interface {iface} has no queue events in part {part}",
-                                        "at least one enqueue/dequeue/drop/mark", "check that traffic "
-                                        "crossed this interface during the part"))
-            start_s = run.part(part)["start_ns"] / NS
-            import pyarrow.compute as pc  # 0.05 s to import: only for a run with traces
+        for out in queue_event_batches(run, problems):
+            import pyarrow.compute as pc
 
-            for batch in pf.iter_batches(batch_size=65536, columns=list(TRACE_COLUMNS)):
-                k = batch.num_rows
-                t = batch.column("time_s").cast(F64)
-                out = pa.record_batch([
-                    arrow.repeat(part, k), arrow.repeat(iface, k), t,
-                    pc.subtract(t, arrow.scalar(start_s, F64)),
-                    batch.column("event").cast(S), *(batch.column(c).cast(I64) for c in
-                                                     ("backlog_bytes", "backlog_packets", "drops", "marks")),
-                    batch.column("sojourn_s").cast(F64),
-                ], schema=schema)
-                pw.write_batch(out)
-                cw.write_batch(out)
-                n += k
-                ev = out.column("event")
-                marked = pc.or_(pc.equal(ev, arrow.scalar("drop", S)), pc.equal(ev, arrow.scalar("mark", S)))
-                sel = out.filter(marked)
-                for r in sel.to_pylist():
-                    drops.append({"source": "event", "part": part, "iface": iface, "time_s": r["time_s"],
-                                  "event": r["event"], "packets": 1, "backlog_bytes": r["backlog_bytes"],
-                                  "backlog_packets": r["backlog_packets"]})
+            pw.write_batch(out)
+            cw.write_batch(out)
+            n += out.num_rows
+            ev = out.column("event")
+            marked = pc.or_(pc.equal(ev, arrow.scalar("drop", S)), pc.equal(ev, arrow.scalar("mark", S)))
+            sel = out.filter(marked)
+            for r in sel.to_pylist():
+                drops.append({"source": "event", "part": r["part"], "iface": r["iface"],
+                              "time_s": r["time_s"], "event": r["event"], "packets": 1,
+                              "backlog_bytes": r["backlog_bytes"], "backlog_packets": r["backlog_packets"]})
     finally:
         pw.close()
         cw.close()
@@ -321,6 +339,16 @@ def _iperf2_commands(run: Run) -> list[str]:
     return sorted(found, key=lambda c: " -c " not in f" {c} ")  # a client first
 
 
+def table_rows(run: Run, out: Outputs, problems: list[Problem]) -> dict[str, list[dict[str, Any]]]:
+    """The rows of every table but queue_events (:func:`queue_event_batches`), built from the
+    run's files in memory: ``drops`` has the counter rows only (the event rows are the
+    queue_events' drops and marks). A run under way (bufferlab serve) has the parts summary.json
+    lists so far."""
+    return {"intervals": _interval_rows(out), "ping": _ping_rows(run, out),
+            "queue_samples": queue_sample_rows(run, problems), "drops": _counter_drop_rows(run),
+            "flows": _flow_rows(run, out), "fct": fct_table_rows(run, problems)}
+
+
 def write_tables(run: Run) -> TablesResult:
     """Write every table of ``run`` into ``<run>/tables/``; problems are returned, not raised."""
     folder = run.root / "tables"
@@ -339,7 +367,7 @@ def write_tables(run: Run) -> TablesResult:
     tables["flows"] = _flow_rows(run, out)
     tables["fct"] = fct_table_rows(run, res.problems)
     for name, rows in tables.items():
-        _write(folder, name, _table(name, rows))
+        _write(folder, name, table(name, rows))
         res.rows[name] = len(rows)
     if not out.iperf3:
         iperf2 = _iperf2_commands(run)

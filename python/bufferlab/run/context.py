@@ -332,10 +332,14 @@ class AppRecord:
     summarise: Summarise | None = None
     #: the interface whose queue it has traced in every part while it runs (plot_q.sh)
     traces: str | None = None
+    #: its job's text (``a && b``) when the line holds several jobs (``a & b & c``), else None
+    job: str | None = None
 
     @property
     def command(self) -> str:
-        return self.line.text
+        """What summary.json's flow rows show: the line, or on a line of several jobs the
+        job that started it (a line of N jobs would otherwise be copied N times)."""
+        return self.line.text if self.job is None else self.job
 
     @property
     def where(self) -> str:
@@ -427,6 +431,8 @@ class RunCtx:
     io: Io
     #: the simple command running (one of the line's ``&``/``&&`` parts)
     simple: SimpleCommand | None = None
+    #: its job's text when the line holds several jobs (:attr:`AppRecord.job`)
+    job: str | None = None
     #: the applications this command started
     app_ids: list[int] = field(default_factory=list)
     #: the process running the command (run/procs.py ``Process``; None for a shell builtin)
@@ -457,6 +463,7 @@ class RunCtx:
             app_id, self.sched.part.name, self.term.name, self.command, col, self.now_ns,
             out.resolve().relative_to(self.runner.root.resolve()).as_posix(), spec,
             self.simple.text if self.simple is not None else self.command.text, summarise, traces,
+            self.job,
         )
         return app_id
 

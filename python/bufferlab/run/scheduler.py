@@ -222,6 +222,12 @@ class Runner:
         #: what the results folder's marker says made it (results_folder.py): run or mininet
         self.kind = "run"
         self._made_root = False
+        #: receives the run's progress as plain dicts (``bufferlab run --progress-json``, bufferlab
+        #: serve): ``part`` when a part starts, ``progress`` while it runs (simulated seconds done
+        #: and expected; at most every 0.1 s of wall time), ``summary`` each time summary.json is
+        #: written (after each part: the parts it holds). Watching leaves the outputs unchanged:
+        #: the engine is only paused and resumed, as for --max-wall (LIMIT_CHECK_EVENTS).
+        self.on_event: Callable[[dict[str, Any]], None] | None = None
 
     # ------------------------------------------------------------ checking
 
@@ -421,6 +427,8 @@ class Runner:
         part_dir = self.root / part.name
         start = eng.now_ns
         self.echo(f"== part {part.name} (t = {start / NS:.3f} s)")
+        self.emit({"event": "part", "part": part.name, "index": len(self.part_reports),
+                   "parts": len(self.sc.parts), "start_s": start / NS})
         terminals: dict[str, Terminal] = {}
         lines_by_term: dict[str, list[PreparedLine]] = {}
         for pl in self.lines[part.name]:
@@ -466,6 +474,11 @@ class Runner:
             raise stopped
         self._warn_netem_limit(part)
         self._warn_sender_queue(part)
+
+    def emit(self, event: dict[str, Any]) -> None:
+        """Hand ``event`` to :attr:`on_event`, if anyone listens."""
+        if self.on_event is not None:
+            self.on_event(event)
 
     def _record_aborted_part(self, state: PartState, e: BaseException) -> None:
         """The part's summary entry when a signal (``interrupted``) or a run-time error
@@ -630,7 +643,8 @@ class Runner:
                 status = 1  # bash: the redirect failed, the command does not run
                 failed = None
                 continue
-            rt = RunCtx(self, sched, state, term, pl.command, io, sc)
+            rt = RunCtx(self, sched, state, term, pl.command, io, sc,
+                        job=_job_text(job, ops) if len(pl.jobs) > 1 else None)
             program = prepared.program
             assert program is not None
             if owner is None or program.builtin:
@@ -715,9 +729,12 @@ class Runner:
                 "links": self.topo.engine_config["links"],
                 "tclink": [list(c) for c in self.topo.tclink_commands],
             },
-            "scenario_toml": self.sc.path.read_text(encoding="utf-8") if self.sc.path.is_file() else None,
+            "scenario_toml": self.sc.source if self.sc.source is not None else (
+                self.sc.path.read_text(encoding="utf-8") if self.sc.path.is_file() else None),
         }
         write_json_atomic(self.root / "summary.json", summary)
+        self.emit({"event": "summary", "parts": [p["name"] for p in self.part_reports],
+                   "simulated_s": summary["simulated_s"]})
         # Wall-clock figures differ between runs, so they stay out of summary.json
         # (which is bit-identical for the same scenario and seed): run.json has them.
         self.wall_s = wall_s
@@ -793,6 +810,9 @@ class Scheduler:
         self.interrupted: set[int] = set()
         self.state: PartState | None = None
         self.stopping = False
+        #: when the next ``progress`` event may go out (wall clock, :meth:`_tell_progress`)
+        self._next_tell = 0.0
+        self._in_part = False
 
     # ------------------------------------------------------------ parts
 
@@ -864,16 +884,31 @@ class Scheduler:
         eng = self.engine
         assert eng is not None
         runner = self.runner
-        if runner.max_wall_s is None and runner.max_events is None:
+        if runner.max_wall_s is None and runner.max_events is None and runner.on_event is None:
             return eng.run(end) or []
         while True:
             self._check_limits()
+            self._tell_progress()
             cap = LIMIT_CHECK_EVENTS
             if runner.max_events is not None:
                 cap = max(1, min(cap, runner.max_events - eng.events_processed()))
             finished = eng.run(end, cap)
             if finished is not None:
                 return finished
+
+    def _tell_progress(self) -> None:
+        """A ``progress`` event for :attr:`Runner.on_event` (at most every 0.1 s of wall time)."""
+        runner = self.runner
+        if runner.on_event is None or not self._in_part or self.stopping:
+            return
+        wall = time.perf_counter()
+        if wall < self._next_tell:
+            return
+        self._next_tell = wall + 0.1
+        now = self.engine.now_ns  # type: ignore[union-attr]
+        total = max(self.expected_end_ns, now, self.min_end_ns) - self.start_ns
+        runner.emit({"event": "progress", "part": self.part.name, "done_s": (now - self.start_ns) / NS,
+                     "total_s": total / NS})
 
     def _check_limits(self) -> None:
         if self.stopping:
@@ -900,6 +935,7 @@ class Scheduler:
         part = self.part
         interrupted_at_end = False
         progress = _Progress(self) if self.runner.progress else None
+        self._in_part = True
         try:
             while True:
                 self.drain()
@@ -937,6 +973,7 @@ class Scheduler:
             raise EngineError(f"{self.runner.sc.path}:{part.line}: error: part {part.name!r}: {e}"
                               + ("\n  running:\n    " + "\n    ".join(running) if running else "")) from None
         finally:
+            self._in_part = False
             if progress:
                 progress.close()
 

@@ -185,6 +185,8 @@ class Scenario:
     text: str = ""
     #: the file column of each character of the lines ${...} changed (SourceMap's colmap)
     colmap: dict[int, list[int]] = field(default_factory=dict)
+    #: the TOML text as written (before ${...} substitution), from the file or ``source``
+    source: str | None = None
 
 
 def parse_duration_s(text: str) -> float:
@@ -407,7 +409,7 @@ def read_scenario(path: str | Path) -> ScenarioFile:
 
 
 def load_scenario(path: str | Path, overrides: list[Override] | None = None,
-                  read: ScenarioFile | None = None) -> Scenario:
+                  read: ScenarioFile | None = None, *, source: str | None = None) -> Scenario:
     """Read and validate a scenario file (TOML) without running it.
 
     Every key, topology name and command line is checked here, as ``bufferlab check`` does.
@@ -416,6 +418,10 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None,
         path: the ``.toml`` file.
         overrides: values replacing defaults of its ``[params]`` table (``--set name=value``).
         read: the file as :func:`read_scenario` read it already (it is not read again).
+        source: the scenario's text, read instead of the file (an editor's unsaved buffer, a
+            notebook cell); ``path`` still names it in messages, and relative paths in it
+            (``mn = "..."``, ``empirical:FILE``) are relative to ``path``'s folder. Its results
+            folder is named after the file, or after its ``name`` if no such file exists.
 
     Returns:
         The validated :class:`Scenario`.
@@ -428,7 +434,13 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None,
     """
     path = Path(path)
     file = str(path)
-    text, data = (read.text, read.data) if read is not None else read_toml(path)
+    if source is not None:  # the editor's buffer (bufferlab serve) or a notebook cell: the file's guards
+        text = _decode(source.encode("utf-8", "surrogatepass"), file)  # its size and encoding
+        _check_structure(text, file)
+        data = _parse_toml(text, file)
+    else:
+        text, data = (read.text, read.data) if read is not None else read_toml(path)
+    raw_text = text
     params = resolve_params(data, text, file, overrides or [])
     colmap: dict[int, list[int]] = {}
     if "${" in text:
@@ -436,7 +448,9 @@ def load_scenario(path: str | Path, overrides: list[Override] | None = None,
         data = _parse_toml(text, file)
     src = SourceMap(text, file, colmap)
     sc = _build(data, src, path)
-    sc.params, sc.text, sc.colmap = params, text, colmap
+    sc.params, sc.text, sc.colmap, sc.source = params, text, colmap, raw_text
+    if source is not None and not path.is_file():  # a text of no file (a notebook cell): named by its name
+        sc.slug = _slug(sc.name)
     return sc
 
 

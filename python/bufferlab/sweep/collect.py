@@ -94,3 +94,34 @@ def write_results(out: Path, jobs: list[RunJob]) -> Path:
     with open_write(path, "wb") as f:
         frame.to_parquet(f, index=False)
     return path
+
+
+def read_frame(out: Path) -> pd.DataFrame:
+    """``out/sweep.parquet`` (a sweep that ended)."""
+    return pd.read_parquet(out / "sweep.parquet")
+
+
+def finished_frame(out: Path) -> pd.DataFrame:
+    """The rows sweep.parquet will have for the runs finished so far (a sweep under way:
+    bufferlab serve watches it fill), in run-id order."""
+    rows: list[dict[str, Any]] = []
+    runs = out / "runs"
+    for run_dir in sorted(runs.iterdir()) if runs.is_dir() and not runs.is_symlink() else []:
+        rec = None if run_dir.name.endswith(".partial") else read_record(run_dir)
+        if rec is None:
+            continue
+        try:
+            rows += _rows(rec, run_dir / str(rec.get("root") or ""))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            rows.append({**_run_columns(rec), "status": "damaged", "wall_s": rec["wall_s"]})
+    return pd.DataFrame(rows, columns=None if rows else ["run_id", "seed", "status"])
+
+
+def param_columns(out: Path) -> list[str]:
+    """The swept parameters' names (from a finished run's record)."""
+    runs = out / "runs"
+    for run_dir in sorted(runs.iterdir()) if runs.is_dir() and not runs.is_symlink() else []:
+        rec = read_record(run_dir)
+        if rec is not None:
+            return list(rec["params"])
+    return []

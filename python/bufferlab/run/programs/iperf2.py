@@ -44,9 +44,8 @@ def _server(node: str, cmd: iperf2_cmd.IperfServer) -> Prepared:
         rt.io.out(iperf2_fmt.server_text(rt.engine.app_result(app), cmd, rt.runner.sc.profile.epoch))
         return 0
 
-    # not counted endless for its line, unlike iperf3 -s (docs/internals.md "How lines run" lists
-    # the endless commands)
-    return Prepared(run)
+    # an iperf 2 server serves until it is interrupted, as iperf3 -s does
+    return Prepared(run, endless=True)
 
 
 def _client(node: str, cmd: iperf2_cmd.IperfClient) -> Prepared:
