@@ -16,6 +16,13 @@ which changes the qdisc work a little; the micro-benchmark of the hooks
 alone is the ignored Rust test `tcp::cc::bench::per_ack_cost`
 (`cargo test --release -p bufferlab-core per_ack_cost -- --ignored --nocapture`).
 Target (issue 26): within 1.3x of reno.
+
+    python benches/cc_mainline.py --l4s --only reno,prague
+
+`--l4s`: the same flow on the modern profile with a DualPI2 under the tbf
+and h3 accepting Accurate ECN (tcp_ecn = 3), so that prague runs on AccECN
+with marks (every ACK carries ACE and the AccECN option) and reno, classic
+and Not-ECT, is dropped by PI2; prague's cost against that reno.
 """
 
 from __future__ import annotations
@@ -36,7 +43,16 @@ from suite import _scenario  # noqa: E402
 TARGET = 1.3
 
 
-def scenario(cc: str) -> str:
+def scenario(cc: str, l4s: bool = False) -> str:
+    if l4s:
+        return _scenario(f"cc-{cc}", [
+            "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms limit 100000",
+            "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 100mbit burst 50000 limit 250000",
+            "admin: tc qdisc add dev s1-eth2 parent 2: handle 3: dualpi2",
+            "h3: sysctl -w net.ipv4.tcp_ecn=3",
+            "h3: iperf3 -s",
+            f"h1: iperf3 -c 10.0.0.3 -t 60 -C {cc}",
+        ], 'gso = false\nprofile = "modern"')
     return _scenario(f"cc-{cc}", [
         "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms limit 100000",
         "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 100mbit burst 50000 limit 250000",
@@ -45,7 +61,7 @@ def scenario(cc: str) -> str:
     ], "gso = false")
 
 
-def child(cc: str) -> dict[str, float]:
+def child(cc: str, l4s: bool = False) -> dict[str, float]:
     from bufferlab import load_scenario
     from bufferlab.run import engine as engine_mod
     from bufferlab.run.scheduler import Runner
@@ -63,7 +79,7 @@ def child(cc: str) -> dict[str, float]:
     engine_mod.Engine.run = timed  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / f"cc-{cc}.toml"
-        path.write_text(scenario(cc))
+        path.write_text(scenario(cc, l4s))
         runner = Runner(load_scenario(path), Path(d) / "results", progress=False)
         runner.check()
         t0 = time.process_time()
@@ -78,10 +94,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="comma-separated module names (default: all registered)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per module; medians (default 3)")
+    ap.add_argument("--l4s", action="store_true", help="modern profile, DualPI2, AccECN at the receiver")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child)))
+        print(json.dumps(child(args.child, args.l4s)))
         return 0
     from bufferlab import _core
 
@@ -92,7 +109,8 @@ def main() -> int:
     for i in range(args.repeat):
         for cc in names:
             print(f"running {cc} ({i + 1}/{args.repeat}) ...", file=sys.stderr, flush=True)
-            out = subprocess.run([sys.executable, __file__, "--child", cc], capture_output=True, text=True)
+            cmd = [sys.executable, __file__, "--child", cc] + (["--l4s"] if args.l4s else [])
+            out = subprocess.run(cmd, capture_output=True, text=True)
             if out.returncode != 0:
                 raise SystemExit(f"{cc}: failed:\n{out.stderr}")
             runs[cc].append(json.loads(out.stdout.strip().splitlines()[-1]))

@@ -2,8 +2,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from bufferlab.commands.shell import parse_shell
+from bufferlab.commands.tc import parse_tc
+from bufferlab.errors import Diagnostics
+from bufferlab.profile import PROFILES
+from bufferlab.run.engine import Engine
+from bufferlab.run.tc_shadow import send_tc
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
@@ -60,3 +68,29 @@ def write_scenario(tmp_path: Path):
         return p
 
     return write
+
+
+class TcEngine:
+    """An idle engine with one device ``x`` (a veth to ``y``) that takes ``tc`` lines as a
+    run does (run/tc_shadow.py ``send_tc``): what a line does to the engine's qdiscs,
+    without a scenario."""
+
+    def __init__(self, profile: str = "modern") -> None:
+        self.profile = PROFILES[profile]
+        self.engine = Engine({
+            "seed": 1,
+            "nodes": [{"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"}],
+            "links": [{"a": {"node": "h1", "intf": "x", "ip": "10.0.0.1"},
+                       "b": {"node": "h2", "intf": "y", "ip": "10.0.0.2"}, "rate_bps": 0, "delay_ns": 0}],
+        })
+
+    def __call__(self, line: str) -> str:
+        """Apply one modifying ``tc`` line; the warning tc prints, else "" (``TcFailure``:
+        tc's error text)."""
+        words = parse_shell(line)[0].commands[0].words
+        parsed = parse_tc(words, Diagnostics(), self.profile)
+        return send_tc(self.engine, parsed, {**parsed.to_dict(), "dev": parsed.dev})
+
+    def block(self, kind: str) -> dict[str, Any]:
+        """The ``qdisc_show`` block of the first qdisc of that kind on ``x``."""
+        return next(b for b in self.engine.qdisc_show("x") if b["kind"] == kind)

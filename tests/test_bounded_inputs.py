@@ -112,6 +112,46 @@ def test_sweep_files_are_bounded_and_located(tmp_path, body, line, col, message)
     assert (e.value.line, e.value.col) == (line, col)
 
 
+@pytest.mark.parametrize(("text", "line", "col", "message"), [
+    ('scenario = "s.toml"\nseeds = 4294967295\n', 2, 1, "seeds = 4294967295: more runs than a sweep may have"),
+    ('scenario = "s.toml"\nseeds = 1000\n[grid]\nt = [' + ", ".join(map(str, range(1, 201))) + "]\n", 3, None,
+     "the sweep has 200,000 runs (200 points x 1,000 seeds), more than 100,000"),
+    ('scenario = "s.toml;"\n', 1, 1, "scenario = 's.toml;': no such file"),
+    ('name = "x"\nscenario = "."\n', 2, 1, "scenario = '.': is a folder"),
+])
+def test_a_sweep_too_big_or_of_a_missing_scenario_is_a_located_error(tmp_path, text, line, col, message):
+    """tools/fuzz_inputs.py (campaign 5): `seeds = 4294967295` made a list of 4·10⁹ seeds
+    (MemoryError, a traceback); a grid of millions of points was prepared run by run for
+    hours; a scenario path that does not exist was an error about that path, not about the
+    sweep file's line naming it."""
+    f = _sweep(tmp_path, "")
+    f.write_text(text, encoding="utf-8")
+    with pytest.raises(ScenarioError) as e:
+        load_sweep(f, [])
+    assert message in e.value.message
+    assert (e.value.file, e.value.line, e.value.col) == (str(f), line, col)
+
+
+def test_a_dry_run_of_a_big_sweep_takes_linear_time(tmp_path, capsys, monkeypatch):
+    """tools/fuzz_inputs.py (campaign 5): a shipped sweep mutated to `seeds = 1000` (18 000 runs)
+    ran past the fuzzer's minute before its dry-run printed: the scenario was loaded once per
+    run, not per point, and each run was looked up in the list of runs to do (quadratic)."""
+    import time
+
+    from bufferlab.cli import main
+    from bufferlab.sweep import runs
+
+    loads = []
+    real = runs.load_scenario
+    monkeypatch.setattr(runs, "load_scenario", lambda *a, **k: loads.append(1) or real(*a, **k))
+    f = _sweep(tmp_path, "seeds = 10000")  # 2 points x 10 000 seeds
+    t0 = time.perf_counter()
+    assert main(["sweep", str(f), "-o", str(tmp_path / "out"), "--dry-run"]) == 0
+    assert time.perf_counter() - t0 < 60  # quadratic: 2·10⁸ comparisons, minutes
+    assert capsys.readouterr().out.endswith(f"20000 runs, 20000 to run, results in {tmp_path / 'out' / 'sw'}\n")
+    assert len(loads) == 2
+
+
 def test_a_sweep_file_that_is_not_utf8_or_too_big(tmp_path):
     f = _sweep(tmp_path, "")
     f.write_bytes("scenario = 's.toml'\n".encode("utf-16"))
@@ -209,6 +249,94 @@ def test_an_edited_iperf3_output_or_a_damaged_table_is_a_clean_error(finished_ru
     assert main(["compare", str(run), "-o", str(tmp_path / "cmp2")]) == 2
     err = capsys.readouterr().err
     assert "is not what `bufferlab run` wrote" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("column", "compare_status"), [("time_s", 0), ("sojourn_s", 2)])
+def test_a_queue_trace_damaged_past_its_footer_is_a_note_or_a_clean_error(finished_run, tmp_path, capsys,
+                                                                          column, compare_status):
+    """tools/fuzz_inputs.py (campaign 5): bits flipped in a queue trace's pages, its footer
+    intact: report (and compare, for the columns it reads) raised pyarrow's OSError while
+    reading the batches. Now report notes the trace (and writes everything else), compare
+    names it."""
+    import pyarrow.parquet as pq
+
+    from bufferlab.cli import main
+
+    run = _copy(finished_run, tmp_path)
+    trace = run / "a" / "queue_trace_s1-eth2.parquet"
+    group = pq.ParquetFile(trace).metadata.row_group(0)
+    chunk = next(group.column(k) for k in range(group.num_columns) if group.column(k).path_in_schema == column)
+    at = chunk.dictionary_page_offset or chunk.data_page_offset
+    data = bytearray(trace.read_bytes())
+    data[at:at + 16] = b"\xff" * 16  # the first page header
+    trace.write_bytes(bytes(data))
+    (report, r_err), (compare, c_err), (export, e_err) = _readers(run, tmp_path, capsys)
+    assert report == 0 and f"note: {trace}: cannot read the queue trace" in r_err, r_err
+    assert (run / "report.html").is_file() and (run / "tables" / "flows.parquet").is_file()
+    assert compare == compare_status and (compare == 0 or str(trace) in c_err), c_err
+    assert export == 0, e_err
+    assert "Traceback" not in r_err + c_err + e_err
+
+
+@pytest.mark.parametrize(("where", "make"), [
+    ("tables/drops.parquet", lambda p: (p.unlink(), p.mkdir())),  # a folder where report writes a table
+    ("a/h2/terminal.log", lambda p: (p.unlink(), p.symlink_to(p.parent))),  # a log that is a folder
+])
+def test_a_folder_in_the_way_is_a_clean_error(finished_run, tmp_path, capsys, where, make):
+    """tools/fuzz_inputs.py (campaign 5): report raised IsADirectoryError (a traceback)."""
+    from bufferlab.cli import main
+
+    run = _copy(finished_run, tmp_path)
+    make(run / where)
+    assert main(["report", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {run / where}: Is a directory" in err and "hint: a folder is where bufferlab" in err, err
+    assert not list(run.rglob(".*.tmp")), "the table being written is removed, not left half-written"
+
+
+def test_a_fifo_in_a_results_folder_is_an_error_not_a_hang(finished_run, tmp_path):
+    """tools/fuzz_inputs.py (campaign 5): a FIFO in place of a queue trace made report wait for
+    ever, even after SIGTERM (pyarrow retries the interrupted open). Every reader now refuses a
+    folder holding a FIFO, socket or device (or a link to one), naming it."""
+    import os
+    import subprocess
+    import sys
+
+    run = _copy(finished_run, tmp_path)
+    trace = run / "a" / "queue_trace_s1-eth2.parquet"
+    trace.unlink()
+    os.mkfifo(trace)
+    (run / "b").mkdir(exist_ok=True)
+    for args in (["report", str(run)], ["compare", str(run), "-o", str(tmp_path / "cmp")],
+                 ["export", "--flent", str(run), "-o", str(tmp_path / "fl")]):
+        p = subprocess.run([sys.executable, "-m", "bufferlab.cli", *args], capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 2 and f"{trace}: error: is a pipe (FIFO), not a file" in p.stderr, p.stderr
+
+
+def test_sweep_plot_of_a_damaged_table_is_a_clean_error(tmp_path, capsys):
+    """tools/fuzz_inputs.py (campaign 5): `sweep plot` of a truncated, bit-flipped or foreign
+    sweep.parquet raised pyarrow's errors (a traceback)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bufferlab.cli import main
+
+    f = _sweep(tmp_path, "seeds = 1")
+    assert main(["sweep", str(f), "-o", str(tmp_path / "out"), "-j", "1", "--no-progress"]) == 0
+    table = tmp_path / "out" / "sw" / "sweep.parquet"
+    whole = table.read_bytes()
+    flipped = bytearray(whole)
+    flipped[4:20] = b"\xff" * 16
+    for data in (whole[:3], bytes(flipped), None):
+        if data is None:  # a Parquet table of another kind: no status column
+            pq.write_table(pa.table({"x": [1]}), table)
+        else:
+            table.write_bytes(data)
+        capsys.readouterr()
+        assert main(["sweep", "plot", str(table.parent), "--x", "t", "--y", "goodput_bps"]) == 2
+        err = capsys.readouterr().err
+        assert f"error: {table}: cannot read it as a sweep's table" in err and "Traceback" not in err, err
 
 
 def test_plot_says_what_a_path_is_and_reads_a_bounded_amount(tmp_path, capsys):

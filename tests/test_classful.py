@@ -1,8 +1,8 @@
 """drr, ets and hfsc (issue 25, item 3): ``tc qdisc``/``tc class`` parsed as iproute2
 parses them (tc/q_drr.c, q_ets.c, q_hfsc.c) with the kernel's defaults, their
 ``tc qdisc show`` / ``tc -s class show`` text (print functions of the same files,
-``print_class`` of tc/tc_class.c), the class verbs as changes of the engine's
-document, and a scenario measuring the shares of two TCP flows in two classes of
+``print_class`` of tc/tc_class.c), the class verbs as the engine answers them, and a
+scenario measuring the shares of two TCP flows in two classes of
 each kind."""
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from bufferlab.commands.tc import TcQdiscRequest, parse_tc, tc_show_text
 from bufferlab.commands.tc.drr import DrrSpec
 from bufferlab.commands.tc.ets import EtsSpec
 from bufferlab.commands.tc.hfsc import HfscSpec
-from bufferlab.commands.tc.htb import HtbError, TcClassRequest, class_show_text, rewrite
+from bufferlab.commands.tc.htb import TcClassRequest, class_show_text
 from bufferlab.errors import CommandError, Diagnostics
 from bufferlab.profile import PROFILES
+from bufferlab.run.engine import TcFailure
+from conftest import TcEngine
 
 MODERN = PROFILES["modern"]
 
@@ -192,29 +194,34 @@ def test_class_show_text():
 # ------------------------------------------------------------------ class verbs
 
 
-def _block(kind, options, classes=()):
-    return {"kind": kind, "handle": 1, "parent": None, "options": options,
-            "xstats": {"classes": list(classes)}}
-
-
-def test_class_verbs_change_the_documents():
-    drr = _block("drr", {"leaf_limit": 1000, "classes": [], "filters": []})
-    req = rewrite(parse("tc class add dev x parent 1: classid 1:1 drr"), [drr])
-    assert req["qdisc"]["classes"] == [{"classid": 1, "quantum": 1514, "leaf": None}]
-    drr["options"] = req["qdisc"]
-    with pytest.raises(HtbError, match="File exists"):
-        rewrite(parse("tc class add dev x parent 1: classid 1:1 drr"), [drr])
-    req = rewrite(parse("tc class change dev x classid 1:1 drr quantum 9000"), [drr])
-    assert req["qdisc"]["classes"][0]["quantum"] == 9000
-    with pytest.raises(HtbError, match="Invalid argument"):
-        rewrite(parse("tc class add dev x parent 1: classid 1:2 hfsc ls rate 1mbit"), [drr])
+def test_class_verbs_follow_each_kernel():
+    drr = TcEngine()
+    drr("tc qdisc add dev x root handle 1: drr")
+    drr("tc class add dev x parent 1: classid 1:1 drr")
+    assert drr.block("drr")["options"]["classes"] == [{"classid": 1, "quantum": 1514, "leaf": None}]
+    with pytest.raises(TcFailure, match="File exists"):
+        drr("tc class add dev x parent 1: classid 1:1 drr")
+    drr("tc class change dev x classid 1:1 drr quantum 9000")
+    assert drr.block("drr")["options"]["classes"][0]["quantum"] == 9000
+    for line, text in [
+        ("tc class add dev x parent 1: classid 1:2 hfsc ls rate 1mbit",
+         "RTNETLINK answers: Invalid argument"),
+        ("tc class add dev x parent 1: classid 1:2 drr quantum 0",
+         "Error: Specified DRR quantum cannot be zero.\nRTNETLINK answers: Invalid argument"),
+        ("tc class change dev x classid 1:2 drr", "RTNETLINK answers: No such file or directory"),
+        ("tc class del dev x classid 1:2", "Error: Specified class not found."),
+    ]:
+        with pytest.raises(TcFailure) as e:
+            drr(line)
+        assert str(e.value) == text, line
     # a leaf grafted on a drr class
-    g = rewrite(parse("tc qdisc add dev x parent 1:1 handle 10: fq_codel"), [drr])
-    assert g["qdisc"]["classes"][0]["leaf"]["handle"] == 0x10
+    drr("tc qdisc add dev x parent 1:1 handle 10: fq_codel")
+    assert drr.block("drr")["options"]["classes"][0]["leaf"]["handle"] == 0x10
 
-    ets = _block("ets", parse("tc qdisc add dev x root ets bands 3 strict 1").qdisc.to_dict())
-    req = rewrite(parse("tc class change dev x classid 1:3 ets quantum 4000"), [ets])
-    assert req["qdisc"]["quanta"] == [1514, 4000]
+    ets = TcEngine()
+    ets("tc qdisc add dev x root handle 1: ets bands 3 strict 1")
+    ets("tc class change dev x classid 1:3 ets quantum 4000")
+    assert ets.block("ets")["options"]["quanta"] == [1514, 4000]
     for line, msg in [
         ("tc class change dev x classid 1:1 ets quantum 4000",
          "Strict bands do not have a configurable quantum"),
@@ -222,28 +229,33 @@ def test_class_verbs_change_the_documents():
         ("tc class add dev x parent 1: classid 1:2 ets", "File exists"),
         ("tc class del dev x classid 1:2", "Operation not supported"),
     ]:
-        with pytest.raises(HtbError, match=msg):
-            rewrite(parse(line), [ets])
-    g = rewrite(parse("tc qdisc add dev x parent 1:2 handle 20: pfifo limit 5"), [ets])
+        with pytest.raises(TcFailure, match=msg):
+            ets(line)
+    ets("tc qdisc add dev x parent 1:2 handle 20: pfifo limit 5")
     leaf = {"handle": 0x20, "spec": {"kind": "pfifo", "limit": 5}, "child": None}
-    assert g["qdisc"]["classes"] == [{"classid": 2, "leaf": leaf}]
+    assert ets.block("ets")["options"]["classes"] == [{"classid": 2, "leaf": leaf}]
     # tc qdisc change keeps the bands' leaves
-    ets["options"] = g["qdisc"]
-    ch = rewrite(parse("tc qdisc change dev x root ets bands 2"), [ets])
-    assert ch["qdisc"]["classes"][0]["classid"] == 2 and ch["qdisc"]["bands"] == 2
+    ets("tc qdisc change dev x root ets bands 2")
+    opts = ets.block("ets")["options"]
+    assert opts["classes"] == [{"classid": 2, "leaf": leaf}] and opts["bands"] == 2
 
-    ls = {"m1": 0, "d": 0, "m2": 1}
-    hfsc = _block("hfsc", {"default": 1, "leaf_limit": 1000, "classes": [
-        {"classid": 1, "parent": 0, "rsc": None, "fsc": ls, "usc": None, "leaf": None},
-        {"classid": 2, "parent": 1, "rsc": None, "fsc": ls, "usc": None, "leaf": None},
-    ], "filters": []})
-    with pytest.raises(HtbError, match="Device or resource busy"):
-        rewrite(parse("tc class del dev x classid 1:1"), [hfsc])
+    hfsc = TcEngine()
+    hfsc("tc qdisc add dev x root handle 1: hfsc default 1")
+    hfsc("tc class add dev x parent 1: classid 1:1 hfsc ls rate 1mbit")
+    hfsc("tc class add dev x parent 1:1 classid 1:2 hfsc ls rate 1mbit")
+    with pytest.raises(TcFailure, match="Device or resource busy"):
+        hfsc("tc class del dev x classid 1:1")
+    with pytest.raises(TcFailure, match="^RTNETLINK answers: Invalid argument$"):
+        hfsc("tc class change dev x parent 1: classid 1:2 hfsc ls rate 2mbit")
     # only the curves given change
-    req = rewrite(parse("tc class change dev x classid 1:2 hfsc ls rate 2mbit ul rate 1mbit"), [hfsc])
-    c2 = req["qdisc"]["classes"][1]
+    hfsc("tc class change dev x classid 1:2 hfsc ls rate 2mbit ul rate 1mbit")
+    c2 = hfsc.block("hfsc")["options"]["classes"][1]
     assert c2["usc"] == {"m1": 0, "d": 0, "m2": 125_000} and c2["fsc"] == {"m1": 0, "d": 0, "m2": 250_000}
     assert c2["rsc"] is None
+    # tc qdisc change keeps the classes
+    hfsc("tc qdisc change dev x root handle 1: hfsc default 2")
+    opts = hfsc.block("hfsc")["options"]
+    assert opts["default"] == 2 and [c["classid"] for c in opts["classes"]] == [1, 2]
 
 
 # ------------------------------------------------------------------ scenario: shares measured

@@ -13,7 +13,7 @@ import pytest
 from bufferlab import load_scenario, run_scenario
 from bufferlab.commands.shell import parse_shell
 from bufferlab.commands.sysctl import parse_sysctl
-from bufferlab.errors import Diagnostics, NotSupportedError
+from bufferlab.errors import Diagnostics
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "scenarios" / "dctcp-steady-state.toml"
@@ -31,11 +31,9 @@ def W(line: str):
 
 
 @pytest.mark.parametrize("mode", [3, 4, 5])
-def test_accurate_ecn_modes_are_not_supported_yet(mode):
-    with pytest.raises(NotSupportedError) as ei:
-        parse_sysctl(W(f"sysctl -w net.ipv4.tcp_ecn={mode}"), Diagnostics())
-    assert ei.value.message == (
-        f'sysctl: setting key "net.ipv4.tcp_ecn": Accurate ECN (tcp_ecn={mode}) is not supported yet')
+def test_accurate_ecn_modes_are_sysctl_values(mode):
+    cmd = parse_sysctl(W(f"sysctl -w net.ipv4.tcp_ecn={mode}"), Diagnostics())
+    assert cmd.writes() == [("net.ipv4.tcp_ecn", mode)]
 
 
 def test_dctcp_and_ecn_fallback_are_sysctls():

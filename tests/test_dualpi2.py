@@ -15,9 +15,11 @@ import pytest
 from bufferlab import load_scenario, run_scenario
 from bufferlab.commands.shell import Word, parse_shell
 from bufferlab.commands.tc import TcQdiscRequest, parse_tc, tc_show_text
-from bufferlab.commands.tc.htb import TcFilterRequest, class_show_text, rewrite
+from bufferlab.commands.tc.htb import TcFilterRequest, class_show_text
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
 from bufferlab.profile import PROFILES
+from bufferlab.run.engine import TcFailure
+from conftest import TcEngine
 
 MODERN = PROFILES["modern"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,13 +155,21 @@ def test_dualpi2_show_text_follows_print_opt_and_print_xstats():
 
 
 def test_a_filter_on_dualpi2_changes_only_its_filters():
-    blocks = [{"kind": "dualpi2", "handle": 1, "parent": None, "options": DEFAULT_OPTIONS}]
     r = parse("tc filter add dev x parent 1: protocol ip prio 1 u32 match ip dport 5201 0xffff flowid 1:2")
     assert isinstance(r, TcFilterRequest)
-    req = rewrite(r, blocks)
-    assert req["verb"] == "change" and req["handle"] == 1
-    assert req["qdisc"] == {"kind": "dualpi2", "filters": [
-        {"prio": 1, "matches": [{"field": "dport", "value": 5201, "mask": 0xFFFF}], "flowid": 2}]}
+    eng = TcEngine()
+    eng("tc qdisc add dev x root handle 1: dualpi2 target 20ms")
+    before = eng.block("dualpi2")["options"]
+    eng("tc filter add dev x parent 1: protocol ip prio 1 u32 match ip dport 5201 0xffff flowid 1:2")
+    after = eng.block("dualpi2")["options"]
+    assert after["filters"] == [{"prio": 1, "matches": [{"field": "dport", "value": 5201, "mask": 0xFFFF}],
+                                 "flowid": 2}]
+    assert {k: v for k, v in after.items() if k != "filters"} == {
+        k: v for k, v in before.items() if k != "filters"}
+    with pytest.raises(TcFailure, match="Specified qdisc not found"):
+        eng("tc class add dev x parent 1: classid 1:1 htb rate 1mbit")
+    eng("tc filter del dev x parent 1:")
+    assert eng.block("dualpi2")["options"]["filters"] == []
 
 
 # ------------------------------------------------------------------ prio / pfifo_fast
@@ -180,20 +190,20 @@ def test_prio_parsing_follows_q_prio():
     assert at == "multiqueue"
 
 
-def test_prio_graft_and_change_keep_one_document():
-    opts = {"bands": 3, "priomap": [1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1], "leaf_limit": 1000,
-            "classes": [{"classid": i, "leaf": None} for i in (1, 2, 3)], "filters": []}
-    blocks = [{"kind": "prio", "handle": 1, "parent": None, "options": opts}]
-    req = rewrite(parse("tc qdisc add dev x parent 1:2 handle 10: tbf rate 1mbit burst 5k limit 10k"), blocks)
-    assert req["qdisc"]["kind"] == "prio"
-    assert req["qdisc"]["classes"][1]["leaf"]["handle"] == 0x10
-    assert req["qdisc"]["classes"][1]["leaf"]["spec"]["kind"] == "tbf"
+def test_prio_graft_and_change_keep_the_grafts():
+    eng = TcEngine()
+    eng("tc qdisc add dev x root handle 1: prio")
+    eng("tc qdisc add dev x parent 1:2 handle 10: tbf rate 1mbit burst 5k limit 10k")
+    classes = eng.block("prio")["options"]["classes"]
+    assert [c["classid"] for c in classes] == [1, 2, 3]
+    assert classes[1]["leaf"]["handle"] == 0x10 and classes[1]["leaf"]["spec"]["kind"] == "tbf"
+    with pytest.raises(TcFailure, match="^Error: Specified class not found.$"):
+        eng("tc qdisc add dev x parent 1:4 handle 11: pfifo")
     # `tc qdisc change … prio bands 2` keeps the graft of band 2 and drops band 3
-    opts2 = dict(opts, classes=req["qdisc"]["classes"])
-    line = "tc qdisc change dev x root handle 1: prio bands 2 priomap 0 1 1 1 0 1 0 0 0 0 0 0 0 0 0 0"
-    req = rewrite(parse(line), [dict(blocks[0], options=opts2)])
-    assert [c["classid"] for c in req["qdisc"]["classes"]] == [1, 2]
-    assert req["qdisc"]["classes"][1]["leaf"]["handle"] == 0x10
+    eng("tc qdisc change dev x root handle 1: prio bands 2 priomap 0 1 1 1 0 1 0 0 0 0 0 0 0 0 0 0")
+    classes = eng.block("prio")["options"]["classes"]
+    assert [c["classid"] for c in classes] == [1, 2]
+    assert classes[1]["leaf"]["handle"] == 0x10
 
 
 PRIO_SCENARIO = """name = "prio"

@@ -314,7 +314,7 @@ def test_flows_takes_a_congestion_control_and_refuses_an_unknown_one(tmp_path: P
     cmd = parse_flows(_words("flows -c 10.0.0.5 --rate 10/s --size fixed:1k -C reno -p 6000 -t 1"),
                       Diagnostics())
     assert (cmd.congestion, cmd.port, cmd.duration_ns) == ("reno", 6000, 10**9)  # type: ignore[union-attr]
-    line = "h1: flows -c 10.0.0.5 --rate 10/s --size fixed:1k -C prague"
+    line = "h1: flows -c 10.0.0.5 --rate 10/s --size fixed:1k -C bbr2"
     (tmp_path / "s.toml").write_text(f'name = "e"\n{DUMBBELL}[[part]]\nname = "p"\ncmds = ["{line}"]\n')
-    with pytest.raises(BufferlabError, match="prague"):
+    with pytest.raises(BufferlabError, match="bbr2"):
         Runner(load_scenario(tmp_path / "s.toml")).check()

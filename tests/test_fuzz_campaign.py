@@ -22,6 +22,8 @@ from bufferlab.scenario.load import load_scenario
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import fuzz  # noqa: E402
+import fuzz_inputs  # noqa: E402
+import fuzz_signals  # noqa: E402
 
 SMALL = """name = "small"
 seed = 1
@@ -63,13 +65,97 @@ def test_short_campaign_200_checks_5_runs(tmp_path: Path) -> None:
     out = tmp_path / "failures"
     js = tmp_path / "totals.json"
     fuzz.main(["--seed", "3", "--checks", "200", "--runs", "5", "--jobs", "1", "--out", str(out),
-               "--max-wall", "1", "--max-events", "50000", "--run-timeout", "20", "--report-every", "0",
+               "--max-wall", "1", "--max-events", "50000", "--run-timeout", "60", "--report-every", "0",
                "--json", str(js)])
     totals = json.loads(js.read_text())
     assert totals["checks"]["n"] == 200
     assert totals["runs"]["n"] == 5
     assert time.time() - t0 < 60, "the CI budget should take well under 30 s on an idle machine"
     assert _unexpected(out) == []
+
+
+@pytest.mark.parametrize(("target", "n"), [("sweep", 40), ("sweep-run", 4), ("script", 6), ("mn", 6),
+                                           ("mnfile", 100), ("results", 6)])
+def test_short_campaign_of_each_other_entry_point(tmp_path: Path, target: str, n: int) -> None:
+    """CI's budget of tools/fuzz_inputs.py (issue 30): a few seconds of each fuzzer; every input
+    classified, none bad (no traceback, hang, leftover process, file changed outside the
+    results, write through a planted link, half-written file, convert/check mismatch)."""
+    out = tmp_path / "failures"
+    js = tmp_path / "totals.json"
+    code = fuzz_inputs.main(["--seed", "3", f"--{target}", str(n), "--out", str(out), "--json", str(js)])
+    totals = json.loads(js.read_text())[target]
+    assert totals["n"] == n and sum(totals["classes"].values()) == n
+    assert _unexpected(out) == [] and code == 0
+
+
+def test_short_signal_and_concurrency_trials(tmp_path: Path) -> None:
+    """CI's budget of tools/fuzz_signals.py: a run and a report signalled at random moments, two
+    runs into one folder at once; every property holds."""
+    out = tmp_path / "failures"
+    js = tmp_path / "totals.json"
+    code = fuzz_signals.main(["--seed", "3", "--trials", "5", "--kinds", "run,report,run+run", "--out", str(out),
+                              "--json", str(js)])
+    totals = json.loads(js.read_text())["signals"]
+    assert totals["n"] == 5 and set(totals["kinds"]) <= {"run:SIGINT", "run:SIGTERM", "run:SIGKILL", "report:SIGINT",
+                                                          "report:SIGTERM", "report:SIGKILL", "run+run"}
+    assert _unexpected(out) == [] and code == 0
+
+
+def test_the_properties_see_what_they_look_for(tmp_path: Path) -> None:
+    """The fuzzers' property checks find a changed file, a link retargeted, a truncated table,
+    a process left in a session, a temporary file left behind."""
+    import subprocess
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "f").write_text("precious\n")
+    (d / "l").symlink_to(d / "f")
+    before = fuzz_inputs.snapshot(d)
+    (d / "f").write_text("precious!\n")
+    (d / "l").unlink()
+    (d / "l").symlink_to(tmp_path)
+    assert fuzz_inputs.changed(before, fuzz_inputs.snapshot(d)) == ["f", "l"]
+    t = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"x": list(range(1000))}), t)
+    assert fuzz_inputs.parquet_whole(t)
+    t.write_bytes(t.read_bytes()[:-3])
+    assert not fuzz_inputs.parquet_whole(t)
+    (d / ".t.parquet.tmp").write_bytes(b"")
+    assert fuzz_inputs.leftover_tmp(tmp_path) == ["d/.t.parquet.tmp"]
+    p = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    assert fuzz.leftover(p.pid, grace_s=0.2) == [p.pid]  # its session outlived it: killed
+    assert p.wait(5) == -9
+
+
+@pytest.mark.parametrize(("result", "cls"), [
+    (fuzz.CliResult(0, "", ""), "ok"),
+    (fuzz.CliResult(2, "", "error: /w/x/summary.json: cannot read it"), "error_pos"),
+    (fuzz.CliResult(2, "", "error: something is wrong"), "error_nopos"),
+    (fuzz.CliResult(1, "", "Traceback (most recent call last):\n  File ..."), "traceback"),
+    (fuzz.CliResult(143, "", "bufferlab: interrupted", timed_out=True), "slow"),
+    (fuzz.CliResult(1, "", "Traceback (most recent call last):", timed_out=True), "hang"),
+    (fuzz.CliResult(None, "", ""), "hang"),
+    (fuzz.CliResult(0, "", "", leftover=[123]), "leftover"),
+    (fuzz.CliResult(4, "", ""), "expectations"),
+])
+def test_entry_point_outcome_classes(result: fuzz.CliResult, cls: str) -> None:
+    assert fuzz_inputs.outcome(result, fuzz_inputs._names("/w/x"))[0] == cls
+
+
+@pytest.mark.parametrize(("err", "cls"), [
+    ('Traceback (most recent call last):\n  File "/s/lab.py", line 3, in <module>\n    net.get("h9")\n'
+     '  File "/x/bufferlab/mininet/net.py", line 9, in get\nKeyError: \'h9\'\n', "script_error"),
+    ('Traceback (most recent call last):\n  File "/x/bufferlab/mininet/script.py", line 9, in run\n'
+     '  File "/s/lab.py", line 3\nKeyError: \'h9\'\n', "traceback"),
+    ('  File "/s/lab.py", line 2\n    x = (1,\n        ^\nSyntaxError: \'(\' was never closed\n', "script_error"),
+    ("exit 1 without a word\n", "other"),
+])
+def test_a_scripts_own_traceback_is_told_from_bufferlabs(err: str, cls: str) -> None:
+    assert fuzz_inputs._script_traceback(err, Path("/s/lab.py"), "other" if "Traceback" not in err else
+                                         "traceback") == cls
 
 
 def test_mutations_are_reproducible() -> None:

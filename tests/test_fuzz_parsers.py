@@ -88,6 +88,13 @@ IPERF3 = ["iperf3 -c 10.0.0.3", "iperf3 -s", "iperf3 -c 10.0.0.3 -u -b", "iperf3
 PING = ["ping 10.0.0.3", "ping -c", "ping 10.0.0.3 -c 3 -i", "ping -s", "ping h3 -c 2", "ping"]
 GENERATORS = ["cbr 10.0.0.3 -r", "poisson 10.0.0.3 -r", "onoff 10.0.0.3 -r", "bulk 10.0.0.3 -n",
               "sink -p", "sink", "cbr", "bulk"]
+#: flent and the tools it drives, and the web fetches (issue 28)
+FLENT_TOOLS = ["flent rrul -H 10.0.0.2", "flent tcp_nup -H 10.0.0.2 --test-parameter upload_streams=",
+               "flent -i", "flent rtt_fair -H 10.0.0.2 -H 10.0.0.3", "netperf -H 10.0.0.2 -t",
+               "netperf -P 0 -v 0 -D -0.2 -H 10.0.0.2 -- -k", "netserver -p", "irtt client -Q -o - 10.0.0.2",
+               "irtt server -b", "irtt client -d", "fping -D -p 200 -c", "fping",
+               "curl -o /dev/null -s -w %{time_total} http://10.0.0.1/", "curl -s -o f", "wget -q -O f",
+               "python3 -m http.server", "python", "dd if=/dev/zero of=f bs=", "head -c"]
 OTHERS = ["tcpdump -i h1-eth0", "tshark -i h1-eth0", "ethtool -K h1-eth0", "plot_q.sh", "plot_iperf.sh",
           "echo", "sleep", "mkdir -p", "cd", "sudo"]
 
@@ -147,6 +154,12 @@ def test_ping_lines(runner: Runner, text: str) -> None:
 @FUZZ
 @given(text=line_of(GENERATORS))
 def test_generator_lines(runner: Runner, text: str) -> None:
+    _line_property(runner, "h1", text)
+
+
+@FUZZ
+@given(text=line_of(FLENT_TOOLS))
+def test_flent_and_web_tool_lines(runner: Runner, text: str) -> None:
     _line_property(runner, "h1", text)
 
 

@@ -6,6 +6,7 @@ sharing a parent."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -20,11 +21,12 @@ from bufferlab.commands.tc.htb import (
     TcClassShow,
     TcFilterRequest,
     class_show_text,
-    rewrite,
 )
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
 from bufferlab.profile import PROFILES
+from bufferlab.run.engine import Engine, TcFailure
 from bufferlab.run.scheduler import Runner
+from conftest import TWO_HOSTS, TcEngine
 
 LAB2019 = PROFILES["lab2019"]
 
@@ -171,22 +173,151 @@ def test_class_show_matches_the_kernel_oracle_text():
     assert " tokens: 100000 ctokens: 20000\n" in text
 
 
-def test_a_class_verb_becomes_a_change_of_the_htb_document():
-    block = {"kind": "htb", "handle": 5, "parent": None, "options": HtbSpec().to_dict() | {"kind": None}}
-    del block["options"]["kind"]
-    req = rewrite(parse("tc class add dev x parent 5: classid 5:1 htb rate 10mbit"), [block])
-    assert req["verb"] == "change" and req["handle"] == 5 and req["parent"] == "root"
-    assert [c["classid"] for c in req["qdisc"]["classes"]] == [1]
+def test_class_filter_and_graft_lines_are_one_engine_request_each():
+    r = parse("tc class add dev x parent 5:1 classid 5:10 htb rate 2mbit ceil 10mbit")
+    assert r.to_dict() == {"verb": "add", "dev": "x", "major": 5, "minor": 0x10, "parent": 1, "class": {
+        "kind": "htb", "rate": 250_000, "ceil": 1_250_000, "buffer": 6_400_000, "cbuffer": 1_280_000,
+        "prio": 0, "quantum": 0}}
+    assert parse("tc class del dev x classid 5:10").to_dict()["class"] is None
+    f = parse("tc filter add dev x parent 5: u32 match ip dport 5001 0xffff flowid 5:10").to_dict()
+    assert f == {"verb": "add", "dev": "x", "major": 5, "filter": {
+        "prio": 49152, "matches": [{"field": "dport", "value": 5001, "mask": 0xFFFF}], "flowid": 0x10}}
+    eng = TcEngine("lab2019")
+    eng("tc qdisc add dev x root handle 5: htb")
+    assert eng("tc class add dev x parent 5: classid 5:1 htb rate 10mbit") == ""
+    assert [c["classid"] for c in eng.block("htb")["options"]["classes"]] == [1]
     # a qdisc grafted on the class becomes its leaf
-    block["options"] = {k: v for k, v in req["qdisc"].items() if k != "kind"}
-    req = rewrite(parse("tc qdisc add dev x parent 5:1 handle 10: netem delay 5ms"), [block])
-    leaf = req["qdisc"]["classes"][0]["leaf"]
+    eng("tc qdisc add dev x parent 5:1 handle 10: netem delay 5ms")
+    leaf = eng.block("htb")["options"]["classes"][0]["leaf"]
     assert leaf["handle"] == 0x10 and leaf["spec"]["kind"] == "netem"
     # and a qdisc under that leaf's handle becomes its child (TCLink: red 6: then netem 10:)
-    block["options"] = {k: v for k, v in req["qdisc"].items() if k != "kind"}
-    req = rewrite(parse("tc qdisc add dev x parent 10: handle 20: pfifo limit 5"), [block])
-    child = req["qdisc"]["classes"][0]["leaf"]["child"]
+    eng("tc qdisc add dev x parent 10: handle 20: pfifo limit 5")
+    child = eng.block("htb")["options"]["classes"][0]["leaf"]["child"]
     assert child["handle"] == 0x20 and child["spec"] == {"kind": "pfifo", "limit": 5}
+    eng("tc filter add dev x parent 5: u32 match ip dport 5001 0xffff flowid 5:1")
+    assert eng.block("htb")["options"]["filters"][0]["flowid"] == 1
+    eng("tc filter del dev x parent 5:")
+    assert eng.block("htb")["options"]["filters"] == []
+
+
+def test_class_verbs_answer_as_tc_prints():
+    eng = TcEngine("lab2019")
+    eng("tc qdisc add dev x root handle 1: htb default 10")
+    eng("tc class add dev x parent 1: classid 1:1 htb rate 10mbit")
+    eng("tc class add dev x parent 1:1 classid 1:10 htb rate 5mbit")
+    eng("tc qdisc add dev x parent 1:10 handle 10: pfifo limit 5")
+    for line, text in [
+        ("tc class add dev x parent 1:1 classid 1:10 htb rate 5mbit", "RTNETLINK answers: File exists"),
+        ("tc class change dev x classid 1:20 htb rate 5mbit", "Error: Specified class not found."),
+        ("tc class del dev x classid 1:20", "Error: Specified class not found."),
+        ("tc class del dev x classid 1:1", "Error: Class has children."),
+        ("tc class add dev x parent 2: classid 2:1 htb rate 1mbit", "Error: Specified qdisc not found."),
+        ("tc class add dev x parent 1:7 classid 1:8 htb rate 1mbit",
+         "Error: htb: parent class 7 of class 8 does not exist.\nRTNETLINK answers: Invalid argument"),
+        ("tc class add dev x parent 1: classid 1:9 drr", "RTNETLINK answers: Invalid argument"),
+        ("tc qdisc add dev x parent 1:5 handle 5: pfifo", "Error: Specified class not found."),
+        ("tc qdisc add dev x parent 1:10 handle 11: pfifo", "Error: Exclusivity flag on, cannot modify."),
+        ("tc filter add dev x parent 3: u32 match ip dport 1 0xffff flowid 3:1",
+         "Error: Specified qdisc not found."),
+        ("tc class add dev y parent 1: classid 1:2 htb rate 1mbit", "Error: Specified qdisc not found."),
+    ]:
+        with pytest.raises(TcFailure) as e:
+            eng(line)
+        assert str(e.value) == text, line
+    # the kernel's quantum clamp (64kbit / r2q 10 = 800 B) is tc's warning, for that class only
+    assert eng("tc class add dev x parent 1:1 classid 1:2 htb rate 64kbit") == (
+        "Warning: sch_htb: quantum of class 10002 is small. Consider r2q change.")
+    assert eng("tc class change dev x classid 1:10 htb rate 5mbit") == ""
+    assert eng("tc class change dev x classid 1:2 htb rate 64kbit quantum 1500") == ""
+    # deleting the last child makes the parent a leaf again
+    eng("tc class del dev x classid 1:2")
+    eng("tc class del dev x classid 1:10")
+    classes = eng.block("htb")["xstats"]["classes"]
+    assert [(c["classid"], c["level"], c["leaf"][0]["kind"]) for c in classes] == [(1, 0, "pfifo")]
+
+
+def test_a_class_line_never_reads_the_tree_back(write_scenario, tmp_path: Path, monkeypatch):
+    """tc class/filter lines and grafts are engine requests: ``qdisc_show`` (which dumps
+    the whole tree) is never called for them."""
+
+    def refuse(self: Engine, dev: str) -> None:
+        raise AssertionError(f"qdisc_show({dev}) called")
+
+    monkeypatch.setattr(Engine, "qdisc_show", refuse)
+    p = write_scenario(f"""name = "no-read-back"
+{TWO_HOSTS}
+[[part]]
+name = "p"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root handle 1: htb default 10",
+  "admin: tc class add dev s1-eth2 parent 1: classid 1:1 htb rate 10mbit",
+  "admin: tc class add dev s1-eth2 parent 1:1 classid 1:10 htb rate 64kbit ceil 10mbit",
+  "admin: tc class change dev s1-eth2 classid 1:10 htb rate 5mbit ceil 10mbit",
+  "admin: tc filter add dev s1-eth2 parent 1: protocol ip prio 1 u32 match ip dport 5201 0xffff flowid 1:10",
+  "admin: tc qdisc add dev s1-eth2 parent 1:10 handle 10: fq_codel",
+  "admin: tc qdisc change dev s1-eth2 parent 1:10 handle 10: fq_codel limit 100",
+  "admin: tc class add dev s1-eth2 parent 1:1 classid 1:20 htb rate 1mbit",
+  "admin: tc class del dev s1-eth2 classid 1:20",
+  "admin: tc filter del dev s1-eth2 parent 1:",
+  "h1: ping -c 2 -i 0.2 10.0.0.2",
+]
+""")
+    run_scenario(load_scenario(p), results_root=tmp_path / "out", progress=False)
+    out = tmp_path / "out" / p.stem
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["failures"] == []
+    assert "quantum of class 10010 is small" in (out / "p" / "admin" / "terminal.log").read_text()
+    htb = summary["interfaces"]["s1-eth2"]["qdiscs"][0]
+    assert [c["classid"] for c in htb["options"]["classes"]] == [1, 0x10]
+    leaf = htb["options"]["classes"][1]["leaf"]
+    assert (leaf["handle"], leaf["spec"]["kind"], leaf["spec"]["limit"]) == (0x10, "fq_codel", 100)
+
+
+class _Recorder:
+    """Stands for the native simulator: every call, with the bytes of JSON it exchanged."""
+
+    def __init__(self, sim: object) -> None:
+        self._sim = sim
+        self.calls: list[tuple[str, int]] = []
+
+    def __getattr__(self, name: str):
+        method = getattr(self._sim, name)
+
+        def call(*args):
+            out = method(*args)
+            size = sum(len(a) for a in (*args, out) if isinstance(a, str))
+            self.calls.append((name, size))
+            return out
+
+        return call
+
+
+def test_a_tc_line_costs_the_same_whatever_the_tree_holds():
+    """Scaling regression, counted rather than timed: the engine calls a tc line makes
+    and the JSON they exchange are the same with 10 classes as with 600."""
+
+    def exchange(classes: int) -> list[tuple[str, int]]:
+        eng = TcEngine()
+        eng("tc qdisc add dev x root handle 1: htb default 100")
+        eng("tc class add dev x parent 1: classid 1:1 htb rate 1gbit")
+        for minor in range(0x100, 0x100 + classes):
+            eng(f"tc class add dev x parent 1:1 classid 1:{minor:x} htb rate 1mbit ceil 1gbit")
+            eng(f"tc filter add dev x parent 1: u32 match ip dport {minor} 0xffff flowid 1:{minor:x}")
+            eng(f"tc qdisc add dev x parent 1:{minor:x} handle {minor:x}: pfifo limit 10")
+        recorder = _Recorder(eng.engine._sim)
+        eng.engine._sim = recorder
+        minor = 0x100 + classes  # as many digits for both sizes (hex and decimal): the same bytes
+        eng(f"tc class add dev x parent 1:1 classid 1:{minor:x} htb rate 1mbit ceil 1gbit")
+        eng(f"tc class change dev x classid 1:{minor:x} htb rate 2mbit ceil 1gbit")
+        eng(f"tc filter add dev x parent 1: u32 match ip dport {minor} 0xffff flowid 1:{minor:x}")
+        eng(f"tc qdisc add dev x parent 1:{minor:x} handle {minor:x}: pfifo limit 10")
+        eng(f"tc qdisc del dev x parent 1:{minor:x}")
+        eng(f"tc class del dev x classid 1:{minor:x}")
+        return recorder.calls
+
+    small, large = exchange(10), exchange(600)
+    assert [name for name, _ in small] == ["tc_class", "tc_class", "tc_filter", "tc", "tc", "tc_class"]
+    assert small == large
 
 
 # ------------------------------------------------------------------ scenarios

@@ -17,10 +17,11 @@ from bufferlab import load_scenario, run_scenario
 from bufferlab.commands.netinfo import parse_ip
 from bufferlab.commands.shell import parse_shell
 from bufferlab.commands.tc import parse_tc, tc_show_text
-from bufferlab.commands.tc.ingress import HookError, HookFilterRequest, carry_filters, rewrite
+from bufferlab.commands.tc.ingress import HookFilterRequest
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
 from bufferlab.profile import PROFILES
-from conftest import ROOT, TWO_HOSTS
+from bufferlab.run.engine import TcFailure
+from conftest import ROOT, TWO_HOSTS, TcEngine
 
 
 def words(line: str):
@@ -136,38 +137,36 @@ def test_partial_features_say_not_supported_yet(line, word):
     assert line[e.value.col :].startswith(word), (e.value.col, line)
 
 
-def test_filter_verbs_rewrite_the_hook_document():
-    block = {
-        "kind": "ingress",
-        "handle": 0xFFFF,
-        "parent": [0xFFFF, 0xFFF1],
-        "options": {"ingress": [], "egress": []},
-    }
-    add = parse("tc filter add dev eth0 parent ffff: protocol all matchall action drop")
-    req = rewrite(add, [block])
-    assert req["verb"] == "change" and req["qdisc"]["kind"] == "ingress"
-    assert req["qdisc"]["ingress"][0]["prio"] == 0xC000
-    block["options"] = {"ingress": req["qdisc"]["ingress"], "egress": []}
-    req = rewrite(add, [block])
-    assert [f["prio"] for f in req["qdisc"]["ingress"]] == [0xC000, 0xBFFF]
-    with pytest.raises(HookError, match="Parent Qdisc doesn't exists"):
-        rewrite(add, [])
-    eg = parse("tc filter add dev eth0 egress protocol all matchall action drop")
-    with pytest.raises(HookError, match="Specified class doesn't exist"):
-        rewrite(eg, [block])
-    delete = parse("tc filter del dev eth0 parent ffff:")
-    assert rewrite(delete, [block])["qdisc"]["ingress"] == []
+def test_filter_verbs_are_engine_requests():
+    add = parse("tc filter add dev x parent ffff: protocol all matchall action drop")
+    assert add.to_dict() == {"verb": "add", "dev": "x", "hook": "ingress", "prio": 0, "filter": add.filter}
+    eng = TcEngine()
+    with pytest.raises(TcFailure) as e:
+        eng("tc filter add dev x parent ffff: protocol all matchall action drop")
+    assert str(e.value) == "Error: Parent Qdisc doesn't exists.\nWe have an error talking to the kernel"
+    eng("tc qdisc add dev x handle ffff: ingress")
+    eng("tc filter add dev x parent ffff: protocol all matchall action drop")
+    assert eng.block("ingress")["options"]["ingress"][0]["prio"] == 0xC000
+    # tcf_auto_prio: one below the highest
+    eng("tc filter add dev x parent ffff: protocol all matchall action drop")
+    assert [f["prio"] for f in eng.block("ingress")["options"]["ingress"]] == [0xC000, 0xBFFF]
+    with pytest.raises(TcFailure, match="Specified class doesn't exist"):
+        eng("tc filter add dev x egress protocol all matchall action drop")
+    eng("tc filter del dev x parent ffff: prio 49151")
+    assert [f["prio"] for f in eng.block("ingress")["options"]["ingress"]] == [0xC000]
+    eng("tc filter del dev x parent ffff:")
+    assert eng.block("ingress")["options"]["ingress"] == []
 
 
 def test_replace_of_the_same_kind_keeps_the_filters():
-    flt = {"prio": 1, "protocol_all": True, "classifier": "matchall", "matches": [], "classid": None,
-           "actions": [{"kind": "gact", "control": "drop"}]}
-    blocks = [{"kind": "ingress", "handle": 0xFFFF, "parent": [0xFFFF, 0xFFF1],
-               "options": {"ingress": [flt], "egress": []}}]
-    req = carry_filters(parse("tc qdisc replace dev eth0 ingress").to_dict(), blocks)
-    assert req["qdisc"]["ingress"] == [flt]
-    add = parse("tc qdisc add dev eth0 ingress").to_dict()
-    assert carry_filters(add, blocks) == add
+    eng = TcEngine()
+    eng("tc qdisc add dev x ingress")
+    eng("tc filter add dev x parent ffff: protocol all prio 1 matchall action drop")
+    kept = eng.block("ingress")["options"]["ingress"]
+    eng("tc qdisc replace dev x ingress")
+    assert eng.block("ingress")["options"]["ingress"] == kept != []
+    with pytest.raises(TcFailure, match="File exists"):
+        eng("tc qdisc add dev x ingress")
 
 
 def test_ingress_show_text():

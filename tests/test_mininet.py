@@ -281,6 +281,26 @@ def test_bufferbloat_rtt_follows_the_backlog(results: Path, capsys: pytest.Captu
     assert (results / "bufferbloat" / "ping.txt").read_text() == first
 
 
+def test_the_webfetch_example_fetches_slower_behind_a_longer_queue(results: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/mininet/bufferbloat_webfetch.py, the classic assignment's pattern (iperf, ping,
+    a loop of curl fetches from `python webserver.py`, a queue monitor) unchanged: a 100 KB
+    page over 1.5 Mbit/s takes longer behind 100 packets of queue than behind 20."""
+    script = EXAMPLE.parent / "bufferbloat_webfetch.py"
+    assert main(["mininet", "-o", str(results), "--no-report", str(script), "--time", "20"]) == 0
+    out = capsys.readouterr().out
+    means = {int(q): (int(n), float(m), float(qlen)) for q, n, m, qlen in re.findall(
+        r"maxq (\d+): (\d+) fetches, mean ([\d.]+) s, stdev [\d.]+ s; mean queue ([\d.]+) packets", out)}
+    assert set(means) == {20, 100}
+    assert means[100][1] > 2 * means[20][1] and means[100][2] > means[20][2]
+    # the page alone needs 100 KB / 1.5 Mbit/s = 0.55 s of the link: every fetch takes longer
+    assert min(m for _, m, _ in means.values()) > 0.55
+    folder = results / "bufferbloat_webfetch"
+    rows = (folder / "webfetch.csv").read_text().splitlines()
+    assert rows[0] == "maxq,t_s,fetch_s" and len(rows) == 1 + sum(n for n, _, _ in means.values())
+    assert (folder / "webfetch.png").is_file()
+
+
 def test_the_notebook_example_tabulates_rtt_against_queue_size(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     table = runpy.run_path(str(EXAMPLE.parent / "notebook.py"))["table"]
@@ -465,12 +485,26 @@ def test_bufferlab_keeps_the_real_clock_when_installed_inside_the_scripts_folder
     (["--link", "tc,max_queue_size=0"], "max_queue_size=0: a queue of 0 packets drops every packet"),
     (["--link", "tc,max_queue_size=1.5"], "max_queue_size=1.5: not a packet count"),
     (["--topo", "single,3,4"], "positional arguments but 3 were given; expected single,N (N hosts"),
+    # tools/fuzz_inputs.py (campaign 5): a TCLink option's error named the interface, not --link
+    (["--link", "tc,jitter=3"], "--link tc,jitter=3: h1-eth0: jitter=3: expected a string with a unit"),
 ])
 def test_mn_arguments_say_what_is_wrong(results: Path, capsys: pytest.CaptureFixture[str], args: list[str],
                                         message: str) -> None:
     assert main(["mn", *args, "--test", "pingall", "-o", str(results)]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_syntax_error_in_a_script_is_printed_as_python_prints_it(tmp_path: Path, results: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """tools/fuzz_inputs.py (campaign 5): a script that does not compile printed a traceback of
+    bufferlab's and runpy's frames; python prints only where the error is."""
+    script = tmp_path / "bad.py"
+    script.write_text("from mininet.net import Mininet\nnet = Mininet(\nprint(2)\n", encoding="utf-8")
+    assert main(["mininet", "-o", str(results), str(script)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f'  File "{script}", line 2\n') and "SyntaxError: '(' was never closed" in err, err
+    assert "Traceback" not in err and "bufferlab" not in err
 
 
 def test_a_script_stopping_on_an_error_is_a_failure_with_its_line(tmp_path: Path, results: Path,

@@ -167,3 +167,55 @@ def test_convert_refuses_what_is_not_a_miniedit_file(tmp_path, capsys, content, 
 def test_convert_reads_at_most_16_mib(capsys):
     assert main(["convert", "/dev/zero", "-o", "-"]) == 2
     assert "/dev/zero: error: not a MiniEdit file: more than 16777216 bytes" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- found by tools/fuzz_inputs.py (mnfile)
+
+
+def _two_links(doc):
+    # h3 on a second switch as well: Mininet addresses only its first interface, a scenario
+    # needs every host interface addressed
+    doc["links"].append({"src": "s1", "dest": "h3", "opts": {}})
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda doc: doc["links"][2]["opts"].update(delay="10ns"),
+     "link 3: delay '10ns' is not a time (invalid time \"10ns\""),
+    (lambda doc: doc["links"][2]["opts"].update(delay="2153435313596"),
+     "link 3: delay '2153435313596' is not a time"),
+    (lambda doc: doc["links"][2]["opts"].update(bw=65535),
+     "link 3: bw 65535: Mininet accepts 0 < bw <= 1000"),
+    (lambda doc: doc["links"][2]["opts"].update(delay="", jitter="1ms"), "link 3: jitter needs a delay"),
+    (lambda doc: doc["links"][2].update(src={"opts": {}}), "link 3: src {'opts': {}} is not a host or switch"),
+    (lambda doc: doc.update(links=[]), "no host of the drawing is linked to the network"),
+    (_two_links,
+     "the drawing converts to a scenario bufferlab refuses: h3's interface h3-eth1 needs an address"),
+    (lambda doc: doc["links"][2]["opts"].update(max_queue_size=2**71),
+     "the drawing converts to a scenario bufferlab refuses: link s1-s2: its options give the invalid tc "
+     "line"),
+])
+def test_convert_writes_only_scenarios_that_check_accepts(tmp_path, capsys, edit, message):
+    """tools/fuzz_inputs.py (campaign 5): convert wrote scenarios `check` then refused (a delay
+    in ns, bw over 1000, jitter without delay, no linked host, a host with two links, a netem
+    limit beyond tc's), and a link end of another type was a TypeError. Now each is an error
+    naming the .mn file, and nothing is written."""
+    doc = json.loads(LAB.read_text())
+    edit(doc)
+    p = tmp_path / "bad.mn"
+    p.write_text(json.dumps(doc, indent=4))
+    assert main(["convert", str(p), "-o", str(tmp_path / "bad.toml")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{p}") and message in err and "Traceback" not in err, err
+    assert not (tmp_path / "bad.toml").exists()
+
+
+def test_convert_writes_link_options_exactly(tmp_path):
+    """format(v, "g") wrote max_queue_size 7870757 as 7.87076e+06, a float check refused."""
+    doc = json.loads(LAB.read_text())
+    doc["links"][2]["opts"] = {"max_queue_size": 7870757, "bw": 12.345678, "delay": "5ms"}
+    p = tmp_path / "exact.mn"
+    p.write_text(json.dumps(doc))
+    assert main(["convert", str(p)]) == 0
+    text = (tmp_path / "exact.toml").read_text()
+    assert "max_queue_size = 7870757" in text and "bw = 12.345678" in text
+    assert main(["check", str(tmp_path / "exact.toml")]) == 0

@@ -314,8 +314,9 @@ def _plain_writes(py: Path) -> list[tuple[int, str, str]]:
         for target, value in pairs:
             if isinstance(target, ast.Name) and isinstance(value, ast.Call):
                 fn = ast.unparse(value.func)
-                if fn.split(".")[-1] in ("open_write", "BytesIO", "StringIO") and \
-                        (fn.split(".")[-1] != "open_write" or fn in from_safefs or fn.startswith("safefs.")):
+                opener = fn.split(".")[-1] in ("open_write", "open_atomic")
+                if (opener or fn.split(".")[-1] in ("BytesIO", "StringIO")) and \
+                        (not opener or fn in from_safefs or fn.startswith("safefs.")):
                     safe.add(target.id)
     found = []
     for n in ast.walk(tree):

@@ -1334,10 +1334,11 @@ def test_sysctl_lab7_prose_typo():
             CommandError,
         ),
         (
-            # Linux 6.18+ takes 3..5 (Accurate ECN); bufferlab does not model it yet
-            "sysctl -w net.ipv4.tcp_ecn=3",
+            # Linux 6.18+: the minimum option rules are not modelled
+            "sysctl -w net.ipv4.tcp_ecn_option=1",
             "net.",
-            'sysctl: setting key "net.ipv4.tcp_ecn": Accurate ECN (tcp_ecn=3) is not supported yet',
+            'sysctl: setting key "net.ipv4.tcp_ecn_option": tcp_ecn_option=1 '
+            "(the minimum AccECN option rules) is not supported yet",
             NotSupportedError,
         ),
         (
@@ -1365,9 +1366,9 @@ def test_sysctl_lab7_prose_typo():
             CommandError,
         ),
         (
-            "sysctl -w net.ipv4.tcp_congestion_control=prague",
+            "sysctl -w net.ipv4.tcp_congestion_control=bbr2",
             "net.",
-            "congestion control prague is not supported yet",
+            "congestion control bbr2 is not supported yet",
             NotSupportedError,
         ),
         (
@@ -1429,13 +1430,15 @@ def test_sysctl_error_hints():
     assert (
         ei.value.suggestion == "did you mean cubic?"
         and ei.value.expected
-        == "one of reno, cubic, htcp, bbr, dctcp, vegas, westwood, bic, highspeed, scalable, illinois, yeah, hybla, veno, nv, lp, cdg"
+        == "one of reno, cubic, htcp, bbr, dctcp, vegas, westwood, bic, highspeed, scalable, illinois, yeah, "
+        "hybla, veno, nv, lp, cdg, prague"
     )
     with pytest.raises(NotSupportedError) as ei:
-        parse_sysctl(W("sysctl -w net.ipv4.tcp_congestion_control=prague"), Diagnostics())
+        parse_sysctl(W("sysctl -w net.ipv4.tcp_congestion_control=bbr2"), Diagnostics())
     assert (
         ei.value.expected
-        == "one of reno, cubic, htcp, bbr, dctcp, vegas, westwood, bic, highspeed, scalable, illinois, yeah, hybla, veno, nv, lp, cdg"
+        == "one of reno, cubic, htcp, bbr, dctcp, vegas, westwood, bic, highspeed, scalable, illinois, yeah, "
+        "hybla, veno, nv, lp, cdg, prague"
     )
 
 

@@ -3,8 +3,9 @@
 ``bufferlab._core.schema()`` is the JSON Schema the core derives from the very
 types serde reads its requests into, every object closed. Here (a) every request
 the Python layer hands the engine -- while running the shipped scenarios (the
-handouts' command lines) and a capture scenario, and for every ``tc qdisc`` line
-of the handouts, scenarios and tests -- validates against it, and (b) the core
+handouts' command lines), a capture and a classes scenario, and for every ``tc qdisc``,
+``tc class`` and ``tc filter`` line of the handouts, scenarios and tests -- validates
+against it, and (b) the core
 refuses a key it does not know, naming it.
 
 Run from the repository root: PYTHONPATH=python python -m pytest tests/test_schema.py -q
@@ -33,6 +34,9 @@ SCHEMA = json.loads(_core.schema())
 ENTRY_POINTS = {
     "Simulator": "SimConfig",
     "tc": "TcRequest",
+    "tc_class": "ClassRequest",
+    "tc_filter": "FilterRequest",
+    "tc_hook_filter": "HookFilterRequest",
     "start_app": "AppSpec",
     "set_listener_tcp": "TcpSpec",
     "capture_start": "CaptureSpec",
@@ -51,6 +55,20 @@ cmds = [
   "h2: tcpdump -i h2-eth0 -w h2.pcap -c 3 icmp &",
   "h1: tshark -i h1-eth0 -w h1.cap -f 'icmp and ip[1] == 0' &",
   "h1: ping -c 3 10.0.0.2",
+]
+"""
+
+
+#: class, u32 filter and graft lines (the shipped scenarios have no u32 filter at a qdisc)
+CLASSES_SCENARIO = f"""{TWO_HOSTS}
+[[part]]
+name = "classes"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root handle 1: htb default 10",
+  "admin: tc class add dev s1-eth2 parent 1: classid 1:10 htb rate 5mbit",
+  "admin: tc filter add dev s1-eth2 parent 1: protocol ip prio 1 u32 match ip dport 5201 0xffff flowid 1:10",
+  "admin: tc qdisc add dev s1-eth2 parent 1:10 handle 10: fq_codel",
+  "admin: tc class del dev s1-eth2 classid 1:10",
 ]
 """
 
@@ -87,6 +105,18 @@ def recording_simulator(crossings: list[Crossing]) -> type:
             crossings.append(Crossing("tc", request_json))
             self._sim.tc(request_json)
 
+        def tc_class(self, request_json: str) -> str | None:
+            crossings.append(Crossing("tc_class", request_json))
+            return self._sim.tc_class(request_json)
+
+        def tc_filter(self, request_json: str) -> None:
+            crossings.append(Crossing("tc_filter", request_json))
+            self._sim.tc_filter(request_json)
+
+        def tc_hook_filter(self, request_json: str) -> None:
+            crossings.append(Crossing("tc_hook_filter", request_json))
+            self._sim.tc_hook_filter(request_json)
+
         def start_app(self, node: str, spec_json: str) -> int:
             crossings.append(Crossing("start_app", spec_json, node))
             return self._sim.start_app(node, spec_json)
@@ -107,13 +137,14 @@ def recording_simulator(crossings: list[Crossing]) -> type:
 
 @pytest.fixture(scope="module")
 def crossings(tmp_path_factory: pytest.TempPathFactory) -> list[Crossing]:
-    """Every request the shipped scenarios and a capture scenario hand the engine."""
+    """Every request the shipped scenarios, a capture and a classes scenario hand the engine."""
     tmp = tmp_path_factory.mktemp("schema")
     (tmp / "capture.toml").write_text(CAPTURE_SCENARIO, encoding="utf-8")
+    (tmp / "classes.toml").write_text(CLASSES_SCENARIO, encoding="utf-8")
     seen: list[Crossing] = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_core, "Simulator", recording_simulator(seen))
-        for scenario in [*sorted(SCENARIOS.glob("*.toml")), tmp / "capture.toml"]:
+        for scenario in [*sorted(SCENARIOS.glob("*.toml")), tmp / "capture.toml", tmp / "classes.toml"]:
             run_scenario(load_scenario(scenario), results_root=tmp / "results", progress=False)
     return seen
 
@@ -164,6 +195,27 @@ def test_every_tc_request_the_parser_builds_from_sample_lines_matches_the_schema
     assert requests > 100
 
 
+def test_every_class_and_filter_request_of_the_sample_lines_matches_the_schema() -> None:
+    """``tc class`` and ``tc filter`` lines of the handouts, scenarios and tests: each
+    verb's request (``to_dict``) against its entry point's definition."""
+    pattern = re.compile(r"\btc (?:class|filter) (?:add|change|replace|del|delete) [^\"'\n]*")
+    files = [*HANDOUTS.glob("*.txt"), *SCENARIOS.glob("*.toml"), *Path(__file__).parent.glob("*.py")]
+    texts = [f.read_text(encoding="utf-8") for f in files]
+    lines = sorted({m.group(0).strip() for text in texts for m in pattern.finditer(text)})
+    definition = {"TcClassRequest": "ClassRequest", "TcFilterRequest": "FilterRequest",
+                  "HookFilterRequest": "HookFilterRequest"}
+    built: dict[str, int] = {}
+    for line in lines:
+        try:
+            req = parse_tc(parse_shell(line)[0].commands[0].words, Diagnostics(), PROFILES["modern"])
+        except BufferlabError:
+            continue  # a sample of what tc refuses
+        name = definition[type(req).__name__]
+        assert schema_errors(name, req.to_dict()) == [], (line, req.to_dict())
+        built[name] = built.get(name, 0) + 1
+    assert set(built) == set(definition.values()) and min(built.values()) >= 5, built
+
+
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
 def test_the_core_refuses_a_renamed_key_and_names_it(crossings: list[Crossing], entry: str) -> None:
     sent = next(c for c in crossings if c.entry == entry)
@@ -177,6 +229,9 @@ def test_the_core_refuses_a_renamed_key_and_names_it(crossings: list[Crossing], 
     send = {
         "Simulator": _core.Simulator,
         "tc": sim.tc,
+        "tc_class": sim.tc_class,
+        "tc_filter": sim.tc_filter,
+        "tc_hook_filter": sim.tc_hook_filter,
         "start_app": lambda j: sim.start_app(sent.node, j),
         "set_listener_tcp": lambda j: sim.set_listener_tcp(sim.start_app(app.node, app.text), j),
         "capture_start": sim.capture_start,

@@ -5,8 +5,10 @@ line, no traceback. Each test starts the CLI as a user would (a process of its o
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -201,3 +203,75 @@ def test_a_worker_killed_from_outside_is_a_clean_error_and_the_sweep_resumes(tmp
     assert _gone(workers) == []
     done = [p for p in runs.glob("*") if p.suffix != ".partial"]
     assert len(done) == 2 and (runs.parent / "sweep.parquet").is_file()
+
+
+# ---------------------------------------------------------------- report, compare, export (item 4)
+
+#: a run whose tables, report, comparison and flent export take seconds to write: an iperf3
+#: JSON of 6000 intervals, a traced queue of ~10^5 events
+WRITERS = TWO_HOSTS + """[[part]]
+name = "a"
+cmds = ["s1: tc qdisc add dev s1-eth2 root tbf rate 50mbit burst 32kbit latency 50ms", "h2: iperf3 -s &",
+        "h1: ping -c 20 -i 0.2 10.0.0.2 > ping.txt &", "h1: iperf3 -c 10.0.0.2 -u -b 60M -t 5 -J > c.json"]
+
+[[part]]
+name = "b"
+cmds = ["h1: iperf3 -c 10.0.0.2 -u -b 1M -t 600 -i 0.1 -J > long.json"]
+
+[trace]
+queues = ["s1-eth2"]
+"""
+
+
+@pytest.fixture(scope="module")
+def written_run(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("writers")
+    (d / "big.toml").write_text(WRITERS, encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "bufferlab.cli", "run", "-q", "--no-report", "big.toml", "-o", "out"],
+                   cwd=d, check=True, timeout=600)
+    return d / "out" / "big"
+
+
+def _temporary(folder: Path) -> list[Path]:
+    """safefs.open_atomic's files being written (.NAME.tmp)."""
+    return [p for p in folder.rglob(".*.tmp")]
+
+
+@pytest.mark.parametrize(("command", "sig", "status"), [
+    ("report", signal.SIGTERM, 143), ("report", signal.SIGINT, 130), ("compare", signal.SIGTERM, 143),
+    ("export", signal.SIGTERM, 143),
+])
+def test_a_signal_stops_a_writer_leaving_every_file_whole(written_run, tmp_path, command, sig, status):
+    """report, compare and export --flent (issue 30): SIGTERM (or SIGINT) while they write ends
+    them with 128 + the signal and a message; the file being written is not left half-written
+    (each is written under .NAME.tmp and renamed once whole), and the results folder's lock goes.
+    Before: SIGTERM killed them mid-file (a truncated table, plot or .flent.gz in place)."""
+    import pyarrow.parquet as pq
+
+    run = tmp_path / "big"
+    shutil.copytree(written_run, run)
+    args, watch = {
+        "report": (["report", str(run)], run),
+        "compare": (["compare", str(run), str(run / "a"), "-o", str(tmp_path / "cmp")], tmp_path / "cmp"),
+        "export": (["export", "--flent", str(run), "-o", str(tmp_path / "fl")], tmp_path / "fl"),
+    }[command]
+    proc = _cli(*args, cwd=tmp_path)
+    # a file is being written; export's are small and quick: part a's is written (part b's long
+    # iperf3 output still to read)
+    _wait_for(lambda: bool(_temporary(watch) or (command == "export" and any(watch.glob("*.flent.gz")))),
+              proc, timeout=120)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    name = signal.Signals(sig).name
+    assert proc.returncode == status, err.decode()
+    assert f"bufferlab: {command} interrupted by {name}" in err.decode() and "Traceback" not in err.decode()
+    assert _temporary(watch) == [] and not (tmp_path / ".big.lock").exists()
+    for p in watch.rglob("*"):  # what is there is whole
+        if p.suffix == ".parquet":
+            pq.read_metadata(p)
+        elif p.suffix == ".html":
+            assert p.read_bytes().rstrip().endswith(b"</html>"), p
+        elif p.suffix == ".gz":
+            assert json.loads(gzip.decompress(p.read_bytes())), p
+        elif p.suffix == ".png":
+            assert p.read_bytes().endswith(b"IEND\xaeB`\x82"), p

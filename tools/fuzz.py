@@ -42,6 +42,8 @@ import tempfile
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +51,14 @@ sys.path.insert(0, str(ROOT / "python"))
 
 #: errors only a run can find (check accepted the input; the run failed with a position)
 RUNTIME_ERRORS = ("did not finish within stop_at", "simulated time stopped advancing")
-BAD = ("error_nopos", "traceback", "panic", "signal", "hang", "other")
+BAD = ("error_nopos", "traceback", "panic", "signal", "hang", "other",
+       # the properties of issue 30 the other entry points' fuzzers check (fuzz_inputs.py,
+       # fuzz_signals.py): a process left behind, a file outside the results folders changed,
+       # a write through a planted symlink, a half-written output, the last complete run lost,
+       # a state that does not resume, a lock refusal without its holder, and what a
+       # command's own output says it should be but is not (convert's scenario not checking)
+       "leftover", "data_loss", "through_symlink", "half_written", "lost_complete_run",
+       "not_resumable", "holder_unnamed", "mismatch")
 POS_RE = re.compile(r"\.toml(:\d+)+: (error|warning)")
 #: an error about the file as a whole (a missing table, not UTF-8 ...) names just the file
 FILE_RE = re.compile(r"\.toml: error")
@@ -163,8 +172,8 @@ def mut_unit(rng: random.Random, text: str) -> str:
     return text[: m.start()] + num + rng.choice(UNITS) + text[m.end():]
 
 
-def mut_word(rng: random.Random, text: str, corpus_words: list[str]) -> str:
-    """Replace, drop, duplicate or misspell an option name / keyword."""
+def mut_word(rng: random.Random, text: str, corpus_words: list[str], vocab: list[str] = KEYWORDS) -> str:
+    """Replace, drop, duplicate or misspell an option name / keyword (from ``vocab``, the corpus)."""
     ms = list(WORD_RE.finditer(text))
     if not ms:
         return text
@@ -172,7 +181,7 @@ def mut_word(rng: random.Random, text: str, corpus_words: list[str]) -> str:
     w = m.group()
     r = rng.random()
     if r < 0.35:
-        new = rng.choice(KEYWORDS)
+        new = rng.choice(vocab)
     elif r < 0.55:
         new = rng.choice(corpus_words)
     elif r < 0.7:
@@ -183,7 +192,7 @@ def mut_word(rng: random.Random, text: str, corpus_words: list[str]) -> str:
         i = rng.randrange(len(w))
         new = w[:i] + w[i + 1:] if rng.random() < 0.5 else w[:i] + rng.choice("abcxyz-_=0") + w[i:]
     else:
-        new = w + " " + rng.choice(KEYWORDS) + " " + rng.choice(INTERESTING_NUMBERS)
+        new = w + " " + rng.choice(vocab) + " " + rng.choice(INTERESTING_NUMBERS)
     return text[: m.start()] + new + text[m.end():]
 
 
@@ -307,16 +316,22 @@ def mut_splice(rng: random.Random, text: str, seeds: list[str]) -> str:
 
 
 class Mutator:
-    def __init__(self, seeds: dict[str, str]) -> None:
+    def __init__(self, seeds: dict[str, str], vocab: list[str] = KEYWORDS,
+                 structure: Callable[[random.Random, str], str] | None = None) -> None:
+        """``seeds``: name -> text of the inputs mutated; ``vocab``: the words option names are
+        replaced with (with the corpus's own); ``structure``: the format's structure mutation
+        (TOML's by default)."""
         self.names = sorted(seeds)
         self.seeds = [seeds[n] for n in self.names]
+        self.vocab = vocab
+        self.structure = structure or mut_toml
         words: set[str] = set()
         for s in self.seeds:
             words.update(m.group() for m in WORD_RE.finditer(s))
         self.words = sorted(words)
 
-    def make(self, campaign_seed: int, i: int) -> tuple[str, bytes]:
-        """Input ``i``: (name of the seed scenario, the mutated bytes)."""
+    def make(self, campaign_seed: int | str, i: int) -> tuple[str, bytes]:
+        """Input ``i``: (name of the seed input, the mutated bytes)."""
         rng = random.Random(f"{campaign_seed}:{i}")
         k = rng.randrange(len(self.seeds))
         text = self.seeds[k]
@@ -329,7 +344,7 @@ class Mutator:
             elif r < 0.38:
                 text = mut_unit(rng, text)
             elif r < 0.56:
-                text = mut_word(rng, text, self.words)
+                text = mut_word(rng, text, self.words, self.vocab)
             elif r < 0.64:
                 text = mut_lines(rng, text)
             elif r < 0.72:
@@ -337,7 +352,7 @@ class Mutator:
             elif r < 0.82:
                 text = mut_quoting(rng, text)
             elif r < 0.92:
-                text = mut_toml(rng, text)
+                text = self.structure(rng, text)
             elif r < 0.97:
                 text = mut_splice(rng, text, self.seeds)
             else:
@@ -396,31 +411,52 @@ def check_one(path: Path, timeout_s: float = 10.0) -> tuple[str, str]:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def check_worker(seed: int, start: int, stop: int, step: int, workdir: Path, mem_mb: int, out_fd: int,
-                 deadline: float = float("inf")) -> None:
-    """Check inputs start, start+step, ... < stop; one JSON line per non-'ok/error_pos' outcome
-    and a progress line every 500 inputs, on ``out_fd``."""
+class CheckTarget:
+    """``bufferlab check`` of mutated shipped scenarios, in-process (the pool's default target).
+
+    A target is what :func:`run_pool` fuzzes: ``kind`` (names saved inputs), ``suffix`` (of
+    the input file), ``make(seed, i)`` -> (name of the seed input, bytes) and
+    ``execute(i, path, workdir, name)`` -> (class, message) for the input written at ``path``
+    (``name``: its seed input's)."""
+
+    kind = "check"
+    suffix = ".toml"
+
+    def __init__(self) -> None:
+        self.mut = Mutator(load_seeds())
+
+    def make(self, seed: int | str, i: int) -> tuple[str, bytes]:
+        return self.mut.make(seed, i)
+
+    def execute(self, i: int, path: Path, workdir: Path, name: str = "") -> tuple[str, str]:
+        return check_one(path)
+
+
+def target_worker(target, seed: int, start: int, stop: int, step: int, workdir: Path,  # noqa: ANN001
+                  mem_mb: int, out_fd: int, deadline: float = float("inf")) -> None:
+    """Inputs start, start+step, ... < stop of ``target``; one JSON line per bad outcome and a
+    progress line every 500 inputs or 20 s, on ``out_fd``."""
     _limit_memory(mem_mb)
     signal.signal(signal.SIGALRM, _alarm)
     # the interpreter's default recursion limit, as the bufferlab command has (a deeper limit
     # here hid tomllib's RecursionError on deep nesting, which runs then found)
-    mut = Mutator(load_seeds())
     out = os.fdopen(out_fd, "w", buffering=1)
     counts: Counter[str] = Counter()
-    cur = workdir / "current.toml"
-    done = 0
+    cur = workdir / f"current{target.suffix}"
+    done, last = 0, time.time()
     for i in range(start, stop, step):
         if time.time() > deadline:
             break
-        name, data = mut.make(seed, i)
+        name, data = target.make(seed, i)
         (workdir / "index").write_text(str(i))
         cur.write_bytes(data)
-        cls, msg = check_one(cur)
+        cls, msg = target.execute(i, cur, workdir, name)
         counts[cls] += 1
         done += 1
         if cls in BAD:
             out.write(json.dumps({"i": i, "seed_file": name, "class": cls, "msg": msg[-4000:]}) + "\n")
-        if done % 500 == 0:
+        if done % 500 == 0 or time.time() - last > 20:
+            last = time.time()
             out.write(json.dumps({"progress": done, "counts": counts}) + "\n")
             counts = Counter()
     out.write(json.dumps({"progress": done, "counts": counts, "end": True}) + "\n")
@@ -438,12 +474,18 @@ def _limit_memory(mem_mb: int) -> None:
 
 def run_checks(seed: int, n: int, jobs: int, outdir: Path, mem_mb: int, log=print,  # noqa: ANN001
                deadline: float = float("inf")) -> Counter:
-    """n check inputs over ``jobs`` worker processes; a worker that dies is restarted after
-    the input that killed it, which is recorded as a 'signal' (or 'hang') failure."""
+    """n check inputs over ``jobs`` worker processes (:func:`run_pool` of :class:`CheckTarget`)."""
+    return run_pool(CheckTarget(), seed, n, jobs, outdir, mem_mb, log, deadline)
+
+
+def run_pool(target, seed: int, n: int, jobs: int, outdir: Path, mem_mb: int, log=print,  # noqa: ANN001
+             deadline: float = float("inf")) -> Counter:
+    """n inputs of ``target`` over ``jobs`` worker processes; a worker that dies is restarted after
+    the input that killed it, which is recorded as a 'signal' (or 'other') failure."""
     import select
 
     totals: Counter[str] = Counter()
-    tmp = Path(tempfile.mkdtemp(prefix="bufferlab-fuzz-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"bufferlab-fuzz-{target.kind}-"))
     workers: dict[int, dict] = {}
 
     def spawn(w: int, start: int) -> None:
@@ -455,7 +497,7 @@ def run_checks(seed: int, n: int, jobs: int, outdir: Path, mem_mb: int, log=prin
             os.close(r)
             code = 0
             try:
-                check_worker(seed, start, n, jobs, wd, mem_mb, wfd, deadline)
+                target_worker(target, seed, start, n, jobs, wd, mem_mb, wfd, deadline)
             except BaseException:  # noqa: BLE001
                 traceback.print_exc()
                 code = 70
@@ -483,8 +525,8 @@ def run_checks(seed: int, n: int, jobs: int, outdir: Path, mem_mb: int, log=prin
                         totals.update(rec["counts"])
                         st["ended"] = st["ended"] or rec.get("end", False)
                     else:
-                        _save(outdir, "check", seed, rec["i"], rec["seed_file"], rec["class"], rec["msg"],
-                              Mutator(load_seeds()).make(seed, rec["i"])[1])
+                        _save(outdir, target.kind, seed, rec["i"], rec["seed_file"], rec["class"], rec["msg"],
+                              target.make(seed, rec["i"])[1], target.suffix)
                 continue
             # EOF: the worker ended or died
             os.close(fd)
@@ -498,8 +540,9 @@ def run_checks(seed: int, n: int, jobs: int, outdir: Path, mem_mb: int, log=prin
             msg = (f"worker died: signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                    else f"worker died: exit {os.WEXITSTATUS(status)}")
             totals[cls] += 1
-            cur = st["wd"] / "current.toml"
-            _save(outdir, "check", seed, i, "?", cls, msg, cur.read_bytes() if cur.exists() else b"")
+            cur = st["wd"] / f"current{target.suffix}"
+            _save(outdir, target.kind, seed, i, "?", cls, msg, cur.read_bytes() if cur.exists() else b"",
+                  target.suffix)
             # progress lines are every 500 inputs: count the unreported ones as done (unknown class)
             nxt = i + jobs
             if nxt < n:
@@ -508,7 +551,8 @@ def run_checks(seed: int, n: int, jobs: int, outdir: Path, mem_mb: int, log=prin
         if time.time() - last > 30:
             last = time.time()
             done = sum(v for k, v in totals.items() if not k.endswith("!"))
-            log(f"  checks: {done}/{n} in {last - t0:.0f} s ({done / (last - t0):.0f}/s) {_fmt(totals)}")
+            rate = done / (last - t0)
+            log(f"  {target.kind}: {done}/{n} in {last - t0:.0f} s ({rate:.1f}/s) {_fmt(totals)}")
     shutil.rmtree(tmp, ignore_errors=True)
     return Counter({k: v for k, v in totals.items() if not k.endswith("!")})
 
@@ -518,13 +562,149 @@ def _fmt(c: Counter) -> str:
 
 
 def _save(outdir: Path, kind: str, seed: int, i: int, seed_file: str, cls: str, msg: str,
-          data: bytes) -> None:
+          data: bytes, suffix: str = ".toml") -> None:
     d = outdir / cls
     d.mkdir(parents=True, exist_ok=True)
     stem = f"{kind}-s{seed}-{i}"
-    (d / f"{stem}.toml").write_bytes(data)
+    (d / f"{stem}{suffix}").write_bytes(data)
     (d / f"{stem}.txt").write_text(f"{kind} input {i} of seed {seed} (from {seed_file}): {cls}\n\n{msg}\n",
                                    encoding="utf-8", errors="replace")
+
+
+# ---------------------------------------------------------------------- the CLI in a forked child
+
+
+@dataclass
+class CliResult:
+    """How a ``bufferlab`` command run by :func:`fork_cli` ended."""
+
+    #: exit status; -N when signal N ended it; None if it had to be killed (a hang)
+    code: int | None
+    out: str
+    err: str
+    #: it ran past its timeout (SIGTERM then ended it, unless ``code`` is None)
+    timed_out: bool = False
+    #: processes of its session still alive 3 s after it ended (then killed)
+    leftover: list[int] = field(default_factory=list)
+
+
+def _cli_child(argv: list[str], work: Path, cwd: Path, mem_mb: int) -> None:
+    """In a forked child: ``bufferlab ARGV`` in ``cwd``, stdin from work/stdin, stdout and stderr
+    to work/stdout and work/stderr; exits with the CLI's status, as the command would."""
+    _limit_memory(mem_mb)
+    for sig in (signal.SIGALRM, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for fd, name, flags in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+                            (2, "stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
+        f = os.open(str(work / name), flags, 0o644)
+        os.dup2(f, fd)
+        os.close(f)
+    # Python's own streams onto those descriptors: under pytest they are capture objects that
+    # write elsewhere, and the CLI's messages would never reach the files classified
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115 - lives until os._exit
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+    os.chdir(cwd)
+    code = 1
+    try:
+        from bufferlab.cli import main
+
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:  # noqa: BLE001 - a traceback is what we classify
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _wait(pid: int, timeout_s: float) -> int | None:
+    """The wait status of child ``pid``, or None if it is still running after ``timeout_s``."""
+    t_end = time.monotonic() + timeout_s
+    delay = 0.002
+    while True:
+        wpid, status = os.waitpid(pid, os.WNOHANG)
+        if wpid:
+            return status
+        if time.monotonic() > t_end:
+            return None
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+def session_members(sid: int) -> list[int]:
+    """Live (not zombie) processes of session ``sid`` (Linux /proc)."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != b"Z":
+            found.append(int(d))
+    return found
+
+
+def leftover(sid: int, grace_s: float = 3.0) -> list[int]:
+    """Processes of session ``sid`` still alive after ``grace_s`` seconds; they are killed."""
+    t_end = time.monotonic() + grace_s
+    alive = session_members(sid)
+    while alive and time.monotonic() < t_end:
+        time.sleep(0.05)
+        alive = session_members(sid)
+    for p in alive:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+    return alive
+
+
+def status_code(status: int) -> int:
+    """A wait status as an exit code, -N for signal N (subprocess's convention)."""
+    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def fork_cli(argv: list[str], work: Path, timeout_s: float, mem_mb: int, stdin: bytes = b"",
+             cwd: Path | None = None) -> CliResult:
+    """``bufferlab ARGV`` in a forked child (this process has imported bufferlab once) in a
+    session of its own, with the memory cap; past ``timeout_s`` it gets SIGTERM, 15 s later
+    SIGKILL (a hang). Processes it leaves in its session are reported (and killed)."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "stdin").write_bytes(stdin)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            _cli_child(argv, work, cwd or work, mem_mb)
+        finally:
+            os._exit(99)
+    status = _wait(pid, timeout_s)
+    timed_out = status is None
+    if status is None:
+        os.kill(pid, signal.SIGTERM)
+        status = _wait(pid, 15.0)
+        if status is None:
+            for p in [pid, *session_members(pid)]:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+            os.waitpid(pid, 0)
+    left = leftover(pid)
+
+    def text(name: str) -> str:
+        f = work / name
+        return f.read_text(errors="replace") if f.exists() else ""
+
+    return CliResult(None if status is None else status_code(status), text("stdout"), text("stderr"),
+                     timed_out, left)
 
 
 # ---------------------------------------------------------------------- runs (subprocess)
@@ -545,37 +725,13 @@ def classify_run(code: int | None, stderr: str, timed_out: bool) -> str:
         return "ok"
     if code == 3:
         return "stopped"
+    if code == 4:  # the run (or a grade's) went well, an [[expect]] entry or requirement failed
+        return "expectations"
     if code == 2:
         return _error_class(stderr.strip())
     if code == 1:
         return "failed" if "failed" in stderr else "other"
     return "other"
-
-
-def _run_child(path: Path, out: Path, args: list[str], mem_mb: int) -> None:
-    """In a forked child: bufferlab run, stderr to a file; exits with the CLI's status."""
-    _limit_memory(mem_mb)
-    fd = os.open(str(out / "stderr"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(fd, 2)
-    nul = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(nul, 1)
-    # Python's own streams onto those descriptors: under pytest they are capture objects that
-    # write elsewhere, and the CLI's messages would never reach the file classified below
-    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - lives until os._exit
-    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
-    os.chdir(out)
-    code = 1
-    try:
-        from bufferlab.cli import main
-
-        code = main(["run", str(path), "-o", str(out / "results"), "-q", *args])
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    except BaseException:  # noqa: BLE001 - a traceback is what we classify
-        traceback.print_exc()
-        code = 1
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def run_one(path: Path, work: Path, timeout_s: float, max_wall: float, max_events: int, report: bool,
@@ -598,33 +754,10 @@ def run_one(path: Path, work: Path, timeout_s: float, max_wall: float, max_event
         except subprocess.TimeoutExpired as e:
             err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
             return "hang", f"timeout after {timeout_s:g} s\n{err[-4000:]}"
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setpgid(0, 0)
-            _run_child(path, work, args, mem_mb)
-        finally:
-            os._exit(99)
-    t0 = time.time()
-    status = None
-    while time.time() - t0 < timeout_s:
-        wpid, st = os.waitpid(pid, os.WNOHANG)
-        if wpid:
-            status = st
-            break
-        time.sleep(0.01)
-    err_file = work / "stderr"
-    if status is None:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        os.waitpid(pid, 0)
-        err = err_file.read_text(errors="replace") if err_file.exists() else ""
-        return "hang", f"timeout after {timeout_s:g} s\n{err[-4000:]}"
-    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    err = err_file.read_text(errors="replace") if err_file.exists() else ""
-    return classify_run(code, err, False), (f"exit {code}\n" + err)[-4000:]
+    r = fork_cli(["run", str(path), "-o", str(work / "results"), "-q", *args], work, timeout_s, mem_mb)
+    if r.timed_out:
+        return "hang", f"timeout after {timeout_s:g} s\n{r.err[-4000:]}"
+    return classify_run(r.code, r.err, False), (f"exit {r.code}\n" + r.err)[-4000:]
 
 
 def run_runs(seed: int, n: int, outdir: Path, timeout_s: float, max_wall: float, max_events: int,

@@ -21,7 +21,7 @@ from pathlib import Path
 from .errors import BufferlabError
 from .mininet import commands as mininet_commands
 from .results_folder import FolderError, acquire, release_all
-from .safefs import ENVIRONMENT_ERRORS, open_write, write_atomic
+from .safefs import ENVIRONMENT_ERRORS, IN_THE_WAY, open_write, write_atomic
 from .sweep.cli import add_set_option, add_sweep_parser
 from .version import __version__
 
@@ -178,6 +178,7 @@ def _cli_convert(mn: Path, output: Path | None, force: bool = False) -> int:
 
     topo = load_mn(mn)
     text = to_scenario_toml(topo)
+    _check_converted(mn, text)
     for w in topo.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if output is not None and str(output) == "-":
@@ -188,6 +189,50 @@ def _cli_convert(mn: Path, output: Path | None, force: bool = False) -> int:
     print(f"{out}: scenario written ({len(topo.hosts)} hosts, {len(topo.switches)} switches, "
           f"{len(topo.links)} links)")
     return 0
+
+
+def _interruptible_writer(args: argparse.Namespace) -> int:
+    """report, compare, plot, export: SIGINT and SIGTERM (with or without a terminal) end them
+    with exit 130/143; each file they write is whole, the previous version or the new one
+    (safefs.open_atomic: written under a temporary name, renamed once complete)."""
+    from .run.scheduler import signal_name, signals_raise
+
+    signals_raise()
+    try:
+        if args.command == "report":
+            from .outputs.report import cli_report
+
+            if args.results.is_dir() and not args.results.is_symlink():
+                acquire(args.results)  # it rewrites tables/ and report.html: not while a run writes them
+            return cli_report(args.results)
+        if args.command == "compare":
+            from .outputs.compare import cli_compare, default_output
+
+            return cli_compare(args.runs, args.output or default_output(args.runs))
+        if args.command == "plot":
+            return _cli_plot(args.json, args.output)
+        return _cli_export_flent(args.flent, args.output)
+    except KeyboardInterrupt as e:
+        print(f"bufferlab: {args.command} interrupted by {signal_name(e)}: every file it wrote is whole (the "
+              "one it was writing is as it was before); run it again to write them all", file=sys.stderr)
+        return 128 + getattr(e, "signum", 2)
+
+
+def _check_converted(mn: Path, text: str) -> None:
+    """What convert writes is a scenario ``check`` accepts: a problem that shows only there (a
+    host with two links and one address, a link shaped beyond what tc takes) is an error
+    naming the .mn file, and nothing is written."""
+    from .errors import ScenarioError
+    from .run.scheduler import Runner
+    from .scenario.load import load_scenario
+
+    try:
+        Runner(load_scenario(mn.with_suffix(".toml"), source=text)).check()
+    except BufferlabError as e:
+        why = getattr(e, "message", str(e))
+        raise ScenarioError(f"the drawing converts to a scenario bufferlab refuses: {why}",
+                            file=str(mn), expected=getattr(e, "expected", None),
+                            suggestion=getattr(e, "suggestion", None)) from None
 
 
 def _write_converted(out: Path, source: Path, text: str, force: bool) -> None:
@@ -275,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bufferlab: interrupted", file=sys.stderr)
         return 128 + getattr(e, "signum", 2)
     except OSError as e:
-        if e.errno not in ENVIRONMENT_ERRORS:
+        if e.errno not in ENVIRONMENT_ERRORS | IN_THE_WAY:
             raise
         print(_environment_error(e, args), file=sys.stderr)
         return 2
@@ -285,6 +330,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _environment_error(e: OSError, args: argparse.Namespace) -> str:
     """The message for an environment error: the path, why, and what was kept."""
+    if e.errno in IN_THE_WAY:  # a results folder someone changed (issue 30's fuzzing)
+        what = {errno.EISDIR: "a folder is where bufferlab reads or writes a file",
+                errno.ENOTDIR: "a file is where bufferlab expects a folder"}.get(e.errno or 0,
+                                                                                "a symbolic link loops")
+        return (f"error: {e.filename or '?'}: {e.strerror}\n  hint: {what}: move it away, or re-run to "
+                "write the results anew")
     out = getattr(args, "results", None) or getattr(args, "output", None) or getattr(args, "flent", None)
     if args.command == "sweep":  # its own options: -o OUT, by default ./results
         words = args.args
@@ -301,21 +352,13 @@ def _environment_error(e: OSError, args: argparse.Namespace) -> str:
     return f"error: {e.filename or out or '?'}: {e.strerror}\n  kept: {kept}\n  hint: {hint}"
 
 
+#: the commands that write files from a run's results (or an iperf3 output)
+WRITERS = ("report", "compare", "plot", "export")
+
+
 def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "report":
-        from .outputs.report import cli_report
-
-        if args.results.is_dir() and not args.results.is_symlink():
-            acquire(args.results)  # it rewrites tables/ and report.html: not while a run writes them
-        return cli_report(args.results)
-    if args.command == "compare":
-        from .outputs.compare import cli_compare, default_output
-
-        return cli_compare(args.runs, args.output or default_output(args.runs))
-    if args.command == "plot":
-        return _cli_plot(args.json, args.output)
-    if args.command == "export":
-        return _cli_export_flent(args.flent, args.output)
+    if args.command in WRITERS:
+        return _interruptible_writer(args)
     if args.command == "convert":
         return _cli_convert(args.mn, args.output, args.force)
     if args.command == "sweep":

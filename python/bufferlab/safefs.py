@@ -99,19 +99,48 @@ def write_text(path: Path | str, text: str, encoding: str = "utf-8") -> None:
         f.write(text)
 
 
+@contextmanager
+def open_atomic(path: Path | str, mode: str = "wb", encoding: str | None = "utf-8",
+                newline: str | None = "\n") -> Iterator[IO[Any]]:
+    """:func:`open_write` (``w`` or ``wb``) of a file written whole or not at all: into a
+    hidden temporary file next to ``path``, renamed over it when the block ends (a rename
+    replaces a link at ``path``, never its target), removed if the block raises (SIGINT,
+    SIGTERM, a full disk). So ``path`` is always the previous complete version or the new
+    one; a process killed outright (SIGKILL) can leave only the ``.NAME.tmp``."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    _drop_link(tmp)
+    f = None
+    try:  # from the open on: a signal landing right after the file is made removes it too
+        f = open_write(tmp, mode, encoding, newline)
+        yield f
+        f.close()
+        try:
+            os.replace(tmp, path)
+        except OSError as e:  # a folder where the file goes: the error names it, not the temporary
+            raise OSError(e.errno, e.strerror, str(path)) from None
+    except BaseException:
+        if f is not None:
+            f.close()
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 def write_atomic(path: Path | str, text: str, encoding: str = "utf-8") -> None:
-    """Write ``path`` whole or not at all: into a hidden temporary file next to
-    it, then renamed over it (a rename replaces a link at ``path``, never its
-    target). summary.json, run.json and report.html are written so: a run
-    killed while writing them leaves the previous complete version."""
-    with _atomic(path, encoding) as f:
+    """Write ``path`` whole or not at all (:func:`open_atomic`). summary.json, run.json,
+    report.html, the tables and plots are written so: a command stopped while writing them
+    leaves the previous complete version."""
+    with open_atomic(path, "w", encoding=encoding) as f:
         f.write(text)
 
 
 def write_json_atomic(path: Path | str, doc: Any, indent: int = 2) -> None:
     """``json.dumps(doc, indent=indent) + "\\n"`` written as :func:`write_atomic` writes, in
     pieces: a summary.json of hundreds of megabytes is never one string in memory."""
-    with _atomic(path, "utf-8") as f:
+    with open_atomic(path, "w") as f:
         batch: list[str] = []
         size = 0
         for piece in json.JSONEncoder(indent=indent).iterencode(doc):
@@ -127,16 +156,6 @@ def write_json_atomic(path: Path | str, doc: Any, indent: int = 2) -> None:
 _JSON_BATCH = 1 << 20
 
 
-@contextmanager
-def _atomic(path: Path | str, encoding: str) -> Iterator[IO[str]]:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    _drop_link(tmp)
-    with open_write(tmp, "w", encoding=encoding) as f:
-        yield f
-    os.replace(tmp, path)
-
-
 def remove_tree(path: Path) -> None:
     """Remove ``path`` (a folder, file or link) without following links: a link
     is unlinked, a folder removed with ``shutil.rmtree`` (which does not follow
@@ -148,8 +167,8 @@ def remove_tree(path: Path) -> None:
 
 
 def savefig(fig: Any, path: Path | str, **kwargs: Any) -> None:
-    """``fig.savefig(path)`` through :func:`open_write` (the format from the suffix)."""
-    with open_write(path, "wb") as f:
+    """``fig.savefig(path)`` through :func:`open_atomic` (the format from the suffix)."""
+    with open_atomic(path, "wb") as f:
         fig.savefig(f, format=Path(path).suffix.lstrip(".").lower(), **kwargs)
 
 
@@ -157,6 +176,9 @@ def savefig(fig: Any, path: Path | str, **kwargs: Any) -> None:
 #: file system, a name longer than the file system allows, no permission, a failing disk
 ENVIRONMENT_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENAMETOOLONG, errno.EACCES, errno.EPERM,
                       errno.EFBIG, errno.EIO}
+#: what a results folder someone changed can put in the way of a read or a write: a folder
+#: where a file goes (or the reverse), a symlink pointing at itself
+IN_THE_WAY = {errno.EISDIR, errno.ENOTDIR, errno.ELOOP}
 
 
 def not_a_file(path: Path | str) -> str:

@@ -27,7 +27,9 @@ use crate::packet::{
     tcp_flags, Ipv4, Packet, PacketArena, PacketId, Payload, Proto, TcpHeader, ARP_FRAME,
 };
 use crate::qdisc::ingress::{Hook, Outcome};
+use crate::qdisc::spec::{FilterVerb, HookFilterRequest, HookSide};
 use crate::qdisc::{AutoHandles, ParentSpec, QdiscProfile, QdiscSpec, QdiscStats, TcVerb};
+use crate::qdisc::{ClassRequest, FilterRequest};
 use crate::qdisc::{DropCounters, DropReason, QdiscCtx, QdiscInfo, QdiscTree, TcRequest, Verdict};
 use crate::rng::ComponentRng;
 use crate::sched::{Event, EventQueue};
@@ -288,6 +290,7 @@ pub struct Simulator {
     arena: PacketArena,
     auto_handles: AutoHandles,
     iperf: IperfRegistry,
+    rr: crate::app::rr::RrBoard,
     options: EngineOptions,
     /// zero-delay arrivals to process at the current instant: (receiving iface, packet)
     pending: VecDeque<(IfaceId, PacketId)>,
@@ -394,6 +397,7 @@ impl Simulator {
             arena: PacketArena::default(),
             auto_handles: AutoHandles::default(),
             iperf: IperfRegistry::default(),
+            rr: crate::app::rr::RrBoard::default(),
             options: cfg.options,
             pending: VecDeque::new(),
             out_buf: Vec::new(),
@@ -420,14 +424,46 @@ impl Simulator {
 
     // ------------------------------------------------------------ control API
 
+    /// One `tc qdisc` verb (a graft when its parent is a class, class_api.rs).
     pub fn tc(&mut self, req: &TcRequest) -> Result<()> {
-        let iface = self
-            .topo
-            .iface_by_name(&req.dev)
-            .ok_or_else(|| crate::error::TcError::NoDevice(req.dev.clone()))?;
-        if is_hook_request(req) {
+        let iface = self.tc_iface(&req.dev)?;
+        if is_hook_request(req) && self.ifaces[iface].tree.graft_slot(req).is_none() {
             return self.hook_tc(iface, req);
         }
+        self.tc_on(iface, |tree, ctx, auto| tree.apply(req, ctx, auto))
+    }
+
+    /// One `tc class` verb: the kernel's warning for `tc` to print, if any.
+    pub fn tc_class(&mut self, req: &ClassRequest) -> Result<Option<String>> {
+        let iface = self.tc_iface(&req.dev)?;
+        self.tc_on(iface, |tree, ctx, _| tree.class_request(req, ctx))
+    }
+
+    /// One `tc filter` verb on a qdisc's u32 filters.
+    pub fn tc_filter(&mut self, req: &FilterRequest) -> Result<()> {
+        let iface = self.tc_iface(&req.dev)?;
+        self.tc_on(iface, |tree, _, _| tree.filter_request(req))
+    }
+
+    fn tc_iface(&self, dev: &str) -> Result<IfaceId> {
+        Ok(self
+            .topo
+            .iface_by_name(dev)
+            .ok_or_else(|| crate::error::TcError::NoDevice(dev.to_string()))?)
+    }
+
+    /// Apply one `tc` verb to `iface`'s qdiscs: what it changed goes to the
+    /// queue trace, and on success the interface is kicked (a change may
+    /// release packets at once: tbf refills its bucket).
+    fn tc_on<T>(
+        &mut self,
+        iface: IfaceId,
+        verb: impl FnOnce(
+            &mut QdiscTree,
+            &mut QdiscCtx,
+            &mut AutoHandles,
+        ) -> std::result::Result<T, crate::error::TcError>,
+    ) -> Result<T> {
         let before = self
             .obs
             .traced(iface)
@@ -439,16 +475,15 @@ impl Simulator {
             &mut ifc.drops,
             &mut self.reinject_buf,
         );
-        ifc.tree.apply(req, &mut ctx, &mut self.auto_handles)?;
+        let out = verb(&mut ifc.tree, &mut ctx, &mut self.auto_handles)?;
         if let Some(before) = before {
             let after = root_snap(&self.ifaces[iface]);
             let t = self.now.as_nanos();
             self.obs
                 .with_trace(iface, |tr| tr.on_other(t, before, after));
         }
-        // A change may release packets at once (tbf refills its bucket).
         self.kick(iface);
-        Ok(())
+        Ok(out)
     }
 
     pub fn qdisc_show(&self, dev: &str) -> Result<Vec<QdiscInfo>> {
@@ -553,11 +588,65 @@ impl Simulator {
             (_, Some(c)) if c != clsact => {
                 return Err(TcError::Invalid("Invalid qdisc name".into()).into())
             }
-            // change/replace of the same kind: the command layer resends the
-            // filters (sch_ingress has no options to change)
             (_, Some(_)) => self.ifaces[iface].hook.take(),
             _ => None,
         };
+        // change/replace of the same kind: sch_ingress has no options to
+        // change, the filters stay
+        let spec = match (req.verb, &old) {
+            (TcVerb::Change | TcVerb::Replace, Some(h)) => h.spec.clone(),
+            _ => spec.clone(),
+        };
+        self.rebuild_hook(iface, clsact, &spec, old)
+    }
+
+    /// `tc filter add|delete` at a receive or transmit hook (cls_api.c
+    /// `tc_new_tfilter`/`tc_del_tfilter` on the ingress/clsact block): `add`
+    /// appends the filter (an automatic prio one below the highest,
+    /// `tcf_auto_prio`), `delete` removes those of its prio (every one for
+    /// prio 0). Policers of the filters that stay keep their state.
+    pub fn tc_hook_filter(&mut self, req: &HookFilterRequest) -> Result<()> {
+        use crate::error::TcError;
+        let iface = self.tc_iface(&req.dev)?;
+        let Some(hook) = &self.ifaces[iface].hook else {
+            return Err(TcError::FilterExtack("Parent Qdisc doesn't exists".into()).into());
+        };
+        let clsact = hook.clsact;
+        if req.hook == HookSide::Egress && !clsact {
+            return Err(TcError::FilterExtack("Specified class doesn't exist".into()).into());
+        }
+        let mut spec = hook.spec.clone();
+        let filters = match req.hook {
+            HookSide::Ingress => &mut spec.ingress,
+            HookSide::Egress => &mut spec.egress,
+        };
+        match (req.verb, &req.filter) {
+            (FilterVerb::Delete, _) => filters.retain(|f| req.prio != 0 && f.prio != req.prio),
+            (FilterVerb::Add, Some(f)) => {
+                let mut f = f.clone();
+                if f.prio == 0 {
+                    let last = filters.iter().map(|f| f.prio).max();
+                    f.prio = last.unwrap_or(crate::qdisc::ingress::AUTO_PRIO + 1) - 1;
+                }
+                filters.push(f);
+            }
+            (FilterVerb::Add, None) => {
+                return Err(TcError::Invalid("a filter is required for this command".into()).into())
+            }
+        }
+        let old = self.ifaces[iface].hook.take();
+        self.rebuild_hook(iface, clsact, &spec, old)
+    }
+
+    /// Build `iface`'s hook from `spec`, reusing what `old` built of the
+    /// same filters; on error `old` stays.
+    fn rebuild_hook(
+        &mut self,
+        iface: IfaceId,
+        clsact: bool,
+        spec: &crate::qdisc::ingress::HookSpec,
+        old: Option<Hook>,
+    ) -> Result<()> {
         let topo = &self.topo;
         let built = Hook::new(
             clsact,
@@ -1025,6 +1114,7 @@ impl Simulator {
             out: &mut self.out_buf,
             sockets: &mut node.sockets,
             iperf: &mut self.iperf,
+            rr: &mut self.rr,
             qdiscs: &self.ifaces,
         };
         f(&mut slot.app, &mut ctx)

@@ -15,6 +15,16 @@ pub enum TcError {
     Invalid(String),
     /// `Cannot find device "X"`.
     NoDevice(String),
+    /// The kernel's extended ack alone, as `tc` prints it when it has one:
+    /// `Error: Specified class not found.`
+    Extack(String),
+    /// EBUSY: `RTNETLINK answers: Device or resource busy`.
+    Busy,
+    /// EOPNOTSUPP, with the extack if the kernel gives one.
+    NotSupported(String),
+    /// A `tc filter` the kernel refused: its extack, then tc/tc_filter.c's
+    /// `We have an error talking to the kernel`.
+    FilterExtack(String),
 }
 
 impl fmt::Display for TcError {
@@ -29,6 +39,20 @@ impl fmt::Display for TcError {
                 write!(f, "Error: {why}.\nRTNETLINK answers: Invalid argument")
             }
             TcError::NoDevice(dev) => write!(f, "Cannot find device \"{dev}\""),
+            TcError::Extack(why) => write!(f, "Error: {why}."),
+            TcError::Busy => write!(f, "RTNETLINK answers: Device or resource busy"),
+            TcError::NotSupported(why) if why.is_empty() => {
+                write!(f, "RTNETLINK answers: Operation not supported")
+            }
+            TcError::NotSupported(why) => {
+                write!(
+                    f,
+                    "Error: {why}.\nRTNETLINK answers: Operation not supported"
+                )
+            }
+            TcError::FilterExtack(why) => {
+                write!(f, "Error: {why}.\nWe have an error talking to the kernel")
+            }
         }
     }
 }

@@ -112,7 +112,9 @@ pub enum Payload {
     Tcp(TcpHeader),
 }
 
-/// TCP flag bits (RFC 793, RFC 3168 for ECE/CWR).
+/// TCP flag bits (RFC 793, RFC 3168 for ECE/CWR). The ninth flag, AE
+/// (RFC 9768 §3: the former NS bit, bit 8 of the 16-bit flags word), is
+/// [`TcpHeader::ae`].
 pub mod tcp_flags {
     pub const FIN: u8 = 0x01;
     pub const SYN: u8 = 0x02;
@@ -146,10 +148,120 @@ pub struct TcpHeader {
     pub mss: u16,
     pub wscale: Option<u8>,
     pub sack_ok: bool,
+    /// AE flag (Accurate ECN, RFC 9768): the top bit of the 3-bit ACE
+    /// field AE|CWR|ECE
+    pub ae: bool,
+    /// sent by an AccECN connection (`SKB_GSO_TCP_ACCECN`): segmenting an
+    /// aggregate copies CWR (part of ACE) to every segment
+    pub gso_accecn: bool,
+    /// the AccECN option (kinds 172/174), if the segment carries one
+    pub accecn: AccEcnOption,
+}
+
+/// `TCPOPT_ACCECN0` (RFC 9768 §3.2.3): fields in order EE0B, ECEB, EE1B.
+pub const TCPOPT_ACCECN0: u8 = 172;
+/// `TCPOPT_ACCECN1`: fields in order EE1B, ECEB, EE0B (what Linux sends).
+pub const TCPOPT_ACCECN1: u8 = 174;
+
+/// The AccECN option as carried: its kind and 0 to 3 24-bit byte counters
+/// in wire order (`fields[0]` is the first on the wire), values as sent
+/// (initial offsets included, already truncated to 24 bits).
+/// `fields_len` 0xff = no option. `Copy`, 14 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccEcnOption {
+    pub kind: u8,
+    pub fields_len: u8,
+    pub fields: [u32; 3],
+}
+
+impl Default for AccEcnOption {
+    fn default() -> Self {
+        AccEcnOption::NONE
+    }
+}
+
+impl AccEcnOption {
+    /// No option on the segment.
+    pub const NONE: AccEcnOption = AccEcnOption {
+        kind: 0,
+        fields_len: 0xff,
+        fields: [0; 3],
+    };
+
+    /// Whether the segment carries the option.
+    #[inline]
+    pub fn present(&self) -> bool {
+        self.fields_len != 0xff
+    }
+
+    /// Number of 24-bit fields carried (0 when absent).
+    #[inline]
+    pub fn n_fields(&self) -> u32 {
+        if self.present() {
+            self.fields_len.min(3) as u32
+        } else {
+            0
+        }
+    }
+
+    /// The option's length byte: 2 + 3 per field.
+    #[inline]
+    pub fn wire_len(&self) -> u8 {
+        2 + 3 * self.n_fields() as u8
+    }
+
+    /// Bytes the option adds to the header once aligned as Linux's
+    /// `tcp_options_fit_accecn` sizes it: it may take over up to
+    /// `max_combine_saving` padding bytes of the other options (the NOP,NOP
+    /// before a SACK block; on SYNs see [`TcpHeader::header_len`]).
+    pub fn aligned_len(n_fields: u32, max_combine_saving: u32) -> u32 {
+        let size = 2 + 3 * n_fields;
+        if size & 3 > max_combine_saving {
+            (size + 3) & !3
+        } else {
+            size & !3
+        }
+    }
 }
 
 impl TcpHeader {
-    /// Header length in bytes including options, as Linux lays them out.
+    /// The ACE field (RFC 9768 §3.2.1): AE·4 + CWR·2 + ECE.
+    #[inline]
+    pub fn ace(&self) -> u8 {
+        ((self.ae as u8) << 2)
+            | ((self.flags & tcp_flags::CWR != 0) as u8) << 1
+            | (self.flags & tcp_flags::ECE != 0) as u8
+    }
+
+    /// Set AE, CWR and ECE from a 3-bit ACE value.
+    #[inline]
+    pub fn set_ace(&mut self, ace: u8) {
+        self.ae = ace & 4 != 0;
+        self.flags &= !(tcp_flags::CWR | tcp_flags::ECE);
+        if ace & 2 != 0 {
+            self.flags |= tcp_flags::CWR;
+        }
+        if ace & 1 != 0 {
+            self.flags |= tcp_flags::ECE;
+        }
+    }
+
+    /// Padding bytes of a SYN's other options the AccECN option can take
+    /// over (`tcp_synack_options_combine_saving`): 2 when SACK-permitted
+    /// goes without timestamps (its NOP,NOP), else 1 with window scaling
+    /// (the NOP before it), else 0.
+    fn syn_combine_saving(&self) -> u32 {
+        if self.sack_ok && !self.ts {
+            2
+        } else if self.wscale.is_some() {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// Header length in bytes including options, as Linux lays them out
+    /// (`tcp_options_write`).
     pub fn header_len(&self) -> u32 {
         let mut n = 20;
         if self.flags & tcp_flags::SYN != 0 {
@@ -164,10 +276,17 @@ impl TcpHeader {
             if self.wscale.is_some() {
                 n += 4;
             }
+            if self.accecn.present() {
+                n += AccEcnOption::aligned_len(self.accecn.n_fields(), self.syn_combine_saving());
+            }
             return n;
         }
         if self.ts {
             n += 12;
+        }
+        if self.accecn.present() {
+            let saving = if self.sack_len > 0 { 2 } else { 0 };
+            n += AccEcnOption::aligned_len(self.accecn.n_fields(), saving);
         }
         if self.sack_len > 0 {
             n += 4 + 8 * self.sack_len as u32;
@@ -179,6 +298,10 @@ impl TcpHeader {
 /// ECN codepoints in the low two bits of the TOS byte (RFC 3168).
 pub const ECN_MASK: u8 = 0b11;
 pub const ECN_CE: u8 = 0b11;
+/// ECT(0) (RFC 3168), the classic ECN-capable codepoint.
+pub const ECN_ECT0: u8 = 0b10;
+/// ECT(1) (RFC 9331): the L4S identifier.
+pub const ECN_ECT1: u8 = 0b01;
 
 /// One packet. `Copy`, a few dozen bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,7 +377,8 @@ impl Packet {
     /// The segments a device would make of this packet
     /// (`skb_gso_segment`, net/ipv4/tcp_offload.c `tcp_gso_segment`): each
     /// carries the full header, its sequence number advances by `gso_size`,
-    /// PSH and FIN stay on the last and CWR on the first. A plain packet
+    /// PSH and FIN stay on the last and CWR on the first (on every one for
+    /// an AccECN connection, whose CWR is part of ACE). A plain packet
     /// yields itself.
     pub fn segments(&self) -> impl Iterator<Item = Packet> + '_ {
         let n = self.segs();
@@ -272,7 +396,7 @@ impl Packet {
                 if i + 1 < n {
                     h.flags &= !(tcp_flags::PSH | tcp_flags::FIN);
                 }
-                if i > 0 {
+                if i > 0 && !h.gso_accecn {
                     h.flags &= !tcp_flags::CWR;
                 }
                 s.payload = Payload::Tcp(h);

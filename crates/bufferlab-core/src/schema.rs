@@ -7,18 +7,23 @@
 use crate::app::{tcp::TcpSpec, AppSpec};
 use crate::capture::CaptureSpec;
 use crate::engine::SimConfig;
-use crate::qdisc::spec::TcRequest;
+use crate::qdisc::spec::{ClassRequest, FilterRequest, HookFilterRequest, TcRequest};
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Value};
 
 /// One JSON Schema (draft 2020-12) document whose `$defs` hold, among the
 /// types they use, one definition per entry point: `SimConfig`
-/// (`Simulator::from_json`), `TcRequest` (`tc`), `AppSpec` (`start_app`),
+/// (`Simulator::from_json`), `TcRequest` (`tc`), `ClassRequest`
+/// (`tc_class`), `FilterRequest` (`tc_filter`), `HookFilterRequest`
+/// (`tc_hook_filter`), `AppSpec` (`start_app`),
 /// `TcpSpec` (`set_listener_tcp`), `CaptureSpec` (`capture_start`).
 pub fn input_schema() -> Value {
     let mut generator = SchemaSettings::draft2020_12().into_generator();
     generator.subschema_for::<SimConfig>();
     generator.subschema_for::<TcRequest>();
+    generator.subschema_for::<ClassRequest>();
+    generator.subschema_for::<FilterRequest>();
+    generator.subschema_for::<HookFilterRequest>();
     generator.subschema_for::<AppSpec>();
     generator.subschema_for::<TcpSpec>();
     generator.subschema_for::<CaptureSpec>();
@@ -36,7 +41,15 @@ mod tests {
     #[test]
     fn every_entry_point_has_a_closed_definition() {
         let schema = input_schema();
-        for name in ["SimConfig", "TcRequest", "TcpSpec", "CaptureSpec"] {
+        for name in [
+            "SimConfig",
+            "TcRequest",
+            "ClassRequest",
+            "FilterRequest",
+            "HookFilterRequest",
+            "TcpSpec",
+            "CaptureSpec",
+        ] {
             let def = &schema["$defs"][name];
             assert_eq!(def["additionalProperties"], false, "{name}: {def}");
         }

@@ -205,30 +205,32 @@ fn hook_verbs_follow_sch_api() {
     assert!(e.contains("File exists"), "{e}");
     let e = tc(
         &mut sim,
-        hook(
-            "change",
-            "h2-eth0",
-            "ingress",
-            json!([]),
-            json!([all_to("x")]),
-        ),
+        hook("add", "h1-eth0", "ingress", json!([]), json!([all_to("x")])),
     )
     .unwrap_err();
     assert!(e.contains("no egress hook"), "{e}");
-    let e = tc(
-        &mut sim,
-        hook(
-            "change",
-            "h2-eth0",
-            "ingress",
-            json!([all_to("ifb7")]),
-            json!([]),
-        ),
-    )
-    .unwrap_err();
+    // tc filter at the hooks (tc_new_tfilter): egress is clsact's only
+    let filter = |hook: &str, f: Value| {
+        let req = json!({"verb": "add", "dev": "h2-eth0", "hook": hook, "filter": f});
+        serde_json::from_value(req).unwrap()
+    };
+    let e = sim
+        .tc_hook_filter(&filter("egress", all_to("ifb7")))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "Error: Specified class doesn't exist.\nWe have an error talking to the kernel"
+    );
+    let e = sim
+        .tc_hook_filter(&filter("ingress", all_to("ifb7")))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("ifb7"), "{e}");
-    // the failed change kept the qdisc
-    assert_eq!(sim.qdisc_show("h2-eth0").unwrap().len(), 2);
+    // the failed filter left the qdisc as it was
+    let show = sim.qdisc_show("h2-eth0").unwrap();
+    assert_eq!(show.len(), 2);
+    assert_eq!(show[1].options["ingress"], json!([]));
     let e = tc(
         &mut sim,
         hook("replace", "h2-eth0", "clsact", json!([]), json!([])),

@@ -59,7 +59,14 @@ fn to_py(e: Error) -> PyErr {
     match e {
         Error::Config(_) => ConfigError::new_err(msg),
         Error::Tc(
-            TcError::Exists | TcError::NotFound | TcError::Invalid(_) | TcError::NoDevice(_),
+            TcError::Exists
+            | TcError::NotFound
+            | TcError::Invalid(_)
+            | TcError::NoDevice(_)
+            | TcError::Extack(_)
+            | TcError::Busy
+            | TcError::NotSupported(_)
+            | TcError::FilterExtack(_),
         ) => TcRequestError::new_err(msg),
         Error::App(_) => AppError::new_err(msg),
         Error::Schema(_) => SchemaError::new_err(msg),
@@ -98,6 +105,27 @@ impl Simulator {
         let req = serde_json::from_str(request_json)
             .map_err(|e| SchemaError::new_err(format!("tc request: {e}")))?;
         self.inner.tc(&req).map_err(to_py)
+    }
+
+    /// `tc class …`: the kernel's warning for `tc` to print, if any.
+    fn tc_class(&mut self, request_json: &str) -> PyResult<Option<String>> {
+        let req = serde_json::from_str(request_json)
+            .map_err(|e| SchemaError::new_err(format!("tc class request: {e}")))?;
+        self.inner.tc_class(&req).map_err(to_py)
+    }
+
+    /// `tc filter …` on a qdisc's u32 filters.
+    fn tc_filter(&mut self, request_json: &str) -> PyResult<()> {
+        let req = serde_json::from_str(request_json)
+            .map_err(|e| SchemaError::new_err(format!("tc filter request: {e}")))?;
+        self.inner.tc_filter(&req).map_err(to_py)
+    }
+
+    /// `tc filter …` at an ingress/clsact hook.
+    fn tc_hook_filter(&mut self, request_json: &str) -> PyResult<()> {
+        let req = serde_json::from_str(request_json)
+            .map_err(|e| SchemaError::new_err(format!("tc filter request: {e}")))?;
+        self.inner.tc_hook_filter(&req).map_err(to_py)
     }
 
     fn qdisc_show(&self, dev: &str) -> PyResult<String> {

@@ -60,7 +60,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from ..safefs import ensure_dir, not_a_file, savefig, write_text
+from ..safefs import ensure_dir, not_a_file, savefig, write_atomic
 
 __all__ = ["PlotError", "PlotResult", "PLOTS", "plot_iperf", "plot_json", "load_iperf3_docs", "jq_number",
            "awk_number", "csv_records", "dat_lines"]
@@ -447,7 +447,7 @@ def plot_iperf(json_path: Path, workdir: Path) -> list[Path]:
     csv_text = "".join(w + "\n" for w in sorted(words, key=lambda w: w.encode())) if words else "\n"
     ensure_dir(workdir)
     csv_path = workdir / "iperf.csv"
-    write_text(csv_path, csv_text)
+    write_atomic(csv_path, csv_text)
     produced.append(csv_path)
 
     for doc in docs:
@@ -475,7 +475,7 @@ def plot_iperf(json_path: Path, workdir: Path) -> list[Path]:
         lines = csv_text.split("\n")[:-1]
         for k in range(0, len(lines), num):
             dat = results / f"{k // num + 1}.dat"
-            write_text(dat, "".join(row + "\n" for row in dat_lines(lines[k:k + num])))
+            write_atomic(dat, "".join(row + "\n" for row in dat_lines(lines[k:k + num])))
             dats.append(dat)
         produced += dats
 
@@ -670,7 +670,7 @@ def _plot_doc(doc: dict[str, Any], out_dir: Path, label: str) -> tuple[list[Path
     chunks = list(per_socket.values()) + ([sums] if len(per_socket) > 1 and sums else [])
     for n, rows in enumerate(chunks, 1):
         dat = out_dir / ("sum.dat" if n > len(per_socket) else f"{n}.dat")
-        write_text(dat, "".join(line + "\n" for line in dat_lines(rows, exact, keep_blank=True)))
+        write_atomic(dat, "".join(line + "\n" for line in dat_lines(rows, exact, keep_blank=True)))
         dats.append(dat)
     produced += dats
     skipped: list[str] = []

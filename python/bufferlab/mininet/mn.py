@@ -103,7 +103,10 @@ def link_class(spec: str) -> Any:
                            "packets, at least 1 (e.g. max_queue_size=100)")
 
     def make(*a: Any, **kw: Any) -> TCLink:
-        return TCLink(*a, **{**kwargs, **kw})
+        try:
+            return TCLink(*a, **{**kwargs, **kw})
+        except MininetError as e:  # a value of --link's: the error names the argument
+            raise MininetError(f"--link {spec}: {e}") from None
 
     return make
 

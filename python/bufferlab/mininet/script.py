@@ -388,11 +388,22 @@ def check_script(path: Path, what: str) -> None:
 
 
 def _print_script_traceback(e: BaseException, script: Path) -> None:
-    """The traceback from the script's first frame on (``python SCRIPT.py`` prints that)."""
+    """The traceback from the script's first frame on (``python SCRIPT.py`` prints that); for
+    the script's own SyntaxError, only where it is (no frame of bufferlab's, as python)."""
     tb = e.__traceback__
     while tb is not None and Path(tb.tb_frame.f_code.co_filename) != script:
         tb = tb.tb_next
+    if tb is None and _syntax_line(e, script) is not None:
+        traceback.print_exception(type(e), e, None, file=sys.stderr)
+        return
     traceback.print_exception(type(e), e, tb or e.__traceback__, file=sys.stderr)
+
+
+def _syntax_line(e: BaseException, script: Path) -> int | None:
+    """The line of a SyntaxError in the script itself (it has no frame there)."""
+    if isinstance(e, SyntaxError) and e.filename and e.lineno and Path(e.filename).resolve() == script:
+        return e.lineno
+    return None
 
 
 def _note_end(root: Path, error: str | None, interrupted: str | None,
@@ -419,8 +430,8 @@ def _script_failure(e: BaseException, script: Path, status: int, message: str) -
     """The script's line that raised ``e`` as a summary.json failure (the keys of a failed
     command's: run/scheduler.py ``Failure``)."""
     where = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == script]
-    line = where[-1].lineno if where else None
-    text = (where[-1].line or "").strip() if where else ""
+    line = where[-1].lineno if where else _syntax_line(e, script)
+    text = (where[-1].line or "").strip() if where else (getattr(e, "text", None) or "").strip()
     return {"node": "script", "part": "mininet", "where": f"{script.name}:{line}" if line else script.name,
             "command": text or script.name, "status": status, "message": message, "allowed": False}
 
@@ -428,7 +439,8 @@ def _script_failure(e: BaseException, script: Path, status: int, message: str) -
 def _script_line(e: BaseException, script: Path) -> str:
     """``SCRIPT:LINE: `` of the script's innermost line in the traceback."""
     where = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == script]
-    return f"{script.name}:{where[-1].lineno}: " if where else ""
+    line = where[-1].lineno if where else _syntax_line(e, script)
+    return f"{script.name}:{line}: " if line else ""
 
 
 __all__ = ["run_script", "simulated_process", "mininet_modules"]

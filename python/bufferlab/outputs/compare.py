@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from ..results_folder import claim
-from ..safefs import open_write, savefig, write_atomic
+from ..safefs import open_atomic, savefig, write_atomic
 from .report import _e, page, png_figure, table
 from .results import (
     DAMAGE,
@@ -120,10 +120,13 @@ def _queue_delay(sel: Selection) -> tuple[float | None, float | None, str]:
     for part, _iface, path in queue_traces(sel.run):
         if part not in sel.parts or sel.file is not None or not path.is_file():
             continue
-        for b in pq.ParquetFile(path).iter_batches(columns=["event", "sojourn_s"], batch_size=1 << 18):
-            ev = b.column("event").to_numpy(zero_copy_only=False)
-            s = b.column("sojourn_s").to_numpy(zero_copy_only=False)
-            soj.append(s[(ev == "dequeue") & ~np.isnan(s)])
+        try:
+            for b in pq.ParquetFile(path).iter_batches(columns=["event", "sojourn_s"], batch_size=1 << 18):
+                ev = b.column("event").to_numpy(zero_copy_only=False)
+                s = b.column("sojourn_s").to_numpy(zero_copy_only=False)
+                soj.append(s[(ev == "dequeue") & ~np.isnan(s)])
+        except OSError as e:  # pyarrow's for pages damaged past the footer: DAMAGE, naming the file
+            raise ValueError(f"{path}: {e}") from None
     if soj and sum(len(a) for a in soj):
         a = np.concatenate(soj) * 1e3
         return float(a.mean()), float(np.percentile(a, 99)), "sojourn (queue_events)"
@@ -316,7 +319,7 @@ def compare(paths: list[Path], out: Path) -> tuple[list[dict[str, Any]], list[Pr
             rows.append(metrics(s))
         except DAMAGE as e:
             raise damaged(s.run.root, e) from None
-    with open_write(out / "compare.csv") as f:
+    with open_atomic(out / "compare.csv", "w") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow([c for c, _, _ in COLUMNS])
         for r in rows:

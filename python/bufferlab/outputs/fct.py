@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..safefs import open_write, savefig
+from ..safefs import open_atomic, savefig
 
 __all__ = ["BUCKETS", "CSV_COLUMNS", "quantile", "fct_rows", "fct_summary", "write_fct_csv", "read_fct_csv",
            "plot_fct"]
@@ -67,7 +67,7 @@ def fct_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def write_fct_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    with open_write(path, "w", newline="") as f:
+    with open_atomic(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(CSV_COLUMNS)
         for r in rows:

@@ -59,6 +59,7 @@ with ``-J``):
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import math
@@ -73,7 +74,7 @@ from ..commands.shell import parse_shell
 from ..errors import BufferlabError, Diagnostics
 from ..formats.plot_iperf import PlotError, load_iperf3_docs
 from ..profile import PROFILES
-from ..safefs import open_write
+from ..safefs import open_atomic
 from ..version import __version__
 from .results import DAMAGE, ResultsError, damaged, load_run
 
@@ -105,9 +106,12 @@ def resample(samples: list[tuple[float, float]], n: int, step: float = STEP_SIZE
     """Values on the grid ``step·k`` (k < n) from time-sorted ``(t, value)`` samples (t relative to T0)."""
     out: list[float | None] = []
     last: float | None = None
+    times = [ts for ts, _ in samples]
     for k in range(n):
         t = round(step * k, 9)
-        i = next((j for j, (ts, _) in enumerate(samples) if ts > t), None)
+        i: int | None = bisect.bisect_right(times, t)  # the first sample after t
+        if i == len(times):
+            i = None
         value: float | None = None
         if not samples:
             pass
@@ -569,6 +573,6 @@ def _write(
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / fname
     data = json.dumps(obj, indent=2, sort_keys=True).encode("utf-8")
-    with open_write(dest, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
+    with open_atomic(dest, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
         gz.write(data)  # mtime 0: the same results give the same bytes
     return dest

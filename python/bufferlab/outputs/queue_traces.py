@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..safefs import open_write, savefig
+from ..safefs import open_atomic, savefig
 from . import arrow
 
 RECORD = np.dtype(
@@ -136,7 +136,7 @@ def convert(bin_path: Path, parquet_path: Path, dev: str, plot: bool = True, min
             last = np.frombuffer(f.read(RECORD.itemsize), RECORD)
             pl.t0, pl.t1 = first["t_ns"][0] / 1e9, last["t_ns"][0] / 1e9
             f.seek(0)
-        with open_write(parquet_path, "wb") as sink, pq.ParquetWriter(sink, schema()) as w:
+        with open_atomic(parquet_path, "wb") as sink, pq.ParquetWriter(sink, schema()) as w:
             while True:
                 buf = f.read(CHUNK_ROWS * RECORD.itemsize)
                 if not buf:

@@ -34,6 +34,10 @@ def result_lines(res: dict[str, Any]) -> list[str]:
                 out.append(f"  {b['bucket']:>13}: {b['completed']}/{b['flows']} completed, FCT mean "
                            f"{_num(b['mean_ms'], '{:.3f}')} ms, p50 {_num(b['p50_ms'], '{:.3f}')} ms, "
                            f"p99 {_num(b['p99_ms'], '{:.3f}')} ms")
+    for r in res.get("flent", []):
+        out.append(f"{r['node']}: flent {r['test']}: {r['file']} (mean per series, as flent's summary)")
+        for name, m in r["means"].items():
+            out.append(f"  {name:>24}: {_num(m['mean'], '{:.2f}')} {m['units']}")
     for q in res.get("qdiscs", []):
         why = ", ".join(f"{k} {v}" for k, v in q["drops"].items())
         drops = f"{q['dropped']} drops ({why})" if q["dropped"] else "no drops"

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..safefs import ensure_dir, open_write
+from ..safefs import ensure_dir, open_atomic
 from . import arrow
 from .fct import quantile, read_fct_csv
 from .results import NS, Outputs, Problem, Run, app_for, ping_interval_s, scan_outputs
@@ -83,9 +83,9 @@ def table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
 
 
 def _write(folder: Path, name: str, table: pa.Table) -> None:
-    with open_write(folder / f"{name}.parquet", "wb") as f:
+    with open_atomic(folder / f"{name}.parquet", "wb") as f:  # whole, or the previous one (SIGTERM)
         pq.write_table(table, f, **_PARQUET_OPTS)
-    with open_write(folder / f"{name}.csv", "wb") as f:
+    with open_atomic(folder / f"{name}.csv", "wb") as f:
         pacsv.write_csv(table, f)
 
 
@@ -164,6 +164,11 @@ def queue_traces(run: Run) -> list[tuple[str, str, Path]]:
     return found
 
 
+def _unreadable_trace(path: Path, e: Exception) -> Problem:
+    return Problem(str(path), f"cannot read the queue trace ({e})",
+                   "a Parquet file with columns " + ", ".join(TRACE_COLUMNS), "re-run the scenario")
+
+
 def queue_event_batches(run: Run, problems: list[Problem],
                         columns: tuple[str, ...] = TRACE_COLUMNS) -> Iterator[pa.RecordBatch]:
     """Every queue trace of ``run`` as record batches of the queue_events schema (``columns``:
@@ -174,9 +179,7 @@ def queue_event_batches(run: Run, problems: list[Problem],
         try:
             pf = pq.ParquetFile(path)
         except (OSError, pa.ArrowException) as e:
-            problems.append(Problem(str(path), f"cannot read the queue trace ({e})",
-                                    "a Parquet file with columns " + ", ".join(TRACE_COLUMNS),
-                                    "re-run the scenario"))
+            problems.append(_unreadable_trace(path, e))
             continue
         missing = [c for c in TRACE_COLUMNS if c not in pf.schema_arrow.names]
         if missing:
@@ -191,20 +194,23 @@ def queue_event_batches(run: Run, problems: list[Problem],
         import pyarrow.compute as pc  # 0.05 s to import: only for a run with traces
 
         wanted = [c for c in TRACE_COLUMNS if c in columns or c == "time_s"]
-        for batch in pf.iter_batches(batch_size=65536, columns=wanted):
-            k = batch.num_rows
+        try:  # a trace damaged past its footer fails here: the rows before it are kept
+            for batch in pf.iter_batches(batch_size=65536, columns=wanted):
+                k = batch.num_rows
 
-            def col(name: str, typ: pa.DataType, batch: pa.RecordBatch = batch, k: int = k,
-                    wanted: list[str] = wanted) -> pa.Array:
-                return batch.column(name).cast(typ) if name in wanted else pa.nulls(k, typ)
+                def col(name: str, typ: pa.DataType, batch: pa.RecordBatch = batch, k: int = k,
+                        wanted: list[str] = wanted) -> pa.Array:
+                    return batch.column(name).cast(typ) if name in wanted else pa.nulls(k, typ)
 
-            t = batch.column("time_s").cast(F64)
-            yield pa.record_batch([
-                arrow.repeat(part, k), arrow.repeat(iface, k), t,
-                pc.subtract(t, arrow.scalar(start_s, F64)), col("event", S),
-                *(col(c, I64) for c in ("backlog_bytes", "backlog_packets", "drops", "marks")),
-                col("sojourn_s", F64),
-            ], schema=schema)
+                t = batch.column("time_s").cast(F64)
+                yield pa.record_batch([
+                    arrow.repeat(part, k), arrow.repeat(iface, k), t,
+                    pc.subtract(t, arrow.scalar(start_s, F64)), col("event", S),
+                    *(col(c, I64) for c in ("backlog_bytes", "backlog_packets", "drops", "marks")),
+                    col("sojourn_s", F64),
+                ], schema=schema)
+        except (OSError, pa.ArrowException) as e:
+            problems.append(_unreadable_trace(path, e))
 
 
 def _copy_queue_events(run: Run, folder: Path, problems: list[Problem]) -> tuple[int, list[dict[str, Any]]]:
@@ -212,29 +218,28 @@ def _copy_queue_events(run: Run, folder: Path, problems: list[Problem]) -> tuple
     schema = SCHEMAS["queue_events"]
     n = 0
     drops: list[dict[str, Any]] = []
-    pf_out = open_write(folder / "queue_events.parquet", "wb")
-    cf_out = open_write(folder / "queue_events.csv", "wb")
-    pw = pq.ParquetWriter(pf_out, schema, **_PARQUET_OPTS)
-    cw = pacsv.CSVWriter(cf_out, schema)
-    try:
-        for out in queue_event_batches(run, problems):
-            import pyarrow.compute as pc
+    with open_atomic(folder / "queue_events.parquet") as pf_out, \
+            open_atomic(folder / "queue_events.csv") as cf_out:  # whole, or the previous ones
+        pw = pq.ParquetWriter(pf_out, schema, **_PARQUET_OPTS)
+        cw = pacsv.CSVWriter(cf_out, schema)
+        try:
+            for out in queue_event_batches(run, problems):
+                import pyarrow.compute as pc
 
-            pw.write_batch(out)
-            cw.write_batch(out)
-            n += out.num_rows
-            ev = out.column("event")
-            marked = pc.or_(pc.equal(ev, arrow.scalar("drop", S)), pc.equal(ev, arrow.scalar("mark", S)))
-            sel = out.filter(marked)
-            for r in sel.to_pylist():
-                drops.append({"source": "event", "part": r["part"], "iface": r["iface"],
-                              "time_s": r["time_s"], "event": r["event"], "packets": 1,
-                              "backlog_bytes": r["backlog_bytes"], "backlog_packets": r["backlog_packets"]})
-    finally:
-        pw.close()
-        cw.close()
-        pf_out.close()
-        cf_out.close()
+                pw.write_batch(out)
+                cw.write_batch(out)
+                n += out.num_rows
+                ev = out.column("event")
+                marked = pc.or_(pc.equal(ev, arrow.scalar("drop", S)), pc.equal(ev, arrow.scalar("mark", S)))
+                sel = out.filter(marked)
+                for r in sel.to_pylist():
+                    drops.append({"source": "event", "part": r["part"], "iface": r["iface"],
+                                  "time_s": r["time_s"], "event": r["event"], "packets": 1,
+                                  "backlog_bytes": r["backlog_bytes"],
+                                  "backlog_packets": r["backlog_packets"]})
+        finally:
+            pw.close()
+            cw.close()
     return n, drops
 
 

@@ -52,8 +52,25 @@ class Engine:
         return self._sim.now_ns()
 
     def tc(self, request: dict[str, Any]) -> None:
+        """``tc qdisc …`` (``TcRequest``; a graft when its parent is a class)."""
+        self._tc(self._sim.tc, request)
+
+    def tc_class(self, request: dict[str, Any]) -> str:
+        """``tc class …`` (``ClassRequest``): the kernel's warning for tc to print, or ""."""
+        return self._tc(self._sim.tc_class, request) or ""
+
+    def tc_filter(self, request: dict[str, Any]) -> None:
+        """``tc filter …`` on a qdisc's u32 filters (``FilterRequest``)."""
+        self._tc(self._sim.tc_filter, request)
+
+    def tc_hook_filter(self, request: dict[str, Any]) -> None:
+        """``tc filter …`` at an ingress/clsact hook (``HookFilterRequest``)."""
+        self._tc(self._sim.tc_hook_filter, request)
+
+    @staticmethod
+    def _tc(verb: Any, request: dict[str, Any]) -> Any:
         try:
-            self._sim.tc(json.dumps(request))
+            return verb(json.dumps(request))
         except _core.TcRequestError as e:
             raise TcFailure(str(e)) from None
         except _core.CoreError as e:

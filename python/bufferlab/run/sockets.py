@@ -20,6 +20,8 @@ _TCP_SYSCTLS = {
     "net.ipv4.tcp_congestion_control": "congestion",
     "net.ipv4.tcp_ecn": "ecn",
     "net.ipv4.tcp_ecn_fallback": "ecn_fallback",
+    "net.ipv4.tcp_ecn_option": "ecn_option",
+    "net.ipv4.tcp_ecn_option_beacon": "ecn_option_beacon",
     "net.ipv4.tcp_sack": "sack",
     "net.ipv4.tcp_timestamps": "timestamps",
     "net.ipv4.tcp_window_scaling": "window_scaling",

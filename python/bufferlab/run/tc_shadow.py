@@ -9,8 +9,11 @@ other's copies without end; a scenario that relies on it cannot run as written. 
 part as listed), to an engine of the same topology that never runs, and reports that
 refusal at its line; ``run`` refuses the same line the same way (it checks first),
 and the engine itself refuses it in a Mininet script. A scenario none of whose lines
-says ``duplicate`` cannot break the rule, so ``check`` makes no shadow for it (a tc
-line costs as much here as in a run: htb reads its tree back).
+says ``duplicate`` cannot break the rule, so ``check`` makes no shadow for it.
+
+:func:`send_tc` is how a modifying ``tc`` line reaches an engine, here and in a run
+(run/programs/tc.py): one request per line, by what the line is (``tc qdisc``, ``tc class``,
+``tc filter`` at a qdisc or at a hook), whatever the tree holds.
 
 The order is the file's, not the simulated one: terminals run side by side, so a line
 of another terminal may in fact come first. Only this one refusal is reported, so the
@@ -19,10 +22,13 @@ approximation can only miss a refusal that ``run`` then prints as a failing line
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..commands.shell import parse_shell
-from ..commands.tc import TcQdiscRequest, htb, parse_tc
+from ..commands.tc import TcQdiscRequest, parse_tc
+from ..commands.tc.htb import TcClassRequest, TcFilterRequest
+from ..commands.tc.ingress import HookFilterRequest
 from ..errors import Diagnostics
 from ..profile import Profile
 from ..scenario.topology import BuiltTopology
@@ -30,6 +36,20 @@ from .engine import Engine, TcFailure
 
 #: the kernel's extack text for the duplicating-netem rule (crates/bufferlab-core/src/qdisc/api.rs)
 NETEM_MIX = "netem: cannot mix duplicating netems with other netems in tree"
+
+
+def send_tc(engine: Engine, parsed: Any, request: dict[str, Any]) -> str:
+    """Apply one modifying ``tc`` line (``parsed``, its engine ``request``): the warning
+    tc prints for it (htb's quantum clamp), else ""; ``TcFailure`` with tc's text."""
+    if isinstance(parsed, TcClassRequest):
+        return engine.tc_class(request)
+    if isinstance(parsed, TcFilterRequest):
+        engine.tc_filter(request)
+    elif isinstance(parsed, HookFilterRequest):
+        engine.tc_hook_filter(request)
+    else:
+        engine.tc(request)
+    return ""
 
 
 class TcShadow:
@@ -48,29 +68,15 @@ class TcShadow:
                 words = parse_shell(f"tc qdisc add dev {dev} {args}")[0].commands[0].words
                 req = parse_tc(words, Diagnostics(), self._profile)
                 if isinstance(req, TcQdiscRequest):
-                    self._tc({**req.to_dict(), "dev": dev})
+                    with contextlib.suppress(TcFailure):
+                        self._engine.tc({**req.to_dict(), "dev": dev})
         return self._engine
 
-    def _tc(self, request: dict[str, Any]) -> str | None:
-        assert self._engine is not None
+    def refusal(self, parsed: Any, request: dict[str, Any]) -> str | None:
+        """Apply one modifying ``tc`` line as ``run`` does (:func:`send_tc`); tc's error
+        text if the tree refuses it for the duplicating-netem rule, else None."""
         try:
-            self._engine.tc(request)
+            send_tc(self._eng(), parsed, request)
         except TcFailure as e:
-            return str(e)
+            return str(e) if NETEM_MIX in str(e) else None
         return None
-
-    def refusal(self, dev: str, parsed: Any, request: dict[str, Any] | None) -> str | None:
-        """Apply one modifying ``tc`` line as ``run`` does (run/programs/tc.py ``run_modify``);
-        tc's error text if the tree refuses it for the duplicating-netem rule, else None."""
-        eng = self._eng()
-        try:
-            htb_request = htb.rewrite(parsed, eng.qdisc_show(dev))
-        except (TcFailure, htb.HtbError):
-            return None
-        if htb_request is not None:
-            htb_request["dev"] = dev
-        req = htb_request or request
-        if req is None:
-            return None
-        err = self._tc(req)
-        return err if err is not None and NETEM_MIX in err else None

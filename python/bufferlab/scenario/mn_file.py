@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CommandError, ScenarioError
-from ..units import parse_time_ns64
+from ..units import parse_netem_time
 
 #: keys MiniEdit writes that bufferlab reads or that have no effect on a simulated network
 TOP_KEYS = {"version", "hosts", "switches", "controllers", "links", "application"}
@@ -206,6 +206,9 @@ def load_mn(path: str | Path) -> MnTopology:
             _check_gateway(src, topo, opts["hostname"], gw, src.find("defaultRoute", gw, at))
             topo.default_routes[opts["hostname"]] = gw
     topo.hosts = [h for h in topo.hosts if h in topo.host_ips]
+    if not topo.hosts:  # a scenario needs one; convert would write a scenario check refuses
+        raise src.error("no host of the drawing is linked to the network", max(src.find("hosts"), 0),
+                        expected="a host with a link (Mininet runs only what is linked)")
     return topo
 
 
@@ -326,7 +329,7 @@ def _links(src: _Text, doc: dict, names: set[str], warnings: list[str]) -> list[
         cursor = max(at, cursor)
         ends = (item.get("src"), item.get("dest"))
         for key, end in zip(("src", "dest"), ends, strict=True):
-            if end not in names:
+            if not isinstance(end, str) or end not in names:
                 where = src.find(key, end, previous) if isinstance(end, str) else -1
                 raise src.error(f"link {i + 1}: {key} {end!r} is not a host or switch of the file",
                                 where if where >= 0 else at, expected="one of " + ", ".join(sorted(names)))
@@ -345,15 +348,23 @@ def _links(src: _Text, doc: dict, names: set[str], warnings: list[str]) -> list[
         if link.loss is not None and link.loss > 100:
             raise src.error(f"link {i + 1}: loss {link.loss:g} is a percentage (0 to 100)",
                             src.find("loss", None, previous))
+        if link.bw is not None and not 0 < link.bw <= 1000:  # as the scenario's links (topology.py)
+            raise src.error(f"link {i + 1}: bw {link.bw:g}: Mininet accepts 0 < bw <= 1000 (Mbit/s) and "
+                            "silently skips shaping otherwise", src.find("bw", None, previous),
+                            expected="a rate in Mbit/s, at most 1000")
         for key in ("delay", "jitter"):
             v = opts.get(key)
             if v not in (None, ""):
-                try:
-                    parse_time_ns64(str(v))
-                except (CommandError, ValueError):
-                    raise src.error(f"link {i + 1}: {key} {v!r} is not a time", src.find(key, None, previous),
-                                    expected='a time such as "10ms"') from None
+                try:  # as the scenario reads it (the lab's tc: s, ms, us; below 274.8 s)
+                    parse_netem_time(str(v), ns_mode=False)
+                except (CommandError, ValueError) as e:
+                    why = f" ({e.message})" if isinstance(e, CommandError) else ""
+                    raise src.error(f"link {i + 1}: {key} {v!r} is not a time{why}",
+                                    src.find(key, None, previous), expected='a time such as "10ms"') from None
                 setattr(link, key, str(v))
+        if link.jitter is not None and link.delay is None:
+            raise src.error(f"link {i + 1}: jitter needs a delay (netem delay D JITTER)",
+                            src.find("jitter", None, previous), expected='"delay": "10ms" beside it')
         out.append(link)
     return out
 
@@ -386,8 +397,10 @@ def to_scenario_toml(topo: MnTopology) -> str:
                 addressed.add(node)
         for key in ("bw", "delay", "jitter", "loss", "max_queue_size"):
             v = getattr(lk, key)
+            if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
+                v = int(v)  # 10, not 10.0 (nor, as format(v, "g") wrote, 7.87076e+06 for 7870757)
             if v is not None:
-                fields.append(f"{key} = {json.dumps(v) if isinstance(v, str) else format(v, 'g')}")
+                fields.append(f"{key} = {json.dumps(v)}")
         links.append("  { " + ", ".join(fields) + " },")
     lines = [
         f"# Converted from {topo.path.name} (a MiniEdit file) by bufferlab convert.",

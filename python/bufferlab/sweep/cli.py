@@ -86,7 +86,10 @@ def _plot_parser() -> argparse.ArgumentParser:
 
 def cli_sweep(argv: list[str]) -> int:
     if argv[:1] == ["plot"]:
+        from ..run.scheduler import signals_raise
         from .plot import plot_sweep
+
+        signals_raise()  # SIGINT/SIGTERM: exit 130/143, each file whole (safefs.open_atomic)
 
         a = _plot_parser().parse_args(argv[1:])
         for path in plot_sweep(a.dir, a.x, a.y, a.by, a.facet, a.where, a.output, a.logx):
@@ -112,8 +115,9 @@ def cli_sweep(argv: list[str]) -> int:
         spec.scenario, {**fixed, **point}, spec.origins, spec.seeds, spec.parts, runs_dir, spec.source)]
     todo = [j for j in jobs if args.force or finished(j) is None]
     if args.dry_run:
+        to_run = {j.run_id for j in todo}  # (`j in todo`, a list of dataclasses, was quadratic)
         for j in jobs:
-            state = "to run" if j in todo else "done"
+            state = "to run" if j.run_id in to_run else "done"
             print(f"{j.run_id}  seed={j.seed}  " + " ".join(f"{k}={v}" for k, v in j.overrides.items())
                   + f"  [{state}]")
         print(f"{len(jobs)} runs, {len(todo)} to run, results in {out}")

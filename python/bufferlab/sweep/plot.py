@@ -17,10 +17,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+import pyarrow as pa  # noqa: E402
 
 from ..errors import BufferlabError  # noqa: E402
 from ..outputs.report import page, png_figure, table  # noqa: E402
-from ..safefs import ensure_dir, open_write, savefig, write_atomic  # noqa: E402
+from ..safefs import ensure_dir, open_atomic, savefig, write_atomic  # noqa: E402
 from .stats import mean_ci, summarise, t975  # noqa: E402, F401 - the statistics, without matplotlib
 
 
@@ -29,8 +30,13 @@ def _load(folder: Path, columns: list[str], where: str | None) -> pd.DataFrame:
     if not path.is_file():
         raise BufferlabError(f"error: {path}: no such file\n  hint: DIR is the results/<sweep> folder "
                              "that `bufferlab sweep FILE.toml` wrote")
-    frame = pd.read_parquet(path)
-    frame = frame[frame["status"] == "ok"]
+    try:
+        frame = pd.read_parquet(path)
+        frame = frame[frame["status"] == "ok"]
+    except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as e:  # damaged, or not ours
+        raise BufferlabError(f"error: {path}: cannot read it as a sweep's table ({type(e).__name__}: "
+                             f"{str(e)[:200]})\n  hint: run `bufferlab sweep FILE.toml` again: it writes "
+                             "sweep.parquet anew from the runs") from None
     for c in columns:
         if c not in frame.columns:
             raise BufferlabError(f"error: {path} has no column {c!r}\n  expected: one of "
@@ -76,7 +82,7 @@ def plot_sweep(folder: Path, x: str, y: str, by: str | None, facet: str | None, 
     for p in written:
         savefig(fig, p, dpi=120)  # never through a link (safefs.py)
     plt.close(fig)
-    with open_write(out / f"{stem}.csv") as f:
+    with open_atomic(out / f"{stem}.csv", "w") as f:
         stats.to_csv(f, index=False)
     written.append(out / f"{stem}.csv")
     written.append(write_page(folder, out))

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ScenarioError
+from ..safefs import not_a_file
 from ..scenario.load import (
     MAX_PART_NAME_BYTES,
     MAX_SEED,
     ScenarioFile,
     load_scenario,
+    near_path,
     read_scenario,
     read_toml,
 )
@@ -27,6 +30,9 @@ from ..scenario.params import ExprError, Override, Value, condition, shorten
 from ..scenario.source import SourceMap, check_keys, error_at, key_error, suggest
 
 SWEEP_KEYS = {"scenario", "name", "seeds", "grid", "zip", "parts", "where"}
+#: the most runs a sweep may have (points x seeds): far beyond a lab's, and still a list of
+#: jobs (each a loaded scenario) that fits in memory; `seeds = 4294967295` was a MemoryError
+MAX_SWEEP_RUNS = 100_000
 
 
 @dataclass
@@ -59,6 +65,11 @@ def load_sweep(path: Path, fixed: list[Override]) -> SweepSpec:
         raise error_at(src, "the sweep file needs scenario = \"path/to/scenario.toml\" (relative to it)",
                        key="scenario" if "scenario" in data else None, line=None if "scenario" in data else 1)
     scenario = path.parent / scen
+    if not scenario.is_file():  # the mistake is this line of the sweep file
+        near = near_path(scenario)
+        raise error_at(src, f"scenario = {shorten(scen)!r}: {not_a_file(scenario)} ({scenario})",
+                       key="scenario", expected="the path of a scenario file, relative to the sweep file",
+                       suggestion=near)
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not name or "/" in name or name.startswith(".") \
             or len(name.encode()) > MAX_PART_NAME_BYTES:
@@ -86,6 +97,12 @@ def load_sweep(path: Path, fixed: list[Override]) -> SweepSpec:
                                     expected=f"{key} one of " + ", ".join(map(str, axes.values(key))),
                                     suggestion=f"a [[zip]] advances its lists together: --set picks one "
                                     f"of its rows by {key}")
+    runs = axes.size() * len(seeds)
+    if runs > MAX_SWEEP_RUNS:
+        raise error_at(src, f"the sweep has {runs:,} runs ({axes.size():,} points x {len(seeds):,} seeds), "
+                       f"more than {MAX_SWEEP_RUNS:,}", line=axes.zips[0][1] if axes.zips and not axes.grid
+                       else axes.grid_line, expected=f"at most {MAX_SWEEP_RUNS:,} runs",
+                       suggestion="split it into several sweeps, or run a slice with --set NAME=VALUE")
     where = data.get("where")
     if where is not None and not isinstance(where, str):
         raise error_at(src, "where must be a string condition", key="where",
@@ -139,6 +156,10 @@ def _seeds(src: SourceMap, raw: Any) -> list[int]:
     def ok(s: Any) -> bool:
         return isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED
 
+    if ok(raw) and raw > MAX_SWEEP_RUNS:
+        raise error_at(src, f"seeds = {raw}: more runs than a sweep may have", key="seeds",
+                       expected=f"at most {MAX_SWEEP_RUNS:,} seeds (a sweep has at most "
+                       f"{MAX_SWEEP_RUNS:,} runs)")
     if ok(raw) and raw >= 1:
         return list(range(1, raw + 1))
     if isinstance(raw, list) and raw and all(ok(s) for s in raw) and len(set(raw)) == len(raw):
@@ -173,6 +194,11 @@ class _Axes:
                 for k in z:
                     z[k] = [z[k][i] for i in rows]
         return True
+
+    def size(self) -> int:
+        """How many points :meth:`points` makes (without making them)."""
+        return math.prod([len(v) for v in self.grid.values()]
+                         + [len(next(iter(z.values()))) for z, _ in self.zips])
 
     def points(self) -> list[dict[str, Value]]:
         groups: list[list[dict[str, Value]]] = [[{k: v} for v in vals] for k, vals in self.grid.items()]

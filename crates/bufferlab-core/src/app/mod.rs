@@ -14,6 +14,7 @@ pub mod flows;
 pub mod iperf3;
 pub mod ping;
 pub mod qmon;
+pub mod rr;
 pub mod sink;
 pub mod sockets;
 pub mod tcp;
@@ -153,6 +154,8 @@ register_applications! {
     Qmon(qmon::Qmon),
     FlowsClient(flows::FlowsClient),
     FlowsServer(flows::FlowsServer),
+    RrClient(rr::RrClient),
+    RrServer(rr::RrServer),
 }
 
 /// How a traffic source's run ended (bulk, cbr/poisson/onoff): when, and
@@ -206,6 +209,8 @@ pub struct AppCtx<'a> {
     pub out: &'a mut Vec<Packet>,
     pub sockets: &'a mut Sockets,
     pub iperf: &'a mut IperfRegistry,
+    /// what request/response clients ask of their servers (app/rr)
+    pub rr: &'a mut rr::RrBoard,
     /// the interfaces' qdiscs, as the queue monitor reads them
     pub qdiscs: &'a dyn QdiscBacklog,
 }

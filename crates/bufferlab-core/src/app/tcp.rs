@@ -18,6 +18,7 @@ use serde::Deserialize;
 use std::sync::Arc;
 
 /// ECN codepoint ECT(0) (RFC 3168).
+#[cfg(test)]
 const ECT0: u8 = 0b10;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
@@ -49,6 +50,12 @@ pub struct TcpSpec {
     /// `net.ipv4.tcp_ecn_fallback`
     #[serde(default)]
     pub ecn_fallback: Option<bool>,
+    /// `net.ipv4.tcp_ecn_option` (AccECN option sending: 0, 2, 3)
+    #[serde(default)]
+    pub ecn_option: Option<u8>,
+    /// `net.ipv4.tcp_ecn_option_beacon`
+    #[serde(default)]
+    pub ecn_option_beacon: Option<u32>,
     #[serde(default)]
     pub sack: Option<bool>,
     #[serde(default)]
@@ -102,13 +109,44 @@ impl TcpSpec {
         c.rmem_max = self.rmem_max.unwrap_or(c.rmem_max);
         c.wmem_max = self.wmem_max.unwrap_or(c.wmem_max);
         c.ecn = self.ecn.unwrap_or(c.ecn);
-        if c.ecn > 2 {
+        if c.ecn > 5 {
             return Err(Error::App(format!(
-                "net.ipv4.tcp_ecn = {}: Accurate ECN (modes 3, 4, 5) is not supported yet",
+                "net.ipv4.tcp_ecn = {}: must be 0 to 5",
                 c.ecn
             )));
         }
+        let accecn_kernel = profile == CcProfile::Modern;
+        if c.ecn > 2 && !accecn_kernel {
+            return Err(Error::App(format!(
+                "net.ipv4.tcp_ecn = {}: Accurate ECN needs Linux 6.18+ (kernel profile \"modern\"); \
+                 the lab2019 kernels accept 0 to 2",
+                c.ecn
+            )));
+        }
+        if c.congestion == "prague" && !accecn_kernel {
+            return Err(Error::App(
+                "congestion control \"prague\" needs an L4S kernel (6.x, kernel profile \"modern\")"
+                    .into(),
+            ));
+        }
         c.ecn_fallback = self.ecn_fallback.unwrap_or(c.ecn_fallback);
+        c.ecn_option = self.ecn_option.unwrap_or(c.ecn_option);
+        match c.ecn_option {
+            0 | 2 | 3 => {}
+            1 => {
+                return Err(Error::App(
+                    "net.ipv4.tcp_ecn_option = 1: the minimum AccECN option rules are not supported yet \
+                     (0, 2 or 3 are)"
+                        .into(),
+                ))
+            }
+            n => {
+                return Err(Error::App(format!(
+                    "net.ipv4.tcp_ecn_option = {n}: must be 0 to 3"
+                )))
+            }
+        }
+        c.ecn_option_beacon = self.ecn_option_beacon.unwrap_or(c.ecn_option_beacon);
         c.sack = self.sack.unwrap_or(c.sack);
         c.timestamps = self.timestamps.unwrap_or(c.timestamps);
         c.window_scaling = self.window_scaling.unwrap_or(c.window_scaling);
@@ -234,7 +272,7 @@ impl Conn {
             self.ep.set_pacing_fq(maxrate);
         }
         while let Some(seg) = self.ep.poll_transmit(env.now) {
-            let ecn = if seg.ect { ECT0 } else { 0 };
+            let ecn = seg.ecn & 0b11;
             out.push(Packet {
                 src: env.addr,
                 dst: self.remote.0,
@@ -321,14 +359,46 @@ mod tests {
     fn out_of_range_settings_are_refused_in_the_users_words() {
         let err = |spec: TcpSpec| spec.config(0, 0).unwrap_err().to_string();
         let cc = err(TcpSpec {
-            congestion: Some("prague".into()),
+            congestion: Some("l4s".into()),
             ..TcpSpec::default()
         });
         // the registered names in order (Cc::NAMES; a new module appends)
         assert!(
-            cc.contains("\"prague\" is not available (reno, cubic, htcp, bbr"),
+            cc.contains("\"l4s\" is not available (reno, cubic, htcp, bbr"),
             "{cc}"
         );
+        // Prague and AccECN need a 6.x kernel; tcp_ecn_option 1 is refused
+        let prague = err(TcpSpec {
+            congestion: Some("prague".into()),
+            ..TcpSpec::default()
+        });
+        assert!(prague.contains("needs an L4S kernel"), "{prague}");
+        assert!(err(TcpSpec {
+            ecn: Some(3),
+            ..TcpSpec::default()
+        })
+        .contains("Accurate ECN needs Linux 6.18+"));
+        assert!(err(TcpSpec {
+            ecn: Some(6),
+            ..TcpSpec::default()
+        })
+        .contains("must be 0 to 5"));
+        let modern = |spec: TcpSpec| TcpSpec {
+            profile: KernelProfile::Modern,
+            ..spec
+        };
+        assert!(modern(TcpSpec {
+            ecn: Some(3),
+            congestion: Some("prague".into()),
+            ..TcpSpec::default()
+        })
+        .config(0, 0)
+        .is_ok());
+        assert!(err(modern(TcpSpec {
+            ecn_option: Some(1),
+            ..TcpSpec::default()
+        }))
+        .contains("minimum AccECN option rules are not supported yet"));
         assert!(err(TcpSpec {
             mss: Some(87),
             ..TcpSpec::default()

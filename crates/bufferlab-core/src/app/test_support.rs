@@ -38,6 +38,7 @@ pub struct Bench {
     pub hosts: Vec<Host>,
     pub iperf: IperfRegistry,
     pub qdiscs: ScriptedBacklog,
+    pub rr: super::rr::RrBoard,
 }
 
 /// The backlog a queue monitor reads: `backlog` whatever the interface;
@@ -68,6 +69,7 @@ impl Bench {
                 .collect(),
             iperf: IperfRegistry::default(),
             qdiscs: ScriptedBacklog::default(),
+            rr: super::rr::RrBoard::default(),
         }
     }
 
@@ -88,6 +90,7 @@ impl Bench {
             sockets: &mut h.sockets,
             iperf: &mut self.iperf,
             qdiscs: &self.qdiscs,
+            rr: &mut self.rr,
         }
     }
 

@@ -81,6 +81,42 @@ fn tcp_header_of(p: &Packet) -> TcpHeader {
     }
 }
 
+/// The AccECN option's bytes as `tcp_options_write` lays them out after
+/// the timestamps: whole words for 2 or 3 fields (3: a NOP pads the
+/// twelfth byte); with 0 or 1 field the last 2 bytes (kind and length,
+/// or EE1B's low byte and a NOP) are left over for the next word, where
+/// they replace NOPs. Returns the leftover pair.
+fn accecn_option(h: &TcpHeader, out: &mut Vec<u8>) -> Option<[u8; 2]> {
+    let o = &h.accecn;
+    if !o.present() {
+        return None;
+    }
+    let n = o.n_fields() as usize;
+    let len = o.wire_len();
+    let f = |i: usize| (o.fields[i] & 0xff_ffff).to_be_bytes();
+    match n {
+        0 => Some([o.kind, len]),
+        1 => {
+            let a = f(0);
+            out.extend_from_slice(&[o.kind, len, a[1], a[2]]);
+            Some([a[3], NOP])
+        }
+        _ => {
+            out.extend_from_slice(&[o.kind, len]);
+            for i in 0..n {
+                out.extend_from_slice(&f(i)[1..]);
+            }
+            if n == 3 {
+                out.push(NOP);
+            }
+            None
+        }
+    }
+}
+
+/// `TCPOPT_NOP`.
+const NOP: u8 = 1;
+
 /// TCP options in Linux's order and padding (`tcp_options_write`).
 fn tcp_options(h: &TcpHeader, out: &mut Vec<u8>) {
     if h.flags & tcp_flags::SYN != 0 {
@@ -94,11 +130,25 @@ fn tcp_options(h: &TcpHeader, out: &mut Vec<u8>) {
             }
             put32(out, h.tsval);
             put32(out, h.tsecr);
-        } else if h.sack_ok {
-            out.extend_from_slice(&[1, 1, 4, 2]);
+        }
+        let mut left = accecn_option(h, out);
+        if h.sack_ok && !h.ts {
+            let [a, b] = left.take().unwrap_or([NOP, NOP]);
+            out.extend_from_slice(&[a, b, 4, 2]);
         }
         if let Some(ws) = h.wscale {
-            out.extend_from_slice(&[1, 3, 3, ws]);
+            // a single leftover byte may take the NOP before window scale
+            let first = match left {
+                Some([a, NOP]) => {
+                    left = None;
+                    a
+                }
+                _ => NOP,
+            };
+            out.extend_from_slice(&[first, 3, 3, ws]);
+        }
+        if let Some([a, b]) = left {
+            out.extend_from_slice(&[a, b, NOP, NOP]);
         }
         return;
     }
@@ -107,13 +157,17 @@ fn tcp_options(h: &TcpHeader, out: &mut Vec<u8>) {
         put32(out, h.tsval);
         put32(out, h.tsecr);
     }
+    let left = accecn_option(h, out);
     if h.sack_len > 0 {
         let n = h.sack_len.min(3) as usize;
-        out.extend_from_slice(&[1, 1, 5, 2 + 8 * n as u8]);
+        let [a, b] = left.unwrap_or([NOP, NOP]);
+        out.extend_from_slice(&[a, b, 5, 2 + 8 * n as u8]);
         for &(s, e) in &h.sack[..n] {
             put32(out, s);
             put32(out, e);
         }
+    } else if let Some([a, b]) = left {
+        out.extend_from_slice(&[a, b, NOP, NOP]);
     }
 }
 
@@ -174,7 +228,8 @@ pub fn write_headers(p: &Packet, src_mac: Mac, dst_mac: Mac, buf: &mut Vec<u8>) 
             put16(buf, p.dst_port);
             put32(buf, h.seq);
             put32(buf, h.ack);
-            buf.extend_from_slice(&[((hl / 4) as u8) << 4, h.flags]);
+            // data offset, then AE (RFC 9768) in the former NS bit
+            buf.extend_from_slice(&[((hl / 4) as u8) << 4 | h.ae as u8, h.flags]);
             put16(buf, h.window);
             buf.extend_from_slice(&[0, 0, 0, 0]);
             tcp_options(&h, buf);
@@ -273,6 +328,117 @@ mod tests {
         s = (s & 0xffff) + (s >> 16);
         s = (s & 0xffff) + (s >> 16);
         assert_eq!(u16::from_be_bytes([udp[6], udp[7]]), !(s as u16));
+    }
+
+    /// `tcp_parse_options` for the AccECN option: walk the option bytes
+    /// (NOP 1, EOL 0, kind/len otherwise) and read kind 172/174's fields.
+    fn parse_accecn(opts: &[u8]) -> crate::packet::AccEcnOption {
+        let mut i = 0;
+        while i < opts.len() {
+            match opts[i] {
+                0 => break,
+                1 => i += 1,
+                kind => {
+                    let len = opts[i + 1] as usize;
+                    if kind == 172 || kind == 174 {
+                        let n = (len - 2) / 3;
+                        let mut fields = [0; 3];
+                        for (k, f) in fields.iter_mut().enumerate().take(n) {
+                            let b = &opts[i + 2 + 3 * k..i + 5 + 3 * k];
+                            *f = u32::from_be_bytes([0, b[0], b[1], b[2]]);
+                        }
+                        return crate::packet::AccEcnOption {
+                            kind,
+                            fields_len: n as u8,
+                            fields,
+                        };
+                    }
+                    i += len;
+                }
+            }
+        }
+        crate::packet::AccEcnOption::NONE
+    }
+
+    /// The AccECN option byte for byte as Linux writes it after the
+    /// timestamps, alone and ahead of SACK blocks, and the AE bit.
+    #[test]
+    fn accecn_option_and_ae_bytes() {
+        use crate::packet::{AccEcnOption, TCPOPT_ACCECN1};
+        let mut p = frame(0);
+        p.proto = Proto::Tcp;
+        let opt = |n: u8| AccEcnOption {
+            kind: TCPOPT_ACCECN1,
+            fields_len: n,
+            fields: [0x01_0203, 0x04_0506, 0x07_0809],
+        };
+        let mut h = TcpHeader {
+            flags: tcp_flags::ACK | tcp_flags::CWR,
+            ae: true,
+            ts: true,
+            accecn: opt(3),
+            ..TcpHeader::default()
+        };
+        let bytes = |h: &TcpHeader, p: &mut Packet| {
+            p.payload = Payload::Tcp(*h);
+            p.len = 14 + 20 + h.header_len();
+            let mut b = Vec::new();
+            write_headers(p, A, B, &mut b);
+            b[34..].to_vec()
+        };
+        let t = bytes(&h, &mut p);
+        // 44-byte header: offset 11 words, AE in the low bit; ACE = 110
+        assert_eq!(t[12], (11 << 4) | 1);
+        assert_eq!(t[13], tcp_flags::ACK | tcp_flags::CWR);
+        assert_eq!(h.ace(), 0b110);
+        assert_eq!(
+            &t[32..44],
+            &[174, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1],
+            "EE1B ECEB EE0B then a NOP"
+        );
+        assert_eq!(parse_accecn(&t[20..44]), opt(3));
+        // 2 fields: 8 bytes, no padding
+        h.accecn = opt(2);
+        let t = bytes(&h, &mut p);
+        assert_eq!(t.len(), 20 + 12 + 8);
+        assert_eq!(&t[32..40], &[174, 8, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(parse_accecn(&t[20..]).fields[..2], [0x01_0203, 0x04_0506]);
+        // 1 field: 5 bytes, its last byte and a NOP pad the next word
+        h.accecn = opt(1);
+        let t = bytes(&h, &mut p);
+        assert_eq!(&t[32..40], &[174, 5, 1, 2, 3, 1, 1, 1]);
+        // ... or go in front of a SACK block instead of its NOP,NOP
+        h.sack = [(100, 200), (0, 0), (0, 0)];
+        h.sack_len = 1;
+        let t = bytes(&h, &mut p);
+        assert_eq!(h.header_len(), 20 + 12 + 4 + 12);
+        assert_eq!(&t[32..40], &[174, 5, 1, 2, 3, 1, 5, 10]);
+        assert_eq!(parse_accecn(&t[20..]).fields[0], 0x01_0203);
+        // 0 fields before SACK: kind and length take the NOP,NOP
+        h.accecn = opt(0);
+        let t = bytes(&h, &mut p);
+        assert_eq!(h.header_len(), 20 + 12 + 12);
+        assert_eq!(&t[32..36], &[174, 2, 5, 10]);
+        assert_eq!(parse_accecn(&t[20..]).fields_len, 0);
+        // SYN-ACK: MSS, TS (+SACK-permitted), AccECN 3 fields, NOP+WS
+        let synack = TcpHeader {
+            flags: tcp_flags::SYN | tcp_flags::ACK | tcp_flags::CWR,
+            ts: true,
+            sack_ok: true,
+            mss: 1460,
+            wscale: Some(7),
+            accecn: AccEcnOption {
+                fields: [1, 0, 1],
+                ..opt(3)
+            },
+            ..TcpHeader::default()
+        };
+        let t = bytes(&synack, &mut p);
+        assert_eq!(t.len(), 52);
+        assert_eq!(
+            &t[36..52],
+            &[174, 11, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 1, 3, 3, 7]
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! (the CREATE/EXCL/REPLACE decision procedure, docs/semantics/qdiscs.md §1.3),
 //! `tc_get_qdisc` (delete), `qdisc_graft`, `qdisc_create`,
 //! `qdisc_alloc_handle`, and `qdisc_tree_flush_backlog` for what a graft
-//! purges.
+//! purges. A verb whose parent is a class of a qdisc that owns classes (or a
+//! qdisc grafted on one) goes to that qdisc's `graft` (class_api.rs).
 
 use super::fifo::Fifo;
 use super::ops::{BuildEnv, ChildChange, Purged, Qdisc, Reduce};
@@ -47,6 +48,17 @@ impl AutoHandles {
     }
 }
 
+/// The rule of `check_netem_in_tree` over the netems of a whole tree (for
+/// each, whether it duplicates).
+pub(super) fn netem_mix(all: &[bool]) -> Result<(), TcError> {
+    if all.len() >= 2 && all.contains(&true) {
+        return Err(TcError::Invalid(
+            "netem: cannot mix duplicating netems with other netems in tree".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Netlink request flags of the `tc qdisc` verbs (tc_qdisc.c).
 const CREATE: u8 = 1;
 const EXCL: u8 = 2;
@@ -69,12 +81,30 @@ impl QdiscTree {
         ctx: &mut QdiscCtx,
         auto: &mut AutoHandles,
     ) -> Result<(), TcError> {
-        if req.dev != self.dev {
-            return Err(TcError::NoDevice(req.dev.clone()));
+        self.check_dev(&req.dev)?;
+        self.settled(ctx, |tree, ctx| match tree.graft_slot(req) {
+            Some(slot) => tree.graft(req, slot?, ctx),
+            None => tree.apply_verb(req, ctx, auto),
+        })
+    }
+
+    /// The request names this device.
+    pub(super) fn check_dev(&self, dev: &str) -> Result<(), TcError> {
+        if dev != self.dev {
+            return Err(TcError::NoDevice(dev.to_string()));
         }
-        // packets a change purges leave the tree as drops
+        Ok(())
+    }
+
+    /// Run one verb; the packets it purged leave the tree as drops
+    /// (`held_bytes`).
+    pub(super) fn settled<T>(
+        &mut self,
+        ctx: &mut QdiscCtx,
+        verb: impl FnOnce(&mut Self, &mut QdiscCtx) -> Result<T, TcError>,
+    ) -> Result<T, TcError> {
         let before = ByteFlow::start(ctx);
-        let result = self.apply_verb(req, ctx, auto);
+        let result = verb(self, ctx);
         self.held_bytes = before.settle(ctx, self.held_bytes, 0);
         result
     }
@@ -296,12 +326,7 @@ impl QdiscTree {
             }
         }
         all.extend(new);
-        if all.len() >= 2 && all.contains(&true) {
-            return Err(TcError::Invalid(
-                "netem: cannot mix duplicating netems with other netems in tree".into(),
-            ));
-        }
-        Ok(())
+        netem_mix(&all)
     }
 
     /// `qdisc_create`: `init` of a new qdisc (validation included), followed
@@ -359,7 +384,7 @@ impl QdiscTree {
 
     /// The ancestors of `nodes[k]` (`nodes[..k]`) learn that `purged` left
     /// their subtree as drops (`qdisc_tree_reduce_backlog`).
-    fn tell_ancestors(&mut self, k: usize, purged: Purged) {
+    pub(super) fn tell_ancestors(&mut self, k: usize, purged: Purged) {
         if purged.packets == 0 {
             return;
         }

@@ -1,17 +1,24 @@
-//! The entry points drr, ets and hfsc use of the machinery they share with
-//! htb and prio: the u32 filter match and `skb->priority` from the TOS
-//! byte (classify.rs), the leaf qdisc chain grafted on a class (the spec's
+//! What the kinds that own classes (htb, prio, drr, ets, hfsc) share: the
+//! class table found by classid ([`ClassTable`], `qdisc_class_find` of
+//! sch_api.c), the leaf qdisc chain grafted on a class (the spec's
 //! [`HtbLeaf`]: `tc qdisc … parent M:N`, default pfifo of `leaf_limit`
-//! packets, as `qdisc_create_dflt(&pfifo_qdisc_ops)`; htb.rs
-//! `build_leaf_chain`), and a leaf's `qdisc_show` blocks and counters.
+//! packets, as `qdisc_create_dflt(&pfifo_qdisc_ops)`: [`build_leaf`]) and its
+//! replacement by a graft ([`regraft`]), a leaf's `qdisc_show` blocks and
+//! counters, and the entry to classify.rs (the u32 filter match and
+//! `skb->priority` from the TOS byte). class_api.rs routes the verbs; ops.rs
+//! `purge_removed` purges the chains a verb drops.
 
-use super::ops::{Changed, ChildChange, Purged, Qdisc, Reduce};
-use super::spec::{HtbLeaf, U32Filter};
+use super::fifo::Fifo;
+use super::ops::{BuildEnv, ClassOps, Qdisc};
+use super::spec::{ClassRequest, ClassSpec, ClassVerb, HtbLeaf, QdiscSpec, U32Filter};
 use super::tree::Node;
-use super::{QdiscCtx, QdiscStats};
+use super::AnyQdisc;
 use crate::error::TcError;
 use crate::packet::Packet;
+use crate::time::SimTime;
+use rustc_hash::FxHashMap;
 use serde_json::json;
+use std::ops::{Deref, DerefMut};
 
 /// `psched_mtu` of a bufferlab device: MTU 1500 + the 14-byte Ethernet
 /// header (drr's and ets's default quantum).
@@ -28,9 +35,10 @@ pub fn u32_classify(filters: &[U32Filter], p: &Packet) -> Option<u16> {
     super::classify::u32_flowid(filters, p)
 }
 
-/// The qdisc chain of a class: the grafted leaf (and what was grafted
-/// below it), or the default pfifo of `default_limit` packets (htb.rs
-/// `build_leaf_chain`, shared with htb and prio).
+/// The qdisc chain of a class: the grafted `leaf` and what was grafted below
+/// it (each kind's default child where nothing was), or a default pfifo of
+/// `default_limit` packets (`qdisc_create_dflt`). `stream` names the RNG
+/// stream of the qdiscs built.
 pub fn build_leaf(
     leaf: Option<&HtbLeaf>,
     default_limit: u32,
@@ -38,7 +46,38 @@ pub fn build_leaf(
     now: i64,
     stream: &str,
 ) -> Result<Vec<Node>, TcError> {
-    super::htb::build_leaf_chain(seed, stream, leaf, default_limit, now.max(0))
+    let Some(leaf) = leaf else {
+        let fifo = Fifo::from_spec(&QdiscSpec::Pfifo {
+            limit: Some(default_limit),
+        })
+        .expect("pfifo is a fifo");
+        return Ok(vec![Node::new(0, 0, true, AnyQdisc::Fifo(fifo))]);
+    };
+    let env = BuildEnv {
+        seed,
+        stream,
+        profile: Default::default(),
+        now: SimTime::from_nanos(now.max(0) as u64),
+        at_root: false,
+    };
+    let mut chain = Vec::new();
+    let mut next = Some(leaf);
+    while let Some(l) = next {
+        let built = AnyQdisc::build(&l.spec, &env)?;
+        if l.child.is_some() && !built.qdisc.classful() {
+            // `qdisc_graft` on a kind without a child slot (api.rs says the same)
+            return Err(TcError::Invalid(format!(
+                "Operation not supported: qdisc {} has no classes to attach to",
+                built.qdisc.kind()
+            )));
+        }
+        chain.push(Node::new(l.handle, 0, false, built.qdisc));
+        next = l.child.as_deref();
+        if let (None, Some(f)) = (next, built.default_child) {
+            chain.push(Node::new(0, 0, true, AnyQdisc::Fifo(f)));
+        }
+    }
+    Ok(chain)
 }
 
 /// (qlen, backlog) of the qdisc at the head of a leaf chain.
@@ -65,29 +104,148 @@ pub fn leaf_json(chain: &[Node]) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Helpers of the drr/ets/hfsc unit tests: filters on the destination
-/// port, scripted arrivals, and a line that dequeues at a fixed rate.
-/// A `tc qdisc change` of a classful kind dropped these classes' leaf chains:
-/// what they held is purged, taken off the qdisc's counters, and the
-/// qdisc's child slot is kept (drr, ets and hfsc share this step).
-pub fn purge_removed(
-    removed: Vec<Vec<Node>>,
-    stats: &mut QdiscStats,
-    ctx: &mut QdiscCtx,
-) -> Changed {
-    let mut lost = Purged::default();
-    for mut chain in removed {
-        for n in chain.iter_mut() {
-            lost.add(n.reset(ctx));
-        }
+/// `graft` on one class: `spec` is what is grafted now, `chain` the class's
+/// qdiscs (empty while the class has children: htb and hfsc inner classes
+/// hold no queue). The same leaf changes nothing; another one is recorded
+/// and, for a class that `holds` a queue, built (`build`; on error nothing
+/// changed) in place of the old chain, which is returned for purging.
+pub fn regraft(
+    spec: &mut Option<HtbLeaf>,
+    chain: &mut Vec<Node>,
+    leaf: Option<HtbLeaf>,
+    holds: bool,
+    build: impl FnOnce(Option<&HtbLeaf>) -> Result<Vec<Node>, TcError>,
+) -> Result<Option<Vec<Node>>, TcError> {
+    if *spec == leaf {
+        return Ok(None);
     }
-    stats.absorb(Reduce::purged(lost));
-    Changed {
-        purged: lost,
-        child: ChildChange::Keep,
+    let old = if holds {
+        Some(std::mem::replace(chain, build(leaf.as_ref())?))
+    } else {
+        None
+    };
+    *spec = leaf;
+    Ok(old)
+}
+
+/// The options of a class verb if they are this kind's (`pick`). Another
+/// kind's options are EINVAL for any verb but `delete` (which takes none):
+/// the kernel cannot parse them.
+pub fn class_opts<'a, T>(
+    req: &'a ClassRequest,
+    pick: impl FnOnce(&'a ClassSpec) -> Option<&'a T>,
+) -> Result<Option<&'a T>, TcError> {
+    if req.verb == ClassVerb::Delete {
+        return Ok(None);
+    }
+    match req.class.as_ref().and_then(pick) {
+        Some(o) => Ok(Some(o)),
+        None => Err(TcError::Invalid(String::new())),
     }
 }
 
+/// The bands of prio and ets are their classes `M:1` … `M:bands`: the
+/// position of class `minor`.
+pub fn band(minor: u16, bands: usize) -> Option<usize> {
+    (1..=bands)
+        .contains(&(minor as usize))
+        .then(|| minor as usize - 1)
+}
+
+/// The leaves of a creating request's document, grafted on the classes it
+/// made (their default pfifos, empty, are dropped).
+pub fn graft_all<'a>(
+    classes: &mut dyn ClassOps,
+    leaves: impl IntoIterator<Item = (u16, Option<&'a HtbLeaf>)>,
+    now: i64,
+) -> Result<(), TcError> {
+    for (minor, leaf) in leaves {
+        let i = classes.find(minor).expect("the document's class was made");
+        classes.regraft(i, leaf.cloned(), now)?;
+    }
+    Ok(())
+}
+
+/// Something kept in a [`ClassTable`]: a class with its classid minor.
+pub trait Classid {
+    fn classid(&self) -> u16;
+}
+
+/// A qdisc's classes in the order they were made (the order its document
+/// lists them), found by classid minor in constant time (`qdisc_class_find`).
+/// Reads and per-class changes go through the slice it dereferences to; only
+/// `push` and `remove` reshape it. Removing a class moves the later ones up
+/// one place: a kind that keeps class indices (a parent's) shifts them.
+#[derive(Debug)]
+pub struct ClassTable<C> {
+    items: Vec<C>,
+    index: FxHashMap<u16, usize>,
+}
+
+impl<C> Default for ClassTable<C> {
+    fn default() -> Self {
+        ClassTable {
+            items: Vec::new(),
+            index: FxHashMap::default(),
+        }
+    }
+}
+
+impl<C: Classid> ClassTable<C> {
+    /// Position of class `minor`.
+    pub fn find(&self, minor: u16) -> Option<usize> {
+        self.index.get(&minor).copied()
+    }
+
+    /// Append a class (its classid is not in the table yet); its position.
+    pub fn push(&mut self, c: C) -> usize {
+        let i = self.items.len();
+        self.index.insert(c.classid(), i);
+        self.items.push(c);
+        i
+    }
+
+    /// Take class `i` out; the classes after it move up one place.
+    pub fn remove(&mut self, i: usize) -> C {
+        let c = self.items.remove(i);
+        self.index.remove(&c.classid());
+        for (j, later) in self.items.iter().enumerate().skip(i) {
+            self.index.insert(later.classid(), j);
+        }
+        c
+    }
+
+    /// Every class, out of the table (which is empty then).
+    pub fn take_all(&mut self) -> Vec<C> {
+        self.index.clear();
+        std::mem::take(&mut self.items)
+    }
+}
+
+impl<C> Deref for ClassTable<C> {
+    type Target = [C];
+    fn deref(&self) -> &[C] {
+        &self.items
+    }
+}
+
+impl<C> DerefMut for ClassTable<C> {
+    fn deref_mut(&mut self) -> &mut [C] {
+        &mut self.items
+    }
+}
+
+/// The new position of a class index after [`ClassTable::remove`] of `gone`.
+pub fn shifted(i: usize, gone: usize) -> usize {
+    if i > gone {
+        i - 1
+    } else {
+        i
+    }
+}
+
+/// Helpers of the drr/ets/hfsc unit tests: filters on the destination
+/// port, scripted arrivals, and a line that dequeues at a fixed rate.
 #[cfg(test)]
 pub(crate) mod testkit {
     use super::super::ops::{BuildEnv, Qdisc, Reduce};

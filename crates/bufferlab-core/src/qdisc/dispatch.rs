@@ -7,8 +7,8 @@
 //! and one line in the `register_qdiscs!` list at the bottom; the order of
 //! the list is the order `init` asks the kinds.
 
-use super::ops::{BuildEnv, Built, Changed, Peeked, Purged, Qdisc, Reduce};
-use super::spec::QdiscSpec;
+use super::ops::{BuildEnv, Built, Changed, ClassOps, Peeked, Purged, Qdisc, Reduce};
+use super::spec::{QdiscSpec, U32Filter};
 use super::tree::Node;
 use super::{QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
@@ -142,6 +142,18 @@ macro_rules! register_qdiscs {
 
             fn classful(&self) -> bool {
                 self.ops().classful()
+            }
+
+            fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
+                match self {
+                    $(AnyQdisc::$variant(q) => Qdisc::class_ops(q),)+
+                }
+            }
+
+            fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
+                match self {
+                    $(AnyQdisc::$variant(q) => Qdisc::filters(q),)+
+                }
             }
 
             #[inline]

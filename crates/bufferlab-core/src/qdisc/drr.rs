@@ -10,13 +10,22 @@
 //! shrinks by its length (the class leaves the list when its leaf empties);
 //! otherwise the class earns one more quantum and moves to the tail.
 //!
+//! Classes come one `tc class` line at a time (`drr_change_class`,
+//! `drr_delete_class`) and leaves one graft at a time (`drr_graft_class`),
+//! through [`ClassOps`] (class_api.rs).
+//!
 //! Classification: the u32 filters attached at the qdisc; no match, or a
 //! flowid naming no class, drops the packet (`drops` of the qdisc, reason
 //! `unclassified`). `skb->priority` naming a class is not modelled.
 
-use super::classful;
-use super::ops::{wrong_kind, BuildEnv, Built, Changed, Purged, Qdisc, Reduce};
-use super::spec::{DrrClassSpec, DrrSpec, QdiscSpec};
+use super::classful::{self, ClassTable, Classid};
+use super::ops::{
+    class_not_found, wrong_kind, BuildEnv, Built, Changed, ClassChanged, ClassOps, Purged, Qdisc,
+    Reduce,
+};
+use super::spec::{
+    ClassRequest, ClassSpec, ClassVerb, DrrClassSpec, DrrSpec, HtbLeaf, QdiscSpec, U32Filter,
+};
 use super::tree::{self, Node};
 use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
@@ -33,10 +42,17 @@ pub struct DrrClass {
     pub stats: QdiscStats,
 }
 
+impl Classid for DrrClass {
+    fn classid(&self) -> u16 {
+        self.spec.classid
+    }
+}
+
 #[derive(Debug)]
 pub struct Drr {
+    /// the qdisc's options and filters (its classes are the table's)
     spec: DrrSpec,
-    classes: Vec<DrrClass>,
+    classes: ClassTable<DrrClass>,
     /// classids of the backlogged classes, in round-robin order
     active: VecDeque<u16>,
     stats: QdiscStats,
@@ -44,103 +60,60 @@ pub struct Drr {
 }
 
 impl Drr {
+    /// `drr_init`, then the classes of `spec` as `tc class add` makes them
+    /// and the leaves grafted on them (the command layer sends none).
     pub fn new(spec: &DrrSpec, env: &BuildEnv) -> Result<Drr, TcError> {
         let mut d = Drr {
             spec: DrrSpec {
                 classes: Vec::new(),
                 ..spec.clone()
             },
-            classes: Vec::new(),
+            classes: ClassTable::default(),
             active: VecDeque::new(),
             stats: QdiscStats::default(),
             seed: env.seed,
         };
-        let removed = d.reconfigure(spec, env.now.as_nanos() as i64)?;
-        debug_assert!(removed.is_empty());
+        let now = env.now.as_nanos() as i64;
+        for c in &spec.classes {
+            d.add_class(c.classid, c.quantum, now)?;
+        }
+        let leaves = spec.classes.iter().map(|c| (c.classid, c.leaf.as_ref()));
+        classful::graft_all(&mut d, leaves, now)?;
         Ok(d)
     }
 
-    fn validate(spec: &DrrSpec) -> Result<(), TcError> {
-        for (i, c) in spec.classes.iter().enumerate() {
-            if c.classid == 0 {
-                return Err(TcError::Invalid("drr: classid minor must not be 0".into()));
-            }
-            if spec.classes[..i].iter().any(|o| o.classid == c.classid) {
-                return Err(TcError::Exists);
-            }
-            if c.quantum == 0 {
-                return Err(TcError::Invalid(
-                    "Specified DRR quantum cannot be zero".into(),
-                ));
-            }
+    /// `drr_change_class` for a new class: a default pfifo, no deficit.
+    fn add_class(&mut self, classid: u16, quantum: u32, now: i64) -> Result<(), TcError> {
+        if classid == 0 {
+            return Err(TcError::Invalid("drr: classid minor must not be 0".into()));
         }
+        if self.classes.find(classid).is_some() {
+            return Err(TcError::Exists);
+        }
+        check_quantum(quantum)?;
+        let leaf = self.build_leaf(None, now)?;
+        self.classes.push(DrrClass {
+            spec: DrrClassSpec {
+                classid,
+                quantum,
+                leaf: None,
+            },
+            quantum,
+            deficit: 0,
+            leaf,
+            stats: QdiscStats::default(),
+        });
         Ok(())
     }
 
-    /// Apply a whole spec; classes whose classid survives keep their
-    /// deficit, counters and (unless another leaf was grafted) their leaf.
-    fn reconfigure(&mut self, spec: &DrrSpec, now: i64) -> Result<Vec<Vec<Node>>, TcError> {
-        Self::validate(spec)?;
-        let mut fresh = Vec::with_capacity(spec.classes.len());
-        for c in &spec.classes {
-            let keep = self
-                .classes
-                .iter()
-                .any(|o| o.spec.classid == c.classid && o.spec.leaf == c.leaf);
-            fresh.push(if keep {
-                None
-            } else {
-                Some(classful::build_leaf(
-                    c.leaf.as_ref(),
-                    spec.leaf_limit,
-                    self.seed,
-                    now,
-                    "drr-leaf",
-                )?)
-            });
-        }
-        let mut old = std::mem::take(&mut self.classes);
-        let mut removed = Vec::new();
-        for (c, leaf) in spec.classes.iter().zip(fresh) {
-            let prev = old
-                .iter()
-                .position(|o| o.spec.classid == c.classid)
-                .map(|i| old.swap_remove(i));
-            let mut cl = prev.unwrap_or_else(|| DrrClass {
-                spec: c.clone(),
-                quantum: c.quantum,
-                deficit: 0,
-                leaf: Vec::new(),
-                stats: QdiscStats::default(),
-            });
-            if let Some(l) = leaf {
-                let old = std::mem::replace(&mut cl.leaf, l);
-                if !old.is_empty() {
-                    removed.push(old);
-                }
-            }
-            cl.spec = c.clone();
-            cl.quantum = c.quantum;
-            self.classes.push(cl);
-        }
-        removed.extend(old.into_iter().map(|c| c.leaf));
-        let classes = &self.classes;
-        self.active.retain(|id| {
-            classes
-                .iter()
-                .any(|c| c.spec.classid == *id && classful::leaf_backlog(&c.leaf).0 > 0)
-        });
-        self.spec = spec.clone();
-        Ok(removed)
-    }
-
-    fn index(&self, classid: u16) -> Option<usize> {
-        self.classes.iter().position(|c| c.spec.classid == classid)
+    fn build_leaf(&self, leaf: Option<&HtbLeaf>, now: i64) -> Result<Vec<Node>, TcError> {
+        classful::build_leaf(leaf, self.spec.leaf_limit, self.seed, now, "drr-leaf")
     }
 
     /// `drr_classify`: the class of the first matching filter.
     fn classify(&self, ctx: &QdiscCtx, id: PacketId) -> Option<usize> {
-        classful::u32_classify(&self.spec.filters, ctx.arena.get(id)).and_then(|m| self.index(m))
+        classful::u32_classify(&self.spec.filters, ctx.arena.get(id))
+            .and_then(|m| self.classes.find(m))
     }
 
     /// `drr_qlen_notify`: a class whose leaf emptied outside a dequeue
@@ -154,6 +127,96 @@ impl Drr {
 
     pub fn classes(&self) -> &[DrrClass] {
         &self.classes
+    }
+}
+
+/// `drr_change_class` refuses a zero quantum.
+fn check_quantum(quantum: u32) -> Result<(), TcError> {
+    if quantum == 0 {
+        return Err(TcError::Invalid(
+            "Specified DRR quantum cannot be zero".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `tc class` and grafts on drr classes (`drr_class_ops`).
+impl ClassOps for Drr {
+    /// `drr_change_class` / `drr_delete_class`: classes are flat (the
+    /// parent only says where a new one goes); a change sets the quantum
+    /// given.
+    fn class_verb(
+        &mut self,
+        req: &ClassRequest,
+        ctx: &mut QdiscCtx,
+    ) -> Result<ClassChanged, TcError> {
+        let opts = classful::class_opts(req, ClassSpec::drr)?;
+        let quantum = opts.and_then(|o| o.quantum);
+        let removed = match (req.verb, self.classes.find(req.minor)) {
+            (ClassVerb::Delete, None) => return Err(class_not_found()),
+            (ClassVerb::Delete, Some(i)) => {
+                let gone = self.classes.remove(i);
+                self.active.retain(|&a| a != gone.spec.classid);
+                gone.leaf
+            }
+            (ClassVerb::Add, Some(_)) => return Err(TcError::Exists),
+            (_, Some(i)) => {
+                if let Some(q) = quantum {
+                    check_quantum(q)?;
+                    let cl = &mut self.classes[i];
+                    cl.quantum = q;
+                    cl.spec.quantum = q;
+                }
+                Vec::new()
+            }
+            (ClassVerb::Change, None) => return Err(TcError::NotFound),
+            (_, None) => {
+                req.parent.ok_or_else(class_not_found)?;
+                let q = quantum.unwrap_or(classful::PSCHED_MTU);
+                check_quantum(q)?;
+                self.add_class(req.minor, q, ctx.now.as_nanos() as i64)?;
+                Vec::new()
+            }
+        };
+        Ok(super::ops::purge_removed([removed], &mut self.stats, ctx).into())
+    }
+
+    fn find(&self, minor: u16) -> Option<usize> {
+        self.classes.find(minor)
+    }
+
+    fn grafted(&self, i: usize) -> Option<&HtbLeaf> {
+        self.classes[i].spec.leaf.as_ref()
+    }
+
+    /// `drr_graft_class`: a class with a new leaf leaves the active list
+    /// (its queue is empty).
+    fn regraft(
+        &mut self,
+        i: usize,
+        leaf: Option<HtbLeaf>,
+        now: i64,
+    ) -> Result<Option<Vec<Node>>, TcError> {
+        let (seed, limit) = (self.seed, self.spec.leaf_limit);
+        let cl = &mut self.classes[i];
+        let old = classful::regraft(&mut cl.spec.leaf, &mut cl.leaf, leaf, true, |l| {
+            classful::build_leaf(l, limit, seed, now, "drr-leaf")
+        })?;
+        if old.is_some() {
+            let id = cl.spec.classid;
+            self.active.retain(|&a| a != id);
+        }
+        Ok(old)
+    }
+
+    fn counters(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+
+    fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
+        Box::new(
+            (self.classes.iter()).filter_map(|c| Some((c.spec.classid, c.spec.leaf.as_ref()?))),
+        )
     }
 }
 
@@ -214,7 +277,7 @@ impl Qdisc for Drr {
     ) -> Option<PacketId> {
         loop {
             let &cid = self.active.front()?;
-            let Some(i) = self.index(cid) else {
+            let Some(i) = self.classes.find(cid) else {
                 self.active.pop_front();
                 continue;
             };
@@ -257,7 +320,7 @@ impl Qdisc for Drr {
 
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let mut purged = Purged::default();
-        for c in &mut self.classes {
+        for c in self.classes.iter_mut() {
             for n in c.leaf.iter_mut() {
                 purged.add(n.reset(ctx));
             }
@@ -266,17 +329,20 @@ impl Qdisc for Drr {
         purged
     }
 
+    /// `tc qdisc change … drr`: drr has no options of its own (the limit of
+    /// the default leaves is the device's); the classes, leaves and filters
+    /// stay.
     fn change(
         &mut self,
         spec: &QdiscSpec,
-        ctx: &mut QdiscCtx,
+        _ctx: &mut QdiscCtx,
         _child: Option<&AnyQdisc>,
     ) -> Result<Changed, TcError> {
         let QdiscSpec::Drr(spec) = spec else {
             return Err(wrong_kind());
         };
-        let removed = self.reconfigure(spec, ctx.now.as_nanos() as i64)?;
-        Ok(classful::purge_removed(removed, &mut self.stats, ctx))
+        self.spec.leaf_limit = spec.leaf_limit;
+        Ok(Changed::IN_PLACE)
     }
 
     fn stats(&self) -> &QdiscStats {
@@ -287,8 +353,13 @@ impl Qdisc for Drr {
         &mut self.stats
     }
 
+    /// The document: every class in the order made, and the filters.
     fn options(&self) -> serde_json::Value {
-        serde_json::to_value(&self.spec).expect("spec serialises")
+        let spec = DrrSpec {
+            classes: self.classes.iter().map(|c| c.spec.clone()).collect(),
+            ..self.spec.clone()
+        };
+        serde_json::to_value(&spec).expect("spec serialises")
     }
 
     /// Per-class state for `tc -s class show` (`drr_dump_class_stats`: the
@@ -317,8 +388,16 @@ impl Qdisc for Drr {
         json!({ "classes": classes })
     }
 
+    fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
+        Some(self)
+    }
+
+    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
+        Some(&mut self.spec.filters)
+    }
+
     fn inner_netems(&self, out: &mut Vec<bool>) {
-        for c in &self.classes {
+        for c in self.classes.iter() {
             tree::chain_netems(&c.leaf, out);
         }
     }

@@ -671,7 +671,8 @@ impl Qdisc for DualPi2 {
             return Err(wrong_kind());
         };
         // `tc qdisc change … dualpi2` without options sends an empty nest;
-        // a filters-only document comes from `tc filter` (no kernel change)
+        // a request that carries filters only changes those (`tc filter` is
+        // class_api.rs's, on `Qdisc::filters`)
         let attrs = DualPi2Spec {
             filters: None,
             ..spec.clone()
@@ -724,6 +725,10 @@ impl Qdisc for DualPi2 {
     }
 
     /// `dualpi2_dump`: every attribute, in the spec's shape.
+    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
+        Some(&mut self.filters)
+    }
+
     fn options(&self) -> serde_json::Value {
         let p = &self.p;
         let (pkts, us) = if p.step_in_packets {

@@ -9,13 +9,24 @@
 //! round robin with their `quanta` (a band joins the tail of the active
 //! list with its deficit set to its quantum, exactly as drr).
 //!
+//! The bands are the classes: `tc class change … ets quantum Q` sets a
+//! non-strict band's quantum (`ets_class_change`), `tc qdisc … parent M:N`
+//! grafts a band's leaf (`ets_class_graft`), through [`ClassOps`]
+//! (class_api.rs); a `tc qdisc change` keeps the leaves of the bands that
+//! remain and the filters.
+//!
 //! Classification: a u32 filter's flowid names the band (a band number
 //! beyond `bands` falls back to `priomap[0]`); with no match the packet's
 //! `skb->priority` (from its TOS byte, classful.rs) indexes `priomap`.
 
 use super::classful::{self, PSCHED_MTU};
-use super::ops::{wrong_kind, BuildEnv, Built, Changed, Purged, Qdisc, Reduce};
-use super::spec::{EtsSpec, QdiscSpec};
+use super::ops::{
+    wrong_kind, BuildEnv, Built, Changed, ChildChange, ClassChanged, ClassOps, Purged, Qdisc,
+    Reduce,
+};
+use super::spec::{
+    ClassRequest, ClassSpec, ClassVerb, EtsClassSpec, EtsSpec, HtbLeaf, QdiscSpec, U32Filter,
+};
 use super::tree::{self, Node};
 use super::{AnyQdisc, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
@@ -211,6 +222,85 @@ impl Ets {
     }
 }
 
+/// `tc class` and grafts on ets bands (`ets_class_ops`).
+impl ClassOps for Ets {
+    /// `ets_class_change`: the bands come with the qdisc (no class is added
+    /// or deleted); a non-strict band takes a new quantum.
+    fn class_verb(
+        &mut self,
+        req: &ClassRequest,
+        _ctx: &mut QdiscCtx,
+    ) -> Result<ClassChanged, TcError> {
+        let opts = classful::class_opts(req, ClassSpec::ets)?;
+        let Some(i) = self.find(req.minor) else {
+            return Err(TcError::NotSupported(
+                "Fine-grained class addition and removal is not supported".into(),
+            ));
+        };
+        match req.verb {
+            ClassVerb::Delete => return Err(TcError::NotSupported(String::new())),
+            ClassVerb::Add => return Err(TcError::Exists),
+            ClassVerb::Change | ClassVerb::Replace => {}
+        }
+        if let Some(q) = opts.and_then(|o| o.quantum) {
+            let strict = self.spec.strict as usize;
+            if i < strict {
+                return Err(TcError::Invalid(
+                    "Strict bands do not have a configurable quantum".into(),
+                ));
+            }
+            let k = i - strict;
+            if self.spec.quanta.len() <= k {
+                self.spec.quanta.resize(k + 1, PSCHED_MTU);
+            }
+            self.spec.quanta[k] = q;
+            self.bands[i].quantum = q;
+        }
+        Ok(ClassChanged::default())
+    }
+
+    fn find(&self, minor: u16) -> Option<usize> {
+        classful::band(minor, self.bands.len())
+    }
+
+    fn grafted(&self, i: usize) -> Option<&HtbLeaf> {
+        self.bands[i].leaf_spec.as_ref()
+    }
+
+    /// `ets_class_graft`; the document lists the bands grafted on (or
+    /// ungrafted), in the order of their first graft. A band with a new
+    /// leaf leaves the active list (its queue is empty).
+    fn regraft(
+        &mut self,
+        i: usize,
+        leaf: Option<HtbLeaf>,
+        now: i64,
+    ) -> Result<Option<Vec<Node>>, TcError> {
+        let (seed, limit) = (self.seed, self.spec.leaf_limit);
+        let b = &mut self.bands[i];
+        let old = classful::regraft(&mut b.leaf_spec, &mut b.leaf, leaf.clone(), true, |l| {
+            classful::build_leaf(l, limit, seed, now, "ets-leaf")
+        })?;
+        let classid = i as u16 + 1;
+        match self.spec.classes.iter_mut().find(|c| c.classid == classid) {
+            Some(c) => c.leaf = leaf,
+            None => self.spec.classes.push(EtsClassSpec { classid, leaf }),
+        }
+        if old.is_some() {
+            self.active.retain(|&a| a != i);
+        }
+        Ok(old)
+    }
+
+    fn counters(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+
+    fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
+        Box::new((self.spec.classes.iter()).filter_map(|c| Some((c.classid, c.leaf.as_ref()?))))
+    }
+}
+
 impl Qdisc for Ets {
     fn build(spec: &QdiscSpec, env: &BuildEnv) -> Option<Result<Built<Self>, TcError>> {
         let QdiscSpec::Ets(s) = spec else {
@@ -314,8 +404,21 @@ impl Qdisc for Ets {
         let QdiscSpec::Ets(spec) = spec else {
             return Err(wrong_kind());
         };
-        let removed = self.reconfigure(spec, ctx.now.as_nanos() as i64)?;
-        Ok(classful::purge_removed(removed, &mut self.stats, ctx))
+        // `ets_qdisc_change`: the leaves of the bands that remain and the
+        // filters stay
+        let doc = EtsSpec {
+            classes: (self.spec.classes.iter())
+                .filter(|c| c.classid <= spec.bands as u16)
+                .cloned()
+                .collect(),
+            filters: self.spec.filters.clone(),
+            ..spec.clone()
+        };
+        let removed = self.reconfigure(&doc, ctx.now.as_nanos() as i64)?;
+        Ok(Changed {
+            purged: super::ops::purge_removed(removed, &mut self.stats, ctx),
+            child: ChildChange::Keep,
+        })
     }
 
     fn stats(&self) -> &QdiscStats {
@@ -354,6 +457,14 @@ impl Qdisc for Ets {
             })
             .collect();
         json!({ "classes": classes })
+    }
+
+    fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
+        Some(self)
+    }
+
+    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
+        Some(&mut self.spec.filters)
     }
 
     fn inner_netems(&self, out: &mut Vec<bool>) {

@@ -400,8 +400,8 @@ impl Qdisc for FqPie {
             return Err(wrong_kind());
         };
         // the kernel refuses any `flows` once created; the same number is let
-        // through, as for fq_codel, so that a re-sent document (htb's leaves,
-        // commands/tc/htb.py) still applies
+        // through, as for fq_codel, so that a change repeating the options
+        // the qdisc was made with still applies
         if spec.flows.is_some_and(|f| f as usize != self.flows.len()) {
             return Err(TcError::Invalid(
                 "sch_fq_pie: Number of flows cannot be changed".into(),

@@ -34,10 +34,21 @@
 //! the `default` class; none: the packet is dropped (reason
 //! `unclassified`). Not modelled: filters attached to inner classes,
 //! `skb->priority` naming a class, rate estimators.
+//!
+//! Classes come one `tc class` line at a time and leaves one graft at a time
+//! through [`ClassOps`] (class_api.rs): a new class is a leaf with a default
+//! pfifo, and its parent, if it was a leaf, loses its queue; the levels are
+//! adjusted from the parent up (`hfsc_adjust_levels`).
 
-use super::classful;
-use super::ops::{wrong_kind, BuildEnv, Built, Changed, Purged, Qdisc, Reduce};
-use super::spec::{HfscClassSpec, HfscSpec, QdiscSpec, ServiceCurve};
+use super::classful::{self, shifted, ClassTable, Classid};
+use super::ops::{
+    class_not_found, wrong_kind, BuildEnv, Built, Changed, ClassChanged, ClassOps, Purged, Qdisc,
+    Reduce,
+};
+use super::spec::{
+    ClassRequest, ClassSpec, ClassVerb, HfscClassOpts, HfscClassSpec, HfscSpec, HtbLeaf, QdiscSpec,
+    ServiceCurve, U32Filter,
+};
 use super::tree::{self, Node};
 use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
@@ -326,6 +337,20 @@ impl HfscClass {
         classful::leaf_backlog(&self.leaf).0
     }
 
+    /// The class's curves as its spec gives them (a new class: at `now` 0,
+    /// as `hfsc_change_class` starts them).
+    fn start_curves(&mut self, c: &HfscClassSpec) {
+        if let Some(sc) = curve(&c.rsc) {
+            self.change_rsc(&sc, 0);
+        }
+        if let Some(sc) = curve(&c.fsc) {
+            self.change_fsc(&sc);
+        }
+        if let Some(sc) = curve(&c.usc) {
+            self.change_usc(&sc, 0);
+        }
+    }
+
     /// `hfsc_change_rsc`
     fn change_rsc(&mut self, sc: &ServiceCurve, now: u64) {
         let isc = Isc::new(sc);
@@ -358,11 +383,19 @@ fn curve(sc: &Option<ServiceCurve>) -> Option<ServiceCurve> {
     sc.filter(|c| c.m1 != 0 || c.m2 != 0)
 }
 
+impl Classid for HfscClass {
+    fn classid(&self) -> u16 {
+        self.classid
+    }
+}
+
 /// The hfsc qdisc.
 #[derive(Debug)]
 pub struct Hfsc {
+    /// the qdisc's options and filters (its classes are the table's)
     spec: HfscSpec,
-    classes: Vec<HfscClass>,
+    /// the root class (the qdisc's handle, classid 0) first
+    classes: ClassTable<HfscClass>,
     seq: u64,
     stats: QdiscStats,
     seed: u64,
@@ -373,6 +406,10 @@ fn einval() -> TcError {
 }
 
 impl Hfsc {
+    /// `hfsc_init_qdisc` (the root class, with a default pfifo that the
+    /// first class replaces, empty), then the classes of `spec` as `tc
+    /// class add` makes them and the leaves grafted on them (the command
+    /// layer sends none).
     pub fn new(spec: &HfscSpec, env: &BuildEnv) -> Result<Hfsc, TcError> {
         let now = env.now.as_nanos() as i64;
         let mut root = HfscClass::new(0, None, None);
@@ -382,13 +419,17 @@ impl Hfsc {
                 classes: Vec::new(),
                 ..spec.clone()
             },
-            classes: vec![root],
+            classes: ClassTable::default(),
             seq: 0,
             stats: QdiscStats::default(),
             seed: env.seed,
         };
-        // the root's default pfifo, replaced when the first class comes, is empty
-        h.reconfigure(spec, now)?;
+        h.classes.push(root);
+        for c in &spec.classes {
+            h.add_class(c, now)?;
+        }
+        let leaves = spec.classes.iter().map(|c| (c.classid, c.leaf.as_ref()));
+        classful::graft_all(&mut h, leaves, now)?;
         Ok(h)
     }
 
@@ -401,83 +442,91 @@ impl Hfsc {
         self.seq
     }
 
-    fn index(&self, classid: u16) -> Option<usize> {
-        self.classes.iter().position(|c| c.classid == classid)
+    /// Position of class `minor` other than the root.
+    fn class(&self, minor: u16) -> Option<usize> {
+        self.classes.find(minor).filter(|&i| i != 0)
     }
 
-    /// The checks of `hfsc_change_class`/`hfsc_delete_class` on a whole
-    /// document (the kernel gives no extack: bare EINVAL, EEXIST, ENOENT,
-    /// EBUSY).
-    fn validate(&self, spec: &HfscSpec) -> Result<(), TcError> {
-        for (i, c) in spec.classes.iter().enumerate() {
-            if c.classid == 0 {
-                return Err(einval());
-            }
-            if spec.classes[..i].iter().any(|o| o.classid == c.classid) {
-                return Err(TcError::Exists);
-            }
-            let parent = if c.parent == 0 {
-                None
-            } else {
-                match spec.classes[..i].iter().find(|o| o.classid == c.parent) {
-                    Some(p) => Some(p),
-                    None => return Err(TcError::NotFound),
-                }
-            };
-            if parent.is_some_and(|p| curve(&p.fsc).is_none()) {
-                return Err(einval());
-            }
-            match self.classes.iter().find(|o| o.classid == c.classid) {
-                Some(old) => {
-                    let old_parent = old.parent.map_or(0, |p| self.classes[p].classid);
-                    if old_parent != c.parent {
-                        return Err(einval());
-                    }
-                }
-                None => {
-                    if curve(&c.rsc).is_none() && curve(&c.fsc).is_none() {
-                        return Err(einval());
-                    }
-                }
-            }
+    /// `hfsc_change_class` for a new class (the kernel gives no extack:
+    /// bare EINVAL, EEXIST, ENOENT): a leaf with a default pfifo; a parent
+    /// that was a leaf loses its queue (what `c` grafts on it comes by
+    /// `regraft`). The purged chains.
+    fn add_class(&mut self, c: &HfscClassSpec, now_ns: i64) -> Result<Vec<Vec<Node>>, TcError> {
+        if c.classid == 0 {
+            return Err(einval());
         }
-        Ok(())
-    }
-
-    fn reset_parents(&mut self) {
-        let ids: Vec<u16> = self
-            .classes
-            .iter()
-            .map(|c| c.spec.as_ref().map_or(0, |s| s.parent))
-            .collect();
-        for (i, pid) in ids.into_iter().enumerate() {
-            if i == 0 {
-                continue;
-            }
-            self.classes[i].parent = self.index(pid);
+        if self.classes.find(c.classid).is_some() {
+            return Err(TcError::Exists);
         }
+        let parent = match c.parent {
+            0 => 0,
+            p => self.class(p).ok_or(TcError::NotFound)?,
+        };
+        let parent_fsc = self.classes[parent].spec.as_ref().map(|s| curve(&s.fsc));
+        if parent_fsc.is_some_and(|f| f.is_none()) {
+            return Err(einval());
+        }
+        if curve(&c.rsc).is_none() && curve(&c.fsc).is_none() {
+            return Err(einval());
+        }
+        let leaf =
+            classful::build_leaf(None, self.spec.leaf_limit, self.seed, now_ns, "hfsc-leaf")?;
+        let mut cl = HfscClass::new(c.classid, Some(parent), None);
+        cl.start_curves(c);
+        cl.spec = Some(HfscClassSpec {
+            leaf: None,
+            ..c.clone()
+        });
+        cl.leaf = leaf;
+        self.classes.push(cl);
+        let mut removed = Vec::new();
+        if self.classes[parent].level == 0 {
+            removed.push(self.purge(parent, now_ns));
+        }
+        self.adjust_levels(parent);
+        Ok(removed)
     }
 
-    /// `hfsc_adjust_levels` for the whole table.
-    fn adjust_levels(&mut self) {
-        loop {
-            let mut changed = false;
-            for i in 0..self.classes.len() {
-                let level = self
-                    .classes
-                    .iter()
-                    .filter(|c| c.parent == Some(i))
-                    .map(|c| c.level + 1)
-                    .max()
-                    .unwrap_or(0);
-                if self.classes[i].level != level {
-                    self.classes[i].level = level;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
-            }
+    /// `hfsc_delete_class` of class `i` (it has no children): its queue is
+    /// purged, the levels above it adjusted.
+    fn delete_class(&mut self, i: usize) -> Vec<Node> {
+        let leaf = std::mem::take(&mut self.classes[i].leaf);
+        self.qlen_notify(i);
+        let parent = self.classes[i].parent;
+        self.classes.remove(i);
+        for c in self.classes.iter_mut() {
+            c.parent = c.parent.map(|p| shifted(p, i));
+        }
+        if let Some(p) = parent {
+            self.adjust_levels(shifted(p, i));
+        }
+        leaf
+    }
+
+    /// `hfsc_change_class` on class `i`: the curves given replace its own
+    /// (a curve given again unchanged is left running).
+    fn update_class(&mut self, i: usize, o: &HfscClassOpts, now_ns: i64) {
+        let old = self.classes[i].spec.clone().expect("not the root");
+        let mut new = old.clone();
+        new.rsc = o.rsc.or(old.rsc);
+        new.fsc = o.fsc.or(old.fsc);
+        new.usc = o.usc.or(old.usc);
+        self.classes[i].spec = Some(new.clone());
+        self.change_curves(i, &old, &new, Self::ticks(now_ns));
+    }
+
+    /// `hfsc_adjust_levels` from class `i` up to the root: a class is one
+    /// level above its highest child.
+    fn adjust_levels(&mut self, i: usize) {
+        let mut at = Some(i);
+        while let Some(k) = at {
+            let level = (self.classes.iter())
+                .filter(|c| c.parent == Some(k))
+                .map(|c| c.level + 1)
+                .max()
+                .unwrap_or(0);
+            self.classes[k].level = level;
+            at = self.classes[k].parent;
         }
     }
 
@@ -498,91 +547,6 @@ impl Hfsc {
             self.update_vf(i, 0);
         }
         self.classes[i].el = None;
-    }
-
-    /// Apply a whole document; on error nothing changed.
-    fn reconfigure(&mut self, spec: &HfscSpec, now_ns: i64) -> Result<Vec<Vec<Node>>, TcError> {
-        self.validate(spec)?;
-        let now = Self::ticks(now_ns);
-        // build the new leaves first, so that a failing one changes nothing
-        let mut fresh = Vec::new();
-        for c in &spec.classes {
-            let same = self.classes.iter().any(|o| {
-                o.classid == c.classid && o.spec.as_ref().is_some_and(|s| s.leaf == c.leaf)
-            });
-            fresh.push(if same {
-                None
-            } else {
-                Some(classful::build_leaf(
-                    c.leaf.as_ref(),
-                    spec.leaf_limit,
-                    self.seed,
-                    now_ns,
-                    "hfsc-leaf",
-                )?)
-            });
-        }
-        self.spec.leaf_limit = spec.leaf_limit;
-        let mut removed = Vec::new();
-        // deleted classes (leaves first: the document keeps parents before children)
-        let gone: Vec<u16> = self
-            .classes
-            .iter()
-            .skip(1)
-            .filter(|o| !spec.classes.iter().any(|c| c.classid == o.classid))
-            .map(|o| o.classid)
-            .collect();
-        for id in gone.into_iter().rev() {
-            let i = self.index(id).expect("listed");
-            removed.push(std::mem::take(&mut self.classes[i].leaf));
-            self.qlen_notify(i);
-            self.classes.remove(i);
-            self.reset_parents();
-            self.adjust_levels();
-        }
-        for (c, leaf) in spec.classes.iter().zip(fresh) {
-            match self.index(c.classid) {
-                Some(i) => {
-                    let old = self.classes[i].spec.clone().expect("not the root");
-                    self.classes[i].spec = Some(c.clone());
-                    if let Some(l) = leaf {
-                        if self.classes[i].level == 0 {
-                            removed.push(std::mem::take(&mut self.classes[i].leaf));
-                            self.qlen_notify(i);
-                        }
-                        self.classes[i].leaf = l;
-                    }
-                    self.change_curves(i, &old, c, now);
-                }
-                None => {
-                    let parent = if c.parent == 0 {
-                        0
-                    } else {
-                        self.index(c.parent).expect("validated")
-                    };
-                    let mut cl = HfscClass::new(c.classid, Some(parent), Some(c.clone()));
-                    if let Some(sc) = curve(&c.rsc) {
-                        cl.change_rsc(&sc, 0);
-                    }
-                    if let Some(sc) = curve(&c.fsc) {
-                        cl.change_fsc(&sc);
-                    }
-                    if let Some(sc) = curve(&c.usc) {
-                        cl.change_usc(&sc, 0);
-                    }
-                    cl.leaf = leaf.expect("a new class has a new leaf");
-                    self.classes.push(cl);
-                    if self.classes[parent].level == 0 {
-                        removed.push(self.purge(parent, now_ns));
-                    }
-                    self.adjust_levels();
-                }
-            }
-        }
-        self.spec.default = spec.default;
-        self.spec.filters = spec.filters.clone();
-        self.spec.classes = spec.classes.clone();
-        Ok(removed)
     }
 
     /// `hfsc_change_class` on an existing class: the curves given anew are
@@ -871,8 +835,8 @@ impl Hfsc {
     fn classify(&self, ctx: &QdiscCtx, id: PacketId) -> Option<usize> {
         let leaf = |minor: u16| {
             self.classes
-                .iter()
-                .position(|c| c.classid == minor && c.level == 0)
+                .find(minor)
+                .filter(|&i| self.classes[i].level == 0)
         };
         let hit = classful::u32_classify(&self.spec.filters, ctx.arena.get(id))
             .filter(|&m| m != 0)
@@ -1036,7 +1000,7 @@ impl Qdisc for Hfsc {
     /// `hfsc_reset_qdisc` / `hfsc_reset_class`
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let mut purged = Purged::default();
-        for c in &mut self.classes {
+        for c in self.classes.iter_mut() {
             for n in c.leaf.iter_mut() {
                 purged.add(n.reset(ctx));
             }
@@ -1070,17 +1034,20 @@ impl Qdisc for Hfsc {
         purged
     }
 
+    /// `hfsc_change_qdisc`: the default class (and the limit of the
+    /// default leaves); the classes, leaves and filters stay.
     fn change(
         &mut self,
         spec: &QdiscSpec,
-        ctx: &mut QdiscCtx,
+        _ctx: &mut QdiscCtx,
         _child: Option<&AnyQdisc>,
     ) -> Result<Changed, TcError> {
         let QdiscSpec::Hfsc(spec) = spec else {
             return Err(wrong_kind());
         };
-        let removed = self.reconfigure(spec, ctx.now.as_nanos() as i64)?;
-        Ok(classful::purge_removed(removed, &mut self.stats, ctx))
+        self.spec.default = spec.default;
+        self.spec.leaf_limit = spec.leaf_limit;
+        Ok(Changed::IN_PLACE)
     }
 
     fn stats(&self) -> &QdiscStats {
@@ -1091,8 +1058,16 @@ impl Qdisc for Hfsc {
         &mut self.stats
     }
 
+    /// The document: every class but the root in the order made, and the
+    /// filters.
     fn options(&self) -> serde_json::Value {
-        serde_json::to_value(&self.spec).expect("spec serialises")
+        let spec = HfscSpec {
+            classes: (self.classes.iter().skip(1))
+                .filter_map(|c| c.spec.clone())
+                .collect(),
+            ..self.spec.clone()
+        };
+        serde_json::to_value(&spec).expect("spec serialises")
     }
 
     /// Per-class state for `tc -s class show` (`hfsc_dump_class`: the
@@ -1128,8 +1103,16 @@ impl Qdisc for Hfsc {
         json!({ "classes": classes })
     }
 
+    fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
+        Some(self)
+    }
+
+    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
+        Some(&mut self.spec.filters)
+    }
+
     fn inner_netems(&self, out: &mut Vec<bool>) {
-        for c in &self.classes {
+        for c in self.classes.iter() {
             tree::chain_netems(&c.leaf, out);
         }
     }
@@ -1140,6 +1123,94 @@ impl Qdisc for Hfsc {
             .flat_map(|c| c.leaf.iter())
             .map(Node::held_packets)
             .sum()
+    }
+}
+
+/// `tc class` and grafts on hfsc classes (`hfsc_class_ops`).
+impl ClassOps for Hfsc {
+    /// `hfsc_change_class` / `hfsc_delete_class`, with the kernel's bare
+    /// errnos (no extack).
+    fn class_verb(
+        &mut self,
+        req: &ClassRequest,
+        ctx: &mut QdiscCtx,
+    ) -> Result<ClassChanged, TcError> {
+        let opts = classful::class_opts(req, ClassSpec::hfsc)?;
+        let now = ctx.now.as_nanos() as i64;
+        let removed = match (req.verb, self.class(req.minor), opts) {
+            (ClassVerb::Delete, None, _) => return Err(class_not_found()),
+            (ClassVerb::Delete, Some(i), _) => {
+                if self.classes[i].level > 0 {
+                    return Err(TcError::Busy);
+                }
+                vec![self.delete_class(i)]
+            }
+            (ClassVerb::Add, Some(_), _) => return Err(TcError::Exists),
+            (_, Some(i), Some(o)) => {
+                let parent = self.classes[i]
+                    .parent
+                    .map_or(0, |p| self.classes[p].classid);
+                if req.parent.is_some_and(|p| p != parent) {
+                    return Err(einval());
+                }
+                self.update_class(i, o, now);
+                Vec::new()
+            }
+            (ClassVerb::Change, None, _) => return Err(TcError::NotFound),
+            (_, None, Some(o)) => {
+                let parent = req.parent.ok_or_else(class_not_found)?;
+                let c = HfscClassSpec {
+                    classid: req.minor,
+                    parent,
+                    rsc: o.rsc,
+                    fsc: o.fsc,
+                    usc: o.usc,
+                    leaf: None,
+                };
+                self.add_class(&c, now)?
+            }
+            (_, _, None) => unreachable!("class_opts gives options to every verb but delete"),
+        };
+        Ok(super::ops::purge_removed(removed, &mut self.stats, ctx).into())
+    }
+
+    fn find(&self, minor: u16) -> Option<usize> {
+        self.class(minor)
+    }
+
+    fn grafted(&self, i: usize) -> Option<&HtbLeaf> {
+        self.classes[i].spec.as_ref().and_then(|s| s.leaf.as_ref())
+    }
+
+    /// `hfsc_graft_class`: a leaf class's scheduler forgets it (its new queue
+    /// is empty).
+    fn regraft(
+        &mut self,
+        i: usize,
+        leaf: Option<HtbLeaf>,
+        now: i64,
+    ) -> Result<Option<Vec<Node>>, TcError> {
+        let (seed, limit) = (self.seed, self.spec.leaf_limit);
+        let cl = &mut self.classes[i];
+        let spec = &mut cl.spec.as_mut().expect("not the root").leaf;
+        let old = classful::regraft(spec, &mut cl.leaf, leaf, true, |l| {
+            classful::build_leaf(l, limit, seed, now, "hfsc-leaf")
+        })?;
+        if old.is_some() && self.classes[i].level == 0 {
+            self.qlen_notify(i);
+        }
+        Ok(old)
+    }
+
+    fn counters(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+
+    fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
+        Box::new(
+            (self.classes.iter())
+                .filter_map(|c| Some((c.classid, c.spec.as_ref()?.leaf.as_ref()?))),
+        )
     }
 }
 

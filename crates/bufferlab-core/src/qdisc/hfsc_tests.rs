@@ -252,11 +252,20 @@ fn changing_a_backlogged_class_restarts_its_curve_now() {
     assert_eq!((h.classes()[1].e, h.classes()[1].d), (0, 187_500));
     // `tc class change … rt m2 2mbit` at tick 1000: the deadline curve restarts
     // at (1000, cumul 0) and the head (1500 B) is rescheduled: d = 1000 + 93 750
-    c.rsc = Some(sc(0, 0, 2 * MBIT));
-    let mut spec: HfscSpec = serde_json::from_value(h.options()).unwrap();
-    spec.classes = vec![c];
-    h.change(&QdiscSpec::Hfsc(spec), &mut env.ctx(64_000), None)
-        .unwrap();
+    let change = ClassRequest {
+        verb: ClassVerb::Change,
+        dev: "x".into(),
+        major: 1,
+        minor: 1,
+        parent: None,
+        class: Some(ClassSpec::Hfsc(HfscClassOpts {
+            rsc: Some(sc(0, 0, 2 * MBIT)),
+            fsc: None,
+            usc: None,
+        })),
+    };
+    h.class_verb(&change, &mut env.ctx(64_000)).unwrap();
     assert_eq!((h.classes()[1].e, h.classes()[1].d), (1000, 94_750));
     assert_eq!(h.stats().qlen, 1, "a curve change keeps the queue");
+    assert_eq!(h.options()["classes"][0]["rsc"]["m2"], 2 * MBIT);
 }

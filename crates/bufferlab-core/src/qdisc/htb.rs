@@ -25,6 +25,15 @@
 //! buckets and the clock, so the decisions are the same; the watchdog is
 //! armed for the first instant some waiting leaf can send.
 //!
+//! Classes are made, changed and deleted one `tc class` line at a time
+//! (`htb_change_class`, `htb_delete`) and leaves grafted one `tc qdisc … parent
+//! M:N` at a time (`htb_graft`), through [`ClassOps`] (class_api.rs routes the
+//! requests): a new class is a leaf with a default pfifo; its parent, if it was
+//! a leaf, becomes an inner class and its queue is purged; deleting a parent's
+//! last child makes it a leaf again, with what was grafted on it or a default
+//! pfifo. Each costs the same whatever the number of classes (a classid finds
+//! its class through the table's index, classful.rs `ClassTable`).
+//!
 //! Classification: the u32 filters attached at the qdisc in `prio` order,
 //! then the `default` class; a target that is not a leaf, or no default,
 //! sends the packet to the direct queue (`direct_qlen` packets, served
@@ -32,11 +41,17 @@
 //! filters attached to inner classes, `skb->priority` classification,
 //! hysteresis, offload.
 
-use super::fifo::Fifo;
-use super::ops::{wrong_kind, BuildEnv, Built, Changed, Purged, Qdisc, Reduce};
-use super::spec::{HtbClassSpec, HtbLeaf, HtbSpec, QdiscSpec};
+use super::classful::{self, shifted, ClassTable, Classid};
+use super::ops::{
+    class_not_found, wrong_kind, BuildEnv, Built, Changed, ChildChange, ClassChanged, ClassOps,
+    Purged, Qdisc, Reduce,
+};
 #[cfg(test)]
-use super::spec::{U32Field, U32Filter};
+use super::spec::U32Field;
+use super::spec::{
+    ClassRequest, ClassSpec, ClassVerb, HtbClassOpts, HtbClassSpec, HtbLeaf, HtbSpec, QdiscSpec,
+    U32Filter,
+};
 use super::tbf::RateCfg;
 use super::tree::{self, Node};
 use super::{classify, AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
@@ -85,13 +100,22 @@ pub struct HtbClass {
     pub stats: QdiscStats,
     pub lends: u64,
     pub borrows: u64,
+    /// child classes: with any, the class is an inner class
+    children: usize,
+    /// the clamp of its quantum ("small" | "big"), which `tc` relays as the
+    /// kernel's warning
+    warning: Option<&'static str>,
+}
+
+impl Classid for HtbClass {
+    fn classid(&self) -> u16 {
+        self.spec.classid
+    }
 }
 
 impl HtbClass {
     fn backlog(&self) -> (u64, u64) {
-        self.leaf
-            .first()
-            .map_or((0, 0), |n| (n.q.stats().qlen, n.q.stats().backlog))
+        classful::leaf_backlog(&self.leaf)
     }
 
     /// `htb_class_mode` for a refill of `diff` ns.
@@ -108,194 +132,196 @@ impl HtbClass {
     fn diff(&self, now: i64) -> i64 {
         (now - self.t_c).min(MBUFFER_NS)
     }
+
+    /// Take the class's options (rates, buckets, prio, quantum) from its
+    /// spec, with `r2q` for a quantum not given.
+    fn configure(&mut self, r2q: u32) {
+        let c = &self.spec;
+        self.rate = RateCfg::new(c.rate, 0, 0, false);
+        self.ceil = RateCfg::new(c.ceil, 0, 0, false);
+        (self.quantum, self.warning) = Htb::quantum(r2q, c);
+        self.prio = (c.prio as usize).min(NUM_PRIO - 1);
+    }
 }
 
 /// The htb qdisc.
 #[derive(Debug)]
 pub struct Htb {
+    /// the qdisc's options and filters (its classes are the table's)
     spec: HtbSpec,
-    classes: Vec<HtbClass>,
+    classes: ClassTable<HtbClass>,
     direct: VecDeque<PacketId>,
     direct_pkts: u64,
     /// DRR position per (level, prio): the classid served last
     ptr: [[Option<u16>; NUM_PRIO]; MAX_DEPTH],
     stats: QdiscStats,
-    /// the quantum clamps of the last configuration: (classid minor,
-    /// "small" | "big"), relayed by `tc` as the kernel's warnings
-    warnings: Vec<(u16, &'static str)>,
     seed: u64,
 }
 
 impl Htb {
+    /// `htb_init`, then the classes of `spec` as `tc class add` makes them,
+    /// in order, and the leaves grafted on them (the command layer sends
+    /// none: its classes come one `tc class` line at a time).
     pub fn new(spec: &HtbSpec, env: &BuildEnv) -> Result<Htb, TcError> {
+        if spec.r2q == 0 {
+            return Err(TcError::Invalid("htb: r2q must be greater than 0".into()));
+        }
         let mut h = Htb {
             spec: HtbSpec {
                 classes: Vec::new(),
                 ..spec.clone()
             },
-            classes: Vec::new(),
+            classes: ClassTable::default(),
             direct: VecDeque::new(),
             direct_pkts: 0,
             ptr: [[None; NUM_PRIO]; MAX_DEPTH],
             stats: QdiscStats::default(),
-            warnings: Vec::new(),
             seed: env.seed,
         };
-        let removed = h.reconfigure(spec, env.now.as_nanos() as i64)?;
-        debug_assert!(removed.is_empty(), "a new htb has no queue to purge");
-        Ok(h)
-    }
-
-    fn validate(spec: &HtbSpec) -> Result<(), TcError> {
-        if spec.r2q == 0 {
-            return Err(TcError::Invalid("htb: r2q must be greater than 0".into()));
-        }
-        for (i, c) in spec.classes.iter().enumerate() {
-            if c.classid == 0 {
-                return Err(TcError::Invalid("htb: classid minor must not be 0".into()));
-            }
-            if spec.classes[..i].iter().any(|o| o.classid == c.classid) {
-                return Err(TcError::Exists);
-            }
-            if c.rate == 0 {
-                return Err(TcError::Invalid("htb: rate must be greater than 0".into()));
-            }
-            if c.parent != 0 && !spec.classes[..i].iter().any(|o| o.classid == c.parent) {
-                return Err(TcError::Invalid(format!(
-                    "htb: parent class {:x} of class {:x} does not exist",
-                    c.parent, c.classid
-                )));
-            }
-        }
-        let depth_ok = spec.classes.iter().all(|c| {
-            let mut d = 1;
-            let mut p = c.parent;
-            while p != 0 {
-                d += 1;
-                p = spec
-                    .classes
-                    .iter()
-                    .find(|o| o.classid == p)
-                    .map_or(0, |o| o.parent);
-            }
-            d < MAX_DEPTH
-        });
-        if !depth_ok {
-            return Err(TcError::Invalid("htb: tree is too deep".into()));
-        }
-        Ok(())
-    }
-
-    /// Apply a whole spec: classes keep their buckets, counters and leaf
-    /// when their classid survives; a removed class, or a leaf that became
-    /// an inner class or got another leaf qdisc, loses its leaf chain; the
-    /// chains are returned for the caller to purge. On error nothing changed.
-    fn reconfigure(&mut self, spec: &HtbSpec, now: i64) -> Result<Vec<Vec<Node>>, TcError> {
-        Self::validate(spec)?;
-        let mut leaves = Vec::with_capacity(spec.classes.len());
+        let now = env.now.as_nanos() as i64;
         for c in &spec.classes {
-            let is_leaf = !spec.classes.iter().any(|o| o.parent == c.classid);
-            let keep = self.classes.iter().any(|o| {
-                o.spec.classid == c.classid && o.spec.leaf == c.leaf && !o.leaf.is_empty()
-            });
-            leaves.push(if is_leaf && !keep {
-                Some(self.build_leaf(spec, c.leaf.as_ref(), now)?)
-            } else {
-                None
-            });
+            h.add_class(c, now)?;
         }
-        let mut removed = Vec::new();
-        let mut old: Vec<HtbClass> = std::mem::take(&mut self.classes);
-        let mut warnings = Vec::new();
-        for (c, new_leaf) in spec.classes.iter().zip(leaves) {
-            let is_leaf = !spec.classes.iter().any(|o| o.parent == c.classid);
-            let prev = old
-                .iter()
-                .position(|o| o.spec.classid == c.classid)
-                .map(|i| old.swap_remove(i));
-            let parent = (c.parent != 0).then(|| {
-                self.classes
-                    .iter()
-                    .position(|o| o.spec.classid == c.parent)
-                    .expect("validated parent")
-            });
-            let level = match (is_leaf, parent) {
-                (true, _) => 0,
-                (false, None) => MAX_DEPTH - 1,
-                (false, Some(p)) => self.classes[p].level - 1,
-            };
-            let quantum = Self::quantum(spec, c, &mut warnings);
-            let mut cl = match prev {
-                Some(mut p) => {
-                    if new_leaf.is_some() || !is_leaf {
-                        removed.push(std::mem::take(&mut p.leaf));
-                        p.stats.qlen = 0;
-                        p.stats.backlog = 0;
-                    }
-                    p.spec = c.clone();
-                    p
-                }
-                None => HtbClass {
-                    spec: c.clone(),
-                    rate: RateCfg::new(c.rate, 0, 0, false),
-                    ceil: RateCfg::new(c.ceil, 0, 0, false),
-                    parent,
-                    level,
-                    quantum,
-                    prio: 0,
-                    tokens: c.buffer as i64,
-                    ctokens: c.cbuffer as i64,
-                    t_c: now,
-                    mode: Mode::CanSend,
-                    deficit: [0; MAX_DEPTH],
-                    leaf: Vec::new(),
-                    stats: QdiscStats::default(),
-                    lends: 0,
-                    borrows: 0,
-                },
-            };
-            cl.rate = RateCfg::new(c.rate, 0, 0, false);
-            cl.ceil = RateCfg::new(c.ceil, 0, 0, false);
-            cl.parent = parent;
-            cl.level = level;
-            cl.quantum = quantum;
-            cl.prio = (c.prio as usize).min(NUM_PRIO - 1);
-            if let Some(l) = new_leaf {
-                cl.leaf = l;
-            }
-            self.classes.push(cl);
-        }
-        removed.extend(old.into_iter().map(|c| c.leaf));
-        self.warnings = warnings;
-        self.spec = spec.clone();
-        Ok(removed)
+        let leaves = spec.classes.iter().map(|c| (c.classid, c.leaf.as_ref()));
+        classful::graft_all(&mut h, leaves, now)?;
+        Ok(h)
     }
 
     /// `htb_change_class`'s quantum: `rate / r2q` unless given, clamped to
     /// 1000..200000 with the kernel's warning.
-    fn quantum(spec: &HtbSpec, c: &HtbClassSpec, warnings: &mut Vec<(u16, &'static str)>) -> u32 {
+    fn quantum(r2q: u32, c: &HtbClassSpec) -> (u32, Option<&'static str>) {
         if c.quantum != 0 {
-            return c.quantum;
+            return (c.quantum, None);
         }
-        let q = (c.rate / spec.r2q as u64).min(u32::MAX as u64) as u32;
+        let q = (c.rate / r2q as u64).min(u32::MAX as u64) as u32;
         if q < MIN_QUANTUM {
-            warnings.push((c.classid, "small"));
-            MIN_QUANTUM
+            (MIN_QUANTUM, Some("small"))
         } else if q > MAX_QUANTUM {
-            warnings.push((c.classid, "big"));
-            MAX_QUANTUM
+            (MAX_QUANTUM, Some("big"))
         } else {
-            q
+            (q, None)
         }
     }
 
-    fn build_leaf(
-        &self,
-        spec: &HtbSpec,
-        leaf: Option<&HtbLeaf>,
-        now: i64,
-    ) -> Result<Vec<Node>, TcError> {
-        build_leaf_chain(self.seed, "htb-leaf", leaf, spec.leaf_limit, now)
+    /// `htb_change_class` for a new class (a leaf with a default pfifo: what
+    /// `spec` grafts on it comes by `regraft`); a parent that was a leaf
+    /// becomes an inner class and its queue is purged.
+    fn add_class(&mut self, spec: &HtbClassSpec, now: i64) -> Result<Vec<Node>, TcError> {
+        if spec.classid == 0 {
+            return Err(TcError::Invalid("htb: classid minor must not be 0".into()));
+        }
+        if self.classes.find(spec.classid).is_some() {
+            return Err(TcError::Exists);
+        }
+        if spec.rate == 0 {
+            return Err(TcError::Invalid("htb: rate must be greater than 0".into()));
+        }
+        let parent = match spec.parent {
+            0 => None,
+            p => Some(self.classes.find(p).ok_or_else(|| {
+                TcError::Invalid(format!(
+                    "htb: parent class {:x} of class {:x} does not exist",
+                    p, spec.classid
+                ))
+            })?),
+        };
+        let mut depth = 1;
+        let mut up = parent;
+        while let Some(p) = up {
+            depth += 1;
+            up = self.classes[p].parent;
+        }
+        if depth >= MAX_DEPTH {
+            return Err(TcError::Invalid("htb: tree is too deep".into()));
+        }
+        let leaf = classful::build_leaf(None, self.spec.leaf_limit, self.seed, now, "htb-leaf")?;
+        let mut purged = Vec::new();
+        if let Some(p) = parent {
+            let level = match self.classes[p].parent {
+                Some(g) => self.classes[g].level - 1,
+                None => MAX_DEPTH - 1,
+            };
+            let pc = &mut self.classes[p];
+            if pc.children == 0 {
+                purged = std::mem::take(&mut pc.leaf);
+                pc.stats.qlen = 0;
+                pc.stats.backlog = 0;
+                pc.level = level;
+            }
+            pc.children += 1;
+        }
+        let mut cl = HtbClass {
+            rate: RateCfg::new(spec.rate, 0, 0, false),
+            ceil: RateCfg::new(spec.ceil, 0, 0, false),
+            parent,
+            level: 0,
+            quantum: 0,
+            prio: 0,
+            tokens: spec.buffer as i64,
+            ctokens: spec.cbuffer as i64,
+            t_c: now,
+            mode: Mode::CanSend,
+            deficit: [0; MAX_DEPTH],
+            leaf,
+            stats: QdiscStats::default(),
+            lends: 0,
+            borrows: 0,
+            children: 0,
+            warning: None,
+            spec: HtbClassSpec {
+                leaf: None,
+                ..spec.clone()
+            },
+        };
+        cl.configure(self.spec.r2q);
+        self.classes.push(cl);
+        Ok(purged)
+    }
+
+    /// `htb_delete` of class `i` (it has no children): its queue is purged;
+    /// a parent left without children becomes a leaf again, with what was
+    /// grafted on it or a default pfifo (built first: on error nothing
+    /// changed).
+    fn delete_class(&mut self, i: usize, now: i64) -> Result<Vec<Node>, TcError> {
+        if self.classes[i].children > 0 {
+            return Err(TcError::Extack("Class has children".into()));
+        }
+        let parent = self.classes[i].parent;
+        let regrown = match parent {
+            Some(p) if self.classes[p].children == 1 => {
+                let grafted = self.classes[p].spec.leaf.as_ref();
+                Some(classful::build_leaf(
+                    grafted,
+                    self.spec.leaf_limit,
+                    self.seed,
+                    now,
+                    "htb-leaf",
+                )?)
+            }
+            _ => None,
+        };
+        let gone = self.classes.remove(i);
+        for c in self.classes.iter_mut() {
+            c.parent = c.parent.map(|p| shifted(p, i));
+        }
+        if let Some(p) = parent.map(|p| shifted(p, i)) {
+            let pc = &mut self.classes[p];
+            pc.children -= 1;
+            if let Some(leaf) = regrown {
+                pc.leaf = leaf;
+                pc.level = 0;
+            }
+        }
+        Ok(gone.leaf)
+    }
+
+    /// The kernel's warning for class `minor` whose quantum was clamped.
+    fn warning_text(&self, major: u16, minor: u16) -> Option<String> {
+        let what = self.classes[self.classes.find(minor)?].warning?;
+        Some(format!(
+            "Warning: sch_htb: quantum of class {:X} is {what}. Consider r2q change.",
+            (major as u32) << 16 | minor as u32
+        ))
     }
 
     /// The class a packet goes to (index), or `None` for the direct queue.
@@ -303,8 +329,8 @@ impl Htb {
         let p = ctx.arena.get(id);
         let leaf_of = |minor: u16| {
             self.classes
-                .iter()
-                .position(|c| c.spec.classid == minor && c.level == 0)
+                .find(minor)
+                .filter(|&i| self.classes[i].level == 0)
         };
         classify::u32_flowid(&self.spec.filters, p)
             .and_then(leaf_of)
@@ -406,54 +432,104 @@ impl Htb {
         self.direct_pkts
     }
 
-    /// Quantum clamps of the last configuration (classid minor, "small" | "big").
-    pub fn warnings(&self) -> &[(u16, &'static str)] {
-        &self.warnings
+    /// Quantum clamps of the classes (classid minor, "small" | "big").
+    pub fn warnings(&self) -> Vec<(u16, &'static str)> {
+        self.classes
+            .iter()
+            .filter_map(|c| Some((c.spec.classid, c.warning?)))
+            .collect()
     }
 }
 
-/// The qdisc chain of a class (htb, prio): the grafted `leaf` and what was
-/// grafted below it (each kind's default child where nothing was), or a
-/// default pfifo of `leaf_limit` packets.
-pub(crate) fn build_leaf_chain(
-    seed: u64,
-    stream: &str,
-    leaf: Option<&HtbLeaf>,
-    leaf_limit: u32,
-    now: i64,
-) -> Result<Vec<Node>, TcError> {
-    let Some(leaf) = leaf else {
-        let fifo = Fifo::from_spec(&QdiscSpec::Pfifo {
-            limit: Some(leaf_limit),
+/// `tc class` and grafts on htb classes (`htb_class_ops`).
+impl ClassOps for Htb {
+    /// `htb_change_class` / `htb_delete`, with the answers `tc` prints.
+    fn class_verb(
+        &mut self,
+        req: &ClassRequest,
+        ctx: &mut QdiscCtx,
+    ) -> Result<ClassChanged, TcError> {
+        let now = ctx.now.as_nanos() as i64;
+        let opts = classful::class_opts(req, ClassSpec::htb)?;
+        let found = self.classes.find(req.minor);
+        let removed = match (req.verb, found, opts) {
+            (ClassVerb::Delete, Some(i), _) => self.delete_class(i, now)?,
+            (ClassVerb::Delete | ClassVerb::Change, None, _) => return Err(class_not_found()),
+            (ClassVerb::Add, Some(_), _) => return Err(TcError::Exists),
+            (_, None, Some(o)) => {
+                let parent = req.parent.ok_or_else(class_not_found)?;
+                self.add_class(&HtbClassSpec::new(req.minor, parent, o), now)?
+            }
+            (_, Some(i), Some(o)) => {
+                self.update_class(i, o)?;
+                Vec::new()
+            }
+            (_, _, None) => unreachable!("class_opts gives options to every verb but delete"),
+        };
+        let purged = super::ops::purge_removed([removed], &mut self.stats, ctx);
+        Ok(ClassChanged {
+            purged,
+            warning: (req.verb != ClassVerb::Delete)
+                .then(|| self.warning_text(req.major, req.minor))
+                .flatten(),
         })
-        .expect("pfifo is a fifo");
-        return Ok(vec![Node::new(0, 0, true, AnyQdisc::Fifo(fifo))]);
-    };
-    let env = BuildEnv {
-        seed,
-        stream,
-        profile: Default::default(),
-        now: SimTime::from_nanos(now as u64),
-        at_root: false,
-    };
-    let mut chain = Vec::new();
-    let mut next = Some(leaf);
-    while let Some(l) = next {
-        let built = AnyQdisc::build(&l.spec, &env)?;
-        if l.child.is_some() && !built.qdisc.classful() {
-            // `qdisc_graft` on a kind without a child slot (api.rs says the same)
-            return Err(TcError::Invalid(format!(
-                "Operation not supported: qdisc {} has no classes to attach to",
-                built.qdisc.kind()
-            )));
-        }
-        chain.push(Node::new(l.handle, 0, false, built.qdisc));
-        next = l.child.as_deref();
-        if let (None, Some(f)) = (next, built.default_child) {
-            chain.push(Node::new(0, 0, true, AnyQdisc::Fifo(f)));
-        }
     }
-    Ok(chain)
+
+    fn find(&self, minor: u16) -> Option<usize> {
+        self.classes.find(minor)
+    }
+
+    fn grafted(&self, i: usize) -> Option<&HtbLeaf> {
+        self.classes[i].spec.leaf.as_ref()
+    }
+
+    /// `htb_graft`: an inner class only records the leaf (it gets it when
+    /// its last child goes).
+    fn regraft(
+        &mut self,
+        i: usize,
+        leaf: Option<HtbLeaf>,
+        now: i64,
+    ) -> Result<Option<Vec<Node>>, TcError> {
+        let (seed, limit) = (self.seed, self.spec.leaf_limit);
+        let cl = &mut self.classes[i];
+        let old = classful::regraft(
+            &mut cl.spec.leaf,
+            &mut cl.leaf,
+            leaf,
+            cl.children == 0,
+            |l| classful::build_leaf(l, limit, seed, now, "htb-leaf"),
+        )?;
+        if old.is_some() {
+            cl.stats.qlen = 0;
+            cl.stats.backlog = 0;
+        }
+        Ok(old)
+    }
+
+    fn counters(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+
+    fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
+        Box::new(
+            (self.classes.iter()).filter_map(|c| Some((c.spec.classid, c.spec.leaf.as_ref()?))),
+        )
+    }
+}
+
+impl Htb {
+    /// `htb_change_class` on an existing class: its options, not its place
+    /// or leaf; the buckets keep their tokens.
+    fn update_class(&mut self, i: usize, o: &HtbClassOpts) -> Result<(), TcError> {
+        if o.rate == 0 {
+            return Err(TcError::Invalid("htb: rate must be greater than 0".into()));
+        }
+        let cl = &mut self.classes[i];
+        cl.spec.set_opts(o);
+        cl.configure(self.spec.r2q);
+        Ok(())
+    }
 }
 
 /// `htb_accnt_tokens`/`htb_accnt_ctokens`: refill by `diff`, cap at the
@@ -587,7 +663,7 @@ impl Qdisc for Htb {
             ctx.drop_packet(id, DropReason::Purged);
         }
         let now = ctx.now.as_nanos() as i64;
-        for c in &mut self.classes {
+        for c in self.classes.iter_mut() {
             for n in c.leaf.iter_mut() {
                 purged.add(n.reset(ctx));
             }
@@ -601,8 +677,10 @@ impl Qdisc for Htb {
         purged
     }
 
-    /// `tc qdisc change … htb` and every class/filter/leaf verb: the new
-    /// whole configuration (see [`HtbSpec`]).
+    /// `tc qdisc change … htb`. sch_htb.c has no `change` (Linux answers
+    /// EINVAL); bufferlab, whose htb was one document resent whole, takes the
+    /// request as a new class table (the one it carries: `tc` sends none) and
+    /// purges the classes it had. Kept so that outputs stay as they were.
     fn change(
         &mut self,
         spec: &QdiscSpec,
@@ -612,17 +690,21 @@ impl Qdisc for Htb {
         let QdiscSpec::Htb(spec) = spec else {
             return Err(wrong_kind());
         };
-        let removed = self.reconfigure(spec, ctx.now.as_nanos() as i64)?;
-        let mut lost = Purged::default();
-        for mut chain in removed {
-            for n in chain.iter_mut() {
-                lost.add(n.reset(ctx));
-            }
-        }
-        self.stats.absorb(Reduce::purged(lost));
+        let env = BuildEnv {
+            seed: self.seed,
+            stream: "",
+            profile: Default::default(),
+            now: ctx.now,
+            at_root: false,
+        };
+        let fresh = Htb::new(spec, &env)?;
+        self.spec = fresh.spec;
+        let old = std::mem::replace(&mut self.classes, fresh.classes).take_all();
+        let purged =
+            super::ops::purge_removed(old.into_iter().map(|c| c.leaf), &mut self.stats, ctx);
         Ok(Changed {
-            purged: lost,
-            child: super::ops::ChildChange::Keep,
+            purged,
+            child: ChildChange::Keep,
         })
     }
 
@@ -634,8 +716,14 @@ impl Qdisc for Htb {
         &mut self.stats
     }
 
+    /// The options, every class (in the order they were made) and the
+    /// filters: the document the command layer used to resend.
     fn options(&self) -> serde_json::Value {
-        serde_json::to_value(&self.spec).expect("spec serialises")
+        let spec = HtbSpec {
+            classes: self.classes.iter().map(|c| c.spec.clone()).collect(),
+            ..self.spec.clone()
+        };
+        serde_json::to_value(&spec).expect("spec serialises")
     }
 
     /// `direct_packets_stat`, the kernel's warnings and per-class state
@@ -646,20 +734,7 @@ impl Qdisc for Htb {
             .iter()
             .map(|c| {
                 let (qlen, backlog) = c.backlog();
-                let leaf: Vec<_> = c
-                    .leaf
-                    .iter()
-                    .map(|n| {
-                        json!({
-                            "kind": n.q.kind(),
-                            "handle": n.handle,
-                            "anonymous": n.anonymous,
-                            "options": n.q.options(),
-                            "stats": n.q.stats(),
-                            "xstats": n.q.xstats(),
-                        })
-                    })
-                    .collect();
+                let leaf = classful::leaf_json(&c.leaf);
                 json!({
                     "classid": c.spec.classid,
                     "parent": c.spec.parent,
@@ -688,7 +763,7 @@ impl Qdisc for Htb {
         json!({
             "direct_packets_stat": self.direct_pkts,
             "warnings": self
-                .warnings
+                .warnings()
                 .iter()
                 .map(|(classid, what)| json!({"classid": classid, "what": what}))
                 .collect::<Vec<_>>(),
@@ -696,8 +771,16 @@ impl Qdisc for Htb {
         })
     }
 
+    fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
+        Some(self)
+    }
+
+    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
+        Some(&mut self.spec.filters)
+    }
+
     fn inner_netems(&self, out: &mut Vec<bool>) {
-        for c in &self.classes {
+        for c in self.classes.iter() {
             tree::chain_netems(&c.leaf, out);
         }
     }

@@ -278,8 +278,30 @@ fn a_netem_leaf_delays_inside_the_class() {
     assert_eq!(h.xstats()["classes"][0]["leaf"][0]["kind"], "netem");
 }
 
+/// `tc class VERB dev x [parent 1:P] classid 1:MINOR [htb rate RATE]`.
+fn class_req(verb: ClassVerb, minor: u16, parent: Option<u16>, rate: u64) -> ClassRequest {
+    ClassRequest {
+        verb,
+        dev: "x".into(),
+        major: 1,
+        minor,
+        parent,
+        class: (verb != ClassVerb::Delete).then(|| {
+            let c = class(minor, parent.unwrap_or(0), rate, rate);
+            ClassSpec::Htb(HtbClassOpts {
+                rate: c.rate,
+                ceil: c.ceil,
+                buffer: c.buffer,
+                cbuffer: c.cbuffer,
+                prio: c.prio,
+                quantum: c.quantum,
+            })
+        }),
+    }
+}
+
 #[test]
-fn change_keeps_surviving_classes_and_purges_removed_ones() {
+fn deleting_a_class_purges_its_queue_only() {
     let mut env = Env::default();
     let mut h = htb(
         10,
@@ -288,22 +310,52 @@ fn change_keeps_surviving_classes_and_purges_removed_ones() {
     );
     push(&mut h, &mut env, 0, 1, 1000);
     push(&mut h, &mut env, 0, 2, 700);
-    let mut spec = h.spec.clone();
-    spec.classes.retain(|c| c.classid == 10);
+    let del = class_req(ClassVerb::Delete, 20, None, 0);
+    let changed = h.class_verb(&del, &mut env.ctx(5)).unwrap();
+    assert_eq!(changed.purged.packets, 1);
+    assert_eq!(changed.purged.bytes, 700);
+    assert_eq!(
+        (h.stats().qlen, h.stats().backlog, h.stats().drops),
+        (1, 1000, 1)
+    );
+    assert_eq!(h.classes()[0].backlog(), (1, 1000));
+    // a class under a missing parent is refused and nothing changes
+    let bad = class_req(ClassVerb::Add, 0x30, Some(0x77), MBIT);
+    let e = h.class_verb(&bad, &mut env.ctx(5)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Error: htb: parent class 77 of class 30 does not exist.\nRTNETLINK answers: Invalid argument"
+    );
+    assert_eq!(h.classes().len(), 1);
+}
+
+#[test]
+fn a_qdisc_change_starts_a_new_class_table() {
+    // sch_htb.c has no change op; bufferlab keeps its document rule: the
+    // request's classes (none from tc) replace the table, queues purged
+    let mut env = Env::default();
+    let mut h = htb(
+        10,
+        vec![class(10, 0, MBIT, MBIT)],
+        vec![dport_filter(2, 10)],
+    );
+    push(&mut h, &mut env, 0, 1, 1000);
+    let spec = HtbSpec {
+        default: 0x20,
+        r2q: 10,
+        direct_qlen: 1000,
+        leaf_limit: 1000,
+        classes: vec![],
+        filters: vec![],
+    };
     let changed = h
         .change(&QdiscSpec::Htb(spec), &mut env.ctx(5), None)
         .unwrap();
-    assert_eq!(changed.purged.packets, 1);
-    assert_eq!(changed.purged.bytes, 700);
-    assert_eq!((h.stats().qlen, h.stats().backlog), (1, 1000));
-    assert_eq!(h.classes()[0].backlog(), (1, 1000));
-    // a class under a missing parent is refused and nothing changes
-    let mut bad = h.spec.clone();
-    bad.classes.push(class(30, 77, MBIT, MBIT));
-    assert!(h
-        .change(&QdiscSpec::Htb(bad), &mut env.ctx(5), None)
-        .is_err());
-    assert_eq!(h.classes().len(), 1);
+    assert_eq!((changed.purged.packets, changed.purged.bytes), (1, 1000));
+    assert!(h.classes().is_empty());
+    assert_eq!(h.options()["default"], 0x20);
+    assert_eq!(h.options()["filters"], serde_json::json!([]));
+    assert_eq!((h.stats().qlen, h.stats().drops), (0, 1));
 }
 
 #[test]

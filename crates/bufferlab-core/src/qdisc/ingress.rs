@@ -42,8 +42,14 @@ use serde::{Deserialize, Serialize};
 /// `__tcf_classify`'s bound on "reclassify" restarts before it drops.
 pub const MAX_RECLASSIFY_LOOP: u32 = 16;
 
-/// `ingress` / `clsact` as a whole: the filters of its hooks. The command
-/// layer resends the whole document for every `tc filter` verb, as for htb.
+/// `tcf_auto_prio`: the prio of the first filter added without one.
+pub const AUTO_PRIO: u32 = 0xC000;
+
+/// `ingress` / `clsact` as a whole: the filters of its hooks, as `tc qdisc
+/// show` dumps them. `tc filter` adds and removes them one at a time
+/// (engine.rs `tc_hook_filter`); a request creating the qdisc carries the
+/// filters it starts with (`tc` sends none), and a `change`/`replace` of the
+/// same kind keeps those it has.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HookSpec {
@@ -344,7 +350,8 @@ pub struct Hook {
 impl Hook {
     /// Build the hook of `spec`; `dev_index` resolves a mirred target.
     /// Policers whose parameters did not change keep their buckets and
-    /// counters (the same filter resent by the command layer).
+    /// counters (the filters a `tc filter` verb leaves in place, engine.rs
+    /// `tc_hook_filter`).
     pub fn new(
         clsact: bool,
         spec: &HookSpec,

@@ -6,7 +6,10 @@
 //! the closed enum [`AnyQdisc`]; `tree.rs` is a device's chain (root/parent/
 //! handle, single-slot children of tbf, netem, red and sfb); `api.rs` holds
 //! the `tc qdisc add|change|replace|del` decision procedure of
-//! net/sched/sch_api.c (`tc_modify_qdisc`, docs/semantics/qdiscs.md §1.3).
+//! net/sched/sch_api.c (`tc_modify_qdisc`, docs/semantics/qdiscs.md §1.3);
+//! `class_api.rs` the `tc class`/`tc filter` verbs and the grafts on classes
+//! (`tc_ctl_tclass`, cls_api.c), which the kinds that own classes implement
+//! through [`ops::ClassOps`].
 //!
 //! Drops: the qdisc that drops a packet calls [`QdiscCtx::drop_packet`]
 //! (which frees it and counts it once per interface by [`DropReason`]) and
@@ -16,6 +19,7 @@
 pub mod api;
 pub mod blue;
 pub mod cake;
+pub mod class_api;
 pub mod classful;
 pub mod classify;
 pub mod codel;
@@ -54,9 +58,9 @@ pub use api::AutoHandles;
 pub use dispatch::AnyQdisc;
 pub use ops::Qdisc;
 pub use spec::{
-    BlueSpec, CodelSpec, DscpClass, DscpCoeff, DualPi2Spec, FqCodelSpec, FqPieSpec, FqSpec,
-    NetemSpec, ParentSpec, PieSpec, PrioSpec, QdiscSpec, RedNs3Spec, RedSpec, SfbSpec, SfqSpec,
-    TbfSpec, TcRequest, TcVerb,
+    BlueSpec, ClassRequest, CodelSpec, DscpClass, DscpCoeff, DualPi2Spec, FilterRequest,
+    FqCodelSpec, FqPieSpec, FqSpec, NetemSpec, ParentSpec, PieSpec, PrioSpec, QdiscSpec,
+    RedNs3Spec, RedSpec, SfbSpec, SfqSpec, TbfSpec, TcRequest, TcVerb,
 };
 pub use tree::{QdiscInfo, QdiscProfile, QdiscTree};
 

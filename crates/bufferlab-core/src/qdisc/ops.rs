@@ -5,10 +5,14 @@
 //!
 //! Order of the methods, as in the ops tables at the bottom of
 //! net/sched/sch_*.c: enqueue, dequeue, peek, init ([`Qdisc::build`]),
-//! reset, change, dump (options), dump_stats (xstats).
+//! reset, change, dump (options), dump_stats (xstats). A kind with classes
+//! also implements [`ClassOps`] (`struct Qdisc_class_ops`), reached through
+//! [`Qdisc::class_ops`] as the kernel reaches `cl_ops`, and lends its u32
+//! filter list through [`Qdisc::filters`] (its `tcf_block`); class_api.rs
+//! drives both.
 
 use super::fifo::Fifo;
-use super::spec::QdiscSpec;
+use super::spec::{ClassRequest, HtbLeaf, QdiscSpec, U32Filter};
 use super::tree::Node;
 use super::{AnyQdisc, QdiscCtx, QdiscProfile, QdiscStats, Verdict};
 use crate::error::TcError;
@@ -157,6 +161,118 @@ impl Changed {
     };
 }
 
+/// A change, class verb or graft dropped these leaf chains (a classful
+/// qdisc's): what they held is purged and taken off the qdisc's counters
+/// (`qdisc_purge_queue`); the tree tells the ancestors.
+pub(crate) fn purge_removed(
+    removed: impl IntoIterator<Item = Vec<Node>>,
+    stats: &mut QdiscStats,
+    ctx: &mut QdiscCtx,
+) -> Purged {
+    let mut lost = Purged::default();
+    for mut chain in removed {
+        for n in chain.iter_mut() {
+            lost.add(n.reset(ctx));
+        }
+    }
+    stats.absorb(Reduce::purged(lost));
+    lost
+}
+
+/// What a class verb or a graft did: the packets it purged (the tree tells
+/// the ancestors) and the kernel's warning that `tc` prints, if any (htb's
+/// quantum clamp).
+#[derive(Debug, Default)]
+pub struct ClassChanged {
+    pub purged: Purged,
+    pub warning: Option<String>,
+}
+
+impl From<Purged> for ClassChanged {
+    fn from(purged: Purged) -> Self {
+        ClassChanged {
+            purged,
+            warning: None,
+        }
+    }
+}
+
+/// `tc` finds no qdisc of that handle among those the verb applies to.
+pub(crate) fn qdisc_not_found() -> TcError {
+    TcError::Extack("Specified qdisc not found".into())
+}
+
+/// `qdisc_class_find` failed (`tc class`, or a graft on a class).
+pub(crate) fn class_not_found() -> TcError {
+    TcError::Extack("Specified class not found".into())
+}
+
+/// The classes of a qdisc that owns them (htb, prio, drr, ets, hfsc): Linux's
+/// `struct Qdisc_class_ops` — `change` and `delete` (one method: each kind's
+/// verb rules differ), `find`, `leaf` and `graft`. class_api.rs resolves the
+/// request (which qdisc, which slot) and calls these; each kind keeps the leaf
+/// chains and says what a new leaf changes in its scheduler (`regraft`).
+pub trait ClassOps {
+    /// `tc class add|change|replace|delete` on class `req.minor`, the kind's
+    /// own rules (`htb_change_class`/`htb_delete`, `drr_change_class`, …);
+    /// `req.class`, if any, is this kind's. A kind without class verbs
+    /// (prio) keeps the default: `tc` addresses no qdisc of its kind.
+    fn class_verb(
+        &mut self,
+        req: &ClassRequest,
+        ctx: &mut QdiscCtx,
+    ) -> Result<ClassChanged, TcError> {
+        let _ = (req, ctx);
+        Err(qdisc_not_found())
+    }
+
+    /// `find`: the position of class `minor` among those a qdisc can be
+    /// grafted on.
+    fn find(&self, minor: u16) -> Option<usize>;
+
+    /// What is grafted on the class at position `i` (`None`: its default
+    /// pfifo).
+    fn grafted(&self, i: usize) -> Option<&HtbLeaf>;
+
+    /// Graft `leaf` on the class at position `i` (classful.rs `regraft`
+    /// and what the kind's scheduler must know of it): the chain it replaced,
+    /// for the caller to purge. On error nothing changed.
+    fn regraft(
+        &mut self,
+        i: usize,
+        leaf: Option<HtbLeaf>,
+        now: i64,
+    ) -> Result<Option<Vec<Node>>, TcError>;
+
+    /// The qdisc's own counters, which a purge reduces.
+    fn counters(&mut self) -> &mut QdiscStats;
+
+    /// Every grafted leaf with its class's minor, in class order (where
+    /// `tc qdisc … parent H:` looks for the qdisc of handle H).
+    fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_>;
+
+    /// `leaf`: what is grafted on class `minor`; `Err` when there is no
+    /// class `minor` to graft on.
+    fn leaf(&self, minor: u16) -> Result<Option<&HtbLeaf>, TcError> {
+        let i = self.find(minor).ok_or_else(class_not_found)?;
+        Ok(self.grafted(i))
+    }
+
+    /// `graft`: class `minor` gets `leaf` (`None`: a default pfifo again).
+    /// The same leaf as before changes nothing; another one replaces the
+    /// class's chain, whose packets are purged. On error nothing changed.
+    fn graft(
+        &mut self,
+        minor: u16,
+        leaf: Option<HtbLeaf>,
+        ctx: &mut QdiscCtx,
+    ) -> Result<Purged, TcError> {
+        let i = self.find(minor).ok_or_else(class_not_found)?;
+        let old = self.regraft(i, leaf, ctx.now.as_nanos() as i64)?;
+        Ok(purge_removed(old, self.counters(), ctx))
+    }
+}
+
 /// What `init` may read besides the spec.
 pub struct BuildEnv<'a> {
     /// seed of the run and name of this qdisc's RNG stream (`dev/qdiscN`)
@@ -250,6 +366,18 @@ pub trait Qdisc {
     /// Has a child slot (`cl_ops`).
     fn classful(&self) -> bool {
         false
+    }
+
+    /// The classes of a kind that owns classes (`cl_ops` of htb, prio, drr,
+    /// ets, hfsc); `None` for every other kind.
+    fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
+        None
+    }
+
+    /// The u32 filters attached at the qdisc (its `tcf_block`), for the kinds
+    /// that classify with them; `None` for the others.
+    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
+        None
     }
 
     /// Apply a reduction coming from the child subtree.

@@ -8,9 +8,11 @@
 //! the band of priority 0), else the priomap of the priority. `prio_dequeue`
 //! serves the lowest band that gives a packet (a throttled child, e.g. a
 //! tbf, lets the next band send); `prio_peek` likewise. Each band holds a
-//! qdisc chain as an htb class does (htb.rs `build_leaf_chain`): a default
+//! qdisc chain as an htb class does (classful.rs `build_leaf`): a default
 //! pfifo of the device's txqueuelen, or what `tc qdisc … parent M:N`
-//! grafted (`prio_graft`; deleting it puts a default pfifo back).
+//! grafted (`prio_graft`, through [`ClassOps`] and class_api.rs; deleting
+//! it puts a default pfifo back). prio has no class verbs: its classes are
+//! its bands.
 //! `prio_tune`: 2 ≤ bands ≤ 16 and every priomap entry < bands, else
 //! EINVAL; bands that disappear lose their queue.
 //!
@@ -18,11 +20,11 @@
 //! with one ring of txqueuelen packets per band): three bands by the fixed
 //! priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1, band 0 first.
 
-use super::htb::build_leaf_chain;
+use super::classful;
 use super::ops::{
-    wrong_kind, BuildEnv, Built, Changed, ChildChange, Peeked, Purged, Qdisc, Reduce,
+    wrong_kind, BuildEnv, Built, Changed, ChildChange, ClassOps, Peeked, Purged, Qdisc, Reduce,
 };
-use super::spec::{HtbLeaf, PrioClassSpec, PrioSpec, QdiscSpec};
+use super::spec::{HtbLeaf, PrioClassSpec, PrioSpec, QdiscSpec, U32Filter};
 use super::tree::{self, Node};
 use super::{classify, AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
@@ -102,12 +104,12 @@ impl Prio {
             fresh.push(if keep {
                 None
             } else {
-                Some(build_leaf_chain(
-                    self.seed,
-                    "prio-band",
+                Some(classful::build_leaf(
                     want(i),
                     spec.leaf_limit,
+                    self.seed,
                     now,
+                    "prio-band",
                 )?)
             });
         }
@@ -150,6 +152,54 @@ impl Prio {
             }
             None => self.prio2band[(prio & 15) as usize] as usize,
         }
+    }
+}
+
+impl Prio {
+    /// The document's bands (every one, with what is grafted on it).
+    fn band_specs(&self) -> Vec<PrioClassSpec> {
+        (self.bands.iter().enumerate())
+            .map(|(i, b)| PrioClassSpec {
+                classid: i as u16 + 1,
+                leaf: b.leaf_spec.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Grafts on prio bands (`prio_class_ops`).
+impl ClassOps for Prio {
+    fn find(&self, minor: u16) -> Option<usize> {
+        classful::band(minor, self.bands.len())
+    }
+
+    fn grafted(&self, i: usize) -> Option<&HtbLeaf> {
+        self.bands[i].leaf_spec.as_ref()
+    }
+
+    /// `prio_graft`.
+    fn regraft(
+        &mut self,
+        i: usize,
+        leaf: Option<HtbLeaf>,
+        now: i64,
+    ) -> Result<Option<Vec<Node>>, TcError> {
+        let (seed, limit) = (self.seed, self.spec.leaf_limit);
+        let b = &mut self.bands[i];
+        classful::regraft(&mut b.leaf_spec, &mut b.chain, leaf, true, |l| {
+            classful::build_leaf(l, limit, seed, now, "prio-band")
+        })
+    }
+
+    fn counters(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
+
+    fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
+        Box::new(
+            (self.bands.iter().enumerate())
+                .filter_map(|(i, b)| Some((i as u16 + 1, b.leaf_spec.as_ref()?))),
+        )
     }
 }
 
@@ -229,8 +279,8 @@ impl Qdisc for Prio {
         purged
     }
 
-    /// `tc qdisc change … prio` and every graft/filter verb: the whole
-    /// document (see [`PrioSpec`]).
+    /// `tc qdisc change … prio` (`prio_tune`): the grafts of the bands that
+    /// remain and the filters stay.
     fn change(
         &mut self,
         spec: &QdiscSpec,
@@ -240,16 +290,16 @@ impl Qdisc for Prio {
         let QdiscSpec::Prio(spec) = spec else {
             return Err(wrong_kind());
         };
-        let removed = self.tune(spec, ctx.now.as_nanos() as i64)?;
-        let mut lost = Purged::default();
-        for mut chain in removed {
-            for n in chain.iter_mut() {
-                lost.add(n.reset(ctx));
-            }
-        }
-        self.stats.absorb(Reduce::purged(lost));
+        let mut classes = self.band_specs();
+        classes.retain(|c| c.classid as u32 <= spec.bands);
+        let doc = PrioSpec {
+            classes,
+            filters: self.spec.filters.clone(),
+            ..spec.clone()
+        };
+        let removed = self.tune(&doc, ctx.now.as_nanos() as i64)?;
         Ok(Changed {
-            purged: lost,
+            purged: super::ops::purge_removed(removed, &mut self.stats, ctx),
             child: ChildChange::Keep,
         })
     }
@@ -264,16 +314,10 @@ impl Qdisc for Prio {
 
     /// The document, every band listed (`prio_dump` gives bands and priomap).
     fn options(&self) -> serde_json::Value {
-        let mut spec = self.spec.clone();
-        spec.classes = self
-            .bands
-            .iter()
-            .enumerate()
-            .map(|(i, b)| PrioClassSpec {
-                classid: i as u16 + 1,
-                leaf: b.leaf_spec.clone(),
-            })
-            .collect();
+        let spec = PrioSpec {
+            classes: self.band_specs(),
+            ..self.spec.clone()
+        };
         serde_json::to_value(&spec).expect("spec serialises")
     }
 
@@ -283,25 +327,17 @@ impl Qdisc for Prio {
             .bands
             .iter()
             .enumerate()
-            .map(|(i, b)| {
-                let leaf: Vec<_> = b
-                    .chain
-                    .iter()
-                    .map(|n| {
-                        json!({
-                            "kind": n.q.kind(),
-                            "handle": n.handle,
-                            "anonymous": n.anonymous,
-                            "options": n.q.options(),
-                            "stats": n.q.stats(),
-                            "xstats": n.q.xstats(),
-                        })
-                    })
-                    .collect();
-                json!({"classid": i + 1, "leaf": leaf})
-            })
+            .map(|(i, b)| json!({"classid": i + 1, "leaf": classful::leaf_json(&b.chain)}))
             .collect();
         json!({ "classes": classes })
+    }
+
+    fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
+        Some(self)
+    }
+
+    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
+        Some(&mut self.spec.filters)
     }
 
     fn inner_netems(&self, out: &mut Vec<bool>) {

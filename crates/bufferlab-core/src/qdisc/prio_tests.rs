@@ -111,50 +111,36 @@ fn a_graft_replaces_the_bands_pfifo_and_its_removal_restores_it() {
         enq(&mut q, &mut env, id);
     }
     // graft pfifo limit 1 as 10: on 1:2: the band's 3 packets are purged
-    let mut s = spec(3);
-    s.classes = vec![PrioClassSpec {
-        classid: 2,
-        leaf: Some(HtbLeaf {
-            handle: 0x10,
-            spec: Box::new(QdiscSpec::Pfifo { limit: Some(1) }),
-            child: None,
-        }),
-    }];
-    let ch = q
-        .change(&QdiscSpec::Prio(s.clone()), &mut env.ctx(0), None)
-        .unwrap();
-    assert_eq!(ch.purged.packets, 3);
+    let leaf = HtbLeaf {
+        handle: 0x10,
+        spec: Box::new(QdiscSpec::Pfifo { limit: Some(1) }),
+        child: None,
+    };
+    let purged = q.graft(2, Some(leaf.clone()), &mut env.ctx(0)).unwrap();
+    assert_eq!(purged.packets, 3);
     assert_eq!((q.stats().qlen, q.stats().drops), (0, 3));
     let a = pkt(&mut env, 0);
     let b = pkt(&mut env, 0);
     assert_eq!(enq(&mut q, &mut env, a), Verdict::Queued);
     assert!(matches!(enq(&mut q, &mut env, b), Verdict::Dropped(_)));
     assert_eq!(q.options()["classes"][1]["leaf"]["handle"], 0x10);
-    // the same document again keeps the queue
-    let ch = q
-        .change(&QdiscSpec::Prio(s), &mut env.ctx(0), None)
-        .unwrap();
-    assert_eq!((ch.purged.packets, q.stats().qlen), (0, 1));
-    // fewer bands: band 3 goes (empty), band 2's leaf stays
+    // the same leaf again keeps the queue
+    let purged = q.graft(2, Some(leaf), &mut env.ctx(0)).unwrap();
+    assert_eq!((purged.packets, q.stats().qlen), (0, 1));
+    // fewer bands (`tc qdisc change … prio bands 2`): band 3 goes (empty),
+    // band 2's leaf stays
     let mut s2 = spec(2);
     s2.priomap = vec![1; 16];
-    s2.classes = q.spec.classes.clone();
-    let s2c = PrioSpec {
-        classes: vec![PrioClassSpec {
-            classid: 2,
-            leaf: Some(HtbLeaf {
-                handle: 0x10,
-                spec: Box::new(QdiscSpec::Pfifo { limit: Some(1) }),
-                child: None,
-            }),
-        }],
-        ..s2
-    };
     let ch = q
-        .change(&QdiscSpec::Prio(s2c), &mut env.ctx(0), None)
+        .change(&QdiscSpec::Prio(s2), &mut env.ctx(0), None)
         .unwrap();
     assert_eq!((ch.purged.packets, q.stats().qlen), (0, 1));
     assert_eq!(q.bands.len(), 2);
+    assert_eq!(q.options()["classes"][1]["leaf"]["handle"], 0x10);
+    // ungrafting puts a default pfifo back, purging the packet
+    let purged = q.graft(2, None, &mut env.ctx(0)).unwrap();
+    assert_eq!((purged.packets, q.stats().qlen), (1, 0));
+    assert!(q.graft(3, None, &mut env.ctx(0)).is_err());
 }
 
 #[test]

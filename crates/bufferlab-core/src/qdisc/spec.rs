@@ -42,6 +42,169 @@ pub struct TcRequest {
     pub qdisc: Option<QdiscSpec>,
 }
 
+/// `tc class add|change|replace|delete` (iproute2 tc/tc_class.c; the
+/// kernel's net/sched/sch_api.c `tc_ctl_tclass`), addressed to the qdisc of
+/// handle `major` on `dev` (class_api.rs).
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassRequest {
+    pub verb: ClassVerb,
+    pub dev: String,
+    /// major of `classid M:N`: the handle of the qdisc that owns the class
+    pub major: u16,
+    /// minor of `classid M:N`
+    pub minor: u16,
+    /// minor of `parent M:P` (0: directly under the qdisc); `None`: not given
+    pub parent: Option<u16>,
+    /// the class's kind and options (`None` for `delete`)
+    pub class: Option<ClassSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClassVerb {
+    Add,
+    Change,
+    Replace,
+    Delete,
+}
+
+/// The options after `tc class … KIND`, as the kind's `parse_class_opt`
+/// sends them (`None`: not given).
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ClassSpec {
+    Htb(HtbClassOpts),
+    Drr(DrrClassOpts),
+    Ets(EtsClassOpts),
+    Hfsc(HfscClassOpts),
+}
+
+impl ClassSpec {
+    /// htb's options, if these are.
+    pub fn htb(&self) -> Option<&HtbClassOpts> {
+        match self {
+            ClassSpec::Htb(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn drr(&self) -> Option<&DrrClassOpts> {
+        match self {
+            ClassSpec::Drr(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn ets(&self) -> Option<&EtsClassOpts> {
+        match self {
+            ClassSpec::Ets(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn hfsc(&self) -> Option<&HfscClassOpts> {
+        match self {
+            ClassSpec::Hfsc(o) => Some(o),
+            _ => None,
+        }
+    }
+}
+
+/// `tc class … htb rate R [ceil C] [burst B] [cburst CB] [prio P] [quantum Q]`
+/// as q_htb.c `htb_parse_class_opt` computes it (the fields of [`HtbClassSpec`]).
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HtbClassOpts {
+    pub rate: u64,
+    pub ceil: u64,
+    /// ns
+    pub buffer: u64,
+    /// ns
+    pub cbuffer: u64,
+    pub prio: u32,
+    /// bytes; 0 = rate / r2q
+    pub quantum: u32,
+}
+
+/// `tc class … drr [quantum Q]`.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrrClassOpts {
+    #[serde(default)]
+    pub quantum: Option<u32>,
+}
+
+/// `tc class change … ets [quantum Q]`.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtsClassOpts {
+    #[serde(default)]
+    pub quantum: Option<u32>,
+}
+
+/// `tc class … hfsc [rt SC] [ls SC] [sc SC] [ul SC]`: the curves given.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HfscClassOpts {
+    #[serde(default)]
+    pub rsc: Option<ServiceCurve>,
+    #[serde(default)]
+    pub fsc: Option<ServiceCurve>,
+    #[serde(default)]
+    pub usc: Option<ServiceCurve>,
+}
+
+/// `tc filter add|delete dev D parent M: … u32 … flowid M:N` (iproute2
+/// tc/tc_filter.c and f_u32.c; the kernel's net/sched/cls_api.c
+/// `tc_new_tfilter`/`tc_del_tfilter`): a u32 filter attached at the qdisc
+/// of handle `major` (class_api.rs).
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterRequest {
+    pub verb: FilterVerb,
+    pub dev: String,
+    /// major of `parent M:`
+    pub major: u16,
+    /// the filter to add; `None` for `delete`, which removes every filter
+    /// attached at the qdisc
+    pub filter: Option<U32Filter>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FilterVerb {
+    Add,
+    Delete,
+}
+
+/// `tc filter add|delete dev D {parent ffff:|ingress|egress} [prio N] …`:
+/// a filter of a receive or transmit hook (ingress.rs, engine.rs
+/// `tc_hook_filter`).
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookFilterRequest {
+    pub verb: FilterVerb,
+    pub dev: String,
+    pub hook: HookSide,
+    /// `prio` of a `delete` (0: every filter of the hook)
+    #[serde(default)]
+    pub prio: u32,
+    /// the filter to add (prio 0: automatic); `None` for `delete`
+    pub filter: Option<super::ingress::HookFilter>,
+}
+
+/// Which hook of an ingress/clsact qdisc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookSide {
+    /// `ffff:` / `ffff:fff2`: the receive hook
+    Ingress,
+    /// `ffff:fff3`: clsact's transmit hook
+    Egress,
+}
+
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -629,9 +792,11 @@ impl Default for RedNs3Spec {
 
 /// `htb` as a whole: the qdisc options (`tc qdisc add … htb`), every class
 /// (`tc class add … htb`), the u32 filters attached at the qdisc and the
-/// leaf qdiscs grafted on classes. The command layer keeps this document
-/// and sends it again with each class/filter/leaf verb; the engine keeps
-/// the state of classes whose classid survives.
+/// leaf qdiscs grafted on classes — what `qdisc_show` dumps as its options.
+/// Classes, filters and leaves come one verb at a time ([`ClassRequest`],
+/// [`FilterRequest`], a graft: class_api.rs); a request creating the qdisc
+/// may carry a first document (`tc` sends none), and `tc qdisc change … htb`
+/// replaces the classes with the request's (htb.rs `change`).
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HtbSpec {
@@ -681,6 +846,36 @@ pub struct HtbClassSpec {
     pub leaf: Option<HtbLeaf>,
 }
 
+impl HtbClassSpec {
+    /// Class `classid` under `parent` with the options of its `tc class` line.
+    pub fn new(classid: u16, parent: u16, o: &HtbClassOpts) -> Self {
+        let mut c = HtbClassSpec {
+            classid,
+            parent,
+            rate: 0,
+            ceil: 0,
+            buffer: 0,
+            cbuffer: 0,
+            prio: 0,
+            quantum: 0,
+            leaf: None,
+        };
+        c.set_opts(o);
+        c
+    }
+
+    /// The options of a `tc class change|replace` line (the class keeps its
+    /// place and its leaf).
+    pub fn set_opts(&mut self, o: &HtbClassOpts) {
+        self.rate = o.rate;
+        self.ceil = o.ceil;
+        self.buffer = o.buffer;
+        self.cbuffer = o.cbuffer;
+        self.prio = o.prio;
+        self.quantum = o.quantum;
+    }
+}
+
 /// A qdisc grafted on an htb class with `tc qdisc add … parent M:N`, and
 /// what was grafted below it (`parent H:` with H its handle; Mininet's
 /// TCLink puts netem under red under the class).
@@ -696,7 +891,7 @@ pub struct HtbLeaf {
 
 impl HtbLeaf {
     /// The netems of a grafted chain (see [`QdiscSpec::netems`]).
-    fn chain_netems(mut leaf: Option<&HtbLeaf>, out: &mut Vec<bool>) {
+    pub(crate) fn chain_netems(mut leaf: Option<&HtbLeaf>, out: &mut Vec<bool>) {
         while let Some(l) = leaf {
             l.spec.netems(out);
             leaf = l.child.as_deref();
@@ -794,8 +989,8 @@ pub struct DualPi2Spec {
 /// `prio` as a whole (sch_prio.c; docs/semantics/qdiscs.md §13): the
 /// qdisc options, the u32 filters attached at it and the qdiscs grafted on
 /// its classes `M:1` … `M:bands` (each band has a default pfifo otherwise).
-/// As for htb, the command layer resends this document for every
-/// class/filter/graft verb.
+/// Grafts and filters come one verb at a time (class_api.rs), as for htb;
+/// a `change` keeps those of the bands that remain.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrioSpec {
@@ -970,8 +1165,8 @@ pub struct FqPieSpec {
 }
 
 /// `drr` as a whole (net/sched/sch_drr.c): its classes (`tc class … drr
-/// quantum Q`), the u32 filters attached at the qdisc and the leaf qdiscs.
-/// Same document scheme as [`HtbSpec`].
+/// quantum Q`), the u32 filters attached at the qdisc and the leaf qdiscs,
+/// one verb at a time as for [`HtbSpec`]; a `change` keeps them.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DrrSpec {
@@ -998,6 +1193,9 @@ pub struct DrrClassSpec {
 /// `ets` (net/sched/sch_ets.c): `bands` classes `1:1…`, the first `strict`
 /// served in strict priority, the others by DRR with `quanta` (one per
 /// non-strict band), `priomap` (16 entries, band of each `skb->priority`).
+/// Grafts, filters and `tc class change … quantum` come one verb at a time
+/// (class_api.rs); a `change` keeps the leaves of the bands that remain and
+/// the filters.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EtsSpec {
@@ -1028,7 +1226,8 @@ pub struct EtsClassSpec {
 }
 
 /// `hfsc` (net/sched/sch_hfsc.c) as a whole: the default class, every
-/// class with its service curves, the u32 filters and the leaf qdiscs.
+/// class with its service curves, the u32 filters and the leaf qdiscs, one
+/// verb at a time as for [`HtbSpec`]; a `change` keeps them.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HfscSpec {

@@ -50,11 +50,20 @@ pub struct TcpConfig {
     pub wmem_max: u32,
     /// `net.ipv4.tcp_congestion_control`
     pub congestion: String,
-    /// `net.ipv4.tcp_ecn`: 0 off, 1 request and accept, 2 accept only
+    /// `net.ipv4.tcp_ecn`: incoming / outgoing connections get — 0 no ECN
+    /// / no ECN, 1 ECN / ECN, 2 ECN / no ECN (default), 3 AccECN / AccECN,
+    /// 4 AccECN / ECN, 5 AccECN / no ECN (Linux 6.18+, ip-sysctl.rst)
     pub ecn: u8,
     /// `net.ipv4.tcp_ecn_fallback`: a retransmitted SYN stops asking for
-    /// ECN (RFC 3168 §6.1.1.1)
+    /// ECN (RFC 3168 §6.1.1.1); AccECN handshake feedback is checked
     pub ecn_fallback: bool,
+    /// `net.ipv4.tcp_ecn_option`: AccECN option sending — 0 never, 2 on
+    /// every segment it fits (default), 3 also after a fallback (1, the
+    /// minimum rules, is refused as not supported yet)
+    pub ecn_option: u8,
+    /// `net.ipv4.tcp_ecn_option_beacon` (default 3): options per RTT in
+    /// mode 1; modes 0, 2 and 3 do not read it
+    pub ecn_option_beacon: u32,
     /// `net.ipv4.tcp_sack`
     pub sack: bool,
     /// `net.ipv4.tcp_timestamps`
@@ -118,6 +127,8 @@ impl TcpConfig {
             congestion: "cubic".to_string(),
             ecn: 2,
             ecn_fallback: true,
+            ecn_option: 2,
+            ecn_option_beacon: 3,
             sack: true,
             timestamps: true,
             window_scaling: true,

@@ -18,6 +18,9 @@ use crate::time::{Rate, SimDuration, SimTime};
 /// true to drop it.
 pub type DropRule = Box<dyn FnMut(&Segment) -> bool>;
 
+/// A middlebox rule: rewrites segments entering a direction.
+pub type MangleRule = Box<dyn FnMut(&mut Segment)>;
+
 /// An extra-delay rule: extra propagation delay per segment (reordering).
 pub type DelayRule = Box<dyn FnMut(&Segment) -> SimDuration>;
 
@@ -34,6 +37,8 @@ pub struct Dir {
     pub ce_rule: Option<DropRule>,
     /// extra propagation delay for some segments (reordering)
     pub delay_rule: Option<DelayRule>,
+    /// a middlebox rewriting segments
+    pub mangle: Option<MangleRule>,
     departures: VecDeque<SimTime>,
     busy_until: SimTime,
     flight: VecDeque<(SimTime, Segment, u8)>,
@@ -53,6 +58,7 @@ impl Dir {
             ce_threshold: None,
             drop: None,
             ce_rule: None,
+            mangle: None,
             delay_rule: None,
             departures: VecDeque::new(),
             busy_until: SimTime::ZERO,
@@ -64,7 +70,10 @@ impl Dir {
         }
     }
 
-    fn send(&mut self, now: SimTime, seg: Segment) {
+    fn send(&mut self, now: SimTime, mut seg: Segment) {
+        if let Some(m) = self.mangle.as_mut() {
+            m(&mut seg);
+        }
         if let Some(d) = self.drop.as_mut() {
             if d(&seg) {
                 self.dropped += 1;
@@ -73,7 +82,7 @@ impl Dir {
         }
         let mut ce = false;
         if let Some(r) = self.ce_rule.as_mut() {
-            if r(&seg) && seg.ect {
+            if r(&seg) && seg.ecn != 0 {
                 ce = true;
             }
         }
@@ -89,7 +98,7 @@ impl Dir {
                     return;
                 }
                 if let Some(k) = self.ce_threshold {
-                    if seg.ect && qlen >= k {
+                    if seg.ecn != 0 && qlen >= k {
                         ce = true;
                     }
                 }
@@ -108,14 +117,12 @@ impl Dir {
         let at = depart + self.delay + extra;
         // keep the flight sorted by arrival (a delayed segment is overtaken)
         let i = self.flight.partition_point(|f| f.0 <= at);
-        // the IP ECN field on arrival: CE, ECT(0) or Not-ECT
+        // the IP ECN field on arrival: CE, or as sent
         let ecn = if ce {
             self.ce_marked += 1;
             crate::packet::ECN_CE
-        } else if seg.ect {
-            0b10
         } else {
-            0
+            seg.ecn & crate::packet::ECN_MASK
         };
         self.flight.insert(i, (at, seg, ecn));
     }

@@ -14,6 +14,7 @@
 //!   `struct tcp_congestion_ops`; Reno, CUBIC, H-TCP, BBR v1), following
 //!   docs/tcp-design.md.
 
+pub mod accecn;
 pub mod cc;
 pub mod config;
 pub mod endpoint;

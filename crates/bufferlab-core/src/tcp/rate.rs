@@ -106,6 +106,7 @@ impl RateAcc {
             is_app_limited: self.is_app_limited,
             is_retrans: self.is_retrans,
             is_ack_delayed: self.is_ack_delayed,
+            ece_delta: 0,
         }
     }
 }

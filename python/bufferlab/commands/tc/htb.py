@@ -1,21 +1,23 @@
 """``htb`` (tc/q_htb.c) with ``tc class`` (tc/tc_class.c) and the ``u32`` matches of
 ``tc filter`` (tc/f_u32.c) that steer packets into its classes.
 
-The engine holds one document per htb qdisc (``HtbSpec`` of
-crates/bufferlab-core/src/qdisc/spec.rs: qdisc options, classes, filters, leaf
-qdiscs); ``tc class``/``tc filter`` and ``tc qdisc add … parent M:N`` under an htb
-class are turned, at run time, into a ``change`` of that document
-(:func:`rewrite`). Class options as q_htb.c ``htb_parse_class_opt`` computes them:
-``ceil`` defaults to ``rate``; ``burst``/``cburst`` default to ``rate/HZ + mtu``
+Each ``tc class`` line becomes one engine request (``TcClassRequest.to_dict``: the
+``ClassRequest`` of crates/bufferlab-core/src/qdisc/spec.rs, sent by
+``Engine.tc_class``), each ``tc filter`` line one ``FilterRequest``, and a ``tc qdisc …
+parent M:N`` under a class an ordinary ``TcRequest`` that the engine grafts
+(qdisc/class_api.rs); the engine owns the classes and answers as the kernel does, so
+no line reads the tree back. Class options as q_htb.c ``htb_parse_class_opt`` computes
+them: ``ceil`` defaults to ``rate``; ``burst``/``cburst`` default to ``rate/HZ + mtu``
 (HZ = 10⁹ on a high-resolution-timer kernel, mtu 1600) and reach the kernel as
 ``tc_calc_xmittime`` ticks (×64 ns). Printing follows ``htb_print_opt``/
 ``htb_print_xstats`` as iproute2 6.1 prints them (checked against a real kernel,
-docs/kernel-oracle.md); classes are listed in the kernel's class-hash order.
+docs/kernel-oracle.md); classes are listed in the kernel's class-hash order. The
+``tc class`` verbs of drr, ets and hfsc are parsed here too (their option parsers in
+drr.py, ets.py, hfsc.py).
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +32,6 @@ from . import hfsc as _hfsc
 from .cursor import Cursor, read_unit
 from .kind import QdiscKind, Spec
 from .prio import class_show_lines as prio_class_show_lines
-from .request import ParentClass, ParentRoot, TcQdiscRequest
 from .tc_util import sprint_rate, sprint_size, xmitsize, xmittime
 
 #: q_htb.c: the default ``mtu`` in ``burst = rate / HZ + mtu``, and HZ itself
@@ -43,6 +44,9 @@ _NS_PER_TICK = 64
 
 @dataclass
 class HtbSpec(Spec):
+    """``HtbSpec`` of spec.rs; ``classes`` and ``filters`` are the document a new qdisc
+    starts with, and ``tc`` starts it with none (they come one line at a time)."""
+
     default: int = 0
     r2q: int = 10
     direct_qlen: int = TXQUEUELEN
@@ -132,6 +136,17 @@ class TcClassRequest:
     verb_col: int | None = None
     kind: str = "htb"
 
+    def to_dict(self) -> dict[str, Any]:
+        """The engine's ``ClassRequest`` (``dev`` as typed; the caller puts the engine's)."""
+        return {
+            "verb": self.verb,
+            "dev": self.dev,
+            "major": self.major,
+            "minor": self.classid,
+            "parent": self.parent,
+            "class": None if self.verb == "delete" else {"kind": self.kind, **(self.options or {})},
+        }
+
 
 @dataclass
 class TcFilterRequest:
@@ -143,6 +158,10 @@ class TcFilterRequest:
     filter: dict[str, Any] | None  # U32Filter fields; None: delete all filters
     dev_col: int | None = None
     verb_col: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The engine's ``FilterRequest``."""
+        return {"verb": self.verb, "dev": self.dev, "major": self.major, "filter": self.filter}
 
 
 @dataclass
@@ -421,260 +440,13 @@ def _parse_match(w: Word, cur: Cursor) -> dict[str, int | str]:
     )
 
 
-# ------------------------------------------------------------------ run time
+# ------------------------------------------------------------------ tc class show
 
 
-#: kinds whose engine document holds classes with grafted leaf chains (htb.py, prio.py,
-#: drr.py, ets.py, hfsc.py)
+#: kinds that own classes with grafted leaf chains (htb.py, prio.py, drr.py, ets.py, hfsc.py)
 CLASSFUL_KINDS = ("htb", "prio", "drr", "ets", "hfsc")
-#: kinds that take ``tc filter … u32`` (dualpi2's filters pick its L or C queue)
-FILTER_KINDS = ("htb", "prio", "dualpi2", "drr", "ets", "hfsc")
 #: kinds whose classes ``tc class add|change|delete`` configures
 CLASS_VERB_KINDS = ("htb", "drr", "ets", "hfsc")
-
-
-def _htb_block(
-    blocks: list[dict[str, Any]], major: int, kinds: tuple[str, ...] = ("htb",)
-) -> dict[str, Any] | None:
-    return next((b for b in blocks if b["kind"] in kinds and int(b.get("handle", 0)) == major), None)
-
-
-def _change(block: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
-    parent = block.get("parent")
-    return {
-        "verb": "change",
-        "dev": None,
-        "parent": "root" if parent is None else {"class": {"major": parent[0], "minor": parent[1]}},
-        "handle": int(block["handle"]),
-        "qdisc": {**doc, "kind": block["kind"]},
-    }
-
-
-def _graft_slot(
-    req: TcQdiscRequest, blocks: list[dict[str, Any]]
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], str] | None:
-    """Where a ``tc qdisc … parent P`` lands inside an htb or prio document:
-    ``parent M:N`` with M the qdisc's handle is class N's leaf; ``parent H:`` with H
-    the handle of a qdisc in a leaf chain is that qdisc's child. Returns (the block,
-    a copy of its document, the dict holding the slot, the slot's key), or None."""
-    if not isinstance(req.parent, ParentClass):
-        return None
-    major, minor = req.parent.major, req.parent.minor
-    for block in blocks:
-        if block["kind"] not in CLASSFUL_KINDS:
-            continue
-        doc = copy.deepcopy(block["options"])
-        if minor and int(block["handle"]) == major:
-            cl = next((c for c in doc["classes"] if c["classid"] == minor), None)
-            if cl is None and block["kind"] == "ets" and minor <= int(doc["bands"]):
-                cl = {"classid": minor, "leaf": None}
-                doc["classes"].append(cl)
-            if cl is None:
-                raise HtbError("Error: Specified class not found.")
-            return block, doc, cl, "leaf"
-        if minor:
-            continue
-        for cl in doc["classes"]:
-            leaf = cl.get("leaf")
-            while leaf is not None:
-                if leaf["handle"] == major:
-                    return block, doc, leaf, "child"
-                leaf = leaf.get("child")
-    return None
-
-
-def _prio_tune(req: TcQdiscRequest, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """``tc qdisc change|replace … prio`` on a prio: ``prio_tune`` keeps the grafts (of the
-    bands that remain) and the filters, so the new document carries them over."""
-    if req.verb not in ("change", "replace") or req.qdisc is None or req.qdisc.kind != "prio":
-        return None
-    if isinstance(req.parent, ParentRoot) or req.parent is None:
-        old = next((b for b in blocks if b.get("parent") is None and b["kind"] == "prio"), None)
-        if old is not None and req.handle not in (None, int(old["handle"])):
-            old = None
-    else:
-        old = next((b for b in blocks if b["kind"] == "prio" and int(b["handle"]) == req.handle), None)
-    if old is None:
-        return None
-    new = req.qdisc.to_dict()
-    doc = old["options"]
-    new["classes"] = [c for c in doc.get("classes", []) if c["classid"] <= new["bands"]]
-    new["filters"] = list(doc.get("filters", []))
-    out = req.to_dict()
-    out["qdisc"] = new
-    return out
-
-
-class HtbError(Exception):
-    """What tc prints when a class/filter verb fails (the kernel's answer)."""
-
-
-def rewrite(req: Any, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The engine request a class/filter verb, or a qdisc graft on an htb/prio/drr/ets/
-    hfsc class, amounts to: a ``change`` of the qdisc's document. ``None``: not such a
-    matter. Class verbs on drr, ets and hfsc follow their kernels (:func:`_class_verb`)."""
-    if isinstance(req, TcQdiscRequest):
-        tuned = _prio_tune(req, blocks)
-        if tuned is not None:
-            return tuned
-        kept = _keep_classes(req, blocks)
-        if kept is not None:
-            return kept
-        found = _graft_slot(req, blocks)
-        if found is None:
-            return None
-        block, doc, slot, key = found
-        if req.verb == "delete":
-            slot[key] = None
-        else:
-            if slot.get(key) is not None and req.verb == "add":
-                raise HtbError("Error: Exclusivity flag on, cannot modify.")
-            assert req.qdisc is not None
-            slot[key] = {"handle": req.handle or 0, "spec": req.qdisc.to_dict(), "child": None}
-        return _change(block, doc)
-    kinds = FILTER_KINDS if isinstance(req, TcFilterRequest) else CLASS_VERB_KINDS
-    block = _htb_block(blocks, req.major, kinds)
-    if block is None:
-        raise HtbError("Error: Specified qdisc not found." if blocks else "Cannot find device")
-    if block["kind"] == "dualpi2":
-        # only the filters change (the qdisc's other attributes are not resent)
-        filters = [] if req.filter is None else [*(block["options"].get("filters") or []), req.filter]
-        return _change(block, {"filters": filters})
-    doc = copy.deepcopy(block["options"])
-    if isinstance(req, TcFilterRequest):
-        if req.filter is None:
-            doc["filters"] = []
-        else:
-            doc["filters"].append(req.filter)
-        return _change(block, doc)
-    if block["kind"] != "htb" or req.kind != "htb":
-        _class_verb(req, block, doc)
-        return _change(block, doc)
-    classes = doc["classes"]
-    existing = next((c for c in classes if c["classid"] == req.classid), None)
-    if req.verb == "delete":
-        if existing is None:
-            raise HtbError("Error: Specified class not found.")
-        if any(c["parent"] == req.classid for c in classes):
-            raise HtbError("Error: Class has children.")  # htb_delete: -EBUSY
-        classes.remove(existing)
-    elif existing is None:
-        if req.verb == "change" or req.parent is None:
-            raise HtbError("Error: Specified class not found.")
-        classes.append({"classid": req.classid, "parent": req.parent, **req.options, "leaf": None})
-    else:
-        if req.verb == "add":
-            raise HtbError("RTNETLINK answers: File exists")
-        existing.update(req.options)
-    return _change(block, doc)
-
-
-def _keep_classes(req: TcQdiscRequest, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """``tc qdisc change|replace`` of a drr/ets/hfsc in place: its options change,
-    its classes, filters and leaves stay (ets keeps the leaves of the bands that
-    remain)."""
-    if req.verb not in ("change", "replace") or req.qdisc is None:
-        return None
-    kind = req.qdisc.kind
-    if kind not in ("drr", "ets", "hfsc"):
-        return None
-    for block in blocks:
-        same_place = (req.handle is not None and int(block["handle"]) == req.handle) or (
-            req.handle is None and block.get("parent") is None and not isinstance(req.parent, ParentClass)
-        )
-        if block["kind"] != kind or not same_place:
-            continue
-        old = block["options"]
-        doc = req.qdisc.to_dict()
-        doc.pop("kind")
-        doc["classes"] = copy.deepcopy(old["classes"])
-        doc["filters"] = copy.deepcopy(old["filters"])
-        if kind == "ets":
-            doc["classes"] = [c for c in doc["classes"] if c["classid"] <= doc["bands"]]
-        return _change(block, doc)
-    return None
-
-
-def _class_verb(req: TcClassRequest, block: dict[str, Any], doc: dict[str, Any]) -> None:
-    """``tc class add|change|replace|delete`` on a drr, ets or hfsc document, with the
-    kernel's answers (sch_drr.c ``drr_change_class``/``drr_delete_class``, sch_ets.c
-    ``ets_class_change``, sch_hfsc.c ``hfsc_change_class``/``hfsc_delete_class``; the
-    engine checks the rest)."""
-    kind = block["kind"]
-    if req.verb != "delete" and req.kind != kind:
-        # the options were encoded for another kind: the kernel cannot parse them
-        raise HtbError("RTNETLINK answers: Invalid argument")
-    classes = doc["classes"]
-    existing = next((c for c in classes if c["classid"] == req.classid), None)
-    if kind == "ets":
-        nbands, nstrict = int(doc["bands"]), int(doc.get("strict", 0))
-        if not 1 <= req.classid <= nbands:
-            raise HtbError(
-                "Error: Fine-grained class addition and removal is not supported.\n"
-                "RTNETLINK answers: Operation not supported"
-            )
-        if req.verb == "delete":
-            raise HtbError("RTNETLINK answers: Operation not supported")
-        if req.verb == "add":
-            raise HtbError("RTNETLINK answers: File exists")
-        quantum = (req.options or {}).get("quantum")
-        if quantum is not None:
-            if req.classid <= nstrict:
-                raise HtbError(
-                    "Error: Strict bands do not have a configurable quantum.\n"
-                    "RTNETLINK answers: Invalid argument"
-                )
-            doc["quanta"][req.classid - nstrict - 1] = quantum
-        return
-    if req.verb == "delete":
-        if existing is None:
-            raise HtbError("Error: Specified class not found.")
-        if kind == "hfsc" and any(c["parent"] == req.classid for c in classes):
-            raise HtbError("RTNETLINK answers: Device or resource busy")  # hfsc_delete_class: -EBUSY
-        classes.remove(existing)
-        return
-    opts = dict(req.options or {})
-    if existing is not None:
-        if req.verb == "add":
-            raise HtbError("RTNETLINK answers: File exists")
-        if kind == "hfsc" and req.parent is not None and req.parent != existing["parent"]:
-            raise HtbError("RTNETLINK answers: Invalid argument")
-        existing.update(opts)
-        return
-    if req.verb == "change":
-        raise HtbError("RTNETLINK answers: No such file or directory")
-    if req.parent is None:
-        raise HtbError("Error: Specified class not found.")
-    if kind == "drr":
-        quantum = opts.get("quantum", _drr.PSCHED_MTU)
-        if quantum == 0:
-            raise HtbError(
-                "Error: Specified DRR quantum cannot be zero.\nRTNETLINK answers: Invalid argument"
-            )
-        classes.append({"classid": req.classid, "quantum": quantum, "leaf": None})
-        return
-    classes.append(
-        {
-            "classid": req.classid,
-            "parent": req.parent,
-            "rsc": opts.get("rsc"),
-            "fsc": opts.get("fsc"),
-            "usc": opts.get("usc"),
-            "leaf": None,
-        }
-    )
-
-
-def class_warnings(blocks: list[dict[str, Any]], major: int, classid: int) -> str:
-    """The kernel's quantum warning for the class just configured, as tc relays it."""
-    block = _htb_block(blocks, major) or {}
-    for w in (block.get("xstats") or {}).get("warnings", []):
-        if w.get("classid") == classid:
-            return "Warning: sch_htb: quantum of class %X is %s. Consider r2q change.\n" % (
-                (major << 16) | classid,
-                w["what"],
-            )
-    return ""
 
 
 def _hash_order(classes: list[dict[str, Any]], major: int) -> list[dict[str, Any]]:

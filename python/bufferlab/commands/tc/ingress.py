@@ -6,9 +6,11 @@ them (docs/semantics/qdiscs.md §21).
 tc/f_matchall.c read it, with the actions of tc/m_action.c: ``mirred egress redirect dev
 DEV`` (tc/m_mirred.c), ``police`` (tc/m_police.c ``act_parse_police``: rate, burst, mtu,
 peakrate, overhead, mpu, linklayer and the ``conform-exceed EXCEED[/CONFORM]`` verdicts)
-and the plain verdicts of tc/m_gact.c (``action drop``). The engine's document is the
-hook's whole filter list: each verb resends it as a ``change`` of the qdisc (as htb.py
-does for classes). ``flower``, ``bpf``, ``basic``, ``fw``, ``mirred … mirror`` or
+and the plain verdicts of tc/m_gact.c (``action drop``). Each ``tc filter`` line is one
+engine request (``HookFilterRequest.to_dict``, sent by ``Engine.tc_hook_filter``): the
+engine adds or removes the filter and answers as the kernel does; a ``tc qdisc
+change|replace`` of the same kind keeps the filters. ``flower``, ``bpf``, ``basic``,
+``fw``, ``mirred … mirror`` or
 ``ingress``, ``avrate``, ``pkts_rate``, ``goto chain`` and ``index`` raise "not supported
 yet"; ``tc filter show`` and ``tc actions`` are not supported yet either.
 
@@ -17,7 +19,6 @@ Printing: ``ingress_print_opt`` prints a row of dashes; clsact prints nothing.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,8 +34,6 @@ from .tc_util import cell_log, xmittime
 
 #: psched tick in ns (``PSCHED_TICKS2NS``)
 _NS_PER_TICK = 64
-#: the kernel's first automatic filter priority (``tcf_auto_prio``)
-AUTO_PRIO = 0xC000
 #: gact verdict words (tc/tc_util.c ``action_a2n``) -> the engine's name
 _CONTROLS = {
     "reclassify": "reclassify",
@@ -100,10 +99,6 @@ KINDS = (
 # ------------------------------------------------------------------ tc filter
 
 
-class HookError(Exception):
-    """A filter verb the kernel refuses (its text is tc's)."""
-
-
 @dataclass
 class HookFilterRequest:
     """``tc filter {add|delete} dev D {parent ffff:|ingress|egress} …``."""
@@ -122,6 +117,11 @@ class HookFilterRequest:
     verb_col: int | None = None
     #: the qdisc major (always ffff)
     major: int = 0xFFFF
+
+    def to_dict(self) -> dict[str, Any]:
+        """The engine's ``HookFilterRequest`` (mirred devices as they stand in ``filter``)."""
+        return {"verb": self.verb, "dev": self.dev, "hook": self.hook, "prio": self.prio,
+                "filter": self.filter}
 
 
 def is_hook_filter(words: list[Word], i: int) -> bool:
@@ -466,57 +466,11 @@ def _parse_police(w: Word, cur: Cursor, modern: bool) -> dict[str, Any]:
     }
 
 
-def rewrite(req: HookFilterRequest, blocks: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ``change`` of the ingress/clsact qdisc a filter verb amounts to."""
-    block = next((b for b in blocks if b["kind"] in ("ingress", "clsact")), None)
-    if block is None:
-        raise HookError("Error: Parent Qdisc doesn't exists.\nWe have an error talking to the kernel")
-    if req.hook == "egress" and block["kind"] != "clsact":
-        raise HookError("Error: Specified class doesn't exist.\nWe have an error talking to the kernel")
-    doc = copy.deepcopy(block["options"])
-    filters = doc.setdefault(req.hook, [])
-    if req.verb == "delete":
-        doc[req.hook] = [f for f in filters if req.prio and f["prio"] != req.prio]
-    else:
-        assert req.filter is not None
-        flt = dict(req.filter)
-        if not flt["prio"]:
-            # tcf_auto_prio: one below the last (highest-numbered) filter's
-            flt["prio"] = max((f["prio"] for f in filters), default=AUTO_PRIO + 1) - 1
-        filters.append(flt)
-    return {
-        "verb": "change",
-        "dev": req.dev,
-        "parent": {"class": {"major": 0xFFFF, "minor": 0xFFF1}},
-        "handle": 0xFFFF,
-        "qdisc": {"kind": block["kind"], **doc},
-    }
-
-
-def carry_filters(request: dict[str, Any] | None, blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """``tc qdisc change|replace dev D ingress|clsact`` over one of the same kind: the kernel
-    changes nothing (the qdisc has no options) and the filters stay; the engine's request
-    carries them over."""
-    if request is None:
-        return None
-    q = request.get("qdisc") or {}
-    if request.get("verb") not in ("change", "replace") or q.get("kind") not in ("ingress", "clsact"):
-        return request
-    block = next((b for b in blocks if b["kind"] == q["kind"]), None)
-    if block is None:
-        return request
-    opts = block.get("options") or {}
-    return {**request, "qdisc": {**q, "ingress": opts.get("ingress", []), "egress": opts.get("egress", [])}}
-
-
 __all__ = [
     "KINDS",
     "IngressSpec",
     "ClsactSpec",
     "HookFilterRequest",
-    "HookError",
     "parse_filter",
-    "rewrite",
     "is_hook_filter",
-    "carry_filters",
 ]

@@ -1,10 +1,10 @@
 """``prio`` (tc/q_prio.c ``prio_parse_opt``/``prio_print_opt``; docs/semantics/qdiscs.md §13).
 
-The engine holds one document per prio (``PrioSpec`` of crates/bufferlab-core/src/qdisc/spec.rs:
-bands, priomap, the qdiscs grafted on its classes ``M:1`` … ``M:bands``, the u32 filters);
-grafts (``tc qdisc … parent M:N``) and ``tc filter`` become a ``change`` of that document
-at run time, as for htb (htb.py ``rewrite``). ``tc qdisc change … prio`` keeps the grafts
-and filters (the kernel's ``prio_tune`` touches neither). ``tc class show`` lists one class
+The engine holds the prio (``PrioSpec`` of crates/bufferlab-core/src/qdisc/spec.rs: bands,
+priomap; the qdiscs grafted on its classes ``M:1`` … ``M:bands`` and the u32 filters come
+one line at a time: a graft ``tc qdisc … parent M:N`` and ``tc filter`` are engine requests,
+as for htb). ``tc qdisc change … prio`` keeps the grafts and filters (the kernel's
+``prio_tune`` touches neither). ``tc class show`` lists one class
 per band (``prio_dump_class``: ``class prio M:N parent M: [leaf H:]``) with its child's
 counters (``prio_dump_class_stats``).
 """

@@ -19,11 +19,15 @@ from ..context import PrepareCtx, Prepared, Program
 from . import (
     capture,
     ethtool,
+    flent,
     flows,
+    fping,
     generators,
     iperf2,
     iperf3,
+    irtt,
     netinfo,
+    netperf,
     ns3_goodput,
     nstat,
     ping,
@@ -34,11 +38,34 @@ from . import (
     ss,
     sysctl,
     tc,
+    web,
 )
 
 #: the modules of the programs, one per tool
-MODULES = (tc, sysctl, ethtool, ping, iperf3, iperf2, generators, flows, ns3_goodput, plot_q, plot_iperf,
-           capture, shell, procs, netinfo, ss, nstat)
+MODULES = (
+    tc,
+    sysctl,
+    ethtool,
+    ping,
+    iperf3,
+    iperf2,
+    generators,
+    flows,
+    ns3_goodput,
+    plot_q,
+    plot_iperf,
+    capture,
+    shell,
+    procs,
+    netinfo,
+    ss,
+    nstat,
+    netperf,
+    irtt,
+    fping,
+    flent,
+    web,
+)
 
 PROGRAMS: dict[str, Program] = {p.name: p for module in MODULES for p in module.PROGRAMS}
 
@@ -60,9 +87,11 @@ def prepare_command(pc: PrepareCtx, sc: SimpleCommand) -> Prepared:
     last_bg = next((w for w in sc.words if LAST_BACKGROUND_PID in w.text), None)
     if last_bg is not None and not program.expands_last_pid:
         *others, last = [p.name for p in PROGRAMS.values() if p.expands_last_pid]
-        raise NotSupportedError(f"{name}: $! (the last background job's PID) is supported in "
-                                f"{', '.join(others)} and {last} only", col=last_bg.col,
-                                suggestion="e.g. kill $! or wait $!")
+        raise NotSupportedError(
+            f"{name}: $! (the last background job's PID) is supported in {', '.join(others)} and {last} only",
+            col=last_bg.col,
+            suggestion="e.g. kill $! or wait $!",
+        )
     return _prepared(program, program.prepare(pc, sc.words))
 
 

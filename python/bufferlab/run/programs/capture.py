@@ -36,8 +36,13 @@ def _prepare(pc: PrepareCtx, cmd: capture_cmd.CaptureCmd) -> Prepared:
             rt.io.err(f"{cmd.prog}: {cmd.file.text}: Permission denied (outside the node's results folder)")
             return 1
         spec: dict[str, Any] = {
-            "dev": dev, "path": str(path), "format": cmd.fmt, "snaplen": cmd.snaplen,
-            "count": cmd.count, "filter": cmd.filter, "segment_gso": cmd.segment_gso,
+            "dev": dev,
+            "path": str(path),
+            "format": cmd.fmt,
+            "snaplen": cmd.snaplen,
+            "count": cmd.count,
+            "filter": cmd.filter,
+            "segment_gso": cmd.segment_gso,
         }
         try:
             cid = rt.engine.capture_start(spec)
@@ -74,7 +79,12 @@ def _prepare(pc: PrepareCtx, cmd: capture_cmd.CaptureCmd) -> Prepared:
 _CATCHES = frozenset({1, 2, 13, 15})
 
 PROGRAMS = (
-    Program("tcpdump", _prep_tcpdump, "`tcpdump -i IFACE -w FILE [FILTER]`: a pcap capture",
-            catches=_CATCHES, continues=frozenset({10})),
+    Program(
+        "tcpdump",
+        _prep_tcpdump,
+        "`tcpdump -i IFACE -w FILE [FILTER]`: a pcap capture",
+        catches=_CATCHES,
+        continues=frozenset({10}),
+    ),
     Program("tshark", _prep_tshark, "`tshark -i IFACE -w FILE [FILTER]`: a pcapng capture", catches=_CATCHES),
 )

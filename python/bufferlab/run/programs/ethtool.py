@@ -31,6 +31,10 @@ def _prep_ethtool(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 
 PROGRAMS = (
-    Program("ethtool", _prep_ethtool, "`ethtool -k DEV` and `ethtool -K DEV FEATURE on|off` (TSO, GSO, GRO)",
-            configures=True),
+    Program(
+        "ethtool",
+        _prep_ethtool,
+        "`ethtool -k DEV` and `ethtool -K DEV FEATURE on|off` (TSO, GSO, GRO)",
+        configures=True,
+    ),
 )

@@ -41,8 +41,11 @@ def _prep_flows(pc: PrepareCtx, words: list[Word]) -> Prepared:
             path = rt.term.cwd / f"fct_{app}.csv"
             ensure_dir(path.parent)
             write_fct_csv(path, rows)
-            plot_fct({f"{node}: flows {client.size_text}": rows}, path.with_suffix(".png"),
-                     f"FCT vs size: {node} → {client.dest}, {client.rate_per_s:g} flows/s")
+            plot_fct(
+                {f"{node}: flows {client.size_text}": rows},
+                path.with_suffix(".png"),
+                f"FCT vs size: {node} → {client.dest}, {client.rate_per_s:g} flows/s",
+            )
             rt.sched.fct_files.append(path.resolve().relative_to(rt.runner.root.resolve()).as_posix())
         rt.io.out(flows_cmd.report_text(cmd, result))
         return 0
@@ -54,11 +57,21 @@ def _summarise(a: AppRecord, r: dict[str, Any], out: PartSummary) -> None:
     """The part's ``fct`` row of a client: per size bucket (outputs/fct.py) the flows that
     arrived, those that completed, and the mean, median and 99th percentile of their
     completion times in ms (0.001)."""
-    out.add("fct", {"node": a.terminal, "where": a.where, "command": a.simple or a.command,
-                    "buckets": fct_summary(fct_rows(r))})
+    out.add(
+        "fct",
+        {
+            "node": a.terminal,
+            "where": a.where,
+            "command": a.simple or a.command,
+            "buckets": fct_summary(fct_rows(r)),
+        },
+    )
 
 
 PROGRAMS = (
-    Program("flows", _prep_flows, "TCP flows arriving at a rate with sizes from a distribution (`-c`), "
-            "and their server (`-s`)"),
+    Program(
+        "flows",
+        _prep_flows,
+        "TCP flows arriving at a rate with sizes from a distribution (`-c`), and their server (`-s`)",
+    ),
 )

@@ -25,8 +25,13 @@ def _check_stack_backlog(pc: PrepareCtx, words: list[Word], cmd: gen_cmd.Generat
     frame = cmd.size + 42  # UDP, IPv4 and Ethernet headers: the engine's packet length
     cost_s = (pc.profile.host_packet_ns + frame * pc.profile.host_byte_ps / 1000) / 1e9
     offered = cmd.rate_bps / (cmd.size * 8)
-    length_s = (cmd.duration_ns / 1e9 if cmd.duration_ns is not None
-                else cmd.bytes * 8 / cmd.rate_bps if cmd.bytes is not None else None)
+    length_s = (
+        cmd.duration_ns / 1e9
+        if cmd.duration_ns is not None
+        else cmd.bytes * 8 / cmd.rate_bps
+        if cmd.bytes is not None
+        else None
+    )
     if length_s is None or cost_s <= 0:
         return
     behind_s = length_s * (offered * cost_s - 1)
@@ -40,7 +45,7 @@ def _check_stack_backlog(pc: PrepareCtx, words: list[Word], cmd: gen_cmd.Generat
         f"{behind_s:.3g} s behind",
         col=rate_w.col,
         expected=f"a rate the sending host keeps up with (it may fall at most {MAX_STACK_BACKLOG_S:g} s "
-                 f"behind; "
+        f"behind; "
         "[sim] host_packet_ns and host_byte_ps set its cost)",
         suggestion=f"at most about {(1 + MAX_STACK_BACKLOG_S / length_s) / cost_s * cmd.size * 8 / 1e9:.3g} "
         "Gbit/s here, or send for less time (-t, -n)",
@@ -82,8 +87,11 @@ def _prep_generator(pc: PrepareCtx, words: list[Word]) -> Prepared:
 PROGRAMS = (
     Program("cbr", _prep_generator, "UDP datagrams evenly spaced at a rate"),
     Program("poisson", _prep_generator, "UDP datagrams with exponential gaps at a mean rate"),
-    Program("onoff", _prep_generator, "UDP at a rate during on periods, silent during off periods "
-            "(ns-3 OnOffApplication)"),
+    Program(
+        "onoff",
+        _prep_generator,
+        "UDP at a rate during on periods, silent during off periods (ns-3 OnOffApplication)",
+    ),
     Program("sink", _prep_generator, "counts the bytes it receives, TCP or UDP (ns-3 PacketSink)"),
     Program("bulk", _prep_generator, "a TCP bulk transfer (ns-3 BulkSendApplication)"),
 )

@@ -70,6 +70,10 @@ def _client(node: str, cmd: iperf2_cmd.IperfClient) -> Prepared:
 
 
 PROGRAMS = (
-    Program("iperf", _prep_iperf, "iperf 2 client (`-c`) and server (`-s`), TCP and UDP",
-            catches=frozenset({2, 15})),
+    Program(
+        "iperf",
+        _prep_iperf,
+        "iperf 2 client (`-c`) and server (`-s`), TCP and UDP",
+        catches=frozenset({2, 15}),
+    ),
 )

@@ -153,9 +153,17 @@ def client_summary(a: AppRecord, r: dict[str, Any], out: PartSummary) -> None:
     """The part's ``iperf3`` row of a client (iperf3's or iperf 2's): goodput = payload
     bytes the receiver got × 8 / the receiver's interval, the figures of iperf3's
     ``receiver`` line, in Mbit/s (0.01); TCP retransmits; UDP datagrams lost."""
-    row: dict[str, Any] = {"node": a.terminal, "where": a.where, "command": a.simple or a.command,
-                           "protocol": a.spec.get("protocol", "tcp"), "dst": a.spec.get("dst"),
-                           "goodput_mbps": None, "retransmits": None, "lost": None, "error": r.get("error")}
+    row: dict[str, Any] = {
+        "node": a.terminal,
+        "where": a.where,
+        "command": a.simple or a.command,
+        "protocol": a.spec.get("protocol", "tcp"),
+        "dst": a.spec.get("dst"),
+        "goodput_mbps": None,
+        "retransmits": None,
+        "lost": None,
+        "error": r.get("error"),
+    }
     out.add("iperf3", row)
     if r.get("error"):
         return
@@ -177,13 +185,20 @@ def server_summary(prog: str) -> Summarise:
 
     def summarise(a: AppRecord, r: dict[str, Any], out: PartSummary) -> None:
         if not r.get("tests"):
-            out.warnings.append(f"warning: {a.where}: {a.terminal}: {prog} -s (port {r.get('port')}) never "
-                                "saw a client before it was stopped")
+            out.warnings.append(
+                f"warning: {a.where}: {a.terminal}: {prog} -s (port {r.get('port')}) never "
+                "saw a client before it was stopped"
+            )
 
     return summarise
 
 
 PROGRAMS = (
-    Program("iperf3", _prep_iperf3, "iperf3 client (`-c`) and server (`-s`), TCP and UDP, text and JSON",
-            catches=frozenset({1, 2, 15}), printed_before=iperf3_fmt.printed_before),
+    Program(
+        "iperf3",
+        _prep_iperf3,
+        "iperf3 client (`-c`) and server (`-s`), TCP and UDP, text and JSON",
+        catches=frozenset({1, 2, 15}),
+        printed_before=iperf3_fmt.printed_before,
+    ),
 )

@@ -81,9 +81,15 @@ def interfaces(rt: RunCtx, terminal: str) -> list[fmt.Iface]:
         elif terminal == "admin":
             nsid = hosts.index(peer.node) if peer.node in hosts else 0
         else:
-            nsid = 0 if ns_of(peer.node) == "admin" else 1 + sorted(
-                {ns_of(all_ifaces[peer_of[place[id(j)]]].node) for j in topo.by_node[terminal]} - {"admin"}
-            ).index(ns_of(peer.node))
+            nsid = (
+                0
+                if ns_of(peer.node) == "admin"
+                else 1
+                + sorted(
+                    {ns_of(all_ifaces[peer_of[place[id(j)]]].node) for j in topo.by_node[terminal]}
+                    - {"admin"}
+                ).index(ns_of(peer.node))
+            )
         blocks = rt.engine.qdisc_show(i.engine_name)
         st = stats.get(i.engine_name, {})
         out.append(
@@ -155,8 +161,10 @@ def neighbours(rt: RunCtx, terminal: str) -> list[fmt.Neighbour]:
             continue
         if other not in seen or seen[other][1] < last:
             seen[other] = (dev, last)
-    return [fmt.Neighbour(ip, dev, macs[ip], now - last < REACHABLE_NS)
-            for ip, (dev, last) in sorted(seen.items(), key=lambda kv: ipaddress.IPv4Address(kv[0]))]
+    return [
+        fmt.Neighbour(ip, dev, macs[ip], now - last < REACHABLE_NS)
+        for ip, (dev, last) in sorted(seen.items(), key=lambda kv: ipaddress.IPv4Address(kv[0]))
+    ]
 
 
 def _no_device(rt: RunCtx, name: str, ifaces: list[fmt.Iface]) -> bool:
@@ -213,14 +221,20 @@ def _prep_link_add(pc: PrepareCtx, cmd: Any) -> Prepared:
     if pc.topo.resolve_dev(pc.terminal, name) is not None and name not in pc.topo.virtual.get(
         pc.terminal, {}
     ):
-        raise CommandError("RTNETLINK answers: File exists", col=cmd.dev_col,
-                           expected="a name no interface of this namespace has")
+        raise CommandError(
+            "RTNETLINK answers: File exists",
+            col=cmd.dev_col,
+            expected="a name no interface of this namespace has",
+        )
     node = pc.terminal
     if pc.terminal == "admin":
         switches = [n for n, k in pc.topo.node_kinds.items() if k == "switch"]
         if not switches:
-            raise CommandError("ip link add in the admin terminal needs a switch (the root namespace holds "
-                               "the switches' ports)", col=cmd.dev_col)
+            raise CommandError(
+                "ip link add in the admin terminal needs a switch (the root namespace holds "
+                "the switches' ports)",
+                col=cmd.dev_col,
+            )
         node = switches[0]
     engine_name = pc.topo.add_virtual(pc.terminal, name)
 
@@ -291,8 +305,11 @@ def _prep_hostname(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 
 PROGRAMS = (
-    Program("ip", _prep_ip, "`ip addr|link|route|neigh [show]`, `ip link set DEV up|down`, "
-            "`ip link add NAME type ifb`"),
+    Program(
+        "ip",
+        _prep_ip,
+        "`ip addr|link|route|neigh [show]`, `ip link set DEV up|down`, `ip link add NAME type ifb`",
+    ),
     Program("ifconfig", _prep_ifconfig, "`ifconfig [-a] [DEV [up|down]]` (net-tools)"),
     Program("arp", _prep_arp, "`arp [-an] [-i DEV] [HOST]`: the neighbour table (net-tools)"),
     Program("hostname", _prep_hostname, "the machine's name (Mininet's hosts share it)"),

@@ -14,8 +14,11 @@ def _prep_ns3_goodput(pc: PrepareCtx, words: list[Word]) -> Prepared:
     def run(rt: RunCtx) -> int:
         rows = []
         for e in cmd.entries:
-            found = [s for s in rt.sched.sinks
-                     if s["host"] == e.node and s["port"] == e.port and e.proto in (None, s["proto"])]
+            found = [
+                s
+                for s in rt.sched.sinks
+                if s["host"] == e.node and s["port"] == e.port and e.proto in (None, s["proto"])
+            ]
             if len(found) != 1:
                 why = "no sink" if not found else "two sinks (add /udp or /tcp)"
                 rt.io.err(f"ns3-goodput: {e.label}: {why} on {e.node} port {e.port} in this part")
@@ -32,6 +35,7 @@ def _prep_ns3_goodput(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 
 PROGRAMS = (
-    Program("ns3-goodput", _prep_ns3_goodput,
-            "the goodput of the part's sinks, as the ns-3 programs print it"),
+    Program(
+        "ns3-goodput", _prep_ns3_goodput, "the goodput of the part's sinks, as the ns-3 programs print it"
+    ),
 )

@@ -46,8 +46,11 @@ def _prep_ping(pc: PrepareCtx, words: list[Word]) -> Prepared:
         yield WaitApp(app, endless, expected)
         result = rt.engine.app_result(app)
         by_kill = rt.process is not None and rt.process.signal is not None
-        rt.io.out(ping_fmt.ping_text(result, cmd.target, rt.runner.sc.profile, quiet=cmd.quiet,
-                                     echo_ctrl_c=not by_kill))
+        rt.io.out(
+            ping_fmt.ping_text(
+                result, cmd.target, rt.runner.sc.profile, quiet=cmd.quiet, echo_ctrl_c=not by_kill
+            )
+        )
         return ping_fmt.ping_exit_status(result)
 
     return Prepared(run, endless)
@@ -60,19 +63,33 @@ def _summarise(a: AppRecord, r: dict[str, Any], out: PartSummary) -> None:
     rtts = [x["rtt_ns"] / 1e6 for x in replies]
     tx = int(r.get("transmitted", 0))
     received = len({x["seq"] for x in replies})
-    row = {"node": a.terminal, "where": a.where, "command": a.simple or a.command, "dst": r.get("dst"),
-           "transmitted": tx, "received": received,
-           "loss_pct": round(100 * (tx - received) / tx, 2) if tx else None,
-           "min_ms": round(min(rtts), 3) if rtts else None,
-           "avg_ms": round(sum(rtts) / len(rtts), 3) if rtts else None,
-           "max_ms": round(max(rtts), 3) if rtts else None}
+    row = {
+        "node": a.terminal,
+        "where": a.where,
+        "command": a.simple or a.command,
+        "dst": r.get("dst"),
+        "transmitted": tx,
+        "received": received,
+        "loss_pct": round(100 * (tx - received) / tx, 2) if tx else None,
+        "min_ms": round(min(rtts), 3) if rtts else None,
+        "avg_ms": round(sum(rtts) / len(rtts), 3) if rtts else None,
+        "max_ms": round(max(rtts), 3) if rtts else None,
+    }
     out.add("ping", row)
     if tx and not received:
-        out.warnings.append(f"warning: {a.where}: {a.terminal}: ping {row['dst']}: 100% packet loss "
-                            f"({tx} transmitted, none answered)")
+        out.warnings.append(
+            f"warning: {a.where}: {a.terminal}: ping {row['dst']}: 100% packet loss "
+            f"({tx} transmitted, none answered)"
+        )
 
 
 PROGRAMS = (
-    Program("ping", _prep_ping, "ICMP echo requests and their round-trip times (iputils)",
-            catches=frozenset({2, 14}), continues=frozenset({3}), printed_before=ping_fmt.printed_before),
+    Program(
+        "ping",
+        _prep_ping,
+        "ICMP echo requests and their round-trip times (iputils)",
+        catches=frozenset({2, 14}),
+        continues=frozenset({3}),
+        printed_before=ping_fmt.printed_before,
+    ),
 )

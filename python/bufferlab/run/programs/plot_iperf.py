@@ -45,6 +45,9 @@ def _prep_plot_iperf(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 
 PROGRAMS = (
-    Program("plot_iperf.sh", _prep_plot_iperf, "`plot_iperf.sh FILE.json`: iperf.csv, results/N.dat and the "
-            "handout's seven plots"),
+    Program(
+        "plot_iperf.sh",
+        _prep_plot_iperf,
+        "`plot_iperf.sh FILE.json`: iperf.csv, results/N.dat and the handout's seven plots",
+    ),
 )

@@ -27,8 +27,9 @@ def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
     def run(rt: RunCtx) -> Gen:
         # the monitor reads qdisc statistics and sends nothing: the first host hosts it
-        app = rt.start_app(rt.runner.sc.hosts[0], {"kind": "qmon", "dev": dev, "interval_ns": interval_ns},
-                           traces=dev)
+        app = rt.start_app(
+            rt.runner.sc.hosts[0], {"kind": "qmon", "dev": dev, "interval_ns": interval_ns}, traces=dev
+        )
         # a finer series beside the 100 ms samples: thinned to 1 ms by default,
         # since every change of a gigabit queue is ~10^5 rows per second
         rt.runner.observation.trace_iface(dev, default_min_ns=PLOT_Q_TRACE_INTERVAL_NS)
@@ -51,6 +52,7 @@ def _prep_plot_q(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 
 PROGRAMS = (
-    Program("plot_q.sh", _prep_plot_q,
-            "`plot_q.sh IFACE`: the handouts' queue monitor (q_IFACE.dat, the plot)"),
+    Program(
+        "plot_q.sh", _prep_plot_q, "`plot_q.sh IFACE`: the handouts' queue monitor (q_IFACE.dat, the plot)"
+    ),
 )

@@ -26,8 +26,9 @@ def _prep_kill(pc: PrepareCtx, words: list[Word]) -> Prepared:
                     rt.io.err(f"bash: kill: {job}")
                     status = 1
                 elif not job.running:
-                    rt.io.err(f"bash: kill: ({job.processes[-1].pid if job.processes else 0}) - "
-                              "No such process")
+                    rt.io.err(
+                        f"bash: kill: ({job.processes[-1].pid if job.processes else 0}) - No such process"
+                    )
                     status = 1
                 else:
                     table.deliver_job(job, cmd.signal, rt.engine, rt.scheduler)
@@ -201,8 +202,16 @@ def _prep_jobs(pc: PrepareCtx, words: list[Word]) -> Prepared:
                 out.append(f"{pid}\n")
             else:
                 mark = "+" if j.number == cur else "-" if j.number == prev else " "
-                out.append(job_line(j.number, mark, j.status_text(), j.command, j.running,
-                                    pid if cmd.format == "long" else None))
+                out.append(
+                    job_line(
+                        j.number,
+                        mark,
+                        j.status_text(),
+                        j.command,
+                        j.running,
+                        pid if cmd.format == "long" else None,
+                    )
+                )
             if not j.running:
                 j.reported = True
         rt.io.out("".join(out))
@@ -234,13 +243,11 @@ def _prep_ps(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 
 PROGRAMS = (
-    Program("kill", _prep_kill, "bash's `kill [-SIGNAL] PID|%JOB...`", builtin=True,
-            expands_last_pid=True),
+    Program("kill", _prep_kill, "bash's `kill [-SIGNAL] PID|%JOB...`", builtin=True, expands_last_pid=True),
     Program("pkill", _prep_pkill, "`pkill [-SIGNAL] PATTERN`: signal the processes whose name matches"),
     Program("pgrep", _prep_pkill, "`pgrep PATTERN`: the PIDs of the processes whose name matches"),
     Program("killall", _prep_killall, "`killall [-SIGNAL] NAME...`: signal the processes of that name"),
-    Program("wait", _prep_wait, "bash's `wait [PID|%JOB...]`", builtin=True,
-            expands_last_pid=True),
+    Program("wait", _prep_wait, "bash's `wait [PID|%JOB...]`", builtin=True, expands_last_pid=True),
     Program("jobs", _prep_jobs, "bash's `jobs [-lp]`: the terminal's background jobs", builtin=True),
     Program("ps", _prep_ps, "`ps [-ef] [aux]`: the simulated machine's processes"),
 )

@@ -104,8 +104,9 @@ def _prep_cat(pc: PrepareCtx, words: list[Word]) -> Prepared:
                 "cat -: standard input is not supported", col=w.col, expected="cat FILE..."
             )
     if not names:
-        raise NotSupportedError("cat without a file (standard input) is not supported", col=words[0].col,
-                                expected="cat FILE...")
+        raise NotSupportedError(
+            "cat without a file (standard input) is not supported", col=words[0].col, expected="cat FILE..."
+        )
     proc_node = {w.text: nstat.check_proc_file(pc, w) for w in names if w.text.startswith("/proc/")}
 
     def run(rt: RunCtx) -> int:
@@ -155,7 +156,8 @@ def _prep_date(pc: PrepareCtx, words: list[Word]) -> Prepared:
 def _prep_xdg_open(pc: PrepareCtx, words: list[Word]) -> Prepared:
     files = " ".join(shlex.quote(w.text) for w in words[1:])
     return Prepared.at_once(
-        lambda rt: (rt.io.err(f"(xdg-open {files}: a viewer is not opened in simulation)"), 0)[1])
+        lambda rt: (rt.io.err(f"(xdg-open {files}: a viewer is not opened in simulation)"), 0)[1]
+    )
 
 
 def _prep_true(pc: PrepareCtx, words: list[Word]) -> Prepared:
@@ -169,10 +171,13 @@ PROGRAMS = (
     Program("cd", _prep_cd, "bash's `cd [DIR]`, within the node's results folder", builtin=True),
     Program("mkdir", _prep_mkdir, "`mkdir [-p] DIR...` (GNU mkdir's messages)"),
     Program("sleep", _prep_sleep, "`sleep DURATION...` in simulated time (`5`, `0.5`, `2m`)"),
-    Program("echo", _prep_echo, "bash's `echo WORDS...`", builtin=True,
-            expands_last_pid=True),
-    Program("cat", _prep_cat, "`cat FILE...` of the node's results folder (GNU cat's messages), and "
-            "`/proc/net/snmp`, `/proc/net/netstat`"),
+    Program("echo", _prep_echo, "bash's `echo WORDS...`", builtin=True, expands_last_pid=True),
+    Program(
+        "cat",
+        _prep_cat,
+        "`cat FILE...` of the node's results folder (GNU cat's messages), and "
+        "`/proc/net/snmp`, `/proc/net/netstat`",
+    ),
     Program("date", _prep_date, "`date [-u] [+FORMAT]`: the profile's epoch plus simulated time, in UTC"),
     Program("true", _prep_true, "exits 0 (`cmd || true`)", builtin=True),
     Program("xdg-open", _prep_xdg_open, "accepted; no viewer is opened in simulation"),

@@ -28,6 +28,10 @@ def _prep_sysctl(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 
 PROGRAMS = (
-    Program("sysctl", _prep_sysctl, "`sysctl -w KEY=VALUE` and `sysctl KEY` for the keys the model uses",
-            configures=True),
+    Program(
+        "sysctl",
+        _prep_sysctl,
+        "`sysctl -w KEY=VALUE` and `sysctl KEY` for the keys the model uses",
+        configures=True,
+    ),
 )

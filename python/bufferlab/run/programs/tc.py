@@ -7,12 +7,12 @@ from typing import Any
 from ...commands.shell import Word
 from ...commands.tc import TcQdiscRequest, TcShow, htb, parse_tc, tc_show_text
 from ...commands.tc.htb import TcClassShow
-from ...commands.tc.ingress import HookError, HookFilterRequest, carry_filters
-from ...commands.tc.ingress import rewrite as hook_rewrite
+from ...commands.tc.ingress import HookFilterRequest
 from ...errors import CommandError, Diagnostics
 from ...profile import Profile
 from ..context import PrepareCtx, Prepared, Program, RunCtx
 from ..engine import TcFailure
+from ..tc_shadow import send_tc
 
 
 def tc_request_for_engine(words: list[Word], profile: Profile, engine_dev: str) -> dict[str, Any]:
@@ -75,20 +75,20 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
             return 0
 
         return Prepared.at_once(run_class_show)
-    request = parsed.to_dict() if isinstance(parsed, TcQdiscRequest) else None
-    if request is not None:
-        request["dev"] = dev
     if isinstance(parsed, HookFilterRequest):
         # mirred's target is a device of the same namespace (tc resolves it to an ifindex)
         targets = iter([pc.engine_dev(name, col) for name, col in parsed.mirred])
         for action in (parsed.filter or {}).get("actions", []):
             if action["kind"] == "mirred":
                 action["dev"] = next(targets)
+    # one engine request per line, whatever the tree holds (no read-back)
+    request = {**parsed.to_dict(), "dev": dev}
     if pc.shadow is not None and dev is not None:
-        refused = pc.shadow.refusal(dev, parsed, request)
+        refused = pc.shadow.refusal(parsed, request)
         if refused is not None:
             at = next((w for w in words if w.text == "duplicate"), None) or next(
-                (w for w in words if w.text == "netem"), words[0])
+                (w for w in words if w.text == "netem"), words[0]
+            )
             first, _, rest = refused.partition("\n")
             raise CommandError(
                 f"tc: {first}" + (f" ({rest})" if rest else ""),
@@ -101,25 +101,19 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
     def run_modify(rt: RunCtx) -> int:
         try:
-            blocks = rt.engine.qdisc_show(dev)
-            if isinstance(parsed, HookFilterRequest):
-                htb_request: dict[str, Any] | None = hook_rewrite(parsed, blocks)
-            else:
-                htb_request = htb.rewrite(parsed, blocks)
-            if htb_request is not None:
-                htb_request["dev"] = dev
-            rt.engine.tc(htb_request or carry_filters(request, blocks))
-        except (TcFailure, htb.HtbError, HookError) as e:
+            warning = send_tc(rt.engine, parsed, request)
+        except TcFailure as e:
             rt.io.err(str(e).replace(f'"{dev}"', f'"{parsed.dev}"') if dev else str(e))
             return 2
-        if isinstance(parsed, htb.TcClassRequest) and parsed.verb != "delete":
-            rt.io.err(htb.class_warnings(rt.engine.qdisc_show(dev), parsed.major, parsed.classid))
+        if warning:
+            rt.io.err(warning + "\n")
         return 0
 
     return Prepared.at_once(run_modify)
 
 
 PROGRAMS = (
-    Program("tc", _prep_tc, "`tc qdisc|class|filter add/change/replace/del/show` (with `-s`)",
-            configures=True),
+    Program(
+        "tc", _prep_tc, "`tc qdisc|class|filter add/change/replace/del/show` (with `-s`)", configures=True
+    ),
 )

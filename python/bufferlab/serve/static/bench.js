@@ -1,5 +1,5 @@
 // bufferlab serve: the page (docs/bench.md). No framework, no network beyond this server:
-// uPlot (static/VENDORED.md) draws the charts.
+// uPlot (VENDORED.md beside this file) draws the charts.
 "use strict";
 
 const $ = (id) => document.getElementById(id);

@@ -77,7 +77,9 @@ fn cc_info_json(info: Option<CcInfo>) -> Value {
             cwnd_gain,
         }) => json!({"bbr": {"bw": bw, "min_rtt": min_rtt, "pacing_gain": pacing_gain,
                              "cwnd_gain": cwnd_gain}}),
-        None => Value::Null,
+        // tcp_prague.c reports under its own attribute (INET_DIAG_PRAGUEINFO,
+        // L4STeam's), which upstream misc/ss.c does not decode: nothing shown
+        Some(CcInfo::Prague { .. }) | None => Value::Null,
     }
 }
 

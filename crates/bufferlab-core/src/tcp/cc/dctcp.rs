@@ -235,19 +235,11 @@ impl CongestionOps for Dctcp {
     }
 
     fn flags(&self) -> u32 {
-        if self.reno_fallback {
-            0
-        } else {
-            Self::FLAGS
-        }
+        super::reno_fallback_ops(self.reno_fallback, Self::FLAGS, Self::NAME, "dctcp-reno").0
     }
 
     fn ops_name(&self) -> &'static str {
-        if self.reno_fallback {
-            "dctcp-reno"
-        } else {
-            Self::NAME
-        }
+        super::reno_fallback_ops(self.reno_fallback, Self::FLAGS, Self::NAME, "dctcp-reno").1
     }
 
     /// `dctcp_ssthresh`: cwnd − cwnd·alpha/2048, at least 2.
@@ -633,17 +625,17 @@ mod tests {
         let syn = p.log[0].seg;
         let ece_cwr = tcp_flags::ECE | tcp_flags::CWR;
         assert_eq!(syn.hdr.flags & ece_cwr, ece_cwr);
-        assert!(syn.ect);
+        assert!(syn.ecn != 0);
         assert_eq!(p.a.cc().ops_name(), "dctcp-reno");
-        assert!(p.data_from_a().all(|s| !s.seg.ect));
-        assert!(!p.segs_from_b().next().unwrap().seg.ect);
+        assert!(p.data_from_a().all(|s| s.seg.ecn == 0));
+        assert!(p.segs_from_b().next().unwrap().seg.ecn == 0);
         let mut p = Pair::new(a, cfg("dctcp"), SimDuration::from_millis(5));
         p.to_write = 100_000;
         p.run_until(ms(500));
         assert_eq!(p.a.cc().ops_name(), "dctcp");
         assert!(p.a.info().options & 8 != 0);
         // every packet of both ends is ECT(0): SYN-ACK, pure ACKs, data
-        assert!(p.log.iter().all(|s| s.seg.ect));
+        assert!(p.log.iter().all(|s| s.seg.ecn != 0));
     }
 
     /// tcp_ecn_fallback: with it (the default) a retransmitted SYN no

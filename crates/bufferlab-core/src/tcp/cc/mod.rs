@@ -48,6 +48,7 @@ pub mod hybla;
 pub mod illinois;
 pub mod lp;
 pub mod nv;
+pub mod prague;
 pub mod reno;
 pub mod scalable;
 pub mod vegas;
@@ -153,6 +154,16 @@ pub const TCP_CONG_NON_RESTRICTED: u32 = 0x1;
 /// (`tcp_ca_needs_ecn`, `tcp_ecn_send_syn`, `tcp_ecn_create_request`,
 /// `tcp_ecn_send`).
 pub const TCP_CONG_NEEDS_ECN: u32 = 0x2;
+/// `TCP_CONG_NEEDS_ACCECN` (Linux 6.18+): the module needs Accurate ECN
+/// feedback: its SYN asks for AccECN whatever `tcp_ecn` says and a
+/// listener with it accepts AccECN (`tcp_ca_needs_accecn`).
+pub const TCP_CONG_NEEDS_ACCECN: u32 = 0x4;
+/// `TCP_CONG_WANTS_ECT_1` (L4S kernels): the module's packets are ECT(1)
+/// (RFC 9331's L4S identifier), from the SYN on.
+pub const TCP_CONG_WANTS_ECT_1: u32 = 0x8;
+/// `TCP_CONG_NO_FALLBACK_RFC3168` (L4S kernels): a SYN-ACK that answers
+/// AccECN with classic ECN leaves the connection without ECN.
+pub const TCP_CONG_NO_FALLBACK_RFC3168: u32 = 0x10;
 
 /// `enum tcp_ca_ack_event_flags` (include/net/tcp.h): the argument of
 /// `in_ack_event`. The ACK went through `tcp_ack`'s slow path.
@@ -196,6 +207,19 @@ pub enum CcInfo {
         alpha: u32,
         ab_ecn: u32,
         ab_tot: u32,
+    },
+    /// `struct tcp_prague_info` (L4S kernels' include/uapi/linux/inet_diag.h)
+    Prague {
+        enabled: bool,
+        /// alpha, 1/2^24 units
+        alpha: u64,
+        max_burst: u32,
+        round: u32,
+        rate_bytes: u64,
+        /// cwnd, 1/2^20 packets
+        frac_cwnd: u64,
+        /// µs << 3
+        rtt_target: u32,
     },
     /// `struct tcpvegas_info` (Vegas, YeAH, Westwood, Illinois, NV fill it,
     /// each with its own meaning of the RTT fields)
@@ -305,6 +329,9 @@ pub struct CcSock {
     pub rcv_tsecr: u32,
     /// `tcp_time_stamp_ts(tp)`: our TS-option clock, ms, without the offset
     pub ts_now: u32,
+    /// `tp->tcp_header_len`: 20 + the timestamp option's 12 when in use
+    /// (`tcp_mss_to_mtu` = mss + this + 20)
+    pub tcp_header_len: u32,
     /// request from a hook: call `tcp_enter_cwr` once it returns (CDG's
     /// backoff calls it from `cong_avoid`); the endpoint clears it
     pub enter_cwr: bool,
@@ -351,6 +378,7 @@ impl Default for CcSock {
             rcv_tsval: 0,
             rcv_tsecr: 0,
             ts_now: 0,
+            tcp_header_len: 32,
             enter_cwr: false,
         }
     }
@@ -411,6 +439,9 @@ pub struct RateSample {
     pub is_retrans: bool,
     /// the ACK was possibly delayed (stretched) by the receiver
     pub is_ack_delayed: bool,
+    /// packets the ACK newly reported CE-marked (`rs->ece_delta` of the L4S
+    /// kernels: the ACE delta with AccECN, all delivered on a classic ECE)
+    pub ece_delta: u32,
 }
 
 impl Default for RateSample {
@@ -431,6 +462,7 @@ impl Default for RateSample {
             is_app_limited: false,
             is_retrans: false,
             is_ack_delayed: false,
+            ece_delta: 0,
         }
     }
 }
@@ -524,6 +556,13 @@ pub trait CongestionOps: Clone + std::fmt::Debug {
     /// cwnd and pacing itself. `None` (NULL) by default.
     const CONG_CONTROL: Option<CongControl<Self>> = None;
 
+    /// Whether the ops the socket runs now use `cong_control` (a module
+    /// that swapped its ops for ones without it, as Prague does to
+    /// `prague-reno`, says false).
+    fn cong_control_active(&self) -> bool {
+        true
+    }
+
     /// `sndbuf_expand`: cwnd multiples the send buffer provisions
     /// (`tcp_sndbuf_expand`, 2 when the hook is NULL).
     fn sndbuf_expand(&self) -> u32 {
@@ -534,6 +573,12 @@ pub trait CongestionOps: Clone + std::fmt::Debug {
     /// `tcp_min_tso_segs`, 2 by default.
     fn min_tso_segs(&self, _tp: &CcSock) -> u32 {
         2
+    }
+
+    /// `tso_segs`: a module with the hook sets the TSO burst itself
+    /// (`tcp_tso_segs`); `None` = `tcp_tso_autosize`.
+    fn tso_segs(&self, _tp: &CcSock) -> Option<u32> {
+        None
     }
 
     /// Named internal values for traces, in place of `get_info`: appended
@@ -601,6 +646,7 @@ register_congestion_controls! {
     Nv(nv::Nv),
     Lp(lp::Lp),
     Cdg(cdg::Cdg),
+    Prague(prague::Prague),
 }
 
 /// Run seed of the BBR stream [`Cc::from_name`] uses (callers with a run
@@ -655,10 +701,40 @@ impl Cc {
         dispatch!(self, m => m.cwnd_event(tp, ev))
     }
 
+    /// Whether the ops the socket runs now have `flag` (`TCP_CONG_*`).
+    #[inline]
+    fn has_flag(&self, flag: u32) -> bool {
+        dispatch!(self, m => m.flags()) & flag != 0
+    }
+
     /// `tcp_ca_needs_ecn`: the module has [`TCP_CONG_NEEDS_ECN`].
     #[inline]
     pub fn needs_ecn(&self) -> bool {
-        dispatch!(self, m => m.flags()) & TCP_CONG_NEEDS_ECN != 0
+        self.has_flag(TCP_CONG_NEEDS_ECN)
+    }
+
+    /// `tcp_ca_needs_accecn`: the module has [`TCP_CONG_NEEDS_ACCECN`].
+    #[inline]
+    pub fn needs_accecn(&self) -> bool {
+        self.has_flag(TCP_CONG_NEEDS_ACCECN)
+    }
+
+    /// The module's packets are ECT(1) ([`TCP_CONG_WANTS_ECT_1`]).
+    #[inline]
+    pub fn wants_ect1(&self) -> bool {
+        self.has_flag(TCP_CONG_WANTS_ECT_1)
+    }
+
+    /// [`TCP_CONG_NO_FALLBACK_RFC3168`].
+    #[inline]
+    pub fn no_fallback_rfc3168(&self) -> bool {
+        self.has_flag(TCP_CONG_NO_FALLBACK_RFC3168)
+    }
+
+    /// [`CongestionOps::tso_segs`].
+    #[inline]
+    pub fn tso_segs(&self, tp: &CcSock) -> Option<u32> {
+        dispatch!(self, m => m.tso_segs(tp))
     }
 
     /// [`CongestionOps::in_ack_event`].
@@ -692,11 +768,11 @@ impl Cc {
     pub fn cong_control(&mut self, tp: &mut CcSock, rs: &RateSample) -> bool {
         fn run<T: CongestionOps>(m: &mut T, tp: &mut CcSock, rs: &RateSample) -> bool {
             match T::CONG_CONTROL {
-                Some(hook) => {
+                Some(hook) if m.cong_control_active() => {
                     hook(m, tp, rs);
                     true
                 }
-                None => false,
+                _ => false,
             }
         }
         dispatch!(self, m => run(m, tp, rs))
@@ -704,8 +780,8 @@ impl Cc {
 
     /// Whether the module has `cong_control` (BBR).
     pub fn has_cong_control(&self) -> bool {
-        fn has<T: CongestionOps>(_: &T) -> bool {
-            T::CONG_CONTROL.is_some()
+        fn has<T: CongestionOps>(m: &T) -> bool {
+            T::CONG_CONTROL.is_some() && m.cong_control_active()
         }
         dispatch!(self, m => has(m))
     }
@@ -726,6 +802,22 @@ impl Cc {
         let mut out = Vec::new();
         dispatch!(self, m => m.metrics(&mut out));
         out
+    }
+}
+
+/// The flags and `ss` name of a module that swaps its ops for Reno's
+/// when the connection has no ECN (DCTCP → `dctcp-reno`, Prague →
+/// `prague-reno`): no flags and the fallback's name once `fallen_back`.
+pub(crate) fn reno_fallback_ops(
+    fallen_back: bool,
+    flags: u32,
+    name: &'static str,
+    reno_name: &'static str,
+) -> (u32, &'static str) {
+    if fallen_back {
+        (0, reno_name)
+    } else {
+        (flags, name)
     }
 }
 
@@ -888,15 +980,15 @@ mod tests {
         for &n in Cc::NAMES {
             assert_eq!(Cc::from_name(n).unwrap().name(), n);
         }
-        assert!(Cc::from_name("prague").is_none());
+        assert!(Cc::from_name("prague").is_some());
         assert!(Cc::from_name("CUBIC").is_none());
     }
 
     #[test]
-    fn only_bbr_has_cong_control_and_triple_sndbuf() {
+    fn only_bbr_and_prague_have_cong_control_and_bbr_triple_sndbuf() {
         for &n in Cc::NAMES {
             let cc = Cc::from_name(n).unwrap();
-            assert_eq!(cc.has_cong_control(), n == "bbr");
+            assert_eq!(cc.has_cong_control(), n == "bbr" || n == "prague");
             assert_eq!(cc.sndbuf_expand(), if n == "bbr" { 3 } else { 2 });
         }
         let mut reno = Cc::from_name("reno").unwrap();
@@ -912,6 +1004,7 @@ mod tests {
             let mut cc = Cc::from_name(n).unwrap();
             let mut tp = CcSock {
                 is_cwnd_limited: true,
+                ecn_ok: true,
                 ..CcSock::default()
             };
             cc.init(&mut tp);
@@ -950,6 +1043,9 @@ mod bench {
             snd_nxt: 100_000,
             srtt_us: 20_000 << 3,
             min_rtt_us: 20_000,
+            // ECN negotiated: DCTCP and Prague run themselves, not their
+            // Reno fallbacks
+            ecn_ok: true,
             ..CcSock::default()
         };
         cc.init(&mut tp);
@@ -974,6 +1070,8 @@ mod bench {
             cc.pkts_acked(&mut tp, &s);
             if cc.has_cong_control() {
                 let rs = RateSample {
+                    // a mark every 20 ACKs (Prague's ece_delta)
+                    ece_delta: (i % 20 == 0) as u32,
                     delivered: 2,
                     interval_us: rtt,
                     rtt_us: rtt,

@@ -60,7 +60,8 @@ pub struct TcpInfo {
     /// µs (`tcp_min_rtt`; `u32::MAX` before a sample)
     pub min_rtt: u32,
     pub data_segs_in: u32,
-    /// CE-marked data segments received (`tcpi_received_ce`)
+    /// CE-marked data segments received (`tcpi_received_ce`; on an AccECN
+    /// connection every CE segment, pure ACKs included, as Linux counts)
     pub received_ce: u32,
     /// the congestion control's `get_info` block (`ss -i`)
     pub cc_info: Option<crate::tcp::cc::CcInfo>,
@@ -120,7 +121,7 @@ impl TcpEndpoint {
             delivery_rate_app_limited: self.rate.rate_app_limited,
             rto: jiffies_to_usecs(self.icsk_rto),
             ato: jiffies_to_usecs(self.rcv.ato),
-            snd_mss: self.mss_cache,
+            snd_mss: self.mss_cache + self.accecn_opt_len,
             rcv_mss: self.rcv.rcv_mss,
             unacked: self.sb.packets_out,
             sacked: self.sb.sacked_out,
@@ -154,7 +155,11 @@ impl TcpEndpoint {
             notsent_bytes: self.unsent_bytes(),
             min_rtt: self.rtt_min.get(),
             data_segs_in: self.data_segs_in,
-            received_ce: self.rcv.ce_received,
+            received_ce: if self.ecn_mode == crate::tcp::accecn::EcnMode::AccEcn {
+                self.accecn.received_ce
+            } else {
+                self.rcv.ce_received
+            },
             cc_info: self.cc.get_info(&self.cs),
             data_segs_out: self.data_segs_out,
             delivery_rate: self.rate.delivery_rate(self.mss_cache),

@@ -59,8 +59,9 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::packet::{tcp_flags, Ipv4, TcpHeader};
+use crate::packet::{tcp_flags, Ipv4, TcpHeader, ECN_ECT0, ECN_ECT1};
 use crate::rng::ComponentRng;
+use crate::tcp::accecn::{self, AccEcn, EcnMode};
 use crate::tcp::cc::{tcp_jiffies32, CaEvent, CaState, Cc, CcSock};
 use crate::tcp::config::{
     SNDBUF_OVERHEAD_PCT, TCPOLEN_TSTAMP_ALIGNED, TCP_MAX_WSCALE, TCP_MIN_MSS, TCP_MSS_DEFAULT,
@@ -83,6 +84,8 @@ pub use crate::tcp::config::TcpConfig;
 pub use info::TcpInfo;
 pub use mib::{TcpMib, TcpTotals};
 
+#[cfg(test)]
+mod accecn_tests;
 #[cfg(test)]
 mod gso_tests;
 #[cfg(test)]
@@ -134,8 +137,9 @@ pub struct Segment {
     pub hdr: TcpHeader,
     /// payload bytes over all segments (SYN/FIN not counted)
     pub payload_len: u32,
-    /// set ECT(0) in the IP header (new data of an ECN connection)
-    pub ect: bool,
+    /// the IP header's ECN field: 0 Not-ECT, ECT(0) (new data of a classic
+    /// ECN connection, every packet of an AccECN one) or ECT(1) (L4S)
+    pub ecn: u8,
     /// segments in this skb (`tcp_skb_pcount`), at least 1
     pub gso_segs: u32,
     /// payload bytes per segment (`mss_now` when the skb was cut)
@@ -144,11 +148,11 @@ pub struct Segment {
 
 impl Segment {
     /// An skb of one segment, cut with MSS `gso_size`.
-    pub fn single(hdr: TcpHeader, payload_len: u32, ect: bool, gso_size: u32) -> Segment {
+    pub fn single(hdr: TcpHeader, payload_len: u32, ecn: u8, gso_size: u32) -> Segment {
         Segment {
             hdr,
             payload_len,
-            ect,
+            ecn,
             gso_segs: 1,
             gso_size,
         }
@@ -301,8 +305,21 @@ pub struct TcpEndpoint {
     pub(super) wstamp_ns: u64,
     pub(super) data_segs_out: u32,
 
-    // ---- ECN (RFC 3168)
+    // ---- ECN (RFC 3168; Accurate ECN, RFC 9768)
     pub(super) ecn_queue_cwr: bool,
+    /// the feedback mode negotiated (`ecn_ok` is true in both ECN modes)
+    pub(super) ecn_mode: EcnMode,
+    /// AccECN counters (tcp/accecn.rs)
+    pub(super) accecn: AccEcn,
+    /// the next ACK is the handshake's last and reflects the SYN-ACK's ECN
+    /// field in ACE (`tcp_accecn_reflector_flags`)
+    pub(super) accecn_reflect: bool,
+    /// bytes the AccECN option takes from every data segment once it is
+    /// sent on all of them (`tcp_current_mss`): `mss_cache` is shorter by
+    /// this much than Linux's, which `tcpi_snd_mss` and the modules see
+    pub(super) accecn_opt_len: u32,
+    /// CE packets the last ACK reported (`rs->ece_delta`)
+    pub(super) ece_delta: u32,
 
     // ---- send buffer
     pub(super) sndbuf: u32,
@@ -438,6 +455,11 @@ impl TcpEndpoint {
             wstamp_ns: 0,
             data_segs_out: 0,
             ecn_queue_cwr: false,
+            ecn_mode: EcnMode::Disabled,
+            accecn: AccEcn::default(),
+            accecn_reflect: false,
+            accecn_opt_len: 0,
+            ece_delta: 0,
             sndbuf,
             sndbuf_locked,
             nospace: false,
@@ -506,14 +528,24 @@ impl TcpEndpoint {
         ep.rcv.rcv_wup = ep.rcv.rcv_nxt;
         ep.rcv.copied_seq = ep.rcv.rcv_nxt;
         ep.rcv.space_seq = ep.rcv.rcv_nxt;
-        // tcp_ecn_create_request: ECN if the SYN asked (ECE+CWR) and either
-        // tcp_ecn != 0 and the SYN itself is Not-ECT (an ECT SYN is taken
-        // for a middlebox's doing, RFC 3168 §6.1.1), or the listener's
-        // congestion control needs ECN (tcp_ca_needs_ecn)
+        // tcp_ecn_create_request: AccECN if the SYN asked for it (ACE not
+        // 000 or 011) and tcp_ecn is 3, 4 or 5 or the listener's module
+        // needs AccECN; else classic ECN if the SYN asked (ECE+CWR) and
+        // either tcp_ecn != 0 and the SYN itself is Not-ECT or has AE (an
+        // ECT SYN is taken for a middlebox's doing, RFC 3168 §6.1.1), or
+        // the listener's congestion control needs ECN (tcp_ca_needs_ecn)
         let ece_cwr = tcp_flags::ECE | tcp_flags::CWR;
         let syn_ect = syn_ecn & crate::packet::ECN_MASK != 0;
-        ep.ecn_ok =
-            syn.flags & ece_cwr == ece_cwr && ((!syn_ect && ep.cfg.ecn != 0) || ep.cc.needs_ecn());
+        if accecn::syn_requested(syn.ace()) && (ep.cfg.ecn >= 3 || ep.cc.needs_accecn()) {
+            ep.ecn_mode = EcnMode::AccEcn;
+            ep.accecn.syn_ect_rcv = syn_ecn & crate::packet::ECN_MASK;
+            ep.accecn.prev_ecnfield = ep.accecn.syn_ect_rcv;
+        } else if syn.flags & ece_cwr == ece_cwr
+            && (((!syn_ect || syn.ae) && ep.cfg.ecn != 0) || ep.cc.needs_ecn())
+        {
+            ep.ecn_mode = EcnMode::Rfc3168;
+        }
+        ep.ecn_ok = ep.ecn_mode != EcnMode::Disabled;
         // tcp_openreq_init_rwin: the window offered with mss minus the TS option
         let mss = ep.advmss - if ep.ts_ok { TCPOLEN_TSTAMP_ALIGNED } else { 0 };
         ep.rcv
@@ -559,17 +591,24 @@ impl TcpEndpoint {
         self.segs_in = self.segs_in.wrapping_add(segs);
         if payload_len > 0 {
             self.data_segs_in = self.data_segs_in.wrapping_add(segs);
-            if self.ecn_ok && ecn & crate::packet::ECN_MASK == crate::packet::ECN_CE {
+            if self.ecn_mode == EcnMode::Rfc3168
+                && ecn & crate::packet::ECN_MASK == crate::packet::ECN_CE
+            {
                 self.rcv.ce_received = self.rcv.ce_received.wrapping_add(segs);
             }
             // __tcp_ecn_check_ce: ECT(0), ECT(1) or CE
             self.ecn_seen |= self.ecn_ok && ecn & crate::packet::ECN_MASK != 0;
         }
+        if self.ecn_mode == EcnMode::AccEcn
+            && !matches!(self.state, TcpState::SynSent | TcpState::SynReceived)
+        {
+            self.accecn_received(ecn, segs, payload_len);
+        }
         self.rcv.skb_gso_size = gso_size;
         self.parse_timestamps(hdr);
         match self.state {
             TcpState::Closed | TcpState::Listen => {}
-            TcpState::SynSent => self.rcv_synsent(hdr, payload_len),
+            TcpState::SynSent => self.rcv_synsent(hdr, payload_len, ecn),
             _ => self.rcv_state_process(hdr, payload_len, ecn & crate::packet::ECN_MASK),
         }
     }
@@ -863,7 +902,13 @@ impl TcpEndpoint {
         let in_flight = self.in_flight();
         let limited = self.is_cwnd_limited_now();
         let cs = &mut self.cs;
-        cs.mss_cache = self.mss_cache;
+        cs.mss_cache = self.mss_cache + self.accecn_opt_len;
+        cs.tcp_header_len = 20
+            + if self.ts_ok {
+                TCPOLEN_TSTAMP_ALIGNED
+            } else {
+                0
+            };
         cs.srtt_us = self.rtt.srtt_us;
         cs.min_rtt_us = self.rtt_min.get();
         cs.packets_out = self.sb.packets_out;
@@ -905,18 +950,84 @@ impl TcpEndpoint {
         cs.delivered = self.rate.delivered;
         cs.delivered_ce = self.rate.delivered_ce;
         cs.rcv_mss = self.rcv.rcv_mss;
-        cs.mss_cache = self.mss_cache;
+        cs.mss_cache = self.mss_cache + self.accecn_opt_len;
         self.cc.in_ack_event(cs, ev);
     }
 
-    /// `tcp_ca_needs_ecn` and the socket's ECT: a module that needs ECN
-    /// keeps ECT(0) on every packet (SYN, SYN-ACK, pure ACKs,
-    /// retransmissions; `INET_ECN_xmit` in `tcp_assign_congestion_control`,
-    /// `tcp_ecn_send`) until `dctcp_init` finds no ECN.
+    /// The ECT codepoint of a module that needs ECN (`INET_ECN_xmit` /
+    /// `INET_ECN_xmit_ect_1_negotiation`): ECT(1) for one that wants it
+    /// (Prague), else ECT(0).
     #[inline]
-    pub(super) fn ect_always(&self) -> bool {
-        self.cc.needs_ecn()
-            && (self.ecn_ok || matches!(self.state, TcpState::SynSent | TcpState::SynReceived))
+    pub(super) fn module_ect(&self) -> u8 {
+        if self.cc.wants_ect1() {
+            ECN_ECT1
+        } else {
+            ECN_ECT0
+        }
+    }
+
+    /// The ECN field of packets that are not new data of a classic ECN
+    /// connection (SYN, SYN-ACK, pure ACKs, retransmissions; `tcp_ecn_send`):
+    /// on an AccECN connection every packet is ECT (`ECT(1)` for a module
+    /// that wants it) unless the handshake showed ECT being mangled; a module
+    /// that needs ECN keeps its ECT on every packet (`INET_ECN_xmit` in
+    /// `tcp_assign_congestion_control`) until `dctcp_init` finds no ECN.
+    #[inline]
+    pub(super) fn ect_always(&self) -> u8 {
+        if self.ecn_mode == EcnMode::AccEcn && !self.is_handshaking() {
+            if self.accecn.fail_mode & (accecn::ACE_FAIL_SEND | accecn::ACE_FAIL_RECV) != 0 {
+                return 0;
+            }
+            return self.module_ect();
+        }
+        if self.cc.needs_ecn() && (self.ecn_ok || self.is_handshaking()) {
+            self.module_ect()
+        } else {
+            0
+        }
+    }
+
+    #[inline]
+    fn is_handshaking(&self) -> bool {
+        matches!(self.state, TcpState::SynSent | TcpState::SynReceived)
+    }
+
+    /// `tcp_ecn_received_counters` on a segment of an AccECN connection; a
+    /// change of codepoint asks for an immediate ACK.
+    pub(super) fn accecn_received(&mut self, ecn: u8, segs: u32, payload_len: u32) {
+        if ecn & crate::packet::ECN_MASK != 0 {
+            self.rcv.ecn_seen = true;
+        }
+        if self.accecn.received(ecn, segs, payload_len) {
+            self.rcv.ack_pending |= crate::tcp::rcv::ACK_NOW;
+        }
+    }
+
+    /// The AccECN option goes on every segment (`tcp_ecn_option` 2 or 3)
+    /// once the peer's was seen: data segments lose its aligned length
+    /// from the MSS (`tcp_current_mss`, sized by `tcp_options_fit_accecn`
+    /// without SACK blocks).
+    pub(super) fn accecn_update_mss(&mut self) {
+        let full = self.ecn_mode == EcnMode::AccEcn
+            && self.cfg.ecn_option >= 2
+            && self.accecn.saw_opt != accecn::OPT_NOT_SEEN
+            && (self.cfg.ecn_option >= 3 || self.accecn.fail_mode & accecn::OPT_FAIL_SEND == 0);
+        let len = if full {
+            let ts = if self.ts_ok {
+                TCPOLEN_TSTAMP_ALIGNED
+            } else {
+                0
+            };
+            let mut sacks = 0;
+            accecn::fit_accecn(0, accecn::MAX_TCP_OPTION_SPACE - ts, &mut sacks, None)
+                .map_or(0, |(_, size)| size)
+        } else {
+            0
+        };
+        if len != self.accecn_opt_len {
+            self.accecn_opt_len = len;
+            self.sync_mss();
+        }
     }
 
     /// `tcp_set_ca_state`.
@@ -956,13 +1067,13 @@ impl TcpEndpoint {
         } else {
             0
         };
-        let mut mss = mss.saturating_sub(opts).max(48);
+        let mut mss = mss.saturating_sub(opts + self.accecn_opt_len).max(48);
         // tcp_bound_to_half_wnd
         if self.max_window > TCP_MSS_DEFAULT && mss > self.max_window / 2 {
             mss = (self.max_window / 2).max(68 - 40);
         }
         self.mss_cache = mss;
-        self.cs.mss_cache = mss;
+        self.cs.mss_cache = mss + self.accecn_opt_len;
     }
 
     fn parse_syn_options(&mut self, syn: &TcpHeader) {

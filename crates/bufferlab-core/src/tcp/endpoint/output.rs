@@ -5,9 +5,10 @@
 //! validation (RFC 7661 as Linux does it) and the pacing rate.
 
 use super::{Segment, TcpEndpoint, TcpState, CLOCK_BASE_US};
-use crate::packet::{tcp_flags, TcpHeader, ETH_HEADER, IPV4_HEADER};
+use crate::packet::{tcp_flags, TcpHeader, ECN_ECT0, ETH_HEADER, IPV4_HEADER};
+use crate::tcp::accecn::{self, EcnMode};
 use crate::tcp::cc::{CaEvent, CaState, CcProfile};
-use crate::tcp::config::MAX_TCP_HEADER;
+use crate::tcp::config::{MAX_TCP_HEADER, TCPOLEN_TSTAMP_ALIGNED};
 use crate::tcp::recovery::{Seg, RETRANS};
 use crate::tcp::rtt::TCP_RTO_MIN;
 use crate::tcp::seq::{after, before};
@@ -211,6 +212,10 @@ impl TcpEndpoint {
         if gso_max == 0 {
             return 1;
         }
+        // tcp_tso_segs: a module's own burst size (Prague)
+        if let Some(segs) = self.cc.tso_segs(&self.cs) {
+            return segs.min(GSO_MAX_SEGS);
+        }
         let mut bytes = self.cs.pacing_rate >> SK_PACING_SHIFT;
         match self.cfg.profile {
             CcProfile::Lab2019 => bytes = bytes.min(gso_max - 1 - MAX_TCP_HEADER as u64),
@@ -342,34 +347,70 @@ impl TcpEndpoint {
             h.tsval = self.ts_now().wrapping_add(self.tsoffset);
             h.tsecr = self.ts_recent;
         }
-        if self.rcv.demand_cwr && !syn {
+        if self.ecn_mode == EcnMode::AccEcn && !syn {
+            self.accecn_header(&mut h);
+        } else if self.rcv.demand_cwr && !syn {
             h.flags |= tcp_flags::ECE;
         }
         h
     }
 
+    /// An AccECN connection's ACE and option on a segment after the SYNs
+    /// (`tcp_ecn_send` → `tcp_accecn_set_ace`; `tcp_established_options`
+    /// → `tcp_options_fit_accecn`; `tcp_options_write`).
+    fn accecn_header(&mut self, h: &mut TcpHeader) {
+        h.gso_accecn = true;
+        if std::mem::take(&mut self.accecn_reflect) {
+            // the handshake's last ACK reports the SYN-ACK's ECN field
+            h.set_ace(accecn::reflector_ace(self.accecn.syn_ect_rcv));
+        } else {
+            let ace = self.accecn.take_ace();
+            h.set_ace(ace);
+        }
+        let opt = self.cfg.ecn_option;
+        let a = &self.accecn;
+        let send = opt != 0
+            && a.saw_opt != accecn::OPT_NOT_SEEN
+            && (opt >= 3 || a.fail_mode & accecn::OPT_FAIL_SEND == 0)
+            && (opt >= 2 || a.opt_demand > 0);
+        if !send {
+            return;
+        }
+        let mut size = if h.ts { TCPOLEN_TSTAMP_ALIGNED } else { 0 };
+        if h.sack_len > 0 {
+            size += 4 + 8 * h.sack_len as u32;
+        }
+        let mut sacks = h.sack_len as u32;
+        let fit = accecn::fit_accecn(
+            a.minlen as u32,
+            accecn::MAX_TCP_OPTION_SPACE.saturating_sub(size),
+            &mut sacks,
+            None,
+        );
+        if let Some((fields, _)) = fit {
+            h.sack_len = sacks as u8;
+            h.accecn = a.option(fields, false);
+            self.accecn.option_sent();
+        }
+    }
+
     /// Stage a segment for IP and do the bookkeeping every transmission
     /// shares (`tcp_event_ack_sent`, counters).
-    pub(in crate::tcp) fn emit(&mut self, hdr: TcpHeader, payload_len: u32, ect: bool) {
+    pub(in crate::tcp) fn emit(&mut self, hdr: TcpHeader, payload_len: u32, ecn: u8) {
         if hdr.flags & tcp_flags::ACK != 0 {
             self.event_ack_sent();
         }
-        self.emit_no_ack_event(hdr, payload_len, ect);
+        self.emit_no_ack_event(hdr, payload_len, ecn);
     }
 
     /// [`Self::emit`] without `tcp_event_ack_sent` (DCTCP's special ACK).
-    pub(in crate::tcp) fn emit_no_ack_event(
-        &mut self,
-        hdr: TcpHeader,
-        payload_len: u32,
-        ect: bool,
-    ) {
+    pub(in crate::tcp) fn emit_no_ack_event(&mut self, hdr: TcpHeader, payload_len: u32, ecn: u8) {
         self.segs_out = self.segs_out.wrapping_add(1);
-        if self.gso_continue && self.append_to_skb(&hdr, payload_len, ect) {
+        if self.gso_continue && self.append_to_skb(&hdr, payload_len, ecn) {
             return;
         }
         self.out
-            .push_back(Segment::single(hdr, payload_len, ect, self.mss_cache));
+            .push_back(Segment::single(hdr, payload_len, ecn, self.mss_cache));
     }
 
     /// Add the next segment to the skb at the back of `out` if it continues
@@ -377,7 +418,7 @@ impl TcpEndpoint {
     /// codepoint, below the GSO segment cap. Flags a segmenting device would
     /// give the last piece (PSH, FIN) move to the aggregate; CWR stays with
     /// the first (net/ipv4/tcp_offload.c `tcp_gso_segment`).
-    pub(super) fn append_to_skb(&mut self, hdr: &TcpHeader, payload_len: u32, ect: bool) -> bool {
+    pub(super) fn append_to_skb(&mut self, hdr: &TcpHeader, payload_len: u32, ecn: u8) -> bool {
         let max_segs = self.tso_segs();
         let Some(skb) = self.out.back_mut() else {
             return false;
@@ -387,7 +428,7 @@ impl TcpEndpoint {
             && skb.payload_len == skb.gso_segs * skb.gso_size
             && skb.hdr.flags & (tcp_flags::SYN | tcp_flags::FIN) == 0
             && skb.hdr.seq.wrapping_add(skb.payload_len) == hdr.seq
-            && skb.ect == ect
+            && skb.ecn == ecn
             && skb.gso_segs < max_segs;
         if continues {
             skb.payload_len += payload_len;
@@ -485,11 +526,16 @@ impl TcpEndpoint {
             flags |= tcp_flags::PSH;
         }
         let mut hdr = self.build_header(seq, flags);
-        // tcp_ecn_send: new data is ECT(0) and carries a queued CWR; a bare
-        // FIN is ECT(0) only for a module that needs ECN
+        // tcp_ecn_send: new data of a classic ECN connection is ECT(0) and
+        // carries a queued CWR; a bare FIN is ECT only for a module that
+        // needs ECN; on an AccECN connection every packet is ECT
         let mut ect = self.ect_always();
-        if self.ecn_ok && len > 0 {
-            ect = true;
+        if self.ecn_mode == EcnMode::Rfc3168 && len > 0 {
+            ect = if self.cc.needs_ecn() {
+                self.module_ect()
+            } else {
+                ECN_ECT0
+            };
             if self.ecn_queue_cwr {
                 self.ecn_queue_cwr = false;
                 hdr.flags |= tcp_flags::CWR;
@@ -577,6 +623,7 @@ impl TcpEndpoint {
             let mut h = self.syn_header();
             if self.cfg.ecn_fallback {
                 h.flags &= !(tcp_flags::ECE | tcp_flags::CWR);
+                h.ae = false;
             }
             h
         } else {
@@ -606,9 +653,14 @@ impl TcpEndpoint {
 
     pub(super) fn syn_header(&mut self) -> TcpHeader {
         let mut h = self.build_header(self.iss, tcp_flags::SYN);
-        // tcp_ecn_send_syn: tcp_ecn = 1, or a module that needs ECN
-        if self.cfg.ecn == 1 || self.cc.needs_ecn() {
+        // tcp_ecn_send_syn: AccECN (AE, CWR, ECE) with tcp_ecn = 3 or a
+        // module that needs AccECN; classic ECN (CWR, ECE) with tcp_ecn 1
+        // or 4, or a module that needs ECN
+        let e = self.cfg.ecn;
+        let use_accecn = e == 3 || self.cc.needs_accecn();
+        if e == 1 || e == 4 || self.cc.needs_ecn() || use_accecn {
             h.flags |= tcp_flags::ECE | tcp_flags::CWR;
+            h.ae = use_accecn;
         }
         h
     }
@@ -619,8 +671,20 @@ impl TcpEndpoint {
         let xmit_us = self.now_us;
         self.wstamp_ns = self.wstamp_ns.max(self.now.as_nanos());
         self.segs_out = self.segs_out.wrapping_add(1);
-        // a module that needs ECN sends its SYN as ECT(0) (INET_ECN_xmit)
-        let ect = self.cc.needs_ecn();
+        // a module that needs ECN sends its SYN as ECT (INET_ECN_xmit)
+        let ect = if self.cc.needs_ecn() {
+            self.module_ect()
+        } else {
+            0
+        };
+        self.ecn_mode = if hdr.ae {
+            EcnMode::Pending
+        } else if hdr.flags & tcp_flags::ECE != 0 {
+            EcnMode::Rfc3168
+        } else {
+            EcnMode::Disabled
+        };
+        self.accecn.syn_ect_snt = ect;
         self.out.push_back(Segment::single(hdr, 0, ect, 0));
         // tcp_connect_queue_skb counts it before tcp_rate_skb_sent sees it
         self.sb.packets_out += 1;
@@ -640,15 +704,45 @@ impl TcpEndpoint {
     /// The SYN-ACK (`tcp_make_synack`).
     pub(super) fn send_synack(&mut self) {
         let mut hdr = self.build_header(self.iss, tcp_flags::SYN | tcp_flags::ACK);
-        if self.ecn_ok {
+        let first = self.synack_sent_us == 0;
+        if self.ecn_mode == EcnMode::AccEcn {
+            // tcp_ecn_make_synack: ACE reflects the SYN's ECN field; the
+            // option (zero counts) unless this is a retransmission
+            hdr.set_ace(accecn::reflector_ace(self.accecn.syn_ect_rcv));
+            if self.cfg.ecn_option != 0 && first {
+                let mut used = 4 + if hdr.wscale.is_some() { 4 } else { 0 };
+                if hdr.ts {
+                    used += TCPOLEN_TSTAMP_ALIGNED;
+                } else if hdr.sack_ok {
+                    used += 4;
+                }
+                let saving = if hdr.sack_ok && !hdr.ts {
+                    2
+                } else if hdr.wscale.is_some() {
+                    1
+                } else {
+                    0
+                };
+                let mut sacks = 0;
+                if let Some((fields, _)) = accecn::fit_accecn(
+                    0,
+                    accecn::MAX_TCP_OPTION_SPACE - used,
+                    &mut sacks,
+                    Some(saving),
+                ) {
+                    hdr.accecn = self.accecn.option(fields, true);
+                }
+            }
+        } else if self.ecn_ok {
             hdr.flags |= tcp_flags::ECE;
         }
-        if self.synack_sent_us == 0 {
+        if first {
             self.synack_sent_us = self.now_us.max(1);
         }
         self.segs_out = self.segs_out.wrapping_add(1);
         // the listener's ECT: set when its module needs ECN
-        let ect = self.cc.needs_ecn();
+        let ect = self.ect_always();
+        self.accecn.syn_ect_snt = ect;
         self.out.push_back(Segment::single(hdr, 0, ect, 0));
     }
 
@@ -789,7 +883,7 @@ impl TcpEndpoint {
 
     /// `tcp_update_pacing_rate` (non-BBR; docs/semantics/tcp.md §12).
     pub(in crate::tcp) fn update_pacing_rate(&mut self) {
-        let mut rate = self.mss_cache as u64 * ((1_000_000 / 100) << 3);
+        let mut rate = (self.mss_cache + self.accecn_opt_len) as u64 * ((1_000_000 / 100) << 3);
         let ratio = if self.cwnd() < self.cs.snd_ssthresh / 2 {
             200
         } else {

@@ -5,6 +5,7 @@
 //! proportional to what changed, not to the window.
 
 use crate::packet::{tcp_flags, TcpHeader};
+use crate::tcp::accecn::{self, EcnMode};
 use crate::tcp::cc::{AckSample, CaState};
 use crate::tcp::config::TCP_MAX_REORDERING;
 use crate::tcp::endpoint::{flag, Rexmit, TcpEndpoint};
@@ -78,7 +79,9 @@ impl TcpEndpoint {
         if has_sack {
             fl |= self.sacktag_write_queue(hdr, prior_snd_una, &mut st, &mut rs);
         }
-        if hdr.flags & tcp_flags::ECE != 0 && hdr.flags & tcp_flags::SYN == 0 && self.ecn_ok {
+        // tcp_ecn_rcv_ecn_echo: ECE means congestion only in classic mode
+        let rfc3168 = self.ecn_mode == EcnMode::Rfc3168;
+        if hdr.flags & tcp_flags::ECE != 0 && hdr.flags & tcp_flags::SYN == 0 && rfc3168 {
             fl |= flag::ECE;
         }
         if st.sack_delivered > 0 {
@@ -90,7 +93,7 @@ impl TcpEndpoint {
             self.in_ack_event(fl);
         }
         // tcp_ecn_accept_cwr: the sender has reduced; stop echoing
-        if hdr.flags & tcp_flags::CWR != 0 {
+        if hdr.flags & tcp_flags::CWR != 0 && rfc3168 {
             self.rcv.demand_cwr = false;
             if payload_len > 0 {
                 self.rcv.ack_pending |= crate::tcp::rcv::ACK_NOW;
@@ -100,6 +103,7 @@ impl TcpEndpoint {
         self.rcv_tstamp = self.jiffies();
         if prior_packets == 0 {
             // no_queue
+            self.accecn_process(hdr, delivered0, prior_snd_una, &st, &mut fl);
             if modern {
                 self.in_ack_event(fl);
             }
@@ -121,6 +125,7 @@ impl TcpEndpoint {
         );
         self.rack
             .update_reo_wnd(rs.prior_delivered, self.rate.delivered);
+        self.accecn_process(hdr, delivered0, prior_snd_una, &st, &mut fl);
         // [modern] (6.14+) tcp_in_ack_event after tcp_clean_rtx_queue
         if modern {
             self.in_ack_event(fl);
@@ -147,6 +152,67 @@ impl TcpEndpoint {
         self.cong_control(ack, delivered, fl, &rs);
         self.xmit_recovery();
         Ok(fl)
+    }
+
+    /// `tcp_accecn_process` (AccECN connections): the option's byte
+    /// counters, then the CE packets this ACK reports through ACE; they are
+    /// counted as `delivered_ce` and raise `FLAG_ECE` (CWR follows as for
+    /// classic ECE). Reordered ACKs (no forward progress) and the SYN's
+    /// ACK report nothing. Sets `ece_delta` for the rate sample (a classic
+    /// ECE ACK reports all it delivered, as the L4S kernels fill
+    /// `rs->ece_delta`).
+    fn accecn_process(
+        &mut self,
+        hdr: &TcpHeader,
+        delivered0: u32,
+        prior_snd_una: u32,
+        st: &SackTagState,
+        fl: &mut u32,
+    ) {
+        let delivered = self.rate.delivered.wrapping_sub(delivered0);
+        self.ece_delta = 0;
+        if self.ecn_mode != EcnMode::AccEcn {
+            if *fl & flag::ECE != 0 {
+                self.ece_delta = delivered;
+            }
+            return;
+        }
+        if *fl & flag::FORWARD_PROGRESS == 0 {
+            return;
+        }
+        let mss = self.mss_cache + self.accecn_opt_len;
+        let bytes = self
+            .snd_una
+            .wrapping_sub(prior_snd_una)
+            .wrapping_add(st.sack_delivered.wrapping_mul(self.mss_cache));
+        let old_ceb = self.accecn.delivered_ce_bytes();
+        let saw = self.accecn.saw_opt;
+        let valid = self
+            .accecn
+            .process_option(&hdr.accecn, bytes, self.bytes_sent);
+        if saw == accecn::OPT_NOT_SEEN && self.accecn.saw_opt != accecn::OPT_NOT_SEEN {
+            self.accecn_update_mss();
+        }
+        if *fl & flag::SYN_ACKED != 0 {
+            return;
+        }
+        if self.accecn.received_ce_pending >= accecn::ACE_MAX_DELTA {
+            self.rcv.ack_pending |= crate::tcp::rcv::ACK_NOW;
+        }
+        let d_ceb = self.accecn.delivered_ce_bytes().wrapping_sub(old_ceb);
+        let delta = accecn::ace_delta(
+            hdr.ace(),
+            self.rate.delivered_ce,
+            delivered,
+            valid,
+            d_ceb,
+            mss,
+        );
+        if delta > 0 {
+            self.rate.delivered_ce = self.rate.delivered_ce.wrapping_add(delta);
+            *fl |= flag::ECE;
+            self.ece_delta = delta;
+        }
     }
 
     /// `tcp_ack_is_dubious`.

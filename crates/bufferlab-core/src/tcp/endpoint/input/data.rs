@@ -217,11 +217,14 @@ impl TcpEndpoint {
     /// ECT or CE data segment (`CA_EVENT_ECN_IS_CE` / `_NO_CE`) and may
     /// take over ECE itself (DCTCP); a Not-ECT segment after ECT ones is
     /// probably a retransmission and is ACKed quickly.
+    /// On an AccECN connection (`tcp_data_ecn_check` of 6.18) only the
+    /// module's events remain: ACE reports the marks.
     fn data_ecn_check(&mut self, ecn: u8) {
         use crate::packet::{ECN_CE, ECN_MASK};
         if !self.ecn_ok {
             return;
         }
+        let rfc3168 = self.ecn_mode == crate::tcp::accecn::EcnMode::Rfc3168;
         match ecn & ECN_MASK {
             0 => {
                 if self.rcv.ecn_seen {
@@ -232,17 +235,21 @@ impl TcpEndpoint {
                 if self.cc.needs_ecn() {
                     self.ecn_ca_event(CaEvent::EcnIsCe);
                 }
-                if !self.rcv.demand_cwr {
+                if !self.rcv.demand_cwr && rfc3168 {
                     self.rcv.enter_quickack_mode(2);
                     self.rcv.demand_cwr = true;
                 }
-                self.rcv.ecn_seen = true;
+                if rfc3168 {
+                    self.rcv.ecn_seen = true;
+                }
             }
             _ => {
                 if self.cc.needs_ecn() {
                     self.ecn_ca_event(CaEvent::EcnNoCe);
                 }
-                self.rcv.ecn_seen = true;
+                if rfc3168 {
+                    self.rcv.ecn_seen = true;
+                }
             }
         }
     }

@@ -10,6 +10,7 @@
 //! conservative `min(delta, newly_acked_sacked)`; modern: RFC 6937's
 //! `SND.UNA advanced and nothing newly lost`, docs/semantics/tcp.md §9.4).
 
+use crate::tcp::accecn::EcnMode;
 use crate::tcp::cc::{usecs_to_jiffies, CaEvent, CaState, TCP_INFINITE_SSTHRESH};
 use crate::tcp::endpoint::{flag, Rexmit, TcpEndpoint, TcpState};
 use crate::tcp::rate::RateAcc;
@@ -172,7 +173,8 @@ impl TcpEndpoint {
         self.cs.prior_cwnd = self.cwnd();
         self.prr.start();
         self.cs.snd_ssthresh = self.cc_ssthresh();
-        if self.ecn_ok {
+        // tcp_ecn_queue_cwr: never in AccECN mode
+        if self.ecn_mode == EcnMode::Rfc3168 {
             self.ecn_queue_cwr = true;
         }
     }
@@ -325,7 +327,7 @@ impl TcpEndpoint {
         self.set_ca_state(CaState::Loss);
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = 0;
-        if self.ecn_ok {
+        if self.ecn_mode == EcnMode::Rfc3168 {
             self.ecn_queue_cwr = true;
         }
         // F-RTO (tcp_frto = 2) unless this is a repeated timeout mid-recovery
@@ -591,7 +593,8 @@ impl TcpEndpoint {
     pub(super) fn cong_control(&mut self, ack: u32, acked_sacked: u32, fl: u32, rs: &RateAcc) {
         if self.cc.has_cong_control() {
             self.cc_sync();
-            let r = rs.to_cc();
+            let mut r = rs.to_cc();
+            r.ece_delta = self.ece_delta;
             self.cc.cong_control(&mut self.cs, &r);
             self.rate.app_limited = self.cs.app_limited;
             return;

@@ -394,7 +394,7 @@ mod endpoint_tests {
             p.segs_from_b().next().unwrap().seg.hdr.flags & ece_cwr,
             tcp_flags::ECE
         );
-        assert!(p.data_from_a().all(|s| s.seg.ect));
+        assert!(p.data_from_a().all(|s| s.seg.ecn != 0));
         let i = p.a.info();
         assert_eq!(i.total_retrans, 0);
         // the sender set CWR on exactly two data segments: one per reduction

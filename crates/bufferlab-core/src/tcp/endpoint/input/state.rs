@@ -5,7 +5,8 @@
 //! (`tcp_init_transfer`, `tcp_init_buffer_space`, `tcp_sndbuf_expand`,
 //! `tcp_check_space`).
 
-use crate::packet::{tcp_flags, TcpHeader};
+use crate::packet::{tcp_flags, TcpHeader, ECN_CE, ECN_MASK};
+use crate::tcp::accecn::{self, EcnMode};
 use crate::tcp::config::{MAX_TCP_HEADER, SKB_SHINFO, SKB_STRUCT, TCP_TIMEWAIT};
 use crate::tcp::endpoint::{flag, TcpEndpoint, TcpState};
 use crate::tcp::seq::after;
@@ -17,7 +18,7 @@ impl TcpEndpoint {
     // =====================================================================
 
     /// `tcp_rcv_synsent_state_process` for the active opener.
-    pub(in crate::tcp) fn rcv_synsent(&mut self, hdr: &TcpHeader, payload_len: u32) {
+    pub(in crate::tcp) fn rcv_synsent(&mut self, hdr: &TcpHeader, payload_len: u32, ecn: u8) {
         let f = hdr.flags;
         if f & tcp_flags::ACK != 0 {
             // the ACK must cover exactly our SYN
@@ -37,11 +38,10 @@ impl TcpEndpoint {
             if self.ts_ok {
                 self.ts_recent = hdr.tsval;
             }
-            // tcp_ecn_send_syn asked when tcp_ecn = 1 or the module needs
-            // ECN; tcp_ecn_rcv_synack keeps it if the answer is ECE without CWR
-            self.ecn_ok = (self.cfg.ecn == 1 || self.cc.needs_ecn())
-                && f & tcp_flags::ECE != 0
-                && f & tcp_flags::CWR == 0;
+            // tcp_ecn_rcv_synack: what the SYN asked (send_syn's mode) and
+            // the answer's ACE decide the mode
+            self.ecn_mode = self.rcv_synack_ecn(hdr, ecn);
+            self.ecn_ok = self.ecn_mode != EcnMode::Disabled;
             if !self.wscale_ok {
                 self.rcv.rcv_wscale = 0;
                 self.rcv.window_clamp = self.rcv.window_clamp.min(65535);
@@ -54,6 +54,7 @@ impl TcpEndpoint {
             self.snd_wnd = hdr.window as u32;
             self.snd_wl1 = hdr.seq;
             self.max_window = self.snd_wnd;
+            self.accecn_update_mss();
             self.sync_mss();
             self.rcv.initialize_rcv_mss(self.advmss, self.mss_cache);
             // tcp_try_undo_spurious_syn: the SYN-ACK echoes the first SYN
@@ -67,12 +68,95 @@ impl TcpEndpoint {
             // tcp_ack(sk, skb, FLAG_SLOWPATH): acknowledges the SYN, first RTT sample
             let _ = self.tcp_ack(hdr, 0, flag::SLOWPATH);
             self.finish_connect();
-            // the handshake's ACK goes out at once, then any queued data
+            // the handshake's ACK goes out at once (on AccECN reflecting the
+            // SYN-ACK's ECN field), then any queued data
+            self.accecn_reflect = self.ecn_mode == EcnMode::AccEcn;
             self.send_ack();
             self.push_pending_frames(false);
             let _ = payload_len;
         } else if f & tcp_flags::SYN != 0 && f & tcp_flags::RST == 0 {
             // simultaneous open: not modelled
+        }
+    }
+
+    /// `tcp_ecn_rcv_synack` (include/net/tcp_ecn.h; RFC 9768 Table 2): the
+    /// mode from what the SYN asked and the SYN-ACK's ACE. An AccECN
+    /// request answered 000 or 111 gets no ECN, 001 or 101 classic ECN
+    /// (none for a module that refuses it, Prague's
+    /// `TCP_CONG_NO_FALLBACK_RFC3168`), anything else AccECN; a classic
+    /// request keeps ECN on ECE without CWR.
+    fn rcv_synack_ecn(&mut self, hdr: &TcpHeader, ecn: u8) -> EcnMode {
+        let f = hdr.flags;
+        match self.ecn_mode {
+            EcnMode::Rfc3168 if f & tcp_flags::ECE != 0 && f & tcp_flags::CWR == 0 => {
+                EcnMode::Rfc3168
+            }
+            EcnMode::Pending => match hdr.ace() {
+                0b000 | 0b111 => EcnMode::Disabled,
+                0b001 | 0b101 if self.cc.no_fallback_rfc3168() => EcnMode::Disabled,
+                0b001 | 0b101 => EcnMode::Rfc3168,
+                ace => {
+                    let a = &mut self.accecn;
+                    a.syn_ect_rcv = ecn & ECN_MASK;
+                    if hdr.accecn.present() && a.saw_opt < accecn::OPT_COUNTER_SEEN {
+                        a.saw_opt = accecn::option_init(&hdr.accecn);
+                        if a.saw_opt == accecn::OPT_FAIL_SEEN {
+                            a.fail_mode |= accecn::OPT_FAIL_RECV;
+                        }
+                        a.opt_demand = 2;
+                    }
+                    if ecn & ECN_MASK == ECN_CE && self.validate_syn_feedback(ace) {
+                        let a = &mut self.accecn;
+                        a.received_ce += 1;
+                        a.received_ce_pending += 1;
+                    }
+                    EcnMode::AccEcn
+                }
+            },
+            _ => EcnMode::Disabled,
+        }
+    }
+
+    /// `tcp_accecn_validate_syn_feedback`: with `tcp_ecn_fallback`, a
+    /// reflected ECN field our SYN (SYN-ACK) could not have turned into
+    /// marks ACE as broken: we send Not-ECT from then on.
+    fn validate_syn_feedback(&mut self, ace: u8) -> bool {
+        if !self.cfg.ecn_fallback {
+            return true;
+        }
+        let seen = accecn::extract_syn_ect(ace);
+        if !accecn::ect_transition_valid(self.accecn.syn_ect_snt, seen) {
+            self.accecn.fail_mode |= accecn::ACE_FAIL_RECV;
+            return false;
+        }
+        true
+    }
+
+    /// `tcp_accecn_third_ack` (RFC 9768 Table 4): the listener checks the
+    /// handshake's last ACK, which reflects the SYN-ACK's ECN field.
+    fn accecn_third_ack(&mut self, hdr: &TcpHeader, payload_len: u32) {
+        // tcp_create_openreq_child: the ACK's option tells whether the
+        // client sends options (`tcp_accecn_saw_opt_fail_recv`)
+        if hdr.accecn.present() {
+            let saw = accecn::option_init(&hdr.accecn);
+            self.accecn.saw_opt = saw;
+            if saw == accecn::OPT_FAIL_SEEN {
+                self.accecn.fail_mode |= accecn::OPT_FAIL_RECV;
+            }
+            self.accecn_update_mss();
+        }
+        match hdr.ace() {
+            0 => self.accecn.fail_mode |= accecn::ACE_FAIL_RECV,
+            0b111 | 0b101 | 0b001 => {}
+            ace => {
+                if payload_len == 0
+                    && self.validate_syn_feedback(ace)
+                    && accecn::extract_syn_ect(ace) == ECN_CE
+                    && self.rate.delivered_ce == 0
+                {
+                    self.rate.delivered_ce += 1;
+                }
+            }
         }
     }
 
@@ -197,6 +281,9 @@ impl TcpEndpoint {
                 return;
             }
             self.establish_passive(hdr);
+            if self.ecn_mode == EcnMode::AccEcn {
+                self.accecn_third_ack(hdr, payload_len);
+            }
         }
         let acceptable = self.tcp_ack(hdr, payload_len, flags).is_ok();
         if !acceptable {
