@@ -31,7 +31,7 @@
 
 use super::conns::{sock_field, ConnTable};
 use super::sockets::diag::ListenerTcp;
-use super::sockets::{PortKind, PortView, SocketHandle, LISTEN_MAX};
+use super::sockets::{PortKind, SocketHandle, LISTEN_MAX};
 use super::tcp::{for_host, is_syn, TcpSpec};
 use super::{parse_addr, AppCtx, Application, Lifetime, ResultCtx, Sockets};
 use crate::error::{Error, Result};
@@ -536,23 +536,10 @@ impl Application for FlowsServer {
 
     fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
-        ctx.sockets
-            .bind(Proto::Tcp, self.port, ctx.id)
-            .map_err(|_| {
-                Error::App(format!(
-                    "TCP port {} is already in use on this host",
-                    self.port
-                ))
-            })?;
-        ctx.sockets.add_view(PortView {
-            port: self.port,
-            owner: ctx.id,
-            kind: PortKind::Listen {
-                backlog: LISTEN_MAX,
-            },
-            v6: false,
-        });
-        Ok(())
+        let listen = PortKind::Listen {
+            backlog: LISTEN_MAX,
+        };
+        ctx.bind_server(Proto::Tcp, self.port, listen)
     }
 
     fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {

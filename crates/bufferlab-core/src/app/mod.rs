@@ -303,6 +303,25 @@ impl AppCtx<'_> {
     }
 }
 
+impl AppCtx<'_> {
+    /// A server's port: bound to this application (an error naming it when
+    /// another holds it) and shown to `ss` as `kind`, an AF_INET socket on
+    /// the wildcard address (a listener, an unconnected UDP socket).
+    pub fn bind_server(&mut self, proto: Proto, port: u16, kind: sockets::PortKind) -> Result<()> {
+        self.sockets.bind(proto, port, self.id).map_err(|_| {
+            let name = proto.name().to_uppercase();
+            Error::App(format!("{name} port {port} is already in use on this host"))
+        })?;
+        self.sockets.add_view(sockets::PortView {
+            port,
+            owner: self.id,
+            kind,
+            v6: false,
+        });
+        Ok(())
+    }
+}
+
 /// TCP through the node's socket table (app/sockets): connections are
 /// created, found and flushed here, and the application keeps their handles.
 impl AppCtx<'_> {

@@ -4,7 +4,7 @@
 
 use super::conns::ConnTable;
 use super::sockets::diag::ListenerTcp;
-use super::sockets::{PortKind, PortView, SocketHandle, LISTEN_MAX};
+use super::sockets::{PortKind, SocketHandle, LISTEN_MAX};
 use super::tcp::{for_host, is_syn, TcpSpec};
 use super::{AppCtx, Application, ResultCtx, Sockets};
 use crate::error::{Error, Result};
@@ -110,14 +110,6 @@ impl Application for Sink {
 
     fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
-        let proto = self.ip_proto();
-        ctx.sockets.bind(proto, self.port, ctx.id).map_err(|_| {
-            let name = proto.name().to_uppercase();
-            Error::App(format!(
-                "{name} port {} is already in use on this host",
-                self.port
-            ))
-        })?;
         // an AF_INET socket bound to the wildcard (bufferlab's own tool)
         let kind = match self.proto {
             SinkProto::Tcp => PortKind::Listen {
@@ -125,13 +117,7 @@ impl Application for Sink {
             },
             SinkProto::Udp => PortKind::Udp { peer: None },
         };
-        ctx.sockets.add_view(PortView {
-            port: self.port,
-            owner: ctx.id,
-            kind,
-            v6: false,
-        });
-        Ok(())
+        ctx.bind_server(self.ip_proto(), self.port, kind)
     }
 
     fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {

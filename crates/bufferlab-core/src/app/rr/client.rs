@@ -339,7 +339,7 @@ impl Application for RrClient {
             self.finish(ctx, None);
             if let Some(h) = self.sock {
                 let now = ctx.now;
-                        ctx.tcp_mut(h).ep.close(now);
+                ctx.tcp_mut(h).ep.close(now);
                 ctx.flush(h, self.tos);
             }
             self.release(ctx);

@@ -209,7 +209,10 @@ fn one() -> u64 {
 pub struct RrServerSpec {
     pub port: u16,
     pub proto: RrProto,
+    /// a TCP server's `listen()` backlog (`ss -l`'s Send-Q, capped at
+    /// `somaxconn`); none: `INT_MAX`, as bufferlab's own listeners ask
+    #[serde(default)]
+    pub backlog: Option<u32>,
     #[serde(default)]
     pub tcp: TcpSpec,
 }
-

@@ -4,7 +4,7 @@
 use super::{Exchange, RrProto, RrServerSpec, UNBOUNDED};
 use crate::app::conns::{sock_field, ConnTable};
 use crate::app::sockets::diag::ListenerTcp;
-use crate::app::sockets::{PortKind, PortView, SocketHandle, LISTEN_MAX};
+use crate::app::sockets::{PortKind, SocketHandle, LISTEN_MAX};
 use crate::app::tcp::{for_host, is_syn, TcpSpec};
 use crate::app::{AppCtx, Application, ResultCtx, Sockets};
 use crate::error::{Error, Result};
@@ -62,6 +62,7 @@ struct ServedRecord {
 pub struct RrServer {
     port: u16,
     proto: RrProto,
+    backlog: u32,
     cfg: Arc<TcpConfig>,
     rng: ComponentRng,
     conns: ConnTable<Served>,
@@ -193,6 +194,7 @@ impl Application for RrServer {
     fn new(spec: RrServerSpec, mut rng: ComponentRng) -> Result<RrServer> {
         Ok(RrServer {
             port: spec.port,
+            backlog: spec.backlog.unwrap_or(LISTEN_MAX),
             proto: spec.proto,
             cfg: Arc::new(spec.tcp.config(rng.next_u64(), 0)?),
             rng,
@@ -210,27 +212,13 @@ impl Application for RrServer {
 
     fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
-        let proto = self.proto.ip();
-        ctx.sockets.bind(proto, self.port, ctx.id).map_err(|_| {
-            Error::App(format!(
-                "{} port {} is already in use on this host",
-                proto.name().to_uppercase(),
-                self.port
-            ))
-        })?;
         let kind = match self.proto {
             RrProto::Tcp => PortKind::Listen {
-                backlog: LISTEN_MAX,
+                backlog: self.backlog,
             },
             RrProto::Udp => PortKind::Udp { peer: None },
         };
-        ctx.sockets.add_view(PortView {
-            port: self.port,
-            owner: ctx.id,
-            kind,
-            v6: false,
-        });
-        Ok(())
+        ctx.bind_server(self.proto.ip(), self.port, kind)
     }
 
     fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
@@ -392,7 +380,6 @@ impl Application for RrServer {
         self.cfg = Arc::new(spec.config(self.cfg.seed, 0)?);
         Ok(())
     }
-
 
     fn listener_tcp(&self) -> Option<ListenerTcp> {
         (self.proto == RrProto::Tcp).then(|| ListenerTcp::of(&self.cfg))

@@ -37,6 +37,7 @@ fn server(proto: RrProto) -> App {
             RrServerSpec {
                 port: PORT,
                 proto,
+                backlog: None,
                 tcp: TcpSpec::default(),
             },
             ComponentRng::new(3, "server"),
@@ -49,8 +50,8 @@ fn server(proto: RrProto) -> App {
 fn run(spec: RrClientSpec, delay_ms: u64, until_ms: u64) -> Wire {
     let proto = spec.proto;
     let c = App::RrClient(RrClient::new(spec, ComponentRng::new(7, "client")).unwrap());
-    let mut wire = Wire::new(vec![c, server(proto)], SimDuration::from_millis(delay_ms))
-        .with_rate(50_000_000);
+    let mut wire =
+        Wire::new(vec![c, server(proto)], SimDuration::from_millis(delay_ms)).with_rate(50_000_000);
     wire.start(1);
     wire.start(0);
     wire.run_until(at_ms(until_ms));
@@ -253,8 +254,8 @@ fn udp_rr_gives_up_on_a_lost_reply_after_its_timeout() {
     spec.timeout_ns = Some(100 * MS);
     let c = App::RrClient(RrClient::new(spec, ComponentRng::new(7, "client")).unwrap());
     let mut lost = false;
-    let mut wire = Wire::new(vec![c, server(RrProto::Udp)], SimDuration::from_millis(5))
-        .with_loss(move |p| {
+    let mut wire =
+        Wire::new(vec![c, server(RrProto::Udp)], SimDuration::from_millis(5)).with_loss(move |p| {
             // lose the server's third reply
             let third = p.src_port == PORT && p.seq & 0xFFFF_FFFF == 2 && !lost;
             lost |= third;
