@@ -310,3 +310,69 @@ def test_an_unsupported_option_is_positioned_in_the_scenario(write_scenario, cap
     assert main(["check", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}:11:13: error: ss: option -p (the processes' file descriptors) is not supported yet" in err
+
+
+# ---------------------------------------------------------------- request/response applications
+
+SERVICES = [
+    "h2: netserver",
+    "h2: irtt server &",
+    "h2: python3 -m http.server 8000 &",
+    "h1: netperf -H 10.0.0.2 -t TCP_RR -l 2 > rr.txt &",
+    "h1: irtt client -Q -o irtt.json -d 2s -i 100ms 10.0.0.2 &",
+    "h1: sleep 1; ss -tan > t.txt; ss -uan > u.txt",
+    "h2: sleep 1; ss -tln > tl.txt; ss -uan > u.txt; ss -tn > t.txt; ss -s > sum.txt; nstat -az > nstat.txt",
+    "h1: sleep 1.5; curl -s -o index.html http://10.0.0.2:8000/ ; ss -tan > after.txt",
+]
+
+
+def _rows(path: Path) -> list[list[str]]:
+    return [ln.split() for ln in path.read_text().splitlines()[1:]]
+
+
+def test_the_request_response_applications_sockets(write_scenario, tmp_path):
+    """netserver, irtt and http.server (app/rr/) list their sockets as the real tools' do:
+    the servers' listeners and UDP sockets, netperf's TCP_RR connection (to netserver's port:
+    its control connection is not modelled), irtt's connected UDP socket, a fetch's connection
+    closing after curl exited."""
+    body = ",\n".join(f"  {json.dumps(c)}" for c in SERVICES)
+    path = write_scenario(f'name = "t"\nseed = 1\n[sim]\nprofile = "modern"\n{TWO_HOSTS}\n[[part]]\n'
+                          f'name = "p"\ncmds = [\n{body},\n]\n')
+    assert main(["run", "--no-progress", "--no-report", "-q", "-o", str(tmp_path / "out"), str(path)]) == 0
+    h1, h2 = tmp_path / "out" / "t" / "p" / "h1", tmp_path / "out" / "t" / "p" / "h2"
+    # listeners: netserver's backlog INT_MAX capped at somaxconn 4096, http.server's 5
+    assert _rows(h2 / "tl.txt") == [["LISTEN", "0", "4096", "0.0.0.0:12865", "0.0.0.0:*"],
+                                    ["LISTEN", "0", "5", "0.0.0.0:8000", "0.0.0.0:*"]]
+    assert [r[:5] for r in _rows(h2 / "u.txt")] == [["UNCONN", "0", "0", "0.0.0.0:12865", "0.0.0.0:*"],
+                                                   ["UNCONN", "0", "0", "0.0.0.0:2112", "0.0.0.0:*"]]
+    (conn,) = _rows(h2 / "t.txt")
+    assert conn[0] == "ESTAB" and conn[3] == "10.0.0.2:12865" and conn[4].startswith("10.0.0.1:")
+    client = _rows(h1 / "t.txt")
+    assert [(r[0], r[3], r[4]) for r in client] == [("ESTAB", conn[4], "10.0.0.2:12865")]
+    (irtt,) = _rows(h1 / "u.txt")
+    assert irtt[0] == "ESTAB" and irtt[4] == "10.0.0.2:2112"
+    # at 2.5 s netperf's test is over (its connection gone: the model keeps no TIME-WAIT) and
+    # curl has just exited at the response's last byte: its socket closes in the background
+    (fetch,) = _rows(h1 / "after.txt")
+    assert (fetch[0], fetch[2], fetch[4]) == ("FIN-WAIT-1", "1", "10.0.0.2:8000"), "Send-Q: the FIN"
+    # ss -s: the five sockets (2 TCP listeners, 1 connection, 2 UDP), as iproute2 6.9 prints them
+    assert (h2 / "sum.txt").read_text() == (
+        "Total: 5\n"
+        "TCP:   3 (estab 1, closed 0, orphaned 0, timewait 0)\n"
+        "\n"
+        "Transport Total     IP        IPv6\n"
+        "RAW\t  0         0         0        \n"
+        "UDP\t  2         2         0        \n"
+        "TCP\t  3         3         0        \n"
+        "INET\t  5         5         0        \n"
+        "FRAG\t  0         0         0        \n"
+        "\n"
+    )
+    # nstat -az: every counter, zeros too, in nstat's %-32s%-16llu%6.1f layout
+    lines = (h2 / "nstat.txt").read_text().splitlines()
+    assert lines[0] == "#kernel" and len(lines) > 100
+    assert all(len(ln) == 32 + 16 + 6 and ln.endswith("   0.0") for ln in lines[1:]), lines[:5]
+    values = {ln[:32].rstrip(): int(ln[32:48]) for ln in lines[1:]}
+    assert values["TcpPassiveOpens"] >= 1 and values["UdpInDatagrams"] >= 10
+    assert values["TcpExtTCPTimeouts"] == 0
+    assert "TcpCurrEstab" not in values, "nstat leaves out its useless numbers"
