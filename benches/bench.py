@@ -12,6 +12,9 @@ Workloads (h1,h2 -- s1 -- s2 -- h3; `netem delay 20ms` root of s1-eth2 with a
   of wall time with GSO aggregates (the default, as on a Mininet VM);
   `--gso off` runs it with one packet record per segment (and then needs
   netem `limit 100000`, which the workload adds, to carry 1 Gbit/s × 20 ms).
+- `flows`: `iperf3 -P 32` through the same netem + tbf with a flow-queueing
+  leaf under the tbf (`--leaf fq_codel|fq|sfq|fq_pie|cake`), the cost of a
+  qdisc that keeps per-flow state; reference: the same run with `--leaf pfifo`.
 
 Prints wall time, the simulated/wall ratio, data packets per wall second,
 packet-hops per wall second (one hop = one packet handed to a wire), events
@@ -72,7 +75,20 @@ cmds = [
   "h2: ping 10.0.0.3 -c {seconds}",
 ]
 """
-WORKLOADS = {"udp": UDP, "lab14": LAB14}
+FLOWS = """
+name = "bench: 32 flows through a flow-queueing leaf"
+seed = 1
+{topology}[[part]]
+name = "run"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms{netem_limit}",
+  "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 1gbit burst 500000 limit 26214400",
+  "admin: tc qdisc add dev s1-eth2 parent 2: handle 3: {leaf}",
+  "h3: iperf3 -s",
+  "h1: iperf3 -c 10.0.0.3 -P 32 -t {seconds}",
+]
+"""
+WORKLOADS = {"udp": UDP, "lab14": LAB14, "flows": FLOWS}
 #: --observe: packet capture and/or exact queue trace of the bottleneck (s1-eth2)
 OBSERVE = {
     "none": "",
@@ -82,13 +98,14 @@ OBSERVE = {
 OBSERVE["both"] = OBSERVE["capture"] + OBSERVE["trace"]
 
 
-def once(workload: str, seconds: int, observe: str = "none", gso: bool = True) -> dict[str, float]:
+def once(workload: str, seconds: int, observe: str = "none", gso: bool = True,
+         leaf: str = "fq_codel") -> dict[str, float]:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "bench.toml"
         sim = "" if gso else "[sim]\ngso = false\n"
         text = WORKLOADS[workload].format(
             seconds=seconds, topology=sim + TOPOLOGY + OBSERVE[observe],
-            netem_limit="" if gso else " limit 100000",
+            netem_limit="" if gso else " limit 100000", leaf=leaf,
         )
         path.write_text(text)
         runner = Runner(load_scenario(path), Path(d) / "results", progress=False)
@@ -117,8 +134,9 @@ def main() -> None:
                     help="also capture (pcap, snaplen 128) and/or trace the bottleneck queue")
     ap.add_argument("--gso", choices=("on", "off"), default="on",
                     help="TSO/GSO aggregates (on, as on a Mininet VM) or one record per segment")
+    ap.add_argument("--leaf", default="fq_codel", help="the flows workload's leaf qdisc (default fq_codel)")
     args = ap.parse_args()
-    runs = [once(args.workload, args.seconds, args.observe, args.gso == "on") for _ in range(args.repeat)]
+    runs = [once(args.workload, args.seconds, args.observe, args.gso == "on", args.leaf) for _ in range(args.repeat)]
     wall = statistics.median(r["wall_s"] for r in runs)
     r = runs[0]
     hops_per_s = r["hops"] / wall
@@ -133,9 +151,13 @@ def main() -> None:
     if args.workload == "udp":
         ratio = hops_per_s / TARGET_HOPS_PER_S
         print(f"ratio to target      {ratio:.2f} (target {TARGET_HOPS_PER_S / 1e6:.0f} M hops/s)")
-    else:
+    elif args.workload == "lab14":
         ratio = TARGET_LAB14_WALL_S / wall
         print(f"ratio to target      {ratio:.2f} (target {TARGET_LAB14_WALL_S:.0f} s wall for 90 s)")
+    else:
+        base = statistics.median(once("flows", args.seconds, args.observe, args.gso == "on", "pfifo")["wall_s"]
+                                 for _ in range(args.repeat))
+        print(f"ratio to pfifo       {wall / base:.2f} ({base:.3f} s wall with a pfifo leaf)")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ from bufferlab.commands.tc.registry import KNOWN_UNMODELLED_QDISCS, MODELLED_QDI
 from bufferlab.errors import CommandError, Diagnostics
 from bufferlab.profile import PROFILES
 
+ROOT = Path(__file__).resolve().parents[1]
+
 LAB2019 = PROFILES["lab2019"]
 MODERN = PROFILES["modern"]
 
@@ -315,3 +317,36 @@ def test_fq_maxrate_paces_a_tcp_sender(tmp_path: Path):
     # TSQ's stand-in: the socket goes at fq's rate, nothing is dropped at flow_limit
     assert "(dropped 0," in out and "flows_plimit" not in out, out
     assert res["end"]["sum_sent"]["retransmits"] == 0
+
+
+@pytest.fixture(scope="module")
+def pacing_lesson(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """scenarios/bbr-fq-pacing.toml's results per part: (iperf3 row, ping row, bottleneck row)."""
+    out = tmp_path_factory.mktemp("pacing")
+    summary = run_scenario(load_scenario(ROOT / "scenarios/bbr-fq-pacing.toml"), results_root=out,
+                           progress=False)
+    return {p["name"]: p["results"] for p in summary["parts"]}
+
+
+def test_lesson_fq_paces_cubic_and_leaves_bbr_as_it_was(pacing_lesson: dict[str, dict]) -> None:
+    def flow(part: str) -> tuple[float, int, float]:
+        r = pacing_lesson[part]
+        (tcp,), (ping,) = r["iperf3"], r["ping"]
+        return tcp["goodput_mbps"], tcp["retransmits"], ping["max_ms"]
+
+    rates = {part: flow(part) for part in ("cubic", "cubic-fq", "bbr", "bbr-fq")}
+    print(rates)
+    for part, (goodput, _, worst) in rates.items():
+        assert 70 < goodput <= 100, (part, goodput)  # a 100 Mbit/s bottleneck, kept busy
+        assert worst >= 20.0, (part, worst)  # never below the 20 ms of netem
+    (cubic, cubic_rtx, cubic_worst), (paced, paced_rtx, paced_worst) = rates["cubic"], rates["cubic-fq"]
+    # fq paces CUBIC: its slow-start bursts stop overflowing the 1/8-BDP buffer
+    assert paced_rtx < 0.6 * cubic_rtx, (cubic_rtx, paced_rtx)
+    assert paced_worst < cubic_worst - 5, (cubic_worst, paced_worst)
+    assert paced >= cubic, (cubic, paced)
+    # BBR paces itself without fq: fq changes its goodput by < 2 % and its losses by < 30 %
+    (bbr, bbr_rtx, _), (bbr_fq, bbr_fq_rtx, _) = rates["bbr"], rates["bbr-fq"]
+    assert abs(bbr - bbr_fq) < 0.02 * bbr, (bbr, bbr_fq)
+    assert abs(bbr_rtx - bbr_fq_rtx) < 0.3 * bbr_rtx, (bbr_rtx, bbr_fq_rtx)
+    # BBRv1 with cwnd 2 BDP over a buffer of 1/8 BDP loses far more than CUBIC does
+    assert bbr_rtx > 10 * cubic_rtx, (bbr_rtx, cubic_rtx)

@@ -74,8 +74,8 @@ def test_short_campaign_200_checks_5_runs(tmp_path: Path) -> None:
     assert _unexpected(out) == []
 
 
-@pytest.mark.parametrize(("target", "n"), [("sweep", 40), ("sweep-run", 4), ("script", 6), ("mn", 6),
-                                           ("mnfile", 100), ("results", 6)])
+@pytest.mark.parametrize(("target", "n"), [("sweep", 40), ("sweep-run", 4), ("script", 3), ("mn", 6),
+                                           ("mnfile", 100), ("results", 3)])
 def test_short_campaign_of_each_other_entry_point(tmp_path: Path, target: str, n: int) -> None:
     """CI's budget of tools/fuzz_inputs.py (issue 30): a few seconds of each fuzzer; every input
     classified, none bad (no traceback, hang, leftover process, file changed outside the

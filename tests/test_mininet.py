@@ -485,14 +485,42 @@ def test_bufferlab_keeps_the_real_clock_when_installed_inside_the_scripts_folder
     (["--link", "tc,max_queue_size=0"], "max_queue_size=0: a queue of 0 packets drops every packet"),
     (["--link", "tc,max_queue_size=1.5"], "max_queue_size=1.5: not a packet count"),
     (["--topo", "single,3,4"], "positional arguments but 3 were given; expected single,N (N hosts"),
-    # tools/fuzz_inputs.py (campaign 5): a TCLink option's error named the interface, not --link
+    # tools/fuzz_inputs.py (campaign 5): a TCLink option's error named the interface, not --link;
+    # a tree 5000 levels deep was a RecursionError, a topology of 10¹¹ hosts never ended
     (["--link", "tc,jitter=3"], "--link tc,jitter=3: h1-eth0: jitter=3: expected a string with a unit"),
+    (["--topo", "tree,depth=5000,fanout=1"], "--topo tree,depth=5000,fanout=1: a tree 5000 levels deep; at most"),
+    (["--topo", "single,100000000000"], "--topo single,100000000000: more than 10,000 hosts and switches"),
+    (["--topo", "tree,3,40"], "--topo tree,3,40: more than 10,000 hosts and switches"),
 ])
 def test_mn_arguments_say_what_is_wrong(results: Path, capsys: pytest.CaptureFixture[str], args: list[str],
                                         message: str) -> None:
     assert main(["mn", *args, "--test", "pingall", "-o", str(results)]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_mn_iperf_test_needs_two_hosts(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tools/fuzz_inputs.py (campaign 5): `--topo single,1 --test iperf` ran the server and the
+    client on h1 ("sendCmd while a command still runs"), an error naming neither argument."""
+    assert main(["mn", "--topo", "single,1", "--test", "iperf", "-o", str(results)]) == 2
+    assert "--test iperf: needs two hosts; --topo single,1 has 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"import os\nx = 1\x00\n", ":2: error: a NUL byte, which Python source cannot hold"),
+    (b"import os\n# \x80\n", ":2: error: not utf-8 text: byte 0x80 at byte offset 12"),
+    (b"# -*- coding: nope -*-\nx = 1\n", ":1: error: unknown encoding: nope"),
+])
+def test_a_script_python_cannot_read_is_an_error_at_its_line(tmp_path: Path, results: Path,
+                                                            capsys: pytest.CaptureFixture[str], content: bytes,
+                                                            message: str) -> None:
+    """tools/fuzz_inputs.py (campaign 5): a NUL byte or a byte that is not UTF-8 in a script made
+    runpy raise with bufferlab's frames and no place (a traceback)."""
+    script = tmp_path / "bad.py"
+    script.write_bytes(content)
+    assert main(["mininet", "-o", str(results), str(script)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{script}{message}") and "Traceback" not in err, err
 
 
 def test_a_syntax_error_in_a_script_is_printed_as_python_prints_it(tmp_path: Path, results: Path,

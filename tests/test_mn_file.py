@@ -190,6 +190,10 @@ def _two_links(doc):
     (lambda doc: doc.update(links=[]), "no host of the drawing is linked to the network"),
     (_two_links,
      "the drawing converts to a scenario bufferlab refuses: h3's interface h3-eth1 needs an address"),
+    (lambda doc: doc["hosts"][0]["opts"].update(nodeNum=float("-inf")),
+     "host 'h1': nodeNum -inf is not an integer"),  # json.dumps writes -Infinity; int() overflowed
+    (lambda doc: (doc["hosts"][0].update(number=float("inf")), doc["hosts"][0]["opts"].pop("nodeNum")),
+     "host 'h1': number inf is not an integer"),
     (lambda doc: doc["links"][2]["opts"].update(max_queue_size=2**71),
      "the drawing converts to a scenario bufferlab refuses: link s1-s2: its options give the invalid tc "
      "line"),

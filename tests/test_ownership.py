@@ -639,3 +639,19 @@ def test_a_prev_folder_bufferlab_did_not_write_is_left_alone(tmp_path, capsys):
     assert _run(sc, out) == 2  # now the run would move its previous folder there: refused
     assert f"error: {out / 'own.prev'}: is a folder bufferlab did not write" in capsys.readouterr().err
     assert _tree(out / "own.prev") == {"mine.txt": "mine\n"} and (out / "own" / "summary.json").is_file()
+
+
+def test_a_signal_while_taking_the_lock_leaves_no_lock_file(tmp_path, monkeypatch):
+    """tools/fuzz_signals.py (campaign 5): SIGTERM while acquire wrote the holder's line (after
+    its flock) left .<name>.lock behind: the lock was registered only once written."""
+    from bufferlab import results_folder
+    from bufferlab.run.scheduler import Interrupted
+
+    def interrupted() -> str:
+        raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(results_folder, "_command", interrupted)
+    with pytest.raises(Interrupted):
+        results_folder.acquire(tmp_path / "lab")
+    results_folder.release_all()
+    assert not lock_path(tmp_path / "lab").exists()

@@ -9,7 +9,7 @@ the same size, and the console stays free of errors.
 
 Uses the Debian chromium (/usr/bin/chromium, installed by .ci/run) through the
 playwright Python package (the test extra); playwright's own browser download
-is not needed. Set BUFFERLAB_REPORT_SHOTS to a folder to keep the screenshots.
+is not needed. Set BUFFERLAB_REPORT_SHOTS to a folder to get screenshots of each page there.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def _overlaps(texts: list[list[Any]]) -> list[str]:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_report_layout_in_chromium(
-    browser: Any, report: tuple[str, Path], width: int, tmp_path: Path
+    browser: Any, report: tuple[str, Path], width: int
 ) -> None:
     name, html = report
     errors: list[str] = []
@@ -170,10 +170,12 @@ def test_report_layout_in_chromium(
         if name == "udp-tbf-netem":
             assert len(grids) == 2  # under-rate and over-rate each plot their queue
 
-        shots = Path(os.environ.get("BUFFERLAB_REPORT_SHOTS") or tmp_path)
-        shots.mkdir(parents=True, exist_ok=True)
-        page.locator("section#topology").screenshot(path=str(shots / f"{name}-topology-{width}.png"))
-        page.screenshot(path=str(shots / f"{name}-{width}.png"), full_page=True)
+        # screenshots to look at (a full page takes seconds): only when asked for
+        if os.environ.get("BUFFERLAB_REPORT_SHOTS"):
+            shots = Path(os.environ["BUFFERLAB_REPORT_SHOTS"])
+            shots.mkdir(parents=True, exist_ok=True)
+            page.locator("section#topology").screenshot(path=str(shots / f"{name}-topology-{width}.png"))
+            page.screenshot(path=str(shots / f"{name}-{width}.png"), full_page=True)
     finally:
         page.close()
     assert errors == [], f"{name} at {width}px: console errors {errors}"

@@ -232,10 +232,15 @@ def _plant(root: Path, rel: str, kind: str, o: Path) -> None:
     link.symlink_to(o / ("dir" if kind == "dir" else "target"), target_is_directory=kind == "dir")
 
 
-@pytest.mark.parametrize(("rel", "kind"), OUTPUTS, ids=[r for r, _ in OUTPUTS])
-def test_a_symlink_where_an_output_goes_is_replaced_not_followed(tmp_path, monkeypatch, rel, kind):
-    """The link is planted in the fresh folder as the run starts (as another process
-    could): the run replaces it by the real output; its target is never touched."""
+#: one run per planted folder link (what lies below it cannot be planted as well), one for
+#: every file link at once
+PLANTINGS = [[(rel, kind)] for rel, kind in OUTPUTS if kind == "dir"] + [[o for o in OUTPUTS if o[1] == "file"]]
+
+
+@pytest.mark.parametrize("planted", PLANTINGS, ids=[p[0][0] if len(p) == 1 else "every-file" for p in PLANTINGS])
+def test_a_symlink_where_an_output_goes_is_replaced_not_followed(tmp_path, monkeypatch, planted):
+    """The links are planted in the fresh folder as the run starts (as another process
+    could): the run replaces each by the real output; their targets are never touched."""
     scenario = tmp_path / "obs.toml"
     scenario.write_text(OBSERVED)
     o = _outside(tmp_path)
@@ -243,7 +248,8 @@ def test_a_symlink_where_an_output_goes_is_replaced_not_followed(tmp_path, monke
 
     def fresh_then_plant(self):
         fresh(self)
-        _plant(self.root, rel, kind, o)
+        for rel, kind in planted:
+            _plant(self.root, rel, kind, o)
 
     monkeypatch.setattr(Runner, "_fresh_root", fresh_then_plant)
     r = Runner(load_scenario(scenario), tmp_path / "out", echo=lambda s: None)
@@ -251,12 +257,13 @@ def test_a_symlink_where_an_output_goes_is_replaced_not_followed(tmp_path, monke
     r.run()
     after_run(r.root)
     _untouched(o)
-    out = r.root / rel
-    assert not out.is_symlink()
-    if rel.endswith(".bin"):  # the queue trace's temporary file: converted, then removed
-        assert not out.exists()
-    else:
-        assert out.is_dir() if kind == "dir" else out.stat().st_size > 0
+    for rel, kind in planted:
+        out = r.root / rel
+        assert not out.is_symlink(), rel
+        if rel.endswith(".bin"):  # the queue trace's temporary file: converted, then removed
+            assert not out.exists()
+        else:
+            assert out.is_dir() if kind == "dir" else out.stat().st_size > 0, rel
     assert not [p for p in r.root.rglob("*") if p.is_symlink()]
 
 
@@ -364,3 +371,28 @@ def test_an_interrupted_run_keeps_the_previous_one_as_prev(tmp_path, monkeypatch
     assert s["interrupted"] == "SIGINT" and [p.get("interrupted") for p in s["parts"]] == [None, "SIGINT"]
     prev = json.loads((out / "fresh.prev" / "summary.json").read_text())
     assert "interrupted" not in prev and len(prev["parts"]) == 2
+
+
+def test_a_signal_before_the_first_part_says_nothing_ran_and_touches_nothing(tmp_path, monkeypatch, capsys):
+    """tools/fuzz_signals.py (campaign 5): SIGINT while a run made its folder printed "the
+    finished parts and the interrupted one ... are in ROOT" when nothing had run, and wrote the
+    previous run's tables and report again."""
+    from bufferlab.cli import main
+    from bufferlab.run.scheduler import Interrupted
+
+    scenario = tmp_path / "sig.toml"
+    scenario.write_text(f'name = "sig"\nseed = 1\n{TOPOLOGY}\n[[part]]\nname = "p"\n'
+                        'cmds = ["h1: ping 10.0.0.3 -c 1"]\n')
+    out = tmp_path / "out"
+    assert main(["run", "-q", str(scenario), "-o", str(out)]) == 0
+    before = {p: p.stat().st_mtime_ns for p in (out / "sig").rglob("*")}
+
+    def interrupted(self):  # noqa: ANN001 - the signal as it lands in open_run
+        raise Interrupted(signal.SIGINT)
+
+    monkeypatch.setattr(Runner, "open_run", interrupted)
+    assert main(["run", "-q", str(scenario), "-o", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert (f"interrupted by SIGINT before the first part began: nothing was run; the last complete run is in "
+            f"{out / 'sig'}") in err and "finished parts" not in err
+    assert {p: p.stat().st_mtime_ns for p in (out / "sig").rglob("*")} == before

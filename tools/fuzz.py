@@ -30,6 +30,7 @@ signal, e.g. exit 134), ``hang`` (timeout), ``other``. The bad classes
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -438,6 +439,8 @@ def target_worker(target, seed: int, start: int, stop: int, step: int, workdir: 
     progress line every 500 inputs or 20 s, on ``out_fd``."""
     _limit_memory(mem_mb)
     signal.signal(signal.SIGALRM, _alarm)
+    become_subreaper()
+    gc.freeze()  # the imported modules stay shared with each forked child (copy-on-write)
     # the interpreter's default recursion limit, as the bufferlab command has (a deeper limit
     # here hid tomllib's RecursionError on deep nesting, which runs then found)
     out = os.fdopen(out_fd, "w", buffering=1)
@@ -589,12 +592,15 @@ class CliResult:
 
 
 def _cli_child(argv: list[str], work: Path, cwd: Path, mem_mb: int) -> None:
-    """In a forked child: ``bufferlab ARGV`` in ``cwd``, stdin from work/stdin, stdout and stderr
-    to work/stdout and work/stderr; exits with the CLI's status, as the command would."""
+    """In a forked child: ``bufferlab ARGV`` in ``cwd`` as the command runs it (``sys.argv`` set,
+    ``main()``, the command's own SIGINT handler until a command installs its own), stdin from
+    work/stdin, stdout and stderr to work/stdout and work/stderr; exits with its status."""
+    import bufferlab
+
     _limit_memory(mem_mb)
     for sig in (signal.SIGALRM, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.argv = ["bufferlab", *argv]
     for fd, name, flags in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
                             (2, "stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
         f = os.open(str(work / name), flags, 0o644)
@@ -610,7 +616,8 @@ def _cli_child(argv: list[str], work: Path, cwd: Path, mem_mb: int) -> None:
     try:
         from bufferlab.cli import main
 
-        code = main(argv)
+        signal.signal(signal.SIGINT, bufferlab._interrupted_while_importing)  # the command's, from here
+        code = main()
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException:  # noqa: BLE001 - a traceback is what we classify
@@ -622,7 +629,21 @@ def _cli_child(argv: list[str], work: Path, cwd: Path, mem_mb: int) -> None:
 
 
 def _wait(pid: int, timeout_s: float) -> int | None:
-    """The wait status of child ``pid``, or None if it is still running after ``timeout_s``."""
+    """The wait status of child ``pid``, or None if it is still running after ``timeout_s``
+    (woken the moment it ends through a pidfd, Linux 5.3; else by polling)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = None
+    if fd is not None:
+        import select
+
+        try:
+            select.select([fd], [], [], timeout_s)
+        finally:
+            os.close(fd)
+        wpid, status = os.waitpid(pid, os.WNOHANG)
+        return status if wpid else None
     t_end = time.monotonic() + timeout_s
     delay = 0.002
     while True:
@@ -651,6 +672,67 @@ def session_members(sid: int) -> list[int]:
     return found
 
 
+#: this process adopts the orphans of its descendants (prctl PR_SET_CHILD_SUBREAPER): a command
+#: that left a process behind then left it a child of ours (a pool worker sets it)
+_SUBREAPER = False
+
+
+def become_subreaper() -> None:
+    """Adopt orphaned descendants (Linux); :func:`fork_cli` then scans for leftovers only when
+    one was adopted, instead of after every command."""
+    global _SUBREAPER
+    try:
+        import ctypes
+
+        _SUBREAPER = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        _SUBREAPER = False
+
+
+def _adopted() -> list[int]:
+    """Children of this process (with :func:`become_subreaper`: adopted orphans too)."""
+    found = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                found += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return found
+
+
+def _left_adopted(grace_s: float = 3.0) -> list[int]:
+    """The orphans this subreaper adopted still alive after ``grace_s`` seconds (processes a
+    command left behind), killed; every adopted one reaped."""
+    t_end = time.monotonic() + grace_s
+    alive = _adopted()
+    while alive:
+        for p in alive:
+            try:
+                os.waitpid(p, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        alive = [p for p in _adopted() if not _zombie(p)]
+        if not alive or time.monotonic() > t_end:
+            break
+        time.sleep(0.05)
+    for p in alive:
+        try:
+            os.kill(p, signal.SIGKILL)
+            os.waitpid(p, 0)
+        except OSError:
+            pass
+    return alive
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except OSError:
+        return True
+
+
 def leftover(sid: int, grace_s: float = 3.0) -> list[int]:
     """Processes of session ``sid`` still alive after ``grace_s`` seconds; they are killed."""
     t_end = time.monotonic() + grace_s
@@ -676,15 +758,41 @@ def fork_cli(argv: list[str], work: Path, timeout_s: float, mem_mb: int, stdin: 
     """``bufferlab ARGV`` in a forked child (this process has imported bufferlab once) in a
     session of its own, with the memory cap; past ``timeout_s`` it gets SIGTERM, 15 s later
     SIGKILL (a hang). Processes it leaves in its session are reported (and killed)."""
+    return fork_end(fork_start(argv, work, mem_mb, stdin, cwd), work, timeout_s)
+
+
+def fork_start(argv: list[str], work: Path, mem_mb: int, stdin: bytes = b"", cwd: Path | None = None) -> int:
+    """Start ``bufferlab ARGV`` as :func:`fork_cli` does; its pid (also its session's id)."""
     work.mkdir(parents=True, exist_ok=True)
     (work / "stdin").write_bytes(stdin)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setsid()
-            _cli_child(argv, work, cwd or work, mem_mb)
-        finally:
-            os._exit(99)
+    # the child's handlers from its first instruction: until it calls main(), as a command
+    # still importing (exit 130 on SIGINT, SIGTERM's default); this process's come back after
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, _interrupted_starting)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    pid = -1  # fork failed: this process's handlers come back all the same
+    try:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setsid()
+                _cli_child(argv, work, cwd or work, mem_mb)
+            finally:
+                os._exit(99)
+    finally:
+        if pid != 0:
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)
+    return pid
+
+
+def _interrupted_starting(signum: int, frame: object) -> None:
+    os.write(2, b"bufferlab: interrupted\n")
+    os._exit(130)
+
+
+def fork_end(pid: int, work: Path, timeout_s: float) -> CliResult:
+    """Wait for a command :func:`fork_start` started (see :func:`fork_cli`)."""
     status = _wait(pid, timeout_s)
     timed_out = status is None
     if status is None:
@@ -697,7 +805,7 @@ def fork_cli(argv: list[str], work: Path, timeout_s: float, mem_mb: int, stdin: 
                 except OSError:
                     pass
             os.waitpid(pid, 0)
-    left = leftover(pid)
+    left = _left_adopted() if _SUBREAPER else leftover(pid)
 
     def text(name: str) -> str:
         f = work / name

@@ -256,7 +256,7 @@ def mut_python(rng: random.Random, text: str) -> str:
         elif k < 0.5:
             inner = mut_unit(rng, inner)
         elif k < 0.8:
-            inner = mut_word(rng, " " + inner, [], KEYWORDS)[1:]
+            inner = mut_word(rng, " " + inner, KEYWORDS, KEYWORDS)[1:]
         else:
             i = rng.randrange(len(inner) + 1)
             inner = inner[:i] + rng.choice([s for s in SHELL_NOISE if s not in '"\\\n']) + inner[i:]
@@ -356,10 +356,12 @@ def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 
 def leftover_tmp(folder: Path) -> list[str]:
-    """``.NAME.tmp`` files (safefs's temporary names) under ``folder``."""
+    """``.NAME.tmp`` files (safefs's temporary names) under ``folder``, but in a sweep's
+    ``<run-id>.partial`` folders (a run a stopped sweep left: removed by the next sweep)."""
     if not folder.is_dir():
         return []
-    return sorted(str(p.relative_to(folder)) for p in _walk(folder) if re.fullmatch(r"\..+\.tmp", p.name))
+    return sorted(str(p.relative_to(folder)) for p in _walk(folder) if re.fullmatch(r"\..+\.tmp", p.name)
+                  and not any(c.endswith(".partial") for c in p.relative_to(folder).parts))
 
 
 def parquet_whole(path: Path) -> bool:
@@ -956,20 +958,23 @@ TARGETS: dict[str, Callable[[], Any]] = {"sweep": SweepTarget, "sweep-run": Swee
 
 
 def _preload() -> None:
-    """Import what the commands use before the workers fork (each child then starts at once)."""
+    """Import every module of bufferlab (and matplotlib) before the workers fork: each child then
+    starts at once (with PYTHONDONTWRITEBYTECODE, a module a child imports is compiled anew)."""
+    import importlib
+    import pkgutil
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
 
-    import bufferlab.cli  # noqa: F401
-    import bufferlab.mininet.mn  # noqa: F401
-    import bufferlab.mininet.script  # noqa: F401
-    import bufferlab.outputs.compare  # noqa: F401
-    import bufferlab.outputs.flent  # noqa: F401
-    import bufferlab.outputs.report  # noqa: F401
-    import bufferlab.sweep.collect  # noqa: F401
-    import bufferlab.sweep.runs  # noqa: F401
+    import bufferlab
+
+    for m in pkgutil.walk_packages(bufferlab.__path__, "bufferlab."):
+        try:
+            importlib.import_module(m.name)
+        except Exception:  # noqa: BLE001 - an optional dependency missing (ray, ...): imported when used
+            pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,8 +24,8 @@ Properties checked after each (the class of a violation in brackets; fuzz.py's B
 * the last complete run is still there (as ``<name>`` or ``<name>.prev``), or the new
   complete one is [lost_complete_run]; a folder marked complete is whole: its summary.json
   parses, its tables' footers are there, its report ends [half_written];
-* no ``.NAME.tmp`` left after SIGINT/SIGTERM or a normal end, no lock file either
-  [half_written];
+* no ``.NAME.tmp`` left after SIGINT/SIGTERM or a normal end, no lock still held after any
+  end (a lock file may stay: the next writer takes it over) [half_written];
 * after SIGINT/SIGTERM a run's folder says it was interrupted, with the finished parts;
   a sweep's finished runs are kept and the same command's dry-run lists only the rest,
   which one trial in three then runs to completion [not_resumable];
@@ -55,6 +55,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fuzz  # noqa: E402
+import fuzz_inputs  # noqa: E402
 from fuzz_inputs import SCRIPTS, TINY, _walk, changed, leftover_tmp, parquet_whole, snapshot  # noqa: E402
 
 ROOT = fuzz.ROOT
@@ -100,19 +101,53 @@ def _argv(cmd: str, t: Path, v: int) -> tuple[list[str], bytes]:
     return ["export", "--flent", str(t / "out/tiny"), *(["-o", str(t / "out/fl")] if v % 2 else [])], b""
 
 
-def _start(argv: list[str], t: Path, stdin: bytes, name: str) -> subprocess.Popen[bytes]:
-    inp = t / f"{name}.stdin"
-    inp.write_bytes(stdin)
-    with open(inp, "rb") as fin, open(t / f"{name}.out", "wb") as fout, open(t / f"{name}.err", "wb") as ferr:
-        return subprocess.Popen([sys.executable, "-m", "bufferlab.cli", *argv], cwd=t, stdin=fin, stdout=fout,
-                                stderr=ferr, start_new_session=True)
+class Proc:
+    """A command started for a trial: a fresh ``python -m bufferlab.cli`` (as a user starts it),
+    or a child forked from this process, which imported bufferlab once (``fuzz.fork_start``:
+    the command's own SIGINT handler, ``main()`` as the script calls it), starting at once.
+    Either way in a session of its own, stdin, stdout and stderr in files."""
 
+    def __init__(self, argv: list[str], t: Path, stdin: bytes, name: str, fresh: bool) -> None:
+        self.io = t / name
+        self.io.mkdir(parents=True, exist_ok=True)
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.code: int | None = None
+        if fresh:
+            (self.io / "stdin").write_bytes(stdin)
+            with open(self.io / "stdin", "rb") as fin, open(self.io / "stdout", "wb") as fout, \
+                    open(self.io / "stderr", "wb") as ferr:
+                self.popen = subprocess.Popen([sys.executable, "-m", "bufferlab.cli", *argv], cwd=t,
+                                              stdin=fin, stdout=fout, stderr=ferr, start_new_session=True)
+            self.pid = self.popen.pid
+        else:
+            self.pid = fuzz.fork_start(argv, self.io, 0, stdin, t)
 
-def _wait(p: subprocess.Popen[bytes], timeout: float) -> int | None:
-    try:
-        return p.wait(timeout)
-    except subprocess.TimeoutExpired:
-        return None
+    def wait(self, timeout: float) -> int | None:
+        """Its exit status (-N: signal N), or None if it still runs after ``timeout`` seconds."""
+        if self.code is None:
+            if self.popen is not None:
+                try:
+                    self.code = self.popen.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    return None
+            else:
+                status = fuzz._wait(self.pid, timeout)
+                self.code = None if status is None else fuzz.status_code(status)
+        return self.code
+
+    def kill(self) -> None:
+        """SIGKILL to its session (a hang), and reap it."""
+        for q in [self.pid, *fuzz.session_members(self.pid)]:
+            try:
+                os.kill(q, signal.SIGKILL)
+            except OSError:
+                pass
+        self.wait(30)
+
+    def err(self) -> str:
+        """What it wrote on stderr ("" if it was killed before it opened it)."""
+        f = self.io / "stderr"
+        return f.read_text(errors="replace") if f.exists() else ""
 
 
 class Trials:
@@ -138,50 +173,49 @@ class Trials:
                            ("notes.txt", "the user's notes beside the scenario\n")):
             (tpl / "src" / name).write_text(text, encoding="utf-8")
         (tpl / "out").mkdir()
-        # the earlier complete results, and each command's duration (the signals land within it)
+        # the earlier complete results, and each command's duration once started (the signals
+        # land within it); a fresh interpreter's start-up apart
         used = {c for k, _ in self.commands + self.pairs for c in k.split("+")}
         for cmd in [c for c in ("run", "mininet", "compare", "export", "report", "mn")
                     if c in used or c == "run"]:
-            argv, stdin = _argv(cmd, tpl, 1)
-            t0 = time.monotonic()
-            p = _start(argv, tpl, stdin, "setup")
-            code = _wait(p, 300)
-            if code != 0:
-                raise RuntimeError(f"template {argv}: exit {code}\n{(tpl / 'setup.err').read_text()}")
-            self.durations[cmd] = time.monotonic() - t0
-        t0 = time.monotonic()
-        _wait(_start(["check", str(tpl / "src/tiny.toml")], tpl, b"", "setup"), 60)
-        self.durations["startup"] = time.monotonic() - t0  # the interpreter, imports, a scenario read
+            self.durations[cmd] = self._timed(*_argv(cmd, tpl, 1), tpl)
         if "sweep" in used:
-            t0 = time.monotonic()
             work = tpl / "sweep-timing"
             shutil.copytree(tpl / "src", work / "src")
-            p = _start(_argv("sweep", work, 0)[0], work, b"", "setup")
-            if _wait(p, 300) != 0:
-                raise RuntimeError("template sweep: " + (work / "setup.err").read_text())
-            self.durations["sweep"] = time.monotonic() - t0
+            self.durations["sweep"] = self._timed(_argv("sweep", work, 0)[0], b"", work)
             shutil.rmtree(work)
-        for f in ("setup.stdin", "setup.out", "setup.err"):
-            (tpl / f).unlink()
+        self.durations["startup"] = self._timed(["check", str(tpl / "src/tiny.toml")], b"", tpl, fresh=True)
+        shutil.rmtree(tpl / "setup")
         (tpl / "done.json").write_text(json.dumps(self.durations))
+
+    @staticmethod
+    def _timed(argv: list[str], stdin: bytes, t: Path, fresh: bool = False) -> float:
+        t0 = time.monotonic()
+        p = Proc(argv, t, stdin, "setup", fresh)
+        if p.wait(600) != 0:
+            raise RuntimeError(f"template {argv}: exit {p.code}\n{p.err()}")
+        return time.monotonic() - t0
 
     # -- one trial
 
     def make(self, seed: int, i: int) -> dict[str, Any]:
         rng = random.Random(f"{seed}:signals:{i}")
+        # one trial in four starts a fresh interpreter (a signal may land in its start-up and
+        # imports), the others a child forked from this process, which imported bufferlab
+        fresh = rng.random() < 0.25
+        start = self.durations.get("startup", 0.5) if fresh else 0.0
+        links = rng.sample(LINKS, rng.randint(0, 3))
         if self.pairs and (rng.random() < 0.2 or not self.commands):
             names, weights = zip(*self.pairs, strict=True)
             kind = rng.choices(names, weights)[0]
-            return {"kind": kind, "delay": rng.uniform(0, 1.5), "v": rng.randrange(6),
-                    "links": rng.sample(LINKS, rng.randint(0, 3))}
+            return {"kind": kind, "delay": rng.uniform(0, 1.5), "v": rng.randrange(6), "links": links,
+                    "fresh": fresh}
         names, weights = zip(*self.commands, strict=True)
         cmd = rng.choices(names, weights)[0]
-        # one signal in five while the interpreter starts and imports, the rest while it works
-        start, end = self.durations.get("startup", 0.3), 1.1 * self.durations.get(cmd, 2.0)
-        delay = rng.uniform(0, start) if rng.random() < 0.2 else rng.uniform(start, max(start, end))
-        return {"kind": cmd, "signal": int(rng.choice(SIGNALS)), "group": rng.random() < 0.2,
-                "delay": delay, "v": rng.randrange(6),
-                "links": rng.sample(LINKS, rng.randint(0, 3)), "resume": rng.random() < 1 / 3}
+        end = start + 1.1 * self.durations.get(cmd, 2.0)
+        delay = rng.uniform(0, start) if fresh and rng.random() < 0.2 else rng.uniform(start, end)
+        return {"kind": cmd, "signal": int(rng.choice(SIGNALS)), "group": rng.random() < 0.2, "delay": delay,
+                "v": rng.randrange(6), "links": links, "resume": rng.random() < 1 / 3, "fresh": fresh}
 
     def prepare(self, trial: dict[str, Any]) -> Path:
         t = self.work / "trial"
@@ -233,35 +267,37 @@ class Trials:
     def _signal(self, trial: dict[str, Any], t: Path) -> tuple[str, str]:
         argv, stdin = _argv(trial["kind"], t, trial["v"])
         sig = signal.Signals(trial["signal"])
-        p = _start(argv, t, stdin, "a")
-        code = _wait(p, trial["delay"])
+        p = Proc(argv, t, stdin, "a", trial["fresh"])
+        code = p.wait(trial["delay"])
         sent = code is None
         if sent:
             try:
                 os.killpg(p.pid, sig) if trial["group"] else os.kill(p.pid, sig)
             except ProcessLookupError:
                 sent = False
-            code = _wait(p, 20)
-        err = (t / "a.err").read_text(errors="replace")
+            code = p.wait(20)
+        err = p.err()
         what = "sent" if sent else "not sent (it had ended)"
         msg = f"argv: {argv}\nsignal {sig.name} {what}, exit {code}\n" + err[-3000:]
         if code is None:
-            fuzz.leftover(p.pid, 0)
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+            p.kill()
             return "hang", f"still running 20 s after {sig.name}\n" + msg
         left = fuzz.leftover(p.pid)
         if left:
             return "leftover", f"processes left in its session: {left}\n" + msg
         cls = _status_class(code, err, sig if sent else None)
+        if cls == "other" and code == 2 and not sent:  # it had refused its input (a planted link)
+            cls = "error_pos" if fuzz_inputs._names(t)(err) else "error_nopos"
         if cls in fuzz.BAD:
             return cls, msg
         if sig != signal.SIGKILL or not sent:
-            tmp = leftover_tmp(t / "out") + [str(q.relative_to(t)) for q in (t / "out").glob(".*.lock")
-                                             if not q.is_symlink()]
+            tmp = leftover_tmp(t / "out")
             if tmp:
                 return "half_written", f"left {tmp}\n" + msg
-        if trial["kind"] == "run" and code in (130, 143) and "interrupted by" in err:
+        held = [q.name for q in (t / "out").glob(".*.lock") if _held(q)]
+        if held:  # a lock file may stay (the next writer takes it over), never held by no one
+            return "half_written", f"a lock still held: {held}\n" + msg
+        if trial["kind"] == "run" and code in (130, 143) and "the finished parts" in err:
             s = _json(t / "out/tiny/summary.json")
             if not isinstance(s, dict) or "interrupted" not in s:
                 return "not_resumable", "interrupted, but summary.json does not say so\n" + msg
@@ -275,35 +311,33 @@ class Trials:
         runs = t / "out/sw/runs"
         done = [d for d in runs.glob("*") if d.suffix != ".partial"
                 and (_json(d / "run.json") or {}).get("status") == "ok"] if runs.is_dir() else []
-        dry = subprocess.run([sys.executable, "-m", "bufferlab.cli", *_argv("sweep", t, 0)[0], "--dry-run"],
-                             cwd=t, capture_output=True, text=True, timeout=120)
-        m = re.search(r"^(\d+) runs, (\d+) to run", dry.stdout, re.M)
+        dry = fuzz.fork_cli([*_argv("sweep", t, 0)[0], "--dry-run"], t / "dry", 120, 0, cwd=t)
+        m = re.search(r"^(\d+) runs, (\d+) to run", dry.out, re.M)
         if m is None or int(m.group(1)) - int(m.group(2)) != len(done):
-            return "not_resumable", (f"{len(done)} runs finished; dry-run: {dry.stdout[-300:]}"
-                                     f"{dry.stderr[-500:]}\n" + msg)
+            return "not_resumable", (f"{len(done)} runs finished; dry-run: {dry.out[-300:]}"
+                                     f"{dry.err[-500:]}\n" + msg)
         if trial["resume"]:
-            again = subprocess.run([sys.executable, "-m", "bufferlab.cli", *_argv("sweep", t, 0)[0]], cwd=t,
-                                   capture_output=True, text=True, timeout=300)
-            if again.returncode != 0 or f"({len(done)} cached, {m.group(2)} run)" not in again.stdout:
-                return "not_resumable", f"resumed: exit {again.returncode}\n{again.stdout[-300:]}" \
-                                        f"{again.stderr[-800:]}\n" + msg
+            again = fuzz.fork_cli(_argv("sweep", t, 0)[0], t / "again", 300, 0, cwd=t)
+            if again.code != 0 or f"({len(done)} cached, {m.group(2)} run)" not in again.out:
+                return "not_resumable", (f"resumed: exit {again.code}\n{again.out[-300:]}{again.err[-800:]}\n"
+                                         + msg)
         return cls, msg
 
     def _pair(self, trial: dict[str, Any], t: Path) -> tuple[str, str]:
         first, second = trial["kind"].split("+")
         a_argv, a_in = _argv(first, t, 0)
         b_argv, b_in = _argv(second, t, 0)
-        a = _start(a_argv, t, a_in, "a")
+        a = Proc(a_argv, t, a_in, "a", trial["fresh"])
         time.sleep(trial["delay"])
-        b = _start(b_argv, t, b_in, "b")
-        codes, errs = [], []
-        for p, name in ((a, "a"), (b, "b")):
-            code = _wait(p, 300)
-            if code is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-            codes.append(code)
-            errs.append((t / f"{name}.err").read_text(errors="replace"))
+        b = Proc(b_argv, t, b_in, "b", trial["fresh"])
+        codes = []
+        for p in (a, b):
+            if p.wait(300) is None:
+                p.kill()
+                codes.append(None)
+            else:
+                codes.append(p.code)
+        errs = [a.err(), b.err()]
         msg = f"{a_argv}\n{b_argv}\nexits {codes}\n" + "\n".join(e[-1500:] for e in errs)
         if None in codes:
             return "hang", msg
@@ -347,6 +381,23 @@ def _status_class(code: int, err: str, sig: signal.Signals | None) -> str:
     return "signal" if code < 0 or code >= 128 else "other"
 
 
+def _held(lock: Path) -> bool:
+    """Someone holds the flock on this lock file (results_folder.acquire's)."""
+    import fcntl
+
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def _json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -384,16 +435,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the totals here")
     ap.add_argument("--budget-s", type=float, default=float("inf"), help="stop after this many wall seconds")
     ap.add_argument("--replay", type=int, metavar="I", help="run trial I again and print its outcome")
+    ap.add_argument("--replay-file", type=Path, metavar="TRIAL.json",
+                    help="run a saved trial again (its delay as it was; the timing still varies)")
     ap.add_argument("--kinds", help="comma-separated commands and pairs to try (default: all of "
                     + ", ".join(k for k, _ in COMMANDS + PAIRS) + ")")
     a = ap.parse_args(argv)
+    fuzz_inputs._preload()  # the forked commands start at once
     work = Path(tempfile.mkdtemp(prefix="bufferlab-fuzzsig-"))
     trials = Trials(work, a.kinds.split(",") if a.kinds else None)
     t0 = time.time()
     try:
         trials.setup()
-        if a.replay is not None:
-            trial = trials.make(a.seed, a.replay)
+        if a.replay is not None or a.replay_file is not None:  # (delays scale with the durations)
+            trial = (trials.make(a.seed, a.replay) if a.replay_file is None
+                     else json.loads(a.replay_file.read_text()))
             print(*trials.run(trial), sep="\n")
             return 0
         totals: Counter[str] = Counter()

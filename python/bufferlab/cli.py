@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .errors import BufferlabError
 from .mininet import commands as mininet_commands
-from .results_folder import FolderError, acquire, release_all
+from .results_folder import FolderError, acquire, complete, release_all
 from .safefs import ENVIRONMENT_ERRORS, IN_THE_WAY, open_write, write_atomic
 from .sweep.cli import add_set_option, add_sweep_parser
 from .version import __version__
@@ -431,6 +431,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     try:
         summary = r.run()
     except KeyboardInterrupt as e:  # summary.json is written: the tables and the report too
+        if r.interrupted is None:  # while its folder was being made, before a part began
+            prev = r.root.with_name(r.root.name + ".prev")
+            kept = next((f for f in (prev, r.root) if f.is_dir() and complete(f)), None)
+            print(f"bufferlab: interrupted by {signal_name(e)} before the first part began: nothing was run"
+                  + (f"; the last complete run is in {kept}" if kept else ""), file=sys.stderr)
+            return 128 + getattr(e, "signum", 2)
         with signals_deferred():
             _after_run_quietly(after_run, r.root, not args.no_report, echo)
         print(f"bufferlab: interrupted by {signal_name(e)}: the finished parts and the interrupted one "

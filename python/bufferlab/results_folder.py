@@ -312,11 +312,11 @@ def _acquire(folder: Path) -> None:
         if not same:
             f.close()
             continue
+        _HELD[key] = _Held(path, f)  # held from here: a signal now still has release_all remove it
         os.ftruncate(f.fileno(), 0)
         f.write(json.dumps({"pid": os.getpid(), "command": _command(),
                             "started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")}) + "\n")
         f.flush()
-        _HELD[key] = _Held(path, f)
         return
     raise FolderError(folder, "could not lock it (its lock file keeps being replaced)",
                       f"remove {path} if no bufferlab is writing there")

@@ -9,6 +9,7 @@ Arguments are split as Mininet's ``splitArgs`` splits them: ``name,a,b,k=v``.
 
 from __future__ import annotations
 
+import inspect
 import runpy
 import sys
 import traceback
@@ -66,6 +67,32 @@ USAGE = {"minimal": "minimal", "single": "single,N (N hosts on one switch)",
          "tree": "tree,depth=D,fanout=F (or tree,D,F)"}
 
 
+#: the most nodes (hosts and switches) of a built-in topology, and a tree's deepest level: far
+#: beyond a lab, and `tree,depth=5000,fanout=1` (recursion) or `single,10**18` never end
+MAX_TOPO_NODES = 10_000
+MAX_TREE_DEPTH = 100
+
+
+def _nodes(cls: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[int, int]:
+    """(nodes, tree depth) of a built-in topology with these arguments ((0, 0) if they do not
+    fit its build(): the call says why)."""
+    try:
+        bound = inspect.signature(cls.build).bind(None, *args, **kwargs)
+    except TypeError:
+        return 0, 0
+    bound.apply_defaults()
+    a = bound.arguments
+    if cls is TreeTopo:
+        depth, fanout = a["depth"], a["fanout"]
+        # levels 0..depth-1 of switches, fanout**depth hosts (capped: a count past the bound will do)
+        return min(sum(fanout**i for i in range(min(depth, 64) + 1)), MAX_TOPO_NODES + 1), depth
+    if cls is LinearTopo:
+        return a["k"] * (1 + a["n"]), 0
+    if cls is SingleSwitchTopo:
+        return a["k"] + 1, 0
+    return 3, 0
+
+
 def build_topo(spec: str, topos: dict[str, Any]) -> Any:
     name, args, kwargs = split_args(spec)
     if name not in topos:
@@ -75,6 +102,12 @@ def build_topo(spec: str, topos: dict[str, Any]) -> Any:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 what = "a whole number" if not isinstance(v, int) or isinstance(v, bool) else "at least 1"
                 raise MininetError(f"--topo {spec}: {v!r} is not {what}; expected {USAGE[name]}")
+        nodes, depth = _nodes(topos[name], args, kwargs)
+        if nodes > MAX_TOPO_NODES or depth > MAX_TREE_DEPTH:
+            raise MininetError(f"--topo {spec}: " + (f"a tree {depth} levels deep; at most {MAX_TREE_DEPTH}"
+                                                     if depth > MAX_TREE_DEPTH else
+                                                     f"more than {MAX_TOPO_NODES:,} hosts and switches")
+                               + f"; expected {USAGE[name]}")
     try:
         return topos[name](*args, **kwargs)
     except TypeError as e:  # too many arguments, an unknown name=value
@@ -140,6 +173,8 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
     # (before the network exists: "bufferlab: interrupted", 130/143, nothing to write)
     signals_raise()
     net = Mininet(topo=build_topo(topo, topos), link=link_class(link), real=real)
+    if test in ("iperf", "iperfudp") and len(net.hosts) < 2:  # its client and server: two hosts
+        raise MininetError(f"--test {test}: needs two hosts; --topo {topo} has {len(net.hosts)}")
     interrupted: str | None = None
     status = 0
     try:

@@ -27,6 +27,7 @@ import shlex
 import subprocess
 import sys
 import time
+import tokenize
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -385,6 +386,21 @@ def check_script(path: Path, what: str) -> None:
         raise BufferlabError(f"{path}: {'no such ' + what if why == 'no such file' else why}")
     if path.stat().st_size > MAX_SCRIPT_BYTES:
         raise BufferlabError(f"{path}: more than {MAX_SCRIPT_BYTES >> 20} MiB: not a Mininet {what}")
+    # what python cannot even read as source (runpy raised it with bufferlab's frames, no place)
+    raw = path.read_bytes()
+    if b"\0" in raw:
+        line = raw.count(b"\n", 0, raw.index(b"\0")) + 1
+        raise BufferlabError(f"{path}:{line}: error: a NUL byte, which Python source cannot hold")
+    try:
+        encoding = tokenize.detect_encoding(io.BytesIO(raw).readline)[0]
+        raw.decode(encoding)
+    except SyntaxError as e:  # a coding declaration python does not know
+        raise BufferlabError(f"{path}:{e.lineno or 1}: error: {e.msg}") from None
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise BufferlabError(f"{path}:{line}: error: not {encoding} text: byte 0x{raw[e.start]:02x} at byte "
+                             f"offset {e.start} (python reads a script as UTF-8 unless it declares a "
+                             "coding)") from None
 
 
 def _print_script_traceback(e: BaseException, script: Path) -> None:

@@ -266,7 +266,7 @@ def _nodes(src: _Text, doc: dict, key: str, known_opts: set[str],
         if "nodeNum" not in opts:
             try:
                 opts["nodeNum"] = int(node.get("number", i + 1))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise src.error(f"{kind} {name!r}: number {node.get('number')!r} is not an integer",
                                 at) from None
         _unknown(src, {k: v for k, v in node.items() if k != "opts"}, NODE_KEYS, f"{kind} {name!r}",
@@ -289,7 +289,7 @@ def _host_ip(src: _Text, opts: dict, base: ipaddress.IPv4Network, at: int) -> st
         return str(iface)
     try:
         n = int(opts["nodeNum"])
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # int(1e999): infinity
         raise src.error(f"host {opts['hostname']!r}: nodeNum {opts['nodeNum']!r} is not an integer",
                         at) from None
     if not 0 < n < base.num_addresses - 1:
