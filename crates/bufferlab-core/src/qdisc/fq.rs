@@ -811,11 +811,8 @@ impl Qdisc for Fq {
         })
     }
 
-    /// Every stored packet is counted in `qlen` (the engine asks on each
-    /// enqueue: summing the flows would cost O(flows)); tree_tests checks it
-    /// against the packets alive.
     fn held(&self) -> u64 {
-        self.stats.qlen
+        self.internal.len() as u64 + self.flows.iter().map(|f| f.queue.len() as u64).sum::<u64>()
     }
 }
 

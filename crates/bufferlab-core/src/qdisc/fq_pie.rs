@@ -471,11 +471,8 @@ impl Qdisc for FqPie {
         })
     }
 
-    /// Every stored packet is counted in `qlen` (the engine asks on each
-    /// enqueue: summing the flows would cost O(flows)); tree_tests checks it
-    /// against the packets alive.
     fn held(&self) -> u64 {
-        self.stats.qlen
+        self.flows.iter().map(|f| f.queue.len() as u64).sum()
     }
 }
 
