@@ -29,6 +29,9 @@ Workloads (the topology of Lab 14: h1, h2 -- s1 -- s2 -- h3, bottleneck s1-eth2)
   within 1.3x of Reno's): ``bulk -P 10`` for 10 s through 1 Gbit/s, 1 ms, RED as a
   step marker at K = 20 packets with ``ecn``; Reno with classic ECN (tcp_ecn=1)
   against DCTCP at both ends, one record per segment.
+- ``tsq-sender``: TCP Small Queues' cost (issue 27): iperf3 for 30 s through a
+  1 Gbit/s tbf on the sender's own interface, 20 ms of netem at the switch, one
+  record per segment: every packet the tbf releases calls back into its socket.
 
 Columns: simulated seconds, wall (whole run: parsing, engine, outputs), engine
 wall (inside the simulator), events per wall second, packet-hops (packets handed
@@ -133,6 +136,19 @@ def _aqm(kind: str) -> str:
     ], "gso = false\nstop_at = \"60s\"")
 
 
+def _tsq() -> str:
+    """``tsq-sender``: TCP Small Queues at work (issue 27): a 1 Gbit/s tbf on the sender's own
+    interface (a TCLink's shaping) holds a few skbs per flow, each released packet a call back
+    into its socket; 20 ms of netem at the switch, one record per segment, 30 s."""
+    return _scenario("tsq-sender", [
+        "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms limit 100000",
+        "h1: tc qdisc add dev h1-eth0 root tbf rate 1gbit burst 500000 limit 26214400",
+        *BUFFERS,
+        "h3: iperf3 -s",
+        "h1: iperf3 -c 10.0.0.3 -t 30",
+    ], "gso = false\nstop_at = \"90s\"")
+
+
 AQMS = ("fq_codel", "dualpi2", "prio", "fq", "sfq", "fq_pie", "cake")
 
 def _cc(cc: str) -> str:
@@ -163,6 +179,7 @@ WORKLOADS = {
     "long-360s": lambda: _long(360),
     "long-3600s": lambda: _long(3600),
     **{f"aqm-{k}": (lambda k=k: _aqm(k)) for k in AQMS},
+    "tsq-sender": _tsq,
     "cc-reno": lambda: _cc("reno"),
     "cc-dctcp": lambda: _cc("dctcp"),
 }

@@ -69,8 +69,9 @@ def run(folder: Path, cmds: list[str]) -> Path:
 def test_every_mainline_module_is_registered_in_linux_order():
     names = tuple(_core.congestion_controls())
     assert names == sysctl.SUPPORTED_CC
-    # after reno, cubic, htcp, bbr, dctcp; prague (an L4S kernel's module) last
-    assert names[5:-1] == MAINLINE and names[-1] == "prague"
+    # after reno, cubic, htcp, bbr, dctcp; then the out-of-tree modules: prague (an L4S
+    # kernel's) and bbr3 (google/bbr v3's)
+    assert names[5:-2] == MAINLINE and names[-2:] == ("prague", "bbr3")
     assert not set(MAINLINE) & set(sysctl.LINUX_CC)
 
 

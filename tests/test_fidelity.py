@@ -7,6 +7,7 @@ simulated run of each case's layout.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,24 @@ def test_jain_index() -> None:
     assert fidelity.jain([10.0, 0.0]) == pytest.approx(0.5)
     # (1+3)² / (2·(1+9)) = 16/20
     assert fidelity.jain([1.0, 3.0]) == pytest.approx(0.8)
+
+
+def test_a_client_refused_by_a_server_not_yet_listening_is_found(tmp_path: Path) -> None:
+    # a kernel run whose `iperf3 -s &` lost the race with its client measured nothing: the
+    # tool makes it again; a client that failed otherwise, or measured, is left alone
+    folder = tmp_path / "real-2" / "case-real"
+    folder.mkdir(parents=True)
+    refused = "unable to connect to server: Connection refused"
+    clients = [
+        {"goodput_mbps": None, "error": refused},
+        {"goodput_mbps": 9.56, "error": None},
+        {"goodput_mbps": None, "error": "control socket has closed unexpectedly"},
+    ]
+    (folder / "summary.json").write_text(json.dumps({"parts": [{"results": {"iperf3": clients}}]}))
+    assert fidelity.refused_clients(tmp_path / "real-2") == [refused]
+    clients[0] = {"goodput_mbps": 9.5, "error": None}
+    (folder / "summary.json").write_text(json.dumps({"parts": [{"results": {"iperf3": clients}}]}))
+    assert fidelity.refused_clients(tmp_path / "real-2") == []
 
 
 def test_metrics_of_a_simulated_run_of_a_case(tmp_path: Path) -> None:

@@ -57,13 +57,13 @@ def test_tcp_ecn_option_and_beacon() -> None:
 
 
 def test_prague_is_an_available_congestion_control() -> None:
-    assert SUPPORTED_CC[-1] == "prague"
+    assert "prague" in SUPPORTED_CC
     cmd = parse_sysctl(W("sysctl -w net.ipv4.tcp_congestion_control=prague"), Diagnostics())
     assert cmd.writes() == [("net.ipv4.tcp_congestion_control", "prague")]
     store = sysctl_defaults(modern=True)
     out, _, _ = execute_sysctl(parse_sysctl(W("sysctl -n net.ipv4.tcp_available_congestion_control"),
                                             Diagnostics()), store)
-    assert out.split()[-1] == "prague"
+    assert "prague" in out.split()
 
 
 # ------------------------------------------------------------------ on the wire

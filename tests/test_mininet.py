@@ -588,13 +588,18 @@ def test_popen_signals_and_pids(capsys: pytest.CaptureFixture[str]) -> None:
     (["mn", "--custom", "/dev/zero"], "/dev/zero: is a character device, not a file"),
     (["mn", "--custom", "BAD"], "BAD:2: invalid Python: '(' was never closed"),
     (["mn", "--custom", "RAISES"], "RAISES:1: ModuleNotFoundError: No module named 'nosuchmodule'"),
+    # campaign 5 (tools/fuzz_inputs.py --mn): a custom topology whose build() raises
+    (["mn", "--custom", "BUILD", "--topo", "pair,3"],
+     "--topo pair,3: BUILD:4: NameError: name 'n' is not defined"),
 ])
 def test_what_is_not_a_script_is_said_never_read_for_ever(tmp_path: Path, results: Path,
                                                           capsys: pytest.CaptureFixture[str], args: list[str],
                                                           message: str) -> None:
     (tmp_path / "bad.py").write_text("topos = {}\nx = (\n", encoding="utf-8")
     (tmp_path / "raises.py").write_text("import nosuchmodule\n", encoding="utf-8")
-    names = {"BAD": str(tmp_path / "bad.py"), "RAISES": str(tmp_path / "raises.py")}
+    (tmp_path / "build.py").write_text("from mininet.topo import Topo\nclass Pair(Topo):\n    def build(self, k=2):\n"
+                                       "        self.addHost(f'h{n}')\ntopos = {'pair': Pair}\n", encoding="utf-8")
+    names = {k: str(tmp_path / f"{k.lower()}.py") for k in ("BAD", "RAISES", "BUILD")}
     args = [names.get(a, a) for a in args]
     argv = [*args, "-o", str(results)] if args[0] == "mn" else [args[0], "-o", str(results), args[1]]
     assert main(argv) == 2

@@ -655,3 +655,25 @@ def test_a_signal_while_taking_the_lock_leaves_no_lock_file(tmp_path, monkeypatc
         results_folder.acquire(tmp_path / "lab")
     results_folder.release_all()
     assert not lock_path(tmp_path / "lab").exists()
+
+
+def test_a_removal_cut_short_leaves_a_partial_run_not_a_complete_one(tmp_path, monkeypatch):
+    """tools/fuzz_signals.py (campaign 5): SIGKILL while a completed run removed the previous
+    one left ``<name>.prev`` marked complete with its summary.json already gone."""
+    from bufferlab import results_folder
+
+    prev = tmp_path / "lab.prev"
+    prev.mkdir()
+    results_folder.write_marker(prev, "run", complete=True)
+    (prev / "summary.json").write_text("{}")
+
+    def killed(path) -> None:  # noqa: ANN001 - the removal stops before the first file goes
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(results_folder, "remove_tree", killed)
+    with pytest.raises(KeyboardInterrupt):
+        results_folder.discard(prev)
+    assert results_folder.read_marker(prev)["complete"] is False and not results_folder.complete(prev)
+    monkeypatch.undo()
+    results_folder.discard(prev)
+    assert not prev.exists()

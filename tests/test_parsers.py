@@ -1431,14 +1431,14 @@ def test_sysctl_error_hints():
         ei.value.suggestion == "did you mean cubic?"
         and ei.value.expected
         == "one of reno, cubic, htcp, bbr, dctcp, vegas, westwood, bic, highspeed, scalable, illinois, yeah, "
-        "hybla, veno, nv, lp, cdg, prague"
+        "hybla, veno, nv, lp, cdg, prague, bbr3"
     )
     with pytest.raises(NotSupportedError) as ei:
         parse_sysctl(W("sysctl -w net.ipv4.tcp_congestion_control=bbr2"), Diagnostics())
     assert (
         ei.value.expected
         == "one of reno, cubic, htcp, bbr, dctcp, vegas, westwood, bic, highspeed, scalable, illinois, yeah, "
-        "hybla, veno, nv, lp, cdg, prague"
+        "hybla, veno, nv, lp, cdg, prague, bbr3"
     )
 
 

@@ -396,17 +396,16 @@ def test_bufferlab_run_twice_gives_byte_identical_results(write_scenario, tmp_pa
     assert capsys.readouterr() == ("", "")
 
 
-def test_a_tcp_senders_own_qdisc_holding_megabytes_is_flagged_as_tsq_not_modelled(lab):
-    """Linux's TCP Small Queues keep ~40 KB in a sender's own tbf (docs/kernel-oracle.md
-    "TSQ": 34-41 KB with limit 3 MB); bufferlab fills it, and says so. The same tbf
-    on the switch's interface is the usual bottleneck and gets no such warning."""
+def test_tcp_small_queues_keep_a_senders_own_qdisc_short_but_not_a_switchs(lab):
+    """TCP Small Queues (docs/semantics/tcp.md §6.4): a socket may hold about two of its skbs in
+    its own host, so a sender's own tbf stays short (Linux 6.18: 154 kB peak with limit 3 MB,
+    docs/kernel-oracle.md); the same tbf on the switch's interface, past the orphaning veth,
+    fills towards its limit. Nothing is warned about either."""
     own = lab("h1: tc qdisc add dev h1-eth0 root tbf rate 50mbit burst 20k limit 3000000",
-              "h3: iperf3 -s", "h1: iperf3 -c 10.0.0.3 -t 3")
-    [w] = [w for w in own.summary["warnings"] if "TCP Small Queues" in w]
+              "h3: iperf3 -s", "h1: iperf3 -c 10.0.0.3 -t 3", sim='profile = "modern"')
     peak = own.summary["parts"][0]["peak_backlog"]["h1-eth0"]["bytes"]
-    assert peak > 512 * 1024
-    assert f"h1-eth0, the own interface of TCP sender h1, held up to {peak} bytes" in w
+    assert 60_000 < peak < 220_000, peak
     switch = lab("admin: tc qdisc add dev s1-eth2 root tbf rate 50mbit burst 20k limit 3000000",
-                 "h3: iperf3 -s", "h1: iperf3 -c 10.0.0.3 -t 3")
+                 "h3: iperf3 -s", "h1: iperf3 -c 10.0.0.3 -t 3", sim='profile = "modern"')
     assert switch.summary["parts"][0]["peak_backlog"]["s1-eth2"]["bytes"] > 512 * 1024
-    assert not [w for w in switch.summary["warnings"] if "TCP Small Queues" in w]
+    assert not [w for r in (own, switch) for w in r.summary["warnings"] if "Small Queues" in w]

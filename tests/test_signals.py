@@ -275,3 +275,42 @@ def test_a_signal_stops_a_writer_leaving_every_file_whole(written_run, tmp_path,
             assert json.loads(gzip.decompress(p.read_bytes())), p
         elif p.suffix == ".png":
             assert p.read_bytes().endswith(b"IEND\xaeB`\x82"), p
+
+
+ONE_PING = f'name = "ok"\nseed = 1\n{TWO_HOSTS}\n[[part]]\nname = "p"\ncmds = ["h1: ping 10.0.0.2 -c 1"]\n'
+
+
+def test_a_signal_while_the_locks_go_is_an_interrupt_not_a_traceback(tmp_path, monkeypatch, capsys):
+    """tools/fuzz_signals.py (campaign 5): SIGTERM landing in main's last release_all (after the
+    command's own handling) left main as an Interrupted traceback."""
+    from bufferlab import cli
+    from bufferlab.run.scheduler import Interrupted
+
+    scenario = tmp_path / "ok.toml"
+    scenario.write_text(ONE_PING)
+    calls = []
+    release_all = cli.release_all
+
+    def interrupted_once() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise Interrupted(signal.SIGTERM)
+        release_all()
+
+    monkeypatch.setattr(cli, "release_all", interrupted_once)
+    assert cli.main(["check", str(scenario)]) == 143
+    assert "bufferlab: interrupted" in capsys.readouterr().err and len(calls) == 2
+
+
+def test_the_command_ignores_signals_once_its_work_is_written(tmp_path):
+    """Campaign 5: SIGINT/SIGTERM during the interpreter's teardown printed "Exception ignored"
+    or killed the process by the default action; once main() returns, the program ignores them."""
+    scenario = tmp_path / "ok.toml"
+    scenario.write_text(ONE_PING)
+    code = ("import signal, sys\nsys.argv = ['bufferlab', 'check', sys.argv[1]]\n"
+            "from bufferlab.cli import main\nstatus = main()\n"
+            "print(status, int(signal.getsignal(signal.SIGINT)), int(signal.getsignal(signal.SIGTERM)))\n")
+    r = subprocess.run([sys.executable, "-c", code, str(scenario)], capture_output=True, text=True,
+                       timeout=120)
+    ignored = str(int(signal.SIG_IGN))
+    assert r.stdout.splitlines()[-1].split() == ["0", ignored, ignored], r.stdout + r.stderr

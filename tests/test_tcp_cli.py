@@ -22,7 +22,7 @@ cmds = ["h2: iperf3 -s", "{line}"]
 @pytest.mark.parametrize(
     "line, message, hint",
     [
-        ("h1: iperf3 -c 10.0.0.2 -C bbr3", "congestion control bbr3 is not modelled yet", None),
+        ("h1: iperf3 -c 10.0.0.2 -C bbr2", "congestion control bbr2 is not modelled yet", None),
         ("h1: iperf3 -c 10.0.0.2 -C cubc", "unable to set TCP_CONGESTION: cubc: no such congestion control",
          "did you mean cubic?"),
         ("h1: bulk -c 10.0.0.2 -C bbr2", "congestion control bbr2 is not modelled yet", None),

@@ -15,6 +15,7 @@ import argparse
 import errno
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -289,6 +290,28 @@ EXIT_EXPECTATIONS = 4
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``bufferlab ARGV``'s exit status (``argv`` None: the program itself, from sys.argv)."""
+    try:
+        status = _main(argv)
+        if argv is None:
+            # the work is done and written: a signal now would only break the interpreter's
+            # teardown ("Exception ignored", or a death by the default action once Python has
+            # put the defaults back), so the process ends with the command's status
+            _ignore_signals()
+        return status
+    except KeyboardInterrupt as e:  # a signal while the locks went, after the command's own handling
+        _ignore_signals()
+        release_all()
+        print("bufferlab: interrupted", file=sys.stderr)
+        return 128 + getattr(e, "signum", 2)
+
+
+def _ignore_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def _main(argv: list[str] | None) -> int:
     # the command's SIGINT handler (bufferlab/__init__.py) stays until a command installs its
     # own: a quiet exit 130 while a module is imported, KeyboardInterrupt anywhere else
     try:

@@ -213,9 +213,20 @@ def _fresh(root: Path, kind: str, hint: str, inputs: list[Path]) -> Path | None:
             remove_tree(root)  # a partial run gives way: the last complete one stays as .prev
         else:
             if os.path.lexists(prev):
-                remove_tree(prev)
+                discard(prev)
             os.rename(root, prev)
     return _make(root, kind, prev if os.path.lexists(prev) else None)
+
+
+def discard(folder: Path) -> None:
+    """Remove a results folder bufferlab wrote (the previous run a completed one replaces).
+    Its marker says "not complete" first: a removal cut short (SIGKILL, power) leaves a
+    partial run, which the next run replaces, never a "complete" one with files missing."""
+    if not os.path.islink(folder) and os.path.isdir(folder):
+        marker = read_marker(folder)
+        if marker is not None and marker.get("complete") is True:
+            write_marker(folder, marker["kind"], complete=False)
+    remove_tree(folder)
 
 
 def _make(root: Path, kind: str, prev: Path | None) -> Path | None:
@@ -359,5 +370,5 @@ def writing(folder: Path) -> Iterator[None]:
         release(folder)
 
 
-__all__ = ["MARKER", "FolderError", "acquire", "check_usable", "claim", "complete", "fresh", "kind_of",
-           "lock_path", "read_marker", "release", "release_all", "write_marker", "writing"]
+__all__ = ["MARKER", "FolderError", "acquire", "check_usable", "claim", "complete", "discard", "fresh",
+           "kind_of", "lock_path", "read_marker", "release", "release_all", "write_marker", "writing"]

@@ -24,7 +24,8 @@ use crate::error::{Error, Result};
 use crate::host::{CpuQueue, StackCost};
 use crate::mib::NodeMib;
 use crate::packet::{
-    tcp_flags, Ipv4, Packet, PacketArena, PacketId, Payload, Proto, TcpHeader, ARP_FRAME,
+    tcp_flags, Ipv4, Packet, PacketArena, PacketId, Payload, Proto, TcpHeader, TsqRelease,
+    ARP_FRAME,
 };
 use crate::qdisc::ingress::{Hook, Outcome};
 use crate::qdisc::spec::{FilterVerb, HookFilterRequest, HookSide};
@@ -52,6 +53,11 @@ const ARP_RETRANS: SimDuration = SimDuration::from_secs(1);
 /// modelled) has a zero round-trip time and would move unbounded data
 /// without simulated time advancing.
 const MAX_PACKETS_PER_INSTANT: u64 = 2_000_000;
+
+/// Extra packets one `qdisc_restart` asks the root for after the first on a
+/// multi-queue device such as a veth (`try_bulk_dequeue_skb_slow` in
+/// net/sched/sch_generic.c: at most 8 more, stopping at the first failure).
+const BULK_EXTRA: u32 = 8;
 
 /// Units of work (events dispatched, packets a qdisc hands out) at one
 /// simulated instant before the run is declared stuck, naming the component
@@ -156,6 +162,10 @@ struct Iface {
     delay: SimDuration,
     busy_until: SimTime,
     link_free_pending: bool,
+    /// TCP Small Queues: the send memory of the packets serialising on a
+    /// finite-rate link, given back to their sockets at TX completion
+    /// (`busy_until`, the next `LinkFree`)
+    tx_releases: Vec<TsqRelease>,
     watchdog_at: Option<SimTime>,
     drops: DropCounters,
     tx_packets: u64,
@@ -358,6 +368,7 @@ impl Simulator {
                 delay: SimDuration(topo.iface_delay_ns[i]),
                 busy_until: SimTime::ZERO,
                 link_free_pending: false,
+                tx_releases: Vec::new(),
                 watchdog_at: None,
                 drops: DropCounters::default(),
                 tx_packets: 0,
@@ -483,6 +494,7 @@ impl Simulator {
                 .with_trace(iface, |tr| tr.on_other(t, before, after));
         }
         self.kick(iface);
+        self.settle_tsq();
         Ok(out)
     }
 
@@ -534,6 +546,7 @@ impl Simulator {
             delay: SimDuration(0),
             busy_until: SimTime::ZERO,
             link_free_pending: false,
+            tx_releases: Vec::new(),
             watchdog_at: None,
             drops: DropCounters::default(),
             tx_packets: 0,
@@ -772,6 +785,7 @@ impl Simulator {
             return Err(e);
         }
         self.after_app(id);
+        self.settle_tsq();
         Ok(id)
     }
 
@@ -788,6 +802,7 @@ impl Simulator {
         self.check_app(id)?;
         self.with_app(id, |app, ctx| app.interrupt(ctx));
         self.after_app(id);
+        self.settle_tsq();
         Ok(())
     }
 
@@ -896,6 +911,7 @@ impl Simulator {
                         self.stuck_with(who);
                     } else {
                         self.dispatch(ev);
+                        self.settle_tsq();
                     }
                     self.check_stuck()?;
                 }
@@ -976,7 +992,12 @@ impl Simulator {
         match ev {
             Event::WireArrival(i) => self.wire_arrival(i as usize),
             Event::LinkFree(i) => {
-                self.ifaces[i as usize].link_free_pending = false;
+                let ifc = &mut self.ifaces[i as usize];
+                ifc.link_free_pending = false;
+                // TX completion: the sockets get the sent packets' memory back
+                for r in ifc.tx_releases.drain(..) {
+                    self.arena.push_tsq(r);
+                }
                 self.kick(i as usize);
             }
             Event::Watchdog(i) => {
@@ -1093,6 +1114,7 @@ impl Simulator {
                 )));
             }
             self.receive(iface, pid);
+            self.settle_tsq();
             if self.stuck.is_some() {
                 break;
             }
@@ -1104,6 +1126,7 @@ impl Simulator {
         let slot = &mut self.apps[id as usize];
         let gso_max_size = node_gso_max_size(&self.topo, &self.ifaces, slot.node);
         let fq_pacing = node_fq_pacing(&self.topo, &self.ifaces, slot.node);
+        let tsq = node_tsq(&self.topo, &self.ifaces, slot.node);
         let node = &mut self.nodes[slot.node];
         let mut ctx = AppCtx {
             now: self.now,
@@ -1111,6 +1134,7 @@ impl Simulator {
             addr: node.addr,
             gso_max_size,
             fq_pacing,
+            tsq,
             out: &mut self.out_buf,
             sockets: &mut node.sockets,
             iperf: &mut self.iperf,
@@ -1118,6 +1142,35 @@ impl Simulator {
             qdiscs: &self.ifaces,
         };
         f(&mut slot.app, &mut ctx)
+    }
+
+    /// TCP Small Queues (docs/semantics/tcp.md §6.4): tell the sockets what
+    /// their hosts gave back since the last call (`tcp_wfree`), each
+    /// application its own releases in order, then let them send; what they
+    /// send may free more, so until none is left. Linux runs the TSQ handlers
+    /// from a BH work item after the qdisc run that freed the skbs: here after
+    /// the event or arrival that did.
+    fn settle_tsq(&mut self) {
+        while self.arena.has_tsq() {
+            let mut batch = self.arena.take_tsq();
+            batch.sort_by_key(|r| r.flow);
+            let mut i = 0;
+            while i < batch.len() {
+                let flow = batch[i].flow;
+                let n = batch[i..].iter().take_while(|r| r.flow == flow).count();
+                if (flow as usize) < self.apps.len() {
+                    let part = &batch[i..i + n];
+                    self.with_app(flow, |app, ctx| app.tsq_release(ctx, part));
+                    self.after_app(flow);
+                }
+                i += n;
+            }
+            self.arena.restore_tsq_buffer(batch);
+            if self.work_at_instant() {
+                self.stuck_with("TCP Small Queues".to_string());
+                return;
+            }
+        }
     }
 
     /// Send what the application queued, re-arm its timer, note completion.
@@ -1343,6 +1396,7 @@ impl Simulator {
             local: false,
             gso_segs: 1,
             gso_size: 0,
+            tsq: 0,
         };
         let pid = self.arena.alloc(p);
         self.iface_xmit(out, pid);
@@ -1527,6 +1581,7 @@ impl Simulator {
                 r.dst = p.src;
                 r.ttl = 64;
                 r.flow = Packet::NO_FLOW;
+                r.tsq = 0;
                 r.payload = Payload::Echo {
                     reply: true,
                     ident,
@@ -1576,6 +1631,7 @@ impl Simulator {
                         flow: Packet::NO_FLOW,
                         len: crate::packet::ETH_HEADER + crate::packet::IPV4_HEADER + 20,
                         payload,
+                        tsq: 0,
                         ..p
                     };
                     let mib = &mut self.nodes[node].mib;
@@ -1727,8 +1783,16 @@ impl Simulator {
             .with_trace(iface, |tr| tr.on_dequeue(t, before, after, left));
     }
 
-    /// Dequeue and transmit until the root is empty, throttled, or the wire busy.
+    /// Dequeue and transmit until the root is empty, throttled, or the wire busy
+    /// (`__qdisc_run`, docs/semantics/qdiscs.md §1.4). On a zero-rate link (a veth, a
+    /// multi-queue device) each `qdisc_restart` takes a batch: after the first packet
+    /// it asks the root for up to `BULK_EXTRA` more (`try_bulk_dequeue_skb_slow`), so a
+    /// batch that ends for want of a packet costs one failed dequeue of its own before
+    /// the next restart fails again — a throttled tbf counts two `overlimits` per
+    /// packet it releases, one per arrival it refuses.
     fn kick(&mut self, iface: IfaceId) {
+        // packets the current restart has taken (0: the next dequeue starts a restart)
+        let mut batch = 0u32;
         loop {
             let ifc = &mut self.ifaces[iface];
             if ifc.busy_until > self.now {
@@ -1764,6 +1828,9 @@ impl Simulator {
                     }
                 }
                 Some(pid) => {
+                    if self.ifaces[iface].rate.bps() == 0 {
+                        batch = if batch < BULK_EXTRA { batch + 1 } else { 0 };
+                    }
                     self.put_on_wire(iface, pid);
                     if self.work_at_instant() {
                         let who = self.qdisc_component(iface);
@@ -1779,6 +1846,11 @@ impl Simulator {
                             self.events
                                 .schedule(w.max(self.now), Event::Watchdog(iface as u32));
                         }
+                    }
+                    if batch > 0 {
+                        // the batch's extra dequeue failed; the next restart asks again
+                        batch = 0;
+                        continue;
                     }
                     return;
                 }
@@ -1815,12 +1887,27 @@ impl Simulator {
                 .capture(&mut self.topo, iface, t, self.arena.get(pid));
         }
         let len = self.arena.len_of(pid);
+        let charge = self.arena.take_charge(pid);
         let ifc = &mut self.ifaces[iface];
         ifc.tx_packets += 1;
         ifc.tx_bytes += len as u64;
         let tx = ifc.rate.tx_time(len as u64);
         if ifc.rate.bps() > 0 {
             ifc.busy_until = self.now + tx;
+        }
+        if let Some(r) = charge {
+            // the packet leaves its sender's host: a veth gives the socket's
+            // memory back now (`veth_xmit` orphans it), a NIC at TX completion
+            if ifc.rate.bps() > 0 {
+                ifc.tx_releases.push(r);
+                if !ifc.link_free_pending {
+                    ifc.link_free_pending = true;
+                    self.events
+                        .schedule(ifc.busy_until, Event::LinkFree(iface as u32));
+                }
+            } else {
+                self.arena.push_tsq(r);
+            }
         }
         let reached = depart + tx + ifc.delay;
         let peer = self.topo.iface_peer[iface];
@@ -1981,6 +2068,24 @@ fn node_fq_pacing(topo: &Topology, ifaces: &[Iface], node: NodeId) -> Option<u64
         })
 }
 
+/// Can `node`'s packets wait in it after its TCP sockets send them? Only then
+/// do the sockets charge their skbs for TCP Small Queues (docs/semantics/tcp.md
+/// §6.4): not behind a plain veth (`noqueue`: `veth_xmit` orphans the skb at
+/// once) nor behind a netem that delays at the root (it orphans at enqueue).
+fn node_tsq(topo: &Topology, ifaces: &[Iface], node: NodeId) -> bool {
+    topo.node_ifaces[node].iter().any(|&i| {
+        let ifc = &ifaces[i];
+        if ifc.rate.bps() > 0 || ifc.hook.as_ref().is_some_and(|h| h.has_egress()) {
+            return true;
+        }
+        match ifc.tree.node_qdisc(0) {
+            _ if ifc.tree.is_noqueue() => false,
+            Some(crate::qdisc::AnyQdisc::Netem(q)) => !q.orphans(),
+            _ => true,
+        }
+    })
+}
+
 /// The interface's qdiscs as queue traces record them: everything the tree
 /// holds (a root netem's own counters leave out its child's queue, which is
 /// where a lab's bottleneck usually is) and all drops counted on the
@@ -2113,6 +2218,7 @@ mod tests {
                 local: false,
                 gso_segs: 1,
                 gso_size: 0,
+                tsq: 0,
             };
             let id = sim.arena.alloc(p);
             sim.iface_xmit(ifc, id);
@@ -2121,6 +2227,104 @@ mod tests {
         assert!(
             err.contains("in the qdiscs of h1-eth0 (root pfifo 1:)"),
             "{err}"
+        );
+    }
+
+    /// A 1514-byte UDP frame from h1 to h2, as a socket of application 0
+    /// would hand it to h1's stack (charged `tsq` bytes of send memory).
+    fn frame(tsq: u32) -> Packet {
+        Packet {
+            src: Ipv4::parse("10.0.0.1").unwrap(),
+            dst: Ipv4::parse("10.0.0.2").unwrap(),
+            proto: Proto::Udp,
+            tos: 0,
+            ttl: 64,
+            len: 1514,
+            src_port: 40000,
+            dst_port: 9,
+            payload: Payload::Data,
+            seq: 0,
+            sent_at: SimTime::ZERO,
+            flow: 0,
+            corrupt: false,
+            local: true,
+            gso_segs: 1,
+            gso_size: 0,
+            tsq,
+        }
+    }
+
+    /// `tbf rate 1000000 burst 1514`: one frame of tokens, 1 514 000 ns per frame.
+    fn one_frame_tbf(sim: &mut Simulator, dev: &str) {
+        let tc = json!({"verb": "add", "dev": dev, "parent": "root", "handle": 1,
+                        "qdisc": {"kind": "tbf", "rate": 1_000_000, "burst": 1514, "limit": 100_000}});
+        sim.tc(&serde_json::from_value(tc).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_backlogged_tbf_on_a_veth_counts_two_overlimits_per_release_and_one_per_arrival() {
+        // Ten frames handed to h1-eth0 at t = 0. The first takes the bucket's
+        // one frame of tokens; its batch's extra dequeue and the next restart
+        // find the queue empty (tbf counts nothing then). Frames 2..10 arrive
+        // throttled: one failed dequeue each (9). The watchdog releases
+        // frames 2..10 at k × 1.514 ms; after each of 2..9 the batch's extra
+        // dequeue and the next restart fail (2 × 8), after the 10th the queue
+        // is empty (0): 9 + 16 = 25 = 3N − 5 (2N − 3 = 17 with one dequeue
+        // per kick, as the model had before).
+        let mut sim = pair(no_cost());
+        sim.options.arp = false;
+        one_frame_tbf(&mut sim, "h1-eth0");
+        let ifc = sim.topo.iface_by_name("h1-eth0").unwrap();
+        for _ in 0..10 {
+            let id = sim.arena.alloc(frame(0));
+            sim.iface_xmit(ifc, id);
+        }
+        sim.run(SimTime::from_nanos(S)).unwrap();
+        let tbf = sim.ifaces[ifc].tree.show()[0].stats;
+        assert_eq!((tbf.packets, tbf.overlimits), (10, 25));
+        assert_eq!(sim.ifaces[ifc].tx_packets, 10);
+    }
+
+    #[test]
+    fn a_packets_send_memory_comes_back_when_it_leaves_the_host() {
+        // TCP Small Queues (docs/semantics/tcp.md §6.4): a charged frame held
+        // by h1's tbf keeps its charge until the tbf sends it; it is then given
+        // back for the socket (application 0, port 40000, to 10.0.0.2:9).
+        let mut sim = pair(no_cost());
+        sim.options.arp = false;
+        one_frame_tbf(&mut sim, "h1-eth0");
+        let ifc = sim.topo.iface_by_name("h1-eth0").unwrap();
+        for _ in 0..2 {
+            let id = sim.arena.alloc(frame(2410));
+            sim.iface_xmit(ifc, id);
+        }
+        // the first left at once, the second waits for tokens
+        let released = sim.arena.take_tsq();
+        let expect = TsqRelease {
+            flow: 0,
+            local_port: 40000,
+            remote: (Ipv4::parse("10.0.0.2").unwrap(), 9),
+            bytes: 2410,
+        };
+        assert_eq!(released, vec![expect]);
+        // the watchdog's instant: the tokens for the second frame are there
+        assert_eq!(
+            sim.ifaces[ifc].watchdog_at,
+            Some(SimTime::from_nanos(1_514_000))
+        );
+        sim.now = SimTime::from_nanos(1_513_999);
+        sim.kick(ifc);
+        assert_eq!(
+            sim.arena.take_tsq(),
+            vec![],
+            "still held a nanosecond early"
+        );
+        sim.now = SimTime::from_nanos(1_514_000);
+        sim.kick(ifc);
+        assert_eq!(
+            sim.arena.take_tsq(),
+            vec![expect],
+            "given back as it leaves"
         );
     }
 

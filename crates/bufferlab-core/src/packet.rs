@@ -17,6 +17,14 @@ pub const ICMP_HEADER: u32 = 8;
 pub const TCP_HEADER_TS: u32 = 32;
 /// An ARP frame on Ethernet: 14 + 28 bytes.
 pub const ARP_FRAME: u32 = 42;
+/// `skb->truesize` of an skb beyond its payload bytes, x86-64: `SKB_TRUESIZE`
+/// of a small head (320 bytes of headroom — `MAX_TCP_HEADER` — in the 640-byte
+/// small-head cache, + the aligned `sk_buff` 256 + `skb_shared_info` 320). A
+/// TCP skb of `len` payload bytes in page fragments, and each segment of a
+/// split aggregate (`skb_segment` allocates the same head), charges
+/// `len + SKB_TRUESIZE_OVERHEAD` to its socket's `sk_wmem_alloc` (TCP Small
+/// Queues, docs/semantics/tcp.md §6.4).
+pub const SKB_TRUESIZE_OVERHEAD: u32 = 896;
 
 /// An IPv4 address in host byte order.
 #[derive(
@@ -337,6 +345,26 @@ pub struct Packet {
     /// Payload bytes per segment of an aggregate (`gso_size`, the MSS the
     /// sender cut it with; the last segment may be shorter); 0 when plain.
     pub gso_size: u16,
+    /// Send memory (`skb->truesize`) this packet holds of the TCP socket that
+    /// sent it while it is in the sender's host (TCP Small Queues,
+    /// docs/semantics/tcp.md §6.4): given back when it leaves the host, is
+    /// freed, or is orphaned by a delaying netem ([`PacketArena::release_tsq`]).
+    /// 0 for everything else.
+    pub tsq: u32,
+}
+
+/// A change of the send memory a TCP socket has in its host (TCP Small
+/// Queues, docs/semantics/tcp.md §6.4): `bytes` > 0 given back (`tcp_wfree`:
+/// the skb left the host or was freed), < 0 charged on top (the segments of a
+/// split aggregate each have an skb's overhead, `tcp_gso_segment`). The socket
+/// is the one that sent the packet: application `flow`, its `local_port`, the
+/// peer `remote`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TsqRelease {
+    pub flow: u32,
+    pub local_port: u16,
+    pub remote: (Ipv4, u16),
+    pub bytes: i64,
 }
 
 impl Packet {
@@ -390,6 +418,7 @@ impl Packet {
             let mut s = *self;
             s.gso_segs = 1;
             s.gso_size = 0;
+            s.tsq = 0;
             s.len = hdr_len + piece;
             if let Payload::Tcp(mut h) = self.payload {
                 h.seq = h.seq.wrapping_add(i * size);
@@ -464,6 +493,9 @@ pub struct PacketArena {
     /// segments of every packet ever made by a node (splitting an aggregate
     /// makes none; conservation in segments needs no `segmented` term)
     created_segments: u64,
+    /// TSQ changes not yet told to their sockets (the engine takes them after
+    /// each operation: [`PacketArena::take_tsq`])
+    tsq: Vec<TsqRelease>,
 }
 
 /// See `PacketArena::stamp`.
@@ -497,7 +529,58 @@ impl PacketArena {
 
     pub fn free(&mut self, id: PacketId) {
         debug_assert!(!self.free.contains(&id.0), "double free of {:?}", id);
+        self.release_tsq(id);
         self.free.push(id.0);
+    }
+
+    /// `id` no longer holds its socket's send memory (it left the host, was
+    /// freed, or a delaying netem orphaned it): note the release for the socket.
+    #[inline]
+    pub fn release_tsq(&mut self, id: PacketId) {
+        if let Some(r) = self.take_charge(id) {
+            self.tsq.push(r);
+        }
+    }
+
+    /// Take `id`'s send-memory charge off it, as a release to be told to its
+    /// socket later (a finite-rate device gives it back at TX completion).
+    pub fn take_charge(&mut self, id: PacketId) -> Option<TsqRelease> {
+        let p = &mut self.slots[id.0 as usize];
+        if p.tsq == 0 {
+            return None;
+        }
+        let bytes = p.tsq as i64;
+        p.tsq = 0;
+        Some(TsqRelease {
+            flow: p.flow,
+            local_port: p.src_port,
+            remote: (p.dst, p.dst_port),
+            bytes,
+        })
+    }
+
+    /// Note a release taken earlier with [`PacketArena::take_charge`].
+    pub fn push_tsq(&mut self, r: TsqRelease) {
+        self.tsq.push(r);
+    }
+
+    /// Are TSQ changes waiting for their sockets?
+    #[inline]
+    pub fn has_tsq(&self) -> bool {
+        !self.tsq.is_empty()
+    }
+
+    /// The TSQ changes so far, in order (the buffer is handed back empty
+    /// with [`PacketArena::restore_tsq_buffer`] to keep its capacity).
+    pub fn take_tsq(&mut self) -> Vec<TsqRelease> {
+        std::mem::take(&mut self.tsq)
+    }
+
+    pub fn restore_tsq_buffer(&mut self, mut buf: Vec<TsqRelease>) {
+        if self.tsq.is_empty() {
+            buf.clear();
+            self.tsq = buf;
+        }
     }
 
     #[inline]
@@ -581,13 +664,32 @@ impl PacketArena {
     /// [`Packet::segments`], appended to `out` in sequence order, and free
     /// it. The stamp of the root qdisc the aggregate entered carries over.
     /// Bytes are unchanged (`len` already counted every segment's header).
+    /// A segment of a TCP sender's aggregate charges its own truesize
+    /// (`tcp_gso_segment` copies `tcp_wfree` to every segment and adds the
+    /// difference to `sk_wmem_alloc`), so splitting costs the socket
+    /// `(n − 1) × SKB_TRUESIZE_OVERHEAD` more send memory until the segments
+    /// leave (docs/semantics/tcp.md §6.4).
     pub fn segment(&mut self, id: PacketId, out: &mut Vec<PacketId>) {
         let p = *self.get(id);
         let stamp = self.stamp_of(id);
-        for s in p.segments() {
+        let hdr = p.header_len();
+        let mut charged = 0i64;
+        for mut s in p.segments() {
+            if p.tsq > 0 {
+                s.tsq = s.len - hdr + SKB_TRUESIZE_OVERHEAD;
+                charged += s.tsq as i64;
+            }
             let sid = self.place(s);
             self.stamp(sid, stamp.at, stamp.tos);
             out.push(sid);
+        }
+        if let Some(mut r) = self.take_charge(id) {
+            // the aggregate's own charge moves to its segments: only the
+            // difference reaches the socket
+            r.bytes -= charged;
+            if r.bytes != 0 {
+                self.tsq.push(r);
+            }
         }
         self.free(id);
         self.segmented += 1;
@@ -638,6 +740,7 @@ pub(crate) mod tests {
             local: false,
             gso_segs: 1,
             gso_size: 0,
+            tsq: 0,
         }
     }
 
@@ -808,5 +911,39 @@ pub(crate) mod tests {
         let p = frame(1514);
         let v: Vec<Packet> = p.segments().collect();
         assert_eq!(v, vec![p]);
+    }
+
+    #[test]
+    fn split_aggregates_charge_each_segment_its_own_truesize() {
+        use tcp_flags::*;
+        // a socket's 3-segment skb, 1448 + 1448 + 1000 payload bytes, charged
+        // 3896 + 896 = 4792; its segments charge 1448 + 896 = 2344 twice and
+        // 1000 + 896 = 1896: 6584, so the split costs the socket 1792 more
+        let mut a = PacketArena::default();
+        let mut p = tcp_aggregate(1000, ACK | PSH, 3, 1448, 1000);
+        p.flow = 4;
+        p.tsq = 3896 + SKB_TRUESIZE_OVERHEAD;
+        let id = a.alloc(p);
+        let mut out = Vec::new();
+        a.segment(id, &mut out);
+        let charges: Vec<u32> = out.iter().map(|&s| a.get(s).tsq).collect();
+        assert_eq!(charges, vec![2344, 2344, 1896]);
+        let key = (p.flow, p.src_port, (p.dst, p.dst_port));
+        let got: Vec<_> = a
+            .take_tsq()
+            .iter()
+            .map(|r| ((r.flow, r.local_port, r.remote), r.bytes))
+            .collect();
+        assert_eq!(got, vec![(key, -1792)]);
+        // each segment gives its part back when it leaves or is freed: once
+        a.release_tsq(out[0]);
+        a.release_tsq(out[0]);
+        a.free(out[1]);
+        let back: Vec<i64> = a.take_tsq().iter().map(|r| r.bytes).collect();
+        assert_eq!(back, vec![2344, 2344]);
+        // a packet that charged nothing gives nothing back
+        let plain = a.alloc(frame(1514));
+        a.free(plain);
+        assert!(!a.has_tsq());
     }
 }

@@ -64,6 +64,7 @@ MODELLED_KEYS: dict[str, str] = {
     "net.ipv4.tcp_adv_win_scale": "adv",
     "net.ipv4.tcp_slow_start_after_idle": "bool",
     "net.ipv4.tcp_no_metrics_save": "bool",
+    "net.ipv4.tcp_limit_output_bytes": "int",
     "net.core.rmem_max": "int",
     "net.core.wmem_max": "int",
     "net.core.default_qdisc": "qdisc",
@@ -88,12 +89,10 @@ SUPPORTED_CC = (
     "lp",
     "cdg",
     "prague",
-)
-#: congestion controls Linux ships as modules (net/ipv4/tcp_*.c) but bufferlab does not model
-LINUX_CC = (
-    "bbr2",
     "bbr3",
 )
+#: congestion controls Linux ships as modules (net/ipv4/tcp_*.c) but bufferlab does not model
+LINUX_CC = ("bbr2",)
 INT_MAX = 2**31 - 1
 
 
@@ -166,8 +165,10 @@ def sysctl_defaults(modern: bool = False) -> dict[str, SysctlValue]:
     """Linux's values of the modelled keys on a fresh namespace.
 
     [lab2019] (Linux 4.15-5.4): tcp_rmem 4096 87380 6291456 (docs/semantics/tcp.md §3);
-    [modern] (>= 4.20): tcp_rmem default 131072. ``default_qdisc`` is the
-    kernel's own default (distributions may override it with sysctl.d).
+    [modern] (>= 4.20): tcp_rmem default 131072. tcp_limit_output_bytes (TCP Small
+    Queues, docs/semantics/tcp.md §6.4) is 1 MiB from Linux 4.20 to 6.15, 4 MiB
+    since 6.16. ``default_qdisc`` is the kernel's own default (distributions may
+    override it with sysctl.d).
     """
     return {
         "net.ipv4.tcp_rmem": (4096, 131072 if modern else 87380, 6291456),
@@ -189,6 +190,7 @@ def sysctl_defaults(modern: bool = False) -> dict[str, SysctlValue]:
         "net.ipv4.tcp_adv_win_scale": 1,
         "net.ipv4.tcp_slow_start_after_idle": 1,
         "net.ipv4.tcp_no_metrics_save": 0,
+        "net.ipv4.tcp_limit_output_bytes": 4194304 if modern else 1048576,
         "net.core.rmem_max": 212992,
         "net.core.wmem_max": 212992,
         "net.core.default_qdisc": "pfifo_fast",

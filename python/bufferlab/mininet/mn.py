@@ -110,9 +110,23 @@ def build_topo(spec: str, topos: dict[str, Any]) -> Any:
                                + f"; expected {USAGE[name]}")
     try:
         return topos[name](*args, **kwargs)
-    except TypeError as e:  # too many arguments, an unknown name=value
+    except Exception as e:
+        custom = _custom_frame(e)
+        if custom is not None:  # the --custom topology's own mistake, at its line
+            where = f"{custom.filename}:{custom.lineno}"
+            raise MininetError(f"--topo {spec}: {where}: {type(e).__name__}: {e}") from None
+        if not isinstance(e, TypeError):
+            raise
+        # too many arguments, an unknown name=value
         usage = f"; expected {USAGE[name]}" if topos[name] is TOPOS.get(name) else ""
         raise MininetError(f"--topo {spec}: {e}{usage}") from None
+
+
+def _custom_frame(e: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame of ``e``'s traceback outside bufferlab (a --custom file), if any."""
+    package = Path(__file__).resolve().parent.parent
+    return next((t for t in reversed(traceback.extract_tb(e.__traceback__))
+                 if not Path(t.filename).resolve().is_relative_to(package)), None)
 
 
 def link_class(spec: str) -> Any:
@@ -159,9 +173,9 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
         except SyntaxError as e:
             raise BufferlabError(f"--custom {f}:{e.lineno}: invalid Python: {e.msg}") from None
         except Exception as e:  # the file's own mistake, at its line
-            line = next((t.lineno for t in reversed(traceback.extract_tb(e.__traceback__))
-                         if Path(t.filename).resolve() == Path(f).resolve()), None)
-            at = f":{line}" if line else ""
+            frame = _custom_frame(e)
+            at = f":{frame.lineno}" if frame is not None and Path(frame.filename).resolve() == f.resolve() \
+                else ""
             raise BufferlabError(f"--custom {f}{at}: {type(e).__name__}: {e}") from None
         if not isinstance(found, dict):
             raise BufferlabError(f"--custom {f}: topos must be a dict of name -> topology class")

@@ -41,10 +41,10 @@ except ImportError:  # pragma: no cover - not on Windows
 
 from ..errors import BufferlabError
 from ..outputs.report import after_run
-from ..results_folder import acquire, fresh, release, write_marker
+from ..results_folder import acquire, discard, fresh, release, write_marker
 from ..run.programs import PROGRAMS
 from ..run.scheduler import signal_name, signals_deferred, signals_raise
-from ..safefs import ENVIRONMENT_ERRORS, not_a_file, remove_tree, write_json_atomic
+from ..safefs import ENVIRONMENT_ERRORS, not_a_file, write_json_atomic
 from . import clock
 from . import net as net_mod
 from .session import Job, MininetError, Session
@@ -302,7 +302,7 @@ def _done(root: Path, prev: Path | None, completed: bool) -> None:
     """A completed script's results replace the previous run's; a failed one's never do."""
     write_marker(root, "mininet", complete=completed)
     if completed and prev is not None:
-        remove_tree(prev)
+        discard(prev)
     release(root)
 
 

@@ -30,6 +30,10 @@ TUN_F_CSUM, TUN_F_TSO4, TUN_F_TSO6 = 0x01, 0x02, 0x04
 FRAME_MAX = 65536 + 14 + 64
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
+PR_SET_TIMERSLACK = 29
+#: real-time priority of the line (SCHED_FIFO), low: above every ordinary process, so that a
+#: loaded machine does not hold frames back and release them in bursts
+RT_PRIORITY = 10
 #: netem's default limit: frames waiting in one direction
 LIMIT = 1000
 
@@ -55,10 +59,23 @@ def _attach(ns: str, dev: str) -> int:
     return fd
 
 
+def _precise_timing() -> None:
+    """Release frames when they are due, as netem's hrtimer does: no timer slack (50 µs by
+    default) and real-time scheduling where allowed. A frame released late compresses the
+    spacing of what follows it (ACKs arriving in bunches), which changes what a sender's
+    congestion control sees (HyStart's ACK train, BBR's bandwidth and ACK aggregation)."""
+    _libc.prctl(PR_SET_TIMERSLACK, 1)
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
+    except (OSError, AttributeError):  # not permitted here: ordinary scheduling
+        pass
+
+
 def main(argv: list[str]) -> int:
     ns_a, dev_a, ns_b, dev_b = argv
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # never outlive the runner
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _precise_timing()
     fds = {"a": _attach(ns_a, dev_a), "b": _attach(ns_b, dev_b)}
     other = {"a": "b", "b": "a"}
     delay = {"a": 0.0, "b": 0.0}
@@ -66,7 +83,9 @@ def main(argv: list[str]) -> int:
     # (release time, sequence, from which end, frame): frames leave in release order
     line: list[tuple[float, int, str, bytes]] = []
     seq = 0
-    sel = selectors.DefaultSelector()
+    # select(2) waits with microsecond resolution; epoll (the default selector) rounds a
+    # timeout up to whole milliseconds, which released the delayed frames in 1 ms bunches
+    sel = selectors.SelectSelector()
     for end, fd in fds.items():
         sel.register(fd, selectors.EVENT_READ, end)
     os.set_blocking(0, False)

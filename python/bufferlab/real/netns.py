@@ -31,6 +31,13 @@ _OURS = re.compile(rf"^{PREFIX}(\d+)-\S+$")
 #: older ones copied init_net's: the kernel's defaults (net/ipv4/tcp.c) set explicitly, as the
 #: simulation models them
 TCP_DEFAULTS = {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_wmem": "4096 16384 4194304"}
+#: the hosts' default congestion control, first choice first. A new namespace inherits the
+#: machine's (which may be bbr), and may only choose one the machine allows
+#: (tcp_allowed_congestion_control; reno always): cubic, the kernel's own default, or else
+#: reno. It matters even to `iperf3 -C cubic`: iperf3 sets -C after connect(), so the
+#: handshake ran the default's init, and bbr's leaves the socket paced (SK_PACING_NEEDED) for
+#: good (docs/kernel-oracle.md, "Fidelity matrix")
+DEFAULT_CC = ("cubic", "reno")
 
 
 def sh(*args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
@@ -102,6 +109,8 @@ class Lab:
 
     def __post_init__(self) -> None:
         self.tag = f"{PREFIX}{os.getpid()}"
+        #: what the run should tell about how the hosts were set up
+        self.notes: list[str] = []
         #: engine name (unique: ``h1/eth0`` where two hosts name theirs eth0) -> interface
         self.ifaces = {i.engine_name: i for i in self.topo.interfaces}
 
@@ -135,6 +144,7 @@ class Lab:
             self._add_ns(self.ns(h))
             for key, value in TCP_DEFAULTS.items():
                 sh("ip", "netns", "exec", self.ns(h), "sysctl", "-q", "-w", f"{key}={value}")
+            self._default_cc(self.ns(h))
         for s in self.sc.switches:
             # a switch forwards at once (no STP learning delay), as Open vSwitch in Mininet
             sh("ip", "-n", admin, "link", "add", s, "type", "bridge", "stp_state", "0", "forward_delay", "0")
@@ -149,6 +159,22 @@ class Lab:
             if self.topo.node_kinds[i.node] == "switch":
                 sh("ip", "-n", ns, "link", "set", i.name, "master", i.node)
             sh("ip", "-n", ns, "link", "set", i.name, "up")
+
+    def _default_cc(self, ns: str) -> None:
+        """The host's default congestion control: :data:`DEFAULT_CC`'s first the machine
+        allows a namespace (a note says which when it is not cubic)."""
+        key = "net.ipv4.tcp_congestion_control"
+        for cc in DEFAULT_CC:
+            if sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{key}={cc}", check=False).returncode == 0:
+                break
+        else:
+            cc = sh("ip", "netns", "exec", ns, "sysctl", "-n", key).stdout.strip()
+        if cc != DEFAULT_CC[0]:
+            note = (f"this machine does not let a namespace choose {DEFAULT_CC[0]} as its default "
+                    f"congestion control (net.ipv4.tcp_allowed_congestion_control): the hosts' "
+                    f"default is {cc}; iperf3 -C still selects any installed one")
+            if note not in self.notes:
+                self.notes.append(note)
 
     def _link(self, a: dict, b: dict) -> None:
         na, nb = self.ns_of_dev(a["intf"]), self.ns_of_dev(b["intf"])

@@ -34,7 +34,7 @@ from ..formats.plot_iperf import PlotError, plot_iperf
 from ..outputs.queue_plot import plot_queue
 from ..outputs.result_lines import results_text
 from ..outputs.results import app_for, load_run, scan_outputs
-from ..results_folder import acquire, fresh, release, write_marker
+from ..results_folder import acquire, discard, fresh, release, write_marker
 from ..run.context import PreparedLine, Terminal, inside_home
 from ..run.part_results import qdisc_chain
 from ..run.scheduler import (
@@ -46,7 +46,7 @@ from ..run.scheduler import (
     signal_name,
     write_run_info,
 )
-from ..safefs import ensure_dir, open_write, remove_tree, write_json_atomic
+from ..safefs import ensure_dir, open_write, write_json_atomic
 from ..scenario.load import Part, Scenario
 from .netns import Lab, reap_orphans, sh
 from .preflight import check_machine, netem_delay_s, read_plan, stand_in_words
@@ -178,6 +178,9 @@ class RealRunner:
             self.started_unix = time.time()
             try:
                 self.lab.build()
+                for n in self.lab.notes:
+                    self.notes.append(n)
+                    self.echo(f"note: {n}")
                 for node, dev, args in self.topo.tclink_commands:
                     self._admin_tc(node, dev, args)
                 for i, part in enumerate(self.sc.parts):
@@ -201,7 +204,7 @@ class RealRunner:
             if abort is None and error is None and self.stopped is None:
                 write_marker(self.root, "run", complete=True)
                 if self.prev is not None:
-                    remove_tree(self.prev)  # the run completed: the previous one goes
+                    discard(self.prev)  # the run completed: the previous one goes
         finally:
             release(self.root)
         if abort is not None:

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BufferlabError
-from ..results_folder import acquire, fresh, release, write_marker
+from ..results_folder import acquire, discard, fresh, release, write_marker
 from ..run.context import Terminal
-from ..safefs import ensure_dir, remove_tree
+from ..safefs import ensure_dir
 from ..scenario.load import Command, Part, Scenario
 from .netns import Lab, reap_orphans
 from .preflight import Plan, RealError, check_machine, read_lines, read_plan
@@ -217,7 +217,7 @@ class RealSession:
             if error is None and interrupted is None:
                 write_marker(self.root, "mininet", complete=True)
                 if r.prev is not None:
-                    remove_tree(r.prev)
+                    discard(r.prev)
         finally:
             release(self.root)
         return summary

@@ -36,8 +36,8 @@ from typing import Any
 from ..commands.shell import Job, SimpleCommand, parse_shell
 from ..errors import BufferlabError, CommandError, Diagnostics, ScenarioError
 from ..outputs.result_lines import results_text
-from ..results_folder import acquire, fresh, release, write_marker
-from ..safefs import ensure_dir, open_write, remove_tree, write_json_atomic
+from ..results_folder import acquire, discard, fresh, release, write_marker
+from ..safefs import ensure_dir, open_write, write_json_atomic
 from ..scenario.load import Command, Part, Scenario
 from ..scenario.topology import BuiltTopology, build_topology
 from .budget import check_flow_budget, check_ping_budget, check_sample_budget
@@ -66,10 +66,6 @@ from .programs import prepare_command
 from .programs.tc import tc_request_for_engine
 from .tc_shadow import TcShadow
 from .waiting import Waiting
-
-#: a peak backlog above this in a TCP sender's own qdisc cannot happen under Linux's TSQ
-#: (about two packets or 1 ms of the pacing rate per flow): bufferlab warns
-TSQ_WARN_BYTES = 512 * 1024
 
 #: default hard cap on one part's simulated length (a part that would never end is an error)
 DEFAULT_STOP_AT_S = 3600.0
@@ -370,7 +366,7 @@ class Runner:
             if completed and self._made_root:
                 write_marker(self.root, self.kind, complete=True)
             if completed and self.prev_root is not None:
-                remove_tree(self.prev_root)  # the run completed: the previous one goes
+                discard(self.prev_root)  # the run completed: the previous one goes
                 self.prev_root = None
         finally:
             release(self.root)
@@ -473,7 +469,6 @@ class Runner:
             self.part_reports[-1]["stopped"] = str(stopped)
             raise stopped
         self._warn_netem_limit(part)
-        self._warn_sender_queue(part)
 
     def emit(self, event: dict[str, Any]) -> None:
         """Hand ``event`` to :attr:`on_event`, if anyone listens."""
@@ -566,33 +561,6 @@ class Runner:
                 )
                 self.warnings.append(w)
                 self.echo(w)
-
-    def _warn_sender_queue(self, part: Part) -> None:
-        """docs/semantics/tcp.md §6.4: Linux's TCP Small Queues keep a TCP sender's bytes in its own
-        host's qdisc to about two packets or 1 ms at its pacing rate (measured:
-        docs/kernel-oracle.md "TSQ"); bufferlab does not model TSQ, so a qdisc on
-        the sending host's own interface fills to its limit and overstates the
-        queueing delay there. Said once per interface and part."""
-        report = self.part_reports[-1]
-        kinds = self.topo.node_kinds
-        owner = {i.engine_name: i.node for i in self.topo.interfaces}
-        senders = {a.terminal for a in self.apps if a is not None and a.part == part.name
-                   and isinstance(a.spec.get("tcp"), dict) and a.spec.get("protocol", "tcp") == "tcp"}
-        for dev, peak in sorted(report.get("peak_backlog", {}).items()):
-            node = owner.get(dev)
-            too_full = peak.get("bytes", 0) > TSQ_WARN_BYTES
-            if kinds.get(node or "") != "host" or node not in senders or not too_full:
-                continue
-            w = (
-                f"warning: part {part.name!r}: {dev}, the own interface of TCP sender {node}, held up to "
-                f"{peak['bytes']} bytes in its qdisc; Linux's TCP Small Queues would keep a sender's "
-                "own qdisc to about two packets per flow (docs/semantics/tcp.md §6.4), which bufferlab "
-                "does not model yet, so the queueing delay at this interface is overstated; shape at a "
-                "switch or "
-                "router interface to study its queue"
-            )
-            self.warnings.append(w)
-            self.echo(w)
 
     def terminal_proc(
         self, sched: Scheduler, state: PartState, term: Terminal, lines: list[PreparedLine], owner: Owner

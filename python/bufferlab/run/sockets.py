@@ -29,6 +29,7 @@ _TCP_SYSCTLS = {
     "net.ipv4.tcp_adv_win_scale": "adv_win_scale",
     "net.ipv4.tcp_slow_start_after_idle": "slow_start_after_idle",
     "net.ipv4.tcp_no_metrics_save": "no_metrics_save",
+    "net.ipv4.tcp_limit_output_bytes": "limit_output_bytes",
 }
 _TCP_BOOLS = {"sack", "timestamps", "window_scaling", "moderate_rcvbuf", "slow_start_after_idle",
               "no_metrics_save", "ecn_fallback"}

@@ -64,7 +64,14 @@ def local(jobs: list[RunJob], workers: int, address: str | None) -> Records:
             yield execute(job)
         return
     with ProcessPoolExecutor(max_workers=workers, initializer=worker_init, initargs=(os.getpid(),)) as pool:
-        futures = [pool.submit(execute, job) for job in jobs]
+        # the first submit forks every worker from this thread: SIGINT and SIGTERM wait until
+        # then, so none lands in a child still running the sweep's handlers (worker_init
+        # unblocks them there once it set their defaults); here they act right after
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, WORKER_SIGNALS)
+        try:
+            futures = [pool.submit(execute, job) for job in jobs]
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         try:
             for f in as_completed(futures):
                 yield f.result()
@@ -82,6 +89,8 @@ def local(jobs: list[RunJob], workers: int, address: str | None) -> Records:
                 f.cancel()
 
 
+#: the signals a worker takes back to their defaults (the sweep stops its workers itself)
+WORKER_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 #: Linux's prctl option: the signal a process gets when the thread that forked it ends
 PR_SET_PDEATHSIG = 1
 #: how often a worker checks that the sweep that started it is still alive
@@ -99,8 +108,9 @@ def worker_init(parent: int) -> None:
         os.setpgid(0, 0)
     except OSError:  # pragma: no cover - a session leader already
         pass
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for sig in WORKER_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, WORKER_SIGNALS)  # blocked across the fork (local)
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

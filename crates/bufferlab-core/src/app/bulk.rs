@@ -17,7 +17,7 @@ use super::sockets::SocketHandle;
 use super::tcp::{for_host, TcpSpec};
 use super::{parse_addr, AppCtx, Application, Lifetime, ResultCtx, Sockets};
 use crate::error::{Error, Result};
-use crate::packet::{Ipv4, Packet, Proto};
+use crate::packet::{Ipv4, Packet, Proto, TsqRelease};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime};
@@ -218,6 +218,15 @@ impl Application for Bulk {
             self.close_all(ctx);
         }
         for slot in self.streams.run_timers(ctx.now, ctx.sockets) {
+            self.pump(ctx, slot);
+        }
+        self.check_finished(ctx);
+    }
+
+    /// TCP Small Queues: the host gave back send memory of these streams
+    /// (`Sockets::tsq_release`).
+    fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for slot in self.streams.tsq_release(ctx, releases) {
             self.pump(ctx, slot);
         }
         self.check_finished(ctx);

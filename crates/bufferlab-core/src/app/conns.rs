@@ -15,7 +15,8 @@
 //! millions of short flows keeps as many slots as were ever open at once.
 
 use super::sockets::{SocketHandle, Sockets};
-use crate::packet::Packet;
+use super::AppCtx;
+use crate::packet::{Packet, TsqRelease};
 use crate::time::SimTime;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -210,6 +211,14 @@ impl<T: HasSocket> ConnTable<T> {
         self.free.push(slot);
         self.len -= 1;
         val
+    }
+
+    /// TCP Small Queues for the table's connections ([`AppCtx::tsq_release`]):
+    /// the slots whose TSQ handler ran, in the order it did (the caller
+    /// services them as after a timer).
+    pub fn tsq_release(&self, ctx: &mut AppCtx, releases: &[TsqRelease]) -> Vec<u32> {
+        let ran = ctx.tsq_release(releases);
+        ran.into_iter().map(|h| ctx.sockets.tag(h)).collect()
     }
 
     /// Run the timers due at `now` (`ep.handle_timeout`) and return those

@@ -35,7 +35,7 @@ use super::sockets::{PortKind, SocketHandle, LISTEN_MAX};
 use super::tcp::{for_host, is_syn, TcpSpec};
 use super::{parse_addr, AppCtx, Application, Lifetime, ResultCtx, Sockets};
 use crate::error::{Error, Result};
-use crate::packet::{Ipv4, Packet, Proto};
+use crate::packet::{Ipv4, Packet, Proto, TsqRelease};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
@@ -417,6 +417,14 @@ impl Application for FlowsClient {
         self.check_finished(ctx);
     }
 
+    /// TCP Small Queues (`Sockets::tsq_release`).
+    fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for slot in self.flows.tsq_release(ctx, releases) {
+            self.service(ctx, slot);
+        }
+        self.check_finished(ctx);
+    }
+
     /// Ctrl-C: the flows still open are recorded as not completed.
     fn interrupt(&mut self, ctx: &mut AppCtx) {
         if self.life.finished {
@@ -577,6 +585,13 @@ impl Application for FlowsServer {
 
     fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         for slot in self.conns.run_timers(ctx.now, ctx.sockets) {
+            self.service(ctx, slot);
+        }
+    }
+
+    /// TCP Small Queues (`Sockets::tsq_release`).
+    fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for slot in self.conns.tsq_release(ctx, releases) {
             self.service(ctx, slot);
         }
     }

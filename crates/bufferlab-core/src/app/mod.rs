@@ -24,7 +24,7 @@ pub mod udp_source;
 
 use crate::error::{Error, Result};
 use crate::packet::{
-    Ipv4, Packet, Payload, Proto, ETH_HEADER, IPV4_HEADER, TCP_HEADER_TS, UDP_HEADER,
+    Ipv4, Packet, Payload, Proto, TsqRelease, ETH_HEADER, IPV4_HEADER, TCP_HEADER_TS, UDP_HEADER,
 };
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::TcpConfig;
@@ -55,6 +55,12 @@ pub trait Application: Sized {
     /// (its node's `sockets` hold its connections' timers).
     fn poll_timeout(&self, sockets: &Sockets) -> Option<SimTime>;
     fn handle_timeout(&mut self, ctx: &mut AppCtx);
+    /// TCP Small Queues: the host gave back (or charged) send memory of the
+    /// application's sockets (packet.rs `TsqRelease`, docs/semantics/tcp.md
+    /// §6.4). A TCP application passes them to its node's table
+    /// ([`Sockets::tsq_release`]) and services the connections whose TSQ
+    /// handler ran; the others have no sockets that charge anything.
+    fn tsq_release(&mut self, _ctx: &mut AppCtx, _releases: &[TsqRelease]) {}
     /// Ctrl-C.
     fn interrupt(&mut self, ctx: &mut AppCtx);
     fn is_finished(&self) -> bool;
@@ -206,6 +212,10 @@ pub struct AppCtx<'a> {
     /// `sk_pacing_status` becomes `SK_PACING_FQ` (sch_fq.c `fq_classify`),
     /// docs/semantics/qdiscs.md §15.
     pub fq_pacing: Option<u64>,
+    /// The node's packets may wait in it after its TCP sockets send them (a
+    /// qdisc other than `noqueue`, a finite-rate device, an egress hook): the
+    /// sockets charge their skbs for TCP Small Queues (docs/semantics/tcp.md §6.4).
+    pub tsq: bool,
     pub out: &'a mut Vec<Packet>,
     pub sockets: &'a mut Sockets,
     pub iperf: &'a mut IperfRegistry,
@@ -242,6 +252,7 @@ impl AppCtx<'_> {
             local: false,
             gso_segs: 1,
             gso_size: 0,
+            tsq: 0,
         }
     }
 
@@ -332,6 +343,7 @@ impl AppCtx<'_> {
             addr: self.addr,
             id: self.id,
             fq_pacing: self.fq_pacing,
+            tsq: self.tsq,
         }
     }
 
@@ -370,6 +382,13 @@ impl AppCtx<'_> {
         self.sockets.tcp_mut(h)
     }
 
+    /// TCP Small Queues: the host gave back send memory of this
+    /// application's connections ([`Sockets::tsq_release`]); the connections
+    /// whose TSQ handler ran, to be serviced.
+    pub fn tsq_release(&mut self, releases: &[TsqRelease]) -> Vec<SocketHandle> {
+        self.sockets.tsq_release(self.now, self.id, releases)
+    }
+
     /// Hand every segment the connection wants to send now to the outbox.
     pub fn flush(&mut self, h: SocketHandle, tos: u8) {
         let env = self.env();
@@ -392,6 +411,11 @@ impl App {
 
     pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         dispatch_app!(self, a => a.handle_timeout(ctx))
+    }
+
+    /// [`Application::tsq_release`].
+    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        dispatch_app!(self, a => a.tsq_release(ctx, releases))
     }
 
     pub fn interrupt(&mut self, ctx: &mut AppCtx) {

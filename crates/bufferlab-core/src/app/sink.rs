@@ -8,7 +8,7 @@ use super::sockets::{PortKind, SocketHandle, LISTEN_MAX};
 use super::tcp::{for_host, is_syn, TcpSpec};
 use super::{AppCtx, Application, ResultCtx, Sockets};
 use crate::error::{Error, Result};
-use crate::packet::{Packet, Proto};
+use crate::packet::{Packet, Proto, TsqRelease};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::TcpConfig;
 use crate::time::SimTime;
@@ -160,6 +160,14 @@ impl Application for Sink {
 
     fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         for id in self.conns.run_timers(ctx.now, ctx.sockets) {
+            self.drain(ctx, id);
+        }
+    }
+
+    /// TCP Small Queues (`Sockets::tsq_release`): a sink sends only ACKs,
+    /// which charge nothing; kept for symmetry with the other TCP applications.
+    fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for id in self.conns.tsq_release(ctx, releases) {
             self.drain(ctx, id);
         }
     }

@@ -70,6 +70,9 @@ pub struct TcpSpec {
     pub slow_start_after_idle: Option<bool>,
     #[serde(default)]
     pub no_metrics_save: Option<bool>,
+    /// `net.ipv4.tcp_limit_output_bytes` (TCP Small Queues), bytes
+    #[serde(default)]
+    pub limit_output_bytes: Option<u32>,
     /// `SO_SNDBUF` / `SO_RCVBUF` requests (iperf3 `-w`), bytes
     #[serde(default)]
     pub sndbuf: Option<u32>,
@@ -156,6 +159,7 @@ impl TcpSpec {
             .slow_start_after_idle
             .unwrap_or(c.slow_start_after_idle);
         c.no_metrics_save = self.no_metrics_save.unwrap_or(c.no_metrics_save);
+        c.limit_output_bytes = self.limit_output_bytes.unwrap_or(c.limit_output_bytes);
         c.sndbuf = self.sndbuf.or(c.sndbuf);
         c.rcvbuf = self.rcvbuf.or(c.rcvbuf);
         if let Some(mss) = self.mss {
@@ -193,13 +197,15 @@ pub fn for_host(cfg: &mut Arc<TcpConfig>, ctx: &AppCtx) {
 
 /// What sending a connection's segments needs of its node: the instant,
 /// the node's address, the flow id (the owning application's) and whether
-/// an `fq` paces the node's sockets (`AppCtx::fq_pacing`).
+/// an `fq` paces the node's sockets (`AppCtx::fq_pacing`), and whether its
+/// sockets charge their skbs for TCP Small Queues (`AppCtx::tsq`).
 #[derive(Clone, Copy, Debug)]
 pub struct SendEnv {
     pub now: SimTime,
     pub addr: Ipv4,
     pub id: u32,
     pub fq_pacing: Option<u64>,
+    pub tsq: bool,
 }
 
 /// One TCP connection: the endpoint and its addressing. It lives in its
@@ -221,7 +227,8 @@ impl Conn {
     ) -> Conn {
         let mut cfg = cfg.into();
         for_host(&mut cfg, ctx);
-        let ep = TcpEndpoint::connect(cfg, (ctx.addr, local_port), remote, ctx.now, rng);
+        let mut ep = TcpEndpoint::connect(cfg, (ctx.addr, local_port), remote, ctx.now, rng);
+        ep.set_tsq(ctx.tsq);
         Conn {
             ep,
             local_port,
@@ -241,7 +248,7 @@ impl Conn {
         };
         let mut cfg = cfg.into();
         for_host(&mut cfg, ctx);
-        let ep = TcpEndpoint::listen_accept(
+        let mut ep = TcpEndpoint::listen_accept(
             cfg,
             (p.dst, p.dst_port),
             (p.src, p.src_port),
@@ -250,6 +257,7 @@ impl Conn {
             ctx.now,
             rng,
         );
+        ep.set_tsq(ctx.tsq);
         Some(Conn {
             ep,
             local_port: p.dst_port,
@@ -271,6 +279,8 @@ impl Conn {
         if let Some(maxrate) = env.fq_pacing {
             self.ep.set_pacing_fq(maxrate);
         }
+        // a qdisc added or removed since: the next transmissions see it
+        self.ep.set_tsq(env.tsq);
         while let Some(seg) = self.ep.poll_transmit(env.now) {
             let ecn = seg.ecn & 0b11;
             out.push(Packet {
@@ -294,6 +304,7 @@ impl Conn {
                 } else {
                     0
                 },
+                tsq: seg.truesize,
             });
         }
     }

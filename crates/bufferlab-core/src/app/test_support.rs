@@ -86,6 +86,7 @@ impl Bench {
             addr: h.addr,
             gso_max_size: 0,
             fq_pacing: None,
+            tsq: false,
             out: &mut h.out,
             sockets: &mut h.sockets,
             iperf: &mut self.iperf,
@@ -122,6 +123,7 @@ fn template(src: Ipv4, dst: Ipv4, proto: Proto, len: u32, payload: Payload) -> P
         local: false,
         gso_segs: 1,
         gso_size: 0,
+        tsq: 0,
     }
 }
 

@@ -9,7 +9,7 @@
 use super::fifo::Fifo;
 use super::ops::{BuildEnv, ChildChange, Purged, Qdisc, Reduce};
 use super::spec::{ParentSpec, QdiscSpec, TcVerb};
-use super::tree::{ByteFlow, Node, QdiscTree};
+use super::tree::{HeldFlow, Node, QdiscTree};
 use super::{AnyQdisc, QdiscCtx, TcRequest};
 use crate::error::TcError;
 use crate::time::SimTime;
@@ -97,15 +97,15 @@ impl QdiscTree {
     }
 
     /// Run one verb; the packets it purged leave the tree as drops
-    /// (`held_bytes`).
+    /// (`held`).
     pub(super) fn settled<T>(
         &mut self,
         ctx: &mut QdiscCtx,
         verb: impl FnOnce(&mut Self, &mut QdiscCtx) -> Result<T, TcError>,
     ) -> Result<T, TcError> {
-        let before = ByteFlow::start(ctx);
+        let before = HeldFlow::start(ctx);
         let result = verb(self, ctx);
-        self.held_bytes = before.settle(ctx, self.held_bytes, 0);
+        self.held = before.settle(ctx, self.held, None);
         result
     }
 

@@ -395,6 +395,17 @@ impl Htb {
         self.ptr[level][c.prio] = Some(c.spec.classid.wrapping_add(1));
     }
 
+    /// `htb_do_events` for levels 0..=`up_to`: the modes of the classes there
+    /// catch up with the clock. `htb_dequeue` runs a level's due events just
+    /// before it looks for a packet at that level, so the classes above the
+    /// level that sends keep their last mode (`overlimits` counts changes into
+    /// CANT_SEND from the mode the kernel holds, docs/semantics/qdiscs.md, HTB).
+    fn run_events(&mut self, up_to: usize, now: i64) {
+        for cl in self.classes.iter_mut().filter(|c| c.level <= up_to) {
+            cl.mode = cl.mode_after(cl.diff(now));
+        }
+    }
+
     /// `htb_charge_class`: charge `len` bytes to the path of leaf `i` that
     /// sent at `level`.
     fn charge(&mut self, i: usize, level: usize, len: u32, segs: u32, now: i64) {
@@ -610,6 +621,7 @@ impl Qdisc for Htb {
         let now = ctx.now.as_nanos() as i64;
         let mut tried = 0;
         while let Some((i, level)) = self.pick(now) {
+            self.run_events(level, now);
             let before = *red;
             let got = tree::dequeue_chain(&mut self.classes[i].leaf, ctx, red);
             let lost = red.since(before);
@@ -641,6 +653,7 @@ impl Qdisc for Htb {
             self.stats.sent(len, segs);
             return Some(id);
         }
+        self.run_events(MAX_DEPTH - 1, now);
         if self.stats.qlen > 0 {
             let next = (0..self.classes.len())
                 .filter(|&i| self.classes[i].level == 0 && self.classes[i].backlog().0 > 0)

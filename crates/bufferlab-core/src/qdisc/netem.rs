@@ -542,8 +542,17 @@ impl Netem {
             ctx.drop_packet(id, DropReason::NetemLoss);
             return Verdict::Dropped(DropReason::NetemLoss);
         }
-        // The clone is taken before corruption touches the original.
-        let clone = (count > 1).then(|| *ctx.arena.get(id));
+        if self.orphans() {
+            // skb_orphan_partial: a delaying netem gives the sender's TCP
+            // Small Queues budget back now, not when the packet leaves
+            ctx.arena.release_tsq(id);
+        }
+        // The clone is taken before corruption touches the original (a
+        // clone has no socket: skb_clone).
+        let clone = (count > 1).then(|| crate::packet::Packet {
+            tsq: 0,
+            ..*ctx.arena.get(id)
+        });
         if let Some(copy) = clone {
             if !self.env.dup_after_limit {
                 self.duplicate_now(ctx, copy);
@@ -606,6 +615,13 @@ impl Netem {
             self.stats.requeues += 1;
         }
         Verdict::Queued
+    }
+
+    /// Does this netem delay what it holds (`latency`, `jitter` or `rate`)?
+    /// Then it orphans every packet at enqueue (`skb_orphan_partial`): the
+    /// sending socket's TCP Small Queues budget comes back at once.
+    pub fn orphans(&self) -> bool {
+        self.latency != 0 || self.jitter != 0 || self.rate.rate != 0
     }
 
     /// Re-enqueue a duplicate at the device's root with duplication off for

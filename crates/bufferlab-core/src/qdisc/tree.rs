@@ -201,26 +201,48 @@ pub(crate) fn chain_netems(chain: &[Node], out: &mut Vec<bool>) {
 /// which Linux ≥ 6.x refuses to configure).
 const MAX_REINJECT: usize = 4096;
 
-/// Byte counters read around one tree operation, for `QdiscTree::held_bytes`.
-pub(super) struct ByteFlow {
+/// What one tree operation can change the tree's contents by, read before it,
+/// for `QdiscTree::held`: packets and bytes made inside (netem duplicates, the
+/// segments of a split aggregate, which replaces its aggregate), dropped.
+pub(super) struct HeldFlow {
     created: u64,
+    created_bytes: u64,
+    segmented: u64,
     dropped: u64,
+    dropped_bytes: u64,
 }
 
-impl ByteFlow {
+/// Packets and bytes anywhere in a tree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Held {
+    pub(super) bytes: u64,
+    pub(super) packets: u64,
+}
+
+impl HeldFlow {
     pub(super) fn start(ctx: &QdiscCtx) -> Self {
-        ByteFlow {
-            created: ctx.arena.created_bytes(),
-            dropped: ctx.drops.total_bytes(),
+        HeldFlow {
+            created: ctx.arena.created(),
+            created_bytes: ctx.arena.created_bytes(),
+            segmented: ctx.arena.segmented(),
+            dropped: ctx.drops.total_packets(),
+            dropped_bytes: ctx.drops.total_bytes(),
         }
     }
 
-    /// `held` plus what the operation made (duplicates) minus what it
-    /// dropped and the `left` bytes it handed out.
-    pub(super) fn settle(&self, ctx: &QdiscCtx, held: u64, left: u64) -> u64 {
-        let made = ctx.arena.created_bytes() - self.created;
-        let dropped = ctx.drops.total_bytes() - self.dropped;
-        held + made - dropped - left
+    /// `held` plus what the operation made minus what it dropped and the
+    /// packet of `left` bytes it handed out, if any.
+    pub(super) fn settle(&self, ctx: &QdiscCtx, held: Held, left: Option<u64>) -> Held {
+        let made = ctx.arena.created() - self.created - (ctx.arena.segmented() - self.segmented);
+        let made_bytes = ctx.arena.created_bytes() - self.created_bytes;
+        Held {
+            bytes: held.bytes + made_bytes
+                - (ctx.drops.total_bytes() - self.dropped_bytes)
+                - left.unwrap_or(0),
+            packets: held.packets + made
+                - (ctx.drops.total_packets() - self.dropped)
+                - left.is_some() as u64,
+        }
     }
 }
 
@@ -236,11 +258,13 @@ pub struct QdiscTree {
     pub(super) created: u32,
     /// the device has a real TX queue (finite-rate wire): default root pfifo_fast
     pub(super) nic: bool,
-    /// bytes of the packets anywhere in the tree: in at the root (arrivals)
-    /// or made inside (netem duplicates), out by dequeue or a drop. The qdiscs' own backlog
-    /// counters cannot give it: a lab2019 netem counts its child's packets,
-    /// a modern one does not, and a peeked packet sits between two qdiscs.
-    pub(super) held_bytes: u64,
+    /// packets and bytes anywhere in the tree: in at the root (arrivals) or
+    /// made inside (netem duplicates, segments), out by dequeue or a drop;
+    /// kept as they change because the engine asks after every enqueue. The
+    /// qdiscs' own backlog counters cannot give it: a lab2019 netem counts its
+    /// child's packets, a modern one does not, and a peeked packet sits
+    /// between two qdiscs.
+    pub(super) held: Held,
 }
 
 impl QdiscTree {
@@ -262,7 +286,7 @@ impl QdiscTree {
             nodes: vec![Node::default_root(nic)],
             created: 0,
             nic,
-            held_bytes: 0,
+            held: Held::default(),
         }
     }
 
@@ -273,29 +297,32 @@ impl QdiscTree {
 
     /// Enqueue at the root (then re-enqueue any netem duplicates made).
     pub fn enqueue(&mut self, ctx: &mut QdiscCtx, id: PacketId) -> Verdict {
-        let before = ByteFlow::start(ctx);
-        let arrival = ctx.arena.len_of(id) as u64;
+        let before = HeldFlow::start(ctx);
+        let arrived = Held {
+            bytes: self.held.bytes + ctx.arena.len_of(id) as u64,
+            packets: self.held.packets + 1,
+        };
         let start = ctx.reinject.len();
         let mut red = Reduce::default();
         let v = enqueue_chain(&mut self.nodes, ctx, &mut red, id);
         if ctx.reinject.len() > start {
             self.reinject(ctx, start);
         }
-        self.held_bytes = before.settle(ctx, self.held_bytes + arrival, 0);
+        self.held = before.settle(ctx, arrived, None);
         v
     }
 
     /// Dequeue from the root; `None` with `ctx.watchdog` set when throttled.
     pub fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<PacketId> {
-        let before = ByteFlow::start(ctx);
+        let before = HeldFlow::start(ctx);
         let start = ctx.reinject.len();
         let mut red = Reduce::default();
         let p = dequeue_chain(&mut self.nodes, ctx, &mut red);
         if ctx.reinject.len() > start {
             self.reinject(ctx, start);
         }
-        let left = p.map_or(0, |id| ctx.arena.len_of(id) as u64);
-        self.held_bytes = before.settle(ctx, self.held_bytes, left);
+        let left = p.map(|id| ctx.arena.len_of(id) as u64);
+        self.held = before.settle(ctx, self.held, left);
         p
     }
 
@@ -357,9 +384,10 @@ impl QdiscTree {
     }
 
     /// (bytes, packets) held anywhere in the tree: a netem's delay line and
-    /// its child's queue both count.
+    /// its child's queue both count. O(1): kept as packets come and go
+    /// (`held_packets` walks the qdiscs; tree_tests checks the two agree).
     pub fn held_backlog(&self) -> (u64, u64) {
-        (self.held_bytes, self.held_packets())
+        (self.held.bytes, self.held.packets)
     }
 
     /// The qdisc at chain position `idx` (0 = root).

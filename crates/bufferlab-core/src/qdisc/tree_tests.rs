@@ -95,6 +95,7 @@ impl Lab {
     fn conserved(&self) {
         let held = self.tree.held_packets();
         assert_eq!(self.env.arena.live(), held, "live packets vs held");
+        assert_eq!(self.tree.held_backlog().1, held, "packets kept vs walked");
         assert_eq!(
             self.tree.held_backlog().0,
             self.env.arena.live_bytes(),
@@ -953,9 +954,10 @@ fn conservation_under_lossy_jittery_duplicating_traffic() {
     }
 }
 
-/// The flow-queueing kinds report `held()` from their `qlen` (the engine asks
-/// on every enqueue); it must match the packets still alive through overlimit
-/// drops at enqueue, AQM drops at dequeue and flows that empty and come back.
+/// The tree keeps its packet count as packets come and go (the engine asks on
+/// every enqueue); through the flow-queueing kinds' overlimit drops at
+/// enqueue, AQM drops at dequeue and flows that empty and come back it must
+/// match the packets alive and the qdiscs' own stores.
 #[test]
 fn flow_queueing_kinds_hold_what_they_count() {
     use crate::qdisc::spec::{CakeSpec, DualPi2Spec, FqCodelSpec, FqPieSpec, FqSpec, SfqSpec};

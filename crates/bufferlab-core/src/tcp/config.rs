@@ -28,6 +28,14 @@ pub const TCP_SYNACK_RETRIES: u32 = 5;
 pub const TCP_MAX_REORDERING: u32 = 300;
 /// `TCP_TIMEWAIT_LEN`: 60 s.
 pub const TCP_TIMEWAIT: SimDuration = SimDuration::from_secs(60);
+/// `net.ipv4.tcp_limit_output_bytes` default: \[lab2019\] 1 MiB (Linux
+/// 4.20–6.15), \[modern\] 4 MiB (6.16+).
+pub fn default_limit_output_bytes(profile: CcProfile) -> u32 {
+    match profile {
+        CcProfile::Lab2019 => 1 << 20,
+        CcProfile::Modern => 4 << 20,
+    }
+}
 /// Send-buffer overhead per queued payload byte with TSO-sized skbs
 /// (docs/semantics/tcp.md §6.2: `queued × 1.05 < sndbuf`), as a ratio ×100.
 pub const SNDBUF_OVERHEAD_PCT: u64 = 105;
@@ -78,6 +86,9 @@ pub struct TcpConfig {
     pub slow_start_after_idle: bool,
     /// `net.ipv4.tcp_no_metrics_save` (the metrics cache is not modelled)
     pub no_metrics_save: bool,
+    /// `net.ipv4.tcp_limit_output_bytes`: the most an unpaced socket may have
+    /// in its host's qdiscs and device (TSQ, docs/semantics/tcp.md §6.4), bytes
+    pub limit_output_bytes: u32,
     /// `TCP_RTO_MIN` / route `rto_min`
     pub min_rto: SimDuration,
     /// initial congestion window, packets (`TCP_INIT_CWND`)
@@ -136,6 +147,7 @@ impl TcpConfig {
             adv_win_scale: 1,
             slow_start_after_idle: true,
             no_metrics_save: false,
+            limit_output_bytes: default_limit_output_bytes(profile),
             min_rto: SimDuration::from_millis(200),
             init_cwnd: 10,
             sndbuf: None,

@@ -47,6 +47,10 @@ pub struct Dir {
     pub max_queue: usize,
     /// segments marked CE in this direction
     pub ce_marked: u64,
+    /// TCP Small Queues: (when, truesize) of the skbs charged to the sender,
+    /// given back as they leave the bottleneck (the sender's own queue here)
+    /// or are dropped
+    releases: VecDeque<(SimTime, u32)>,
 }
 
 impl Dir {
@@ -67,6 +71,14 @@ impl Dir {
             queue_drops: 0,
             max_queue: 0,
             ce_marked: 0,
+            releases: VecDeque::new(),
+        }
+    }
+
+    /// The skb's send memory comes back at `at` (TSQ: `tcp_wfree`).
+    fn release_at(&mut self, at: SimTime, seg: &Segment) {
+        if seg.truesize > 0 {
+            self.releases.push_back((at, seg.truesize));
         }
     }
 
@@ -77,6 +89,7 @@ impl Dir {
         if let Some(d) = self.drop.as_mut() {
             if d(&seg) {
                 self.dropped += 1;
+                self.release_at(now, &seg);
                 return;
             }
         }
@@ -95,6 +108,7 @@ impl Dir {
                 let qlen = self.departures.len();
                 if qlen >= self.limit {
                     self.queue_drops += 1;
+                    self.release_at(now, &seg);
                     return;
                 }
                 if let Some(k) = self.ce_threshold {
@@ -110,6 +124,7 @@ impl Dir {
                 done
             }
         };
+        self.release_at(depart, &seg);
         let extra = match self.delay_rule.as_mut() {
             Some(r) => r(&seg),
             None => SimDuration::ZERO,
@@ -129,6 +144,19 @@ impl Dir {
 
     fn next(&self) -> Option<SimTime> {
         self.flight.front().map(|f| f.0)
+    }
+
+    /// Send memory due back by `now`, summed.
+    fn take_releases(&mut self, now: SimTime) -> u64 {
+        let mut bytes = 0;
+        while let Some(&(t, b)) = self.releases.front() {
+            if t > now {
+                break;
+            }
+            self.releases.pop_front();
+            bytes += b as u64;
+        }
+        bytes
     }
 }
 
@@ -281,6 +309,7 @@ impl Pair {
             for t in [
                 self.ab.next(),
                 self.ba.next(),
+                self.ab.releases.front().map(|r| r.0),
                 self.a.poll_timeout(),
                 self.b.as_ref().and_then(|b| b.poll_timeout()),
             ]
@@ -294,6 +323,15 @@ impl Pair {
                 break;
             }
             self.now = next;
+            // TSQ: what left the client's queue, then its handler
+            let back = self.ab.take_releases(self.now);
+            if back > 0 {
+                self.a.tsq_account(back as i64);
+                if self.a.tsq_handler(self.now) {
+                    self.apps();
+                    self.sample();
+                }
+            }
             // deliveries
             while self.ab.next() == Some(self.now) {
                 let (_, seg, ce) = self.ab.flight.pop_front().expect("due");

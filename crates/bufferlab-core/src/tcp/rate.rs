@@ -21,6 +21,11 @@ pub struct TxInfo {
     pub first_tx_mstamp: u64,
     /// the flow was application-limited when this was sent
     pub is_app_limited: bool,
+    /// packets in flight just after this one was sent (`tx.in_flight` of
+    /// the BBRv3 kernels, `tcp_set_tx_in_flight`)
+    pub in_flight: u32,
+    /// `tp->lost` when this was sent (`tx.lost`, BBRv3 kernels)
+    pub lost: u32,
 }
 
 /// The connection's delivery bookkeeping (`tcp_sock` fields).
@@ -63,6 +68,10 @@ pub struct RateAcc {
     pub is_app_limited: bool,
     pub is_retrans: bool,
     pub is_ack_delayed: bool,
+    /// `tx.in_flight` of the sampled segment
+    pub tx_in_flight: u32,
+    /// `tx.lost` of the sampled segment
+    pub prior_lost: u32,
 }
 
 impl Default for RateAcc {
@@ -85,13 +94,17 @@ impl Default for RateAcc {
             is_app_limited: false,
             is_retrans: false,
             is_ack_delayed: false,
+            tx_in_flight: 0,
+            prior_lost: 0,
         }
     }
 }
 
 impl RateAcc {
-    /// The sample as congestion control sees it.
-    pub fn to_cc(&self) -> RateSample {
+    /// The sample as congestion control sees it; `lost` is `tp->lost` now
+    /// (`rs->lost` = packets marked lost since the sampled one was sent,
+    /// `rs.prior_lost` being its `tx.lost`: tcp_rate.c of google/bbr v3).
+    pub fn to_cc(&self, lost: u32) -> RateSample {
         RateSample {
             prior_mstamp: self.prior_mstamp,
             prior_delivered: self.prior_delivered,
@@ -107,6 +120,12 @@ impl RateAcc {
             is_retrans: self.is_retrans,
             is_ack_delayed: self.is_ack_delayed,
             ece_delta: 0,
+            tx_in_flight: self.tx_in_flight,
+            // as the BBRv3 kernels' tcp_rate_gen: tp->lost − rs->prior_lost,
+            // the latter 0 when no segment was sampled
+            lost: lost.wrapping_sub(self.prior_lost) as i32,
+            delivered_ce: self.delivered_ce,
+            is_ece: false,
         }
     }
 }
@@ -119,8 +138,10 @@ pub fn sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
 
 impl RateState {
     /// `tcp_rate_skb_sent`: snapshot for a segment sent at `xmit_us`;
-    /// `packets_out` is the count before this segment is added.
-    pub fn on_sent(&mut self, packets_out: u32, xmit_us: u64) -> TxInfo {
+    /// `packets_out` is the count before this segment is added,
+    /// `in_flight` the packets in flight with it (`tcp_set_tx_in_flight`)
+    /// and `lost` the connection's `tp->lost`.
+    pub fn on_sent(&mut self, packets_out: u32, xmit_us: u64, in_flight: u32, lost: u32) -> TxInfo {
         if packets_out == 0 {
             self.first_tx_mstamp = xmit_us;
             self.delivered_mstamp = xmit_us;
@@ -131,6 +152,8 @@ impl RateState {
             delivered_mstamp: self.delivered_mstamp,
             first_tx_mstamp: self.first_tx_mstamp,
             is_app_limited: self.app_limited != 0,
+            in_flight,
+            lost,
         }
     }
 
@@ -157,6 +180,8 @@ impl RateState {
             rs.prior_mstamp = tx.delivered_mstamp;
             rs.is_app_limited = tx.is_app_limited;
             rs.is_retrans = retrans;
+            rs.tx_in_flight = tx.in_flight;
+            rs.prior_lost = tx.lost;
             rs.last_end_seq = end_seq;
             self.first_tx_mstamp = xmit_us;
             rs.interval_us = xmit_us.saturating_sub(tx.first_tx_mstamp) as i64;
@@ -247,7 +272,7 @@ mod tests {
         // ten packets sent 100 µs apart from t = 1000 µs, first with nothing in flight
         let mut tx = Vec::new();
         for i in 0..10u64 {
-            tx.push(st.on_sent(i as u32, 1000 + 100 * i));
+            tx.push(st.on_sent(i as u32, 1000 + 100 * i, 0, 0));
         }
         assert_eq!(tx[0].first_tx_mstamp, 1000);
         assert_eq!(tx[9].delivered_mstamp, 1000);
@@ -276,7 +301,7 @@ mod tests {
     #[test]
     fn a_sample_shorter_than_min_rtt_is_invalid() {
         let mut st = RateState::default();
-        let t = st.on_sent(0, 1000);
+        let t = st.on_sent(0, 1000, 0, 0);
         let mut rs = RateAcc::default();
         st.delivered += 1;
         st.on_delivered(&mut rs, &t, 1000, 1448, false, false);
@@ -293,7 +318,7 @@ mod tests {
         };
         st.check_app_limited(0, 1448, 5, 10, 0, 0);
         assert_eq!(st.app_limited, 105);
-        let t = st.on_sent(5, 2000);
+        let t = st.on_sent(5, 2000, 0, 0);
         assert!(t.is_app_limited);
         st.delivered = 106;
         let mut rs = RateAcc::default();

@@ -221,6 +221,13 @@ impl Receiver {
         }
     }
 
+    /// The modern `scaling_ratio` as a test sets it (the kernel learns it
+    /// from the first full-sized skb's len/truesize).
+    #[cfg(test)]
+    pub(in crate::tcp) fn set_scaling_ratio(&mut self, ratio: u32) {
+        self.scaling_ratio = ratio.clamp(1, 255);
+    }
+
     /// `tcp_space_from_win` (modern).
     pub(in crate::tcp) fn space_from_win(&self, win: u64) -> u64 {
         (win << 8) / self.scaling_ratio.max(1) as u64

@@ -11,7 +11,7 @@ use crate::app::sockets::{PortKind, PortView};
 use crate::app::tcp::{next_timeout, TcpSpec};
 use crate::app::{parse_addr, AppCtx, Application, ResultCtx, Sockets};
 use crate::error::{Error, Result};
-use crate::packet::{Ipv4, Packet, Payload, Proto};
+use crate::packet::{Ipv4, Packet, Payload, Proto, TsqRelease};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::TcpConfig;
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
@@ -605,6 +605,13 @@ impl Application for Client {
             self.close_interval(ctx.sockets, now);
         }
         self.pump(ctx);
+    }
+
+    /// TCP Small Queues (`Sockets::tsq_release`).
+    fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        if !ctx.tsq_release(releases).is_empty() {
+            self.pump(ctx);
+        }
     }
 
     fn interrupt(&mut self, ctx: &mut AppCtx) {

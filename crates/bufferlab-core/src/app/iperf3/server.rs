@@ -10,7 +10,7 @@ use crate::app::sockets::{PortKind, PortView, LISTEN_MAX};
 use crate::app::tcp::{is_syn, next_timeout, TcpSpec};
 use crate::app::{AppCtx, Application, ResultCtx, Sockets};
 use crate::error::{Error, Result};
-use crate::packet::{Ipv4, Packet, Payload, Proto};
+use crate::packet::{Ipv4, Packet, Payload, Proto, TsqRelease};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime};
@@ -516,6 +516,16 @@ impl Application for Server {
         }
         if t.ticker.as_ref().is_some_and(|k| ctx.now >= k.next_tick) {
             t.close_interval(ctx.sockets, ctx.now);
+        }
+    }
+
+    /// TCP Small Queues (`Sockets::tsq_release`): a sending (`-R`) stream
+    /// whose handler ran sends what it may now.
+    fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for h in ctx.tsq_release(releases) {
+            let (ti, si) = self.stream_at[ctx.sockets.tag(h) as usize];
+            let counting = self.current == Some(ti) && self.tests[ti].started.is_some();
+            self.tests[ti].streams[si].service(ctx, counting, None, 0);
         }
     }
 

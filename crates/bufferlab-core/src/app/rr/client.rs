@@ -5,7 +5,7 @@ use crate::app::sockets::{PortKind, PortView, SocketHandle};
 use crate::app::tcp::{Conn, TcpSpec};
 use crate::app::{parse_addr, AppCtx, Application, ResultCtx, Sockets};
 use crate::error::{Error, Result};
-use crate::packet::{Ipv4, Packet, Proto};
+use crate::packet::{Ipv4, Packet, Proto, TsqRelease};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime};
@@ -330,6 +330,14 @@ impl Application for RrClient {
                 self.send_udp(ctx);
                 self.check_replies_done(ctx);
             }
+        }
+    }
+
+    /// TCP Small Queues (`Sockets::tsq_release`): a handler that ran may
+    /// have sent, so the exchange moves on as after an arrival.
+    fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        if !ctx.tsq_release(releases).is_empty() {
+            self.pump(ctx);
         }
     }
 

@@ -8,7 +8,7 @@ use crate::app::sockets::{PortKind, SocketHandle, LISTEN_MAX};
 use crate::app::tcp::{for_host, is_syn, TcpSpec};
 use crate::app::{AppCtx, Application, ResultCtx, Sockets};
 use crate::error::{Error, Result};
-use crate::packet::{Ipv4, Packet, Proto};
+use crate::packet::{Ipv4, Packet, Proto, TsqRelease};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::SimTime;
@@ -309,6 +309,13 @@ impl Application for RrServer {
         due.sort_unstable();
         due.dedup();
         for slot in due {
+            self.service(ctx, slot);
+        }
+    }
+
+    /// TCP Small Queues (`Sockets::tsq_release`).
+    fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for slot in self.conns.tsq_release(ctx, releases) {
             self.service(ctx, slot);
         }
     }

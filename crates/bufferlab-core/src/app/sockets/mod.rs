@@ -30,10 +30,11 @@ pub mod diag;
 
 use super::tcp::Conn;
 use crate::error::{Error, Result};
-use crate::packet::{Ipv4, Packet, Proto};
+use crate::packet::{Ipv4, Packet, Proto, TsqRelease};
 use crate::prefetch::prefetch;
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{OutputBuffer, TcpTotals};
+use crate::time::SimTime;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 pub const EPHEMERAL_LOW: u16 = 32768;
@@ -58,6 +59,14 @@ impl ConnKey {
         ConnKey {
             remote: (p.src, p.src_port),
             local_port: p.dst_port,
+        }
+    }
+
+    /// The connection that sent the packet a TSQ release is about.
+    pub fn of_release(r: &TsqRelease) -> ConnKey {
+        ConnKey {
+            remote: r.remote,
+            local_port: r.local_port,
         }
     }
 }
@@ -356,6 +365,42 @@ impl Sockets {
         };
         self.gone.add(&s.conn.ep.mib());
         self.index.remove(&key);
+    }
+
+    /// TCP Small Queues for `owner`'s connections (docs/semantics/tcp.md
+    /// §6.4), as Linux orders it: every `tcp_wfree` of the batch lowers its
+    /// socket's `sk_wmem_alloc` first; then the TSQ handler of each socket a
+    /// release found throttled runs once. Returns the sockets whose handler
+    /// ran, in the order it did (their output waits to be flushed by their
+    /// application). A release for a socket no longer in the table (removed,
+    /// or its application ended) is dropped.
+    pub fn tsq_release(
+        &mut self,
+        now: SimTime,
+        owner: u32,
+        releases: &[TsqRelease],
+    ) -> Vec<SocketHandle> {
+        for r in releases {
+            if let Some(h) = self.owned(owner, &ConnKey::of_release(r)) {
+                self.tcp_mut(h).ep.tsq_account(r.bytes);
+            }
+        }
+        let mut ran = Vec::new();
+        for r in releases {
+            if let Some(h) = self.owned(owner, &ConnKey::of_release(r)) {
+                if self.tcp_mut(h).ep.tsq_handler(now) {
+                    ran.push(h);
+                }
+            }
+        }
+        ran
+    }
+
+    /// `owner`'s live connection with this key.
+    fn owned(&self, owner: u32, key: &ConnKey) -> Option<SocketHandle> {
+        let slot = self.index.get(key).copied()?;
+        let s = self.tcp[slot as usize].as_ref()?;
+        (s.owner == owner).then_some(SocketHandle(slot))
     }
 
     /// The live connections in slot order (creation order, slots reused).

@@ -234,7 +234,7 @@ impl Fluid {
             is_app_limited: p.app_limited,
             is_retrans: false,
             is_ack_delayed: false,
-            ece_delta: 0,
+            ..RateSample::default()
         };
         if rs.interval_us < tp.min_rtt_us as i64 {
             rs.interval_us = -1;

@@ -38,6 +38,7 @@
 //! defaults (each model's `*Params` struct, or its constants, lists them).
 
 pub mod bbr;
+pub mod bbr3;
 pub mod bic;
 pub mod cdg;
 pub mod cubic;
@@ -442,6 +443,17 @@ pub struct RateSample {
     /// packets the ACK newly reported CE-marked (`rs->ece_delta` of the L4S
     /// kernels: the ACE delta with AccECN, all delivered on a classic ECE)
     pub ece_delta: u32,
+    /// packets in flight when the sampled packet was sent, itself included
+    /// (`rs->tx_in_flight` of the BBRv3 kernels)
+    pub tx_in_flight: u32,
+    /// packets marked lost between the sampled packet's transmission and
+    /// this ACK (`rs->lost`, BBRv3 kernels)
+    pub lost: i32,
+    /// delivered packets of the interval that were CE-marked
+    /// (`rs->delivered_ce`)
+    pub delivered_ce: i32,
+    /// the ACK carried ECE (`rs->is_ece`, BBRv3 kernels)
+    pub is_ece: bool,
 }
 
 impl Default for RateSample {
@@ -463,8 +475,26 @@ impl Default for RateSample {
             is_retrans: false,
             is_ack_delayed: false,
             ece_delta: 0,
+            tx_in_flight: 0,
+            lost: 0,
+            delivered_ce: 0,
+            is_ece: false,
         }
     }
+}
+
+/// A segment just marked lost, as `skb_marked_lost` reads it (the
+/// `TCP_SKB_CB(skb)->tx` fields of the BBRv3 kernels).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LostSkb {
+    /// `tx.in_flight`: packets in flight when it was sent, itself included
+    pub tx_in_flight: u32,
+    /// `tp->lost − tx.lost`: packets marked lost since it was sent, itself included
+    pub lost: u32,
+    /// `tx.is_app_limited`
+    pub is_app_limited: bool,
+    /// `tx.delivered_mstamp != 0`: its snapshot is still valid (not SACKed)
+    pub has_snapshot: bool,
 }
 
 /// Which kernel's arithmetic to reproduce where it changed (docs/semantics/tcp.md
@@ -584,6 +614,15 @@ pub trait CongestionOps: Clone + std::fmt::Debug {
     /// Named internal values for traces, in place of `get_info`: appended
     /// to `out`; none by default.
     fn metrics(&self, _out: &mut Vec<(&'static str, f64)>) {}
+
+    /// Whether the module has `skb_marked_lost` (the BBRv3 kernels' hook);
+    /// the endpoint only keeps the lost segments' snapshots for those.
+    const SKB_MARKED_LOST: bool = false;
+
+    /// `skb_marked_lost` (BBRv3 kernels, called from `tcp_mark_skb_lost`):
+    /// a segment was just marked lost (`skb`: what its transmission
+    /// recorded, with `tp->lost` counting it).
+    fn skb_marked_lost(&mut self, _tp: &mut CcSock, _skb: &LostSkb) {}
 }
 
 /// Generates [`Cc`] (one variant per module, static dispatch: this is the
@@ -647,6 +686,7 @@ register_congestion_controls! {
     Lp(lp::Lp),
     Cdg(cdg::Cdg),
     Prague(prague::Prague),
+    Bbr3(bbr3::Bbr3),
 }
 
 /// Run seed of the BBR stream [`Cc::from_name`] uses (callers with a run
@@ -751,6 +791,19 @@ impl Cc {
     /// [`CongestionOps::ops_name`].
     pub fn ops_name(&self) -> &'static str {
         dispatch!(self, m => m.ops_name())
+    }
+
+    /// [`CongestionOps::SKB_MARKED_LOST`].
+    pub fn wants_skb_marked_lost(&self) -> bool {
+        fn wants<T: CongestionOps>(_: &T) -> bool {
+            T::SKB_MARKED_LOST
+        }
+        dispatch!(self, m => wants(m))
+    }
+
+    /// [`CongestionOps::skb_marked_lost`].
+    pub fn skb_marked_lost(&mut self, tp: &mut CcSock, skb: &LostSkb) {
+        dispatch!(self, m => m.skb_marked_lost(tp, skb))
     }
 
     /// [`CongestionOps::pkts_acked`].
@@ -985,11 +1038,12 @@ mod tests {
     }
 
     #[test]
-    fn only_bbr_and_prague_have_cong_control_and_bbr_triple_sndbuf() {
+    fn only_bbrs_and_prague_have_cong_control_and_bbrs_triple_sndbuf() {
         for &n in Cc::NAMES {
             let cc = Cc::from_name(n).unwrap();
-            assert_eq!(cc.has_cong_control(), n == "bbr" || n == "prague");
-            assert_eq!(cc.sndbuf_expand(), if n == "bbr" { 3 } else { 2 });
+            let bbr = n == "bbr" || n == "bbr3";
+            assert_eq!(cc.has_cong_control(), bbr || n == "prague");
+            assert_eq!(cc.sndbuf_expand(), if bbr { 3 } else { 2 });
         }
         let mut reno = Cc::from_name("reno").unwrap();
         let mut tp = CcSock::default();

@@ -46,7 +46,13 @@
 //! granularity Linux reaches by fragmenting skbs on SACKs. With it zero
 //! every skb is one MSS (`gso_mode = off`).
 //!
-//! Not modelled: TSQ, urgent data,
+//! TCP Small Queues (docs/semantics/tcp.md §6.4): with [`TcpEndpoint::set_tsq`] on, each
+//! data skb charges its truesize to `sk_wmem_alloc`; `tcp_write_xmit` and the
+//! retransmission queue stop once the socket holds more than its TSQ limit in
+//! the host, and [`TcpEndpoint::tsq_account`] + [`TcpEndpoint::tsq_handler`]
+//! are `tcp_wfree` and the TSQ handler when the host gives skbs back.
+//!
+//! Not modelled: urgent data,
 //! keep-alive, Fast Open, MTU probing, PAWS rejection, SYN cookies,
 //! simultaneous open, autocorking, the route-metrics cache
 //! (`tcp_no_metrics_save`), and receiver memory pressure beyond dropping
@@ -144,6 +150,10 @@ pub struct Segment {
     pub gso_segs: u32,
     /// payload bytes per segment (`mss_now` when the skb was cut)
     pub gso_size: u32,
+    /// `skb->truesize` charged to the socket's `sk_wmem_alloc` while the skb
+    /// is in the host (TCP Small Queues, docs/semantics/tcp.md §6.4); 0 when
+    /// nothing was charged (no payload, or nothing holds packets on the way out)
+    pub truesize: u32,
 }
 
 impl Segment {
@@ -155,6 +165,7 @@ impl Segment {
             ecn,
             gso_segs: 1,
             gso_size,
+            truesize: 0,
         }
     }
 
@@ -305,6 +316,21 @@ pub struct TcpEndpoint {
     pub(super) wstamp_ns: u64,
     pub(super) data_segs_out: u32,
 
+    // ---- TCP Small Queues (docs/semantics/tcp.md §6.4, output.rs)
+    /// the host may hold this socket's skbs after TCP hands them to IP (a
+    /// qdisc or a finite-rate device on the way out): skbs are charged to
+    /// `wmem_alloc` until the host gives them back ([`TcpEndpoint::tsq_account`])
+    pub(super) tsq_on: bool,
+    /// `sk_wmem_alloc`: truesize of this socket's skbs still in the host
+    pub(super) wmem_alloc: u64,
+    /// `TSQF_THROTTLED`: `tcp_small_queue_check` stopped a transmission
+    pub(super) tsq_throttled: bool,
+    /// `TSQF_QUEUED`: a release found the socket throttled; its handler is due
+    pub(super) tsq_queued: bool,
+    /// first sequence number of the last new-data skb sent (the "rtx queue
+    /// holds at most one skb" test of `tcp_small_queue_check`)
+    pub(super) last_skb_seq: u32,
+
     // ---- ECN (RFC 3168; Accurate ECN, RFC 9768)
     pub(super) ecn_queue_cwr: bool,
     /// the feedback mode negotiated (`ecn_ok` is true in both ECN modes)
@@ -362,6 +388,7 @@ impl TcpEndpoint {
         let cc = Cc::from_name_with(&cfg.congestion, cfg.profile, cc_rng)
             .or_else(|| Cc::from_name_with("cubic", cfg.profile, ComponentRng::new(0, "tcp/cc")))
             .expect("cubic exists");
+        let log_lost = cc.wants_skb_marked_lost();
         let iss = rng.next_u32();
         let tsoffset = if cfg.timestamps { rng.next_u32() } else { 0 };
         let rto_min_us = (cfg.min_rto.as_nanos() / 1000) as u32;
@@ -421,7 +448,10 @@ impl TcpEndpoint {
             mss_clamp: TCP_MSS_DEFAULT,
             cc,
             cs,
-            sb: Scoreboard::new(),
+            sb: Scoreboard {
+                log_lost,
+                ..Scoreboard::new()
+            },
             rate: RateState::default(),
             rtt: RttEstimator::new(rto_min_us),
             rtt_min: MinMax::new(jiffies, u32::MAX),
@@ -454,6 +484,11 @@ impl TcpEndpoint {
             rcv_tstamp: jiffies,
             wstamp_ns: 0,
             data_segs_out: 0,
+            tsq_on: false,
+            wmem_alloc: 0,
+            tsq_throttled: false,
+            tsq_queued: false,
+            last_skb_seq: iss,
             ecn_queue_cwr: false,
             ecn_mode: EcnMode::Disabled,
             accecn: AccEcn::default(),
@@ -816,6 +851,43 @@ impl TcpEndpoint {
     #[inline]
     pub(super) fn in_flight(&self) -> u32 {
         self.sb.in_flight()
+    }
+
+    /// `tcp_rate_skb_sent` for the segment about to join the queue (or be
+    /// retransmitted): its snapshot, with `tx.in_flight` counting it.
+    pub(super) fn rate_on_sent(&mut self, xmit_us: u64) -> crate::tcp::rate::TxInfo {
+        let in_flight = self.in_flight().wrapping_add(1);
+        self.rate
+            .on_sent(self.sb.packets_out, xmit_us, in_flight, self.lost)
+    }
+
+    /// `tp->lost += n` for segments the scoreboard just marked lost, then
+    /// the module's `skb_marked_lost` for each of them, in marking order,
+    /// with `tp->lost` as it stood after that one (the BBRv3 kernels call
+    /// the hook from `tcp_mark_skb_lost`).
+    pub(super) fn add_lost(&mut self, n: u32) {
+        let lost0 = self.lost;
+        self.lost = self.lost.wrapping_add(n);
+        if self.sb.lost_log.is_empty() {
+            return;
+        }
+        self.cc_sync();
+        let log = std::mem::take(&mut self.sb.lost_log);
+        for (i, tx) in log.iter().enumerate() {
+            let lost_now = lost0.wrapping_add(i as u32 + 1);
+            self.cs.lost = lost_now;
+            let skb = crate::tcp::cc::LostSkb {
+                tx_in_flight: tx.in_flight,
+                lost: lost_now.wrapping_sub(tx.lost),
+                is_app_limited: tx.is_app_limited,
+                has_snapshot: tx.delivered_mstamp != 0,
+            };
+            self.cc.skb_marked_lost(&mut self.cs, &skb);
+        }
+        self.cs.lost = self.lost;
+        let mut log = log;
+        log.clear();
+        self.sb.lost_log = log;
     }
 
     #[inline]

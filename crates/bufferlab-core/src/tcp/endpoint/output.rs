@@ -2,10 +2,14 @@
 //! with Nagle, TSO autosizing and deferral (`tcp_tso_autosize`,
 //! `tcp_tso_should_defer`), EDT pacing, `__tcp_transmit_skb`,
 //! `__tcp_retransmit_skb`, SYN/ACK construction, window selection, cwnd
-//! validation (RFC 7661 as Linux does it) and the pacing rate.
+//! validation (RFC 7661 as Linux does it), the pacing rate, and TCP Small
+//! Queues (`tcp_small_queue_check`, `tcp_wfree`, the TSQ handler;
+//! docs/semantics/tcp.md §6.4).
 
 use super::{Segment, TcpEndpoint, TcpState, CLOCK_BASE_US};
-use crate::packet::{tcp_flags, TcpHeader, ECN_ECT0, ETH_HEADER, IPV4_HEADER};
+use crate::packet::{
+    tcp_flags, TcpHeader, ECN_ECT0, ETH_HEADER, IPV4_HEADER, SKB_TRUESIZE_OVERHEAD,
+};
 use crate::tcp::accecn::{self, EcnMode};
 use crate::tcp::cc::{CaEvent, CaState, CcProfile};
 use crate::tcp::config::{MAX_TCP_HEADER, TCPOLEN_TSTAMP_ALIGNED};
@@ -23,6 +27,26 @@ const TCP_TSO_RTT_LOG: u32 = 9;
 const TCP_TSO_WIN_DIVISOR: u32 = 3;
 /// `GSO_MAX_SEGS` (`sk_gso_max_segs` of a veth).
 const GSO_MAX_SEGS: u32 = 65535;
+
+/// `tcp_small_queue_check`'s limit on `sk_wmem_alloc` before an skb of
+/// `truesize` bytes may go (docs/semantics/tcp.md §6.4): two such skbs or about
+/// 1 ms at the pacing rate (`pacing_rate >> sk_pacing_shift`), whichever is
+/// more; at most `tcp_limit_output_bytes` unless the socket is paced
+/// (`sk_pacing_status != SK_PACING_NONE`: BBR, or an fq); doubled `factor`
+/// times (1 for retransmissions).
+pub fn tsq_limit(
+    truesize: u32,
+    pacing_rate: u64,
+    paced: bool,
+    limit_output_bytes: u32,
+    factor: u32,
+) -> u64 {
+    let mut limit = (2 * truesize as u64).max(pacing_rate >> SK_PACING_SHIFT);
+    if !paced {
+        limit = limit.min(limit_output_bytes as u64);
+    }
+    limit << factor
+}
 impl TcpEndpoint {
     // =====================================================================
     // send path (net/ipv4/tcp_output.c)
@@ -65,7 +89,8 @@ impl TcpEndpoint {
     /// of `tcp_update_skb_after_send`, and TCP's own pacing timer is no longer
     /// needed ([`TcpEndpoint::needs_internal_pacing`]). SIM: fq's release at
     /// the stamp is modelled by holding the segment here until it (module
-    /// doc), since TSQ, which keeps Linux's queue in fq short, is not.
+    /// doc): fq then sends it at once, where Linux's fq holds the one or two
+    /// skbs TCP Small Queues let the socket queue there ahead of their stamps.
     /// `maxrate` is the fq's (bytes/s, `u64::MAX` = none).
     pub fn set_pacing_fq(&mut self, maxrate: u64) {
         self.cs.pacing_fq = true;
@@ -82,6 +107,75 @@ impl TcpEndpoint {
     /// Is the socket paced by an fq qdisc (`SK_PACING_FQ`)?
     pub fn paced_by_fq(&self) -> bool {
         self.cs.pacing_fq
+    }
+
+    /// Whether the host can hold this socket's skbs once TCP has sent them (a
+    /// qdisc or a finite-rate device on the way out): from then on each data
+    /// skb charges its truesize until the host gives it back, and TCP Small
+    /// Queues can stop transmissions. Off (the default) the host hands every
+    /// skb on at once (a veth with `noqueue` orphans it in `veth_xmit`), so
+    /// nothing is ever held.
+    pub fn set_tsq(&mut self, on: bool) {
+        self.tsq_on = on;
+    }
+
+    /// `sk_wmem_alloc` (truesize of this socket's skbs still in its host).
+    pub fn wmem_alloc(&self) -> u64 {
+        self.wmem_alloc
+    }
+
+    /// `tcp_wfree`: the host gave back `bytes` of truesize (an skb left it or
+    /// was freed); a throttled socket's TSQ handler becomes due
+    /// ([`TcpEndpoint::tsq_handler`]). Negative `bytes` charge more (the
+    /// segments of a split aggregate each carry an skb's overhead).
+    pub fn tsq_account(&mut self, bytes: i64) {
+        if bytes < 0 {
+            self.wmem_alloc += bytes.unsigned_abs();
+            return;
+        }
+        self.wmem_alloc = self.wmem_alloc.saturating_sub(bytes as u64);
+        if self.tsq_throttled {
+            self.tsq_throttled = false;
+            self.tsq_queued = true;
+        }
+    }
+
+    /// The TSQ handler (`tcp_tsq_handler` → `tcp_tsq_write`), if a release
+    /// found the socket throttled: retransmit what is lost and push new data.
+    /// Returns whether it ran.
+    pub fn tsq_handler(&mut self, now: SimTime) -> bool {
+        if !self.tsq_queued {
+            return false;
+        }
+        self.tsq_queued = false;
+        self.set_clock(now);
+        self.tsq_write();
+        true
+    }
+
+    /// `tcp_small_queue_check`: does the socket hold too much in its host to
+    /// send an skb of `truesize` bytes now? Then it is throttled until a
+    /// release. An empty retransmission queue, or one holding only the last
+    /// skb sent, never waits (TX completions may come late).
+    pub(in crate::tcp) fn small_queue_check(&mut self, truesize: u32, factor: u32) -> bool {
+        if !self.tsq_on {
+            return false;
+        }
+        let limit = tsq_limit(
+            truesize,
+            self.cs.pacing_rate,
+            self.cs.pacing_status_needed,
+            self.cfg.limit_output_bytes,
+            factor,
+        );
+        if self.wmem_alloc <= limit
+            || self.sb.packets_out == 0
+            || !before(self.snd_una, self.last_skb_seq)
+        {
+            return false;
+        }
+        self.tsq_throttled = true;
+        true
     }
 
     /// `tcp_pacing_check`: internal pacing holds the next packet until its
@@ -167,6 +261,9 @@ impl TcpEndpoint {
             } else {
                 skb_len
             };
+            if self.small_queue_check(len + SKB_TRUESIZE_OVERHEAD, 0) {
+                break;
+            }
             if len == 0 && !fin {
                 break;
             }
@@ -267,12 +364,22 @@ impl TcpEndpoint {
         if limit >= chunk {
             return false;
         }
-        // the next ACK would come too late: the head left under srtt/2 ago
+        // defer only if the ACK of the head is due soon: \[lab2019\] the head
+        // left at least srtt/2 ago; \[modern\] (6.18, "tcp: fix
+        // tcp_tso_should_defer() vs large RTT") it is expected within
+        // min(srtt/2, 1 ms), so a long path is not held waiting for ACKs
         let Some(head) = self.sb.q.front() else {
             return false;
         };
-        let since_head_us = self.now_us.saturating_sub(head.xmit_us);
-        if since_head_us < (self.rtt.srtt_us >> 4) as u64 {
+        let srtt_us = (self.rtt.srtt_us >> 3) as i64;
+        let ack_due_soon = match self.cfg.profile {
+            CcProfile::Lab2019 => self.now_us.saturating_sub(head.xmit_us) as i64 >= srtt_us / 2,
+            CcProfile::Modern => {
+                let how_far = head.xmit_us as i64 + srtt_us - self.now_us as i64;
+                how_far <= (srtt_us / 2).min(1000)
+            }
+        };
+        if !ack_due_soon {
             return false;
         }
         if cong_win < send_win && cong_win <= skb_len {
@@ -409,8 +516,13 @@ impl TcpEndpoint {
         if self.gso_continue && self.append_to_skb(&hdr, payload_len, ecn) {
             return;
         }
-        self.out
-            .push_back(Segment::single(hdr, payload_len, ecn, self.mss_cache));
+        let mut skb = Segment::single(hdr, payload_len, ecn, self.mss_cache);
+        if self.tsq_on && payload_len > 0 {
+            // skb_set_owner_w in __tcp_transmit_skb (pure ACKs are not counted)
+            skb.truesize = payload_len + SKB_TRUESIZE_OVERHEAD;
+            self.wmem_alloc += skb.truesize as u64;
+        }
+        self.out.push_back(skb);
     }
 
     /// Add the next segment to the skb at the back of `out` if it continues
@@ -430,13 +542,19 @@ impl TcpEndpoint {
             && skb.hdr.seq.wrapping_add(skb.payload_len) == hdr.seq
             && skb.ecn == ecn
             && skb.gso_segs < max_segs;
+        let mut charged = 0;
         if continues {
             skb.payload_len += payload_len;
             skb.gso_segs += 1;
             skb.hdr.flags |= hdr.flags & (tcp_flags::PSH | tcp_flags::FIN);
             skb.hdr.ack = hdr.ack;
             skb.hdr.window = hdr.window;
+            if skb.truesize > 0 {
+                skb.truesize += payload_len;
+                charged = payload_len;
+            }
         }
+        self.wmem_alloc += charged as u64;
         continues
     }
 
@@ -493,6 +611,7 @@ impl TcpEndpoint {
     /// `tcp_event_new_data_sent`; pacing advances once for the skb). Returns
     /// the segments sent (`tcp_skb_pcount`).
     pub(super) fn send_new_skb(&mut self, len: u32, fin: bool) -> u32 {
+        self.last_skb_seq = self.snd_nxt;
         let prior_wstamp = self.advance_wstamp();
         let xmit_us = self.wstamp_ns / 1000 + CLOCK_BASE_US;
         let mss = self.mss_cache.max(1);
@@ -548,7 +667,7 @@ impl TcpEndpoint {
         }
         self.mib.orig_data_sent += 1; // tcp_event_new_data_sent
         self.emit(hdr, len, ect);
-        let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
+        let tx = self.rate_on_sent(xmit_us);
         // tcp_event_new_data_sent
         self.snd_nxt = end_seq;
         let prior_packets = self.sb.packets_out;
@@ -646,7 +765,7 @@ impl TcpEndpoint {
         let ect = self.ect_always();
         self.emit(hdr, len, ect);
         self.update_after_send(len, prior_wstamp);
-        let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
+        let tx = self.rate_on_sent(xmit_us);
         self.sb.on_retransmit(idx, xmit_us, tx);
         true
     }
@@ -688,7 +807,7 @@ impl TcpEndpoint {
         self.out.push_back(Segment::single(hdr, 0, ect, 0));
         // tcp_connect_queue_skb counts it before tcp_rate_skb_sent sees it
         self.sb.packets_out += 1;
-        let tx = self.rate.on_sent(self.sb.packets_out, xmit_us);
+        let tx = self.rate_on_sent(xmit_us);
         self.sb.packets_out -= 1;
         self.sb.push(Seg {
             seq: self.iss,
@@ -915,6 +1034,7 @@ impl TcpEndpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::endpoint::TcpConfig;
     use crate::tcp::harness::*;
     use crate::time::{Rate, SimDuration};
 
@@ -982,6 +1102,66 @@ mod tests {
         let sends: Vec<SimTime> = p.data_from_a().map(|s| s.t).collect();
         let same = sends.windows(2).filter(|w| w[0] == w[1]).count();
         same as f64 / sends.len() as f64
+    }
+
+    #[test]
+    fn tsq_limit_hand_computed() {
+        // a 45-segment skb: 65 160 payload + 896 = 66 056 bytes of truesize;
+        // 1 ms of 50 MB/s (>> 10) is 48 828: two skbs bind
+        assert_eq!(tsq_limit(66_056, 50_000_000, false, 4 << 20, 0), 132_112);
+        // 500 MB/s: 500e6 >> 10 = 488 281 bytes
+        assert_eq!(tsq_limit(66_056, 500_000_000, false, 4 << 20, 0), 488_281);
+        // 10 GB/s: 9 765 625, above tcp_limit_output_bytes (4 MiB) ...
+        assert_eq!(
+            tsq_limit(66_056, 10_000_000_000, false, 4 << 20, 0),
+            4_194_304
+        );
+        // ... which does not bind a paced socket (BBR, fq)
+        assert_eq!(
+            tsq_limit(66_056, 10_000_000_000, true, 4 << 20, 0),
+            9_765_625
+        );
+        // a retransmission may queue twice as much
+        assert_eq!(tsq_limit(66_056, 50_000_000, false, 4 << 20, 1), 264_224);
+        // one segment (1448 + 896) at 1 MB/s: 2 × 2344
+        assert_eq!(tsq_limit(2_344, 1_000_000, false, 1 << 20, 0), 4_688);
+        // no pacing rate yet (~0): the sysctl, 1 MiB in lab2019
+        assert_eq!(tsq_limit(2_344, u64::MAX, false, 1 << 20, 0), 1_048_576);
+    }
+
+    /// A CUBIC sender whose own queue is a 50 Mbit/s bottleneck of 2000
+    /// skbs (the harness gives an skb's send memory back as it leaves that
+    /// queue), 0.05 ms each way; `bytes` written.
+    fn own_queue(tsq: bool, bytes: u64) -> Pair {
+        let mut c = TcpConfig::for_profile(CcProfile::Modern);
+        c.congestion = "cubic".into();
+        c.gso_max_size = 65_536;
+        let mut p = Pair::sym(c, SimDuration::from_micros(50));
+        p.check = false;
+        p.ab.rate = Some(Rate::from_bps(50_000_000));
+        p.ab.limit = 2000;
+        p.a.set_tsq(tsq);
+        p.to_write = bytes;
+        p.run_until(ms(3000));
+        p
+    }
+
+    #[test]
+    fn tsq_keeps_a_senders_own_queue_to_three_skbs() {
+        // tcp_small_queue_check: an skb goes while the socket holds at most
+        // 2 × 66 056 bytes of truesize in its host, so the queue never has
+        // more than three 45-segment skbs; without TSQ the window fills it
+        let with = own_queue(true, 12_000_000);
+        let without = own_queue(false, 12_000_000);
+        assert!(with.ab.max_queue <= 3, "{}", with.ab.max_queue);
+        assert!(without.ab.max_queue > 30, "{}", without.ab.max_queue);
+        // the link is as busy: the same bytes arrive by the same time
+        assert_eq!(with.read, 12_000_000);
+        assert_eq!(without.read, 12_000_000);
+        // every skb's memory came back; nothing waits for a release
+        assert_eq!(with.a.wmem_alloc(), 0);
+        assert_eq!(without.a.wmem_alloc(), 0);
+        assert_eq!(with.ab.queue_drops + without.ab.queue_drops, 0);
     }
 
     #[test]

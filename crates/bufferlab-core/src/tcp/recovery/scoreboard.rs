@@ -60,6 +60,12 @@ pub struct Scoreboard {
     /// `recv_sack_cache`: the previous ACK's SACK blocks
     pub sack_cache: [(u32, u32); 4],
     pub sack_cache_len: usize,
+    /// keep the snapshots of newly lost segments in `lost_log` (set for a
+    /// module with `skb_marked_lost`)
+    pub log_lost: bool,
+    /// the `tx` snapshot of each segment `mark_lost` counted, in order,
+    /// until the endpoint hands them to the module
+    pub lost_log: Vec<TxInfo>,
 }
 
 impl Default for Scoreboard {
@@ -81,6 +87,8 @@ impl Scoreboard {
             highest_sack_end: 0,
             sack_cache: [(0, 0); 4],
             sack_cache_len: 0,
+            log_lost: false,
+            lost_log: Vec::new(),
         }
     }
 
@@ -165,6 +173,9 @@ impl Scoreboard {
                 s.sacked &= !SACKED_RETRANS;
                 s.in_tsorted = false;
                 self.retrans_out -= 1;
+                if self.log_lost {
+                    self.lost_log.push(s.tx);
+                }
                 return true;
             }
             false
@@ -174,6 +185,9 @@ impl Scoreboard {
                 s.in_tsorted = false;
             }
             self.lost_out += 1;
+            if self.log_lost {
+                self.lost_log.push(s.tx);
+            }
             true
         }
     }

@@ -31,17 +31,16 @@
 //! from the [`ComponentRng`] given at construction.
 
 use super::{
-    after, before, msecs_to_jiffies, stamp_us_delta, CaEvent, CaState, CcInfo, CcProfile, CcSock,
-    CongControl, CongestionOps, RateSample, HZ, TCP_INIT_CWND,
+    after, before, stamp_us_delta, CaEvent, CaState, CcInfo, CcProfile, CcSock, CongControl,
+    CongestionOps, RateSample, HZ, TCP_INIT_CWND,
 };
 use crate::rng::ComponentRng;
 use crate::tcp::minmax::MinMax;
 
-/// `BW_SCALE`: bandwidth is packets/µs << 24.
-const BW_SCALE: u32 = 24;
-const BW_UNIT: u64 = 1 << BW_SCALE;
-/// `BBR_SCALE`: gains are << 8.
-const BBR_SCALE: u32 = 8;
+pub(super) mod common;
+use common::{
+    AckAggregation, Pacing, ProbeRttTimer, BBR_SCALE, BW_SCALE, BW_UNIT, PROBE_RTT_MODE_MS,
+};
 /// 1.0 as a gain.
 pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
 
@@ -51,8 +50,6 @@ const CYCLE_LEN: u32 = 8;
 const BW_RTTS: u32 = CYCLE_LEN + 2;
 /// Window of the min_rtt filter, s (`bbr_min_rtt_win_sec`).
 const MIN_RTT_WIN_SEC: u32 = 10;
-/// Minimum time in PROBE_RTT at the minimum cwnd, ms (`bbr_probe_rtt_mode_ms`).
-const PROBE_RTT_MODE_MS: u32 = 200;
 /// Below this pacing rate TSO bursts are 1 segment, bit/s (`bbr_min_tso_rate`).
 const MIN_TSO_RATE: u64 = 1_200_000;
 /// Pace this many percent below the estimated bw (`bbr_pacing_margin_percent`).
@@ -92,15 +89,8 @@ const LT_BW_RATIO: u32 = BBR_UNIT / 8;
 const LT_BW_DIFF: u64 = 4000 / 8;
 /// Rounds to use the long-term bw once a policer is detected (`bbr_lt_bw_max_rtts`).
 const LT_BW_MAX_RTTS: u32 = 48;
-/// Gain on the ACK-aggregation allowance (`bbr_extra_acked_gain`).
-const EXTRA_ACKED_GAIN: u32 = BBR_UNIT;
 /// Rounds per half of the extra_acked filter (`bbr_extra_acked_win_rtts`).
 const EXTRA_ACKED_WIN_RTTS: u32 = 5;
-/// Restart the ACK epoch after this many acked packets
-/// (`bbr_ack_epoch_acked_reset_thresh`).
-const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
-/// The aggregation allowance is at most this much bw, µs (`bbr_extra_acked_max_us`).
-const EXTRA_ACKED_MAX_US: u64 = 100_000;
 /// `GSO_MAX_SIZE` (`GSO_LEGACY_MAX_SIZE` in 6.x).
 const GSO_MAX_SIZE: u64 = 65_536;
 /// `MAX_TCP_HEADER` on x86-64 distribution kernels:
@@ -130,8 +120,7 @@ pub struct Bbr {
     min_rtt_us: u32,
     /// jiffies of `min_rtt_us`
     min_rtt_stamp: u32,
-    /// end of PROBE_RTT, jiffies (0 = not yet armed)
-    probe_rtt_done_stamp: u32,
+    probe_rtt: ProbeRttTimer,
     /// max recent delivery rate, pkts/µs << 24, over `BW_RTTS` rounds
     bw: MinMax,
     /// packet-timed rounds elapsed
@@ -149,8 +138,6 @@ pub struct Bbr {
     round_start: bool,
     /// restarting after idle
     idle_restart: bool,
-    /// a PROBE_RTT round at the minimum cwnd has elapsed
-    probe_rtt_round_done: bool,
     /// taking long-term samples
     lt_is_sampling: bool,
     /// rounds in the long-term interval (7 bits in the kernel)
@@ -179,15 +166,8 @@ pub struct Bbr {
     prior_cwnd: u32,
     /// recent bw, to tell whether the pipe is full, pkts/µs << 24
     full_bw: u32,
-    /// start of the ACK-sampling epoch, µs
-    ack_epoch_mstamp: u64,
-    /// max packets acked beyond the expected, per half-window (u16 as the kernel)
-    extra_acked: [u16; 2],
-    /// packets (s)acked in the epoch (20 bits)
-    ack_epoch_acked: u32,
-    /// age of `extra_acked[extra_acked_win_idx]`, rounds (5 bits)
-    extra_acked_win_rtts: u32,
-    extra_acked_win_idx: usize,
+    /// ACK aggregation (`ack_epoch_*`, `extra_acked*`)
+    aggr: AckAggregation,
 }
 
 /// `bbr_min_tso_segs` (the `min_tso_segs` hook): 1 below 1.2 Mbit/s of
@@ -208,7 +188,7 @@ impl Bbr {
             rng,
             min_rtt_us: 0,
             min_rtt_stamp: 0,
-            probe_rtt_done_stamp: 0,
+            probe_rtt: ProbeRttTimer::default(),
             bw: MinMax::default(),
             rtt_cnt: 0,
             next_rtt_delivered: 0,
@@ -218,7 +198,6 @@ impl Bbr {
             packet_conservation: false,
             round_start: false,
             idle_restart: false,
-            probe_rtt_round_done: false,
             lt_is_sampling: false,
             lt_rtt_cnt: 0,
             lt_use_bw: false,
@@ -234,11 +213,7 @@ impl Bbr {
             has_seen_rtt: false,
             prior_cwnd: 0,
             full_bw: 0,
-            ack_epoch_mstamp: 0,
-            extra_acked: [0; 2],
-            ack_epoch_acked: 0,
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
+            aggr: AckAggregation::default(),
         }
     }
 
@@ -287,48 +262,14 @@ impl Bbr {
 
     /// `bbr_extra_acked`: max ACK-aggregation excess over the last 5–10 rounds.
     fn extra_acked(&self) -> u16 {
-        self.extra_acked[0].max(self.extra_acked[1])
+        self.aggr.max()
     }
 
     /// `bbr_rate_bytes_per_sec`: `rate` (pkts/µs << 24) × mss × gain, less
     /// the pacing margin, in bytes/s. Multiplication order as the kernel's
     /// (no u64 overflow up to ~2.9 Tbit/s at gain 2.89).
     fn rate_bytes_per_sec(tp: &CcSock, rate: u64, gain: u32) -> u64 {
-        let mut rate = rate.wrapping_mul(tp.mss_cache as u64);
-        rate = rate.wrapping_mul(gain as u64);
-        rate >>= BBR_SCALE;
-        rate = rate.wrapping_mul(1_000_000 / 100 * (100 - PACING_MARGIN_PERCENT));
-        rate >> BW_SCALE
-    }
-
-    /// `bbr_bw_to_pacing_rate`: bytes/s, at most `max_pacing_rate`.
-    fn bw_to_pacing_rate(tp: &CcSock, bw: u32, gain: u32) -> u64 {
-        Self::rate_bytes_per_sec(tp, bw as u64, gain).min(tp.max_pacing_rate)
-    }
-
-    /// `bbr_init_pacing_rate_from_rtt`: high_gain × cwnd / srtt (1 ms
-    /// before any RTT sample).
-    fn init_pacing_rate_from_rtt(&mut self, tp: &mut CcSock) {
-        let rtt_us = if tp.srtt_us != 0 {
-            self.has_seen_rtt = true;
-            (tp.srtt_us >> 3).max(1)
-        } else {
-            1_000
-        };
-        let bw = tp.snd_cwnd as u64 * BW_UNIT / rtt_us as u64;
-        tp.pacing_rate = Self::bw_to_pacing_rate(tp, bw as u32, HIGH_GAIN);
-    }
-
-    /// `bbr_set_pacing_rate`: pace at bw × gain; in STARTUP the rate only
-    /// goes up.
-    fn set_pacing_rate(&mut self, tp: &mut CcSock, bw: u32, gain: u32) {
-        let rate = Self::bw_to_pacing_rate(tp, bw, gain);
-        if !self.has_seen_rtt && tp.srtt_us != 0 {
-            self.init_pacing_rate_from_rtt(tp);
-        }
-        if self.full_bw_reached || rate > tp.pacing_rate {
-            tp.pacing_rate = rate;
-        }
+        common::rate_bytes_per_sec(tp.mss_cache, rate, gain, PACING_MARGIN_PERCENT)
     }
 
     /// `bbr_tso_segs_goal`: about 1 ms of data per TSO burst
@@ -342,11 +283,9 @@ impl Bbr {
     /// `bbr_save_cwnd`: remember the last good cwnd (the larger one while
     /// recovery or PROBE_RTT has cut it).
     fn save_cwnd(&mut self, tp: &CcSock) {
-        if self.prev_ca_state < CaState::Recovery && self.mode != BbrMode::ProbeRtt {
-            self.prior_cwnd = tp.snd_cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(tp.snd_cwnd);
-        }
+        let probe_rtt = self.mode == BbrMode::ProbeRtt;
+        self.prior_cwnd =
+            common::saved_cwnd(self.prior_cwnd, self.prev_ca_state, probe_rtt, tp.snd_cwnd);
     }
 
     /// `bbr_bdp`: ⌈bw × min_rtt × gain⌉ packets (`TCP_INIT_CWND` before any
@@ -382,26 +321,17 @@ impl Bbr {
     /// departure time, less what bw delivers until then (plus that
     /// packet's burst when the gain is raising in-flight).
     fn packets_in_net_at_edt(&self, tp: &CcSock, inflight_now: u32) -> u32 {
-        let now_ns = tp.clock_ns;
-        let edt_ns = tp.wstamp_ns.max(now_ns);
-        let interval_us = (edt_ns - now_ns) / 1_000;
-        let interval_delivered = ((self.bw() as u64 * interval_us) >> BW_SCALE) as u32;
-        let mut inflight_at_edt = inflight_now;
-        if self.pacing_gain > BBR_UNIT {
-            inflight_at_edt = inflight_at_edt.wrapping_add(Self::tso_segs_goal(tp));
-        }
-        inflight_at_edt.saturating_sub(interval_delivered)
+        let tso_goal = || Self::tso_segs_goal(tp);
+        common::packets_in_net_at_edt(tp, self.bw(), self.pacing_gain, tso_goal, inflight_now)
     }
 
     /// `bbr_ack_aggregation_cwnd`: extra cwnd for ACK aggregation, once the
     /// pipe is full: the recent max excess, at most 100 ms of bw.
     fn ack_aggregation_cwnd(&self) -> u32 {
-        if EXTRA_ACKED_GAIN == 0 || !self.full_bw_reached {
+        if !self.full_bw_reached {
             return 0;
         }
-        let max_aggr_cwnd = (self.bw() as u64 * EXTRA_ACKED_MAX_US / BW_UNIT) as u32;
-        let aggr_cwnd = (EXTRA_ACKED_GAIN * self.extra_acked() as u32) >> BBR_SCALE;
-        aggr_cwnd.min(max_aggr_cwnd)
+        self.aggr.cwnd(self.bw())
     }
 
     /// `bbr_set_cwnd_to_recover_or_restore`: deduct losses; on the first
@@ -635,38 +565,9 @@ impl Bbr {
     /// current epoch over bw × epoch length, max-filtered over two
     /// half-windows of 5 rounds and capped at cwnd.
     fn update_ack_aggregation(&mut self, tp: &CcSock, rs: &RateSample) {
-        if EXTRA_ACKED_GAIN == 0 || rs.acked_sacked == 0 || rs.delivered < 0 || rs.interval_us <= 0
-        {
-            return;
-        }
-        if self.round_start {
-            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1f);
-            if self.extra_acked_win_rtts >= EXTRA_ACKED_WIN_RTTS {
-                self.extra_acked_win_rtts = 0;
-                self.extra_acked_win_idx ^= 1;
-                self.extra_acked[self.extra_acked_win_idx] = 0;
-            }
-        }
-        let epoch_us = stamp_us_delta(tp.delivered_mstamp, self.ack_epoch_mstamp) as u32;
-        let mut expected_acked = (self.bw() as u64 * epoch_us as u64 / BW_UNIT) as u32;
-        if self.ack_epoch_acked <= expected_acked
-            || self.ack_epoch_acked.wrapping_add(rs.acked_sacked) >= ACK_EPOCH_ACKED_RESET_THRESH
-        {
-            self.ack_epoch_acked = 0;
-            self.ack_epoch_mstamp = tp.delivered_mstamp;
-            expected_acked = 0;
-        }
-        self.ack_epoch_acked = self
-            .ack_epoch_acked
-            .wrapping_add(rs.acked_sacked)
-            .min(0xf_ffff);
-        let extra_acked = self
-            .ack_epoch_acked
-            .wrapping_sub(expected_acked)
-            .min(tp.snd_cwnd);
-        if extra_acked > self.extra_acked[self.extra_acked_win_idx] as u32 {
-            self.extra_acked[self.extra_acked_win_idx] = extra_acked as u16;
-        }
+        let bw = self.bw();
+        self.aggr
+            .update(tp, rs, bw, self.round_start, EXTRA_ACKED_WIN_RTTS);
     }
 
     /// `bbr_check_full_bw_reached`: the pipe is full after 3 non-app-limited
@@ -704,7 +605,7 @@ impl Bbr {
     /// `bbr_check_probe_rtt_done`: after the PROBE_RTT time, restart the
     /// min_rtt window, restore cwnd, return to STARTUP or PROBE_BW.
     fn check_probe_rtt_done(&mut self, tp: &mut CcSock) {
-        if !(self.probe_rtt_done_stamp != 0 && after(tp.jiffies, self.probe_rtt_done_stamp)) {
+        if !self.probe_rtt.expired(tp.jiffies) {
             return;
         }
         self.min_rtt_stamp = tp.jiffies;
@@ -735,24 +636,16 @@ impl Bbr {
         {
             self.mode = BbrMode::ProbeRtt;
             self.save_cwnd(tp);
-            self.probe_rtt_done_stamp = 0;
+            self.probe_rtt.done_stamp = 0;
         }
 
         if self.mode == BbrMode::ProbeRtt {
-            let al = tp.delivered.wrapping_add(tp.packets_in_flight);
-            tp.app_limited = if al != 0 { al } else { 1 };
-            if self.probe_rtt_done_stamp == 0 && tp.packets_in_flight <= CWND_MIN_TARGET {
-                self.probe_rtt_done_stamp =
-                    tp.jiffies.wrapping_add(msecs_to_jiffies(PROBE_RTT_MODE_MS));
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = tp.delivered;
-            } else if self.probe_rtt_done_stamp != 0 {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(tp);
-                }
+            let target = CWND_MIN_TARGET;
+            if self
+                .probe_rtt
+                .hold(tp, &mut self.next_rtt_delivered, self.round_start, target)
+            {
+                self.check_probe_rtt_done(tp);
             }
         }
         // an idle restart ends with the first ACK of new data
@@ -801,6 +694,23 @@ impl Bbr {
     }
 }
 
+impl Pacing for Bbr {
+    const STARTUP_GAIN: u32 = HIGH_GAIN;
+
+    /// `bbr_bw_to_pacing_rate`: bytes/s, at most `max_pacing_rate`.
+    fn bw_to_pacing_rate(tp: &CcSock, bw: u32, gain: u32) -> u64 {
+        Self::rate_bytes_per_sec(tp, bw as u64, gain).min(tp.max_pacing_rate)
+    }
+
+    fn seen_rtt(&mut self) -> &mut bool {
+        &mut self.has_seen_rtt
+    }
+
+    fn pipe_full(&self) -> bool {
+        self.full_bw_reached
+    }
+}
+
 /// `tcp_bbr_cong_ops` (tcp_bbr.c); no `cong_avoid` and no `pkts_acked`:
 /// `cong_control` does the work.
 impl CongestionOps for Bbr {
@@ -822,8 +732,7 @@ impl CongestionOps for Bbr {
         };
         self.prev_ca_state = CaState::Open;
         self.packet_conservation = false;
-        self.probe_rtt_done_stamp = 0;
-        self.probe_rtt_round_done = false;
+        self.probe_rtt = ProbeRttTimer::default();
         self.min_rtt_us = tp.min_rtt_us;
         self.min_rtt_stamp = tp.jiffies;
         self.bw.reset(self.rtt_cnt, 0);
@@ -838,11 +747,7 @@ impl CongestionOps for Bbr {
         self.cycle_idx = 0;
         self.reset_lt_bw_sampling(tp);
         self.reset_startup_mode();
-        self.ack_epoch_mstamp = tp.now_us;
-        self.ack_epoch_acked = 0;
-        self.extra_acked_win_rtts = 0;
-        self.extra_acked_win_idx = 0;
-        self.extra_acked = [0; 2];
+        self.aggr = AckAggregation::new(tp.now_us);
         tp.pacing_status_needed = true;
     }
 
@@ -876,8 +781,7 @@ impl CongestionOps for Bbr {
     fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
         if ev == CaEvent::TxStart && tp.app_limited != 0 {
             self.idle_restart = true;
-            self.ack_epoch_mstamp = tp.now_us;
-            self.ack_epoch_acked = 0;
+            self.aggr.restart_epoch(tp.now_us);
             if self.mode == BbrMode::ProbeBw {
                 let bw = self.bw();
                 self.set_pacing_rate(tp, bw, BBR_UNIT);
@@ -1255,17 +1159,17 @@ mod tests {
         assert_eq!(tp.snd_cwnd, 4);
         assert_eq!((b.pacing_gain, b.cwnd_gain), (BBR_UNIT, BBR_UNIT));
         assert_eq!(tp.app_limited, tp.delivered + 100);
-        assert_eq!(b.probe_rtt_done_stamp, 0); // in-flight still 100
+        assert_eq!(b.probe_rtt.done_stamp, 0); // in-flight still 100
                                                // in-flight reaches 4: 200 ms (50 jiffies) start now
         tp.packets_in_flight = 4;
         tp.jiffies = J0 + 2_510;
         ack(&mut b, &mut tp, 10, 1_000, 25_000, false);
-        assert_eq!(b.probe_rtt_done_stamp, J0 + 2_560);
+        assert_eq!(b.probe_rtt.done_stamp, J0 + 2_560);
         assert_eq!(tp.snd_cwnd, 4);
         // a round passes, but 200 ms have not
         tp.jiffies = J0 + 2_530;
         ack(&mut b, &mut tp, 10, 1_000, 25_000, true);
-        assert!(b.probe_rtt_round_done);
+        assert!(b.probe_rtt.round_done);
         assert_eq!(b.mode, BbrMode::ProbeRtt);
         tp.jiffies = J0 + 2_560; // not after the stamp
         ack(&mut b, &mut tp, 10, 1_000, 25_000, false);
@@ -1306,7 +1210,7 @@ mod tests {
         tp.app_limited = 7;
         b.cwnd_event(&mut tp, CaEvent::TxStart);
         assert_eq!(tp.pacing_rate, 143_351_948);
-        assert_eq!(b.ack_epoch_mstamp, tp.now_us);
+        assert_eq!(b.aggr.epoch_mstamp, tp.now_us);
     }
 
     #[test]
@@ -1380,14 +1284,14 @@ mod tests {
         // the epoch restarts here and all 50 are excess
         tp.delivered_mstamp += 1_000;
         b.update_ack_aggregation(&tp, &rs(50));
-        assert_eq!((b.ack_epoch_acked, b.extra_acked[0]), (50, 50));
+        assert_eq!((b.aggr.epoch_acked, b.aggr.extra_acked[0]), (50, 50));
         // same instant, 30 more: 80 excess
         b.update_ack_aggregation(&tp, &rs(30));
-        assert_eq!(b.extra_acked[0], 80);
+        assert_eq!(b.aggr.extra_acked[0], 80);
         // 5 ms later 10 more: expected 167 772·5000>>24 = 50, excess 40
         tp.delivered_mstamp += 5_000;
         b.update_ack_aggregation(&tp, &rs(10));
-        assert_eq!((b.ack_epoch_acked, b.extra_acked[0]), (90, 80));
+        assert_eq!((b.aggr.epoch_acked, b.aggr.extra_acked[0]), (90, 80));
         // the allowance: min(80, bw·100 ms = 1000)
         assert_eq!(b.ack_aggregation_cwnd(), 80);
         // capped by cwnd when recorded, by 100 ms of bw when used
@@ -1401,7 +1305,7 @@ mod tests {
     #[test]
     fn extra_acked_window_flips_every_five_rounds() {
         let (mut b, tp) = started(CcProfile::Modern);
-        b.extra_acked = [30, 0];
+        b.aggr.extra_acked = [30, 0];
         let rs = RateSample {
             delivered: 1,
             interval_us: 1_000,
@@ -1412,14 +1316,14 @@ mod tests {
         for _ in 0..4 {
             b.update_ack_aggregation(&tp, &rs);
         }
-        assert_eq!((b.extra_acked_win_idx, b.extra_acked_win_rtts), (0, 4));
+        assert_eq!((b.aggr.win_idx, b.aggr.win_rtts), (0, 4));
         b.update_ack_aggregation(&tp, &rs);
-        assert_eq!((b.extra_acked_win_idx, b.extra_acked_win_rtts), (1, 0));
+        assert_eq!((b.aggr.win_idx, b.aggr.win_rtts), (1, 0));
         assert_eq!(b.extra_acked(), 30); // the old half still counts
         for _ in 0..5 {
             b.update_ack_aggregation(&tp, &rs);
         }
-        assert_eq!(b.extra_acked_win_idx, 0);
+        assert_eq!(b.aggr.win_idx, 0);
         assert!(b.extra_acked() < 30); // 5–10 rounds later it is gone
     }
 

@@ -140,7 +140,8 @@ impl TcpEndpoint {
             }
         }
         if self.cfg.profile == CcProfile::Modern {
-            self.rcvbuf_grow();
+            // out-of-order data: room for it, the space unchanged
+            self.rcvbuf_grow(self.rcv.space);
         }
     }
 
@@ -300,12 +301,22 @@ impl TcpEndpoint {
         }
     }
 
-    /// `tcp_rcvbuf_grow` (modern).
-    fn rcvbuf_grow(&mut self) {
+    /// `tcp_rcvbuf_grow` (modern) with `rcvq_space.space` moving from its
+    /// current value to `newval`: a window of twice the bytes copied in the
+    /// last RTT, and, since DRS learns of a doubling a round late (6.18, "tcp:
+    /// fix too slow tcp_rcvbuf_grow() action"), twice that again scaled by the
+    /// round's growth — 2w + 4w·(new − old)/old — plus what waits out of order.
+    fn rcvbuf_grow(&mut self, newval: u32) {
+        let oldval = self.rcv.space as u64;
+        self.rcv.space = newval;
         if !self.rcv.moderate_rcvbuf || self.rcv.rcvbuf_locked {
             return;
         }
-        let mut rcvwin = (self.rcv.space as u64) << 1;
+        let newval = newval as u64;
+        let mut rcvwin = newval << 1;
+        if oldval > 0 {
+            rcvwin += ((rcvwin * newval.saturating_sub(oldval)) / oldval) << 1;
+        }
         if let Some(last) = self.rcv.ooo.back() {
             rcvwin += last.end.wrapping_sub(self.rcv.rcv_nxt) as u64;
         }
@@ -357,10 +368,7 @@ impl TcpEndpoint {
                     }
                     self.rcv.space = copied as u32;
                 }
-                CcProfile::Modern => {
-                    self.rcv.space = copied as u32;
-                    self.rcvbuf_grow();
-                }
+                CcProfile::Modern => self.rcvbuf_grow(copied as u32),
             }
         }
         self.rcv.space_seq = self.rcv.copied_seq;
@@ -487,6 +495,8 @@ impl TcpEndpoint {
 
 #[cfg(test)]
 mod tests {
+    use crate::tcp::cc::CcProfile;
+    use crate::tcp::config::TcpConfig;
     use crate::tcp::harness::*;
     use crate::time::{Rate, SimDuration};
 
@@ -538,6 +548,37 @@ mod tests {
         assert_eq!(r0.rcv_wscale, 6);
         let w = (p.segs_from_b().last().unwrap().seg.hdr.window as u32) << 6;
         assert!(w <= 1 << 20 && w > (1 << 20) - 4 * 1448, "{w}");
+    }
+
+    #[test]
+    fn modern_rcvbuf_grow_adds_the_rounds_growth_twice() {
+        // 6.18 tcp_rcvbuf_grow, values from a kernel trace: the space grows
+        // 31856 → 66608 with scaling_ratio 229. rcvwin = 2·66608 = 133216,
+        // plus 2·(133216·34752 / 31856) = 2·145326 → 423868; rcvbuf =
+        // 423868·256 / 229 = 473843, window_clamp = 473843·229 >> 8 = 423867.
+        // The pre-6.18 rule (2·copied only) would have given 148922.
+        let mut p = Pair::sym(
+            TcpConfig::for_profile(CcProfile::Modern),
+            SimDuration::from_millis(10),
+        );
+        let a = &mut p.a;
+        a.rcv.set_scaling_ratio(229);
+        a.rcv.rmem2 = 6 << 20;
+        a.rcv.rcvbuf = 131_072;
+        a.rcv.space = 31_856;
+        a.rcvbuf_grow(66_608);
+        assert_eq!(
+            (a.rcv.space, a.rcv.rcvbuf, a.rcv.window_clamp),
+            (66_608, 473_843, 423_867)
+        );
+        // out-of-order arrivals call it with the space unchanged: 2·space
+        // (297 844 B of buffer) is below what it has, so nothing moves
+        a.rcvbuf_grow(66_608);
+        assert_eq!((a.rcv.space, a.rcv.rcvbuf), (66_608, 473_843));
+        // tcp_rmem[2] caps it
+        a.rcv.rmem2 = 1 << 20;
+        a.rcvbuf_grow(200_000);
+        assert_eq!(a.rcv.rcvbuf, 1 << 20);
     }
 
     #[test]

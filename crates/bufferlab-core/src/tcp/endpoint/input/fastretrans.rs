@@ -10,6 +10,7 @@
 //! conservative `min(delta, newly_acked_sacked)`; modern: RFC 6937's
 //! `SND.UNA advanced and nothing newly lost`, docs/semantics/tcp.md §9.4).
 
+use crate::packet::SKB_TRUESIZE_OVERHEAD;
 use crate::tcp::accecn::EcnMode;
 use crate::tcp::cc::{usecs_to_jiffies, CaEvent, CaState, TCP_INFINITE_SSTHRESH};
 use crate::tcp::endpoint::{flag, Rexmit, TcpEndpoint, TcpState};
@@ -297,7 +298,7 @@ impl TcpEndpoint {
                 }
             }
             if self.sb.mark_lost(idx) {
-                self.lost = self.lost.wrapping_add(1);
+                self.add_lost(1);
             }
         }
         self.sb.retransmit_hint = None;
@@ -531,7 +532,7 @@ impl TcpEndpoint {
     pub(super) fn rack_detect_loss(&mut self) -> u32 {
         let reo_wnd = self.rack_reo_wnd();
         let (lost, timeout) = self.rack.detect_loss(&mut self.sb, reo_wnd, self.now_us);
-        self.lost = self.lost.wrapping_add(lost);
+        self.add_lost(lost);
         timeout
     }
 
@@ -580,7 +581,7 @@ impl TcpEndpoint {
                 return;
             }
             if self.sb.mark_lost(0) {
-                self.lost = self.lost.wrapping_add(1);
+                self.add_lost(1);
             }
         }
     }
@@ -593,8 +594,9 @@ impl TcpEndpoint {
     pub(super) fn cong_control(&mut self, ack: u32, acked_sacked: u32, fl: u32, rs: &RateAcc) {
         if self.cc.has_cong_control() {
             self.cc_sync();
-            let mut r = rs.to_cc();
+            let mut r = rs.to_cc(self.lost);
             r.ece_delta = self.ece_delta;
+            r.is_ece = fl & flag::ECE != 0;
             self.cc.cong_control(&mut self.cs, &r);
             self.rate.app_limited = self.cs.app_limited;
             return;
@@ -670,7 +672,12 @@ impl TcpEndpoint {
                 idx += 1;
                 continue;
             }
-            self.gso_continue = prev_retransmitted.is_some_and(|p| p + 1 == idx);
+            let continues = prev_retransmitted.is_some_and(|p| p + 1 == idx);
+            // TSQ for a retransmission: twice the usual limit (factor 1)
+            if !continues && self.small_queue_check(self.mss_cache + SKB_TRUESIZE_OVERHEAD, 1) {
+                break;
+            }
+            self.gso_continue = continues;
             let sent = self.retransmit_seg(idx);
             self.gso_continue = false;
             if !sent {
