@@ -32,7 +32,7 @@
 //! arithmetic of BIC, Scalable and Veno), [`CcProfile`] selects
 //! `lab2019` (Linux 4.15–5.3, as the handouts ran) or `modern` (6.x).
 //!
-//! Not modelled: `get_info` (inet_diag) blocks other than DCTCP's, BBR's and
+//! Not modelled: `get_info` (inet_diag) blocks other than DCTCP's, BBR's (v1 and v3) and
 //! the Vegas-style `tcpvegas_info` ([`Cc::get_info`]; the rest have
 //! [`Cc::metrics`]), and module parameters other than the documented
 //! defaults (each model's `*Params` struct, or its constants, lists them).
