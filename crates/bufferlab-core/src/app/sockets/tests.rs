@@ -313,3 +313,36 @@ fn listeners_and_udp_sockets_are_listed_before_connections() {
     bench.hosts[0].sockets.unbind_all(3);
     assert_eq!(diag(&bench, 0).len(), 1);
 }
+
+#[test]
+fn tsq_releases_reach_only_their_owners_live_connections() {
+    // host 0's application 0 owns the connection from port 40000; a release
+    // names it by (remote, local port) and must come from its owner
+    let mut bench = Bench::new(2);
+    let h = open(&mut bench, 40_000);
+    let remote = (bench.addr(1), 5001);
+    let release = |flow: u32, local_port: u16, bytes: i64| TsqRelease {
+        flow,
+        local_port,
+        remote,
+        bytes,
+    };
+    let s = &mut bench.hosts[0].sockets;
+    let before = s.tcp(h).ep.wmem_alloc();
+    // a negative release charges (a split aggregate's extra skb overhead)
+    let ran = s.tsq_release(SimTime::ZERO, 0, &[release(0, 40_000, -1000)]);
+    assert_eq!(ran, vec![], "nothing was throttled: no handler runs");
+    assert_eq!(s.tcp(h).ep.wmem_alloc(), before + 1000);
+    // another application's release, or one for a port with no connection
+    s.tsq_release(SimTime::ZERO, 1, &[release(1, 40_000, -1000)]);
+    s.tsq_release(SimTime::ZERO, 0, &[release(0, 40_001, -1000)]);
+    assert_eq!(s.tcp(h).ep.wmem_alloc(), before + 1000);
+    s.tsq_release(SimTime::ZERO, 0, &[release(0, 40_000, 1000)]);
+    assert_eq!(s.tcp(h).ep.wmem_alloc(), before);
+    // once the connection is gone its releases are dropped
+    s.remove_tcp(h);
+    assert_eq!(
+        s.tsq_release(SimTime::ZERO, 0, &[release(0, 40_000, 1000)]),
+        vec![]
+    );
+}
