@@ -23,10 +23,10 @@ SRC = Path(__file__).resolve().parent.parent / "crates" / "bufferlab-core" / "sr
 
 #: lowest first
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundation", {"time", "error", "rng", "prefetch", "closed"}),
+    ("foundation", {"time", "error", "rng", "prefetch", "closed", "counters"}),
     ("packets", {"packet"}),
     ("models", {"sched", "topology", "host", "tcp", "qdisc"}),
-    ("observers and applications", {"capture", "app"}),
+    ("observers and applications", {"capture", "app", "mib"}),
     ("the engine", {"engine"}),
     ("the request schema", {"schema"}),
 ]

@@ -17,11 +17,12 @@
 //! still held somewhere (qdisc, wire, ARP queue). `summary()` reports all
 //! three and the identity between them.
 
-use crate::app::{App, AppCtx, AppSpec, IperfRegistry, Sockets};
+use crate::app::{App, AppCtx, AppSpec, IperfRegistry, QdiscBacklog, ResultCtx, Sockets};
 use crate::capture::trace::Snap;
 use crate::capture::{is_ce, CaptureSpec, Observer, Output};
 use crate::error::{Error, Result};
 use crate::host::{CpuQueue, StackCost};
+use crate::mib::NodeMib;
 use crate::packet::{
     tcp_flags, Ipv4, Packet, PacketArena, PacketId, Payload, Proto, TcpHeader, TsqRelease,
     ARP_FRAME,
@@ -182,6 +183,12 @@ struct Iface {
     down: bool,
 }
 
+impl QdiscBacklog for Vec<Iface> {
+    fn leaf_backlog(&self, iface: usize) -> (u64, u64) {
+        self[iface].tree.leaf_backlog()
+    }
+}
+
 enum NeighState {
     Incomplete { tries: u32, retry_at: SimTime },
     Reachable,
@@ -255,6 +262,8 @@ struct Node {
     neighbours: NeighbourTable,
     drops: DropCounters,
     timer_at: Option<SimTime>,
+    /// the stack's SNMP counters (mib.rs); its connections' are in `sockets`
+    mib: NodeMib,
 }
 
 /// An application and its timer bookkeeping. `timer_at` is when the
@@ -384,6 +393,7 @@ impl Simulator {
                 neighbours: NeighbourTable::default(),
                 drops: DropCounters::default(),
                 timer_at: None,
+                mib: NodeMib::default(),
             })
             .collect();
         Ok(Simulator {
@@ -798,7 +808,50 @@ impl Simulator {
 
     pub fn app_result(&self, id: u32) -> Result<Value> {
         self.check_app(id)?;
-        Ok(self.apps[id as usize].app.result(&self.iperf))
+        let slot = &self.apps[id as usize];
+        let r = ResultCtx {
+            iperf: &self.iperf,
+            sockets: &self.nodes[slot.node].sockets,
+        };
+        Ok(slot.app.result(&r))
+    }
+
+    /// The node of a query (`ss`, `nstat`): a host or a router.
+    fn stack_node(&self, name: &str) -> Result<NodeId> {
+        let n = self
+            .topo
+            .node_by_name(name)
+            .ok_or_else(|| Error::App(format!("unknown node {name:?}")))?;
+        if self.nodes[n].kind == NodeKind::Switch {
+            return Err(Error::App(format!(
+                "{name} is a switch: its ports live in the machine's own namespace, \
+                 where the model has no sockets or IP counters"
+            )));
+        }
+        Ok(n)
+    }
+
+    /// What `ss -a` lists on `node` (app/sockets/diag.rs), as a JSON list.
+    pub fn sockets(&self, node: &str) -> Result<Value> {
+        let n = &self.nodes[self.stack_node(node)?];
+        let apps = &self.apps;
+        let list = n.sockets.diag(n.addr, self.now, |owner| {
+            apps.get(owner as usize).and_then(|a| a.app.listener_tcp())
+        });
+        Ok(Value::Array(list))
+    }
+
+    /// `node`'s SNMP counters, `{"Ip": {...}, "Tcp": {...}, ...}` (mib.rs).
+    pub fn netstat(&self, node: &str) -> Result<Value> {
+        let i = self.stack_node(node)?;
+        let n = &self.nodes[i];
+        let s = &n.sockets;
+        Ok(crate::mib::snmp_json(
+            &n.mib,
+            &s.tcp_mib(),
+            s.curr_estab(),
+            n.kind == NodeKind::Router,
+        ))
     }
 
     pub fn app_finished(&self, id: u32) -> Result<bool> {
@@ -960,26 +1013,7 @@ impl Simulator {
                     slot.scheduled = None;
                 }
                 if slot.timer_at.is_some_and(|t| t <= self.now) {
-                    let ifaces = &self.ifaces;
-                    let backlog = |i: usize| ifaces[i].tree.leaf_backlog();
-                    let slot = &mut self.apps[a as usize];
-                    let gso_max_size = node_gso_max_size(&self.topo, ifaces, slot.node);
-                    let fq_pacing = node_fq_pacing(&self.topo, ifaces, slot.node);
-                    let tsq = node_tsq(&self.topo, ifaces, slot.node);
-                    let node = &mut self.nodes[slot.node];
-                    let mut ctx = AppCtx {
-                        now: self.now,
-                        id: a,
-                        addr: node.addr,
-                        gso_max_size,
-                        fq_pacing,
-                        tsq,
-                        out: &mut self.out_buf,
-                        sockets: &mut node.sockets,
-                        iperf: &mut self.iperf,
-                        rr: &mut self.rr,
-                    };
-                    slot.app.handle_timeout(&mut ctx, backlog);
+                    self.with_app(a, |app, ctx| app.handle_timeout(ctx));
                 }
                 self.after_app(a);
             }
@@ -1105,6 +1139,7 @@ impl Simulator {
             sockets: &mut node.sockets,
             iperf: &mut self.iperf,
             rr: &mut self.rr,
+            qdiscs: &self.ifaces,
         };
         f(&mut slot.app, &mut ctx)
     }
@@ -1143,6 +1178,7 @@ impl Simulator {
         let node = self.apps[id as usize].node;
         let mut out = std::mem::take(&mut self.out_buf);
         for p in out.drain(..) {
+            self.nodes[node].mib.on_originate(&p);
             if p.flow != Packet::NO_FLOW {
                 let f = &mut self.flows[p.flow as usize];
                 f.sent_packets += p.segs() as u64;
@@ -1153,7 +1189,7 @@ impl Simulator {
         }
         self.out_buf = out;
         let slot = &mut self.apps[id as usize];
-        slot.timer_at = slot.app.poll_timeout();
+        slot.timer_at = slot.app.poll_timeout(&self.nodes[node].sockets);
         if let Some(t) = slot.timer_at.map(|t| t.max(self.now)) {
             if slot.scheduled.is_none_or(|s| t < s) {
                 slot.scheduled = Some(t);
@@ -1489,6 +1525,9 @@ impl Simulator {
             }
             return;
         }
+        if self.nodes[node].kind != NodeKind::Switch {
+            self.nodes[node].mib.on_ip_receive(&p);
+        }
         match self.nodes[node].kind {
             NodeKind::Switch => self.send_from_node(node, pid),
             NodeKind::Host | NodeKind::Router if self.topo.is_local(node, p.dst) => {
@@ -1497,8 +1536,10 @@ impl Simulator {
             NodeKind::Host => self.node_drop(node, pid, DropReason::NoRoute),
             NodeKind::Router => {
                 if p.ttl <= 1 {
+                    self.nodes[node].mib.on_ttl_expired();
                     self.node_drop(node, pid, DropReason::NoRoute);
                 } else {
+                    self.nodes[node].mib.on_forward();
                     self.arena.get_mut(pid).ttl -= 1;
                     self.send_from_node(node, pid);
                 }
@@ -1524,6 +1565,7 @@ impl Simulator {
         let p = *self.arena.get(pid);
         if p.corrupt {
             // The IP/UDP/ICMP checksum fails; the stack discards it.
+            self.nodes[node].mib.on_deliver(&p, false);
             self.node_drop(node, pid, DropReason::Corrupt);
             return;
         }
@@ -1545,6 +1587,9 @@ impl Simulator {
                     ident,
                     seq,
                 };
+                let mib = &mut self.nodes[node].mib;
+                mib.on_deliver(&p, true);
+                mib.on_originate(&r);
                 let rid = self.arena.alloc(r);
                 self.host_send(node, rid);
                 return;
@@ -1555,6 +1600,9 @@ impl Simulator {
             Payload::Arp { .. } => None,
             _ => self.nodes[node].sockets.lookup(p.proto, p.dst_port),
         };
+        if p.proto != Proto::Arp {
+            self.nodes[node].mib.on_deliver(&p, target.is_some());
+        }
         match target {
             Some(app) => {
                 self.delivered(pid);
@@ -1586,6 +1634,11 @@ impl Simulator {
                         tsq: 0,
                         ..p
                     };
+                    let mib = &mut self.nodes[node].mib;
+                    mib.on_originate(&r);
+                    if matches!(r.payload, Payload::Tcp(_)) {
+                        mib.on_reset_sent();
+                    }
                     let rid = self.arena.alloc(r);
                     self.host_send(node, rid);
                 }

@@ -15,9 +15,11 @@
 pub mod app;
 pub mod capture;
 pub mod closed;
+pub mod counters;
 pub mod engine;
 pub mod error;
 pub mod host;
+pub mod mib;
 pub mod packet;
 pub mod prefetch;
 pub mod qdisc;

@@ -53,12 +53,18 @@ mod tests {
             let def = &schema["$defs"][name];
             assert_eq!(def["additionalProperties"], false, "{name}: {def}");
         }
-        // tagged by `kind`: one closed alternative per application
+        // tagged by `kind`: one closed alternative per registered application,
+        // whose tag is the application's `KIND`
         let apps = schema["$defs"]["AppSpec"]["oneOf"].as_array().unwrap();
         assert_eq!(apps.len(), 11);
         for app in apps {
             assert_eq!(app["additionalProperties"], false, "{app}");
         }
+        let tags: Vec<&str> = apps
+            .iter()
+            .map(|a| a["properties"]["kind"]["const"].as_str().unwrap_or("?"))
+            .collect();
+        assert_eq!(tags, crate::app::App::KINDS);
     }
 
     #[test]

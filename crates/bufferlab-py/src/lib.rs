@@ -132,6 +132,16 @@ impl Simulator {
         json_out(&self.inner.qdisc_show(dev).map_err(to_py)?)
     }
 
+    /// `node`'s sockets as `ss -a` lists them (JSON list).
+    fn sockets(&self, node: &str) -> PyResult<String> {
+        json_out(&self.inner.sockets(node).map_err(to_py)?)
+    }
+
+    /// `node`'s SNMP counters, `{"Ip": {...}, "Tcp": {...}, ...}`.
+    fn netstat(&self, node: &str) -> PyResult<String> {
+        json_out(&self.inner.netstat(node).map_err(to_py)?)
+    }
+
     /// `ip link add NAME type ifb` in `node`'s namespace.
     fn add_ifb(&mut self, node: &str, name: &str) -> PyResult<()> {
         self.inner.add_ifb(node, name).map_err(to_py)

@@ -7,6 +7,10 @@ words separated by blanks, ``'...'`` and ``"..."`` quoting (backslash escapes
 escapes, ``&&``/``||`` chains, ``;`` and ``&`` job separators, and ``>``/``>>``
 output redirection (attached ``>out.json`` or separate ``> out.json``).
 
+Compound commands (``while``/``until``/``for`` loops, ``if``, ``case``, ``{ ...; }``) are
+not supported yet: a handout's ``while true; do ss -ti >> ss.txt; sleep 0.1; done &`` is an
+error naming the ``while``.
+
 ``$!`` (the last background job's PID) is kept for ``echo``, ``kill`` and
 ``wait`` to expand when they run. Everything else bash would interpret -- pipes,
 ``<``, here-docs, ``$(...)``, backticks, ``$VAR``, globs, subshells, fd redirections -- is a
@@ -88,6 +92,9 @@ _VAR_START = re.compile(r"[A-Za-z_0-9{?$!#@*-]")
 
 _SUDO_OPTS_WITH_ARG = set("CDghprtTuU")  # sudo options that take a value
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+#: bash's reserved words that open or continue a compound command (parse.y ``word_token_alist``)
+_COMPOUND = frozenset({"while", "until", "for", "select", "if", "then", "elif", "else", "fi", "case", "esac",
+                       "do", "done", "function", "coproc", "{", "}", "[["})
 
 
 @dataclass
@@ -312,6 +319,12 @@ def _finish_command(
         raise _not_supported(
             "environment assignments (NAME=value before a command) are",
             first.col,
+        )
+    if not first.quoted and first.text in _COMPOUND:
+        raise _not_supported(
+            f"compound commands (`{first.text}`: loops, conditionals, groups) are", first.col,
+            suggestion="type the loop's commands as lines of their own, at the times wanted "
+            "(`sleep` between them)",
         )
     out = [Word(t.text, t.col) for t in words]
     if out[0].text.startswith("./") and len(out[0].text) > 2:

@@ -43,6 +43,9 @@ class Engine:
         self.ifb_up: set[str] = set()
         #: devices set down (``ip link set DEV down``), by engine name
         self.links_down: set[str] = set()
+        #: nstat's history file (``/tmp/.nstat.u0``: one for the machine, every host's root
+        #: user shares it, as Mininet's hosts share the file system); None until written
+        self.nstat_history: dict[str, int] | None = None
 
     @property
     def now_ns(self) -> int:
@@ -78,6 +81,21 @@ class Engine:
             return json.loads(self._sim.qdisc_show(dev))
         except _core.TcRequestError as e:
             raise TcFailure(str(e)) from None
+
+    def sockets(self, node: str) -> list[dict[str, Any]]:
+        """What ``ss -a`` lists on ``node`` (the engine's app/sockets/diag.rs)."""
+        try:
+            return json.loads(self._sim.sockets(node))
+        except _core.CoreError as e:
+            raise EngineError(str(e)) from None
+
+    def netstat(self, node: str) -> dict[str, dict[str, int]]:
+        """``node``'s SNMP counters by group and name (the engine's mib.rs); counters
+        the model does not count are absent."""
+        try:
+            return json.loads(self._sim.netstat(node))
+        except _core.CoreError as e:
+            raise EngineError(str(e)) from None
 
     def add_ifb(self, node: str, name: str, terminal: str = "", shown: str = "") -> None:
         """``ip link add NAME type ifb`` in ``node``'s namespace (``name``: the engine's;

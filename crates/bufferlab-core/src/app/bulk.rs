@@ -12,9 +12,10 @@
 //! what it was before `-P`); connection k > 0 a stream derived from the
 //! socket seed and k.
 
-use super::conns::{conn_field, ConnTable};
-use super::tcp::{for_host, Conn, TcpSpec};
-use super::{parse_addr, AppCtx, Lifetime};
+use super::conns::{sock_field, ConnTable};
+use super::sockets::SocketHandle;
+use super::tcp::{for_host, TcpSpec};
+use super::{parse_addr, AppCtx, Application, Lifetime, ResultCtx, Sockets};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Proto, TsqRelease};
 use crate::rng::ComponentRng;
@@ -51,14 +52,14 @@ fn one() -> u32 {
 
 /// One connection and what was written into it.
 struct Stream {
-    conn: Conn,
+    sock: SocketHandle,
     written: u64,
     closed: bool,
     /// everything written acknowledged, or the connection gone
     done: bool,
 }
 
-conn_field!(Stream);
+sock_field!(Stream);
 
 pub struct Bulk {
     dst: Ipv4,
@@ -81,7 +82,62 @@ pub struct Bulk {
 }
 
 impl Bulk {
-    pub fn new(spec: BulkSpec, mut rng: ComponentRng) -> Result<Bulk> {
+    /// Fill one stream's send buffer from the shared budget; close the
+    /// stream once the budget is spent (or the application stopped).
+    fn pump(&mut self, ctx: &mut AppCtx, slot: u32) {
+        let now = ctx.now;
+        let s = self.streams.get_mut(slot);
+        let h = s.sock;
+        if !s.closed && self.closed {
+            ctx.tcp_mut(h).ep.close(now);
+            s.closed = true;
+        }
+        if !s.closed && ctx.tcp(h).ep.state() == TcpState::Established {
+            let want = self.limit.map_or(u64::MAX, |l| l - self.written);
+            let n = ctx.tcp_mut(h).ep.write(now, want);
+            s.written += n;
+            self.written += n;
+            if self.limit.is_some_and(|l| self.written >= l) {
+                ctx.tcp_mut(h).ep.close(now);
+                s.closed = true;
+                self.closed = true;
+            }
+        }
+        ctx.flush(h, self.tos);
+        let ep = &ctx.tcp(h).ep;
+        let state = ep.state();
+        if state == TcpState::Closed && !s.closed {
+            self.refused = true; // reset before or during the transfer
+        }
+        let all_acked = s.closed && ep.bytes_acked() >= s.written;
+        if !s.done && (all_acked || state == TcpState::Closed) {
+            s.done = true;
+            self.done += 1;
+        }
+        self.streams.rearm(slot, ctx.sockets);
+    }
+
+    /// The budget ran out or the time is up: every stream closes.
+    fn close_all(&mut self, ctx: &mut AppCtx) {
+        self.closed = true;
+        let slots: Vec<u32> = self.streams.slots().collect();
+        for slot in slots {
+            self.pump(ctx, slot);
+        }
+    }
+
+    fn check_finished(&mut self, ctx: &mut AppCtx) {
+        if self.done == self.parallel {
+            self.life.finish(ctx);
+        }
+    }
+}
+
+impl Application for Bulk {
+    const KIND: &'static str = "bulk";
+    type Spec = BulkSpec;
+
+    fn new(spec: BulkSpec, mut rng: ComponentRng) -> Result<Bulk> {
         if !(1..=MAX_PARALLEL).contains(&spec.parallel) {
             return Err(Error::App(format!(
                 "bulk parallel {} outside 1..{MAX_PARALLEL}",
@@ -109,11 +165,7 @@ impl Bulk {
         })
     }
 
-    pub fn destination(&self) -> Ipv4 {
-        self.dst
-    }
-
-    pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
+    fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
         self.stop_at = self.duration.map(|d| ctx.now + d);
         for_host(&mut self.cfg, ctx);
@@ -123,69 +175,24 @@ impl Bulk {
             let rng = first.take().unwrap_or_else(|| {
                 ComponentRng::new(self.cfg.seed.wrapping_add(k as u64), "bulk/stream")
             });
-            let mut conn =
-                Conn::connect(Arc::clone(&self.cfg), ctx, port, (self.dst, self.port), rng);
-            conn.flush(ctx, self.tos);
-            self.streams.insert(Stream {
-                conn,
+            let sock = ctx.connect(Arc::clone(&self.cfg), port, (self.dst, self.port), rng);
+            ctx.flush(sock, self.tos);
+            let stream = Stream {
+                sock,
                 written: 0,
                 closed: false,
                 done: false,
-            });
+            };
+            self.streams.insert(stream, ctx.sockets);
         }
         Ok(())
     }
 
-    /// Fill one stream's send buffer from the shared budget; close the
-    /// stream once the budget is spent (or the application stopped).
-    fn pump(&mut self, ctx: &mut AppCtx, slot: u32) {
-        let s = self.streams.get_mut(slot);
-        if !s.closed && self.closed {
-            s.conn.ep.close(ctx.now);
-            s.closed = true;
-        }
-        if !s.closed && s.conn.ep.state() == TcpState::Established {
-            let want = self.limit.map_or(u64::MAX, |l| l - self.written);
-            let n = s.conn.ep.write(ctx.now, want);
-            s.written += n;
-            self.written += n;
-            if self.limit.is_some_and(|l| self.written >= l) {
-                s.conn.ep.close(ctx.now);
-                s.closed = true;
-                self.closed = true;
-            }
-        }
-        s.conn.flush(ctx, self.tos);
-        let state = s.conn.ep.state();
-        if state == TcpState::Closed && !s.closed {
-            self.refused = true; // reset before or during the transfer
-        }
-        let all_acked = s.closed && s.conn.ep.bytes_acked() >= s.written;
-        if !s.done && (all_acked || state == TcpState::Closed) {
-            s.done = true;
-            self.done += 1;
-        }
-        self.streams.rearm(slot);
-    }
-
-    /// The budget ran out or the time is up: every stream closes.
-    fn close_all(&mut self, ctx: &mut AppCtx) {
-        self.closed = true;
-        let slots: Vec<u32> = self.streams.slots().collect();
-        for slot in slots {
-            self.pump(ctx, slot);
-        }
-    }
-
-    fn check_finished(&mut self, ctx: &mut AppCtx) {
-        if self.done == self.parallel {
-            self.life.finish(ctx);
-        }
-    }
-
-    pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        if let Some(slot) = self.streams.find(p) {
-            self.streams.get_mut(slot).conn.input(ctx.now, p);
+    fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
+        if let Some(slot) = self.streams.find(p, ctx.sockets) {
+            let h = self.streams.get(slot).sock;
+            let now = ctx.now;
+            ctx.tcp_mut(h).input(now, p);
             let budget_open = !self.closed;
             self.pump(ctx, slot);
             if budget_open && self.closed && self.parallel > 1 {
@@ -195,7 +202,7 @@ impl Bulk {
         self.check_finished(ctx);
     }
 
-    pub fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self, _sockets: &Sockets) -> Option<SimTime> {
         if self.life.finished {
             return None;
         }
@@ -206,37 +213,37 @@ impl Bulk {
             .min()
     }
 
-    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+    fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         if self.stop_at.is_some_and(|t| ctx.now >= t) && !self.closed {
             self.close_all(ctx);
         }
-        for slot in self.streams.run_timers(ctx.now) {
+        for slot in self.streams.run_timers(ctx.now, ctx.sockets) {
             self.pump(ctx, slot);
         }
         self.check_finished(ctx);
     }
 
     /// TCP Small Queues: the host gave back send memory of these streams
-    /// (conns.rs `tsq_release`).
-    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
-        for slot in self.streams.tsq_release(ctx.now, releases) {
+    /// (`Sockets::tsq_release`).
+    fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for slot in self.streams.tsq_release(ctx, releases) {
             self.pump(ctx, slot);
         }
         self.check_finished(ctx);
     }
 
-    pub fn interrupt(&mut self, ctx: &mut AppCtx) {
+    fn interrupt(&mut self, ctx: &mut AppCtx) {
         self.life.interrupt(ctx);
     }
 
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.life.finished
     }
 
-    pub fn result(&self) -> serde_json::Value {
+    fn result(&self, r: &ResultCtx) -> serde_json::Value {
         let (mut acked, mut retransmits) = (0, 0u64);
         for slot in self.streams.slots() {
-            let info = self.streams.get(slot).conn.ep.info();
+            let info = r.sockets.tcp(self.streams.get(slot).sock).ep.info();
             acked += info.bytes_acked;
             retransmits += info.total_retrans as u64;
         }
@@ -251,6 +258,10 @@ impl Bulk {
             "refused": self.refused,
             "interrupted": self.life.interrupted,
         })
+    }
+
+    fn destination(&self) -> Option<Ipv4> {
+        Some(self.dst)
     }
 }
 
@@ -314,7 +325,10 @@ mod tests {
             bench.hosts[0].sockets.lookup(Proto::Tcp, syn.src_port),
             Some(0)
         );
-        assert_eq!(b.result()["start_ns"].as_u64(), Some(3 * MS));
+        assert_eq!(
+            b.result(&bench.results(0))["start_ns"].as_u64(),
+            Some(3 * MS)
+        );
     }
 
     #[test]
@@ -361,7 +375,10 @@ mod tests {
             (r["interrupted"].as_bool(), r["end_ns"].as_u64()),
             (Some(true), Some(200 * MS))
         );
-        assert_eq!(wire.apps[0].poll_timeout(), None);
+        assert_eq!(
+            wire.apps[0].poll_timeout(&wire.bench.hosts[0].sockets),
+            None
+        );
     }
 
     #[test]
@@ -389,7 +406,7 @@ mod tests {
         };
         b.handle_packet(&mut bench.ctx(0, at_ms(1)), &rst);
         assert!(b.is_finished());
-        let r = b.result();
+        let r = b.result(&bench.results(0));
         assert_eq!(
             (r["refused"].as_bool(), r["bytes"].as_u64()),
             (Some(true), Some(0))

@@ -1,120 +1,49 @@
 //! The TCP connections of an application that holds many at once (a sink,
 //! `bulk -P N`, the `flows` client and server), with per-packet work
-//! independent of their number:
-//!
-//! - demultiplexing by the 4-tuple in a hash table, as Linux's established
-//!   hash does (`__inet_lookup_established`, net/ipv4/inet_hashtables.c);
-//!   the table is never iterated, so its order cannot leak into results;
-//! - the next wake-up from a min-heap of the connections' own deadlines
-//!   ([`DeadlineHeap`]) instead of a scan over every timer table. Its top is
-//!   kept exact after every operation, so [`ConnTable::next_timeout`] is a
-//!   peek and an application is never woken for nothing;
-//! - one output buffer for all the connections, lent to the one being
-//!   worked on, so staging its segments writes to memory still in cache;
-//! - a connection's slot is prefetched as a whole once its segment (or
-//!   timer) says it is next, so its misses overlap.
+//! independent of their number. The connections themselves live in the
+//! node's socket table (app/sockets: found there by the 4-tuple through a
+//! hash table, their output buffer lent by it); the application keeps one
+//! record per connection, holding its [`SocketHandle`], in a slot of a
+//! [`ConnTable`], and its timers in a min-heap of the connections' own
+//! deadlines ([`DeadlineHeap`]) instead of a scan over every timer table.
+//! The heap's top is kept exact after every operation, so
+//! [`ConnTable::next_timeout`] is a peek and an application is never woken
+//! for nothing. A socket's tag is its record's slot, so a segment finds its
+//! record with one lookup.
 //!
 //! Slots of closed connections are reused (a free list), so a workload of
 //! millions of short flows keeps as many slots as were ever open at once.
 
-use super::tcp::Conn;
-use crate::packet::{Ipv4, Packet, TsqRelease};
-use crate::prefetch::prefetch;
-use crate::tcp::endpoint::OutputBuffer;
+use super::sockets::{SocketHandle, Sockets};
+use super::AppCtx;
+use crate::packet::{Packet, TsqRelease};
 use crate::time::SimTime;
-use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// What identifies a connection at one host: the peer's address and port
-/// and the local port (the local address is the host's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ConnKey {
-    pub remote: (Ipv4, u16),
-    pub local_port: u16,
+/// Anything that holds one connection of the node's table.
+pub trait HasSocket {
+    fn sock(&self) -> SocketHandle;
 }
 
-impl ConnKey {
-    /// The connection an arriving packet belongs to.
-    pub fn of_arrival(p: &Packet) -> ConnKey {
-        ConnKey {
-            remote: (p.src, p.src_port),
-            local_port: p.dst_port,
-        }
-    }
-
-    /// The connection that sent the packet a TSQ release is about.
-    pub fn of_release(r: &TsqRelease) -> ConnKey {
-        ConnKey {
-            remote: r.remote,
-            local_port: r.local_port,
-        }
+impl HasSocket for SocketHandle {
+    fn sock(&self) -> SocketHandle {
+        *self
     }
 }
 
-/// An application's connections found by key (for TCP Small Queues'
-/// releases, which name the socket that sent a packet).
-pub trait ConnLookup {
-    fn conn_by_key(&mut self, key: &ConnKey) -> Option<&mut Conn>;
-}
-
-/// TCP Small Queues for one application's connections (docs/semantics/tcp.md
-/// §6.4), as Linux orders it: every `tcp_wfree` of the batch lowers its
-/// socket's `sk_wmem_alloc` first; then the TSQ handler of each socket a
-/// release found throttled runs once. Returns the keys whose handler ran
-/// (their output waits to be flushed).
-pub fn tsq_release<L: ConnLookup + ?Sized>(
-    now: SimTime,
-    releases: &[TsqRelease],
-    conns: &mut L,
-) -> Vec<ConnKey> {
-    for r in releases {
-        if let Some(c) = conns.conn_by_key(&ConnKey::of_release(r)) {
-            c.ep.tsq_account(r.bytes);
-        }
-    }
-    let mut ran = Vec::new();
-    for r in releases {
-        let key = ConnKey::of_release(r);
-        if let Some(c) = conns.conn_by_key(&key) {
-            if c.ep.tsq_handler(now) {
-                ran.push(key);
-            }
-        }
-    }
-    ran
-}
-
-/// Anything that owns one TCP connection.
-pub trait HasConn {
-    fn conn(&self) -> &Conn;
-    fn conn_mut(&mut self) -> &mut Conn;
-}
-
-impl HasConn for Conn {
-    fn conn(&self) -> &Conn {
-        self
-    }
-    fn conn_mut(&mut self) -> &mut Conn {
-        self
-    }
-}
-
-/// `HasConn` for per-connection records whose connection is their `conn`
+/// `HasSocket` for per-connection records whose handle is their `sock`
 /// field (bulk's streams, the flows client's flows and server's accepts).
-macro_rules! conn_field {
+macro_rules! sock_field {
     ($($record:ty),+) => {
-        $(impl $crate::app::conns::HasConn for $record {
-            fn conn(&self) -> &$crate::app::tcp::Conn {
-                &self.conn
-            }
-            fn conn_mut(&mut self) -> &mut $crate::app::tcp::Conn {
-                &mut self.conn
+        $(impl $crate::app::conns::HasSocket for $record {
+            fn sock(&self) -> $crate::app::sockets::SocketHandle {
+                self.sock
             }
         })+
     };
 }
-pub(crate) use conn_field;
+pub(crate) use sock_field;
 
 /// Deadlines of items `0..n`. Each item's wanted instant is remembered and
 /// the heap holds at most one live entry per item, never later than what the
@@ -210,29 +139,12 @@ impl DeadlineHeap {
     }
 }
 
-struct Slot<T> {
-    key: ConnKey,
-    val: T,
-}
-
-/// Connections in slots, found by key, woken by deadline.
+/// An application's connection records in slots, woken by deadline.
 pub struct ConnTable<T> {
-    slots: Vec<Option<Slot<T>>>,
+    slots: Vec<Option<T>>,
     free: Vec<u32>,
-    index: FxHashMap<ConnKey, u32>,
     timers: DeadlineHeap,
     len: usize,
-    /// the connection last worked on holds the table's warm output buffer
-    /// (`TcpEndpoint::swap_output_buffer`); it moves on with the work
-    lent_to: Option<u32>,
-    spare: OutputBuffer,
-}
-
-impl<T: HasConn> ConnLookup for ConnTable<T> {
-    fn conn_by_key(&mut self, key: &ConnKey) -> Option<&mut Conn> {
-        let slot = self.index.get(key).copied()?;
-        Some(self.get_mut(slot).conn_mut())
-    }
 }
 
 impl<T> Default for ConnTable<T> {
@@ -240,121 +152,89 @@ impl<T> Default for ConnTable<T> {
         ConnTable {
             slots: Vec::new(),
             free: Vec::new(),
-            index: FxHashMap::default(),
             timers: DeadlineHeap::default(),
             len: 0,
-            lent_to: None,
-            spare: OutputBuffer::default(),
         }
     }
 }
 
-impl<T: HasConn> ConnTable<T> {
-    /// Add a connection; returns its slot. Its timer is armed at once.
-    pub fn insert(&mut self, val: T) -> u32 {
-        let c = val.conn();
-        let key = ConnKey {
-            remote: c.remote,
-            local_port: c.local_port,
-        };
-        let entry = Some(Slot { key, val });
+impl<T: HasSocket> ConnTable<T> {
+    /// Add a record of a connection of `sockets`; returns its slot (also the
+    /// socket's tag). Its timer is armed at once.
+    pub fn insert(&mut self, val: T, sockets: &mut Sockets) -> u32 {
+        let h = val.sock();
         let slot = match self.free.pop() {
             Some(s) => {
-                self.slots[s as usize] = entry;
+                self.slots[s as usize] = Some(val);
                 s
             }
             None => {
-                self.slots.push(entry);
+                self.slots.push(Some(val));
                 (self.slots.len() - 1) as u32
             }
         };
-        self.index.insert(key, slot);
+        sockets.set_tag(h, slot);
         self.len += 1;
-        self.rearm(slot);
+        self.rearm(slot, sockets);
         slot
     }
 
-    /// The connection a received segment belongs to (its memory starts
-    /// coming into cache now: see [`ConnTable::prefetch`]).
+    /// The record of the connection a received segment belongs to.
     #[inline]
-    pub fn find(&self, p: &Packet) -> Option<u32> {
-        let slot = self.index.get(&ConnKey::of_arrival(p)).copied()?;
-        self.prefetch(slot);
-        Some(slot)
-    }
-
-    /// Ask for every cache line of a connection's slot at once
-    /// ([`crate::prefetch`]).
-    #[inline]
-    fn prefetch(&self, slot: u32) {
-        prefetch(&self.slots[slot as usize]);
+    pub fn find(&self, p: &Packet, sockets: &Sockets) -> Option<u32> {
+        let h = sockets.find(p)?;
+        Some(sockets.tag(h))
     }
 
     pub fn get(&self, slot: u32) -> &T {
-        &self.slots[slot as usize].as_ref().expect("live slot").val
+        self.slots[slot as usize].as_ref().expect("live slot")
     }
 
-    /// The connection, to work on; call [`ConnTable::rearm`] (or
+    /// The record, to work on; call [`ConnTable::rearm`] (or
     /// [`ConnTable::remove`]) afterwards.
     pub fn get_mut(&mut self, slot: u32) -> &mut T {
-        if self.lent_to != Some(slot) {
-            if let Some(prev) = self.lent_to.replace(slot) {
-                self.exchange_output_buffer(prev);
-            }
-            self.exchange_output_buffer(slot);
-        }
-        &mut self.slots[slot as usize].as_mut().expect("live slot").val
-    }
-
-    /// Lend the table's output buffer to the connection in `slot`, or take
-    /// it back.
-    fn exchange_output_buffer(&mut self, slot: u32) {
-        let val = &mut self.slots[slot as usize].as_mut().expect("live slot").val;
-        val.conn_mut().ep.swap_output_buffer(&mut self.spare);
+        self.slots[slot as usize].as_mut().expect("live slot")
     }
 
     /// After the connection in `slot` was worked on: re-read its deadline.
-    pub fn rearm(&mut self, slot: u32) {
-        let deadline = self.get(slot).conn().ep.poll_timeout();
+    pub fn rearm(&mut self, slot: u32, sockets: &Sockets) {
+        let deadline = sockets.tcp(self.get(slot).sock()).ep.poll_timeout();
         self.timers.set(slot, deadline);
     }
 
-    /// Drop a connection and free its slot (its timer with it).
-    pub fn remove(&mut self, slot: u32) -> T {
-        if self.lent_to == Some(slot) {
-            self.lent_to = None;
-            self.exchange_output_buffer(slot);
-        }
-        let e = self.slots[slot as usize].take().expect("live slot");
-        self.index.remove(&e.key);
+    /// Drop a record and its connection (out of the node's table, its
+    /// counters kept there); the slot and its timer are freed.
+    pub fn remove(&mut self, slot: u32, sockets: &mut Sockets) -> T {
+        let val = self.slots[slot as usize].take().expect("live slot");
+        sockets.remove_tcp(val.sock());
         self.timers.set(slot, None);
         self.free.push(slot);
         self.len -= 1;
-        e.val
+        val
     }
 
-    /// [`tsq_release`] for the table's connections: the slots whose TSQ
-    /// handler ran (the caller services them as after a timer).
-    pub fn tsq_release(&mut self, now: SimTime, releases: &[TsqRelease]) -> Vec<u32> {
-        let ran = tsq_release(now, releases, self);
-        ran.iter()
-            .filter_map(|k| self.index.get(k).copied())
-            .collect()
+    /// TCP Small Queues for the table's connections ([`AppCtx::tsq_release`]):
+    /// the slots whose TSQ handler ran, in the order it did (the caller
+    /// services them as after a timer).
+    pub fn tsq_release(&self, ctx: &mut AppCtx, releases: &[TsqRelease]) -> Vec<u32> {
+        let ran = ctx.tsq_release(releases);
+        ran.into_iter().map(|h| ctx.sockets.tag(h)).collect()
     }
 
     /// Run the timers due at `now` (`ep.handle_timeout`) and return those
     /// connections' slots in slot order; the caller then services each (sends,
     /// reads) and re-arms or removes it.
-    pub fn run_timers(&mut self, now: SimTime) -> Vec<u32> {
+    pub fn run_timers(&mut self, now: SimTime, sockets: &mut Sockets) -> Vec<u32> {
         let due = self.timers.take_due(now);
         if let Some(&first) = due.first() {
-            self.prefetch(first);
+            sockets.prefetch(self.get(first).sock());
         }
         for (i, &slot) in due.iter().enumerate() {
             if let Some(&next) = due.get(i + 1) {
-                self.prefetch(next);
+                sockets.prefetch(self.get(next).sock());
             }
-            self.get_mut(slot).conn_mut().ep.handle_timeout(now);
+            let h = self.get(slot).sock();
+            sockets.tcp_mut(h).ep.handle_timeout(now);
         }
         due
     }
@@ -373,7 +253,7 @@ impl<T: HasConn> ConnTable<T> {
         self.len == 0
     }
 
-    /// Slots of the live connections in slot order (deterministic; for the
+    /// Slots of the live records in slot order (deterministic; for the
     /// rare whole-table operations: Ctrl-C, results).
     pub fn slots(&self) -> impl Iterator<Item = u32> + '_ {
         self.slots
@@ -383,9 +263,9 @@ impl<T: HasConn> ConnTable<T> {
             .map(|(i, _)| i as u32)
     }
 
-    /// The live connections in slot order.
+    /// The live records in slot order.
     pub fn iter(&self) -> impl Iterator<Item = &T> {
-        self.slots.iter().flatten().map(|e| &e.val)
+        self.slots.iter().flatten()
     }
 }
 
@@ -478,25 +358,16 @@ mod tests {
         }
     }
 
-    struct C(Conn);
-    impl HasConn for C {
-        fn conn(&self) -> &Conn {
-            &self.0
-        }
-        fn conn_mut(&mut self) -> &mut Conn {
-            &mut self.0
-        }
-    }
-
-    /// A connection from host 0's `port` to host 1:5001 (SYN sent: its
-    /// retransmission timer runs, 1 s in Linux's initial RTO).
-    fn conn(bench: &mut Bench, port: u16, now: SimTime) -> C {
+    /// A connection from host 0's `port` to host 1:5001 in host 0's socket
+    /// table (SYN sent: its retransmission timer runs, 1 s in Linux's
+    /// initial RTO).
+    fn conn(bench: &mut Bench, port: u16, now: SimTime) -> SocketHandle {
         let cfg = TcpSpec::default().config(1, 0).unwrap();
         let dst = bench.addr(1);
         let mut ctx = bench.ctx(0, now);
-        let mut c = Conn::connect(cfg, &ctx, port, (dst, 5001), ComponentRng::new(1, "c"));
-        c.flush(&mut ctx, 0);
-        C(c)
+        let h = ctx.connect(cfg, port, (dst, 5001), ComponentRng::new(1, "c"));
+        ctx.flush(h, 0);
+        h
     }
 
     fn segment_to(bench: &Bench, local_port: u16) -> Packet {
@@ -504,44 +375,72 @@ mod tests {
     }
 
     #[test]
-    fn segments_find_their_connection_and_removed_ones_are_gone() {
+    fn segments_find_their_record_and_removed_ones_are_gone() {
         let mut bench = Bench::new(2);
         let mut t = ConnTable::default();
-        let a = t.insert(conn(&mut bench, 40_000, SimTime::ZERO));
-        let b = t.insert(conn(&mut bench, 40_001, SimTime::ZERO));
-        assert_eq!(t.find(&segment_to(&bench, 40_001)), Some(b));
-        assert_eq!(t.find(&segment_to(&bench, 40_000)), Some(a));
-        assert_eq!(t.find(&segment_to(&bench, 40_002)), None);
-        t.remove(a);
-        assert_eq!((t.find(&segment_to(&bench, 40_000)), t.len()), (None, 1));
-        // the freed slot is reused
-        assert_eq!(t.insert(conn(&mut bench, 40_003, SimTime::ZERO)), a);
+        let (ha, hb) = (
+            conn(&mut bench, 40_000, SimTime::ZERO),
+            conn(&mut bench, 40_001, SimTime::ZERO),
+        );
+        let socks = &mut bench.hosts[0].sockets;
+        let a = t.insert(ha, socks);
+        let b = t.insert(hb, socks);
+        assert_eq!(
+            t.find(&segment_to(&bench, 40_001), &bench.hosts[0].sockets),
+            Some(b)
+        );
+        assert_eq!(
+            t.find(&segment_to(&bench, 40_000), &bench.hosts[0].sockets),
+            Some(a)
+        );
+        assert_eq!(
+            t.find(&segment_to(&bench, 40_002), &bench.hosts[0].sockets),
+            None
+        );
+        assert_eq!(t.remove(a, &mut bench.hosts[0].sockets), ha);
+        let gone = t.find(&segment_to(&bench, 40_000), &bench.hosts[0].sockets);
+        assert_eq!(
+            (gone, t.len(), bench.hosts[0].sockets.tcp_len()),
+            (None, 1, 1)
+        );
+        // the freed slot is reused, and so is the socket's
+        let hc = conn(&mut bench, 40_003, SimTime::ZERO);
+        assert_eq!(hc, ha, "the socket table reuses the freed slot");
+        assert_eq!(t.insert(hc, &mut bench.hosts[0].sockets), a);
         assert_eq!(t.slots().collect::<Vec<_>>(), vec![a, b]);
+        assert_eq!(
+            bench.hosts[0].sockets.tag(hb),
+            b,
+            "a socket's tag is its record's slot"
+        );
     }
 
     #[test]
     fn a_removed_connection_never_fires_and_a_due_one_runs_its_timer_once() {
         let mut bench = Bench::new(2);
         let mut t = ConnTable::default();
-        let early = t.insert(conn(&mut bench, 40_000, SimTime::ZERO));
-        let late = t.insert(conn(&mut bench, 40_001, SimTime(300 * MS)));
-        let first = t.get(early).0.ep.poll_timeout().unwrap();
+        let he = conn(&mut bench, 40_000, SimTime::ZERO);
+        let hl = conn(&mut bench, 40_001, SimTime(300 * MS));
+        let socks = &mut bench.hosts[0].sockets;
+        let early = t.insert(he, socks);
+        let late = t.insert(hl, socks);
+        let first = socks.tcp(he).ep.poll_timeout().unwrap();
         assert_eq!(t.next_timeout(), Some(first));
         assert_eq!(
-            t.run_timers(SimTime(first.as_nanos() - 1)),
+            t.run_timers(SimTime(first.as_nanos() - 1), socks),
             Vec::<u32>::new()
         );
         // the early connection is gone: its entry is stale, the late one is due
-        t.remove(early);
-        let second = t.get(late).0.ep.poll_timeout().unwrap();
+        t.remove(early, socks);
+        let second = socks.tcp(hl).ep.poll_timeout().unwrap();
         assert!(second > first);
-        assert_eq!(t.run_timers(second), vec![late]);
+        assert_eq!(t.run_timers(second, socks), vec![late]);
         assert_eq!(
             t.next_timeout(),
             None,
             "disarmed until the caller re-arms it"
         );
-        t.rearm(late);
+        t.rearm(late, socks);
         // its timer ran: the SYN went again, with the retransmission timer backed off
         assert!(t.next_timeout().unwrap() > second);
     }

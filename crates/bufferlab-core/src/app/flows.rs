@@ -29,9 +29,11 @@
 //!   size (ns-2's `EmpiricalRandomVariable`, which those workload files were
 //!   written for, interpolates the same way).
 
-use super::conns::{conn_field, ConnTable};
-use super::tcp::{for_host, is_syn, Conn, TcpSpec};
-use super::{parse_addr, AppCtx, Lifetime};
+use super::conns::{sock_field, ConnTable};
+use super::sockets::diag::ListenerTcp;
+use super::sockets::{PortKind, SocketHandle, LISTEN_MAX};
+use super::tcp::{for_host, is_syn, TcpSpec};
+use super::{parse_addr, AppCtx, Application, Lifetime, ResultCtx, Sockets};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Proto, TsqRelease};
 use crate::rng::ComponentRng;
@@ -200,7 +202,7 @@ struct FlowRecord {
 /// A flow in progress.
 struct Flow {
     id: u64,
-    conn: Conn,
+    sock: SocketHandle,
     size: u64,
     written: u64,
     start: SimTime,
@@ -210,7 +212,7 @@ struct Flow {
     recorded: bool,
 }
 
-conn_field!(Flow);
+sock_field!(Flow);
 
 /// The client: one application, many flows.
 ///
@@ -242,53 +244,8 @@ pub struct FlowsClient {
 }
 
 impl FlowsClient {
-    pub fn new(spec: FlowsClientSpec, mut rng: ComponentRng) -> Result<FlowsClient> {
-        if !(spec.rate_per_s.is_finite() && spec.rate_per_s > 0.0) {
-            return Err(Error::App(format!(
-                "flows rate {} must be above 0 flows/s",
-                spec.rate_per_s
-            )));
-        }
-        spec.size.validate()?;
-        let cfg = spec.tcp.config(rng.next_u64(), spec.tos)?;
-        Ok(FlowsClient {
-            dst: parse_addr("flows dst", &spec.dst)?,
-            port: spec.port,
-            mean_gap_ns: NS_PER_SEC as f64 / spec.rate_per_s,
-            sizes: spec.size,
-            duration: spec.duration_ns.map(SimDuration),
-            tos: spec.tos,
-            cfg,
-            arrivals_rng: ComponentRng::new(rng.next_u64(), "flows/arrivals"),
-            sizes_rng: ComponentRng::new(rng.next_u64(), "flows/sizes"),
-            conn_rng: ComponentRng::new(rng.next_u64(), "flows/conns"),
-            flows: ConnTable::default(),
-            next_arrival: SimTime::ZERO,
-            stop_at: SimTime::MAX,
-            arrivals_over: false,
-            next_id: 0,
-            records: Vec::new(),
-            start: SimTime::ZERO,
-            life: Lifetime::default(),
-        })
-    }
-
-    pub fn destination(&self) -> Ipv4 {
-        self.dst
-    }
-
     fn draw_gap(&mut self) -> SimDuration {
         SimDuration(self.arrivals_rng.exponential(self.mean_gap_ns).round() as u64)
-    }
-
-    pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
-        self.start = ctx.now;
-        if let Some(d) = self.duration {
-            self.stop_at = ctx.now + d;
-        }
-        self.next_arrival = ctx.now + self.draw_gap();
-        self.arrive(ctx);
-        Ok(())
     }
 
     /// Open every flow whose arrival instant has come.
@@ -323,39 +280,42 @@ impl FlowsClient {
                 ..self.cfg.clone()
             };
             let rng = ComponentRng::new(self.conn_rng.next_u64(), "flows/conn");
-            let conn = Conn::connect(cfg, ctx, port, (self.dst, self.port), rng);
-            let slot = self.flows.insert(Flow {
+            let sock = ctx.connect(cfg, port, (self.dst, self.port), rng);
+            let flow = Flow {
                 id,
-                conn,
+                sock,
                 size,
                 written: 0,
                 start: ctx.now,
                 closing: false,
                 recorded: false,
-            });
+            };
+            let slot = self.flows.insert(flow, ctx.sockets);
             self.service(ctx, slot);
         }
     }
 
     /// Write what the flow may, send, record its completion, free it once closed.
     fn service(&mut self, ctx: &mut AppCtx, slot: u32) {
+        let now = ctx.now;
         let f = self.flows.get_mut(slot);
-        let ep = &mut f.conn.ep;
+        let ep = &mut ctx.tcp_mut(f.sock).ep;
         if !f.closing && ep.state() == TcpState::Established {
-            f.written += ep.write(ctx.now, f.size - f.written);
+            f.written += ep.write(now, f.size - f.written);
             if f.written == f.size {
-                ep.close(ctx.now);
+                ep.close(now);
                 f.closing = true;
             }
         }
-        f.conn.flush(ctx, self.tos);
-        let state = f.conn.ep.state();
+        ctx.flush(f.sock, self.tos);
+        let conn = ctx.tcp(f.sock);
+        let state = conn.ep.state();
         let closed = matches!(state, TcpState::Closed | TcpState::TimeWait);
         if !f.recorded {
             // tcpi_bytes_acked counts the SYN: the last data byte is size + 1
-            let done = f.closing && f.conn.ep.bytes_acked() > f.size;
+            let done = f.closing && conn.ep.bytes_acked() > f.size;
             if done || closed {
-                let info = f.conn.ep.info();
+                let info = conn.ep.info();
                 f.recorded = true;
                 self.records.push(FlowRecord {
                     id: f.id,
@@ -367,10 +327,11 @@ impl FlowsClient {
             }
         }
         if closed {
-            let port = self.flows.remove(slot).conn.local_port;
+            let port = conn.local_port;
+            self.flows.remove(slot, ctx.sockets);
             ctx.sockets.unbind(Proto::Tcp, port);
         } else {
-            self.flows.rearm(slot);
+            self.flows.rearm(slot, ctx.sockets);
         }
     }
 
@@ -380,16 +341,64 @@ impl FlowsClient {
             self.life.finish(ctx);
         }
     }
+}
 
-    pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        if let Some(slot) = self.flows.find(p) {
-            self.flows.get_mut(slot).conn.input(ctx.now, p);
+impl Application for FlowsClient {
+    const KIND: &'static str = "flows_client";
+    type Spec = FlowsClientSpec;
+
+    fn new(spec: FlowsClientSpec, mut rng: ComponentRng) -> Result<FlowsClient> {
+        if !(spec.rate_per_s.is_finite() && spec.rate_per_s > 0.0) {
+            return Err(Error::App(format!(
+                "flows rate {} must be above 0 flows/s",
+                spec.rate_per_s
+            )));
+        }
+        spec.size.validate()?;
+        let cfg = spec.tcp.config(rng.next_u64(), spec.tos)?;
+        Ok(FlowsClient {
+            dst: parse_addr("flows dst", &spec.dst)?,
+            port: spec.port,
+            mean_gap_ns: NS_PER_SEC as f64 / spec.rate_per_s,
+            sizes: spec.size,
+            duration: spec.duration_ns.map(SimDuration),
+            tos: spec.tos,
+            cfg,
+            arrivals_rng: ComponentRng::new(rng.next_u64(), "flows/arrivals"),
+            sizes_rng: ComponentRng::new(rng.next_u64(), "flows/sizes"),
+            conn_rng: ComponentRng::new(rng.next_u64(), "flows/conns"),
+            flows: ConnTable::default(),
+            next_arrival: SimTime::ZERO,
+            stop_at: SimTime::MAX,
+            arrivals_over: false,
+            next_id: 0,
+            records: Vec::new(),
+            start: SimTime::ZERO,
+            life: Lifetime::default(),
+        })
+    }
+
+    fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
+        self.start = ctx.now;
+        if let Some(d) = self.duration {
+            self.stop_at = ctx.now + d;
+        }
+        self.next_arrival = ctx.now + self.draw_gap();
+        self.arrive(ctx);
+        Ok(())
+    }
+
+    fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
+        if let Some(slot) = self.flows.find(p, ctx.sockets) {
+            let h = self.flows.get(slot).sock;
+            let now = ctx.now;
+            ctx.tcp_mut(h).input(now, p);
             self.service(ctx, slot);
             self.check_finished(ctx);
         }
     }
 
-    pub fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self, _sockets: &Sockets) -> Option<SimTime> {
         if self.life.finished {
             return None;
         }
@@ -400,49 +409,50 @@ impl FlowsClient {
             .min()
     }
 
-    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+    fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         self.arrive(ctx);
-        for slot in self.flows.run_timers(ctx.now) {
+        for slot in self.flows.run_timers(ctx.now, ctx.sockets) {
             self.service(ctx, slot);
         }
         self.check_finished(ctx);
     }
 
-    /// TCP Small Queues (conns.rs `tsq_release`).
-    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
-        for slot in self.flows.tsq_release(ctx.now, releases) {
+    /// TCP Small Queues (`Sockets::tsq_release`).
+    fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for slot in self.flows.tsq_release(ctx, releases) {
             self.service(ctx, slot);
         }
         self.check_finished(ctx);
     }
 
     /// Ctrl-C: the flows still open are recorded as not completed.
-    pub fn interrupt(&mut self, ctx: &mut AppCtx) {
+    fn interrupt(&mut self, ctx: &mut AppCtx) {
         if self.life.finished {
             return;
         }
         let open: Vec<u32> = self.flows.slots().collect();
         for slot in open {
-            let f = self.flows.remove(slot);
+            let retransmits = ctx.tcp(self.flows.get(slot).sock).ep.info().total_retrans;
+            let f = self.flows.remove(slot, ctx.sockets);
             if !f.recorded {
                 self.records.push(FlowRecord {
                     id: f.id,
                     start: f.start,
                     size: f.size,
                     fct: None,
-                    retransmits: f.conn.ep.info().total_retrans,
+                    retransmits,
                 });
             }
         }
         self.life.interrupt(ctx);
     }
 
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.life.finished
     }
 
     /// The flows in order of their ids, as columns.
-    pub fn result(&self) -> serde_json::Value {
+    fn result(&self, _r: &ResultCtx) -> serde_json::Value {
         let mut recs = self.records.clone();
         recs.sort_unstable_by_key(|r| r.id);
         let completed = recs.iter().filter(|r| r.fct.is_some()).count();
@@ -463,15 +473,19 @@ impl FlowsClient {
             },
         })
     }
+
+    fn destination(&self) -> Option<Ipv4> {
+        Some(self.dst)
+    }
 }
 
 /// A connection the server accepted.
 struct Accepted {
-    conn: Conn,
+    sock: SocketHandle,
     closing: bool,
 }
 
-conn_field!(Accepted);
+sock_field!(Accepted);
 
 /// `flows -s`: accepts, reads, closes after the client, forgets.
 pub struct FlowsServer {
@@ -488,7 +502,33 @@ pub struct FlowsServer {
 }
 
 impl FlowsServer {
-    pub fn new(spec: FlowsServerSpec, mut rng: ComponentRng) -> Result<FlowsServer> {
+    fn service(&mut self, ctx: &mut AppCtx, slot: u32) {
+        let now = ctx.now;
+        let a = self.conns.get_mut(slot);
+        let ep = &mut ctx.tcp_mut(a.sock).ep;
+        self.bytes += ep.read(now, u64::MAX);
+        if ep.eof() && !a.closing {
+            ep.close(now);
+            a.closing = true;
+        }
+        ctx.flush(a.sock, 0);
+        if matches!(
+            ctx.tcp(a.sock).ep.state(),
+            TcpState::Closed | TcpState::TimeWait
+        ) {
+            self.conns.remove(slot, ctx.sockets);
+            self.closed += 1;
+        } else {
+            self.conns.rearm(slot, ctx.sockets);
+        }
+    }
+}
+
+impl Application for FlowsServer {
+    const KIND: &'static str = "flows_server";
+    type Spec = FlowsServerSpec;
+
+    fn new(spec: FlowsServerSpec, mut rng: ComponentRng) -> Result<FlowsServer> {
         Ok(FlowsServer {
             port: spec.port,
             cfg: Arc::new(spec.tcp.config(rng.next_u64(), 0)?),
@@ -502,92 +542,69 @@ impl FlowsServer {
         })
     }
 
-    /// Settings for the connections accepted from now on (as `sink`).
-    pub fn set_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
-        self.cfg = Arc::new(spec.config(self.cfg.seed, 0)?);
-        Ok(())
-    }
-
-    pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
+    fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
-        ctx.sockets
-            .bind(Proto::Tcp, self.port, ctx.id)
-            .map_err(|_| {
-                Error::App(format!(
-                    "TCP port {} is already in use on this host",
-                    self.port
-                ))
-            })
+        let listen = PortKind::Listen {
+            backlog: LISTEN_MAX,
+        };
+        ctx.bind_server(Proto::Tcp, self.port, listen)
     }
 
-    pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        let slot = match self.conns.find(p) {
+    fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
+        let slot = match self.conns.find(p, ctx.sockets) {
             Some(slot) => {
-                self.conns.get_mut(slot).conn.input(ctx.now, p);
+                let h = self.conns.get(slot).sock;
+                let now = ctx.now;
+                ctx.tcp_mut(h).input(now, p);
                 slot
             }
             None if is_syn(p) => {
                 let rng = ComponentRng::new(self.rng.next_u64(), "flows-server/conn");
                 for_host(&mut self.cfg, ctx);
-                let Some(conn) = Conn::accept(Arc::clone(&self.cfg), ctx, p, rng) else {
+                let Some(sock) = ctx.accept(Arc::clone(&self.cfg), p, rng, false) else {
                     return;
                 };
                 self.accepted += 1;
-                self.conns.insert(Accepted {
-                    conn,
+                let accepted = Accepted {
+                    sock,
                     closing: false,
-                })
+                };
+                self.conns.insert(accepted, ctx.sockets)
             }
             None => return,
         };
         self.service(ctx, slot);
     }
 
-    fn service(&mut self, ctx: &mut AppCtx, slot: u32) {
-        let a = self.conns.get_mut(slot);
-        self.bytes += a.conn.ep.read(ctx.now, u64::MAX);
-        if a.conn.ep.eof() && !a.closing {
-            a.conn.ep.close(ctx.now);
-            a.closing = true;
-        }
-        a.conn.flush(ctx, 0);
-        if matches!(a.conn.ep.state(), TcpState::Closed | TcpState::TimeWait) {
-            self.conns.remove(slot);
-            self.closed += 1;
-        } else {
-            self.conns.rearm(slot);
-        }
-    }
-
-    pub fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self, _sockets: &Sockets) -> Option<SimTime> {
         if self.life.finished {
             return None;
         }
         self.conns.next_timeout()
     }
 
-    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
-        for slot in self.conns.run_timers(ctx.now) {
+    fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+        for slot in self.conns.run_timers(ctx.now, ctx.sockets) {
             self.service(ctx, slot);
         }
     }
 
-    /// TCP Small Queues (conns.rs `tsq_release`).
-    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
-        for slot in self.conns.tsq_release(ctx.now, releases) {
+    /// TCP Small Queues (`Sockets::tsq_release`).
+    fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for slot in self.conns.tsq_release(ctx, releases) {
             self.service(ctx, slot);
         }
     }
 
-    pub fn interrupt(&mut self, ctx: &mut AppCtx) {
+    fn interrupt(&mut self, ctx: &mut AppCtx) {
         self.life.interrupt(ctx);
     }
 
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.life.finished
     }
 
-    pub fn result(&self) -> serde_json::Value {
+    fn result(&self, _r: &ResultCtx) -> serde_json::Value {
         json!({
             "port": self.port,
             "connections": self.accepted,
@@ -597,6 +614,16 @@ impl FlowsServer {
             "start_ns": self.start.as_nanos(),
             "end_ns": self.life.end.as_nanos(),
         })
+    }
+
+    /// Settings for the connections accepted from now on (as `sink`).
+    fn set_listener_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
+        self.cfg = Arc::new(spec.config(self.cfg.seed, 0)?);
+        Ok(())
+    }
+
+    fn listener_tcp(&self) -> Option<ListenerTcp> {
+        Some(ListenerTcp::of(&self.cfg))
     }
 }
 

@@ -12,11 +12,11 @@ pub mod bulk;
 pub mod conns;
 pub mod flows;
 pub mod iperf3;
-pub mod iperf3_tcp;
 pub mod ping;
 pub mod qmon;
 pub mod rr;
 pub mod sink;
+pub mod sockets;
 pub mod tcp;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -27,33 +27,130 @@ use crate::packet::{
     Ipv4, Packet, Payload, Proto, TsqRelease, ETH_HEADER, IPV4_HEADER, TCP_HEADER_TS, UDP_HEADER,
 };
 use crate::rng::ComponentRng;
+use crate::tcp::endpoint::TcpConfig;
 use crate::time::SimTime;
-use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Deserialize;
+use std::sync::Arc;
 
 pub use iperf3::IperfRegistry;
+pub use sockets::{SocketHandle, Sockets, EPHEMERAL_HIGH, EPHEMERAL_LOW};
 
-/// Validated application specs as they arrive from Python (JSON, tagged by `kind`).
-#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum AppSpec {
-    Ping(ping::PingSpec),
-    UdpSource(udp_source::UdpSourceSpec),
-    Sink(sink::SinkSpec),
-    Bulk(bulk::BulkSpec),
-    Iperf3Server(iperf3::ServerSpec),
-    Iperf3Client(iperf3::ClientSpec),
-    Qmon(qmon::QmonSpec),
-    FlowsClient(flows::FlowsClientSpec),
-    FlowsServer(flows::FlowsServerSpec),
-    RrClient(rr::RrClientSpec),
-    RrServer(rr::RrServerSpec),
+/// An application model (docs/internals.md "How to add an application
+/// model"): a sans-I/O state machine the engine drives. Implemented by each
+/// model in its own file and listed once in `register_applications!` below,
+/// which builds [`AppSpec`] and [`App`] from the list.
+pub trait Application: Sized {
+    /// The spec's `kind` (the snake_case name of its registered variant).
+    const KIND: &'static str;
+    /// The validated spec `start_app` receives.
+    type Spec: Clone + std::fmt::Debug + serde::de::DeserializeOwned + schemars::JsonSchema;
+
+    /// Validate the spec; `rng` is the application's own random stream.
+    fn new(spec: Self::Spec, rng: ComponentRng) -> Result<Self>;
+    /// Bind sockets, send the first packets.
+    fn start(&mut self, ctx: &mut AppCtx) -> Result<()>;
+    /// A packet arrived on a socket the application bound.
+    fn handle_packet(&mut self, _ctx: &mut AppCtx, _p: &Packet) {}
+    /// The next instant the application wants [`Application::handle_timeout`]
+    /// (its node's `sockets` hold its connections' timers).
+    fn poll_timeout(&self, sockets: &Sockets) -> Option<SimTime>;
+    fn handle_timeout(&mut self, ctx: &mut AppCtx);
+    /// TCP Small Queues: the host gave back (or charged) send memory of the
+    /// application's sockets (packet.rs `TsqRelease`, docs/semantics/tcp.md
+    /// §6.4). A TCP application passes them to its node's table
+    /// ([`Sockets::tsq_release`]) and services the connections whose TSQ
+    /// handler ran; the others have no sockets that charge anything.
+    fn tsq_release(&mut self, _ctx: &mut AppCtx, _releases: &[TsqRelease]) {}
+    /// Ctrl-C.
+    fn interrupt(&mut self, ctx: &mut AppCtx);
+    fn is_finished(&self) -> bool;
+    /// The report (schemas in docs/internals.md).
+    fn result(&self, r: &ResultCtx) -> serde_json::Value;
+
+    /// The address the application sends to, if any (checked for a route at start).
+    fn destination(&self) -> Option<Ipv4> {
+        None
+    }
+
+    /// A listening TCP application (iperf3 server, TCP sink, flows server)
+    /// takes the host's current sysctls for the connections it accepts from
+    /// now on: Linux reads them when a connection is created, not when the
+    /// listener was (docs/semantics/tcp.md §4).
+    fn set_listener_tcp(&mut self, _spec: &tcp::TcpSpec) -> Result<()> {
+        Err(Error::App(format!(
+            "{} does not accept TCP connections",
+            Self::KIND
+        )))
+    }
+
+    /// The interface whose qdiscs the application samples (the queue
+    /// monitor), which the engine resolves at start.
+    fn monitored_dev(&self) -> Option<&str> {
+        None
+    }
+
+    fn bind_monitored_iface(&mut self, _iface: usize) {}
+
+    /// A TCP listener's settings for new connections (what `ss -il` shows).
+    fn listener_tcp(&self) -> Option<sockets::diag::ListenerTcp> {
+        None
+    }
 }
 
-/// The closed set of application models. One value exists per running
-/// application (never per packet), so variant sizes do not matter.
-#[allow(clippy::large_enum_variant)]
-pub enum App {
+/// Builds, from one line per application model, [`AppSpec`] (the specs,
+/// tagged by `kind`), [`App`] (the closed set of running applications:
+/// static dispatch, rules of the house "Closed sets are enums"),
+/// [`App::KINDS`] and the delegation of every [`Application`] method.
+macro_rules! register_applications {
+    ($($variant:ident($module:ident::$ty:ident)),+ $(,)?) => {
+        /// Validated application specs as they arrive from Python (JSON, tagged by `kind`).
+        #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
+        #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+        pub enum AppSpec {
+            $($variant(<$module::$ty as Application>::Spec),)+
+        }
+
+        /// The running applications. One value exists per running
+        /// application (never per packet), so variant sizes do not matter.
+        #[allow(clippy::large_enum_variant)]
+        pub enum App {
+            $($variant($module::$ty),)+
+        }
+
+        impl App {
+            /// The registered kinds, in registration order.
+            pub const KINDS: &'static [&'static str] = &[$(<$module::$ty as Application>::KIND,)+];
+
+            pub fn new(spec: AppSpec, rng: ComponentRng) -> Result<App> {
+                Ok(match spec {
+                    $(AppSpec::$variant(s) => App::$variant(<$module::$ty as Application>::new(s, rng)?),)+
+                })
+            }
+
+            pub fn kind(&self) -> &'static str {
+                fn kind_of<T: Application>(_: &T) -> &'static str {
+                    T::KIND
+                }
+                match self {
+                    $(App::$variant(a) => kind_of(a),)+
+                }
+            }
+        }
+
+        /// Run an expression on whichever application an [`App`] holds.
+        macro_rules! dispatch_app {
+            ($app:expr, $a:ident => $e:expr) => {
+                match $app {
+                    $(App::$variant($a) => $e,)+
+                }
+            };
+        }
+    };
+}
+
+// One line per application: adding one is its file, its `mod` line at the
+// top and its line here.
+register_applications! {
     Ping(ping::Ping),
     UdpSource(udp_source::UdpSource),
     Sink(sink::Sink),
@@ -65,110 +162,6 @@ pub enum App {
     FlowsServer(flows::FlowsServer),
     RrClient(rr::RrClient),
     RrServer(rr::RrServer),
-}
-
-/// Sockets bound on one node: (protocol, port) → application id in a hash
-/// table (one lookup per delivered packet, whatever the number of sockets),
-/// the ports each application holds (released together when it ends), and
-/// the ephemeral port chooser (Linux's default range 32768–60999,
-/// `net.ipv4.ip_local_port_range`).
-pub struct Sockets {
-    bound: FxHashMap<(Proto, u16), u32>,
-    held: FxHashMap<u32, FxHashSet<(Proto, u16)>>,
-    rng: ComponentRng,
-}
-
-pub const EPHEMERAL_LOW: u16 = 32768;
-pub const EPHEMERAL_HIGH: u16 = 60999;
-
-impl Sockets {
-    pub fn new(rng: ComponentRng) -> Self {
-        Sockets {
-            bound: FxHashMap::default(),
-            held: FxHashMap::default(),
-            rng,
-        }
-    }
-
-    #[inline]
-    pub fn lookup(&self, proto: Proto, port: u16) -> Option<u32> {
-        self.bound.get(&(proto, port)).copied()
-    }
-
-    pub fn is_bound(&self, proto: Proto, port: u16) -> bool {
-        self.bound.contains_key(&(proto, port))
-    }
-
-    fn insert(&mut self, proto: Proto, port: u16, app: u32) {
-        self.bound.insert((proto, port), app);
-        self.held.entry(app).or_default().insert((proto, port));
-    }
-
-    pub fn bind(&mut self, proto: Proto, port: u16, app: u32) -> Result<()> {
-        if self.is_bound(proto, port) {
-            return Err(Error::App(format!(
-                "{} port {port} is already in use",
-                proto.name()
-            )));
-        }
-        self.insert(proto, port, app);
-        Ok(())
-    }
-
-    /// A free ephemeral port for `proto`, chosen at random like Linux does;
-    /// an error once every port of the range is taken (connect's
-    /// EADDRNOTAVAIL).
-    pub fn bind_ephemeral(&mut self, proto: Proto, app: u32) -> Result<u16> {
-        let range = (EPHEMERAL_HIGH - EPHEMERAL_LOW) as usize + 1;
-        // the full check runs only once as many ports as the range are bound
-        if self.bound.len() >= range
-            && (EPHEMERAL_LOW..=EPHEMERAL_HIGH).all(|p| self.is_bound(proto, p))
-        {
-            return Err(Error::App(format!(
-                "Cannot assign requested address: all {range} ephemeral {} ports \
-                 ({EPHEMERAL_LOW}-{EPHEMERAL_HIGH}) of this host are in use",
-                proto.name()
-            )));
-        }
-        loop {
-            let p = self
-                .rng
-                .range_u64(EPHEMERAL_LOW as u64, EPHEMERAL_HIGH as u64) as u16;
-            if !self.is_bound(proto, p) {
-                self.insert(proto, p, app);
-                return Ok(p);
-            }
-        }
-    }
-
-    /// Bind `preferred` if free, else the next free port above it.
-    pub fn bind_near(&mut self, proto: Proto, preferred: u16, app: u32) -> u16 {
-        let mut p = preferred;
-        while self.is_bound(proto, p) {
-            p = if p >= EPHEMERAL_HIGH {
-                EPHEMERAL_LOW
-            } else {
-                p + 1
-            };
-        }
-        self.insert(proto, p, app);
-        p
-    }
-
-    /// Release one port (a connection of a many-connection application ended).
-    pub fn unbind(&mut self, proto: Proto, port: u16) {
-        if let Some(app) = self.bound.remove(&(proto, port)) {
-            if let Some(held) = self.held.get_mut(&app) {
-                held.remove(&(proto, port));
-            }
-        }
-    }
-
-    pub fn unbind_all(&mut self, app: u32) {
-        for key in self.held.remove(&app).unwrap_or_default() {
-            self.bound.remove(&key);
-        }
-    }
 }
 
 /// How a traffic source's run ended (bulk, cbr/poisson/onoff): when, and
@@ -197,6 +190,14 @@ impl Lifetime {
     }
 }
 
+/// What an application's report may read besides its own state: what
+/// iperf3's client and server exchanged, and its node's sockets (those of an
+/// application that ended stay readable by handle).
+pub struct ResultCtx<'a> {
+    pub iperf: &'a IperfRegistry,
+    pub sockets: &'a Sockets,
+}
+
 /// Everything an application may touch while it runs.
 pub struct AppCtx<'a> {
     pub now: SimTime,
@@ -218,8 +219,16 @@ pub struct AppCtx<'a> {
     pub out: &'a mut Vec<Packet>,
     pub sockets: &'a mut Sockets,
     pub iperf: &'a mut IperfRegistry,
-    /// what request/response clients ask of their servers (app/rr.rs)
+    /// what request/response clients ask of their servers (app/rr)
     pub rr: &'a mut rr::RrBoard,
+    /// the interfaces' qdiscs, as the queue monitor reads them
+    pub qdiscs: &'a dyn QdiscBacklog,
+}
+
+/// What the queue monitor reads of an interface: (bytes, packets) of its
+/// leaf qdisc (the last block `tc -s qdisc show` prints) at this instant.
+pub trait QdiscBacklog {
+    fn leaf_backlog(&self, iface: usize) -> (u64, u64);
 }
 
 impl AppCtx<'_> {
@@ -305,221 +314,144 @@ impl AppCtx<'_> {
     }
 }
 
-impl App {
-    pub fn new(spec: AppSpec, rng: ComponentRng) -> Result<App> {
-        Ok(match spec {
-            AppSpec::Ping(s) => App::Ping(ping::Ping::new(s, rng)?),
-            AppSpec::UdpSource(s) => App::UdpSource(udp_source::UdpSource::new(s, rng)?),
-            AppSpec::Sink(s) => App::Sink(sink::Sink::new(s, rng)?),
-            AppSpec::Bulk(s) => App::Bulk(bulk::Bulk::new(s, rng)?),
-            AppSpec::Iperf3Server(s) => App::Iperf3Server(iperf3::Server::new(s, rng)?),
-            AppSpec::Iperf3Client(s) => App::Iperf3Client(iperf3::Client::new(s, rng)?),
-            AppSpec::Qmon(s) => App::Qmon(qmon::Qmon::new(s)?),
-            AppSpec::FlowsClient(s) => App::FlowsClient(flows::FlowsClient::new(s, rng)?),
-            AppSpec::FlowsServer(s) => App::FlowsServer(flows::FlowsServer::new(s, rng)?),
-            AppSpec::RrClient(s) => App::RrClient(rr::RrClient::new(s, rng)?),
-            AppSpec::RrServer(s) => App::RrServer(rr::RrServer::new(s, rng)?),
-        })
+impl AppCtx<'_> {
+    /// A server's port: bound to this application (an error naming it when
+    /// another holds it) and shown to `ss` as `kind`, an AF_INET socket on
+    /// the wildcard address (a listener, an unconnected UDP socket).
+    pub fn bind_server(&mut self, proto: Proto, port: u16, kind: sockets::PortKind) -> Result<()> {
+        self.sockets.bind(proto, port, self.id).map_err(|_| {
+            let name = proto.name().to_uppercase();
+            Error::App(format!("{name} port {port} is already in use on this host"))
+        })?;
+        self.sockets.add_view(sockets::PortView {
+            port,
+            owner: self.id,
+            kind,
+            v6: false,
+        });
+        Ok(())
+    }
+}
+
+/// TCP through the node's socket table (app/sockets): connections are
+/// created, found and flushed here, and the application keeps their handles.
+impl AppCtx<'_> {
+    /// What sending a connection's segments needs of the node.
+    pub fn env(&self) -> tcp::SendEnv {
+        tcp::SendEnv {
+            now: self.now,
+            addr: self.addr,
+            id: self.id,
+            fq_pacing: self.fq_pacing,
+            tsq: self.tsq,
+        }
     }
 
+    /// Active open from `local_port` (already bound by the application).
+    pub fn connect(
+        &mut self,
+        cfg: impl Into<Arc<TcpConfig>>,
+        local_port: u16,
+        remote: (Ipv4, u16),
+        rng: ComponentRng,
+    ) -> SocketHandle {
+        let c = tcp::Conn::connect(cfg, self, local_port, remote, rng);
+        self.sockets.add_tcp(c, self.id, false)
+    }
+
+    /// Passive open from a SYN that arrived on the application's port; `v6`
+    /// for a dual-stack listener (its connections show v4-mapped addresses).
+    pub fn accept(
+        &mut self,
+        cfg: impl Into<Arc<TcpConfig>>,
+        p: &Packet,
+        rng: ComponentRng,
+        v6: bool,
+    ) -> Option<SocketHandle> {
+        let c = tcp::Conn::accept(cfg, self, p, rng)?;
+        Some(self.sockets.add_tcp(c, self.id, v6))
+    }
+
+    /// The connection, to read.
+    pub fn tcp(&self, h: SocketHandle) -> &tcp::Conn {
+        self.sockets.tcp(h)
+    }
+
+    /// The connection, to work on.
+    pub fn tcp_mut(&mut self, h: SocketHandle) -> &mut tcp::Conn {
+        self.sockets.tcp_mut(h)
+    }
+
+    /// TCP Small Queues: the host gave back send memory of this
+    /// application's connections ([`Sockets::tsq_release`]); the connections
+    /// whose TSQ handler ran, to be serviced.
+    pub fn tsq_release(&mut self, releases: &[TsqRelease]) -> Vec<SocketHandle> {
+        self.sockets.tsq_release(self.now, self.id, releases)
+    }
+
+    /// Hand every segment the connection wants to send now to the outbox.
+    pub fn flush(&mut self, h: SocketHandle, tos: u8) {
+        let env = self.env();
+        self.sockets.tcp_mut(h).flush(&env, self.out, tos);
+    }
+}
+
+impl App {
     pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
-        match self {
-            App::Ping(a) => a.start(ctx),
-            App::UdpSource(a) => a.start(ctx),
-            App::Sink(a) => a.start(ctx),
-            App::Bulk(a) => a.start(ctx),
-            App::Iperf3Server(a) => a.start(ctx),
-            App::Iperf3Client(a) => a.start(ctx),
-            App::Qmon(a) => a.start(ctx),
-            App::FlowsClient(a) => a.start(ctx),
-            App::FlowsServer(a) => a.start(ctx),
-            App::RrClient(a) => a.start(ctx),
-            App::RrServer(a) => a.start(ctx),
-        }
+        dispatch_app!(self, a => a.start(ctx))
     }
 
     pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        match self {
-            App::Ping(a) => a.handle_packet(ctx, p),
-            App::UdpSource(_) | App::Qmon(_) => {}
-            App::Sink(a) => a.handle_packet(ctx, p),
-            App::Bulk(a) => a.handle_packet(ctx, p),
-            App::Iperf3Server(a) => a.handle_packet(ctx, p),
-            App::Iperf3Client(a) => a.handle_packet(ctx, p),
-            App::FlowsClient(a) => a.handle_packet(ctx, p),
-            App::FlowsServer(a) => a.handle_packet(ctx, p),
-            App::RrClient(a) => a.handle_packet(ctx, p),
-            App::RrServer(a) => a.handle_packet(ctx, p),
-        }
+        dispatch_app!(self, a => a.handle_packet(ctx, p))
     }
 
-    /// TCP Small Queues: the host gave back (or charged) send memory of
-    /// this application's sockets (packet.rs `TsqRelease`, docs/semantics/tcp.md §6.4).
+    pub fn poll_timeout(&self, sockets: &Sockets) -> Option<SimTime> {
+        dispatch_app!(self, a => a.poll_timeout(sockets))
+    }
+
+    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+        dispatch_app!(self, a => a.handle_timeout(ctx))
+    }
+
+    /// [`Application::tsq_release`].
     pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
-        match self {
-            App::Ping(_) | App::UdpSource(_) | App::Qmon(_) => {}
-            App::Sink(a) => a.tsq_release(ctx, releases),
-            App::Bulk(a) => a.tsq_release(ctx, releases),
-            App::Iperf3Server(a) => a.tsq_release(ctx, releases),
-            App::Iperf3Client(a) => a.tsq_release(ctx, releases),
-            App::FlowsClient(a) => a.tsq_release(ctx, releases),
-            App::FlowsServer(a) => a.tsq_release(ctx, releases),
-            App::RrClient(a) => a.tsq_release(ctx, releases),
-            App::RrServer(a) => a.tsq_release(ctx, releases),
-        }
-    }
-
-    pub fn poll_timeout(&self) -> Option<SimTime> {
-        match self {
-            App::Ping(a) => a.poll_timeout(),
-            App::UdpSource(a) => a.poll_timeout(),
-            App::Sink(a) => a.poll_timeout(),
-            App::Bulk(a) => a.poll_timeout(),
-            App::Iperf3Server(a) => a.poll_timeout(),
-            App::Iperf3Client(a) => a.poll_timeout(),
-            App::Qmon(a) => a.poll_timeout(),
-            App::FlowsClient(a) => a.poll_timeout(),
-            App::FlowsServer(a) => a.poll_timeout(),
-            App::RrClient(a) => a.poll_timeout(),
-            App::RrServer(a) => a.poll_timeout(),
-        }
-    }
-
-    /// `qdisc_backlog` is only read by the queue monitor: (bytes, packets)
-    /// of the monitored interface's leaf qdisc at this instant.
-    pub fn handle_timeout(
-        &mut self,
-        ctx: &mut AppCtx,
-        qdisc_backlog: impl FnOnce(usize) -> (u64, u64),
-    ) {
-        match self {
-            App::Ping(a) => a.handle_timeout(ctx),
-            App::UdpSource(a) => a.handle_timeout(ctx),
-            App::Sink(a) => a.handle_timeout(ctx),
-            App::Bulk(a) => a.handle_timeout(ctx),
-            App::Iperf3Server(a) => a.handle_timeout(ctx),
-            App::Iperf3Client(a) => a.handle_timeout(ctx),
-            App::FlowsClient(a) => a.handle_timeout(ctx),
-            App::FlowsServer(a) => a.handle_timeout(ctx),
-            App::RrClient(a) => a.handle_timeout(ctx),
-            App::RrServer(a) => a.handle_timeout(ctx),
-            App::Qmon(a) => {
-                let b = qdisc_backlog(a.iface());
-                a.handle_timeout(ctx, b)
-            }
-        }
+        dispatch_app!(self, a => a.tsq_release(ctx, releases))
     }
 
     pub fn interrupt(&mut self, ctx: &mut AppCtx) {
-        match self {
-            App::Ping(a) => a.interrupt(ctx),
-            App::UdpSource(a) => a.interrupt(ctx),
-            App::Sink(a) => a.interrupt(ctx),
-            App::Bulk(a) => a.interrupt(ctx),
-            App::Iperf3Server(a) => a.interrupt(ctx),
-            App::Iperf3Client(a) => a.interrupt(ctx),
-            App::Qmon(a) => a.interrupt(ctx),
-            App::FlowsClient(a) => a.interrupt(ctx),
-            App::FlowsServer(a) => a.interrupt(ctx),
-            App::RrClient(a) => a.interrupt(ctx),
-            App::RrServer(a) => a.interrupt(ctx),
-        }
+        dispatch_app!(self, a => a.interrupt(ctx))
     }
 
     pub fn is_finished(&self) -> bool {
-        match self {
-            App::Ping(a) => a.is_finished(),
-            App::UdpSource(a) => a.is_finished(),
-            App::Sink(a) => a.is_finished(),
-            App::Bulk(a) => a.is_finished(),
-            App::Iperf3Server(a) => a.is_finished(),
-            App::Iperf3Client(a) => a.is_finished(),
-            App::Qmon(a) => a.is_finished(),
-            App::FlowsClient(a) => a.is_finished(),
-            App::FlowsServer(a) => a.is_finished(),
-            App::RrClient(a) => a.is_finished(),
-            App::RrServer(a) => a.is_finished(),
-        }
+        dispatch_app!(self, a => a.is_finished())
     }
 
-    pub fn result(&self, iperf: &IperfRegistry) -> serde_json::Value {
-        match self {
-            App::Ping(a) => a.result(),
-            App::UdpSource(a) => a.result(),
-            App::Sink(a) => a.result(),
-            App::Bulk(a) => a.result(),
-            App::Iperf3Server(a) => a.result(iperf),
-            App::Iperf3Client(a) => a.result(iperf),
-            App::Qmon(a) => a.result(),
-            App::FlowsClient(a) => a.result(),
-            App::FlowsServer(a) => a.result(),
-            App::RrClient(a) => a.result(),
-            App::RrServer(a) => a.result(),
-        }
+    pub fn result(&self, r: &ResultCtx) -> serde_json::Value {
+        dispatch_app!(self, a => a.result(r))
     }
 
-    /// The address the application sends to, if any (checked for a route at start).
+    /// [`Application::destination`].
     pub fn destination(&self) -> Option<Ipv4> {
-        match self {
-            App::Ping(a) => Some(a.destination()),
-            App::UdpSource(a) => Some(a.destination()),
-            App::Iperf3Client(a) => Some(a.destination()),
-            App::Bulk(a) => Some(a.destination()),
-            App::FlowsClient(a) => Some(a.destination()),
-            App::RrClient(a) => Some(a.destination()),
-            App::Sink(_)
-            | App::Iperf3Server(_)
-            | App::Qmon(_)
-            | App::FlowsServer(_)
-            | App::RrServer(_) => None,
-        }
+        dispatch_app!(self, a => a.destination())
     }
 
-    /// The queue monitor names an interface that the engine must resolve.
+    /// [`Application::monitored_dev`].
     pub fn monitored_dev(&self) -> Option<&str> {
-        match self {
-            App::Qmon(a) => Some(a.dev()),
-            _ => None,
-        }
+        dispatch_app!(self, a => a.monitored_dev())
     }
 
-    /// A listening TCP application (iperf3 server, TCP sink) takes the
-    /// host's current sysctls for the connections it accepts from now on:
-    /// Linux reads them when a connection is created, not when the
-    /// listener was (docs/semantics/tcp.md §4).
+    /// [`Application::set_listener_tcp`].
     pub fn set_listener_tcp(&mut self, spec: &tcp::TcpSpec) -> Result<()> {
-        match self {
-            App::Iperf3Server(a) => a.set_tcp(spec),
-            App::Sink(a) => a.set_tcp(spec),
-            App::FlowsServer(a) => a.set_tcp(spec),
-            App::RrServer(a) => a.set_tcp(spec),
-            _ => Err(Error::App(format!(
-                "{} does not accept TCP connections",
-                self.kind()
-            ))),
-        }
+        dispatch_app!(self, a => a.set_listener_tcp(spec))
     }
 
     pub fn bind_monitored_iface(&mut self, iface: usize) {
-        if let App::Qmon(a) = self {
-            a.set_iface(iface);
-        }
+        dispatch_app!(self, a => a.bind_monitored_iface(iface))
     }
 
-    pub fn kind(&self) -> &'static str {
-        match self {
-            App::Ping(_) => "ping",
-            App::UdpSource(_) => "udp_source",
-            App::Sink(_) => "sink",
-            App::Bulk(_) => "bulk",
-            App::Iperf3Server(_) => "iperf3_server",
-            App::Iperf3Client(_) => "iperf3_client",
-            App::Qmon(_) => "qmon",
-            App::FlowsClient(_) => "flows_client",
-            App::FlowsServer(_) => "flows_server",
-            App::RrClient(_) => "rr_client",
-            App::RrServer(_) => "rr_server",
-        }
+    /// [`Application::listener_tcp`].
+    pub fn listener_tcp(&self) -> Option<sockets::diag::ListenerTcp> {
+        dispatch_app!(self, a => a.listener_tcp())
     }
 }
 
@@ -533,82 +465,6 @@ mod tests {
     use super::test_support::{Bench, MS};
     use super::*;
     use serde_json::json;
-
-    fn sockets() -> Sockets {
-        Sockets::new(ComponentRng::new(1, "sockets"))
-    }
-
-    #[test]
-    fn a_port_is_bound_once_per_protocol() {
-        let mut s = sockets();
-        s.bind(Proto::Udp, 5201, 1).unwrap();
-        let err = s.bind(Proto::Udp, 5201, 2).unwrap_err();
-        assert!(
-            err.to_string().contains("udp port 5201 is already in use"),
-            "{err}"
-        );
-        s.bind(Proto::Tcp, 5201, 2).unwrap();
-        assert_eq!(
-            (s.lookup(Proto::Udp, 5201), s.lookup(Proto::Tcp, 5201)),
-            (Some(1), Some(2))
-        );
-        assert_eq!(s.lookup(Proto::Udp, 5202), None);
-    }
-
-    #[test]
-    fn ephemeral_ports_are_distinct_and_in_linux_range() {
-        let mut s = sockets();
-        let ports: Vec<u16> = (0..200)
-            .map(|_| s.bind_ephemeral(Proto::Tcp, 1).unwrap())
-            .collect();
-        assert!(ports
-            .iter()
-            .all(|p| (EPHEMERAL_LOW..=EPHEMERAL_HIGH).contains(p)));
-        let mut unique = ports.clone();
-        unique.sort_unstable();
-        unique.dedup();
-        assert_eq!(unique.len(), ports.len());
-        let mut again = sockets();
-        assert_eq!(
-            again.bind_ephemeral(Proto::Tcp, 1).unwrap(),
-            ports[0],
-            "seeded"
-        );
-    }
-
-    #[test]
-    fn a_full_ephemeral_range_is_an_error_not_a_hang() {
-        let mut s = sockets();
-        let range = (EPHEMERAL_HIGH - EPHEMERAL_LOW) as usize + 1;
-        for _ in 0..range {
-            s.bind_ephemeral(Proto::Tcp, 1).unwrap();
-        }
-        let err = s.bind_ephemeral(Proto::Tcp, 2).unwrap_err().to_string();
-        assert!(err.contains("Cannot assign requested address"), "{err}");
-        // another protocol's range is separate
-        assert!(s.bind_ephemeral(Proto::Udp, 2).is_ok());
-    }
-
-    #[test]
-    fn bind_near_takes_the_next_free_port_and_wraps_to_the_low_end() {
-        let mut s = sockets();
-        s.bind(Proto::Udp, 100, 1).unwrap();
-        s.bind(Proto::Udp, 101, 1).unwrap();
-        assert_eq!(s.bind_near(Proto::Udp, 100, 2), 102);
-        s.bind(Proto::Icmp, EPHEMERAL_HIGH, 1).unwrap();
-        assert_eq!(s.bind_near(Proto::Icmp, EPHEMERAL_HIGH, 2), EPHEMERAL_LOW);
-    }
-
-    #[test]
-    fn unbind_all_releases_only_that_applications_ports() {
-        let mut s = sockets();
-        s.bind(Proto::Udp, 1, 7).unwrap();
-        s.bind(Proto::Tcp, 2, 7).unwrap();
-        s.bind(Proto::Tcp, 3, 8).unwrap();
-        s.unbind_all(7);
-        assert!(!s.is_bound(Proto::Udp, 1) && !s.is_bound(Proto::Tcp, 2));
-        assert!(s.is_bound(Proto::Tcp, 3));
-    }
 
     #[test]
     fn a_lifetime_finishes_once_at_the_first_instant() {

@@ -9,7 +9,7 @@
 //! (`__schedule_exit`) — or at the `-w` deadline. The RTT is measured from the timestamp carried in the echo data,
 //! as ping does. Output text is produced by python/bufferlab/formats/ping.py.
 
-use super::{parse_addr, AppCtx};
+use super::{parse_addr, AppCtx, Application, ResultCtx};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Payload, Proto};
 use crate::rng::ComponentRng;
@@ -107,7 +107,42 @@ pub struct Ping {
 }
 
 impl Ping {
-    pub fn new(spec: PingSpec, mut rng: ComponentRng) -> Result<Ping> {
+    fn send(&mut self, ctx: &mut AppCtx) {
+        self.transmitted += 1;
+        let seq = self.transmitted as u16; // icmp_seq wraps at 65536 like the real field
+        self.rcvd.clear(seq);
+        ctx.send_echo(self.dst, self.ident, seq, self.size, self.tos);
+        self.last_send = ctx.now;
+        let more = self.count.is_none_or(|c| self.transmitted < c);
+        self.next_send = if more {
+            Some(ctx.now + self.interval)
+        } else {
+            None
+        };
+        if !more {
+            // __schedule_exit: with some replies, wait twice the slowest RTT
+            // (at least one interval); with none, the linger time (-W or 10 s)
+            let wait = match self.max_rtt {
+                Some(rtt) => SimDuration(2 * rtt.as_nanos()).max(self.interval),
+                None => self.linger,
+            };
+            let end = ctx.now + wait;
+            self.give_up = Some(self.give_up.map_or(end, |g| g.min(end)));
+        }
+    }
+
+    fn finish(&mut self, ctx: &mut AppCtx) {
+        self.finished = true;
+        self.next_send = None;
+        ctx.sockets.unbind_all(ctx.id);
+    }
+}
+
+impl Application for Ping {
+    const KIND: &'static str = "ping";
+    type Spec = PingSpec;
+
+    fn new(spec: PingSpec, mut rng: ComponentRng) -> Result<Ping> {
         if spec.interval_ns == 0 {
             return Err(Error::App("ping: interval must be positive".into()));
         }
@@ -138,7 +173,7 @@ impl Ping {
         })
     }
 
-    pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
+    fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
         // Echo replies come back to the ICMP "port" = our identifier.
         let ident = self.ident;
@@ -150,31 +185,7 @@ impl Ping {
         Ok(())
     }
 
-    fn send(&mut self, ctx: &mut AppCtx) {
-        self.transmitted += 1;
-        let seq = self.transmitted as u16; // icmp_seq wraps at 65536 like the real field
-        self.rcvd.clear(seq);
-        ctx.send_echo(self.dst, self.ident, seq, self.size, self.tos);
-        self.last_send = ctx.now;
-        let more = self.count.is_none_or(|c| self.transmitted < c);
-        self.next_send = if more {
-            Some(ctx.now + self.interval)
-        } else {
-            None
-        };
-        if !more {
-            // __schedule_exit: with some replies, wait twice the slowest RTT
-            // (at least one interval); with none, the linger time (-W or 10 s)
-            let wait = match self.max_rtt {
-                Some(rtt) => SimDuration(2 * rtt.as_nanos()).max(self.interval),
-                None => self.linger,
-            };
-            let end = ctx.now + wait;
-            self.give_up = Some(self.give_up.map_or(end, |g| g.min(end)));
-        }
-    }
-
-    pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
+    fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
         let Payload::Echo {
             reply: true, seq, ..
         } = p.payload
@@ -207,7 +218,7 @@ impl Ping {
         }
     }
 
-    pub fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self, _sockets: &super::Sockets) -> Option<SimTime> {
         if self.finished {
             return None;
         }
@@ -217,7 +228,7 @@ impl Ping {
         }
     }
 
-    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+    fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         if self.give_up.is_some_and(|g| ctx.now >= g) {
             self.finish(ctx);
             return;
@@ -227,28 +238,18 @@ impl Ping {
         }
     }
 
-    pub fn interrupt(&mut self, ctx: &mut AppCtx) {
+    fn interrupt(&mut self, ctx: &mut AppCtx) {
         if !self.finished {
             self.interrupted = true;
             self.finish(ctx);
         }
     }
 
-    fn finish(&mut self, ctx: &mut AppCtx) {
-        self.finished = true;
-        self.next_send = None;
-        ctx.sockets.unbind_all(ctx.id);
-    }
-
-    pub fn destination(&self) -> Ipv4 {
-        self.dst
-    }
-
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.finished
     }
 
-    pub fn result(&self) -> serde_json::Value {
+    fn result(&self, _r: &ResultCtx) -> serde_json::Value {
         let replies: Vec<_> = self
             .replies
             .iter()
@@ -267,12 +268,17 @@ impl Ping {
             "interrupted": self.interrupted,
         })
     }
+
+    fn destination(&self) -> Option<Ipv4> {
+        Some(self.dst)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::app::test_support::{at_ms, echo_reply, Bench, Wire, MS};
+    use crate::app::test_support::{no_results, no_sockets};
     use crate::app::App;
 
     fn spec(count: Option<u32>, interval_ms: u64) -> PingSpec {
@@ -303,7 +309,7 @@ mod tests {
     /// Run the ping's timers up to `until` (no replies); the echo requests sent.
     fn run_timers(p: &mut Ping, bench: &mut Bench, until: SimTime) -> Vec<Packet> {
         let mut sent = bench.sent(0);
-        while let Some(t) = p.poll_timeout().filter(|&t| t <= until) {
+        while let Some(t) = p.poll_timeout(no_sockets()).filter(|&t| t <= until) {
             p.handle_timeout(&mut bench.ctx(0, t));
             sent.extend(bench.sent(0));
         }
@@ -376,7 +382,7 @@ mod tests {
             &mut bench.ctx(0, SimTime(12_345_678)),
             &echo_reply(&req, 61),
         );
-        let r = p.result();
+        let r = p.result(&no_results());
         assert_eq!(replies(&r), vec![(1, 12_345_678, false)]);
         assert_eq!(r["replies"][0]["ttl"], 61);
         assert_eq!(r["transmitted"], 1);
@@ -392,27 +398,27 @@ mod tests {
         let second = sent.remove(1);
         p.handle_packet(&mut bench.ctx(0, at_ms(1007)), &echo_reply(&second, 64));
         assert!(p.is_finished());
-        assert_eq!(p.poll_timeout(), None);
+        assert_eq!(p.poll_timeout(no_sockets()), None);
         assert!(bench.hosts[0]
             .sockets
             .lookup(Proto::Icmp, p.ident)
             .is_none());
-        assert_eq!(p.result()["last_send_ns"], 1000 * MS);
+        assert_eq!(p.result(&no_results())["last_send_ns"], 1000 * MS);
     }
 
     #[test]
     fn without_any_reply_ping_lingers_ten_seconds_after_the_last_request() {
         let (mut p, mut bench) = started(spec(Some(3), 1000));
         run_timers(&mut p, &mut bench, at_ms(2000));
-        assert_eq!(p.poll_timeout(), Some(at_ms(12_000)));
+        assert_eq!(p.poll_timeout(no_sockets()), Some(at_ms(12_000)));
         let mut s = spec(Some(3), 1000);
         s.timeout_ns = Some(2_500 * MS); // -W 2.5
         let (mut p, mut bench) = started(s);
         run_timers(&mut p, &mut bench, at_ms(2000));
-        assert_eq!(p.poll_timeout(), Some(at_ms(4_500)));
+        assert_eq!(p.poll_timeout(no_sockets()), Some(at_ms(4_500)));
         p.handle_timeout(&mut bench.ctx(0, at_ms(4_500)));
         assert!(p.is_finished());
-        assert_eq!(p.result()["transmitted"], 3);
+        assert_eq!(p.result(&no_results())["transmitted"], 3);
     }
 
     #[test]
@@ -422,13 +428,13 @@ mod tests {
         let first = bench.sent(0).remove(0);
         p.handle_packet(&mut bench.ctx(0, at_ms(300)), &echo_reply(&first, 64));
         run_timers(&mut p, &mut bench, at_ms(400));
-        assert_eq!(p.poll_timeout(), Some(at_ms(400 + 600)));
+        assert_eq!(p.poll_timeout(no_sockets()), Some(at_ms(400 + 600)));
         // slowest RTT 30 ms: 60 ms < interval, so one interval
         let (mut p, mut bench) = started(spec(Some(2), 200));
         let first = bench.sent(0).remove(0);
         p.handle_packet(&mut bench.ctx(0, at_ms(30)), &echo_reply(&first, 64));
         run_timers(&mut p, &mut bench, at_ms(200));
-        assert_eq!(p.poll_timeout(), Some(at_ms(400)));
+        assert_eq!(p.poll_timeout(no_sockets()), Some(at_ms(400)));
     }
 
     #[test]
@@ -440,7 +446,7 @@ mod tests {
         // requests at 0, 300, 600, 900 ms; the deadline at 1000 ms ends it
         assert_eq!(sent.len(), 4);
         assert!(p.is_finished());
-        let r = p.result();
+        let r = p.result(&no_results());
         assert_eq!(
             (r["transmitted"].as_u64(), r["deadline_ns"].as_u64()),
             (Some(4), Some(1_000 * MS))
@@ -454,7 +460,7 @@ mod tests {
         s.deadline_ns = Some(700 * MS);
         let (mut p, mut bench) = started(s);
         run_timers(&mut p, &mut bench, at_ms(100));
-        assert_eq!(p.poll_timeout(), Some(at_ms(700)));
+        assert_eq!(p.poll_timeout(no_sockets()), Some(at_ms(700)));
     }
 
     #[test]
@@ -465,7 +471,7 @@ mod tests {
         p.handle_packet(&mut bench.ctx(0, at_ms(11)), &echo_reply(&first, 64));
         assert!(!p.is_finished(), "a duplicate is not a second reply");
         assert_eq!(
-            replies(&p.result()),
+            replies(&p.result(&no_results())),
             vec![(1, 10 * MS, false), (1, 11 * MS, true)]
         );
     }
@@ -476,9 +482,9 @@ mod tests {
         let (mut p, mut bench) = started(spec(None, 100));
         let sent = run_timers(&mut p, &mut bench, at_ms(200));
         p.handle_packet(&mut bench.ctx(0, at_ms(250)), &echo_reply(&sent[0], 64));
-        assert_eq!(p.result()["pipesize"], 3);
+        assert_eq!(p.result(&no_results())["pipesize"], 3);
         p.handle_packet(&mut bench.ctx(0, at_ms(260)), &echo_reply(&sent[2], 64));
-        assert_eq!(p.result()["pipesize"], 3);
+        assert_eq!(p.result(&no_results())["pipesize"], 3);
     }
 
     #[test]
@@ -487,10 +493,10 @@ mod tests {
         let req = bench.sent(0).remove(0);
         // the request itself (not a reply) changes nothing
         p.handle_packet(&mut bench.ctx(0, at_ms(1)), &req);
-        assert!(replies(&p.result()).is_empty());
+        assert!(replies(&p.result(&no_results())).is_empty());
         p.interrupt(&mut bench.ctx(0, at_ms(2)));
         p.handle_packet(&mut bench.ctx(0, at_ms(3)), &echo_reply(&req, 64));
-        let r = p.result();
+        let r = p.result(&no_results());
         assert!(replies(&r).is_empty());
         assert_eq!(r["interrupted"], true);
     }
@@ -521,7 +527,7 @@ mod tests {
         }
         assert_eq!(answered, 70_000);
         assert!(p.is_finished());
-        let r = p.result();
+        let r = p.result(&no_results());
         assert_eq!(r["transmitted"], 70_000);
         let rs = replies(&r);
         assert_eq!(rs.len(), 70_000);
@@ -531,7 +537,7 @@ mod tests {
         let first = bench.sent(0).remove(0);
         p.handle_packet(&mut bench.ctx(0, at_ms(0)), &echo_reply(&first, 64));
         p.handle_packet(&mut bench.ctx(0, at_ms(0)), &echo_reply(&first, 64));
-        assert!(replies(&p.result())[1].2);
+        assert!(replies(&p.result(&no_results()))[1].2);
     }
 
     #[test]
@@ -546,7 +552,7 @@ mod tests {
         }));
         p.handle_packet(&mut bench.ctx(0, at_ms(1)), &echo_reply(&req, 64));
         assert!(p.is_finished());
-        assert_eq!(p.poll_timeout(), None);
+        assert_eq!(p.poll_timeout(no_sockets()), None);
     }
 
     #[test]

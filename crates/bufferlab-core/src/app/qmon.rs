@@ -8,8 +8,9 @@
 //! the cap or when memory runs out the monitor stops sampling and its result
 //! carries an `"error"` instead of the process aborting.
 
-use super::AppCtx;
+use super::{AppCtx, Application, ResultCtx};
 use crate::error::{Error, Result};
+use crate::rng::ComponentRng;
 use crate::time::{SimDuration, SimTime};
 use serde::Deserialize;
 use serde_json::json;
@@ -38,59 +39,6 @@ pub struct Qmon {
 }
 
 impl Qmon {
-    pub fn new(spec: QmonSpec) -> Result<Qmon> {
-        if spec.interval_ns == 0 {
-            return Err(Error::App(
-                "plot_q.sh: the sampling interval must be positive".into(),
-            ));
-        }
-        Ok(Qmon {
-            dev: spec.dev,
-            iface: usize::MAX,
-            interval: SimDuration(spec.interval_ns),
-            next: None,
-            samples: Vec::new(),
-            finished: false,
-            error: None,
-        })
-    }
-
-    pub fn dev(&self) -> &str {
-        &self.dev
-    }
-
-    pub fn iface(&self) -> usize {
-        self.iface
-    }
-
-    pub fn set_iface(&mut self, iface: usize) {
-        self.iface = iface;
-    }
-
-    pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
-        self.next = Some(ctx.now);
-        Ok(())
-    }
-
-    pub fn poll_timeout(&self) -> Option<SimTime> {
-        if self.finished {
-            None
-        } else {
-            self.next
-        }
-    }
-
-    pub fn handle_timeout(&mut self, ctx: &mut AppCtx, backlog: (u64, u64)) {
-        if let Err(e) = self.grow() {
-            self.error = Some(e);
-            self.finished = true;
-            self.next = None;
-            return;
-        }
-        self.samples.push((ctx.now, backlog.0, backlog.1));
-        self.next = Some(ctx.now + self.interval);
-    }
-
     /// Room for one more sample, or why not (never aborts on allocation).
     fn grow(&mut self) -> std::result::Result<(), String> {
         if self.samples.len() >= MAX_SAMPLES {
@@ -116,16 +64,63 @@ impl Qmon {
         }
         Ok(())
     }
+}
 
-    pub fn interrupt(&mut self, _ctx: &mut AppCtx) {
+impl Application for Qmon {
+    const KIND: &'static str = "qmon";
+    type Spec = QmonSpec;
+
+    fn new(spec: QmonSpec, _rng: ComponentRng) -> Result<Qmon> {
+        if spec.interval_ns == 0 {
+            return Err(Error::App(
+                "plot_q.sh: the sampling interval must be positive".into(),
+            ));
+        }
+        Ok(Qmon {
+            dev: spec.dev,
+            iface: usize::MAX,
+            interval: SimDuration(spec.interval_ns),
+            next: None,
+            samples: Vec::new(),
+            finished: false,
+            error: None,
+        })
+    }
+
+    fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
+        self.next = Some(ctx.now);
+        Ok(())
+    }
+
+    fn poll_timeout(&self, _sockets: &super::Sockets) -> Option<SimTime> {
+        if self.finished {
+            None
+        } else {
+            self.next
+        }
+    }
+
+    fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+        let backlog = ctx.qdiscs.leaf_backlog(self.iface);
+        if let Err(e) = self.grow() {
+            self.error = Some(e);
+            self.finished = true;
+            self.next = None;
+            return;
+        }
+        self.samples.push((ctx.now, backlog.0, backlog.1));
+        self.next = Some(ctx.now + self.interval);
+    }
+
+    fn interrupt(&mut self, _ctx: &mut AppCtx) {
         self.finished = true;
     }
 
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.finished
     }
 
-    pub fn result(&self) -> serde_json::Value {
+    fn result(&self, _r: &ResultCtx) -> serde_json::Value {
         let samples: Vec<_> = self
             .samples
             .iter()
@@ -136,38 +131,53 @@ impl Qmon {
             None => json!({"dev": self.dev, "samples": samples}),
         }
     }
+
+    fn monitored_dev(&self) -> Option<&str> {
+        Some(&self.dev)
+    }
+
+    fn bind_monitored_iface(&mut self, iface: usize) {
+        self.iface = iface;
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::test_support::{no_results, no_sockets};
 
     #[test]
     fn sample_cap_stops_the_monitor_with_an_error() {
-        let mut q = Qmon::new(QmonSpec {
-            dev: "s1-eth2".into(),
-            interval_ns: 1,
-        })
+        let mut q = Qmon::new(
+            QmonSpec {
+                dev: "s1-eth2".into(),
+                interval_ns: 1,
+            },
+            ComponentRng::new(0, "q"),
+        )
         .unwrap();
         q.samples = Vec::with_capacity(MAX_SAMPLES);
         q.samples.resize(MAX_SAMPLES, (SimTime(0), 0, 0));
         assert!(q.grow().is_err());
-        assert!(q.result()["error"].is_null());
+        assert!(q.result(&no_results())["error"].is_null());
         q.error = q.grow().err();
         q.finished = true;
-        assert!(q.result()["error"]
+        assert!(q.result(&no_results())["error"]
             .as_str()
             .unwrap()
             .contains("queue_sample_interval"));
-        assert!(q.poll_timeout().is_none());
+        assert!(q.poll_timeout(no_sockets()).is_none());
     }
 
     #[test]
     fn growth_is_bounded_by_the_cap() {
-        let mut q = Qmon::new(QmonSpec {
-            dev: "d".into(),
-            interval_ns: 1,
-        })
+        let mut q = Qmon::new(
+            QmonSpec {
+                dev: "d".into(),
+                interval_ns: 1,
+            },
+            ComponentRng::new(0, "q"),
+        )
         .unwrap();
         for _ in 0..5000 {
             q.grow().unwrap();
@@ -181,10 +191,13 @@ mod tests {
     use crate::rng::ComponentRng;
 
     fn monitor(interval_ms: u64) -> Qmon {
-        Qmon::new(QmonSpec {
-            dev: "s1-eth2".into(),
-            interval_ns: interval_ms * MS,
-        })
+        Qmon::new(
+            QmonSpec {
+                dev: "s1-eth2".into(),
+                interval_ns: interval_ms * MS,
+            },
+            ComponentRng::new(0, "q"),
+        )
         .unwrap()
     }
 
@@ -195,14 +208,15 @@ mod tests {
         q.start(&mut bench.ctx(0, at_ms(5))).unwrap();
         let backlog = [(0, 0), (3000, 2), (1514, 1)];
         for b in backlog {
-            let t = q.poll_timeout().unwrap();
-            q.handle_timeout(&mut bench.ctx(0, t), b);
+            let t = q.poll_timeout(no_sockets()).unwrap();
+            bench.qdiscs.backlog.set(b);
+            q.handle_timeout(&mut bench.ctx(0, t));
         }
         assert_eq!(
-            q.result(),
+            q.result(&no_results()),
             json!({"dev": "s1-eth2", "samples": [[5 * MS, 0, 0], [15 * MS, 3000, 2], [25 * MS, 1514, 1]]})
         );
-        assert_eq!(q.poll_timeout(), Some(at_ms(35)));
+        assert_eq!(q.poll_timeout(no_sockets()), Some(at_ms(35)));
         assert!(bench.sent(0).is_empty(), "a monitor sends nothing");
     }
 
@@ -212,8 +226,8 @@ mod tests {
         let mut q = monitor(10);
         let mut bench = Bench::new(1);
         q.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
-        q.handle_timeout(&mut bench.ctx(0, at_ms(3)), (1, 1));
-        assert_eq!(q.poll_timeout(), Some(at_ms(13)));
+        q.handle_timeout(&mut bench.ctx(0, at_ms(3)));
+        assert_eq!(q.poll_timeout(no_sockets()), Some(at_ms(13)));
     }
 
     #[test]
@@ -221,11 +235,12 @@ mod tests {
         let mut q = monitor(10);
         let mut bench = Bench::new(1);
         q.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
-        q.handle_timeout(&mut bench.ctx(0, SimTime::ZERO), (7, 1));
+        bench.qdiscs.backlog.set((7, 1));
+        q.handle_timeout(&mut bench.ctx(0, SimTime::ZERO));
         q.interrupt(&mut bench.ctx(0, at_ms(4)));
         assert!(q.is_finished());
-        assert_eq!(q.poll_timeout(), None);
-        assert_eq!(q.result()["samples"], json!([[0, 7, 1]]));
+        assert_eq!(q.poll_timeout(no_sockets()), None);
+        assert_eq!(q.result(&no_results())["samples"], json!([[0, 7, 1]]));
     }
 
     #[test]
@@ -238,21 +253,21 @@ mod tests {
         app.bind_monitored_iface(4);
         let mut bench = Bench::new(1);
         app.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
-        let mut asked = None;
-        app.handle_timeout(&mut bench.ctx(0, SimTime::ZERO), |i| {
-            asked = Some(i);
-            (100, 1)
-        });
-        assert_eq!(asked, Some(4));
-        assert_eq!(app.result(&bench.iperf)["samples"], json!([[0, 100, 1]]));
+        bench.qdiscs.backlog.set((100, 1));
+        app.handle_timeout(&mut bench.ctx(0, SimTime::ZERO));
+        assert_eq!(bench.qdiscs.asked.get(), Some(4));
+        assert_eq!(
+            app.result(&bench.results(0))["samples"],
+            json!([[0, 100, 1]])
+        );
     }
 
     #[test]
     fn a_zero_interval_is_refused() {
-        assert!(Qmon::new(QmonSpec {
+        let spec = QmonSpec {
             dev: "d".into(),
-            interval_ns: 0
-        })
-        .is_err());
+            interval_ns: 0,
+        };
+        assert!(Qmon::new(spec, ComponentRng::new(0, "q")).is_err());
     }
 }

@@ -3,8 +3,10 @@
 //! accepts every connection to its port and reads everything as it arrives.
 
 use super::conns::ConnTable;
-use super::tcp::{for_host, is_syn, Conn, TcpSpec};
-use super::AppCtx;
+use super::sockets::diag::ListenerTcp;
+use super::sockets::{PortKind, SocketHandle, LISTEN_MAX};
+use super::tcp::{for_host, is_syn, TcpSpec};
+use super::{AppCtx, Application, ResultCtx, Sockets};
 use crate::error::{Error, Result};
 use crate::packet::{Packet, Proto, TsqRelease};
 use crate::rng::ComponentRng;
@@ -36,7 +38,7 @@ pub struct Sink {
     /// TCP: socket settings of accepted connections (shared by them), and
     /// the connections
     tcp: Option<Arc<TcpConfig>>,
-    conns: ConnTable<Conn>,
+    conns: ConnTable<SocketHandle>,
     rng: ComponentRng,
     start: SimTime,
     end: SimTime,
@@ -53,19 +55,37 @@ pub struct Sink {
 }
 
 impl Sink {
-    /// Settings for the TCP connections accepted from now on (a UDP sink
-    /// has none to change).
-    pub fn set_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
-        match &mut self.tcp {
-            Some(cfg) => {
-                *cfg = Arc::new(spec.config(cfg.seed, 0)?);
-                Ok(())
-            }
-            None => Err(Error::App("a UDP sink accepts no TCP connections".into())),
+    fn ip_proto(&self) -> Proto {
+        match self.proto {
+            SinkProto::Udp => Proto::Udp,
+            SinkProto::Tcp => Proto::Tcp,
         }
     }
 
-    pub fn new(spec: SinkSpec, mut rng: ComponentRng) -> Result<Sink> {
+    fn arrived(&mut self, now: SimTime, bytes: u64) {
+        if bytes > 0 {
+            self.first.get_or_insert(now);
+            self.last = Some(now);
+            self.bytes += bytes;
+        }
+    }
+
+    /// Read everything the connection has, and send what it has to send.
+    fn drain(&mut self, ctx: &mut AppCtx, id: u32) {
+        let h = *self.conns.get(id);
+        let now = ctx.now;
+        let got = ctx.tcp_mut(h).ep.read(now, u64::MAX);
+        ctx.flush(h, 0);
+        self.conns.rearm(id, ctx.sockets);
+        self.arrived(ctx.now, got);
+    }
+}
+
+impl Application for Sink {
+    const KIND: &'static str = "sink";
+    type Spec = SinkSpec;
+
+    fn new(spec: SinkSpec, mut rng: ComponentRng) -> Result<Sink> {
         let tcp = match spec.proto {
             SinkProto::Tcp => Some(Arc::new(spec.tcp.config(rng.next_u64(), 0)?)),
             SinkProto::Udp => None,
@@ -88,34 +108,19 @@ impl Sink {
         })
     }
 
-    fn ip_proto(&self) -> Proto {
-        match self.proto {
-            SinkProto::Udp => Proto::Udp,
-            SinkProto::Tcp => Proto::Tcp,
-        }
-    }
-
-    pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
+    fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
         self.start = ctx.now;
-        let proto = self.ip_proto();
-        ctx.sockets.bind(proto, self.port, ctx.id).map_err(|_| {
-            let name = proto.name().to_uppercase();
-            Error::App(format!(
-                "{name} port {} is already in use on this host",
-                self.port
-            ))
-        })
+        // an AF_INET socket bound to the wildcard (bufferlab's own tool)
+        let kind = match self.proto {
+            SinkProto::Tcp => PortKind::Listen {
+                backlog: LISTEN_MAX,
+            },
+            SinkProto::Udp => PortKind::Udp { peer: None },
+        };
+        ctx.bind_server(self.ip_proto(), self.port, kind)
     }
 
-    fn arrived(&mut self, now: SimTime, bytes: u64) {
-        if bytes > 0 {
-            self.first.get_or_insert(now);
-            self.last = Some(now);
-            self.bytes += bytes;
-        }
-    }
-
-    pub fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
+    fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
         let Some(cfg) = &mut self.tcp else {
             self.packets += 1;
             self.arrived(ctx.now, p.udp_payload_len() as u64);
@@ -124,9 +129,11 @@ impl Sink {
             self.delay_max = self.delay_max.max(d);
             return;
         };
-        let id = match self.conns.find(p) {
+        let id = match self.conns.find(p, ctx.sockets) {
             Some(id) => {
-                self.conns.get_mut(id).input(ctx.now, p);
+                let h = *self.conns.get(id);
+                let now = ctx.now;
+                ctx.tcp_mut(h).input(now, p);
                 id
             }
             // the new connection has answered this SYN already; feeding it
@@ -134,47 +141,38 @@ impl Sink {
             None if is_syn(p) => {
                 let rng = ComponentRng::new(self.rng.next_u64(), "sink/conn");
                 for_host(cfg, ctx);
-                let Some(conn) = Conn::accept(Arc::clone(cfg), ctx, p, rng) else {
+                let Some(h) = ctx.accept(Arc::clone(cfg), p, rng, false) else {
                     return;
                 };
-                self.conns.insert(conn)
+                self.conns.insert(h, ctx.sockets)
             }
             None => return,
         };
         self.drain(ctx, id);
     }
 
-    /// Read everything the connection has, and send what it has to send.
-    fn drain(&mut self, ctx: &mut AppCtx, id: u32) {
-        let c = self.conns.get_mut(id);
-        let got = c.ep.read(ctx.now, u64::MAX);
-        c.flush(ctx, 0);
-        self.conns.rearm(id);
-        self.arrived(ctx.now, got);
-    }
-
-    pub fn poll_timeout(&self) -> Option<SimTime> {
+    fn poll_timeout(&self, _sockets: &Sockets) -> Option<SimTime> {
         if self.finished {
             return None;
         }
         self.conns.next_timeout()
     }
 
-    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
-        for id in self.conns.run_timers(ctx.now) {
+    fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+        for id in self.conns.run_timers(ctx.now, ctx.sockets) {
             self.drain(ctx, id);
         }
     }
 
-    /// TCP Small Queues (conns.rs `tsq_release`): a sink sends only ACKs,
+    /// TCP Small Queues (`Sockets::tsq_release`): a sink sends only ACKs,
     /// which charge nothing; kept for symmetry with the other TCP applications.
-    pub fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
-        for id in self.conns.tsq_release(ctx.now, releases) {
+    fn tsq_release(&mut self, ctx: &mut AppCtx, releases: &[TsqRelease]) {
+        for id in self.conns.tsq_release(ctx, releases) {
             self.drain(ctx, id);
         }
     }
 
-    pub fn interrupt(&mut self, ctx: &mut AppCtx) {
+    fn interrupt(&mut self, ctx: &mut AppCtx) {
         if !self.finished {
             self.finished = true;
             self.end = ctx.now;
@@ -182,17 +180,17 @@ impl Sink {
         }
     }
 
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.finished
     }
 
-    pub fn result(&self) -> serde_json::Value {
+    fn result(&self, r: &ResultCtx) -> serde_json::Value {
         let packets = match self.proto {
             SinkProto::Udp => self.packets,
             SinkProto::Tcp => self
                 .conns
                 .iter()
-                .map(|c| c.ep.info().data_segs_in as u64)
+                .map(|&h| r.sockets.tcp(h).ep.info().data_segs_in as u64)
                 .sum(),
         };
         json!({
@@ -209,6 +207,22 @@ impl Sink {
             "end_ns": self.end.as_nanos(),
         })
     }
+
+    /// Settings for the TCP connections accepted from now on (a UDP sink
+    /// has none to change).
+    fn set_listener_tcp(&mut self, spec: &TcpSpec) -> Result<()> {
+        match &mut self.tcp {
+            Some(cfg) => {
+                *cfg = Arc::new(spec.config(cfg.seed, 0)?);
+                Ok(())
+            }
+            None => Err(Error::App("a UDP sink accepts no TCP connections".into())),
+        }
+    }
+
+    fn listener_tcp(&self) -> Option<ListenerTcp> {
+        self.tcp.as_deref().map(ListenerTcp::of)
+    }
 }
 
 #[cfg(test)]
@@ -216,6 +230,7 @@ mod tests {
     use super::*;
     use crate::app::bulk::{Bulk, BulkSpec};
     use crate::app::test_support::{at_ms, udp_datagram, Bench, Wire, MS};
+    use crate::app::test_support::{no_results, no_sockets};
     use crate::app::App;
     use crate::time::SimDuration;
 
@@ -247,7 +262,7 @@ mod tests {
     #[test]
     fn udp_sink_counts_datagrams_payload_bytes_and_arrival_span() {
         let (s, _) = udp_sink_fed(1, &[(10, 4, 1000), (20, 12, 1470), (35, 30, 1)]);
-        let r = s.result();
+        let r = s.result(&no_results());
         assert_eq!(
             (r["packets"].as_u64(), r["bytes"].as_u64()),
             (Some(3), Some(2471))
@@ -266,7 +281,7 @@ mod tests {
     fn udp_sink_reports_mean_and_max_one_way_delay() {
         // delays 6, 8 and 5 ms
         let (s, _) = udp_sink_fed(0, &[(10, 4, 100), (20, 12, 100), (35, 30, 100)]);
-        let r = s.result();
+        let r = s.result(&no_results());
         assert_eq!(r["mean_delay_ns"].as_f64(), Some(19.0 * MS as f64 / 3.0));
         assert_eq!(r["max_delay_ns"].as_u64(), Some(8 * MS));
     }
@@ -274,7 +289,7 @@ mod tests {
     #[test]
     fn an_empty_datagram_is_a_packet_but_not_data() {
         let (s, _) = udp_sink_fed(0, &[(10, 9, 0)]);
-        let r = s.result();
+        let r = s.result(&no_results());
         assert_eq!(
             (r["packets"].as_u64(), r["bytes"].as_u64()),
             (Some(1), Some(0))
@@ -285,18 +300,18 @@ mod tests {
     #[test]
     fn a_sink_without_traffic_reports_zero_delay() {
         let (s, _) = udp_sink_fed(0, &[]);
-        assert_eq!(s.result()["mean_delay_ns"].as_f64(), Some(0.0));
+        assert_eq!(s.result(&no_results())["mean_delay_ns"].as_f64(), Some(0.0));
     }
 
     #[test]
     fn sink_runs_until_interrupted_and_then_releases_its_port() {
         let (mut s, mut bench) = udp_sink_fed(0, &[(10, 9, 100)]);
-        assert_eq!(s.poll_timeout(), None);
+        assert_eq!(s.poll_timeout(no_sockets()), None);
         assert!(!s.is_finished());
         assert_eq!(bench.hosts[1].sockets.lookup(Proto::Udp, PORT), Some(1));
         s.interrupt(&mut bench.ctx(1, at_ms(500)));
         assert!(s.is_finished());
-        assert_eq!(s.result()["end_ns"].as_u64(), Some(500 * MS));
+        assert_eq!(s.result(&no_results())["end_ns"].as_u64(), Some(500 * MS));
         assert!(!bench.hosts[1].sockets.is_bound(Proto::Udp, PORT));
     }
 
@@ -322,8 +337,12 @@ mod tests {
 
     #[test]
     fn only_a_tcp_sink_takes_listener_settings() {
-        assert!(sink(SinkProto::Udp).set_tcp(&TcpSpec::default()).is_err());
-        assert!(sink(SinkProto::Tcp).set_tcp(&TcpSpec::default()).is_ok());
+        assert!(sink(SinkProto::Udp)
+            .set_listener_tcp(&TcpSpec::default())
+            .is_err());
+        assert!(sink(SinkProto::Tcp)
+            .set_listener_tcp(&TcpSpec::default())
+            .is_ok());
     }
 
     fn bulk(bytes: u64) -> App {

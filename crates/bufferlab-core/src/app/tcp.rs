@@ -7,7 +7,7 @@
 //! host's sysctls (net.ipv4.tcp_*, net.core.*) and per-socket options
 //! (iperf3 `-w`, `-C`), with Linux's defaults for anything left out.
 
-use super::AppCtx;
+use super::{AppCtx, SocketHandle, Sockets};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Packet, Payload, Proto};
 use crate::rng::ComponentRng;
@@ -195,7 +195,21 @@ pub fn for_host(cfg: &mut Arc<TcpConfig>, ctx: &AppCtx) {
     }
 }
 
-/// One connection of an application: the endpoint and its addressing.
+/// What sending a connection's segments needs of its node: the instant,
+/// the node's address, the flow id (the owning application's) and whether
+/// an `fq` paces the node's sockets (`AppCtx::fq_pacing`), and whether its
+/// sockets charge their skbs for TCP Small Queues (`AppCtx::tsq`).
+#[derive(Clone, Copy, Debug)]
+pub struct SendEnv {
+    pub now: SimTime,
+    pub addr: Ipv4,
+    pub id: u32,
+    pub fq_pacing: Option<u64>,
+    pub tsq: bool,
+}
+
+/// One TCP connection: the endpoint and its addressing. It lives in its
+/// node's socket table (app/sockets); applications hold its handle.
 pub struct Conn {
     pub ep: TcpEndpoint,
     pub local_port: u16,
@@ -260,17 +274,17 @@ impl Conn {
         }
     }
 
-    /// Hand every segment the endpoint wants to send now to the outbox.
-    pub fn flush(&mut self, ctx: &mut AppCtx, tos: u8) {
-        if let Some(maxrate) = ctx.fq_pacing {
+    /// Hand every segment the endpoint wants to send now to `out`.
+    pub fn flush(&mut self, env: &SendEnv, out: &mut Vec<Packet>, tos: u8) {
+        if let Some(maxrate) = env.fq_pacing {
             self.ep.set_pacing_fq(maxrate);
         }
         // a qdisc added or removed since: the next transmissions see it
-        self.ep.set_tsq(ctx.tsq);
-        while let Some(seg) = self.ep.poll_transmit(ctx.now) {
+        self.ep.set_tsq(env.tsq);
+        while let Some(seg) = self.ep.poll_transmit(env.now) {
             let ecn = seg.ecn & 0b11;
-            ctx.out.push(Packet {
-                src: ctx.addr,
+            out.push(Packet {
+                src: env.addr,
                 dst: self.remote.0,
                 proto: Proto::Tcp,
                 tos: (tos & !0b11) | ecn,
@@ -280,8 +294,8 @@ impl Conn {
                 dst_port: self.remote.1,
                 payload: Payload::Tcp(seg.hdr),
                 seq: 0,
-                sent_at: ctx.now,
-                flow: ctx.id,
+                sent_at: env.now,
+                flow: env.id,
                 corrupt: false,
                 local: false,
                 gso_segs: seg.gso_segs as u16,
@@ -294,16 +308,14 @@ impl Conn {
             });
         }
     }
-
-    /// True if `p` belongs to this connection.
-    pub fn owns(&self, p: &Packet) -> bool {
-        p.src == self.remote.0 && p.src_port == self.remote.1 && p.dst_port == self.local_port
-    }
 }
 
-/// Earliest timer of a set of connections.
-pub fn next_timeout<'a>(conns: impl Iterator<Item = &'a Conn>) -> Option<SimTime> {
-    conns.filter_map(|c| c.ep.poll_timeout()).min()
+/// Earliest timer of a set of connections of `sockets`.
+pub fn next_timeout(
+    sockets: &Sockets,
+    conns: impl Iterator<Item = SocketHandle>,
+) -> Option<SimTime> {
+    conns.filter_map(|h| sockets.tcp(h).ep.poll_timeout()).min()
 }
 
 /// Is `p` a connection request (SYN without ACK)?
@@ -424,32 +436,6 @@ mod tests {
     }
 
     #[test]
-    fn a_connection_owns_only_segments_from_its_peer_to_its_port() {
-        let mut bench = Bench::new(3);
-        let cfg = TcpSpec::default().config(1, 0).unwrap();
-        let (client, _) = established(&mut bench, &cfg);
-        let from_peer = |src: Ipv4, sport: u16, dport: u16| Packet {
-            src,
-            src_port: sport,
-            dst_port: dport,
-            ..crate::app::test_support::control((src, sport), (bench.addr(0), dport), 0, 0)
-        };
-        assert!(client.owns(&from_peer(bench.addr(1), 5001, 40_000)));
-        assert!(
-            !client.owns(&from_peer(bench.addr(2), 5001, 40_000)),
-            "another host"
-        );
-        assert!(
-            !client.owns(&from_peer(bench.addr(1), 5002, 40_000)),
-            "another port"
-        );
-        assert!(
-            !client.owns(&from_peer(bench.addr(1), 5001, 40_001)),
-            "not our port"
-        );
-    }
-
-    #[test]
     fn flush_stamps_the_tos_and_marks_ect_when_the_socket_negotiated_ecn() {
         let mut bench = Bench::new(2);
         let ecn = TcpSpec {
@@ -458,9 +444,9 @@ mod tests {
         }
         .config(1, 0)
         .unwrap();
-        let (mut client, _) = established(&mut bench, &ecn);
-        client.ep.write(SimTime(MS), 1000);
-        client.flush(&mut bench.ctx(0, SimTime(MS)), 0xb9);
+        let (client, _) = established(&mut bench, &ecn);
+        bench.conn_mut(0, client).ep.write(SimTime(MS), 1000);
+        bench.ctx(0, SimTime(MS)).flush(client, 0xb9);
         let data = bench.sent(0);
         assert_eq!(data.len(), 1);
         let p = data[0];
@@ -496,17 +482,20 @@ mod tests {
     fn next_timeout_is_the_earliest_of_the_connections() {
         let mut bench = Bench::new(2);
         let cfg = TcpSpec::default().config(1, 0).unwrap();
-        let (mut client, server) = established(&mut bench, &cfg);
-        assert_eq!(next_timeout([].iter()), None);
-        client.ep.write(SimTime(MS), 1000);
-        client.flush(&mut bench.ctx(0, SimTime(MS)), 0);
-        let rto = client
-            .ep
-            .poll_timeout()
-            .expect("retransmission timer armed");
-        let conns = [client, server];
-        let earliest = conns.iter().filter_map(|c| c.ep.poll_timeout()).min();
-        assert_eq!(next_timeout(conns.iter()), earliest);
-        assert!(earliest <= Some(rto));
+        let (client, _) = established(&mut bench, &cfg);
+        assert_eq!(next_timeout(&bench.hosts[0].sockets, [].into_iter()), None);
+        bench.conn_mut(0, client).ep.write(SimTime(MS), 1000);
+        bench.ctx(0, SimTime(MS)).flush(client, 0);
+        let rto = bench.conn(0, client).ep.poll_timeout();
+        assert!(rto.is_some(), "retransmission timer armed");
+        // a second connection, still in SYN-SENT: its timer is the initial 1 s RTO
+        let dst = (bench.addr(1), 5002);
+        let mut ctx = bench.ctx(0, SimTime(MS));
+        let syn_sent = ctx.connect(cfg, 40_001, dst, ComponentRng::new(3, "c"));
+        let socks = &bench.hosts[0].sockets;
+        let syn_rto = socks.tcp(syn_sent).ep.poll_timeout();
+        assert!(syn_rto > rto);
+        assert_eq!(next_timeout(socks, [syn_sent, client].into_iter()), rto);
+        assert_eq!(next_timeout(socks, [syn_sent].into_iter()), syn_rto);
     }
 }

@@ -9,11 +9,12 @@
 //! one-way delay, an optional per-host bottleneck rate and scripted losses.
 
 use super::tcp::Conn;
-use super::{App, AppCtx, IperfRegistry, Sockets};
+use super::{App, AppCtx, IperfRegistry, QdiscBacklog, ResultCtx, SocketHandle, Sockets};
 use crate::packet::{Ipv4, Packet, Payload, Proto, ETH_HEADER, IPV4_HEADER, UDP_HEADER};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
 use crate::time::{SimDuration, SimTime, NS_PER_SEC};
+use std::cell::Cell;
 
 pub const MS: u64 = 1_000_000;
 pub const US: u64 = 1_000;
@@ -31,12 +32,28 @@ pub struct Host {
     pub out: Vec<Packet>,
 }
 
-/// Hosts `10.0.0.1`, `10.0.0.2`, … (host `i` runs application `i`) and
-/// the iperf3 registry they share.
+/// Hosts `10.0.0.1`, `10.0.0.2`, … (host `i` runs application `i`), the
+/// iperf3 registry they share and a scripted qdisc backlog.
 pub struct Bench {
     pub hosts: Vec<Host>,
     pub iperf: IperfRegistry,
+    pub qdiscs: ScriptedBacklog,
     pub rr: super::rr::RrBoard,
+}
+
+/// The backlog a queue monitor reads: `backlog` whatever the interface;
+/// `asked` remembers which interface it asked for last.
+#[derive(Default)]
+pub struct ScriptedBacklog {
+    pub backlog: Cell<(u64, u64)>,
+    pub asked: Cell<Option<usize>>,
+}
+
+impl QdiscBacklog for ScriptedBacklog {
+    fn leaf_backlog(&self, iface: usize) -> (u64, u64) {
+        self.asked.set(Some(iface));
+        self.backlog.get()
+    }
 }
 
 impl Bench {
@@ -51,6 +68,7 @@ impl Bench {
                 })
                 .collect(),
             iperf: IperfRegistry::default(),
+            qdiscs: ScriptedBacklog::default(),
             rr: super::rr::RrBoard::default(),
         }
     }
@@ -72,6 +90,7 @@ impl Bench {
             out: &mut h.out,
             sockets: &mut h.sockets,
             iperf: &mut self.iperf,
+            qdiscs: &self.qdiscs,
             rr: &mut self.rr,
         }
     }
@@ -302,7 +321,9 @@ impl Wire {
     /// The next instant something happens: an arrival or an application timer.
     fn next_event(&self) -> Option<SimTime> {
         let arrival = self.in_flight.iter().map(|f| f.0).min();
-        let timers = self.apps.iter().filter_map(App::poll_timeout).min();
+        let timers = (0..self.apps.len())
+            .filter_map(|i| self.apps[i].poll_timeout(&self.bench.hosts[i].sockets))
+            .min();
         [arrival, timers].into_iter().flatten().min()
     }
 
@@ -317,9 +338,10 @@ impl Wire {
                 self.deliver(to, p);
             }
             for i in 0..self.apps.len() {
-                if self.apps[i].poll_timeout().is_some_and(|x| x <= self.now) {
+                let due = self.apps[i].poll_timeout(&self.bench.hosts[i].sockets);
+                if due.is_some_and(|x| x <= self.now) {
                     let mut ctx = self.bench.ctx(i, self.now);
-                    self.apps[i].handle_timeout(&mut ctx, |_| (0, 0));
+                    self.apps[i].handle_timeout(&mut ctx);
                     self.transmit(i);
                 }
             }
@@ -328,38 +350,81 @@ impl Wire {
     }
 
     pub fn result(&self, i: usize) -> serde_json::Value {
-        self.apps[i].result(&self.bench.iperf)
+        self.apps[i].result(&self.bench.results(i))
+    }
+}
+
+/// An empty socket table, for models that hold no connections (lives for
+/// the test process).
+pub fn no_sockets() -> &'static Sockets {
+    Box::leak(Box::new(Sockets::new(ComponentRng::new(0, "no sockets"))))
+}
+
+/// What a report of a model without connections may read (no iperf3 tests,
+/// no sockets).
+pub fn no_results() -> ResultCtx<'static> {
+    ResultCtx {
+        iperf: Box::leak(Box::new(IperfRegistry::default())),
+        sockets: no_sockets(),
     }
 }
 
 // ---------------------------------------------------------------- TCP
 
+impl Bench {
+    /// Host `host`'s connection `h`, to read.
+    pub fn conn(&self, host: usize, h: SocketHandle) -> &Conn {
+        self.hosts[host].sockets.tcp(h)
+    }
+
+    /// Host `host`'s connection `h`, to work on.
+    pub fn conn_mut(&mut self, host: usize, h: SocketHandle) -> &mut Conn {
+        self.hosts[host].sockets.tcp_mut(h)
+    }
+
+    /// What a report may read of host `host`.
+    pub fn results(&self, host: usize) -> ResultCtx<'_> {
+        ResultCtx {
+            iperf: &self.iperf,
+            sockets: &self.hosts[host].sockets,
+        }
+    }
+}
+
 /// A connection from host 0 (port 40000) to host 1 (port 5001) taken through
-/// the three-way handshake at instant 0 on the bench: (active, passive).
-pub fn established(bench: &mut Bench, cfg: &TcpConfig) -> (Conn, Conn) {
+/// the three-way handshake at instant 0 on the bench, each end in its host's
+/// socket table: (active, passive).
+pub fn established(bench: &mut Bench, cfg: &TcpConfig) -> (SocketHandle, SocketHandle) {
     let now = SimTime::ZERO;
     let server = (bench.addr(1), 5001);
-    let mut client = Conn::connect(
+    let mut ctx = bench.ctx(0, now);
+    let client = ctx.connect(
         cfg.clone(),
-        &bench.ctx(0, now),
         40_000,
         server,
         ComponentRng::new(1, "client conn"),
     );
-    client.flush(&mut bench.ctx(0, now), 0);
+    ctx.flush(client, 0);
     let syn = bench.sent(0).remove(0);
     let mut ctx = bench.ctx(1, now);
-    let mut accepted =
-        Conn::accept(cfg.clone(), &ctx, &syn, ComponentRng::new(2, "server conn")).expect("a SYN");
-    accepted.flush(&mut ctx, 0);
-    exchange(bench, &mut client, &mut accepted, now);
-    assert_eq!(client.ep.state(), TcpState::Established);
-    assert_eq!(accepted.ep.state(), TcpState::Established);
+    let accepted = ctx
+        .accept(
+            cfg.clone(),
+            &syn,
+            ComponentRng::new(2, "server conn"),
+            false,
+        )
+        .expect("a SYN");
+    ctx.flush(accepted, 0);
+    exchange(bench, client, accepted, now);
+    assert_eq!(bench.conn(0, client).ep.state(), TcpState::Established);
+    assert_eq!(bench.conn(1, accepted).ep.state(), TcpState::Established);
     (client, accepted)
 }
 
-/// Deliver at `now` what each side queued to the other until both are quiet.
-pub fn exchange(bench: &mut Bench, client: &mut Conn, server: &mut Conn, now: SimTime) {
+/// Deliver at `now` what each side queued to the other (host 0's `client`,
+/// host 1's `server`) until both are quiet.
+pub fn exchange(bench: &mut Bench, client: SocketHandle, server: SocketHandle, now: SimTime) {
     loop {
         let to_client = bench.sent(1);
         let to_server = bench.sent(0);
@@ -367,12 +432,12 @@ pub fn exchange(bench: &mut Bench, client: &mut Conn, server: &mut Conn, now: Si
             return;
         }
         for p in &to_client {
-            client.input(now, p);
+            bench.conn_mut(0, client).input(now, p);
         }
-        client.flush(&mut bench.ctx(0, now), 0);
+        bench.ctx(0, now).flush(client, 0);
         for p in &to_server {
-            server.input(now, p);
+            bench.conn_mut(1, server).input(now, p);
         }
-        server.flush(&mut bench.ctx(1, now), 0);
+        bench.ctx(1, now).flush(server, 0);
     }
 }

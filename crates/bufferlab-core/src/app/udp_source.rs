@@ -21,7 +21,7 @@
 //! still waiting when the source stops (`-t`, Ctrl-C) are not sent; with
 //! `-n` the source ends once the last emitted datagram has left.
 
-use super::{parse_addr, AppCtx, Lifetime};
+use super::{parse_addr, AppCtx, Application, Lifetime, ResultCtx};
 use crate::error::{Error, Result};
 use crate::packet::{Ipv4, Proto};
 use crate::rng::ComponentRng;
@@ -105,47 +105,6 @@ pub struct UdpSource {
 }
 
 impl UdpSource {
-    pub fn new(spec: UdpSourceSpec, rng: ComponentRng) -> Result<UdpSource> {
-        if spec.rate_bps == 0 {
-            return Err(Error::App("udp source: rate must be positive".into()));
-        }
-        if spec.size == 0 || spec.size > MAX_UDP_PAYLOAD {
-            return Err(Error::App(format!(
-                "udp source: size {} outside 1..65507",
-                spec.size
-            )));
-        }
-        if spec.pattern == Pattern::Onoff && (spec.on_ns.unwrap_or(0) == 0 || spec.off_ns.is_none())
-        {
-            return Err(Error::App(
-                "onoff: needs a positive on time and an off time".into(),
-            ));
-        }
-        // seeded from a copy of the source's stream, which is left untouched
-        let jitter_rng = (spec.jitter_ns > 0)
-            .then(|| ComponentRng::new(rng.clone().next_u64(), "udp_source/jitter"));
-        Ok(UdpSource {
-            dst: parse_addr("udp source dst", &spec.dst)?,
-            spec,
-            sport: 0,
-            rng,
-            jitter_rng,
-            pending: VecDeque::new(),
-            emitted: 0,
-            emitted_bytes: 0,
-            start: SimTime::ZERO,
-            stop_at: None,
-            run_index: 0,
-            run_start: SimTime::ZERO,
-            next_send: None,
-            period_end: None,
-            on: false,
-            packets: 0,
-            bytes: 0,
-            life: Lifetime::default(),
-        })
-    }
-
     /// Gap of CBR packet `k` from the start of its run.
     fn cbr_offset(&self, k: u64) -> SimDuration {
         let bits = k as u128 * self.spec.size as u128 * 8;
@@ -156,55 +115,10 @@ impl UdpSource {
         self.spec.size as f64 * 8.0 / self.spec.rate_bps as f64
     }
 
-    pub fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
-        self.start = ctx.now;
-        self.sport = ctx.sockets.bind_ephemeral(Proto::Udp, ctx.id)?;
-        self.stop_at = self.spec.duration_ns.map(|d| ctx.now + SimDuration(d));
-        match self.spec.pattern {
-            Pattern::Cbr => self.begin_run(ctx.now, SimDuration::ZERO),
-            Pattern::Poisson => {
-                let gap = self.rng.exponential(self.mean_gap_s());
-                self.next_send = Some(ctx.now + SimDuration((gap * 1e9) as u64));
-            }
-            Pattern::Onoff => {
-                self.on = false;
-                self.period_end = Some(ctx.now + SimDuration(self.spec.off_ns.unwrap_or(0)));
-            }
-        }
-        self.check_stop(ctx);
-        Ok(())
-    }
-
     fn begin_run(&mut self, at: SimTime, first_offset: SimDuration) {
         self.run_start = at;
         self.run_index = 0;
         self.next_send = Some(at + first_offset);
-    }
-
-    pub fn poll_timeout(&self) -> Option<SimTime> {
-        if self.life.finished {
-            return None;
-        }
-        let departure = self.pending.front().map(|p| p.0);
-        [self.next_send, departure, self.period_end, self.stop_at]
-            .into_iter()
-            .flatten()
-            .min()
-    }
-
-    pub fn handle_timeout(&mut self, ctx: &mut AppCtx) {
-        if self.check_stop(ctx) {
-            return;
-        }
-        if self.period_end.is_some_and(|t| ctx.now >= t) {
-            self.toggle_period(ctx.now);
-        }
-        let budget_left = self.spec.bytes.is_none_or(|b| self.emitted_bytes < b);
-        if budget_left && self.next_send.is_some_and(|t| ctx.now >= t) {
-            self.emit();
-        }
-        self.depart(ctx);
-        self.check_stop(ctx);
     }
 
     fn toggle_period(&mut self, now: SimTime) {
@@ -284,20 +198,107 @@ impl UdpSource {
         }
         self.life.finished
     }
+}
 
-    pub fn interrupt(&mut self, ctx: &mut AppCtx) {
+impl Application for UdpSource {
+    const KIND: &'static str = "udp_source";
+    type Spec = UdpSourceSpec;
+
+    fn new(spec: UdpSourceSpec, rng: ComponentRng) -> Result<UdpSource> {
+        if spec.rate_bps == 0 {
+            return Err(Error::App("udp source: rate must be positive".into()));
+        }
+        if spec.size == 0 || spec.size > MAX_UDP_PAYLOAD {
+            return Err(Error::App(format!(
+                "udp source: size {} outside 1..65507",
+                spec.size
+            )));
+        }
+        if spec.pattern == Pattern::Onoff && (spec.on_ns.unwrap_or(0) == 0 || spec.off_ns.is_none())
+        {
+            return Err(Error::App(
+                "onoff: needs a positive on time and an off time".into(),
+            ));
+        }
+        // seeded from a copy of the source's stream, which is left untouched
+        let jitter_rng = (spec.jitter_ns > 0)
+            .then(|| ComponentRng::new(rng.clone().next_u64(), "udp_source/jitter"));
+        Ok(UdpSource {
+            dst: parse_addr("udp source dst", &spec.dst)?,
+            spec,
+            sport: 0,
+            rng,
+            jitter_rng,
+            pending: VecDeque::new(),
+            emitted: 0,
+            emitted_bytes: 0,
+            start: SimTime::ZERO,
+            stop_at: None,
+            run_index: 0,
+            run_start: SimTime::ZERO,
+            next_send: None,
+            period_end: None,
+            on: false,
+            packets: 0,
+            bytes: 0,
+            life: Lifetime::default(),
+        })
+    }
+
+    fn start(&mut self, ctx: &mut AppCtx) -> Result<()> {
+        self.start = ctx.now;
+        self.sport = ctx.sockets.bind_ephemeral(Proto::Udp, ctx.id)?;
+        self.stop_at = self.spec.duration_ns.map(|d| ctx.now + SimDuration(d));
+        match self.spec.pattern {
+            Pattern::Cbr => self.begin_run(ctx.now, SimDuration::ZERO),
+            Pattern::Poisson => {
+                let gap = self.rng.exponential(self.mean_gap_s());
+                self.next_send = Some(ctx.now + SimDuration((gap * 1e9) as u64));
+            }
+            Pattern::Onoff => {
+                self.on = false;
+                self.period_end = Some(ctx.now + SimDuration(self.spec.off_ns.unwrap_or(0)));
+            }
+        }
+        self.check_stop(ctx);
+        Ok(())
+    }
+
+    fn poll_timeout(&self, _sockets: &super::Sockets) -> Option<SimTime> {
+        if self.life.finished {
+            return None;
+        }
+        let departure = self.pending.front().map(|p| p.0);
+        [self.next_send, departure, self.period_end, self.stop_at]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    fn handle_timeout(&mut self, ctx: &mut AppCtx) {
+        if self.check_stop(ctx) {
+            return;
+        }
+        if self.period_end.is_some_and(|t| ctx.now >= t) {
+            self.toggle_period(ctx.now);
+        }
+        let budget_left = self.spec.bytes.is_none_or(|b| self.emitted_bytes < b);
+        if budget_left && self.next_send.is_some_and(|t| ctx.now >= t) {
+            self.emit();
+        }
+        self.depart(ctx);
+        self.check_stop(ctx);
+    }
+
+    fn interrupt(&mut self, ctx: &mut AppCtx) {
         self.life.interrupt(ctx);
     }
 
-    pub fn destination(&self) -> Ipv4 {
-        self.dst
-    }
-
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.life.finished
     }
 
-    pub fn result(&self) -> serde_json::Value {
+    fn result(&self, _r: &ResultCtx) -> serde_json::Value {
         json!({
             "packets": self.packets,
             "bytes": self.bytes,
@@ -306,12 +307,17 @@ impl UdpSource {
             "interrupted": self.life.interrupted,
         })
     }
+
+    fn destination(&self) -> Option<Ipv4> {
+        Some(self.dst)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::app::test_support::Bench;
+    use crate::app::test_support::{no_results, no_sockets};
     use crate::packet::Packet;
 
     const MS: u64 = 1_000_000;
@@ -342,7 +348,7 @@ mod tests {
         let mut now = SimTime::ZERO;
         let mut sent: Vec<(SimTime, Packet)> =
             bench.sent(0).into_iter().map(|p| (now, p)).collect();
-        while let Some(t) = src.poll_timeout() {
+        while let Some(t) = src.poll_timeout(no_sockets()) {
             assert!(t >= now, "time went backwards");
             now = t;
             src.handle_timeout(&mut bench.ctx(0, now));
@@ -470,11 +476,11 @@ mod tests {
         });
         let mut bench = Bench::new(1);
         src.start(&mut bench.ctx(0, SimTime::ZERO)).unwrap();
-        while let Some(t) = src.poll_timeout() {
+        while let Some(t) = src.poll_timeout(no_sockets()) {
             src.handle_timeout(&mut bench.ctx(0, t));
         }
         assert_eq!(bench.sent(0).len(), 3);
-        let r = src.result();
+        let r = src.result(&no_results());
         assert_eq!(
             (
                 r["packets"].as_u64(),
@@ -549,8 +555,8 @@ mod tests {
             src.handle_timeout(&mut bench.ctx(0, SimTime(t * MS)));
         }
         src.interrupt(&mut bench.ctx(0, SimTime(2_500_000)));
-        assert_eq!(src.poll_timeout(), None);
-        let r = src.result();
+        assert_eq!(src.poll_timeout(no_sockets()), None);
+        let r = src.result(&no_results());
         assert_eq!(
             (
                 r["packets"].as_u64(),

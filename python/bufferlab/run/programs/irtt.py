@@ -1,5 +1,5 @@
 """``irtt client`` and ``irtt server`` (irtt 0.9; parser: commands/irtt.py, JSON:
-formats/irtt.py, engine: app/rr.rs). The server is a UDP ``rr_server`` on 2112 answering each
+formats/irtt.py, engine: app/rr/). The server is a UDP ``rr_server`` on 2112 answering each
 packet with one of the same length and class; the client a ``paced`` UDP ``rr_client`` whose
 transactions become irtt's round trips."""
 

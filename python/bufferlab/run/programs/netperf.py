@@ -1,5 +1,5 @@
 """``netserver`` and ``netperf`` (netperf 2.7; parser: commands/netperf.py, text:
-formats/netperf.py, engine: app/rr.rs).
+formats/netperf.py, engine: app/rr/).
 
 ``netserver`` starts a TCP and a UDP ``rr_server`` on its port (12865). netperf's data
 connection goes to that port too: netperf 2.7 opens a control connection there first and the

@@ -12,6 +12,7 @@ from ...errors import CommandError, NotSupportedError
 from ...units import parse_duration_ns
 from .. import procs
 from ..context import NS, Gen, PrepareCtx, Prepared, Program, RunCtx, WaitUntil, resolved_in_home
+from . import nstat
 
 
 def _prep_cd(pc: PrepareCtx, words: list[Word]) -> Prepared:
@@ -106,10 +107,14 @@ def _prep_cat(pc: PrepareCtx, words: list[Word]) -> Prepared:
         raise NotSupportedError(
             "cat without a file (standard input) is not supported", col=words[0].col, expected="cat FILE..."
         )
+    proc_node = {w.text: nstat.check_proc_file(pc, w) for w in names if w.text.startswith("/proc/")}
 
     def run(rt: RunCtx) -> int:
         status = 0
         for w in names:
+            if w.text in proc_node:
+                rt.io.out(nstat.proc_file(rt, proc_node[w.text], w.text))
+                continue
             path = resolved_in_home(rt.term, rt.term.cwd / w.text)
             if path is None:
                 rt.io.err(f"cat: {w.text}: Permission denied (outside the node's results folder)")
@@ -167,7 +172,12 @@ PROGRAMS = (
     Program("mkdir", _prep_mkdir, "`mkdir [-p] DIR...` (GNU mkdir's messages)"),
     Program("sleep", _prep_sleep, "`sleep DURATION...` in simulated time (`5`, `0.5`, `2m`)"),
     Program("echo", _prep_echo, "bash's `echo WORDS...`", builtin=True, expands_last_pid=True),
-    Program("cat", _prep_cat, "`cat FILE...` of the node's results folder (GNU cat's messages)"),
+    Program(
+        "cat",
+        _prep_cat,
+        "`cat FILE...` of the node's results folder (GNU cat's messages), and "
+        "`/proc/net/snmp`, `/proc/net/netstat`",
+    ),
     Program("date", _prep_date, "`date [-u] [+FORMAT]`: the profile's epoch plus simulated time, in UTC"),
     Program("true", _prep_true, "exits 0 (`cmd || true`)", builtin=True),
     Program("xdg-open", _prep_xdg_open, "accepted; no viewer is opened in simulation"),

@@ -1,7 +1,7 @@
 """Web fetches: ``python -m http.server`` (or a ``webserver.py`` script), ``curl``, ``wget``,
 and the file makers ``dd`` and ``head -c`` (docs/flent.md, "Web fetches").
 
-Parsers: commands/web.py; bytes and texts: formats/http.py; engine: app/rr.rs. A web server is
+Parsers: commands/web.py; bytes and texts: formats/http.py; engine: app/rr/. A web server is
 a TCP ``rr_server`` on its port serving its terminal's directory (the node's results folder, or
 ``--directory``); a fetch is an ``rr_client`` in ``closed`` mode with one transaction whose
 request is curl's (or wget's) GET and whose response is what Python's ``SimpleHTTPRequestHandler``
@@ -55,11 +55,12 @@ def _prep_python(pc: PrepareCtx, words: list[Word]) -> Prepared:
         if folder is None or not folder.is_dir():
             rt.io.err(f"python: {cmd.directory}: No such file or directory\n")
             return 1
+        # socketserver.TCPServer listens with request_queue_size = 5 (Lib/socketserver.py),
+        # http.server's and a webserver.py's HTTPServer alike: ss -l shows Send-Q 5
+        spec = {"kind": "rr_server", "port": cmd.port, "proto": "tcp", "backlog": 5,
+                "tcp": tcp_spec(rt, node, None)}
         try:
-            app = rt.start_app(
-                node,
-                {"kind": "rr_server", "port": cmd.port, "proto": "tcp", "tcp": tcp_spec(rt, node, None)},
-            )
+            app = rt.start_app(node, spec)
         except AppStartError:
             rt.io.err("OSError: [Errno 98] Address already in use\n")
             return 1

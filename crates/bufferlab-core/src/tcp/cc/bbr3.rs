@@ -39,7 +39,7 @@
 
 use super::bbr::common::{self, AckAggregation, Pacing, ProbeRttTimer, BBR_SCALE, BW_UNIT};
 use super::{
-    after, before, msecs_to_jiffies, stamp_us_delta, CaEvent, CaState, CcProfile, CcSock,
+    after, before, msecs_to_jiffies, stamp_us_delta, CaEvent, CaState, CcInfo, CcProfile, CcSock,
     CongControl, CongestionOps, LostSkb, RateSample, HZ, TCP_INFINITE_SSTHRESH,
 };
 use crate::rng::ComponentRng;
@@ -1269,6 +1269,20 @@ impl CongestionOps for Bbr3 {
         }
     }
 
+    /// `bbr_get_info`: the `struct tcp_bbr_info` fields `ss -i` prints (bw =
+    /// `bbr_bw_bytes_per_sec(bbr_bw)`, bytes/s at the current MSS, at least 1;
+    /// min_rtt in µs; gains in BBR_UNIT = 256). v3's further fields (bw_hi,
+    /// bw_lo, inflight_hi/lo, phase) are printed by no released iproute2.
+    fn get_info(&self, tp: &CcSock) -> Option<CcInfo> {
+        let bw = common::rate_bytes_per_sec(tp.mss_cache, self.bw() as u64, BBR_UNIT, 0).max(1);
+        Some(CcInfo::Bbr {
+            bw,
+            min_rtt: self.min_rtt_us,
+            pacing_gain: self.pacing_gain,
+            cwnd_gain: self.cwnd_gain,
+        })
+    }
+
     fn metrics(&self, out: &mut Vec<(&'static str, f64)>) {
         let opt = |v: u32| if v == u32::MAX { -1.0 } else { v as f64 };
         out.extend_from_slice(&[
@@ -1313,6 +1327,41 @@ mod tests {
         let mut b = Bbr3::new(ComponentRng::new(1, "bbr3"));
         b.init(&mut tp);
         (b, tp)
+    }
+
+    #[test]
+    fn get_info_reports_the_models_bw_at_least_one_byte_per_second() {
+        // ss -i's bbr:(bw,mrtt,pacing_gain,cwnd_gain): no bw sample yet is 1 B/s
+        // (bbr_rate_bytes_per_sec's floor); then bbr_bw = min(bw_hi, bw_lo)
+        let (mut b, mut tp) = started();
+        tp.mss_cache = 1448;
+        let Some(CcInfo::Bbr {
+            bw,
+            min_rtt,
+            pacing_gain,
+            cwnd_gain,
+        }) = b.get_info(&tp)
+        else {
+            panic!("bbr3 fills struct tcp_bbr_info");
+        };
+        assert_eq!(bw, 1);
+        assert_eq!(
+            (min_rtt, pacing_gain, cwnd_gain),
+            (b.min_rtt_us, b.pacing_gain, b.cwnd_gain)
+        );
+        // 1 packet per 100 µs (167 772 in pkts/µs << 24): 1448 × 10 000 B/s less
+        // the truncations
+        b.bw_hi = [(BW_UNIT / 100) as u32, 0];
+        b.bw_lo = u32::MAX;
+        let Some(CcInfo::Bbr { bw, .. }) = b.get_info(&tp) else {
+            unreachable!()
+        };
+        assert_eq!(bw, 14_479_986);
+        b.bw_lo = (BW_UNIT / 200) as u32;
+        let Some(CcInfo::Bbr { bw, .. }) = b.get_info(&tp) else {
+            unreachable!()
+        };
+        assert_eq!(bw, 7_239_993);
     }
 
     /// One ACK delivering `d` packets over `interval_us`; `new_round` makes

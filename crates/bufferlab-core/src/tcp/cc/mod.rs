@@ -32,8 +32,8 @@
 //! arithmetic of BIC, Scalable and Veno), [`CcProfile`] selects
 //! `lab2019` (Linux 4.15–5.3, as the handouts ran) or `modern` (6.x).
 //!
-//! Not modelled: `get_info` (inet_diag) blocks other than DCTCP's and the
-//! Vegas-style `tcpvegas_info` ([`Cc::get_info`]; the rest have
+//! Not modelled: `get_info` (inet_diag) blocks other than DCTCP's, BBR's (v1 and v3) and
+//! the Vegas-style `tcpvegas_info` ([`Cc::get_info`]; the rest have
 //! [`Cc::metrics`]), and module parameters other than the documented
 //! defaults (each model's `*Params` struct, or its constants, lists them).
 
@@ -229,6 +229,16 @@ pub enum CcInfo {
         rttcnt: u32,
         rtt: u32,
         minrtt: u32,
+    },
+    /// `struct tcp_bbr_info` (`bbr_bw_hi << 32 | bbr_bw_lo` as one number)
+    Bbr {
+        /// bytes/s
+        bw: u64,
+        /// µs
+        min_rtt: u32,
+        /// BBR_UNIT = 256
+        pacing_gain: u32,
+        cwnd_gain: u32,
     },
 }
 

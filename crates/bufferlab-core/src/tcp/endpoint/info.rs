@@ -3,6 +3,8 @@
 use super::{TcpEndpoint, TcpState};
 use crate::tcp::cc::{tcp_jiffies32, HZ, TCP_INFINITE_SSTHRESH};
 use crate::tcp::rtt::jiffies_to_usecs;
+use crate::tcp::timers::TcpTimer;
+use crate::time::SimTime;
 
 /// The `struct tcp_info` fields downstream code reads (docs/semantics/tcp.md §14), as
 /// `getsockopt(TCP_INFO)` would report them at this instant.
@@ -13,7 +15,7 @@ pub struct TcpInfo {
     pub retransmits: u32,
     pub probes: u32,
     pub backoff: u32,
-    /// TCPI_OPT_* bits (1 TS, 2 SACK, 4 WSCALE, 8 ECN)
+    /// TCPI_OPT_* bits (1 TS, 2 SACK, 4 WSCALE, 8 ECN, 16 ECN_SEEN)
     pub options: u8,
     pub snd_wscale: u8,
     pub rcv_wscale: u8,
@@ -72,6 +74,8 @@ pub struct TcpInfo {
     pub bytes_retrans: u64,
     pub dsack_dups: u32,
     pub reord_seen: u32,
+    /// out-of-order segments received
+    pub rcv_ooopack: u32,
     /// peer's window, bytes
     pub snd_wnd: u32,
     /// our advertised window, bytes
@@ -99,6 +103,9 @@ impl TcpEndpoint {
         }
         if self.ecn_ok {
             options |= 8;
+        }
+        if self.ecn_seen {
+            options |= 16;
         }
         let cwnd = self.cs.snd_cwnd;
         let ssthresh = self.cs.snd_ssthresh;
@@ -162,10 +169,39 @@ impl TcpEndpoint {
             bytes_retrans: self.bytes_retrans,
             dsack_dups: self.dsack_dups,
             reord_seen: self.reord_seen,
+            rcv_ooopack: self.rcv_ooopack,
             snd_wnd: self.snd_wnd,
             rcv_wnd: self.rcv.rcv_wnd,
             sndbuf: self.sndbuf,
             rcvbuf: self.rcv.rcvbuf,
+        }
+    }
+}
+
+impl TcpEndpoint {
+    /// `idiag_rqueue`, `idiag_wqueue` of a connection (tcp_diag.c
+    /// `tcp_diag_get_info`): bytes received but not read, and sequence
+    /// space written but not acknowledged (a queued FIN counts one).
+    pub fn diag_queues(&self) -> (u32, u32) {
+        let rq = self.rcv.rcv_nxt.wrapping_sub(self.rcv.copied_seq) as i32;
+        (rq.max(0) as u32, self.write_seq.wrapping_sub(self.snd_una))
+    }
+
+    /// `idiag_timer`, `idiag_expires`, `idiag_retrans` (inet_diag.c): the
+    /// pending transmit timer as `ss -o` names it, whole jiffies to its
+    /// expiry in ms, and the retransmissions (or zero-window probes) so far.
+    pub fn diag_timer(&self, now: SimTime) -> Option<(&'static str, u64, u32)> {
+        let left_ms = |at: SimTime| {
+            let delta = tcp_jiffies32(at).wrapping_sub(tcp_jiffies32(now)) as i32;
+            delta.max(0) as u64 * (1000 / HZ) as u64
+        };
+        if self.state == TcpState::TimeWait {
+            let at = self.timers.get(TcpTimer::TimeWait)?;
+            return Some(("timewait", left_ms(at), 0));
+        }
+        match self.timers.pending_xmit()? {
+            (TcpTimer::Probe0, at) => Some(("persist", left_ms(at), self.probes_out)),
+            (_, at) => Some(("on", left_ms(at), self.retransmits)),
         }
     }
 }

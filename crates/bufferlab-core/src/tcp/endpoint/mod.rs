@@ -82,11 +82,13 @@ use crate::time::SimTime;
 
 mod info;
 mod input;
+mod mib;
 mod output;
 mod timer;
 
 pub use crate::tcp::config::TcpConfig;
 pub use info::TcpInfo;
+pub use mib::{TcpMib, TcpTotals};
 
 #[cfg(test)]
 mod accecn_tests;
@@ -365,6 +367,13 @@ pub struct TcpEndpoint {
     pub(super) bytes_sent: u64,
     pub(super) bytes_retrans: u64,
     pub(super) last_data_recv: u32,
+    /// out-of-order segments received (`tcpi_rcv_ooopack`)
+    pub(super) rcv_ooopack: u32,
+    /// an ECT or CE data segment arrived on this ECN connection
+    /// (`TCP_ECN_SEEN`, `TCPI_OPT_ECN_SEEN`)
+    pub(super) ecn_seen: bool,
+    /// SNMP / TcpExt counters (mib.rs)
+    pub(super) mib: TcpMib,
 }
 
 impl TcpEndpoint {
@@ -498,6 +507,9 @@ impl TcpEndpoint {
             bytes_sent: 0,
             bytes_retrans: 0,
             last_data_recv: jiffies,
+            rcv_ooopack: 0,
+            ecn_seen: false,
+            mib: TcpMib::default(),
             gso_continue: false,
             cfg,
         }
@@ -513,6 +525,7 @@ impl TcpEndpoint {
     ) -> Self {
         let mut ep = TcpEndpoint::new(cfg.into(), local, remote, now, &mut rng);
         ep.set_clock(now);
+        ep.mib.active_opens = 1;
         // tcp_connect_init: our window and scale; the peer's MSS is unknown
         ep.rcv
             .select_initial_window(&ep.cfg, ep.advmss, ep.cfg.window_scaling);
@@ -618,6 +631,8 @@ impl TcpEndpoint {
             {
                 self.rcv.ce_received = self.rcv.ce_received.wrapping_add(segs);
             }
+            // __tcp_ecn_check_ce: ECT(0), ECT(1) or CE
+            self.ecn_seen |= self.ecn_ok && ecn & crate::packet::ECN_MASK != 0;
         }
         if self.ecn_mode == EcnMode::AccEcn
             && !matches!(self.state, TcpState::SynSent | TcpState::SynReceived)
@@ -828,6 +843,7 @@ impl TcpEndpoint {
     }
 
     pub(super) fn set_state(&mut self, s: TcpState) {
+        self.mib.on_state_change(self.state, s);
         self.state = s;
     }
 

@@ -665,6 +665,7 @@ impl TcpEndpoint {
             self.data_segs_out = self.data_segs_out.wrapping_add(1);
             self.bytes_sent += len as u64;
         }
+        self.mib.orig_data_sent += 1; // tcp_event_new_data_sent
         self.emit(hdr, len, ect);
         let tx = self.rate_on_sent(xmit_us);
         // tcp_event_new_data_sent
@@ -728,6 +729,10 @@ impl TcpEndpoint {
             .wrapping_sub(fin as u32);
         self.total_retrans = self.total_retrans.wrapping_add(1);
         self.bytes_retrans += len as u64;
+        self.mib.retrans_segs += 1;
+        if syn {
+            self.mib.syn_retrans += 1;
+        }
         let prior_wstamp = self.advance_wstamp();
         let xmit_us = self.wstamp_ns / 1000 + CLOCK_BASE_US;
         let hdr = if syn {
@@ -750,7 +755,9 @@ impl TcpEndpoint {
         if len > 0 || syn {
             self.event_data_sent();
             if len > 0 {
+                // __tcp_transmit_skb counts a retransmission's bytes too
                 self.data_segs_out = self.data_segs_out.wrapping_add(1);
+                self.bytes_sent += len as u64;
             }
         }
         // retransmissions are Not-ECT (tcp_ecn_send) unless the module

@@ -153,6 +153,7 @@ impl TcpEndpoint {
             }
             self.tlp_retrans = true;
         }
+        self.mib.loss_probes += 1;
         self.tlp_high_seq = self.snd_nxt;
         // reset so that tcp_rearm_rto restarts the RTO from now
         self.timers.clear_xmit();
@@ -170,6 +171,10 @@ impl TcpEndpoint {
                     return;
                 }
                 self.synack_retrans += 1;
+                // tcp_syn_ack_timeout, tcp_rtx_synack
+                self.mib.timeouts += 1;
+                self.mib.retrans_segs += 1;
+                self.mib.syn_retrans += 1;
                 self.send_synack();
                 let when = (TCP_TIMEOUT_INIT << self.synack_retrans).min(TCP_RTO_MAX);
                 self.timers
@@ -183,6 +188,7 @@ impl TcpEndpoint {
             return;
         }
         if self.state == TcpState::SynSent && self.retransmits >= TCP_SYN_RETRIES {
+            self.mib.timeouts += 1;
             self.set_state(TcpState::Closed);
             self.timers.clear_all();
             return;
@@ -192,6 +198,7 @@ impl TcpEndpoint {
             self.enter_loss();
             self.retransmit_seg(0);
         } else {
+            self.count_timeout();
             self.enter_loss();
             // tcp_update_rto_stats
             self.retransmits += 1;
@@ -208,6 +215,30 @@ impl TcpEndpoint {
         }
         let rto = self.icsk_rto;
         self.reset_xmit_timer(TcpTimer::Retransmit, rto, false);
+    }
+
+    /// `tcp_retransmit_timer`'s counters: every RTO, and on the first of an
+    /// episode what it interrupted.
+    fn count_timeout(&mut self) {
+        let m = &mut self.mib;
+        m.timeouts += 1;
+        if self.retransmits != 0 {
+            return;
+        }
+        let sack = self.sack_ok;
+        match self.cs.ca_state {
+            CaState::Recovery if sack => m.sack_recovery_fail += 1,
+            CaState::Recovery => m.reno_recovery_fail += 1,
+            CaState::Loss => m.loss_failures += 1,
+            _ if self.cs.ca_state == CaState::Disorder || self.sb.sacked_out > 0 => {
+                if sack {
+                    m.sack_failures += 1
+                } else {
+                    m.reno_failures += 1
+                }
+            }
+            _ => {}
+        }
     }
 
     /// `tcp_probe_timer` → `tcp_send_probe0` (zero-window probing).
@@ -280,6 +311,7 @@ impl TcpEndpoint {
                 self.rcv.ato = crate::tcp::rcv::TCP_ATO_MIN;
             }
             self.send_ack();
+            self.mib.delayed_acks += 1;
         }
     }
 

@@ -31,14 +31,16 @@
 //! from the [`ComponentRng`] given at construction.
 
 use super::{
-    after, before, stamp_us_delta, CaEvent, CaState, CcProfile, CcSock, CongControl, CongestionOps,
-    RateSample, HZ, TCP_INIT_CWND,
+    after, before, stamp_us_delta, CaEvent, CaState, CcInfo, CcProfile, CcSock, CongControl,
+    CongestionOps, RateSample, HZ, TCP_INIT_CWND,
 };
 use crate::rng::ComponentRng;
 use crate::tcp::minmax::MinMax;
 
 pub(super) mod common;
-use common::{AckAggregation, Pacing, ProbeRttTimer, BBR_SCALE, BW_UNIT, PROBE_RTT_MODE_MS};
+use common::{
+    AckAggregation, Pacing, ProbeRttTimer, BBR_SCALE, BW_SCALE, BW_UNIT, PROBE_RTT_MODE_MS,
+};
 /// 1.0 as a gain.
 pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
 
@@ -810,6 +812,18 @@ impl CongestionOps for Bbr {
     /// `bbr_min_tso_segs`.
     fn min_tso_segs(&self, tp: &CcSock) -> u32 {
         min_tso_segs(tp)
+    }
+
+    /// `bbr_get_info`: `struct tcp_bbr_info` for `ss -i` (bw in bytes/s
+    /// at the current MSS, min_rtt in µs, gains in BBR_UNIT = 256).
+    fn get_info(&self, tp: &CcSock) -> Option<CcInfo> {
+        let bw = (self.bw() as u64 * tp.mss_cache as u64 * 1_000_000) >> BW_SCALE;
+        Some(CcInfo::Bbr {
+            bw,
+            min_rtt: self.min_rtt_us,
+            pacing_gain: self.pacing_gain,
+            cwnd_gain: self.cwnd_gain,
+        })
     }
 
     /// Trace values: mode, gains, the bw estimate (bit/s at this MSS),

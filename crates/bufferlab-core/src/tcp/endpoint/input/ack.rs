@@ -229,6 +229,9 @@ impl TcpEndpoint {
     }
 
     /// `tcp_count_delivered`.
+    /// Every call is inside `tcp_ack`, whose `tcp_newly_delivered` counts
+    /// `TCPDelivered` (and `TCPDeliveredCE` on an ECE ACK): the same
+    /// numbers (mib.rs reads them from here).
     pub(super) fn count_delivered(&mut self, n: u32, ece: bool) {
         self.rate.delivered = self.rate.delivered.wrapping_add(n);
         if ece {
@@ -390,6 +393,11 @@ impl TcpEndpoint {
             return false;
         }
         let (s0, e0) = blocks[0];
+        if before(s0, ack) {
+            self.mib.dsack_recv += 1;
+        } else {
+            self.mib.dsack_ofo_recv += 1;
+        }
         let dup_segs = self.dsack_seen(s0, e0, st);
         if dup_segs == 0 {
             return false;

@@ -29,12 +29,11 @@ impl TcpEndpoint {
         }
         self.rcv.dsack = false;
         let truesize = self.rcv.skb_truesize(len);
-        let sack_ok = self.sack_ok;
         let rcv_nxt = self.rcv.rcv_nxt;
         if seq == rcv_nxt || (before(seq, rcv_nxt) && after(end_seq, rcv_nxt)) {
             if seq != rcv_nxt {
                 // partial: seq < rcv_nxt < end_seq
-                self.rcv.dsack_set(sack_ok, seq, rcv_nxt);
+                self.dsack_set(seq, rcv_nxt);
             }
             if self.rcv.receive_window() == 0 && !(len == 0 && fin) {
                 self.out_of_window();
@@ -74,7 +73,7 @@ impl TcpEndpoint {
         }
         if !after(end_seq, rcv_nxt) {
             // a retransmission of data we have: D-SACK and ACK at once
-            self.rcv.dsack_set(sack_ok, seq, end_seq);
+            self.dsack_set(seq, end_seq);
             self.out_of_window();
             return;
         }
@@ -83,6 +82,19 @@ impl TcpEndpoint {
             return;
         }
         self.data_queue_ofo(seq, end_seq, len, truesize, fin, hdr.flags, ecn);
+    }
+
+    /// `tcp_dsack_set`: report `[seq, end_seq)` as a duplicate, counted as
+    /// old (below `rcv_nxt`) or out-of-order.
+    fn dsack_set(&mut self, seq: u32, end_seq: u32) {
+        if self.sack_ok {
+            if before(seq, self.rcv.rcv_nxt) {
+                self.mib.dsack_old_sent += 1;
+            } else {
+                self.mib.dsack_ofo_sent += 1;
+            }
+        }
+        self.rcv.dsack_set(self.sack_ok, seq, end_seq);
     }
 
     /// `out_of_window`: quickack mode and an ACK owed.
@@ -110,6 +122,10 @@ impl TcpEndpoint {
         self.rcv
             .measure_rcv_mss(len, truesize, flags, self.tcp_header_len());
         self.rcv.schedule_ack();
+        let gso = self.rcv.skb_gso_size;
+        let segs = if gso > 0 { len.div_ceil(gso).max(1) } else { 1 };
+        self.rcv_ooopack = self.rcv_ooopack.wrapping_add(segs);
+        self.mib.ofo_queue += 1;
         let sack_ok = self.sack_ok;
         let added = self.rcv.ofo_insert(sack_ok, seq, end_seq, truesize, fin);
         if sack_ok {
@@ -388,8 +404,7 @@ impl TcpEndpoint {
             } else {
                 end_seq
             };
-            let sack_ok = self.sack_ok;
-            self.rcv.dsack_set(sack_ok, seq, end);
+            self.dsack_set(seq, end);
         }
         self.send_ack();
     }

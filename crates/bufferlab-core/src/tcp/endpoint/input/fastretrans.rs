@@ -101,6 +101,11 @@ impl TcpEndpoint {
     pub(super) fn try_undo_recovery(&mut self) -> bool {
         if self.may_undo() {
             self.undo_cwnd_reduction(false);
+            if self.ca_state() == CaState::Loss {
+                self.mib.loss_undo += 1;
+            } else {
+                self.mib.full_undo += 1;
+            }
         } else {
             self.rack.on_recovery_done();
         }
@@ -117,6 +122,7 @@ impl TcpEndpoint {
         if self.undo.all_retransmits_dsacked() {
             self.rack.on_dsack_undo();
             self.undo_cwnd_reduction(false);
+            self.mib.dsack_undo += 1;
             return true;
         }
         false
@@ -126,6 +132,10 @@ impl TcpEndpoint {
     pub(super) fn try_undo_loss(&mut self, frto_undo: bool) -> bool {
         if frto_undo || self.may_undo() {
             self.undo_cwnd_reduction(true);
+            self.mib.loss_undo += 1;
+            if frto_undo {
+                self.mib.spurious_rtos += 1;
+            }
             self.retransmits = 0;
             if self.non_sack_preventing_reopen() {
                 return true;
@@ -150,6 +160,7 @@ impl TcpEndpoint {
                 self.retrans_stamp = 0;
             }
             self.undo_cwnd_reduction(true);
+            self.mib.partial_undo += 1;
             self.try_keep_open();
         }
         false
@@ -242,6 +253,11 @@ impl TcpEndpoint {
 
     /// `tcp_enter_recovery`.
     pub(super) fn enter_recovery(&mut self, ece_ack: bool) {
+        if self.sack_ok {
+            self.mib.sack_recovery += 1;
+        } else {
+            self.mib.reno_recovery += 1;
+        }
         if !self.any_retrans_done() {
             self.retrans_stamp = 0; // tcp_retrans_stamp_cleanup
         }
@@ -486,6 +502,7 @@ impl TcpEndpoint {
             self.tlp_high_seq = 0; // the original and the probe arrived
         } else if after(ack, self.tlp_high_seq) {
             // the probe repaired a loss: one-shot reduction
+            self.mib.loss_probe_recovery += 1;
             self.init_cwnd_reduction();
             self.set_ca_state(CaState::Cwr);
             self.end_cwnd_reduction();
@@ -665,6 +682,11 @@ impl TcpEndpoint {
             self.gso_continue = false;
             if !sent {
                 break;
+            }
+            if self.ca_state() != CaState::Loss {
+                self.mib.fast_retrans += 1;
+            } else {
+                self.mib.slow_start_retrans += 1;
             }
             prev_retransmitted = Some(idx);
             if self.in_cwnd_reduction() {

@@ -5,8 +5,8 @@
 //! receiver reads everything as it arrives and counts it while the test runs.
 //! The client sends and the server receives, or the reverse with `-R`.
 
-use super::tcp::Conn;
-use super::AppCtx;
+use crate::app::sockets::{SocketHandle, Sockets};
+use crate::app::AppCtx;
 use crate::time::SimTime;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -45,7 +45,7 @@ pub fn records_json<T: Serialize>(records: &[T]) -> Value {
 
 /// The sending side of one stream (client without `-R`).
 pub struct SendStream {
-    pub conn: Conn,
+    pub sock: SocketHandle,
     blksize: u64,
     /// bytes of the current blocking write still to be copied
     block_left: u64,
@@ -65,9 +65,9 @@ pub struct SendStream {
 }
 
 impl SendStream {
-    pub fn new(conn: Conn, blksize: u32) -> Self {
+    pub fn new(sock: SocketHandle, blksize: u32) -> Self {
         SendStream {
-            conn,
+            sock,
             blksize: blksize as u64,
             block_left: blksize as u64,
             bytes: 0,
@@ -92,14 +92,15 @@ impl SendStream {
     /// `-n` is checked only between blocks: iperf3's send loop (iperf_send in
     /// src/iperf_api.c) writes whole `blksize` blocks and stops once the bytes
     /// sent reach `-n`, so the total is `-n` rounded up to a block.
-    pub fn write(&mut self, now: SimTime, budget: Option<u64>) {
+    pub fn write(&mut self, sockets: &mut Sockets, now: SimTime, budget: Option<u64>) {
+        let ep = &mut sockets.tcp_mut(self.sock).ep;
         loop {
             let starting_block = self.block_left == self.blksize;
             if starting_block && budget.is_some_and(|b| self.bytes >= b) {
                 return;
             }
             let want = self.block_left;
-            let took = self.conn.ep.write(now, want);
+            let took = ep.write(now, want);
             self.block_left -= took;
             if self.block_left == 0 {
                 self.bytes += self.blksize;
@@ -112,8 +113,8 @@ impl SendStream {
     }
 
     /// iperf_reset_stats at the end of the omit period.
-    pub fn reset(&mut self) {
-        let total = self.conn.ep.info().total_retrans;
+    pub fn reset(&mut self, sockets: &Sockets) {
+        let total = sockets.tcp(self.sock).ep.info().total_retrans;
         self.bytes = 0;
         self.tick_bytes = 0;
         self.retrans_base = total;
@@ -121,8 +122,14 @@ impl SendStream {
     }
 
     /// Close an interval at `end` with the socket's `tcp_info` at that instant.
-    pub fn close_interval(&mut self, start: SimTime, end: SimTime, omitted: bool) {
-        let info = self.conn.ep.info();
+    pub fn close_interval(
+        &mut self,
+        sockets: &Sockets,
+        start: SimTime,
+        end: SimTime,
+        omitted: bool,
+    ) {
+        let info = sockets.tcp(self.sock).ep.info();
         let cwnd = info.snd_cwnd as u64 * info.snd_mss as u64;
         self.rtt_sum += info.rtt as u64;
         self.rtt_count += 1;
@@ -147,8 +154,8 @@ impl SendStream {
     }
 
     /// The sender's totals (the results exchange's per-stream sender fields).
-    pub fn totals(&self, start: SimTime, end: SimTime) -> Value {
-        let info = self.conn.ep.info();
+    pub fn totals(&self, sockets: &Sockets, start: SimTime, end: SimTime) -> Value {
+        let info = sockets.tcp(self.sock).ep.info();
         json!({
             "bytes": self.bytes, "retransmits": info.total_retrans - self.retrans_base,
             "max_snd_cwnd": self.max_cwnd, "max_snd_wnd": self.max_snd_wnd,
@@ -161,7 +168,7 @@ impl SendStream {
 
 /// The receiving side of one stream (server without `-R`).
 pub struct RecvStream {
-    pub conn: Conn,
+    pub sock: SocketHandle,
     /// bytes read while the test was running, since the (post-omit) start
     bytes: u64,
     tick_bytes: u64,
@@ -169,9 +176,9 @@ pub struct RecvStream {
 }
 
 impl RecvStream {
-    pub fn new(conn: Conn) -> Self {
+    pub fn new(sock: SocketHandle) -> Self {
         RecvStream {
-            conn,
+            sock,
             bytes: 0,
             tick_bytes: 0,
             intervals: Vec::new(),
@@ -180,11 +187,12 @@ impl RecvStream {
 
     /// Read everything available; count it only while the test runs.
     pub fn read(&mut self, ctx: &mut AppCtx, counting: bool) {
-        let got = self.conn.ep.read(ctx.now, u64::MAX);
+        let now = ctx.now;
+        let got = ctx.tcp_mut(self.sock).ep.read(now, u64::MAX);
         if counting {
             self.bytes += got;
         }
-        self.conn.flush(ctx, 0);
+        ctx.flush(self.sock, 0);
     }
 
     pub fn bytes(&self) -> u64 {
@@ -218,17 +226,11 @@ pub enum Stream {
 }
 
 impl Stream {
-    pub fn conn(&self) -> &Conn {
+    /// The stream's connection in the node's socket table.
+    pub fn sock(&self) -> SocketHandle {
         match self {
-            Stream::Send(s) => &s.conn,
-            Stream::Recv(s) => &s.conn,
-        }
-    }
-
-    pub fn conn_mut(&mut self) -> &mut Conn {
-        match self {
-            Stream::Send(s) => &mut s.conn,
-            Stream::Recv(s) => &mut s.conn,
+            Stream::Send(s) => s.sock,
+            Stream::Recv(s) => s.sock,
         }
     }
 
@@ -247,24 +249,30 @@ impl Stream {
         match self {
             Stream::Send(s) => {
                 if active {
-                    s.write(ctx.now, budget);
+                    s.write(ctx.sockets, ctx.now, budget);
                 }
-                s.conn.flush(ctx, tos);
+                ctx.flush(s.sock, tos);
             }
             Stream::Recv(s) => s.read(ctx, active),
         }
     }
 
-    pub fn reset(&mut self) {
+    pub fn reset(&mut self, sockets: &Sockets) {
         match self {
-            Stream::Send(s) => s.reset(),
+            Stream::Send(s) => s.reset(sockets),
             Stream::Recv(s) => s.reset(),
         }
     }
 
-    pub fn close_interval(&mut self, start: SimTime, end: SimTime, omitted: bool) {
+    pub fn close_interval(
+        &mut self,
+        sockets: &Sockets,
+        start: SimTime,
+        end: SimTime,
+        omitted: bool,
+    ) {
         match self {
-            Stream::Send(s) => s.close_interval(start, end, omitted),
+            Stream::Send(s) => s.close_interval(sockets, start, end, omitted),
             Stream::Recv(s) => s.close_interval(start, end, omitted),
         }
     }
@@ -277,9 +285,9 @@ impl Stream {
         }
     }
 
-    pub fn totals(&self, start: SimTime, end: SimTime) -> Value {
+    pub fn totals(&self, sockets: &Sockets, start: SimTime, end: SimTime) -> Value {
         match self {
-            Stream::Send(s) => s.totals(start, end),
+            Stream::Send(s) => s.totals(sockets, start, end),
             Stream::Recv(s) => s.totals(start, end),
         }
     }
@@ -312,22 +320,22 @@ mod tests {
         counting: bool,
     ) {
         let now = SimTime(ms * MS);
-        tx.conn.flush(&mut bench.ctx(0, now), 0);
-        exchange(bench, &mut tx.conn, &mut rx.conn, now);
+        bench.ctx(0, now).flush(tx.sock, 0);
+        exchange(bench, tx.sock, rx.sock, now);
         rx.read(&mut bench.ctx(1, now), counting);
-        exchange(bench, &mut tx.conn, &mut rx.conn, now);
+        exchange(bench, tx.sock, rx.sock, now);
     }
 
     #[test]
     fn a_byte_budget_is_rounded_up_to_whole_blocks() {
         // -n 2500 with 1000-byte blocks: iperf3 writes three whole blocks
         let (mut tx, mut rx, mut bench) = streams(1000);
-        tx.write(SimTime::ZERO, Some(2500));
+        tx.write(&mut bench.hosts[0].sockets, SimTime::ZERO, Some(2500));
         assert_eq!(tx.bytes(), 3000);
         assert_eq!(tx.block_left, 1000, "no block is started past the budget");
         deliver(&mut tx, &mut rx, &mut bench, 1, true);
         assert_eq!(rx.bytes(), 3000);
-        tx.write(SimTime(MS), Some(2500));
+        tx.write(&mut bench.hosts[0].sockets, SimTime(MS), Some(2500));
         assert_eq!(tx.bytes(), 3000, "the budget is spent");
     }
 
@@ -335,12 +343,12 @@ mod tests {
     fn a_block_larger_than_the_send_buffer_counts_once_it_is_all_copied() {
         // 1 MB blocks into a 16 KB initial send buffer: nothing counted yet
         let (mut tx, mut rx, mut bench) = streams(1_000_000);
-        tx.write(SimTime::ZERO, None);
+        tx.write(&mut bench.hosts[0].sockets, SimTime::ZERO, None);
         assert_eq!(tx.bytes(), 0);
         assert!(tx.block_left < 1_000_000, "part of the block was copied");
         for ms in 1..400 {
             deliver(&mut tx, &mut rx, &mut bench, ms, true);
-            tx.write(SimTime(ms * MS), None);
+            tx.write(&mut bench.hosts[0].sockets, SimTime(ms * MS), None);
             if tx.bytes() > 0 {
                 break;
             }
@@ -351,10 +359,10 @@ mod tests {
     #[test]
     fn the_receiver_counts_only_while_the_test_runs() {
         let (mut tx, mut rx, mut bench) = streams(1000);
-        tx.write(SimTime::ZERO, Some(3000));
+        tx.write(&mut bench.hosts[0].sockets, SimTime::ZERO, Some(3000));
         deliver(&mut tx, &mut rx, &mut bench, 1, false);
         assert_eq!(rx.bytes(), 0, "read before TEST_START: discarded");
-        tx.write(SimTime(MS), Some(5000));
+        tx.write(&mut bench.hosts[0].sockets, SimTime(MS), Some(5000));
         deliver(&mut tx, &mut rx, &mut bench, 2, true);
         assert_eq!(rx.bytes(), 2000);
     }
@@ -363,13 +371,13 @@ mod tests {
     fn intervals_report_the_bytes_since_the_last_tick_and_totals_all_of_them() {
         let (mut tx, mut rx, mut bench) = streams(1000);
         let t = |ms: u64| SimTime(ms * MS);
-        tx.write(t(0), Some(3000));
+        tx.write(&mut bench.hosts[0].sockets, t(0), Some(3000));
         deliver(&mut tx, &mut rx, &mut bench, 1, true);
-        tx.close_interval(t(0), t(100), false);
+        tx.close_interval(&bench.hosts[0].sockets, t(0), t(100), false);
         rx.close_interval(t(0), t(100), false);
-        tx.write(t(100), Some(5000));
+        tx.write(&mut bench.hosts[0].sockets, t(100), Some(5000));
         deliver(&mut tx, &mut rx, &mut bench, 101, true);
-        tx.close_interval(t(100), t(200), false);
+        tx.close_interval(&bench.hosts[0].sockets, t(100), t(200), false);
         rx.close_interval(t(100), t(200), false);
         let sent: Vec<u64> = tx.intervals.iter().map(|i| i.bytes).collect();
         let read: Vec<u64> = rx.intervals.iter().map(|i| i.bytes).collect();
@@ -378,7 +386,7 @@ mod tests {
         assert_eq!(json[1]["start_ns"], 100 * MS);
         assert_eq!(json[0]["retransmits"], 0);
         assert_eq!(json[0]["pmtu"], 1500);
-        let total = tx.totals(t(0), t(200));
+        let total = tx.totals(&bench.hosts[0].sockets, t(0), t(200));
         assert_eq!(
             (total["bytes"].as_u64(), total["end_ns"].as_u64()),
             (Some(5000), Some(200 * MS))
@@ -390,18 +398,19 @@ mod tests {
     fn sender_totals_summarise_the_interval_samples_of_rtt_and_cwnd() {
         let (mut tx, mut rx, mut bench) = streams(1000);
         let t = |ms: u64| SimTime(ms * MS);
-        let total = tx.totals(t(0), t(0));
+        let total = tx.totals(&bench.hosts[0].sockets, t(0), t(0));
         assert_eq!(
             (total["min_rtt_us"].as_u64(), total["mean_rtt_us"].as_u64()),
             (Some(0), Some(0)),
             "no samples yet"
         );
-        tx.write(t(0), Some(1000));
+        tx.write(&mut bench.hosts[0].sockets, t(0), Some(1000));
         deliver(&mut tx, &mut rx, &mut bench, 0, true);
-        tx.close_interval(t(0), t(1), false);
-        let rtt = tx.conn.ep.info().rtt as u64;
-        let cwnd = tx.conn.ep.info().snd_cwnd as u64 * tx.conn.ep.info().snd_mss as u64;
-        let total = tx.totals(t(0), t(1));
+        tx.close_interval(&bench.hosts[0].sockets, t(0), t(1), false);
+        let rtt = bench.conn(0, tx.sock).ep.info().rtt as u64;
+        let cwnd = bench.conn(0, tx.sock).ep.info().snd_cwnd as u64
+            * bench.conn(0, tx.sock).ep.info().snd_mss as u64;
+        let total = tx.totals(&bench.hosts[0].sockets, t(0), t(1));
         assert_eq!(
             (
                 total["min_rtt_us"].as_u64(),
@@ -417,14 +426,14 @@ mod tests {
     #[test]
     fn reset_restarts_the_counts_at_the_omit_end() {
         let (mut tx, mut rx, mut bench) = streams(1000);
-        tx.write(SimTime::ZERO, Some(2000));
+        tx.write(&mut bench.hosts[0].sockets, SimTime::ZERO, Some(2000));
         deliver(&mut tx, &mut rx, &mut bench, 1, true);
         let (mut s, mut r) = (Stream::Send(tx), Stream::Recv(rx));
         assert_eq!((s.bytes(), r.bytes()), (2000, 2000));
-        s.reset();
-        r.reset();
+        s.reset(&bench.hosts[0].sockets);
+        r.reset(&bench.hosts[1].sockets);
         assert_eq!((s.bytes(), r.bytes()), (0, 0));
-        s.close_interval(SimTime::ZERO, SimTime(MS), true);
+        s.close_interval(&bench.hosts[0].sockets, SimTime::ZERO, SimTime(MS), true);
         assert_eq!(s.intervals()[0]["bytes"], 0);
         assert_eq!(s.intervals()[0]["omitted"], true);
     }

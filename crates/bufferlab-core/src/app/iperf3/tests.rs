@@ -2,9 +2,19 @@
 //! wire: the control exchange, UDP numbering, pacing, the receiver's loss,
 //! reordering and jitter counters, interval records and omit, TCP tests.
 
+use super::client::*;
+use super::control::*;
+use super::server::*;
+use super::udp::*;
 use super::*;
+use crate::app::tcp::TcpSpec;
 use crate::app::test_support::{at_ms, control, udp_datagram, Bench, Wire, MS, US};
 use crate::app::App;
+use crate::app::Application;
+use crate::packet::{Ipv4, Packet, Payload, Proto};
+use crate::rng::ComponentRng;
+use crate::time::{SimDuration, SimTime};
+use serde_json::json;
 
 const CLIENT: usize = 0;
 const SERVER: usize = 1;
@@ -236,7 +246,11 @@ impl ServerScript {
     /// Run the server's timers up to `until`.
     fn run_timers(&mut self, until: SimTime) -> Vec<Packet> {
         let mut out = Vec::new();
-        while let Some(t) = self.s.poll_timeout().filter(|&t| t <= until) {
+        while let Some(t) = self
+            .s
+            .poll_timeout(&self.bench.hosts[SERVER].sockets)
+            .filter(|&t| t <= until)
+        {
             self.s.handle_timeout(&mut self.bench.ctx(SERVER, t));
             out.extend(self.bench.sent(SERVER));
         }
@@ -244,7 +258,7 @@ impl ServerScript {
     }
 
     fn test_json(&self) -> serde_json::Value {
-        self.s.result(&self.bench.iperf)["tests"][0].clone()
+        self.s.result(&self.bench.results(SERVER))["tests"][0].clone()
     }
 }
 
@@ -419,8 +433,40 @@ fn test_end_closes_the_last_partial_interval_and_answers_with_results() {
         sc.bench.iperf.tests[0].totals.is_some(),
         "results exchanged"
     );
-    assert_eq!(sc.s.poll_timeout(), None, "idle between tests");
+    assert_eq!(
+        sc.s.poll_timeout(&sc.bench.hosts[SERVER].sockets),
+        None,
+        "idle between tests"
+    );
     assert!(!sc.s.is_finished());
+}
+
+/// The server's sockets as `ss -a` lists them: (kind, peer port).
+fn server_views(sc: &ServerScript) -> Vec<(&'static str, Option<u16>)> {
+    use crate::app::sockets::PortKind;
+    let views = sc.bench.hosts[SERVER].sockets.views();
+    views
+        .iter()
+        .map(|v| match v.kind {
+            PortKind::Listen { .. } => ("listen", None),
+            PortKind::Udp { peer } => ("udp", peer.map(|(_, port)| port)),
+        })
+        .collect()
+}
+
+#[test]
+fn the_udp_tests_sockets_exist_while_it_runs() {
+    let mut sc = ServerScript::new(0, false);
+    // iperf3 -s listens on TCP only; a UDP test's sockets come with it
+    assert_eq!(server_views(&sc), vec![("listen", None)]);
+    sc.start_test(at_ms(0));
+    sc.datagram(at_ms(1000), 0); // a retried connect datagram opens nothing more
+    assert_eq!(
+        server_views(&sc),
+        vec![("listen", None), ("udp", Some(DATA)), ("udp", None)]
+    );
+    sc.ctrl(at_ms(1500), msg::TEST_END, 0);
+    assert_eq!(server_views(&sc), vec![("listen", None)]);
 }
 
 #[test]
@@ -464,7 +510,7 @@ fn one_off_server_stops_after_its_test() {
         .sockets
         .lookup(Proto::Udp, PORT)
         .is_none());
-    assert_eq!(sc.s.result(&sc.bench.iperf)["end_ns"], 50 * MS);
+    assert_eq!(sc.s.result(&sc.bench.results(SERVER))["end_ns"], 50 * MS);
 }
 
 #[test]
@@ -522,7 +568,7 @@ fn ctrl_c_ends_the_running_test_with_its_totals() {
     sc.start_test(at_ms(0));
     sc.datagram(at_ms(30), 1);
     sc.s.interrupt(&mut sc.bench.ctx(SERVER, at_ms(40)));
-    let r = sc.s.result(&sc.bench.iperf);
+    let r = sc.s.result(&sc.bench.results(SERVER));
     assert_eq!(r["interrupted"], true);
     assert_eq!(r["tests"][0]["total"]["bytes"], 1000);
     assert_eq!(r["tests"][0]["total"]["end_ns"], 40 * MS);
@@ -563,7 +609,11 @@ impl ClientScript {
 
     fn run_timers(&mut self, until: SimTime) -> Vec<Packet> {
         let mut out = self.bench.sent(CLIENT);
-        while let Some(t) = self.c.poll_timeout().filter(|&t| t <= until) {
+        while let Some(t) = self
+            .c
+            .poll_timeout(&self.bench.hosts[CLIENT].sockets)
+            .filter(|&t| t <= until)
+        {
             self.c.handle_timeout(&mut self.bench.ctx(CLIENT, t));
             out.extend(self.bench.sent(CLIENT));
         }
@@ -622,7 +672,7 @@ fn a_refused_connection_fails_the_client() {
     let mut cs = ClientScript::new(udp_client_spec(1_000_000, 1000, 1000));
     cs.deliver_from_server(at_ms(1), Payload::Reset { conn: 0 });
     assert!(cs.c.is_finished());
-    let r = cs.c.result(&cs.bench.iperf);
+    let r = cs.c.result(&cs.bench.results(CLIENT));
     assert_eq!(
         r["error"],
         "unable to connect to server: Connection refused"
@@ -638,7 +688,7 @@ fn access_denied_fails_the_client_as_busy() {
     let mut cs = ClientScript::new(udp_client_spec(1_000_000, 1000, 1000));
     cs.ctrl(at_ms(1), msg::ACCESS_DENIED);
     assert_eq!(
-        cs.c.result(&cs.bench.iperf)["error"],
+        cs.c.result(&cs.bench.results(CLIENT))["error"],
         "the server is busy running a test. try again later"
     );
 }
@@ -683,7 +733,10 @@ fn test_start_sends_the_first_datagram_at_once_numbered_one_with_tos() {
         (p.seq, p.udp_payload_len(), p.tos, p.sent_at),
         (1, 1000, 0xb8, at_ms(20))
     );
-    assert_eq!(cs.c.result(&cs.bench.iperf)["test_start_ns"], 20 * MS);
+    assert_eq!(
+        cs.c.result(&cs.bench.results(CLIENT))["test_start_ns"],
+        20 * MS
+    );
 }
 
 #[test]
@@ -708,7 +761,7 @@ fn udp_sender_paces_to_the_rate_with_the_millisecond_timer() {
     }
     // the test ends at 1.02 s with TEST_END
     assert_eq!(control_msg(sent.last().unwrap()), Some(msg::TEST_END));
-    let r = cs.c.result(&cs.bench.iperf);
+    let r = cs.c.result(&cs.bench.results(CLIENT));
     assert_eq!(
         (
             u(&r["sender"]["bytes"]),
@@ -730,7 +783,10 @@ fn bytes_limit_stops_the_udp_test_at_the_datagram_that_reaches_it() {
     let mut sent = cs.ctrl(at_ms(20), msg::TEST_START);
     sent.extend(cs.run_timers(at_ms(100)));
     assert_eq!(data_seqs(&sent), vec![1, 2, 3, 4]);
-    assert_eq!(cs.c.result(&cs.bench.iperf)["sender"]["bytes"], 4000);
+    assert_eq!(
+        cs.c.result(&cs.bench.results(CLIENT))["sender"]["bytes"],
+        4000
+    );
 }
 
 #[test]
@@ -746,7 +802,7 @@ fn test_end_is_resent_until_results_arrive() {
     assert_eq!(ends, vec![120, 420, 720]);
     cs.ctrl(at_ms(800), msg::RESULTS);
     assert!(cs.c.is_finished());
-    assert_eq!(cs.c.poll_timeout(), None);
+    assert_eq!(cs.c.poll_timeout(&cs.bench.hosts[CLIENT].sockets), None);
 }
 
 #[test]
@@ -757,7 +813,7 @@ fn client_omit_flags_the_omitted_interval_and_restarts_its_counters() {
     let mut cs = ClientScript::running(spec);
     cs.ctrl(at_ms(20), msg::TEST_START);
     cs.run_timers(at_ms(2020));
-    let r = cs.c.result(&cs.bench.iperf);
+    let r = cs.c.result(&cs.bench.results(CLIENT));
     let rows: Vec<(u64, u64, bool)> = r["intervals"]
         .as_array()
         .unwrap()
@@ -783,7 +839,7 @@ fn ctrl_c_closes_the_running_interval() {
     cs.ctrl(at_ms(20), msg::TEST_START);
     cs.run_timers(at_ms(325));
     cs.c.interrupt(&mut cs.bench.ctx(CLIENT, at_ms(325)));
-    let r = cs.c.result(&cs.bench.iperf);
+    let r = cs.c.result(&cs.bench.results(CLIENT));
     assert_eq!(
         (r["interrupted"].as_bool(), u(&r["sender"]["end_ns"])),
         (Some(true), 325 * MS)
@@ -936,10 +992,13 @@ fn a_client_without_a_server_is_refused() {
     let apps = vec![
         App::Iperf3Client(client(udp_client_spec(1_000_000, 1250, 1000))),
         App::Qmon(
-            crate::app::qmon::Qmon::new(crate::app::qmon::QmonSpec {
-                dev: "x".into(),
-                interval_ns: 1,
-            })
+            crate::app::qmon::Qmon::new(
+                crate::app::qmon::QmonSpec {
+                    dev: "x".into(),
+                    interval_ns: 1,
+                },
+                ComponentRng::new(0, "q"),
+            )
             .unwrap(),
         ),
     ];
