@@ -661,7 +661,7 @@ def test_hfsc_tclink_lesson(tmp_path, monkeypatch, capsys: pytest.CaptureFixture
 
 @pytest.mark.parametrize(("link", "message"), [
     # campaign 5 (tools/fuzz_inputs.py --mn): a traceback, and errors naming a tc line never written
-    ("tc,bw=2,speedup=x", "--link tc,bw=2,speedup=x: s1-eth1: speedup='x': expected a number"),
+    ("tc,bw=2,speedup=x", "--link tc,bw=2,speedup=x: h1-eth0: speedup='x': expected a number"),
     ("tc,delay=x", "--link tc,delay=x: Illegal \"latency\" (in the line it makes: "),
     ("tc,bw=10,jitter=x", "--link tc,bw=10,jitter=x: What is \"x\"? (in the line it makes: "),
 ])

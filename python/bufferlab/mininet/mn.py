@@ -16,7 +16,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ..errors import BufferlabError
+from ..commands.shell import parse_shell
+from ..commands.tc import parse_tc
+from ..errors import BufferlabError, CommandError, Diagnostics
 from ..outputs.report import after_run
 from ..run.scheduler import signal_name, signals_deferred, signals_raise
 from . import clock
@@ -132,12 +134,8 @@ def _custom_frame(e: BaseException) -> traceback.FrameSummary | None:
 def _check_tc_lines(spec: str, kwargs: dict[str, Any]) -> None:
     """The tc lines these TCLink options make, parsed now: a value tc refuses (``delay=x``) is
     an error about ``--link``, not about a line the user never wrote."""
-    from ..commands.shell import parse_shell
-    from ..commands.tc import parse_tc
-    from ..errors import CommandError, Diagnostics
-
     try:
-        lines = tc_lines("s1-eth1", node_name="s1", show="noqueue", **kwargs)
+        lines = tc_lines("h1-eth0", node_name="h1", show="noqueue", **kwargs)
     except MininetError as e:
         raise MininetError(f"--link {spec}: {e}") from None
     for line in lines:
