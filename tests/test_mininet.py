@@ -597,8 +597,9 @@ def test_what_is_not_a_script_is_said_never_read_for_ever(tmp_path: Path, result
                                                           message: str) -> None:
     (tmp_path / "bad.py").write_text("topos = {}\nx = (\n", encoding="utf-8")
     (tmp_path / "raises.py").write_text("import nosuchmodule\n", encoding="utf-8")
-    (tmp_path / "build.py").write_text("from mininet.topo import Topo\nclass Pair(Topo):\n    def build(self, k=2):\n"
-                                       "        self.addHost(f'h{n}')\ntopos = {'pair': Pair}\n", encoding="utf-8")
+    build = ("from mininet.topo import Topo\nclass Pair(Topo):\n    def build(self, k=2):\n"
+             "        self.addHost(f'h{n}')\ntopos = {'pair': Pair}\n")
+    (tmp_path / "build.py").write_text(build, encoding="utf-8")
     names = {k: str(tmp_path / f"{k.lower()}.py") for k in ("BAD", "RAISES", "BUILD")}
     args = [names.get(a, a) for a in args]
     argv = [*args, "-o", str(results)] if args[0] == "mn" else [args[0], "-o", str(results), args[1]]
@@ -657,6 +658,15 @@ def test_hfsc_tclink_lesson(tmp_path, monkeypatch, capsys: pytest.CaptureFixture
     a, b = float(m.group(1)), float(m.group(2))
     assert a == pytest.approx(8.0, rel=0.05) and b == pytest.approx(2.0, rel=0.1), (a, b)
     assert a + b <= 10.2
+
+
+def test_mn_pingall_is_bounded(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Campaign 5: tree,5,4's 1 024 hosts (1 047 552 pings) ran past every timeout, then ran out
+    of memory reading its summary.json back; 256 hosts (65 280 pings) stay allowed."""
+    assert main(["mn", "--topo", "tree,5,4", "--test", "pingall", "-o", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert "--test pingall: --topo tree,5,4 has 1,024 hosts, 1,047,552 pings; at most 100,000" in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize(("link", "message"), [

@@ -72,6 +72,9 @@ USAGE = {"minimal": "minimal", "single": "single,N (N hosts on one switch)",
 #: the most nodes (hosts and switches) of a built-in topology, and a tree's deepest level: far
 #: beyond a lab, and `tree,depth=5000,fanout=1` (recursion) or `single,10**18` never end
 MAX_TOPO_NODES = 10_000
+#: the most pings of a pingall (each host to every other): a 1 024-host tree's 1 047 552 run for
+#: ever and their results outgrow memory (campaign 5, docs/fuzzing.md)
+MAX_PINGALL = 100_000
 MAX_TREE_DEPTH = 100
 
 
@@ -208,6 +211,11 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
     net = Mininet(topo=build_topo(topo, topos), link=link_class(link), real=real)
     if test in ("iperf", "iperfudp") and len(net.hosts) < 2:  # its client and server: two hosts
         raise MininetError(f"--test {test}: needs two hosts; --topo {topo} has {len(net.hosts)}")
+    pings = len(net.hosts) * (len(net.hosts) - 1)
+    if test == "pingall" and pings > MAX_PINGALL:
+        raise MininetError(f"--test {test}: --topo {topo} has {len(net.hosts):,} hosts, {pings:,} pings; "
+                           f"at most {MAX_PINGALL:,} (about 316 hosts): try --test pingpair, or a script "
+                           "that pings the pairs it needs")
     interrupted: str | None = None
     status = 0
     try:
