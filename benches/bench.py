@@ -136,7 +136,8 @@ def main() -> None:
                     help="TSO/GSO aggregates (on, as on a Mininet VM) or one record per segment")
     ap.add_argument("--leaf", default="fq_codel", help="the flows workload's leaf qdisc (default fq_codel)")
     args = ap.parse_args()
-    runs = [once(args.workload, args.seconds, args.observe, args.gso == "on", args.leaf) for _ in range(args.repeat)]
+    gso = args.gso == "on"
+    runs = [once(args.workload, args.seconds, args.observe, gso, args.leaf) for _ in range(args.repeat)]
     wall = statistics.median(r["wall_s"] for r in runs)
     r = runs[0]
     hops_per_s = r["hops"] / wall
@@ -155,7 +156,7 @@ def main() -> None:
         ratio = TARGET_LAB14_WALL_S / wall
         print(f"ratio to target      {ratio:.2f} (target {TARGET_LAB14_WALL_S:.0f} s wall for 90 s)")
     else:
-        base = statistics.median(once("flows", args.seconds, args.observe, args.gso == "on", "pfifo")["wall_s"]
+        base = statistics.median(once("flows", args.seconds, args.observe, gso, "pfifo")["wall_s"]
                                  for _ in range(args.repeat))
         print(f"ratio to pfifo       {wall / base:.2f} ({base:.3f} s wall with a pfifo leaf)")
 

@@ -114,7 +114,8 @@ def main() -> None:
         child(args.child)
         return
     env_path = str(HERE.parent / "python")
-    os.environ["PYTHONPATH"] = env_path + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = env_path + (os.pathsep + before if before else "")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         path = scenario_file(args.gso, tmp)
@@ -132,14 +133,17 @@ def main() -> None:
         print(f"best of {len(rows)}: wall {best_wall:.2f} s ({NS3_RUN_S / best_wall:.0f}x), "
               f"cpu {best_cpu:.2f} s ({NS3_RUN_S / best_cpu:.0f}x); events {rows[0]['events'] / 1e6:.1f} M "
               f"vs ns-3's {NS3_EVENTS / 1e6:.0f} M; target {TARGET_RATIO:.0f}x = "
-              f"{NS3_RUN_S / TARGET_RATIO:.1f} s: {'met' if best_wall <= NS3_RUN_S / TARGET_RATIO else 'NOT met'}")
+              f"{NS3_RUN_S / TARGET_RATIO:.1f} s: "
+              f"{'met' if best_wall <= NS3_RUN_S / TARGET_RATIO else 'NOT met'}")
         if args.breakdown:
-            out = subprocess.run([sys.executable, __file__, "--child", str(path)], capture_output=True, text=True)
+            out = subprocess.run([sys.executable, __file__, "--child", str(path)], capture_output=True,
+                                 text=True)
             if out.returncode != 0:
                 raise SystemExit(f"breakdown run failed:\n{out.stderr[-2000:]}")
             b = json.loads(out.stdout.strip().splitlines()[-1])
             print(f"breakdown (one run in a child, after imports): Runner.run {b['wall_s']:.2f} s wall / "
-                  f"{b['cpu_s']:.2f} s cpu; engine {b['engine_s']:.2f} s wall / {b['engine_cpu_s']:.2f} s cpu "
+                  f"{b['cpu_s']:.2f} s cpu; engine {b['engine_s']:.2f} s wall / "
+                  f"{b['engine_cpu_s']:.2f} s cpu "
                   f"({b['events'] / b['engine_cpu_s'] / 1e6:.2f} M events per cpu second, "
                   f"{b['engine_cpu_s'] / b['events'] * 1e9:.0f} ns an event); everything else "
                   f"{b['cpu_s'] - b['engine_cpu_s']:.2f} s cpu (commands, plot_q.sh plots, queue traces, "

@@ -53,7 +53,7 @@ def test_the_share_grid_of_docs_models(tmp_path: Path) -> None:
     v1, v3 = grid["bbr"], grid["bbr3"]
     # BBRv1: above half at <= 1 BDP, falling with every doubling of the buffer
     assert v1[0] > 0.5 and v1[1] > 0.5, v1
-    assert all(a > b for a, b in zip(v1, v1[1:])), v1
+    assert all(a > b for a, b in zip(v1, v1[1:], strict=False)), v1
     assert v1[-1] < 0.25, v1
     # BBRv3: near an even split in shallow buffers (far from v1's grab), falling in deep ones
     assert all(0.4 <= s <= 0.65 for s in v3[:3]), v3

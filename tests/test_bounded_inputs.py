@@ -260,8 +260,6 @@ def test_a_queue_trace_damaged_past_its_footer_is_a_note_or_a_clean_error(finish
     names it."""
     import pyarrow.parquet as pq
 
-    from bufferlab.cli import main
-
     run = _copy(finished_run, tmp_path)
     trace = run / "a" / "queue_trace_s1-eth2.parquet"
     group = pq.ParquetFile(trace).metadata.row_group(0)

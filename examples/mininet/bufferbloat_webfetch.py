@@ -104,7 +104,7 @@ def plot(results):
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    for maxq, (fetches, queue) in results.items():
+    for maxq, (fetches, _queue) in results.items():
         a.plot([t for t, _ in fetches], [f for _, f in fetches], "o", label="maxq %d" % maxq)
     a.set_xlabel("seconds")
     a.set_ylabel("fetch time (s)")

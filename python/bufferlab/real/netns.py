@@ -165,7 +165,8 @@ class Lab:
         allows a namespace (a note says which when it is not cubic)."""
         key = "net.ipv4.tcp_congestion_control"
         for cc in DEFAULT_CC:
-            if sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{key}={cc}", check=False).returncode == 0:
+            chosen = sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{key}={cc}", check=False)
+            if chosen.returncode == 0:
                 break
         else:
             cc = sh("ip", "netns", "exec", ns, "sysctl", "-n", key).stdout.strip()

@@ -1639,7 +1639,7 @@ mod tests {
         b.adapt_lower_bounds(&tp);
         // inflight_lo = max(50, 100·180 >> 8 = 70); bw_lo = max(2^18, 2^20·0.7)
         assert_eq!(b.inflight_lo, 70);
-        assert_eq!(b.bw_lo, ((1u64 << 20) * 180 >> 8) as u32);
+        assert_eq!(b.bw_lo, (((1u64 << 20) * 180) >> 8) as u32);
         b.loss_in_round = false;
         b.ecn_in_round = true;
         b.ecn_alpha = 256; // cut 1 − 85/256: 70·171 >> 8 = 46

@@ -314,8 +314,8 @@ impl TcpEndpoint {
         }
         let newval = newval as u64;
         let mut rcvwin = newval << 1;
-        if oldval > 0 {
-            rcvwin += ((rcvwin * newval.saturating_sub(oldval)) / oldval) << 1;
+        if let Some(grow) = (rcvwin * newval.saturating_sub(oldval)).checked_div(oldval) {
+            rcvwin += grow << 1;
         }
         if let Some(last) = self.rcv.ooo.back() {
             rcvwin += last.end.wrapping_sub(self.rcv.rcv_nxt) as u64;
