@@ -566,3 +566,25 @@ def test_a_failed_command_is_said_in_the_grade(tmp_path: Path, capsys) -> None:
     assert doc["score"] == 5
     assert "command failed: student.toml:" in doc["output"] and str(tmp_path) not in doc["output"]
     capsys.readouterr()
+
+
+def test_grade_writes_the_runs_figures_after_results_json(tmp_path: Path, monkeypatch, capsys) -> None:
+    """An autograder waits for results.json: the figures (plot_q.sh's here) come after it,
+    and all of them are there when grade exits."""
+    sub = tmp_path / "student.toml"
+    sub.write_text(SCENARIO, encoding="utf-8")
+    rubric = tmp_path / "rubric.toml"
+    rubric.write_text(RUBRIC, encoding="utf-8")
+    at_results_json: list[list[Path]] = []
+    real = grading.write_files
+
+    def write_files(root: Path, *args, **kwargs):
+        at_results_json.append(sorted(root.rglob("*.png")))
+        return real(root, *args, **kwargs)
+
+    monkeypatch.setattr(grading, "write_files", write_files)
+    assert main(["grade", str(sub), "--rubric", str(rubric), "-o", str(tmp_path / "out"), "-q",
+                 "--no-report"]) == 0
+    assert at_results_json == [[]]
+    figures = sorted((tmp_path / "out" / "student").rglob("*.png"))
+    assert len(figures) >= 2, figures  # a queue figure per part

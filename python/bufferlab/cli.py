@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import json
 import os
 import signal
@@ -283,6 +284,8 @@ def _positive_int(text: str) -> int:
     return v
 
 
+#: allocations between two young-generation collections of the program (CPython: 700)
+GC_THRESHOLD = 50_000
 #: exit status of a run ended early by --max-wall or --max-events
 EXIT_STOPPED = 3
 #: exit status of a run (or grade) that went well but an [[expect]] entry failed (outputs/grading.py)
@@ -291,6 +294,11 @@ EXIT_EXPECTATIONS = 4
 
 def main(argv: list[str] | None = None) -> int:
     """``bufferlab ARGV``'s exit status (``argv`` None: the program itself, from sys.argv)."""
+    if argv is None:
+        # A command builds large, long-lived trees (summaries, tables) and little cyclic
+        # garbage: the default threshold (700) ran full collections over them again and
+        # again, 12-15 % of a 4 000-class run's CPU (benches/htb_classes.py).
+        gc.set_threshold(GC_THRESHOLD, 20, 100)
     try:
         status = _main(argv)
         if argv is None:

@@ -26,6 +26,7 @@ from .outputs import grading
 from .outputs.report import after_run
 from .outputs.results import read_capped
 from .results_folder import FolderError, acquire
+from .safefs import figures_later
 from .run.scheduler import Runner, signals_deferred, signals_raise
 from .scenario.expect import Rubric, forbidden_keys, load_rubric
 from .scenario.load import Scenario, _slug, load_scenario
@@ -87,9 +88,10 @@ def grade(submission: Path, rubric_path: Path, output: Path, seed: int | None = 
         root, doc = _grade_script(submission, rubric, output, seed, report)
         written = grading.write_files(root, doc, rubric.name, results_json)
     else:
-        root, doc, finish = _grade_scenario(submission, rubric, output, seed, quiet, echo)
-        written = grading.write_files(root, doc, rubric.name, results_json)
-        if finish is not None:  # the tables and report come after results.json
+        with figures_later():  # the run's figures, then its tables and report, after results.json
+            root, doc, finish = _grade_scenario(submission, rubric, output, seed, quiet, echo)
+            written = grading.write_files(root, doc, rubric.name, results_json)
+        if finish is not None:
             with signals_deferred():
                 after_run(finish, report=report, echo=echo)
     print(grading.text(doc))

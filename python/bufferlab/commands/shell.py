@@ -88,6 +88,8 @@ class Job:
 _OPERATOR_CHARS = "&|;<>()"
 _BLANKS = " \t"
 _GLOB_CHARS = "*?["
+#: a run of word characters with no meaning to the shell (the word loop's fast path)
+_PLAIN_RUN = re.compile(r"[^ \t&|;<>()\r\n'\"\\`$*?\[]+")
 _VAR_START = re.compile(r"[A-Za-z_0-9{?$!#@*-]")
 
 _SUDO_OPTS_WITH_ARG = set("CDghprtTuU")  # sudo options that take a value
@@ -170,6 +172,11 @@ def _tokenize(line: str) -> list[_Tok]:
         buf: list[str] = []
         quoted = False
         while i < n and line[i] not in _BLANKS and line[i] not in _OPERATOR_CHARS and line[i] not in "\r\n":
+            plain = _PLAIN_RUN.match(line, i)
+            if plain:
+                buf.append(plain.group())
+                i = plain.end()
+                continue
             ch = line[i]
             if ch == "'":
                 j = line.find("'", i + 1)

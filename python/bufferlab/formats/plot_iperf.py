@@ -349,7 +349,7 @@ def _draw(series: list[_Series], ylabel: str, title: str, y_from_zero: bool, pdf
         ax.set_ylim(bottom=0)
     # `set key reverse Left outside`: outside on the right, sample before the left-aligned name
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=True)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")  # laid out at its first write (safefs.savefig)
     savefig(fig, pdf, metadata={"CreationDate": None, "ModDate": None})
     savefig(fig, png, dpi=110)
     plt.close(fig)

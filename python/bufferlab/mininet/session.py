@@ -160,7 +160,8 @@ class Session:
         except Exception:  # the network was stopped in the middle of something: keep what it has
             if error is None and interrupted is None:
                 raise
-        entry = r.part_entry(self.state)
+        assert r.engine is not None
+        entry = r.part_entry(self.state, r.engine.summary()["interfaces"])
         if interrupted is not None:
             entry["interrupted"] = r.interrupted = interrupted
         if error is not None:

@@ -257,7 +257,7 @@ def _plot(sels: list[Selection], out: Path) -> list[tuple[Path, str]]:
             ax.grid(True, alpha=0.4)
             ax.set_ylim(bottom=0)
             ax.legend(fontsize=8)
-            fig.tight_layout()
+            fig.set_layout_engine("tight")  # laid out at its first write (safefs.savefig)
             p = out / f"{key}.png"
             savefig(fig, p, dpi=100, metadata={"Software": None})  # never through a link (safefs.py)
             made.append((p, title))

@@ -112,6 +112,6 @@ def plot_fct(series: dict[str, list[dict[str, Any]]], path: Path, title: str) ->
     ax.grid(True, which="both", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")  # laid out at its first write (safefs.savefig)
     savefig(fig, path, dpi=110)
     plt.close(fig)

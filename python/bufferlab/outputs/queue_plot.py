@@ -24,6 +24,6 @@ def plot_queue(samples: list[list[int]], start_ns: int, dev: str, path: Path) ->
     ax.grid(True, alpha=0.4)
     # an empty queue gets a scale of one full frame, not matplotlib's ±0.05 B
     ax.set_ylim(bottom=0, top=max(max(b, default=0) * 1.05, 1514))
-    fig.tight_layout()
+    fig.set_layout_engine("tight")  # laid out at its first write (safefs.savefig)
     savefig(fig, path, dpi=110)
     plt.close(fig)

@@ -219,7 +219,7 @@ def _draw(pl: _Plot, dev: str, stem: Path, min_interval_ns: int) -> None:
     h2, l2 = ax_p.get_legend_handles_labels()
     ax_b.legend(h1 + h2, l1 + l2, loc="upper right", fontsize="small", ncol=2)
     ax_d.legend(loc="upper left", fontsize="small")
-    fig.tight_layout()
+    fig.set_layout_engine("tight")  # laid out at its first write (safefs.savefig)
     savefig(fig, stem.with_suffix(".png"), dpi=110)
     # no creation date: the same run gives byte-identical files
     savefig(fig, stem.with_suffix(".pdf"), metadata={"CreationDate": None})

@@ -305,5 +305,5 @@ def figure(chart_docs: list[dict[str, Any]], columns: int = 2) -> Any:
             ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(shown):]:
         ax.set_visible(False)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")  # laid out at its first write (safefs.savefig)
     return fig

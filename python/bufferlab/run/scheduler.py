@@ -397,11 +397,11 @@ class Runner:
         }))
         return state
 
-    def part_entry(self, state: PartState) -> dict[str, Any]:
+    def part_entry(self, state: PartState, interfaces: dict[str, Any]) -> dict[str, Any]:
         """The part's summary.json entry as it ends now: its span, the drops and qdiscs
-        (:meth:`_part_counters`) and what was observed."""
+        (:meth:`_part_counters` of the engine summary's ``interfaces``) and what was observed."""
         assert self.engine is not None
-        counters = self._part_counters()
+        counters = self._part_counters(interfaces)
         observed = self.observation.end_part()
         # interfaces without a queue trace: the engine's high-water mark of what their qdiscs
         # held (the same quantity, without the trace's time series)
@@ -473,11 +473,13 @@ class Runner:
             with signals_deferred():
                 self._record_aborted_part(state, aborted)
             raise aborted
-        self.part_reports.append(self.part_entry(state))
+        # one engine summary for both: it serialises every qdisc and class
+        interfaces = eng.summary()["interfaces"]
+        self.part_reports.append(self.part_entry(state, interfaces))
         if stopped is not None:
             self.part_reports[-1]["stopped"] = str(stopped)
             raise stopped
-        self._warn_netem_limit(part)
+        self._warn_netem_limit(part, interfaces)
 
     def emit(self, event: dict[str, Any]) -> None:
         """Hand ``event`` to :attr:`on_event`, if anyone listens."""
@@ -491,7 +493,7 @@ class Runner:
         entry: dict[str, Any] = {"name": state.part.name, "start_ns": state.start_ns,
                                  "end_ns": self.engine.now_ns, "queues": state.queue_files}
         try:
-            entry = self.part_entry(state)
+            entry = self.part_entry(state, self.engine.summary()["interfaces"])
         except Exception:
             pass
         if isinstance(e, KeyboardInterrupt):
@@ -510,14 +512,14 @@ class Runner:
             return f"--max-wall {self.max_wall_s:g} s reached"
         return None
 
-    def _part_counters(self) -> dict[str, Any]:
+    def _part_counters(self, interfaces: dict[str, Any]) -> dict[str, Any]:
         """``drops``: by interface and reason during this part (the engine's counters are
         cumulative); ``qdiscs``: each configured interface's qdiscs as the part left them
         (options and cumulative stats), for per-part rates and ``tc -s`` in the report."""
         assert self.engine is not None
         out: dict[str, dict[str, dict[str, int]]] = {}
         qdiscs: dict[str, Any] = {}
-        for dev, info in sorted(self.engine.summary()["interfaces"].items()):
+        for dev, info in sorted(interfaces.items()):
             if any(q["kind"] != "noqueue" for q in info["qdiscs"]):
                 qdiscs[dev] = info["qdiscs"]
             seen = self._drops_seen.setdefault(dev, {})
@@ -547,13 +549,11 @@ class Runner:
             self.result(text)
         self._print_classes(report["name"], state.class_table())
 
-    def _warn_netem_limit(self, part: Part) -> None:
+    def _warn_netem_limit(self, part: Part, interfaces: dict[str, Any]) -> None:
         """docs/semantics/qdiscs.md P9: netem's `limit` counts packets in its delay line. With
         TSO/GSO off somewhere, MTU-sized packets overflow the default 1000 on a
         fast, long path where Mininet, carrying 64 KB aggregates, did not. (With
         aggregates everywhere such drops are what Linux does: no warning.)"""
-        assert self.engine is not None
-        interfaces = self.engine.summary()["interfaces"]
         segmented = [d for d, i in interfaces.items() if not (i["offloads"]["tso"] and i["offloads"]["gso"])]
         for dev, info in interfaces.items():
             total = info["drops"].get("netem_limit", {}).get("packets", 0)

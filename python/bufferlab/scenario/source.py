@@ -13,6 +13,9 @@ from typing import Any
 
 from ..errors import ScenarioError
 
+#: where a scan for the next string literal stops: a quote, or a comment's start
+_QUOTE_OR_COMMENT = re.compile(r"[\"'#]")
+
 _TOML_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"}
 
 
@@ -25,6 +28,9 @@ def _toml_string_at(text: str, j: int) -> tuple[str, list[int], int] | None:
     q = text[j]
     if text.startswith(q * 3, j):
         return None
+    end = text.find(q, j + 1)
+    if end >= 0 and (q == "'" or "\\" not in text[j + 1 : end]):  # no escapes: a slice
+        return text[j + 1 : end], list(range(j + 1, end)), end + 1
     out: list[str] = []
     cols: list[int] = []
     i = j + 1
@@ -114,7 +120,8 @@ class SourceMap:
         while li < len(self.lines):
             text = self.lines[li]
             j = col
-            while j < len(text):
+            while (mark := _QUOTE_OR_COMMENT.search(text, j)) is not None:
+                j = mark.start()
                 ch = text[j]
                 if ch == "#":
                     break
@@ -125,11 +132,10 @@ class SourceMap:
                     got, cols, end = found
                     if got == value:
                         self.cursor = (li, end)
-                        return (li + 1, [self._file_col(li + 1, c + 1) for c in cols],
-                                self._file_col(li + 1, j + 2))
+                        chars = ([self._file_col(li + 1, c + 1) for c in cols] if li + 1 in self.colmap
+                                 else [c + 1 for c in cols])
+                        return li + 1, chars, self._file_col(li + 1, j + 2)
                     j = end
-                    continue
-                j += 1
             li, col = li + 1, 0
         return None
 

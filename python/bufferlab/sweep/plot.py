@@ -75,7 +75,7 @@ def plot_sweep(folder: Path, x: str, y: str, by: str | None, facet: str | None, 
         if by:
             ax.legend(fontsize=8)
     axes[0][0].set_ylabel(f"{y} (mean, 95 % CI)")
-    fig.tight_layout()
+    fig.set_layout_engine("tight")  # laid out at its first write (safefs.savefig)
     stem = "-".join([f"{y}-vs-{x}"] + ([f"by-{by}"] if by else []) + ([f"facet-{facet}"] if facet else [])
                     + ([re.sub(r"[^A-Za-z0-9.]+", "_", where).strip("_")] if where else []))
     written = [out / f"{stem}.png", out / f"{stem}.pdf"]

@@ -59,7 +59,7 @@ use crate::error::TcError;
 use crate::packet::PacketId;
 use crate::time::SimTime;
 use serde_json::json;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 /// `TC_HTB_MAXDEPTH`: levels 0..7, a class under the qdisc is level 7.
 pub const MAX_DEPTH: usize = 8;
@@ -156,6 +156,16 @@ pub struct Htb {
     ptr: [[Option<u16>; NUM_PRIO]; MAX_DEPTH],
     stats: QdiscStats,
     seed: u64,
+    /// Leaves that may hold packets (indices): every leaf with a backlog is
+    /// here (it enters when a packet is classified to it) and an emptied one
+    /// leaves at the next dequeue. Dequeue looks at these only, as the
+    /// kernel's per-level active rb-trees let `htb_dequeue` do: a packet costs
+    /// O(active classes), not O(classes).
+    backlogged: BTreeSet<usize>,
+    /// Classes not in CAN_SEND (indices), the kernel's wait queue: between two
+    /// charges a class's tokens only grow, so the clock can change the mode of
+    /// these alone (`htb_do_events`).
+    waiting: BTreeSet<usize>,
 }
 
 impl Htb {
@@ -177,6 +187,8 @@ impl Htb {
             ptr: [[None; NUM_PRIO]; MAX_DEPTH],
             stats: QdiscStats::default(),
             seed: env.seed,
+            backlogged: BTreeSet::new(),
+            waiting: BTreeSet::new(),
         };
         let now = env.now.as_nanos() as i64;
         for c in &spec.classes {
@@ -304,6 +316,9 @@ impl Htb {
         for c in self.classes.iter_mut() {
             c.parent = c.parent.map(|p| shifted(p, i));
         }
+        for set in [&mut self.backlogged, &mut self.waiting] {
+            *set = set.iter().filter(|&&k| k != i).map(|&k| shifted(k, i)).collect();
+        }
         if let Some(p) = parent.map(|p| shifted(p, i)) {
             let pc = &mut self.classes[p];
             pc.children -= 1;
@@ -371,7 +386,9 @@ impl Htb {
     /// robin from the DRR position of that (level, prio).
     fn pick(&self, now: i64) -> Option<(usize, usize)> {
         let mut best: Option<(usize, usize, u16, usize)> = None;
-        for (i, c) in self.classes.iter().enumerate() {
+        for &i in &self.backlogged {
+            let c = &self.classes[i];
+            // a drop on dequeue (a leaf AQM) may have emptied it since the pruning
             if c.level != 0 || c.backlog().0 == 0 {
                 continue;
             }
@@ -401,9 +418,14 @@ impl Htb {
     /// level that sends keep their last mode (`overlimits` counts changes into
     /// CANT_SEND from the mode the kernel holds, docs/semantics/qdiscs.md, HTB).
     fn run_events(&mut self, up_to: usize, now: i64) {
-        for cl in self.classes.iter_mut().filter(|c| c.level <= up_to) {
-            cl.mode = cl.mode_after(cl.diff(now));
-        }
+        let classes = &mut self.classes;
+        self.waiting.retain(|&i| {
+            let cl = &mut classes[i];
+            if cl.level <= up_to {
+                cl.mode = cl.mode_after(cl.diff(now));
+            }
+            cl.mode != Mode::CanSend
+        });
     }
 
     /// `htb_charge_class`: charge `len` bytes to the path of leaf `i` that
@@ -430,6 +452,11 @@ impl Htb {
                 self.stats.overlimits += 1;
             }
             cl.mode = mode;
+            if mode == Mode::CanSend {
+                self.waiting.remove(&k);
+            } else {
+                self.waiting.insert(k);
+            }
             cl.stats.sent(len, segs);
             c = cl.parent;
         }
@@ -587,6 +614,7 @@ impl Qdisc for Htb {
             return Verdict::Dropped(DropReason::QueueFull);
         };
         let before = *red;
+        self.backlogged.insert(i);
         let cl = &mut self.classes[i];
         let v = tree::enqueue_chain(&mut cl.leaf, ctx, red, id);
         let lost = red.since(before);
@@ -619,6 +647,9 @@ impl Qdisc for Htb {
             return Some(id);
         }
         let now = ctx.now.as_nanos() as i64;
+        let classes = &self.classes;
+        self.backlogged
+            .retain(|&i| classes[i].level == 0 && classes[i].backlog().0 > 0);
         let mut tried = 0;
         while let Some((i, level)) = self.pick(now) {
             self.run_events(level, now);
@@ -655,9 +686,11 @@ impl Qdisc for Htb {
         }
         self.run_events(MAX_DEPTH - 1, now);
         if self.stats.qlen > 0 {
-            let next = (0..self.classes.len())
-                .filter(|&i| self.classes[i].level == 0 && self.classes[i].backlog().0 > 0)
-                .map(|i| self.ready_at(i))
+            let next = self
+                .backlogged
+                .iter()
+                .filter(|&&i| self.classes[i].backlog().0 > 0)
+                .map(|&i| self.ready_at(i))
                 .min();
             if let Some(t) = next.filter(|&t| t > now) {
                 ctx.arm_watchdog(SimTime::from_nanos(t as u64));
@@ -687,6 +720,8 @@ impl Qdisc for Htb {
             c.t_c = now;
             c.mode = Mode::CanSend;
         }
+        self.backlogged.clear();
+        self.waiting.clear();
         purged
     }
 
@@ -712,6 +747,8 @@ impl Qdisc for Htb {
         };
         let fresh = Htb::new(spec, &env)?;
         self.spec = fresh.spec;
+        self.backlogged = fresh.backlogged;
+        self.waiting = fresh.waiting;
         let old = std::mem::replace(&mut self.classes, fresh.classes).take_all();
         let purged =
             super::ops::purge_removed(old.into_iter().map(|c| c.leaf), &mut self.stats, ctx);
