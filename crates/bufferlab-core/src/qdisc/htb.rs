@@ -317,7 +317,11 @@ impl Htb {
             c.parent = c.parent.map(|p| shifted(p, i));
         }
         for set in [&mut self.backlogged, &mut self.waiting] {
-            *set = set.iter().filter(|&&k| k != i).map(|&k| shifted(k, i)).collect();
+            *set = set
+                .iter()
+                .filter(|&&k| k != i)
+                .map(|&k| shifted(k, i))
+                .collect();
         }
         if let Some(p) = parent.map(|p| shifted(p, i)) {
             let pc = &mut self.classes[p];

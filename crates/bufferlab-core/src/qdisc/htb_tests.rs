@@ -363,6 +363,52 @@ fn deleting_a_class_purges_its_queue_only() {
 }
 
 #[test]
+fn deleting_a_class_before_a_backlogged_one_keeps_serving_it() {
+    // the dequeue keeps the indices of backlogged and waiting classes: a
+    // deletion shifts the classes after it, and those sets with them
+    let mut env = Env::default();
+    let mut h = htb(
+        10,
+        vec![
+            class(10, 0, MBIT, MBIT),
+            class(20, 0, MBIT, MBIT),
+            class(30, 0, MBIT, MBIT),
+        ],
+        vec![dport_filter(2, 20), dport_filter(3, 30)],
+    );
+    for port in [1, 2, 3, 3] {
+        push(&mut h, &mut env, 0, port, 1000);
+    }
+    let mut red = Reduce::default();
+    let first = h.dequeue(&mut env.ctx(0), &mut red, &mut []).unwrap();
+    assert_eq!(env.arena.get(first).dst_port, 1); // class 10 (lowest classid first)
+    let del = class_req(ClassVerb::Delete, 20, None, 0);
+    assert_eq!(
+        h.class_verb(&del, &mut env.ctx(0)).unwrap().purged.packets,
+        1
+    );
+    // class 10 now waits for tokens (1 Mbit/s, 1000 B sent): class 30, now
+    // at index 1, sends both of its packets once it may
+    let mut ports = Vec::new();
+    let mut t = 0;
+    while ports.len() < 2 {
+        let mut ctx = env.ctx(t);
+        match h.dequeue(&mut ctx, &mut red, &mut []) {
+            Some(id) => ports.push(env.arena.get(id).dst_port),
+            None => {
+                t = ctx
+                    .watchdog
+                    .expect("a backlog arms the watchdog")
+                    .as_nanos()
+            }
+        }
+    }
+    assert_eq!(ports, vec![3, 3]);
+    assert_eq!(h.stats().qlen, 0);
+    assert_eq!(h.dequeue(&mut env.ctx(t), &mut red, &mut []), None);
+}
+
+#[test]
 fn a_qdisc_change_starts_a_new_class_table() {
     // sch_htb.c has no change op; bufferlab keeps its document rule: the
     // request's classes (none from tc) replace the table, queues purged
