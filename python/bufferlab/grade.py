@@ -26,8 +26,8 @@ from .outputs import grading
 from .outputs.report import after_run
 from .outputs.results import read_capped
 from .results_folder import FolderError, acquire
-from .safefs import figures_later
 from .run.scheduler import Runner, signals_deferred, signals_raise
+from .safefs import figures_later
 from .scenario.expect import Rubric, forbidden_keys, load_rubric
 from .scenario.load import Scenario, _slug, load_scenario
 from .scenario.topology import build_topology
