@@ -214,8 +214,8 @@ def _rates(lesson: Path) -> tuple[float, float]:
     "open (issue 26): seed 1 gives Prague 33.5 and CUBIC 14.0 Mbit/s (2.39x) in t = 10-30 s. "
     "Not the receive window: h3 offers CUBIC >= 1.41 MB and Prague >= 363 kB, both above "
     "their cwnd; seeds 1-20 span 1.41-2.49 (median 2.0), with tcp_rmem fixed at 16 MB 1.55-2.51, "
-    "before the 6.18 TCP models 1.43-2.61. CUBIC's RTT carries the C queue and sqrt(p_C) is "
-    "about twice p_L/k (PI2's p swings); docs/models.md, L4S coexistence"))
+    "before the 6.18 TCP models 1.43-2.61. CUBIC's RTT carries the C queue, sqrt(p_C) is 1.75 "
+    "p_L/k (PI2's p swings) and Prague's cwnd 1.5 times 2/p_L; docs/models.md, L4S coexistence"))
 def test_prague_and_cubic_get_comparable_rates(lesson: Path) -> None:
     prague, cubic = _rates(lesson)
     # RFC 9332 §2.1: the coupling p_C = (p_L / k)² with k = 2 balances a scalable
