@@ -489,8 +489,10 @@ impl Receiver {
         }
     }
 
-    /// `tcp_measure_rcv_mss`: an aggregate tells the peer's MSS by its
-    /// `gso_size`, a plain skb by its length.
+    /// `tcp_measure_rcv_mss` (tcp_input.c): an aggregate tells the peer's MSS
+    /// by its `gso_size`, a plain skb by its length; [modern] a new MSS
+    /// re-measures `scaling_ratio` (len/truesize) and, if the ratio changed,
+    /// moves the clamp with `tcp_set_window_clamp` (6.18).
     pub(in crate::tcp) fn measure_rcv_mss(
         &mut self,
         skb_len: u32,
@@ -507,18 +509,17 @@ impl Receiver {
         };
         if len >= self.rcv_mss {
             if self.profile == CcProfile::Modern && len != self.rcv_mss {
+                let old_ratio = self.scaling_ratio;
                 let v = ((skb_len as u64) << 8) / truesize as u64;
                 self.scaling_ratio = (v as u32).clamp(1, 255);
-                // tcp_set_window_clamp(sk, tcp_win_from_space(sk, sk_rcvbuf))
-                let val = (self.full_space().max(0) as u32).max(SOCK_MIN_RCVBUF / 2);
-                if val < self.window_clamp {
-                    self.rcv_ssthresh = self.rcv_ssthresh.min(val);
-                } else {
-                    self.rcv_ssthresh = self.rcv_ssthresh.max(self.rcv_wnd.min(val));
-                }
-                self.window_clamp = val;
-                if self.window_clamp < self.space {
-                    self.space = self.window_clamp;
+                // only a new ratio re-derives the clamp from sk_rcvbuf: an
+                // unchanged one leaves init_buffer_space's one-segment
+                // reservation and rcv_ssthresh alone
+                if self.scaling_ratio != old_ratio {
+                    self.set_window_clamp(self.full_space().max(0) as u32);
+                    if self.window_clamp < self.space {
+                        self.space = self.window_clamp;
+                    }
                 }
             }
             self.rcv_mss = len.min(self.advmss);
@@ -545,6 +546,23 @@ impl Receiver {
             }
             self.ack_pending |= ACK_PUSHED;
         }
+    }
+
+    /// `tcp_set_window_clamp` (tcp.c) for a non-zero `val`: a shrinking
+    /// clamp pulls `rcv_ssthresh` down with it (`__tcp_adjust_rcv_ssthresh`,
+    /// no reserved memory here), a growing one lets it reach the window
+    /// already offered; an unchanged clamp changes nothing.
+    fn set_window_clamp(&mut self, val: u32) {
+        let new = val.max(SOCK_MIN_RCVBUF / 2);
+        if new == self.window_clamp {
+            return;
+        }
+        if new < self.window_clamp {
+            self.rcv_ssthresh = self.rcv_ssthresh.min(new);
+        } else {
+            self.rcv_ssthresh = self.rcv_ssthresh.max(self.rcv_wnd.min(new));
+        }
+        self.window_clamp = new;
     }
 
     /// `tcp_rcv_rtt_update`.
@@ -882,6 +900,31 @@ mod tests {
         r.write_sack_blocks(&mut h);
         assert_eq!(h.sack[0], (seg(6).0, seg(7).1));
         assert_eq!(r.rmem_alloc, 5 * rx_truesize(mss));
+    }
+
+    #[test]
+    fn only_a_new_scaling_ratio_moves_the_window_clamp() {
+        // modern profile, 128 KiB buffer (tcp_rmem[1]), advmss 1460
+        let c = TcpConfig::for_profile(CcProfile::Modern);
+        let mut r = Receiver::new(&c, 131_072, false, 1460);
+        r.select_initial_window(&c, 1448, true);
+        r.init_buffer_space(0);
+        // full space 131072·128/256 = 65536; the SYN window 45·1448 = 65160;
+        // one segment reserved: clamp 65536 − 1460 = 64076
+        assert_eq!(
+            (r.rcv_wnd, r.window_clamp, r.rcv_ssthresh),
+            (65_160, 64_076, 64_076)
+        );
+        // a 1152-byte segment (truesize 2048 + 256) has the default ratio
+        // 1152·256/2304 = 128: the clamp keeps its reservation
+        r.measure_rcv_mss(1152, rx_truesize(1152), tcp_flags::ACK, 32);
+        assert_eq!((r.scaling_ratio, r.rcv_mss), (128, 1152));
+        assert_eq!((r.window_clamp, r.rcv_ssthresh), (64_076, 64_076));
+        // a 1448-byte one: 1448·256/2304 = 160, the clamp becomes
+        // 131072·160/256 = 81920 and rcv_ssthresh the offered 65160
+        r.measure_rcv_mss(1448, rx_truesize(1448), tcp_flags::ACK, 32);
+        assert_eq!((r.scaling_ratio, r.rcv_mss), (160, 1448));
+        assert_eq!((r.window_clamp, r.rcv_ssthresh), (81_920, 65_160));
     }
 
     #[test]
