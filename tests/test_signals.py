@@ -334,3 +334,34 @@ def test_a_signal_that_breaks_an_extension_import_is_an_interrupt(tmp_path, monk
     scheduler._Signals.received = None
     with pytest.raises(ImportError):  # without a signal it is the real error it is
         cli.main(["check", "x.toml"])
+
+
+def test_a_signal_between_the_queue_event_writers_leaves_no_open_writer(written_run, tmp_path, monkeypatch,
+                                                                         capsys):
+    """tools/fuzz_signals.py (campaign 6): SIGTERM landing in `report` after the queue events'
+    ParquetWriter was made and before its CSVWriter was left the Parquet writer open; collected
+    later, it flushed into its removed temporary: "Exception ignored in ParquetWriter.__del__ ...
+    ValueError: write to closed file"."""
+    import gc
+
+    import pyarrow.csv as pacsv
+
+    from bufferlab import cli
+    from bufferlab.outputs import tables
+    from bufferlab.run.scheduler import Interrupted
+
+    run = tmp_path / "big"
+    shutil.copytree(written_run, run)
+    unraisable: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+
+    def interrupted(*args, **kwargs):
+        raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(tables.pacsv, "CSVWriter", interrupted)
+    assert cli.main(["report", str(run)]) == 143
+    monkeypatch.setattr(tables.pacsv, "CSVWriter", pacsv.CSVWriter)
+    gc.collect()
+    assert unraisable == []
+    assert "report interrupted by SIGTERM" in capsys.readouterr().err
+    assert _temporary(run) == []

@@ -220,9 +220,14 @@ def _copy_queue_events(run: Run, folder: Path, problems: list[Problem]) -> tuple
     drops: list[dict[str, Any]] = []
     with open_atomic(folder / "queue_events.parquet") as pf_out, \
             open_atomic(folder / "queue_events.csv") as cf_out:  # whole, or the previous ones
-        pw = pq.ParquetWriter(pf_out, schema, **_PARQUET_OPTS)
-        cw = pacsv.CSVWriter(cf_out, schema)
+        # made inside the try: a writer left open when a signal lands between the two would
+        # flush into its closed temporary when collected ("Exception ignored ... write to
+        # closed file", found by fuzz_signals.py)
+        pw: pq.ParquetWriter | None = None
+        cw: pacsv.CSVWriter | None = None
         try:
+            pw = pq.ParquetWriter(pf_out, schema, **_PARQUET_OPTS)
+            cw = pacsv.CSVWriter(cf_out, schema)
             for out in queue_event_batches(run, problems):
                 import pyarrow.compute as pc
 
@@ -238,8 +243,9 @@ def _copy_queue_events(run: Run, folder: Path, problems: list[Problem]) -> tuple
                                   "backlog_bytes": r["backlog_bytes"],
                                   "backlog_packets": r["backlog_packets"]})
         finally:
-            pw.close()
-            cw.close()
+            for writer in (pw, cw):
+                if writer is not None:
+                    writer.close()
     return n, drops
 
 
