@@ -365,3 +365,33 @@ def test_a_signal_between_the_queue_event_writers_leaves_no_open_writer(written_
     assert unraisable == []
     assert "report interrupted by SIGTERM" in capsys.readouterr().err
     assert _temporary(run) == []
+
+
+def test_mininet_takes_signals_before_it_replaces_its_results_folder(tmp_path, monkeypatch, capsys):
+    """tools/fuzz_signals.py (campaign 6): SIGTERM 59 ms into `bufferlab mininet` killed it by
+    the default action while it replaced its results folder, leaving a half-written marker
+    (.bufferlab-results.tmp): the handlers came only after the folder. Now a signal there is an
+    interrupt: exit 143, the marker whole, the lock gone."""
+    from bufferlab import cli
+    from bufferlab.mininet import script as script_mod
+    from bufferlab.run.scheduler import Interrupted
+
+    (tmp_path / "api.py").write_text(PING_SCRIPT, encoding="utf-8")
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    fresh = script_mod.fresh
+
+    def fresh_then_signal(*args, **kwargs):
+        made = fresh(*args, **kwargs)
+        # the signal as it lands: the handler installed by then turns it into an interrupt
+        handler = signal.getsignal(signal.SIGTERM)
+        assert handler not in (signal.SIG_DFL, None), "SIGTERM's default action would kill the process here"
+        raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(script_mod, "fresh", fresh_then_signal)
+    try:
+        assert cli.main(["mininet", "-o", str(tmp_path / "out"), str(tmp_path / "api.py")]) == 143
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert "bufferlab: interrupted" in capsys.readouterr().err
+    assert _temporary(tmp_path / "out") == []
+    assert not list((tmp_path / "out").glob(".*.lock"))

@@ -315,6 +315,10 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
     check_script(script, "script")
     slug = script.stem
     root = results.resolve() / slug
+    # before the folder is touched: SIGTERM's default would kill the process in the middle of
+    # replacing it (fuzz_signals.py campaign 6 left a half-written marker); Interrupted leaves
+    # it whole (_fresh releases the lock, cli.main says "interrupted")
+    signals_raise()
     prev = _fresh(root, script)
     net_mod.results_in(results.resolve(), slug, seed, fresh=False)
     clock.reset()
@@ -325,8 +329,7 @@ def run_script(script: Path, args: list[str], results: Path, seed: int = 1, repo
     failure: dict[str, Any] | None = None
     interrupted: str | None = None
     environment: OSError | None = None
-    signals_raise()  # SIGINT/SIGTERM raise Interrupted wherever the script (or the engine) is
-    try:
+    try:  # SIGINT/SIGTERM raise Interrupted wherever the script (or the engine) is
         os.chdir(root)
         sys.argv = [str(script), *args]
         with mininet_modules(), simulated_process(script.parent):
