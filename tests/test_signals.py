@@ -381,7 +381,7 @@ def test_mininet_takes_signals_before_it_replaces_its_results_folder(tmp_path, m
     fresh = script_mod.fresh
 
     def fresh_then_signal(*args, **kwargs):
-        made = fresh(*args, **kwargs)
+        fresh(*args, **kwargs)
         # the signal as it lands: the handler installed by then turns it into an interrupt
         handler = signal.getsignal(signal.SIGTERM)
         assert handler not in (signal.SIG_DFL, None), "SIGTERM's default action would kill the process here"
