@@ -677,3 +677,34 @@ def test_a_removal_cut_short_leaves_a_partial_run_not_a_complete_one(tmp_path, m
     monkeypatch.undo()
     results_folder.discard(prev)
     assert not prev.exists()
+
+
+SLOW_TO_SAY = """import fcntl, json, os, sys, time
+f = open(sys.argv[1], "a")
+fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(0.15)  # a holder between its flock and writing who it is
+f.write(json.dumps({"pid": os.getpid(), "command": "bufferlab run slow.toml", "started": "now"}) + "\\n")
+f.flush()
+time.sleep(30)
+"""
+
+
+def test_a_writer_refused_in_the_holders_first_moment_still_names_it(tmp_path, capsys):
+    """tools/fuzz_signals.py (campaign 6): a `report` 48 ms after a `run` of the same folder was
+    refused with "another process (it has not said which yet)": the run held the lock and had not
+    written who it is. The refused writer waits a moment for that."""
+    from bufferlab.results_folder import FolderError, acquire, lock_path
+
+    folder = tmp_path / "out" / "own"
+    lock = lock_path(folder)
+    lock.parent.mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", SLOW_TO_SAY, str(lock)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+        with pytest.raises(FolderError) as e:
+            acquire(folder)
+        assert f"pid {holder.pid}, `bufferlab run slow.toml`" in str(e.value)
+    finally:
+        holder.kill()
+        holder.wait()

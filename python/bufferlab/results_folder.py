@@ -33,6 +33,7 @@ import re
 import shlex
 import stat
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -272,8 +273,12 @@ def _command() -> str:
 
 
 def _holder(path: Path) -> str:
-    doc = _read_json(path)
-    if not isinstance(doc, dict) or not isinstance(doc.get("pid"), int):
+    # the holder writes who it is just after it takes the lock: a second writer that came in
+    # between waits a moment for that (fuzz_signals.py: a `report` 48 ms after a `run`)
+    deadline = time.monotonic() + HOLDER_WAIT_S
+    while not _names_its_holder(doc := _read_json(path)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if not _names_its_holder(doc):
         return "another process (it has not said which yet)"
     pid = doc["pid"]
     try:
@@ -284,6 +289,14 @@ def _holder(path: Path) -> str:
     except OSError:
         alive = ""
     return f"pid {pid}{alive}, `{doc.get('command', '?')}`, started {doc.get('started', '?')}"
+
+
+#: how long a refused writer waits for the lock's holder to say who it is
+HOLDER_WAIT_S = 0.5
+
+
+def _names_its_holder(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("pid"), int)
 
 
 def acquire(folder: Path) -> None:
