@@ -1020,7 +1020,9 @@ class Scheduler:
         end = eng.now_ns + gap_ns
         while eng.now_ns < end:
             self.drain()
-            self._wake(set(self._run_engine(end)))
+            # a background loop's sleep ends within the gap (no other wait for an instant outlives its part)
+            instant = self.waiting.next_instant()
+            self._wake(set(self._run_engine(end if instant is None else min(instant, end))))
         self.drain()
 
     def run_part(self) -> None:
