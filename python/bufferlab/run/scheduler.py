@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commands.procs import SIGINT
-from ..commands.shell import Job, Loop, Redirect, SimpleCommand, Word, parse_shell
+from ..commands.shell import Job, Loop, Redirect, SimpleCommand, Word, parse_shell, simple_commands
 from ..errors import BufferlabError, CommandError, Diagnostics, ScenarioError
 from ..outputs.result_lines import results_text
 from ..results_folder import acquire, discard, fresh, release, write_marker
@@ -439,7 +439,7 @@ class Runner:
                                f"<-o>/{root.name}), or move {root} away yourself", [self.sc.path])
 
     def _apply_tclink(self, node: str, dev: str, args: str) -> None:
-        words = parse_shell(f"tc qdisc add dev {dev} {args}")[0].commands[0].words
+        words = next(simple_commands(parse_shell(f"tc qdisc add dev {dev} {args}"))).words
         assert self.engine is not None
         self.engine.tc(tc_request_for_engine(words, self.sc.profile, dev))
 
