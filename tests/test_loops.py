@@ -277,3 +277,23 @@ def test_a_loop_at_one_instant_is_stopped_as_a_failure(write_scenario, tmp_path,
     log = (root / "p/h1/terminal.log").read_text()
     assert log == "$ while true; do echo x; done\n" + "x\n" * 10_000 + message + "\n$ echo next\nnext\n"
     assert "1 command failed" in capsys.readouterr().err
+
+
+def test_a_signal_other_than_sigint_ends_the_command_not_the_foreground_loop(write_scenario, tmp_path):
+    status, root = run(write_scenario, tmp_path, scenario(
+        "h1: sleep 2.5 && echo up > flag.txt &",
+        "h1: until cat flag.txt; do sleep 1; done; echo out",
+        # h1's shell is 2000: the job's sleep 2001, then cat 2002, sleep 2003 (0 to 1), cat 2004,
+        # sleep 2005 (1 to 2), killed at 1.5: bash prints Terminated and turns again (cat 2006 at
+        # 1.5, sleep 2007 to 2.5, when the background job's echo, typed first, runs first)
+        "h2: sleep 1.5; kill 2005",
+    ))
+    assert status == 0 and summary(root)["failures"] == []
+    assert (root / "p/h1/terminal.log").read_text() == (
+        "$ sleep 2.5 && echo up > flag.txt &\n"
+        "$ until cat flag.txt; do sleep 1; done; echo out\n"
+        + "cat: flag.txt: No such file or directory\n" * 2
+        + "Terminated\n"
+        + "cat: flag.txt: No such file or directory\n"
+        + "up\nout\n"
+    )

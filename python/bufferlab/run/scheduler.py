@@ -672,8 +672,12 @@ class Runner:
                 if jc.owner.foreground:
                     term.log(ended_message(proc))
             killed = rt.interrupted or rt.process is not None and rt.process.signal is not None
-            ctrl_c = ctrl_c or rt.interrupted or sched.was_interrupted(rt.app_ids) or (
-                rt.process is not None and rt.process.signal == SIGINT)
+            # Ctrl-C: the scheduler's (an application stopped, no signal to the process) or a
+            # SIGINT. Another signal (kill) ends a loop only through its job (_JobRun.stopped):
+            # bash goes on with a foreground loop whose command was killed
+            sig = rt.process.signal if rt.process is not None else None
+            ctrl_c = ctrl_c or rt.interrupted or sig == SIGINT or (
+                sig is None and sched.was_interrupted(rt.app_ids))
             failed = (
                 (sc, rt) if status != 0 and not killed and not sched.was_interrupted(rt.app_ids) else None
             )
