@@ -10,7 +10,7 @@ below advances the engine to the next thing anyone waits for.
 A part ends when every terminal has run all its lines and every finite
 command has finished (and its optional ``duration`` has passed). Commands that
 never end on their own (``iperf3 -s``, ``ping`` without ``-c``, ``plot_q.sh``,
-``sink``, ``tcpdump``) keep running into the following parts, as in a
+``sink``, ``tcpdump``, a ``while true`` loop) keep running into the following parts, as in a
 terminal the student leaves open: one is interrupted as by Ctrl-C (printing
 what the real tool prints then) when its terminal types its next line, when a
 part's ``interrupt`` names its terminal, or when the scenario ends. Before
