@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bufferlab.cli import main
 from bufferlab.commands.shell import Job, Loop, SimpleCommand, parse_shell, simple_commands
@@ -99,6 +101,25 @@ def test_malformed_loops_and_other_compound_commands_are_positioned_errors(line,
     with pytest.raises(CommandError) as e:
         parse_shell(line)
     assert e.value.message == message and e.value.col == col
+
+
+LOOP_TOKENS = ["while", "until", "do", "done", "true", ":", "ss", "-ti", "sleep", "1", ";", "&&", "||", "&", ">",
+               ">>", "f.txt", "for", "if", "'done'"]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(LOOP_TOKENS), max_size=16))
+def test_any_mix_of_loop_words_parses_or_is_a_positioned_error(tokens):
+    line = " ".join(tokens)
+    try:
+        jobs = parse_shell(line)
+    except CommandError as e:
+        assert e.col is not None and 0 <= e.col <= len(line), (line, e.col)
+        return
+    loops = [c for j in jobs for c in j.commands if isinstance(c, Loop)]
+    for loop in loops:  # a loop is its own text, from its keyword to done (or its redirection)
+        assert line[loop.col:].startswith(loop.text) and loop.text.split()[0] in ("while", "until")
+        assert loop.condition and loop.body
 
 
 # ---------------------------------------------------------------- checking
