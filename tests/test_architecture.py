@@ -195,11 +195,12 @@ def test_layers_import_downwards() -> None:
 
 def _documented_programs() -> list[str]:
     """The programs docs/internals.md "Commands" lists: each item starts with them, in code
-    spans, up to its colon (``- `ping`, `iperf3`, `iperf` (iperf 2): ...``)."""
+    spans, up to the colon and blank that end them (``- `ping`, `iperf3`, `iperf` (iperf 2): ...``;
+    bash's `:` is one of the programs)."""
     text = (PACKAGE.parent.parent / "docs" / "internals.md").read_text(encoding="utf-8")
     section = text.split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
     names = []
-    for item in re.findall(r"^- (.*?):", section, re.MULTILINE):
+    for item in re.findall(r"^- (.*?): ", section, re.MULTILINE):
         names += re.findall(r"`([^`]+)`", item)
     return names
 

@@ -299,15 +299,6 @@ def test_the_tools_from_the_mininet_api():
     net.stop()
 
 
-def test_a_shell_loop_is_refused_where_it_starts(write_scenario, capsys):
-    line = "h1: while true; do ss -ti dst 10.0.0.2 >> ss.txt; sleep 0.1; done &"
-    path = write_scenario(f'name = "t"\nseed = 1\n{TWO_HOSTS}\n[[part]]\nname = "p"\n'
-                          f'cmds = [\n  "{line}",\n]\n')
-    assert main(["check", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert f"{path}:11:8: error: compound commands (`while`: loops, conditionals, groups) are not " in err
-
-
 def test_an_unsupported_option_is_positioned_in_the_scenario(write_scenario, capsys):
     path = write_scenario(f'name = "t"\nseed = 1\n{TWO_HOSTS}\n[[part]]\nname = "p"\ncmds = [\n'
                           '  "h1: ss -tp",\n  "h1: cat /proc/net/tcp",\n]\n')

@@ -7,9 +7,13 @@ words separated by blanks, ``'...'`` and ``"..."`` quoting (backslash escapes
 escapes, ``&&``/``||`` chains, ``;`` and ``&`` job separators, and ``>``/``>>``
 output redirection (attached ``>out.json`` or separate ``> out.json``).
 
-Compound commands (``while``/``until``/``for`` loops, ``if``, ``case``, ``{ ...; }``) are
-not supported yet: a handout's ``while true; do ss -ti >> ss.txt; sleep 0.1; done &`` is an
-error naming the ``while``.
+Of bash's compound commands, ``while LIST; do LIST; done`` and ``until LIST; do LIST; done``
+(§2.9.4) are understood, as an element of a job like a simple command: a handout's
+``while true; do ss -ti >> ss.txt; sleep 0.1; done &`` is one background job, and ``done`` may
+be followed by ``> FILE``/``>> FILE`` and by ``&``, ``;``, ``&&`` or ``||``. The condition and
+the body are ``;``/``&&``/``||`` lists of simple commands; a loop inside a loop, ``&`` inside
+one, and the other compound commands (``for``, ``if``, ``case``, ``{ ...; }``) are errors
+naming their column.
 
 ``$!`` (the last background job's PID) is kept for ``echo``, ``kill`` and
 ``wait`` to expand when they run. Everything else bash would interpret -- pipes,
@@ -25,11 +29,13 @@ warning and ``./tc`` becomes ``tc``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from bufferlab.errors import CommandError
 
-__all__ = ["Word", "Redirect", "SimpleCommand", "Job", "parse_shell", "LAST_BACKGROUND_PID"]
+__all__ = ["Word", "Redirect", "SimpleCommand", "Loop", "Job", "parse_shell", "simple_commands",
+           "LAST_BACKGROUND_PID"]
 
 #: ``$!`` (the PID of the shell's last background job) in a word's text: expanded when the
 #: command runs (``echo``, ``kill``, ``wait``: run/procs.py); NUL cannot occur in a line
@@ -73,10 +79,26 @@ class SimpleCommand:
 
 
 @dataclass
-class Job:
-    """An ``&&``/``||``-chain of simple commands; ``background`` if ended by ``&``."""
+class Loop:
+    """``while CONDITION; do BODY; done`` (or ``until``): each list is jobs run in order (none
+    in the background), and ``redirect`` takes the output of every command of the loop that
+    has none of its own."""
 
-    commands: list[SimpleCommand] = field(default_factory=list)
+    until: bool
+    condition: list[Job]
+    body: list[Job]
+    redirect: Redirect | None = None
+    #: the loop exactly as typed, from ``while`` to ``done`` (and its redirection)
+    text: str = ""
+    #: column of ``while``/``until``
+    col: int = 0
+
+
+@dataclass
+class Job:
+    """An ``&&``/``||``-chain of simple commands and loops; ``background`` if ended by ``&``."""
+
+    commands: list[SimpleCommand | Loop] = field(default_factory=list)
     background: bool = False
     #: the operator before each command after the first ("&&" or "||"), left to right as bash
     ops: list[str] = field(default_factory=list)
@@ -329,9 +351,9 @@ def _finish_command(
         )
     if not first.quoted and first.text in _COMPOUND:
         raise _not_supported(
-            f"compound commands (`{first.text}`: loops, conditionals, groups) are", first.col,
-            suggestion="type the loop's commands as lines of their own, at the times wanted "
-            "(`sleep` between them)",
+            f"the compound command `{first.text}` is", first.col,
+            suggestion="of bash's compound commands only while and until loops are (e.g. `while true; do "
+            "ss -ti; sleep 1; done`); type the other commands as lines of their own",
         )
     out = [Word(t.text, t.col) for t in words]
     if out[0].text.startswith("./") and len(out[0].text) > 2:
@@ -353,21 +375,54 @@ def parse_shell(line: str) -> list[Job]:
             expected="printable text: file names and arguments are C strings, which end at NUL",
             suggestion="remove the \\u0000 from the line",
         )
-    toks = _tokenize(line)
+    return _parse_list(line, _tokenize(line), 0, None)[0]
+
+
+def simple_commands(jobs: list[Job]) -> Iterator[SimpleCommand]:
+    """Every simple command of ``jobs``, those inside their loops included, in the order typed."""
+    for job in jobs:
+        for c in job.commands:
+            if isinstance(c, Loop):
+                yield from simple_commands(c.condition + c.body)
+            else:
+                yield c
+
+
+def _parse_list(line: str, toks: list[_Tok], i: int, opener: _Tok | None) -> tuple[list[Job], int]:
+    """The jobs from ``toks[i]`` on: to the end of the line (``opener`` None), or, inside a
+    loop, to the ``do`` that ends the condition opened by ``opener`` (``while``/``until``) or
+    the ``done`` that ends the body opened by ``opener`` (``do``). Returns the jobs and the
+    index of that closing word."""
+    closer = None if opener is None else "done" if opener.text == "do" else "do"
     jobs: list[Job] = []
-    chain: list[SimpleCommand] = []
+    chain: list[SimpleCommand | Loop] = []
     ops: list[str] = []
     words: list[_Tok] = []
     redirect: Redirect | None = None
     pending: _Tok | None = None  # a ">"/">>" waiting for its target
     redirect_end = 0
+    loop: Loop | None = None  # a loop just parsed: only a redirection or an operator may follow
 
-    for tok in toks:
+    while i < len(toks):
+        tok = toks[i]
+        i += 1
         if tok.kind == "word":
             if pending is not None:
                 redirect = Redirect(pending.text, Word(tok.text, tok.col), pending.col)
                 redirect_end = tok.end
                 pending = None
+            elif loop is not None:
+                raise CommandError(f"syntax error near unexpected token `{tok.text}'", col=tok.col)
+            elif words or redirect is not None or tok.quoted:
+                words.append(tok)
+            elif tok.text in ("do", "done"):  # reserved words only where a command starts
+                if tok.text != closer or chain or not jobs:  # stray, after && or ||, or an empty list
+                    raise CommandError(f"syntax error near unexpected token `{tok.text}'", col=tok.col)
+                return jobs, i - 1
+            elif tok.text in ("while", "until"):
+                if opener is not None:
+                    raise _not_supported("a loop inside a loop is", tok.col)
+                loop, i = _parse_loop(line, toks, i, tok)
             else:
                 words.append(tok)
             continue
@@ -379,8 +434,11 @@ def parse_shell(line: str) -> list[Job]:
                 raise _not_supported("more than one redirection per command is", tok.col)
             pending = tok
             continue
-        chain.append(_finish_command(line, words, redirect, redirect_end, tok))
-        words, redirect = [], None
+        if tok.text == "&" and opener is not None:
+            raise _not_supported("a background job (&) inside a loop is", tok.col)
+        chain.append(_finish_loop(line, loop, redirect, redirect_end) if loop is not None
+                     else _finish_command(line, words, redirect, redirect_end, tok))
+        words, redirect, loop = [], None, None
         if tok.text in ("&&", "||"):
             ops.append(tok.text)
             continue
@@ -393,7 +451,13 @@ def parse_shell(line: str) -> list[Job]:
             col=pending.col,
             expected=f"{pending.text} FILE",
         )
-    if words or redirect is not None:
+    if opener is not None:
+        raise CommandError("syntax error: unexpected end of file", col=len(line.rstrip()),
+                           expected=f"`{closer}' (while LIST; do LIST; done)")
+    if loop is not None:
+        chain.append(_finish_loop(line, loop, redirect, redirect_end))
+        jobs.append(Job(commands=chain, background=False, ops=ops))
+    elif words or redirect is not None:
         chain.append(_finish_command(line, words, redirect, redirect_end, None))
         jobs.append(Job(commands=chain, background=False, ops=ops))
     elif chain:
@@ -402,4 +466,20 @@ def parse_shell(line: str) -> list[Job]:
             col=len(line.rstrip()),
             expected=f"a command after {ops[-1]}",
         )
-    return jobs
+    return jobs, i
+
+
+def _parse_loop(line: str, toks: list[_Tok], i: int, keyword: _Tok) -> tuple[Loop, int]:
+    """``while``/``until`` (``keyword``, just before ``toks[i]``) to its ``done``; returns the
+    loop and the index after ``done``."""
+    condition, i = _parse_list(line, toks, i, keyword)
+    body, i = _parse_list(line, toks, i + 1, toks[i])
+    text = line[keyword.col:toks[i].end]
+    return Loop(keyword.text == "until", condition, body, text=text, col=keyword.col), i + 1
+
+
+def _finish_loop(line: str, loop: Loop, redirect: Redirect | None, redirect_end: int) -> Loop:
+    if redirect is not None:
+        loop.redirect = redirect
+        loop.text = line[loop.col:redirect_end]
+    return loop

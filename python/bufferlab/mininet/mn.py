@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ..commands.shell import parse_shell
+from ..commands.shell import parse_shell, simple_commands
 from ..commands.tc import parse_tc
 from ..errors import BufferlabError, CommandError, Diagnostics
 from ..outputs.report import after_run
@@ -143,7 +143,7 @@ def _check_tc_lines(spec: str, kwargs: dict[str, Any]) -> None:
         raise MininetError(f"--link {spec}: {e}") from None
     for line in lines:
         try:
-            parse_tc(parse_shell(line)[0].commands[0].words, Diagnostics())
+            parse_tc(next(simple_commands(parse_shell(line))).words, Diagnostics())
         except CommandError as e:
             hint = f"; expected {e.expected}" if e.expected else ""
             raise MininetError(f"--link {spec}: {e.message} (in the line it makes: {line}){hint}") from None

@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commands.ping import parse_ping
-from ..commands.shell import parse_shell
+from ..commands.shell import parse_shell, simple_commands
 from ..errors import BufferlabError, Diagnostics
 from ..formats.plot_iperf import PlotError, load_iperf3_docs
 from ..profile import PROFILES
@@ -229,7 +229,7 @@ def _scenario_dirs(results_dir: Path) -> list[Path]:
 
 def _words(command: str) -> list[str]:
     try:
-        return [w.text for job in parse_shell(command) for c in job.commands for w in c.words]
+        return [w.text for c in simple_commands(parse_shell(command)) for w in c.words]
     except BufferlabError:
         return command.split()
 
@@ -240,10 +240,9 @@ def _output_path(scen: Path, flow: dict[str, Any], part: str) -> Path:
         return scen / flow["output"]
     home = scen / part / str(flow.get("terminal") or flow.get("node"))
     try:
-        for job in parse_shell(str(flow.get("command", ""))):
-            for c in job.commands:
-                if c.redirect is not None:
-                    return home / c.redirect.target.text
+        for c in simple_commands(parse_shell(str(flow.get("command", "")))):
+            if c.redirect is not None:
+                return home / c.redirect.target.text
     except BufferlabError:
         pass
     return home / "terminal.log"
@@ -259,10 +258,9 @@ def _logfile(words: list[str]) -> str | None:
 
 
 def _ping_interval_s(command: str) -> float:
-    for job in parse_shell(command):
-        for c in job.commands:
-            if c.name == "ping":
-                return parse_ping(c.words, Diagnostics()).interval_s
+    for c in simple_commands(parse_shell(command)):
+        if c.name == "ping":
+            return parse_ping(c.words, Diagnostics()).interval_s
     return 1.0
 
 

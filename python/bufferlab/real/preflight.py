@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..commands.shell import Loop
 from ..errors import BufferlabError
 from ..run.context import PreparedLine
 from ..scenario.load import Scenario
@@ -181,43 +182,46 @@ def read_lines(plan: Plan, lines: list[PreparedLine]) -> None:
     """What these lines need of the machine, into ``plan``."""
     for pl in lines:
         c = pl.command
-        for job in pl.jobs:
-            for cmd, _ in job:
-                words = [w.text for w in cmd.words]
-                if not words:
-                    continue
-                where = c.where(cmd.words[0].col)
-                prog = "tc" if words[0] == "./tc" else words[0]
-                if prog in REFUSED:
-                    plan.problems.append(f"{where}: {c.terminal}: {prog}: not with --real: {REFUSED[prog]}")
-                    continue
-                if prog not in REAL_PROGRAMS and prog not in INTERNAL:
-                    plan.problems.append(
-                        f"{where}: {c.terminal}: {prog} is bufferlab's own program, not a "
-                        "tool a real host has (use iperf3 or ping)"
-                        if prog in OWN_PROGRAMS
-                        else f"{where}: {c.terminal}: {prog}: not run by --real"
-                    )
-                    continue
-                plan.programs.setdefault(prog, where)
-                if prog == "tc":
-                    u = tc_use(words, where, c.terminal)
-                    if u is not None:
-                        plan.tc.append(u)
-                elif prog == "iperf3":
-                    for k, w in enumerate(words):
-                        if w in ("-C", "--congestion") and k + 1 < len(words):
-                            plan.ccs.setdefault(words[k + 1], where)
-                        elif w.startswith("--congestion="):
-                            plan.ccs.setdefault(w.split("=", 1)[1], where)
-                elif prog == "sysctl":
-                    for w in words[1:]:
-                        if w.startswith("-"):
-                            continue
-                        key, _, value = w.partition("=")
-                        plan.sysctls.setdefault(key, where)
-                        if key.replace("/", ".") == "net.ipv4.tcp_congestion_control" and value:
-                            plan.ccs.setdefault(value, where)
+        loop = next((item for job in pl.jobs for item, _ in job if isinstance(item, Loop)), None)
+        if loop is not None:
+            plan.problems.append(f"{c.where(loop.col)}: {c.terminal}: while/until loops: not with --real yet "
+                                 "(only the simulation runs them)")
+        for cmd, _ in pl.simple_commands():
+            words = [w.text for w in cmd.words]
+            if not words:
+                continue
+            where = c.where(cmd.words[0].col)
+            prog = "tc" if words[0] == "./tc" else words[0]
+            if prog in REFUSED:
+                plan.problems.append(f"{where}: {c.terminal}: {prog}: not with --real: {REFUSED[prog]}")
+                continue
+            if prog not in REAL_PROGRAMS and prog not in INTERNAL:
+                plan.problems.append(
+                    f"{where}: {c.terminal}: {prog} is bufferlab's own program, not a "
+                    "tool a real host has (use iperf3 or ping)"
+                    if prog in OWN_PROGRAMS
+                    else f"{where}: {c.terminal}: {prog}: not run by --real"
+                )
+                continue
+            plan.programs.setdefault(prog, where)
+            if prog == "tc":
+                u = tc_use(words, where, c.terminal)
+                if u is not None:
+                    plan.tc.append(u)
+            elif prog == "iperf3":
+                for k, w in enumerate(words):
+                    if w in ("-C", "--congestion") and k + 1 < len(words):
+                        plan.ccs.setdefault(words[k + 1], where)
+                    elif w.startswith("--congestion="):
+                        plan.ccs.setdefault(w.split("=", 1)[1], where)
+            elif prog == "sysctl":
+                for w in words[1:]:
+                    if w.startswith("-"):
+                        continue
+                    key, _, value = w.partition("=")
+                    plan.sysctls.setdefault(key, where)
+                    if key.replace("/", ".") == "net.ipv4.tcp_congestion_control" and value:
+                        plan.ccs.setdefault(value, where)
 
 
 def check_machine(plan: Plan, tag: str, has_netem: bool | None = None) -> None:

@@ -394,10 +394,11 @@ class RealRunner:
     def _job(self, j: JobRun) -> None:
         status = 0
         failed: tuple[SimpleCommand, str] | None = None
-        cmds = j.line.jobs[j.index]
+        # simple commands only: the preflight refuses loops (real/preflight.py)
+        cmds = [sc for sc, _ in j.line.jobs[j.index] if isinstance(sc, SimpleCommand)]
         ops = j.line.ops[j.index]
         try:
-            for k, (sc, _) in enumerate(cmds):
+            for k, sc in enumerate(cmds):
                 if k > 0 and (
                     j.interrupted or (status == 0) != ((ops[k - 1] if k - 1 < len(ops) else "&&") == "&&")
                 ):
@@ -406,7 +407,7 @@ class RealRunner:
                 killed = j.interrupted
                 failed = (sc, message) if status != 0 and not killed else None
         except Exception as e:  # a command that could not start: its terminal says why
-            status, failed = 127, (cmds[0][0], str(e))
+            status, failed = 127, (cmds[0], str(e))
             self._log(j.term, f"bufferlab --real: {e}")
         finally:
             j.status = status

@@ -68,31 +68,30 @@ def check_sample_budget(sc: Scenario, lines: dict[str, list[PreparedLine]], defa
         span_s = (n - k) * stop_at + (n - k - 1) * sc.part_gap
         bound = int(span_s / interval) + 1
         for pl in lines.get(part.name, []):
-            for job in pl.jobs:
-                for simple, _ in job:
-                    if not _is_plot_q(simple.words):
-                        continue
-                    total += bound
-                    c = pl.command
-                    if bound > MAX_SAMPLES_PER_MONITOR or total > MAX_SAMPLES_TOTAL:
-                        over_total = bound <= MAX_SAMPLES_PER_MONITOR
-                        cap = MAX_SAMPLES_TOTAL if over_total else MAX_SAMPLES_PER_MONITOR
-                        need = (total if over_total else bound) / cap * interval
-                        raise ScenarioError(
-                            f"plot_q.sh could keep up to {bound:,} queue samples"
-                            + (f" ({total:,} with the scenario's other plot_q.sh)" if over_total else "")
-                            + f": it may run {span_s:g} s (to the scenario's end: {n - k} part(s) of at most "
-                            f"stop_at = {stop_at:g} s, and the part gaps) at one sample every "
-                            f"queue_sample_interval = {interval:g} s",
-                            file=str(sc.path),
-                            line=c.line,
-                            col=c.col,
-                            expected=f"at most {cap:,} samples "
-                            + ("for all plot_q.sh together" if over_total else "per plot_q.sh")
-                            + " (samples = time it may run / queue_sample_interval; docs/fuzzing.md)",
-                            suggestion=f'raise [sim] queue_sample_interval to at least "{_fmt_s(need)}", or '
-                            "lower [sim] stop_at to what the parts need",
-                        )
+            for simple, _ in pl.simple_commands():
+                if not _is_plot_q(simple.words):
+                    continue
+                total += bound
+                c = pl.command
+                if bound > MAX_SAMPLES_PER_MONITOR or total > MAX_SAMPLES_TOTAL:
+                    over_total = bound <= MAX_SAMPLES_PER_MONITOR
+                    cap = MAX_SAMPLES_TOTAL if over_total else MAX_SAMPLES_PER_MONITOR
+                    need = (total if over_total else bound) / cap * interval
+                    raise ScenarioError(
+                        f"plot_q.sh could keep up to {bound:,} queue samples"
+                        + (f" ({total:,} with the scenario's other plot_q.sh)" if over_total else "")
+                        + f": it may run {span_s:g} s (to the scenario's end: {n - k} part(s) of at most "
+                        f"stop_at = {stop_at:g} s, and the part gaps) at one sample every "
+                        f"queue_sample_interval = {interval:g} s",
+                        file=str(sc.path),
+                        line=c.line,
+                        col=c.col,
+                        expected=f"at most {cap:,} samples "
+                        + ("for all plot_q.sh together" if over_total else "per plot_q.sh")
+                        + " (samples = time it may run / queue_sample_interval; docs/fuzzing.md)",
+                        suggestion=f'raise [sim] queue_sample_interval to at least "{_fmt_s(need)}", or '
+                        "lower [sim] stop_at to what the parts need",
+                    )
 
 
 def check_flow_budget(sc: Scenario, lines: dict[str, list[PreparedLine]], default_stop_at_s: float) -> None:
@@ -101,33 +100,32 @@ def check_flow_budget(sc: Scenario, lines: dict[str, list[PreparedLine]], defaul
     stop_at = sc.profile.stop_at or default_stop_at_s
     for part in sc.parts:
         for pl in lines.get(part.name, []):
-            for job in pl.jobs:
-                for simple, _ in job:
-                    if not simple.words or simple.words[0].text != "flows":
-                        continue
-                    found = arrival_rate(simple.words)
-                    if found is None:
-                        continue
-                    rate, t_ns, rate_w = found
-                    span_s = t_ns / 1e9 if t_ns is not None else (part.duration or stop_at)
-                    expected = rate * span_s
-                    if expected <= MAX_FLOW_ARRIVALS:
-                        continue
-                    how = (
-                        f"for -t {span_s:g} s"
-                        if t_ns is not None
-                        else f"until its part ends ({'duration' if part.duration else 'stop_at'} = "
-                             f"{span_s:g} s)"
-                    )
-                    c = pl.command
-                    raise CommandError(
-                        f"flows: --rate {rate_w.text} {how} would start about {expected:,.0f} flows",
-                        col=rate_w.col,
-                        expected=f"at most {MAX_FLOW_ARRIVALS:,} flows per flows command (rate × time; each "
-                        "flow keeps a record for the fct table)",
-                        suggestion=f"lower --rate to at most {MAX_FLOW_ARRIVALS / span_s:g}/s, or "
-                        + ("shorten -t" if t_ns is not None else "give it a shorter -t"),
-                    ).locate(c.where(rate_w.col), c.text)
+            for simple, _ in pl.simple_commands():
+                if not simple.words or simple.words[0].text != "flows":
+                    continue
+                found = arrival_rate(simple.words)
+                if found is None:
+                    continue
+                rate, t_ns, rate_w = found
+                span_s = t_ns / 1e9 if t_ns is not None else (part.duration or stop_at)
+                expected = rate * span_s
+                if expected <= MAX_FLOW_ARRIVALS:
+                    continue
+                how = (
+                    f"for -t {span_s:g} s"
+                    if t_ns is not None
+                    else f"until its part ends ({'duration' if part.duration else 'stop_at'} = "
+                         f"{span_s:g} s)"
+                )
+                c = pl.command
+                raise CommandError(
+                    f"flows: --rate {rate_w.text} {how} would start about {expected:,.0f} flows",
+                    col=rate_w.col,
+                    expected=f"at most {MAX_FLOW_ARRIVALS:,} flows per flows command (rate × time; each "
+                    "flow keeps a record for the fct table)",
+                    suggestion=f"lower --rate to at most {MAX_FLOW_ARRIVALS / span_s:g}/s, or "
+                    + ("shorten -t" if t_ns is not None else "give it a shorter -t"),
+                ).locate(c.where(rate_w.col), c.text)
 
 
 def check_ping_budget(sc: Scenario, lines: dict[str, list[PreparedLine]], default_stop_at_s: float) -> None:
@@ -138,35 +136,34 @@ def check_ping_budget(sc: Scenario, lines: dict[str, list[PreparedLine]], defaul
     for k, part in enumerate(sc.parts):
         to_end_s = (n - k) * stop_at + (n - k - 1) * sc.part_gap
         for pl in lines.get(part.name, []):
-            for job in pl.jobs:
-                for simple, _ in job:
-                    words = simple.words
-                    if not words or words[0].text != "ping":
-                        continue
-                    try:
-                        cmd = parse_ping(words, Diagnostics())
-                    except CommandError:
-                        continue
-                    if cmd.interval_s <= 0:
-                        continue
-                    span_s = cmd.deadline_s if cmd.deadline_s is not None else to_end_s
-                    bound = int(span_s / cmd.interval_s) + 1
-                    if cmd.count is not None:
-                        bound = min(bound, cmd.count)
-                    if bound <= MAX_PING_REPLIES:
-                        continue
-                    i_word = next((w for a, w in zip(words, words[1:], strict=False) if a.text == "-i"), None)
-                    how = "-w" if cmd.deadline_s is not None else "until the scenario ends"
-                    c = pl.command
-                    raise CommandError(
-                        f"ping could keep up to {bound:,} replies: one every -i {cmd.interval_s:g} s for "
-                        f"{span_s:g} s ({how})",
-                        col=(i_word or words[0]).col,
-                        expected=f"at most {MAX_PING_REPLIES:,} replies per ping (-c, or time it may run / "
-                                 f"-i)",
-                        suggestion=f"give it -c (at most {MAX_PING_REPLIES:,}) or a -w deadline, or a longer "
-                                   f"-i",
-                    ).locate(c.where((i_word or words[0]).col), c.text)
+            for simple, _ in pl.simple_commands():
+                words = simple.words
+                if not words or words[0].text != "ping":
+                    continue
+                try:
+                    cmd = parse_ping(words, Diagnostics())
+                except CommandError:
+                    continue
+                if cmd.interval_s <= 0:
+                    continue
+                span_s = cmd.deadline_s if cmd.deadline_s is not None else to_end_s
+                bound = int(span_s / cmd.interval_s) + 1
+                if cmd.count is not None:
+                    bound = min(bound, cmd.count)
+                if bound <= MAX_PING_REPLIES:
+                    continue
+                i_word = next((w for a, w in zip(words, words[1:], strict=False) if a.text == "-i"), None)
+                how = "-w" if cmd.deadline_s is not None else "until the scenario ends"
+                c = pl.command
+                raise CommandError(
+                    f"ping could keep up to {bound:,} replies: one every -i {cmd.interval_s:g} s for "
+                    f"{span_s:g} s ({how})",
+                    col=(i_word or words[0]).col,
+                    expected=f"at most {MAX_PING_REPLIES:,} replies per ping (-c, or time it may run / "
+                             f"-i)",
+                    suggestion=f"give it -c (at most {MAX_PING_REPLIES:,}) or a -w deadline, or a longer "
+                               f"-i",
+                ).locate(c.where((i_word or words[0]).col), c.text)
 
 
 def _fmt_s(s: float) -> str:

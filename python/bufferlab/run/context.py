@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..commands.shell import SimpleCommand, Word
+from ..commands.shell import Loop, SimpleCommand, Word
 from ..errors import CommandError, Diagnostics
 from ..profile import Profile
 from ..safefs import ensure_dir, open_write
@@ -51,6 +51,9 @@ class WaitOther(WaitApp):
 @dataclass(frozen=True)
 class WaitUntil:
     t_ns: int
+    #: a wait of a loop that never ends (``while true; do ...; sleep 1; done``): the part does
+    #: not wait for it, and Ctrl-C ends the loop
+    endless: bool = False
 
 
 @dataclass(frozen=True)
@@ -268,10 +271,50 @@ class PrepareCtx:
 
 
 
+#: the commands that always succeed: a ``while`` whose condition holds only these never ends
+_ALWAYS_TRUE = frozenset({"true", ":"})
+
+
+@dataclass(frozen=True)
+class PreparedLoop:
+    """A ``while``/``until`` loop (commands/shell.py ``Loop``) checked against its terminal:
+    its condition and body as prepared chains, each its items and the operators between them."""
+
+    until: bool
+    condition: list[Chain]
+    body: list[Chain]
+
+    @property
+    def endless(self) -> bool:
+        """It never ends on its own: ``while true`` (or ``:``), or a condition whose first
+        command never ends (as :meth:`PreparedLine.job_endless` says of a chain)."""
+        cond = [item for items, _ in self.condition for item in items]
+        always = not self.until and all(isinstance(sc, SimpleCommand) and sc.name in _ALWAYS_TRUE
+                                        for sc, _ in cond)
+        return always or cond[0][1].endless
+
+
+#: one element of a chain: a simple command or a loop, with what it was prepared into
+Item = tuple[SimpleCommand, Prepared] | tuple[Loop, PreparedLoop]
+#: an ``&&``/``||`` chain: its items and the operator before each item after the first
+Chain = tuple[list[Item], list[str]]
+
+
+def simple_items(chains: list[Chain]) -> Iterator[tuple[SimpleCommand, Prepared]]:
+    """Every simple command of ``chains`` with its preparation, those inside loops included."""
+    for items, _ in chains:
+        for sc, p in items:
+            if isinstance(p, PreparedLoop):
+                yield from simple_items(p.condition + p.body)
+            else:
+                assert isinstance(sc, SimpleCommand)
+                yield sc, p
+
+
 @dataclass
 class PreparedLine:
     command: Command
-    jobs: list[list[tuple[SimpleCommand, Prepared]]]
+    jobs: list[list[Item]]
     backgrounds: list[bool]
     #: per job, the operator before each command after the first ("&&" or "||")
     ops: list[list[str]]
@@ -288,8 +331,14 @@ class PreparedLine:
         return bool(fg) and all(self.job_endless(k) for k in fg)
 
     def configures_only(self) -> bool:
-        """Every command of the line only changes the host's settings (``Program.configures``)."""
-        return all(p.program is not None and p.program.configures for job in self.jobs for _, p in job)
+        """Every command of the line only changes the host's settings (``Program.configures``);
+        a loop does not."""
+        return all(isinstance(p, Prepared) and p.program is not None and p.program.configures
+                   for job in self.jobs for _, p in job)
+
+    def simple_commands(self) -> Iterator[tuple[SimpleCommand, Prepared]]:
+        """Every simple command of the line, those inside its loops included, in the order typed."""
+        return simple_items(list(zip(self.jobs, self.ops, strict=True)))
 
 
 @dataclass

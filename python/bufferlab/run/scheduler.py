@@ -10,7 +10,7 @@ below advances the engine to the next thing anyone waits for.
 A part ends when every terminal has run all its lines and every finite
 command has finished (and its optional ``duration`` has passed). Commands that
 never end on their own (``iperf3 -s``, ``ping`` without ``-c``, ``plot_q.sh``,
-``sink``, ``tcpdump``) keep running into the following parts, as in a
+``sink``, ``tcpdump``, a ``while true`` loop) keep running into the following parts, as in a
 terminal the student leaves open: one is interrupted as by Ctrl-C (printing
 what the real tool prints then) when its terminal types its next line, when a
 part's ``interrupt`` names its terminal, or when the scenario ends. Before
@@ -26,14 +26,15 @@ import heapq
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..commands.shell import Job, SimpleCommand, parse_shell
+from ..commands.procs import SIGINT
+from ..commands.shell import Job, Loop, Redirect, SimpleCommand, Word, parse_shell, simple_commands
 from ..errors import BufferlabError, CommandError, Diagnostics, ScenarioError
 from ..outputs.result_lines import results_text
 from ..results_folder import acquire, discard, fresh, release, write_marker
@@ -44,15 +45,18 @@ from .budget import check_flow_budget, check_ping_budget, check_sample_budget
 from .context import (
     NS,
     AppRecord,
+    Chain,
     Io,
+    Item,
     JobGen,
     NextLine,
     PartState,
     PrepareCtx,
-    Prepared,
     PreparedLine,
+    PreparedLoop,
     RunCtx,
     Terminal,
+    Wait,
     WaitApp,
     WaitOther,
     WaitUntil,
@@ -62,13 +66,25 @@ from .engine import Engine, EngineError
 from .observation import Observation
 from .part_results import part_results
 from .procs import ProcessTable, ShellJob, ended_message, supervise
-from .programs import prepare_command
+from .programs import PROGRAMS, prepare_chain
 from .programs.tc import tc_request_for_engine
 from .tc_shadow import TcShadow
-from .waiting import Waiting
+from .waiting import Waiting, is_finite
 
 #: default hard cap on one part's simulated length (a part that would never end is an error)
 DEFAULT_STOP_AT_S = 3600.0
+
+#: a loop that turns this many times at one simulated instant is stopped (an error of its line):
+#: with no `sleep` (nothing that lets time pass) it would hold the simulation at that instant
+LOOP_SPINS = 10_000
+
+#: a chain or a list run as a generator: its status, and whether Ctrl-C ended one of its commands
+_Steered = Generator[Wait, Any, tuple[int, bool]]
+
+#: the subshell bash forks to run a background loop (``while ...; done &``): a process of the
+#: job that takes its PID (``$!``) and that any signal but the ignored ones ends. Never typed,
+#: so never prepared: only its name and its (default) ways with signals are used
+SUBSHELL = replace(PROGRAMS["true"], name="bash", summary="the subshell of a background loop", builtin=False)
 
 
 @dataclass
@@ -284,13 +300,14 @@ class Runner:
                         base_dir=self.sc.path.parent, shadow=self.tc_shadow)
         try:
             jobs = parse_shell(c.text)
-            prepared = [[(sc, prepare_command(pc, sc)) for sc in job.commands] for job in jobs]
+            chains = [prepare_chain(pc, job) for job in jobs]
         except CommandError as e:
             raise e.locate(c.where(e.col), c.text) from None
         for w in diag.warnings:
             w.where = c.where(w.col)
             self.warnings.append(str(w))
-        return PreparedLine(c, prepared, [job.background for job in jobs], [job.ops for job in jobs])
+        return PreparedLine(c, [items for items, _ in chains], [job.background for job in jobs],
+                            [ops for _, ops in chains])
 
     # ------------------------------------------------------------ running
 
@@ -422,7 +439,7 @@ class Runner:
                                f"<-o>/{root.name}), or move {root} away yourself", [self.sc.path])
 
     def _apply_tclink(self, node: str, dev: str, args: str) -> None:
-        words = parse_shell(f"tc qdisc add dev {dev} {args}")[0].commands[0].words
+        words = next(simple_commands(parse_shell(f"tc qdisc add dev {dev} {args}"))).words
         assert self.engine is not None
         self.engine.tc(tc_request_for_engine(words, self.sc.profile, dev))
 
@@ -602,62 +619,134 @@ class Runner:
 
     def _job(
         self, sched: Scheduler, state: PartState, term: Terminal, pl: PreparedLine,
-        job: list[tuple[SimpleCommand, Prepared]], ops: list[str], owner: Owner | None = None,
-        shell_job: ShellJob | None = None,
+        job: list[Item], ops: list[str], owner: Owner, shell_job: ShellJob | None = None,
     ) -> JobGen:
-        """One ``&&``/``||`` chain, left to right as bash runs it. A non-zero status
-        that reaches the end of the chain (no ``||`` took it) is a failure. Each command
-        but a builtin is a process (run/procs.py); a signal to the job ends the chain."""
+        """One job of a line: its chain (:meth:`_chain`); a background job's status is the
+        chain's."""
+        text = _job_text(job, ops) if len(pl.jobs) > 1 else None
+        jc = _JobRun(sched, state, term, pl, owner, shell_job, text)
+        status, _ = yield from self._chain(jc, job, ops, None, report=True)
+        if shell_job is not None:
+            shell_job.status = status
+        return status
+
+    def _chain(self, jc: _JobRun, job: list[Item], ops: list[str], out: Path | None,
+               report: bool) -> _Steered:
+        """One ``&&``/``||`` chain, left to right as bash runs it. A command without a redirection
+        writes to ``out`` (a loop's ``> FILE``; None: the terminal). A non-zero status that
+        reaches the end of the chain (no ``||`` took it) is a failure if ``report``. Each
+        command but a builtin is a process (run/procs.py); a signal to the job ends the chain.
+        Returns the status and whether Ctrl-C ended one of its commands (which ends a loop)."""
+        sched, term, shell_job = jc.sched, jc.term, jc.shell_job
         status = 0
+        ctrl_c = False
         failed: tuple[SimpleCommand, RunCtx] | None = None
         for k, (sc, prepared) in enumerate(job):
-            if (sched.stopping or shell_job is not None and shell_job.signal is not None) and k > 0:
+            if jc.stopped() and k > 0:
                 break
             if k > 0 and (status == 0) != ((ops[k - 1] if k - 1 < len(ops) else "&&") == "&&"):
                 continue  # `a && b` runs b only if a succeeded, `a || b` only if it failed
-            io = self._io_for(term, sc)
+            io = self._io_for(term, sc.redirect, out)
             if io is None:
                 status = 1  # bash: the redirect failed, the command does not run
                 failed = None
                 continue
-            rt = RunCtx(self, sched, state, term, pl.command, io, sc,
-                        job=_job_text(job, ops) if len(pl.jobs) > 1 else None)
+            if isinstance(prepared, PreparedLoop):
+                assert isinstance(sc, Loop)
+                loop = self._loop(jc, sc, prepared, io.path)
+                # a loop that never ends holds the part no more than `ping` without -c does
+                status = yield from (_endless(loop) if prepared.endless else loop)
+                failed = None  # its commands' statuses steer it; it reports only its own error
+                continue
+            assert isinstance(sc, SimpleCommand)
+            rt = RunCtx(self, sched, jc.state, term, jc.pl.command, io, sc, job=jc.text)
             program = prepared.program
             assert program is not None
-            if owner is None or program.builtin:
+            if program.builtin:
                 status = yield from prepared.run(rt)
             else:
                 assert self.engine is not None
-                proc = rt.process = self.procs.spawn(term.name, sc.words, self.engine.now_ns, owner,
+                proc = rt.process = self.procs.spawn(term.name, sc.words, self.engine.now_ns, jc.owner,
                                                      rt.app_ids, program, shell_job)
                 proc.status = status = yield from supervise(proc, prepared.run(rt), io)
-                if owner.foreground:
+                if jc.owner.foreground:
                     term.log(ended_message(proc))
             killed = rt.interrupted or rt.process is not None and rt.process.signal is not None
+            # Ctrl-C: the scheduler's (an application stopped, no signal to the process) or a
+            # SIGINT. Another signal (kill) ends a loop only through its job (_JobRun.stopped):
+            # bash goes on with a foreground loop whose command was killed
+            sig = rt.process.signal if rt.process is not None else None
+            ctrl_c = ctrl_c or rt.interrupted or sig == SIGINT or (
+                sig is None and sched.was_interrupted(rt.app_ids))
             failed = (
                 (sc, rt) if status != 0 and not killed and not sched.was_interrupted(rt.app_ids) else None
             )
-        if shell_job is not None:
-            shell_job.status = status
-        if status != 0 and failed is not None:
+        if report and status != 0 and failed is not None:
             sc, rt = failed
-            self.failures.append(Failure(
-                term.name, state.part.name, pl.command.where(sc.words[0].col if sc.words else 0),
-                f"{pl.command.terminal}: {pl.command.text}", status, rt.io.message(),
-                pl.command.index in state.part.allow_fail,
-            ))
+            self._fail(jc, sc.words[0].col if sc.words else 0, status, rt.io.message())
+        return status, ctrl_c
+
+    def _loop(self, jc: _JobRun, loop: Loop, prepared: PreparedLoop, out: Path | None) -> JobGen:
+        """``while``/``until`` as bash runs it: the condition, then the body while the condition
+        succeeds (``until``: fails); the status is the body's last (0 if it never ran). Ctrl-C
+        of one of its commands ends it, and so does a signal to its job. A background loop runs
+        in a subshell process, the first of its job (``$!``). :data:`LOOP_SPINS` turns at one
+        simulated instant stop it: an error of the line, status 1."""
+        eng = self.engine
+        assert eng is not None
+        shell = None if jc.shell_job is None else self.procs.spawn(
+            jc.term.name, [Word("bash", loop.col)], eng.now_ns, jc.owner, [], SUBSHELL, jc.shell_job)
+        status, spins, instant = 0, 0, eng.now_ns
+        while not jc.stopped():
+            held, ctrl_c = yield from self._list(jc, prepared.condition, out)
+            if ctrl_c or jc.stopped() or (held == 0) == prepared.until:
+                break
+            status, ctrl_c = yield from self._list(jc, prepared.body, out)
+            if ctrl_c:
+                break
+            if eng.now_ns != instant:
+                instant, spins = eng.now_ns, 0
+            spins += 1
+            if spins == LOOP_SPINS:
+                message = (f"bufferlab: the loop `{loop.text}` turned {LOOP_SPINS} times at t = "
+                           f"{instant / NS:.6f} s with no simulated time passing: stopped (put a `sleep` "
+                           "in its body, e.g. sleep 0.1)")
+                jc.term.log(message)
+                self._fail(jc, loop.col, 1, message)
+                status = 1
+                break
+        if shell is not None:
+            shell.status = status = 128 + shell.signal if shell.signal is not None else status
         return status
 
-    def _io_for(self, term: Terminal, sc: SimpleCommand) -> Io | None:
-        if sc.redirect is None:
-            return Io(term, None)
-        target = sc.redirect.target.text
+    def _list(self, jc: _JobRun, chains: list[Chain], out: Path | None) -> _Steered:
+        """A loop's condition or body: its chains in order, as :meth:`_chain` runs them, until
+        Ctrl-C ends one or the job is signalled. Returns the last status and whether Ctrl-C came."""
+        status, ctrl_c = 0, False
+        for items, ops in chains:
+            if ctrl_c or jc.stopped():
+                break
+            status, ctrl_c = yield from self._chain(jc, items, ops, out, report=False)
+        return status, ctrl_c
+
+    def _fail(self, jc: _JobRun, col: int, status: int, message: str) -> None:
+        """A command of the line at ``col`` failed with ``status``: listed at the end of the run."""
+        c = jc.pl.command
+        self.failures.append(Failure(jc.term.name, jc.state.part.name, c.where(col),
+                                     f"{c.terminal}: {c.text}", status, message,
+                                     c.index in jc.state.part.allow_fail))
+
+    def _io_for(self, term: Terminal, redirect: Redirect | None, out: Path | None) -> Io | None:
+        """Where a command writes: its redirection (the file opened now, as bash does), else ``out``."""
+        if redirect is None:
+            return Io(term, out)
+        target = redirect.target.text
         path = inside_home(term, term.cwd / target)
         if path is None:
             term.log(f"bash: {target}: Permission denied (outside the node's results folder)")
             return None
         try:
-            with open_write(path, "a" if sc.redirect.op == ">>" else "w"):
+            with open_write(path, "a" if redirect.op == ">>" else "w"):
                 pass
         except OSError as e:
             term.log(f"bash: {target}: {e.strerror}")
@@ -765,6 +854,38 @@ class Owner:
     more_lines: bool = False
 
 
+@dataclass
+class _JobRun:
+    """What every command of one job runs with (``Runner._job``), those of its loops too."""
+
+    sched: Scheduler
+    state: PartState
+    term: Terminal
+    pl: PreparedLine
+    owner: Owner
+    shell_job: ShellJob | None
+    #: the job's text when the line holds several jobs (``AppRecord.job``)
+    text: str | None
+
+    def stopped(self) -> bool:
+        """The scenario is ending, or a signal reached the job: nothing more of it runs."""
+        return self.sched.stopping or self.shell_job is not None and self.shell_job.signal is not None
+
+
+def _endless(gen: JobGen) -> JobGen:
+    """``gen``, its waits marked endless: the part does not wait for a loop that never ends
+    (``while true``), and Ctrl-C reaches its ``sleep`` (``Scheduler.interrupt``)."""
+    value: Any = None
+    try:
+        while True:
+            w = gen.send(value)
+            value = yield replace(w, endless=True) if isinstance(w, WaitApp | WaitUntil) else w
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    finally:
+        gen.close()
+
+
 #: one entry of the scheduler's queues: (line index, sequence number, job, wait or value, owner)
 _Entry = tuple[int, int, JobGen, Any, Owner]
 
@@ -823,7 +944,7 @@ class Scheduler:
         else:
             if isinstance(w, WaitApp) and w.expected_end_ns:
                 self.expected_end_ns = max(self.expected_end_ns, w.expected_end_ns)
-            if isinstance(w, WaitUntil):
+            if isinstance(w, WaitUntil) and not w.endless:
                 self.expected_end_ns = max(self.expected_end_ns, w.t_ns)
             self.waiting.add((key, self.seq, gen, w, owner))
             self.seq += 1
@@ -903,7 +1024,9 @@ class Scheduler:
         end = eng.now_ns + gap_ns
         while eng.now_ns < end:
             self.drain()
-            self._wake(set(self._run_engine(end)))
+            # a background loop's sleep ends within the gap (no other wait for an instant outlives its part)
+            instant = self.waiting.next_instant()
+            self._wake(set(self._run_engine(end if instant is None else min(instant, end))))
         self.drain()
 
     def run_part(self) -> None:
@@ -1018,6 +1141,8 @@ class Scheduler:
         for e in [e for e in entries if isinstance(e[3], WaitOther)]:
             self.waiting.remove(e[1])
             self._ready(e[2], e[0], WaitOther.INTERRUPTED, e[4])
+        for e in [e for e in entries if isinstance(e[3], WaitUntil) and e[3].endless]:
+            self._ctrl_c_loop(e)
         entries = [e for e in entries if not isinstance(e[3], WaitOther)]
         apps = [e[3].app_id for e in sorted(entries, key=lambda x: (x[0], x[1])) if isinstance(e[3], WaitApp)]
         for app_id in apps:
@@ -1025,6 +1150,17 @@ class Scheduler:
                 eng.stop_app(app_id)
                 self.interrupted.add(app_id)
         self._wake(set(apps))
+
+    def _ctrl_c_loop(self, e: _Entry) -> None:
+        """Ctrl-C of an endless loop waiting for an instant (its ``sleep``): SIGINT to its job's
+        processes, which ends the loop (``Runner._loop``); a builtin's wait just ends."""
+        procs = self.runner.procs
+        mine = [p for p in procs.live() if p.owner is e[4]]
+        for p in mine:
+            procs.deliver(p, SIGINT, self.engine, self)
+        if not mine:
+            self.waiting.remove(e[1])
+            self._ready(e[2], e[0], None, e[4])
 
     def _timeout(self) -> None:
         lines = {c.index: c for c in self.part.commands}
@@ -1034,7 +1170,7 @@ class Scheduler:
                 {
                     key
                     for key, _, _, w, _o in self.waiting
-                    if not (isinstance(w, WaitApp) and w.endless) and key in lines
+                    if is_finite(w) and key in lines
                 }
             )
         ]
@@ -1119,7 +1255,7 @@ __all__ = ["Runner", "RunStopped", "run_scenario", "WaitApp", "WaitUntil", "Next
            "Failure"]
 
 
-def _job_text(job: list[tuple[SimpleCommand, Prepared]], ops: list[str]) -> str:
+def _job_text(job: list[Item], ops: list[str]) -> str:
     """A background job's command as ``jobs`` shows it (``a && b``)."""
     texts = [sc.text for sc, _ in job]
     return " ".join(t if k == 0 else f"{ops[k - 1] if k - 1 < len(ops) else '&&'} {t}"

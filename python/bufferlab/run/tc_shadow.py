@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from ..commands.shell import parse_shell
+from ..commands.shell import parse_shell, simple_commands
 from ..commands.tc import TcQdiscRequest, parse_tc
 from ..commands.tc.htb import TcClassRequest, TcFilterRequest
 from ..commands.tc.ingress import HookFilterRequest
@@ -65,7 +65,7 @@ class TcShadow:
             self._engine = Engine(self._topo.engine_config)
             # Mininet TCLink qdiscs are there before any line (Runner._apply_tclink)
             for _node, dev, args in self._topo.tclink_commands:
-                words = parse_shell(f"tc qdisc add dev {dev} {args}")[0].commands[0].words
+                words = next(simple_commands(parse_shell(f"tc qdisc add dev {dev} {args}"))).words
                 req = parse_tc(words, Diagnostics(), self._profile)
                 if isinstance(req, TcQdiscRequest):
                     with contextlib.suppress(TcFailure):

@@ -21,6 +21,11 @@ from .context import WaitApp, WaitUntil
 Entry = tuple[int, int, Any, Any, Any]
 
 
+def is_finite(wait: Any) -> bool:
+    """The part waits for it: all but the waits of what never ends (``endless``)."""
+    return not (isinstance(wait, WaitApp | WaitUntil) and wait.endless)
+
+
 class Waiting:
     """Jobs waiting for an application or an instant, in arrival order."""
 
@@ -40,10 +45,6 @@ class Waiting:
         self._foreground.clear()
         self._finite = 0
 
-    @staticmethod
-    def _is_finite(wait: Any) -> bool:
-        return not (isinstance(wait, WaitApp) and wait.endless)
-
     def add(self, entry: Entry) -> None:
         seq, wait = entry[1], entry[3]
         self._entries[seq] = entry
@@ -54,11 +55,11 @@ class Waiting:
         owner = entry[4]
         if owner.foreground:
             self._foreground.setdefault(owner.terminal, set()).add(seq)
-        self._finite += self._is_finite(wait)
+        self._finite += is_finite(wait)
 
     def _remove(self, seq: int) -> Entry:
         entry = self._entries.pop(seq)
-        self._finite -= self._is_finite(entry[3])
+        self._finite -= is_finite(entry[3])
         owner = entry[4]
         if owner.foreground:
             self._foreground[owner.terminal].discard(seq)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import difflib
 
-from ...commands.shell import LAST_BACKGROUND_PID, SimpleCommand
+from ...commands.shell import LAST_BACKGROUND_PID, Job, Loop, SimpleCommand
 from ...errors import CommandError, NotSupportedError
-from ..context import PrepareCtx, Prepared, Program
+from ..context import Chain, Item, PrepareCtx, Prepared, PreparedLoop, Program
 from . import (
     capture,
     ethtool,
@@ -95,8 +95,20 @@ def prepare_command(pc: PrepareCtx, sc: SimpleCommand) -> Prepared:
     return _prepared(program, program.prepare(pc, sc.words))
 
 
+def prepare_chain(pc: PrepareCtx, job: Job) -> Chain:
+    """Check every command of a job, those inside its loops too, as :func:`prepare_command`."""
+    items: list[Item] = []
+    for c in job.commands:
+        if isinstance(c, Loop):
+            items.append((c, PreparedLoop(c.until, [prepare_chain(pc, j) for j in c.condition],
+                                          [prepare_chain(pc, j) for j in c.body])))
+        else:
+            items.append((c, prepare_command(pc, c)))
+    return items, job.ops
+
+
 def _prepared(program: Program, prepared: Prepared) -> Prepared:
     return Prepared(prepared.run, prepared.endless, program)
 
 
-__all__ = ["PROGRAMS", "MODULES", "prepare_command"]
+__all__ = ["PROGRAMS", "MODULES", "prepare_command", "prepare_chain"]

@@ -180,5 +180,6 @@ PROGRAMS = (
     ),
     Program("date", _prep_date, "`date [-u] [+FORMAT]`: the profile's epoch plus simulated time, in UTC"),
     Program("true", _prep_true, "exits 0 (`cmd || true`)", builtin=True),
+    Program(":", _prep_true, "bash's null command: exits 0 (`while :; do ...; done`)", builtin=True),
     Program("xdg-open", _prep_xdg_open, "accepted; no viewer is opened in simulation"),
 )
