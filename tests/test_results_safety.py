@@ -396,3 +396,27 @@ def test_a_signal_before_the_first_part_says_nothing_ran_and_touches_nothing(tmp
     assert (f"interrupted by SIGINT before the first part began: nothing was run; the last complete run is in "
             f"{out / 'sig'}") in err and "finished parts" not in err
     assert {p: p.stat().st_mtime_ns for p in (out / "sig").rglob("*")} == before
+
+
+def test_a_link_or_folder_where_a_plot_was_is_left_out_of_the_report(tmp_path):
+    """tools/fuzz_inputs.py (campaign 6, results target): a plot replaced by a dangling link
+    made `report` a FileNotFoundError traceback. A planted link, folder or file of another kind
+    named *.png is not a plot the run drew: the report leaves it out, the other plots stay."""
+    scenario = tmp_path / "obs.toml"
+    scenario.write_text(OBSERVED)
+    r = Runner(load_scenario(scenario), tmp_path / "out")
+    r.run()
+    after_run(r.root)
+    plots = sorted(p for p in r.root.rglob("*.png") if "tables" not in p.relative_to(r.root).parts)
+    assert len(plots) >= 2, plots
+    dangling, folder = plots[0], plots[1]
+    dangling.unlink()
+    dangling.symlink_to(tmp_path / "nowhere")
+    folder.unlink()
+    folder.mkdir()
+    after_run(r.root)
+    html = (r.root / "report.html").read_text()
+    shown = html.count("data:image/png;base64,")
+    assert shown >= len(plots) - 2
+    for gone in (dangling, folder):
+        assert f"<figcaption>{gone.relative_to(r.root).as_posix()}" not in html

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import re
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -110,7 +111,11 @@ def page(title: str, body: str) -> str:
 # ---------------------------------------------------------------- sections
 
 def _pngs(root: Path, under: Path) -> list[Path]:
-    return sorted(p for p in under.rglob("*.png") if "tables" not in p.relative_to(root).parts[:1])
+    """The plots the run drew: regular files only. bufferlab writes no link, folder or FIFO
+    named *.png; one planted there (a dangling link, fuzz_inputs.py's results target) is not a
+    plot, and reading it would fail or read what is not the run's."""
+    return sorted(p for p in under.rglob("*.png")
+                  if "tables" not in p.relative_to(root).parts[:1] and stat.S_ISREG(p.lstat().st_mode))
 
 
 def _plot_grid(root: Path, pngs: list[Path]) -> str:
