@@ -2,7 +2,7 @@
 //! DRR by quantum, the default class and the direct queue, a netem leaf.
 
 use super::*;
-use crate::qdisc::spec::{NetemSpec, U32Match};
+use crate::qdisc::spec::{NetemSpec, U32Filter, U32Match};
 use crate::qdisc::tree::harness::Env;
 
 const MBIT: u64 = 125_000; // bytes/s

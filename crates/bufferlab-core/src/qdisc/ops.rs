@@ -171,9 +171,7 @@ pub(crate) fn purge_removed(
 ) -> Purged {
     let mut lost = Purged::default();
     for mut chain in removed {
-        for n in chain.iter_mut() {
-            lost.add(n.reset(ctx));
-        }
+        lost.add(super::tree::reset_chain(&mut chain, ctx));
     }
     stats.absorb(Reduce::purged(lost));
     lost
@@ -211,8 +209,9 @@ pub(crate) fn class_not_found() -> TcError {
 /// `struct Qdisc_class_ops` — `change` and `delete` (one method: each kind's
 /// verb rules differ), `find`, `leaf` and `graft`. class_api.rs resolves the
 /// request (which qdisc, which slot) and calls these; each kind keeps the leaf
-/// chains and says what a new leaf changes in its scheduler (`regraft`).
-pub trait ClassOps {
+/// chains and says what a new leaf changes in its scheduler (`regraft`). A
+/// purge reduces the qdisc's own counters ([`Qdisc::stats_mut`]).
+pub trait ClassOps: Qdisc {
     /// `tc class add|change|replace|delete` on class `req.minor`, the kind's
     /// own rules (`htb_change_class`/`htb_delete`, `drr_change_class`, …);
     /// `req.class`, if any, is this kind's. A kind without class verbs
@@ -244,9 +243,6 @@ pub trait ClassOps {
         now: i64,
     ) -> Result<Option<Vec<Node>>, TcError>;
 
-    /// The qdisc's own counters, which a purge reduces.
-    fn counters(&mut self) -> &mut QdiscStats;
-
     /// Every grafted leaf with its class's minor, in class order (where
     /// `tc qdisc … parent H:` looks for the qdisc of handle H).
     fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_>;
@@ -269,7 +265,7 @@ pub trait ClassOps {
     ) -> Result<Purged, TcError> {
         let i = self.find(minor).ok_or_else(class_not_found)?;
         let old = self.regraft(i, leaf, ctx.now.as_nanos() as i64)?;
-        Ok(purge_removed(old, self.counters(), ctx))
+        Ok(purge_removed(old, self.stats_mut(), ctx))
     }
 }
 

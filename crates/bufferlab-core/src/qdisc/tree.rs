@@ -187,6 +187,16 @@ pub(crate) fn peek_chain(
     Some(p)
 }
 
+/// Free what every qdisc of `chain` holds itself, as purged (a class's
+/// leaf chain on reset, or one a verb dropped).
+pub(crate) fn reset_chain(chain: &mut [Node], ctx: &mut QdiscCtx) -> Purged {
+    let mut purged = Purged::default();
+    for n in chain {
+        purged.add(n.reset(ctx));
+    }
+    purged
+}
+
 /// The netems of `chain`, nested ones (htb leaves) included: whether each
 /// duplicates.
 pub(crate) fn chain_netems(chain: &[Node], out: &mut Vec<bool>) {
