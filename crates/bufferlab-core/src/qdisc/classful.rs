@@ -252,12 +252,12 @@ pub fn shifted(i: usize, gone: usize) -> usize {
 pub(crate) fn absorbing_class<T>(
     class: &mut QdiscStats,
     qdisc: &mut QdiscStats,
-    red: &mut Reduce,
+    reduce: &mut Reduce,
     leaf_op: impl FnOnce(&mut Reduce) -> T,
 ) -> T {
-    let before = *red;
-    let out = leaf_op(red);
-    let lost = red.since(before);
+    let before = *reduce;
+    let out = leaf_op(reduce);
+    let lost = reduce.since(before);
     class.absorb(lost);
     qdisc.absorb(lost);
     out
@@ -344,15 +344,15 @@ pub(crate) mod testkit {
     pub fn push<Q: Qdisc>(q: &mut Q, env: &mut Env, t: u64, dport: u16, len: u32) -> Verdict {
         let id = env.pkt(len);
         env.arena.get_mut(id).dst_port = dport;
-        let mut red = Reduce::default();
-        q.enqueue(&mut env.ctx(t), &mut red, id, &mut [])
+        let mut reduce = Reduce::default();
+        q.enqueue(&mut env.ctx(t), &mut reduce, id, &mut [])
     }
 
     /// Dequeue one packet at `t`: (its dport and length, or the watchdog).
     pub fn pop<Q: Qdisc>(q: &mut Q, env: &mut Env, t: u64) -> Result<(u16, u32), Option<u64>> {
         let mut ctx = env.ctx(t);
-        let mut red = Reduce::default();
-        let got: Option<PacketId> = q.dequeue(&mut ctx, &mut red, &mut []);
+        let mut reduce = Reduce::default();
+        let got: Option<PacketId> = q.dequeue(&mut ctx, &mut reduce, &mut []);
         let wd = ctx.watchdog.map(|w| w.as_nanos());
         match got {
             Some(id) => {

@@ -229,7 +229,7 @@ impl Qdisc for Drr {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -241,8 +241,8 @@ impl Qdisc for Drr {
         };
         let first = classful::leaf_backlog(&self.classes[i].leaf).0 == 0;
         let cl = &mut self.classes[i];
-        let v = classful::absorbing_class(&mut cl.stats, &mut self.stats, red, |red| {
-            tree::enqueue_chain(&mut cl.leaf, ctx, red, id)
+        let v = classful::absorbing_class(&mut cl.stats, &mut self.stats, reduce, |reduce| {
+            tree::enqueue_chain(&mut cl.leaf, ctx, reduce, id)
         });
         match v {
             Verdict::Queued => {
@@ -264,7 +264,7 @@ impl Qdisc for Drr {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         loop {
@@ -274,9 +274,10 @@ impl Qdisc for Drr {
                 continue;
             };
             let cl = &mut self.classes[i];
-            let head = classful::absorbing_class(&mut cl.stats, &mut self.stats, red, |red| {
-                tree::peek_chain(&mut cl.leaf, ctx, red)
-            });
+            let head =
+                classful::absorbing_class(&mut cl.stats, &mut self.stats, reduce, |reduce| {
+                    tree::peek_chain(&mut cl.leaf, ctx, reduce)
+                });
             let Some(h) = head else {
                 if classful::leaf_backlog(&self.classes[i].leaf).0 == 0 {
                     self.forget_empty(i);
@@ -289,9 +290,10 @@ impl Qdisc for Drr {
             let cl = &mut self.classes[i];
             if len as i64 <= cl.deficit {
                 cl.deficit -= len as i64;
-                let got = classful::absorbing_class(&mut cl.stats, &mut self.stats, red, |red| {
-                    tree::dequeue_chain(&mut cl.leaf, ctx, red)
-                });
+                let got =
+                    classful::absorbing_class(&mut cl.stats, &mut self.stats, reduce, |reduce| {
+                        tree::dequeue_chain(&mut cl.leaf, ctx, reduce)
+                    });
                 let id = got.expect("a peeked packet is there");
                 let segs = ctx.arena.segs_of(id);
                 cl.stats.sent(len, segs);

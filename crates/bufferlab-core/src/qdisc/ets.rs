@@ -204,10 +204,10 @@ impl Ets {
         &self.bands
     }
 
-    fn take(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, i: usize) -> Option<PacketId> {
+    fn take(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, i: usize) -> Option<PacketId> {
         let b = &mut self.bands[i];
-        let got = classful::absorbing_class(&mut b.stats, &mut self.stats, red, |red| {
-            tree::dequeue_chain(&mut b.leaf, ctx, red)
+        let got = classful::absorbing_class(&mut b.stats, &mut self.stats, reduce, |reduce| {
+            tree::dequeue_chain(&mut b.leaf, ctx, reduce)
         });
         let id = got?;
         let len = ctx.arena.len_of(id);
@@ -309,7 +309,7 @@ impl Qdisc for Ets {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -317,8 +317,8 @@ impl Qdisc for Ets {
         let i = self.classify(ctx, id);
         let first = classful::leaf_backlog(&self.bands[i].leaf).0 == 0;
         let b = &mut self.bands[i];
-        let v = classful::absorbing_class(&mut b.stats, &mut self.stats, red, |red| {
-            tree::enqueue_chain(&mut b.leaf, ctx, red, id)
+        let v = classful::absorbing_class(&mut b.stats, &mut self.stats, reduce, |reduce| {
+            tree::enqueue_chain(&mut b.leaf, ctx, reduce, id)
         });
         match v {
             Verdict::Queued => {
@@ -340,19 +340,19 @@ impl Qdisc for Ets {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         for i in 0..self.spec.strict as usize {
-            if let Some(id) = self.take(ctx, red, i) {
+            if let Some(id) = self.take(ctx, reduce, i) {
                 return Some(id);
             }
         }
         loop {
             let &i = self.active.front()?;
             let b = &mut self.bands[i];
-            let head = classful::absorbing_class(&mut b.stats, &mut self.stats, red, |red| {
-                tree::peek_chain(&mut b.leaf, ctx, red)
+            let head = classful::absorbing_class(&mut b.stats, &mut self.stats, reduce, |reduce| {
+                tree::peek_chain(&mut b.leaf, ctx, reduce)
             });
             let Some(h) = head else {
                 if classful::leaf_backlog(&self.bands[i].leaf).0 == 0 {
@@ -364,7 +364,7 @@ impl Qdisc for Ets {
             let len = ctx.arena.len_of(h) as i64;
             if len <= self.bands[i].deficit {
                 self.bands[i].deficit -= len;
-                let id = self.take(ctx, red, i);
+                let id = self.take(ctx, reduce, i);
                 if classful::leaf_backlog(&self.bands[i].leaf).0 == 0 {
                     self.active.pop_front();
                 }

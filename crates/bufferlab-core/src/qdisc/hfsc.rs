@@ -875,10 +875,10 @@ impl Hfsc {
         &self.classes
     }
 
-    fn peek_len(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, i: usize) -> u32 {
-        let before = *red;
-        let h = tree::peek_chain(&mut self.classes[i].leaf, ctx, red);
-        let lost = red.since(before);
+    fn peek_len(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, i: usize) -> u32 {
+        let before = *reduce;
+        let h = tree::peek_chain(&mut self.classes[i].leaf, ctx, reduce);
+        let lost = reduce.since(before);
         self.after_loss(i, lost);
         let len = h.map_or(0, |h| ctx.arena.len_of(h));
         self.classes[i].head_len = len;
@@ -902,7 +902,7 @@ impl Qdisc for Hfsc {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -914,8 +914,8 @@ impl Qdisc for Hfsc {
         };
         let first = self.classes[i].qlen() == 0;
         let cl = &mut self.classes[i];
-        let v = classful::absorbing_class(&mut cl.stats, &mut self.stats, red, |red| {
-            tree::enqueue_chain(&mut cl.leaf, ctx, red, id)
+        let v = classful::absorbing_class(&mut cl.stats, &mut self.stats, reduce, |reduce| {
+            tree::enqueue_chain(&mut cl.leaf, ctx, reduce, id)
         });
         match v {
             Verdict::Queued => {
@@ -931,7 +931,7 @@ impl Qdisc for Hfsc {
                     }
                     if self.classes[i].rsc.is_some() {
                         // isolate the head (the kernel's peek after the first packet)
-                        self.peek_len(ctx, red, i);
+                        self.peek_len(ctx, reduce, i);
                     }
                 }
             }
@@ -947,7 +947,7 @@ impl Qdisc for Hfsc {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         if self.stats.qlen == 0 {
@@ -965,9 +965,9 @@ impl Qdisc for Hfsc {
                 }
             },
         };
-        let before = *red;
-        let got = tree::dequeue_chain(&mut self.classes[i].leaf, ctx, red);
-        let lost = red.since(before);
+        let before = *reduce;
+        let got = tree::dequeue_chain(&mut self.classes[i].leaf, ctx, reduce);
+        let lost = reduce.since(before);
         self.after_loss(i, lost);
         let id = got?;
         let len = ctx.arena.len_of(id);
@@ -979,7 +979,7 @@ impl Qdisc for Hfsc {
         }
         if self.classes[i].rsc.is_some() {
             if self.classes[i].qlen() != 0 {
-                let next_len = self.peek_len(ctx, red, i);
+                let next_len = self.peek_len(ctx, reduce, i);
                 if self.classes[i].qlen() != 0 {
                     if realtime {
                         self.update_ed(i, next_len);

@@ -596,7 +596,7 @@ impl Qdisc for Htb {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -614,8 +614,8 @@ impl Qdisc for Htb {
         };
         self.backlogged.insert(i);
         let cl = &mut self.classes[i];
-        let v = classful::absorbing_class(&mut cl.stats, &mut self.stats, red, |red| {
-            tree::enqueue_chain(&mut cl.leaf, ctx, red, id)
+        let v = classful::absorbing_class(&mut cl.stats, &mut self.stats, reduce, |reduce| {
+            tree::enqueue_chain(&mut cl.leaf, ctx, reduce, id)
         });
         match v {
             Verdict::Queued => {
@@ -634,7 +634,7 @@ impl Qdisc for Htb {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         if let Some(id) = self.direct.pop_front() {
@@ -651,8 +651,8 @@ impl Qdisc for Htb {
         while let Some((i, level)) = self.pick(now) {
             self.run_events(level, now);
             let cl = &mut self.classes[i];
-            let got = classful::absorbing_class(&mut cl.stats, &mut self.stats, red, |red| {
-                tree::dequeue_chain(&mut cl.leaf, ctx, red)
+            let got = classful::absorbing_class(&mut cl.stats, &mut self.stats, reduce, |reduce| {
+                tree::dequeue_chain(&mut cl.leaf, ctx, reduce)
             });
             let Some(id) = got else {
                 // A non-work-conserving leaf (netem) holding its packets:

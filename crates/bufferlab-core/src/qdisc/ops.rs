@@ -77,12 +77,12 @@ impl Reduce {
 #[inline]
 pub(crate) fn absorbing<T>(
     parent: &mut impl Absorb,
-    red: &mut Reduce,
+    reduce: &mut Reduce,
     child_op: impl FnOnce(&mut Reduce) -> T,
 ) -> T {
-    let before = *red;
-    let out = child_op(red);
-    parent.absorb(red.since(before));
+    let before = *reduce;
+    let out = child_op(reduce);
+    parent.absorb(reduce.since(before));
     out
 }
 
@@ -314,7 +314,7 @@ pub trait Qdisc {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         child: &mut [Node],
     ) -> Verdict;
@@ -322,14 +322,14 @@ pub trait Qdisc {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId>;
 
     /// Linux's default for a qdisc without its own peek:
     /// `qdisc_peek_dequeued`.
-    fn peek(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, child: &mut [Node]) -> Peeked {
-        Peeked::Dequeued(self.dequeue(ctx, red, child))
+    fn peek(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, child: &mut [Node]) -> Peeked {
+        Peeked::Dequeued(self.dequeue(ctx, reduce, child))
     }
 
     /// Free what this qdisc holds itself (not its child) as purged.
@@ -417,10 +417,10 @@ mod tests {
         // of 1500 B and splits one entry into 2 (grew 1):
         // qlen 5 + 1 − 2 = 4, backlog 7500 − 3000 = 4500, drops 1 + 2 = 3.
         let mut parent = fifo_holding(5, 7500, 1);
-        let mut red = Reduce::default();
-        let out = absorbing(&mut parent, &mut red, |red| {
-            red.left(2, 3000, 2);
-            red.grew(1);
+        let mut reduce = Reduce::default();
+        let out = absorbing(&mut parent, &mut reduce, |reduce| {
+            reduce.left(2, 3000, 2);
+            reduce.grew(1);
             "child result"
         });
         assert_eq!(out, "child result");
@@ -428,7 +428,7 @@ mod tests {
         assert_eq!((s.qlen, s.backlog, s.drops), (4, 4500, 3));
         // the cumulative report still carries everything for the ancestors
         assert_eq!(
-            red,
+            reduce,
             Reduce {
                 qlen: 2,
                 backlog: 3000,
@@ -443,22 +443,22 @@ mod tests {
         // 1 packet of 1000 B already reported by a sibling call; this call
         // adds 1 of 400 B: only the 400 B reach the parent (3 → 2, 3000 → 2600).
         let mut parent = fifo_holding(3, 3000, 0);
-        let mut red = Reduce::default();
-        red.left(1, 1000, 1);
-        absorbing(&mut parent, &mut red, |red| red.left(1, 400, 1));
+        let mut reduce = Reduce::default();
+        reduce.left(1, 1000, 1);
+        absorbing(&mut parent, &mut reduce, |reduce| reduce.left(1, 400, 1));
         let s = parent.stats();
         assert_eq!((s.qlen, s.backlog, s.drops), (2, 2600, 1));
-        assert_eq!((red.qlen, red.backlog, red.drops), (2, 1400, 2));
+        assert_eq!((reduce.qlen, reduce.backlog, reduce.drops), (2, 1400, 2));
     }
 
     #[test]
     fn absorbing_a_quiet_child_changes_nothing() {
         let mut parent = fifo_holding(2, 3000, 4);
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         let mut env = Env::default();
         let mut ctx = env.ctx(0);
-        let got = absorbing(&mut parent, &mut red, |red| {
-            super::super::tree::dequeue_chain(&mut [], &mut ctx, red)
+        let got = absorbing(&mut parent, &mut reduce, |reduce| {
+            super::super::tree::dequeue_chain(&mut [], &mut ctx, reduce)
         });
         assert_eq!(got, None);
         let s = parent.stats();

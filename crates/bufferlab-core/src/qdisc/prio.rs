@@ -216,14 +216,14 @@ impl Qdisc for Prio {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
         let len = ctx.arena.len_of(id);
         let band = self.classify(ctx, id);
-        let v = absorbing(&mut self.stats, red, |red| {
-            tree::enqueue_chain(&mut self.bands[band].chain, ctx, red, id)
+        let v = absorbing(&mut self.stats, reduce, |reduce| {
+            tree::enqueue_chain(&mut self.bands[band].chain, ctx, reduce, id)
         });
         match v {
             Verdict::Queued => self.stats.queued(len),
@@ -236,12 +236,12 @@ impl Qdisc for Prio {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         for b in 0..self.bands.len() {
-            let got = absorbing(&mut self.stats, red, |red| {
-                tree::dequeue_chain(&mut self.bands[b].chain, ctx, red)
+            let got = absorbing(&mut self.stats, reduce, |reduce| {
+                tree::dequeue_chain(&mut self.bands[b].chain, ctx, reduce)
             });
             if let Some(id) = got {
                 let len = ctx.arena.len_of(id);
@@ -254,10 +254,10 @@ impl Qdisc for Prio {
     }
 
     /// `prio_peek`: the head of the first band that has one, left there.
-    fn peek(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, _child: &mut [Node]) -> Peeked {
+    fn peek(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, _child: &mut [Node]) -> Peeked {
         for b in 0..self.bands.len() {
-            let got = absorbing(&mut self.stats, red, |red| {
-                tree::peek_chain(&mut self.bands[b].chain, ctx, red)
+            let got = absorbing(&mut self.stats, reduce, |reduce| {
+                tree::peek_chain(&mut self.bands[b].chain, ctx, reduce)
             });
             if got.is_some() {
                 return Peeked::Head(got);
@@ -365,7 +365,7 @@ impl Qdisc for PfifoFast {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -386,7 +386,7 @@ impl Qdisc for PfifoFast {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         let id = self.bands.iter_mut().find_map(|b| b.pop_front())?;
@@ -396,7 +396,7 @@ impl Qdisc for PfifoFast {
         Some(id)
     }
 
-    fn peek(&mut self, _ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
+    fn peek(&mut self, _ctx: &mut QdiscCtx, _reduce: &mut Reduce, _child: &mut [Node]) -> Peeked {
         Peeked::Head(self.bands.iter().find_map(|b| b.front().copied()))
     }
 
