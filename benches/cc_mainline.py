@@ -100,9 +100,9 @@ def main() -> int:
     if args.child:
         print(json.dumps(child(args.child, args.l4s)))
         return 0
-    from bufferlab import _core
+    from bufferlab import registry
 
-    names = args.only.split(",") if args.only else list(_core.congestion_controls())
+    names = args.only.split(",") if args.only else list(registry.CONGESTION_CONTROLS)
     if "reno" not in names:
         names.insert(0, "reno")
     runs: dict[str, list[dict[str, float]]] = {cc: [] for cc in names}

@@ -27,8 +27,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "bufferlab"
 
 #: lowest first; a module belongs to the layer of the longest prefix that names it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("bufferlab._core", "bufferlab.errors", "bufferlab.units", "bufferlab.profile",
-                    "bufferlab.safefs", "bufferlab.results_folder", "bufferlab.version")),
+    ("foundation", ("bufferlab._core", "bufferlab.registry", "bufferlab.errors", "bufferlab.units",
+                    "bufferlab.profile", "bufferlab.safefs", "bufferlab.results_folder", "bufferlab.version")),
     ("parsers", ("bufferlab.commands",)),
     ("scenario", ("bufferlab.scenario",)),
     ("formats", ("bufferlab.formats",)),

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from bufferlab import _core, load_scenario, run_scenario
+from bufferlab import load_scenario, registry, run_scenario
 from bufferlab.commands import sysctl
 
 MAINLINE = ("vegas", "westwood", "bic", "highspeed", "scalable", "illinois", "yeah", "hybla", "veno",
@@ -67,7 +67,7 @@ def run(folder: Path, cmds: list[str]) -> Path:
 
 
 def test_every_mainline_module_is_registered_in_linux_order():
-    names = tuple(_core.congestion_controls())
+    names = registry.CONGESTION_CONTROLS
     assert names == sysctl.SUPPORTED_CC
     # after reno, cubic, htcp, bbr, dctcp; then the out-of-tree modules: prague (an L4S
     # kernel's) and bbr3 (google/bbr v3's)

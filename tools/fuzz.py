@@ -50,6 +50,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 
+from bufferlab import registry  # noqa: E402
+from bufferlab.commands.sysctl import LINUX_CC  # noqa: E402
+from bufferlab.commands.tc.registry import QDISC_KINDS  # noqa: E402
+
 #: errors only a run can find (check accepted the input; the run failed with a position)
 RUNTIME_ERRORS = ("did not finish within stop_at", "simulated time stopped advancing")
 BAD = ("error_nopos", "traceback", "panic", "signal", "hang", "other",
@@ -80,8 +84,7 @@ UNITS = [
 ]
 KEYWORDS = [
     "tc", "qdisc", "class", "filter", "add", "change", "replace", "del", "show", "dev", "root", "parent",
-    "handle", "netem", "tbf", "red", "pfifo", "bfifo", "codel", "fq_codel", "pie", "blue", "sfb", "htb",
-    "prio", "bands", "priomap", "multiqueue", "pfifo_fast", "dualpi2", "memlimit", "coupling_factor",
+    "handle", "bands", "priomap", "multiqueue", "memlimit", "coupling_factor",
     "step_thresh", "min_qlen_step", "drop_on_overload", "overflow", "drop_enqueue", "drop_dequeue",
     "classic_protection", "max_rtt", "typical_rtt", "alpha", "beta", "tupdate", "split_gso",
     "no_split_gso", "l4s_ect", "any_ect", "5p", "u32", "match", "flowid", "1:2", "delay", "loss",
@@ -89,10 +92,9 @@ KEYWORDS = [
     "avpkt", "probability", "bandwidth", "ecn", "adaptive", "harddrop", "duplicate", "reorder",
     "corrupt", "gap", "distribution", "normal", "pareto", "slot", "gemodel", "state", "target",
     "interval", "quantum", "flows", "noecn", "sysctl", "-w", "net.ipv4.tcp_congestion_control=bbr",
-    "net.ipv4.tcp_congestion_control=dctcp", "dctcp", "net.ipv4.tcp_ecn=1", "net.ipv4.tcp_ecn_fallback=0",
-    "net.ipv4.tcp_congestion_control=vegas", "reno", "cubic", "htcp", "bbr", "vegas", "westwood", "bic",
-    "highspeed", "scalable", "illinois", "yeah", "hybla", "veno", "nv", "lp", "cdg",
-    "net.core.rmem_max=1", "iperf3", "-c", "-s", "-u", "-b", "-t", "-i", "-J", "-P", "-R", "-w", "-C",
+    "net.ipv4.tcp_congestion_control=dctcp", "net.ipv4.tcp_ecn=1", "net.ipv4.tcp_ecn_fallback=0",
+    "net.ipv4.tcp_congestion_control=vegas", "net.core.rmem_max=1",
+    "iperf3", "-c", "-s", "-u", "-b", "-t", "-i", "-J", "-P", "-R", "-w", "-C",
     "-l", "-n", "-k", "-p", "-O", "-A", "-M", "-N", "-Z", "--pacing-timer", "--fq-rate", "-S", "ping",
     "-c", "-i", "-s", "-W", "-q", "-D", "-Q", "cbr", "poisson", "onoff", "bulk", "sink", "-r", "--on",
     "--off", "plot_q.sh", "plot_iperf.sh", "tcpdump", "tshark", "-w", "-s", "-c", "udp", "tcp", "host",
@@ -101,18 +103,18 @@ KEYWORDS = [
     "false", "h1", "h2", "h3", "s1", "s1-eth1", "s1-eth2", "s2-eth1", "eth0", "h1-eth0", "admin",
     "10.0.0.1", "10.0.0.3", "10.0.0.255", "1:", "1:0", "10:", "ffff:", "1:1", "0:", "$HOME", "~",
     # fq, sfq, fq_pie (docs/semantics/qdiscs.md §15-17)
-    "fq", "sfq", "fq_pie", "flow_limit", "initial_quantum", "maxrate", "buckets", "pacing", "nopacing",
+    "flow_limit", "initial_quantum", "maxrate", "buckets", "pacing", "nopacing",
     "refill_delay", "low_rate_threshold", "orphan_mask", "ce_threshold", "timer_slack", "horizon",
     "horizon_drop", "horizon_cap", "bands", "priomap", "weights", "defrate", "perturb", "divisor",
     "depth", "headdrop", "redflowlimit", "tupdate", "alpha", "beta", "memory_limit", "ecn_prob",
     "bytemode", "nobytemode", "dq_rate_estimator", "no_dq_rate_estimator",
     # drr, ets, hfsc (tc/q_drr.c, q_ets.c, q_hfsc.c)
-    "drr", "ets", "hfsc", "bands", "strict", "quanta", "priomap", "default", "rt", "ls", "sc", "ul",
+    "bands", "strict", "quanta", "priomap", "default", "rt", "ls", "sc", "ul",
     "m1", "d", "m2", "umax", "dmax", "classid", "flowid", "u32", "match", "ip", "dport", "sport",
 ]
 # cake (tc/q_cake.c): every keyword cake_parse_opt knows
 KEYWORDS += [
-    "cake", "unlimited", "autorate-ingress", "rtt", "overhead", "mpu", "memlimit", "fwmark", "raw",
+    "unlimited", "autorate-ingress", "rtt", "overhead", "mpu", "memlimit", "fwmark", "raw",
     "conservative", "via-ethernet", "help", "datacentre", "lan", "metro", "regional", "internet", "oceanic",
     "satellite", "interplanetary", "besteffort", "precedence", "diffserv8", "diffserv4", "diffserv",
     "diffserv3", "flowblind", "srchost", "dsthost", "hosts", "dual-srchost", "dual-dsthost",
@@ -120,12 +122,15 @@ KEYWORDS += [
     "pppoa-llc", "pppoe-vcmux", "pppoe-llcsnap", "pppoe-ptm", "bridged-ptm", "ethernet", "ether-vlan",
     "docsis", "nat", "nonat", "wash", "nowash", "split-gso", "no-split-gso", "ingress", "egress",
     "no-ack-filter", "ack-filter", "ack-filter-aggressive", "ptm", "atm", "noatm",
-    "ingress", "clsact", "egress", "ffff:fff1", "ffff:fff2", "ffff:fff3", "protocol", "all", "ip", "pref",
+    "egress", "ffff:fff1", "ffff:fff2", "ffff:fff3", "protocol", "all", "ip", "pref",
     "matchall", "flower", "action", "actions", "mirred", "redirect", "mirror", "police", "conform-exceed",
     "drop/ok", "continue/pipe", "reclassify", "pass", "ok", "pipe", "continue", "shot", "gact", "drop",
     "mpu", "overhead", "linklayer", "atm", "avrate", "classid", "skip_hw", "at", "ifb", "ifb0",
     "ifb4eth0", "link", "type", "name", "up", "ip",
 ]
+# every qdisc kind the tc parser knows and every congestion control the engine registers
+# (bufferlab.registry), with the Linux ones it refuses by name
+KEYWORDS += [*QDISC_KINDS, *registry.CONGESTION_CONTROLS, *LINUX_CC]
 SHELL_NOISE = ["'", '"', "\\", "\\\\", "&", ";", "|", ">", "<", "$(", "`", "#", "\t", "  ", "\\\"", "\\n",
                "\u00e9", "\x00", "\x7f", "\ud7ff", "\u202e", "\U0001f600", "*", "?", "[", "]", "{", "}"]
 TOML_NOISE = ["[", "]", "[[", "]]", "{", "}", "=", ",", '"', "'", '"""', "'''", "\n", "#", ".", "\\",

@@ -3,12 +3,16 @@
 //! builds against what Rust accepts (tests/test_schema.py) and the two cannot
 //! drift. Every object is closed (`deny_unknown_fields`, hence
 //! `"additionalProperties": false`); a field with a serde default is optional.
+//! Beside it, [`registry`]: the names the engine's registries give, for the
+//! layers that must name them too.
 
 use crate::app::{tcp::TcpSpec, AppSpec};
 use crate::capture::CaptureSpec;
 use crate::engine::SimConfig;
 use crate::qdisc::spec::{ClassRequest, FilterRequest, HookFilterRequest, TcRequest};
+use crate::tcp::cc::Cc;
 use schemars::generate::SchemaSettings;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 /// One JSON Schema (draft 2020-12) document whose `$defs` hold, among the
@@ -34,9 +38,54 @@ pub fn input_schema() -> Value {
     })
 }
 
+/// What the engine registers, for the Python package's parsers, messages
+/// and `tc` printers and for the fuzzers, so that none of them keeps a copy
+/// (docs/internals.md "Registries"). Each list is in registration order,
+/// which the messages that list them keep.
+#[derive(Debug, Serialize)]
+pub struct Registry {
+    /// `register_congestion_controls!` ([`Cc::NAMES`]), as
+    /// `tcp_available_congestion_control` lists them
+    pub congestion_controls: &'static [&'static str],
+    /// every qdisc kind a `tc` request may name (`QdiscSpec`'s tags)
+    pub qdiscs: Vec<String>,
+    /// the kinds whose spec lists classes, each with its grafted leaf chain
+    /// (the kinds with [`ClassOps`](crate::qdisc::ops::ClassOps))
+    pub class_owners: Vec<String>,
+    /// the kinds whose classes `tc class add|change|delete` configures
+    /// (`ClassSpec`'s tags)
+    pub class_verbs: Vec<String>,
+}
+
+/// The [`Registry`]. The qdisc lists are read off [`input_schema`], whose
+/// tags are the kinds serde accepts, so they cannot disagree with it.
+pub fn registry() -> Registry {
+    let schema = input_schema();
+    let tags = |def: &str, keep: fn(&Value) -> bool| -> Vec<String> {
+        (schema["$defs"][def]["oneOf"].as_array())
+            .expect("a tagged enum is a oneOf")
+            .iter()
+            .filter(|v| keep(v))
+            .map(|v| {
+                v["properties"]["kind"]["const"]
+                    .as_str()
+                    .expect("tagged by kind")
+                    .to_owned()
+            })
+            .collect()
+    };
+    Registry {
+        congestion_controls: Cc::NAMES,
+        qdiscs: tags("QdiscSpec", |_| true),
+        class_owners: tags("QdiscSpec", |v| v["properties"].get("classes").is_some()),
+        class_verbs: tags("ClassSpec", |_| true),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::Qdisc;
 
     #[test]
     fn every_entry_point_has_a_closed_definition() {
@@ -65,6 +114,51 @@ mod tests {
             .map(|a| a["properties"]["kind"]["const"].as_str().unwrap_or("?"))
             .collect();
         assert_eq!(tags, crate::app::App::KINDS);
+    }
+
+    #[test]
+    fn the_registry_lists_what_the_engine_builds() {
+        let reg = registry();
+        assert_eq!(reg.congestion_controls, Cc::NAMES);
+        assert!(reg.qdiscs.iter().any(|k| k == "pfifo_fast") && reg.qdiscs.len() > 20);
+        assert_eq!(reg.class_verbs, ["htb", "drr", "ets", "hfsc"]);
+        // a kind owns classes exactly when the qdisc it builds has class ops:
+        // the owners from the least spec each takes, every other kind whose
+        // spec needs no more than its name
+        let priomap = [1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1];
+        let owners = [
+            json!({"kind": "htb", "direct_qlen": 1000, "leaf_limit": 1000}),
+            json!({"kind": "prio", "bands": 3, "priomap": priomap}),
+            json!({"kind": "drr", "leaf_limit": 1000}),
+            json!({"kind": "ets", "bands": 3, "priomap": priomap, "leaf_limit": 1000}),
+            json!({"kind": "hfsc", "leaf_limit": 1000}),
+        ];
+        let env = crate::qdisc::ops::BuildEnv {
+            seed: 1,
+            stream: "registry",
+            profile: Default::default(),
+            now: crate::time::SimTime::ZERO,
+            at_root: true,
+        };
+        let (mut owning, mut plain) = (Vec::new(), 0);
+        for kind in &reg.qdiscs {
+            let least = owners.iter().find(|o| o["kind"] == kind.as_str());
+            let spec = least.cloned().unwrap_or_else(|| json!({ "kind": kind }));
+            let Ok(spec) = serde_json::from_value(spec) else {
+                continue;
+            };
+            let Ok(mut built) = crate::qdisc::AnyQdisc::build(&spec, &env) else {
+                continue;
+            };
+            if Qdisc::class_ops(&mut built.qdisc).is_some() {
+                owning.push(kind.as_str());
+            } else {
+                plain += 1;
+            }
+        }
+        assert_eq!(reg.class_owners, owning);
+        assert_eq!(owning, ["htb", "prio", "drr", "ets", "hfsc"]);
+        assert!(plain >= 10, "{plain} kinds built from their name alone");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! `PROPTEST_CASES=5000 cargo test -p bufferlab-core --test proptest_fuzz`
 //! runs a longer campaign (the default is 32 engine cases, 256 spec cases).
 
-use bufferlab_core::app::AppSpec;
+use bufferlab_core::app::{App, AppSpec};
 use bufferlab_core::engine::SimConfig;
 use bufferlab_core::qdisc::spec::TcRequest;
 use bufferlab_core::time::SimTime;
@@ -168,39 +168,19 @@ const KEYS: &[&str] = &[
     "mpu",
     "atm",
 ];
+/// Words of requests besides the names [`registered`] lists.
 const STRINGS: &[&str] = &[
     "add",
     "change",
     "replace",
     "delete",
     "root",
-    "netem",
-    "tbf",
-    "pfifo",
-    "bfifo",
-    "red",
-    "codel",
-    "fq_codel",
-    "pie",
-    "blue",
-    "sfb",
-    "fq",
-    "sfq",
-    "fq_pie",
-    "red_ns3",
-    "noqueue",
-    "dualpi2",
-    "prio",
-    "pfifo_fast",
-    "cake",
     "triple-isolate",
     "dual-srchost",
     "diffserv4",
     "besteffort",
     "aggressive",
     "ptm",
-    "ingress",
-    "clsact",
     "u32",
     "matchall",
     "mirred",
@@ -212,12 +192,6 @@ const STRINGS: &[&str] = &[
     "pipe",
     "reclassify",
     "ifb0",
-    "ping",
-    "sink",
-    "bulk",
-    "udp_source",
-    "iperf3_client",
-    "iperf3_server",
     "qmon",
     "cbr",
     "poisson",
@@ -237,24 +211,18 @@ const STRINGS: &[&str] = &[
     "random",
     "state",
     "gemodel",
-    // the congestion-control modules (tcp/cc, Cc::NAMES)
-    "reno",
-    "cubic",
-    "htcp",
-    "bbr",
-    "vegas",
-    "westwood",
-    "bic",
-    "highspeed",
-    "scalable",
-    "illinois",
-    "yeah",
-    "hybla",
-    "veno",
-    "nv",
-    "lp",
-    "cdg",
 ];
+
+/// What the engine registers (schema::registry, App::KINDS): every qdisc
+/// kind, congestion control and application, so the dictionary misses none.
+fn registered() -> Vec<String> {
+    let reg = bufferlab_core::schema::registry();
+    let names = (reg.congestion_controls.iter()).chain(App::KINDS);
+    reg.qdiscs
+        .into_iter()
+        .chain(names.map(|n| n.to_string()))
+        .collect()
+}
 
 fn leaf() -> impl Strategy<Value = Value> {
     prop_oneof![
@@ -272,7 +240,14 @@ fn leaf() -> impl Strategy<Value = Value> {
         .prop_map(Value::from),
         any::<f64>()
             .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
-        prop::sample::select(STRINGS).prop_map(Value::from),
+        prop::sample::select(
+            [
+                STRINGS.iter().map(|w| w.to_string()).collect(),
+                registered()
+            ]
+            .concat()
+        )
+        .prop_map(Value::from),
         ".{0,8}".prop_map(Value::from),
     ]
 }

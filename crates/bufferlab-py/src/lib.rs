@@ -275,10 +275,11 @@ fn schema() -> PyResult<String> {
     json_out(&bufferlab_core::schema::input_schema())
 }
 
-/// The congestion controls the engine registers (`Cc::NAMES`), in order.
+/// What the engine registers: congestion controls, qdisc kinds and their
+/// class facts (`schema::Registry`; docs/internals.md "Registries").
 #[pyfunction]
-fn congestion_controls() -> Vec<&'static str> {
-    bufferlab_core::tcp::cc::Cc::NAMES.to_vec()
+fn registry() -> PyResult<String> {
+    json_out(&bufferlab_core::schema::registry())
 }
 
 /// The engine's heap: (live bytes, peak bytes since the last
@@ -298,7 +299,7 @@ fn heap_reset_peak() {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulator>()?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
-    m.add_function(wrap_pyfunction!(congestion_controls, m)?)?;
+    m.add_function(wrap_pyfunction!(registry, m)?)?;
     m.add_function(wrap_pyfunction!(heap_stats, m)?)?;
     m.add_function(wrap_pyfunction!(heap_reset_peak, m)?)?;
     m.add("CoreError", m.py().get_type::<CoreError>())?;

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from bufferlab import registry
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
 
 from ._common import c_int_full, did_you_mean
@@ -70,27 +71,8 @@ MODELLED_KEYS: dict[str, str] = {
     "net.core.default_qdisc": "qdisc",
 }
 
-SUPPORTED_CC = (
-    "reno",
-    "cubic",
-    "htcp",
-    "bbr",
-    "dctcp",
-    "vegas",
-    "westwood",
-    "bic",
-    "highspeed",
-    "scalable",
-    "illinois",
-    "yeah",
-    "hybla",
-    "veno",
-    "nv",
-    "lp",
-    "cdg",
-    "prague",
-    "bbr3",
-)
+#: the congestion controls the engine registers, in its order
+SUPPORTED_CC = registry.CONGESTION_CONTROLS
 #: congestion controls Linux ships as modules (net/ipv4/tcp_*.c) but bufferlab does not model
 LINUX_CC = ("bbr2",)
 INT_MAX = 2**31 - 1

@@ -213,7 +213,7 @@ impl Qdisc for Blue {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -224,14 +224,14 @@ impl Qdisc for Blue {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         Blue::dequeue(self, ctx)
     }
 
     /// Head of the queue; an empty queue is a link-idle event.
-    fn peek(&mut self, ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
+    fn peek(&mut self, ctx: &mut QdiscCtx, _reduce: &mut Reduce, _child: &mut [Node]) -> Peeked {
         let head = self.queue.front().copied();
         if head.is_none() {
             self.decrease(ctx.now.as_nanos());

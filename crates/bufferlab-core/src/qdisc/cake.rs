@@ -1279,7 +1279,7 @@ impl Cake {
 
     // ------------------------------------------------ enqueue
 
-    pub fn enqueue(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, id: PacketId) -> Verdict {
+    pub fn enqueue(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, id: PacketId) -> Verdict {
         let now = ctx.now.as_nanos() as i64;
         let len = ctx.arena.len_of(id);
         let (t, idx) = {
@@ -1332,9 +1332,9 @@ impl Cake {
             b.flows[idx].backlog += slen;
             b.tin_backlog += slen;
             self.avg_window_bytes += slen as u64;
-            red.grew((n - 1) as u64);
+            reduce.grew((n - 1) as u64);
             if slen < len {
-                red.left(0, (len - slen) as u64, 0);
+                reduce.left(0, (len - slen) as u64, 0);
             }
         } else {
             let p = *ctx.arena.get(id);
@@ -1366,7 +1366,7 @@ impl Cake {
                     self.advance_shaper(t, a.adj_len, now, true);
                 }
                 self.stats.unqueued(a.len);
-                red.left(1, a.len as u64, 1);
+                reduce.left(1, a.len as u64, 1);
                 ctx.drop_packet(a.id, DropReason::AckFilter);
             } else {
                 self.buffer_used = self.buffer_used.wrapping_add(len + TRUESIZE_EXTRA);
@@ -1417,7 +1417,7 @@ impl Cake {
             while self.buffer_used > self.buffer_limit {
                 dropped += 1;
                 // a stale heap is rebuilt by the next call (the kernel loops on)
-                if !self.drop_longest(ctx, red, now) {
+                if !self.drop_longest(ctx, reduce, now) {
                     stale += 1;
                     if stale > 1 {
                         break;
@@ -1458,7 +1458,7 @@ impl Cake {
 
     /// `cake_drop`: one packet off the head of the longest queue. False if
     /// the heap was stale (rebuilt on the next call).
-    fn drop_longest(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, now: i64) -> bool {
+    fn drop_longest(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, now: i64) -> bool {
         if self.overflow_timeout == 0 {
             for i in (0..=QUEUES * MAX_TINS / 2).rev() {
                 self.heapify(i);
@@ -1483,7 +1483,7 @@ impl Cake {
         b.tin_dropped += 1;
         self.stats.unqueued(e.len);
         self.stats.drops += 1;
-        red.left(1, e.len as u64, 1);
+        reduce.left(1, e.len as u64, 1);
         if self.cfg.ingress {
             self.advance_shaper(t, e.adj_len, now, true);
         }
@@ -1583,7 +1583,7 @@ impl Cake {
         Some(e)
     }
 
-    pub fn dequeue(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce) -> Option<PacketId> {
+    pub fn dequeue(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce) -> Option<PacketId> {
         let now = ctx.now.as_nanos() as i64;
         let mode = self.flow_mode();
         let ingress = self.cfg.ingress;
@@ -1750,7 +1750,7 @@ impl Cake {
                         DropReason::EarlyDrop
                     };
                     self.stats.drops += 1;
-                    red.left(1, e.len as u64, 1);
+                    reduce.left(1, e.len as u64, 1);
                     ctx.drop_packet(e.id, reason);
                     if ingress {
                         continue 'retry;
@@ -2019,21 +2019,21 @@ impl Qdisc for Cake {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
-        Cake::enqueue(self, ctx, red, id)
+        Cake::enqueue(self, ctx, reduce, id)
     }
 
     #[inline]
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
-        Cake::dequeue(self, ctx, red)
+        Cake::dequeue(self, ctx, reduce)
     }
 
     /// `cake_reset`: every tin cleared.

@@ -346,24 +346,24 @@ fn shaper_releases_packets_at_the_rate() {
         ..Default::default()
     });
     let mut env = Env::default();
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     for _ in 0..3 {
         let id = pkt(&mut env, 1514, 1, 2, 1000);
-        q.enqueue(&mut env.ctx(0), &mut red, id);
+        q.enqueue(&mut env.ctx(0), &mut reduce, id);
     }
     let mut ctx = env.ctx(0);
-    assert!(q.dequeue(&mut ctx, &mut red).is_some());
+    assert!(q.dequeue(&mut ctx, &mut reduce).is_some());
     assert_eq!(ctx.watchdog, Some(SimTime::from_nanos(1_211_200)));
     assert_eq!(
         (q.time_next_packet, q.failsafe_next_packet),
         (1_211_200, 1_816_800)
     );
     let mut ctx = env.ctx(1_000_000);
-    assert!(q.dequeue(&mut ctx, &mut red).is_none());
+    assert!(q.dequeue(&mut ctx, &mut reduce).is_none());
     assert_eq!(ctx.watchdog, Some(SimTime::from_nanos(1_211_200)));
     assert_eq!(q.stats().overlimits, 1);
     let mut ctx = env.ctx(1_211_200);
-    assert!(q.dequeue(&mut ctx, &mut red).is_some());
+    assert!(q.dequeue(&mut ctx, &mut reduce).is_some());
     assert_eq!(q.time_next_packet, 2_422_400);
     // the `ethernet` preset charges 1538 B: 1.2304 ms
     let mut q = cake(CakeSpec {
@@ -374,8 +374,8 @@ fn shaper_releases_packets_at_the_rate() {
         ..Default::default()
     });
     let id = pkt(&mut env, 1514, 1, 2, 1000);
-    q.enqueue(&mut env.ctx(0), &mut red, id);
-    assert!(q.dequeue(&mut env.ctx(0), &mut red).is_some());
+    q.enqueue(&mut env.ctx(0), &mut reduce, id);
+    assert!(q.dequeue(&mut env.ctx(0), &mut reduce).is_some());
     assert_eq!(q.time_next_packet, 1_230_400);
     let x = q.xstats();
     assert_eq!(
@@ -395,18 +395,18 @@ fn host_shares(mode: CakeFlowMode, na: u16) -> (u64, u64) {
         ..Default::default()
     });
     let mut env = Env::default();
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     for _ in 0..400 {
         for f in 0..na {
             let id = pkt(&mut env, 1514, 0x0a00_0001, 0x0a00_0003, 40_000 + f);
-            q.enqueue(&mut env.ctx(0), &mut red, id);
+            q.enqueue(&mut env.ctx(0), &mut reduce, id);
         }
         let id = pkt(&mut env, 1514, 0x0a00_0002, 0x0a00_0004, 50_000);
-        q.enqueue(&mut env.ctx(0), &mut red, id);
+        q.enqueue(&mut env.ctx(0), &mut reduce, id);
     }
     let (mut a, mut b) = (0, 0);
     for _ in 0..600 {
-        let id = q.dequeue(&mut env.ctx(0), &mut red).unwrap();
+        let id = q.dequeue(&mut env.ctx(0), &mut reduce).unwrap();
         let p = env.arena.get(id);
         if p.src.0 == 0x0a00_0001 {
             a += p.len as u64;
@@ -415,7 +415,7 @@ fn host_shares(mode: CakeFlowMode, na: u16) -> (u64, u64) {
         }
         env.arena.free(id);
     }
-    assert_eq!(red, Reduce::default());
+    assert_eq!(reduce, Reduce::default());
     assert_eq!(q.stored(), q.stats().qlen);
     (a, b)
 }
@@ -466,24 +466,24 @@ fn memory_limit_drops_from_the_longest_queue() {
         ..Default::default()
     });
     let mut env = Env::default();
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     // truesize 1514 + 768 = 2282: the fifth packet takes the total to 11 410
     for i in 0..5u32 {
         let id = pkt(&mut env, 1514, 1, 2, 1000);
         env.arena.get_mut(id).seq = i as u64;
         assert_eq!(
-            q.enqueue(&mut env.ctx(1_000_000_000), &mut red, id),
+            q.enqueue(&mut env.ctx(1_000_000_000), &mut reduce, id),
             Verdict::Queued
         );
     }
-    assert_eq!((red.qlen, red.backlog, red.drops), (1, 1514, 1));
+    assert_eq!((reduce.qlen, reduce.backlog, reduce.drops), (1, 1514, 1));
     assert_eq!((q.stats().qlen, q.stats().drops), (4, 1));
     assert_eq!(q.buffer_used, 4 * 2282);
     assert_eq!((q.stored(), q.held()), (4, 4));
     assert_eq!(q.xstats()["drop_overlimit"].as_u64(), Some(1));
     assert_eq!(env.drops.packets[DropReason::QueueFull.index()], 1);
     // the head went: the next out is the second packet
-    let id = q.dequeue(&mut env.ctx(1_000_000_000), &mut red).unwrap();
+    let id = q.dequeue(&mut env.ctx(1_000_000_000), &mut reduce).unwrap();
     assert_eq!(env.arena.get(id).seq, 1);
     // BLUE of that flow went up
     let f = q.tins[0]
@@ -521,15 +521,15 @@ fn ack_filter_drops_redundant_pure_acks() {
             ..Default::default()
         });
         let mut env = Env::default();
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         for a in [1000u32, 2000] {
             let id = ack(&mut env, a, tcp_flags::ACK);
-            q.enqueue(&mut env.ctx(0), &mut red, id);
+            q.enqueue(&mut env.ctx(0), &mut reduce, id);
         }
         // the third cumulative ACK: two older eligible ACKs → the first goes
         // (normal); aggressive already dropped one on the second ACK
         let id = ack(&mut env, 3000, tcp_flags::ACK);
-        q.enqueue(&mut env.ctx(0), &mut red, id);
+        q.enqueue(&mut env.ctx(0), &mut reduce, id);
         assert_eq!(q.stats().qlen, left, "{mode:?}");
         assert_eq!(env.drops.packets[DropReason::AckFilter.index()], 3 - left);
         assert_eq!(q.xstats()["tins"][1]["ack_drops"].as_u64(), Some(3 - left));
@@ -537,7 +537,7 @@ fn ack_filter_drops_redundant_pure_acks() {
         // plain eligible ACKs (their flags agree); the aggressive one keeps
         // a lone plain ACK whose flags differ from the trigger's
         let id = ack(&mut env, 4000, tcp_flags::ACK | tcp_flags::ECE);
-        q.enqueue(&mut env.ctx(0), &mut red, id);
+        q.enqueue(&mut env.ctx(0), &mut reduce, id);
         assert_eq!(q.stats().qlen, 2, "{mode:?}");
     }
 }
@@ -546,7 +546,7 @@ fn ack_filter_drops_redundant_pure_acks() {
 fn split_gso_enqueues_the_segments() {
     let mut q = cake(CakeSpec::default());
     let mut env = Env::default();
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     let id = env.pkt(1514);
     {
         let p = env.arena.get_mut(id);
@@ -560,9 +560,9 @@ fn split_gso_enqueues_the_segments() {
         p.gso_size = 1448;
         p.len = 3 * (hdr + 1448);
     }
-    q.enqueue(&mut env.ctx(0), &mut red, id);
+    q.enqueue(&mut env.ctx(0), &mut reduce, id);
     assert_eq!(q.stats().qlen, 3);
-    assert_eq!(red.grew, 2);
+    assert_eq!(reduce.grew, 2);
     let x = q.xstats();
     assert_eq!(x["tins"][1]["sent_packets"].as_u64(), Some(3));
     // without splitting: one entry, overhead per segment
@@ -584,8 +584,8 @@ fn split_gso_enqueues_the_segments() {
         p.gso_size = 1448;
         p.len = 3 * (hdr + 1448);
     }
-    let mut red = Reduce::default();
-    q.enqueue(&mut env.ctx(0), &mut red, id);
+    let mut reduce = Reduce::default();
+    q.enqueue(&mut env.ctx(0), &mut reduce, id);
     assert_eq!(q.stats().qlen, 1);
     let e = q.tins[0]
         .flows
@@ -601,17 +601,17 @@ fn unlimited_tins_share_by_tin_quantum() {
     // diffserv3 unlimited: voice has quantum 256, best effort 1024, bulk 64
     let mut q = cake(CakeSpec::default());
     let mut env = Env::default();
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     for _ in 0..100 {
         for (tos, sport) in [(46u8 << 2, 1u16), (0, 2), (8 << 2, 3)] {
             let id = pkt(&mut env, 1000, 1, 2, sport);
             env.arena.get_mut(id).tos = tos;
-            q.enqueue(&mut env.ctx(0), &mut red, id);
+            q.enqueue(&mut env.ctx(0), &mut reduce, id);
         }
     }
     let mut by = [0u32; 3];
     for _ in 0..134 {
-        let id = q.dequeue(&mut env.ctx(0), &mut red).unwrap();
+        let id = q.dequeue(&mut env.ctx(0), &mut reduce).unwrap();
         by[env.arena.get(id).src_port as usize - 1] += 1;
         env.arena.free(id);
     }
@@ -626,10 +626,10 @@ fn change_to_fewer_tins_frees_their_packets() {
         ..Default::default()
     });
     let mut env = Env::default();
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     let id = pkt(&mut env, 500, 1, 2, 1);
     env.arena.get_mut(id).tos = 46 << 2; // tin 5
-    q.enqueue(&mut env.ctx(0), &mut red, id);
+    q.enqueue(&mut env.ctx(0), &mut reduce, id);
     let c = Qdisc::change(
         &mut q,
         &QdiscSpec::Cake(CakeSpec {
@@ -657,17 +657,18 @@ fn autorate_follows_the_arrival_rate() {
         ..Default::default()
     });
     let mut env = Env::default();
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     for burst in 1..=100i64 {
         for i in 0..10i64 {
             let id = pkt(&mut env, 1000, 1, 2, 1000);
             q.enqueue(
                 &mut env.ctx((burst * 10 * MS + i * 1000) as u64),
-                &mut red,
+                &mut reduce,
                 id,
             );
         }
-        while let Some(id) = q.dequeue(&mut env.ctx((burst * 10 * MS + 10_000) as u64), &mut red) {
+        while let Some(id) = q.dequeue(&mut env.ctx((burst * 10 * MS + 10_000) as u64), &mut reduce)
+        {
             env.arena.free(id);
         }
     }
@@ -688,18 +689,18 @@ fn ingress_charges_dropped_packets_to_the_shaper() {
         ..Default::default()
     });
     let mut env = Env::default();
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     let t = 1_000_000_000u64;
     for _ in 0..5 {
         let id = pkt(&mut env, 1514, 1, 2, 1000);
-        q.enqueue(&mut env.ctx(t), &mut red, id);
+        q.enqueue(&mut env.ctx(t), &mut reduce, id);
     }
     // the overflow drop cost 1514 B of the global schedule, not of the failsafe
-    assert_eq!(red.drops, 1);
+    assert_eq!(reduce.drops, 1);
     assert_eq!(q.time_next_packet, t as i64 + 1_211_200);
     assert_eq!(q.failsafe_next_packet, t as i64);
     // the failsafe lets the next packet out at once
-    assert!(q.dequeue(&mut env.ctx(t), &mut red).is_some());
+    assert!(q.dequeue(&mut env.ctx(t), &mut reduce).is_some());
 }
 
 #[test]
@@ -709,10 +710,10 @@ fn flowblind_puts_everything_in_one_queue_hosts_by_address_pair() {
         ..Default::default()
     });
     let mut env = Env::default();
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     for (s, d, p) in [(1, 2, 1000), (3, 4, 2000)] {
         let id = pkt(&mut env, 100, s, d, p);
-        q.enqueue(&mut env.ctx(0), &mut red, id);
+        q.enqueue(&mut env.ctx(0), &mut reduce, id);
     }
     assert_eq!(q.tins[0].flows[0].queue.len(), 2);
     // hosts: one queue per address pair, whatever the ports
@@ -722,7 +723,7 @@ fn flowblind_puts_everything_in_one_queue_hosts_by_address_pair() {
     });
     for (s, d, p) in [(1, 2, 1000), (1, 2, 2000), (1, 3, 1000)] {
         let id = pkt(&mut env, 100, s, d, p);
-        q.enqueue(&mut env.ctx(0), &mut red, id);
+        q.enqueue(&mut env.ctx(0), &mut reduce, id);
     }
     let mut lens: Vec<usize> = q.tins[0]
         .flows
@@ -743,12 +744,12 @@ fn shaped_tins_prefer_the_highest_tin_within_its_threshold() {
         ..Default::default()
     });
     let mut env = Env::default();
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     for _ in 0..40 {
         for (tos, sport) in [(46u8 << 2, 1u16), (0, 2)] {
             let id = pkt(&mut env, 1000, 1, 2, sport);
             env.arena.get_mut(id).tos = tos;
-            q.enqueue(&mut env.ctx(0), &mut red, id);
+            q.enqueue(&mut env.ctx(0), &mut reduce, id);
         }
     }
     let mut t = 0u64;
@@ -756,7 +757,7 @@ fn shaped_tins_prefer_the_highest_tin_within_its_threshold() {
     for _ in 0..40 {
         loop {
             let mut ctx = env.ctx(t);
-            if let Some(id) = q.dequeue(&mut ctx, &mut red) {
+            if let Some(id) = q.dequeue(&mut ctx, &mut reduce) {
                 voice += (env.arena.get(id).src_port == 1) as u32;
                 env.arena.free(id);
                 break;
@@ -781,7 +782,7 @@ fn one_pass_rotation_matches_the_kernels_visit_by_visit_loop() {
         });
         q.fast_rotate = fast;
         let mut env = Env::default();
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         let mut order = vec![];
         let mut t = 1_000_000_000u64;
         for round in 0..300u64 {
@@ -789,12 +790,12 @@ fn one_pass_rotation_matches_the_kernels_visit_by_visit_loop() {
                 if !(round + f as u64).is_multiple_of(3) {
                     let src = if f < 12 { 1 } else { 2 };
                     let id = pkt(&mut env, 300 + 90 * f as u32, src, 3 + src, 1000 + f);
-                    q.enqueue(&mut env.ctx(t), &mut red, id);
+                    q.enqueue(&mut env.ctx(t), &mut reduce, id);
                 }
             }
             for _ in 0..8 {
                 let mut ctx = env.ctx(t);
-                match q.dequeue(&mut ctx, &mut red) {
+                match q.dequeue(&mut ctx, &mut reduce) {
                     Some(id) => {
                         order.push(env.arena.get(id).src_port);
                         env.arena.free(id);
@@ -837,10 +838,10 @@ fn qdisc_cost_cake_vs_fq_codel() {
             let t = i * 12_000;
             let id = env.pkt(1514);
             env.arena.get_mut(id).src_port = (i % 8) as u16;
-            let mut red = Reduce::default();
-            q.enqueue(&mut env.ctx(t), &mut red, id, &mut []);
+            let mut reduce = Reduce::default();
+            q.enqueue(&mut env.ctx(t), &mut reduce, id, &mut []);
             if i >= 100 {
-                if let Some(id) = q.dequeue(&mut env.ctx(t), &mut red, &mut []) {
+                if let Some(id) = q.dequeue(&mut env.ctx(t), &mut reduce, &mut []) {
                     env.arena.free(id);
                 }
             }

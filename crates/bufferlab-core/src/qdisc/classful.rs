@@ -9,10 +9,10 @@
 //! `purge_removed` purges the chains a verb drops.
 
 use super::fifo::Fifo;
-use super::ops::{BuildEnv, ClassOps, Qdisc};
+use super::ops::{BuildEnv, ClassOps, Qdisc, Reduce};
 use super::spec::{ClassRequest, ClassSpec, ClassVerb, HtbLeaf, QdiscSpec, U32Filter};
 use super::tree::Node;
-use super::AnyQdisc;
+use super::{AnyQdisc, QdiscStats};
 use crate::error::TcError;
 use crate::packet::Packet;
 use crate::time::SimTime;
@@ -244,6 +244,70 @@ pub fn shifted(i: usize, gone: usize) -> usize {
     }
 }
 
+/// [`absorbing`](super::ops::absorbing) for a class's leaf chain: what
+/// left the chain during `leaf_op` comes off the class's counters and the
+/// qdisc's alike (the two steps of `qdisc_tree_reduce_backlog` that reach
+/// them).
+#[inline]
+pub(crate) fn absorbing_class<T>(
+    class: &mut QdiscStats,
+    qdisc: &mut QdiscStats,
+    reduce: &mut Reduce,
+    leaf_op: impl FnOnce(&mut Reduce) -> T,
+) -> T {
+    let before = *reduce;
+    let out = leaf_op(reduce);
+    let lost = reduce.since(before);
+    class.absorb(lost);
+    qdisc.absorb(lost);
+    out
+}
+
+/// The [`Qdisc`] methods every kind that owns classes (drr, ets, hfsc, htb,
+/// prio) writes alike, stated once inside its `impl Qdisc`: its counters are
+/// `stats`, its [`ClassOps`] itself, its u32 filters `spec.filters`; the
+/// packets it holds are those of the leaf chains `$chains` yields (`&Vec<Node>`
+/// read through `$self`, which is `self`: a macro's own `self` would not
+/// reach the caller's expression) plus `$own` kept outside them (htb's direct
+/// queue), and its netems are those of the chains.
+macro_rules! class_owner_methods {
+    ($self:ident => $chains:expr) => {
+        $crate::qdisc::classful::class_owner_methods!($self => $chains, 0);
+    };
+    ($self:ident => $chains:expr, $own:expr) => {
+        fn stats(&self) -> &$crate::qdisc::QdiscStats {
+            &self.stats
+        }
+
+        fn stats_mut(&mut self) -> &mut $crate::qdisc::QdiscStats {
+            &mut self.stats
+        }
+
+        fn class_ops(&mut self) -> Option<&mut dyn $crate::qdisc::ops::ClassOps> {
+            Some(self)
+        }
+
+        fn filters(&mut self) -> Option<&mut Vec<$crate::qdisc::spec::U32Filter>> {
+            Some(&mut self.spec.filters)
+        }
+
+        fn inner_netems(&$self, out: &mut Vec<bool>) {
+            for chain in $chains {
+                $crate::qdisc::tree::chain_netems(chain, out);
+            }
+        }
+
+        fn held(&$self) -> u64 {
+            let leaves: u64 = ($chains)
+                .flat_map(|chain| chain.iter())
+                .map($crate::qdisc::tree::Node::held_packets)
+                .sum();
+            $own + leaves
+        }
+    };
+}
+pub(crate) use class_owner_methods;
+
 /// Helpers of the drr/ets/hfsc unit tests: filters on the destination
 /// port, scripted arrivals, and a line that dequeues at a fixed rate.
 #[cfg(test)]
@@ -280,15 +344,15 @@ pub(crate) mod testkit {
     pub fn push<Q: Qdisc>(q: &mut Q, env: &mut Env, t: u64, dport: u16, len: u32) -> Verdict {
         let id = env.pkt(len);
         env.arena.get_mut(id).dst_port = dport;
-        let mut red = Reduce::default();
-        q.enqueue(&mut env.ctx(t), &mut red, id, &mut [])
+        let mut reduce = Reduce::default();
+        q.enqueue(&mut env.ctx(t), &mut reduce, id, &mut [])
     }
 
     /// Dequeue one packet at `t`: (its dport and length, or the watchdog).
     pub fn pop<Q: Qdisc>(q: &mut Q, env: &mut Env, t: u64) -> Result<(u16, u32), Option<u64>> {
         let mut ctx = env.ctx(t);
-        let mut red = Reduce::default();
-        let got: Option<PacketId> = q.dequeue(&mut ctx, &mut red, &mut []);
+        let mut reduce = Reduce::default();
+        let got: Option<PacketId> = q.dequeue(&mut ctx, &mut reduce, &mut []);
         let wd = ctx.watchdog.map(|w| w.as_nanos());
         match got {
             Some(id) => {

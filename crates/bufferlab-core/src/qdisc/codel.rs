@@ -309,7 +309,7 @@ impl Codel {
         Verdict::Dropped(DropReason::QueueFull)
     }
 
-    pub fn dequeue(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce) -> Option<PacketId> {
+    pub fn dequeue(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce) -> Option<PacketId> {
         self.last_now = codel_time(ctx.now.as_nanos());
         let queue = &mut self.queue;
         let stats = &mut self.stats;
@@ -324,7 +324,7 @@ impl Codel {
         let (n, b) = (self.cstats.drop_count, self.cstats.drop_len);
         if n > 0 {
             self.stats.drops += n;
-            red.left(n, b, n);
+            reduce.left(n, b, n);
             self.cstats.drop_count = 0;
             self.cstats.drop_len = 0;
         }
@@ -354,7 +354,7 @@ impl Qdisc for Codel {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -365,10 +365,10 @@ impl Qdisc for Codel {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
-        Codel::dequeue(self, ctx, red)
+        Codel::dequeue(self, ctx, reduce)
     }
 
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
@@ -534,13 +534,13 @@ mod tests {
             (c.stats().qlen, c.drop_overlimit, c.stats().drops),
             (3, 1, 1)
         );
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         for _ in 0..3 {
-            let id = c.dequeue(&mut env.ctx(MS), &mut red).unwrap();
+            let id = c.dequeue(&mut env.ctx(MS), &mut reduce).unwrap();
             env.arena.free(id);
         }
-        assert!(c.dequeue(&mut env.ctx(MS), &mut red).is_none());
-        assert_eq!(red, Reduce::default());
+        assert!(c.dequeue(&mut env.ctx(MS), &mut reduce).is_none());
+        assert_eq!(reduce, Reduce::default());
         assert_eq!(c.stats().packets, 3);
     }
 
@@ -553,29 +553,29 @@ mod tests {
             let id = env.pkt(1514);
             c.enqueue(&mut env.ctx(0), id);
         }
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         // 10 ms sojourn: above target, first_above set (no drop)
-        let id = c.dequeue(&mut env.ctx(10 * MS), &mut red).unwrap();
+        let id = c.dequeue(&mut env.ctx(10 * MS), &mut reduce).unwrap();
         env.arena.free(id);
         assert!(!c.vars.dropping && c.vars.first_above_time != 0);
         // still within the interval
-        let id = c.dequeue(&mut env.ctx(100 * MS), &mut red).unwrap();
+        let id = c.dequeue(&mut env.ctx(100 * MS), &mut reduce).unwrap();
         env.arena.free(id);
         assert_eq!(c.stats().drops, 0);
         // after the interval: one drop, dropping with count 1
-        let id = c.dequeue(&mut env.ctx(111 * MS), &mut red).unwrap();
+        let id = c.dequeue(&mut env.ctx(111 * MS), &mut reduce).unwrap();
         env.arena.free(id);
         assert!(c.vars.dropping);
         assert_eq!(
-            (c.vars.count, c.stats().drops, red.drops, red.qlen),
+            (c.vars.count, c.stats().drops, reduce.drops, reduce.qlen),
             (1, 1, 1, 1)
         );
-        assert_eq!(red.backlog, 1514);
+        assert_eq!(reduce.backlog, 1514);
         // the next drop comes ~100 ms later, then ~70.7/50 ms (Newton: 50 ms)
-        let id = c.dequeue(&mut env.ctx(200 * MS), &mut red).unwrap();
+        let id = c.dequeue(&mut env.ctx(200 * MS), &mut reduce).unwrap();
         env.arena.free(id);
         assert_eq!(c.stats().drops, 1);
-        let id = c.dequeue(&mut env.ctx(212 * MS), &mut red).unwrap();
+        let id = c.dequeue(&mut env.ctx(212 * MS), &mut reduce).unwrap();
         env.arena.free(id);
         assert_eq!((c.stats().drops, c.vars.count), (2, 2));
         let x = c.xstats();
@@ -598,9 +598,9 @@ mod tests {
             env.arena.get_mut(id).tos = 0x02;
             c.enqueue(&mut env.ctx(0), id);
         }
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         for t in [10, 120, 300] {
-            let id = c.dequeue(&mut env.ctx(t * MS), &mut red).unwrap();
+            let id = c.dequeue(&mut env.ctx(t * MS), &mut reduce).unwrap();
             env.arena.free(id);
         }
         assert_eq!(c.stats().drops, 0);
@@ -613,7 +613,7 @@ mod tests {
     fn constant_overload_holds_the_sojourn_near_target() {
         let mut env = Env::default();
         let mut c = Codel::new(&spec()).unwrap();
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         let service = 1514 * 8 * 100; // ns per packet at ~10 Mbit/s (121.1 µs·10)
         let arrival = service * 20 / 21; // 5 % overload, unresponsive
         let (mut next_a, mut next_s) = (0u64, 0u64);
@@ -626,7 +626,7 @@ mod tests {
                 c.enqueue(&mut env.ctx(next_a), id);
                 next_a += arrival;
             } else {
-                if let Some(id) = c.dequeue(&mut env.ctx(next_s), &mut red) {
+                if let Some(id) = c.dequeue(&mut env.ctx(next_s), &mut reduce) {
                     let d = next_s - env.arena.get(id).sent_at.as_nanos();
                     if next_s > 10_000 * MS {
                         delays.push(d);

@@ -66,12 +66,12 @@ macro_rules! register_qdiscs {
             fn enqueue(
                 &mut self,
                 ctx: &mut QdiscCtx,
-                red: &mut Reduce,
+                reduce: &mut Reduce,
                 id: PacketId,
                 child: &mut [Node],
             ) -> Verdict {
                 match self {
-                    $(AnyQdisc::$variant(q) => Qdisc::enqueue(q, ctx, red, id, child),)+
+                    $(AnyQdisc::$variant(q) => Qdisc::enqueue(q, ctx, reduce, id, child),)+
                 }
             }
 
@@ -79,18 +79,18 @@ macro_rules! register_qdiscs {
             fn dequeue(
                 &mut self,
                 ctx: &mut QdiscCtx,
-                red: &mut Reduce,
+                reduce: &mut Reduce,
                 child: &mut [Node],
             ) -> Option<PacketId> {
                 match self {
-                    $(AnyQdisc::$variant(q) => Qdisc::dequeue(q, ctx, red, child),)+
+                    $(AnyQdisc::$variant(q) => Qdisc::dequeue(q, ctx, reduce, child),)+
                 }
             }
 
             #[inline]
-            fn peek(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, child: &mut [Node]) -> Peeked {
+            fn peek(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, child: &mut [Node]) -> Peeked {
                 match self {
-                    $(AnyQdisc::$variant(q) => Qdisc::peek(q, ctx, red, child),)+
+                    $(AnyQdisc::$variant(q) => Qdisc::peek(q, ctx, reduce, child),)+
                 }
             }
 

@@ -23,9 +23,7 @@ use super::ops::{
     class_not_found, wrong_kind, BuildEnv, Built, Changed, ClassChanged, ClassOps, Purged, Qdisc,
     Reduce,
 };
-use super::spec::{
-    ClassRequest, ClassSpec, ClassVerb, DrrClassSpec, DrrSpec, HtbLeaf, QdiscSpec, U32Filter,
-};
+use super::spec::{ClassRequest, ClassSpec, ClassVerb, DrrClassSpec, DrrSpec, HtbLeaf, QdiscSpec};
 use super::tree::{self, Node};
 use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
@@ -209,10 +207,6 @@ impl ClassOps for Drr {
         Ok(old)
     }
 
-    fn counters(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
-
     fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
         Box::new(
             (self.classes.iter()).filter_map(|c| Some((c.spec.classid, c.spec.leaf.as_ref()?))),
@@ -235,7 +229,7 @@ impl Qdisc for Drr {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -246,12 +240,10 @@ impl Qdisc for Drr {
             return Verdict::Dropped(DropReason::Unclassified);
         };
         let first = classful::leaf_backlog(&self.classes[i].leaf).0 == 0;
-        let before = *red;
         let cl = &mut self.classes[i];
-        let v = tree::enqueue_chain(&mut cl.leaf, ctx, red, id);
-        let lost = red.since(before);
-        cl.stats.absorb(lost);
-        self.stats.absorb(lost);
+        let v = classful::absorbing_class(&mut cl.stats, &mut self.stats, reduce, |reduce| {
+            tree::enqueue_chain(&mut cl.leaf, ctx, reduce, id)
+        });
         match v {
             Verdict::Queued => {
                 self.stats.queued(len);
@@ -272,7 +264,7 @@ impl Qdisc for Drr {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         loop {
@@ -281,11 +273,11 @@ impl Qdisc for Drr {
                 self.active.pop_front();
                 continue;
             };
-            let before = *red;
-            let head = tree::peek_chain(&mut self.classes[i].leaf, ctx, red);
-            let lost = red.since(before);
-            self.classes[i].stats.absorb(lost);
-            self.stats.absorb(lost);
+            let cl = &mut self.classes[i];
+            let head =
+                classful::absorbing_class(&mut cl.stats, &mut self.stats, reduce, |reduce| {
+                    tree::peek_chain(&mut cl.leaf, ctx, reduce)
+                });
             let Some(h) = head else {
                 if classful::leaf_backlog(&self.classes[i].leaf).0 == 0 {
                     self.forget_empty(i);
@@ -298,11 +290,10 @@ impl Qdisc for Drr {
             let cl = &mut self.classes[i];
             if len as i64 <= cl.deficit {
                 cl.deficit -= len as i64;
-                let before = *red;
-                let got = tree::dequeue_chain(&mut cl.leaf, ctx, red);
-                let lost = red.since(before);
-                cl.stats.absorb(lost);
-                self.stats.absorb(lost);
+                let got =
+                    classful::absorbing_class(&mut cl.stats, &mut self.stats, reduce, |reduce| {
+                        tree::dequeue_chain(&mut cl.leaf, ctx, reduce)
+                    });
                 let id = got.expect("a peeked packet is there");
                 let segs = ctx.arena.segs_of(id);
                 cl.stats.sent(len, segs);
@@ -321,9 +312,7 @@ impl Qdisc for Drr {
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let mut purged = Purged::default();
         for c in self.classes.iter_mut() {
-            for n in c.leaf.iter_mut() {
-                purged.add(n.reset(ctx));
-            }
+            purged.add(tree::reset_chain(&mut c.leaf, ctx));
         }
         self.active.clear();
         purged
@@ -343,14 +332,6 @@ impl Qdisc for Drr {
         };
         self.spec.leaf_limit = spec.leaf_limit;
         Ok(Changed::IN_PLACE)
-    }
-
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
     }
 
     /// The document: every class in the order made, and the filters.
@@ -388,27 +369,7 @@ impl Qdisc for Drr {
         json!({ "classes": classes })
     }
 
-    fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
-        Some(self)
-    }
-
-    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
-        Some(&mut self.spec.filters)
-    }
-
-    fn inner_netems(&self, out: &mut Vec<bool>) {
-        for c in self.classes.iter() {
-            tree::chain_netems(&c.leaf, out);
-        }
-    }
-
-    fn held(&self) -> u64 {
-        self.classes
-            .iter()
-            .flat_map(|c| c.leaf.iter())
-            .map(Node::held_packets)
-            .sum()
-    }
+    classful::class_owner_methods!(self => self.classes.iter().map(|c| &c.leaf));
 }
 
 #[cfg(test)]

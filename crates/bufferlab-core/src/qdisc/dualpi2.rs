@@ -548,9 +548,9 @@ impl DualPi2 {
         false
     }
 
-    fn drop_entry(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, e: &Entry) {
+    fn drop_entry(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, e: &Entry) {
         self.stats.dropped();
-        red.left(1, e.len as u64, 1);
+        reduce.left(1, e.len as u64, 1);
         ctx.drop_packet(e.id, DropReason::EarlyDrop);
     }
 
@@ -583,7 +583,7 @@ impl Qdisc for DualPi2 {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -612,8 +612,8 @@ impl Qdisc for DualPi2 {
         if cnt == 0 {
             return last;
         }
-        red.grew(cnt - 1);
-        red.left(0, orig_len - bytes, 0);
+        reduce.grew(cnt - 1);
+        reduce.left(0, orig_len - bytes, 0);
         Verdict::Queued
     }
 
@@ -621,7 +621,7 @@ impl Qdisc for DualPi2 {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         let now = ctx.now.as_nanos();
@@ -629,11 +629,11 @@ impl Qdisc for DualPi2 {
         self.last_ns = now;
         while let Some((e, change)) = self.dequeue_packet() {
             if !self.p.drop_early && self.must_drop(ctx, e.id, e.class, e.ect) {
-                self.drop_entry(ctx, red, &e);
+                self.drop_entry(ctx, reduce, &e);
                 continue;
             }
             if e.class != Class::Classic && self.step_aqm(ctx, &e, now) {
-                self.drop_entry(ctx, red, &e);
+                self.drop_entry(ctx, reduce, &e);
                 continue;
             }
             self.credit = self.credit.wrapping_add(change);

@@ -23,13 +23,13 @@ fn pkt(env: &mut Env, tos: u8) -> PacketId {
 }
 
 fn enq(q: &mut DualPi2, env: &mut Env, t: u64, id: PacketId) -> Verdict {
-    let mut red = Reduce::default();
-    Qdisc::enqueue(q, &mut env.ctx(t), &mut red, id, &mut [])
+    let mut reduce = Reduce::default();
+    Qdisc::enqueue(q, &mut env.ctx(t), &mut reduce, id, &mut [])
 }
 
 fn deq(q: &mut DualPi2, env: &mut Env, t: u64) -> Option<PacketId> {
-    let mut red = Reduce::default();
-    Qdisc::dequeue(q, &mut env.ctx(t), &mut red, &mut [])
+    let mut reduce = Reduce::default();
+    Qdisc::dequeue(q, &mut env.ctx(t), &mut reduce, &mut [])
 }
 
 #[test]
@@ -341,11 +341,11 @@ fn gso_aggregates_are_split_unless_no_split_gso() {
         1448,
         1448,
     ));
-    let mut red = Reduce::default();
-    let v = Qdisc::enqueue(&mut d, &mut env.ctx(0), &mut red, agg, &mut []);
+    let mut reduce = Reduce::default();
+    let v = Qdisc::enqueue(&mut d, &mut env.ctx(0), &mut reduce, agg, &mut []);
     assert_eq!(v, Verdict::Queued);
     assert_eq!((d.stats().qlen, d.stats().backlog), (3, 3 * 1514));
-    assert_eq!((red.grew, red.backlog), (2, 0));
+    assert_eq!((reduce.grew, reduce.backlog), (2, 0));
     let mut d = q(DualPi2Spec {
         split_gso: Some(false),
         ..Default::default()
@@ -357,7 +357,7 @@ fn gso_aggregates_are_split_unless_no_split_gso() {
         1448,
         1448,
     ));
-    let v = Qdisc::enqueue(&mut d, &mut env.ctx(0), &mut red, agg, &mut []);
+    let v = Qdisc::enqueue(&mut d, &mut env.ctx(0), &mut reduce, agg, &mut []);
     assert_eq!(v, Verdict::Queued);
     assert_eq!(d.stats().qlen, 1);
 }
@@ -471,10 +471,10 @@ fn qdisc_cost_vs_fq_codel() {
             let t = i * 12_000;
             let id = env.pkt(1514);
             env.arena.get_mut(id).src_port = (i % 8) as u16;
-            let mut red = Reduce::default();
-            q.enqueue(&mut env.ctx(t), &mut red, id, &mut []);
+            let mut reduce = Reduce::default();
+            q.enqueue(&mut env.ctx(t), &mut reduce, id, &mut []);
             if i >= 100 {
-                if let Some(id) = q.dequeue(&mut env.ctx(t), &mut red, &mut []) {
+                if let Some(id) = q.dequeue(&mut env.ctx(t), &mut reduce, &mut []) {
                     env.arena.free(id);
                 }
             }

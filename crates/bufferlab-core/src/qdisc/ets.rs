@@ -24,9 +24,7 @@ use super::ops::{
     wrong_kind, BuildEnv, Built, Changed, ChildChange, ClassChanged, ClassOps, Purged, Qdisc,
     Reduce,
 };
-use super::spec::{
-    ClassRequest, ClassSpec, ClassVerb, EtsClassSpec, EtsSpec, HtbLeaf, QdiscSpec, U32Filter,
-};
+use super::spec::{ClassRequest, ClassSpec, ClassVerb, EtsClassSpec, EtsSpec, HtbLeaf, QdiscSpec};
 use super::tree::{self, Node};
 use super::{AnyQdisc, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
@@ -206,12 +204,11 @@ impl Ets {
         &self.bands
     }
 
-    fn take(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, i: usize) -> Option<PacketId> {
-        let before = *red;
-        let got = tree::dequeue_chain(&mut self.bands[i].leaf, ctx, red);
-        let lost = red.since(before);
-        self.bands[i].stats.absorb(lost);
-        self.stats.absorb(lost);
+    fn take(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, i: usize) -> Option<PacketId> {
+        let b = &mut self.bands[i];
+        let got = classful::absorbing_class(&mut b.stats, &mut self.stats, reduce, |reduce| {
+            tree::dequeue_chain(&mut b.leaf, ctx, reduce)
+        });
         let id = got?;
         let len = ctx.arena.len_of(id);
         let segs = ctx.arena.segs_of(id);
@@ -292,10 +289,6 @@ impl ClassOps for Ets {
         Ok(old)
     }
 
-    fn counters(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
-
     fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
         Box::new((self.spec.classes.iter()).filter_map(|c| Some((c.classid, c.leaf.as_ref()?))))
     }
@@ -316,18 +309,17 @@ impl Qdisc for Ets {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
         let len = ctx.arena.len_of(id);
         let i = self.classify(ctx, id);
         let first = classful::leaf_backlog(&self.bands[i].leaf).0 == 0;
-        let before = *red;
-        let v = tree::enqueue_chain(&mut self.bands[i].leaf, ctx, red, id);
-        let lost = red.since(before);
-        self.bands[i].stats.absorb(lost);
-        self.stats.absorb(lost);
+        let b = &mut self.bands[i];
+        let v = classful::absorbing_class(&mut b.stats, &mut self.stats, reduce, |reduce| {
+            tree::enqueue_chain(&mut b.leaf, ctx, reduce, id)
+        });
         match v {
             Verdict::Queued => {
                 self.stats.queued(len);
@@ -348,21 +340,20 @@ impl Qdisc for Ets {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         for i in 0..self.spec.strict as usize {
-            if let Some(id) = self.take(ctx, red, i) {
+            if let Some(id) = self.take(ctx, reduce, i) {
                 return Some(id);
             }
         }
         loop {
             let &i = self.active.front()?;
-            let before = *red;
-            let head = tree::peek_chain(&mut self.bands[i].leaf, ctx, red);
-            let lost = red.since(before);
-            self.bands[i].stats.absorb(lost);
-            self.stats.absorb(lost);
+            let b = &mut self.bands[i];
+            let head = classful::absorbing_class(&mut b.stats, &mut self.stats, reduce, |reduce| {
+                tree::peek_chain(&mut b.leaf, ctx, reduce)
+            });
             let Some(h) = head else {
                 if classful::leaf_backlog(&self.bands[i].leaf).0 == 0 {
                     self.active.pop_front();
@@ -373,7 +364,7 @@ impl Qdisc for Ets {
             let len = ctx.arena.len_of(h) as i64;
             if len <= self.bands[i].deficit {
                 self.bands[i].deficit -= len;
-                let id = self.take(ctx, red, i);
+                let id = self.take(ctx, reduce, i);
                 if classful::leaf_backlog(&self.bands[i].leaf).0 == 0 {
                     self.active.pop_front();
                 }
@@ -387,9 +378,7 @@ impl Qdisc for Ets {
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let mut purged = Purged::default();
         for b in &mut self.bands {
-            for n in b.leaf.iter_mut() {
-                purged.add(n.reset(ctx));
-            }
+            purged.add(tree::reset_chain(&mut b.leaf, ctx));
         }
         self.active.clear();
         purged
@@ -419,14 +408,6 @@ impl Qdisc for Ets {
             purged: super::ops::purge_removed(removed, &mut self.stats, ctx),
             child: ChildChange::Keep,
         })
-    }
-
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
     }
 
     fn options(&self) -> serde_json::Value {
@@ -459,27 +440,7 @@ impl Qdisc for Ets {
         json!({ "classes": classes })
     }
 
-    fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
-        Some(self)
-    }
-
-    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
-        Some(&mut self.spec.filters)
-    }
-
-    fn inner_netems(&self, out: &mut Vec<bool>) {
-        for b in &self.bands {
-            tree::chain_netems(&b.leaf, out);
-        }
-    }
-
-    fn held(&self) -> u64 {
-        self.bands
-            .iter()
-            .flat_map(|b| b.leaf.iter())
-            .map(Node::held_packets)
-            .sum()
-    }
+    classful::class_owner_methods!(self => self.bands.iter().map(|b| &b.leaf));
 }
 
 #[cfg(test)]

@@ -91,8 +91,8 @@ fn priomap_by_tos_and_flowid_out_of_range() {
     let mut env = Env::default();
     let id = env.pkt(100);
     env.arena.get_mut(id).tos = 0x10;
-    let mut red = Reduce::default();
-    e.enqueue(&mut env.ctx(0), &mut red, id, &mut []);
+    let mut reduce = Reduce::default();
+    e.enqueue(&mut env.ctx(0), &mut reduce, id, &mut []);
     assert_eq!(classful::leaf_backlog(&e.bands()[0].leaf).0, 1);
     // flowid 1:7 with 3 bands → priomap[0] = band 2 (index 1)
     push(&mut e, &mut env, 0, 9, 100);

@@ -97,7 +97,7 @@ impl Fifo {
     }
 
     /// Tail enqueue (`bfifo_enqueue`, `pfifo_enqueue`, `pfifo_tail_enqueue`).
-    pub fn enqueue(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, id: PacketId) -> Verdict {
+    pub fn enqueue(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, id: PacketId) -> Verdict {
         let len = ctx.arena.len_of(id);
         let fits = match self.kind {
             FifoKind::Bfifo => self.stats.backlog + len as u64 <= self.limit as u64,
@@ -121,9 +121,9 @@ impl Fifo {
                 let old_len = ctx.arena.len_of(old);
                 self.stats.unqueued(old_len);
                 ctx.drop_packet(old, DropReason::HeadDrop);
-                red.left(1, old_len as u64, 1);
+                reduce.left(1, old_len as u64, 1);
             }
-            None => red.left(0, 0, 1),
+            None => reduce.left(0, 0, 1),
         }
         self.queue.push_back(id);
         self.stats.queued(len);
@@ -185,25 +185,25 @@ impl Qdisc for Fifo {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
-        Fifo::enqueue(self, ctx, red, id)
+        Fifo::enqueue(self, ctx, reduce, id)
     }
 
     #[inline]
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         Fifo::dequeue(self, ctx)
     }
 
     /// `qdisc_peek_head`: the head, not taken.
-    fn peek(&mut self, _ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
+    fn peek(&mut self, _ctx: &mut QdiscCtx, _reduce: &mut Reduce, _child: &mut [Node]) -> Peeked {
         Peeked::Head(self.queue.front().copied())
     }
 
@@ -262,23 +262,23 @@ mod tests {
     fn e2a_bfifo_admits_while_backlog_plus_len_fits() {
         let mut env = Env::default();
         let mut q = fifo(QdiscSpec::Bfifo { limit: Some(3000) });
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         let a = env.pkt(1514);
         let b = env.pkt(1514);
         let c = env.pkt(1486);
         let mut ctx = env.ctx(0);
         assert_eq!(
-            q.enqueue(&mut ctx, &mut red, a),
+            q.enqueue(&mut ctx, &mut reduce, a),
             Verdict::Queued,
             "0 + 1514 <= 3000"
         );
         assert_eq!(
-            q.enqueue(&mut ctx, &mut red, b),
+            q.enqueue(&mut ctx, &mut reduce, b),
             Verdict::Dropped(DropReason::QueueFull),
             "3028 > 3000"
         );
         assert_eq!(
-            q.enqueue(&mut ctx, &mut red, c),
+            q.enqueue(&mut ctx, &mut reduce, c),
             Verdict::Queued,
             "3000 <= 3000"
         );
@@ -293,12 +293,12 @@ mod tests {
     fn e2b_pfifo_counts_packets() {
         let mut env = Env::default();
         let mut q = fifo(QdiscSpec::Pfifo { limit: Some(2) });
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         let ids: Vec<_> = (0..3).map(|_| env.pkt(1514)).collect();
         let mut ctx = env.ctx(0);
         let v: Vec<_> = ids
             .iter()
-            .map(|&id| q.enqueue(&mut ctx, &mut red, id))
+            .map(|&id| q.enqueue(&mut ctx, &mut reduce, id))
             .collect();
         assert_eq!(
             v,
@@ -316,11 +316,11 @@ mod tests {
     fn e2c_pfifo_head_drop_keeps_the_newest() {
         let mut env = Env::default();
         let mut q = fifo(QdiscSpec::PfifoHeadDrop { limit: Some(2) });
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         let (a, b, c) = (env.pkt(100), env.pkt(200), env.pkt(300));
         let mut ctx = env.ctx(0);
         for id in [a, b, c] {
-            assert_eq!(q.enqueue(&mut ctx, &mut red, id), Verdict::Queued);
+            assert_eq!(q.enqueue(&mut ctx, &mut reduce, id), Verdict::Queued);
         }
         assert_eq!(q.queue.iter().copied().collect::<Vec<_>>(), [b, c]);
         assert_eq!(
@@ -329,7 +329,7 @@ mod tests {
         );
         // Ancestors learn: one packet of 100 bytes left, one drop.
         assert_eq!(
-            red,
+            reduce,
             Reduce {
                 qlen: 1,
                 backlog: 100,
@@ -352,12 +352,12 @@ mod tests {
         ] {
             let mut env = Env::default();
             let mut q = Fifo::bfifo(limit);
-            let mut red = Reduce::default();
+            let mut reduce = Reduce::default();
             let mut accepted = 0;
             for _ in 0..frames + 5 {
                 let id = env.pkt(1514);
                 let mut ctx = env.ctx(0);
-                if q.enqueue(&mut ctx, &mut red, id) == Verdict::Queued {
+                if q.enqueue(&mut ctx, &mut reduce, id) == Verdict::Queued {
                     accepted += 1;
                 }
             }
@@ -377,16 +377,16 @@ mod tests {
     fn change_lowers_the_limit_without_dropping_queued_packets() {
         let mut env = Env::default();
         let mut q = fifo(QdiscSpec::Pfifo { limit: Some(5) });
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         for _ in 0..5 {
             let id = env.pkt(1000);
-            q.enqueue(&mut env.ctx(0), &mut red, id);
+            q.enqueue(&mut env.ctx(0), &mut reduce, id);
         }
         q.change(&QdiscSpec::Pfifo { limit: Some(2) }).unwrap();
         assert_eq!((q.stats().qlen, q.stats().drops), (5, 0));
         let id = env.pkt(1000);
         assert_eq!(
-            q.enqueue(&mut env.ctx(0), &mut red, id),
+            q.enqueue(&mut env.ctx(0), &mut reduce, id),
             Verdict::Dropped(DropReason::QueueFull)
         );
         // Dequeue in order; Sent counts bytes and packets.
@@ -403,10 +403,10 @@ mod tests {
     fn reset_purges_everything() {
         let mut env = Env::default();
         let mut q = Fifo::bfifo(10_000);
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         for _ in 0..3 {
             let id = env.pkt(1514);
-            q.enqueue(&mut env.ctx(0), &mut red, id);
+            q.enqueue(&mut env.ctx(0), &mut reduce, id);
         }
         assert_eq!(
             q.reset(&mut env.ctx(0)),

@@ -21,26 +21,26 @@ fn cost_ns(spec: &QdiscSpec, packets: u64) -> f64 {
     };
     let mut q = AnyQdisc::build(spec, &env_b).expect("valid").qdisc;
     let mut env = Env::default();
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     let gap = 12_112; // 1514 B at 1 Gbit/s, ns
     let mut t = 0u64;
     let mut port = 0u16;
-    let enq = |q: &mut AnyQdisc, env: &mut Env, t: u64, red: &mut Reduce, port: &mut u16| {
+    let enq = |q: &mut AnyQdisc, env: &mut Env, t: u64, reduce: &mut Reduce, port: &mut u16| {
         let id = env.pkt(1514);
         env.arena.get_mut(id).src_port = 1000 + *port;
         *port = (*port + 1) % 100;
-        q.enqueue(&mut env.ctx(t), red, id, &mut []);
+        q.enqueue(&mut env.ctx(t), reduce, id, &mut []);
     };
     for _ in 0..400 {
-        enq(&mut q, &mut env, t, &mut red, &mut port);
+        enq(&mut q, &mut env, t, &mut reduce, &mut port);
     }
     let start = std::time::Instant::now();
     for _ in 0..packets / 2 {
         t += 2 * gap;
-        enq(&mut q, &mut env, t, &mut red, &mut port);
-        enq(&mut q, &mut env, t, &mut red, &mut port);
+        enq(&mut q, &mut env, t, &mut reduce, &mut port);
+        enq(&mut q, &mut env, t, &mut reduce, &mut port);
         for _ in 0..2 {
-            if let Some(id) = q.dequeue(&mut env.ctx(t), &mut red, &mut []) {
+            if let Some(id) = q.dequeue(&mut env.ctx(t), &mut reduce, &mut []) {
                 env.arena.free(id);
             }
         }

@@ -659,7 +659,7 @@ impl Qdisc for Fq {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -670,7 +670,7 @@ impl Qdisc for Fq {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         Fq::dequeue(self, ctx)

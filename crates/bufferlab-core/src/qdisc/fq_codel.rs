@@ -159,7 +159,7 @@ impl FqCodel {
         ((hash32(p, self.hash_key) as u64 * self.flows.len() as u64) >> 32) as usize
     }
 
-    pub fn enqueue(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, id: PacketId) -> Verdict {
+    pub fn enqueue(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, id: PacketId) -> Verdict {
         let now = codel_time(ctx.now.as_nanos());
         let (idx, len) = {
             let p = ctx.arena.get(id);
@@ -193,7 +193,7 @@ impl FqCodel {
         // packets (ancestors then count one drop and no new packet); saying
         // `Queued` and reporting all n leaves every ancestor with the same
         // qlen, backlog and drops.
-        red.left(n, bytes, n);
+        reduce.left(n, bytes, n);
         Verdict::Queued
     }
 
@@ -227,7 +227,7 @@ impl FqCodel {
         (i, len)
     }
 
-    pub fn dequeue(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce) -> Option<PacketId> {
+    pub fn dequeue(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce) -> Option<PacketId> {
         let quantum = self.conf.quantum as i64;
         let out = loop {
             let from_new = !self.new_flows.is_empty();
@@ -282,7 +282,7 @@ impl FqCodel {
         let (n, b) = (self.cstats.drop_count, self.cstats.drop_len);
         if n > 0 {
             self.stats.drops += n;
-            red.left(n, b, n);
+            reduce.left(n, b, n);
             self.cstats.drop_count = 0;
             self.cstats.drop_len = 0;
         }
@@ -319,21 +319,21 @@ impl Qdisc for FqCodel {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
-        FqCodel::enqueue(self, ctx, red, id)
+        FqCodel::enqueue(self, ctx, reduce, id)
     }
 
     #[inline]
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
-        FqCodel::dequeue(self, ctx, red)
+        FqCodel::dequeue(self, ctx, reduce)
     }
 
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
@@ -381,12 +381,12 @@ impl Qdisc for FqCodel {
         while self.stats.qlen > self.conf.limit as u64
             || self.memory_usage > self.conf.memory_limit as u64
         {
-            let mut red = Reduce::default();
-            let Some(id) = self.dequeue(ctx, &mut red) else {
+            let mut reduce = Reduce::default();
+            let Some(id) = self.dequeue(ctx, &mut reduce) else {
                 break;
             };
-            n += red.qlen;
-            b += red.backlog;
+            n += reduce.qlen;
+            b += reduce.backlog;
             let len = ctx.arena.len_of(id);
             // not sent after all: undo the Sent count, count a drop
             self.stats.bytes -= len as u64;
@@ -490,19 +490,19 @@ mod tests {
         let mut env = Env::default();
         let mut q = FqCodel::new(&FqCodelSpec::default(), 1, "t").unwrap();
         let (sparse, bulk) = two_ports(&q, &mut env);
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         for _ in 0..40 {
             let id = pkt(&mut env, 64, sparse);
-            q.enqueue(&mut env.ctx(0), &mut red, id);
+            q.enqueue(&mut env.ctx(0), &mut reduce, id);
         }
         for _ in 0..10 {
             let id = pkt(&mut env, 1514, bulk);
-            q.enqueue(&mut env.ctx(0), &mut red, id);
+            q.enqueue(&mut env.ctx(0), &mut reduce, id);
         }
         assert_eq!(q.list_lens(), (2, 0));
         assert_eq!(q.new_flow_count, 2);
         let mut order = vec![];
-        while let Some(id) = q.dequeue(&mut env.ctx(0), &mut red) {
+        while let Some(id) = q.dequeue(&mut env.ctx(0), &mut reduce) {
             order.push(env.arena.len_of(id));
             env.arena.free(id);
         }
@@ -512,7 +512,7 @@ mod tests {
         // the small flow got deficit −22 + 1514 = 1492 → 24 more (16 left)
         assert!(order[25..41].iter().all(|&l| l == 64), "{order:?}");
         assert_eq!(order.len(), 50);
-        assert_eq!(red, Reduce::default());
+        assert_eq!(reduce, Reduce::default());
         assert_eq!(
             (q.stats().qlen, q.stats().backlog, q.memory_usage),
             (0, 0, 0)
@@ -532,16 +532,16 @@ mod tests {
         )
         .unwrap();
         let (sparse, bulk) = two_ports(&q, &mut env);
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         let id = pkt(&mut env, 100, sparse);
-        q.enqueue(&mut env.ctx(0), &mut red, id);
+        q.enqueue(&mut env.ctx(0), &mut reduce, id);
         for _ in 0..10 {
             let id = pkt(&mut env, 1000, bulk);
-            q.enqueue(&mut env.ctx(0), &mut red, id);
+            q.enqueue(&mut env.ctx(0), &mut reduce, id);
         }
         // 11th packet: the bulk flow (10 000 B) loses head packets until
         // ≥ 5 000 B are gone: 5 packets.
-        assert_eq!((red.qlen, red.backlog, red.drops), (5, 5000, 5));
+        assert_eq!((reduce.qlen, reduce.backlog, reduce.drops), (5, 5000, 5));
         assert_eq!(
             (q.stats().qlen, q.drop_overlimit, q.stats().drops),
             (6, 5, 5)
@@ -559,7 +559,7 @@ mod tests {
         let mut env = Env::default();
         let mut q = FqCodel::new(&FqCodelSpec::default(), 7, "t").unwrap();
         let (sparse, bulk) = two_ports(&q, &mut env);
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         let service = 1_211_200; // 1514 B at 10 Mbit/s
         let bulk_gap = service * 20 / 21; // 5 % overload, unresponsive
         let (mut na, mut ns, mut np) = (0u64, 0u64, 3 * MS);
@@ -571,15 +571,15 @@ mod tests {
             if t == np {
                 let id = pkt(&mut env, 98, sparse);
                 env.arena.get_mut(id).sent_at = crate::time::SimTime::from_nanos(t);
-                q.enqueue(&mut env.ctx(t), &mut red, id);
+                q.enqueue(&mut env.ctx(t), &mut reduce, id);
                 np += 100 * MS;
             } else if t == na {
                 let id = pkt(&mut env, 1514, bulk);
                 env.arena.get_mut(id).sent_at = crate::time::SimTime::from_nanos(t);
-                q.enqueue(&mut env.ctx(t), &mut red, id);
+                q.enqueue(&mut env.ctx(t), &mut reduce, id);
                 na += bulk_gap;
             } else {
-                if let Some(id) = q.dequeue(&mut env.ctx(t), &mut red) {
+                if let Some(id) = q.dequeue(&mut env.ctx(t), &mut reduce) {
                     let p = env.arena.get(id);
                     let d = t - p.sent_at.as_nanos();
                     if t > 10_000 * MS {
@@ -604,6 +604,6 @@ mod tests {
         assert!((2.0..15.0).contains(&mean_bulk), "bulk mean {mean_bulk} ms");
         assert!(q.stats().drops > 0);
         assert_eq!(q.stats().qlen, q.held());
-        assert_eq!(red.drops, q.stats().drops);
+        assert_eq!(reduce.drops, q.stats().drops);
     }
 }

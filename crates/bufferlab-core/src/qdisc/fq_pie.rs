@@ -350,7 +350,7 @@ impl Qdisc for FqPie {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -361,7 +361,7 @@ impl Qdisc for FqPie {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         FqPie::dequeue(self, ctx)

@@ -47,7 +47,7 @@ use super::ops::{
 };
 use super::spec::{
     ClassRequest, ClassSpec, ClassVerb, HfscClassOpts, HfscClassSpec, HfscSpec, HtbLeaf, QdiscSpec,
-    ServiceCurve, U32Filter,
+    ServiceCurve,
 };
 use super::tree::{self, Node};
 use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
@@ -875,10 +875,10 @@ impl Hfsc {
         &self.classes
     }
 
-    fn peek_len(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, i: usize) -> u32 {
-        let before = *red;
-        let h = tree::peek_chain(&mut self.classes[i].leaf, ctx, red);
-        let lost = red.since(before);
+    fn peek_len(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, i: usize) -> u32 {
+        let before = *reduce;
+        let h = tree::peek_chain(&mut self.classes[i].leaf, ctx, reduce);
+        let lost = reduce.since(before);
         self.after_loss(i, lost);
         let len = h.map_or(0, |h| ctx.arena.len_of(h));
         self.classes[i].head_len = len;
@@ -902,7 +902,7 @@ impl Qdisc for Hfsc {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -913,11 +913,10 @@ impl Qdisc for Hfsc {
             return Verdict::Dropped(DropReason::Unclassified);
         };
         let first = self.classes[i].qlen() == 0;
-        let before = *red;
-        let v = tree::enqueue_chain(&mut self.classes[i].leaf, ctx, red, id);
-        let lost = red.since(before);
-        self.classes[i].stats.absorb(lost);
-        self.stats.absorb(lost);
+        let cl = &mut self.classes[i];
+        let v = classful::absorbing_class(&mut cl.stats, &mut self.stats, reduce, |reduce| {
+            tree::enqueue_chain(&mut cl.leaf, ctx, reduce, id)
+        });
         match v {
             Verdict::Queued => {
                 self.stats.queued(len);
@@ -932,7 +931,7 @@ impl Qdisc for Hfsc {
                     }
                     if self.classes[i].rsc.is_some() {
                         // isolate the head (the kernel's peek after the first packet)
-                        self.peek_len(ctx, red, i);
+                        self.peek_len(ctx, reduce, i);
                     }
                 }
             }
@@ -948,7 +947,7 @@ impl Qdisc for Hfsc {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         if self.stats.qlen == 0 {
@@ -966,9 +965,9 @@ impl Qdisc for Hfsc {
                 }
             },
         };
-        let before = *red;
-        let got = tree::dequeue_chain(&mut self.classes[i].leaf, ctx, red);
-        let lost = red.since(before);
+        let before = *reduce;
+        let got = tree::dequeue_chain(&mut self.classes[i].leaf, ctx, reduce);
+        let lost = reduce.since(before);
         self.after_loss(i, lost);
         let id = got?;
         let len = ctx.arena.len_of(id);
@@ -980,7 +979,7 @@ impl Qdisc for Hfsc {
         }
         if self.classes[i].rsc.is_some() {
             if self.classes[i].qlen() != 0 {
-                let next_len = self.peek_len(ctx, red, i);
+                let next_len = self.peek_len(ctx, reduce, i);
                 if self.classes[i].qlen() != 0 {
                     if realtime {
                         self.update_ed(i, next_len);
@@ -1001,9 +1000,7 @@ impl Qdisc for Hfsc {
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let mut purged = Purged::default();
         for c in self.classes.iter_mut() {
-            for n in c.leaf.iter_mut() {
-                purged.add(n.reset(ctx));
-            }
+            purged.add(tree::reset_chain(&mut c.leaf, ctx));
             c.total = 0;
             c.cumul = 0;
             c.d = 0;
@@ -1048,14 +1045,6 @@ impl Qdisc for Hfsc {
         self.spec.default = spec.default;
         self.spec.leaf_limit = spec.leaf_limit;
         Ok(Changed::IN_PLACE)
-    }
-
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
     }
 
     /// The document: every class but the root in the order made, and the
@@ -1103,27 +1092,7 @@ impl Qdisc for Hfsc {
         json!({ "classes": classes })
     }
 
-    fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
-        Some(self)
-    }
-
-    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
-        Some(&mut self.spec.filters)
-    }
-
-    fn inner_netems(&self, out: &mut Vec<bool>) {
-        for c in self.classes.iter() {
-            tree::chain_netems(&c.leaf, out);
-        }
-    }
-
-    fn held(&self) -> u64 {
-        self.classes
-            .iter()
-            .flat_map(|c| c.leaf.iter())
-            .map(Node::held_packets)
-            .sum()
-    }
+    classful::class_owner_methods!(self => self.classes.iter().map(|c| &c.leaf));
 }
 
 /// `tc class` and grafts on hfsc classes (`hfsc_class_ops`).
@@ -1200,10 +1169,6 @@ impl ClassOps for Hfsc {
             self.qlen_notify(i);
         }
         Ok(old)
-    }
-
-    fn counters(&mut self) -> &mut QdiscStats {
-        &mut self.stats
     }
 
     fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {

@@ -50,7 +50,6 @@ use super::ops::{
 use super::spec::U32Field;
 use super::spec::{
     ClassRequest, ClassSpec, ClassVerb, HtbClassOpts, HtbClassSpec, HtbLeaf, HtbSpec, QdiscSpec,
-    U32Filter,
 };
 use super::tbf::RateCfg;
 use super::tree::{self, Node};
@@ -549,10 +548,6 @@ impl ClassOps for Htb {
         Ok(old)
     }
 
-    fn counters(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
-
     fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
         Box::new(
             (self.classes.iter()).filter_map(|c| Some((c.spec.classid, c.spec.leaf.as_ref()?))),
@@ -601,7 +596,7 @@ impl Qdisc for Htb {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -617,13 +612,11 @@ impl Qdisc for Htb {
             ctx.drop_packet(id, DropReason::QueueFull);
             return Verdict::Dropped(DropReason::QueueFull);
         };
-        let before = *red;
         self.backlogged.insert(i);
         let cl = &mut self.classes[i];
-        let v = tree::enqueue_chain(&mut cl.leaf, ctx, red, id);
-        let lost = red.since(before);
-        cl.stats.absorb(lost);
-        self.stats.absorb(lost);
+        let v = classful::absorbing_class(&mut cl.stats, &mut self.stats, reduce, |reduce| {
+            tree::enqueue_chain(&mut cl.leaf, ctx, reduce, id)
+        });
         match v {
             Verdict::Queued => {
                 cl.stats.queued(len);
@@ -641,7 +634,7 @@ impl Qdisc for Htb {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         if let Some(id) = self.direct.pop_front() {
@@ -657,11 +650,10 @@ impl Qdisc for Htb {
         let mut tried = 0;
         while let Some((i, level)) = self.pick(now) {
             self.run_events(level, now);
-            let before = *red;
-            let got = tree::dequeue_chain(&mut self.classes[i].leaf, ctx, red);
-            let lost = red.since(before);
-            self.classes[i].stats.absorb(lost);
-            self.stats.absorb(lost);
+            let cl = &mut self.classes[i];
+            let got = classful::absorbing_class(&mut cl.stats, &mut self.stats, reduce, |reduce| {
+                tree::dequeue_chain(&mut cl.leaf, ctx, reduce)
+            });
             let Some(id) = got else {
                 // A non-work-conserving leaf (netem) holding its packets:
                 // try the next leaf; the leaf armed its own watchdog.
@@ -714,9 +706,7 @@ impl Qdisc for Htb {
         }
         let now = ctx.now.as_nanos() as i64;
         for c in self.classes.iter_mut() {
-            for n in c.leaf.iter_mut() {
-                purged.add(n.reset(ctx));
-            }
+            purged.add(tree::reset_chain(&mut c.leaf, ctx));
             c.stats.qlen = 0;
             c.stats.backlog = 0;
             c.tokens = c.spec.buffer as i64;
@@ -760,14 +750,6 @@ impl Qdisc for Htb {
             purged,
             child: ChildChange::Keep,
         })
-    }
-
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
     }
 
     /// The options, every class (in the order they were made) and the
@@ -825,30 +807,11 @@ impl Qdisc for Htb {
         })
     }
 
-    fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
-        Some(self)
-    }
-
-    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
-        Some(&mut self.spec.filters)
-    }
-
-    fn inner_netems(&self, out: &mut Vec<bool>) {
-        for c in self.classes.iter() {
-            tree::chain_netems(&c.leaf, out);
-        }
-    }
-
-    /// The direct queue and every leaf chain (the leaves are not tree nodes).
-    fn held(&self) -> u64 {
-        let leaves: u64 = self
-            .classes
-            .iter()
-            .flat_map(|c| c.leaf.iter())
-            .map(Node::held_packets)
-            .sum();
-        self.direct.len() as u64 + leaves
-    }
+    // the direct queue holds packets besides the leaf chains
+    classful::class_owner_methods!(
+        self => self.classes.iter().map(|c| &c.leaf),
+        self.direct.len() as u64
+    );
 }
 
 /// `PSCHED_NS2TICKS` clamped to i32, as `htb_dump_class_stats` reports.

@@ -2,7 +2,7 @@
 //! DRR by quantum, the default class and the direct queue, a netem leaf.
 
 use super::*;
-use crate::qdisc::spec::{NetemSpec, U32Match};
+use crate::qdisc::spec::{NetemSpec, U32Filter, U32Match};
 use crate::qdisc::tree::harness::Env;
 
 const MBIT: u64 = 125_000; // bytes/s
@@ -56,8 +56,8 @@ fn htb(default: u16, classes: Vec<HtbClassSpec>, filters: Vec<U32Filter>) -> Htb
 fn push(h: &mut Htb, env: &mut Env, t: u64, dport: u16, len: u32) -> Verdict {
     let id = env.pkt(len);
     env.arena.get_mut(id).dst_port = dport;
-    let mut red = Reduce::default();
-    h.enqueue(&mut env.ctx(t), &mut red, id, &mut [])
+    let mut reduce = Reduce::default();
+    h.enqueue(&mut env.ctx(t), &mut reduce, id, &mut [])
 }
 
 /// Keep every port in `ports` backlogged with 1500 B frames for `secs`
@@ -74,8 +74,8 @@ fn saturate(h: &mut Htb, env: &mut Env, ports: &[u16], secs: u64) -> Vec<u64> {
             }
         }
         let mut ctx = env.ctx(t);
-        let mut red = Reduce::default();
-        let got = h.dequeue(&mut ctx, &mut red, &mut []);
+        let mut reduce = Reduce::default();
+        let got = h.dequeue(&mut ctx, &mut reduce, &mut []);
         let wd = ctx.watchdog;
         match got {
             Some(id) => {
@@ -116,16 +116,16 @@ fn tokens_are_time_hand_computed() {
     push(&mut h, &mut env, 0, 1, 1500);
     push(&mut h, &mut env, 0, 1, 1500);
     push(&mut h, &mut env, 0, 1, 1500);
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     // t=0: 20 − 12 = 8 ms; again 8 − 12 = −4 ms: CANT_SEND, one overlimit.
     for _ in 0..2 {
-        assert!(h.dequeue(&mut env.ctx(0), &mut red, &mut []).is_some());
+        assert!(h.dequeue(&mut env.ctx(0), &mut reduce, &mut []).is_some());
     }
     assert_eq!(h.classes()[0].tokens, -4_000_000);
     assert_eq!(h.classes()[0].ctokens, -4_000_000);
     assert_eq!(h.stats().overlimits, 1);
     let mut ctx = env.ctx(0);
-    assert!(h.dequeue(&mut ctx, &mut red, &mut []).is_none());
+    assert!(h.dequeue(&mut ctx, &mut reduce, &mut []).is_none());
     // ready when the −4 ms have refilled
     assert_eq!(ctx.watchdog, Some(SimTime::from_nanos(4_000_000)));
     let x = h.xstats();
@@ -134,13 +134,13 @@ fn tokens_are_time_hand_computed() {
     assert_eq!(x["classes"][0]["lends"], 2);
     // t=4 ms: −4 + 4 = 0 ≥ 0 → sends; 0 − 12 = −12 ms
     assert!(h
-        .dequeue(&mut env.ctx(4_000_000), &mut red, &mut [])
+        .dequeue(&mut env.ctx(4_000_000), &mut reduce, &mut [])
         .is_some());
     assert_eq!(h.classes()[0].tokens, -12_000_000);
     // a refill is capped at the bucket: after 1 s idle, 20 ms − 12 ms
     push(&mut h, &mut env, 1_004_000_000, 1, 1500);
     assert!(h
-        .dequeue(&mut env.ctx(1_004_000_000), &mut red, &mut [])
+        .dequeue(&mut env.ctx(1_004_000_000), &mut reduce, &mut [])
         .is_some());
     assert_eq!(h.classes()[0].tokens, 8_000_000);
 }
@@ -159,12 +159,12 @@ fn a_class_sending_skbs_beyond_its_burst_counts_an_overlimit_per_dequeue() {
     for _ in 0..5 {
         push(&mut h, &mut env, 0, 1, 15_140);
     }
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     let mut t = 0;
     let mut sent_at = Vec::new();
     while sent_at.len() < 5 {
         let mut ctx = env.ctx(t);
-        match h.dequeue(&mut ctx, &mut red, &mut []) {
+        match h.dequeue(&mut ctx, &mut reduce, &mut []) {
             Some(_) => sent_at.push(t),
             None => t = ctx.watchdog.unwrap().as_nanos(),
         }
@@ -274,8 +274,8 @@ fn unclassified_traffic_uses_the_default_class_else_the_direct_queue() {
     assert_eq!(h.direct_packets(), 1);
     assert_eq!(h.xstats()["direct_packets_stat"], 1);
     // the direct queue is not shaped
-    let mut red = Reduce::default();
-    assert!(h.dequeue(&mut env.ctx(0), &mut red, &mut []).is_some());
+    let mut reduce = Reduce::default();
+    assert!(h.dequeue(&mut env.ctx(0), &mut reduce, &mut []).is_some());
 }
 
 #[test]
@@ -301,11 +301,11 @@ fn a_netem_leaf_delays_inside_the_class() {
     let mut h = htb(10, vec![c], vec![]);
     let mut env = Env::default();
     push(&mut h, &mut env, 0, 1, 1500);
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     let mut ctx = env.ctx(0);
-    assert!(h.dequeue(&mut ctx, &mut red, &mut []).is_none());
+    assert!(h.dequeue(&mut ctx, &mut reduce, &mut []).is_none());
     assert_eq!(ctx.watchdog, Some(SimTime::from_nanos(10_000_000)));
-    let got = h.dequeue(&mut env.ctx(10_000_000), &mut red, &mut []);
+    let got = h.dequeue(&mut env.ctx(10_000_000), &mut reduce, &mut []);
     assert!(got.is_some());
     assert_eq!(h.stats().qlen, 0);
     assert_eq!(h.xstats()["classes"][0]["leaf"][0]["kind"], "netem");
@@ -379,8 +379,8 @@ fn deleting_a_class_before_a_backlogged_one_keeps_serving_it() {
     for port in [1, 2, 3, 3] {
         push(&mut h, &mut env, 0, port, 1000);
     }
-    let mut red = Reduce::default();
-    let first = h.dequeue(&mut env.ctx(0), &mut red, &mut []).unwrap();
+    let mut reduce = Reduce::default();
+    let first = h.dequeue(&mut env.ctx(0), &mut reduce, &mut []).unwrap();
     assert_eq!(env.arena.get(first).dst_port, 1); // class 10 (lowest classid first)
     let del = class_req(ClassVerb::Delete, 20, None, 0);
     assert_eq!(
@@ -393,7 +393,7 @@ fn deleting_a_class_before_a_backlogged_one_keeps_serving_it() {
     let mut t = 0;
     while ports.len() < 2 {
         let mut ctx = env.ctx(t);
-        match h.dequeue(&mut ctx, &mut red, &mut []) {
+        match h.dequeue(&mut ctx, &mut reduce, &mut []) {
             Some(id) => ports.push(env.arena.get(id).dst_port),
             None => {
                 t = ctx
@@ -405,7 +405,7 @@ fn deleting_a_class_before_a_backlogged_one_keeps_serving_it() {
     }
     assert_eq!(ports, vec![3, 3]);
     assert_eq!(h.stats().qlen, 0);
-    assert_eq!(h.dequeue(&mut env.ctx(t), &mut red, &mut []), None);
+    assert_eq!(h.dequeue(&mut env.ctx(t), &mut reduce, &mut []), None);
 }
 
 #[test]
@@ -465,12 +465,12 @@ fn a_qdisc_grafted_below_the_leaf_replaces_its_default_child() {
     assert_eq!(kinds, ["tbf", "netem"]);
     let mut env = Env::default();
     push(&mut h, &mut env, 0, 1, 1500);
-    let mut red = Reduce::default();
+    let mut reduce = Reduce::default();
     let mut ctx = env.ctx(0);
-    assert!(h.dequeue(&mut ctx, &mut red, &mut []).is_none());
+    assert!(h.dequeue(&mut ctx, &mut reduce, &mut []).is_none());
     assert_eq!(ctx.watchdog, Some(SimTime::from_nanos(10_000_000)));
     assert!(h
-        .dequeue(&mut env.ctx(10_000_000), &mut red, &mut [])
+        .dequeue(&mut env.ctx(10_000_000), &mut reduce, &mut [])
         .is_some());
     assert_eq!(h.xstats()["classes"][0]["leaf"][1]["handle"], 0x10);
 }

@@ -737,7 +737,7 @@ impl Netem {
     pub fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId> {
         loop {
@@ -782,18 +782,20 @@ impl Netem {
                 if !self.env.modern_accounting {
                     self.stats.unqueued(len);
                 }
-                let v = absorbing(self, red, |red| tree::enqueue_chain(child, ctx, red, id));
+                let v = absorbing(self, reduce, |reduce| {
+                    tree::enqueue_chain(child, ctx, reduce, id)
+                });
                 if let Verdict::Dropped(_) = v {
                     self.stats.dropped();
                     if self.env.modern_accounting {
                         self.stats.unqueued(len);
                     }
-                    red.left(1, len as u64, 1);
+                    reduce.left(1, len as u64, 1);
                 }
                 continue;
             }
             if !child.is_empty() {
-                if let Some(p) = self.child_dequeue(ctx, red, child) {
+                if let Some(p) = self.child_dequeue(ctx, reduce, child) {
                     return Some(p);
                 }
             }
@@ -808,16 +810,18 @@ impl Netem {
         if child.is_empty() {
             return None;
         }
-        self.child_dequeue(ctx, red, child)
+        self.child_dequeue(ctx, reduce, child)
     }
 
     fn child_dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId> {
-        let p = absorbing(self, red, |red| tree::dequeue_chain(child, ctx, red));
+        let p = absorbing(self, reduce, |reduce| {
+            tree::dequeue_chain(child, ctx, reduce)
+        });
         let id = p?;
         let len = ctx.arena.len_of(id);
         if self.env.modern_accounting {
@@ -865,7 +869,7 @@ impl Qdisc for Netem {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -876,10 +880,10 @@ impl Qdisc for Netem {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId> {
-        Netem::dequeue(self, ctx, red, child)
+        Netem::dequeue(self, ctx, reduce, child)
     }
 
     /// `netem_reset` for netem's own queues: free them as purged.

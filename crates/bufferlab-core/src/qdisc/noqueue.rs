@@ -38,7 +38,7 @@ impl Qdisc for Noqueue {
     fn enqueue(
         &mut self,
         _ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -49,13 +49,13 @@ impl Qdisc for Noqueue {
     fn dequeue(
         &mut self,
         _ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         self.passthrough.pop_front()
     }
 
-    fn peek(&mut self, _ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
+    fn peek(&mut self, _ctx: &mut QdiscCtx, _reduce: &mut Reduce, _child: &mut [Node]) -> Peeked {
         Peeked::Head(self.passthrough.front().copied())
     }
 

@@ -77,12 +77,12 @@ impl Reduce {
 #[inline]
 pub(crate) fn absorbing<T>(
     parent: &mut impl Absorb,
-    red: &mut Reduce,
+    reduce: &mut Reduce,
     child_op: impl FnOnce(&mut Reduce) -> T,
 ) -> T {
-    let before = *red;
-    let out = child_op(red);
-    parent.absorb(red.since(before));
+    let before = *reduce;
+    let out = child_op(reduce);
+    parent.absorb(reduce.since(before));
     out
 }
 
@@ -171,9 +171,7 @@ pub(crate) fn purge_removed(
 ) -> Purged {
     let mut lost = Purged::default();
     for mut chain in removed {
-        for n in chain.iter_mut() {
-            lost.add(n.reset(ctx));
-        }
+        lost.add(super::tree::reset_chain(&mut chain, ctx));
     }
     stats.absorb(Reduce::purged(lost));
     lost
@@ -211,8 +209,9 @@ pub(crate) fn class_not_found() -> TcError {
 /// `struct Qdisc_class_ops` — `change` and `delete` (one method: each kind's
 /// verb rules differ), `find`, `leaf` and `graft`. class_api.rs resolves the
 /// request (which qdisc, which slot) and calls these; each kind keeps the leaf
-/// chains and says what a new leaf changes in its scheduler (`regraft`).
-pub trait ClassOps {
+/// chains and says what a new leaf changes in its scheduler (`regraft`). A
+/// purge reduces the qdisc's own counters ([`Qdisc::stats_mut`]).
+pub trait ClassOps: Qdisc {
     /// `tc class add|change|replace|delete` on class `req.minor`, the kind's
     /// own rules (`htb_change_class`/`htb_delete`, `drr_change_class`, …);
     /// `req.class`, if any, is this kind's. A kind without class verbs
@@ -244,9 +243,6 @@ pub trait ClassOps {
         now: i64,
     ) -> Result<Option<Vec<Node>>, TcError>;
 
-    /// The qdisc's own counters, which a purge reduces.
-    fn counters(&mut self) -> &mut QdiscStats;
-
     /// Every grafted leaf with its class's minor, in class order (where
     /// `tc qdisc … parent H:` looks for the qdisc of handle H).
     fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_>;
@@ -269,7 +265,7 @@ pub trait ClassOps {
     ) -> Result<Purged, TcError> {
         let i = self.find(minor).ok_or_else(class_not_found)?;
         let old = self.regraft(i, leaf, ctx.now.as_nanos() as i64)?;
-        Ok(purge_removed(old, self.counters(), ctx))
+        Ok(purge_removed(old, self.stats_mut(), ctx))
     }
 }
 
@@ -318,7 +314,7 @@ pub trait Qdisc {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         child: &mut [Node],
     ) -> Verdict;
@@ -326,14 +322,14 @@ pub trait Qdisc {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId>;
 
     /// Linux's default for a qdisc without its own peek:
     /// `qdisc_peek_dequeued`.
-    fn peek(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, child: &mut [Node]) -> Peeked {
-        Peeked::Dequeued(self.dequeue(ctx, red, child))
+    fn peek(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, child: &mut [Node]) -> Peeked {
+        Peeked::Dequeued(self.dequeue(ctx, reduce, child))
     }
 
     /// Free what this qdisc holds itself (not its child) as purged.
@@ -421,10 +417,10 @@ mod tests {
         // of 1500 B and splits one entry into 2 (grew 1):
         // qlen 5 + 1 − 2 = 4, backlog 7500 − 3000 = 4500, drops 1 + 2 = 3.
         let mut parent = fifo_holding(5, 7500, 1);
-        let mut red = Reduce::default();
-        let out = absorbing(&mut parent, &mut red, |red| {
-            red.left(2, 3000, 2);
-            red.grew(1);
+        let mut reduce = Reduce::default();
+        let out = absorbing(&mut parent, &mut reduce, |reduce| {
+            reduce.left(2, 3000, 2);
+            reduce.grew(1);
             "child result"
         });
         assert_eq!(out, "child result");
@@ -432,7 +428,7 @@ mod tests {
         assert_eq!((s.qlen, s.backlog, s.drops), (4, 4500, 3));
         // the cumulative report still carries everything for the ancestors
         assert_eq!(
-            red,
+            reduce,
             Reduce {
                 qlen: 2,
                 backlog: 3000,
@@ -447,22 +443,22 @@ mod tests {
         // 1 packet of 1000 B already reported by a sibling call; this call
         // adds 1 of 400 B: only the 400 B reach the parent (3 → 2, 3000 → 2600).
         let mut parent = fifo_holding(3, 3000, 0);
-        let mut red = Reduce::default();
-        red.left(1, 1000, 1);
-        absorbing(&mut parent, &mut red, |red| red.left(1, 400, 1));
+        let mut reduce = Reduce::default();
+        reduce.left(1, 1000, 1);
+        absorbing(&mut parent, &mut reduce, |reduce| reduce.left(1, 400, 1));
         let s = parent.stats();
         assert_eq!((s.qlen, s.backlog, s.drops), (2, 2600, 1));
-        assert_eq!((red.qlen, red.backlog, red.drops), (2, 1400, 2));
+        assert_eq!((reduce.qlen, reduce.backlog, reduce.drops), (2, 1400, 2));
     }
 
     #[test]
     fn absorbing_a_quiet_child_changes_nothing() {
         let mut parent = fifo_holding(2, 3000, 4);
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         let mut env = Env::default();
         let mut ctx = env.ctx(0);
-        let got = absorbing(&mut parent, &mut red, |red| {
-            super::super::tree::dequeue_chain(&mut [], &mut ctx, red)
+        let got = absorbing(&mut parent, &mut reduce, |reduce| {
+            super::super::tree::dequeue_chain(&mut [], &mut ctx, reduce)
         });
         assert_eq!(got, None);
         let s = parent.stats();

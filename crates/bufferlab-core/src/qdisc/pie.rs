@@ -419,7 +419,7 @@ impl Qdisc for Pie {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -430,7 +430,7 @@ impl Qdisc for Pie {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         Pie::dequeue(self, ctx)

@@ -22,9 +22,10 @@
 
 use super::classful;
 use super::ops::{
-    wrong_kind, BuildEnv, Built, Changed, ChildChange, ClassOps, Peeked, Purged, Qdisc, Reduce,
+    absorbing, wrong_kind, BuildEnv, Built, Changed, ChildChange, ClassOps, Peeked, Purged, Qdisc,
+    Reduce,
 };
-use super::spec::{HtbLeaf, PrioClassSpec, PrioSpec, QdiscSpec, U32Filter};
+use super::spec::{HtbLeaf, PrioClassSpec, PrioSpec, QdiscSpec};
 use super::tree::{self, Node};
 use super::{classify, AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
@@ -191,10 +192,6 @@ impl ClassOps for Prio {
         })
     }
 
-    fn counters(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
-
     fn leaves(&self) -> Box<dyn Iterator<Item = (u16, &HtbLeaf)> + '_> {
         Box::new(
             (self.bands.iter().enumerate())
@@ -219,15 +216,15 @@ impl Qdisc for Prio {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
         let len = ctx.arena.len_of(id);
         let band = self.classify(ctx, id);
-        let before = *red;
-        let v = tree::enqueue_chain(&mut self.bands[band].chain, ctx, red, id);
-        self.stats.absorb(red.since(before));
+        let v = absorbing(&mut self.stats, reduce, |reduce| {
+            tree::enqueue_chain(&mut self.bands[band].chain, ctx, reduce, id)
+        });
         match v {
             Verdict::Queued => self.stats.queued(len),
             Verdict::Dropped(_) => self.stats.dropped(),
@@ -239,13 +236,13 @@ impl Qdisc for Prio {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         for b in 0..self.bands.len() {
-            let before = *red;
-            let got = tree::dequeue_chain(&mut self.bands[b].chain, ctx, red);
-            self.stats.absorb(red.since(before));
+            let got = absorbing(&mut self.stats, reduce, |reduce| {
+                tree::dequeue_chain(&mut self.bands[b].chain, ctx, reduce)
+            });
             if let Some(id) = got {
                 let len = ctx.arena.len_of(id);
                 self.stats.unqueued(len);
@@ -257,11 +254,11 @@ impl Qdisc for Prio {
     }
 
     /// `prio_peek`: the head of the first band that has one, left there.
-    fn peek(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, _child: &mut [Node]) -> Peeked {
+    fn peek(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, _child: &mut [Node]) -> Peeked {
         for b in 0..self.bands.len() {
-            let before = *red;
-            let got = tree::peek_chain(&mut self.bands[b].chain, ctx, red);
-            self.stats.absorb(red.since(before));
+            let got = absorbing(&mut self.stats, reduce, |reduce| {
+                tree::peek_chain(&mut self.bands[b].chain, ctx, reduce)
+            });
             if got.is_some() {
                 return Peeked::Head(got);
             }
@@ -272,9 +269,7 @@ impl Qdisc for Prio {
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let mut purged = Purged::default();
         for b in &mut self.bands {
-            for n in b.chain.iter_mut() {
-                purged.add(n.reset(ctx));
-            }
+            purged.add(tree::reset_chain(&mut b.chain, ctx));
         }
         purged
     }
@@ -304,14 +299,6 @@ impl Qdisc for Prio {
         })
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
-
     /// The document, every band listed (`prio_dump` gives bands and priomap).
     fn options(&self) -> serde_json::Value {
         let spec = PrioSpec {
@@ -332,27 +319,7 @@ impl Qdisc for Prio {
         json!({ "classes": classes })
     }
 
-    fn class_ops(&mut self) -> Option<&mut dyn ClassOps> {
-        Some(self)
-    }
-
-    fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {
-        Some(&mut self.spec.filters)
-    }
-
-    fn inner_netems(&self, out: &mut Vec<bool>) {
-        for b in &self.bands {
-            tree::chain_netems(&b.chain, out);
-        }
-    }
-
-    fn held(&self) -> u64 {
-        self.bands
-            .iter()
-            .flat_map(|b| b.chain.iter())
-            .map(Node::held_packets)
-            .sum()
-    }
+    classful::class_owner_methods!(self => self.bands.iter().map(|b| &b.chain));
 }
 
 /// `pfifo_fast`: three bands of up to txqueuelen packets each.
@@ -398,7 +365,7 @@ impl Qdisc for PfifoFast {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
@@ -419,7 +386,7 @@ impl Qdisc for PfifoFast {
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        _red: &mut Reduce,
+        _reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
         let id = self.bands.iter_mut().find_map(|b| b.pop_front())?;
@@ -429,7 +396,7 @@ impl Qdisc for PfifoFast {
         Some(id)
     }
 
-    fn peek(&mut self, _ctx: &mut QdiscCtx, _red: &mut Reduce, _child: &mut [Node]) -> Peeked {
+    fn peek(&mut self, _ctx: &mut QdiscCtx, _reduce: &mut Reduce, _child: &mut [Node]) -> Peeked {
         Peeked::Head(self.bands.iter().find_map(|b| b.front().copied()))
     }
 

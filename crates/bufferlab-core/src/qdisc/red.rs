@@ -298,7 +298,7 @@ impl Red {
     pub fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         child: &mut [Node],
     ) -> Verdict {
@@ -360,8 +360,8 @@ impl Red {
             ctx.drop_packet(id, DropReason::Blackhole);
             Verdict::Dropped(DropReason::Blackhole)
         } else {
-            absorbing(&mut self.stats, red, |red| {
-                tree::enqueue_chain(child, ctx, red, id)
+            absorbing(&mut self.stats, reduce, |reduce| {
+                tree::enqueue_chain(child, ctx, reduce, id)
             })
         };
         match v {
@@ -388,11 +388,13 @@ impl Red {
     pub fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId> {
         self.catch_up(ctx.now);
-        let p = absorbing(self, red, |red| tree::dequeue_chain(child, ctx, red));
+        let p = absorbing(self, reduce, |reduce| {
+            tree::dequeue_chain(child, ctx, reduce)
+        });
         match p {
             Some(id) => {
                 let len = ctx.arena.len_of(id);
@@ -451,27 +453,27 @@ impl Qdisc for Red {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         child: &mut [Node],
     ) -> Verdict {
-        Red::enqueue(self, ctx, red, id, child)
+        Red::enqueue(self, ctx, reduce, id, child)
     }
 
     #[inline]
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId> {
-        Red::dequeue(self, ctx, red, child)
+        Red::dequeue(self, ctx, reduce, child)
     }
 
     /// red's peek is its child's own (non-destructive) peek.
-    fn peek(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, child: &mut [Node]) -> Peeked {
-        Peeked::Head(absorbing(self, red, |red| {
-            tree::peek_chain(child, ctx, red)
+    fn peek(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, child: &mut [Node]) -> Peeked {
+        Peeked::Head(absorbing(self, reduce, |reduce| {
+            tree::peek_chain(child, ctx, reduce)
         }))
     }
 

@@ -34,19 +34,19 @@ fn packets(variant: RedNs3Variant, qw: f64, max_p: f64) -> RedNs3Spec {
     }
 }
 
-fn red(s: &RedNs3Spec) -> RedNs3 {
+fn reduce(s: &RedNs3Spec) -> RedNs3 {
     RedNs3::new(s, 1, "t", SimTime::ZERO).unwrap()
 }
 
 #[test]
 fn e16_faithful_and_intended_readings() {
-    let mut f = red(&e16(Some(0.1), None));
+    let mut f = reduce(&e16(Some(0.1), None));
     assert_eq!(f.params().max_p, 10.0);
     assert_eq!((f.params().min_th, f.params().max_th), (50.0, 150.0));
     f.q_avg = 100.0;
     // 10·(100−50)/100 = 5, capped
     assert_eq!(f.calc_pnew(), 1.0);
-    let mut i = red(&e16(None, Some(0.1)));
+    let mut i = reduce(&e16(None, Some(0.1)));
     i.q_avg = 100.0;
     assert!((i.calc_pnew() - 0.05).abs() < 1e-15);
     // gentle ramp between maxTh and 2·maxTh: (0.9/150)·225 − 0.8 = 0.55
@@ -60,7 +60,7 @@ fn e16_faithful_and_intended_readings() {
     // without gentle the cliff is at maxTh
     let mut s = e16(None, Some(0.1));
     s.gentle = false;
-    let mut ng = red(&s);
+    let mut ng = reduce(&s);
     ng.q_avg = 150.0;
     assert_eq!(ng.calc_pnew(), 1.0);
     ng.q_avg = 149.0;
@@ -69,7 +69,7 @@ fn e16_faithful_and_intended_readings() {
 
 #[test]
 fn wait_and_nowait_count_rules() {
-    let mut r = red(&packets(RedNs3Variant::Qdisc, 0.002, 0.1));
+    let mut r = reduce(&packets(RedNs3Variant::Qdisc, 0.002, 0.1));
     let pb = 0.05;
     for (count, pa) in [
         (1, 0.0),
@@ -97,7 +97,7 @@ fn wait_and_nowait_count_rules() {
 
 #[test]
 fn byte_mode_counts_mean_packets_and_scales_by_size() {
-    let mut r = red(&e16(None, Some(0.1)));
+    let mut r = reduce(&e16(None, Some(0.1)));
     // count = count_bytes div MeanPktSize (500)
     r.count_bytes = 9_999;
     assert_eq!(r.modify_p(0.05, 1000), 0.0);
@@ -115,17 +115,23 @@ fn automatic_queue_weights() {
     let mut s = packets(RedNs3Variant::Qdisc, 0.0, 0.02);
     s.bandwidth = 1_000_000; // C = 250 packets/s
     let ptc: f64 = 250.0;
-    assert_eq!(red(&s).params().ptc, ptc);
-    assert_eq!(red(&s).params().qw, 1.0 - (-1.0 / ptc).exp());
+    assert_eq!(reduce(&s).params().ptc, ptc);
+    assert_eq!(reduce(&s).params().qw, 1.0 - (-1.0 / ptc).exp());
     s.qw = -2.0;
-    assert_eq!(red(&s).params().qw, 1.0 - (-10.0 / ptc).exp());
+    assert_eq!(reduce(&s).params().qw, 1.0 - (-10.0 / ptc).exp());
     // −1: RTT = max(0.1, 3·(delay + 1/C)); 3·(0.05 + 0.004) = 0.162
     s.qw = -1.0;
     s.link_delay = 50 * MS;
     let rtt = 3.0 * (0.05 + 1.0 / ptc);
-    assert_eq!(red(&s).params().qw, 1.0 - (-1.0 / (10.0 * rtt * ptc)).exp());
+    assert_eq!(
+        reduce(&s).params().qw,
+        1.0 - (-1.0 / (10.0 * rtt * ptc)).exp()
+    );
     s.link_delay = 10 * MS; // 3·0.014 = 0.042 → 0.1
-    assert_eq!(red(&s).params().qw, 1.0 - (-1.0 / (10.0 * 0.1 * ptc)).exp());
+    assert_eq!(
+        reduce(&s).params().qw,
+        1.0 - (-1.0 / (10.0 * 0.1 * ptc)).exp()
+    );
     s.qw = -3.0;
     assert!(RedNs3::new(&s, 1, "t", SimTime::ZERO).is_err());
 }
@@ -136,7 +142,7 @@ fn idle_period_counts_virtual_arrivals() {
         let mut s = packets(variant, 0.01, 0.02);
         s.bandwidth = 1_000_000; // 250 packets/s
         let mut env = Env::default();
-        let mut r = red(&s);
+        let mut r = reduce(&s);
         r.q_avg = 10.0;
         r.idle = false;
         assert!(r.dequeue(&mut env.ctx(1_000 * MS)).is_none());
@@ -164,7 +170,7 @@ fn idle_period_counts_virtual_arrivals() {
 #[test]
 fn first_packet_above_min_is_exempt_and_single_packet_guard() {
     let mut env = Env::default();
-    let mut r = red(&packets(RedNs3Variant::Qdisc, 1.0, 1.0));
+    let mut r = reduce(&packets(RedNs3Variant::Qdisc, 1.0, 1.0));
     r.scripted.extend([0.0; 64]); // a draw of 0 drops whenever pa > 0 … or = 0
     let mut verdicts = vec![];
     for _ in 0..9 {
@@ -184,7 +190,7 @@ fn first_packet_above_min_is_exempt_and_single_packet_guard() {
     assert_eq!(verdicts[6], Verdict::Dropped(DropReason::EarlyDrop));
     assert_eq!(r.counters.unforced_drop, 3);
     // n > 1 guard: a high average alone (queue nearly empty) never drops
-    let mut r = red(&packets(RedNs3Variant::Qdisc, 0.5, 1.0));
+    let mut r = reduce(&packets(RedNs3Variant::Qdisc, 0.5, 1.0));
     r.q_avg = 100.0;
     let id = env.pkt(1000);
     assert_eq!(r.enqueue(&mut env.ctx(0), id), Verdict::Queued);
@@ -197,7 +203,7 @@ fn forced_region_ecn_and_harddrop() {
     let mut env = Env::default();
     for harddrop in [true, false] {
         s.harddrop = harddrop;
-        let mut r = red(&s);
+        let mut r = reduce(&s);
         let mut out = vec![];
         // fill to 31 packets: the arrival at n = 30 = 2·maxTh is forced
         for _ in 0..31 {
@@ -215,7 +221,7 @@ fn forced_region_ecn_and_harddrop() {
         }
     }
     // a Not-ECT packet is dropped even with ecn and noharddrop
-    let mut r = red(&s);
+    let mut r = reduce(&s);
     r.scripted.extend([1.0; 40]);
     for _ in 0..30 {
         let id = env.pkt(1000);
@@ -233,7 +239,7 @@ fn forced_region_ecn_and_harddrop() {
 fn hard_limits_of_both_variants() {
     let mut env = Env::default();
     // 2015: admitted while fewer than 800 B are queued (n ≥ limit ⇒ forced)
-    let mut r = red(&e16(Some(0.1), None));
+    let mut r = reduce(&e16(Some(0.1), None));
     let mut out = vec![];
     for _ in 0..3 {
         let id = env.pkt(500);
@@ -253,7 +259,7 @@ fn hard_limits_of_both_variants() {
     // qdisc: the internal queue refuses n + size > MaxSize
     let mut s = e16(Some(0.1), None);
     s.variant = RedNs3Variant::Qdisc;
-    let mut r = red(&s);
+    let mut r = reduce(&s);
     let id = env.pkt(500);
     assert_eq!(r.enqueue(&mut env.ctx(0), id), Verdict::Queued);
     let id = env.pkt(500);
@@ -269,7 +275,7 @@ fn hard_limits_of_both_variants() {
 fn ared_aimd_steps() {
     let mut s = packets(RedNs3Variant::Qdisc, 1.0, 0.1);
     s.adapt_max_p = true;
-    let mut r = red(&s);
+    let mut r = reduce(&s);
     // bottom = min(0.01, 8·500·0.1/1.5e6)
     assert!((r.params().bottom - 8.0 * 500.0 * 0.1 / 1.5e6).abs() < 1e-18);
     // band [5 + 4, 15 − 4]; avg 8 after the 0.5 s interval: ×0.9
@@ -296,14 +302,14 @@ fn ared_aimd_steps() {
 fn ared_auto_thresholds_and_weight() {
     let mut s = packets(RedNs3Variant::Qdisc, 0.5, 0.1);
     s.ared = true;
-    let p = red(&s).params().clone();
+    let p = reduce(&s).params().clone();
     // C = 375 packets/s: target 5 ms = 1.875 packets → minTh stays 5
     assert_eq!((p.min_th, p.max_th), (5.0, 15.0));
     assert_eq!(p.qw, 1.0 - (-1.0f64 / 375.0).exp());
     assert!(p.adapt_max_p);
     s.bandwidth = 100_000_000; // 25 000 packets/s: target 125 packets → 62.5
     s.mode = RedNs3Mode::Bytes;
-    let p = red(&s).params().clone();
+    let p = reduce(&s).params().clone();
     assert_eq!((p.min_th, p.max_th), (62.5 * 500.0, 187.5 * 500.0));
     s.feng = true;
     assert!(RedNs3::new(&s, 1, "t", SimTime::ZERO).is_err());
@@ -313,7 +319,7 @@ fn ared_auto_thresholds_and_weight() {
 fn feng_adaptive_steps_once_per_region() {
     let mut s = packets(RedNs3Variant::Qdisc, 1.0, 0.3);
     s.feng = true;
-    let mut r = red(&s);
+    let mut r = reduce(&s);
     r.estimate(2, 0, 0); // below (status starts Above): /3
     assert!((r.params().max_p - 0.1).abs() < 1e-15);
     r.estimate(3, 0, 1);
@@ -329,7 +335,7 @@ fn feng_adaptive_steps_once_per_region() {
 fn nlred_squares_the_ramp() {
     let mut s = packets(RedNs3Variant::Qdisc, 1.0, 0.1);
     s.nlred = true;
-    let mut r = red(&s);
+    let mut r = reduce(&s);
     r.q_avg = 10.0; // x = 0.5 → 1.5·0.25·0.1
     assert!((r.calc_pnew() - 0.0375).abs() < 1e-15);
 }

@@ -199,9 +199,9 @@ fn e13_counters_through_a_tbf_parent() {
     for &(_, len) in &preload {
         let id = env.pkt(len);
         let mut ctx = env.ctx(0);
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         let nodes = tree_nodes(&mut tree);
-        tree::enqueue_chain(&mut nodes[2..], &mut ctx, &mut red, id);
+        tree::enqueue_chain(&mut nodes[2..], &mut ctx, &mut reduce, id);
     }
     {
         let r = red_mut(&mut tree);

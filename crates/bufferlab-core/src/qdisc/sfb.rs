@@ -278,7 +278,7 @@ impl Sfb {
     pub fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         child: &mut [Node],
     ) -> Verdict {
@@ -334,7 +334,9 @@ impl Sfb {
             ctx.drop_packet(id, DropReason::Blackhole);
             Verdict::Dropped(DropReason::Blackhole)
         } else {
-            absorbing(self, red, |red| tree::enqueue_chain(child, ctx, red, id))
+            absorbing(self, reduce, |reduce| {
+                tree::enqueue_chain(child, ctx, reduce, id)
+            })
         };
         match v {
             Verdict::Queued => {
@@ -354,10 +356,12 @@ impl Sfb {
     pub fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId> {
-        let p = absorbing(self, red, |red| tree::dequeue_chain(child, ctx, red));
+        let p = absorbing(self, reduce, |reduce| {
+            tree::dequeue_chain(child, ctx, reduce)
+        });
         let id = p?;
         let len = ctx.arena.len_of(id);
         self.stats.unqueued(len);
@@ -408,27 +412,27 @@ impl Qdisc for Sfb {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         child: &mut [Node],
     ) -> Verdict {
-        Sfb::enqueue(self, ctx, red, id, child)
+        Sfb::enqueue(self, ctx, reduce, id, child)
     }
 
     #[inline]
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId> {
-        Sfb::dequeue(self, ctx, red, child)
+        Sfb::dequeue(self, ctx, reduce, child)
     }
 
     /// sfb's peek is its child's own peek.
-    fn peek(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, child: &mut [Node]) -> Peeked {
-        Peeked::Head(absorbing(self, red, |red| {
-            tree::peek_chain(child, ctx, red)
+    fn peek(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, child: &mut [Node]) -> Peeked {
+        Peeked::Head(absorbing(self, reduce, |reduce| {
+            tree::peek_chain(child, ctx, reduce)
         }))
     }
 

@@ -383,14 +383,14 @@ impl Sfq {
 
     /// `sfq_perturbation` for every period elapsed by `now` (the timer's
     /// work is done at the next operation; nothing it reads changes between).
-    fn perturb_due(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce) {
+    fn perturb_due(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce) {
         while let Some(t) = self.next_perturb {
             if t > ctx.now.as_nanos() {
                 break;
             }
             self.perturbation = self.rng.next_u64();
             if self.tail.is_some() {
-                self.rehash(ctx, red);
+                self.rehash(ctx, reduce);
             }
             self.next_perturb = Some(t + self.perturb_period * JIFFY_NS);
         }
@@ -398,7 +398,7 @@ impl Sfq {
 
     /// `sfq_rehash`: every queued packet, slot by slot, re-enters by its new
     /// hash; those without a free slot or above `depth` are dropped.
-    fn rehash(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce) {
+    fn rehash(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce) {
         let mut list = Vec::with_capacity(self.stats.qlen as usize);
         for x in 0..self.maxflows {
             if self.slots[x as usize].queue.is_empty() {
@@ -451,13 +451,13 @@ impl Sfq {
         }
         if dropped > 0 {
             self.stats.drops += dropped;
-            red.left(dropped, drop_len, dropped);
+            reduce.left(dropped, drop_len, dropped);
         }
     }
 
-    pub fn enqueue(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce, id: PacketId) -> Verdict {
+    pub fn enqueue(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, id: PacketId) -> Verdict {
         use super::red::RedVerdict;
-        self.perturb_due(ctx, red);
+        self.perturb_due(ctx, reduce);
         let len = ctx.arena.len_of(id);
         let h = self.hash(ctx, id);
         let mut x = self.ht[h as usize];
@@ -490,7 +490,7 @@ impl Sfq {
                             self.rs.prob_drop += 1;
                             return self.congestion_drop(
                                 ctx,
-                                red,
+                                reduce,
                                 x,
                                 id,
                                 len,
@@ -512,7 +512,7 @@ impl Sfq {
                             self.rs.forced_drop += 1;
                             return self.congestion_drop(
                                 ctx,
-                                red,
+                                reduce,
                                 x,
                                 id,
                                 len,
@@ -524,9 +524,9 @@ impl Sfq {
             }
         }
         if self.qlen_of[x as usize] >= self.maxdepth {
-            return self.congestion_drop(ctx, red, x, id, len, DropReason::QueueFull);
+            return self.congestion_drop(ctx, reduce, x, id, len, DropReason::QueueFull);
         }
-        self.queue_arrival(ctx, red, x, id, len)
+        self.queue_arrival(ctx, reduce, x, id, len)
     }
 
     /// ECN mark: with `headdrop` the slot's head first, then the arrival.
@@ -556,7 +556,7 @@ impl Sfq {
     fn congestion_drop(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         x: u32,
         id: PacketId,
         len: u32,
@@ -580,14 +580,14 @@ impl Sfq {
             },
         );
         // the head left as a drop, the arrival took its place (NET_XMIT_CN)
-        red.left(1, head.len as u64, 1);
+        reduce.left(1, head.len as u64, 1);
         Verdict::Queued
     }
 
     fn queue_arrival(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         x: u32,
         id: PacketId,
         len: u32,
@@ -604,12 +604,12 @@ impl Sfq {
             return Verdict::Queued;
         }
         let dropped = self.drop_deepest(ctx);
-        red.left(1, dropped as u64, 1);
+        reduce.left(1, dropped as u64, 1);
         Verdict::Queued
     }
 
-    pub fn dequeue(&mut self, ctx: &mut QdiscCtx, red: &mut Reduce) -> Option<PacketId> {
-        self.perturb_due(ctx, red);
+    pub fn dequeue(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce) -> Option<PacketId> {
+        self.perturb_due(ctx, reduce);
         let mut a;
         loop {
             let t = self.tail?;
@@ -662,27 +662,27 @@ impl Qdisc for Sfq {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         _child: &mut [Node],
     ) -> Verdict {
-        Sfq::enqueue(self, ctx, red, id)
+        Sfq::enqueue(self, ctx, reduce, id)
     }
 
     #[inline]
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         _child: &mut [Node],
     ) -> Option<PacketId> {
-        Sfq::dequeue(self, ctx, red)
+        Sfq::dequeue(self, ctx, reduce)
     }
 
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let (mut n, mut b) = (0, 0);
-        let mut red = Reduce::default();
-        while let Some(id) = self.dequeue(ctx, &mut red) {
+        let mut reduce = Reduce::default();
+        while let Some(id) = self.dequeue(ctx, &mut reduce) {
             let len = ctx.arena.len_of(id);
             self.stats.bytes -= len as u64;
             self.stats.packets -= ctx.arena.segs_of(id) as u64;
@@ -800,9 +800,9 @@ mod tests {
     }
 
     fn drain(q: &mut Sfq, env: &mut Env) -> Vec<u16> {
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         let mut out = vec![];
-        while let Some(id) = q.dequeue(&mut env.ctx(0), &mut red) {
+        while let Some(id) = q.dequeue(&mut env.ctx(0), &mut reduce) {
             out.push(env.arena.get(id).src_port);
             env.arena.free(id);
         }
@@ -832,25 +832,25 @@ mod tests {
         let mut env = Env::default();
         let mut q = Sfq::new(&SfqSpec::default(), 1, "t", 0).unwrap();
         let (a, b) = two_ports(&q, &mut env);
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         for port in [a, a, a, b, b, b] {
             let id = pkt(&mut env, 1514, port);
-            q.enqueue(&mut env.ctx(0), &mut red, id);
+            q.enqueue(&mut env.ctx(0), &mut reduce, id);
         }
         // 1514 B spends the whole allotment (190 units): one packet a turn
         assert_eq!(drain(&mut q, &mut env), vec![a, b, a, b, a, b]);
         // 64-byte packets cost 8 units: 24 per 190-unit turn (190 − 23·8 = 6 > 0)
         for _ in 0..30 {
             let id = pkt(&mut env, 64, a);
-            q.enqueue(&mut env.ctx(0), &mut red, id);
+            q.enqueue(&mut env.ctx(0), &mut reduce, id);
         }
         for _ in 0..2 {
             let id = pkt(&mut env, 1514, b);
-            q.enqueue(&mut env.ctx(0), &mut red, id);
+            q.enqueue(&mut env.ctx(0), &mut reduce, id);
         }
         let out = drain(&mut q, &mut env);
         assert_eq!(out.iter().position(|&p| p == b), Some(24));
-        assert_eq!(red, Reduce::default());
+        assert_eq!(reduce, Reduce::default());
     }
 
     #[test]
@@ -867,15 +867,15 @@ mod tests {
         )
         .unwrap();
         let (a, b) = two_ports(&q, &mut env);
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         let mut ids = vec![];
         for port in [a, a, a, b, b] {
             let id = pkt(&mut env, 1000, port);
             ids.push(env.arena.get(id).seq);
-            assert_eq!(q.enqueue(&mut env.ctx(0), &mut red, id), Verdict::Queued);
+            assert_eq!(q.enqueue(&mut env.ctx(0), &mut reduce, id), Verdict::Queued);
         }
         // the fifth arrival made 5 > 4: a's third packet (seq 2) is dropped
-        assert_eq!((red.qlen, red.backlog, red.drops), (1, 1000, 1));
+        assert_eq!((reduce.qlen, reduce.backlog, reduce.drops), (1, 1000, 1));
         assert_eq!((q.stats().qlen, q.stats().drops), (4, 1));
         assert_eq!(env.drops.packets[DropReason::QueueFull.index()], 1);
         // 1000 B costs 125 of a slot's 190 units: two packets a turn
@@ -892,11 +892,11 @@ mod tests {
                 ..Default::default()
             };
             let mut q = Sfq::new(&spec, 1, "t", 0).unwrap();
-            let mut red = Reduce::default();
+            let mut reduce = Reduce::default();
             let mut verdicts = vec![];
             for _ in 0..3 {
                 let id = pkt(&mut env, 500, 7);
-                verdicts.push(q.enqueue(&mut env.ctx(0), &mut red, id));
+                verdicts.push(q.enqueue(&mut env.ctx(0), &mut reduce, id));
             }
             let mut red2 = Reduce::default();
             let mut seqs = vec![];
@@ -908,7 +908,7 @@ mod tests {
                 assert_eq!(verdicts[2], Verdict::Queued);
                 assert_eq!(seqs, vec![1, 2]);
                 assert_eq!(env.drops.packets[DropReason::HeadDrop.index()], 1);
-                assert_eq!((red.qlen, red.drops), (1, 1));
+                assert_eq!((reduce.qlen, reduce.drops), (1, 1));
             } else {
                 assert_eq!(verdicts[2], Verdict::Dropped(DropReason::QueueFull));
                 assert_eq!(seqs, vec![0, 1]);
@@ -993,16 +993,16 @@ mod tests {
             0,
         )
         .unwrap();
-        let mut red = Reduce::default();
+        let mut reduce = Reduce::default();
         for p in 0..20 {
             let id = pkt(&mut env, 100, p);
-            q.enqueue(&mut env.ctx(0), &mut red, id);
+            q.enqueue(&mut env.ctx(0), &mut reduce, id);
         }
         let before = q.perturbation;
         let id = pkt(&mut env, 100, 99);
-        q.enqueue(&mut env.ctx(1_000_000_000), &mut red, id);
+        q.enqueue(&mut env.ctx(1_000_000_000), &mut reduce, id);
         assert_ne!(q.perturbation, before);
-        assert_eq!((q.stats().qlen, q.held(), red.drops), (21, 21, 0));
+        assert_eq!((q.stats().qlen, q.held(), reduce.drops), (21, 21, 0));
         assert_eq!(drain(&mut q, &mut env).len(), 21);
     }
 

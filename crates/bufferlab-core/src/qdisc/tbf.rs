@@ -209,7 +209,7 @@ impl Tbf {
     pub fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         child: &mut [Node],
     ) -> Verdict {
@@ -217,7 +217,7 @@ impl Tbf {
         if len > self.max_size {
             let p = ctx.arena.get(id);
             if p.is_gso() && p.header_len() + p.gso_size as u32 <= self.max_size {
-                return self.enqueue_segments(ctx, red, id, child);
+                return self.enqueue_segments(ctx, reduce, id, child);
             }
             self.stats.dropped();
             ctx.drop_packet(id, DropReason::TooBig);
@@ -228,7 +228,9 @@ impl Tbf {
             ctx.drop_packet(id, DropReason::Blackhole);
             return Verdict::Dropped(DropReason::Blackhole);
         }
-        let v = absorbing(self, red, |red| tree::enqueue_chain(child, ctx, red, id));
+        let v = absorbing(self, reduce, |reduce| {
+            tree::enqueue_chain(child, ctx, reduce, id)
+        });
         match v {
             Verdict::Queued => {
                 self.stats.queued(len);
@@ -248,7 +250,7 @@ impl Tbf {
     fn enqueue_segments(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         child: &mut [Node],
     ) -> Verdict {
@@ -263,7 +265,9 @@ impl Tbf {
                 ctx.drop_packet(s, DropReason::Blackhole);
                 Verdict::Dropped(DropReason::Blackhole)
             } else {
-                absorbing(self, red, |red| tree::enqueue_chain(child, ctx, red, s))
+                absorbing(self, reduce, |reduce| {
+                    tree::enqueue_chain(child, ctx, reduce, s)
+                })
             };
             match last {
                 Verdict::Queued => {
@@ -277,8 +281,8 @@ impl Tbf {
         if queued == 0 {
             return last;
         }
-        red.grew(queued - 1);
-        red.left(0, prev_len - queued_len, 0);
+        reduce.grew(queued - 1);
+        reduce.left(0, prev_len - queued_len, 0);
         Verdict::Queued
     }
 
@@ -288,10 +292,10 @@ impl Tbf {
     pub fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId> {
-        let head = absorbing(self, red, |red| tree::peek_chain(child, ctx, red));
+        let head = absorbing(self, reduce, |reduce| tree::peek_chain(child, ctx, reduce));
         let id = head?;
         let len = ctx.arena.len_of(id);
         let now = ctx.now.as_nanos() as i64;
@@ -302,7 +306,9 @@ impl Tbf {
         };
         let toks = (elapsed + self.tokens).min(self.buffer) - self.rate.l2t_ns(len) as i64;
         if toks >= 0 && ptoks >= 0 {
-            let taken = absorbing(self, red, |red| tree::dequeue_chain(child, ctx, red));
+            let taken = absorbing(self, reduce, |reduce| {
+                tree::dequeue_chain(child, ctx, reduce)
+            });
             let id = taken?;
             self.t_c = now;
             self.tokens = toks;
@@ -356,21 +362,21 @@ impl Qdisc for Tbf {
     fn enqueue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         id: PacketId,
         child: &mut [Node],
     ) -> Verdict {
-        Tbf::enqueue(self, ctx, red, id, child)
+        Tbf::enqueue(self, ctx, reduce, id, child)
     }
 
     #[inline]
     fn dequeue(
         &mut self,
         ctx: &mut QdiscCtx,
-        red: &mut Reduce,
+        reduce: &mut Reduce,
         child: &mut [Node],
     ) -> Option<PacketId> {
-        Tbf::dequeue(self, ctx, red, child)
+        Tbf::dequeue(self, ctx, reduce, child)
     }
 
     /// `tbf_reset` (the tree purges the child): empty, bucket full, `t_c = now`.

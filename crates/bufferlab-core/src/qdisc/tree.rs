@@ -131,7 +131,7 @@ impl Node {
 pub(crate) fn enqueue_chain(
     chain: &mut [Node],
     ctx: &mut QdiscCtx,
-    red: &mut Reduce,
+    reduce: &mut Reduce,
     id: PacketId,
 ) -> Verdict {
     let Some((node, below)) = chain.split_first_mut() else {
@@ -139,7 +139,7 @@ pub(crate) fn enqueue_chain(
         ctx.drop_packet(id, DropReason::Blackhole);
         return Verdict::Dropped(DropReason::Blackhole);
     };
-    node.q.enqueue(ctx, red, id, below)
+    node.q.enqueue(ctx, reduce, id, below)
 }
 
 /// Bytes queued in the qdisc at the head of `chain` (a parent's view of its
@@ -153,7 +153,7 @@ pub(crate) fn chain_backlog(chain: &[Node]) -> u64 {
 pub(crate) fn dequeue_chain(
     chain: &mut [Node],
     ctx: &mut QdiscCtx,
-    red: &mut Reduce,
+    reduce: &mut Reduce,
 ) -> Option<PacketId> {
     let (node, below) = chain.split_first_mut()?;
     if let Some(p) = node.peeked.take() {
@@ -161,7 +161,7 @@ pub(crate) fn dequeue_chain(
         node.q.stats_mut().unqueued(len);
         return Some(p);
     }
-    node.q.dequeue(ctx, red, below)
+    node.q.dequeue(ctx, reduce, below)
 }
 
 /// Peek at the head of `chain`: a fifo's head, or for tbf/netem/codel the
@@ -171,13 +171,13 @@ pub(crate) fn dequeue_chain(
 pub(crate) fn peek_chain(
     chain: &mut [Node],
     ctx: &mut QdiscCtx,
-    red: &mut Reduce,
+    reduce: &mut Reduce,
 ) -> Option<PacketId> {
     let (node, below) = chain.split_first_mut()?;
     if let Some(p) = node.peeked {
         return Some(p);
     }
-    let p = match node.q.peek(ctx, red, below) {
+    let p = match node.q.peek(ctx, reduce, below) {
         Peeked::Head(head) => return head,
         Peeked::Dequeued(p) => p?,
     };
@@ -185,6 +185,16 @@ pub(crate) fn peek_chain(
     node.q.stats_mut().queued(len);
     node.peeked = Some(p);
     Some(p)
+}
+
+/// Free what every qdisc of `chain` holds itself, as purged (a class's
+/// leaf chain on reset, or one a verb dropped).
+pub(crate) fn reset_chain(chain: &mut [Node], ctx: &mut QdiscCtx) -> Purged {
+    let mut purged = Purged::default();
+    for n in chain {
+        purged.add(n.reset(ctx));
+    }
+    purged
 }
 
 /// The netems of `chain`, nested ones (htb leaves) included: whether each
@@ -303,8 +313,8 @@ impl QdiscTree {
             packets: self.held.packets + 1,
         };
         let start = ctx.reinject.len();
-        let mut red = Reduce::default();
-        let v = enqueue_chain(&mut self.nodes, ctx, &mut red, id);
+        let mut reduce = Reduce::default();
+        let v = enqueue_chain(&mut self.nodes, ctx, &mut reduce, id);
         if ctx.reinject.len() > start {
             self.reinject(ctx, start);
         }
@@ -316,8 +326,8 @@ impl QdiscTree {
     pub fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<PacketId> {
         let before = HeldFlow::start(ctx);
         let start = ctx.reinject.len();
-        let mut red = Reduce::default();
-        let p = dequeue_chain(&mut self.nodes, ctx, &mut red);
+        let mut reduce = Reduce::default();
+        let p = dequeue_chain(&mut self.nodes, ctx, &mut reduce);
         if ctx.reinject.len() > start {
             self.reinject(ctx, start);
         }
@@ -337,11 +347,11 @@ impl QdiscTree {
                 ctx.drop_packet(clone, DropReason::NetemLimit);
                 continue;
             }
-            let mut red = Reduce::default();
+            let mut reduce = Reduce::default();
             // a duplicate enters the root now (queue traces' sojourn time)
             let tos = ctx.arena.get(clone).tos;
             ctx.arena.stamp(clone, ctx.now, tos);
-            let _ = enqueue_chain(&mut self.nodes, ctx, &mut red, clone);
+            let _ = enqueue_chain(&mut self.nodes, ctx, &mut reduce, clone);
         }
         ctx.reinject.truncate(start);
         for n in &mut self.nodes {

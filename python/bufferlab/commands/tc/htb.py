@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import registry
 from ...errors import CommandError, Diagnostics, NotSupportedError
 from ...profile import Profile
 from ...units import U32_MAX, parse_rate, parse_size
@@ -444,9 +445,9 @@ def _parse_match(w: Word, cur: Cursor) -> dict[str, int | str]:
 
 
 #: kinds that own classes with grafted leaf chains (htb.py, prio.py, drr.py, ets.py, hfsc.py)
-CLASSFUL_KINDS = ("htb", "prio", "drr", "ets", "hfsc")
+CLASSFUL_KINDS = registry.CLASS_OWNERS
 #: kinds whose classes ``tc class add|change|delete`` configures
-CLASS_VERB_KINDS = ("htb", "drr", "ets", "hfsc")
+CLASS_VERB_KINDS = registry.CLASS_VERB_KINDS
 
 
 def _hash_order(classes: list[dict[str, Any]], major: int) -> list[dict[str, Any]]:

@@ -1028,7 +1028,7 @@ mod tests {
     #[test]
     fn names_round_trip_and_unknown_names_are_refused() {
         // registration order: the error message of app/tcp.rs and Python's
-        // SUPPORTED_CC (tests/test_cc_registry.py) list them so
+        // SUPPORTED_CC (schema::registry, tests/test_registries.py) list them so
         assert!(Cc::NAMES.starts_with(&["reno", "cubic", "htcp", "bbr"]));
         for &n in Cc::NAMES {
             assert_eq!(Cc::from_name(n).unwrap().name(), n);
