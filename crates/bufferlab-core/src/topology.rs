@@ -100,8 +100,11 @@ const NO_ROUTE: Hop = Hop {
 struct RouteCache {
     /// destination address → its slot
     by_dst: FxHashMap<Ipv4, usize>,
-    /// per slot: its destination, each node's hop, when it was last used
-    slots: Vec<(Ipv4, Vec<Hop>, u64)>,
+    /// per slot: its destination, when it was last used
+    slots: Vec<(Ipv4, u64)>,
+    /// every slot's hop of each node, slot after slot (slot `s`, node `v` at
+    /// `s * nodes + v`): one load from slot to hop, none through a pointer
+    hops: Vec<Hop>,
     clock: u64,
     max_entries: usize,
 }
@@ -111,6 +114,7 @@ impl RouteCache {
         RouteCache {
             by_dst: FxHashMap::default(),
             slots: Vec::new(),
+            hops: Vec::new(),
             clock: 0,
             max_entries,
         }
@@ -288,10 +292,10 @@ impl Topology {
             Some(&i) => i,
             None => self.cache_routes_to(dst)?,
         };
+        let n = self.node_names.len();
         let c = &mut self.routes;
-        let (_, hops, used) = &mut c.slots[slot];
-        *used = c.clock;
-        let h = hops[node];
+        c.slots[slot].1 = c.clock;
+        let h = c.hops[slot * n + node];
         (h.out != u32::MAX).then_some(Route {
             dst,
             out: h.out as IfaceId,
@@ -308,24 +312,25 @@ impl Topology {
         let c = &mut self.routes;
         let max_slots = (c.max_entries / n.max(1)).max(1);
         let slot = if c.slots.len() < max_slots {
-            c.slots.push((dst, vec![NO_ROUTE; n], 0));
+            c.slots.push((dst, 0));
+            c.hops.resize(c.hops.len() + n, NO_ROUTE);
             c.slots.len() - 1
         } else {
             let (i, _) = c
                 .slots
                 .iter()
                 .enumerate()
-                .min_by_key(|(_, s)| s.2)
+                .min_by_key(|(_, s)| s.1)
                 .expect("at least one slot");
             c.by_dst.remove(&c.slots[i].0);
             c.slots[i].0 = dst;
-            c.slots[i].1.fill(NO_ROUTE);
+            c.hops[i * n..(i + 1) * n].fill(NO_ROUTE);
             i
         };
-        let mut hops = std::mem::take(&mut self.routes.slots[slot].1);
-        self.routes_to(dst_iface, &mut hops);
+        let mut hops = std::mem::take(&mut self.routes.hops);
+        self.routes_to(dst_iface, &mut hops[slot * n..(slot + 1) * n]);
         let c = &mut self.routes;
-        c.slots[slot].1 = hops;
+        c.hops = hops;
         c.by_dst.insert(dst, slot);
         Some(slot)
     }
