@@ -61,11 +61,17 @@ impl Heap {
     }
 
     fn push(&mut self, e: Entry) {
+        let i = self.0.len();
+        self.0.push(e);
+        self.sift_up(i, e);
+    }
+
+    /// Put `e` in the hole at `i` or above it: each step moves a larger
+    /// parent down into the hole.
+    #[inline]
+    fn sift_up(&mut self, mut i: usize, e: Entry) {
         let v = &mut self.0;
-        let mut i = v.len();
-        v.push(e);
         let k = e.key();
-        // sift up through a hole: each step moves the parent down
         while i > 0 {
             let parent = (i - 1) / ARITY;
             if v[parent].key() <= k {
@@ -118,16 +124,7 @@ impl Heap {
             v[i] = v[c];
             i = c;
         }
-        let k = last.key();
-        while i > 0 {
-            let parent = (i - 1) / ARITY;
-            if v[parent].key() <= k {
-                break;
-            }
-            v[i] = v[parent];
-            i = parent;
-        }
-        v[i] = last;
+        self.sift_up(i, last);
         Some(top)
     }
 
