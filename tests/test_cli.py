@@ -265,7 +265,7 @@ def test_unknown_program_with_did_you_mean(write_scenario, capsys):
         "sleep 1; pingg 10.0.0.3 -c 1",
         "pingg",
         "pingg: command not found (not modelled by bufferlab)",
-        "one of arp, bulk, cat, cbr, cd, curl, date, dd, echo, ethtool, flent, flows, fping, head,",
+        "one of :, arp, bulk, cat, cbr, cd, curl, date, dd, echo, ethtool, flent, flows, fping, head,",
         "did you mean ping?",
     )
 
