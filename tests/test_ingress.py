@@ -111,6 +111,10 @@ def test_police_in_kernel_units():
             "'mtu' is required, if 'peakrate' is requested.",
         ),
         ("tc filter add dev eth0 ingress matchall action drop", "Filter kind and protocol must be specified"),
+        # fuzz.py campaign 6: a flowid that is no hex number was a ValueError traceback
+        ("tc filter add dev eth0 parent ffff: protocol all prio 10 u32 match u32 0 0 flowid flowid 1:1",
+         'Illegal "classid" "flowid"'),
+        ("tc filter add dev eth0 ingress protocol all matchall flowid x:1", 'Illegal "classid" "x:1"'),
     ],
 )
 def test_police_and_filter_errors_are_tcs(line, message):

@@ -137,11 +137,11 @@ def is_hook_filter(words: list[Word], i: int) -> bool:
 
 def _classid(v: Word) -> int:
     major_t, colon, minor_t = v.text.partition(":")
-    major = int(major_t, 16) if major_t else 0 if colon else None
-    try:
+    try:  # a word that is no hex number (`flowid flowid 1:1`, fuzz.py campaign 6) is refused below
+        major = int(major_t, 16) if major_t else 0 if colon else None
         minor = int(minor_t, 16) if minor_t else 0
     except ValueError:
-        minor = None
+        major = minor = None
     if major is None or minor is None or not colon or major > 0xFFFF or minor > 0xFFFF:
         raise CommandError(f'Illegal "classid" "{v.text}"', col=v.col, expected="MAJOR:MINOR, e.g. 1:1")
     return (major << 16) | minor
