@@ -232,7 +232,7 @@ class Iperf3Test:
     source: str  # json | text
     rows: list[dict[str, Any]] = field(default_factory=list)
     #: goodput (bit/s): payload bytes received × 8 / the receiver's interval, the figures of
-    #: iperf3's receiver line (formats/iperf3.py ``goodput_bps``; from a text output, to its three
+    #: iperf3's receiver line (formats/iperf3/ ``goodput_bps``; from a text output, to its three
     #: significant digits); bytes sent and received, retransmits, UDP losses
     goodput_bps: float | None = None
     sent_bytes: int | None = None
