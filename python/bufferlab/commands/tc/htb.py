@@ -18,7 +18,7 @@ drr.py, ets.py, hfsc.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ... import registry
@@ -30,8 +30,9 @@ from ..shell import Word
 from . import drr as _drr
 from . import ets as _ets
 from . import hfsc as _hfsc
+from ._schema import QdiscSpecHtb as HtbSpec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .prio import class_show_lines as prio_class_show_lines
 from .tc_util import sprint_rate, sprint_size, xmitsize, xmittime
 
@@ -41,20 +42,6 @@ _HZ = 1_000_000_000
 #: the device's txqueuelen (Mininet veths): the direct queue and default pfifo leaves
 TXQUEUELEN = 1000
 _NS_PER_TICK = 64
-
-
-@dataclass
-class HtbSpec(Spec):
-    """``HtbSpec`` of spec.rs; ``classes`` and ``filters`` are the document a new qdisc
-    starts with, and ``tc`` starts it with none (they come one line at a time)."""
-
-    default: int = 0
-    r2q: int = 10
-    direct_qlen: int = TXQUEUELEN
-    leaf_limit: int = TXQUEUELEN
-    classes: list[dict[str, Any]] = field(default_factory=list)
-    filters: list[dict[str, Any]] = field(default_factory=list)
-    kind: str = field(default="htb", repr=False)
 
 
 _QDISC_EXPECTED = "htb [default MINOR] [r2q N] [direct_qlen P]"
@@ -70,7 +57,7 @@ def _number(v: Word, base: int, what: str, expected: str) -> int:
 
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> HtbSpec:
     """``htb_parse_opt``."""
-    spec = HtbSpec()
+    spec = HtbSpec(direct_qlen=TXQUEUELEN, leaf_limit=TXQUEUELEN)
     while not cur.done():
         w = cur.take()
         t = w.text

@@ -27,9 +27,11 @@ from ...profile import Profile
 from ...units import parse_rate, parse_size
 from .._common import c_int_full, matches
 from ..shell import Word
+from ._schema import QdiscSpecClsact as ClsactSpec
+from ._schema import QdiscSpecIngress as IngressSpec
 from .cursor import Cursor, read_unit
 from .htb import _parse_match as _parse_ip_match
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import cell_log, xmittime
 
 #: psched tick in ns (``PSCHED_TICKS2NS``)
@@ -48,20 +50,6 @@ _FILTER_EXPECTED = (
     "tc filter add dev D parent ffff: protocol all prio N u32 match u32 0 0 "
     "action mirred egress redirect dev ifb0 | … matchall action police rate R burst B drop"
 )
-
-
-@dataclass
-class IngressSpec(Spec):
-    """The hook document (crates/bufferlab-core/src/qdisc/ingress.rs ``HookSpec``)."""
-
-    ingress: list[dict[str, Any]] = field(default_factory=list)
-    egress: list[dict[str, Any]] = field(default_factory=list)
-    kind: str = field(default="ingress", repr=False)
-
-
-@dataclass
-class ClsactSpec(IngressSpec):
-    kind: str = field(default="clsact", repr=False)
 
 
 def _parse_ingress(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> IngressSpec:
