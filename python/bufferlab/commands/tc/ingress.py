@@ -27,6 +27,7 @@ from ...profile import Profile
 from ...units import parse_rate, parse_size
 from .._common import c_int_full, matches
 from ..shell import Word
+from . import _schema
 from ._schema import QdiscSpecClsact as ClsactSpec
 from ._schema import QdiscSpecIngress as IngressSpec
 from .cursor import Cursor, read_unit
@@ -87,29 +88,19 @@ KINDS = (
 # ------------------------------------------------------------------ tc filter
 
 
-@dataclass
-class HookFilterRequest:
-    """``tc filter {add|delete} dev D {parent ffff:|ingress|egress} …``."""
+@dataclass(kw_only=True)
+class HookFilterRequest(_schema.HookFilterRequest):
+    """``tc filter {add|delete} dev D {parent ffff:|ingress|egress} …``: the engine's
+    ``HookFilterRequest`` (``hook`` "ingress" for ffff: and ffff:fff2, "egress" for ffff:fff3;
+    ``filter`` the ``HookFilter`` of ingress.rs, mirred devices as typed, which
+    run/programs/tc.py resolves)."""
 
-    verb: str
-    dev: str
-    #: "ingress" (ffff:, ffff:fff2) or "egress" (ffff:fff3)
-    hook: str
-    #: the ``HookFilter`` of ingress.rs (mirred devices as typed; run/programs/tc.py resolves them)
-    filter: dict[str, Any] | None
-    #: ``prio`` given to ``delete`` (0: every filter of the hook)
-    prio: int = 0
     #: (device name, column) of every mirred target, in order
     mirred: list[tuple[str, int | None]] = field(default_factory=list)
     dev_col: int | None = None
     verb_col: int | None = None
     #: the qdisc major (always ffff)
     major: int = 0xFFFF
-
-    def to_dict(self) -> dict[str, Any]:
-        """The engine's ``HookFilterRequest`` (mirred devices as they stand in ``filter``)."""
-        return {"verb": self.verb, "dev": self.dev, "hook": self.hook, "prio": self.prio,
-                "filter": self.filter}
 
 
 def is_hook_filter(words: list[Word], i: int) -> bool:
@@ -231,7 +222,9 @@ def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterReque
             "tc filter needs parent ffff: (or ingress, egress)", col=verb_w.col, expected=_FILTER_EXPECTED
         )
     if verb == "delete":
-        return HookFilterRequest("delete", dev.text, hook, None, prio, [], dev.col, verb_w.col)
+        return HookFilterRequest(
+            verb="delete", dev=dev.text, hook=hook, prio=prio, dev_col=dev.col, verb_col=verb_w.col
+        )
     if classifier is None or protocol is None:
         raise CommandError(
             "Error: Filter kind and protocol must be specified.", col=verb_w.col, expected=_FILTER_EXPECTED
@@ -250,7 +243,9 @@ def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterReque
         "classid": classid,
         "actions": actions,
     }
-    return HookFilterRequest("add", dev.text, hook, flt, 0, mirred, dev.col, verb_w.col)
+    return HookFilterRequest(
+        verb="add", dev=dev.text, hook=hook, filter=flt, mirred=mirred, dev_col=dev.col, verb_col=verb_w.col
+    )
 
 
 def _parse_match(w: Word, cur: Cursor) -> dict[str, Any]:
