@@ -36,7 +36,8 @@ def _parse_blue(
     kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile, cpm_default: bool
 ) -> BlueSpec:
     kind = kind_word.text
-    # q_blue.c's defaults (docs/semantics/qdiscs.md §6.1): increment 0.0025, decrement 0.00025
+    # the SIM qdisc's defaults (docs/semantics/qdiscs.md §6.1): increment 0.0025, decrement
+    # 0.00025 as rint(d·2³²), freeze 100 ms
     spec = BlueSpec(
         limit=1000, increment=10737418, decrement=1073742, freeze_inc=100_000_000, freeze_dec=100_000_000
     )
