@@ -236,15 +236,15 @@ def test_the_generated_types_follow_the_schema() -> None:
     """Each generated class: its ``JSON_KEYS`` the schema's ``x-order`` (every property, in
     serde's order), the ones serde may leave out with a default, the others without."""
     defs = SCHEMA["$defs"]
-    classes = {name: cls for name, cls in vars(_schema).items() if isinstance(cls, type) and cls.__module__ == _schema.__name__}
-    objects = [(name, defs[name]) for name in gen_schema_types.GENERATED if "oneOf" not in defs[name]]
-    tagged = [(name + gen_schema_types.camel(alt["properties"][alt["x-order"][0]]["const"]), alt)
-              for name in gen_schema_types.GENERATED if "oneOf" in defs[name] for alt in defs[name]["oneOf"]]
-    assert len(objects) + len(tagged) == len(classes) > 35
-    for name, schema in objects + tagged:
+    classes = {name: cls for name, cls in vars(_schema).items()
+               if isinstance(cls, type) and cls.__module__ == _schema.__name__}
+    made = [(class_name, schema, schema["x-order"][0] if "oneOf" in defs[name] else None)
+            for name in gen_schema_types.GENERATED
+            for class_name, schema in gen_schema_types.alternatives(defs, name)]
+    assert sorted(name for name, _, _ in made) == sorted(classes) and len(classes) > 35
+    for name, schema, tag in made:
         cls = classes[name]
         assert list(cls.JSON_KEYS) == schema["x-order"] and set(schema["x-order"]) == set(schema["properties"])
-        tag = schema["x-order"][0] if (name, schema) in tagged else None
         for f in dataclasses.fields(cls):
             key = f.name.removesuffix("_")
             has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
