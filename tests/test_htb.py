@@ -125,7 +125,7 @@ def test_errors_point_at_the_word(line, at, message):
         ("tc class add dev x parent 5: classid 5:1 htb rate 1mbit linklayer atm", "linklayer"),
         ("tc filter add dev x parent 5: u32 match ip protocol 6 0xff flowid 5:1", "protocol 6"),
         ("tc filter add dev x parent 5: protocol ipv6 u32 flowid 5:1", "ipv6"),
-        ("tc filter show dev x", "show"),
+        ("tc filter show dev x handle 800::800", "handle"),
         ("tc qdisc add dev x root htb offload", "offload"),
     ],
 )

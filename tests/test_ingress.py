@@ -60,7 +60,7 @@ def test_sqm_filter_line_verbatim():
         "prio": 10,
         "protocol_all": True,
         "classifier": "u32",
-        "matches": [{"field": "src", "value": 0, "mask": 0}],
+        "matches": [{"field": "any", "value": 0, "mask": 0}],
         "classid": 0x10001,
         "actions": [{"kind": "mirred", "dev": "ifb4eth0"}],
     }

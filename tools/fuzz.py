@@ -127,6 +127,8 @@ KEYWORDS += [
     "drop/ok", "continue/pipe", "reclassify", "pass", "ok", "pipe", "continue", "shot", "gact", "drop",
     "mpu", "overhead", "linklayer", "atm", "avrate", "classid", "skip_hw", "at", "ifb", "ifb0",
     "ifb4eth0", "link", "type", "name", "up", "ip",
+    # tc filter show (tc/tc_filter.c tc_filter_list)
+    "list", "lst", "chain", "block", "preference", "priority", "0", "ffff:fff3", "800::800",
 ]
 # every qdisc kind the tc parser knows and every congestion control the engine registers
 # (bufferlab.registry), with the Linux ones it refuses by name

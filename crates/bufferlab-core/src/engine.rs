@@ -525,6 +525,28 @@ impl Simulator {
         Ok(blocks)
     }
 
+    /// `tc filter show dev DEV [parent P]` (cls_api.c `tc_dump_tfilter`):
+    /// without a parent the root qdisc's filters, `ffff:…` a hook's, `M:`
+    /// those of the qdisc of handle M; nothing where there is no such qdisc
+    /// or block (qdisc/filter_show.rs).
+    pub fn filter_show(
+        &mut self,
+        dev: &str,
+        parent: Option<u32>,
+    ) -> Result<crate::qdisc::filter_show::FilterDump> {
+        let iface = self.tc_iface(dev)?;
+        let ifc = &mut self.ifaces[iface];
+        Ok(match parent {
+            Some(p) if p >> 16 == 0xffff => ifc
+                .hook
+                .as_ref()
+                .map_or_else(Default::default, |h| h.filter_dump(p & 0xffff, self.now)),
+            Some(p) if p & 0xffff != 0 => Default::default(),
+            Some(p) => ifc.tree.filter_show(Some((p >> 16) as u16)),
+            None => ifc.tree.filter_show(None),
+        })
+    }
+
     /// `ip link add NAME type ifb` in `node`'s namespace: a new device whose
     /// root qdisc is pfifo_fast (ifb has a transmit queue).
     pub fn add_ifb(&mut self, node: &str, name: &str) -> Result<()> {
@@ -661,12 +683,21 @@ impl Simulator {
         old: Option<Hook>,
     ) -> Result<()> {
         let topo = &self.topo;
+        // the namespace's action tables: the other hooks of the node
+        let node = topo.iface_node[iface];
+        let taken: Vec<_> = topo.node_ifaces[node]
+            .iter()
+            .filter(|&&i| i != iface)
+            .filter_map(|&i| self.ifaces[i].hook.as_ref())
+            .flat_map(|h| h.action_indexes())
+            .collect();
         let built = Hook::new(
             clsact,
             spec,
             self.now,
             &|d| topo.iface_by_name(d),
             old.as_ref(),
+            &taken,
         );
         match built {
             Ok(h) => {

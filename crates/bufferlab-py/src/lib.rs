@@ -128,6 +128,13 @@ impl Simulator {
         self.inner.tc_hook_filter(&req).map_err(to_py)
     }
 
+    /// `tc filter show dev DEV [parent P]` (JSON list of the qdisc's
+    /// `tcf_proto`s, qdisc/filter_show.rs).
+    #[pyo3(signature = (dev, parent=None))]
+    fn filter_show(&mut self, dev: &str, parent: Option<u32>) -> PyResult<String> {
+        json_out(&self.inner.filter_show(dev, parent).map_err(to_py)?)
+    }
+
     fn qdisc_show(&self, dev: &str) -> PyResult<String> {
         json_out(&self.inner.qdisc_show(dev).map_err(to_py)?)
     }

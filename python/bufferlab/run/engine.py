@@ -76,6 +76,14 @@ class Engine:
         except _core.CoreError as e:
             raise EngineError(str(e)) from None
 
+    def filter_show(self, dev: str, parent: int | None) -> dict[str, Any]:
+        """``tc filter show dev DEV [parent P]``: the engine's ``FilterDump`` (the block's
+        classid and its ``tcf_proto``s, crates/bufferlab-core/src/qdisc/filter_show.rs)."""
+        try:
+            return json.loads(self._sim.filter_show(dev, parent))
+        except _core.TcRequestError as e:
+            raise TcFailure(str(e)) from None
+
     def qdisc_show(self, dev: str) -> list[dict[str, Any]]:
         try:
             return json.loads(self._sim.qdisc_show(dev))

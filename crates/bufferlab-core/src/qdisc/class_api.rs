@@ -79,6 +79,28 @@ impl QdiscTree {
         Ok(())
     }
 
+    /// The u32 filters at the qdisc of handle `major` (the root without
+    /// one) for `tc filter show` (filter_show.rs `classful_show`).
+    pub fn filter_show(&mut self, major: Option<u16>) -> super::filter_show::FilterDump {
+        let Some(n) = (match major {
+            Some(m) => self
+                .nodes
+                .iter_mut()
+                .find(|n| n.handle == m && !n.anonymous),
+            None => self.nodes.first_mut(),
+        }) else {
+            return Default::default();
+        };
+        let handle = n.handle;
+        super::filter_show::FilterDump {
+            parent: (handle as u32) << 16,
+            tps: n
+                .q
+                .filters()
+                .map_or_else(Vec::new, |f| super::filter_show::classful_show(f, handle)),
+        }
+    }
+
     /// Where `req` lands inside a qdisc that owns classes, if it does:
     /// `parent M:N` with M such a qdisc's handle is class N's leaf (`Err`:
     /// no class N to graft on); `parent H:` with H the handle of a qdisc of

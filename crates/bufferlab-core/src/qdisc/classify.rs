@@ -30,6 +30,7 @@ pub fn u32_matches(f: &U32Filter, p: &Packet) -> bool {
 pub fn u32_match(m: &U32Match, p: &Packet) -> bool {
     let ports = matches!(p.proto, Proto::Tcp | Proto::Udp);
     let v = match m.field {
+        U32Field::Any => 0,
         U32Field::Src => p.src.0,
         U32Field::Dst => p.dst.0,
         U32Field::Sport if ports => p.src_port as u32,

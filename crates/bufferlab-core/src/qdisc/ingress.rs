@@ -32,6 +32,7 @@
 //!
 //! The engine (engine.rs) calls [`Hook::run`] and carries out the verdict.
 
+use super::filter_show::{u32_keys, ActionShow, ActionTimes, FilterDump, FilterShow, TpShow};
 use super::spec::U32Match;
 use super::tbf::RateCfg;
 use crate::error::TcError;
@@ -287,11 +288,102 @@ enum Action {
     Gact(Control),
 }
 
+/// One action as the kernel keeps it (`struct tc_action`): its `index` in
+/// the namespace's table of its kind (`tcf_idr_check_alloc`: the lowest
+/// free one from 1), its counters (police keeps its own) and `tcfa_tm`:
+/// installed, last and first use (`tcf_lastuse_update`).
+#[derive(Clone, Debug)]
+struct Act {
+    action: Action,
+    index: u32,
+    stats: ActionStats,
+    installed: SimTime,
+    lastuse: SimTime,
+    firstuse: Option<SimTime>,
+}
+
+impl Act {
+    fn kind(&self) -> &'static str {
+        action_kind(&self.action)
+    }
+
+    fn stats(&self) -> ActionStats {
+        match &self.action {
+            Action::Police(p) => p.stats,
+            _ => self.stats,
+        }
+    }
+
+    /// Run the action on a packet of `len` bytes: `tcf_mirred_act` and
+    /// `tcf_gact_act` count it in their basic stats (gact a shot one as a
+    /// drop too), `tcf_police_act` in its own.
+    fn run(&mut self, now: SimTime, len: u32) -> Step {
+        self.lastuse = now;
+        self.firstuse.get_or_insert(now);
+        if !matches!(self.action, Action::Police(_)) {
+            self.stats.bytes += len as u64;
+            self.stats.packets += 1;
+        }
+        match &mut self.action {
+            Action::Redirect(dev) => Step::Stolen(*dev),
+            Action::Police(pol) => Step::Control(pol.act(now, len)),
+            Action::Gact(c) => {
+                if *c == Control::Drop {
+                    self.stats.drops += 1;
+                }
+                Step::Control(*c)
+            }
+        }
+    }
+}
+
+/// The runtime action of `a` (`tcf_action_init_1`): a mirred target
+/// resolved to its device, a policer with a full bucket at `now`.
+fn build_action(
+    a: &ActionSpec,
+    now: SimTime,
+    dev_index: &dyn Fn(&str) -> Option<usize>,
+) -> Result<Action, TcError> {
+    Ok(match a {
+        ActionSpec::Mirred { dev } => Action::Redirect(dev_index(dev).ok_or_else(|| {
+            TcError::Invalid(format!(
+                "mirred: Cannot find device \"{dev}\" (create it with ip link add {dev} type ifb)"
+            ))
+        })?),
+        ActionSpec::Police {
+            rate,
+            burst_ns,
+            mtu,
+            peakrate,
+            overhead,
+            mpu,
+            atm,
+            exceed,
+            conform,
+        } => Action::Police(Police::new(
+            *rate, *burst_ns, *mtu, *peakrate, *overhead, *mpu, *atm, *exceed, *conform, now,
+        )?),
+        ActionSpec::Gact { control } => Action::Gact(*control),
+    })
+}
+
+fn action_kind(a: &Action) -> &'static str {
+    match a {
+        Action::Redirect(_) => "mirred",
+        Action::Police(_) => "police",
+        Action::Gact(_) => "gact",
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Filter {
-    protocol_all: bool,
-    matches: Vec<U32Match>,
-    actions: Vec<Action>,
+    spec: HookFilter,
+    /// the kernel's handle: u32's `htid:hash:node` (filter_show.rs), 1 for
+    /// matchall (`mall_change`)
+    handle: u32,
+    actions: Vec<Act>,
+    /// packets it matched (matchall's `rhit`, `mall_classify`)
+    hits: u64,
 }
 
 /// What one action or filter said.
@@ -303,9 +395,9 @@ enum Step {
 impl Filter {
     fn matches(&self, p: &Packet) -> bool {
         if p.proto == Proto::Arp {
-            return self.protocol_all && self.matches.iter().all(|m| m.mask == 0);
+            return self.spec.protocol_all && self.spec.matches.iter().all(|m| m.mask == 0);
         }
-        self.matches.iter().all(|m| {
+        self.spec.matches.iter().all(|m| {
             if m.mask == 0 {
                 return true;
             }
@@ -316,10 +408,9 @@ impl Filter {
     fn exec(&mut self, now: SimTime, len: u32) -> Step {
         let mut last = Control::Pipe;
         for a in &mut self.actions {
-            last = match a {
-                Action::Redirect(dev) => return Step::Stolen(*dev),
-                Action::Police(pol) => pol.act(now, len),
-                Action::Gact(c) => *c,
+            last = match a.run(now, len) {
+                Step::Stolen(dev) => return Step::Stolen(dev),
+                Step::Control(c) => c,
             };
             if last != Control::Pipe {
                 break;
@@ -345,92 +436,162 @@ pub struct Hook {
     ingress: Vec<Filter>,
     egress: Vec<Filter>,
     pub stats: HookStats,
+    /// cls_u32's `tc_u_common` of the qdisc (both clsact hooks share it):
+    /// the last hash-table id `gen_new_htid` handed out, `None` while the
+    /// qdisc has no u32 filter (filter_show.rs)
+    u32_last_htid: Option<u32>,
+    /// its `hlist`: the u32 tables as (egress side, prio, table handle),
+    /// newest first (`u32_init` puts a new one at the head)
+    u32_hlist: Vec<(bool, u32, u32)>,
 }
 
 impl Hook {
     /// Build the hook of `spec`; `dev_index` resolves a mirred target.
-    /// Policers whose parameters did not change keep their buckets and
-    /// counters (the filters a `tc filter` verb leaves in place, engine.rs
-    /// `tc_hook_filter`).
+    /// Filters the spec still holds unchanged keep what `old` built of them
+    /// (policer buckets, handles, action indexes and counters: the filters a
+    /// `tc filter` verb leaves in place, engine.rs `tc_hook_filter`); a new
+    /// one gets its handle here and its actions the lowest indexes that
+    /// neither this hook nor `taken` (the other hooks of the namespace:
+    /// (kind, index)) holds.
     pub fn new(
         clsact: bool,
         spec: &HookSpec,
         now: SimTime,
         dev_index: &dyn Fn(&str) -> Option<usize>,
         old: Option<&Hook>,
+        taken: &[(&'static str, u32)],
     ) -> Result<Hook, TcError> {
         if !clsact && !spec.egress.is_empty() {
             return Err(TcError::Invalid(
                 "the ingress qdisc has no egress hook (use clsact)".into(),
             ));
         }
-        let build = |list: &[HookFilter],
-                     old_specs: Option<(&[HookFilter], &[Filter])>|
-         -> Result<Vec<Filter>, TcError> {
-            let mut order: Vec<usize> = (0..list.len()).collect();
-            order.sort_by_key(|&i| list[i].prio);
-            let mut out = Vec::with_capacity(list.len());
-            for i in order {
-                let f = &list[i];
-                let reuse = old_specs.and_then(|(specs, built)| {
-                    let j = specs.iter().position(|s| s == f)?;
-                    let mut k: Vec<usize> = (0..specs.len()).collect();
-                    k.sort_by_key(|&x| specs[x].prio);
-                    let pos = k.iter().position(|&x| x == j)?;
-                    built.get(pos).cloned()
-                });
-                if let Some(kept) = reuse {
-                    out.push(kept);
+        // the filters kept from `old`, each old one used once, in spec order
+        let keep = |list: &[HookFilter], built: Option<&[Filter]>| -> Vec<Option<Filter>> {
+            let mut free: Vec<Option<&Filter>> = built.unwrap_or(&[]).iter().map(Some).collect();
+            list.iter()
+                .map(|f| {
+                    let slot = free.iter_mut().find(|o| o.is_some_and(|b| b.spec == *f))?;
+                    slot.take().cloned()
+                })
+                .collect()
+        };
+        let mut sides = [
+            keep(&spec.ingress, old.map(|o| o.ingress.as_slice())),
+            keep(&spec.egress, old.map(|o| o.egress.as_slice())),
+        ];
+        let any_u32 = |sides: &[Vec<Option<Filter>>; 2]| {
+            sides
+                .iter()
+                .flatten()
+                .flatten()
+                .any(|f| f.spec.classifier == Classifier::U32)
+        };
+        let mut last_htid = if any_u32(&sides) {
+            old.and_then(|o| o.u32_last_htid)
+        } else {
+            None
+        };
+        let mut hlist: Vec<(bool, u32, u32)> = old.map_or_else(Vec::new, |o| o.u32_hlist.clone());
+        hlist.retain(|&(egress, prio, ht)| {
+            sides[egress as usize].iter().flatten().any(|f| {
+                f.spec.classifier == Classifier::U32
+                    && f.spec.prio == prio
+                    && f.handle & 0xfff0_0000 == ht
+            })
+        });
+        let mut used: Vec<(&'static str, u32)> = taken.to_vec();
+        used.extend(
+            sides
+                .iter()
+                .flatten()
+                .flatten()
+                .flat_map(|f| f.actions.iter().map(|a| (a.kind(), a.index))),
+        );
+        for (side, list) in [&spec.ingress, &spec.egress].into_iter().enumerate() {
+            for (i, f) in list.iter().enumerate() {
+                if sides[side][i].is_some() {
                     continue;
                 }
+                let handle = match f.classifier {
+                    Classifier::Matchall => 1,
+                    Classifier::U32 => {
+                        let had_u32 = any_u32(&sides);
+                        let peers: Vec<u32> = sides[side]
+                            .iter()
+                            .flatten()
+                            .filter(|g| {
+                                g.spec.classifier == Classifier::U32 && g.spec.prio == f.prio
+                            })
+                            .map(|g| g.handle)
+                            .collect();
+                        let live_htids: Vec<u32> = sides
+                            .iter()
+                            .flatten()
+                            .flatten()
+                            .filter(|g| g.spec.classifier == Classifier::U32)
+                            .map(|g| super::filter_show::htid_of(g.handle))
+                            .collect();
+                        let handle = super::filter_show::u32_new_handle(
+                            &peers,
+                            &live_htids,
+                            had_u32,
+                            &mut last_htid,
+                        )?;
+                        if peers.is_empty() {
+                            hlist.insert(0, (side == 1, f.prio, handle & 0xfff0_0000));
+                        }
+                        handle
+                    }
+                };
                 let mut actions = Vec::with_capacity(f.actions.len());
                 for a in &f.actions {
-                    actions.push(match a {
-                        ActionSpec::Mirred { dev } => Action::Redirect(dev_index(dev).ok_or_else(|| {
-                            TcError::Invalid(format!(
-                                "mirred: Cannot find device \"{dev}\" (create it with ip link add {dev} type ifb)"
-                            ))
-                        })?),
-                        ActionSpec::Police {
-                            rate,
-                            burst_ns,
-                            mtu,
-                            peakrate,
-                            overhead,
-                            mpu,
-                            atm,
-                            exceed,
-                            conform,
-                        } => Action::Police(Police::new(
-                            *rate, *burst_ns, *mtu, *peakrate, *overhead, *mpu, *atm, *exceed,
-                            *conform, now,
-                        )?),
-                        ActionSpec::Gact { control } => Action::Gact(*control),
+                    let action = build_action(a, now, dev_index)?;
+                    let kind = action_kind(&action);
+                    let index = (1..)
+                        .find(|n| !used.contains(&(kind, *n)))
+                        .expect("a free action index");
+                    used.push((kind, index));
+                    actions.push(Act {
+                        action,
+                        index,
+                        stats: ActionStats::default(),
+                        installed: now,
+                        lastuse: now,
+                        firstuse: None,
                     });
                 }
-                out.push(Filter {
-                    protocol_all: f.protocol_all,
-                    matches: f.matches.clone(),
+                sides[side][i] = Some(Filter {
+                    spec: f.clone(),
+                    handle,
                     actions,
+                    hits: 0,
                 });
             }
-            Ok(out)
-        };
-        let ingress = build(
-            &spec.ingress,
-            old.map(|o| (o.spec.ingress.as_slice(), o.ingress.as_slice())),
-        )?;
-        let egress = build(
-            &spec.egress,
-            old.map(|o| (o.spec.egress.as_slice(), o.egress.as_slice())),
-        )?;
+        }
+        let [ingress, egress] = sides.map(|list| {
+            let mut out: Vec<Filter> = list.into_iter().flatten().collect();
+            out.sort_by_key(|f| f.spec.prio);
+            out
+        });
         Ok(Hook {
             clsact,
             spec: spec.clone(),
             ingress,
             egress,
             stats: old.map_or(HookStats::default(), |o| o.stats),
+            u32_last_htid: last_htid,
+            u32_hlist: hlist,
         })
+    }
+
+    /// (kind, index) of every action of the hook (the namespace's action
+    /// tables, for [`Hook::new`]'s `taken`).
+    pub fn action_indexes(&self) -> impl Iterator<Item = (&'static str, u32)> + '_ {
+        self.ingress
+            .iter()
+            .chain(self.egress.iter())
+            .flat_map(|f| f.actions.iter().map(|a| (a.kind(), a.index)))
     }
 
     /// Does the transmit hook have filters (engine: route through it)?
@@ -460,6 +621,7 @@ impl Hook {
                 if !f.matches(p) {
                     continue;
                 }
+                f.hits += 1;
                 match f.exec(now, len) {
                     Step::Stolen(dev) => return Outcome::Redirect(dev),
                     Step::Control(Control::Continue) => continue,
@@ -486,11 +648,95 @@ impl Hook {
             .iter()
             .chain(self.egress.iter())
             .flat_map(|f| f.actions.iter())
-            .filter_map(|a| match a {
+            .filter_map(|a| match &a.action {
                 Action::Police(p) => Some(p.stats),
                 _ => None,
             })
             .collect()
+    }
+
+    /// `tc filter show … parent ffff:MINOR`: the block the qdisc's
+    /// `find` and `tcf_block` give (sch_ingress.c: the ingress qdisc has one
+    /// block whatever the minor, dumped as `ffff:`; clsact one per hook,
+    /// `ffff:fff2` and `ffff:fff3`, and none at `ffff:`).
+    pub fn filter_dump(&self, minor: u32, now: SimTime) -> FilterDump {
+        let (parent, egress) = match (self.clsact, minor) {
+            (false, _) => (0xffff_0000, false),
+            (true, 0xfff2) => (0xffff_fff2, false),
+            (true, 0xfff3) => (0xffff_fff3, true),
+            (true, _) => return FilterDump::default(),
+        };
+        FilterDump {
+            parent,
+            tps: self.filter_show(egress, now),
+        }
+    }
+
+    /// `tc filter show` of one hook (`egress`: clsact's transmit hook) at
+    /// `now`: its `tcf_proto`s by prio as cls_api.c dumps them. A u32 one
+    /// walks every table of its prio in the qdisc's `hlist` (`u32_walk`),
+    /// those of clsact's other hook too, each table's filters by node id.
+    fn filter_show(&self, egress: bool, now: SimTime) -> Vec<TpShow> {
+        let show = |f: &Filter| FilterShow {
+            handle: f.handle,
+            hits: f.hits,
+            classid: f.spec.classid,
+            // f_u32.c: a flowid or an action makes the selector terminal
+            terminal: f.spec.classid.is_some() || !f.spec.actions.is_empty(),
+            keys: match f.spec.classifier {
+                Classifier::U32 => u32_keys(&f.spec.matches),
+                Classifier::Matchall => vec![],
+            },
+            actions: f
+                .actions
+                .iter()
+                .zip(&f.spec.actions)
+                .map(|(a, spec)| ActionShow {
+                    spec: spec.clone(),
+                    index: a.index,
+                    stats: a.stats(),
+                    tm: ActionTimes::at(now, a.installed, a.lastuse, a.firstuse),
+                })
+                .collect(),
+        };
+        let list = if egress { &self.egress } else { &self.ingress };
+        let mut tps: Vec<TpShow> = Vec::new();
+        for f in list {
+            let kind = f.spec.classifier;
+            if tps.iter().any(|t| t.prio == f.spec.prio && t.kind == kind) {
+                continue;
+            }
+            let filters = match kind {
+                Classifier::Matchall => list
+                    .iter()
+                    .filter(|g| g.spec.classifier == kind && g.spec.prio == f.spec.prio)
+                    .map(show)
+                    .collect(),
+                Classifier::U32 => self
+                    .u32_hlist
+                    .iter()
+                    .filter(|&&(_, prio, _)| prio == f.spec.prio)
+                    .flat_map(|&(side, _, ht)| {
+                        let owner = if side { &self.egress } else { &self.ingress };
+                        let mut nodes: Vec<&Filter> = owner
+                            .iter()
+                            .filter(|g| {
+                                g.spec.classifier == Classifier::U32 && g.handle & 0xfff0_0000 == ht
+                            })
+                            .collect();
+                        nodes.sort_by_key(|g| g.handle);
+                        nodes.into_iter().map(show)
+                    })
+                    .collect(),
+            };
+            tps.push(TpShow {
+                prio: f.spec.prio,
+                protocol_all: f.spec.protocol_all,
+                kind,
+                filters,
+            });
+        }
+        tps
     }
 }
 
@@ -597,7 +843,15 @@ mod tests {
             ingress: filters,
             egress: vec![],
         };
-        Hook::new(false, &spec, t(0), &|d| (d == "ifb0").then_some(7), None).unwrap()
+        Hook::new(
+            false,
+            &spec,
+            t(0),
+            &|d| (d == "ifb0").then_some(7),
+            None,
+            &[],
+        )
+        .unwrap()
     }
 
     fn filter(prio: u32, actions: Vec<ActionSpec>) -> HookFilter {
@@ -638,12 +892,74 @@ mod tests {
     }
 
     #[test]
+    fn handles_indexes_and_counters_for_show() {
+        let mirred = || vec![ActionSpec::Mirred { dev: "ifb0".into() }];
+        let spec = |filters: Vec<HookFilter>| HookSpec {
+            ingress: filters,
+            egress: vec![],
+        };
+        // another hook of the namespace holds mirred 1
+        let taken = [("mirred", 1)];
+        let h = Hook::new(
+            false,
+            &spec(vec![filter(5, mirred()), filter(9, mirred())]),
+            t(0),
+            &|_| Some(7),
+            None,
+            &taken,
+        )
+        .unwrap();
+        let d = h.filter_dump(0, t(3_000_000_000));
+        assert_eq!(d.parent, 0xffff_0000);
+        let shown: Vec<(u32, u32, u32)> = d
+            .tps
+            .iter()
+            .map(|tp| {
+                (
+                    tp.prio,
+                    tp.filters[0].handle,
+                    tp.filters[0].actions[0].index,
+                )
+            })
+            .collect();
+        assert_eq!(shown, vec![(5, 0x8000_0800, 2), (9, 0x8010_0800, 3)]);
+        // installed 3 s ago: 750 jiffies, 300 ticks; never used
+        assert_eq!(d.tps[0].filters[0].actions[0].tm.install, 300);
+        assert_eq!(d.tps[0].filters[0].actions[0].tm.firstuse, 0);
+        // prio 5 deleted, prio 7 added: the next table id (802:), the freed index 2
+        let mut h2 = Hook::new(
+            false,
+            &spec(vec![filter(9, mirred()), filter(7, mirred())]),
+            t(0),
+            &|_| Some(7),
+            Some(&h),
+            &taken,
+        )
+        .unwrap();
+        let p = frame(1000);
+        assert_eq!(h2.run(false, t(40_000_000), &p, 986), Outcome::Redirect(7));
+        let d = h2.filter_dump(0xfff2, t(1_000_000_000));
+        let f = &d.tps[0].filters[0];
+        assert_eq!(
+            (d.tps[0].prio, f.handle, f.actions[0].index),
+            (7, 0x8020_0800, 2)
+        );
+        assert_eq!(
+            (f.hits, f.actions[0].stats.bytes, f.actions[0].stats.packets),
+            (1, 986, 1)
+        );
+        // used at 40 ms (10 jiffies): 240 jiffies before 1 s, 96 ticks
+        assert_eq!(f.actions[0].tm.lastuse, 96);
+        assert_eq!(d.tps[1].filters[0].actions[0].stats.packets, 0);
+    }
+
+    #[test]
     fn unknown_mirred_device_is_an_error() {
         let spec = HookSpec {
             ingress: vec![filter(1, vec![ActionSpec::Mirred { dev: "ifb9".into() }])],
             egress: vec![],
         };
-        let e = Hook::new(false, &spec, t(0), &|_| None, None).unwrap_err();
+        let e = Hook::new(false, &spec, t(0), &|_| None, None, &[]).unwrap_err();
         assert!(e.to_string().contains("ifb9"), "{e}");
     }
 
@@ -727,7 +1043,7 @@ mod tests {
             ingress: vec![f, filter(5, vec![])],
             egress: vec![],
         };
-        let mut h2 = Hook::new(false, &spec, t(0), &|_| Some(7), Some(&h)).unwrap();
+        let mut h2 = Hook::new(false, &spec, t(0), &|_| Some(7), Some(&h), &[]).unwrap();
         assert_eq!(h2.run(false, t(0), &frame(1000), 1000), Outcome::Drop);
     }
 }

@@ -29,6 +29,7 @@ pub mod drr;
 pub mod dualpi2;
 pub mod ets;
 pub mod fifo;
+pub mod filter_show;
 #[cfg(test)]
 mod flowq_bench;
 pub mod fq;

@@ -912,6 +912,8 @@ pub struct U32Filter {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum U32Field {
+    /// `match u32 VALUE 0 [at 0]`: a key of mask zero (every packet)
+    Any,
     Src,
     Dst,
     Sport,

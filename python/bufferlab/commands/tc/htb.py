@@ -312,8 +312,6 @@ _FILTER_EXPECTED = (
 
 def parse_filter(words: list[Word], i: int) -> TcFilterRequest:
     cur = Cursor(words, i)
-    if cur.done():
-        raise NotSupportedError("tc filter show is not supported yet", col=words[i - 1].col)
     verb_w = cur.take()
     verb = next((v for v in ("add", "delete") if matches(verb_w.text, v)), None)
     if verb is None:

@@ -12,7 +12,7 @@ engine adds or removes the filter and answers as the kernel does; a ``tc qdisc
 change|replace`` of the same kind keeps the filters. ``flower``, ``bpf``, ``basic``,
 ``fw``, ``mirred … mirror`` or
 ``ingress``, ``avrate``, ``pkts_rate``, ``goto chain`` and ``index`` raise "not supported
-yet"; ``tc filter show`` and ``tc actions`` are not supported yet either.
+yet"; ``tc actions`` is not supported yet either (``tc filter show``: filter_show.py).
 
 Printing: ``ingress_print_opt`` prints a row of dashes; clsact prints nothing.
 """
@@ -128,8 +128,6 @@ def _classid(v: Word) -> int:
 
 def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterRequest:
     cur = Cursor(words, i)
-    if cur.done():
-        raise NotSupportedError("tc filter show is not supported yet", col=words[i - 1].col)
     verb_w = cur.take()
     verb = next((v for v in ("add", "delete") if matches(verb_w.text, v)), None)
     if verb is None:
@@ -249,7 +247,7 @@ def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterReque
 
 
 def _parse_match(w: Word, cur: Cursor) -> dict[str, Any]:
-    """``match u32 VALUE MASK [at OFFSET]`` with a zero mask (every packet), or the
+    """``match u32 VALUE MASK [at 0]`` with a zero mask (every packet), or the
     ``match ip …`` forms htb.py reads."""
     nxt = cur.peek()
     if nxt is not None and nxt.text == "u32":
@@ -262,14 +260,21 @@ def _parse_match(w: Word, cur: Cursor) -> dict[str, Any]:
         at = cur.peek()
         if at is not None and at.text == "at":
             cur.take()
-            cur.value(at, "at OFFSET")
+            off = cur.value(at, "at OFFSET")
+            if c_int_full(off.text, 0) != 0:
+                raise NotSupportedError(
+                    "u32 match u32 … at OFFSET other than 0 is not supported yet",
+                    col=off.col,
+                    expected="match u32 0 0 [at 0]",
+                )
         if mask != 0:
             raise NotSupportedError(
                 "u32 match u32 with a non-zero mask is not supported yet",
                 col=m.col,
                 expected="match u32 0 0, or match ip src|dst|sport|dport|tos",
             )
-        return {"field": "src", "value": 0, "mask": 0}
+        # pack_key: the value is masked (kept as 0), the key sits at offset 0
+        return {"field": "any", "value": 0, "mask": 0}
     return dict(_parse_ip_match(w, cur))
 
 

@@ -21,6 +21,7 @@ from ...units import U32_MAX
 from .._common import matches, suggestion_for
 from ..shell import Word
 from .cursor import Cursor
+from .filter_show import TcFilterShow, parse_filter_show
 from .htb import TcClassRequest, TcClassShow, TcFilterRequest, parse_class, parse_filter
 from .ingress import HookFilterRequest, is_hook_filter
 from .ingress import parse_filter as parse_hook_filter
@@ -165,9 +166,21 @@ _VERBS = [
 ]
 
 
+#: what :func:`parse_tc` returns
+TcParsed = (
+    TcQdiscRequest
+    | TcShow
+    | TcClassRequest
+    | TcClassShow
+    | TcFilterRequest
+    | HookFilterRequest
+    | TcFilterShow
+)
+
+
 def parse_tc(
     words: list[Word], diag: Diagnostics, profile: Profile | None = None
-) -> TcQdiscRequest | TcShow | TcClassRequest | TcClassShow | TcFilterRequest | HookFilterRequest:
+) -> TcParsed:
     """Parse a ``tc`` command line (``words[0]`` is ``tc``).
 
     Returns a :class:`TcQdiscRequest` for add/change/replace/link/delete, or
@@ -203,6 +216,9 @@ def parse_tc(
     elif matches(obj.text, "class"):
         return parse_class(words, i + 1, flags, profile)
     elif matches(obj.text, "filter"):
+        verb = words[i + 1].text if i + 1 < len(words) else "show"
+        if any(matches(verb, v) for v in ("show", "list", "lst")):
+            return parse_filter_show(words, min(i + 2, len(words)), flags)
         if is_hook_filter(words, i + 1):
             return parse_hook_filter(words, i + 1, profile)
         return parse_filter(words, i + 1)

@@ -6,6 +6,7 @@ from typing import Any
 
 from ...commands.shell import Word
 from ...commands.tc import TcQdiscRequest, TcShow, htb, parse_tc, tc_show_text
+from ...commands.tc.filter_show import TcFilterShow, filter_show_text
 from ...commands.tc.htb import TcClassShow
 from ...commands.tc.ingress import HookFilterRequest
 from ...errors import CommandError, Diagnostics
@@ -75,6 +76,30 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
             return 0
 
         return Prepared.at_once(run_class_show)
+    if isinstance(parsed, TcFilterShow):
+        filter_show = parsed
+
+        def run_filter_show(rt: RunCtx) -> int:
+            if dev is None:
+                # tc_dump_tfilter: no device, nothing to dump
+                return 0
+            try:
+                dump = rt.engine.filter_show(dev, filter_show.parent)
+            except TcFailure:
+                rt.io.err(f'Cannot find device "{parsed.dev}"')
+                return 1
+            # mirred's target by the name this namespace knows it by (tc prints ll_index_to_name)
+            names = {i.engine_name: i.name for i in pc.topo.interfaces}
+            names.update((e, n) for n, e in pc.topo.virtual.get(pc.terminal, {}).items())
+            for tp in dump["tps"]:
+                for f in tp["filters"]:
+                    for a in f["actions"]:
+                        if a["kind"] == "mirred":
+                            a["dev"] = names.get(a["dev"], a["dev"])
+            rt.io.out(filter_show_text(dump, filter_show, rt.runner.sc.profile.tc_modern_print))
+            return 0
+
+        return Prepared.at_once(run_filter_show)
     if isinstance(parsed, HookFilterRequest):
         # mirred's target is a device of the same namespace (tc resolves it to an ifindex)
         targets = iter([pc.engine_dev(name, col) for name, col in parsed.mirred])
