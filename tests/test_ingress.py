@@ -12,6 +12,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from pcaps import frames
 
 from bufferlab import load_scenario, run_scenario
 from bufferlab.commands.netinfo import parse_ip
@@ -127,9 +128,10 @@ def test_police_and_filter_errors_are_tcs(line, message):
     [
         ("tc filter add dev eth0 ingress protocol all flower action drop", "flower"),
         (
-            "tc filter add dev eth0 ingress protocol all matchall action mirred egress mirror dev ifb0",
-            "mirror",
+            "tc filter add dev eth0 ingress protocol all matchall action mirred ingress redirect dev ifb0",
+            "ingress redirect",
         ),
+        ("tc filter add dev eth0 parent ffff: protocol all u32 match u32 0 0 at 8 action drop", "8 action"),
         ("tc filter add dev eth0 ingress protocol all matchall action police avrate 1mbit", "avrate"),
         ("tc filter add dev eth0 ingress protocol ipv6 matchall action drop", "ipv6"),
         ("tc filter add dev eth0 parent ffff: protocol all u32 match u32 0x45 0xff at 0 action drop", "0xff"),
@@ -269,3 +271,43 @@ def test_both_transfers_go_on_at_the_shaped_rates(lesson: Path):
     up, down = sorted(rates)
     assert 3.8 < up < 4.6, rates
     assert 15.5 < down < 18.1, rates
+
+
+def test_mirror_and_tcpdump_on_the_ifb(tmp_path: Path):
+    """``mirred egress mirror`` (act_mirred.c: a clone to the target's transmit path, the
+    packet goes on with pipe) to an ifb, whose ``ifb_xmit`` drops a copy nothing redirected;
+    ``tcpdump -i ifb0`` sees every packet the ifb's qdisc releases (``dev_queue_xmit_nit``
+    before ``ifb_xmit``), copies and redirected packets alike."""
+    for how in ("mirror", "redirect"):
+        sc = tmp_path / f"{how}.toml"
+        sc.write_text(f"""name = "{how}"
+[sim]
+profile = "modern"
+{TWO_HOSTS}
+[[part]]
+name = "p"
+cmds = [
+  "h2: ip link add ifb0 type ifb; ip link set dev ifb0 up",
+  "h2: tc qdisc add dev h2-eth0 ingress; tc qdisc add dev ifb0 root tbf rate 1mbit burst 5k latency 50ms",
+  "h2: tc filter add dev h2-eth0 parent ffff: protocol ip u32 match ip dst 10.0.0.2/32 action mirred egress {how} dev ifb0",
+  "h2: tcpdump -i ifb0 -w ifb.pcap &",
+  "h1: ping -c 3 -i 0.2 10.0.0.2",
+  "h2: sleep 1; tc -s filter show dev h2-eth0 ingress; tc -s qdisc show dev ifb0; ip -s link show ifb0",
+]
+""")
+        run_scenario(load_scenario(sc), results_root=tmp_path / "out", progress=False)
+    for how, verdict, rx, tx in (("mirror", "Mirror", 3, 0), ("redirect", "Redirect", 3, 3)):
+        part = tmp_path / "out" / how / "p"
+        assert "3 received" in (part / "h1" / "terminal.log").read_text()
+        log = (part / "h2" / "terminal.log").read_text()
+        stolen = "pipe" if how == "mirror" else "stolen"
+        assert f"mirred (Egress {verdict} to device ifb0) {stolen}\n" in log, log
+        # the echo requests: 84 bytes at the hook, 98 with the Ethernet header on the ifb
+        assert "\tSent 252 bytes 3 pkt (dropped 0, overlimits 0 requeues 0) \n" in log, log
+        assert re.search(r"qdisc tbf 8001: root refcnt 2 .*\n Sent 294 bytes 3 pkt", log), log
+        counters = re.search(r"RX: .*\n +(\d+) +(\d+) .*\n.*TX: .*\n +(\d+) +(\d+)", log)
+        assert counters is not None, log
+        assert (int(counters[2]), int(counters[4])) == (rx, tx), log
+        assert "3 packets captured" in log
+        seen = frames(part / "h2" / "ifb.pcap")
+        assert [(f.src, f.dst, f.proto) for f in seen] == [("10.0.0.1", "10.0.0.2", 1)] * 3

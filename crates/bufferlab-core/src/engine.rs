@@ -327,6 +327,8 @@ pub struct Simulator {
     /// `iface << 1 | from_egress_hook` (ifb.c keeps `skb->skb_iif` and
     /// `tc_at_ingress`)
     ifb_from: Vec<u32>,
+    /// how deep `hook_mirrors` is sending copies of copies
+    mirred_nest: u32,
     /// the qdisc profile new devices (ifb) get
     profile: QdiscProfile,
 }
@@ -425,6 +427,7 @@ impl Simulator {
             stuck: None,
             obs: Observer::new(n_ifaces),
             ifb_from: Vec::new(),
+            mirred_nest: 0,
             profile,
         })
     }
@@ -1531,7 +1534,9 @@ impl Simulator {
             // sch_handle_ingress sees the frame without its Ethernet header
             let p = self.arena.get(pid);
             let len = p.len.saturating_sub(crate::packet::ETH_HEADER);
-            match h.run(false, self.now, p, len) {
+            let out = h.run(false, self.now, p, len);
+            self.hook_mirrors(iface, pid);
+            match out {
                 Outcome::Pass => {}
                 Outcome::Drop => return self.hook_drop(iface, pid),
                 Outcome::Redirect(to) => return self.redirect(to, iface, false, pid),
@@ -1686,7 +1691,9 @@ impl Simulator {
         }
         if let Some(h) = self.ifaces[iface].hook.as_mut().filter(|h| h.has_egress()) {
             let p = self.arena.get(pid);
-            match h.run(true, self.now, p, p.len) {
+            let out = h.run(true, self.now, p, p.len);
+            self.hook_mirrors(iface, pid);
+            match out {
                 Outcome::Pass => {}
                 Outcome::Drop => return self.hook_drop(iface, pid),
                 Outcome::Redirect(to) => return self.redirect(to, iface, true, pid),
@@ -1734,24 +1741,57 @@ impl Simulator {
         self.iface_xmit(to, pid);
     }
 
+    /// `mirred egress mirror` from `iface`'s hook: a copy of `pid`
+    /// (`skb_clone`: no socket charge) enters each target's transmit path,
+    /// not marked redirected, so an ifb drops it once its qdisc releases it
+    /// (ifb.c `ifb_xmit`). Copies of copies (a mirror back into a hook
+    /// that mirrors) stop 4 deep, act_mirred.c's `MIRRED_NEST_LIMIT`, where
+    /// the kernel drops the deepest copy instead.
+    fn hook_mirrors(&mut self, iface: IfaceId, pid: PacketId) {
+        let Some(to) = self.ifaces[iface].hook.as_mut().map(|h| h.take_mirrored()) else {
+            return;
+        };
+        if to.is_empty() || self.mirred_nest >= 4 {
+            return;
+        }
+        self.mirred_nest += 1;
+        for to in to {
+            let copy = crate::packet::Packet {
+                tsq: 0,
+                ..*self.arena.get(pid)
+            };
+            let c = self.arena.alloc(copy);
+            self.iface_xmit(to, c);
+        }
+        self.mirred_nest -= 1;
+    }
+
     /// `ifb_ri_tasklet`: the ifb's qdisc released `pid`; it goes on where
-    /// it was going.
+    /// it was going. tcpdump on the ifb sees it here, as the ifb transmits it
+    /// (`dev_queue_xmit_nit` before `ifb_xmit`), a mirrored copy too.
     fn ifb_return(&mut self, ifb: IfaceId, pid: PacketId) {
+        if self.obs.captures_on(ifb) {
+            let t = self.now.as_nanos();
+            self.obs
+                .capture(&mut self.topo, ifb, t, self.arena.get(pid));
+        }
         let len = self.arena.len_of(pid) as u64;
-        let ifc = &mut self.ifaces[ifb];
-        ifc.tx_packets += 1;
-        ifc.tx_bytes += len;
         let from = self
             .ifb_from
             .get(pid.0 as usize)
             .copied()
             .unwrap_or(u32::MAX);
+        let ifc = &mut self.ifaces[ifb];
         if from == u32::MAX {
-            // sent to the ifb by nothing that redirects (cannot happen: no
-            // route leads to an ifb); ifb.c drops such packets
+            // not redirected (a `mirred … mirror` copy): `ifb_xmit` counts
+            // it as received and drops it
+            ifc.rx_packets += 1;
+            ifc.rx_bytes += len;
             self.hook_drop(ifb, pid);
             return;
         }
+        ifc.tx_packets += 1;
+        ifc.tx_bytes += len;
         self.ifb_from[pid.0 as usize] = u32::MAX;
         let orig = (from >> 1) as IfaceId;
         if from & 1 == 1 {

@@ -111,8 +111,14 @@ pub enum Control {
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ActionSpec {
-    /// `mirred egress redirect dev DEV`
-    Mirred { dev: String },
+    /// `mirred egress redirect dev DEV`, or with `mirror` `mirred egress
+    /// mirror dev DEV`: a copy goes to DEV's transmit path and the packet
+    /// goes on (the action's verdict is tc's default for a mirror, pipe)
+    Mirred {
+        dev: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        mirror: bool,
+    },
     /// `police …` as the kernel receives it (`struct tc_police`): rates in
     /// bytes/s, the bucket depth in ns (tc's ticks × 64), `mtu` in bytes
     /// (tc sends 0 when none is given; the kernel then takes
@@ -283,7 +289,8 @@ impl Police {
 
 #[derive(Clone, Debug)]
 enum Action {
-    Redirect(usize),
+    /// the target device; a mirror (else a redirect)
+    Mirred(usize, bool),
     Police(Police),
     Gact(Control),
 }
@@ -325,7 +332,8 @@ impl Act {
             self.stats.packets += 1;
         }
         match &mut self.action {
-            Action::Redirect(dev) => Step::Stolen(*dev),
+            Action::Mirred(dev, false) => Step::Stolen(*dev),
+            Action::Mirred(dev, true) => Step::Mirror(*dev),
             Action::Police(pol) => Step::Control(pol.act(now, len)),
             Action::Gact(c) => {
                 if *c == Control::Drop {
@@ -345,11 +353,14 @@ fn build_action(
     dev_index: &dyn Fn(&str) -> Option<usize>,
 ) -> Result<Action, TcError> {
     Ok(match a {
-        ActionSpec::Mirred { dev } => Action::Redirect(dev_index(dev).ok_or_else(|| {
-            TcError::Invalid(format!(
-                "mirred: Cannot find device \"{dev}\" (create it with ip link add {dev} type ifb)"
-            ))
-        })?),
+        ActionSpec::Mirred { dev, mirror } => Action::Mirred(
+            dev_index(dev).ok_or_else(|| {
+                TcError::Invalid(format!(
+                    "mirred: Cannot find device \"{dev}\" (create it with ip link add {dev} type ifb)"
+                ))
+            })?,
+            *mirror,
+        ),
         ActionSpec::Police {
             rate,
             burst_ns,
@@ -369,7 +380,7 @@ fn build_action(
 
 fn action_kind(a: &Action) -> &'static str {
     match a {
-        Action::Redirect(_) => "mirred",
+        Action::Mirred(..) => "mirred",
         Action::Police(_) => "police",
         Action::Gact(_) => "gact",
     }
@@ -390,6 +401,8 @@ struct Filter {
 enum Step {
     Control(Control),
     Stolen(usize),
+    /// a copy for this device; the packet goes on (pipe)
+    Mirror(usize),
 }
 
 impl Filter {
@@ -405,11 +418,17 @@ impl Filter {
         })
     }
 
-    fn exec(&mut self, now: SimTime, len: u32) -> Step {
+    /// `tcf_exts_exec`: the actions in order while each pipes; the devices
+    /// a mirror copies to go to `mirrored`.
+    fn exec(&mut self, now: SimTime, len: u32, mirrored: &mut Vec<usize>) -> Step {
         let mut last = Control::Pipe;
         for a in &mut self.actions {
             last = match a.run(now, len) {
                 Step::Stolen(dev) => return Step::Stolen(dev),
+                Step::Mirror(dev) => {
+                    mirrored.push(dev);
+                    Control::Pipe
+                }
                 Step::Control(c) => c,
             };
             if last != Control::Pipe {
@@ -443,6 +462,9 @@ pub struct Hook {
     /// its `hlist`: the u32 tables as (egress side, prio, table handle),
     /// newest first (`u32_init` puts a new one at the head)
     u32_hlist: Vec<(bool, u32, u32)>,
+    /// the devices `mirred … mirror` copied the last packet to, in order
+    /// (the engine sends the copies: [`Hook::take_mirrored`])
+    mirrored: Vec<usize>,
 }
 
 impl Hook {
@@ -582,6 +604,7 @@ impl Hook {
             stats: old.map_or(HookStats::default(), |o| o.stats),
             u32_last_htid: last_htid,
             u32_hlist: hlist,
+            mirrored: Vec::new(),
         })
     }
 
@@ -592,6 +615,13 @@ impl Hook {
             .iter()
             .chain(self.egress.iter())
             .flat_map(|f| f.actions.iter().map(|a| (a.kind(), a.index)))
+    }
+
+    /// The devices the last [`Hook::run`] mirrored the packet to (each gets
+    /// a copy on its transmit path before the packet's own verdict is
+    /// carried out, as `tcf_mirred_act` sends the clone at once).
+    pub fn take_mirrored(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.mirrored)
     }
 
     /// Does the transmit hook have filters (engine: route through it)?
@@ -622,7 +652,7 @@ impl Hook {
                     continue;
                 }
                 f.hits += 1;
-                match f.exec(now, len) {
+                match f.exec(now, len, &mut self.mirrored) {
                     Step::Stolen(dev) => return Outcome::Redirect(dev),
                     Step::Control(Control::Continue) => continue,
                     Step::Control(Control::Reclassify) => {
@@ -633,7 +663,9 @@ impl Hook {
                         continue 'classify;
                     }
                     Step::Control(Control::Drop) => break 'classify,
-                    Step::Control(Control::Ok | Control::Pipe) => return Outcome::Pass,
+                    Step::Mirror(_) | Step::Control(Control::Ok | Control::Pipe) => {
+                        return Outcome::Pass
+                    }
                 }
             }
             return Outcome::Pass;
@@ -873,7 +905,10 @@ mod tests {
     fn mirred_steals_and_the_hook_counts_everything() {
         let mut h = hook(vec![filter(
             10,
-            vec![ActionSpec::Mirred { dev: "ifb0".into() }],
+            vec![ActionSpec::Mirred {
+                dev: "ifb0".into(),
+                mirror: false,
+            }],
         )]);
         let p = frame(1514);
         assert_eq!(h.run(false, t(0), &p, 1500), Outcome::Redirect(7));
@@ -893,7 +928,12 @@ mod tests {
 
     #[test]
     fn handles_indexes_and_counters_for_show() {
-        let mirred = || vec![ActionSpec::Mirred { dev: "ifb0".into() }];
+        let mirred = || {
+            vec![ActionSpec::Mirred {
+                dev: "ifb0".into(),
+                mirror: false,
+            }]
+        };
         let spec = |filters: Vec<HookFilter>| HookSpec {
             ingress: filters,
             egress: vec![],
@@ -954,9 +994,46 @@ mod tests {
     }
 
     #[test]
+    fn mirror_copies_and_the_packet_goes_on() {
+        // mirror to 7, then the next action (pipe chain) redirects to 7 as well
+        let mirror = ActionSpec::Mirred {
+            dev: "ifb0".into(),
+            mirror: true,
+        };
+        let mut h = hook(vec![
+            filter(1, vec![mirror.clone()]),
+            filter(
+                2,
+                vec![
+                    mirror,
+                    ActionSpec::Gact {
+                        control: Control::Drop,
+                    },
+                ],
+            ),
+        ]);
+        let p = frame(1000);
+        // the first filter's mirror pipes: the filter says pass, the hook passes
+        assert_eq!(h.run(false, t(0), &p, 1000), Outcome::Pass);
+        assert_eq!(h.take_mirrored(), vec![7]);
+        assert_eq!(h.take_mirrored(), Vec::<usize>::new());
+        let dump = h.filter_dump(0, t(0));
+        let a = &dump.tps[0].filters[0].actions[0];
+        assert_eq!((a.stats.packets, a.stats.bytes), (1, 1000));
+        // the second filter is never reached
+        assert_eq!(dump.tps[1].filters[0].hits, 0);
+    }
+
+    #[test]
     fn unknown_mirred_device_is_an_error() {
         let spec = HookSpec {
-            ingress: vec![filter(1, vec![ActionSpec::Mirred { dev: "ifb9".into() }])],
+            ingress: vec![filter(
+                1,
+                vec![ActionSpec::Mirred {
+                    dev: "ifb9".into(),
+                    mirror: false,
+                }],
+            )],
             egress: vec![],
         };
         let e = Hook::new(false, &spec, t(0), &|_| None, None, &[]).unwrap_err();
@@ -983,7 +1060,10 @@ mod tests {
                 1,
                 vec![
                     pol(Control::Continue, Control::Pipe),
-                    ActionSpec::Mirred { dev: "ifb0".into() },
+                    ActionSpec::Mirred {
+                        dev: "ifb0".into(),
+                        mirror: false,
+                    },
                 ],
             ),
             filter(

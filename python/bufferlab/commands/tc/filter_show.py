@@ -184,7 +184,10 @@ def _action_text(a: dict[str, Any], stats: bool, details: bool, modern: bool) ->
     kind = a["kind"]
     tm = _tm_text(a["tm"], modern) if stats else ""
     if kind == "mirred":
-        out = "mirred (Egress Redirect to device %s) stolen" % a["dev"]
+        # mirred_n2a, and tc's default verdict: stolen for a redirect, pipe for a mirror
+        how = "Mirror" if a.get("mirror") else "Redirect"
+        verdict = "pipe" if a.get("mirror") else "stolen"
+        out = "mirred (Egress %s to device %s) %s" % (how, a["dev"], verdict)
         out += ("\n\tindex %d ref 1 bind 1" if modern else "\n \tindex %d ref 1 bind 1") % a["index"]
         out += tm + ("\n" if modern else "\n ")
     elif kind == "gact":

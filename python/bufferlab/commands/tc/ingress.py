@@ -3,15 +3,14 @@ them (docs/semantics/qdiscs.md §21).
 
 ``tc filter {add|delete} dev D {parent ffff:|ingress|egress} protocol {ip|all} [prio N]
 {u32 match … | matchall} [flowid X:Y] [action] …`` as tc/tc_filter.c, tc/f_u32.c and
-tc/f_matchall.c read it, with the actions of tc/m_action.c: ``mirred egress redirect dev
-DEV`` (tc/m_mirred.c), ``police`` (tc/m_police.c ``act_parse_police``: rate, burst, mtu,
+tc/f_matchall.c read it, with the actions of tc/m_action.c: ``mirred egress redirect|mirror
+dev DEV`` (tc/m_mirred.c), ``police`` (tc/m_police.c ``act_parse_police``: rate, burst, mtu,
 peakrate, overhead, mpu, linklayer and the ``conform-exceed EXCEED[/CONFORM]`` verdicts)
 and the plain verdicts of tc/m_gact.c (``action drop``). Each ``tc filter`` line is one
 engine request (``HookFilterRequest.to_dict``, sent by ``Engine.tc_hook_filter``): the
 engine adds or removes the filter and answers as the kernel does; a ``tc qdisc
 change|replace`` of the same kind keeps the filters. ``flower``, ``bpf``, ``basic``,
-``fw``, ``mirred … mirror`` or
-``ingress``, ``avrate``, ``pkts_rate``, ``goto chain`` and ``index`` raise "not supported
+``fw``, ``mirred ingress``, ``avrate``, ``pkts_rate``, ``goto chain`` and ``index`` raise "not supported
 yet"; ``tc actions`` is not supported yet either (``tc filter show``: filter_show.py).
 
 Printing: ``ingress_print_opt`` prints a row of dashes; clsact prints nothing.
@@ -293,14 +292,14 @@ def _parse_action(w: Word, cur: Cursor, modern: bool, mirred: list[tuple[str, in
             raise NotSupportedError(
                 f"mirred {direction.text} is not supported yet",
                 col=direction.col,
-                expected="mirred egress redirect",
+                expected="mirred egress redirect|mirror",
             )
-        how = cur.value(direction, "redirect")
-        if how.text != "redirect":
+        how = cur.value(direction, "redirect|mirror")
+        if how.text not in ("redirect", "mirror"):
             raise NotSupportedError(
                 f"mirred egress {how.text} is not supported yet",
                 col=how.col,
-                expected="mirred egress redirect",
+                expected="mirred egress redirect|mirror dev DEVICE",
             )
         d = cur.value(how, "dev DEVICE")
         if d.text != "dev":
@@ -310,8 +309,10 @@ def _parse_action(w: Word, cur: Cursor, modern: bool, mirred: list[tuple[str, in
         ctl = cur.peek()
         if ctl is not None and _control(ctl) is not None:
             raise NotSupportedError(
-                f"a verdict after mirred redirect ({ctl.text}) is not supported yet", col=ctl.col
+                f"a verdict after mirred {how.text} ({ctl.text}) is not supported yet", col=ctl.col
             )
+        if how.text == "mirror":
+            return {"kind": "mirred", "dev": name.text, "mirror": True}
         return {"kind": "mirred", "dev": name.text}
     if kind.text == "police":
         return _parse_police(kind, cur, modern)
