@@ -116,7 +116,7 @@ pub enum ActionSpec {
     /// goes on (the action's verdict is tc's default for a mirror, pipe)
     Mirred {
         dev: String,
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        #[serde(default)]
         mirror: bool,
     },
     /// `police …` as the kernel receives it (`struct tc_police`): rates in
