@@ -25,6 +25,8 @@
 //! - net/sched/act_mirred.c (`tcf_mirred_act`): `egress redirect dev D`
 //!   hands the packet to D's transmit path and steals it from the hook;
 //!   from the receive hook the Ethernet header is pushed back first.
+//!   `egress mirror dev D` sends a clone there instead (not marked
+//!   redirected) and the packet goes on: pipe ([`Hook::take_mirrored`]).
 //! - drivers/net/ifb.c (`ifb_xmit`, `ifb_ri_tasklet`): what an ifb's root
 //!   qdisc releases goes back where it was going — into the receive path
 //!   of the device it came from (past that device's hook), or, from an
