@@ -238,7 +238,7 @@ impl QdiscTree {
             ChildChange::Replace(child) => {
                 self.purge_from(idx + 1, ctx);
                 self.nodes.truncate(idx + 1);
-                self.nodes.push(Node::new(0, 1, true, child));
+                self.nodes.push(Node::new(0, 1, true, *child));
             }
             ChildChange::FifoLimit(limit) => self.set_fifo_child_limit(idx, limit),
         }

@@ -135,7 +135,7 @@ pub enum ChildChange {
     Keep,
     /// Purge the child subtree and graft this default child (red with
     /// `limit`, sfb: `fifo_create_dflt` + `qdisc_replace`).
-    Replace(AnyQdisc),
+    Replace(Box<AnyQdisc>),
     /// tbf: `fifo_set_limit` on a fifo child; an empty slot gets a default
     /// bfifo of this limit if it is not 0.
     FifoLimit(u32),

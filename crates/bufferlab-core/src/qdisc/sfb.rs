@@ -464,7 +464,7 @@ impl Qdisc for Sfb {
         Sfb::change(self, s, ctx.now);
         Ok(Changed {
             purged: Purged::default(),
-            child: ChildChange::Replace(default_child(s).into()),
+            child: ChildChange::Replace(Box::new(default_child(s).into())),
         })
     }
 
