@@ -180,7 +180,7 @@ pub enum FilterVerb {
 }
 
 /// `tc filter add|delete dev D {parent ffff:|ingress|egress} [prio N] …`:
-/// a filter of a receive or transmit hook (ingress.rs, engine.rs
+/// a filter of a receive or transmit hook (ingress.rs, engine/tc.rs
 /// `tc_hook_filter`).
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
