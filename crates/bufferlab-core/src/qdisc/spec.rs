@@ -1,3 +1,6 @@
+//! Size: declarations only: one serde request type per qdisc kind, each with its
+//! checks, read as one table by the parsers and the schema (schema.rs).
+//!
 //! Validated `tc qdisc` requests as they cross from the command parser
 //! (python/bufferlab/commands/tc/, one module per kind) into the engine, as JSON.
 //!
