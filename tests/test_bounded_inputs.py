@@ -381,6 +381,35 @@ def test_a_damaged_finished_sweep_run_is_run_again(tmp_path, capsys, damage):
     assert set(frame["status"]) == {"ok"} and sorted(set(frame["t"])) == [1, 2]
 
 
+def test_fifos_planted_in_a_finished_sweep_are_replaced_not_waited_on(tmp_path):
+    """tools/fuzz_inputs.py (campaign 6, results input 118 of seed 36): a FIFO in place of the
+    sweep's own tables/ping.parquet made the next `sweep` wait for a reader for ever (SIGTERM
+    too). A FIFO where a run's record or table was is now a damaged run, run again, and one
+    where the sweep writes is replaced by the file."""
+    import os
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from bufferlab.cli import main
+
+    f = _sweep(tmp_path, "seeds = 1")
+    args = ["sweep", str(f), "-o", str(tmp_path / "out"), "-j", "1", "--no-progress"]
+    assert main(args) == 0
+    out = tmp_path / "out" / "sw"
+    first, second = sorted((out / "runs").iterdir())
+    planted = [out / "tables" / "ping.parquet", first / "s" / "tables" / "flows.parquet", second / "run.json"]
+    for path in planted:
+        path.unlink()
+        os.mkfifo(path)
+    p = subprocess.run([sys.executable, "-m", "bufferlab.cli", *args], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "(0 cached, 2 run)" in p.stdout, (p.stdout, p.stderr)
+    assert all(path.is_file() for path in planted)
+    frame = pd.read_parquet(out / "sweep.parquet")
+    assert sorted(frame["status"]) == ["ok", "ok"] and not pd.read_parquet(planted[0]).empty
+
+
 def test_a_run_damaged_while_the_sweep_collects_is_a_row_not_a_crash(tmp_path, capsys, monkeypatch):
     import pandas as pd
 

@@ -51,8 +51,8 @@ def test_drr_qdisc_and_class():
     assert r.qdisc.to_dict() == {"kind": "drr", "leaf_limit": 1000, "classes": [], "filters": []}
     c = parse("tc class add dev x parent 1: classid 1:1 drr quantum 3k")
     assert isinstance(c, TcClassRequest)
-    assert (c.kind, c.classid, c.options) == ("drr", 1, {"quantum": 3072})
-    assert parse("tc class add dev x parent 1: classid 1:2 drr").options == {}
+    assert (c.minor, c.class_) == (1, {"kind": "drr", "quantum": 3072})
+    assert parse("tc class add dev x parent 1: classid 1:2 drr").class_ == {"kind": "drr"}
     assert err("tc qdisc add dev x root drr quantum 1") == ('What is "quantum"?', "quantum 1")
     assert err("tc class add dev x parent 1: classid 1:1 drr quantum x")[0] == 'Illegal "quantum"'
 
@@ -93,20 +93,21 @@ def test_hfsc_curves_both_forms():
     assert isinstance(q, HfscSpec) and q.default == 0x20
     c = parse("tc class add dev x parent 1: classid 1:1 hfsc sc rate 10mbit ul rate 10mbit")
     # Mininet's line: hfsc_get_sc2 with umax = dmax = 0 is a convex m1 0 d 0 curve
-    assert c.kind == "hfsc" and c.options == {
+    assert c.class_ == {
+        "kind": "hfsc",
         "rsc": {"m1": 0, "d": 0, "m2": 1_250_000},
         "fsc": {"m1": 0, "d": 0, "m2": 1_250_000},
         "usc": {"m1": 0, "d": 0, "m2": 1_250_000},
     }
     c = parse("tc class add dev x parent 1:1 classid 1:10 hfsc rt m1 2mbit d 10ms m2 1mbit ls m2 500kbit")
-    assert c.options == {"rsc": {"m1": 250_000, "d": 10_000, "m2": 125_000},
+    assert c.class_ == {"kind": "hfsc", "rsc": {"m1": 250_000, "d": 10_000, "m2": 125_000},
                          "fsc": {"m1": 0, "d": 0, "m2": 62_500}}
     # umax 1500 B in dmax 5 ms is 300 000 B/s > rate: concave, m1 = umax/dmax, d = dmax
     c = parse("tc class add dev x parent 1: classid 1:2 hfsc rt umax 1500b dmax 5ms rate 1mbit")
-    assert c.options["rsc"] == {"m1": 300_000, "d": 5000, "m2": 125_000}
+    assert c.class_["rsc"] == {"m1": 300_000, "d": 5000, "m2": 125_000}
     # umax/dmax flatter than rate: convex, d = dmax − umax/rate (1500 B at 1 MB/s = 1.5 ms)
     c = parse("tc class add dev x parent 1: classid 1:3 hfsc rt umax 1500b dmax 5ms rate 8mbit")
-    assert c.options["rsc"] == {"m1": 0, "d": 3500, "m2": 1_000_000}
+    assert c.class_["rsc"] == {"m1": 0, "d": 3500, "m2": 1_000_000}
 
 
 @pytest.mark.parametrize(

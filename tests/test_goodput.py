@@ -18,6 +18,7 @@ from test_formats import UDP_CMD, UDP_RESULT
 
 from bufferlab.cli import main
 from bufferlab.formats import iperf3
+from bufferlab.formats.iperf3 import common as iperf3_common
 from bufferlab.outputs.compare import compare
 from bufferlab.outputs.report import GOODPUT_NOTE
 from bufferlab.outputs.results import load_run, scan_outputs
@@ -206,7 +207,7 @@ def test_target_bitrate_per_version() -> None:
     for version, on_connect, in_test_start in (((3, 7), True, False), ((3, 10), True, False),
                                                ((3, 11), True, True), ((3, 6), False, False)):
         profile = dataclasses.replace(PROFILES["lab2019"], iperf3_version=version)
-        assert iperf3._on_connect_rate(profile, "tcp", 5_000_000) is on_connect, version
-        assert iperf3._has_target_bitrate(profile) is in_test_start, version
+        assert iperf3_common._on_connect_rate(profile, "tcp", 5_000_000) is on_connect, version
+        assert iperf3_common._has_target_bitrate(profile) is in_test_start, version
     lab = PROFILES["lab2019"]
-    assert not iperf3._on_connect_rate(lab, "udp", 1_000_000) and not iperf3._on_connect_rate(lab, "tcp", 0)
+    assert not iperf3_common._on_connect_rate(lab, "udp", 1_000_000) and not iperf3_common._on_connect_rate(lab, "tcp", 0)

@@ -65,20 +65,20 @@ def test_class_defaults_follow_q_htb():
     # tc_calc_xmittime ticks: 1600 B at 1.25 MB/s = 1280 µs = 20000 ticks (×64 ns).
     r = parse("tc class add dev x parent 5: classid 5:1 htb rate 10mbit")
     assert isinstance(r, TcClassRequest)
-    assert (r.major, r.classid, r.parent) == (5, 1, 0)
-    assert r.options == {"rate": 1_250_000, "ceil": 1_250_000, "buffer": 1_280_000,
-                         "cbuffer": 1_280_000, "prio": 0, "quantum": 0}
+    assert (r.major, r.minor, r.parent) == (5, 1, 0)
+    assert r.class_ == {"kind": "htb", "rate": 1_250_000, "ceil": 1_250_000, "buffer": 1_280_000,
+                        "cbuffer": 1_280_000, "prio": 0, "quantum": 0}
     r = parse("tc class add dev x parent 5:1 classid 5:10 htb rate 2mbit ceil 10mbit burst 15k prio 1")
-    assert (r.parent, r.classid, r.options["ceil"], r.options["prio"]) == (1, 0x10, 1_250_000, 1)
+    assert (r.parent, r.minor, r.class_["ceil"], r.class_["prio"]) == (1, 0x10, 1_250_000, 1)
     # 15k = 15360 B at 250 kB/s = 61440 µs = 960000 ticks
-    assert r.options["buffer"] == 960_000 * 64
+    assert r.class_["buffer"] == 960_000 * 64
     # 6mbit: 1600 B take 2133.3 µs; iproute2 ≤ 6.13 truncates to 2133 µs → 33328 ticks
     # (printed back as burst 1599b, as Linux 6.1 + iproute2 6.1 print it); the modern
     # rounding gives ceil(33333.3) = 33334 ticks
     line = "tc class add dev x parent 5: classid 5:20 htb rate 6mbit"
-    assert parse(line).options["buffer"] == 33328 * 64
+    assert parse(line).class_["buffer"] == 33328 * 64
     modern = parse_tc(words(line), Diagnostics(), PROFILES["modern"])
-    assert modern.options["buffer"] == 33334 * 64
+    assert modern.class_["buffer"] == 33334 * 64
 
 
 def test_filter_matches():

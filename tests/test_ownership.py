@@ -629,6 +629,40 @@ def test_a_lock_kept_by_a_dead_holders_children_says_so(tmp_path, capsys):
         os.kill(child, signal.SIGKILL)
 
 
+KILLED_SWEEP = """import os, sys, time
+from pathlib import Path
+from bufferlab import results_folder
+from bufferlab.sweep.executors import worker_init
+results_folder.acquire(Path(sys.argv[1]))
+parent = os.getpid()
+ready_r, ready_w = os.pipe()
+if os.fork() == 0:
+    worker_init(parent)  # a sweep's pool worker, forked with the sweep's lock file open
+    os.write(ready_w, b"x")
+    time.sleep(120)
+    os._exit(0)
+os.read(ready_r, 1)
+for held in results_folder._HELD.values():
+    os.close(held.f.fileno())  # what the kernel does for a sweep killed with SIGKILL
+print("closed", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_killed_sweeps_lock_is_not_kept_by_its_workers(tmp_path):
+    """tools/fuzz_signals.py (campaign 6, trial 356 of seed 33): right after SIGKILL to a sweep
+    its lock was still held, by a worker not yet gone: fork had shared the lock's open file
+    with it. Workers now close their copy, so the lock dies with the sweep itself."""
+    out = tmp_path / "out"
+    holder = subprocess.Popen([sys.executable, "-c", KILLED_SWEEP, str(out / "own")], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"closed\n"
+        assert _run(_scenario(tmp_path / "src"), out) == 0  # the worker, still alive, holds nothing
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_a_prev_folder_bufferlab_did_not_write_is_left_alone(tmp_path, capsys):
     sc = _scenario(tmp_path / "src")
     out = tmp_path / "out"

@@ -6,15 +6,19 @@ the Python layer hands the engine -- while running the shipped scenarios (the
 handouts' command lines), a capture and a classes scenario, and for every ``tc qdisc``,
 ``tc class`` and ``tc filter`` line of the handouts, scenarios and tests -- validates
 against it, and (b) the core
-refuses a key it does not know, naming it.
+refuses a key it does not know, naming it. The tc parsers' request types
+(python/bufferlab/commands/tc/_schema.py) are generated from it by
+tools/gen_schema_types.py; (c) the committed module is what the script writes now.
 
 Run from the repository root: PYTHONPATH=python python -m pytest tests/test_schema.py -q
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,10 +28,13 @@ import pytest
 
 from bufferlab import _core, load_scenario, run_scenario
 from bufferlab.commands.shell import parse_shell
-from bufferlab.commands.tc import TcQdiscRequest, parse_tc
+from bufferlab.commands.tc import TcQdiscRequest, _schema, parse_tc
 from bufferlab.errors import BufferlabError, Diagnostics
 from bufferlab.profile import PROFILES
 from conftest import ROOT, SCENARIOS, TWO_HOSTS
+
+sys.path.insert(0, str(ROOT / "tools"))
+import gen_schema_types  # noqa: E402
 
 SCHEMA = json.loads(_core.schema())
 #: the definition each JSON-taking engine entry point deserialises
@@ -186,6 +193,7 @@ def test_every_tc_request_the_parser_builds_from_sample_lines_matches_the_schema
             except BufferlabError:
                 continue  # a sample of what tc refuses
             assert isinstance(req, TcQdiscRequest), line
+            assert req.qdisc is None or isinstance(req.qdisc, _schema.QdiscSpec), "a generated type"
             d = req.to_dict()
             assert schema_errors("TcRequest", d) == [], (line, d)
             requests += 1
@@ -214,6 +222,34 @@ def test_every_class_and_filter_request_of_the_sample_lines_matches_the_schema()
         assert schema_errors(name, req.to_dict()) == [], (line, req.to_dict())
         built[name] = built.get(name, 0) + 1
     assert set(built) == set(definition.values()) and min(built.values()) >= 5, built
+
+
+def test_the_generated_request_types_are_what_the_script_writes_now() -> None:
+    committed = gen_schema_types.OUTPUT.read_text(encoding="utf-8")
+    assert committed == gen_schema_types.render(SCHEMA), (
+        f"{gen_schema_types.OUTPUT.relative_to(ROOT)} is not what the engine's schema gives: "
+        f"run {gen_schema_types.COMMAND}"
+    )
+
+
+def test_the_generated_types_follow_the_schema() -> None:
+    """Each generated class: its ``JSON_KEYS`` the schema's ``x-order`` (every property, in
+    serde's order), the ones serde may leave out with a default, the others without."""
+    defs = SCHEMA["$defs"]
+    classes = {name: cls for name, cls in vars(_schema).items()
+               if isinstance(cls, type) and cls.__module__ == _schema.__name__}
+    made = [(class_name, schema, schema["x-order"][0] if "oneOf" in defs[name] else None)
+            for name in gen_schema_types.GENERATED
+            for class_name, schema in gen_schema_types.alternatives(defs, name)]
+    assert sorted(name for name, _, _ in made) == sorted(classes) and len(classes) > 35
+    for name, schema, tag in made:
+        cls = classes[name]
+        assert list(cls.JSON_KEYS) == schema["x-order"] and set(schema["x-order"]) == set(schema["properties"])
+        for f in dataclasses.fields(cls):
+            key = f.name.removesuffix("_")
+            has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+            assert has_default == (key not in schema.get("required", []) or key == tag), (name, key)
+            assert not f.init if key == tag else f.init
 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS)

@@ -4,12 +4,14 @@
 Parsers as iproute2 misc/ss.c, misc/ssfilter.y and misc/nstat.c parse (errors positioned);
 nstat's history semantics on hand-written counters; a scripted transfer whose ``ss -ti``
 text was checked by hand field by field (the arithmetic is in the test's comments) and whose
-counters agree with what iperf3 reports; the same tools from the Mininet API.
+counters agree with what iperf3 reports; its ``ss -m``/``-e`` (socket memory, identity and
+shutdown state); the same tools from the Mininet API.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from bufferlab.commands.shell import parse_shell
 from bufferlab.errors import CommandError, NotSupportedError
 from bufferlab.formats import nstat as nstat_fmt
 from bufferlab.formats import snmp
+from bufferlab.formats import ss as ss_fmt
 from conftest import TWO_HOSTS
 
 
@@ -61,7 +64,7 @@ def test_ss_options_states_and_filters():
 
 @pytest.mark.parametrize(("line", "col", "says"), [
     ("ss -tp", 5, "option -p (the processes' file descriptors)"),
-    ("ss -t -m", 6, "option -m"),
+    ("ss -tu -m", 7, "option -m with UDP sockets (their memory is not modelled) is not supported yet"),
     ("ss --processes -t", 3, "option --processes"),
     ("ss -n", 0, "without -t or -u"),
     ("ss -x", 3, "option -x"),
@@ -179,8 +182,8 @@ TRANSFER = [
     "h2: iperf3 -s &",
     "h1: nstat -n",
     "h1: iperf3 -c 10.0.0.2 -t 2 -J > out.json &",
-    "h1: sleep 1; ss -tin dst 10.0.0.2 > ss.txt; nstat > n1.txt; sleep 0.5; nstat > n2.txt",
-    "h2: sleep 1; ss -tan > ss.txt; ss -s > sum.txt",
+    "h1: sleep 1; ss -tin dst 10.0.0.2 > ss.txt; ss -tmen > ssm.txt; nstat > n1.txt; sleep 0.5; nstat > n2.txt",
+    "h2: sleep 1; ss -tan > ss.txt; ss -s > sum.txt; ss -taemn > ssm.txt",
     "h1: sleep 1.2; nstat -az > all.txt; netstat -s > netstat.txt; cat /proc/net/snmp > snmp.txt",
 ]
 
@@ -277,6 +280,59 @@ def test_ss_ti_of_a_scripted_transfer(tmp_path, profile, expected):
     snmp_lines = (h1 / "snmp.txt").read_text().splitlines()
     tcp = dict(zip(*(ln.split()[1:] for ln in snmp_lines if ln.startswith("Tcp:")), strict=True))
     assert int(tcp["OutSegs"]) == total["TcpOutSegs"] and tcp["RtoMin"] == "200"
+
+
+# ss -m and -e at 1.0 s, by hand. h1's connection (lab2019): rb 87380 = tcp_rmem[1] (it
+# receives no data, so no autotuning), tb 635392 = its send buffer autotuned by then (what
+# the -i listing's notsent + in flight need); w 635391 = Send-Q 605135 x 1.05 (the model's
+# truesize per queued byte); f 3585 = 4096 - 635391 mod 4096 (the rest of the last page);
+# t 0: h1's own interface has no qdisc, so no skb waits in its host; d 0: nothing dropped.
+# sk/ino: h1's first socket (iperf3's control connection is a message exchange, not a
+# socket). The listener on h2: tcp_rmem[1] / tcp_wmem[1]; v6only:0 (dual-stack).
+SSM_LAB2019 = (
+    "ESTAB   0         605135             10.0.0.1:47165            10.0.0.2:5201     ino:1 sk:1 <->\n"
+    "\t skmem:(r0,rb87380,t0,tb635392,f3585,w635391,o0,bl0,d0)        \n"
+)
+SSM_MODERN_LISTENER = (
+    "LISTEN 0      4096                   *:5201                 *:*     ino:1 sk:1 cgroup:/ v6only:0 <->\n"
+    "\t skmem:(r0,rb131072,t0,tb16384,f0,w0,o0,bl0,d0) \n"
+)
+
+
+@pytest.mark.parametrize("profile", ["lab2019", "modern"])
+def test_ss_m_and_e_of_a_scripted_transfer(tmp_path, profile):
+    root = run_transfer(tmp_path, profile)
+    h1 = (root / "p" / "h1" / "ssm.txt").read_text()
+    h2 = (root / "p" / "h2" / "ssm.txt").read_text()
+    if profile == "lab2019":
+        assert h1.split("\n", 1)[1] == SSM_LAB2019
+    else:
+        assert h2.split("\n", 1)[1].startswith(SSM_MODERN_LISTENER)
+    # the receiving side: a full socket, its own identity, its buffer as autotuned, the
+    # application reading as data arrives (r 0), nothing queued to send
+    server = h2.splitlines()[3:5]
+    assert server[0].endswith(" ino:2 sk:2" + (" cgroup:/" if profile == "modern" else "") + " v6only:0 <->")
+    mem = {k: int(v) for k, v in re.findall(r"([a-z]+)(\d+)", server[1])}
+    assert mem["r"] == mem["w"] == mem["d"] == 0 and mem["rb"] > 87380
+
+
+def _ss_entry(state: str, ident: dict, mem: dict | None, v6: bool = False) -> dict:
+    return {**entry(state), "v6": v6, "recv_q": 0, "send_q": 0, "ident": ident, "mem": mem}
+
+
+def test_ss_e_shows_the_shutdown_state_and_nothing_for_sockets_that_are_not_full():
+    """inet_show_sock: `<->` open, `-->` after the peer's FIN (CLOSE-WAIT), `---` once closed;
+    a timewait or request socket has no inode, shutdown state nor memory."""
+    view = ss_fmt.SsView(False, numeric=True, extended=True, memory=True, netid=False)
+    full = {"r": 0, "rb": 1, "t": 2, "tb": 3, "f": 4, "w": 5, "o": 0, "bl": 0, "d": 7}
+    rows = [ss_fmt.socket_fields(e, view)[-1] for e in (
+        _ss_entry("CLOSE-WAIT", {"ino": 9, "cookie": 26, "shutdown": 1}, full),
+        _ss_entry("LAST-ACK", {"ino": 0, "cookie": 27, "shutdown": 3}, full),
+        _ss_entry("TIME-WAIT", {"ino": 0, "cookie": 28, "shutdown": None}, None, v6=True),
+    )]
+    assert rows == [" ino:9 sk:1a -->\n\t skmem:(r0,rb1,t2,tb3,f4,w5,o0,bl0,d7)",
+                    " ino:0 sk:1b ---\n\t skmem:(r0,rb1,t2,tb3,f4,w5,o0,bl0,d7)",
+                    " ino:0 sk:1c\n\t"]
 
 
 def test_the_tools_from_the_mininet_api():

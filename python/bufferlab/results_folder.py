@@ -366,6 +366,18 @@ def release(folder: Path) -> None:
     held.f.close()
 
 
+def close_inherited() -> None:
+    """In a forked child (a sweep's pool worker): close its copies of the parent's lock files.
+    A flock belongs to the open file, which fork shares: the child's copy would keep the
+    parent's lock held after the parent was killed, until the child ends too (flock(2)).
+    Closing a copy, unlike LOCK_UN, leaves the parent's lock in place."""
+    for key, held in list(_HELD.items()):
+        if held.pid != os.getpid():
+            del _HELD[key]
+            if held.f is not None:
+                held.f.close()  # flushed when written: closing writes nothing
+
+
 def release_all() -> None:
     """Let go of every lock this process holds (``bufferlab``'s end: its lock files go)."""
     for held in [h for h in _HELD.values() if h.pid == os.getpid()]:

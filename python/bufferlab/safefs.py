@@ -32,8 +32,17 @@ O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 #: Windows: no CRLF translation by the C runtime, outputs are byte for byte the Linux tools'
 _BINARY = getattr(os, "O_BINARY", 0)
+#: 0 on Windows, which has no FIFOs in the file system
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 #: what open(2) says for O_NOFOLLOW on a link: ELOOP (Linux, macOS), EMLINK (FreeBSD)
 _LINK_ERRNOS = {errno.ELOOP, getattr(errno, "EMLINK", errno.ELOOP)}
+
+
+def _is_fifo(path: Path | str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _drop_link(path: Path) -> None:
@@ -83,12 +92,21 @@ def open_write(path: Path | str, mode: str = "w", encoding: str | None = "utf-8"
     if not O_NOFOLLOW and "x" not in mode:
         _drop_link(Path(path))
     try:
-        fd = os.open(path, flags, 0o666)
+        # non-blocking: opening a FIFO planted at the path would wait for a reader for ever
+        fd = os.open(path, flags | _NONBLOCK, 0o666)
     except OSError as e:
-        if e.errno not in _LINK_ERRNOS or not os.path.islink(path) or "x" in mode:
+        link = e.errno in _LINK_ERRNOS and os.path.islink(path)
+        replaceable = link or (e.errno == errno.ENXIO and _is_fifo(path))  # ENXIO: a FIFO, no reader
+        if not replaceable or "x" in mode:
             raise
         os.unlink(path)
+        fd = os.open(path, flags | os.O_EXCL | _NONBLOCK, 0o666)
+    if stat.S_ISFIFO(os.fstat(fd).st_mode):  # a FIFO with a reader: not ours to feed, replaced
+        os.close(fd)
+        os.unlink(path)
         fd = os.open(path, flags | os.O_EXCL, 0o666)
+    if _NONBLOCK:
+        os.set_blocking(fd, True)
     if "b" in mode:
         return os.fdopen(fd, mode)
     return os.fdopen(fd, mode, encoding=encoding, newline=newline)
@@ -242,6 +260,21 @@ ENVIRONMENT_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENAMETOOLON
 #: what a results folder someone changed can put in the way of a read or a write: a folder
 #: where a file goes (or the reverse), a symlink pointing at itself
 IN_THE_WAY = {errno.EISDIR, errno.ENOTDIR, errno.ELOOP}
+
+
+def special_file(root: Path) -> Path | None:
+    """The first FIFO, socket or device in the folder (or a link to one): bufferlab writes
+    none, and opening one to read blocks (a FIFO) or never ends (/dev/zero)."""
+    for folder, dirs, files in os.walk(root):
+        for name in sorted(dirs + files):
+            p = Path(folder) / name
+            try:
+                mode = os.stat(p).st_mode
+            except OSError:  # a dangling link: nothing to read
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return p
+    return None
 
 
 def not_a_file(path: Path | str) -> str:

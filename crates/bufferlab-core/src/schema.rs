@@ -21,8 +21,28 @@ use serde_json::{json, Value};
 /// (`tc_class`), `FilterRequest` (`tc_filter`), `HookFilterRequest`
 /// (`tc_hook_filter`), `AppSpec` (`start_app`),
 /// `TcpSpec` (`set_listener_tcp`), `CaptureSpec` (`capture_start`).
+///
+/// Every object with `properties` also has `x-order`: its keys in the order
+/// serde writes them (the Rust declaration order, a tag first), which the
+/// `properties` map, sorted by name, loses. tools/gen_schema_types.py gives
+/// the Python request types their fields in that order, so what Python sends
+/// reads as what serde would write.
 pub fn input_schema() -> Value {
-    let mut generator = SchemaSettings::draft2020_12().into_generator();
+    let mut defs = definitions(SchemaSettings::draft2020_12());
+    // serialising, serde writes every field: the contract lists them all as
+    // `required`, in declaration order
+    let written = definitions(SchemaSettings::draft2020_12().for_serialize());
+    add_field_order(&mut defs, &written);
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "bufferlab engine requests",
+        "$defs": defs,
+    })
+}
+
+/// The `$defs` of the entry points' types under `settings`' contract.
+fn definitions(settings: SchemaSettings) -> Value {
+    let mut generator = settings.into_generator();
     generator.subschema_for::<SimConfig>();
     generator.subschema_for::<TcRequest>();
     generator.subschema_for::<ClassRequest>();
@@ -31,11 +51,32 @@ pub fn input_schema() -> Value {
     generator.subschema_for::<AppSpec>();
     generator.subschema_for::<TcpSpec>();
     generator.subschema_for::<CaptureSpec>();
-    json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "bufferlab engine requests",
-        "$defs": generator.take_definitions(true),
-    })
+    Value::Object(generator.take_definitions(true))
+}
+
+/// Walks the deserialising schema `read` beside the serialising one
+/// `written` (the same types, so the same shape) and gives every object
+/// schema `x-order`, the `required` list of its twin in `written`.
+fn add_field_order(read: &mut Value, written: &Value) {
+    match (read, written) {
+        (Value::Object(r), Value::Object(w)) => {
+            if r.contains_key("properties") {
+                let order = w.get("required").cloned().unwrap_or_else(|| json!([]));
+                r.insert("x-order".to_owned(), order);
+            }
+            for (key, sub) in r.iter_mut() {
+                if let Some(twin) = w.get(key) {
+                    add_field_order(sub, twin);
+                }
+            }
+        }
+        (Value::Array(r), Value::Array(w)) => {
+            for (sub, twin) in r.iter_mut().zip(w) {
+                add_field_order(sub, twin);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// What the engine registers, for the Python package's parsers, messages
@@ -85,6 +126,7 @@ pub fn registry() -> Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::spec::QdiscSpec;
     use crate::qdisc::Qdisc;
 
     #[test]
@@ -114,6 +156,60 @@ mod tests {
             .map(|a| a["properties"]["kind"]["const"].as_str().unwrap_or("?"))
             .collect();
         assert_eq!(tags, crate::app::App::KINDS);
+    }
+
+    #[test]
+    fn every_object_lists_each_of_its_properties_once_in_serde_order() {
+        fn check(schema: &Value, objects: &mut usize) {
+            match schema {
+                Value::Object(o) => {
+                    if let Some(Value::Object(props)) = o.get("properties") {
+                        let order: Vec<&str> = (o["x-order"].as_array())
+                            .expect("x-order beside properties")
+                            .iter()
+                            .map(|k| k.as_str().expect("a key"))
+                            .collect();
+                        let mut sorted = order.clone();
+                        sorted.sort_unstable();
+                        assert_eq!(sorted, props.keys().map(String::as_str).collect::<Vec<_>>());
+                        *objects += 1;
+                    }
+                    o.values().for_each(|v| check(v, objects));
+                }
+                Value::Array(a) => a.iter().for_each(|v| check(v, objects)),
+                _ => {}
+            }
+        }
+        let schema = input_schema();
+        let mut objects = 0;
+        check(&schema, &mut objects);
+        assert!(objects > 50, "{objects}");
+        // what serde writes, key by key
+        let tbf = schema["$defs"]["QdiscSpec"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["properties"]["kind"]["const"] == "tbf")
+            .unwrap();
+        let spec: QdiscSpec = serde_json::from_value(json!({
+            "kind": "tbf", "rate": 1, "burst": 2, "limit": 3
+        }))
+        .unwrap();
+        let text = serde_json::to_string(&spec).unwrap();
+        let order: Vec<&str> = tbf["x-order"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap())
+            .collect();
+        assert_eq!(order[..2], ["kind", "rate"]);
+        let at: Vec<usize> = (order.iter())
+            .map(|k| {
+                text.find(&format!("\"{k}\":"))
+                    .expect("every field written")
+            })
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{order:?} {text}");
     }
 
     #[test]

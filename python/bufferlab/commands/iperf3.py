@@ -103,7 +103,7 @@ class Iperf3Client:
     every field (iperf3's defaults are applied there only), :meth:`to_request`
     is the engine's request (app/iperf3.rs ``ClientSpec``; each field that
     feeds it names its key, tests/test_iperf3_model.py holds them to the
-    schema), and formats/iperf3.py echoes it in the client's output
+    schema), and formats/iperf3/ echoes it in the client's output
     (``connecting_to``, ``test_start``, ``target_bitrate``, ``sock_bufsize``,
     ``title``)."""
 

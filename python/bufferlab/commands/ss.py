@@ -5,11 +5,11 @@ OP PORT with OP one of ``= == eq != ne neq > gt < lt >= ge geq <= le leq``, ``an
 ``&`` ``&&`` or two conditions side by side, ``or`` ``|`` ``||``, ``not`` ``!``,
 parentheses; a word holding spaces is split as ss splits it).
 
-Modelled: ``-t -u -a -l -n -i -o -s -H -4 -6``, ``-A tcp|udp|inet``, ``-f inet|inet6``
-(and their long names). Everything else ss knows is refused naming the option: the
-model has no unix, raw or packet sockets to list, no processes' file descriptors
-(``-p``), no socket memory accounting (``-m``), no inode numbers or uids (``-e``), no
-name resolution (``-r``). ``ss`` without ``-t``/``-u`` would list the host's unix
+Modelled: ``-t -u -a -l -n -i -o -e -m -s -H -4 -6``, ``-A tcp|udp|inet``, ``-f
+inet|inet6`` (and their long names); ``-m`` of TCP sockets only (UDP sockets' memory is
+not modelled: ``-m`` with ``-u`` is refused). Everything else ss knows is refused naming
+the option: the model has no unix, raw or packet sockets to list, no processes' file
+descriptors (``-p``), no name resolution (``-r``). ``ss`` without ``-t``/``-u`` would list the host's unix
 sockets too and is refused the same way. IPv6 exists only as iperf3's dual-stack
 sockets (``-6``, ``ss`` shows them ``[::ffff:a.b.c.d]``); a filter on an IPv6 address
 is refused.
@@ -100,8 +100,6 @@ _MODERN = [
 #: what each refused option would need
 _UNMODELLED = {
     "resolve": "host name resolution",
-    "extended": "socket inodes and uids",
-    "memory": "socket memory accounting (skmem)",
     "processes": "the processes' file descriptors",
     "threads": "the processes' file descriptors",
     "bpf": "socket filters",
@@ -131,7 +129,7 @@ _UNMODELLED = {
     "inet-sockopt": "socket options",
 }
 
-_EXPECTED = "ss -t|-u [-a|-l] [-n] [-i] [-o] [-s] [-H] [-4|-6] [state STATE] [FILTER]"
+_EXPECTED = "ss -t|-u [-a|-l] [-n] [-i] [-o] [-e] [-m] [-s] [-H] [-4|-6] [state STATE] [FILTER]"
 
 
 @dataclass(frozen=True)
@@ -189,6 +187,8 @@ class Ss:
     numeric: bool = False
     info: bool = False
     options: bool = False
+    extended: bool = False
+    memory: bool = False
     summary: bool = False
     header: bool = True
     #: the address families kept: "4" (AF_INET sockets), "6" (dual-stack ones)
@@ -320,6 +320,7 @@ def parse_ss(words: list[Word], modern: bool) -> Ss:
     state_opt: frozenset[str] = frozenset()
     dbs: set[str] = set()
     family_given = False
+    memory_opt = None
     for o in opts:
         k = o.key
         if k in _UNMODELLED:
@@ -331,8 +332,10 @@ def parse_ss(words: list[Word], modern: bool) -> Ss:
             state_opt = ALL
         elif k == "listening":
             state_opt = frozenset({"LISTEN", "UNCONN"})
-        elif k in ("numeric", "info", "options", "summary"):
+        elif k in ("numeric", "info", "options", "extended", "memory", "summary"):
             setattr(ss, k, True)
+            if k == "memory":
+                memory_opt = o
         elif k == "no-header":
             ss.header = False
         elif k in ("ipv4", "ipv6"):
@@ -363,6 +366,10 @@ def parse_ss(words: list[Word], modern: bool) -> Ss:
                                 "the model does not have", col=words[0].col, expected=_EXPECTED,
                                 suggestion="add -t (TCP) or -u (UDP)")
     ss.tcp, ss.udp = "tcp" in dbs, "udp" in dbs
+    if memory_opt is not None and ss.udp:
+        raise NotSupportedError(f"ss: option {memory_opt.spelled} with UDP sockets (their memory is not "
+                                "modelled) is not supported yet", col=memory_opt.col, expected=_EXPECTED,
+                                suggestion="list TCP sockets only (-t) with -m")
     # each table and family adds its default states (TCP: the connected ones, UDP:
     # ESTAB only); -a, -l and state/exclude words replace them
     defaults = (CONNECTED if ss.tcp or family_given else frozenset()) | (

@@ -18,7 +18,7 @@ and ``src/ReportDefault.c``/``src/ReportCSV.c``:
   the settings and connection lines are not printed.
 
 Numbers use ``byte_snprintf`` (src/stdio.c), the same rule as iperf3's
-``unit_snprintf`` (re-used from formats/iperf3.py). The timestamp is the
+``unit_snprintf`` (re-used from formats/iperf3/). The timestamp is the
 simulated wall clock (the profile's epoch, UTC).
 """
 

@@ -66,6 +66,8 @@ class SsView:
     numeric: bool = False  # -n
     info: bool = False  # -i
     options: bool = False  # -o (timers; with -i also the ts/sack/ecn options)
+    extended: bool = False  # -e (inode, cookie, shutdown state)
+    memory: bool = False  # -m (skmem)
     header: bool = True  # not -H
     #: more than one socket table (-t and -u): the Netid column
     netid: bool = True
@@ -157,6 +159,32 @@ def _timer(e: dict[str, Any]) -> str:
     if not t:
         return ""
     return f" timer:({t['name']},{print_ms_timer(t['expires_ms'])},{t['retrans']})"
+
+
+def _details(e: dict[str, Any], view: SsView) -> str:
+    """``sock_details_print`` and what ``inet_show_sock`` adds with ``-e``. The uid is 0
+    (Mininet's hosts run as root), which ss does not print; [modern] a full socket's
+    cgroup is the root of its cgroup namespace (``/``), as in a container. A full socket
+    (not SYN-RECV nor timewait) also says whether it is v6-only and its shutdown state
+    (``<->``: open both ways; ``-`` for a direction shut)."""
+    ident = e["ident"]
+    out = f" ino:{ident['ino']} sk:{ident['cookie']:x}"
+    shutdown = ident.get("shutdown")
+    if shutdown is None:
+        return out
+    if view.modern:
+        out += " cgroup:/"
+    if e["v6"]:
+        out += " v6only:0"
+    return out + f" {'-' if shutdown & 1 else '<'}-{'-' if shutdown & 2 else '>'}"
+
+
+def skmem_text(e: dict[str, Any]) -> str:
+    """``print_skmeminfo``: ``sk_get_meminfo`` of a full socket; none for the others."""
+    m = e.get("mem")
+    if not m:
+        return ""
+    return " skmem:(" + ",".join(f"{k}{m[k]}" for k in ("r", "rb", "t", "tb", "f", "w", "o", "bl", "d")) + ")"
 
 
 def _cc_block(e: dict[str, Any], view: SsView) -> str:
@@ -281,8 +309,10 @@ def socket_fields(e: dict[str, Any], view: SsView) -> list[str]:
     if view.modern:
         fields.append("")
     ext = _timer(e) if view.options else ""
-    if view.info and proto == "tcp":
-        ext += "\n\t" + tcp_info_text(e, view)
+    if view.extended:
+        ext += _details(e, view)
+    if view.memory or (view.info and proto == "tcp"):
+        ext += "\n\t" + (skmem_text(e) if view.memory else "") + (tcp_info_text(e, view) if view.info else "")
     fields.append(ext)
     return fields
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 
 from ..errors import BufferlabError
 from ..formats.iperf3 import goodput_bps
-from ..safefs import not_a_file
+from ..safefs import not_a_file, special_file
 
 NS = 1_000_000_000
 
@@ -210,27 +209,12 @@ def load_run(path: Path) -> Run:
             "re-run the scenario to rewrite it",
         ) from None
     _check_summary(summ, doc)
-    odd = _special_file(path)
+    odd = special_file(path)
     if odd is not None:
         raise ResultsError(odd, f"{not_a_file(odd)}: a reader would wait on it for ever",
                            "the files and folders `bufferlab run` wrote",
                            "remove it (or re-run the scenario)")
     return Run(path, doc)
-
-
-def _special_file(root: Path) -> Path | None:
-    """The first FIFO, socket or device in the folder (or a link to one): bufferlab writes
-    none, and opening one to read blocks (a FIFO) or never ends (/dev/zero)."""
-    for folder, dirs, files in os.walk(root):
-        for name in sorted(dirs + files):
-            p = Path(folder) / name
-            try:
-                mode = os.stat(p).st_mode
-            except OSError:  # a dangling link: nothing to read
-                continue
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                return p
-    return None
 
 
 # ---------------------------------------------------------------- iperf3
@@ -248,7 +232,7 @@ class Iperf3Test:
     source: str  # json | text
     rows: list[dict[str, Any]] = field(default_factory=list)
     #: goodput (bit/s): payload bytes received × 8 / the receiver's interval, the figures of
-    #: iperf3's receiver line (formats/iperf3.py ``goodput_bps``; from a text output, to its three
+    #: iperf3's receiver line (formats/iperf3/ ``goodput_bps``; from a text output, to its three
     #: significant digits); bytes sent and received, retransmits, UDP losses
     goodput_bps: float | None = None
     sent_bytes: int | None = None

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..safefs import ensure_dir, open_write
+from ..safefs import ensure_dir, not_a_file, open_write, special_file
 from .runs import RunJob, read_record
 
 #: flows of the flows table that carry a measurement (sinks come from summary.json, which
@@ -32,6 +32,9 @@ def _rows(rec: dict[str, Any], root: Path) -> list[dict[str, Any]]:
     base = {**_run_columns(rec), "status": rec["status"], "error": rec.get("error"), "wall_s": rec["wall_s"]}
     if rec["status"] != "ok":
         return [base]
+    odd = special_file(root)
+    if odd is not None:  # opening a FIFO to read would wait for ever: the run is damaged
+        raise ValueError(f"{odd}: {not_a_file(odd)}")
     flows = pd.read_parquet(root / "tables" / "flows.parquet")
     drops = pd.read_parquet(root / "tables" / "drops.parquet")
     drops = drops[(drops["source"] == "counter") & drops["part"].notna()]

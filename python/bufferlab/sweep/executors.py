@@ -22,6 +22,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
+from .. import results_folder
 from ..errors import BufferlabError
 
 if TYPE_CHECKING:
@@ -103,7 +104,8 @@ def worker_init(parent: int) -> None:
     back to their defaults (fork copied the sweep's handlers, which would turn them into an
     exception the pool hands back as a result); and an exit as soon as the sweep is gone,
     even killed with SIGKILL (``PR_SET_PDEATHSIG`` on Linux, and a watchdog thread
-    everywhere, which also covers a worker forked by a thread that has ended)."""
+    everywhere, which also covers a worker forked by a thread that has ended). Its copy of
+    the sweep's lock file is closed, so a killed sweep's lock is free once the sweep is gone."""
     try:
         os.setpgid(0, 0)
     except OSError:  # pragma: no cover - a session leader already
@@ -118,6 +120,7 @@ def worker_init(parent: int) -> None:
             pass
     if os.getppid() != parent:  # the sweep died before this worker was ready
         os._exit(1)
+    results_folder.close_inherited()  # the sweep's lock dies with the sweep, not with its workers
     threading.Thread(target=_watch_parent, args=(parent,), name="bufferlab-watch-sweep", daemon=True).start()
 
 

@@ -94,8 +94,11 @@ _RECORD_TYPES: dict[str, Any] = {"run_id": str, "seed": int, "params": dict, "st
 
 def read_record(run_dir: Path) -> dict[str, Any] | None:
     """The run's run.json, or None if there is none or it is not one the sweep wrote."""
+    path = run_dir / RUN_FILE
+    if not path.is_file():  # none, or a FIFO or device planted there (reading it would block)
+        return None
     try:
-        rec = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+        rec = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(rec, dict) or not all(isinstance(rec.get(k), t) for k, t in _RECORD_TYPES.items()):

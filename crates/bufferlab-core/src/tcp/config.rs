@@ -121,7 +121,37 @@ impl Default for TcpConfig {
     }
 }
 
+/// A socket's buffer sizes and whether `SO_SNDBUF`/`SO_RCVBUF` locked them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SocketBuffers {
+    pub sndbuf: u32,
+    pub sndbuf_locked: bool,
+    pub rcvbuf: u32,
+    pub rcvbuf_locked: bool,
+}
+
 impl TcpConfig {
+    /// `sk_sndbuf` / `sk_rcvbuf` of a new socket: `tcp_wmem[1]` / `tcp_rmem[1]`
+    /// (tcp_init_sock), or what `SO_SNDBUF` / `SO_RCVBUF` set (sock.c
+    /// `sock_setsockopt`: doubled, capped at twice the core maximum, at least
+    /// SOCK_MIN_SNDBUF / SOCK_MIN_RCVBUF).
+    pub fn socket_buffers(&self) -> SocketBuffers {
+        let (sndbuf, sndbuf_locked) = match self.sndbuf {
+            Some(v) => (v.min(self.wmem_max).saturating_mul(2).max(4608), true),
+            None => (self.wmem[1], false),
+        };
+        let (rcvbuf, rcvbuf_locked) = match self.rcvbuf {
+            Some(v) => (v.min(self.rmem_max).saturating_mul(2).max(2304), true),
+            None => (self.rmem[1], false),
+        };
+        SocketBuffers {
+            sndbuf,
+            sndbuf_locked,
+            rcvbuf,
+            rcvbuf_locked,
+        }
+    }
+
     /// Linux's defaults for a kernel profile (`tcp_init`, tcp_ipv4.c).
     pub fn for_profile(profile: CcProfile) -> Self {
         let rmem1 = match profile {

@@ -3,7 +3,6 @@ report's ``dscp-coeff`` map. xstats: ``{"pmark", "early", "overflow", "marked"[,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -12,9 +11,9 @@ from ...profile import Profile
 from ...units import U32_MAX, parse_time_us
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecBlue as BlueSpec
 from .cpm import (
     REPORT_DSCP_COEFF,
-    DscpCoeff,
     class_xstats_text,
     cpm_options,
     dscp_coeff_text,
@@ -22,25 +21,8 @@ from .cpm import (
     parse_dscp_coeff,
 )
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import sprint_time
-
-
-@dataclass
-class BlueSpec(Spec):
-    """blue (SIM, docs/semantics/qdiscs.md §6.1): probabilities as rint(d·2³²), hold times in ns."""
-
-    limit: int = 1000
-    increment: int = 10737418
-    decrement: int = 1073742
-    freeze_inc: int = 100_000_000
-    freeze_dec: int = 100_000_000
-    shared: bool = True
-    qthresh: int | None = None
-    ecn: bool = False
-    dscp_coeff: DscpCoeff | None = None
-    kind: str = "blue"
-
 
 _BLUE_EXPECTED = (
     "blue [limit PACKETS] [increment D1] [decrement D2] [freeze TIME | freeze_inc TIME freeze_dec TIME] "
@@ -54,7 +36,11 @@ def _parse_blue(
     kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile, cpm_default: bool
 ) -> BlueSpec:
     kind = kind_word.text
-    spec = BlueSpec()
+    # the SIM qdisc's defaults (docs/semantics/qdiscs.md §6.1): increment 0.0025, decrement
+    # 0.00025 as rint(d·2³²), freeze 100 ms
+    spec = BlueSpec(
+        limit=1000, increment=10737418, decrement=1073742, freeze_inc=100_000_000, freeze_dec=100_000_000
+    )
     state: dict[str, Any] = {}
     if cpm_default:
         state["coeff"] = parse_dscp_coeff(Word(REPORT_DSCP_COEFF, kind_word.col), kind)

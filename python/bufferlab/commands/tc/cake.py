@@ -12,7 +12,6 @@ the per-tin table in the kernel's tin order).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import CommandError, Diagnostics
@@ -20,35 +19,10 @@ from ...profile import Profile
 from ...units import U32_MAX, parse_rate, parse_size, parse_time_us
 from .._common import c_int_full, c_strtol, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecCake as CakeSpec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import sprint_rate, sprint_size, sprint_time
-
-
-@dataclass
-class CakeSpec(Spec):
-    """What ``cake_parse_opt`` sends (crates/bufferlab-core/src/qdisc/spec.rs ``CakeSpec``):
-    bandwidth in bytes/s (0 = unlimited), rtt/target in µs; None = attribute not sent."""
-
-    bandwidth: int | None = None
-    diffserv: str | None = None
-    atm: str | None = None
-    flowmode: str | None = None
-    overhead: int | None = None
-    raw: bool = False
-    mpu: int | None = None
-    rtt: int | None = None
-    target: int | None = None
-    autorate: bool | None = None
-    memlimit: int | None = None
-    fwmark: int | None = None
-    nat: bool | None = None
-    wash: bool | None = None
-    split_gso: bool | None = None
-    ingress: bool | None = None
-    ack_filter: str | None = None
-    kind: str = "cake"
-
 
 #: the rtt presets of q_cake.c: name -> (target µs, interval µs)
 PRESETS: dict[str, tuple[int, int]] = {

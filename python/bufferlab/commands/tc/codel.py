@@ -3,7 +3,6 @@ kernel shares its CoDel core between them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import CommandError, Diagnostics, NotSupportedError
@@ -11,38 +10,11 @@ from ...profile import Profile
 from ...units import U32_MAX, parse_size, parse_time_us
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecCodel as CodelSpec
+from ._schema import QdiscSpecFqCodel as FqCodelSpec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import sprint_size, sprint_time
-
-
-@dataclass
-class CodelSpec(Spec):
-    """codel (docs/semantics/qdiscs.md §8.1) as netlink attributes: times in µs; None = not given."""
-
-    limit: int | None = None
-    target: int | None = None
-    interval: int | None = None
-    ce_threshold: int | None = None
-    ecn: bool | None = None
-    kind: str = "codel"
-
-
-@dataclass
-class FqCodelSpec(Spec):
-    """fq_codel (docs/semantics/qdiscs.md §8.2): times in µs, sizes in bytes; None = not given."""
-
-    limit: int | None = None
-    flows: int | None = None
-    target: int | None = None
-    interval: int | None = None
-    quantum: int | None = None
-    ecn: bool | None = None
-    ce_threshold: int | None = None
-    memory_limit: int | None = None
-    drop_batch: int | None = None
-    kind: str = "fq_codel"
-
 
 _CODEL_USAGE = (
     "codel [ limit PACKETS ] [ target TIME ] [ interval TIME ] [ ecn | noecn ] [ ce_threshold TIME ]"

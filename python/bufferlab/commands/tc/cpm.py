@@ -4,31 +4,13 @@ its parser, its ``tc qdisc show`` text and the per-class xstats lines."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import CommandError
 from .._common import c_int_full
 from ..shell import Word
+from ._schema import DscpClass, DscpCoeff
 from .cursor import Cursor
-
-
-@dataclass
-class DscpCoeff:
-    """CPM coefficient map (docs/semantics/qdiscs.md §7): ``classes`` = [(key, num, den)],
-    ``default`` = (num, den)."""
-
-    classes: list[tuple[int, int, int]]
-    default: tuple[int, int]
-    match_dscp: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "classes": [{"key": k, "num": n, "den": d} for k, n, d in self.classes],
-            "default": list(self.default),
-            "match_dscp": self.match_dscp,
-        }
-
 
 #: the CPM report's table (docs/semantics/qdiscs.md §7): 0x32 → 0.5, 0x46 → 0.7, others → 0.9
 REPORT_DSCP_COEFF = "0x32:0.5,0x46:0.7,default:0.9"
@@ -37,7 +19,7 @@ REPORT_DSCP_COEFF = "0x32:0.5,0x46:0.7,default:0.9"
 def parse_dscp_coeff(v: Word, kind: str) -> DscpCoeff:
     """``K:C,K:C,...,default:C``: K a hex DS byte (or decimal DSCP with
     ``dscp-match dscp``, resolved later), C a decimal >= 0."""
-    classes: list[tuple[int, int, int]] = []
+    classes: list[DscpClass] = []
     default: tuple[int, int] | None = None
     seen: set[int] = set()
     col = v.col
@@ -68,7 +50,7 @@ def parse_dscp_coeff(v: Word, kind: str) -> DscpCoeff:
         if k is None or not 0 <= k <= 0xFF or k in seen:
             raise bad
         seen.add(k)
-        classes.append((k, num, den))
+        classes.append(DscpClass(key=k, num=num, den=den))
     if default is None:
         raise CommandError(
             f'{kind}: "dscp-coeff" needs a "default:COEFF" entry',
@@ -101,10 +83,10 @@ def finish_cpm(state: dict[str, Any], kind: str) -> DscpCoeff | None:
     if coeff is None:
         return None
     if state.get("match_dscp"):
-        for k, _, _ in coeff.classes:
-            if k > 63:
+        for c in coeff.classes:
+            if c.key > 63:
                 raise CommandError(
-                    f"{kind}: DSCP {k} out of range 0..63 (dscp-match dscp)", col=state.get("coeff_col")
+                    f"{kind}: DSCP {c.key} out of range 0..63 (dscp-match dscp)", col=state.get("coeff_col")
                 )
         coeff.match_dscp = True
     return coeff

@@ -8,29 +8,21 @@ class is backlogged, sch_drr.c ``drr_dump_class_stats``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import CommandError, Diagnostics
 from ...profile import Profile
 from ...units import parse_size
 from ..shell import Word
+from ._schema import QdiscSpecDrr as DrrSpec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import sprint_size
 
 #: the device's txqueuelen: the limit of a class's default pfifo
 TXQUEUELEN = 1000
 #: ``psched_mtu``: MTU 1500 + the Ethernet header, the default quantum
 PSCHED_MTU = 1514
-
-
-@dataclass
-class DrrSpec(Spec):
-    leaf_limit: int = TXQUEUELEN
-    classes: list[dict[str, Any]] = field(default_factory=list)
-    filters: list[dict[str, Any]] = field(default_factory=list)
-    kind: str = field(default="drr", repr=False)
 
 
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> DrrSpec:
@@ -42,7 +34,7 @@ def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile
         raise CommandError(
             f'What is "{w.text}"?', col=w.col, expected="drr takes no options (Usage: ... drr)"
         )
-    return DrrSpec()
+    return DrrSpec(leaf_limit=TXQUEUELEN)
 
 
 def _print_opt(opts: dict[str, Any], modern: bool, details: bool) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import CommandError, Diagnostics
@@ -20,8 +19,9 @@ from ...profile import Profile
 from ...units import U32_MAX, parse_time_us, strtod_prefix
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecDualpi2 as DualPi2Spec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import sprint_time
 
 #: q_dualpi2.c: ALPHA_BETA_MAX is (2 << 23) - 1 there, in Hz before the ×256
@@ -52,29 +52,6 @@ _FLAGS = {
     "split_gso": ("split_gso", True), "no_split_gso": ("split_gso", False),
     "l4s_ect": ("ecn_mask", 1), "any_ect": ("ecn_mask", 3),
 }
-
-
-@dataclass
-class DualPi2Spec(Spec):
-    """dualpi2 (docs/semantics/qdiscs.md §12): the attributes tc sends; None = not sent."""
-
-    limit: int | None = None
-    memlimit: int | None = None
-    target: int | None = None
-    tupdate: int | None = None
-    alpha: int | None = None
-    beta: int | None = None
-    step_thresh_pkts: int | None = None
-    step_thresh_us: int | None = None
-    min_qlen_step: int | None = None
-    coupling: int | None = None
-    drop_overload: bool | None = None
-    drop_early: bool | None = None
-    c_protection: int | None = None
-    ecn_mask: int | None = None
-    split_gso: bool | None = None
-    filters: list[dict[str, Any]] | None = None
-    kind: str = field(default="dualpi2", repr=False)
 
 
 def _f32(x: float) -> float:

@@ -9,15 +9,15 @@ Printing follows ``ets_print_opt`` / ``ets_print_copt``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import CommandError, Diagnostics
 from ...profile import Profile
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecEts as EtsSpec
 from .cursor import Cursor
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 
 TXQUEUELEN = 1000
 PSCHED_MTU = 1514
@@ -26,18 +26,6 @@ MAX_BANDS = 16
 PRIO_MAX = 15
 
 _USAGE = "Usage: ... ets [bands NUMBER] [strict NUMBER] [quanta Q1 Q2...] [priomap P1 P2...]"
-
-
-@dataclass
-class EtsSpec(Spec):
-    bands: int = 0
-    strict: int = 0
-    quanta: list[int] = field(default_factory=list)
-    priomap: list[int] = field(default_factory=list)
-    leaf_limit: int = TXQUEUELEN
-    classes: list[dict[str, Any]] = field(default_factory=list)
-    filters: list[dict[str, Any]] = field(default_factory=list)
-    kind: str = field(default="ets", repr=False)
 
 
 def _unsigned(w: Word) -> int | None:
@@ -121,7 +109,7 @@ def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile
         )
     quanta += [PSCHED_MTU] * (nbands - nstrict - len(quanta))
     priomap += [nbands - 1] * (PRIO_MAX + 1 - len(priomap))
-    return EtsSpec(bands=nbands, strict=nstrict, quanta=quanta, priomap=priomap)
+    return EtsSpec(bands=nbands, strict=nstrict, quanta=quanta, priomap=priomap, leaf_limit=TXQUEUELEN)
 
 
 def _print_opt(opts: dict[str, Any], modern: bool, details: bool) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import CommandError, Diagnostics
@@ -10,17 +9,18 @@ from ...profile import Profile
 from ...units import parse_size
 from .._common import suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecBfifo, QdiscSpecPfifo, QdiscSpecPfifoHeadDrop
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import sprint_size
 
-
-@dataclass
-class FifoSpec(Spec):
-    """pfifo / bfifo / pfifo_head_drop; ``limit`` None = kernel default."""
-
-    kind: str
-    limit: int | None = None
+#: pfifo / bfifo / pfifo_head_drop; ``limit`` None = kernel default
+FifoSpec = QdiscSpecPfifo | QdiscSpecBfifo | QdiscSpecPfifoHeadDrop
+_SPECS: dict[str, type[FifoSpec]] = {
+    "pfifo": QdiscSpecPfifo,
+    "bfifo": QdiscSpecBfifo,
+    "pfifo_head_drop": QdiscSpecPfifoHeadDrop,
+}
 
 
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> FifoSpec:
@@ -40,7 +40,7 @@ def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile
                 expected="limit NUMBER",
                 suggestion=suggestion_for(w.text, ["limit"]),
             )
-    return FifoSpec(kind=kind, limit=limit)
+    return _SPECS[kind](limit=limit)
 
 
 def _print_packets_limit(opts: dict[str, Any], modern: bool, details: bool) -> str:

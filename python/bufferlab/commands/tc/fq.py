@@ -10,7 +10,6 @@ xstats ``  F flows (I inactive, T throttled)`` then ``  G gc, H highprio, … th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import CommandError, Diagnostics
@@ -18,35 +17,10 @@ from ...profile import Profile
 from ...units import U32_MAX, parse_rate, parse_time_ns64, parse_time_us
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecFq as FqSpec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import sprint_rate, sprint_size, sprint_time, sprint_time64
-
-
-@dataclass
-class FqSpec(Spec):
-    """fq (docs/semantics/qdiscs.md §15) as ``TCA_FQ_*`` attributes: rates in bytes/s, times in µs
-    (``timer_slack`` ns); None = not given."""
-
-    limit: int | None = None
-    flow_limit: int | None = None
-    quantum: int | None = None
-    initial_quantum: int | None = None
-    pacing: bool | None = None
-    maxrate: int | None = None
-    defrate: int | None = None
-    buckets_log: int | None = None
-    refill_delay: int | None = None
-    orphan_mask: int | None = None
-    low_rate_threshold: int | None = None
-    ce_threshold: int | None = None
-    timer_slack: int | None = None
-    horizon: int | None = None
-    horizon_drop: bool | None = None
-    priomap: list[int] | None = None
-    weights: list[int] | None = None
-    kind: str = "fq"
-
 
 _USAGE_OLD = (
     "Usage: ... fq [ limit PACKETS ] [ flow_limit PACKETS ] [ quantum BYTES ] [ initial_quantum BYTES ] "

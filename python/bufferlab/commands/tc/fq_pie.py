@@ -3,7 +3,6 @@ docs/semantics/qdiscs.md §17). A zero value is not sent (the kernel's default s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import CommandError, Diagnostics
@@ -11,29 +10,10 @@ from ...profile import Profile
 from ...units import U32_MAX, parse_size, parse_time_us
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecFqPie as FqPieSpec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import sprint_size, sprint_time
-
-
-@dataclass
-class FqPieSpec(Spec):
-    """fq_pie as ``TCA_FQ_PIE_*`` attributes: times in µs, sizes in bytes; None = not given."""
-
-    limit: int | None = None
-    flows: int | None = None
-    target: int | None = None
-    tupdate: int | None = None
-    alpha: int | None = None
-    beta: int | None = None
-    quantum: int | None = None
-    memory_limit: int | None = None
-    ecn_prob: int | None = None
-    ecn: bool | None = None
-    bytemode: bool | None = None
-    dq_rate_estimator: bool | None = None
-    kind: str = "fq_pie"
-
 
 _USAGE = (
     "Usage: ... fq_pie [ limit PACKETS ] [ flows NUMBER ] [ target TIME ] [ tupdate TIME ] "

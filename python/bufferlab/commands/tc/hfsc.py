@@ -13,7 +13,6 @@ adds ``hfsc_print_xstats`` (period, work, rtwork, level). The qdisc prints
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import CommandError, Diagnostics
@@ -21,8 +20,9 @@ from ...profile import Profile
 from ...units import parse_rate, parse_size, parse_time_us
 from .._common import c_int_full, matches
 from ..shell import Word
+from ._schema import QdiscSpecHfsc as HfscSpec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import sprint_rate, sprint_time
 
 TXQUEUELEN = 1000
@@ -31,18 +31,9 @@ _QDISC_USAGE = "Usage: ... hfsc [ default CLASSID ]"
 CLASS_EXPECTED = "hfsc [ [ rt SC ] [ ls SC ] | [ sc SC ] ] [ ul SC ]; SC := [ [ m1 BPS ] d SEC ] m2 BPS"
 
 
-@dataclass
-class HfscSpec(Spec):
-    default: int = 0
-    leaf_limit: int = TXQUEUELEN
-    classes: list[dict[str, Any]] = field(default_factory=list)
-    filters: list[dict[str, Any]] = field(default_factory=list)
-    kind: str = field(default="hfsc", repr=False)
-
-
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> HfscSpec:
     """``hfsc_parse_opt``."""
-    spec = HfscSpec()
+    spec = HfscSpec(leaf_limit=TXQUEUELEN)
     while not cur.done():
         w = cur.take()
         if matches(w.text, "default"):

@@ -18,7 +18,7 @@ drr.py, ets.py, hfsc.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ... import registry
@@ -27,11 +27,13 @@ from ...profile import Profile
 from ...units import U32_MAX, parse_rate, parse_size
 from .._common import c_int_full, matches, suggestion_for
 from ..shell import Word
+from . import _schema
 from . import drr as _drr
 from . import ets as _ets
 from . import hfsc as _hfsc
+from ._schema import QdiscSpecHtb as HtbSpec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .prio import class_show_lines as prio_class_show_lines
 from .tc_util import sprint_rate, sprint_size, xmitsize, xmittime
 
@@ -41,20 +43,6 @@ _HZ = 1_000_000_000
 #: the device's txqueuelen (Mininet veths): the direct queue and default pfifo leaves
 TXQUEUELEN = 1000
 _NS_PER_TICK = 64
-
-
-@dataclass
-class HtbSpec(Spec):
-    """``HtbSpec`` of spec.rs; ``classes`` and ``filters`` are the document a new qdisc
-    starts with, and ``tc`` starts it with none (they come one line at a time)."""
-
-    default: int = 0
-    r2q: int = 10
-    direct_qlen: int = TXQUEUELEN
-    leaf_limit: int = TXQUEUELEN
-    classes: list[dict[str, Any]] = field(default_factory=list)
-    filters: list[dict[str, Any]] = field(default_factory=list)
-    kind: str = field(default="htb", repr=False)
 
 
 _QDISC_EXPECTED = "htb [default MINOR] [r2q N] [direct_qlen P]"
@@ -70,7 +58,7 @@ def _number(v: Word, base: int, what: str, expected: str) -> int:
 
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> HtbSpec:
     """``htb_parse_opt``."""
-    spec = HtbSpec()
+    spec = HtbSpec(direct_qlen=TXQUEUELEN, leaf_limit=TXQUEUELEN)
     while not cur.done():
         w = cur.take()
         t = w.text
@@ -123,46 +111,23 @@ CLASS_OPTION_PARSERS = {
 # ------------------------------------------------------------------ tc class
 
 
-@dataclass
-class TcClassRequest:
-    """``tc class {add|change|replace|delete} dev D parent P classid C [htb OPTIONS]``."""
+@dataclass(kw_only=True)
+class TcClassRequest(_schema.ClassRequest):
+    """``tc class {add|change|replace|delete} dev D parent P classid C [KIND OPTIONS]``: the
+    engine's ``ClassRequest`` (``dev`` as typed; the caller puts the engine's), ``class_``
+    the kind and its options (``HtbClassSpec``, ...)."""
 
-    verb: str
-    dev: str
-    major: int
-    classid: int
-    parent: int | None  # minor; 0 = directly under the qdisc; None: not given (change, delete)
-    options: dict[str, Any] | None  # HtbClassSpec fields, None for delete
-    dev_col: int | None = None
-    verb_col: int | None = None
-    kind: str = "htb"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The engine's ``ClassRequest`` (``dev`` as typed; the caller puts the engine's)."""
-        return {
-            "verb": self.verb,
-            "dev": self.dev,
-            "major": self.major,
-            "minor": self.classid,
-            "parent": self.parent,
-            "class": None if self.verb == "delete" else {"kind": self.kind, **(self.options or {})},
-        }
-
-
-@dataclass
-class TcFilterRequest:
-    """``tc filter {add|delete} dev D parent M: [protocol ip] [prio N] u32 match … flowid M:N``."""
-
-    verb: str
-    dev: str
-    major: int
-    filter: dict[str, Any] | None  # U32Filter fields; None: delete all filters
     dev_col: int | None = None
     verb_col: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """The engine's ``FilterRequest``."""
-        return {"verb": self.verb, "dev": self.dev, "major": self.major, "filter": self.filter}
+
+@dataclass(kw_only=True)
+class TcFilterRequest(_schema.FilterRequest):
+    """``tc filter {add|delete} dev D parent M: [protocol ip] [prio N] u32 match … flowid M:N``:
+    the engine's ``FilterRequest`` (``filter`` the ``U32Filter``; None: delete all filters)."""
+
+    dev_col: int | None = None
+    verb_col: int | None = None
 
 
 @dataclass
@@ -272,12 +237,11 @@ def parse_class(
         verb=verb,
         dev=dev.text,
         major=classid[0],
-        classid=classid[1],
+        minor=classid[1],
         parent=parent[1] if parent else None,
-        options=options,
+        class_=None if verb == "delete" else {"kind": kind, **(options or {})},
         dev_col=dev.col,
         verb_col=verb_w.col,
-        kind=kind,
     )
 
 
@@ -392,16 +356,16 @@ def parse_filter(words: list[Word], i: int) -> TcFilterRequest:
     if dev is None or major is None:
         raise CommandError("tc filter needs dev and parent", col=verb_w.col, expected=_FILTER_EXPECTED)
     if verb == "delete":
-        return TcFilterRequest("delete", dev.text, major, None, dev.col, verb_w.col)
+        return TcFilterRequest(verb="delete", dev=dev.text, major=major, dev_col=dev.col, verb_col=verb_w.col)
     if not matches_ or flowid is None:
         raise CommandError("u32 needs match ... and flowid M:N", col=verb_w.col, expected=_FILTER_EXPECTED)
     return TcFilterRequest(
-        "add",
-        dev.text,
-        major,
-        {"prio": prio or 49152, "matches": matches_, "flowid": flowid},
-        dev.col,
-        verb_w.col,
+        verb="add",
+        dev=dev.text,
+        major=major,
+        filter={"prio": prio or 49152, "matches": matches_, "flowid": flowid},
+        dev_col=dev.col,
+        verb_col=verb_w.col,
     )
 
 

@@ -27,9 +27,12 @@ from ...profile import Profile
 from ...units import parse_rate, parse_size
 from .._common import c_int_full, matches
 from ..shell import Word
+from . import _schema
+from ._schema import QdiscSpecClsact as ClsactSpec
+from ._schema import QdiscSpecIngress as IngressSpec
 from .cursor import Cursor, read_unit
 from .htb import _parse_match as _parse_ip_match
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import cell_log, xmittime
 
 #: psched tick in ns (``PSCHED_TICKS2NS``)
@@ -48,20 +51,6 @@ _FILTER_EXPECTED = (
     "tc filter add dev D parent ffff: protocol all prio N u32 match u32 0 0 "
     "action mirred egress redirect dev ifb0 | … matchall action police rate R burst B drop"
 )
-
-
-@dataclass
-class IngressSpec(Spec):
-    """The hook document (crates/bufferlab-core/src/qdisc/ingress.rs ``HookSpec``)."""
-
-    ingress: list[dict[str, Any]] = field(default_factory=list)
-    egress: list[dict[str, Any]] = field(default_factory=list)
-    kind: str = field(default="ingress", repr=False)
-
-
-@dataclass
-class ClsactSpec(IngressSpec):
-    kind: str = field(default="clsact", repr=False)
 
 
 def _parse_ingress(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> IngressSpec:
@@ -99,29 +88,19 @@ KINDS = (
 # ------------------------------------------------------------------ tc filter
 
 
-@dataclass
-class HookFilterRequest:
-    """``tc filter {add|delete} dev D {parent ffff:|ingress|egress} …``."""
+@dataclass(kw_only=True)
+class HookFilterRequest(_schema.HookFilterRequest):
+    """``tc filter {add|delete} dev D {parent ffff:|ingress|egress} …``: the engine's
+    ``HookFilterRequest`` (``hook`` "ingress" for ffff: and ffff:fff2, "egress" for ffff:fff3;
+    ``filter`` the ``HookFilter`` of ingress.rs, mirred devices as typed, which
+    run/programs/tc.py resolves)."""
 
-    verb: str
-    dev: str
-    #: "ingress" (ffff:, ffff:fff2) or "egress" (ffff:fff3)
-    hook: str
-    #: the ``HookFilter`` of ingress.rs (mirred devices as typed; run/programs/tc.py resolves them)
-    filter: dict[str, Any] | None
-    #: ``prio`` given to ``delete`` (0: every filter of the hook)
-    prio: int = 0
     #: (device name, column) of every mirred target, in order
     mirred: list[tuple[str, int | None]] = field(default_factory=list)
     dev_col: int | None = None
     verb_col: int | None = None
     #: the qdisc major (always ffff)
     major: int = 0xFFFF
-
-    def to_dict(self) -> dict[str, Any]:
-        """The engine's ``HookFilterRequest`` (mirred devices as they stand in ``filter``)."""
-        return {"verb": self.verb, "dev": self.dev, "hook": self.hook, "prio": self.prio,
-                "filter": self.filter}
 
 
 def is_hook_filter(words: list[Word], i: int) -> bool:
@@ -243,7 +222,9 @@ def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterReque
             "tc filter needs parent ffff: (or ingress, egress)", col=verb_w.col, expected=_FILTER_EXPECTED
         )
     if verb == "delete":
-        return HookFilterRequest("delete", dev.text, hook, None, prio, [], dev.col, verb_w.col)
+        return HookFilterRequest(
+            verb="delete", dev=dev.text, hook=hook, prio=prio, dev_col=dev.col, verb_col=verb_w.col
+        )
     if classifier is None or protocol is None:
         raise CommandError(
             "Error: Filter kind and protocol must be specified.", col=verb_w.col, expected=_FILTER_EXPECTED
@@ -262,7 +243,9 @@ def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterReque
         "classid": classid,
         "actions": actions,
     }
-    return HookFilterRequest("add", dev.text, hook, flt, 0, mirred, dev.col, verb_w.col)
+    return HookFilterRequest(
+        verb="add", dev=dev.text, hook=hook, filter=flt, mirred=mirred, dev_col=dev.col, verb_col=verb_w.col
+    )
 
 
 def _parse_match(w: Word, cur: Cursor) -> dict[str, Any]:

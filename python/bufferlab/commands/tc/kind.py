@@ -6,8 +6,9 @@ its ``tc -s`` xstats printer. Each kind module (fifo.py, tbf.py, ...) defines
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import Any, Protocol
+from dataclasses import dataclass
+from keyword import iskeyword
+from typing import Any, ClassVar, Protocol
 
 from ...errors import Diagnostics
 from ...profile import Profile
@@ -16,20 +17,31 @@ from .cursor import Cursor
 
 
 class Spec:
-    """Base of the spec dataclasses: ``to_dict()`` is the engine's serde JSON
-    (crates/bufferlab-core/src/qdisc/spec.rs): the ``kind`` tag first, then the fields
-    in their order (= spec.rs field order); nested specs as their own ``to_dict()``,
-    tuples and lists as lists."""
+    """Base of the request dataclasses of ``_schema.py`` (generated from the engine's schema
+    by tools/gen_schema_types.py): ``to_dict()`` is the engine's serde JSON
+    (crates/bufferlab-core/src/qdisc/spec.rs), the keys ``JSON_KEYS`` names in their order
+    (serde's: the tag first, then the fields as spec.rs declares them); nested specs as
+    their own ``to_dict()``, tuples and lists as lists. A subclass's own fields (columns,
+    parser state) stay out of it."""
+
+    JSON_KEYS: ClassVar[tuple[str, ...]] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        names = sorted((f.name for f in fields(self)), key=lambda name: name != "kind")  # type: ignore[arg-type]
-        return {name: _json_value(getattr(self, name)) for name in names}
+        return {key: _json_value(getattr(self, _attribute(key))) for key in self.JSON_KEYS}
+
+    def to_json_value(self) -> Any:
+        return self.to_dict()
+
+
+def _attribute(key: str) -> str:
+    """The field of a JSON key (``class`` → ``class_``, tools/gen_schema_types.py)."""
+    return key + "_" if iskeyword(key) else key
 
 
 def _json_value(value: Any) -> Any:
     if isinstance(value, tuple | list):
-        return list(value)
-    return value.to_dict() if hasattr(value, "to_dict") else value
+        return [_json_value(v) for v in value]
+    return value.to_json_value() if hasattr(value, "to_json_value") else value
 
 
 class QdiscSpec(Protocol):

@@ -11,7 +11,6 @@ reorder, corrupt, rate, slot, `` ecn ``, gap; percentages ``%g%%`` of u32/(2³²
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import CommandError, Diagnostics, NotSupportedError
@@ -28,88 +27,20 @@ from ...units import (
 )
 from .._common import c_int_full, matches, suggestion_for
 from ..shell import Word
+from ._schema import (
+    NetemCorrelation,
+    NetemLoss,
+    NetemLossGemodel,
+    NetemLossRandom,
+    NetemLossState,
+    NetemPercent,
+    NetemRate,
+    NetemSlot,
+)
+from ._schema import QdiscSpecNetem as NetemSpec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import UINT32_MAX, sprint_percent, sprint_rate, sprint_time, sprint_time64, tick2time
-
-
-@dataclass
-class NetemLossRandom(Spec):
-    model: str = field(default="random", init=False, repr=False)  # the serde tag
-    p: int = 0
-
-
-@dataclass
-class NetemLossState(Spec):
-    model: str = field(default="state", init=False, repr=False)  # the serde tag
-    p13: int
-    p31: int
-    p32: int
-    p23: int
-    p14: int
-
-
-@dataclass
-class NetemLossGemodel(Spec):
-    model: str = field(default="gemodel", init=False, repr=False)  # the serde tag
-    p: int
-    r: int
-    h: int
-    k1: int
-
-
-NetemLoss = NetemLossRandom | NetemLossState | NetemLossGemodel
-
-
-@dataclass
-class NetemCorrelation(Spec):
-    delay: int = 0
-    loss: int = 0
-    duplicate: int = 0
-
-
-@dataclass
-class NetemPercent(Spec):
-    p: int = 0
-    corr: int = 0
-
-
-@dataclass
-class NetemRate(Spec):
-    rate: int  # bytes/s
-    packet_overhead: int = 0
-    cell_size: int = 0
-    cell_overhead: int = 0
-
-
-@dataclass
-class NetemSlot(Spec):
-    min_delay: int = 0  # ns
-    max_delay: int = 0  # ns
-    dist: tuple[str, int, int] | None = None  # (distribution, delay ns, jitter ns)
-    packets: int | None = None
-    bytes: int | None = None
-
-
-@dataclass
-class NetemSpec(Spec):
-    """netem as the kernel receives it (docs/semantics/qdiscs.md §4.1, §4.8). ``None`` = not given."""
-
-    limit: int = 1000
-    latency: int = 0  # ns
-    jitter: int = 0  # ns
-    loss: NetemLoss = field(default_factory=NetemLossRandom)
-    gap: int = 0
-    duplicate: int = 0
-    correlation: NetemCorrelation | None = None
-    reorder: NetemPercent | None = None
-    corrupt: NetemPercent | None = None
-    rate: NetemRate | None = None
-    ecn: bool | None = None
-    slot: NetemSlot | None = None
-    distribution: str | None = None
-    kind: str = field(default="netem", repr=False)
-
 
 _NETEM_EXPECTED = (
     "netem [limit PACKETS] [delay TIME [JITTER [CORR]]] [distribution uniform|normal|pareto|paretonormal] "
@@ -149,10 +80,11 @@ def _netem_distribution(word: Word) -> str:
 
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> NetemSpec:
     ns_mode = profile.netem_time_ns
-    spec = NetemSpec()
+    # tc's fixed block before the options (q_netem.c netem_parse_opt); the loss model is set last
+    spec = NetemSpec(limit=1000, latency=0, jitter=0, loss=NetemLossRandom(p=0), gap=0, duplicate=0)
     loss_p = 0
     loss_model: NetemLoss | None = None
-    cor = NetemCorrelation()
+    cor = NetemCorrelation(delay=0, loss=0, duplicate=0)
     corr_present = False
     dup_corr_word: Word | None = None
     reorder: NetemPercent | None = None
@@ -210,7 +142,7 @@ def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile
                     if not next_is_number():
                         break
                     vals[idx] = pct(cur.take(), label)
-                loss_model = NetemLossState(*vals)
+                loss_model = NetemLossState(p13=vals[0], p31=vals[1], p32=vals[2], p23=vals[3], p14=vals[4])
             elif v.text == "gemodel":
                 p = cur.value(v, "loss gemodel P [R [1-H [1-K]]]")
                 pf = read_unit(parse_percent_fraction, p, 'Illegal "loss gemodel p"')
@@ -221,7 +153,7 @@ def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile
                         ge[2] = U32_MAX - pct(cur.take(), "loss gemodel h")
                         if next_is_number():
                             ge[3] = pct(cur.take(), "loss gemodel k")
-                loss_model = NetemLossGemodel(*ge)
+                loss_model = NetemLossGemodel(p=ge[0], r=ge[1], h=ge[2], k1=ge[3])
             else:
                 hint = None
                 if v.text.startswith("."):
@@ -238,13 +170,13 @@ def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile
             ecn_word = w
         elif matches(t, "reorder"):
             v = cur.value(w, "reorder PERCENT [CORRELATION] [gap N]")
-            reorder = NetemPercent(pct(v, "reorder"), 0)
+            reorder = NetemPercent(p=pct(v, "reorder"), corr=0)
             if next_is_number():
                 corr_present = True
                 reorder.corr = pct(cur.take(), "reorder")
         elif matches(t, "corrupt"):
             v = cur.value(w, "corrupt PERCENT [CORRELATION]")
-            corrupt = NetemPercent(pct(v, "corrupt"), 0)
+            corrupt = NetemPercent(p=pct(v, "corrupt"), corr=0)
             if next_is_number():
                 corr_present = True
                 corrupt.corr = pct(cur.take(), "corrupt")
@@ -273,7 +205,12 @@ def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile
                     col=v.col,
                     expected="an absolute rate such as 8mbit",
                 )
-            r = NetemRate(read_unit(parse_rate, v, 'Illegal "rate"'))
+            r = NetemRate(
+                rate=read_unit(parse_rate, v, 'Illegal "rate"'),
+                packet_overhead=0,
+                cell_size=0,
+                cell_overhead=0,
+            )
             if next_is_number(signed=True):
                 x = cur.take()
                 n = c_int_full(x.text, 0)
@@ -296,7 +233,7 @@ def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile
                 r.cell_overhead = n
             spec.rate = r
         elif matches(t, "slot"):
-            slot = NetemSlot()
+            slot = NetemSlot(min_delay=0, max_delay=0)
             if next_is_number():
                 v = cur.take()
                 slot.min_delay = read_unit(parse_time_ns64, v, 'Illegal "slot min_delay"')
@@ -390,7 +327,7 @@ def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile
             expected="netem delay TIME JITTER distribution TYPE",
         )
 
-    spec.loss = loss_model if loss_model is not None else NetemLossRandom(loss_p)
+    spec.loss = loss_model if loss_model is not None else NetemLossRandom(p=loss_p)
     if corr_present:
         spec.correlation = cor
     elif dup_corr_word is not None:

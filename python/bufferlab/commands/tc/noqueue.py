@@ -3,19 +3,14 @@ by tc/tc.c ``parse_noqopt`` and ``tc qdisc show`` prints none."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import Diagnostics
 from ...profile import Profile
 from ..shell import Word
+from ._schema import QdiscSpecNoqueue as NoqueueSpec
 from .cursor import Cursor, parse_noqopt
-from .kind import QdiscKind, Spec
-
-
-@dataclass
-class NoqueueSpec(Spec):
-    kind: str = "noqueue"
+from .kind import QdiscKind
 
 
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> NoqueueSpec:

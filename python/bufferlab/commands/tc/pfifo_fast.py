@@ -4,22 +4,17 @@ module (tc/q_prio.c) prints it and parses no options."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import Diagnostics
 from ...profile import Profile
 from ..shell import Word
+from ._schema import QdiscSpecPfifoFast as PfifoFastSpec
 from .cursor import Cursor, reject_options
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 
 #: ``sch_default_prio2band``: the band of each of the 16 priorities
 DEFAULT_PRIOMAP = (1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)
-
-
-@dataclass
-class PfifoFastSpec(Spec):
-    kind: str = "pfifo_fast"
 
 
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> PfifoFastSpec:

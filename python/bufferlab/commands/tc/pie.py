@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import CommandError, Diagnostics
@@ -10,25 +9,10 @@ from ...profile import Profile
 from ...units import U32_MAX, parse_time_us
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecPie as PieSpec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import sprint_time
-
-
-@dataclass
-class PieSpec(Spec):
-    """pie (docs/semantics/qdiscs.md §8.3): times in µs, alpha/beta as given (0..32); None = not given."""
-
-    limit: int | None = None
-    target: int | None = None
-    tupdate: int | None = None
-    alpha: int | None = None
-    beta: int | None = None
-    ecn: bool | None = None
-    bytemode: bool | None = None
-    dq_rate_estimator: bool | None = None
-    kind: str = "pie"
-
 
 _PIE_USAGE = (
     "pie [ limit PACKETS ] [ target TIME ] [ tupdate TIME ] [ alpha ALPHA ] [ beta BETA ] "

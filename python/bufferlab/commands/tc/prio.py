@@ -11,15 +11,15 @@ counters (``prio_dump_class_stats``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import CommandError, Diagnostics, NotSupportedError
 from ...profile import Profile
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecPrio as PrioSpec
 from .cursor import Cursor
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .pfifo_fast import DEFAULT_PRIOMAP
 from .pfifo_fast import _print_opt as _print_prio_opt
 from .tc_util import sprint_size
@@ -30,19 +30,9 @@ _TC_PRIO_MAX = 15
 _USAGE = "prio bands NUMBER priomap P1 P2 ... [multiqueue]"
 
 
-@dataclass
-class PrioSpec(Spec):
-    bands: int = 3
-    priomap: list[int] = field(default_factory=lambda: list(DEFAULT_PRIOMAP))
-    leaf_limit: int = TXQUEUELEN
-    classes: list[dict[str, Any]] = field(default_factory=list)
-    filters: list[dict[str, Any]] = field(default_factory=list)
-    kind: str = field(default="prio", repr=False)
-
-
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> PrioSpec:
     """``prio_parse_opt``: ``bands`` (get_integer), then ``priomap`` and up to 16 bands."""
-    spec = PrioSpec()
+    spec = PrioSpec(bands=3, priomap=list(DEFAULT_PRIOMAP), leaf_limit=TXQUEUELEN)
     pmap_mode = False
     idx = 0
     while not cur.done():

@@ -12,7 +12,6 @@ engine's ``RedSpec`` JSON (``max_p`` = current value) is read as ``limit``,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -21,9 +20,9 @@ from ...profile import Profile
 from ...units import U32_MAX, parse_rate, parse_size
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecRed as RedSpec
 from .cpm import (
     REPORT_DSCP_COEFF,
-    DscpCoeff,
     class_xstats_text,
     cpm_options,
     dscp_coeff_text,
@@ -31,31 +30,8 @@ from .cpm import (
     parse_dscp_coeff,
 )
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import sprint_size
-
-
-@dataclass
-class RedSpec(Spec):
-    """red as the kernel receives it (docs/semantics/qdiscs.md §5.2–5.3), computed as tc does."""
-
-    limit: int
-    qth_min: int
-    qth_max: int
-    wlog: int
-    plog: int
-    scell_log: int
-    stab: list[int]
-    max_p: int
-    ecn: bool = False
-    harddrop: bool = False
-    adaptive: bool = False
-    nodrop: bool = False
-    #: the adaptive flag travels in the qopt flags byte (iproute2 <= 5.6): timer runs
-    adaptive_timer: bool = False
-    dscp_coeff: DscpCoeff | None = None
-    kind: str = "red"
-
 
 _RED_USAGE = (
     "Usage: ... red limit BYTES [min BYTES] [max BYTES] avpkt BYTES [burst PACKETS]\n"

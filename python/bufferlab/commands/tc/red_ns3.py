@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import CommandError, Diagnostics
@@ -11,49 +10,11 @@ from ...profile import Profile
 from ...units import U32_MAX, parse_rate_bits, parse_size, parse_time_ns64
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecRedNs3 as RedNs3Spec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .red import red_xstats_text
 from .tc_util import sprint_rate, sprint_size, sprint_time
-
-
-@dataclass
-class RedNs3Spec(Spec):
-    """red_ns3 (SIM, docs/semantics/qdiscs.md §5.10): ns-3's RED attributes; thresholds and
-    limit in the mode's unit, times in ns, bandwidth in bit/s; exactly one of
-    ``max_p`` / ``linterm`` (max_p = 1/linterm, ns-3's reading)."""
-
-    variant: str = "qdisc"  # "2015" | "qdisc"
-    mode: str = "packets"  # "packets" | "bytes"
-    limit: int = 25
-    min_th: float = 5.0
-    max_th: float = 15.0
-    qw: float = 0.002
-    max_p: float | None = None
-    linterm: float | None = 50.0
-    mean_pkt_size: int = 500
-    gentle: bool = True
-    wait: bool = True
-    ecn: bool = False
-    harddrop: bool = True
-    ns1compat: bool = False
-    bandwidth: int = 1_500_000
-    link_delay: int = 20_000_000
-    ared: bool = False
-    adapt_max_p: bool = False
-    target_delay: int = 5_000_000
-    interval: int = 500_000_000
-    top: float = 0.5
-    bottom: float = 0.0
-    alpha: float = 0.01
-    beta: float = 0.9
-    rtt: int = 100_000_000
-    feng: bool = False
-    feng_alpha: float = 3.0
-    feng_beta: float = 2.0
-    nlred: bool = False
-    kind: str = "red_ns3"
-
 
 _RED_NS3_EXPECTED = (
     "red_ns3 [variant 2015|qdisc] [mode packets|bytes] limit N minth X maxth Y [qw W] (maxp P | linterm L) "
@@ -81,7 +42,14 @@ _QW_EXPECTED = "a weight in (0, 1], or 0 / -1 / -2 for ns-3's automatic settings
 
 
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> RedNs3Spec:
-    spec = RedNs3Spec()
+    # ns-3's attribute defaults (RedQueueDisc; docs/semantics/qdiscs.md §5.10): thresholds and
+    # limit in the mode's unit, times in ns, bandwidth in bit/s; max_p = 1/linterm unless given
+    spec = RedNs3Spec(
+        variant="qdisc", mode="packets", limit=25, min_th=5.0, max_th=15.0, qw=0.002, linterm=50.0,
+        mean_pkt_size=500, gentle=True, wait=True, bandwidth=1_500_000, link_delay=20_000_000,
+        target_delay=5_000_000, interval=500_000_000, top=0.5, bottom=0.0, alpha=0.01, beta=0.9,
+        rtt=100_000_000, feng_alpha=3.0, feng_beta=2.0,
+    )
     seen: dict[str, Word] = {}  # keyword -> the keyword's word (for positions)
 
     def number(w: Word, what: str, expected: str) -> float:

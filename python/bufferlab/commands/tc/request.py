@@ -1,6 +1,6 @@
-"""What ``tc qdisc ...`` becomes: a request for the engine (``TcQdiscRequest``,
-serialised as the serde JSON of crates/bufferlab-core/src/qdisc/spec.rs ``TcRequest``;
-field order = spec.rs field order) or a ``tc qdisc show`` (``TcShow``)."""
+"""What ``tc qdisc ...`` becomes: a request for the engine (``TcQdiscRequest``, the generated
+``TcRequest`` of _schema.py with the words' columns, serialised as the serde JSON of
+crates/bufferlab-core/src/qdisc/spec.rs ``TcRequest``) or a ``tc qdisc show`` (``TcShow``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .kind import QdiscSpec
+from ._schema import TcRequest
 
 
 @dataclass(frozen=True)
@@ -27,30 +27,18 @@ class ParentClass:
 
 
 ParentSpec = ParentRoot | ParentClass
-_VERB_JSON = {"add": "add", "change": "change", "replace": "replace", "link": "link", "delete": "delete"}
 
 
-@dataclass
-class TcQdiscRequest:
+@dataclass(kw_only=True)
+class TcQdiscRequest(TcRequest):
     """One ``tc qdisc {add|change|replace|link|delete} ...``."""
 
-    verb: str  # "add" | "change" | "replace" | "link" | "delete"
-    dev: str
-    parent: ParentSpec | None = None  # None: neither root nor parent given
-    handle: int | None = None  # major of "handle X:"
-    qdisc: QdiscSpec | None = None  # None only for delete
+    #: the parser's form of the schema's ``parent`` (``root``, or the class), as ``tc qdisc
+    #: show`` filters by it too; each gives its JSON (``to_json_value``)
+    parent: ParentSpec | None = None  # type: ignore[assignment]
     dev_col: int | None = None
     kind_col: int | None = None
     verb_col: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "verb": _VERB_JSON[self.verb],
-            "dev": self.dev,
-            "parent": self.parent.to_json_value() if self.parent is not None else None,
-            "handle": self.handle,
-            "qdisc": self.qdisc.to_dict() if self.qdisc is not None else None,
-        }
 
     def to_json(self) -> str:
         """The ``TcRequest`` JSON the engine's ``Simulator.tc()`` takes."""

@@ -11,7 +11,6 @@ penalty_rate Rpps penalty_burst Bp ``; xstats ``  earlydrop … marked M`` then
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import CommandError, Diagnostics
@@ -19,27 +18,10 @@ from ...profile import Profile
 from ...units import U32_MAX, strtod_prefix
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecSfb as SfbSpec
 from .cursor import Cursor
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import sprint_time
-
-
-@dataclass
-class SfbSpec(Spec):
-    """sfb (docs/semantics/qdiscs.md §6.2) as ``struct tc_sfb_qopt``: tc's defaults filled in,
-    times in ms, probabilities Q0.16, ``limit`` 0 = the device's txqueuelen."""
-
-    rehash: int = 600_000
-    db: int = 60_000
-    limit: int = 0
-    max: int = 25
-    target: int = 20
-    increment: int = 33
-    decrement: int = 3
-    penalty_rate: int = 10
-    penalty_burst: int = 20
-    kind: str = "sfb"
-
 
 _SFB_USAGE = (
     "Usage: ... sfb [ rehash SECS ] [ db SECS ] [ limit PACKETS ] [ max PACKETS ] [ target PACKETS ] "
@@ -71,8 +53,12 @@ def sfb_prob(x: float) -> int:
 
 
 def _parse_opt(kind_word: Word, cur: Cursor, diag: Diagnostics, profile: Profile) -> SfbSpec:
-    spec = SfbSpec()
-    spec.max = spec.target = 0  # tc derives them after the loop
+    # tc's defaults (q_sfb.c sfb_parse_opt): times in ms, probabilities Q0.16, limit 0 = the
+    # device's txqueuelen; max and target tc derives after the loop
+    spec = SfbSpec(
+        rehash=600_000, db=60_000, limit=0, max=0, target=0, increment=33, decrement=3,
+        penalty_rate=10, penalty_burst=20,
+    )
     keywords = list(_SFB_U32) + list(_SFB_PROBS)
     while not cur.done():
         w = cur.take()

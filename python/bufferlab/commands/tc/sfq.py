@@ -9,7 +9,6 @@ options, which the kernel returns there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import CommandError, Diagnostics
@@ -17,37 +16,12 @@ from ...profile import Profile
 from ...units import U32_MAX, parse_size, strtod_prefix
 from .._common import c_int_full, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecSfq as SfqSpec
+from ._schema import SfqRedSpec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .red import red_eval_ewma, red_eval_p
 from .tc_util import sprint_size
-
-
-@dataclass
-class SfqRedSpec(Spec):
-    qth_min: int = 0
-    qth_max: int = 0
-    wlog: int = 0
-    plog: int = 0
-    max_p: int = 0
-    ecn: bool = False
-    harddrop: bool = False
-
-
-@dataclass
-class SfqSpec(Spec):
-    """sfq as ``struct tc_sfq_qopt_v1``: 0 = not given."""
-
-    quantum: int = 0
-    perturb: int = 0
-    limit: int = 0
-    divisor: int = 0
-    flows: int = 0
-    depth: int = 0
-    headdrop: bool = False
-    red: SfqRedSpec | None = None
-    kind: str = "sfq"
-
 
 _USAGE = (
     "Usage: ... sfq [ limit NUMBER ] [ perturb SECS ] [ quantum BYTES ] [ divisor NUMBER ] "

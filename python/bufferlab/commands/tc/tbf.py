@@ -10,7 +10,6 @@ conversion and its error messages. Printing (``tbf_print_opt``): ``rate R burst 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import CommandError, Diagnostics
@@ -18,26 +17,10 @@ from ...profile import Profile
 from ...units import U32_MAX, parse_rate, parse_size, parse_time_us
 from .._common import c_int_full, matches, suggestion_for
 from ..shell import Word
+from ._schema import QdiscSpecTbf as TbfSpec
 from .cursor import Cursor, read_unit
-from .kind import QdiscKind, Spec
+from .kind import QdiscKind
 from .tc_util import cell_log, sprint_rate, sprint_size, sprint_time, tick2time, xmitsize, xmittime
-
-
-@dataclass
-class TbfSpec(Spec):
-    """What the kernel receives (docs/semantics/qdiscs.md §3.2); ``latency`` already turned into
-    ``limit``."""
-
-    rate: int  # bytes/s
-    burst: int  # bytes
-    limit: int  # bytes
-    peakrate: int | None = None  # bytes/s
-    mtu: int | None = None  # bytes (only with peakrate)
-    mpu: int = 0
-    overhead: int = 0
-    atm: bool = False
-    kind: str = field(default="tbf", repr=False)
-
 
 _TBF_USAGE = (
     "Usage: ... tbf limit BYTES burst BYTES[/BYTES] rate KBPS [ mtu BYTES[/BYTES] ] "

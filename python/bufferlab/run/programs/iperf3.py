@@ -1,4 +1,4 @@
-"""``iperf3`` (parser: commands/iperf3.py, text and JSON: formats/iperf3.py, engine:
+"""``iperf3`` (parser: commands/iperf3.py, text and JSON: formats/iperf3/, engine:
 app/iperf3.rs)."""
 
 from __future__ import annotations

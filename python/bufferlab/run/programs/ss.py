@@ -22,8 +22,8 @@ def _prep_ss(pc: PrepareCtx, words: list[Word]) -> Prepared:
     node = pc.require_node(words[0], "ss")
     modern = pc.profile.name == "modern"
     cmd = ss_cmd.parse_ss(words, modern)
-    view = fmt.SsView(modern, numeric=cmd.numeric, info=cmd.info, options=cmd.options, header=cmd.header,
-                      netid=cmd.netid_column, state=cmd.state_column)
+    view = fmt.SsView(modern, numeric=cmd.numeric, info=cmd.info, options=cmd.options, extended=cmd.extended,
+                      memory=cmd.memory, header=cmd.header, netid=cmd.netid_column, state=cmd.state_column)
 
     def run(rt: RunCtx) -> int:
         entries = rt.engine.sockets(node)
@@ -42,6 +42,6 @@ def _prep_ss(pc: PrepareCtx, words: list[Word]) -> Prepared:
 
 
 PROGRAMS = (
-    Program("ss", _prep_ss, "`ss -t|-u [-a|-l] [-n] [-i] [-o] [-s] [-H] [state S] [FILTER]`: the host's "
-            "sockets, `-i` their TCP information (iproute2)"),
+    Program("ss", _prep_ss, "`ss -t|-u [-a|-l] [-n] [-i] [-o] [-e] [-m] [-s] [-H] [state S] [FILTER]`: the "
+            "host's sockets, `-i` their TCP information, `-m` their memory (iproute2)"),
 )

@@ -24,7 +24,7 @@
 //!   iperf_client_api.c).
 //!
 //! Intervals are recorded at exact `interval` ticks from each side's start;
-//! text and JSON are produced by python/bufferlab/formats/iperf3.py.
+//! text and JSON are produced by python/bufferlab/formats/iperf3/.
 
 pub mod client;
 pub mod control;

@@ -444,10 +444,10 @@ fn test_end_closes_the_last_partial_interval_and_answers_with_results() {
 /// The server's sockets as `ss -a` lists them: (kind, peer port).
 fn server_views(sc: &ServerScript) -> Vec<(&'static str, Option<u16>)> {
     use crate::app::sockets::PortKind;
-    let views = sc.bench.hosts[SERVER].sockets.views();
-    views
-        .iter()
-        .map(|v| match v.kind {
+    sc.bench.hosts[SERVER]
+        .sockets
+        .views()
+        .map(|(v, _)| match v.kind {
             PortKind::Listen { .. } => ("listen", None),
             PortKind::Udp { peer } => ("udp", peer.map(|(_, port)| port)),
         })

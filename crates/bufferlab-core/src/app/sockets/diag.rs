@@ -5,27 +5,33 @@
 //! python/bufferlab/formats/ss.py. Listing order: listeners and UDP sockets
 //! in registration order, then TCP connections in slot order.
 
-use super::{PortKind, Sockets, TcpSocket};
+use super::{PortKind, SockIdent, Sockets, TcpSocket};
 use crate::packet::Ipv4;
 use crate::tcp::cc::CcInfo;
-use crate::tcp::endpoint::{TcpInfo, TcpState};
+use crate::tcp::endpoint::{SkMemInfo, TcpInfo, TcpState};
 use crate::time::SimTime;
 use serde_json::{json, Value};
 
 /// What a listener's accepted connections would get: the congestion
-/// control's name and the initial window (`ss -i` of a listener shows them).
+/// control's name and the initial window (`ss -i` of a listener shows them),
+/// and the listener's own buffers (`ss -m`).
 pub struct ListenerTcp {
     pub congestion: String,
     pub init_cwnd: u32,
     /// `net.core.somaxconn`: 128 before Linux 5.4, 4096 since
     pub somaxconn: u32,
+    pub sndbuf: u32,
+    pub rcvbuf: u32,
 }
 
 impl ListenerTcp {
     pub fn of(cfg: &crate::tcp::endpoint::TcpConfig) -> ListenerTcp {
+        let buffers = cfg.socket_buffers();
         ListenerTcp {
             congestion: cfg.congestion.clone(),
             init_cwnd: cfg.init_cwnd,
+            sndbuf: buffers.sndbuf,
+            rcvbuf: buffers.rcvbuf,
             somaxconn: match cfg.profile {
                 crate::tcp::cc::CcProfile::Lab2019 => 128,
                 crate::tcp::cc::CcProfile::Modern => 4096,
@@ -150,9 +156,49 @@ fn tcp_info_json(i: &TcpInfo) -> Value {
     )
 }
 
+/// `sk_get_meminfo` as `ss -m` reads it, in `SK_MEMINFO_*` order.
+fn meminfo_json(m: &SkMemInfo) -> Value {
+    json!({"r": m.rmem_alloc, "rb": m.rcvbuf, "t": m.wmem_alloc, "tb": m.sndbuf,
+           "f": m.forward_alloc, "w": m.wmem_queued, "o": 0, "bl": 0, "d": m.drops})
+}
+
+/// A full socket's `ss -e` identity: its inode (0 once its application closed
+/// it: `sock_orphan`), cookie and `sk_shutdown` bits (1 receive, 2 send).
+fn full_socket_ident(ident: SockIdent, orphan: bool, shutdown: u8) -> Value {
+    json!({"ino": if orphan { 0 } else { ident.ino }, "cookie": ident.cookie, "shutdown": shutdown})
+}
+
+/// `ss -e` and `-m` of a connection. The applications close (never shut
+/// down) their sockets, so a FIN sent means an orphan with both directions
+/// shut. A request socket (SYN-RECV) and a timewait socket (TIME-WAIT, and
+/// FIN-WAIT-2 once orphaned: `tcp_time_wait(sk, TCP_FIN_WAIT2, …)` when
+/// `tcp_fin_timeout` is at most TCP_TIMEWAIT_LEN, the default) are not full
+/// sockets: no inode, shutdown bits nor memory (inet_diag.c
+/// `inet_req_diag_fill`, `inet_twsk_diag_fill`); their cookie is the
+/// socket's.
+fn connection_ident_and_mem(s: &TcpSocket) -> (Value, Value) {
+    let ep = &s.conn.ep;
+    let minimal = json!({"ino": 0, "cookie": s.ident.cookie, "shutdown": null});
+    match ep.state() {
+        TcpState::SynReceived | TcpState::TimeWait | TcpState::FinWait2 => (minimal, Value::Null),
+        state => {
+            let (orphan, shutdown) = match state {
+                TcpState::FinWait1 | TcpState::Closing | TcpState::LastAck => (true, 3),
+                TcpState::CloseWait => (false, 1),
+                _ => (false, 0),
+            };
+            (
+                full_socket_ident(s.ident, orphan, shutdown),
+                meminfo_json(&ep.meminfo()),
+            )
+        }
+    }
+}
+
 fn connection_json(s: &TcpSocket, addr: Ipv4, now: SimTime) -> Value {
     let ep = &s.conn.ep;
     let info = ep.info();
+    let (ident, mem) = connection_ident_and_mem(s);
     let (recv_q, send_q) = ep.diag_queues();
     let timer = ep.diag_timer(now).map(|(name, expires_ms, retrans)| {
         json!({"name": name, "expires_ms": expires_ms, "retrans": retrans})
@@ -169,6 +215,8 @@ fn connection_json(s: &TcpSocket, addr: Ipv4, now: SimTime) -> Value {
         "cc": ep.cc().ops_name(),
         "cc_info": cc_info_json(info.cc_info),
         "info": tcp_info_json(&info),
+        "ident": ident,
+        "mem": mem,
     })
 }
 
@@ -182,13 +230,14 @@ impl Sockets {
         listener: impl Fn(u32) -> Option<ListenerTcp>,
     ) -> Vec<Value> {
         let mut out = Vec::new();
-        for v in self.views() {
+        for (v, ident) in self.views() {
             let any = if v.v6 { "::" } else { "0.0.0.0" };
             let mut entry = json!({
                 "proto": "udp", "state": "UNCONN", "v6": v.v6,
                 "local": any, "lport": v.port, "peer": any, "pport": 0,
                 "recv_q": 0, "send_q": 0, "owner": v.owner,
                 "timer": null, "cc": null, "cc_info": null, "info": null,
+                "ident": full_socket_ident(ident, false, 0), "mem": null,
             });
             match v.kind {
                 PortKind::Listen { backlog } => {
@@ -200,6 +249,13 @@ impl Sockets {
                     entry["state"] = json!("LISTEN");
                     entry["send_q"] = json!(backlog);
                     entry["cc"] = json!(tcp.as_ref().map(|t| t.congestion.clone()));
+                    entry["mem"] = tcp.as_ref().map_or(Value::Null, |t| {
+                        meminfo_json(&SkMemInfo {
+                            rcvbuf: t.rcvbuf,
+                            sndbuf: t.sndbuf,
+                            ..SkMemInfo::default()
+                        })
+                    });
                     entry["info"] = json!({
                         "snd_cwnd": tcp.map_or(0, |t| t.init_cwnd), "reordering": 3,
                         "unacked": 0, "sacked": backlog,

@@ -86,6 +86,17 @@ pub struct TcpSocket {
     live: bool,
     /// an AF_INET6 socket talking IPv4 (`ss` shows `[::ffff:a.b.c.d]`)
     pub v6: bool,
+    pub ident: SockIdent,
+}
+
+/// What `ss -e` shows of a socket's identity: its inode number (sockfs) and
+/// its cookie (`sock_gen_cookie`). SIM: both from one counter per node,
+/// from 1, in creation order; Linux's inode numbers are host-wide and its
+/// cookies come from per-CPU batches, so only their shape compares.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SockIdent {
+    pub ino: u32,
+    pub cookie: u64,
 }
 
 /// What `ss` shows of a bound port that is not a TCP connection.
@@ -121,6 +132,10 @@ pub struct Sockets {
     spare: OutputBuffer,
     /// counters of the connections that are gone
     gone: TcpTotals,
+    /// identities of `views`, index for index
+    view_idents: Vec<SockIdent>,
+    /// sockets created so far (the last identity given)
+    created: u32,
 }
 
 impl Sockets {
@@ -136,6 +151,16 @@ impl Sockets {
             lent_to: None,
             spare: OutputBuffer::default(),
             gone: TcpTotals::default(),
+            view_idents: Vec::new(),
+            created: 0,
+        }
+    }
+
+    fn next_ident(&mut self) -> SockIdent {
+        self.created = self.created.wrapping_add(1);
+        SockIdent {
+            ino: self.created,
+            cookie: self.created as u64,
         }
     }
 
@@ -235,18 +260,22 @@ impl Sockets {
 
     /// Show the bound `port` as `kind` (a listener, a UDP socket).
     pub fn add_view(&mut self, view: PortView) {
+        let ident = self.next_ident();
         self.views.push(view);
+        self.view_idents.push(ident);
     }
 
     /// Forget the views of `owner`'s `port` that `pred` picks.
     pub fn remove_views(&mut self, owner: u32, port: u16, pred: impl Fn(&PortKind) -> bool) {
-        self.views
-            .retain(|v| !(v.owner == owner && v.port == port && pred(&v.kind)));
+        let gone = |v: &PortView| v.owner == owner && v.port == port && pred(&v.kind);
+        let mut kept = self.views.iter().map(|v| !gone(v));
+        self.view_idents.retain(|_| kept.next().unwrap_or(true));
+        self.views.retain(|v| !gone(v));
     }
 
-    /// The views in registration order.
-    pub fn views(&self) -> &[PortView] {
-        &self.views
+    /// The views in registration order, with their identities.
+    pub fn views(&self) -> impl Iterator<Item = (&PortView, SockIdent)> {
+        self.views.iter().zip(self.view_idents.iter().copied())
     }
 
     // ------------------------------------------------------------ TCP
@@ -257,12 +286,14 @@ impl Sockets {
             remote: conn.remote,
             local_port: conn.local_port,
         };
+        let ident = self.next_ident();
         let sock = Some(TcpSocket {
             conn,
             owner,
             tag: 0,
             live: true,
             v6,
+            ident,
         });
         let slot = match self.free.pop() {
             Some(s) => {

@@ -202,13 +202,8 @@ fn the_node_counts_opens_segments_and_a_timeout_retransmission_once() {
 
 fn diag(bench: &Bench, host: usize) -> Vec<Value> {
     let h = &bench.hosts[host];
-    h.sockets.diag(h.addr, SimTime(2 * MS), |_| {
-        Some(ListenerTcp {
-            congestion: "cubic".into(),
-            init_cwnd: 10,
-            somaxconn: 128,
-        })
-    })
+    h.sockets
+        .diag(h.addr, SimTime(2 * MS), |_| Some(ListenerTcp::of(&cfg())))
 }
 
 #[test]

@@ -1,7 +1,9 @@
-//! `getsockopt(TCP_INFO)`: net/ipv4/tcp.c `tcp_get_info` (docs/semantics/tcp.md §14).
+//! `getsockopt(TCP_INFO)`: net/ipv4/tcp.c `tcp_get_info` (docs/semantics/tcp.md §14),
+//! and the socket memory `ss -m` reads (net/core/sock.c `sk_get_meminfo`).
 
 use super::{TcpEndpoint, TcpState};
 use crate::tcp::cc::{tcp_jiffies32, HZ, TCP_INFINITE_SSTHRESH};
+use crate::tcp::config::SNDBUF_OVERHEAD_PCT;
 use crate::tcp::rtt::jiffies_to_usecs;
 use crate::tcp::timers::TcpTimer;
 use crate::time::SimTime;
@@ -178,7 +180,48 @@ impl TcpEndpoint {
     }
 }
 
+/// `sk_get_meminfo` (net/core/sock.c) of a connection, as `ss -m` prints it
+/// (`skmem:(r…,rb…,t…,tb…,f…,w…,o…,bl…,d…)`), bytes except `drops`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SkMemInfo {
+    /// `sk_rmem_alloc`: truesize of received data not read (in order and out of order)
+    pub rmem_alloc: u32,
+    pub rcvbuf: u32,
+    /// `sk_wmem_alloc`: truesize of sent skbs still in the host (TSQ's count)
+    pub wmem_alloc: u32,
+    pub sndbuf: u32,
+    /// `sk_forward_alloc`: what the socket reserved beyond its use. SIM: the
+    /// rest of the last 4 KiB page its memory occupies (`sk_mem_pages`
+    /// rounding); Linux keeps up to one more page until it reclaims.
+    pub forward_alloc: u32,
+    /// `sk_wmem_queued`: truesize of the write and retransmit queues. SIM:
+    /// the queued bytes with the send buffer's overhead ratio (§6.2).
+    pub wmem_queued: u32,
+    /// `sk_drops`, segments
+    pub drops: u32,
+}
+
+/// `SK_MEM_QUANTUM`: the page socket memory is reserved in
+const SK_MEM_QUANTUM: u32 = 4096;
+
 impl TcpEndpoint {
+    /// `sk_get_meminfo`. Option memory and the backlog (`o`, `bl`) are 0: no
+    /// socket options hold memory, and a segment never waits for a socket
+    /// owned by its application (a process context the model does not have).
+    pub fn meminfo(&self) -> SkMemInfo {
+        let wmem_queued = (self.queued_bytes() as u64 * SNDBUF_OVERHEAD_PCT / 100) as u32;
+        let used = self.rcv.rmem_alloc.wrapping_add(wmem_queued);
+        SkMemInfo {
+            rmem_alloc: self.rcv.rmem_alloc,
+            rcvbuf: self.rcv.rcvbuf,
+            wmem_alloc: self.wmem_alloc.min(u32::MAX as u64) as u32,
+            sndbuf: self.sndbuf,
+            forward_alloc: (SK_MEM_QUANTUM - used % SK_MEM_QUANTUM) % SK_MEM_QUANTUM,
+            wmem_queued,
+            drops: self.sk_drops,
+        }
+    }
+
     /// `idiag_rqueue`, `idiag_wqueue` of a connection (tcp_diag.c
     /// `tcp_diag_get_info`): bytes received but not read, and sequence
     /// space written but not acknowledged (a queued FIN counts one).

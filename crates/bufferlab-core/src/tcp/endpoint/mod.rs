@@ -73,7 +73,8 @@ use crate::rng::ComponentRng;
 use crate::tcp::accecn::{self, AccEcn, EcnMode};
 use crate::tcp::cc::{tcp_jiffies32, CaEvent, CaState, Cc, CcSock};
 use crate::tcp::config::{
-    SNDBUF_OVERHEAD_PCT, TCPOLEN_TSTAMP_ALIGNED, TCP_MAX_WSCALE, TCP_MIN_MSS, TCP_MSS_DEFAULT,
+    SocketBuffers, SNDBUF_OVERHEAD_PCT, TCPOLEN_TSTAMP_ALIGNED, TCP_MAX_WSCALE, TCP_MIN_MSS,
+    TCP_MSS_DEFAULT,
 };
 use crate::tcp::minmax::MinMax;
 use crate::tcp::rate::RateState;
@@ -90,7 +91,7 @@ mod output;
 mod timer;
 
 pub use crate::tcp::config::TcpConfig;
-pub use info::TcpInfo;
+pub use info::{SkMemInfo, TcpInfo};
 pub use mib::{TcpMib, TcpTotals};
 
 #[cfg(test)]
@@ -372,6 +373,10 @@ pub struct TcpEndpoint {
     pub(super) last_data_recv: u32,
     /// out-of-order segments received (`tcpi_rcv_ooopack`)
     pub(super) rcv_ooopack: u32,
+    /// `sk_drops`: segments of the received skbs TCP dropped (`tcp_drop_reason`
+    /// → `sk_drops_add`: out of sequence, a SYN or no ACK flag in window, old
+    /// or out-of-window data, a full receive buffer, out-of-order data held)
+    pub(super) sk_drops: u32,
     /// an ECT or CE data segment arrived on this ECN connection
     /// (`TCP_ECN_SEEN`, `TCPI_OPT_ECN_SEEN`)
     pub(super) ecn_seen: bool,
@@ -406,15 +411,12 @@ impl TcpEndpoint {
         cs.set_clock(now);
         cs.now_us = now.as_nanos() / 1000 + CLOCK_BASE_US;
         let jiffies = tcp_jiffies32(now);
-        // SO_SNDBUF / SO_RCVBUF: doubled, capped at twice the core maximum
-        let (sndbuf, sndbuf_locked) = match cfg.sndbuf {
-            Some(v) => (v.min(cfg.wmem_max).saturating_mul(2).max(4608), true),
-            None => (cfg.wmem[1], false),
-        };
-        let (rcvbuf, rcvbuf_locked) = match cfg.rcvbuf {
-            Some(v) => (v.min(cfg.rmem_max).saturating_mul(2).max(2304), true),
-            None => (cfg.rmem[1], false),
-        };
+        let SocketBuffers {
+            sndbuf,
+            sndbuf_locked,
+            rcvbuf,
+            rcvbuf_locked,
+        } = cfg.socket_buffers();
         let advmss = cfg.mss.min(cfg.pmtu.saturating_sub(40)).max(TCP_MIN_MSS);
         let rcv = Receiver::new(&cfg, rcvbuf, rcvbuf_locked, advmss);
         let icsk_rto = TCP_TIMEOUT_INIT;
@@ -511,6 +513,7 @@ impl TcpEndpoint {
             bytes_retrans: 0,
             last_data_recv: jiffies,
             rcv_ooopack: 0,
+            sk_drops: 0,
             ecn_seen: false,
             mib: TcpMib::default(),
             gso_continue: false,

@@ -37,11 +37,13 @@ impl TcpEndpoint {
             }
             if self.rcv.receive_window() == 0 && !(len == 0 && fin) {
                 self.out_of_window();
+                self.drop_skb(len);
                 return;
             }
             // tcp_try_rmem_schedule: a full buffer drops all but the first skb
             if self.rcv.rmem_alloc + truesize > self.rcv.rcvbuf && !self.rcv.inq.is_empty() {
                 self.rcv.ack_pending |= ACK_NOW | ACK_SCHED;
+                self.drop_skb(len);
                 return;
             }
             self.last_data_recv = self.jiffies();
@@ -75,10 +77,12 @@ impl TcpEndpoint {
             // a retransmission of data we have: D-SACK and ACK at once
             self.dsack_set(seq, end_seq);
             self.out_of_window();
+            self.drop_skb(len);
             return;
         }
         if !before(seq, rcv_nxt.wrapping_add(self.rcv.receive_window())) {
             self.out_of_window();
+            self.drop_skb(len);
             return;
         }
         self.data_queue_ofo(seq, end_seq, len, truesize, fin, hdr.flags, ecn);
@@ -95,6 +99,21 @@ impl TcpEndpoint {
             }
         }
         self.rcv.dsack_set(self.sack_ok, seq, end_seq);
+    }
+
+    /// Segments in a received skb of `len` bytes (`gso_segs`).
+    fn skb_segs(&self, len: u32) -> u32 {
+        let gso = self.rcv.skb_gso_size;
+        if gso > 0 {
+            len.div_ceil(gso).max(1)
+        } else {
+            1
+        }
+    }
+
+    /// `tcp_drop_reason` → `sk_drops_add`: a dropped skb counts its segments.
+    pub(in crate::tcp) fn drop_skb(&mut self, len: u32) {
+        self.sk_drops = self.sk_drops.wrapping_add(self.skb_segs(len));
     }
 
     /// `out_of_window`: quickack mode and an ACK owed.
@@ -117,17 +136,19 @@ impl TcpEndpoint {
     ) {
         self.data_ecn_check(ecn);
         if self.rcv.rmem_alloc + truesize > self.rcv.rcvbuf {
+            self.drop_skb(len);
             return; // TCPOFODrop
         }
         self.rcv
             .measure_rcv_mss(len, truesize, flags, self.tcp_header_len());
         self.rcv.schedule_ack();
-        let gso = self.rcv.skb_gso_size;
-        let segs = if gso > 0 { len.div_ceil(gso).max(1) } else { 1 };
-        self.rcv_ooopack = self.rcv_ooopack.wrapping_add(segs);
+        self.rcv_ooopack = self.rcv_ooopack.wrapping_add(self.skb_segs(len));
         self.mib.ofo_queue += 1;
         let sack_ok = self.sack_ok;
         let added = self.rcv.ofo_insert(sack_ok, seq, end_seq, truesize, fin);
+        if !added {
+            self.drop_skb(len); // all its bits were already held: TCPOFOMerge
+        }
         if sack_ok {
             let flush = self.rcv.sack_new_ofo(seq, end_seq);
             if flush && self.rcv.compressed_ack > 0 {
@@ -164,6 +185,7 @@ impl TcpEndpoint {
             self.rcv.ooo.pop_front();
             if !after(r.end, self.rcv.rcv_nxt) {
                 self.rcv.rmem_alloc -= r.truesize;
+                self.drop_skb(r.end.wrapping_sub(r.seq)); // all of it arrived in order meanwhile
                 continue;
             }
             let new_bytes = r.end.wrapping_sub(self.rcv.rcv_nxt);
@@ -499,6 +521,32 @@ mod tests {
     use crate::tcp::config::TcpConfig;
     use crate::tcp::harness::*;
     use crate::time::{Rate, SimDuration};
+
+    #[test]
+    fn every_spurious_retransmission_is_a_receiver_drop_in_skmem() {
+        // The receiver's ACKs 5..=60 are lost: the sender's timers resend data the
+        // receiver already holds, and tcp_data_queue drops each copy as old data
+        // (sk_drops_add: `ss -m`'s d). Nothing else is lost, so every
+        // retransmitted segment is one dropped segment.
+        let mut p = Pair::sym(cfg("cubic"), SimDuration::from_millis(10));
+        p.to_write = 300_000;
+        let mut acks = 0;
+        p.ba.drop = Some(Box::new(move |_| {
+            acks += 1;
+            (5..=60).contains(&acks)
+        }));
+        p.run_until(ms(3000));
+        let retrans = p.a.info().total_retrans;
+        let m = p.b().meminfo();
+        assert!(retrans > 0, "the sender retransmitted");
+        assert_eq!(m.drops, retrans);
+        assert_eq!(p.a.meminfo().drops, 0, "the sender dropped nothing");
+        assert_eq!(
+            (m.rmem_alloc, m.wmem_queued),
+            (0, 0),
+            "all read, nothing to send"
+        );
+    }
 
     #[test]
     fn receive_autotuning_grows_rcv_space_and_the_buffer_up_to_rmem_max() {

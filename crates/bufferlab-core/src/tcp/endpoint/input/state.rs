@@ -257,6 +257,7 @@ impl TcpEndpoint {
             if f & tcp_flags::RST == 0 {
                 self.send_dupack(seq, end_seq);
             }
+            self.drop_skb(payload_len);
             return;
         }
         if f & tcp_flags::RST != 0 {
@@ -269,9 +270,11 @@ impl TcpEndpoint {
         if syn {
             // a SYN in window: challenge ACK (RFC 5961 §4.2)
             self.send_ack();
+            self.drop_skb(payload_len);
             return;
         }
         if f & tcp_flags::ACK == 0 {
+            self.drop_skb(payload_len);
             return;
         }
         let flags = flag::SLOWPATH | flag::UPDATE_TS_RECENT;
