@@ -12,15 +12,26 @@ path resolves to the longest module that exists. From that graph:
 - no cycle between modules, at any depth — except the edge from a module to its own
   ancestors (a parent declares its children: Rust's module tree), and any cycle listed in
   :data:`KNOWN_CYCLES` with the reason it is still there.
+
+And no production file of any crate (crates/*/src, read the same way) is longer than
+:data:`MAX_LINES` unless its module doc says why it stays one file in a ``//! Size:`` line
+(docs/internals.md "Engine layers").
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import cache
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent / "crates" / "bufferlab-core" / "src"
+CRATES = Path(__file__).resolve().parent.parent / "crates"
+SRC = CRATES / "bufferlab-core" / "src"
+
+#: production lines a file may have without a written reason
+MAX_LINES = 700
+#: how a file's module doc gives that reason
+SIZE_REASON = "//! Size:"
 
 #: lowest first
 LAYERS: list[tuple[str, set[str]]] = [
@@ -87,13 +98,27 @@ def _without_comments(text: str) -> str:
     return "\n".join(lines)
 
 
+def _is_test_file(path: Path) -> bool:
+    return path.name.endswith("_tests.rs") or path.name == "tests.rs"
+
+
 @cache
 def sources() -> dict[str, tuple[Path, str]]:
     return {
         _module(p): (p, _without_comments(_production(p.read_text(encoding="utf-8"))))
         for p in sorted(SRC.rglob("*.rs"))
-        if not (p.name.endswith("_tests.rs") or p.name == "tests.rs")
+        if not _is_test_file(p)
     }
+
+
+def too_long(text: str) -> int | None:
+    """The production line count of a file's text when above :data:`MAX_LINES` and its
+    leading module doc (the first ``//!`` lines) gives no ``//! Size:`` reason."""
+    lines = _production(text).count("\n")
+    doc = itertools.takewhile(lambda line: line.startswith("//!"), text.splitlines())
+    if lines <= MAX_LINES or any(line.startswith(SIZE_REASON) for line in doc):
+        return None
+    return lines
 
 
 def _group_items(group: str) -> list[str]:
@@ -240,3 +265,25 @@ def test_test_only_items_are_left_out() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert strongly_connected(edges) == [frozenset({"a", "b", "c"})]
+
+
+def test_no_production_file_is_long_without_a_reason() -> None:
+    long = []
+    for path in sorted(CRATES.glob("*/src/**/*.rs")):
+        if not _is_test_file(path) and (n := too_long(path.read_text(encoding="utf-8"))):
+            long.append(f"{path.relative_to(CRATES)}: {n} lines")
+    assert not long, (
+        f"above {MAX_LINES} production lines: split the file along its concepts, or say why "
+        f"it stays one file in a '{SIZE_REASON}' line of its module doc:\n" + "\n".join(long)
+    )
+
+
+def test_the_size_check_counts_production_lines_and_reads_the_reason() -> None:
+    body = "fn f() {}\n" * (MAX_LINES + 1)
+    tests = "#[cfg(test)]\nmod tests {\n" + "fn t() {}\n" * MAX_LINES + "}\n"
+    assert too_long("//! A model.\n" + body) == MAX_LINES + 2
+    # 699 lines and the blank line a tests module leaves: within the limit
+    assert too_long("//! A model.\n" + "fn f() {}\n" * (MAX_LINES - 2) + tests) is None
+    assert too_long("//! A model.\n//! Size: one algorithm, as sch_x.c.\n" + body) is None
+    # the reason belongs to the module doc at the top, not to a comment further down
+    assert too_long("//! A model.\n\n//! Size: late.\n" + body) == MAX_LINES + 4

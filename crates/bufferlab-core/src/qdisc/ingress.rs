@@ -30,7 +30,7 @@
 //!   of the device it came from (past that device's hook), or, from an
 //!   egress hook, into that device's transmit queue.
 //!
-//! The engine (engine.rs) calls [`Hook::run`] and carries out the verdict.
+//! The engine (engine/dev.rs) calls [`Hook::run`] and carries out the verdict.
 
 use super::spec::U32Match;
 use super::tbf::RateCfg;
@@ -47,7 +47,7 @@ pub const AUTO_PRIO: u32 = 0xC000;
 
 /// `ingress` / `clsact` as a whole: the filters of its hooks, as `tc qdisc
 /// show` dumps them. `tc filter` adds and removes them one at a time
-/// (engine.rs `tc_hook_filter`); a request creating the qdisc carries the
+/// (engine/tc.rs `tc_hook_filter`); a request creating the qdisc carries the
 /// filters it starts with (`tc` sends none), and a `change`/`replace` of the
 /// same kind keeps those it has.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
@@ -350,7 +350,7 @@ pub struct Hook {
 impl Hook {
     /// Build the hook of `spec`; `dev_index` resolves a mirred target.
     /// Policers whose parameters did not change keep their buckets and
-    /// counters (the filters a `tc filter` verb leaves in place, engine.rs
+    /// counters (the filters a `tc filter` verb leaves in place, engine/tc.rs
     /// `tc_hook_filter`).
     pub fn new(
         clsact: bool,
