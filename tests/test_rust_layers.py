@@ -3,23 +3,35 @@
 Every production ``.rs`` file of crates/bufferlab-core/src (a file's ``#[cfg(test)]`` tail
 and the ``*_tests.rs``/``tests.rs`` files left out) is read for the paths it names:
 ``use crate::…``/``use super::…`` items (grouped ones included) and ``crate::…`` paths in
-code and attributes (a serde ``deserialize_with = "crate::…"`` is a dependency too). Each
+code and attributes (a serde ``deserialize_with = "crate::…"`` is a dependency too), and
+``super::…`` paths in code (``super::prio::PfifoFast``). Each
 path resolves to the longest module that exists. From that graph:
 
 - every top-level module belongs to one layer of :data:`LAYERS`, and imports only from
   layers below its own;
 - no cycle between modules, at any depth — except the edge from a module to its own
-  ancestors (a parent declares its children: Rust's module tree), and the one cycle listed
-  in :data:`KNOWN_CYCLES` with the reason it is still there.
+  ancestors (a parent declares its children: Rust's module tree), and any cycle listed in
+  :data:`KNOWN_CYCLES` with the reason it is still there.
+
+And no production file of any crate (crates/*/src, read the same way) is longer than
+:data:`MAX_LINES` unless its module doc says why it stays one file in a ``//! Size:`` line
+(docs/internals.md "Engine layers").
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import cache
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent / "crates" / "bufferlab-core" / "src"
+CRATES = Path(__file__).resolve().parent.parent / "crates"
+SRC = CRATES / "bufferlab-core" / "src"
+
+#: production lines a file may have without a written reason
+MAX_LINES = 700
+#: how a file's module doc gives that reason
+SIZE_REASON = "//! Size:"
 
 #: lowest first
 LAYERS: list[tuple[str, set[str]]] = [
@@ -33,14 +45,15 @@ LAYERS: list[tuple[str, set[str]]] = [
 
 #: strongly connected groups of modules allowed for now, with the reason
 KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"qdisc::ops", "qdisc::fifo", "qdisc::tree", "qdisc::noqueue"}): (
-        "the Qdisc trait's methods take the child chain (&mut [tree::Node]) and a Node holds "
-        "any qdisc; to be broken with a chain trait defined beside the Qdisc trait"
+    frozenset({"qdisc::classify", "qdisc::fifo", "qdisc::ingress", "qdisc::ops", "qdisc::spec", "qdisc::tbf",
+               "qdisc::tree"}): (
+        "spec.rs's requests name the hook filter types ingress.rs defines (HookSpec, HookFilter), and "
+        "ingress.rs uses spec's U32Match and tbf's RateCfg: the hook request types are to move into spec.rs"
     ),
 }
 
 _USE = re.compile(r"\buse\s+((?:crate|super|self)(?:::\w+)*)(?:::\{(.*?)\})?\s*;", re.S)
-_PATH = re.compile(r"\bcrate(?:::\w+)+")
+_PATH = re.compile(r"\b(?:crate|super)(?:::\w+)+")
 
 
 def _module(path: Path) -> str:
@@ -72,13 +85,40 @@ def _production(text: str) -> str:
     return "".join(out)
 
 
+def _without_comments(text: str) -> str:
+    """The text without its ``//`` comments (doc comments included), which name paths
+    without depending on them; a ``//`` inside a string (an odd number of quotes before it
+    on its line) is kept."""
+    lines = []
+    for line in text.splitlines():
+        cut = line.find("//")
+        while cut >= 0 and line[:cut].count('"') % 2:
+            cut = line.find("//", cut + 2)
+        lines.append(line if cut < 0 else line[:cut])
+    return "\n".join(lines)
+
+
+def _is_test_file(path: Path) -> bool:
+    return path.name.endswith("_tests.rs") or path.name == "tests.rs"
+
+
 @cache
 def sources() -> dict[str, tuple[Path, str]]:
     return {
-        _module(p): (p, _production(p.read_text(encoding="utf-8")))
+        _module(p): (p, _without_comments(_production(p.read_text(encoding="utf-8"))))
         for p in sorted(SRC.rglob("*.rs"))
-        if not (p.name.endswith("_tests.rs") or p.name == "tests.rs")
+        if not _is_test_file(p)
     }
+
+
+def too_long(text: str) -> int | None:
+    """The production line count of a file's text when above :data:`MAX_LINES` and its
+    leading module doc (the first ``//!`` lines) gives no ``//! Size:`` reason."""
+    lines = _production(text).count("\n")
+    doc = itertools.takewhile(lambda line: line.startswith("//!"), text.splitlines())
+    if lines <= MAX_LINES or any(line.startswith(SIZE_REASON) for line in doc):
+        return None
+    return lines
 
 
 def _group_items(group: str) -> list[str]:
@@ -225,3 +265,25 @@ def test_test_only_items_are_left_out() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert strongly_connected(edges) == [frozenset({"a", "b", "c"})]
+
+
+def test_no_production_file_is_long_without_a_reason() -> None:
+    long = []
+    for path in sorted(CRATES.glob("*/src/**/*.rs")):
+        if not _is_test_file(path) and (n := too_long(path.read_text(encoding="utf-8"))):
+            long.append(f"{path.relative_to(CRATES)}: {n} lines")
+    assert not long, (
+        f"above {MAX_LINES} production lines: split the file along its concepts, or say why "
+        f"it stays one file in a '{SIZE_REASON}' line of its module doc:\n" + "\n".join(long)
+    )
+
+
+def test_the_size_check_counts_production_lines_and_reads_the_reason() -> None:
+    body = "fn f() {}\n" * (MAX_LINES + 1)
+    tests = "#[cfg(test)]\nmod tests {\n" + "fn t() {}\n" * MAX_LINES + "}\n"
+    assert too_long("//! A model.\n" + body) == MAX_LINES + 2
+    # 699 lines and the blank line a tests module leaves: within the limit
+    assert too_long("//! A model.\n" + "fn f() {}\n" * (MAX_LINES - 2) + tests) is None
+    assert too_long("//! A model.\n//! Size: one algorithm, as sch_x.c.\n" + body) is None
+    # the reason belongs to the module doc at the top, not to a comment further down
+    assert too_long("//! A model.\n\n//! Size: late.\n" + body) == MAX_LINES + 4

@@ -67,7 +67,7 @@ pub enum Error {
     App(String),
     /// The JSON handed to the engine does not match the expected schema.
     Schema(String),
-    /// Simulated time cannot advance (see `engine::MAX_PACKETS_PER_INSTANT`).
+    /// Simulated time cannot advance (see engine/run.rs `MAX_PACKETS_PER_INSTANT`).
     Stalled(String),
 }
 

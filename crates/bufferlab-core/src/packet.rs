@@ -1,3 +1,6 @@
+//! Size: the `Copy` packet record, its TCP header and the arena that recycles and
+//! segments it change together (a field of one shows in the others); one data structure.
+//!
 //! Packets as small `Copy` records in an arena (no payload bytes: a payload
 //! is a length). Handles (`PacketId`) are recycled through a free list, so the
 //! hot path never allocates per packet (docs/internals.md "Hot path").

@@ -274,7 +274,7 @@ fn iperf3_reverse_makes_the_server_send() {
 fn a_tcp_flow_over_a_path_without_delay_or_rate_is_reported_not_hung() {
     // Deleting the root netem+tbf leaves plain veths: with host processing
     // time off, zero RTT and no rate limit, so the flow would move unbounded
-    // data in one instant (with it on, engine.rs checks the finite rate).
+    // data in one instant (with it on, engine/host_time.rs `check_stack_backlog` stops it).
     let mut sim = dumbbell_with(5, 10, 10_000_000, 100_000, no_host_cost());
     sim.start_app(
         "h3",

@@ -235,10 +235,10 @@ impl QdiscTree {
         self.tell_ancestors(idx, changed.purged);
         match changed.child {
             ChildChange::Keep => {}
-            ChildChange::Replace(fifo) => {
+            ChildChange::Replace(child) => {
                 self.purge_from(idx + 1, ctx);
                 self.nodes.truncate(idx + 1);
-                self.nodes.push(Node::new(0, 1, true, fifo.into()));
+                self.nodes.push(Node::new(0, 1, true, *child));
             }
             ChildChange::FifoLimit(limit) => self.set_fifo_child_limit(idx, limit),
         }
@@ -351,7 +351,7 @@ impl QdiscTree {
         segment.extend(
             built
                 .default_child
-                .map(|child| Node::new(0, 1, true, child.into())),
+                .map(|child| Node::new(0, 1, true, child)),
         );
         Ok(segment)
     }

@@ -74,7 +74,7 @@ pub fn build_leaf(
         chain.push(Node::new(l.handle, 0, false, built.qdisc));
         next = l.child.as_deref();
         if let (None, Some(f)) = (next, built.default_child) {
-            chain.push(Node::new(0, 0, true, AnyQdisc::Fifo(f)));
+            chain.push(Node::new(0, 0, true, f));
         }
     }
     Ok(chain)

@@ -35,6 +35,16 @@ macro_rules! register_qdiscs {
         })+
 
         impl AnyQdisc {
+            /// The qdisc a device starts with: `noqueue` on a veth, `pfifo_fast`
+            /// on a NIC with a real TX queue (Linux's `default_qdisc`).
+            pub fn device_default(nic: bool) -> AnyQdisc {
+                if nic {
+                    AnyQdisc::PfifoFast(super::prio::PfifoFast::default())
+                } else {
+                    AnyQdisc::Noqueue(super::noqueue::Noqueue::default())
+                }
+            }
+
             /// `init` of the kind `spec` names, with its default child.
             pub fn build(spec: &QdiscSpec, env: &BuildEnv) -> Result<Built<AnyQdisc>, TcError> {
                 $(if let Some(built) = <$kind as Qdisc>::build(spec, env) {

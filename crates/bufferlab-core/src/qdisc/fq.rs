@@ -1,3 +1,7 @@
+//! Size: sch_fq.c in one file, as Linux keeps it: the flow table with its garbage
+//! collection, the throttled flows and the bands are one state that each enqueue and
+//! dequeue walks.
+//!
 //! `fq` — Fair Queue with per-socket flows and pacing, as Linux 6.8 has it
 //! (docs/semantics/qdiscs.md §15; net/sched/sch_fq.c: `fq_classify`,
 //! `fq_fastpath_check`, `fq_gc`, `fq_enqueue`, `fq_check_throttled`,

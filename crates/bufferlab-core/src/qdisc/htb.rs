@@ -1,3 +1,7 @@
+//! Size: sch_htb.c in one file, as Linux keeps it: the class table, each class's two
+//! token buckets and the per-level, per-priority feeds are one state that enqueue,
+//! dequeue and the class verbs all walk.
+//!
 //! `htb` — hierarchical token bucket (Linux net/sched/sch_htb.c; the
 //! command side follows iproute2 tc/q_htb.c). See docs/models.md, HTB.
 //!

@@ -32,7 +32,8 @@
 //!   of the device it came from (past that device's hook), or, from an
 //!   egress hook, into that device's transmit queue.
 //!
-//! The engine (engine.rs) calls [`Hook::run`] and carries out the verdict.
+//! The engine (engine/dev.rs) calls [`Hook::run`] and carries out the verdict
+//! (and sends the copies of [`Hook::take_mirrored`]).
 
 use super::filter_show::{u32_keys, ActionShow, ActionTimes, FilterDump, FilterShow, TpShow};
 use super::spec::U32Match;
@@ -50,7 +51,7 @@ pub const AUTO_PRIO: u32 = 0xC000;
 
 /// `ingress` / `clsact` as a whole: the filters of its hooks, as `tc qdisc
 /// show` dumps them. `tc filter` adds and removes them one at a time
-/// (engine.rs `tc_hook_filter`); a request creating the qdisc carries the
+/// (engine/tc.rs `tc_hook_filter`); a request creating the qdisc carries the
 /// filters it starts with (`tc` sends none), and a `change`/`replace` of the
 /// same kind keeps those it has.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
@@ -473,8 +474,8 @@ impl Hook {
     /// Build the hook of `spec`; `dev_index` resolves a mirred target.
     /// Filters the spec still holds unchanged keep what `old` built of them
     /// (policer buckets, handles, action indexes and counters: the filters a
-    /// `tc filter` verb leaves in place, engine.rs `tc_hook_filter`); a new
-    /// one gets its handle here and its actions the lowest indexes that
+    /// `tc filter` verb leaves in place, engine/tc.rs `tc_hook_filter`); a
+    /// new one gets its handle here and its actions the lowest indexes that
     /// neither this hook nor `taken` (the other hooks of the namespace:
     /// (kind, index)) holds.
     pub fn new(

@@ -1,3 +1,6 @@
+//! Size: sch_netem.c's per-packet path in one file (its order fixes the counters and
+//! which random draws each decision takes, below); the distribution tables are netem/dist.rs.
+//!
 //! `netem` — network emulator (docs/semantics/qdiscs.md §4; Linux net/sched/sch_netem.c as
 //! of 5.2 for \[lab2019\] and 6.x for \[modern\], iproute2 netem/*.c tables).
 //!

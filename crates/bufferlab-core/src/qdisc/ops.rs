@@ -11,10 +11,8 @@
 //! filter list through [`Qdisc::filters`] (its `tcf_block`); class_api.rs
 //! drives both.
 
-use super::fifo::Fifo;
 use super::spec::{ClassRequest, HtbLeaf, QdiscSpec, U32Filter};
-use super::tree::Node;
-use super::{AnyQdisc, QdiscCtx, QdiscProfile, QdiscStats, Verdict};
+use super::{AnyQdisc, DropReason, QdiscCtx, QdiscProfile, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
 use crate::time::SimTime;
@@ -137,7 +135,7 @@ pub enum ChildChange {
     Keep,
     /// Purge the child subtree and graft this default child (red with
     /// `limit`, sfb: `fifo_create_dflt` + `qdisc_replace`).
-    Replace(Fifo),
+    Replace(Box<AnyQdisc>),
     /// tbf: `fifo_set_limit` on a fifo child; an empty slot gets a default
     /// bfifo of this limit if it is not 0.
     FifoLimit(u32),
@@ -171,7 +169,7 @@ pub(crate) fn purge_removed(
 ) -> Purged {
     let mut lost = Purged::default();
     for mut chain in removed {
-        lost.add(super::tree::reset_chain(&mut chain, ctx));
+        lost.add(reset_chain(&mut chain, ctx));
     }
     stats.absorb(Reduce::purged(lost));
     lost
@@ -282,7 +280,7 @@ pub struct BuildEnv<'a> {
 /// A new qdisc and the default child it creates in `init` (tbf, red, sfb).
 pub struct Built<Q> {
     pub qdisc: Q,
-    pub default_child: Option<Fifo>,
+    pub default_child: Option<AnyQdisc>,
 }
 
 impl<Q> Built<Q> {
@@ -397,9 +395,71 @@ pub trait Qdisc {
     fn inner_netems(&self, _out: &mut Vec<bool>) {}
 }
 
+// ------------------------------------------------------------ the chain
+
+/// One qdisc in a device's chain.
+#[derive(Debug)]
+pub struct Node {
+    /// major of the handle; 0 for the default root and anonymous children
+    pub(super) handle: u16,
+    /// minor of the `parent` classid it was attached with (printed `1:` or `1:1`)
+    pub(super) parent_minor: u16,
+    /// a default child created by its parent (hidden from `tc qdisc show`)
+    pub(super) anonymous: bool,
+    pub(super) q: AnyQdisc,
+    /// `gso_skb`: a packet dequeued by a parent's peek, still counted here
+    pub(super) peeked: Option<PacketId>,
+}
+
+impl Node {
+    pub(super) fn new(handle: u16, parent_minor: u16, anonymous: bool, q: AnyQdisc) -> Node {
+        Node {
+            handle,
+            parent_minor,
+            anonymous,
+            q,
+            peeked: None,
+        }
+    }
+
+    /// Packets stored in this node: the qdisc's own and a peeked one.
+    pub(super) fn held_packets(&self) -> u64 {
+        self.q.held() + self.peeked.is_some() as u64
+    }
+
+    /// Free everything this qdisc holds itself (not its children) as purged;
+    /// then it holds nothing (`qdisc_reset`, sch_generic.c).
+    pub(super) fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
+        let mut purged = Purged::default();
+        if let Some(p) = self.peeked.take() {
+            purged.add(Purged {
+                packets: 1,
+                bytes: ctx.arena.len_of(p) as u64,
+            });
+            ctx.drop_packet(p, DropReason::Purged);
+        }
+        purged.add(self.q.reset(ctx));
+        let s = self.q.stats_mut();
+        s.qlen = 0;
+        s.backlog = 0;
+        purged
+    }
+}
+
+/// Free what every qdisc of `chain` holds itself, as purged (a class's
+/// leaf chain on reset, or one a verb dropped).
+pub(crate) fn reset_chain(chain: &mut [Node], ctx: &mut QdiscCtx) -> Purged {
+    let mut purged = Purged::default();
+    for n in chain {
+        purged.add(n.reset(ctx));
+    }
+    purged
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::fifo::Fifo;
     use crate::qdisc::tree::harness::Env;
 
     fn fifo_holding(qlen: u64, backlog: u64, drops: u64) -> Fifo {

@@ -441,7 +441,7 @@ impl Qdisc for Red {
         };
         Some(Red::new(s, env.seed, env.stream, env.now).map(|r| Built {
             qdisc: r,
-            default_child: (s.limit > 0).then(|| Fifo::bfifo(s.limit)),
+            default_child: (s.limit > 0).then(|| Fifo::bfifo(s.limit).into()),
         }))
     }
 
@@ -505,7 +505,7 @@ impl Qdisc for Red {
         if let Some(m) = &s.dscp_coeff {
             Cpm::new(m).map_err(TcError::Invalid)?;
         }
-        let new_child = (s.limit > 0).then(|| Fifo::bfifo(s.limit));
+        let new_child = (s.limit > 0).then(|| Box::new(AnyQdisc::from(Fifo::bfifo(s.limit))));
         let child_empty = new_child.is_some() || child.is_none_or(|c| c.stats().qlen == 0);
         Red::change(self, s, ctx.now, child_empty)?;
         Ok(Changed {

@@ -400,7 +400,7 @@ impl Qdisc for Sfb {
         };
         Some(Ok(Built {
             qdisc: Sfb::new(s, env.seed, env.stream, env.now),
-            default_child: Some(default_child(s)),
+            default_child: Some(default_child(s).into()),
         }))
     }
 
@@ -464,7 +464,7 @@ impl Qdisc for Sfb {
         Sfb::change(self, s, ctx.now);
         Ok(Changed {
             purged: Purged::default(),
-            child: ChildChange::Replace(default_child(s)),
+            child: ChildChange::Replace(Box::new(default_child(s).into())),
         })
     }
 

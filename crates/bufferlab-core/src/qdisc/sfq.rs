@@ -1,3 +1,6 @@
+//! Size: sch_sfq.c in one file, as Linux keeps it: the hash, the slot table and its
+//! depth-ordered lists are one state that enqueue, dequeue, drop and rehash all walk.
+//!
 //! `sfq` — Stochastic Fairness Queueing (docs/semantics/qdiscs.md §16;
 //! net/sched/sch_sfq.c: `sfq_hash`, `sfq_link`/`sfq_unlink`, `sfq_inc`,
 //! `sfq_dec`, `sfq_drop`, `sfq_enqueue`, `sfq_dequeue`, `sfq_rehash`,

@@ -1,3 +1,6 @@
+//! Size: declarations only: one serde request type per qdisc kind, each with its
+//! checks, read as one table by the parsers and the schema (schema.rs).
+//!
 //! Validated `tc qdisc` requests as they cross from the command parser
 //! (python/bufferlab/commands/tc/, one module per kind) into the engine, as JSON.
 //!
@@ -180,7 +183,7 @@ pub enum FilterVerb {
 }
 
 /// `tc filter add|delete dev D {parent ffff:|ingress|egress} [prio N] …`:
-/// a filter of a receive or transmit hook (ingress.rs, engine.rs
+/// a filter of a receive or transmit hook (ingress.rs, engine/tc.rs
 /// `tc_hook_filter`).
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]

@@ -350,7 +350,7 @@ impl Qdisc for Tbf {
         };
         Some(Tbf::new(s, env.now).map(|t| Built {
             qdisc: t,
-            default_child: (s.limit > 0).then(|| Fifo::bfifo(s.limit)),
+            default_child: (s.limit > 0).then(|| Fifo::bfifo(s.limit).into()),
         }))
     }
 

@@ -29,8 +29,8 @@
 //! one. netem duplicates are re-enqueued at the root by these two methods
 //! themselves (they drain the `ctx.reinject` entries they create).
 
-use super::noqueue::Noqueue;
-use super::ops::{Peeked, Purged, Qdisc, Reduce};
+pub(crate) use super::ops::{reset_chain, Node};
+use super::ops::{Peeked, Qdisc, Reduce};
 #[cfg(test)]
 use super::spec::QdiscSpec;
 use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
@@ -66,64 +66,11 @@ pub struct QdiscInfo {
     pub xstats: Option<serde_json::Value>,
 }
 
-/// One qdisc in a device's chain.
-#[derive(Debug)]
-pub struct Node {
-    /// major of the handle; 0 for the default root and anonymous children
-    pub(super) handle: u16,
-    /// minor of the `parent` classid it was attached with (printed `1:` or `1:1`)
-    pub(super) parent_minor: u16,
-    /// a default child created by its parent (hidden from `tc qdisc show`)
-    pub(super) anonymous: bool,
-    pub(super) q: AnyQdisc,
-    /// `gso_skb`: a packet dequeued by a parent's peek, still counted here
-    peeked: Option<PacketId>,
-}
-
 impl Node {
-    pub(super) fn new(handle: u16, parent_minor: u16, anonymous: bool, q: AnyQdisc) -> Node {
-        Node {
-            handle,
-            parent_minor,
-            anonymous,
-            q,
-            peeked: None,
-        }
-    }
-
     /// The qdisc a device starts with (handle 0, so `add … root` replaces
-    /// it): `noqueue` on a veth, `pfifo_fast` on a NIC with a real TX queue
-    /// (Linux's `default_qdisc`).
+    /// it): [`AnyQdisc::device_default`].
     pub(super) fn default_root(nic: bool) -> Node {
-        let q = if nic {
-            AnyQdisc::PfifoFast(super::prio::PfifoFast::default())
-        } else {
-            AnyQdisc::Noqueue(Noqueue::default())
-        };
-        Node::new(0, 0, false, q)
-    }
-
-    /// Packets stored in this node: the qdisc's own and a peeked one.
-    pub(super) fn held_packets(&self) -> u64 {
-        self.q.held() + self.peeked.is_some() as u64
-    }
-
-    /// Free everything this qdisc holds itself (not its children) as purged;
-    /// then it holds nothing (`qdisc_reset`, sch_generic.c).
-    pub(super) fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
-        let mut purged = Purged::default();
-        if let Some(p) = self.peeked.take() {
-            purged.add(Purged {
-                packets: 1,
-                bytes: ctx.arena.len_of(p) as u64,
-            });
-            ctx.drop_packet(p, DropReason::Purged);
-        }
-        purged.add(self.q.reset(ctx));
-        let s = self.q.stats_mut();
-        s.qlen = 0;
-        s.backlog = 0;
-        purged
+        Node::new(0, 0, false, AnyQdisc::device_default(nic))
     }
 }
 
@@ -185,16 +132,6 @@ pub(crate) fn peek_chain(
     node.q.stats_mut().queued(len);
     node.peeked = Some(p);
     Some(p)
-}
-
-/// Free what every qdisc of `chain` holds itself, as purged (a class's
-/// leaf chain on reset, or one a verb dropped).
-pub(crate) fn reset_chain(chain: &mut [Node], ctx: &mut QdiscCtx) -> Purged {
-    let mut purged = Purged::default();
-    for n in chain {
-        purged.add(n.reset(ctx));
-    }
-    purged
 }
 
 /// The netems of `chain`, nested ones (htb leaves) included: whether each

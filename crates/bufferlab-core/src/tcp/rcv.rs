@@ -1,3 +1,6 @@
+//! Size: the receiver's own state with the parts of tcp_input.c that need nothing
+//! else (below): one unit the socket drives from endpoint/input/data.rs.
+//!
 //! The receiver (docs/semantics/tcp.md §7): in-order and out-of-order queues with SACK and
 //! D-SACK generation, the advertised window (`__tcp_select_window`, never
 //! shrinking), receive-buffer autotuning (DRS, `tcp_rcv_space_adjust`) and

@@ -1046,7 +1046,7 @@ class FilterRequest(Spec):
 @dataclass(kw_only=True)
 class HookFilterRequest(Spec):
     """`tc filter add|delete dev D {parent ffff:|ingress|egress} [prio N] …`:
-    a filter of a receive or transmit hook (ingress.rs, engine.rs
+    a filter of a receive or transmit hook (ingress.rs, engine/tc.rs
     `tc_hook_filter`)."""
 
     verb: FilterVerb

@@ -11,7 +11,7 @@ from ..context import Gen, PrepareCtx, Prepared, Program, RunCtx, WaitApp
 from ..engine import AppStartError
 from ..sockets import check_congestion, tcp_spec
 
-#: how far a host's sending stack may fall behind its applications (engine.rs MAX_STACK_BACKLOG)
+#: how far a host's sending stack may fall behind its applications (engine/host_time.rs MAX_STACK_BACKLOG)
 MAX_STACK_BACKLOG_S = 1.0
 
 

@@ -39,8 +39,8 @@
 
 //!
 //! The two applications are registered in app/mod.rs: the client in
-//! client.rs, the server in server.rs; this file holds what they share (the
-//! specs, the board).
+//! client/ (its UDP exchanges in client/udp.rs), the server in server.rs;
+//! this file holds what they share (the specs, the board).
 
 mod client;
 mod server;

@@ -1,3 +1,7 @@
+//! Size: the congestion-control interface in one place: the hooks of `struct
+//! tcp_congestion_ops`, the `tcp_sock` view they share (`CcSock`, `RateSample`), the
+//! registry over every module and tcp_cong.c's helpers every module calls.
+//!
 //! Congestion control: the hook set of Linux's `struct tcp_congestion_ops`
 //! (include/net/tcp.h) and ports of `net/ipv4/tcp_cong.c` (Reno and the
 //! generic helpers), `tcp_cubic.c`, `tcp_htcp.c`, `tcp_bbr.c` and

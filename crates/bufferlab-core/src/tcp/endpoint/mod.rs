@@ -1,3 +1,6 @@
+//! Size: the socket's state (`struct tcp_sock`: every field the paths read) and its
+//! public calls; the paths themselves are output.rs, timer.rs, info.rs and input/.
+//!
 //! The I/O-free TCP endpoint (docs/semantics/tcp.md, docs/tcp-design.md): one connection's
 //! sender and receiver, Linux-faithful, with no clock and no I/O.
 //!

@@ -1,3 +1,6 @@
+//! Size: tcp_output.c's send path in one file: `tcp_write_xmit`'s checks (Nagle,
+//! TSO deferral, pacing, TSQ, cwnd validation) read and change one socket state in one pass.
+//!
 //! The send path, net/ipv4/tcp_output.c (docs/semantics/tcp.md §6, §12): `tcp_write_xmit`
 //! with Nagle, TSO autosizing and deferral (`tcp_tso_autosize`,
 //! `tcp_tso_should_defer`), EDT pacing, `__tcp_transmit_skb`,

@@ -29,18 +29,22 @@
 //! counter's start at init (`next_rtt_delivered` = 0 before 6.x, the
 //! current `delivered` after). The random initial PROBE_BW phase is drawn
 //! from the [`ComponentRng`] given at construction.
+//!
+//! Files: this one holds the state, the cwnd and pacing arithmetic, the bw
+//! filter and `cong_control`; states.rs the state machine; lt_bw.rs the
+//! long-term (policer) bandwidth sampling; common.rs what v1 and v3 share.
 
 use super::{
-    after, before, stamp_us_delta, CaEvent, CaState, CcInfo, CcProfile, CcSock, CongControl,
-    CongestionOps, RateSample, HZ, TCP_INIT_CWND,
+    before, CaEvent, CaState, CcInfo, CcProfile, CcSock, CongControl, CongestionOps, RateSample,
+    TCP_INIT_CWND,
 };
 use crate::rng::ComponentRng;
 use crate::tcp::minmax::MinMax;
 
 pub(super) mod common;
-use common::{
-    AckAggregation, Pacing, ProbeRttTimer, BBR_SCALE, BW_SCALE, BW_UNIT, PROBE_RTT_MODE_MS,
-};
+mod lt_bw;
+mod states;
+use common::{AckAggregation, Pacing, ProbeRttTimer, BBR_SCALE, BW_SCALE, BW_UNIT};
 /// 1.0 as a gain.
 pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
 
@@ -392,154 +396,6 @@ impl Bbr {
         }
     }
 
-    /// `bbr_is_next_cycle_phase`: a phase lasts one min_rtt; the 1.25×
-    /// phase also waits until in-flight reaches 1.25 × BDP (or a loss), the
-    /// 0.75× phase ends early once in-flight has drained to the BDP.
-    fn is_next_cycle_phase(&self, tp: &CcSock, rs: &RateSample) -> bool {
-        let is_full_length =
-            stamp_us_delta(tp.delivered_mstamp, self.cycle_mstamp) > self.min_rtt_us as u64;
-        if self.pacing_gain == BBR_UNIT {
-            return is_full_length;
-        }
-        let inflight = self.packets_in_net_at_edt(tp, rs.prior_in_flight);
-        let bw = self.max_bw();
-        if self.pacing_gain > BBR_UNIT {
-            return is_full_length
-                && (rs.losses != 0 || inflight >= self.inflight(tp, bw, self.pacing_gain));
-        }
-        is_full_length || inflight <= self.inflight(tp, bw, BBR_UNIT)
-    }
-
-    /// `bbr_advance_cycle_phase`.
-    fn advance_cycle_phase(&mut self, tp: &CcSock) {
-        self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1);
-        self.cycle_mstamp = tp.delivered_mstamp;
-    }
-
-    /// `bbr_update_cycle_phase`: gain cycling in PROBE_BW.
-    fn update_cycle_phase(&mut self, tp: &CcSock, rs: &RateSample) {
-        if self.mode == BbrMode::ProbeBw && self.is_next_cycle_phase(tp, rs) {
-            self.advance_cycle_phase(tp);
-        }
-    }
-
-    /// `bbr_reset_startup_mode`.
-    fn reset_startup_mode(&mut self) {
-        self.mode = BbrMode::Startup;
-    }
-
-    /// `bbr_reset_probe_bw_mode`: enter PROBE_BW at a random phase other
-    /// than the 0.75× one: index 7 − U{0..6}, then advanced once, i.e. one
-    /// of 2..7 or 0.
-    fn reset_probe_bw_mode(&mut self, tp: &CcSock) {
-        self.mode = BbrMode::ProbeBw;
-        self.cycle_idx = CYCLE_LEN - 1 - self.rng.range_u64(0, CYCLE_RAND - 1) as u32;
-        self.advance_cycle_phase(tp);
-    }
-
-    /// `bbr_reset_mode`: STARTUP until the pipe was found full, then PROBE_BW.
-    fn reset_mode(&mut self, tp: &CcSock) {
-        if !self.full_bw_reached {
-            self.reset_startup_mode();
-        } else {
-            self.reset_probe_bw_mode(tp);
-        }
-    }
-
-    /// `bbr_reset_lt_bw_sampling_interval`.
-    fn reset_lt_bw_sampling_interval(&mut self, tp: &CcSock) {
-        self.lt_last_stamp = (tp.delivered_mstamp / 1_000) as u32;
-        self.lt_last_delivered = tp.delivered;
-        self.lt_last_lost = tp.lost;
-        self.lt_rtt_cnt = 0;
-    }
-
-    /// `bbr_reset_lt_bw_sampling`.
-    fn reset_lt_bw_sampling(&mut self, tp: &CcSock) {
-        self.lt_bw = 0;
-        self.lt_use_bw = false;
-        self.lt_is_sampling = false;
-        self.reset_lt_bw_sampling_interval(tp);
-    }
-
-    /// `bbr_lt_bw_interval_done`: if this interval's bw agrees with the
-    /// previous one (within 1/8 or 4 kbit/s), a policer is assumed: pace
-    /// at their average with gain 1.0.
-    fn lt_bw_interval_done(&mut self, tp: &CcSock, bw: u32) {
-        if self.lt_bw != 0 {
-            // the kernel's abs() of a u32 difference reads it as s32
-            let diff = (bw.wrapping_sub(self.lt_bw) as i32).wrapping_abs() as u32;
-            if diff.wrapping_mul(BBR_UNIT) <= LT_BW_RATIO.wrapping_mul(self.lt_bw)
-                || Self::rate_bytes_per_sec(tp, diff as u64, BBR_UNIT) <= LT_BW_DIFF
-            {
-                self.lt_bw = bw.wrapping_add(self.lt_bw) >> 1;
-                self.lt_use_bw = true;
-                self.pacing_gain = BBR_UNIT;
-                self.lt_rtt_cnt = 0;
-                return;
-            }
-        }
-        self.lt_bw = bw;
-        self.reset_lt_bw_sampling_interval(tp);
-    }
-
-    /// `bbr_lt_bw_sampling`: token-bucket policer detection. Sampling
-    /// starts at the first loss; an interval of 4–16 rounds ends at a loss
-    /// once lost/delivered ≥ 50/256, giving bw = delivered / elapsed.
-    /// While using `lt_bw`, count 48 rounds of PROBE_BW, then start over.
-    fn lt_bw_sampling(&mut self, tp: &CcSock, rs: &RateSample) {
-        if self.lt_use_bw {
-            if self.mode == BbrMode::ProbeBw && self.round_start {
-                self.lt_rtt_cnt = (self.lt_rtt_cnt + 1) & 0x7f;
-                if self.lt_rtt_cnt >= LT_BW_MAX_RTTS {
-                    self.reset_lt_bw_sampling(tp);
-                    self.reset_probe_bw_mode(tp);
-                }
-            }
-            return;
-        }
-        if !self.lt_is_sampling {
-            if rs.losses == 0 {
-                return;
-            }
-            self.reset_lt_bw_sampling_interval(tp);
-            self.lt_is_sampling = true;
-        }
-        if rs.is_app_limited {
-            self.reset_lt_bw_sampling(tp);
-            return;
-        }
-        if self.round_start {
-            self.lt_rtt_cnt = (self.lt_rtt_cnt + 1) & 0x7f;
-        }
-        if self.lt_rtt_cnt < LT_INTVL_MIN_RTTS {
-            return;
-        }
-        if self.lt_rtt_cnt > 4 * LT_INTVL_MIN_RTTS {
-            self.reset_lt_bw_sampling(tp);
-            return;
-        }
-        if rs.losses == 0 {
-            return;
-        }
-        let lost = tp.lost.wrapping_sub(self.lt_last_lost);
-        let delivered = tp.delivered.wrapping_sub(self.lt_last_delivered);
-        if delivered == 0 || (lost << BBR_SCALE) < LT_LOSS_THRESH.wrapping_mul(delivered) {
-            return;
-        }
-        let mut t = ((tp.delivered_mstamp / 1_000) as u32).wrapping_sub(self.lt_last_stamp);
-        if (t as i32) < 1 {
-            return; // less than 1 ms: wait
-        }
-        if t >= u32::MAX / 1_000 {
-            self.reset_lt_bw_sampling(tp);
-            return;
-        }
-        t *= 1_000;
-        let bw = delivered as u64 * BW_UNIT / t as u64;
-        self.lt_bw_interval_done(tp, bw as u32);
-    }
-
     /// `bbr_update_bw`: count packet-timed rounds and feed the delivery
     /// rate into the 10-round max filter (app-limited samples only if they
     /// raise it).
@@ -568,109 +424,6 @@ impl Bbr {
         let bw = self.bw();
         self.aggr
             .update(tp, rs, bw, self.round_start, EXTRA_ACKED_WIN_RTTS);
-    }
-
-    /// `bbr_check_full_bw_reached`: the pipe is full after 3 non-app-limited
-    /// rounds in which the max bw grew by less than 25 %.
-    fn check_full_bw_reached(&mut self, rs: &RateSample) {
-        if self.full_bw_reached || !self.round_start || rs.is_app_limited {
-            return;
-        }
-        let bw_thresh = ((self.full_bw as u64 * FULL_BW_THRESH as u64) >> BBR_SCALE) as u32;
-        if self.max_bw() >= bw_thresh {
-            self.full_bw = self.max_bw();
-            self.full_bw_cnt = 0;
-            return;
-        }
-        self.full_bw_cnt += 1;
-        self.full_bw_reached = self.full_bw_cnt >= FULL_BW_CNT;
-    }
-
-    /// `bbr_check_drain`: STARTUP → DRAIN once the pipe is full (ssthresh
-    /// is set to the 1.0× in-flight target, visible in tcp_info); DRAIN →
-    /// PROBE_BW once in-flight at the next departure is down to it.
-    fn check_drain(&mut self, tp: &mut CcSock) {
-        if self.mode == BbrMode::Startup && self.full_bw_reached {
-            self.mode = BbrMode::Drain;
-            tp.snd_ssthresh = self.inflight(tp, self.max_bw(), BBR_UNIT);
-        }
-        if self.mode == BbrMode::Drain
-            && self.packets_in_net_at_edt(tp, tp.packets_in_flight)
-                <= self.inflight(tp, self.max_bw(), BBR_UNIT)
-        {
-            self.reset_probe_bw_mode(tp);
-        }
-    }
-
-    /// `bbr_check_probe_rtt_done`: after the PROBE_RTT time, restart the
-    /// min_rtt window, restore cwnd, return to STARTUP or PROBE_BW.
-    fn check_probe_rtt_done(&mut self, tp: &mut CcSock) {
-        if !self.probe_rtt.expired(tp.jiffies) {
-            return;
-        }
-        self.min_rtt_stamp = tp.jiffies;
-        tp.snd_cwnd = tp.snd_cwnd.max(self.prior_cwnd);
-        self.reset_mode(tp);
-    }
-
-    /// `bbr_update_min_rtt`: the 10 s min_rtt filter; when it expires
-    /// (no RTT at or below it for 10 s) enter PROBE_RTT: hold in-flight at
-    /// 4 packets for max(200 ms, one round), marking the flow app-limited
-    /// so those rounds do not lower the bw estimate.
-    fn update_min_rtt(&mut self, tp: &mut CcSock, rs: &RateSample) {
-        let filter_expired = after(
-            tp.jiffies,
-            self.min_rtt_stamp.wrapping_add(MIN_RTT_WIN_SEC * HZ),
-        );
-        if rs.rtt_us >= 0
-            && (rs.rtt_us < self.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed))
-        {
-            self.min_rtt_us = rs.rtt_us as u32;
-            self.min_rtt_stamp = tp.jiffies;
-        }
-
-        if PROBE_RTT_MODE_MS > 0
-            && filter_expired
-            && !self.idle_restart
-            && self.mode != BbrMode::ProbeRtt
-        {
-            self.mode = BbrMode::ProbeRtt;
-            self.save_cwnd(tp);
-            self.probe_rtt.done_stamp = 0;
-        }
-
-        if self.mode == BbrMode::ProbeRtt {
-            let target = CWND_MIN_TARGET;
-            if self
-                .probe_rtt
-                .hold(tp, &mut self.next_rtt_delivered, self.round_start, target)
-            {
-                self.check_probe_rtt_done(tp);
-            }
-        }
-        // an idle restart ends with the first ACK of new data
-        if rs.delivered > 0 {
-            self.idle_restart = false;
-        }
-    }
-
-    /// `bbr_update_gains`.
-    fn update_gains(&mut self) {
-        let (pacing, cwnd) = match self.mode {
-            BbrMode::Startup => (HIGH_GAIN, HIGH_GAIN),
-            BbrMode::Drain => (DRAIN_GAIN, HIGH_GAIN),
-            BbrMode::ProbeBw => (
-                if self.lt_use_bw {
-                    BBR_UNIT
-                } else {
-                    PACING_GAIN[self.cycle_idx as usize]
-                },
-                CWND_GAIN,
-            ),
-            BbrMode::ProbeRtt => (BBR_UNIT, BBR_UNIT),
-        };
-        self.pacing_gain = pacing;
-        self.cwnd_gain = cwnd;
     }
 
     /// `bbr_update_model`.

@@ -1,3 +1,6 @@
+//! Size: `tcp_ack` with its SACK walk and `tcp_clean_rtx_queue`, as in
+//! tcp_input.c: one pass over the retransmission queue per ACK whose steps share its state.
+//!
 //! The ACK path of net/ipv4/tcp_input.c (docs/semantics/tcp.md §8): `tcp_ack`, the SACK
 //! walk (`tcp_sacktag_write_queue`/`tcp_sacktag_one`), `tcp_clean_rtx_queue`
 //! and the RTT samples (`tcp_ack_update_rtt`). The SACK walk skips ranges the

@@ -1,3 +1,6 @@
+//! Size: one state machine, as in tcp_input.c: `tcp_fastretrans_alert` and the
+//! Open/Disorder/CWR/Recovery/Loss states it moves between.
+//!
 //! The loss-recovery state machine of net/ipv4/tcp_input.c (docs/semantics/tcp.md §9):
 //! `tcp_fastretrans_alert`, `tcp_process_loss`, `tcp_try_undo_*`,
 //! `tcp_enter_recovery`, `tcp_enter_loss`, `tcp_cwnd_reduction` (PRR),

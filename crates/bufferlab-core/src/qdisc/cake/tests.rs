@@ -1,6 +1,7 @@
 //! CAKE's arithmetic against hand-computed vectors (docs/semantics/qdiscs.md §14).
 use super::*;
-use crate::packet::{Ipv4, TcpHeader};
+use crate::packet::{tcp_flags, Ipv4, Payload, Proto, TcpHeader};
+use crate::qdisc::spec::CakeDiffserv;
 use crate::qdisc::tree::harness::Env;
 
 const MS: i64 = 1_000_000;

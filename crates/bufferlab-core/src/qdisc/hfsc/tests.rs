@@ -5,6 +5,8 @@
 
 use super::*;
 use crate::qdisc::classful::testkit::{assert_near, build_env, dport_filter, pop, push, saturate};
+use crate::qdisc::ops::ClassOps;
+use crate::qdisc::spec::{ClassRequest, ClassSpec, ClassVerb, HfscClassOpts};
 use crate::qdisc::tree::harness::Env;
 
 const MBIT: u32 = 125_000; // bytes/s
