@@ -1397,6 +1397,7 @@ impl Simulator {
             gso_segs: 1,
             gso_size: 0,
             tsq: 0,
+            tstamp: None,
         };
         let pid = self.arena.alloc(p);
         self.iface_xmit(out, pid);
@@ -1514,7 +1515,10 @@ impl Simulator {
     fn receive_past_hook(&mut self, iface: IfaceId, pid: PacketId) {
         let node = self.topo.iface_node[iface];
         // a received packet has no socket of this node (`skb->sk` is NULL)
-        self.arena.get_mut(pid).local = false;
+        // and no departure stamp (forwarding clears `skb->tstamp`)
+        let rx = self.arena.get_mut(pid);
+        rx.local = false;
+        rx.tstamp = None;
         let p = *self.arena.get(pid);
         if p.proto == Proto::Arp && self.topo.is_local(node, p.dst) {
             self.delivered(pid);
@@ -1632,6 +1636,7 @@ impl Simulator {
                         len: crate::packet::ETH_HEADER + crate::packet::IPV4_HEADER + 20,
                         payload,
                         tsq: 0,
+                        tstamp: None,
                         ..p
                     };
                     let mib = &mut self.nodes[node].mib;
@@ -2055,17 +2060,15 @@ fn node_gso_max_size(topo: &Topology, ifaces: &[Iface], node: NodeId) -> u32 {
         .unwrap_or(0)
 }
 
-/// The `maxrate` of an `fq` with pacing on at the root of one of `node`'s
-/// interfaces, if there is one (`u64::MAX`: no maximum). Its sockets then
-/// leave pacing to it (tcp_output.c `tcp_needs_internal_pacing`; SIM: hosts
-/// have one interface, Linux decides by the interface the packets reach).
-fn node_fq_pacing(topo: &Topology, ifaces: &[Iface], node: NodeId) -> Option<u64> {
-    topo.node_ifaces[node]
-        .iter()
-        .find_map(|&i| match ifaces[i].tree.node_qdisc(0) {
-            Some(crate::qdisc::AnyQdisc::Fq(q)) if q.paces() => Some(q.maxrate()),
-            _ => None,
-        })
+/// Is an `fq` with pacing on at the root of one of `node`'s interfaces? Its
+/// sockets then leave pacing to it (tcp_output.c `tcp_needs_internal_pacing`;
+/// SIM: hosts have one interface, Linux decides by the interface the packets
+/// reach).
+fn node_fq_pacing(topo: &Topology, ifaces: &[Iface], node: NodeId) -> bool {
+    topo.node_ifaces[node].iter().any(|&i| {
+        matches!(ifaces[i].tree.node_qdisc(0),
+            Some(crate::qdisc::AnyQdisc::Fq(q)) if q.paces())
+    })
 }
 
 /// Can `node`'s packets wait in it after its TCP sockets send them? Only then
@@ -2219,6 +2222,7 @@ mod tests {
                 gso_segs: 1,
                 gso_size: 0,
                 tsq: 0,
+                tstamp: None,
             };
             let id = sim.arena.alloc(p);
             sim.iface_xmit(ifc, id);
@@ -2251,6 +2255,7 @@ mod tests {
             gso_segs: 1,
             gso_size: 0,
             tsq,
+            tstamp: None,
         }
     }
 

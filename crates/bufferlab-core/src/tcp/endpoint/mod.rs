@@ -155,11 +155,20 @@ pub struct Segment {
     /// is in the host (TCP Small Queues, docs/semantics/tcp.md §6.4); 0 when
     /// nothing was charged (no payload, or nothing holds packets on the way out)
     pub truesize: u32,
+    /// departure stamp (`skb->tstamp`): the socket's `tcp_wstamp_ns` when
+    /// the skb was sent, ahead of the clock while an fq paces the socket
+    pub tstamp: SimTime,
 }
 
 impl Segment {
     /// An skb of one segment, cut with MSS `gso_size`.
-    pub fn single(hdr: TcpHeader, payload_len: u32, ecn: u8, gso_size: u32) -> Segment {
+    pub fn single(
+        hdr: TcpHeader,
+        payload_len: u32,
+        ecn: u8,
+        gso_size: u32,
+        tstamp: SimTime,
+    ) -> Segment {
         Segment {
             hdr,
             payload_len,
@@ -167,6 +176,7 @@ impl Segment {
             gso_segs: 1,
             gso_size,
             truesize: 0,
+            tstamp,
         }
     }
 

@@ -7,9 +7,7 @@
 //! docs/semantics/tcp.md §6.4).
 
 use super::{Segment, TcpEndpoint, TcpState, CLOCK_BASE_US};
-use crate::packet::{
-    tcp_flags, TcpHeader, ECN_ECT0, ETH_HEADER, IPV4_HEADER, SKB_TRUESIZE_OVERHEAD,
-};
+use crate::packet::{tcp_flags, TcpHeader, ECN_ECT0, SKB_TRUESIZE_OVERHEAD};
 use crate::tcp::accecn::{self, EcnMode};
 use crate::tcp::cc::{CaEvent, CaState, CcProfile};
 use crate::tcp::config::{MAX_TCP_HEADER, TCPOLEN_TSTAMP_ALIGNED};
@@ -86,16 +84,19 @@ impl TcpEndpoint {
     /// An `fq` qdisc paces this socket from now on (sch_fq.c `fq_classify`
     /// stores `SK_PACING_FQ` in `sk_pacing_status`; it stays): every
     /// congestion control is paced at `sk_pacing_rate` through the EDT stamps
-    /// of `tcp_update_skb_after_send`, and TCP's own pacing timer is no longer
-    /// needed ([`TcpEndpoint::needs_internal_pacing`]). SIM: fq's release at
-    /// the stamp is modelled by holding the segment here until it (module
-    /// doc): fq then sends it at once, where Linux's fq holds the one or two
-    /// skbs TCP Small Queues let the socket queue there ahead of their stamps.
-    /// `maxrate` is the fq's (bytes/s, `u64::MAX` = none).
-    pub fn set_pacing_fq(&mut self, maxrate: u64) {
+    /// `tcp_update_skb_after_send` advances. TCP's own pacing timer is no
+    /// longer needed ([`TcpEndpoint::needs_internal_pacing`]): skbs leave at
+    /// once with their stamps and fq holds them until then, TCP Small Queues
+    /// bounding what waits there.
+    pub fn set_pacing_fq(&mut self) {
         self.cs.pacing_fq = true;
         self.cs.pacing_status_needed = true;
-        self.cs.fq_maxrate = maxrate;
+    }
+
+    /// The stamp `__tcp_transmit_skb` gives an skb it sends now:
+    /// `tcp_wstamp_ns`, never before the clock.
+    pub(super) fn edt(&self) -> SimTime {
+        SimTime::from_nanos(self.wstamp_ns.max(self.now.as_nanos()))
     }
 
     /// `tcp_needs_internal_pacing`: the congestion control asked for pacing
@@ -179,10 +180,10 @@ impl TcpEndpoint {
     }
 
     /// `tcp_pacing_check`: internal pacing holds the next packet until its
-    /// earliest departure time, arming the pacing timer. With fq pacing
-    /// the same hold stands for fq's release of the packet at its EDT stamp.
+    /// earliest departure time, arming the pacing timer; with fq pacing the
+    /// packet goes now and fq holds it until its stamp.
     pub(in crate::tcp) fn pacing_check(&mut self) -> bool {
-        if !self.cs.pacing_status_needed {
+        if !self.needs_internal_pacing() {
             return false;
         }
         if self.wstamp_ns <= self.now.as_nanos() {
@@ -516,7 +517,7 @@ impl TcpEndpoint {
         if self.gso_continue && self.append_to_skb(&hdr, payload_len, ecn) {
             return;
         }
-        let mut skb = Segment::single(hdr, payload_len, ecn, self.mss_cache);
+        let mut skb = Segment::single(hdr, payload_len, ecn, self.mss_cache, self.edt());
         if self.tsq_on && payload_len > 0 {
             // skb_set_owner_w in __tcp_transmit_skb (pure ACKs are not counted)
             skb.truesize = payload_len + SKB_TRUESIZE_OVERHEAD;
@@ -572,28 +573,13 @@ impl TcpEndpoint {
     }
 
     /// `tcp_update_skb_after_send`: EDT pacing advance (docs/semantics/tcp.md §12).
-    /// With fq pacing and an fq `maxrate`, the skb also waits for fq's
-    /// spacing of the frame bytes fq counts (SIM: the stand-in for TSQ,
-    /// which in Linux keeps the socket from queueing more than about 1 ms of
-    /// data in fq, so the sender goes at fq's rate without `flow_limit` drops).
     pub(super) fn update_after_send(&mut self, len: u32, prior_wstamp: u64) {
         if !self.cs.pacing_status_needed || self.data_segs_out < 10 {
             return;
         }
         let rate = self.cs.pacing_rate;
-        let mut len_ns = if rate != u64::MAX && rate != 0 {
-            len as u64 * 1_000_000_000 / rate
-        } else {
-            0
-        };
-        let maxrate = self.cs.fq_maxrate;
-        if self.cs.pacing_fq && maxrate != u64::MAX && maxrate != 0 {
-            let segs = len.div_ceil(self.mss_cache.max(1)).max(1) as u64;
-            let hdr =
-                (ETH_HEADER + IPV4_HEADER + 20) as u64 + if self.cfg.timestamps { 12 } else { 0 };
-            len_ns = len_ns.max((len as u64 + segs * hdr) * 1_000_000_000 / maxrate);
-        }
-        if len_ns > 0 {
+        if rate != u64::MAX && rate != 0 {
+            let len_ns = len as u64 * 1_000_000_000 / rate;
             let credit = self.wstamp_ns.saturating_sub(prior_wstamp);
             self.wstamp_ns += len_ns - (len_ns / 2).min(credit);
         }
@@ -804,7 +790,8 @@ impl TcpEndpoint {
             EcnMode::Disabled
         };
         self.accecn.syn_ect_snt = ect;
-        self.out.push_back(Segment::single(hdr, 0, ect, 0));
+        self.out
+            .push_back(Segment::single(hdr, 0, ect, 0, self.edt()));
         // tcp_connect_queue_skb counts it before tcp_rate_skb_sent sees it
         self.sb.packets_out += 1;
         let tx = self.rate_on_sent(xmit_us);
@@ -862,7 +849,8 @@ impl TcpEndpoint {
         // the listener's ECT: set when its module needs ECN
         let ect = self.ect_always();
         self.accecn.syn_ect_snt = ect;
-        self.out.push_back(Segment::single(hdr, 0, ect, 0));
+        self.out
+            .push_back(Segment::single(hdr, 0, ect, 0, self.edt()));
     }
 
     /// `tcp_send_ack`: a pure ACK (with window, SACK blocks, ECE).
@@ -1097,9 +1085,9 @@ mod tests {
         assert_eq!(i.total_retrans, 0);
     }
 
-    /// Departures of A at the same instant as the one before, as a share.
+    /// Departure stamps of A's skbs equal to the one before, as a share.
     fn burst_share(p: &Pair) -> f64 {
-        let sends: Vec<SimTime> = p.data_from_a().map(|s| s.t).collect();
+        let sends: Vec<SimTime> = p.data_from_a().map(|s| s.seg.tstamp).collect();
         let same = sends.windows(2).filter(|w| w[0] == w[1]).count();
         same as f64 / sends.len() as f64
     }
@@ -1167,28 +1155,39 @@ mod tests {
     #[test]
     fn a_root_fq_paces_cubic_and_takes_over_bbrs_pacing() {
         // tcp_needs_internal_pacing: with fq (SK_PACING_FQ) TCP's own timer
-        // is off for BBR, yet its EDT schedule, and CUBIC's, is kept
+        // is off for BBR, yet its EDT schedule, and CUBIC's, is kept: skbs
+        // leave at once stamped with it, and the path (one fq flow) holds
+        // each until its stamp
         let run = |cc: &str, fq: bool| {
             let mut p = Pair::sym(cfg(cc), SimDuration::from_millis(5));
             p.check = false;
             p.ab.rate = Some(Rate::from_bps(1_000_000_000));
             p.to_write = u64::MAX;
             if fq {
-                p.a.set_pacing_fq(u64::MAX);
+                p.a.set_pacing_fq();
+                p.ab.edt = true;
             }
             p.run_until(ms(600));
             p
+        };
+        // the share of A's skbs sent before their stamp
+        let ahead = |p: &Pair| {
+            let n = p.data_from_a().filter(|s| s.seg.tstamp > s.t).count();
+            n as f64 / p.data_from_a().count() as f64
         };
         let cubic = run("cubic", false);
         let cubic_fq = run("cubic", true);
         assert!(burst_share(&cubic) > 0.5, "{}", burst_share(&cubic));
         assert!(burst_share(&cubic_fq) < 0.1, "{}", burst_share(&cubic_fq));
         assert!(cubic_fq.a.paced_by_fq() && !cubic_fq.a.needs_internal_pacing());
+        assert_eq!(ahead(&cubic), 0.0);
+        assert!(ahead(&cubic_fq) > 0.5, "{}", ahead(&cubic_fq));
         let bbr = run("bbr", false);
         let bbr_fq = run("bbr", true);
         assert!(bbr.a.needs_internal_pacing() && !bbr.a.paced_by_fq());
         assert!(!bbr_fq.a.needs_internal_pacing() && bbr_fq.a.paced_by_fq());
         assert!(burst_share(&bbr) < 0.1 && burst_share(&bbr_fq) < 0.1);
-        assert_eq!(bbr_fq.a.info().total_retrans, 0);
+        assert_eq!((ahead(&bbr), bbr_fq.a.info().total_retrans), (0.0, 0));
+        assert!(ahead(&bbr_fq) > 0.5, "{}", ahead(&bbr_fq));
     }
 }
