@@ -99,6 +99,12 @@ impl TcpEndpoint {
         SimTime::from_nanos(self.wstamp_ns.max(self.now.as_nanos()))
     }
 
+    /// `tcp_skb_timestamp_ts` of an skb sent now: [`Self::edt`] on the TS
+    /// clock (ms, the same base as [`TcpEndpoint::ts_now`]).
+    pub(super) fn edt_ts(&self) -> u32 {
+        ((self.edt().as_nanos() / 1000 + CLOCK_BASE_US) / 1000) as u32
+    }
+
     /// `tcp_needs_internal_pacing`: the congestion control asked for pacing
     /// (`SK_PACING_NEEDED`, BBR) and no fq paces the socket.
     pub fn needs_internal_pacing(&self) -> bool {
@@ -452,7 +458,10 @@ impl TcpEndpoint {
             }
         }
         if h.ts {
-            h.tsval = self.ts_now().wrapping_add(self.tsoffset);
+            // tcp_established_options / tcp_syn_options: the TS clock of
+            // the skb's departure stamp (`tcp_skb_timestamp_ts`), which is
+            // ahead of the clock while the socket is paced
+            h.tsval = self.edt_ts().wrapping_add(self.tsoffset);
             h.tsecr = self.ts_recent;
         }
         if self.ecn_mode == EcnMode::AccEcn && !syn {
