@@ -1199,4 +1199,61 @@ mod tests {
         assert_eq!((ahead(&bbr), bbr_fq.a.info().total_retrans), (0.0, 0));
         assert!(ahead(&bbr_fq) > 0.5, "{}", ahead(&bbr_fq));
     }
+
+    #[test]
+    fn an_fq_paced_retransmission_leaves_behind_the_stamps_without_an_undo() {
+        // With fq pacing, __tcp_transmit_skb stamps a retransmission with
+        // tcp_wstamp_ns, ahead of the clock, and its TS value is that stamp
+        // (tcp_established_options: tcp_skb_timestamp_ts); tcp_retransmit_skb
+        // saves the same stamp in retrans_stamp. ACKs of segments sent before
+        // the retransmission left echo earlier TS values, so
+        // tcp_packet_delayed must not take them for ACKs of the original and
+        // undo the recovery (with the send instant as TS value, two of BBR's
+        // seven recoveries here were undone: an undo unmarks the lost
+        // segments, and in the lesson's heavier losses only the RTO resent
+        // them). Each loss is repaired by one fast retransmission that waits
+        // for at most the ~1 ms TCP Small Queues let the socket keep in fq.
+        for cc in ["cubic", "bbr"] {
+            // GSO off: every skb one segment, so the drop rule can pick them
+            let c = TcpConfig {
+                gso_max_size: 0,
+                ..cfg(cc)
+            };
+            let mut p = Pair::sym(c, SimDuration::from_millis(10));
+            p.check = false;
+            p.ab.rate = Some(Rate::from_bps(100_000_000));
+            p.ab.edt = true;
+            p.a.set_pacing_fq();
+            p.a.set_tsq(true);
+            p.to_write = 8_000_000;
+            let lost: Vec<u32> = (0..7).map(|k| (1400 + k * 200) * 1448).collect();
+            p.ab.drop = Some(drop_first_tx(p.a.iss(), lost.clone()));
+            p.run_until(ms(3000));
+            let m = p.a.mib();
+            assert_eq!(p.read, 8_000_000, "{cc}");
+            assert_eq!((m.timeouts, m.retrans_segs), (0, 7), "{cc} {m:?}");
+            let undos = m.full_undo + m.partial_undo + m.dsack_undo + m.loss_undo;
+            assert_eq!(undos, 0, "{cc} {m:?}");
+            let iss = p.a.iss().wrapping_add(1);
+            let tsoffset = p.a.tsoffset;
+            let mut resent = vec![];
+            for s in p.data_from_a() {
+                // TSval = the stamp on the TS clock (ms from the clock base)
+                let ts = ((s.seg.tstamp.as_nanos() / 1000 + CLOCK_BASE_US) / 1000) as u32;
+                assert_eq!(s.seg.hdr.tsval, ts.wrapping_add(tsoffset), "{cc}");
+                let off = s.seg.hdr.seq.wrapping_sub(iss);
+                if s.seg.hdr.seq != p.a.iss() && lost.contains(&off) {
+                    resent.push((off, s.seg.tstamp - s.t));
+                }
+            }
+            // each lost segment twice: dropped, then resent (before the next
+            // loss); the resend held in fq no longer than TSQ lets it wait
+            assert_eq!(resent.len(), 2 * lost.len(), "{cc} {resent:?}");
+            for pair in resent.chunks(2) {
+                let ((first, _), (again, wait)) = (pair[0], pair[1]);
+                assert_eq!(first, again, "{cc} {resent:?}");
+                assert!(wait < SimDuration::from_millis(2), "{cc} {again} {wait}");
+            }
+        }
+    }
 }
