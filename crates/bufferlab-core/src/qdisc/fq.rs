@@ -1010,6 +1010,77 @@ mod tests {
         assert_eq!(q.x.throttled, 3);
     }
 
+    /// Feed `arrivals` (enqueue instant, source port, stamp; in time order)
+    /// and dequeue at every arrival and every watchdog instant until the
+    /// queue is empty: (release instant, source port) of every packet.
+    fn run_script(q: &mut Fq, env: &mut Env, arrivals: &[(u64, u16, u64)]) -> Vec<(u64, u16)> {
+        let mut out = vec![];
+        let mut next = 0;
+        let mut t = 0;
+        loop {
+            while next < arrivals.len() && arrivals[next].0 <= t {
+                let (_, port, at) = arrivals[next];
+                let id = stamped(env, port, at);
+                assert_eq!(q.enqueue(&mut env.ctx(t), id), Verdict::Queued);
+                next += 1;
+            }
+            let (ports, watchdog) = drain(q, env, t);
+            out.extend(ports.into_iter().map(|p| (t, p)));
+            let arrival = arrivals.get(next).map(|a| a.0);
+            match (watchdog, arrival) {
+                (None, None) => return out,
+                (w, a) => t = w.unwrap_or(u64::MAX).min(a.unwrap_or(u64::MAX)),
+            }
+        }
+    }
+
+    #[test]
+    fn stamped_packets_leave_at_their_stamps() {
+        // Two sockets hand fq packets ahead of their stamps (µs): socket 1
+        // at 0 for 500, 1000, 1500; socket 2 at 100 for 200 and at 1100 for
+        // 1200. Without maxrate nothing else spaces them: fq_dequeue sends
+        // each at its time_to_send, the watchdog armed at the earliest
+        // throttled flow's (fq_check_throttled), whatever the order in which
+        // they arrived.
+        const US: u64 = 1000;
+        let mut env = Env::default();
+        let mut q = Fq::new(&FqSpec::default(), 1, "t").unwrap();
+        let arrivals = [
+            (0, 1, 500 * US),
+            (0, 1, 1000 * US),
+            (0, 1, 1500 * US),
+            (100 * US, 2, 200 * US),
+            (1100 * US, 2, 1200 * US),
+        ];
+        let out = run_script(&mut q, &mut env, &arrivals);
+        let want = [(200, 2), (500, 1), (1000, 1), (1200, 2), (1500, 1)];
+        assert_eq!(out, want.map(|(t, p)| (t * US, p)));
+        // every release but the first of each flow's turns followed a throttle
+        assert_eq!((q.x.fastpath_packets, q.x.throttled), (0, 5));
+    }
+
+    #[test]
+    fn maxrate_spaces_stamped_packets_too() {
+        // maxrate 1 Mbit/s (125 000 B/s): after each 1514-byte packet
+        // time_next_packet = now + 12.112 ms, less the drift credit
+        // min(len / 2, now − time_next_packet) (fq_dequeue); a packet leaves
+        // at the later of its stamp and that. Stamps 0, 1, 30, 31 ms leave
+        // at 0; 12.112 (the rate); 30 (the stamp); 42.112: the flow was
+        // throttled for the third packet's stamp, which fq_dequeue then keeps
+        // as time_next_packet, so the third left on time and no drift credit
+        // shortens the next gap.
+        let spec = FqSpec {
+            maxrate: Some(125_000),
+            ..Default::default()
+        };
+        let mut env = Env::default();
+        let mut q = Fq::new(&spec, 1, "t").unwrap();
+        let arrivals = [(0, 1, 0), (0, 1, MS), (0, 1, 30 * MS), (0, 1, 31 * MS)];
+        let out = run_script(&mut q, &mut env, &arrivals);
+        let times: Vec<u64> = out.iter().map(|o| o.0).collect();
+        assert_eq!(times, vec![0, 12_112_000, 30_000_000, 42_112_000]);
+    }
+
     #[test]
     fn a_stamp_beyond_the_horizon_is_dropped_or_capped() {
         // fq_packet_beyond_horizon: horizon 1 s; a stamp of exactly now + 1 s
