@@ -56,10 +56,12 @@
 //! keep-alive, Fast Open, MTU probing, PAWS rejection, SYN cookies,
 //! simultaneous open, autocorking, the route-metrics cache
 //! (`tcp_no_metrics_save`), and receiver memory pressure beyond dropping
-//! what does not fit `sk_rcvbuf`. An `fq` qdisc's EDT pacing
-//! ([`TcpConfig::pacing`]) is approximated by holding segments in the
-//! endpoint until their departure time (same schedule; they reach the
-//! qdisc later).
+//! what does not fit `sk_rcvbuf`, `skb_still_in_host_queue` (a
+//! retransmission is never refused because its previous copy is still in
+//! the host). Every skb leaves with its departure stamp
+//! ([`Segment::tstamp`], also its TS value); under an `fq` qdisc
+//! ([`TcpEndpoint::set_pacing_fq`]) it is handed down at once and fq holds
+//! it until then.
 
 use std::collections::VecDeque;
 use std::fmt;
