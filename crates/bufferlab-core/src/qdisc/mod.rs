@@ -97,6 +97,9 @@ pub enum DropReason {
     ForcedDrop,
     /// fq: the packet's flow already held `flow_limit` packets.
     FlowLimit,
+    /// fq: the packet's departure stamp lay beyond `horizon` with
+    /// `horizon_drop` (the kernel's `SKB_DROP_REASON_FQ_HORIZON_LIMIT`).
+    Horizon,
     /// A classful qdisc found no class for the packet (drr without a
     /// matching filter, hfsc without a default class): `__NET_XMIT_BYPASS`.
     Unclassified,
@@ -114,7 +117,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 19] = [
+    pub const ALL: [DropReason; 20] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::TooBig,
@@ -129,6 +132,7 @@ impl DropReason {
         DropReason::EarlyDrop,
         DropReason::ForcedDrop,
         DropReason::FlowLimit,
+        DropReason::Horizon,
         DropReason::Unclassified,
         DropReason::AckFilter,
         DropReason::Flood,
@@ -156,6 +160,7 @@ impl DropReason {
             DropReason::EarlyDrop => "early_drop",
             DropReason::ForcedDrop => "forced_drop",
             DropReason::FlowLimit => "flow_limit",
+            DropReason::Horizon => "horizon",
             DropReason::Unclassified => "unclassified",
             DropReason::AckFilter => "ack_filter",
             DropReason::Flood => "flood",
