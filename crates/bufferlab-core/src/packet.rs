@@ -354,6 +354,12 @@ pub struct Packet {
     /// freed, or is orphaned by a delaying netem ([`PacketArena::release_tsq`]).
     /// 0 for everything else.
     pub tsq: u32,
+    /// Earliest departure time (`skb->tstamp`, EDT): a TCP socket stamps
+    /// every skb with its `tcp_wstamp_ns` (tcp_output.c `__tcp_transmit_skb`),
+    /// later than the send instant when an fq paces it; fq holds the packet
+    /// until then (sch_fq.c `fq_enqueue`). Cleared when a node receives the
+    /// packet, as forwarding clears it. `None` for everything else.
+    pub tstamp: Option<SimTime>,
 }
 
 /// A change of the send memory a TCP socket has in its host (TCP Small
@@ -744,6 +750,7 @@ pub(crate) mod tests {
             gso_segs: 1,
             gso_size: 0,
             tsq: 0,
+            tstamp: None,
         }
     }
 

@@ -207,11 +207,10 @@ pub struct AppCtx<'a> {
     pub addr: Ipv4,
     /// `sk_gso_max_size` for the node's TCP sockets (0: GSO off).
     pub gso_max_size: u32,
-    /// `Some(maxrate)` (bytes/s, `u64::MAX` = none) when an `fq` with pacing
-    /// on is the root qdisc of the node's interface: its TCP sockets'
-    /// `sk_pacing_status` becomes `SK_PACING_FQ` (sch_fq.c `fq_classify`),
-    /// docs/semantics/qdiscs.md §15.
-    pub fq_pacing: Option<u64>,
+    /// An `fq` with pacing on is the root qdisc of the node's interface: its
+    /// TCP sockets' `sk_pacing_status` becomes `SK_PACING_FQ` (sch_fq.c
+    /// `fq_classify`), docs/semantics/qdiscs.md §15.
+    pub fq_pacing: bool,
     /// The node's packets may wait in it after its TCP sockets send them (a
     /// qdisc other than `noqueue`, a finite-rate device, an egress hook): the
     /// sockets charge their skbs for TCP Small Queues (docs/semantics/tcp.md §6.4).
@@ -253,6 +252,7 @@ impl AppCtx<'_> {
             gso_segs: 1,
             gso_size: 0,
             tsq: 0,
+            tstamp: None,
         }
     }
 

@@ -204,7 +204,7 @@ pub struct SendEnv {
     pub now: SimTime,
     pub addr: Ipv4,
     pub id: u32,
-    pub fq_pacing: Option<u64>,
+    pub fq_pacing: bool,
     pub tsq: bool,
 }
 
@@ -276,8 +276,8 @@ impl Conn {
 
     /// Hand every segment the endpoint wants to send now to `out`.
     pub fn flush(&mut self, env: &SendEnv, out: &mut Vec<Packet>, tos: u8) {
-        if let Some(maxrate) = env.fq_pacing {
-            self.ep.set_pacing_fq(maxrate);
+        if env.fq_pacing {
+            self.ep.set_pacing_fq();
         }
         // a qdisc added or removed since: the next transmissions see it
         self.ep.set_tsq(env.tsq);
@@ -305,6 +305,7 @@ impl Conn {
                     0
                 },
                 tsq: seg.truesize,
+                tstamp: Some(seg.tstamp),
             });
         }
     }

@@ -85,7 +85,7 @@ impl Bench {
             id: h.app_id,
             addr: h.addr,
             gso_max_size: 0,
-            fq_pacing: None,
+            fq_pacing: false,
             tsq: false,
             out: &mut h.out,
             sockets: &mut h.sockets,
@@ -124,6 +124,7 @@ fn template(src: Ipv4, dst: Ipv4, proto: Proto, len: u32, payload: Payload) -> P
         gso_segs: 1,
         gso_size: 0,
         tsq: 0,
+        tstamp: None,
     }
 }
 

@@ -231,15 +231,13 @@ fn node_gso_max_size(topo: &Topology, ifaces: &[Iface], node: NodeId) -> u32 {
         .unwrap_or(0)
 }
 
-/// The `maxrate` of an `fq` with pacing on at the root of one of `node`'s
-/// interfaces, if there is one (`u64::MAX`: no maximum). Its sockets then
-/// leave pacing to it (tcp_output.c `tcp_needs_internal_pacing`; SIM: hosts
-/// have one interface, Linux decides by the interface the packets reach).
-fn node_fq_pacing(topo: &Topology, ifaces: &[Iface], node: NodeId) -> Option<u64> {
-    topo.node_ifaces[node]
-        .iter()
-        .find_map(|&i| match ifaces[i].tree.node_qdisc(0) {
-            Some(crate::qdisc::AnyQdisc::Fq(q)) if q.paces() => Some(q.maxrate()),
-            _ => None,
-        })
+/// Is an `fq` with pacing on at the root of one of `node`'s interfaces? Its
+/// sockets then leave pacing to it (tcp_output.c `tcp_needs_internal_pacing`;
+/// SIM: hosts have one interface, Linux decides by the interface the packets
+/// reach).
+fn node_fq_pacing(topo: &Topology, ifaces: &[Iface], node: NodeId) -> bool {
+    topo.node_ifaces[node].iter().any(|&i| {
+        matches!(ifaces[i].tree.node_qdisc(0),
+            Some(crate::qdisc::AnyQdisc::Fq(q)) if q.paces())
+    })
 }

@@ -62,7 +62,10 @@ impl Simulator {
     pub(super) fn receive_past_hook(&mut self, iface: IfaceId, pid: PacketId) {
         let node = self.topo.iface_node[iface];
         // a received packet has no socket of this node (`skb->sk` is NULL)
-        self.arena.get_mut(pid).local = false;
+        // and no departure stamp (forwarding clears `skb->tstamp`)
+        let rx = self.arena.get_mut(pid);
+        rx.local = false;
+        rx.tstamp = None;
         let p = *self.arena.get(pid);
         if p.proto == Proto::Arp && self.topo.is_local(node, p.dst) {
             self.delivered(pid);

@@ -96,6 +96,7 @@ impl Simulator {
                         len: crate::packet::ETH_HEADER + crate::packet::IPV4_HEADER + 20,
                         payload,
                         tsq: 0,
+                        tstamp: None,
                         ..p
                     };
                     let mib = &mut self.nodes[node].mib;

@@ -116,6 +116,7 @@ impl Simulator {
             gso_segs: 1,
             gso_size: 0,
             tsq: 0,
+            tstamp: None,
         };
         let pid = self.arena.alloc(p);
         self.iface_xmit(out, pid);

@@ -84,6 +84,7 @@ fn a_qdisc_handing_out_packets_without_end_is_named() {
             gso_segs: 1,
             gso_size: 0,
             tsq: 0,
+            tstamp: None,
         };
         let id = sim.arena.alloc(p);
         sim.iface_xmit(ifc, id);
@@ -116,6 +117,7 @@ fn frame(tsq: u32) -> Packet {
         gso_segs: 1,
         gso_size: 0,
         tsq,
+        tstamp: None,
     }
 }
 

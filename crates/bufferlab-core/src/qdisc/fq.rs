@@ -21,17 +21,19 @@
 //! empty (or fully idle) fq with nothing paced takes the fast path: a FIFO
 //! served before the bands.
 //!
-//! Pacing (`pacing`, on by default): a flow's next departure is at
-//! `time_next_packet`; `maxrate` spaces every flow's packets by
-//! len / maxrate (by max(len, quantum) per quantum of credit for packets
-//! without an EDT stamp), with the kernel's drift credit (len/2 at most)
-//! and 1 s clamp. A throttled flow waits in a time-ordered set and the
-//! watchdog is armed at the earliest (SIM: without `timer_slack`'s range,
-//! at the instant itself). TCP's own pacing rate reaches fq through its EDT
-//! stamps; SIM: the TCP model holds each segment until its stamp
-//! (tcp/endpoint/output.rs `set_pacing_fq`), so every packet reaches fq at
-//! or after its departure time and `horizon` never applies. Packets carry
-//! no separate stamp: `time_to_send` is the enqueue instant.
+//! Pacing: a packet's `time_to_send` is its EDT stamp ([`Packet::tstamp`],
+//! `skb->tstamp`: a TCP socket's `tcp_wstamp_ns`, ahead of the clock when
+//! fq paces the socket) or, unstamped, its enqueue instant (`fq_enqueue`); a
+//! stamp more than `horizon` ahead is dropped (`horizon_drop`) or brought
+//! back to it. A flow's queue is kept in `time_to_send` order
+//! (`flow_queue_add`). A flow whose head is not due, or whose
+//! `time_next_packet` is ahead, is throttled (`fq_dequeue`): it waits in a
+//! time-ordered set, counted in `throttled`, until `fq_check_throttled`
+//! returns it to the old flows, with the watchdog armed at the earliest
+//! (SIM: without `timer_slack`'s range, at the instant itself). With
+//! `pacing` on, `maxrate` spaces every flow's packets by len / maxrate (by
+//! max(len, quantum) per quantum of credit for packets without a stamp),
+//! with the kernel's drift credit (len/2 at most) and 1 s clamp.
 //!
 //! GSO: the kernel does not segment in fq; an aggregate is one entry of its
 //! full length, as here.
@@ -74,7 +76,7 @@ struct Entry {
     len: u32,
     /// `time_to_send`, ns
     tts: u64,
-    /// EDT stamp present (a local TCP packet)
+    /// the packet had an EDT stamp (`skb->tstamp` set)
     stamped: bool,
     /// band at enqueue (`fq_skb_cb(skb)->band`)
     band: u8,
@@ -305,11 +307,6 @@ impl Fq {
         self.c.rate_enable
     }
 
-    /// `maxrate`, bytes/s (`u64::MAX`: none).
-    pub fn maxrate(&self) -> u64 {
-        self.c.maxrate
-    }
-
     /// The flow identity `fq_classify` uses: the socket (even keys) or an
     /// orphan hash `(hash & orphan_mask) << 1 | 1`.
     fn flow_key(&self, p: &Packet) -> u64 {
@@ -328,8 +325,12 @@ impl Fq {
         (key.wrapping_mul(0x61C8_8646_80B5_83EB) >> (64 - self.c.buckets_log)) as u32
     }
 
-    /// `fq_fastpath_check` (the packet's time_to_send is now).
-    fn fastpath_ok(&self, now: u64) -> bool {
+    /// `fq_fastpath_check` for a packet due at `tts`: never one stamped for
+    /// later.
+    fn fastpath_ok(&self, tts: u64, now: u64) -> bool {
+        if tts > now {
+            return false;
+        }
         if self.stats.qlen != 0 {
             if self.n_flows != self.inactive_flows + self.delayed.len() as u32 {
                 return false;
@@ -401,20 +402,33 @@ impl Fq {
         let p = ctx.arena.get(id);
         let band = self.c.priomap[(tos2priority(p.tos) & 15) as usize] as usize;
         let len = p.len;
-        let stamped = p.local && p.proto == Proto::Tcp;
+        let tstamp = p.tstamp.map(|t| t.as_nanos());
         if self.band_pkt_count[band] >= self.c.limit {
             self.x.band_drops[band] += 1;
             return self.drop(ctx, id, DropReason::QueueFull);
         }
         let key = self.flow_key(p);
+        let tts = match tstamp {
+            None => now,
+            // fq_packet_beyond_horizon
+            Some(t) if t > now + self.c.horizon => {
+                if self.c.horizon_drop {
+                    self.x.horizon_drops += 1;
+                    return self.drop(ctx, id, DropReason::Horizon);
+                }
+                self.x.horizon_caps += 1;
+                now + self.c.horizon
+            }
+            Some(t) => t,
+        };
         let e = Entry {
             id,
             len,
-            tts: now,
-            stamped,
+            tts,
+            stamped: tstamp.is_some(),
             band: band as u8,
         };
-        if self.fastpath_ok(now) {
+        if self.fastpath_ok(tts, now) {
             self.x.fastpath_packets += 1;
             self.internal.push_back(e);
             self.stats.queued(len);
@@ -440,7 +454,14 @@ impl Fq {
         if f.queue.is_empty() {
             self.inactive_flows -= 1;
         }
-        f.queue.push_back(e);
+        // flow_queue_add: a packet due before the tail's goes in stamp order
+        // (after those due at the same time)
+        if f.queue.back().is_some_and(|t| tts < t.tts) {
+            let at = f.queue.partition_point(|q| q.tts <= tts);
+            f.queue.insert(at, e);
+        } else {
+            f.queue.push_back(e);
+        }
         self.band_pkt_count[band] += 1;
         self.stats.queued(len);
         Verdict::Queued
@@ -837,6 +858,13 @@ mod tests {
         id
     }
 
+    /// A packet of a local TCP socket stamped to leave at `at` ns.
+    fn stamped(env: &mut Env, sport: u16, at: u64) -> PacketId {
+        let id = tcp(env, 1514, sport);
+        env.arena.get_mut(id).tstamp = Some(crate::time::SimTime::from_nanos(at));
+        id
+    }
+
     /// A forwarded packet (no socket: an orphan flow).
     fn fwd(env: &mut Env, len: u32, sport: u16) -> PacketId {
         let id = env.pkt(len);
@@ -938,6 +966,163 @@ mod tests {
         let (out, w) = drain(&mut q, &mut env, 24_224_000);
         assert_eq!((out.len(), w), (3, Some(48_448_000)));
         assert_eq!(q.x.unthrottle_latency_ns, 0);
+    }
+
+    #[test]
+    fn a_stamped_packet_is_throttled_until_its_stamp() {
+        // fq_enqueue: time_to_send = skb->tstamp (5 ms), so no fast path;
+        // the unstamped packet of socket 2 after it finds a flow that is not
+        // idle, no fast path either. fq_dequeue at 0: socket 1's head is not
+        // due, its flow is throttled (throttled 1) and socket 2's goes; the
+        // watchdog is set at 5 ms, when socket 1's packet leaves.
+        let mut env = Env::default();
+        let mut q = Fq::new(&FqSpec::default(), 1, "t").unwrap();
+        let a = stamped(&mut env, 1, 5 * MS);
+        let b = tcp(&mut env, 1514, 2);
+        assert_eq!(q.enqueue(&mut env.ctx(0), a), Verdict::Queued);
+        assert_eq!(q.enqueue(&mut env.ctx(0), b), Verdict::Queued);
+        assert_eq!(q.x.fastpath_packets, 0);
+        let (out, w) = drain(&mut q, &mut env, 0);
+        assert_eq!((out, w), (vec![2], Some(5 * MS)));
+        assert_eq!((q.x.throttled, q.flow_counts()), (1, (2, 1, 1)));
+        assert_eq!(q.xstats()["throttled_flows"], 1);
+        // a dequeue before the stamp still sends nothing
+        assert_eq!(drain(&mut q, &mut env, 5 * MS - 1), (vec![], Some(5 * MS)));
+        assert_eq!(drain(&mut q, &mut env, 5 * MS), (vec![1], None));
+        assert_eq!((q.x.throttled, q.flow_counts()), (1, (2, 2, 0)));
+    }
+
+    #[test]
+    fn a_flow_sends_in_stamp_order() {
+        // flow_queue_add: stamps 3, 1, 2, 1 ms of one socket leave as
+        // 1 (first), 1 (second), 2, 3 ms; each later one throttles the flow
+        let mut env = Env::default();
+        let mut q = Fq::new(&FqSpec::default(), 1, "t").unwrap();
+        for (i, at) in [3, 1, 2, 1].into_iter().enumerate() {
+            let id = stamped(&mut env, 1, at * MS);
+            env.arena.get_mut(id).seq = i as u64;
+            q.enqueue(&mut env.ctx(0), id);
+        }
+        let mut order = vec![];
+        for t in [0, MS, 2 * MS, 3 * MS] {
+            while let Some(id) = q.dequeue(&mut env.ctx(t)) {
+                order.push((t / MS, env.arena.get(id).seq));
+                env.arena.free(id);
+            }
+        }
+        assert_eq!(order, vec![(1, 1), (1, 3), (2, 2), (3, 0)]);
+        assert_eq!(q.x.throttled, 3);
+    }
+
+    /// Feed `arrivals` (enqueue instant, source port, stamp; in time order)
+    /// and dequeue at every arrival and every watchdog instant until the
+    /// queue is empty: (release instant, source port) of every packet.
+    fn run_script(q: &mut Fq, env: &mut Env, arrivals: &[(u64, u16, u64)]) -> Vec<(u64, u16)> {
+        let mut out = vec![];
+        let mut next = 0;
+        let mut t = 0;
+        loop {
+            while next < arrivals.len() && arrivals[next].0 <= t {
+                let (_, port, at) = arrivals[next];
+                let id = stamped(env, port, at);
+                assert_eq!(q.enqueue(&mut env.ctx(t), id), Verdict::Queued);
+                next += 1;
+            }
+            let (ports, watchdog) = drain(q, env, t);
+            out.extend(ports.into_iter().map(|p| (t, p)));
+            let arrival = arrivals.get(next).map(|a| a.0);
+            match (watchdog, arrival) {
+                (None, None) => return out,
+                (w, a) => t = w.unwrap_or(u64::MAX).min(a.unwrap_or(u64::MAX)),
+            }
+        }
+    }
+
+    #[test]
+    fn stamped_packets_leave_at_their_stamps() {
+        // Two sockets hand fq packets ahead of their stamps (µs): socket 1
+        // at 0 for 500, 1000, 1500; socket 2 at 100 for 200 and at 1100 for
+        // 1200. Without maxrate nothing else spaces them: fq_dequeue sends
+        // each at its time_to_send, the watchdog armed at the earliest
+        // throttled flow's (fq_check_throttled), whatever the order in which
+        // they arrived.
+        const US: u64 = 1000;
+        let mut env = Env::default();
+        let mut q = Fq::new(&FqSpec::default(), 1, "t").unwrap();
+        let arrivals = [
+            (0, 1, 500 * US),
+            (0, 1, 1000 * US),
+            (0, 1, 1500 * US),
+            (100 * US, 2, 200 * US),
+            (1100 * US, 2, 1200 * US),
+        ];
+        let out = run_script(&mut q, &mut env, &arrivals);
+        let want = [(200, 2), (500, 1), (1000, 1), (1200, 2), (1500, 1)];
+        assert_eq!(out, want.map(|(t, p)| (t * US, p)));
+        // every release but the first of each flow's turns followed a throttle
+        assert_eq!((q.x.fastpath_packets, q.x.throttled), (0, 5));
+    }
+
+    #[test]
+    fn maxrate_spaces_stamped_packets_too() {
+        // maxrate 1 Mbit/s (125 000 B/s): after each 1514-byte packet
+        // time_next_packet = now + 12.112 ms, less the drift credit
+        // min(len / 2, now − time_next_packet) (fq_dequeue); a packet leaves
+        // at the later of its stamp and that. Stamps 0, 1, 30, 31 ms leave
+        // at 0; 12.112 (the rate); 30 (the stamp); 42.112: the flow was
+        // throttled for the third packet's stamp, which fq_dequeue then keeps
+        // as time_next_packet, so the third left on time and no drift credit
+        // shortens the next gap.
+        let spec = FqSpec {
+            maxrate: Some(125_000),
+            ..Default::default()
+        };
+        let mut env = Env::default();
+        let mut q = Fq::new(&spec, 1, "t").unwrap();
+        let arrivals = [(0, 1, 0), (0, 1, MS), (0, 1, 30 * MS), (0, 1, 31 * MS)];
+        let out = run_script(&mut q, &mut env, &arrivals);
+        let times: Vec<u64> = out.iter().map(|o| o.0).collect();
+        assert_eq!(times, vec![0, 12_112_000, 30_000_000, 42_112_000]);
+    }
+
+    #[test]
+    fn a_stamp_beyond_the_horizon_is_dropped_or_capped() {
+        // fq_packet_beyond_horizon: horizon 1 s; a stamp of exactly now + 1 s
+        // is kept, one 1 ns later dropped (horizon_drop, the default) ...
+        let spec = FqSpec {
+            horizon: Some(1_000_000),
+            ..Default::default()
+        };
+        let mut env = Env::default();
+        let mut q = Fq::new(&spec, 1, "t").unwrap();
+        let now = 2 * NSEC_PER_SEC;
+        let ok = stamped(&mut env, 1, now + NSEC_PER_SEC);
+        let far = stamped(&mut env, 1, now + NSEC_PER_SEC + 1);
+        assert_eq!(q.enqueue(&mut env.ctx(now), ok), Verdict::Queued);
+        assert_eq!(
+            q.enqueue(&mut env.ctx(now), far),
+            Verdict::Dropped(DropReason::Horizon)
+        );
+        assert_eq!((q.x.horizon_drops, q.stats().drops), (1, 1));
+        assert_eq!(env.drops.packets[DropReason::Horizon.index()], 1);
+        // ... or, with horizon_cap, sent at now + horizon
+        let mut q = Fq::new(
+            &FqSpec {
+                horizon_drop: Some(false),
+                ..spec
+            },
+            1,
+            "t",
+        )
+        .unwrap();
+        let far = stamped(&mut env, 1, now + 5 * NSEC_PER_SEC);
+        assert_eq!(q.enqueue(&mut env.ctx(now), far), Verdict::Queued);
+        assert_eq!(q.x.horizon_caps, 1);
+        assert_eq!(
+            drain(&mut q, &mut env, now),
+            (vec![], Some(now + NSEC_PER_SEC))
+        );
+        assert_eq!(drain(&mut q, &mut env, now + NSEC_PER_SEC).0, vec![1]);
     }
 
     #[test]

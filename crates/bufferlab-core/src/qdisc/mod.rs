@@ -3,11 +3,11 @@
 //! The contract follows Linux's `struct Qdisc_ops` (include/net/sch_generic.h):
 //! the [`Qdisc`] trait in `ops.rs`, one signature per operation, implemented
 //! by every model (one model per file). `dispatch.rs` registers the kinds in
-//! the closed enum [`AnyQdisc`]; `tree.rs` is a device's chain (root/parent/
+//! the closed enum [`AnyQdisc`]; `tree/` is a device's chain (root/parent/
 //! handle, single-slot children of tbf, netem, red and sfb); `api.rs` holds
 //! the `tc qdisc add|change|replace|del` decision procedure of
 //! net/sched/sch_api.c (`tc_modify_qdisc`, docs/semantics/qdiscs.md §1.3);
-//! `class_api.rs` the `tc class`/`tc filter` verbs and the grafts on classes
+//! `class_api/` the `tc class`/`tc filter` verbs and the grafts on classes
 //! (`tc_ctl_tclass`, cls_api.c), which the kinds that own classes implement
 //! through [`ops::ClassOps`].
 //!
@@ -98,6 +98,9 @@ pub enum DropReason {
     ForcedDrop,
     /// fq: the packet's flow already held `flow_limit` packets.
     FlowLimit,
+    /// fq: the packet's departure stamp lay beyond `horizon` with
+    /// `horizon_drop` (the kernel's `SKB_DROP_REASON_FQ_HORIZON_LIMIT`).
+    Horizon,
     /// A classful qdisc found no class for the packet (drr without a
     /// matching filter, hfsc without a default class): `__NET_XMIT_BYPASS`.
     Unclassified,
@@ -115,7 +118,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 19] = [
+    pub const ALL: [DropReason; 20] = [
         DropReason::QueueFull,
         DropReason::HeadDrop,
         DropReason::TooBig,
@@ -130,6 +133,7 @@ impl DropReason {
         DropReason::EarlyDrop,
         DropReason::ForcedDrop,
         DropReason::FlowLimit,
+        DropReason::Horizon,
         DropReason::Unclassified,
         DropReason::AckFilter,
         DropReason::Flood,
@@ -157,6 +161,7 @@ impl DropReason {
             DropReason::EarlyDrop => "early_drop",
             DropReason::ForcedDrop => "forced_drop",
             DropReason::FlowLimit => "flow_limit",
+            DropReason::Horizon => "horizon",
             DropReason::Unclassified => "unclassified",
             DropReason::AckFilter => "ack_filter",
             DropReason::Flood => "flood",

@@ -554,6 +554,7 @@ impl Netem {
         // clone has no socket: skb_clone).
         let clone = (count > 1).then(|| crate::packet::Packet {
             tsq: 0,
+            tstamp: None,
             ..*ctx.arena.get(id)
         });
         if let Some(copy) = clone {

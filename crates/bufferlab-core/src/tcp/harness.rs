@@ -39,6 +39,9 @@ pub struct Dir {
     pub delay_rule: Option<DelayRule>,
     /// a middlebox rewriting segments
     pub mangle: Option<MangleRule>,
+    /// the bottleneck starts no segment before its departure stamp (one
+    /// flow in an fq: sch_fq.c `fq_dequeue` throttles until `time_to_send`)
+    pub edt: bool,
     departures: VecDeque<SimTime>,
     busy_until: SimTime,
     flight: VecDeque<(SimTime, Segment, u8)>,
@@ -64,6 +67,7 @@ impl Dir {
             ce_rule: None,
             mangle: None,
             delay_rule: None,
+            edt: false,
             departures: VecDeque::new(),
             busy_until: SimTime::ZERO,
             flight: VecDeque::new(),
@@ -116,7 +120,8 @@ impl Dir {
                         ce = true;
                     }
                 }
-                let start = self.busy_until.max(now);
+                let due = if self.edt { seg.tstamp.max(now) } else { now };
+                let start = self.busy_until.max(due);
                 let done = start + rate.tx_time(seg.frame_len() as u64);
                 self.busy_until = done;
                 self.departures.push_back(done);

@@ -303,8 +303,6 @@ pub struct CcSock {
     /// packets and paces them; TCP's own pacing timer is then off
     /// (`tcp_needs_internal_pacing`), the EDT stamps still advance.
     pub pacing_fq: bool,
-    /// the pacing fq's `maxrate`, bytes/s (`u64::MAX` = none)
-    pub fq_maxrate: u64,
     /// next sequence number to send
     pub snd_nxt: u32,
     /// first unacknowledged sequence number
@@ -368,7 +366,6 @@ impl Default for CcSock {
             max_pacing_rate: u64::MAX,
             pacing_status_needed: false,
             pacing_fq: false,
-            fq_maxrate: u64::MAX,
             snd_nxt: 0,
             snd_una: 0,
             tso_segs_goal: 2,

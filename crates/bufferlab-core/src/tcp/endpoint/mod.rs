@@ -59,10 +59,12 @@
 //! keep-alive, Fast Open, MTU probing, PAWS rejection, SYN cookies,
 //! simultaneous open, autocorking, the route-metrics cache
 //! (`tcp_no_metrics_save`), and receiver memory pressure beyond dropping
-//! what does not fit `sk_rcvbuf`. An `fq` qdisc's EDT pacing
-//! ([`TcpConfig::pacing`]) is approximated by holding segments in the
-//! endpoint until their departure time (same schedule; they reach the
-//! qdisc later).
+//! what does not fit `sk_rcvbuf`, `skb_still_in_host_queue` (a
+//! retransmission is never refused because its previous copy is still in
+//! the host). Every skb leaves with its departure stamp
+//! ([`Segment::tstamp`], also its TS value); under an `fq` qdisc
+//! ([`TcpEndpoint::set_pacing_fq`]) it is handed down at once and fq holds
+//! it until then.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -158,11 +160,20 @@ pub struct Segment {
     /// is in the host (TCP Small Queues, docs/semantics/tcp.md §6.4); 0 when
     /// nothing was charged (no payload, or nothing holds packets on the way out)
     pub truesize: u32,
+    /// departure stamp (`skb->tstamp`): the socket's `tcp_wstamp_ns` when
+    /// the skb was sent, ahead of the clock while an fq paces the socket
+    pub tstamp: SimTime,
 }
 
 impl Segment {
     /// An skb of one segment, cut with MSS `gso_size`.
-    pub fn single(hdr: TcpHeader, payload_len: u32, ecn: u8, gso_size: u32) -> Segment {
+    pub fn single(
+        hdr: TcpHeader,
+        payload_len: u32,
+        ecn: u8,
+        gso_size: u32,
+        tstamp: SimTime,
+    ) -> Segment {
         Segment {
             hdr,
             payload_len,
@@ -170,6 +181,7 @@ impl Segment {
             gso_segs: 1,
             gso_size,
             truesize: 0,
+            tstamp,
         }
     }
 

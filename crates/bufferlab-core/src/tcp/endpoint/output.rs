@@ -10,9 +10,7 @@
 //! docs/semantics/tcp.md §6.4).
 
 use super::{Segment, TcpEndpoint, TcpState, CLOCK_BASE_US};
-use crate::packet::{
-    tcp_flags, TcpHeader, ECN_ECT0, ETH_HEADER, IPV4_HEADER, SKB_TRUESIZE_OVERHEAD,
-};
+use crate::packet::{tcp_flags, TcpHeader, ECN_ECT0, SKB_TRUESIZE_OVERHEAD};
 use crate::tcp::accecn::{self, EcnMode};
 use crate::tcp::cc::{CaEvent, CaState, CcProfile};
 use crate::tcp::config::{MAX_TCP_HEADER, TCPOLEN_TSTAMP_ALIGNED};
@@ -89,16 +87,25 @@ impl TcpEndpoint {
     /// An `fq` qdisc paces this socket from now on (sch_fq.c `fq_classify`
     /// stores `SK_PACING_FQ` in `sk_pacing_status`; it stays): every
     /// congestion control is paced at `sk_pacing_rate` through the EDT stamps
-    /// of `tcp_update_skb_after_send`, and TCP's own pacing timer is no longer
-    /// needed ([`TcpEndpoint::needs_internal_pacing`]). SIM: fq's release at
-    /// the stamp is modelled by holding the segment here until it (module
-    /// doc): fq then sends it at once, where Linux's fq holds the one or two
-    /// skbs TCP Small Queues let the socket queue there ahead of their stamps.
-    /// `maxrate` is the fq's (bytes/s, `u64::MAX` = none).
-    pub fn set_pacing_fq(&mut self, maxrate: u64) {
+    /// `tcp_update_skb_after_send` advances. TCP's own pacing timer is no
+    /// longer needed ([`TcpEndpoint::needs_internal_pacing`]): skbs leave at
+    /// once with their stamps and fq holds them until then, TCP Small Queues
+    /// bounding what waits there.
+    pub fn set_pacing_fq(&mut self) {
         self.cs.pacing_fq = true;
         self.cs.pacing_status_needed = true;
-        self.cs.fq_maxrate = maxrate;
+    }
+
+    /// The stamp `__tcp_transmit_skb` gives an skb it sends now:
+    /// `tcp_wstamp_ns`, never before the clock.
+    pub(super) fn edt(&self) -> SimTime {
+        SimTime::from_nanos(self.wstamp_ns.max(self.now.as_nanos()))
+    }
+
+    /// `tcp_skb_timestamp_ts` of an skb sent now: [`Self::edt`] on the TS
+    /// clock (ms, the same base as [`TcpEndpoint::ts_now`]).
+    pub(super) fn edt_ts(&self) -> u32 {
+        ((self.edt().as_nanos() / 1000 + CLOCK_BASE_US) / 1000) as u32
     }
 
     /// `tcp_needs_internal_pacing`: the congestion control asked for pacing
@@ -182,10 +189,10 @@ impl TcpEndpoint {
     }
 
     /// `tcp_pacing_check`: internal pacing holds the next packet until its
-    /// earliest departure time, arming the pacing timer. With fq pacing
-    /// the same hold stands for fq's release of the packet at its EDT stamp.
+    /// earliest departure time, arming the pacing timer; with fq pacing the
+    /// packet goes now and fq holds it until its stamp.
     pub(in crate::tcp) fn pacing_check(&mut self) -> bool {
-        if !self.cs.pacing_status_needed {
+        if !self.needs_internal_pacing() {
             return false;
         }
         if self.wstamp_ns <= self.now.as_nanos() {
@@ -454,7 +461,10 @@ impl TcpEndpoint {
             }
         }
         if h.ts {
-            h.tsval = self.ts_now().wrapping_add(self.tsoffset);
+            // tcp_established_options / tcp_syn_options: the TS clock of
+            // the skb's departure stamp (`tcp_skb_timestamp_ts`), which is
+            // ahead of the clock while the socket is paced
+            h.tsval = self.edt_ts().wrapping_add(self.tsoffset);
             h.tsecr = self.ts_recent;
         }
         if self.ecn_mode == EcnMode::AccEcn && !syn {
@@ -519,7 +529,7 @@ impl TcpEndpoint {
         if self.gso_continue && self.append_to_skb(&hdr, payload_len, ecn) {
             return;
         }
-        let mut skb = Segment::single(hdr, payload_len, ecn, self.mss_cache);
+        let mut skb = Segment::single(hdr, payload_len, ecn, self.mss_cache, self.edt());
         if self.tsq_on && payload_len > 0 {
             // skb_set_owner_w in __tcp_transmit_skb (pure ACKs are not counted)
             skb.truesize = payload_len + SKB_TRUESIZE_OVERHEAD;
@@ -575,28 +585,13 @@ impl TcpEndpoint {
     }
 
     /// `tcp_update_skb_after_send`: EDT pacing advance (docs/semantics/tcp.md §12).
-    /// With fq pacing and an fq `maxrate`, the skb also waits for fq's
-    /// spacing of the frame bytes fq counts (SIM: the stand-in for TSQ,
-    /// which in Linux keeps the socket from queueing more than about 1 ms of
-    /// data in fq, so the sender goes at fq's rate without `flow_limit` drops).
     pub(super) fn update_after_send(&mut self, len: u32, prior_wstamp: u64) {
         if !self.cs.pacing_status_needed || self.data_segs_out < 10 {
             return;
         }
         let rate = self.cs.pacing_rate;
-        let mut len_ns = if rate != u64::MAX && rate != 0 {
-            len as u64 * 1_000_000_000 / rate
-        } else {
-            0
-        };
-        let maxrate = self.cs.fq_maxrate;
-        if self.cs.pacing_fq && maxrate != u64::MAX && maxrate != 0 {
-            let segs = len.div_ceil(self.mss_cache.max(1)).max(1) as u64;
-            let hdr =
-                (ETH_HEADER + IPV4_HEADER + 20) as u64 + if self.cfg.timestamps { 12 } else { 0 };
-            len_ns = len_ns.max((len as u64 + segs * hdr) * 1_000_000_000 / maxrate);
-        }
-        if len_ns > 0 {
+        if rate != u64::MAX && rate != 0 {
+            let len_ns = len as u64 * 1_000_000_000 / rate;
             let credit = self.wstamp_ns.saturating_sub(prior_wstamp);
             self.wstamp_ns += len_ns - (len_ns / 2).min(credit);
         }
@@ -807,7 +802,8 @@ impl TcpEndpoint {
             EcnMode::Disabled
         };
         self.accecn.syn_ect_snt = ect;
-        self.out.push_back(Segment::single(hdr, 0, ect, 0));
+        self.out
+            .push_back(Segment::single(hdr, 0, ect, 0, self.edt()));
         // tcp_connect_queue_skb counts it before tcp_rate_skb_sent sees it
         self.sb.packets_out += 1;
         let tx = self.rate_on_sent(xmit_us);
@@ -865,7 +861,8 @@ impl TcpEndpoint {
         // the listener's ECT: set when its module needs ECN
         let ect = self.ect_always();
         self.accecn.syn_ect_snt = ect;
-        self.out.push_back(Segment::single(hdr, 0, ect, 0));
+        self.out
+            .push_back(Segment::single(hdr, 0, ect, 0, self.edt()));
     }
 
     /// `tcp_send_ack`: a pure ACK (with window, SACK blocks, ECE).
@@ -1100,9 +1097,9 @@ mod tests {
         assert_eq!(i.total_retrans, 0);
     }
 
-    /// Departures of A at the same instant as the one before, as a share.
+    /// Departure stamps of A's skbs equal to the one before, as a share.
     fn burst_share(p: &Pair) -> f64 {
-        let sends: Vec<SimTime> = p.data_from_a().map(|s| s.t).collect();
+        let sends: Vec<SimTime> = p.data_from_a().map(|s| s.seg.tstamp).collect();
         let same = sends.windows(2).filter(|w| w[0] == w[1]).count();
         same as f64 / sends.len() as f64
     }
@@ -1170,28 +1167,96 @@ mod tests {
     #[test]
     fn a_root_fq_paces_cubic_and_takes_over_bbrs_pacing() {
         // tcp_needs_internal_pacing: with fq (SK_PACING_FQ) TCP's own timer
-        // is off for BBR, yet its EDT schedule, and CUBIC's, is kept
+        // is off for BBR, yet its EDT schedule, and CUBIC's, is kept: skbs
+        // leave at once stamped with it, and the path (one fq flow) holds
+        // each until its stamp
         let run = |cc: &str, fq: bool| {
             let mut p = Pair::sym(cfg(cc), SimDuration::from_millis(5));
             p.check = false;
             p.ab.rate = Some(Rate::from_bps(1_000_000_000));
             p.to_write = u64::MAX;
             if fq {
-                p.a.set_pacing_fq(u64::MAX);
+                p.a.set_pacing_fq();
+                p.ab.edt = true;
             }
             p.run_until(ms(600));
             p
+        };
+        // the share of A's skbs sent before their stamp
+        let ahead = |p: &Pair| {
+            let n = p.data_from_a().filter(|s| s.seg.tstamp > s.t).count();
+            n as f64 / p.data_from_a().count() as f64
         };
         let cubic = run("cubic", false);
         let cubic_fq = run("cubic", true);
         assert!(burst_share(&cubic) > 0.5, "{}", burst_share(&cubic));
         assert!(burst_share(&cubic_fq) < 0.1, "{}", burst_share(&cubic_fq));
         assert!(cubic_fq.a.paced_by_fq() && !cubic_fq.a.needs_internal_pacing());
+        assert_eq!(ahead(&cubic), 0.0);
+        assert!(ahead(&cubic_fq) > 0.5, "{}", ahead(&cubic_fq));
         let bbr = run("bbr", false);
         let bbr_fq = run("bbr", true);
         assert!(bbr.a.needs_internal_pacing() && !bbr.a.paced_by_fq());
         assert!(!bbr_fq.a.needs_internal_pacing() && bbr_fq.a.paced_by_fq());
         assert!(burst_share(&bbr) < 0.1 && burst_share(&bbr_fq) < 0.1);
-        assert_eq!(bbr_fq.a.info().total_retrans, 0);
+        assert_eq!((ahead(&bbr), bbr_fq.a.info().total_retrans), (0.0, 0));
+        assert!(ahead(&bbr_fq) > 0.5, "{}", ahead(&bbr_fq));
+    }
+
+    #[test]
+    fn an_fq_paced_retransmission_leaves_behind_the_stamps_without_an_undo() {
+        // With fq pacing, __tcp_transmit_skb stamps a retransmission with
+        // tcp_wstamp_ns, ahead of the clock, and its TS value is that stamp
+        // (tcp_established_options: tcp_skb_timestamp_ts); tcp_retransmit_skb
+        // saves the same stamp in retrans_stamp. ACKs of segments sent before
+        // the retransmission left echo earlier TS values, so
+        // tcp_packet_delayed must not take them for ACKs of the original and
+        // undo the recovery (with the send instant as TS value, two of BBR's
+        // seven recoveries here were undone: an undo unmarks the lost
+        // segments, and in the lesson's heavier losses only the RTO resent
+        // them). Each loss is repaired by one fast retransmission that waits
+        // for at most the ~1 ms TCP Small Queues let the socket keep in fq.
+        for cc in ["cubic", "bbr"] {
+            // GSO off: every skb one segment, so the drop rule can pick them
+            let c = TcpConfig {
+                gso_max_size: 0,
+                ..cfg(cc)
+            };
+            let mut p = Pair::sym(c, SimDuration::from_millis(10));
+            p.check = false;
+            p.ab.rate = Some(Rate::from_bps(100_000_000));
+            p.ab.edt = true;
+            p.a.set_pacing_fq();
+            p.a.set_tsq(true);
+            p.to_write = 8_000_000;
+            let lost: Vec<u32> = (0..7).map(|k| (1400 + k * 200) * 1448).collect();
+            p.ab.drop = Some(drop_first_tx(p.a.iss(), lost.clone()));
+            p.run_until(ms(3000));
+            let m = p.a.mib();
+            assert_eq!(p.read, 8_000_000, "{cc}");
+            assert_eq!((m.timeouts, m.retrans_segs), (0, 7), "{cc} {m:?}");
+            let undos = m.full_undo + m.partial_undo + m.dsack_undo + m.loss_undo;
+            assert_eq!(undos, 0, "{cc} {m:?}");
+            let iss = p.a.iss().wrapping_add(1);
+            let tsoffset = p.a.tsoffset;
+            let mut resent = vec![];
+            for s in p.data_from_a() {
+                // TSval = the stamp on the TS clock (ms from the clock base)
+                let ts = ((s.seg.tstamp.as_nanos() / 1000 + CLOCK_BASE_US) / 1000) as u32;
+                assert_eq!(s.seg.hdr.tsval, ts.wrapping_add(tsoffset), "{cc}");
+                let off = s.seg.hdr.seq.wrapping_sub(iss);
+                if s.seg.hdr.seq != p.a.iss() && lost.contains(&off) {
+                    resent.push((off, s.seg.tstamp - s.t));
+                }
+            }
+            // each lost segment twice: dropped, then resent (before the next
+            // loss); the resend held in fq no longer than TSQ lets it wait
+            assert_eq!(resent.len(), 2 * lost.len(), "{cc} {resent:?}");
+            for pair in resent.chunks(2) {
+                let ((first, _), (again, wait)) = (pair[0], pair[1]);
+                assert_eq!(first, again, "{cc} {resent:?}");
+                assert!(wait < SimDuration::from_millis(2), "{cc} {again} {wait}");
+            }
+        }
     }
 }
