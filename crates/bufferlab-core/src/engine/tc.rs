@@ -14,7 +14,7 @@ use crate::topology::IfaceId;
 use serde_json::{json, Value};
 
 impl Simulator {
-    /// One `tc qdisc` verb (a graft when its parent is a class, class_api.rs).
+    /// One `tc qdisc` verb (a graft when its parent is a class, class_api/).
     pub fn tc(&mut self, req: &TcRequest) -> Result<()> {
         let iface = self.tc_iface(&req.dev)?;
         if is_hook_request(req) && self.ifaces[iface].tree.graft_slot(req).is_none() {

@@ -4,7 +4,7 @@
 //! `tc_get_qdisc` (delete), `qdisc_graft`, `qdisc_create`,
 //! `qdisc_alloc_handle`, and `qdisc_tree_flush_backlog` for what a graft
 //! purges. A verb whose parent is a class of a qdisc that owns classes (or a
-//! qdisc grafted on one) goes to that qdisc's `graft` (class_api.rs).
+//! qdisc grafted on one) goes to that qdisc's `graft` (class_api/).
 
 use super::fifo::Fifo;
 use super::ops::{BuildEnv, ChildChange, Purged, Qdisc, Reduce};

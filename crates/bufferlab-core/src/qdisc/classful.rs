@@ -5,7 +5,7 @@
 //! packets, as `qdisc_create_dflt(&pfifo_qdisc_ops)`: [`build_leaf`]) and its
 //! replacement by a graft ([`regraft`]), a leaf's `qdisc_show` blocks and
 //! counters, and the entry to classify.rs (the u32 filter match and
-//! `skb->priority` from the TOS byte). class_api.rs routes the verbs; ops.rs
+//! `skb->priority` from the TOS byte). class_api/ routes the verbs; ops.rs
 //! `purge_removed` purges the chains a verb drops.
 
 use super::fifo::Fifo;

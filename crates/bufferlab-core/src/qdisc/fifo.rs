@@ -1,5 +1,5 @@
 //! `pfifo`, `bfifo`, `pfifo_head_drop` (docs/semantics/qdiscs.md §2; Linux
-//! net/sched/sch_fifo.c). `pfifo_fast` and its TOS bands live in prio.rs.
+//! net/sched/sch_fifo.c). `pfifo_fast` and its TOS bands live in prio/.
 //!
 //! - pfifo: tail drop once `qlen == limit` (packets).
 //! - bfifo: tail drop when `backlog + len > limit` (bytes of `pkt_len`).
@@ -156,7 +156,7 @@ impl Fifo {
     }
 
     /// `fifo_set_limit()` as called by tbf's change: applies to the `*fifo*`
-    /// kinds that have a change op (pfifo_fast, in prio.rs, has none).
+    /// kinds that have a change op (pfifo_fast, in prio/, has none).
     /// Returns whether the limit was set.
     pub fn set_limit(&mut self, limit: u32) -> bool {
         self.limit = limit;

@@ -3,11 +3,11 @@
 //! The contract follows Linux's `struct Qdisc_ops` (include/net/sch_generic.h):
 //! the [`Qdisc`] trait in `ops.rs`, one signature per operation, implemented
 //! by every model (one model per file). `dispatch.rs` registers the kinds in
-//! the closed enum [`AnyQdisc`]; `tree.rs` is a device's chain (root/parent/
+//! the closed enum [`AnyQdisc`]; `tree/` is a device's chain (root/parent/
 //! handle, single-slot children of tbf, netem, red and sfb); `api.rs` holds
 //! the `tc qdisc add|change|replace|del` decision procedure of
 //! net/sched/sch_api.c (`tc_modify_qdisc`, docs/semantics/qdiscs.md §1.3);
-//! `class_api.rs` the `tc class`/`tc filter` verbs and the grafts on classes
+//! `class_api/` the `tc class`/`tc filter` verbs and the grafts on classes
 //! (`tc_ctl_tclass`, cls_api.c), which the kinds that own classes implement
 //! through [`ops::ClassOps`].
 //!

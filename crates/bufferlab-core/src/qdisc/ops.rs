@@ -8,7 +8,7 @@
 //! reset, change, dump (options), dump_stats (xstats). A kind with classes
 //! also implements [`ClassOps`] (`struct Qdisc_class_ops`), reached through
 //! [`Qdisc::class_ops`] as the kernel reaches `cl_ops`, and lends its u32
-//! filter list through [`Qdisc::filters`] (its `tcf_block`); class_api.rs
+//! filter list through [`Qdisc::filters`] (its `tcf_block`); class_api/
 //! drives both.
 
 use super::spec::{ClassRequest, HtbLeaf, QdiscSpec, U32Filter};
@@ -205,7 +205,7 @@ pub(crate) fn class_not_found() -> TcError {
 
 /// The classes of a qdisc that owns them (htb, prio, drr, ets, hfsc): Linux's
 /// `struct Qdisc_class_ops` — `change` and `delete` (one method: each kind's
-/// verb rules differ), `find`, `leaf` and `graft`. class_api.rs resolves the
+/// verb rules differ), `find`, `leaf` and `graft`. class_api/ resolves the
 /// request (which qdisc, which slot) and calls these; each kind keeps the leaf
 /// chains and says what a new leaf changes in its scheduler (`regraft`). A
 /// purge reduces the qdisc's own counters ([`Qdisc::stats_mut`]).

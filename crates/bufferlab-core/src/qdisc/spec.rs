@@ -47,7 +47,7 @@ pub struct TcRequest {
 
 /// `tc class add|change|replace|delete` (iproute2 tc/tc_class.c; the
 /// kernel's net/sched/sch_api.c `tc_ctl_tclass`), addressed to the qdisc of
-/// handle `major` on `dev` (class_api.rs).
+/// handle `major` on `dev` (class_api/).
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClassRequest {
@@ -162,7 +162,7 @@ pub struct HfscClassOpts {
 /// `tc filter add|delete dev D parent M: … u32 … flowid M:N` (iproute2
 /// tc/tc_filter.c and f_u32.c; the kernel's net/sched/cls_api.c
 /// `tc_new_tfilter`/`tc_del_tfilter`): a u32 filter attached at the qdisc
-/// of handle `major` (class_api.rs).
+/// of handle `major` (class_api/).
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FilterRequest {
@@ -797,9 +797,9 @@ impl Default for RedNs3Spec {
 /// (`tc class add … htb`), the u32 filters attached at the qdisc and the
 /// leaf qdiscs grafted on classes — what `qdisc_show` dumps as its options.
 /// Classes, filters and leaves come one verb at a time ([`ClassRequest`],
-/// [`FilterRequest`], a graft: class_api.rs); a request creating the qdisc
+/// [`FilterRequest`], a graft: class_api/); a request creating the qdisc
 /// may carry a first document (`tc` sends none), and `tc qdisc change … htb`
-/// replaces the classes with the request's (htb.rs `change`).
+/// replaces the classes with the request's (htb/ `change`).
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HtbSpec {
@@ -992,7 +992,7 @@ pub struct DualPi2Spec {
 /// `prio` as a whole (sch_prio.c; docs/semantics/qdiscs.md §13): the
 /// qdisc options, the u32 filters attached at it and the qdiscs grafted on
 /// its classes `M:1` … `M:bands` (each band has a default pfifo otherwise).
-/// Grafts and filters come one verb at a time (class_api.rs), as for htb;
+/// Grafts and filters come one verb at a time (class_api/), as for htb;
 /// a `change` keeps those of the bands that remain.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -1197,7 +1197,7 @@ pub struct DrrClassSpec {
 /// served in strict priority, the others by DRR with `quanta` (one per
 /// non-strict band), `priomap` (16 entries, band of each `skb->priority`).
 /// Grafts, filters and `tc class change … quantum` come one verb at a time
-/// (class_api.rs); a `change` keeps the leaves of the bands that remain and
+/// (class_api/); a `change` keeps the leaves of the bands that remain and
 /// the filters.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]

@@ -16,7 +16,7 @@
 //!
 //! The child handling that needs the whole hierarchy (creating the default
 //! bfifo, `fifo_set_limit` on change, the noop black hole after the child is
-//! deleted) lives in `tree.rs`. Not modelled: GSO segmentation of oversized
+//! deleted) lives in `tree/`. Not modelled: GSO segmentation of oversized
 //! skbs (our packets are MTU frames), the legacy rate tables (`/CELL`).
 
 use super::fifo::Fifo;

@@ -1009,7 +1009,7 @@ class DscpClass(Spec):
 class ClassRequest(Spec):
     """`tc class add|change|replace|delete` (iproute2 tc/tc_class.c; the
     kernel's net/sched/sch_api.c `tc_ctl_tclass`), addressed to the qdisc of
-    handle `major` on `dev` (class_api.rs)."""
+    handle `major` on `dev` (class_api/)."""
 
     verb: ClassVerb
     dev: str
@@ -1030,7 +1030,7 @@ class FilterRequest(Spec):
     """`tc filter add|delete dev D parent M: … u32 … flowid M:N` (iproute2
     tc/tc_filter.c and f_u32.c; the kernel's net/sched/cls_api.c
     `tc_new_tfilter`/`tc_del_tfilter`): a u32 filter attached at the qdisc
-    of handle `major` (class_api.rs)."""
+    of handle `major` (class_api/)."""
 
     verb: FilterVerb
     dev: str

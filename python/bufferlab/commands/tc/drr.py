@@ -1,6 +1,6 @@
 """``drr`` (tc/q_drr.c): the qdisc takes no options; its classes (``tc class … drr
 [quantum SIZE]``) are created one by one and fed by u32 filters: one engine request
-per ``tc class`` line, sent as htb.py sends htb's (qdisc/drr.rs implements them).
+per ``tc class`` line, sent as htb.py sends htb's (qdisc/drr/ implements them).
 Printing follows ``drr_print_opt`` (the class's ``quantum``) and
 ``drr_print_xstats`` (`` deficit SIZE``, reported by the kernel only while the
 class is backlogged, sch_drr.c ``drr_dump_class_stats``).

@@ -5,7 +5,7 @@ Each ``tc class`` line becomes one engine request (``TcClassRequest.to_dict``: t
 ``ClassRequest`` of crates/bufferlab-core/src/qdisc/spec.rs, sent by
 ``Engine.tc_class``), each ``tc filter`` line one ``FilterRequest``, and a ``tc qdisc …
 parent M:N`` under a class an ordinary ``TcRequest`` that the engine grafts
-(qdisc/class_api.rs); the engine owns the classes and answers as the kernel does, so
+(qdisc/class_api/); the engine owns the classes and answers as the kernel does, so
 no line reads the tree back. Class options as q_htb.c ``htb_parse_class_opt`` computes
 them: ``ceil`` defaults to ``rate``; ``burst``/``cburst`` default to ``rate/HZ + mtu``
 (HZ = 10⁹ on a high-resolution-timer kernel, mtu 1600) and reach the kernel as

@@ -1,5 +1,5 @@
 """``pfifo_fast``: the kernel's default root qdisc, three bands chosen by the packet's
-priority through a fixed priomap (engine: crates/bufferlab-core/src/qdisc/prio.rs). tc's
+priority through a fixed priomap (engine: crates/bufferlab-core/src/qdisc/prio/). tc's
 module (tc/q_prio.c) prints it and parses no options."""
 
 from __future__ import annotations

@@ -814,7 +814,7 @@ fn one_pass_rotation_matches_the_kernels_visit_by_visit_loop() {
 }
 
 /// Engine cost of one enqueue + dequeue against fq_codel's (issue 25's target:
-/// within 1.5×), as dualpi2_tests.rs measures it: 100 packets standing, 8 flows
+/// within 1.5×), as dualpi2/tests.rs measures it: 100 packets standing, 8 flows
 /// of one host (so triple-isolate divides their quantum by 8).
 /// `cargo test --release -p bufferlab-core --lib qdisc_cost_cake -- --ignored --nocapture`.
 #[test]

@@ -36,7 +36,7 @@
 //! `skb->priority` naming a class, rate estimators.
 //!
 //! Classes come one `tc class` line at a time and leaves one graft at a time
-//! through [`ClassOps`] (class_api.rs): a new class is a leaf with a default
+//! through [`ClassOps`] (class_api/): a new class is a leaf with a default
 //! pfifo, and its parent, if it was a leaf, loses its queue; the levels are
 //! adjusted from the parent up (`hfsc_adjust_levels`).
 //!

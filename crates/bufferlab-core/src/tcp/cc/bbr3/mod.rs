@@ -671,5 +671,4 @@ impl CongestionOps for Bbr3 {
 mod tests;
 
 #[cfg(test)]
-#[path = "component_tests.rs"]
-mod component;
+mod component_tests;

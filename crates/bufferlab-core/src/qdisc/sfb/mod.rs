@@ -21,7 +21,7 @@
 //! jiffies and only when empty, restarting its clock at every look).
 //!
 //! The real queue is the single child (an anonymous pfifo(limit), re-created
-//! and purged on every change, see tree.rs). The two hashes a packet was
+//! and purged on every change, see tree/). The two hashes a packet was
 //! counted under live in a side table indexed by packet id, Linux's skb
 //! control block.
 
@@ -543,5 +543,4 @@ pub fn effective_limit(spec: &SfbSpec) -> u32 {
 }
 
 #[cfg(test)]
-#[path = "sfb_tests.rs"]
 mod tests;

@@ -31,7 +31,7 @@
 //!
 //! Classes are made, changed and deleted one `tc class` line at a time
 //! (`htb_change_class`, `htb_delete`) and leaves grafted one `tc qdisc … parent
-//! M:N` at a time (`htb_graft`), through [`ClassOps`] (class_api.rs routes the
+//! M:N` at a time (`htb_graft`), through [`ClassOps`] (class_api/ routes the
 //! requests): a new class is a leaf with a default pfifo; its parent, if it was
 //! a leaf, becomes an inner class and its queue is purged; deleting a parent's
 //! last child makes it a leaf again, with what was grafted on it or a default
@@ -824,5 +824,4 @@ fn clamp_ticks(ns: i64) -> i64 {
 }
 
 #[cfg(test)]
-#[path = "htb_tests.rs"]
 mod tests;

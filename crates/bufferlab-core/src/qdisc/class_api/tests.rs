@@ -1,4 +1,4 @@
-//! Tests of the class and filter verbs and of grafts on classes (class_api.rs
+//! Tests of the class and filter verbs and of grafts on classes (class_api/
 //! with the kinds' `ClassOps`): requests as the command layer sends them
 //! (JSON), answers as `tc` prints them.
 

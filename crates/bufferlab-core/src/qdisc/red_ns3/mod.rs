@@ -605,5 +605,4 @@ impl Qdisc for RedNs3 {
 }
 
 #[cfg(test)]
-#[path = "red_ns3_tests.rs"]
 mod tests;

@@ -233,5 +233,4 @@ fn nth_in_chain_mut(top: &mut HtbLeaf, d: usize) -> &mut HtbLeaf {
 }
 
 #[cfg(test)]
-#[path = "class_api_tests.rs"]
 mod tests;

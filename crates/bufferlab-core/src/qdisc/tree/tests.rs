@@ -1,4 +1,4 @@
-//! Tests of the qdisc chain and the `tc` verbs (tree.rs, api.rs).
+//! Tests of the qdisc chain and the `tc` verbs (tree/, api.rs).
 
 use super::harness::{kick, run, Env};
 use super::*;

@@ -11,7 +11,7 @@
 //! set (`harddrop` keeps hard marks as drops; `nodrop` keeps non-ECT packets).
 //!
 //! The real queue is the single child (an anonymous bfifo(limit), re-created
-//! and purged on every change, see tree.rs). RED goes idle only when asked to
+//! and purged on every change, see tree/). RED goes idle only when asked to
 //! dequeue while empty; under a tbf it is always peeked first and never
 //! observes that (§9.3).
 //!
@@ -562,5 +562,4 @@ fn arm(spec: &RedSpec, now: SimTime) -> Option<u64> {
 }
 
 #[cfg(test)]
-#[path = "red_tests.rs"]
 mod tests;

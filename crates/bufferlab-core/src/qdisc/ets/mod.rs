@@ -12,7 +12,7 @@
 //! The bands are the classes: `tc class change … ets quantum Q` sets a
 //! non-strict band's quantum (`ets_class_change`), `tc qdisc … parent M:N`
 //! grafts a band's leaf (`ets_class_graft`), through [`ClassOps`]
-//! (class_api.rs); a `tc qdisc change` keeps the leaves of the bands that
+//! (class_api/); a `tc qdisc change` keeps the leaves of the bands that
 //! remain and the filters.
 //!
 //! Classification: a u32 filter's flowid names the band (a band number
@@ -444,5 +444,4 @@ impl Qdisc for Ets {
 }
 
 #[cfg(test)]
-#[path = "ets_tests.rs"]
 mod tests;

@@ -10,7 +10,7 @@
 //! tbf, lets the next band send); `prio_peek` likewise. Each band holds a
 //! qdisc chain as an htb class does (classful.rs `build_leaf`): a default
 //! pfifo of the device's txqueuelen, or what `tc qdisc … parent M:N`
-//! grafted (`prio_graft`, through [`ClassOps`] and class_api.rs; deleting
+//! grafted (`prio_graft`, through [`ClassOps`] and class_api/; deleting
 //! it puts a default pfifo back). prio has no class verbs: its classes are
 //! its bands.
 //! `prio_tune`: 2 ≤ bands ≤ 16 and every priomap entry < bands, else
@@ -445,5 +445,4 @@ impl Qdisc for PfifoFast {
 }
 
 #[cfg(test)]
-#[path = "prio_tests.rs"]
 mod tests;

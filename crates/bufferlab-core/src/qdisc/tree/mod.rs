@@ -475,7 +475,6 @@ pub(crate) mod harness {
 }
 
 #[cfg(test)]
-#[path = "tree_tests.rs"]
 mod tests;
 
 #[cfg(test)]
@@ -570,5 +569,4 @@ mod perf {
 }
 
 #[cfg(test)]
-#[path = "gso_tests.rs"]
 mod gso_tests;

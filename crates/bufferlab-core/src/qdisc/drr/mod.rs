@@ -12,7 +12,7 @@
 //!
 //! Classes come one `tc class` line at a time (`drr_change_class`,
 //! `drr_delete_class`) and leaves one graft at a time (`drr_graft_class`),
-//! through [`ClassOps`] (class_api.rs).
+//! through [`ClassOps`] (class_api/).
 //!
 //! Classification: the u32 filters attached at the qdisc; no match, or a
 //! flowid naming no class, drops the packet (`drops` of the qdisc, reason
@@ -373,5 +373,4 @@ impl Qdisc for Drr {
 }
 
 #[cfg(test)]
-#[path = "drr_tests.rs"]
 mod tests;

@@ -672,7 +672,7 @@ impl Qdisc for DualPi2 {
         };
         // `tc qdisc change … dualpi2` without options sends an empty nest;
         // a request that carries filters only changes those (`tc filter` is
-        // class_api.rs's, on `Qdisc::filters`)
+        // class_api/'s, on `Qdisc::filters`)
         let attrs = DualPi2Spec {
             filters: None,
             ..spec.clone()
@@ -782,5 +782,4 @@ impl Qdisc for DualPi2 {
 }
 
 #[cfg(test)]
-#[path = "dualpi2_tests.rs"]
 mod tests;
