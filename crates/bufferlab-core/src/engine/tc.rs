@@ -221,7 +221,7 @@ impl Simulator {
         &mut self,
         iface: IfaceId,
         clsact: bool,
-        spec: &crate::qdisc::ingress::HookSpec,
+        spec: &crate::qdisc::spec::HookSpec,
         old: Option<Hook>,
     ) -> Result<()> {
         let topo = &self.topo;

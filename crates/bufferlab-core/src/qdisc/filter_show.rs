@@ -19,8 +19,7 @@
 //! - iproute2 tc/f_u32.c (`parse_ip`, `pack_key`): how `match ip …` becomes
 //!   the (value, mask, offset) keys the kernel stores and dumps.
 
-use super::ingress::{ActionSpec, ActionStats, Classifier};
-use super::spec::{U32Field, U32Filter, U32Match};
+use super::spec::{ActionSpec, Classifier, U32Field, U32Filter, U32Match};
 use crate::error::TcError;
 use crate::time::SimTime;
 use serde::Serialize;
@@ -66,6 +65,15 @@ pub struct U32Key {
     pub off: u32,
 }
 
+/// Counters of one action (`tc -s filter show`'s `Action statistics`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ActionStats {
+    pub bytes: u64,
+    pub packets: u64,
+    pub drops: u64,
+    pub overlimits: u64,
+}
+
 /// One action with what the kernel keeps of it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ActionShow {
@@ -85,8 +93,11 @@ pub struct ActionTimes {
     pub firstuse: u64,
 }
 
-/// ns per jiffy at HZ 250 (tcp/cc: `HZ`).
-const NS_PER_JIFFY: u64 = 1_000_000_000 / crate::tcp::cc::HZ as u64;
+/// `CONFIG_HZ` of the modelled kernel: 250, the value tcp/cc's `HZ` has
+/// (docs/semantics/tcp.md §1; qdiscs sit below tcp, so it is not imported).
+const HZ: u64 = 250;
+/// ns per jiffy.
+const NS_PER_JIFFY: u64 = 1_000_000_000 / HZ;
 /// ns per clock tick (USER_HZ 100).
 const NS_PER_CLOCK_T: u64 = 10_000_000;
 

@@ -195,7 +195,7 @@ pub struct HookFilterRequest {
     #[serde(default)]
     pub prio: u32,
     /// the filter to add (prio 0: automatic); `None` for `delete`
-    pub filter: Option<super::ingress::HookFilter>,
+    pub filter: Option<HookFilter>,
 }
 
 /// Which hook of an ingress/clsact qdisc.
@@ -266,9 +266,9 @@ pub enum QdiscSpec {
     /// `cake` (docs/semantics/qdiscs.md §14).
     Cake(CakeSpec),
     /// `ingress` with the filters of its receive hook (docs/semantics/qdiscs.md §21).
-    Ingress(super::ingress::HookSpec),
+    Ingress(HookSpec),
     /// `clsact`: receive and transmit hooks (docs/semantics/qdiscs.md §21).
-    Clsact(super::ingress::HookSpec),
+    Clsact(HookSpec),
 }
 
 impl QdiscSpec {
@@ -1368,4 +1368,105 @@ pub struct CakeSpec {
     pub ingress: Option<bool>,
     #[serde(default)]
     pub ack_filter: Option<CakeAckFilter>,
+}
+
+// ------------------------------------------------------------ hook filters
+// The requests of the ingress / clsact hooks (qdisc/ingress.rs runs them).
+
+/// `ingress` / `clsact` as a whole: the filters of its hooks, as `tc qdisc
+/// show` dumps them. `tc filter` adds and removes them one at a time
+/// (engine/tc.rs `tc_hook_filter`); a request creating the qdisc carries the
+/// filters it starts with (`tc` sends none), and a `change`/`replace` of the
+/// same kind keeps those it has.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookSpec {
+    /// filters at `ffff:` / `ffff:fff2` (the receive hook)
+    #[serde(default)]
+    pub ingress: Vec<HookFilter>,
+    /// filters at `ffff:fff3` (clsact's transmit hook)
+    #[serde(default)]
+    pub egress: Vec<HookFilter>,
+}
+
+/// One `tc filter add dev D parent ffff: [protocol ip|all] [prio N]
+/// (u32 match … | matchall) [flowid X:Y] action …`.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookFilter {
+    pub prio: u32,
+    /// `protocol all` (else `ip`: ARP frames do not match)
+    #[serde(default)]
+    pub protocol_all: bool,
+    /// `u32` or `matchall`, for `tc filter show`
+    pub classifier: Classifier,
+    /// u32 matches, all of which must hold (none: every packet)
+    #[serde(default)]
+    pub matches: Vec<U32Match>,
+    /// `flowid`/`classid` (major << 16 | minor), recorded for show
+    #[serde(default)]
+    pub classid: Option<u32>,
+    /// the actions, in order
+    pub actions: Vec<ActionSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Classifier {
+    U32,
+    Matchall,
+}
+
+/// A verdict of an action (`TC_ACT_*` as tc's `parse_action_control` names
+/// them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Control {
+    /// `ok` / `pass`
+    Ok,
+    /// `drop` / `shot`
+    Drop,
+    /// `continue`: on to the next filter
+    Continue,
+    /// `pipe`: on to the next action
+    Pipe,
+    /// `reclassify`: restart the filter list
+    Reclassify,
+}
+
+/// One action of a filter.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ActionSpec {
+    /// `mirred egress redirect dev DEV`, or with `mirror` `mirred egress
+    /// mirror dev DEV`: a copy goes to DEV's transmit path and the packet
+    /// goes on (the action's verdict is tc's default for a mirror, pipe)
+    Mirred {
+        dev: String,
+        #[serde(default)]
+        mirror: bool,
+    },
+    /// `police …` as the kernel receives it (`struct tc_police`): rates in
+    /// bytes/s, the bucket depth in ns (tc's ticks × 64), `mtu` in bytes
+    /// (tc sends 0 when none is given; the kernel then takes
+    /// 255 << cell_log of the rate table, `u32::MAX` without a rate).
+    Police {
+        #[serde(default)]
+        rate: u64,
+        #[serde(default)]
+        burst_ns: u64,
+        mtu: u32,
+        #[serde(default)]
+        peakrate: Option<u64>,
+        #[serde(default)]
+        overhead: u32,
+        #[serde(default)]
+        mpu: u32,
+        #[serde(default)]
+        atm: bool,
+        exceed: Control,
+        conform: Control,
+    },
+    /// `gact`: `action ok|pass|drop|shot|continue|pipe|reclassify`
+    Gact { control: Control },
 }
