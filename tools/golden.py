@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -90,6 +91,12 @@ def run_all(out: Path, only: list[str], portable: bool = False) -> dict[str, str
     outputs do not depend on where the work tree or the results folder is."""
     hashes: dict[str, str] = {}
     shutil.copytree(ROOT / "scenarios", out / "scenarios", dirs_exist_ok=True)
+    # the runs start in ``out``: a relative PYTHONPATH (``PYTHONPATH=python``) would name
+    # nothing there and silently test the installed bufferlab instead of the work tree's
+    env = dict(os.environ)
+    if env.get("PYTHONPATH"):
+        entries = env["PYTHONPATH"].split(os.pathsep)
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(e) for e in entries if e)
     for scenario in scenarios(only):
         dest = out / "results" / scenario.stem
         proc = subprocess.run(
@@ -106,6 +113,7 @@ def run_all(out: Path, only: list[str], portable: bool = False) -> dict[str, str
             capture_output=True,
             check=False,
             cwd=out,
+            env=env,
         )
         hashes[f"{scenario.stem}/exit"] = str(proc.returncode)
         hashes[f"{scenario.stem}/stdout"] = digest(proc.stdout + b"\nstderr:\n" + proc.stderr)
