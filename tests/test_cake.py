@@ -307,6 +307,32 @@ def test_cake_class_show_lists_the_active_flows(tmp_path: Path) -> None:
     assert len(stats) == sp + bk, log
 
 
+LEAF_SCENARIO = """name = "cake-leaf"
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], ["s1", "h2"]]
+
+[[part]]
+name = "leaf"
+duration = "1s"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root handle 1: prio",
+  "admin: tc qdisc add dev s1-eth2 parent 1:1 handle 10: cake",
+  "admin: tc class show dev s1-eth2",
+]
+"""
+
+
+def test_cake_class_show_of_a_grafted_cake_is_not_supported(tmp_path: Path) -> None:
+    p = tmp_path / "cake-leaf.toml"
+    p.write_text(LEAF_SCENARIO, encoding="utf-8")
+    run_scenario(load_scenario(p), results_root=tmp_path / "runs", progress=False)
+    log = (tmp_path / "runs" / "cake-leaf" / "leaf" / "admin" / "terminal.log").read_text()
+    assert "tc class show: the flows of a cake grafted on a class are not supported yet" in log, log
+    assert "class prio" not in log, log
+
+
 def test_sysctl_default_qdisc_accepts_cake():
     from bufferlab.commands.sysctl import execute_sysctl, parse_sysctl, sysctl_defaults
 

@@ -540,6 +540,18 @@ def class_show_text(blocks: list[dict[str, Any]], stats: bool, details: bool, mo
     return "".join(out)
 
 
+def cake_on_a_class(blocks: list[dict[str, Any]]) -> bool:
+    """Whether a cake is grafted on a class of a device's qdisc: the engine's
+    ``class_show`` walks only the qdiscs of the device's chain, so such a cake's flows
+    cannot be listed (``tc class show`` says so instead)."""
+    return any(
+        leaf["kind"] == "cake"
+        for block in blocks
+        if block["kind"] == "prio" or block["kind"] in CLASSFUL_KINDS
+        for leaf in leaf_blocks(block)
+    )
+
+
 def leaf_blocks(block: dict[str, Any]) -> list[dict[str, Any]]:
     """The qdiscs grafted on the classes of an htb or prio block (each leaf chain, top
     first), as ``tc qdisc show`` blocks."""
