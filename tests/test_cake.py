@@ -18,6 +18,7 @@ import pytest
 from bufferlab import _core, load_scenario, run_scenario
 from bufferlab.commands.shell import parse_shell
 from bufferlab.commands.tc import TcQdiscRequest, cake, parse_tc
+from bufferlab.commands.tc.htb import class_show_text
 from bufferlab.commands.tc.show import tc_show_text
 from bufferlab.errors import CommandError, Diagnostics
 from bufferlab.profile import PROFILES
@@ -217,6 +218,119 @@ def test_cake_shaped_show_text():
     # atm with raw: no "noatm"
     tr = tc_show_text([_engine_block(q("cake raw"))], MODERN)
     assert "rtt 100ms raw overhead 0 \n" in tr
+
+
+def test_cake_class_show_text():
+    """print_class + print_tcstats2_attr (queue stats only) + cake_print_xstats' class branch."""
+    flows = [
+        {"minor": 0x3c5, "qlen": 2, "backlog": 3028, "drops": 0, "deficit": -486, "count": 0,
+         "dropping": False, "p_drop": 0},
+        {"minor": 0x401, "qlen": 7, "backlog": 10598, "drops": 3, "deficit": 1514, "count": 4,
+         "dropping": True, "p_drop": 16777216, "drop_next_us": -1500, "blue_timer_us": 2500000},
+        {"minor": 0x402, "qlen": 0, "backlog": 0, "drops": 0, "deficit": 28, "count": 1,
+         "dropping": True, "p_drop": 0, "drop_next_us": 250},
+    ]
+    block = _block({}, {"classes": flows})
+    assert class_show_text([block], False, False, True) == (
+        "class cake 8001:3c5 parent 8001: \n"
+        "class cake 8001:401 parent 8001: \n"
+        "class cake 8001:402 parent 8001: \n")
+    assert class_show_text([block], True, False, True) == (
+        "class cake 8001:3c5 parent 8001: \n"
+        " (dropped 0, overlimits 0 requeues 0) \n"
+        " backlog 3028b 2p requeues 0\n"
+        "  deficit -486 count 0 blue_prob 0\n"
+        "class cake 8001:401 parent 8001: \n"
+        " (dropped 3, overlimits 0 requeues 0) \n"
+        " backlog 10598b 7p requeues 0\n"
+        "  deficit 1514 count 4 dropping drop_next -1.5ms blue_prob 16777216 blue_timer 2.5s\n"
+        "class cake 8001:402 parent 8001: \n"
+        " (dropped 0, overlimits 0 requeues 0) \n"
+        " backlog 0b 0p requeues 0\n"
+        "  deficit 28 count 1 dropping drop_next 250us blue_prob 0\n")
+    # lab2019's sprint_time: %.1f
+    assert "drop_next -1.5ms blue_prob 16777216 blue_timer 2.5s\n" in class_show_text([block], True, False, False)
+    assert "drop_next 1.0ms" in class_show_text(
+        [_block({}, {"classes": [dict(flows[2], drop_next_us=1000)]})], True, False, False)
+    # an idle cake lists no class
+    assert class_show_text([_engine_block({"kind": "cake"})], True, False, True) == ""
+
+
+CLASS_SCENARIO = """name = "cake-classes"
+seed = 3
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], ["s1", "h2"]]
+
+[[part]]
+name = "cake"
+duration = "4s"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root handle 1: cake bandwidth 10mbit besteffort flows",
+  "h2: iperf3 -s -p 5001 -D",
+  "h2: iperf3 -s -p 5002 -D",
+  "h1: iperf3 -c 10.0.0.2 -p 5001 -t 3 > a.txt &",
+  "h1: iperf3 -c 10.0.0.2 -p 5002 -t 3 > b.txt &",
+  "admin: sleep 2; tc class show dev s1-eth2; tc -s class show dev s1-eth2; tc -s qdisc show dev s1-eth2",
+]
+"""
+
+
+def test_cake_class_show_lists_the_active_flows(tmp_path: Path) -> None:
+    p = tmp_path / "cake-classes.toml"
+    p.write_text(CLASS_SCENARIO, encoding="utf-8")
+    run_scenario(load_scenario(p), results_root=tmp_path / "runs", progress=False)
+    log = (tmp_path / "runs" / "cake-classes" / "cake" / "admin" / "terminal.log").read_text()
+    heads = re.findall(r"^class cake 1:([0-9a-f]+) parent 1: $", log, re.M)
+    stats = re.findall(
+        r"^class cake 1:([0-9a-f]+) parent 1: \n \(dropped (\d+), overlimits 0 requeues 0\) \n"
+        r" backlog (\d+)b (\d+)p requeues 0\n  deficit (-?\d+) count (\d+)( dropping drop_next \S+)?"
+        r" blue_prob (\d+)(?: blue_timer \S+)?\n",
+        log, re.M)
+    minors = [int(m, 16) for m, *_ in stats]
+    # the plain and the -s listing of one instant name the same classes, in queue order, one tin
+    assert heads == [m for m, *_ in stats] + [m for m, *_ in stats], log
+    assert minors == sorted(minors) and all(1 <= m <= 1024 for m in minors), log
+    # both iperf3 data flows are backlogged behind the 10 Mbit/s shaper
+    assert sum(int(qlen) > 0 for _, _, _, qlen, *_ in stats) >= 2, log
+    # the flows' packets and bytes are the qdisc's, and every listed flow is counted
+    # as sparse or bulk in the tin table printed at the same instant
+    qd = re.search(r"^qdisc cake 1: .*\n.*\(dropped (\d+),.*\n backlog (\d+)b (\d+)p requeues 0$", log, re.M)
+    assert qd, log
+    # per-flow mode: every drop is some flow's
+    assert sum(int(d) for _, d, *_ in stats) == int(qd.group(1))
+    assert sum(int(b) for _, _, b, *_ in stats) == int(qd.group(2))
+    assert sum(int(n) for _, _, _, n, *_ in stats) == int(qd.group(3))
+    sp = int(re.search(r"^  sp_flows +(\d+)$", log, re.M).group(1))
+    bk = int(re.search(r"^  bk_flows +(\d+)$", log, re.M).group(1))
+    assert len(stats) == sp + bk, log
+
+
+LEAF_SCENARIO = """name = "cake-leaf"
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], ["s1", "h2"]]
+
+[[part]]
+name = "leaf"
+duration = "1s"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root handle 1: prio",
+  "admin: tc qdisc add dev s1-eth2 parent 1:1 handle 10: cake",
+  "admin: tc class show dev s1-eth2",
+]
+"""
+
+
+def test_cake_class_show_of_a_grafted_cake_is_not_supported(tmp_path: Path) -> None:
+    p = tmp_path / "cake-leaf.toml"
+    p.write_text(LEAF_SCENARIO, encoding="utf-8")
+    run_scenario(load_scenario(p), results_root=tmp_path / "runs", progress=False)
+    log = (tmp_path / "runs" / "cake-leaf" / "leaf" / "admin" / "terminal.log").read_text()
+    assert "tc class show: the flows of a cake grafted on a class are not supported yet" in log, log
+    assert "class prio" not in log, log
 
 
 def test_sysctl_default_qdisc_accepts_cake():

@@ -139,6 +139,11 @@ impl Simulator {
         json_out(&self.inner.qdisc_show(dev).map_err(to_py)?)
     }
 
+    /// `qdisc_show` with the classes only `tc class show` asks for (cake's flows).
+    fn class_show(&self, dev: &str) -> PyResult<String> {
+        json_out(&self.inner.class_show(dev).map_err(to_py)?)
+    }
+
     /// `node`'s sockets as `ss -a` lists them (JSON list).
     fn sockets(&self, node: &str) -> PyResult<String> {
         json_out(&self.inner.sockets(node).map_err(to_py)?)

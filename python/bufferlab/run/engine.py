@@ -90,6 +90,14 @@ class Engine:
         except _core.TcRequestError as e:
             raise TcFailure(str(e)) from None
 
+    def class_show(self, dev: str) -> list[dict[str, Any]]:
+        """``qdisc_show`` with the classes a qdisc lists only when ``tc class show`` asks
+        (cake's flows, under ``xstats["classes"]``)."""
+        try:
+            return json.loads(self._sim.class_show(dev))
+        except _core.TcRequestError as e:
+            raise TcFailure(str(e)) from None
+
     def sockets(self, node: str) -> list[dict[str, Any]]:
         """What ``ss -a`` lists on ``node`` (the engine's app/sockets/diag.rs)."""
         try:

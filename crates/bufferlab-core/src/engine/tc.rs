@@ -126,6 +126,19 @@ impl Simulator {
         })
     }
 
+    /// `tc class show`: the `qdisc_show` blocks, each walk-listed kind's
+    /// classes added to its xstats as `classes` (cake's flows,
+    /// `Qdisc::walked_classes`), computed now and only here.
+    pub fn class_show(&self, dev: &str) -> Result<Vec<QdiscInfo>> {
+        let mut blocks = self.qdisc_show(dev)?;
+        if let Some(iface) = self.topo.iface_by_name(dev) {
+            self.ifaces[iface]
+                .tree
+                .add_walked_classes(&mut blocks, self.now);
+        }
+        Ok(blocks)
+    }
+
     /// `tc qdisc add|replace|change|del … ingress|clsact` (sch_api.c with
     /// the ingress queue as the only slot; docs/semantics/qdiscs.md §21).
     fn hook_tc(&mut self, iface: IfaceId, req: &TcRequest) -> Result<()> {

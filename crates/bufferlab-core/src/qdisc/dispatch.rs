@@ -13,6 +13,7 @@ use super::tree::Node;
 use super::{QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
+use crate::time::SimTime;
 
 /// Declares [`AnyQdisc`] with the given variants and implements [`Qdisc`]
 /// for it by delegating to the variant; [`AnyQdisc::build`] asks each kind
@@ -141,6 +142,10 @@ macro_rules! register_qdiscs {
 
             fn xstats(&self) -> serde_json::Value {
                 self.ops().xstats()
+            }
+
+            fn walked_classes(&self, now: SimTime) -> serde_json::Value {
+                self.ops().walked_classes(now)
             }
 
             #[inline]

@@ -354,6 +354,14 @@ pub trait Qdisc {
         serde_json::Value::Null
     }
 
+    /// The classes a kind lists only through its walk, for `tc class show`
+    /// (cake's flows, `cake_walk`); `null` for every other kind. Computed
+    /// only when `tc class show` runs.
+    fn walked_classes(&self, now: SimTime) -> serde_json::Value {
+        let _ = now;
+        serde_json::Value::Null
+    }
+
     /// Packets physically stored in this qdisc itself.
     fn held(&self) -> u64;
 

@@ -7,7 +7,8 @@ iproute2's ``duparg`` error; only the attributes tc would send are set (None =
 not sent). Printing: ``cake_print_opt`` for the options the kernel dumps
 (``cake_dump``: every attribute, ``raw`` while no overhead is configured) and
 ``cake_print_xstats`` for ``tc -s`` (memory, capacity estimate, packet sizes,
-the per-tin table in the kernel's tin order).
+the per-tin table in the kernel's tin order). ``tc class show`` lists the flows
+on a list (``class_show_lines``).
 """
 
 from __future__ import annotations
@@ -298,6 +299,47 @@ def _print_xstats(block: dict[str, Any], modern: bool) -> str:
                 cells.append(" %12u" % v)
         out += name + "".join(cells) + "\n"
     return out + "\n"
+
+
+def _class_xstats(c: dict[str, Any], modern: bool) -> str:
+    """The class branch of ``cake_print_xstats``: deficit and count, ``dropping`` and
+    the next signal only while dropping, BLUE's probability always (the kernel sends
+    it for every flow) and its timer only when the probability is not 0. A negative
+    time keeps iproute2's sign handling: drop_next is negated before ``sprint_time``,
+    blue_timer is not (its ``__u32`` wraps)."""
+    out = "  deficit %d count %u" % (int(c["deficit"]), int(c["count"]))
+    if c["dropping"]:
+        out += " dropping"
+        drop_next = int(c["drop_next_us"])
+        if drop_next < 0:
+            out += " drop_next -%s" % sprint_time(-drop_next, modern)
+        else:
+            out += " drop_next %s" % sprint_time(drop_next, modern)
+    out += " blue_prob %u" % int(c["p_drop"])
+    if "blue_timer_us" in c:
+        blue_timer = int(c["blue_timer_us"])
+        out += (" blue_timer -%s" if blue_timer < 0 else " blue_timer %s") % sprint_time(blue_timer, modern)
+    return out
+
+
+def class_show_lines(block: dict[str, Any], stats: bool, modern: bool) -> str:
+    """``tc [-s] class show`` of one cake: a class per flow on a list (the engine's
+    ``class_show``: sch_cake.c ``cake_walk``, tins in dump order then queues), printed
+    by tc/tc_class.c ``print_class``. ``cake_dump_class`` only sets the handle's minor,
+    so the parent is the qdisc (``parent MAJ:``) and no options follow;
+    ``cake_dump_class_stats`` sends queue statistics alone, so tc/tc_util.c
+    ``print_tcstats2_attr`` prints no ``Sent`` line: the ``(dropped …)`` part, then the
+    backlog line."""
+    major = int(block["handle"])
+    out = []
+    for c in (block.get("xstats") or {}).get("classes", []):
+        line = "class cake %x:%x parent %x: \n" % (major, int(c["minor"]), major)
+        if stats:
+            line += " (dropped %u, overlimits 0 requeues 0) \n" % int(c["drops"])
+            line += " backlog %s %up requeues 0\n" % (sprint_size(int(c["backlog"])), int(c["qlen"]))
+            line += _class_xstats(c, modern) + "\n"
+        out.append(line)
+    return "".join(out)
 
 
 KINDS = (QdiscKind("cake", _parse_opt, _print_opt, _print_xstats),)

@@ -28,6 +28,7 @@ from ...units import U32_MAX, parse_rate, parse_size
 from .._common import c_int_full, matches, suggestion_for
 from ..shell import Word
 from . import _schema
+from . import cake as _cake
 from . import drr as _drr
 from . import ets as _ets
 from . import hfsc as _hfsc
@@ -477,12 +478,15 @@ def _other_class_text(block: dict[str, Any], stats: bool, modern: bool) -> str:
 
 
 def class_show_text(blocks: list[dict[str, Any]], stats: bool, details: bool, modern: bool) -> str:
-    """``tc [-s] [-d] class show dev D`` for every htb, prio, dualpi2, drr, ets and hfsc on
-    the device."""
+    """``tc [-s] [-d] class show dev D`` for every htb, prio, dualpi2, drr, ets, hfsc and
+    cake on the device (``blocks``: the engine's ``class_show``)."""
     out = []
     for block in blocks:
         if block["kind"] == "prio":
             out.append(prio_class_show_lines(block, stats))
+            continue
+        if block["kind"] == "cake":
+            out.append(_cake.class_show_lines(block, stats, modern))
             continue
         if block["kind"] == "dualpi2":
             # dualpi2_walk reports classes 1 and 2, but dualpi2 has no class dump op:
@@ -532,6 +536,18 @@ def class_show_text(blocks: list[dict[str, Any]], stats: bool, details: bool, mo
                 line += " tokens: %d ctokens: %d\n\n" % (c["tokens"], c["ctokens"])
             out.append(line)
     return "".join(out)
+
+
+def cake_on_a_class(blocks: list[dict[str, Any]]) -> bool:
+    """Whether a cake is grafted on a class of a device's qdisc: the engine's
+    ``class_show`` walks only the qdiscs of the device's chain, so such a cake's flows
+    cannot be listed (``tc class show`` says so instead)."""
+    return any(
+        leaf["kind"] == "cake"
+        for block in blocks
+        if block["kind"] == "prio" or block["kind"] in CLASSFUL_KINDS
+        for leaf in leaf_blocks(block)
+    )
 
 
 def leaf_blocks(block: dict[str, Any]) -> list[dict[str, Any]]:

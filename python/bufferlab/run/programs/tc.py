@@ -70,7 +70,10 @@ def _prep_tc(pc: PrepareCtx, words: list[Word]) -> Prepared:
         class_show = parsed
 
         def run_class_show(rt: RunCtx) -> int:
-            blocks = rt.engine.qdisc_show(dev) if dev else []
+            blocks = rt.engine.class_show(dev) if dev else []
+            if htb.cake_on_a_class(blocks):
+                rt.io.err("tc class show: the flows of a cake grafted on a class are not supported yet")
+                return 1
             modern = rt.runner.sc.profile.tc_modern_print
             rt.io.out(htb.class_show_text(blocks, class_show.stats, class_show.details, modern))
             return 0

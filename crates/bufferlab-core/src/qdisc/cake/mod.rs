@@ -37,9 +37,11 @@
 //! flows, hosts, the DRR++ lists), shaper.rs (rate, schedules, overhead,
 //! capacity estimate), config.rs (attributes, tin layouts, DSCP maps, tin
 //! selection), hash.rs (flow and host placement), enqueue.rs, dequeue.rs,
-//! overflow.rs (drops from the longest queue) and ack_filter.rs.
+//! overflow.rs (drops from the longest queue), ack_filter.rs and classes.rs
+//! (the flows `tc class show` lists).
 
 mod ack_filter;
+mod classes;
 mod cobalt;
 mod config;
 mod dequeue;
@@ -49,6 +51,7 @@ mod overflow;
 mod shaper;
 mod tin;
 
+pub use classes::FlowClass;
 pub use cobalt::{inv_sqrt_cache, newton_step, CobaltParams, CobaltVars, Signal};
 pub use shaper::Overhead;
 
@@ -421,6 +424,11 @@ impl Qdisc for Cake {
             "ack_drops": all.iter().map(|b| b.ack_drops as u64).sum::<u64>(),
             "ecn_mark": all.iter().map(|b| b.tin_ecn_mark as u64).sum::<u64>(),
         })
+    }
+
+    /// `cake_walk`: the flows on a list, as classes (classes.rs).
+    fn walked_classes(&self, now: SimTime) -> serde_json::Value {
+        serde_json::to_value(self.flow_classes(now.as_nanos() as i64)).unwrap_or_default()
     }
 
     /// O(1): the engine asks on every enqueue (peak backlog); every entry

@@ -867,3 +867,96 @@ fn qdisc_cost_cake_vs_fq_codel() {
         shaped / fq
     );
 }
+
+#[test]
+fn flow_classes_list_the_flows_on_a_list_with_their_queue_stats() {
+    // unlimited, one tin, per-flow: flow_quantum 1514, quantum_div[1] = 65535,
+    // so the dithered quantum is (1514 · 65535 + r16) >> 16 ∈ {1513, 1514}
+    let mut q = cake(CakeSpec {
+        flowmode: Some(CakeFlowMode::Flows),
+        diffserv: Some(CakeDiffserv::Besteffort),
+        ..Default::default()
+    });
+    let mut env = Env::default();
+    let mut reduce = Reduce::default();
+    assert!(q.flow_classes(0).is_empty(), "no flow on a list");
+    for _ in 0..3 {
+        let id = pkt(&mut env, 1000, 0x0a00_0001, 0x0a00_0002, 40_000);
+        q.enqueue(&mut env.ctx(0), &mut reduce, id);
+    }
+    for _ in 0..2 {
+        let id = pkt(&mut env, 600, 0x0a00_0001, 0x0a00_0002, 40_001);
+        q.enqueue(&mut env.ctx(0), &mut reduce, id);
+    }
+    let listed = q.flow_classes(0);
+    assert_eq!(listed.len(), 2);
+    assert!(listed[0].minor < listed[1].minor, "queue order");
+    let by_len = |c: &[FlowClass], backlog_per_pkt: u32| {
+        c.iter()
+            .find(|f| f.backlog == f.qlen * backlog_per_pkt)
+            .cloned()
+            .unwrap()
+    };
+    let (a, b) = (by_len(&listed, 1000), by_len(&listed, 600));
+    assert_eq!((a.qlen, a.backlog, b.qlen, b.backlog), (3, 3000, 2, 1200));
+    for f in [&a, &b] {
+        assert!((1..=1024).contains(&f.minor));
+        assert!((1513..=1514).contains(&f.deficit), "{f:?}");
+        assert_eq!((f.drops, f.count, f.dropping, f.p_drop), (0, 0, false, 0));
+        assert_eq!((f.drop_next_us, f.blue_timer_us), (None, None));
+    }
+    // the flow of the first packet heads the new list: two of its packets go
+    // (1000 B each from its deficit), the third dequeue finds it at
+    // deficit ≤ 0, refills it (+ quantum) onto the old list and serves the other
+    for _ in 0..3 {
+        let id = q.dequeue(&mut env.ctx(MS as u64), &mut reduce).unwrap();
+        env.arena.free(id);
+    }
+    let listed = q.flow_classes(MS);
+    let a2 = listed.iter().find(|f| f.minor == a.minor).unwrap();
+    let b2 = listed.iter().find(|f| f.minor == b.minor).unwrap();
+    assert_eq!((a2.qlen, a2.backlog), (1, 1000));
+    assert!((a.deficit - 2000 + 1513..=a.deficit - 2000 + 1514).contains(&a2.deficit));
+    assert_eq!((b2.qlen, b2.backlog, b2.deficit), (1, 600, b.deficit - 600));
+    // emptied flows stay listed while on the old or decaying list
+    while let Some(id) = q.dequeue(&mut env.ctx(MS as u64), &mut reduce) {
+        env.arena.free(id);
+    }
+    let left: Vec<u32> = q.flow_classes(MS).iter().map(|f| f.qlen).collect();
+    assert!(left.iter().all(|&n| n == 0), "{left:?}");
+}
+
+#[test]
+fn flow_classes_report_cobalt_times_back_from_now_and_tins_in_dump_order() {
+    // diffserv3 dumps its tins in bulk order: bulk (tin 1) is position 0,
+    // best effort (tin 0) position 1, so a CS1 packet's class is ≤ 1024 and a
+    // best-effort one's 1025..2048
+    let mut q = cake(CakeSpec {
+        diffserv: Some(CakeDiffserv::Diffserv3),
+        ..Default::default()
+    });
+    let mut env = Env::default();
+    let mut reduce = Reduce::default();
+    for (dscp, sport) in [(8u8, 1), (0, 2)] {
+        let id = pkt(&mut env, 500, 0x0a00_0001, 0x0a00_0002, sport);
+        env.arena.get_mut(id).tos = dscp << 2;
+        q.enqueue(&mut env.ctx(0), &mut reduce, id);
+    }
+    let listed = q.flow_classes(0);
+    assert_eq!(listed.len(), 2);
+    assert!((1..=1024).contains(&listed[0].minor));
+    assert!((1025..=2048).contains(&listed[1].minor));
+    // best effort's flow: dropping with its next signal 2.5 ms ago, BLUE
+    // raised 1.000999 ms ago (µs truncated toward zero, as ktime_to_us)
+    let j = (listed[1].minor - 1025) as usize;
+    let now = 1000 * MS;
+    let c = &mut q.tins[0].flows[j].cvars;
+    (c.dropping, c.count, c.drop_next) = (true, 7, now - 2_500_000);
+    (c.p_drop, c.blue_timer) = (1 << 24, now - 1_000_999);
+    let f = q.flow_classes(now)[1].clone();
+    assert_eq!((f.count, f.dropping, f.p_drop), (7, true, 1 << 24));
+    assert_eq!((f.drop_next_us, f.blue_timer_us), (Some(2500), Some(1000)));
+    // a signal still ahead is negative: −1.5007 ms → −1500 µs
+    q.tins[0].flows[j].cvars.drop_next = now + 1_500_700;
+    assert_eq!(q.flow_classes(now)[1].drop_next_us, Some(-1500));
+}

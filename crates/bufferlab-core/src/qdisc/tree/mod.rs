@@ -35,6 +35,7 @@ use super::ops::{Peeked, Qdisc, Reduce};
 use super::spec::QdiscSpec;
 use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::packet::PacketId;
+use crate::time::SimTime;
 use serde::Serialize;
 
 /// Behaviour switches that differ between kernel generations (docs/semantics/qdiscs.md §11).
@@ -314,6 +315,20 @@ impl QdiscTree {
             .collect()
     }
 
+    /// Add to the blocks of [`show`](Self::show) the classes each qdisc lists
+    /// only through its walk (`Qdisc::walked_classes`: cake's flows), as
+    /// `classes` in its xstats, for `tc class show`.
+    pub fn add_walked_classes(&self, blocks: &mut [QdiscInfo], now: SimTime) {
+        for (n, block) in self.nodes.iter().zip(blocks.iter_mut()) {
+            let classes = n.q.walked_classes(now);
+            if let (false, Some(serde_json::Value::Object(x))) =
+                (classes.is_null(), &mut block.xstats)
+            {
+                x.insert("classes".into(), classes);
+            }
+        }
+    }
+
     /// (backlog bytes, qlen) of the last block `tc qdisc show` prints — the
     /// leaf `plot_q.sh` samples (docs/semantics/formats.md §6).
     pub fn leaf_backlog(&self) -> (u64, u64) {
@@ -388,7 +403,7 @@ pub(crate) mod harness {
     impl Env {
         pub fn ctx(&mut self, now: u64) -> QdiscCtx<'_> {
             QdiscCtx {
-                now: crate::time::SimTime::from_nanos(now),
+                now: SimTime::from_nanos(now),
                 arena: &mut self.arena,
                 drops: &mut self.drops,
                 watchdog: None,
