@@ -165,7 +165,7 @@ fn meminfo_json(m: &SkMemInfo) -> Value {
 /// A full socket's `ss -e` identity: its inode (0 once its application closed
 /// it: `sock_orphan`), cookie and `sk_shutdown` bits (1 receive, 2 send).
 fn full_socket_ident(ident: SockIdent, orphan: bool, shutdown: u8) -> Value {
-    json!({"ino": if orphan { 0 } else { ident.ino }, "cookie": ident.cookie, "shutdown": shutdown})
+    json!({"ino": if orphan { 0 } else { ident }, "cookie": ident, "shutdown": shutdown})
 }
 
 /// `ss -e` and `-m` of a connection. The applications close (never shut
@@ -178,7 +178,7 @@ fn full_socket_ident(ident: SockIdent, orphan: bool, shutdown: u8) -> Value {
 /// socket's.
 fn connection_ident_and_mem(s: &TcpSocket) -> (Value, Value) {
     let ep = &s.conn.ep;
-    let minimal = json!({"ino": 0, "cookie": s.ident.cookie, "shutdown": null});
+    let minimal = json!({"ino": 0, "cookie": s.ident, "shutdown": null});
     match ep.state() {
         TcpState::SynReceived | TcpState::TimeWait | TcpState::FinWait2 => (minimal, Value::Null),
         state => {

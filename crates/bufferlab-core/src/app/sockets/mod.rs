@@ -89,15 +89,11 @@ pub struct TcpSocket {
     pub ident: SockIdent,
 }
 
-/// What `ss -e` shows of a socket's identity: its inode number (sockfs) and
-/// its cookie (`sock_gen_cookie`). SIM: both from one counter per node,
-/// from 1, in creation order; Linux's inode numbers are host-wide and its
+/// What `ss -e` shows of a socket's identity, its inode number (sockfs) and
+/// its cookie (`sock_gen_cookie`): both are the socket's place in its node's
+/// creation order, from 1. SIM: Linux's inode numbers are host-wide and its
 /// cookies come from per-CPU batches, so only their shape compares.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SockIdent {
-    pub ino: u32,
-    pub cookie: u64,
-}
+pub type SockIdent = u32;
 
 /// What `ss` shows of a bound port that is not a TCP connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,7 +119,7 @@ pub struct Sockets {
     bound: FxHashMap<(Proto, u16), u32>,
     held: FxHashMap<u32, FxHashSet<(Proto, u16)>>,
     rng: ComponentRng,
-    views: Vec<PortView>,
+    views: Vec<(PortView, SockIdent)>,
     tcp: Vec<Option<TcpSocket>>,
     free: Vec<u32>,
     index: FxHashMap<ConnKey, u32>,
@@ -132,8 +128,6 @@ pub struct Sockets {
     spare: OutputBuffer,
     /// counters of the connections that are gone
     gone: TcpTotals,
-    /// identities of `views`, index for index
-    view_idents: Vec<SockIdent>,
     /// sockets created so far (the last identity given)
     created: u32,
 }
@@ -151,17 +145,13 @@ impl Sockets {
             lent_to: None,
             spare: OutputBuffer::default(),
             gone: TcpTotals::default(),
-            view_idents: Vec::new(),
             created: 0,
         }
     }
 
     fn next_ident(&mut self) -> SockIdent {
         self.created = self.created.wrapping_add(1);
-        SockIdent {
-            ino: self.created,
-            cookie: self.created as u64,
-        }
+        self.created
     }
 
     // ------------------------------------------------------------ ports
@@ -245,7 +235,7 @@ impl Sockets {
         for key in self.held.remove(&app).unwrap_or_default() {
             self.bound.remove(&key);
         }
-        self.views.retain(|v| v.owner != app);
+        self.views.retain(|(v, _)| v.owner != app);
         for i in 0..self.tcp.len() {
             if self.tcp[i]
                 .as_ref()
@@ -261,21 +251,18 @@ impl Sockets {
     /// Show the bound `port` as `kind` (a listener, a UDP socket).
     pub fn add_view(&mut self, view: PortView) {
         let ident = self.next_ident();
-        self.views.push(view);
-        self.view_idents.push(ident);
+        self.views.push((view, ident));
     }
 
     /// Forget the views of `owner`'s `port` that `pred` picks.
     pub fn remove_views(&mut self, owner: u32, port: u16, pred: impl Fn(&PortKind) -> bool) {
-        let gone = |v: &PortView| v.owner == owner && v.port == port && pred(&v.kind);
-        let mut kept = self.views.iter().map(|v| !gone(v));
-        self.view_idents.retain(|_| kept.next().unwrap_or(true));
-        self.views.retain(|v| !gone(v));
+        self.views
+            .retain(|(v, _)| !(v.owner == owner && v.port == port && pred(&v.kind)));
     }
 
     /// The views in registration order, with their identities.
     pub fn views(&self) -> impl Iterator<Item = (&PortView, SockIdent)> {
-        self.views.iter().zip(self.view_idents.iter().copied())
+        self.views.iter().map(|(v, ident)| (v, *ident))
     }
 
     // ------------------------------------------------------------ TCP
