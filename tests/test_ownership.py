@@ -561,6 +561,23 @@ def test_mn_never_replaces_a_folder_it_did_not_write(tmp_path, capsys):
     assert _tree(tmp_path / "mn") == {"topo.py": "# mine\n"}
 
 
+def test_the_api_writes_where_it_did_after_a_refused_mn(tmp_path, monkeypatch, capsys):
+    """``bufferlab mn -o X`` that stopped on X's folder left the Mininet API of the same process
+    pointed at X/mn, so the next ``Mininet().start()`` met the same refusal."""
+    from bufferlab.mininet.net import Mininet
+
+    (tmp_path / "mn").mkdir()
+    (tmp_path / "mn" / "topo.py").write_text("# mine\n")
+    assert main(["mn", "--topo", "linear,2", "--test", "pingall", "-o", str(tmp_path)]) == 2
+    monkeypatch.chdir(tmp_path / "mn")
+    net = Mininet()
+    net.addLink(net.addHost("h1"), net.addHost("h2"))
+    net.start()
+    net.stop()
+    assert (tmp_path / "mn" / "results" / "mininet" / "summary.json").is_file()
+    assert _tree(tmp_path / "mn")["topo.py"] == "# mine\n"
+
+
 LONG = f"""name = "own"
 seed = 1
 {TOPOLOGY}

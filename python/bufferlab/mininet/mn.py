@@ -204,7 +204,12 @@ def run_mn(topo: str, link: str, test: str | None, custom: list[Path], results: 
         topos.update(found)
     if test is not None and test not in TESTS:
         raise MininetError(f"--test {test}: expected one of {', '.join(TESTS)}")
-    net_mod.results_in(results, "mn")
+    with net_mod.results_at(results, "mn"):  # the API's later networks write where they did before
+        return _run_network(topo, topos, link, test, results, stdin, real)
+
+
+def _run_network(topo: str, topos: dict[str, Any], link: str, test: str | None, results: Path,
+                 stdin: Any, real: bool) -> int:
     # SIGINT/SIGTERM end the test or the CLI: what ran until then is written, exit 128 + signal
     # (before the network exists: "bufferlab: interrupted", 130/143, nothing to write)
     signals_raise()

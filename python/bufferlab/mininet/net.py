@@ -12,6 +12,8 @@ for real on this machine's kernel, in network namespaces (real/session.py, docs/
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,18 @@ def results_in(root: Path, slug: str, seed: int = 1, fresh: bool = True) -> None
     """Where the next networks write their results: ``root/slug``, then ``root/slug-2``, ..."""
     RESULTS.update(root=root, slug=slug, seed=seed, fresh=fresh)
     _started[0] = 0
+
+
+@contextmanager
+def results_at(root: Path, slug: str) -> Iterator[None]:
+    """``results_in`` for one run (``bufferlab mn``): afterwards, where they were before."""
+    saved = dict(RESULTS)
+    results_in(root, slug)
+    try:
+        yield
+    finally:
+        RESULTS.update(saved)
+        _started[0] = 0
 
 
 class Mininet:
