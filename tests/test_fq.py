@@ -319,6 +319,47 @@ def test_fq_maxrate_paces_a_tcp_sender(tmp_path: Path):
     assert res["end"]["sum_sent"]["retransmits"] == 0
 
 
+FQ_RATE = """name = "fqrate"
+seed = 1
+[sim]
+profile = "modern"
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], ["s1", "h2"]]
+
+[[part]]
+name = "p"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root netem delay 10ms rate 100mbit",
+  "h2: iperf3 -s -D",
+  "h1: iperf3 -c 10.0.0.2 -t 3 -J > free.json",
+  "h1: iperf3 -c 10.0.0.2 -t 3 -J --fq-rate 20M > own.json",
+  "h1: tc qdisc add dev h1-eth0 root fq",
+  "h1: iperf3 -c 10.0.0.2 -t 3 -J --fq-rate 20M > fq.json",
+  "h2: tc qdisc add dev h2-eth0 root fq",
+  "h1: iperf3 -c 10.0.0.2 -t 3 -J -R --fq-rate 30M > reverse.json",
+]
+"""
+
+
+def test_iperf3_fq_rate_caps_the_sender_with_or_without_fq(tmp_path: Path):
+    """--fq-rate is SO_MAX_PACING_RATE: it caps sk_pacing_rate and asks for pacing, which TCP does
+    itself without an fq (net/core/sock.c sk_setsockopt; Linux 4.13 "tcp: internal implementation for
+    pacing") and fq does with one; with -R the server sets it on its sending socket (iperf_tcp_accept).
+    The rate counts payload bytes (tcp_update_skb_after_send paces skb->len of the queued skb)."""
+    p = tmp_path / "r.toml"
+    p.write_text(FQ_RATE, encoding="utf-8")
+    run_scenario(load_scenario(p), results_root=tmp_path / "runs", progress=False)
+    part = tmp_path / "runs" / "r" / "p" / "h1"
+    rate = {name: json.loads((part / f"{name}.json").read_text())["end"]["sum_received"]["bits_per_second"]
+            for name in ("free", "own", "fq", "reverse")}
+    assert 80e6 < rate["free"] < 100e6, rate  # the 100 Mbit/s link, not a pacing rate, is the limit
+    for name, cap in (("own", 20e6), ("fq", 20e6), ("reverse", 30e6)):
+        # the first 10 segments go unpaced and each late skb gets up to half its time as credit
+        assert 0.97 * cap < rate[name] < 1.01 * cap, (name, rate)
+
+
 @pytest.fixture(scope="module")
 def pacing_lesson(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """scenarios/bbr-fq-pacing.toml's results per part (iperf3 row, ping row, bottleneck row), each

@@ -17,9 +17,9 @@ import pytest
 
 from bufferlab import load_scenario, run_scenario
 from bufferlab.commands import generators as gen
-from bufferlab.commands.iperf3 import Iperf3Client, parse_iperf3
+from bufferlab.commands.iperf3 import Iperf3Client, ensure_supported, parse_iperf3
 from bufferlab.commands.shell import parse_shell
-from bufferlab.errors import BufferlabError, CommandError, Diagnostics
+from bufferlab.errors import BufferlabError, CommandError, Diagnostics, NotSupportedError
 from bufferlab.profile import PROFILES, Profile
 
 LAB2019 = PROFILES["lab2019"]
@@ -310,3 +310,37 @@ def test_send_loop_time_is_a_sim_knob(tmp_path):
     path.write_text(ok.replace("= 4", "= 5000000"), encoding="utf-8")
     with pytest.raises(BufferlabError, match="iperf3_send_loop_us"):
         load_scenario(path)
+
+
+# ---------------------------------------------------------------- --fq-rate (SO_MAX_PACING_RATE)
+
+def test_fq_rate_is_so_max_pacing_rate_in_bytes():
+    """iperf_tcp_connect sets SO_MAX_PACING_RATE to --fq-rate / 8 (bytes/s), and not at all when that
+    is 0; the rate reads as -b's (unit_atof_rate: k/m/g ×1000)."""
+    host = {"profile": "modern"}
+    tcp = parse_iperf3(words("iperf3 -c 10.0.0.2 --fq-rate 20M"), Diagnostics(), MODERN)
+    assert tcp.fq_rate_bps == 20_000_000
+    assert tcp.to_request(MODERN, host)["tcp"] == {"profile": "modern", "max_pacing_rate": 2_500_000}
+    tiny = parse_iperf3(words("iperf3 -c 10.0.0.2 --fq-rate 7"), Diagnostics(), MODERN)
+    assert "max_pacing_rate" not in tiny.to_request(MODERN, host)["tcp"]
+
+
+@pytest.mark.parametrize(
+    ("line", "profile", "token", "message"),
+    [
+        ("iperf3 -s --fq-rate 1M", LAB2019, "--fq-rate",
+         "parameter error - some option you are trying to set is client only"),
+        ("iperf3 -c 10.0.0.2 --fq-rate fast", LAB2019, "fast", 'iperf3: invalid rate "fast" for --fq-rate'),
+        ("iperf3 -c 10.0.0.2 --fq-rate 1M", OLD, "--fq-rate", "iperf3: unrecognized option '--fq-rate'"),
+    ],
+)
+def test_fq_rate_errors(line, profile, token, message):
+    e = ip3_err(line, profile)
+    assert e.message == message
+    assert e.col == line.index(token)
+
+
+def test_fq_rate_on_udp_is_refused_as_not_supported_yet():
+    cmd = parse_iperf3(words("iperf3 -c 10.0.0.2 -u --fq-rate 1M"), Diagnostics(), MODERN)
+    with pytest.raises(NotSupportedError, match=r"-u --fq-rate .* is not supported yet"):
+        ensure_supported(cmd)

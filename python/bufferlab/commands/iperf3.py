@@ -123,6 +123,7 @@ class Iperf3Client:
     reverse: bool = _sent_as("reverse")  # -R
     window: int | None = _sent_as("window")  # -w (socket buffers, bytes)
     congestion: str | None = _sent_as("tcp")  # -C
+    fq_rate_bps: int = _sent_as("tcp")  # --fq-rate, bits/s; 0 = not set
     blocks: int | None  # -k (refused by ensure_supported)
     title: str | None  # -T: the prefix of every text line, JSON ``title``
     json: bool  # -J
@@ -174,6 +175,8 @@ class Iperf3Client:
             tcp["congestion"] = self.congestion
         if self.window:
             tcp["sndbuf"] = tcp["rcvbuf"] = self.window
+        if self.fq_rate_bps // 8:  # iperf_tcp_connect: SO_MAX_PACING_RATE in bytes/s, unless that is 0
+            tcp["max_pacing_rate"] = self.fq_rate_bps // 8
         request.update(parallel=self.parallel, window=self.window or 0, reverse=self.reverse, tcp=tcp)
         return request
 
@@ -221,6 +224,7 @@ _SPECS = [
     OptSpec("get-server-output", None, ("get-server-output",)),
     OptSpec("udp-counters-64bit", None, ("udp-counters-64bit",)),
     OptSpec("no-fq-socket-pacing", None, ("no-fq-socket-pacing",)),
+    OptSpec("fq-rate", None, ("fq-rate",), arg=True),  # 3.2+
     OptSpec("pacing-timer", None, ("pacing-timer",), arg=True),  # 3.2+
     OptSpec("h", "h", ("help",)),
 ]
@@ -228,7 +232,7 @@ _SPECS = [
 _SUPPORTED_TEXT = (
     "-s, -c HOST, -u, -b RATE, -l LEN, -t SEC, -n BYTES, -p PORT, -S TOS, -T TITLE, -J, "
     "-i SEC, -O SEC, -P N, -R, -w SIZE, -C ALGO, -D, -1, -V, -f FMT, --logfile FILE, "
-    "--pacing-timer USEC"
+    "--pacing-timer USEC, --fq-rate RATE"
 )
 #: real iperf3 options bufferlab does not model (parsed only to refuse them clearly)
 _UNSUPPORTED = {
@@ -248,7 +252,7 @@ _UNSUPPORTED = {
     "no-fq-socket-pacing": "--no-fq-socket-pacing",
 }
 _CLIENT_ONLY = {"u", "b", "t", "n", "k", "l", "P", "R", "w", "M", "N", "S", "Z", "O", "T", "C"} | {
-    "pacing-timer"
+    "pacing-timer", "fq-rate"
 }
 _SERVER_ONLY = {"D", "1"}
 
@@ -346,8 +350,9 @@ def parse_iperf3(
     ``-c h3`` can be answered with "h3 is 10.0.0.3".
     """
     profile = profile or Profile()
-    # --pacing-timer arrived in 3.2; before, getopt does not know it
-    specs = _SPECS if profile.iperf3_at_least(3, 2) else [s for s in _SPECS if s.key != "pacing-timer"]
+    # --pacing-timer and --fq-rate arrived in 3.2; before, getopt does not know them
+    specs = _SPECS if profile.iperf3_at_least(3, 2) else [s for s in _SPECS
+                                                         if s.key not in ("pacing-timer", "fq-rate")]
     getopt = Getopt(
         "iperf3",
         specs,
@@ -391,6 +396,7 @@ def parse_iperf3(
     reverse = False
     window: int | None = None
     congestion = None
+    fq_rate = 0
     no_delay = zerocopy = counters64 = False
     omit = 0
     daemon = one_off = False
@@ -447,6 +453,8 @@ def parse_iperf3(
             host = o.value
         elif k == "u":
             udp = True
+        elif k == "fq-rate":  # unit_atof_rate, as -b's rate
+            fq_rate = _unit(parse_iperf_rate, o)
         elif k == "b":
             assert o.value is not None
             text = o.value.text
@@ -616,6 +624,7 @@ def parse_iperf3(
         reverse=reverse,
         window=window,
         congestion=congestion,
+        fq_rate_bps=fq_rate,
         no_delay=no_delay,
         zerocopy=zerocopy,
         verbose=verbose,
@@ -637,6 +646,9 @@ def ensure_supported(cmd: Iperf3Server | Iperf3Client) -> None:
         raise NotSupportedError("iperf3 -u -R (reverse UDP) is not supported yet", col=cmd.words_col)
     if cmd.reverse and cmd.bytes is not None:
         raise NotSupportedError("iperf3 -R with -n is not supported yet", col=cmd.words_col)
+    if cmd.protocol == "udp" and cmd.fq_rate_bps // 8:
+        raise NotSupportedError("iperf3 -u --fq-rate (an fq pacing a UDP socket at its SO_MAX_PACING_RATE) "
+                                "is not supported yet", col=cmd.words_col)
     if cmd.protocol == "udp" and cmd.parallel != 1:
         raise NotSupportedError("iperf3 -u -P (parallel UDP streams) is not supported yet", col=cmd.words_col)
     if cmd.protocol == "tcp" and cmd.rate_given:

@@ -78,6 +78,9 @@ pub struct TcpSpec {
     pub sndbuf: Option<u32>,
     #[serde(default)]
     pub rcvbuf: Option<u32>,
+    /// `SO_MAX_PACING_RATE` (iperf3 `--fq-rate`), bytes/s
+    #[serde(default)]
+    pub max_pacing_rate: Option<u64>,
     /// advertised MSS in bytes (1460 on a 1500-byte path; the sending MSS is
     /// 12 less with timestamps)
     #[serde(default)]
@@ -162,6 +165,7 @@ impl TcpSpec {
         c.limit_output_bytes = self.limit_output_bytes.unwrap_or(c.limit_output_bytes);
         c.sndbuf = self.sndbuf.or(c.sndbuf);
         c.rcvbuf = self.rcvbuf.or(c.rcvbuf);
+        c.max_pacing_rate = self.max_pacing_rate.unwrap_or(c.max_pacing_rate);
         if let Some(mss) = self.mss {
             if !(88..=c.pmtu - 40).contains(&mss) {
                 return Err(Error::App(format!(

@@ -98,9 +98,10 @@ pub struct TcpConfig {
     pub sndbuf: Option<u32>,
     /// `SO_RCVBUF` request: as `sndbuf` for the receive buffer
     pub rcvbuf: Option<u32>,
-    /// an `fq` qdisc paces this flow (EDT pacing at `sk_pacing_rate`)
-    pub pacing: bool,
-    /// `SO_MAX_PACING_RATE` (iperf3 `--fq-rate`), bytes/s; `u64::MAX` = none
+    /// `SO_MAX_PACING_RATE` (iperf3 `--fq-rate`), bytes/s; `u64::MAX` = none.
+    /// Any other value also asks for pacing (`sk_setsockopt` sets
+    /// SK_PACING_NEEDED, net/core/sock.c, since Linux 4.13's "tcp: internal
+    /// implementation for pacing"): TCP paces itself unless an fq does.
     pub max_pacing_rate: u64,
     /// `TCP_NODELAY`
     pub nodelay: bool,
@@ -131,6 +132,11 @@ pub struct SocketBuffers {
 }
 
 impl TcpConfig {
+    /// Was `SO_MAX_PACING_RATE` set (SK_PACING_NEEDED from the start)?
+    pub fn requests_pacing(&self) -> bool {
+        self.max_pacing_rate != u64::MAX
+    }
+
     /// `sk_sndbuf` / `sk_rcvbuf` of a new socket: `tcp_wmem[1]` / `tcp_rmem[1]`
     /// (tcp_init_sock), or what `SO_SNDBUF` / `SO_RCVBUF` set (sock.c
     /// `sock_setsockopt`: doubled, capped at twice the core maximum, at least
@@ -182,7 +188,6 @@ impl TcpConfig {
             init_cwnd: 10,
             sndbuf: None,
             rcvbuf: None,
-            pacing: false,
             max_pacing_rate: u64::MAX,
             nodelay: false,
             profile,

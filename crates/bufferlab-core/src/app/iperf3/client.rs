@@ -427,6 +427,11 @@ impl Application for Client {
             reverse: self.spec.reverse,
             blksize: self.spec.blksize,
             window,
+            max_pacing_rate: self
+                .tcp
+                .as_ref()
+                .map(|c| c.max_pacing_rate)
+                .filter(|&r| r != u64::MAX),
         });
         self.send_connect(ctx);
         Ok(())

@@ -46,6 +46,10 @@ pub struct SharedTest {
     /// TCP: the client's `-w` (iperf3's `socket_bufsize`, sent as "window"
     /// in the parameter JSON), which the server applies to its data sockets
     pub(super) window: Option<u32>,
+    /// TCP: the client's `--fq-rate` in bytes/s (sent as "fqrate"), which
+    /// the server sets as SO_MAX_PACING_RATE on its data sockets
+    /// (`iperf_tcp_accept`)
+    pub(super) max_pacing_rate: Option<u64>,
 }
 
 /// The side channel standing in for the parameter and result JSON documents.

@@ -56,6 +56,8 @@ pub(super) struct ServerTest {
     /// TCP: the client's `-w`; with the server's buffer sizes it gives
     /// (SO_SNDBUF, SO_RCVBUF) as getsockopt reads them back
     window: Option<(u32, u32, u32)>,
+    /// TCP: the client's `--fq-rate`, bytes/s (SO_MAX_PACING_RATE)
+    max_pacing_rate: Option<u64>,
     /// TCP: TEST_START is resent until the first data arrives (the control
     /// connection is a modelled message exchange)
     start_retry: Option<SimTime>,
@@ -181,6 +183,9 @@ impl Server {
                     cfg.sndbuf = Some(w);
                     cfg.rcvbuf = Some(w);
                 }
+                if let Some(rate) = t.max_pacing_rate {
+                    cfg.max_pacing_rate = rate;
+                }
                 // iperf3's listener is a dual-stack AF_INET6 socket
                 let Some(sock) = ctx.accept(cfg, p, rng, true) else {
                     return;
@@ -239,9 +244,10 @@ impl Server {
                     let shared = ctx.iperf.tests.get_mut(conn as usize);
                     let omit = shared.as_ref().map_or(SimDuration::ZERO, |t| t.omit);
                     let expected_streams = shared.as_ref().map_or(0, |t| t.streams);
-                    let (reverse, blksize) = shared
-                        .as_ref()
-                        .map_or((false, 0), |t| (t.reverse, t.blksize));
+                    let (reverse, blksize, max_pacing_rate) =
+                        shared.as_ref().map_or((false, 0, None), |t| {
+                            (t.reverse, t.blksize, t.max_pacing_rate)
+                        });
                     // iperf_tcp_listen: SO_RCVBUF/SO_SNDBUF of the client's -w on the
                     // listener, inherited by the accepted data sockets; the kernel
                     // doubles the request, capped at twice net.core.[rw]mem_max
@@ -281,6 +287,7 @@ impl Server {
                         reverse,
                         blksize,
                         window,
+                        max_pacing_rate,
                         start_retry: None,
                     });
                     self.current = Some(self.tests.len() - 1);

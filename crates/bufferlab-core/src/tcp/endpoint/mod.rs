@@ -415,8 +415,9 @@ impl TcpEndpoint {
         let mut cs = CcSock {
             snd_cwnd: cfg.init_cwnd.max(1),
             max_pacing_rate: cfg.max_pacing_rate,
-            pacing_rate: u64::MAX,
-            pacing_status_needed: cfg.pacing,
+            // sk_setsockopt: sk_pacing_rate = min(sk_pacing_rate, the maximum)
+            pacing_rate: cfg.max_pacing_rate,
+            pacing_status_needed: cfg.requests_pacing(),
             tso_segs_goal: 1,
             ..CcSock::default()
         };

@@ -182,7 +182,7 @@ impl TcpEndpoint {
         self.snd_cwnd_stamp = self.jiffies();
         self.cc_sync();
         self.cc.init(&mut self.cs);
-        if self.cfg.pacing {
+        if self.cfg.requests_pacing() {
             self.cs.pacing_status_needed = true;
         }
         self.init_buffer_space();
