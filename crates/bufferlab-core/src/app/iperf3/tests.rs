@@ -190,6 +190,7 @@ fn scripted_server(omit_ms: u64, one_off: bool) -> (Server, Bench) {
             blksize: 1000,
             server_congestion: String::new(),
             window: None,
+            max_pacing_rate: None,
         });
     }
     (s, bench)
