@@ -233,6 +233,17 @@ def test_not_root_is_a_clear_error(write_scenario, monkeypatch):
         check_machine(read_plan(r.sc, r.topo, r.lines), "blr0")
 
 
+def test_the_socket_tools_run_for_real(write_scenario):
+    """ss, netstat and nstat read the namespace's own sockets and counters: real tools with
+    --real (nstat's history kept in the terminal's folder, not the machine's /tmp)."""
+    path = write_scenario(_scenario(5395, extra='"h1: ss -tin", "h1: netstat -st", "h1: nstat -a",'))
+    r = Runner(load_scenario(path))
+    r.check()
+    plan = read_plan(r.sc, r.topo, r.lines)
+    assert plan.problems == []
+    assert {"ss", "netstat", "nstat"} <= set(plan.programs)
+
+
 def test_lines_that_would_reach_the_machine_are_refused(write_scenario, monkeypatch):
     path = write_scenario(_scenario(5397, extra='"h1: pkill iperf3",'))
     r = Runner(load_scenario(path))

@@ -31,7 +31,7 @@ from .netns import sh
 #: lines whose program a real host runs as it is (found on PATH), besides the ones below
 REAL_PROGRAMS = frozenset({"iperf3", "iperf", "ping", "tc", "sysctl", "ethtool", "ip", "ifconfig", "arp",
                            "sleep", "echo", "cat", "date", "hostname", "ps", "tcpdump", "tshark", "mkdir",
-                           "true"})
+                           "true", "ss", "netstat", "nstat"})
 #: run by bufferlab itself: plot_q.sh samples `tc -s qdisc show` as the simulation's does,
 #: plot_iperf.sh is the simulation's reconstruction (formats/plot_iperf.py), cd moves the
 #: terminal's folder

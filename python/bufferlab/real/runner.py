@@ -480,8 +480,11 @@ class RealRunner:
         )
         try:
             argv = self.lab.exec_argv(term.name, [prog, *words[1:]])
+            # nstat keeps its history per user in /tmp: a terminal's own, not the machine's root's
+            history = {"NSTAT_HISTORY": str(term.cwd / ".nstat.history")}
+            env = {**os.environ, **history} if prog == "nstat" else None
             popen = subprocess.Popen(argv, cwd=term.cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=log,
-                                     start_new_session=True)
+                                     start_new_session=True, env=env)
         finally:
             if out is not log:
                 out.close()
