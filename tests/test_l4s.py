@@ -214,8 +214,7 @@ def _rates(lesson: Path) -> tuple[float, float]:
 # 50 Mbit/s with equal path RTTs (Heist and Morton, github heistp/l4s-tests,
 # s1_table.md: L4STeam/linux b256dae, 3-minute runs, the last minute):
 # Prague/CUBIC 2.61-2.73 at 10 ms, 2.05-2.17 at 20 ms, 1.66-1.71 at 80 ms.
-# Prague is ahead in every one of those runs and never by more than 2.73.
-PUBLISHED_PRAGUE_CUBIC_RATIO = (1.0, 2.73)
+TESTBED_LARGEST_RATIO = 2.73
 
 
 def test_prague_and_cubic_get_comparable_rates(lesson: Path) -> None:
@@ -223,9 +222,9 @@ def test_prague_and_cubic_get_comparable_rates(lesson: Path) -> None:
     # RFC 9332's k = 2 balances a Reno-like and an ideal DCTCP-like window
     # (2/p_L) at equal RTTs; Linux's Prague, the C queue's 15 ms and PI2's
     # swings put Prague ahead by about 2 at 40 ms, as on the testbed above
-    # (docs/models.md "L4S coexistence")
-    low, high = PUBLISHED_PRAGUE_CUBIC_RATIO
-    assert low <= prague / cubic <= high, (prague, cubic)
+    # (docs/models.md "L4S coexistence"): ahead, as in every testbed run,
+    # and by no more than the testbed's largest ratio
+    assert 1.0 <= prague / cubic <= TESTBED_LARGEST_RATIO, (prague, cubic)
     assert 40.0 <= prague + cubic <= 48.0, "the link stays full"
 
 
