@@ -78,3 +78,50 @@ def test_fq_pie_keeps_tcp_flows_near_the_target_and_the_ping_out_of_the_queue(fq
     print(f"fq_pie tcp: mean queueing delay {qdelay:.2f} ms, ping {ping:.2f} ms above the base RTT")
     assert 10.0 <= qdelay <= 22.5, qdelay
     assert ping < 5.0, ping
+
+
+# ------------------------------------------------------------------ hfsc
+
+
+@pytest.fixture(scope="module")
+def hfsc(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run(tmp_path_factory, "hfsc-realtime")
+
+
+#: tau_max: one 1514-byte frame on the 10 Mbit/s wire
+TAU_MAX_MS = 1514 * 8 / 10e6 * 1e3
+
+
+@pytest.mark.parametrize(("part", "dmax_ms"), [("dmax5", 5.0), ("dmax2", 2.0)])
+def test_hfsc_realtime_deadline_is_missed_by_at_most_one_max_packet(
+        hfsc: Path, part: str, dmax_ms: float) -> None:
+    """Stoica, Zhang and Ng, "A Hierarchical Fair Service Curve Algorithm for Link-Sharing,
+    Real-Time and Priority Services" (ACM SIGCOMM 1997; IEEE/ACM ToN 8(2), 2000, §IV): the
+    real-time criterion guarantees each leaf's service curve, no packet leaving more than
+    tau_max (the transmission time of a maximum-size packet) after its deadline. The ping's
+    class has `rt umax 98b dmax D rate 100kbit`, so each 98-byte ping frame's deadline is D
+    after its arrival: its queueing delay is at most D + tau_max (1.21 ms at 10 Mbit/s)
+    while two greedy rt classes fill the rest of the link. Tolerance: the bound itself (none
+    above it)."""
+    delays = ping_delays(hfsc, part)
+    print(f"hfsc {part}: queueing delay max {max(delays):.3f} ms, mean {statistics.mean(delays):.3f} ms,"
+          f" bound {dmax_ms + TAU_MAX_MS:.3f} ms")
+    assert len(delays) == 799
+    assert max(delays) <= dmax_ms + TAU_MAX_MS, max(delays)
+
+
+def test_hfsc_realtime_delay_follows_dmax_not_the_rate(hfsc: Path) -> None:
+    """The paper's point, decoupled delay and bandwidth: the same 100 kbit/s class with dmax
+    5 ms instead of 2 ms waits about 3 ms longer on average (the greedy classes' deadlines
+    come first until the ping's is the earliest)."""
+    five, two = (statistics.mean(ping_delays(hfsc, part)) for part in ("dmax5", "dmax2"))
+    assert 2.0 <= five - two <= 3.5, (five, two)
+
+
+def ping_delays(results: Path, part: str) -> list[float]:
+    """RTT above the part's smallest, in ms, of every ping but the first (which waits for
+    ARP, sent through the link-sharing default class)."""
+    rtts = [float(rtt) for seq, rtt in re.findall(
+        r"icmp_seq=(\d+) ttl=\d+ time=([\d.]+) ms", (results / part / "h2" / "terminal.log").read_text())
+        if int(seq) > 1]
+    return [rtt - min(rtts) for rtt in rtts]
