@@ -125,3 +125,47 @@ def ping_delays(results: Path, part: str) -> list[float]:
         r"icmp_seq=(\d+) ttl=\d+ time=([\d.]+) ms", (results / part / "h2" / "terminal.log").read_text())
         if int(seq) > 1]
     return [rtt - min(rtts) for rtt in rtts]
+
+
+# ------------------------------------------------------------------ sfq
+
+
+@pytest.fixture(scope="module")
+def sfq(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run(tmp_path_factory, "sfq-buckets")
+
+
+def sfq_periods(results: Path) -> list[list[int]]:
+    """Datagrams each of the 16 flows delivered in every 1 s server interval that lies
+    inside one hash period (`perturb 2` from t = 0, clients from t = 0.5 s: the even
+    intervals from the third on; each begins 0.5 s after its rehash)."""
+    flows = []
+    for server in sorted((results / "sfq" / "h2").glob("server*.txt")):
+        rows = re.findall(r"\]\s+([\d.]+)-([\d.]+)\s+sec.*?(\d+)/(\d+) \(", server.read_text())
+        flows.append([int(total) - int(lost) for start, end, lost, total in rows
+                      if float(end) - float(start) < 1.5])
+    assert len(flows) == 16
+    return [[f[j] for f in flows] for j in range(2, min(map(len, flows)), 2)]
+
+
+def test_sfq_occupies_the_buckets_a_uniform_hash_predicts(sfq: Path) -> None:
+    """McKenney, "Stochastic Fairness Queueing" (IEEE INFOCOM 1990): flows are hashed into
+    q queues served round robin, a flow sharing its queue's share with the flows hashed
+    with it, the hash perturbed so that sharing does not last. Under the paper's
+    assumption of a uniform hash, n flows occupy q·(1 − (1 − 1/q)^n) queues on average and a
+    flow is alone with probability (1 − 1/q)^(n−1) (the occupancy result; the closed form is
+    derived from the paper's model, not quoted from it): 10.30 queues and 0.380 for
+    q = n = 16. With m buckets in use each gets 1/m of the link, so a flow alone receives
+    1/m of an interval's datagrams: m = round(total / largest). Tolerance: three standard
+    errors of the mean over the 30 hash periods (per period σ = 1.25 queues and 0.122)."""
+    periods = sfq_periods(sfq)
+    buckets = [round(sum(got) / max(got)) for got in periods]
+    alone = [sum(1 for g in got if g >= 0.75 * max(got)) / 16 for got in periods]
+    q = n = 16
+    expected_buckets, expected_alone = q * (1 - (1 - 1 / q) ** n), (1 - 1 / q) ** (n - 1)
+    print(f"sfq: {len(periods)} hash periods, buckets in use {statistics.mean(buckets):.2f}"
+          f" (expected {expected_buckets:.2f}), flows alone {statistics.mean(alone):.3f}"
+          f" (expected {expected_alone:.3f})")
+    assert len(periods) == 30
+    assert abs(statistics.mean(buckets) - expected_buckets) <= 3 * 1.254 / 30 ** 0.5
+    assert abs(statistics.mean(alone) - expected_alone) <= 3 * 0.1224 / 30 ** 0.5
