@@ -9,12 +9,14 @@ import re
 import statistics
 from pathlib import Path
 
+import itertools
 import json
 
 import pandas as pd
 import pytest
 
 from bufferlab import load_scenario, run_scenario
+from pcaps import frames
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -169,3 +171,37 @@ def test_sfq_occupies_the_buckets_a_uniform_hash_predicts(sfq: Path) -> None:
     assert len(periods) == 30
     assert abs(statistics.mean(buckets) - expected_buckets) <= 3 * 1.254 / 30 ** 0.5
     assert abs(statistics.mean(alone) - expected_alone) <= 3 * 0.1224 / 30 ** 0.5
+
+
+# ------------------------------------------------------------------ fq
+
+
+@pytest.fixture(scope="module")
+def fq(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run(tmp_path_factory, "fq-drr-fairness")
+
+
+def test_fq_keeps_backlogged_flows_within_drrs_fairness_bound(fq: Path) -> None:
+    """Shreedhar and Varghese, "Efficient Fair Queuing using Deficit Round Robin" (ACM
+    SIGCOMM 1995; IEEE/ACM ToN 4(3), 1996), Theorem 1: over any interval in which two flows
+    with equal quanta are backlogged, the bytes each is sent differ by less than
+    Max + 2·Quantum. fq serves its flows by that round robin with quantum 2·MTU = 3028 bytes,
+    so three backlogged UDP sockets (1490- and 490-byte frames) must stay within
+    1514 + 2·3028 = 7570 bytes of each other over every interval of the capture between
+    t = 1 and 20 s (the largest difference of cumulative bytes minus the smallest), and share
+    the bytes equally. Tolerance: the bound itself."""
+    sent = [f for f in frames(fq / "capture_h1-eth0.pcap")
+            if f.proto == 17 and f.dport in (5201, 5202, 5203) and 1.0 <= f.t < 20.0]
+    total = dict.fromkeys((5201, 5202, 5203), 0)
+    spread: dict[tuple[int, int], tuple[int, int]] = {}
+    for f in sent:
+        total[f.dport] += f.payload + 42  # Ethernet, IPv4 and UDP headers
+        for a, b in itertools.combinations(total, 2):
+            d = total[a] - total[b]
+            lo, hi = spread.get((a, b), (d, d))
+            spread[a, b] = (min(lo, d), max(hi, d))
+    worst = max(hi - lo for lo, hi in spread.values())
+    print(f"fq: worst difference over any interval {worst} bytes (bound 7570), bytes {total}")
+    assert {f.payload for f in sent} == {1448, 472}
+    assert worst < 1514 + 2 * 3028, spread
+    assert max(total.values()) - min(total.values()) < 1514 + 2 * 3028, total
