@@ -5,18 +5,17 @@ queue delay at target are asserted in tests/test_cake.py and tests/test_dualpi2.
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
 import statistics
 from pathlib import Path
 
-import itertools
-import json
-
 import pandas as pd
 import pytest
+from pcaps import frames
 
 from bufferlab import load_scenario, run_scenario
-from pcaps import frames
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,9 +97,10 @@ TAU_MAX_MS = 1514 * 8 / 10e6 * 1e3
 def test_hfsc_realtime_deadline_is_missed_by_at_most_one_max_packet(
         hfsc: Path, part: str, dmax_ms: float) -> None:
     """Stoica, Zhang and Ng, "A Hierarchical Fair Service Curve Algorithm for Link-Sharing,
-    Real-Time and Priority Services" (ACM SIGCOMM 1997; IEEE/ACM ToN 8(2), 2000, §IV): the
-    real-time criterion guarantees each leaf's service curve, no packet leaving more than
-    tau_max (the transmission time of a maximum-size packet) after its deadline. The ping's
+    Real-Time and Priority Services" (ACM SIGCOMM 1997; IEEE/ACM ToN 8(2), 2000), its
+    real-time guarantee: the real-time criterion guarantees each leaf's service curve, no
+    packet leaving more than tau_max (the transmission time of a maximum-size packet) after
+    its deadline. The ping's
     class has `rt umax 98b dmax D rate 100kbit`, so each 98-byte ping frame's deadline is D
     after its arrival: its queueing delay is at most D + tau_max (1.21 ms at 10 Mbit/s)
     while two greedy rt classes fill the rest of the link. Tolerance: the bound itself (none
