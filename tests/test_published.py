@@ -56,10 +56,11 @@ FRAME_MS = 1514 * 8 / 10e6 * 1e3
 def test_fq_pie_holds_a_constant_overload_at_its_15ms_target(fq_pie: Path) -> None:
     """PIE "can effectively control the average queueing latency to a target value"
     (Pan et al., "PIE: A Lightweight Control Scheme to Address the Bufferbloat Problem",
-    IEEE HPSR 2013, abstract; RFC 8033 abstract), the reference QDELAY_REF = 15 ms (RFC 8033
-    §4.2, Appendix A; sch_fq_pie.c's default target). With a constant unresponsive overload
-    (12 Mbit/s of UDP into 10 Mbit/s) the integral term can only rest where qdelay = target:
-    the flow's mean queueing delay must be 15 ms; tolerance ±10 %."""
+    IEEE HPSR 2013, abstract; RFC 8033 abstract), the reference QDELAY_REF = 15 ms (RFC 8033's
+    default, adopted by Linux commit abde7920de06; sch_fq_pie.c's default target). With a
+    constant unresponsive overload (12 Mbit/s of UDP into 10 Mbit/s) the integral term can
+    only rest where qdelay = target: the flow's mean queueing delay must be 15 ms; tolerance
+    ±10 %."""
     qdelay = mean_sojourn_ms(fq_pie, "udp") - FRAME_MS
     print(f"fq_pie udp: mean queueing delay {qdelay:.2f} ms")
     assert 13.5 <= qdelay <= 16.5, qdelay
