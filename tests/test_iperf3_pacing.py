@@ -8,6 +8,7 @@ crates/bufferlab-core/src/app/iperf3.rs (hand-computed vectors)."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import tomllib
@@ -332,6 +333,8 @@ def test_fq_rate_is_so_max_pacing_rate_in_bytes():
          "parameter error - some option you are trying to set is client only"),
         ("iperf3 -c 10.0.0.2 --fq-rate fast", LAB2019, "fast", 'iperf3: invalid rate "fast" for --fq-rate'),
         ("iperf3 -c 10.0.0.2 --fq-rate 1M", OLD, "--fq-rate", "iperf3: unrecognized option '--fq-rate'"),
+        ("iperf3 -c 10.0.0.2 -b 1M", OLD, "-b", "iperf3 3.0/3.1's -b over TCP (fq socket pacing as well as the "
+         "throttle) is not supported yet"),
     ],
 )
 def test_fq_rate_errors(line, profile, token, message):
@@ -344,3 +347,49 @@ def test_fq_rate_on_udp_is_refused_as_not_supported_yet():
     cmd = parse_iperf3(words("iperf3 -c 10.0.0.2 -u --fq-rate 1M"), Diagnostics(), MODERN)
     with pytest.raises(NotSupportedError, match=r"-u --fq-rate .* is not supported yet"):
         ensure_supported(cmd)
+
+
+# ---------------------------------------------------------------- -b over TCP (the throttle)
+
+TCP_RATE = """name = "tcprate"
+seed = 1
+[sim]
+profile = "PROFILE"
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], ["s1", "h2"]]
+
+[[part]]
+name = "p"
+cmds = [
+  "admin: tc qdisc add dev s1-eth2 root netem delay 10ms rate 100mbit",
+  "h2: iperf3 -s -D",
+  "h1: iperf3 -c 10.0.0.2 -t 5 -b 10M > ten.txt",
+  "h1: iperf3 -c 10.0.0.2 -t 5 -b 30M -P 2 -J > two.json",
+  "h1: iperf3 -c 10.0.0.2 -t 5 -b 200M -J > over.json",
+]
+"""
+
+
+@pytest.mark.parametrize("profile", ["lab2019", "modern"])
+def test_tcp_rate_is_iperf3s_throttle_between_blocks(tmp_path, profile):
+    """-b over TCP (iperf_send, iperf_check_throttle): each stream writes a whole block while its
+    average since TEST_START is below the rate, so a second holds 9 or 10 blocks of 128 KiB at
+    10 Mbit/s (1.12 or 1.25 MBytes, as real iperf3 prints); -b is per stream; a rate above the
+    link's leaves TCP, not the throttle, in charge."""
+    p = tmp_path / "r.toml"
+    p.write_text(TCP_RATE.replace("PROFILE", profile), encoding="utf-8")
+    run_scenario(load_scenario(p), results_root=tmp_path / "runs", progress=False)
+    out = tmp_path / "runs" / "r" / "p" / "h1"
+    text = (out / "ten.txt").read_text()
+    per_second = re.findall(r"\]\s+\d+\.00-\d+\.00\s+sec\s+([\d.]+) MBytes", text)
+    assert len(per_second) == 6 and set(per_second[:5]) <= {"1.12", "1.25"}, text
+    received = float(re.search(r"([\d.]+) Mbits/sec\s+receiver", text)[1])
+    assert 9.9 <= received <= 10.2, text
+    two = json.loads((out / "two.json").read_text())
+    assert two["start"]["target_bitrate"] == 30_000_000  # 3.7 too: TCP with -b (esnet/iperf #776)
+    rates = [s["sender"]["bits_per_second"] for s in two["end"]["streams"]]
+    assert all(29.5e6 <= r <= 30.5e6 for r in rates), rates
+    over = json.loads((out / "over.json").read_text())["end"]["sum_received"]["bits_per_second"]
+    assert 90e6 <= over <= 100e6, over

@@ -213,7 +213,7 @@ def _rates(lesson: Path) -> tuple[float, float]:
 
 # Testbed measurements of one Prague and one CUBIC flow through DualPI2 at
 # 50 Mbit/s with equal path RTTs (Heist and Morton, github heistp/l4s-tests,
-# s1_table.md: L4STeam/linux b256dae, 3-minute runs, the last minute):
+# its Scenario 1 table: L4STeam/linux b256dae, 3-minute runs, the last minute):
 # Prague/CUBIC 2.61-2.73 at 10 ms, 2.05-2.17 at 20 ms, 1.66-1.71 at 80 ms.
 TESTBED_LARGEST_RATIO = 2.73
 

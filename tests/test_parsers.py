@@ -1507,9 +1507,12 @@ def test_iperf3_tcp_client_parses_and_reverse_udp_is_not_supported_yet():
     with pytest.raises(NotSupportedError) as ei:
         ensure_supported(ip3("iperf3 -c 10.0.0.2 -u -R"))
     assert ei.value.message == "iperf3 -u -R (reverse UDP) is not supported yet"
-    with pytest.raises(NotSupportedError) as ei:
-        ensure_supported(ip3("iperf3 -c 10.0.0.2 -b 10M"))
-    assert ei.value.message == "iperf3 -b over TCP (paced sending) is not supported yet"
+    ensure_supported(ip3("iperf3 -c 10.0.0.2 -b 10M"))  # the throttle, between blocks
+    for line in ("iperf3 -c 10.0.0.2 -b 10M -R", "iperf3 -c 10.0.0.2 -b 10M/4"):
+        with pytest.raises(NotSupportedError) as ei:
+            ensure_supported(ip3(line))
+        assert ei.value.message == ("iperf3 -b over TCP with -R (a throttled server) or a /BURST is not "
+                                    "supported yet"), line
 
 
 def test_iperf3_dash_zero_typo():

@@ -162,14 +162,17 @@ class Iperf3Client:
             "interval_ns": round(self.interval_s * NS_PER_S),
             "tos": self.tos,
         }
+        pacing = {  # app/iperf3/throttle.rs PacingSpec
+            "timer_us": self.pacing_timer_us,
+            "burst": self.burst,
+            "send_ns": profile.iperf3_send_loop_us * 1000,
+            "slack_ns": TIMER_SLACK_NS,
+        }
         if self.protocol == "udp":
-            request["pacing"] = {  # app/iperf3.rs PacingSpec
-                "timer_us": self.pacing_timer_us,
-                "burst": self.burst,
-                "send_ns": profile.iperf3_send_loop_us * 1000,
-                "slack_ns": TIMER_SLACK_NS,
-            }
+            request["pacing"] = pacing
             return request
+        if self.rate_bps:  # -b: each stream's throttle, checked between blocks
+            request["pacing"] = pacing
         tcp = dict(host_tcp)
         if self.congestion:
             tcp["congestion"] = self.congestion
@@ -596,6 +599,11 @@ def parse_iperf3(
             debug=debug,
         )
     assert host is not None
+    if rate and not udp and not profile.iperf3_at_least(3, 2):
+        # 3.0/3.1 also set SO_MAX_PACING_RATE to the rate (iperf_tcp_connect)
+        col = next(o.col for o in opts if o.key == "b")
+        raise NotSupportedError("iperf3 3.0/3.1's -b over TCP (fq socket pacing as well as the throttle) is "
+                                "not supported yet", col=col)
     check_host(
         host,
         "iperf3",
@@ -651,7 +659,8 @@ def ensure_supported(cmd: Iperf3Server | Iperf3Client) -> None:
                                 "is not supported yet", col=cmd.words_col)
     if cmd.protocol == "udp" and cmd.parallel != 1:
         raise NotSupportedError("iperf3 -u -P (parallel UDP streams) is not supported yet", col=cmd.words_col)
-    if cmd.protocol == "tcp" and cmd.rate_given:
-        raise NotSupportedError("iperf3 -b over TCP (paced sending) is not supported yet", col=cmd.words_col)
+    if cmd.protocol == "tcp" and cmd.rate_bps and (cmd.reverse or cmd.burst):
+        raise NotSupportedError("iperf3 -b over TCP with -R (a throttled server) or a /BURST is not "
+                                "supported yet", col=cmd.words_col)
     if cmd.blocks is not None:
         raise NotSupportedError("iperf3 -k (block count) is not supported yet", col=cmd.words_col)

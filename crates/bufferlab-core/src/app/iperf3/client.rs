@@ -5,7 +5,8 @@ use super::control::{
     msg, ReceiverTotals, SharedTest, CONNECT_BYTES, RUNNING_RETRY, SETUP_RETRY, STATE_BYTES,
 };
 use super::tcp::{records_json, RecvStream, SendStream, Stream};
-use super::udp::{PacingSpec, Throttle, UDP_CONNECT_BYTES};
+use super::throttle::{PacingSpec, Throttle};
+use super::udp::UDP_CONNECT_BYTES;
 use super::{Protocol, Ticker};
 use crate::app::sockets::{PortKind, PortView};
 use crate::app::tcp::{next_timeout, TcpSpec};
@@ -160,14 +161,35 @@ impl Client {
             d => ctx.now + omit + SimDuration(d),
         };
         self.ticker = Some(Ticker::new(SimDuration(self.spec.interval_ns), ctx.now));
-        if let Some(rng) = self.pacing_rng.take() {
-            self.throttle = Some(Throttle::new(
-                &self.spec.pacing,
-                self.spec.rate_bps,
-                self.spec.blksize,
-                ctx.now,
-                rng,
-            ));
+        if let Some(mut rng) = self.pacing_rng.take() {
+            if self.tcp.is_none() {
+                self.throttle = Some(Throttle::new(
+                    &self.spec.pacing,
+                    self.spec.rate_bps,
+                    self.spec.blksize,
+                    ctx.now,
+                    rng,
+                ));
+            } else {
+                // a TCP pass is the copy into the socket, instant here: the loop's
+                // time per datagram does not apply
+                let pacing = PacingSpec {
+                    send_ns: 0,
+                    ..self.spec.pacing
+                };
+                for st in &mut self.streams {
+                    if let Stream::Send(s) = st {
+                        let stream_rng = ComponentRng::new(rng.next_u64(), "iperf3/pacing");
+                        s.throttle(Throttle::new(
+                            &pacing,
+                            self.spec.rate_bps,
+                            self.spec.blksize,
+                            ctx.now,
+                            stream_rng,
+                        ));
+                    }
+                }
+            }
         }
         self.pump(ctx);
     }
@@ -341,8 +363,15 @@ impl Application for Client {
             }
             Protocol::Udp => None,
         };
-        // drawn after the cookie and only for UDP, so TCP streams keep their seeds
-        let pacing_rng = udp.then(|| ComponentRng::new(rng.next_u64(), "iperf3/pacing"));
+        let throttled_tcp = !udp && spec.rate_bps > 0;
+        if throttled_tcp && (spec.reverse || spec.pacing.burst > 0) {
+            return Err(Error::App(
+                "iperf3 -b over TCP with -R or a /BURST is not supported yet".into(),
+            ));
+        }
+        // drawn after the cookie and only with -b, so unthrottled TCP streams keep their seeds
+        let pacing_rng =
+            (udp || throttled_tcp).then(|| ComponentRng::new(rng.next_u64(), "iperf3/pacing"));
         Ok(Client {
             tcp,
             streams: Vec::new(),
@@ -528,7 +557,8 @@ impl Application for Client {
         if self.state == ClientState::Running {
             let tick = self.ticker.as_ref().map(|t| t.next_tick);
             let send = self.throttle.as_ref().and_then(Throttle::poll_timeout);
-            for t in [send, tick, self.omit_end, Some(self.stop_at)]
+            let stream_wake = self.streams.iter().filter_map(Stream::throttle_wake).min();
+            for t in [send, stream_wake, tick, self.omit_end, Some(self.stop_at)]
                 .into_iter()
                 .flatten()
             {
@@ -559,8 +589,13 @@ impl Application for Client {
             return;
         }
         // Order within one instant: send what is due, then close the stats.
-        if let Some(th) = self.throttle.as_mut().filter(|_| now < self.stop_at) {
-            th.handle_wake(now, self.sent);
+        if now < self.stop_at {
+            if let Some(th) = self.throttle.as_mut() {
+                th.handle_wake(now, self.sent);
+            }
+            for st in &mut self.streams {
+                st.handle_throttle(now);
+            }
         }
         while now < self.stop_at && self.throttle.as_ref().is_some_and(|th| th.send_due(now)) {
             self.sent += 1;

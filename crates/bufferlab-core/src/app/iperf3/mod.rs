@@ -30,6 +30,7 @@ pub mod client;
 pub mod control;
 pub mod server;
 pub mod tcp;
+pub mod throttle;
 pub mod udp;
 
 #[cfg(test)]
@@ -41,7 +42,7 @@ use serde::Deserialize;
 pub use client::{Client, ClientSpec};
 pub use control::IperfRegistry;
 pub use server::{Server, ServerSpec};
-pub use udp::PacingSpec;
+pub use throttle::PacingSpec;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -5,6 +5,7 @@
 //! receiver reads everything as it arrives and counts it while the test runs.
 //! The client sends and the server receives, or the reverse with `-R`.
 
+use super::throttle::Throttle;
 use crate::app::sockets::{SocketHandle, Sockets};
 use crate::app::AppCtx;
 use crate::time::SimTime;
@@ -62,6 +63,12 @@ pub struct SendStream {
     rtt_min: u32,
     max_cwnd: u64,
     max_snd_wnd: u64,
+    /// `-b`: the stream's own throttle (iperf3 keeps a green light per stream;
+    /// boxed: most streams have none)
+    throttle: Option<Box<Throttle>>,
+    /// whole blocks written since TEST_START: the throttle's `bytes_sent`, in
+    /// blocks (the omit period does not reset it)
+    blocks: u64,
 }
 
 impl SendStream {
@@ -81,7 +88,15 @@ impl SendStream {
             rtt_min: u32::MAX,
             max_cwnd: 0,
             max_snd_wnd: 0,
+            throttle: None,
+            blocks: 0,
         }
+    }
+
+    /// `-b` (iperf_create_send_timers at TEST_START): from now on a new block
+    /// starts only while the light is green.
+    pub(super) fn throttle(&mut self, throttle: Throttle) {
+        self.throttle = Some(Box::new(throttle));
     }
 
     pub fn bytes(&self) -> u64 {
@@ -91,12 +106,16 @@ impl SendStream {
     /// Copy as much of the current block (and the next ones) as the socket takes.
     /// `-n` is checked only between blocks: iperf3's send loop (iperf_send in
     /// src/iperf_api.c) writes whole `blksize` blocks and stops once the bytes
-    /// sent reach `-n`, so the total is `-n` rounded up to a block.
+    /// sent reach `-n`, so the total is `-n` rounded up to a block. With `-b`
+    /// the throttle is checked after each block (iperf_check_throttle, with
+    /// the clock read before it) and a red light stops the writing until a
+    /// timer expiry turns it green.
     pub fn write(&mut self, sockets: &mut Sockets, now: SimTime, budget: Option<u64>) {
         let ep = &mut sockets.tcp_mut(self.sock).ep;
         loop {
             let starting_block = self.block_left == self.blksize;
-            if starting_block && budget.is_some_and(|b| self.bytes >= b) {
+            let red = self.throttle.as_ref().is_some_and(|t| !t.green());
+            if starting_block && (red || budget.is_some_and(|b| self.bytes >= b)) {
                 return;
             }
             let want = self.block_left;
@@ -105,6 +124,10 @@ impl SendStream {
             if self.block_left == 0 {
                 self.bytes += self.blksize;
                 self.block_left = self.blksize;
+                self.blocks += 1;
+                if let Some(t) = self.throttle.as_mut() {
+                    t.on_sent(now, self.blocks);
+                }
             }
             if took < want {
                 return;
@@ -242,6 +265,23 @@ impl Stream {
         }
     }
 
+    /// The stream's throttle wake-up, while its light is red.
+    pub fn throttle_wake(&self) -> Option<SimTime> {
+        match self {
+            Stream::Send(s) => s.throttle.as_ref().and_then(|t| t.wake_at()),
+            Stream::Recv(_) => None,
+        }
+    }
+
+    /// Run the stream's throttle timer if due (send_timer_proc).
+    pub fn handle_throttle(&mut self, now: SimTime) {
+        if let Stream::Send(s) = self {
+            if let Some(t) = s.throttle.as_mut() {
+                t.handle_wake(now, s.blocks);
+            }
+        }
+    }
+
     /// Move data after an input or timer: while the test is `active` the
     /// sender fills its socket (within `budget` bytes in total, `-n`) and the
     /// receiver counts what it reads; then send what the socket emits.
@@ -295,6 +335,7 @@ impl Stream {
 
 #[cfg(test)]
 mod tests {
+    use super::super::throttle::PacingSpec;
     use super::*;
     use crate::app::tcp::TcpSpec;
     use crate::app::test_support::{established, exchange, Bench, MS};
@@ -354,6 +395,46 @@ mod tests {
             }
         }
         assert_eq!(tx.bytes(), 1_000_000);
+    }
+
+    #[test]
+    fn a_throttled_stream_writes_a_block_only_when_its_average_falls_below_the_rate() {
+        // -b 8M with 10 000-byte blocks (80 000 bits), a 1 ms timer, no slack:
+        // the first block goes at TEST_START (elapsed 0: red after it); the light
+        // turns green on the first tick past each block's CBR instant, strictly
+        // (k blocks need elapsed > k·10 ms), so the next blocks go at 11, 21, 31 ms
+        let (mut tx, mut rx, mut bench) = streams(10_000);
+        let pacing = PacingSpec {
+            timer_us: 1000,
+            burst: 0,
+            send_ns: 0,
+            slack_ns: 0,
+        };
+        let rng = crate::rng::ComponentRng::new(1, "t");
+        tx.throttle(Throttle::new(
+            &pacing,
+            8_000_000,
+            10_000,
+            SimTime::ZERO,
+            rng,
+        ));
+        let mut writes = Vec::new();
+        for ms in 0..35 {
+            let now = SimTime(ms * MS);
+            if let Some(t) = tx.throttle.as_mut() {
+                t.handle_wake(now, tx.blocks); // send_timer_proc
+            }
+            let before = tx.bytes();
+            tx.write(&mut bench.hosts[0].sockets, now, None);
+            if tx.bytes() > before {
+                writes.push((ms, tx.bytes() - before));
+            }
+            deliver(&mut tx, &mut rx, &mut bench, ms, true);
+        }
+        assert_eq!(
+            writes,
+            [(0, 10_000), (11, 10_000), (21, 10_000), (31, 10_000)]
+        );
     }
 
     #[test]
