@@ -32,27 +32,16 @@ TBF_PAYLOAD_MBPS = 20.0 * 1448 / 1514
 
 def scenario(tmp: Path, name: str, ack_delay: str) -> Path:
     """The fidelity case with `ack_delay` as its netem and `ss -tin` every 0.5 s."""
-    samples = ['"h1: sleep 0.5", "h1: ss -tin dst 10.0.0.2 >> ss.txt"' for _ in range(30)]
-    text = f"""name = "{name}"
-[sim]
-profile = "modern"
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-[[part]]
-name = "p"
-cmds = [
-  "admin: tc qdisc add dev s1-eth1 root netem delay {ack_delay}",
-  "admin: tc qdisc add dev s1-eth2 root tbf rate 20mbit burst 32k limit 200k",
-  "h2: iperf3 -s -p 5403 &",
-  "admin: plot_q.sh s1-eth2 &",
-  "h1: ping 10.0.0.2 -i 0.2 -c 70 > ping.txt &",
-  "h1: iperf3 -c 10.0.0.2 -p 5403 -t 15 -C bbr -J > iperf.json &",
-  {", ".join(samples)},
-  "h1: sleep 1",
-]
-"""
+    text = (fidelity.CASES / "bbr-tbf-20ms.toml").read_text()
+    samples = ", ".join(['"h1: sleep 0.5", "h1: ss -tin dst 10.0.0.2 >> ss.txt"'] * 30)
+    edits = {
+        'name = "bbr-tbf-20ms"': f'name = "{name}"',
+        "netem delay 20ms": f"netem delay {ack_delay}",
+        '-J > iperf.json",': f'-J > iperf.json &", {samples}, "h1: sleep 1",',
+    }
+    for old, new in edits.items():
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
     path = tmp / f"{name}.toml"
     path.write_text(text)
     return path
