@@ -1,7 +1,7 @@
 """BBR v1's standing queue follows the ACK clock's noise (docs/kernel-oracle.md, "BBR's queue").
 
 The fidelity case bbr-tbf-20ms (tbf 20 Mbit/s, 200 kB; 20 ms of netem delay on the ACK path;
-one `-C bbr` flow) gave a ping median of 23.7 ms in bufferlab against 30–41 ms on Linux 6.18.
+one `-C bbr` flow) gave a ping median of 23.7 ms in bufferlab against 26–41 ms on Linux 6.18.
 The kernel runs showed why: BBR's bandwidth filter (the max of ten rounds of delivery-rate
 samples, `bbr_update_bw`, net/ipv4/tcp_bbr.c; `tcp_rate_gen`, net/ipv4/tcp_rate.c) read
 0.3–1.3 % above the tbf's rate, because the receiving host sends its ACKs with a jitter
@@ -73,5 +73,5 @@ def test_bbr_queue_grows_with_the_ack_clocks_jitter(tmp_path: Path) -> None:
     # ±200 µs on the ACKs: the filter keeps the samples whose ACK phase came out short
     # (the kernel's ss read 19.19–19.37 Mbit/s, bufferlab's without noise 19.13)
     assert noisy_bw > TBF_PAYLOAD_MBPS * 1.005, noisy_bw
-    # and the queue stays: the kernel's medians were 30–41 ms
+    # and the queue stays: the kernel's medians were 26.4–41 ms (33–37 in most runs)
     assert noisy_ping > 30.0, noisy_ping
