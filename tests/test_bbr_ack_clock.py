@@ -19,11 +19,14 @@ import statistics
 import sys
 from pathlib import Path
 
+import pytest
+
 from bufferlab import load_scenario, run_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
+import ack_clock  # noqa: E402
 import fidelity  # noqa: E402
 
 #: what the tbf delivers as TCP payload: 20 Mbit/s × 1448 B of payload per 1514 B it counts
@@ -75,3 +78,25 @@ def test_bbr_queue_grows_with_the_ack_clocks_jitter(tmp_path: Path) -> None:
     assert noisy_bw > TBF_PAYLOAD_MBPS * 1.005, noisy_bw
     # and the queue stays: the kernel's medians were 26.4–41 ms (33–37 in most runs)
     assert noisy_ping > 30.0, noisy_ping
+
+
+def test_a_late_ack_shortens_the_ack_phase_of_the_samples_that_start_at_it() -> None:
+    """tools/ack_clock.py's rebuilt `tcp_rate_gen` samples, by hand: packet k (1448 B) leaves
+    at 0.8·k ms (a 1.25× probing phase), its ACK returns at 20 + k ms (the bottleneck's
+    1 packet/ms). The ACK of packet 100 (at 120 ms) samples from the last ACK before packet
+    100 left at 80 ms: ACK 59, at 79 ms. Delivered 101 − 60 = 41 packets; send phase
+    80 − 47.2 = 32.8 ms, ACK phase 120 − 79 = 41 ms: 41 packets / 41 ms, the bottleneck's rate.
+    ACK 59 half a millisecond late (79.5 ms): the ACK phase is 40.5 ms and the sample
+    41/40.5 = 1.0123 × the rate; the send phase, shorter, does not cap it."""
+
+    def flow(late_ms: float) -> ack_clock.Flow:
+        data = [(0.8e-3 * k, 1448 * (k + 1)) for k in range(120)]
+        acks = [((20 + k + (late_ms if k == 59 else 0)) * 1e-3, 1448 * (k + 1)) for k in range(120)]
+        return ack_clock.Flow(data, acks, 0.0, 0)
+
+    def sample_at(f: ack_clock.Flow, t: float) -> float:
+        return min(ack_clock.rate_samples(f, 0.020), key=lambda s: abs(s[0] - t))[1]
+
+    rate = 1448 / 1e-3
+    assert sample_at(flow(0.0), 0.120) / rate == pytest.approx(1.0)
+    assert sample_at(flow(0.5), 0.120) / rate == pytest.approx(41 / 40.5)
