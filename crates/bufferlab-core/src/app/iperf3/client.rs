@@ -171,23 +171,9 @@ impl Client {
                     rng,
                 ));
             } else {
-                // a TCP pass is the copy into the socket, instant here: the loop's
-                // time per datagram does not apply
-                let pacing = PacingSpec {
-                    send_ns: 0,
-                    ..self.spec.pacing
-                };
+                let (pacing, rate) = (&self.spec.pacing, self.spec.rate_bps);
                 for st in &mut self.streams {
-                    if let Stream::Send(s) = st {
-                        let stream_rng = ComponentRng::new(rng.next_u64(), "iperf3/pacing");
-                        s.throttle(Throttle::new(
-                            &pacing,
-                            self.spec.rate_bps,
-                            self.spec.blksize,
-                            ctx.now,
-                            stream_rng,
-                        ));
-                    }
+                    st.throttle(pacing, rate, self.spec.blksize, ctx.now, &mut rng);
                 }
             }
         }

@@ -5,9 +5,10 @@
 //! receiver reads everything as it arrives and counts it while the test runs.
 //! The client sends and the server receives, or the reverse with `-R`.
 
-use super::throttle::Throttle;
+use super::throttle::{PacingSpec, Throttle};
 use crate::app::sockets::{SocketHandle, Sockets};
 use crate::app::AppCtx;
+use crate::rng::ComponentRng;
 use crate::time::SimTime;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -91,12 +92,6 @@ impl SendStream {
             throttle: None,
             blocks: 0,
         }
-    }
-
-    /// `-b` (iperf_create_send_timers at TEST_START): from now on a new block
-    /// starts only while the light is green.
-    pub(super) fn throttle(&mut self, throttle: Throttle) {
-        self.throttle = Some(Box::new(throttle));
     }
 
     pub fn bytes(&self) -> u64 {
@@ -265,6 +260,29 @@ impl Stream {
         }
     }
 
+    /// `-b` (iperf_create_send_timers at TEST_START): from now on a sending
+    /// stream starts a block only while its light is green. A TCP pass is the
+    /// copy into the socket, instant here: the loop's time per datagram
+    /// (`send_ns`) does not apply.
+    pub fn throttle(
+        &mut self,
+        pacing: &PacingSpec,
+        rate_bps: u64,
+        blksize: u32,
+        now: SimTime,
+        rng: &mut ComponentRng,
+    ) {
+        if let Stream::Send(s) = self {
+            let pacing = PacingSpec {
+                send_ns: 0,
+                ..*pacing
+            };
+            let stream_rng = ComponentRng::new(rng.next_u64(), "iperf3/pacing");
+            let throttle = Throttle::new(&pacing, rate_bps, blksize, now, stream_rng);
+            s.throttle = Some(Box::new(throttle));
+        }
+    }
+
     /// The stream's throttle wake-up, while its light is red.
     pub fn throttle_wake(&self) -> Option<SimTime> {
         match self {
@@ -335,7 +353,6 @@ impl Stream {
 
 #[cfg(test)]
 mod tests {
-    use super::super::throttle::PacingSpec;
     use super::*;
     use crate::app::tcp::TcpSpec;
     use crate::app::test_support::{established, exchange, Bench, MS};
@@ -410,14 +427,13 @@ mod tests {
             send_ns: 0,
             slack_ns: 0,
         };
-        let rng = crate::rng::ComponentRng::new(1, "t");
-        tx.throttle(Throttle::new(
+        tx.throttle = Some(Box::new(Throttle::new(
             &pacing,
             8_000_000,
             10_000,
             SimTime::ZERO,
-            rng,
-        ));
+            ComponentRng::new(1, "t"),
+        )));
         let mut writes = Vec::new();
         for ms in 0..35 {
             let now = SimTime(ms * MS);
