@@ -81,8 +81,9 @@ class Served:
         except ValueError:
             return r.status, raw
 
-    def events(self, job_id: str, until: str = "end", timeout: float = 120) -> list[dict[str, Any]]:
-        """The job's events (replayed from the start) up to the first ``until`` one."""
+    def events(self, job_id: str, until: str = "end", timeout: float = 120,
+               part: str | None = None) -> list[dict[str, Any]]:
+        """The job's events (replayed from the start) up to the first ``until`` one (of ``part``)."""
         deadline = time.monotonic() + timeout
         job = self.bench.jobs.get(job_id)
         assert job is not None
@@ -92,7 +93,7 @@ class Served:
             new = job.since(n, 1.0)
             seen += new
             n += len(new)
-            if any(e["event"] == until for e in new):
+            if any(e["event"] == until and part in (None, e.get("part")) for e in new):
                 return seen
         raise AssertionError(f"no {until!r} event within {timeout} s: {seen[-5:]}")
 
@@ -263,6 +264,7 @@ def test_one_run_at_a_time_per_scenario_and_stop_keeps_the_finished_parts(served
     assert status == 200
     job = doc["job"]["id"]
     served.events(job, until="summary")  # the first part is written
+    served.events(job, until="part", part="second")  # and the second has begun (under load it may lag)
     status, again = served.request("POST", "/api/run", {"path": "scenarios/slow.toml"})
     assert status == 409 and again["job"]["id"] == job
     status, stopped = served.request("POST", f"/api/jobs/{job}/stop")
@@ -271,6 +273,7 @@ def test_one_run_at_a_time_per_scenario_and_stop_keeps_the_finished_parts(served
     assert events[-1]["state"] == "stopped" and events[-1]["status"] == 130
     summary = json.loads((served.root / "results" / "slow" / "summary.json").read_text())
     assert summary["interrupted"] == "SIGINT"
+    assert [p["name"] for p in summary["parts"]] == ["first", "second"], events
     first, second = summary["parts"]
     assert first["name"] == "first" and "interrupted" not in first and first["results"]["ping"]
     assert second["interrupted"] == "SIGINT"

@@ -449,8 +449,6 @@ class Runner:
         part_dir = self.root / part.name
         start = eng.now_ns
         self.echo(f"== part {part.name} (t = {start / NS:.3f} s)")
-        self.emit({"event": "part", "part": part.name, "index": len(self.part_reports),
-                   "parts": len(self.sc.parts), "start_s": start / NS})
         terminals: dict[str, Terminal] = {}
         lines_by_term: dict[str, list[PreparedLine]] = {}
         for pl in self.lines[part.name]:
@@ -470,6 +468,11 @@ class Runner:
         #: a signal or a run-time error ended the part: it is recorded with what it has, marked
         aborted: BaseException | None = None
         try:
+            # announced once its commands are in place, inside the try: a stop that follows
+            # the event (bufferlab serve sends SIGINT as soon as it reads it) may land before
+            # emit returns, and the part is still recorded, marked
+            self.emit({"event": "part", "part": part.name, "index": len(self.part_reports),
+                       "parts": len(self.sc.parts), "start_s": start / NS})
             sched.run_part()
         except RunStopped as e:  # --max-wall/--max-events: keep what the part has, marked
             stopped = e
