@@ -247,6 +247,7 @@ impl Simulator {
             .flat_map(|h| h.action_indexes())
             .collect();
         let built = Hook::new(
+            iface,
             clsact,
             spec,
             self.now,

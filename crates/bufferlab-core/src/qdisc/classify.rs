@@ -1,10 +1,12 @@
-//! Packet classification shared by the classful kinds (htb, prio, dualpi2):
-//! the `u32` matches of `tc filter` (net/sched/cls_u32.c as tc/f_u32.c
-//! builds them; docs/models.md, HTB) and the socket priority Linux derives
-//! from the TOS byte (include/net/route.h `rt_tos2priority`, the table
-//! `ip_tos2prio` of net/ipv4/route.c).
+//! Packet classification shared by the classful kinds (htb, prio, dualpi2)
+//! and the receive/transmit hooks (ingress.rs): the `u32` matches of `tc
+//! filter` (net/sched/cls_u32.c as tc/f_u32.c builds them; docs/models.md,
+//! HTB), the `flower` keys (net/sched/cls_flower.c `fl_classify`,
+//! `fl_set_key`, `fl_check_assign_mask`) and the socket priority Linux
+//! derives from the TOS byte (include/net/route.h `rt_tos2priority`, the
+//! table `ip_tos2prio` of net/ipv4/route.c).
 
-use super::spec::{U32Field, U32Filter, U32Match};
+use super::spec::{FlowerKey, FlowerPort, U32Field, U32Filter, U32Match};
 use crate::packet::{Packet, Proto};
 
 /// `TC_PRIO_*` of each value of the four TOS bits (`IPTOS_TOS(tos) >> 1`):
@@ -20,9 +22,95 @@ pub fn tos_priority(tos: u8) -> u8 {
     TOS2PRIO[((tos & 0x1C) >> 1) as usize]
 }
 
-/// Does every match of `f` hold for `p` (ports only for TCP/UDP)?
+/// Does `f` hold for `p`: every u32 match (ports only for TCP/UDP), or
+/// its flower keys?
 pub fn u32_matches(f: &U32Filter, p: &Packet) -> bool {
-    f.matches.iter().all(|m| u32_match(m, p))
+    match &f.flower {
+        Some(key) => flower_match(key, p),
+        None => f.matches.iter().all(|m| u32_match(m, p)),
+    }
+}
+
+/// The flow dissector's view of `p` for flower (net/core/flow_dissector.c
+/// `__skb_flow_dissect`): IP protocol (0 for ARP, which has none), and the
+/// ports of TCP and UDP (0 otherwise: `proto_ports_offset`). No packet of
+/// the model is an IP fragment, so the `ip_flags` bits are all clear.
+fn dissect(p: &Packet) -> (u8, u16, u16) {
+    match p.proto {
+        Proto::Tcp => (6, p.src_port, p.dst_port),
+        Proto::Udp => (17, p.src_port, p.dst_port),
+        Proto::Icmp => (1, 0, 0),
+        Proto::Arp => (0, 0, 0),
+    }
+}
+
+/// `fl_classify` for one filter's keys (the receive hook's `indev` is the
+/// caller's: the key names a device, the hook knows its own).
+pub fn flower_match(k: &FlowerKey, p: &Packet) -> bool {
+    let (proto, sport, dport) = dissect(p);
+    let masked = |m: &Option<super::spec::FlowerMasked>, field: u32| {
+        m.map_or(true, |m| field & m.mask == m.value & m.mask)
+    };
+    // fl_range_port_*_cmp: min ≤ port ≤ max; a masked port as any key
+    let port = |m: &Option<FlowerPort>, field: u16| match m {
+        None => true,
+        Some(FlowerPort::Masked { value, mask }) => field & mask == value & mask,
+        Some(FlowerPort::Range { min, max }) => (*min..=*max).contains(&field),
+    };
+    k.ip_proto.map_or(true, |v| v == proto)
+        && masked(&k.src_ip, p.src.0)
+        && masked(&k.dst_ip, p.dst.0)
+        && port(&k.src_port, sport)
+        && port(&k.dst_port, dport)
+        && masked(&k.ip_tos, p.tos as u32)
+        && masked(&k.ip_ttl, p.ttl as u32)
+        && masked(&k.ip_flags, 0)
+}
+
+impl FlowerKey {
+    /// The filter's mask (`struct fl_flow_mask`'s key) field by field: the
+    /// filters of one prio that share it share one hash table, which
+    /// `fl_classify` tries in the order the masks were created.
+    pub fn mask(&self) -> [u64; 9] {
+        let masked = |m: &Option<super::spec::FlowerMasked>| m.map_or(0, |m| m.mask as u64);
+        // a range masks the min and max keys whole (`fl_set_key_port_range`)
+        let port = |m: &Option<FlowerPort>| match m {
+            None => 0,
+            Some(FlowerPort::Masked { mask, .. }) => *mask as u64,
+            Some(FlowerPort::Range { .. }) => 0xffff_ffff << 16,
+        };
+        [
+            self.ip_proto.map_or(0, |_| 0xff),
+            masked(&self.src_ip),
+            masked(&self.dst_ip),
+            port(&self.src_port),
+            port(&self.dst_port),
+            masked(&self.ip_tos),
+            masked(&self.ip_ttl),
+            masked(&self.ip_flags),
+            self.indev.is_some() as u64,
+        ]
+    }
+
+    /// The masked key (`fl_set_masked_key`): two filters with the same mask
+    /// and masked key are one (`fl_ht_insert_unique`: EEXIST).
+    pub fn same_masked_key(&self, other: &FlowerKey) -> bool {
+        let masked = |m: &Option<super::spec::FlowerMasked>| m.map(|m| m.value & m.mask);
+        let port = |m: &Option<FlowerPort>| match m {
+            Some(FlowerPort::Masked { value, mask }) => Some((value & mask, 0)),
+            Some(FlowerPort::Range { min, max }) => Some((*min, *max)),
+            None => None,
+        };
+        self.mask() == other.mask()
+            && self.ip_proto == other.ip_proto
+            && [&self.src_ip, &self.dst_ip, &self.ip_tos, &self.ip_ttl, &self.ip_flags]
+                .map(masked)
+                == [&other.src_ip, &other.dst_ip, &other.ip_tos, &other.ip_ttl, &other.ip_flags]
+                    .map(masked)
+            && [port(&self.src_port), port(&self.dst_port)]
+                == [port(&other.src_port), port(&other.dst_port)]
+            && self.indev == other.indev
+    }
 }
 
 /// Does one u32 match hold for `p` (ports only for TCP/UDP)?
@@ -41,20 +129,42 @@ pub fn u32_match(m: &U32Match, p: &Packet) -> bool {
     v & m.mask == m.value & m.mask
 }
 
-/// `tcf_classify` over filters attached at one qdisc: the lowest `prio`
-/// first (list order among equal prios); the `flowid` minor of the first
-/// filter that matches. No allocation.
-pub fn u32_flowid(filters: &[U32Filter], p: &Packet) -> Option<u16> {
-    let mut best: Option<(u32, u16)> = None;
-    for f in filters {
-        if best.is_some_and(|(prio, _)| f.prio >= prio) {
-            continue;
-        }
-        if u32_matches(f, p) {
-            best = Some((f.prio, f.flowid));
+/// Where the kernel tries filter `i` of `filters` within its prio: u32 in
+/// list order; flower by mask, each mask where its first filter stands
+/// (`fl_create_new_mask` appends a new mask to the list `fl_classify` walks;
+/// filters leave a prio only all at once, so no mask is freed before it).
+pub fn classify_rank(filters: &[U32Filter], i: usize) -> usize {
+    let f = &filters[i];
+    match &f.flower {
+        None => i,
+        Some(key) => {
+            let mask = key.mask();
+            filters[..i]
+                .iter()
+                .position(|g| g.prio == f.prio && g.flower.as_ref().is_some_and(|k| k.mask() == mask))
+                .unwrap_or(i)
         }
     }
-    best.map(|(_, flowid)| flowid)
+}
+
+/// `tcf_classify` over filters attached at one qdisc: the lowest `prio`
+/// first ([`classify_rank`] among equal prios); the `flowid` minor of the
+/// first filter that matches. No allocation.
+pub fn u32_flowid(filters: &[U32Filter], p: &Packet) -> Option<u16> {
+    let mut best: Option<(u32, usize, u16)> = None;
+    for (i, f) in filters.iter().enumerate() {
+        if best.is_some_and(|(prio, _, _)| f.prio > prio) {
+            continue;
+        }
+        if !u32_matches(f, p) {
+            continue;
+        }
+        let rank = classify_rank(filters, i);
+        if best.map_or(true, |(prio, best_rank, _)| f.prio < prio || rank < best_rank) {
+            best = Some((f.prio, rank, f.flowid));
+        }
+    }
+    best.map(|(_, _, flowid)| flowid)
 }
 
 #[cfg(test)]
@@ -89,6 +199,7 @@ mod tests {
             prio,
             matches: vec![U32Match { field, value, mask }],
             flowid,
+            flower: None,
         };
         let filters = vec![
             f(5, U32Field::Dport, 5201, 0xffff, 3),

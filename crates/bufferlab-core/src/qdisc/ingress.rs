@@ -16,6 +16,13 @@
 //!   "reclassify" restarts from the first, at most 16 times, then drops.
 //! - net/sched/act_api.c (`tcf_action_exec`): a filter's actions run in
 //!   order while each returns "pipe"; the first other verdict ends them.
+//! - net/sched/cls_flower.c (`fl_change`, `fl_classify`): a flower filter's
+//!   handle is the lowest free from 1 in its prio; the prio's masks are
+//!   tried in creation order (classify.rs `classify_rank`) and its first
+//!   match answers for the whole prio (a "continue" goes on to the next
+//!   prio); a second filter with the same mask and masked key is EEXIST.
+//! - net/sched/cls_api.c (`tc_new_tfilter`, `tcf_chain_tp_find`): the
+//!   filters of one prio are of one kind and one protocol.
 //! - net/sched/act_police.c (`tcf_police_act`, `tcf_police_init`): a token
 //!   bucket in nanoseconds of the rate (depth `burst`) and, with a peak
 //!   rate, a second bucket of one `mtu`; a packet that conforms to both
@@ -38,6 +45,7 @@
 use super::filter_show::{
     u32_keys, ActionShow, ActionStats, ActionTimes, FilterDump, FilterShow, TpShow,
 };
+use super::classify::flower_match;
 use super::spec::{ActionSpec, Classifier, Control, HookFilter, HookSpec};
 use super::tbf::RateCfg;
 use crate::error::TcError;
@@ -288,8 +296,11 @@ fn action_kind(a: &Action) -> &'static str {
 struct Filter {
     spec: HookFilter,
     /// the kernel's handle: u32's `htid:hash:node` (filter_show.rs), 1 for
-    /// matchall (`mall_change`)
+    /// matchall (`mall_change`), flower's from 1 in its prio (`fl_change`)
     handle: u32,
+    /// flower's `indev` names another device than the hook's: no packet
+    /// here was received there (`skb->skb_iif`)
+    indev_elsewhere: bool,
     actions: Vec<Act>,
     /// packets it matched (matchall's `rhit`, `mall_classify`)
     hits: u64,
@@ -305,8 +316,14 @@ enum Step {
 
 impl Filter {
     fn matches(&self, p: &Packet) -> bool {
+        if p.proto == Proto::Arp && !self.spec.protocol_all {
+            return false;
+        }
+        if let Some(key) = &self.spec.flower {
+            return !self.indev_elsewhere && flower_match(key, p);
+        }
         if p.proto == Proto::Arp {
-            return self.spec.protocol_all && self.spec.matches.iter().all(|m| m.mask == 0);
+            return self.spec.matches.iter().all(|m| m.mask == 0);
         }
         self.spec.matches.iter().all(|m| {
             if m.mask == 0 {
@@ -335,6 +352,57 @@ impl Filter {
         }
         Step::Control(last)
     }
+}
+
+/// Where `fl_classify` tries filter `i` of `list` within its prio: a flower
+/// filter where the first filter of its mask stands (classify.rs
+/// `classify_rank`), anything else where it is.
+fn flower_rank(list: &[Filter], i: usize) -> usize {
+    let f = &list[i];
+    let Some(mask) = f.spec.flower.as_ref().map(|k| k.mask()) else {
+        return i;
+    };
+    list[..i]
+        .iter()
+        .position(|g| {
+            g.spec.prio == f.spec.prio && g.spec.flower.as_ref().is_some_and(|k| k.mask() == mask)
+        })
+        .unwrap_or(i)
+}
+
+/// `tc_new_tfilter`'s checks of a new filter `f` against the filters
+/// already on its hook (`egress`: clsact's transmit one): one kind and one
+/// protocol per prio (`tcf_chain_tp_find`), no second flower filter of the
+/// same mask and masked key (`fl_ht_insert_unique`), and `indev` only where
+/// packets are received.
+fn check_new_filter<'a>(
+    f: &HookFilter,
+    egress: bool,
+    others: impl Iterator<Item = &'a Filter>,
+) -> Result<(), TcError> {
+    if egress && f.flower.as_ref().is_some_and(|k| k.indev.is_some()) {
+        return Err(TcError::NotSupported(
+            "flower indev on the transmit hook is not supported yet".into(),
+        ));
+    }
+    for g in others.filter(|g| g.spec.prio == f.prio) {
+        if g.spec.protocol_all != f.protocol_all {
+            return Err(TcError::FilterExtack(
+                "Filter with specified priority/protocol not found".into(),
+            ));
+        }
+        if g.spec.classifier != f.classifier {
+            return Err(TcError::FilterExtack(
+                "Specified filter kind does not match existing one".into(),
+            ));
+        }
+        if let (Some(a), Some(b)) = (&g.spec.flower, &f.flower) {
+            if a.same_masked_key(b) {
+                return Err(TcError::FilterErrno("File exists"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Counters of the hook's qdisc (`tc -s qdisc show` of ingress/clsact).
@@ -366,7 +434,8 @@ pub struct Hook {
 }
 
 impl Hook {
-    /// Build the hook of `spec`; `dev_index` resolves a mirred target.
+    /// Build the hook of device `dev` from `spec`; `dev_index` resolves a
+    /// mirred target or a flower `indev`.
     /// Filters the spec still holds unchanged keep what `old` built of them
     /// (policer buckets, handles, action indexes and counters: the filters a
     /// `tc filter` verb leaves in place, engine/tc.rs `tc_hook_filter`); a
@@ -374,6 +443,7 @@ impl Hook {
     /// neither this hook nor `taken` (the other hooks of the namespace:
     /// (kind, index)) holds.
     pub fn new(
+        dev: usize,
         clsact: bool,
         spec: &HookSpec,
         now: SimTime,
@@ -433,8 +503,18 @@ impl Hook {
                 if sides[side][i].is_some() {
                     continue;
                 }
+                check_new_filter(f, side == 1, sides[side].iter().flatten())?;
                 let handle = match f.classifier {
                     Classifier::Matchall => 1,
+                    Classifier::Flower => (1..)
+                        .find(|h| {
+                            !sides[side].iter().flatten().any(|g| {
+                                g.spec.classifier == Classifier::Flower
+                                    && g.spec.prio == f.prio
+                                    && g.handle == *h
+                            })
+                        })
+                        .expect("a free flower handle"),
                     Classifier::U32 => {
                         let had_u32 = any_u32(&sides);
                         let peers: Vec<u32> = sides[side]
@@ -481,18 +561,33 @@ impl Hook {
                         firstuse: None,
                     });
                 }
+                let indev = f.flower.as_ref().and_then(|k| k.indev.as_deref());
+                let indev_elsewhere = match indev.map(dev_index) {
+                    None => false,
+                    Some(Some(i)) => i != dev,
+                    Some(None) => {
+                        return Err(TcError::FilterExtack("Network device not found".into()))
+                    }
+                };
                 sides[side][i] = Some(Filter {
                     spec: f.clone(),
                     handle,
+                    indev_elsewhere,
                     actions,
                     hits: 0,
                 });
             }
         }
         let [ingress, egress] = sides.map(|list| {
-            let mut out: Vec<Filter> = list.into_iter().flatten().collect();
-            out.sort_by_key(|f| f.spec.prio);
-            out
+            let out: Vec<Filter> = list.into_iter().flatten().collect();
+            // by prio; within one, flower's masks in creation order
+            let mut ranked: Vec<(u32, usize, Filter)> = out
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.spec.prio, flower_rank(&out, i), f.clone()))
+                .collect();
+            ranked.sort_by_key(|&(prio, rank, _)| (prio, rank));
+            ranked.into_iter().map(|(_, _, f)| f).collect::<Vec<_>>()
         });
         Ok(Hook {
             clsact,
@@ -545,14 +640,21 @@ impl Hook {
         };
         let mut restarts = 0;
         'classify: loop {
+            // a flower prio that said "continue": its other filters are passed
+            let mut passed_prio: Option<u32> = None;
             for f in filters.iter_mut() {
-                if !f.matches(p) {
+                if passed_prio == Some(f.spec.prio) || !f.matches(p) {
                     continue;
                 }
                 f.hits += 1;
                 match f.exec(now, len, &mut self.mirrored) {
                     Step::Stolen(dev) => return Outcome::Redirect(dev),
-                    Step::Control(Control::Continue) => continue,
+                    Step::Control(Control::Continue) => {
+                        if f.spec.classifier == Classifier::Flower {
+                            passed_prio = Some(f.spec.prio);
+                        }
+                        continue;
+                    }
                     Step::Control(Control::Reclassify) => {
                         restarts += 1;
                         if restarts >= MAX_RECLASSIFY_LOOP {
@@ -615,8 +717,9 @@ impl Hook {
             terminal: f.spec.classid.is_some() || !f.spec.actions.is_empty(),
             keys: match f.spec.classifier {
                 Classifier::U32 => u32_keys(&f.spec.matches),
-                Classifier::Matchall => vec![],
+                Classifier::Matchall | Classifier::Flower => vec![],
             },
+            flower: f.spec.flower.clone(),
             actions: f
                 .actions
                 .iter()
@@ -637,11 +740,15 @@ impl Hook {
                 continue;
             }
             let filters = match kind {
-                Classifier::Matchall => list
-                    .iter()
-                    .filter(|g| g.spec.classifier == kind && g.spec.prio == f.spec.prio)
-                    .map(show)
-                    .collect(),
+                Classifier::Matchall | Classifier::Flower => {
+                    let mut same: Vec<&Filter> = list
+                        .iter()
+                        .filter(|g| g.spec.classifier == kind && g.spec.prio == f.spec.prio)
+                        .collect();
+                    // fl_walk: by handle
+                    same.sort_by_key(|g| g.handle);
+                    same.into_iter().map(show).collect()
+                }
                 Classifier::U32 => self
                     .u32_hlist
                     .iter()
@@ -774,6 +881,7 @@ mod tests {
             egress: vec![],
         };
         Hook::new(
+            0,
             false,
             &spec,
             t(0),
@@ -794,6 +902,7 @@ mod tests {
                 value: 0,
                 mask: 0,
             }],
+            flower: None,
             classid: None,
             actions,
         }
@@ -839,6 +948,7 @@ mod tests {
         // another hook of the namespace holds mirred 1
         let taken = [("mirred", 1)];
         let h = Hook::new(
+            0,
             false,
             &spec(vec![filter(5, mirred()), filter(9, mirred())]),
             t(0),
@@ -866,6 +976,7 @@ mod tests {
         assert_eq!(d.tps[0].filters[0].actions[0].tm.firstuse, 0);
         // prio 5 deleted, prio 7 added: the next table id (802:), the freed index 2
         let mut h2 = Hook::new(
+            0,
             false,
             &spec(vec![filter(9, mirred()), filter(7, mirred())]),
             t(0),
@@ -934,7 +1045,7 @@ mod tests {
             )],
             egress: vec![],
         };
-        let e = Hook::new(false, &spec, t(0), &|_| None, None, &[]).unwrap_err();
+        let e = Hook::new(0, false, &spec, t(0), &|_| None, None, &[]).unwrap_err();
         assert!(e.to_string().contains("ifb9"), "{e}");
     }
 
@@ -1021,7 +1132,7 @@ mod tests {
             ingress: vec![f, filter(5, vec![])],
             egress: vec![],
         };
-        let mut h2 = Hook::new(false, &spec, t(0), &|_| Some(7), Some(&h), &[]).unwrap();
+        let mut h2 = Hook::new(0, false, &spec, t(0), &|_| Some(7), Some(&h), &[]).unwrap();
         assert_eq!(h2.run(false, t(0), &frame(1000), 1000), Outcome::Drop);
     }
 }
