@@ -126,7 +126,7 @@ def test_police_and_filter_errors_are_tcs(line, message):
 @pytest.mark.parametrize(
     "line,word",
     [
-        ("tc filter add dev eth0 ingress protocol all flower action drop", "flower"),
+        ("tc filter add dev eth0 ingress protocol all bpf action drop", "bpf"),
         (
             "tc filter add dev eth0 ingress protocol all matchall action mirred ingress redirect dev ifb0",
             "ingress redirect",

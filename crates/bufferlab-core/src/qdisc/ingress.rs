@@ -143,13 +143,15 @@ impl Police {
     }
 
     /// `tcf_police_act` for a packet of `len` bytes (the length the hook
-    /// sees) at `now`.
-    pub fn act(&mut self, now: SimTime, len: u32) -> Control {
+    /// sees) at `now`; `frame` is what `tcf_police_mtu_check` holds against
+    /// `mtu`: the Ethernet frame, of each segment for a GSO aggregate
+    /// (`skb_gso_validate_mac_len`; the tokens are for the whole `len`).
+    pub fn act(&mut self, now: SimTime, len: u32, frame: u32) -> Control {
         self.stats.bytes += len as u64;
         self.stats.packets += 1;
         let mut verdict = self.exceed;
         let mut conformed = false;
-        if len <= self.mtu {
+        if frame <= self.mtu {
             match self.rate {
                 None => {
                     verdict = self.conform;
@@ -230,7 +232,7 @@ impl Act {
     /// Run the action on a packet of `len` bytes: `tcf_mirred_act` and
     /// `tcf_gact_act` count it in their basic stats (gact a shot one as a
     /// drop too), `tcf_police_act` in its own.
-    fn run(&mut self, now: SimTime, len: u32) -> Step {
+    fn run(&mut self, now: SimTime, len: u32, frame: u32) -> Step {
         self.lastuse = now;
         self.firstuse.get_or_insert(now);
         if !matches!(self.action, Action::Police(_)) {
@@ -240,7 +242,7 @@ impl Act {
         match &mut self.action {
             Action::Mirred(dev, false) => Step::Stolen(*dev),
             Action::Mirred(dev, true) => Step::Mirror(*dev),
-            Action::Police(pol) => Step::Control(pol.act(now, len)),
+            Action::Police(pol) => Step::Control(pol.act(now, len, frame)),
             Action::Gact(c) => {
                 if *c == Control::Drop {
                     self.stats.drops += 1;
@@ -333,12 +335,13 @@ impl Filter {
         })
     }
 
-    /// `tcf_exts_exec`: the actions in order while each pipes; the devices
-    /// a mirror copies to go to `mirrored`.
-    fn exec(&mut self, now: SimTime, len: u32, mirrored: &mut Vec<usize>) -> Step {
+    /// `tcf_exts_exec`: the actions in order while each pipes (`len` and
+    /// `frame` as [`Police::act`] takes them); the devices a mirror copies
+    /// to go to `mirrored`.
+    fn exec(&mut self, now: SimTime, len: u32, frame: u32, mirrored: &mut Vec<usize>) -> Step {
         let mut last = Control::Pipe;
         for a in &mut self.actions {
-            last = match a.run(now, len) {
+            last = match a.run(now, len, frame) {
                 Step::Stolen(dev) => return Step::Stolen(dev),
                 Step::Mirror(dev) => {
                     mirrored.push(dev);
@@ -638,6 +641,11 @@ impl Hook {
         } else {
             &mut self.ingress
         };
+        let frame = if p.is_gso() {
+            p.header_len() + p.gso_size as u32
+        } else {
+            p.len
+        };
         let mut restarts = 0;
         'classify: loop {
             // a flower prio that said "continue": its other filters are passed
@@ -647,7 +655,7 @@ impl Hook {
                     continue;
                 }
                 f.hits += 1;
-                match f.exec(now, len, &mut self.mirrored) {
+                match f.exec(now, len, frame, &mut self.mirrored) {
                     Step::Stolen(dev) => return Outcome::Redirect(dev),
                     Step::Control(Control::Continue) => {
                         if f.spec.classifier == Classifier::Flower {
@@ -810,13 +818,13 @@ mod tests {
         let mut p = police(Control::Drop);
         // 1000 bytes cost 8 ms at 125 000 B/s; 80 ms of bucket = 10 packets
         for i in 0..10 {
-            assert_eq!(p.act(t(0), 1000), Control::Ok, "packet {i}");
+            assert_eq!(p.act(t(0), 1000, 1000), Control::Ok, "packet {i}");
         }
         assert_eq!(p.tokens_ns(), 0);
-        assert_eq!(p.act(t(0), 1000), Control::Drop);
+        assert_eq!(p.act(t(0), 1000, 1000), Control::Drop);
         // 7.999 ms later one packet is still short of tokens
-        assert_eq!(p.act(t(7_999_999), 1000), Control::Drop);
-        assert_eq!(p.act(t(8_000_000), 1000), Control::Ok);
+        assert_eq!(p.act(t(7_999_999), 1000, 1000), Control::Drop);
+        assert_eq!(p.act(t(8_000_000), 1000, 1000), Control::Ok);
         assert_eq!(
             p.stats,
             ActionStats {
@@ -833,9 +841,9 @@ mod tests {
         let mut p = police(Control::Drop);
         // idle for 10 s: still only 80 ms of tokens
         for _ in 0..10 {
-            assert_eq!(p.act(t(10_000_000_000), 1000), Control::Ok);
+            assert_eq!(p.act(t(10_000_000_000), 1000, 1000), Control::Ok);
         }
-        assert_eq!(p.act(t(10_000_000_000), 1000), Control::Drop);
+        assert_eq!(p.act(t(10_000_000_000), 1000, 1000), Control::Drop);
     }
 
     #[test]
@@ -854,12 +862,12 @@ mod tests {
             t(0),
         )
         .unwrap();
-        assert_eq!(p.act(t(0), 1501), Control::Drop);
+        assert_eq!(p.act(t(0), 1501, 1501), Control::Drop);
         // the peak bucket holds one mtu (6 ms at 250 000 B/s): 1500 B pass,
         // the next 1500 B needs 6 ms more
-        assert_eq!(p.act(t(0), 1500), Control::Ok);
-        assert_eq!(p.act(t(0), 1500), Control::Drop);
-        assert_eq!(p.act(t(6_000_000), 1500), Control::Ok);
+        assert_eq!(p.act(t(0), 1500, 1500), Control::Ok);
+        assert_eq!(p.act(t(0), 1500, 1500), Control::Drop);
+        assert_eq!(p.act(t(6_000_000), 1500, 1500), Control::Ok);
         assert!(Police::new(
             125_000,
             1 << 20,
