@@ -103,10 +103,22 @@ impl FlowerKey {
         };
         self.mask() == other.mask()
             && self.ip_proto == other.ip_proto
-            && [&self.src_ip, &self.dst_ip, &self.ip_tos, &self.ip_ttl, &self.ip_flags]
+            && [
+                &self.src_ip,
+                &self.dst_ip,
+                &self.ip_tos,
+                &self.ip_ttl,
+                &self.ip_flags,
+            ]
+            .map(masked)
+                == [
+                    &other.src_ip,
+                    &other.dst_ip,
+                    &other.ip_tos,
+                    &other.ip_ttl,
+                    &other.ip_flags,
+                ]
                 .map(masked)
-                == [&other.src_ip, &other.dst_ip, &other.ip_tos, &other.ip_ttl, &other.ip_flags]
-                    .map(masked)
             && [port(&self.src_port), port(&self.dst_port)]
                 == [port(&other.src_port), port(&other.dst_port)]
             && self.indev == other.indev
@@ -141,7 +153,9 @@ pub fn classify_rank(filters: &[U32Filter], i: usize) -> usize {
             let mask = key.mask();
             filters[..i]
                 .iter()
-                .position(|g| g.prio == f.prio && g.flower.as_ref().is_some_and(|k| k.mask() == mask))
+                .position(|g| {
+                    g.prio == f.prio && g.flower.as_ref().is_some_and(|k| k.mask() == mask)
+                })
                 .unwrap_or(i)
         }
     }
@@ -160,7 +174,9 @@ pub fn u32_flowid(filters: &[U32Filter], p: &Packet) -> Option<u16> {
             continue;
         }
         let rank = classify_rank(filters, i);
-        if best.map_or(true, |(prio, best_rank, _)| f.prio < prio || rank < best_rank) {
+        if best.map_or(true, |(prio, best_rank, _)| {
+            f.prio < prio || rank < best_rank
+        }) {
             best = Some((f.prio, rank, f.flowid));
         }
     }
@@ -210,5 +226,143 @@ mod tests {
         assert_eq!(u32_flowid(&filters[..1], &p), Some(3));
         p.dst_port = 1;
         assert_eq!(u32_flowid(&filters[..1], &p), None);
+    }
+
+    fn masked(value: u32, mask: u32) -> Option<crate::qdisc::spec::FlowerMasked> {
+        Some(crate::qdisc::spec::FlowerMasked { value, mask })
+    }
+
+    #[test]
+    fn flower_keys_as_fl_classify_matches_them() {
+        // the test frame: UDP 10.0.0.1:40000 -> 10.0.0.2:5201, TOS 0, TTL 64
+        let p = crate::packet::tests::frame(1514);
+        let udp_5201 = FlowerKey {
+            ip_proto: Some(17),
+            dst_port: Some(FlowerPort::Masked {
+                value: 5201,
+                mask: 0xffff,
+            }),
+            ..FlowerKey::default()
+        };
+        assert!(flower_match(&udp_5201, &p));
+        assert!(!flower_match(
+            &FlowerKey {
+                ip_proto: Some(6),
+                ..udp_5201.clone()
+            },
+            &p
+        ));
+        // 5201 = 0x1451: under the mask 0xff00 it is 0x1400
+        let high_byte = FlowerPort::Masked {
+            value: 0x1400,
+            mask: 0xff00,
+        };
+        assert!(flower_match(
+            &FlowerKey {
+                dst_port: Some(high_byte),
+                ..udp_5201.clone()
+            },
+            &p
+        ));
+        // ranges are inclusive: 40000 in 39999-40000, not in 40001-65535
+        let range = |min, max| FlowerKey {
+            ip_proto: Some(17),
+            src_port: Some(FlowerPort::Range { min, max }),
+            ..FlowerKey::default()
+        };
+        assert!(flower_match(&range(39_999, 40_000), &p));
+        assert!(!flower_match(&range(40_001, 65_535), &p));
+        // 10.0.0.2 in 10.0.0.0/24, 10.0.0.1 not in 10.0.0.2/32; TTL 64 = 0x40 under 0xc0
+        let addr = FlowerKey {
+            dst_ip: masked(0x0a00_0000, 0xffff_ff00),
+            src_ip: masked(0x0a00_0002, 0xffff_ffff),
+            ..FlowerKey::default()
+        };
+        assert!(!flower_match(&addr, &p));
+        assert!(flower_match(
+            &FlowerKey {
+                src_ip: None,
+                ..addr
+            },
+            &p
+        ));
+        let ttl = FlowerKey {
+            ip_ttl: masked(0x40, 0xc0),
+            ..FlowerKey::default()
+        };
+        assert!(flower_match(&ttl, &p));
+        // no packet is a fragment: nofrag holds, frag does not
+        let frag = |value| FlowerKey {
+            ip_flags: masked(value, 1),
+            ..FlowerKey::default()
+        };
+        assert!(flower_match(&frag(0), &p) && !flower_match(&frag(1), &p));
+        // an ICMP packet has no ports (the filter's ip_proto rules it out anyway)
+        let mut icmp = p;
+        icmp.proto = Proto::Icmp;
+        assert!(!flower_match(&udp_5201, &icmp));
+    }
+
+    #[test]
+    fn flower_masks_in_creation_order_then_the_masked_key() {
+        let p = crate::packet::tests::frame(1514);
+        let port = |field: &str, value, flowid| U32Filter {
+            prio: 1,
+            matches: vec![],
+            flowid,
+            flower: Some(FlowerKey {
+                ip_proto: Some(17),
+                src_port: (field == "src").then_some(FlowerPort::Masked {
+                    value,
+                    mask: 0xffff,
+                }),
+                dst_port: (field == "dst").then_some(FlowerPort::Masked {
+                    value,
+                    mask: 0xffff,
+                }),
+                ..FlowerKey::default()
+            }),
+        };
+        // masks: dst (filters 0 and 2), then src (filter 1); the packet matches 1 and 2:
+        // the dst mask, made first, answers
+        let filters = vec![
+            port("dst", 80, 10),
+            port("src", 40_000, 20),
+            port("dst", 5201, 30),
+        ];
+        assert_eq!(classify_rank(&filters, 2), 0);
+        assert_eq!(classify_rank(&filters, 1), 1);
+        assert_eq!(u32_flowid(&filters, &p), Some(30));
+        // a lower prio still goes first
+        let mut first = port("src", 40_000, 40);
+        first.prio = 0;
+        let mut with_first = filters.clone();
+        with_first.push(first);
+        assert_eq!(u32_flowid(&with_first, &p), Some(40));
+        // one mask, two masked keys: distinct filters; the same key twice: one
+        let (a, b) = (
+            filters[0].flower.as_ref().unwrap(),
+            filters[2].flower.as_ref().unwrap(),
+        );
+        assert_eq!(a.mask(), b.mask());
+        assert!(!a.same_masked_key(b));
+        let a_again = FlowerKey {
+            dst_port: Some(FlowerPort::Masked {
+                value: 80,
+                mask: 0xffff,
+            }),
+            ..a.clone()
+        };
+        assert!(a.same_masked_key(&a_again));
+        // 81 and 80 under the mask 0xfffe are one key
+        let under = |value| FlowerKey {
+            dst_port: Some(FlowerPort::Masked {
+                value,
+                mask: 0xfffe,
+            }),
+            ..FlowerKey::default()
+        };
+        assert!(under(80).same_masked_key(&under(81)));
+        assert!(!under(80).same_masked_key(&under(82)));
     }
 }
