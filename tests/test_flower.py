@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 import pytest
+from test_filter_show import engine, show
 
 from bufferlab import load_scenario, run_scenario
 from bufferlab.commands.shell import parse_shell
@@ -28,7 +29,6 @@ from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
 from bufferlab.profile import PROFILES
 from bufferlab.run.engine import TcFailure
 from conftest import TcEngine
-from test_filter_show import engine, show
 
 
 def parse(line: str, profile: str = "modern"):

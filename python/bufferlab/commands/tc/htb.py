@@ -367,9 +367,8 @@ def parse_filter(words: list[Word], i: int, modern: bool) -> TcFilterRequest:
         return TcFilterRequest(verb="delete", dev=dev.text, major=major, dev_col=dev.col, verb_col=verb_w.col)
     if flower is not None:
         if protocol is None:
-            raise CommandError(
-                "Error: Filter kind and protocol must be specified.", col=verb_w.col, expected=_FILTER_EXPECTED
-            )
+            message = "Error: Filter kind and protocol must be specified."
+            raise CommandError(message, col=verb_w.col, expected=_FILTER_EXPECTED)
         if flowid is None:
             raise NotSupportedError(
                 "a qdisc's flower filter without classid is not supported yet",
