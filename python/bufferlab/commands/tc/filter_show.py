@@ -10,9 +10,10 @@ filter), tc/f_u32.c ``u32_print_opt`` and ``print_raw``, tc/f_matchall.c ``match
 tc/f_flower.c ``flower_print_opt`` (6.x; flower.py refuses lab2019), tc/m_action.c
 ``tc_print_one_action``, tc/m_mirred.c ``print_mirred``, tc/m_police.c ``print_police``,
 tc/m_gact.c ``print_gact`` and tc/tc_util.c ``print_tm`` and ``print_tcstats2_attr``.
-``lab2019`` prints as iproute2 4.15, ``modern`` as 6.9 and later; the differences: u32's ``terminal flowid ???`` (4.15) or ``terminal flowid`` (6.x), mirred's index
-line (`` \\tindex`` and a trailing ``\\n `` in 4.15), police's ``ref 1 bind 1`` without the
-trailing space (4.15), matchall's ``(rule hit N)`` and the actions' ``firstused`` age (6.x only).
+``lab2019`` prints as iproute2 4.15, ``modern`` as 6.9 and later; the differences: u32's
+``terminal flowid ???`` (4.15) or ``terminal flowid`` (6.x), mirred's index line (`` \\tindex``
+and a trailing ``\\n `` in 4.15), police's ``ref 1 bind 1`` without the trailing space (4.15),
+matchall's ``(rule hit N)`` and the actions' ``firstused`` age (6.x only).
 
 u32 runs without ``CONFIG_CLS_U32_PERF`` and ``CONFIG_CLS_U32_MARK`` (as Debian's and this
 project's reference kernels: no ``rule hit`` counters on u32 lines); every filter is
