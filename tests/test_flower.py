@@ -216,20 +216,22 @@ def test_show_as_flower_print_opt():
     )
 
 
-def test_masks_are_tried_in_creation_order():
-    """fl_classify walks the prio's masks in the order they were made: a packet that matches a
-    later filter of the first mask goes there, not to an earlier filter of the second mask."""
+def test_classful_handles_follow_the_adding_order():
+    """fl_change gives each filter of a prio the lowest free handle from 1 and fl_walk lists
+    them by handle, whatever order fl_classify tries their masks in (classify.rs tests that)."""
     t = engine()
     for line in [
         "tc qdisc add dev x root handle 1: htb default 30",
         "tc filter add dev x parent 1: protocol ip prio 1 flower ip_proto udp dst_port 80 classid 1:10",
         "tc filter add dev x parent 1: protocol ip prio 1 flower ip_proto udp src_port 9 classid 1:20",
         "tc filter add dev x parent 1: protocol ip prio 1 flower ip_proto udp dst_port 81 classid 1:30",
+        "tc filter add dev x parent 1: protocol ip prio 2 flower ip_proto tcp classid 1:30",
     ]:
         t(line)
-    # handles follow the order of adding; classification the masks'
     out = show(t, "tc filter show dev x")
-    assert re.findall(r"handle 0x(\d) classid 1:(\d+)", out) == [("1", "10"), ("2", "20"), ("3", "30")]
+    assert re.findall(r"pref (\d) flower chain 0 handle 0x(\d) classid 1:(\d+)", out) == [
+        ("1", "1", "10"), ("1", "2", "20"), ("1", "3", "30"), ("2", "1", "30")
+    ]
 
 
 SCENARIO = """name = "flower"
