@@ -141,24 +141,25 @@ pub fn u32_match(m: &U32Match, p: &Packet) -> bool {
     v & m.mask == m.value & m.mask
 }
 
-/// Where the kernel tries filter `i` of `filters` within its prio: u32 in
-/// list order; flower by mask, each mask where its first filter stands
-/// (`fl_create_new_mask` appends a new mask to the list `fl_classify` walks;
-/// filters leave a prio only all at once, so no mask is freed before it).
-pub fn classify_rank(filters: &[U32Filter], i: usize) -> usize {
-    let f = &filters[i];
-    match &f.flower {
-        None => i,
-        Some(key) => {
-            let mask = key.mask();
-            filters[..i]
-                .iter()
-                .position(|g| {
-                    g.prio == f.prio && g.flower.as_ref().is_some_and(|k| k.mask() == mask)
-                })
-                .unwrap_or(i)
-        }
-    }
+/// Where the kernel tries filter `i` of `list` within its prio (`prio_key`:
+/// an item's prio and flower keys): u32 and matchall in list order; flower
+/// by mask, each mask where its first filter stands (`fl_create_new_mask`
+/// appends a new mask to the list `fl_classify` walks; filters leave a prio
+/// only all at once, so no mask is freed before it).
+pub fn classify_rank<T>(
+    list: &[T],
+    i: usize,
+    prio_key: impl Fn(&T) -> (u32, Option<&FlowerKey>),
+) -> usize {
+    let (prio, key) = prio_key(&list[i]);
+    let Some(mask) = key.map(FlowerKey::mask) else {
+        return i;
+    };
+    list[..i]
+        .iter()
+        .map(&prio_key)
+        .position(|(p, k)| p == prio && k.is_some_and(|k| k.mask() == mask))
+        .unwrap_or(i)
 }
 
 /// `tcf_classify` over filters attached at one qdisc: the lowest `prio`
@@ -173,7 +174,7 @@ pub fn u32_flowid(filters: &[U32Filter], p: &Packet) -> Option<u16> {
         if !u32_matches(f, p) {
             continue;
         }
-        let rank = classify_rank(filters, i);
+        let rank = classify_rank(filters, i, |g| (g.prio, g.flower.as_ref()));
         if best.map_or(true, |(prio, best_rank, _)| {
             f.prio < prio || rank < best_rank
         }) {
@@ -330,8 +331,8 @@ mod tests {
             port("src", 40_000, 20),
             port("dst", 5201, 30),
         ];
-        assert_eq!(classify_rank(&filters, 2), 0);
-        assert_eq!(classify_rank(&filters, 1), 1);
+        let rank = |i| classify_rank(&filters, i, |g| (g.prio, g.flower.as_ref()));
+        assert_eq!((rank(1), rank(2)), (1, 0));
         assert_eq!(u32_flowid(&filters, &p), Some(30));
         // a lower prio still goes first
         let mut first = port("src", 40_000, 40);

@@ -36,7 +36,7 @@
 //! (and sends the copies of [`Hook::take_mirrored`]).
 
 use super::action::{action_kind, build_action, Act, Action, Step};
-use super::classify::flower_match;
+use super::classify::{classify_rank, flower_match};
 use super::filter_show::{
     u32_keys, ActionShow, ActionStats, ActionTimes, FilterDump, FilterShow, TpShow,
 };
@@ -116,22 +116,6 @@ impl Filter {
         }
         Step::Control(last)
     }
-}
-
-/// Where `fl_classify` tries filter `i` of `list` within its prio: a flower
-/// filter where the first filter of its mask stands (classify.rs
-/// `classify_rank`), anything else where it is.
-fn flower_rank(list: &[Filter], i: usize) -> usize {
-    let f = &list[i];
-    let Some(mask) = f.spec.flower.as_ref().map(|k| k.mask()) else {
-        return i;
-    };
-    list[..i]
-        .iter()
-        .position(|g| {
-            g.spec.prio == f.spec.prio && g.spec.flower.as_ref().is_some_and(|k| k.mask() == mask)
-        })
-        .unwrap_or(i)
 }
 
 /// `tc_new_tfilter`'s checks of a new filter `f` against the filters
@@ -348,7 +332,10 @@ impl Hook {
             let mut ranked: Vec<(u32, usize, Filter)> = out
                 .iter()
                 .enumerate()
-                .map(|(i, f)| (f.spec.prio, flower_rank(&out, i), f.clone()))
+                .map(|(i, f)| {
+                    let rank = classify_rank(&out, i, |g| (g.spec.prio, g.spec.flower.as_ref()));
+                    (f.spec.prio, rank, f.clone())
+                })
                 .collect();
             ranked.sort_by_key(|&(prio, rank, _)| (prio, rank));
             ranked.into_iter().map(|(_, _, f)| f).collect::<Vec<_>>()
