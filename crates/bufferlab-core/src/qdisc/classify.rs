@@ -49,7 +49,7 @@ fn dissect(p: &Packet) -> (u8, u16, u16) {
 pub fn flower_match(k: &FlowerKey, p: &Packet) -> bool {
     let (proto, sport, dport) = dissect(p);
     let masked = |m: &Option<super::spec::FlowerMasked>, field: u32| {
-        m.map_or(true, |m| field & m.mask == m.value & m.mask)
+        m.is_none_or(|m| field & m.mask == m.value & m.mask)
     };
     // fl_range_port_*_cmp: min ≤ port ≤ max; a masked port as any key
     let port = |m: &Option<FlowerPort>, field: u16| match m {
@@ -57,7 +57,7 @@ pub fn flower_match(k: &FlowerKey, p: &Packet) -> bool {
         Some(FlowerPort::Masked { value, mask }) => field & mask == value & mask,
         Some(FlowerPort::Range { min, max }) => (*min..=*max).contains(&field),
     };
-    k.ip_proto.map_or(true, |v| v == proto)
+    k.ip_proto.is_none_or(|v| v == proto)
         && masked(&k.src_ip, p.src.0)
         && masked(&k.dst_ip, p.dst.0)
         && port(&k.src_port, sport)
@@ -175,9 +175,7 @@ pub fn u32_flowid(filters: &[U32Filter], p: &Packet) -> Option<u16> {
             continue;
         }
         let rank = classify_rank(filters, i, |g| (g.prio, g.flower.as_ref()));
-        if best.map_or(true, |(prio, best_rank, _)| {
-            f.prio < prio || rank < best_rank
-        }) {
+        if best.is_none_or(|(prio, best_rank, _)| f.prio < prio || rank < best_rank) {
             best = Some((f.prio, rank, f.flowid));
         }
     }
