@@ -164,7 +164,7 @@ def test_the_kernel_refuses_what_cls_api_and_cls_flower_refuse():
         ("tc filter add dev x parent ffff: protocol ip prio 1 matchall action drop",
          "Error: Specified filter kind does not match existing one.\nWe have an error talking to the kernel"),
         ("tc filter add dev x parent ffff: protocol all prio 1 flower action drop",
-         "Error: Filter with specified priority/protocol not found.\nWe have an error talking to the kernel"),
+         "Error: Protocol mismatch for filter with specified priority.\nWe have an error talking to the kernel"),
         ("tc filter add dev x parent ffff: protocol ip prio 2 flower indev y9 action drop",
          "Error: Network device not found.\nWe have an error talking to the kernel"),
     ]:

@@ -49,8 +49,19 @@ use serde::Serialize;
 /// `__tcf_classify`'s bound on "reclassify" restarts before it drops.
 pub const MAX_RECLASSIFY_LOOP: u32 = 16;
 
-/// `tcf_auto_prio`: the prio of the first filter added without one.
-pub const AUTO_PRIO: u32 = 0xC000;
+/// The prio of a filter added without one, among the prios of those already
+/// there (cls_api.c `tc_new_tfilter`: the kernel looks for the first
+/// `tcf_proto` at or above 0x8000, and `tcf_auto_prio` takes one below it,
+/// or 0xC000 when there is none; one at 0x8000 itself is ENOSPC).
+pub fn auto_prio(prios: impl Iterator<Item = u32>) -> Result<u32, TcError> {
+    match prios.filter(|&p| p >= 0x8000).min() {
+        None => Ok(0xC000),
+        Some(0x8000) => Err(TcError::FilterExtack(
+            "Lowest ID from auto-alloc range already in use".into(),
+        )),
+        Some(p) => Ok(p - 1),
+    }
+}
 
 /// What a hook decided for a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,7 +131,7 @@ impl Filter {
 
 /// `tc_new_tfilter`'s checks of a new filter `f` against the filters
 /// already on its hook (`egress`: clsact's transmit one): one kind and one
-/// protocol per prio (`tcf_chain_tp_find`), no second flower filter of the
+/// protocol per prio (`tcf_chain_tp_find`, `tc_new_tfilter`), no second flower filter of the
 /// same mask and masked key (`fl_ht_insert_unique`), and `indev` only where
 /// packets are received.
 fn check_new_filter<'a>(
@@ -136,7 +147,7 @@ fn check_new_filter<'a>(
     for g in others.filter(|g| g.spec.prio == f.prio) {
         if g.spec.protocol_all != f.protocol_all {
             return Err(TcError::FilterExtack(
-                "Filter with specified priority/protocol not found".into(),
+                "Protocol mismatch for filter with specified priority".into(),
             ));
         }
         if g.spec.classifier != f.classifier {

@@ -908,6 +908,7 @@ impl HtbLeaf {
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct U32Filter {
+    /// 0 in a `tc filter add` without one: the kernel's pick (ingress.rs `auto_prio`)
     pub prio: u32,
     pub matches: Vec<U32Match>,
     /// minor of the target class

@@ -382,7 +382,7 @@ def parse_filter(words: list[Word], i: int, modern: bool) -> TcFilterRequest:
         dev=dev.text,
         major=major,
         filter={
-            "prio": prio or 49152,
+            "prio": prio,
             "matches": matches_,
             "flowid": flowid,
             **({"flower": flower} if flower is not None else {}),

@@ -96,8 +96,12 @@ impl QdiscTree {
             .ok_or_else(qdisc_not_found)?;
         match (req.verb, &req.filter) {
             (FilterVerb::Add, Some(f)) => {
-                check_new_filter(f, filters)?;
-                filters.push(f.clone())
+                let mut f = f.clone();
+                if f.prio == 0 {
+                    f.prio = super::ingress::auto_prio(filters.iter().map(|g| g.prio))?;
+                }
+                check_new_filter(&f, filters)?;
+                filters.push(f)
             }
             (FilterVerb::Add, None) => {
                 return Err(TcError::Invalid(
