@@ -141,6 +141,7 @@ def test_unknown_word_gets_a_suggestion():
         ("tc filter add dev eth0 parent 1: protocol ip flower ip_proto tcp action drop", "action"),
         ("tc filter add dev eth0 parent 1: protocol ip prio 1 flower ip_proto tcp", "add"),
         ("tc filter add dev eth0 ingress protocol ip flower action drop", "flower"),
+        ("tc filter del dev eth0 parent 1: prio 2", "del"),
     ],
 )
 def test_what_the_model_lacks_says_not_supported_yet(line, word):

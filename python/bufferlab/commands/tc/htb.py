@@ -364,6 +364,14 @@ def parse_filter(words: list[Word], i: int, modern: bool) -> TcFilterRequest:
     if dev is None or major is None:
         raise CommandError("tc filter needs dev and parent", col=verb_w.col, expected=_FILTER_EXPECTED)
     if verb == "delete":
+        if prio:
+            # tc_del_tfilter removes that prio's tcf_proto only; the engine keeps no handles to
+            # renumber what would stay
+            raise NotSupportedError(
+                "tc filter del … prio N on a qdisc is not supported yet",
+                col=verb_w.col,
+                expected="tc filter del dev D parent M: (every filter there)",
+            )
         return TcFilterRequest(verb="delete", dev=dev.text, major=major, dev_col=dev.col, verb_col=verb_w.col)
     if flower is not None:
         if protocol is None:
