@@ -914,7 +914,7 @@ pub struct U32Filter {
     /// minor of the target class
     pub flowid: u16,
     /// a flower filter's keys (classify.rs `flower_match`)
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub flower: Option<FlowerKey>,
 }
 
@@ -1462,7 +1462,7 @@ pub struct HookFilter {
     #[serde(default)]
     pub matches: Vec<U32Match>,
     /// flower's keys
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub flower: Option<FlowerKey>,
     /// `flowid`/`classid` (major << 16 | minor), recorded for show
     #[serde(default)]
