@@ -19,6 +19,7 @@ masks) is not supported yet.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,7 +203,7 @@ def parse_flower(
     protocol: str | None,
     receive_hook: bool,
     modern: bool,
-    parse_action: Any,
+    parse_action: Callable[[Word, Cursor], dict[str, Any]] | None,
     kind_word: Word,
 ) -> Flower:
     """``flower_parse_opt`` over the rest of the line; ``protocol`` the filter's (``ip``,
