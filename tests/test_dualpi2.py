@@ -163,7 +163,7 @@ def test_a_filter_on_dualpi2_changes_only_its_filters():
     eng("tc filter add dev x parent 1: protocol ip prio 1 u32 match ip dport 5201 0xffff flowid 1:2")
     after = eng.block("dualpi2")["options"]
     assert after["filters"] == [{"prio": 1, "matches": [{"field": "dport", "value": 5201, "mask": 0xFFFF}],
-                                 "flowid": 2}]
+                                 "flowid": 2, "flower": None}]
     assert {k: v for k, v in after.items() if k != "filters"} == {
         k: v for k, v in before.items() if k != "filters"}
     with pytest.raises(TcFailure, match="Specified qdisc not found"):

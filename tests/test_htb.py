@@ -181,7 +181,7 @@ def test_class_filter_and_graft_lines_are_one_engine_request_each():
     assert parse("tc class del dev x classid 5:10").to_dict()["class"] is None
     f = parse("tc filter add dev x parent 5: u32 match ip dport 5001 0xffff flowid 5:10").to_dict()
     assert f == {"verb": "add", "dev": "x", "major": 5, "filter": {
-        "prio": 49152, "matches": [{"field": "dport", "value": 5001, "mask": 0xFFFF}], "flowid": 0x10}}
+        "prio": 0, "matches": [{"field": "dport", "value": 5001, "mask": 0xFFFF}], "flowid": 0x10}}
     eng = TcEngine("lab2019")
     eng("tc qdisc add dev x root handle 5: htb")
     assert eng("tc class add dev x parent 5: classid 5:1 htb rate 10mbit") == ""
@@ -196,6 +196,9 @@ def test_class_filter_and_graft_lines_are_one_engine_request_each():
     assert child["handle"] == 0x20 and child["spec"] == {"kind": "pfifo", "limit": 5}
     eng("tc filter add dev x parent 5: u32 match ip dport 5001 0xffff flowid 5:1")
     assert eng.block("htb")["options"]["filters"][0]["flowid"] == 1
+    # tcf_auto_prio: 0xC000, then one below the lowest prio from 0x8000 up
+    eng("tc filter add dev x parent 5: u32 match ip dport 5002 0xffff flowid 5:1")
+    assert [f["prio"] for f in eng.block("htb")["options"]["filters"]] == [49152, 49151]
     eng("tc filter del dev x parent 5:")
     assert eng.block("htb")["options"]["filters"] == []
 

@@ -126,7 +126,7 @@ def test_police_and_filter_errors_are_tcs(line, message):
 @pytest.mark.parametrize(
     "line,word",
     [
-        ("tc filter add dev eth0 ingress protocol all flower action drop", "flower"),
+        ("tc filter add dev eth0 ingress protocol all bpf action drop", "bpf"),
         (
             "tc filter add dev eth0 ingress protocol all matchall action mirred ingress redirect dev ifb0",
             "ingress redirect",
@@ -153,9 +153,21 @@ def test_filter_verbs_are_engine_requests():
     eng("tc qdisc add dev x handle ffff: ingress")
     eng("tc filter add dev x parent ffff: protocol all matchall action drop")
     assert eng.block("ingress")["options"]["ingress"][0]["prio"] == 0xC000
-    # tcf_auto_prio: one below the highest
+    # tcf_auto_prio: one below the lowest prio from 0x8000 up (a lower one does not count)
     eng("tc filter add dev x parent ffff: protocol all matchall action drop")
-    assert [f["prio"] for f in eng.block("ingress")["options"]["ingress"]] == [0xC000, 0xBFFF]
+    eng("tc filter add dev x parent ffff: protocol all prio 7 matchall action drop")
+    eng("tc filter add dev x parent ffff: protocol all prio 60000 matchall action drop")
+    eng("tc filter add dev x parent ffff: protocol all matchall action drop")
+    prios = [f["prio"] for f in eng.block("ingress")["options"]["ingress"]]
+    assert prios == [0xC000, 0xBFFF, 7, 60000, 0xBFFE]
+    for p in (7, 60000, 0xBFFE):
+        eng(f"tc filter del dev x parent ffff: prio {p}")
+    with pytest.raises(TcFailure, match="Filter with specified priority/protocol not found"):
+        eng("tc filter del dev x parent ffff: prio 7")
+    eng("tc filter add dev x parent ffff: protocol all prio 32768 matchall action drop")
+    with pytest.raises(TcFailure, match="Lowest ID from auto-alloc range already in use"):
+        eng("tc filter add dev x parent ffff: protocol all matchall action drop")
+    eng("tc filter del dev x parent ffff: prio 32768")
     with pytest.raises(TcFailure, match="Specified class doesn't exist"):
         eng("tc filter add dev x egress protocol all matchall action drop")
     eng("tc filter del dev x parent ffff: prio 49151")

@@ -129,6 +129,11 @@ KEYWORDS += [
     "ifb4eth0", "link", "type", "name", "up", "ip",
     # tc filter show (tc/tc_filter.c tc_filter_list)
     "list", "lst", "chain", "block", "preference", "priority", "0", "ffff:fff3", "800::800",
+    # flower (tc/f_flower.c flower_parse_opt): the keys bufferlab reads and some it refuses
+    "ip_proto", "src_ip", "dst_ip", "src_port", "dst_port", "ip_tos", "ip_ttl", "ip_flags", "indev",
+    "skip_sw", "verbose", "hw_tc", "dst_mac", "src_mac", "tcp_flags", "vlan_id", "ct_state", "type",
+    "code", "frag", "nofrag", "firstfrag", "frag/nofirstfrag", "sctp", "icmp", "icmpv6", "5201",
+    "1000-2000", "2000-1000", "5201/0xff00", "10.0.0.0/24", "0x10/0xfc", "64", "11", "1:10",
 ]
 # every qdisc kind the tc parser knows and every congestion control the engine registers
 # (bufferlab.registry), with the Linux ones it refuses by name

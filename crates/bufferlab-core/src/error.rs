@@ -25,6 +25,9 @@ pub enum TcError {
     /// A `tc filter` the kernel refused: its extack, then tc/tc_filter.c's
     /// `We have an error talking to the kernel`.
     FilterExtack(String),
+    /// A `tc filter` the kernel refused without an extack: the errno's text
+    /// as `rtnl_talk` prints it (`File exists`), then tc_filter.c's line.
+    FilterErrno(&'static str),
 }
 
 impl fmt::Display for TcError {
@@ -52,6 +55,12 @@ impl fmt::Display for TcError {
             }
             TcError::FilterExtack(why) => {
                 write!(f, "Error: {why}.\nWe have an error talking to the kernel")
+            }
+            TcError::FilterErrno(errno) => {
+                write!(
+                    f,
+                    "RTNETLINK answers: {errno}\nWe have an error talking to the kernel"
+                )
             }
         }
     }

@@ -98,8 +98,8 @@ fn registered() -> Vec<String> {
 fn the_dictionary_has_the_keys_and_words_of_every_request() {
     let (keys, words) = schema_words();
     let has = |list: &[String], w: &str| list.iter().any(|k| k == w);
-    // htb's keys and a u32 filter's, which the hand list lacked; verbs, an action, a loss
-    // model and a cake flow mode
+    // htb's keys and a u32 filter's, which the hand list lacked; a flower filter's; verbs,
+    // an action, a loss model, a cake flow mode, a classifier and a flower port range
     let htb = [
         "r2q",
         "direct_qlen",
@@ -108,10 +108,21 @@ fn the_dictionary_has_the_keys_and_words_of_every_request() {
         "filters",
         "cbuffer",
     ];
-    for key in htb.iter().chain(&["flowid"]) {
+    let flower = [
+        "flowid", "ip_proto", "dst_port", "ip_tos", "ip_flags", "indev", "skip_hw",
+    ];
+    for key in htb.iter().chain(&flower) {
         assert!(has(&keys, key), "{key}");
     }
-    for word in ["add", "delete", "mirred", "gemodel", "triple-isolate"] {
+    for word in [
+        "add",
+        "delete",
+        "mirred",
+        "gemodel",
+        "triple-isolate",
+        "flower",
+        "range",
+    ] {
         assert!(has(&words, word), "{word}");
     }
 }

@@ -66,7 +66,8 @@ fn to_py(e: Error) -> PyErr {
             | TcError::Extack(_)
             | TcError::Busy
             | TcError::NotSupported(_)
-            | TcError::FilterExtack(_),
+            | TcError::FilterExtack(_)
+            | TcError::FilterErrno(_),
         ) => TcRequestError::new_err(msg),
         Error::App(_) => AppError::new_err(msg),
         Error::Schema(_) => SchemaError::new_err(msg),

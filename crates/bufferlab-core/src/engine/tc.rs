@@ -211,12 +211,20 @@ impl Simulator {
             HookSide::Egress => &mut spec.egress,
         };
         match (req.verb, &req.filter) {
-            (FilterVerb::Delete, _) => filters.retain(|f| req.prio != 0 && f.prio != req.prio),
+            (FilterVerb::Delete, _) => {
+                // tc_del_tfilter: prio 0 flushes the chain, another names a tcf_proto
+                if req.prio != 0 && !filters.iter().any(|f| f.prio == req.prio) {
+                    return Err(TcError::FilterExtack(
+                        "Filter with specified priority/protocol not found".into(),
+                    )
+                    .into());
+                }
+                filters.retain(|f| req.prio != 0 && f.prio != req.prio)
+            }
             (FilterVerb::Add, Some(f)) => {
                 let mut f = f.clone();
                 if f.prio == 0 {
-                    let last = filters.iter().map(|f| f.prio).max();
-                    f.prio = last.unwrap_or(crate::qdisc::ingress::AUTO_PRIO + 1) - 1;
+                    f.prio = crate::qdisc::ingress::auto_prio(filters.iter().map(|f| f.prio))?;
                 }
                 filters.push(f);
             }
@@ -247,6 +255,7 @@ impl Simulator {
             .flat_map(|h| h.action_indexes())
             .collect();
         let built = Hook::new(
+            iface,
             clsact,
             spec,
             self.now,

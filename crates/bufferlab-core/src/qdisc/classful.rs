@@ -328,6 +328,7 @@ pub(crate) mod testkit {
                 mask: 0xffff,
             }],
             flowid,
+            flower: None,
         }
     }
 

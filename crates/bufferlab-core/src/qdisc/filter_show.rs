@@ -14,12 +14,14 @@
 //!   a filter's node id is the lowest free one from 0x800 in its table, and
 //!   the walk lists the table, then its nodes by node id.
 //! - net/sched/cls_matchall.c (`mall_change`): one filter per prio, handle 1.
+//! - net/sched/cls_flower.c (`fl_change`, `fl_walk`, `fl_dump`): handles
+//!   from 1 in each prio, dumped by handle with their keys and flags.
 //! - net/sched/act_api.c (`tcf_tm_dump`): an action's installed, last-use
 //!   and first-use ages in clock ticks (`jiffies_to_clock_t`, USER_HZ 100).
 //! - iproute2 tc/f_u32.c (`parse_ip`, `pack_key`): how `match ip …` becomes
 //!   the (value, mask, offset) keys the kernel stores and dumps.
 
-use super::spec::{ActionSpec, Classifier, U32Field, U32Filter, U32Match};
+use super::spec::{ActionSpec, Classifier, FlowerKey, U32Field, U32Filter, U32Match};
 use crate::error::TcError;
 use crate::time::SimTime;
 use serde::Serialize;
@@ -54,6 +56,8 @@ pub struct FilterShow {
     /// u32's `TC_U32_TERMINAL` (a flowid or an action was given)
     pub terminal: bool,
     pub keys: Vec<U32Key>,
+    /// flower's keys
+    pub flower: Option<FlowerKey>,
     pub actions: Vec<ActionShow>,
 }
 
@@ -192,36 +196,48 @@ pub fn u32_new_handle(
     Ok(((id | 0x800) << 20) | 0x800)
 }
 
-/// The u32 filters of a classful qdisc of handle `major`, added in list
-/// order (class_api.rs: `delete` removes them all, so the handles follow
-/// from that order alone: a table per prio from `800:`, nodes from 0x800).
+/// The filters of a classful qdisc of handle `major`, added in list order
+/// (class_api.rs: `delete` removes them all, so the handles follow from that
+/// order alone: u32 a table per prio from `800:`, nodes from 0x800; flower
+/// from 1 in each prio).
 pub fn classful_show(filters: &[U32Filter], major: u16) -> Vec<TpShow> {
     let mut tps: Vec<(u32, TpShow)> = Vec::new();
+    // u32's hash tables count only the u32 prios
+    let mut u32_tables = 0;
     for f in filters {
-        let next_ht = tps.len() as u32;
+        let kind = if f.flower.is_some() {
+            Classifier::Flower
+        } else {
+            Classifier::U32
+        };
         let pos = match tps.iter().position(|(_, tp)| tp.prio == f.prio) {
             Some(p) => p,
             None => {
                 tps.push((
-                    next_ht,
+                    u32_tables,
                     TpShow {
                         prio: f.prio,
                         protocol_all: false,
-                        kind: Classifier::U32,
+                        kind,
                         filters: vec![],
                     },
                 ));
+                u32_tables += (kind == Classifier::U32) as u32;
                 tps.len() - 1
             }
         };
         let (ht, tp) = &mut tps[pos];
-        let node = 0x800 + tp.filters.len() as u32;
+        let handle = match kind {
+            Classifier::U32 => ((*ht | 0x800) << 20) | (0x800 + tp.filters.len() as u32),
+            _ => 1 + tp.filters.len() as u32,
+        };
         tp.filters.push(FilterShow {
-            handle: ((*ht | 0x800) << 20) | node,
+            handle,
             hits: 0,
             classid: Some(((major as u32) << 16) | f.flowid as u32),
             terminal: true,
             keys: u32_keys(&f.matches),
+            flower: f.flower.clone(),
             actions: vec![],
         });
     }
@@ -317,6 +333,7 @@ mod tests {
             prio,
             matches: vec![m(U32Field::Dst, 0x0a00_0002, 0xffff_ffff)],
             flowid,
+            flower: None,
         };
         let tps = classful_show(&[f(2, 0x10), f(1, 0x20), f(2, 0x30)], 1);
         assert_eq!(tps.iter().map(|t| t.prio).collect::<Vec<_>>(), vec![1, 2]);

@@ -16,17 +16,17 @@
 //!   "reclassify" restarts from the first, at most 16 times, then drops.
 //! - net/sched/act_api.c (`tcf_action_exec`): a filter's actions run in
 //!   order while each returns "pipe"; the first other verdict ends them.
-//! - net/sched/act_police.c (`tcf_police_act`, `tcf_police_init`): a token
-//!   bucket in nanoseconds of the rate (depth `burst`) and, with a peak
-//!   rate, a second bucket of one `mtu`; a packet that conforms to both
-//!   takes its tokens and gets the conform verdict, anything longer than
-//!   `mtu` or short of tokens gets the exceed verdict and counts as an
-//!   overlimit (and as a drop when that verdict is "drop").
-//! - net/sched/act_mirred.c (`tcf_mirred_act`): `egress redirect dev D`
-//!   hands the packet to D's transmit path and steals it from the hook;
-//!   from the receive hook the Ethernet header is pushed back first.
-//!   `egress mirror dev D` sends a clone there instead (not marked
-//!   redirected) and the packet goes on: pipe ([`Hook::take_mirrored`]).
+//! - net/sched/cls_flower.c (`fl_change`, `fl_classify`): a flower filter's
+//!   handle is the lowest free from 1 in its prio; the prio's masks are
+//!   tried in creation order (classify.rs `classify_rank`) and its first
+//!   match answers for the whole prio (a "continue" goes on to the next
+//!   prio); a second filter with the same mask and masked key is EEXIST.
+//! - net/sched/cls_api.c (`tc_new_tfilter`, `tcf_chain_tp_find`): the
+//!   filters of one prio are of one kind and one protocol.
+//! - the actions (action.rs: police, mirred, gact); net/sched/act_mirred.c
+//!   (`tcf_mirred_act`): a redirect from the receive hook pushes the
+//!   Ethernet header back first; a mirror's copies are the engine's to send
+//!   ([`Hook::take_mirrored`]).
 //! - drivers/net/ifb.c (`ifb_xmit`, `ifb_ri_tasklet`): what an ifb's root
 //!   qdisc releases goes back where it was going — into the receive path
 //!   of the device it came from (past that device's hook), or, from an
@@ -35,11 +35,12 @@
 //! The engine (engine/dev.rs) calls [`Hook::run`] and carries out the verdict
 //! (and sends the copies of [`Hook::take_mirrored`]).
 
+use super::action::{action_kind, build_action, Act, Action, Step};
+use super::classify::{classify_rank, flower_match};
 use super::filter_show::{
     u32_keys, ActionShow, ActionStats, ActionTimes, FilterDump, FilterShow, TpShow,
 };
-use super::spec::{ActionSpec, Classifier, Control, HookFilter, HookSpec};
-use super::tbf::RateCfg;
+use super::spec::{Classifier, Control, HookFilter, HookSpec};
 use crate::error::TcError;
 use crate::packet::{Packet, Proto};
 use crate::time::SimTime;
@@ -48,8 +49,19 @@ use serde::Serialize;
 /// `__tcf_classify`'s bound on "reclassify" restarts before it drops.
 pub const MAX_RECLASSIFY_LOOP: u32 = 16;
 
-/// `tcf_auto_prio`: the prio of the first filter added without one.
-pub const AUTO_PRIO: u32 = 0xC000;
+/// The prio of a filter added without one, among the prios of those already
+/// there (cls_api.c `tc_new_tfilter`: the kernel looks for the first
+/// `tcf_proto` at or above 0x8000, and `tcf_auto_prio` takes one below it,
+/// or 0xC000 when there is none; one at 0x8000 itself is ENOSPC).
+pub fn auto_prio(prios: impl Iterator<Item = u32>) -> Result<u32, TcError> {
+    match prios.filter(|&p| p >= 0x8000).min() {
+        None => Ok(0xC000),
+        Some(0x8000) => Err(TcError::FilterExtack(
+            "Lowest ID from auto-alloc range already in use".into(),
+        )),
+        Some(p) => Ok(p - 1),
+    }
+}
 
 /// What a hook decided for a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,251 +74,30 @@ pub enum Outcome {
     Redirect(usize),
 }
 
-/// The state of a token-bucket policer (`struct tcf_police` and its params).
-#[derive(Clone, Debug)]
-pub struct Police {
-    rate: Option<RateCfg>,
-    peak: Option<RateCfg>,
-    /// bucket depth, ns
-    burst: i64,
-    /// largest conforming packet, bytes
-    mtu: u32,
-    /// peak bucket depth: the time of one `mtu` at the peak rate, ns
-    mtu_ptoks: i64,
-    toks: i64,
-    ptoks: i64,
-    t_c: SimTime,
-    exceed: Control,
-    conform: Control,
-    pub stats: ActionStats,
-}
-
-impl Police {
-    /// `tcf_police_init`: a full bucket at `now`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        rate: u64,
-        burst_ns: u64,
-        mtu: u32,
-        peakrate: Option<u64>,
-        overhead: u32,
-        mpu: u32,
-        atm: bool,
-        exceed: Control,
-        conform: Control,
-        now: SimTime,
-    ) -> Result<Police, TcError> {
-        let rate_cfg = (rate > 0).then(|| RateCfg::new(rate, overhead, mpu, atm));
-        let peak = match peakrate {
-            Some(p) if p > 0 => {
-                if rate_cfg.is_none() {
-                    return Err(TcError::Invalid("'peakrate' requires 'rate'".into()));
-                }
-                if mtu == 0 {
-                    return Err(TcError::Invalid(
-                        "'mtu' is required, if 'peakrate' is requested".into(),
-                    ));
-                }
-                Some(RateCfg::new(p, overhead, mpu, atm))
-            }
-            _ => None,
-        };
-        if rate_cfg.is_none() && mtu == 0 {
-            return Err(TcError::Invalid(
-                "'rate' or 'avrate' or 'mtu' or 'pkts_rate' MUST be specified".into(),
-            ));
-        }
-        let mtu = if mtu == 0 { u32::MAX } else { mtu };
-        let burst = burst_ns.min(i64::MAX as u64) as i64;
-        let mtu_ptoks = peak.map_or(0, |p| p.l2t_ns(mtu).min(i64::MAX as u64) as i64);
-        Ok(Police {
-            rate: rate_cfg,
-            peak,
-            burst,
-            mtu,
-            mtu_ptoks,
-            toks: burst,
-            ptoks: mtu_ptoks,
-            t_c: now,
-            exceed,
-            conform,
-            stats: ActionStats::default(),
-        })
-    }
-
-    /// `tcf_police_act` for a packet of `len` bytes (the length the hook
-    /// sees) at `now`.
-    pub fn act(&mut self, now: SimTime, len: u32) -> Control {
-        self.stats.bytes += len as u64;
-        self.stats.packets += 1;
-        let mut verdict = self.exceed;
-        let mut conformed = false;
-        if len <= self.mtu {
-            match self.rate {
-                None => {
-                    verdict = self.conform;
-                    conformed = true;
-                }
-                Some(rate) => {
-                    let elapsed = now
-                        .saturating_since(self.t_c)
-                        .as_nanos()
-                        .min(i64::MAX as u64) as i64;
-                    let mut toks = elapsed.min(self.burst);
-                    let mut ptoks = 0i64;
-                    if let Some(peak) = self.peak {
-                        ptoks = (toks + self.ptoks).min(self.mtu_ptoks);
-                        ptoks -= peak.l2t_ns(len) as i64;
-                    }
-                    toks = (toks + self.toks).min(self.burst);
-                    toks -= rate.l2t_ns(len) as i64;
-                    if (toks | ptoks) >= 0 {
-                        self.t_c = now;
-                        self.toks = toks;
-                        self.ptoks = ptoks;
-                        verdict = self.conform;
-                        conformed = true;
-                    }
-                }
-            }
-        }
-        if !conformed {
-            self.stats.overlimits += 1;
-        }
-        if verdict == Control::Drop {
-            self.stats.drops += 1;
-        }
-        verdict
-    }
-
-    /// Tokens left in the rate bucket, ns (tests).
-    pub fn tokens_ns(&self) -> i64 {
-        self.toks
-    }
-}
-
-#[derive(Clone, Debug)]
-enum Action {
-    /// the target device; a mirror (else a redirect)
-    Mirred(usize, bool),
-    Police(Police),
-    Gact(Control),
-}
-
-/// One action as the kernel keeps it (`struct tc_action`): its `index` in
-/// the namespace's table of its kind (`tcf_idr_check_alloc`: the lowest
-/// free one from 1), its counters (police keeps its own) and `tcfa_tm`:
-/// installed, last and first use (`tcf_lastuse_update`).
-#[derive(Clone, Debug)]
-struct Act {
-    action: Action,
-    index: u32,
-    stats: ActionStats,
-    installed: SimTime,
-    lastuse: SimTime,
-    firstuse: Option<SimTime>,
-}
-
-impl Act {
-    fn kind(&self) -> &'static str {
-        action_kind(&self.action)
-    }
-
-    fn stats(&self) -> ActionStats {
-        match &self.action {
-            Action::Police(p) => p.stats,
-            _ => self.stats,
-        }
-    }
-
-    /// Run the action on a packet of `len` bytes: `tcf_mirred_act` and
-    /// `tcf_gact_act` count it in their basic stats (gact a shot one as a
-    /// drop too), `tcf_police_act` in its own.
-    fn run(&mut self, now: SimTime, len: u32) -> Step {
-        self.lastuse = now;
-        self.firstuse.get_or_insert(now);
-        if !matches!(self.action, Action::Police(_)) {
-            self.stats.bytes += len as u64;
-            self.stats.packets += 1;
-        }
-        match &mut self.action {
-            Action::Mirred(dev, false) => Step::Stolen(*dev),
-            Action::Mirred(dev, true) => Step::Mirror(*dev),
-            Action::Police(pol) => Step::Control(pol.act(now, len)),
-            Action::Gact(c) => {
-                if *c == Control::Drop {
-                    self.stats.drops += 1;
-                }
-                Step::Control(*c)
-            }
-        }
-    }
-}
-
-/// The runtime action of `a` (`tcf_action_init_1`): a mirred target
-/// resolved to its device, a policer with a full bucket at `now`.
-fn build_action(
-    a: &ActionSpec,
-    now: SimTime,
-    dev_index: &dyn Fn(&str) -> Option<usize>,
-) -> Result<Action, TcError> {
-    Ok(match a {
-        ActionSpec::Mirred { dev, mirror } => Action::Mirred(
-            dev_index(dev).ok_or_else(|| {
-                TcError::Invalid(format!(
-                    "mirred: Cannot find device \"{dev}\" (create it with ip link add {dev} type ifb)"
-                ))
-            })?,
-            *mirror,
-        ),
-        ActionSpec::Police {
-            rate,
-            burst_ns,
-            mtu,
-            peakrate,
-            overhead,
-            mpu,
-            atm,
-            exceed,
-            conform,
-        } => Action::Police(Police::new(
-            *rate, *burst_ns, *mtu, *peakrate, *overhead, *mpu, *atm, *exceed, *conform, now,
-        )?),
-        ActionSpec::Gact { control } => Action::Gact(*control),
-    })
-}
-
-fn action_kind(a: &Action) -> &'static str {
-    match a {
-        Action::Mirred(..) => "mirred",
-        Action::Police(_) => "police",
-        Action::Gact(_) => "gact",
-    }
-}
-
 #[derive(Clone, Debug)]
 struct Filter {
     spec: HookFilter,
     /// the kernel's handle: u32's `htid:hash:node` (filter_show.rs), 1 for
-    /// matchall (`mall_change`)
+    /// matchall (`mall_change`), flower's from 1 in its prio (`fl_change`)
     handle: u32,
+    /// flower's `indev` names another device than the hook's: no packet
+    /// here was received there (`skb->skb_iif`)
+    indev_elsewhere: bool,
     actions: Vec<Act>,
     /// packets it matched (matchall's `rhit`, `mall_classify`)
     hits: u64,
 }
 
-/// What one action or filter said.
-enum Step {
-    Control(Control),
-    Stolen(usize),
-    /// a copy for this device; the packet goes on (pipe)
-    Mirror(usize),
-}
-
 impl Filter {
     fn matches(&self, p: &Packet) -> bool {
+        if p.proto == Proto::Arp && !self.spec.protocol_all {
+            return false;
+        }
+        if let Some(key) = &self.spec.flower {
+            return !self.indev_elsewhere && flower_match(key, p);
+        }
         if p.proto == Proto::Arp {
-            return self.spec.protocol_all && self.spec.matches.iter().all(|m| m.mask == 0);
+            return self.spec.matches.iter().all(|m| m.mask == 0);
         }
         self.spec.matches.iter().all(|m| {
             if m.mask == 0 {
@@ -316,12 +107,13 @@ impl Filter {
         })
     }
 
-    /// `tcf_exts_exec`: the actions in order while each pipes; the devices
-    /// a mirror copies to go to `mirrored`.
-    fn exec(&mut self, now: SimTime, len: u32, mirrored: &mut Vec<usize>) -> Step {
+    /// `tcf_exts_exec`: the actions in order while each pipes (`len` and
+    /// `frame` as [`Police::act`] takes them); the devices a mirror copies
+    /// to go to `mirrored`.
+    fn exec(&mut self, now: SimTime, len: u32, frame: u32, mirrored: &mut Vec<usize>) -> Step {
         let mut last = Control::Pipe;
         for a in &mut self.actions {
-            last = match a.run(now, len) {
+            last = match a.run(now, len, frame) {
                 Step::Stolen(dev) => return Step::Stolen(dev),
                 Step::Mirror(dev) => {
                     mirrored.push(dev);
@@ -335,6 +127,41 @@ impl Filter {
         }
         Step::Control(last)
     }
+}
+
+/// `tc_new_tfilter`'s checks of a new filter `f` against the filters
+/// already on its hook (`egress`: clsact's transmit one): one kind and one
+/// protocol per prio (`tcf_chain_tp_find`, `tc_new_tfilter`), no second flower filter of the
+/// same mask and masked key (`fl_ht_insert_unique`), and `indev` only where
+/// packets are received.
+fn check_new_filter<'a>(
+    f: &HookFilter,
+    egress: bool,
+    others: impl Iterator<Item = &'a Filter>,
+) -> Result<(), TcError> {
+    if egress && f.flower.as_ref().is_some_and(|k| k.indev.is_some()) {
+        return Err(TcError::NotSupported(
+            "flower indev on the transmit hook is not supported yet".into(),
+        ));
+    }
+    for g in others.filter(|g| g.spec.prio == f.prio) {
+        if g.spec.protocol_all != f.protocol_all {
+            return Err(TcError::FilterExtack(
+                "Protocol mismatch for filter with specified priority".into(),
+            ));
+        }
+        if g.spec.classifier != f.classifier {
+            return Err(TcError::FilterExtack(
+                "Specified filter kind does not match existing one".into(),
+            ));
+        }
+        if let (Some(a), Some(b)) = (&g.spec.flower, &f.flower) {
+            if a.same_masked_key(b) {
+                return Err(TcError::FilterErrno("File exists"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Counters of the hook's qdisc (`tc -s qdisc show` of ingress/clsact).
@@ -366,7 +193,8 @@ pub struct Hook {
 }
 
 impl Hook {
-    /// Build the hook of `spec`; `dev_index` resolves a mirred target.
+    /// Build the hook of device `dev` from `spec`; `dev_index` resolves a
+    /// mirred target or a flower `indev`.
     /// Filters the spec still holds unchanged keep what `old` built of them
     /// (policer buckets, handles, action indexes and counters: the filters a
     /// `tc filter` verb leaves in place, engine/tc.rs `tc_hook_filter`); a
@@ -374,6 +202,7 @@ impl Hook {
     /// neither this hook nor `taken` (the other hooks of the namespace:
     /// (kind, index)) holds.
     pub fn new(
+        dev: usize,
         clsact: bool,
         spec: &HookSpec,
         now: SimTime,
@@ -433,8 +262,18 @@ impl Hook {
                 if sides[side][i].is_some() {
                     continue;
                 }
+                check_new_filter(f, side == 1, sides[side].iter().flatten())?;
                 let handle = match f.classifier {
                     Classifier::Matchall => 1,
+                    Classifier::Flower => (1..)
+                        .find(|h| {
+                            !sides[side].iter().flatten().any(|g| {
+                                g.spec.classifier == Classifier::Flower
+                                    && g.spec.prio == f.prio
+                                    && g.handle == *h
+                            })
+                        })
+                        .expect("a free flower handle"),
                     Classifier::U32 => {
                         let had_u32 = any_u32(&sides);
                         let peers: Vec<u32> = sides[side]
@@ -481,18 +320,36 @@ impl Hook {
                         firstuse: None,
                     });
                 }
+                let indev = f.flower.as_ref().and_then(|k| k.indev.as_deref());
+                let indev_elsewhere = match indev.map(dev_index) {
+                    None => false,
+                    Some(Some(i)) => i != dev,
+                    Some(None) => {
+                        return Err(TcError::FilterExtack("Network device not found".into()))
+                    }
+                };
                 sides[side][i] = Some(Filter {
                     spec: f.clone(),
                     handle,
+                    indev_elsewhere,
                     actions,
                     hits: 0,
                 });
             }
         }
         let [ingress, egress] = sides.map(|list| {
-            let mut out: Vec<Filter> = list.into_iter().flatten().collect();
-            out.sort_by_key(|f| f.spec.prio);
-            out
+            let out: Vec<Filter> = list.into_iter().flatten().collect();
+            // by prio; within one, flower's masks in creation order
+            let mut ranked: Vec<(u32, usize, Filter)> = out
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let rank = classify_rank(&out, i, |g| (g.spec.prio, g.spec.flower.as_ref()));
+                    (f.spec.prio, rank, f.clone())
+                })
+                .collect();
+            ranked.sort_by_key(|&(prio, rank, _)| (prio, rank));
+            ranked.into_iter().map(|(_, _, f)| f).collect::<Vec<_>>()
         });
         Ok(Hook {
             clsact,
@@ -543,16 +400,28 @@ impl Hook {
         } else {
             &mut self.ingress
         };
+        let frame = if p.is_gso() {
+            p.header_len() + p.gso_size as u32
+        } else {
+            p.len
+        };
         let mut restarts = 0;
         'classify: loop {
+            // a flower prio that said "continue": its other filters are passed
+            let mut passed_prio: Option<u32> = None;
             for f in filters.iter_mut() {
-                if !f.matches(p) {
+                if passed_prio == Some(f.spec.prio) || !f.matches(p) {
                     continue;
                 }
                 f.hits += 1;
-                match f.exec(now, len, &mut self.mirrored) {
+                match f.exec(now, len, frame, &mut self.mirrored) {
                     Step::Stolen(dev) => return Outcome::Redirect(dev),
-                    Step::Control(Control::Continue) => continue,
+                    Step::Control(Control::Continue) => {
+                        if f.spec.classifier == Classifier::Flower {
+                            passed_prio = Some(f.spec.prio);
+                        }
+                        continue;
+                    }
                     Step::Control(Control::Reclassify) => {
                         restarts += 1;
                         if restarts >= MAX_RECLASSIFY_LOOP {
@@ -615,8 +484,9 @@ impl Hook {
             terminal: f.spec.classid.is_some() || !f.spec.actions.is_empty(),
             keys: match f.spec.classifier {
                 Classifier::U32 => u32_keys(&f.spec.matches),
-                Classifier::Matchall => vec![],
+                Classifier::Matchall | Classifier::Flower => vec![],
             },
+            flower: f.spec.flower.clone(),
             actions: f
                 .actions
                 .iter()
@@ -637,11 +507,15 @@ impl Hook {
                 continue;
             }
             let filters = match kind {
-                Classifier::Matchall => list
-                    .iter()
-                    .filter(|g| g.spec.classifier == kind && g.spec.prio == f.spec.prio)
-                    .map(show)
-                    .collect(),
+                Classifier::Matchall | Classifier::Flower => {
+                    let mut same: Vec<&Filter> = list
+                        .iter()
+                        .filter(|g| g.spec.classifier == kind && g.spec.prio == f.spec.prio)
+                        .collect();
+                    // fl_walk: by handle
+                    same.sort_by_key(|g| g.handle);
+                    same.into_iter().map(show).collect()
+                }
                 Classifier::U32 => self
                     .u32_hlist
                     .iter()
@@ -674,98 +548,11 @@ impl Hook {
 mod tests {
     use super::*;
     use crate::packet::tests::frame;
+    use crate::qdisc::spec::ActionSpec;
     use crate::qdisc::spec::{U32Field, U32Match};
 
     fn t(ns: u64) -> SimTime {
         SimTime::from_nanos(ns)
-    }
-
-    /// 1 Mbit/s (125 000 B/s), burst 10 000 B → tc ticks
-    /// floor(1e6·10000/125000·15.625) = 1 250 000 → 80 000 000 ns.
-    fn police(exceed: Control) -> Police {
-        Police::new(
-            125_000,
-            1_250_000 << 6,
-            0,
-            None,
-            0,
-            0,
-            false,
-            exceed,
-            Control::Ok,
-            t(0),
-        )
-        .unwrap()
-    }
-
-    #[test]
-    fn police_passes_the_burst_then_drops_until_tokens_refill() {
-        let mut p = police(Control::Drop);
-        // 1000 bytes cost 8 ms at 125 000 B/s; 80 ms of bucket = 10 packets
-        for i in 0..10 {
-            assert_eq!(p.act(t(0), 1000), Control::Ok, "packet {i}");
-        }
-        assert_eq!(p.tokens_ns(), 0);
-        assert_eq!(p.act(t(0), 1000), Control::Drop);
-        // 7.999 ms later one packet is still short of tokens
-        assert_eq!(p.act(t(7_999_999), 1000), Control::Drop);
-        assert_eq!(p.act(t(8_000_000), 1000), Control::Ok);
-        assert_eq!(
-            p.stats,
-            ActionStats {
-                bytes: 13_000,
-                packets: 13,
-                drops: 2,
-                overlimits: 2
-            }
-        );
-    }
-
-    #[test]
-    fn police_refill_is_capped_at_the_burst() {
-        let mut p = police(Control::Drop);
-        // idle for 10 s: still only 80 ms of tokens
-        for _ in 0..10 {
-            assert_eq!(p.act(t(10_000_000_000), 1000), Control::Ok);
-        }
-        assert_eq!(p.act(t(10_000_000_000), 1000), Control::Drop);
-    }
-
-    #[test]
-    fn police_mtu_and_peakrate() {
-        // mtu 1500: a 1501-byte packet always exceeds
-        let mut p = Police::new(
-            125_000,
-            1_250_000 << 6,
-            1500,
-            Some(250_000),
-            0,
-            0,
-            false,
-            Control::Drop,
-            Control::Ok,
-            t(0),
-        )
-        .unwrap();
-        assert_eq!(p.act(t(0), 1501), Control::Drop);
-        // the peak bucket holds one mtu (6 ms at 250 000 B/s): 1500 B pass,
-        // the next 1500 B needs 6 ms more
-        assert_eq!(p.act(t(0), 1500), Control::Ok);
-        assert_eq!(p.act(t(0), 1500), Control::Drop);
-        assert_eq!(p.act(t(6_000_000), 1500), Control::Ok);
-        assert!(Police::new(
-            125_000,
-            1 << 20,
-            0,
-            Some(250_000),
-            0,
-            0,
-            false,
-            Control::Drop,
-            Control::Ok,
-            t(0)
-        )
-        .is_err());
     }
 
     fn hook(filters: Vec<HookFilter>) -> Hook {
@@ -774,6 +561,7 @@ mod tests {
             egress: vec![],
         };
         Hook::new(
+            0,
             false,
             &spec,
             t(0),
@@ -794,6 +582,7 @@ mod tests {
                 value: 0,
                 mask: 0,
             }],
+            flower: None,
             classid: None,
             actions,
         }
@@ -839,6 +628,7 @@ mod tests {
         // another hook of the namespace holds mirred 1
         let taken = [("mirred", 1)];
         let h = Hook::new(
+            0,
             false,
             &spec(vec![filter(5, mirred()), filter(9, mirred())]),
             t(0),
@@ -866,6 +656,7 @@ mod tests {
         assert_eq!(d.tps[0].filters[0].actions[0].tm.firstuse, 0);
         // prio 5 deleted, prio 7 added: the next table id (802:), the freed index 2
         let mut h2 = Hook::new(
+            0,
             false,
             &spec(vec![filter(9, mirred()), filter(7, mirred())]),
             t(0),
@@ -934,7 +725,7 @@ mod tests {
             )],
             egress: vec![],
         };
-        let e = Hook::new(false, &spec, t(0), &|_| None, None, &[]).unwrap_err();
+        let e = Hook::new(0, false, &spec, t(0), &|_| None, None, &[]).unwrap_err();
         assert!(e.to_string().contains("ifb9"), "{e}");
     }
 
@@ -1021,7 +812,83 @@ mod tests {
             ingress: vec![f, filter(5, vec![])],
             egress: vec![],
         };
-        let mut h2 = Hook::new(false, &spec, t(0), &|_| Some(7), Some(&h), &[]).unwrap();
+        let mut h2 = Hook::new(0, false, &spec, t(0), &|_| Some(7), Some(&h), &[]).unwrap();
         assert_eq!(h2.run(false, t(0), &frame(1000), 1000), Outcome::Drop);
+    }
+
+    fn flower(prio: u32, key: crate::qdisc::spec::FlowerKey, control: Control) -> HookFilter {
+        HookFilter {
+            prio,
+            protocol_all: false,
+            classifier: Classifier::Flower,
+            matches: vec![],
+            flower: Some(key),
+            classid: None,
+            actions: vec![ActionSpec::Gact { control }],
+        }
+    }
+
+    #[test]
+    fn flower_continue_passes_its_whole_prio_and_handles_count_from_one() {
+        use crate::qdisc::spec::{FlowerKey, FlowerPort};
+        let udp = FlowerKey {
+            ip_proto: Some(17),
+            ..FlowerKey::default()
+        };
+        let dport = FlowerKey {
+            dst_port: Some(FlowerPort::Masked {
+                value: 5201,
+                mask: 0xffff,
+            }),
+            ..udp.clone()
+        };
+        // prio 1: udp (continue), then the port (drop), which the test frame also
+        // matches; fl_classify answers once per prio, so prio 2's pass decides
+        let mut h = hook(vec![
+            flower(1, udp, Control::Continue),
+            flower(1, dport.clone(), Control::Drop),
+            flower(2, dport, Control::Ok),
+        ]);
+        assert_eq!(h.run(false, t(0), &frame(1000), 1000), Outcome::Pass);
+        let d = h.filter_dump(0, t(0));
+        let seen: Vec<(u32, u32, u64)> = d
+            .tps
+            .iter()
+            .flat_map(|tp| tp.filters.iter().map(move |f| (tp.prio, f.handle, f.hits)))
+            .collect();
+        assert_eq!(seen, vec![(1, 1, 1), (1, 2, 0), (2, 1, 1)]);
+    }
+
+    #[test]
+    fn flower_indev_is_the_receiving_device() {
+        use crate::qdisc::spec::FlowerKey;
+        let on = |dev: &str| FlowerKey {
+            indev: Some(dev.into()),
+            ..FlowerKey::default()
+        };
+        let spec = HookSpec {
+            ingress: vec![flower(1, on("eth1"), Control::Drop)],
+            egress: vec![],
+        };
+        // the hook of device 3; eth1 is device 3, eth2 device 4
+        let names = |d: &str| match d {
+            "eth1" => Some(3),
+            "eth2" => Some(4),
+            _ => None,
+        };
+        let mut h = Hook::new(3, false, &spec, t(0), &names, None, &[]).unwrap();
+        assert_eq!(h.run(false, t(0), &frame(100), 100), Outcome::Drop);
+        let spec = HookSpec {
+            ingress: vec![flower(1, on("eth2"), Control::Drop)],
+            egress: vec![],
+        };
+        let mut h = Hook::new(3, false, &spec, t(0), &names, None, &[]).unwrap();
+        assert_eq!(h.run(false, t(0), &frame(100), 100), Outcome::Pass);
+        let spec = HookSpec {
+            ingress: vec![flower(1, on("eth9"), Control::Drop)],
+            egress: vec![],
+        };
+        let e = Hook::new(3, false, &spec, t(0), &names, None, &[]).unwrap_err();
+        assert_eq!(e, TcError::FilterExtack("Network device not found".into()));
     }
 }

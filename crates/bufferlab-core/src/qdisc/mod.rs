@@ -16,6 +16,7 @@
 //! returns [`Verdict::Dropped`], so every ancestor adds one to its own
 //! `drops` as Linux's parents do (docs/semantics/qdiscs.md §1.5).
 
+pub mod action;
 pub mod api;
 pub mod blue;
 pub mod cake;

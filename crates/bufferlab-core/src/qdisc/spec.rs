@@ -902,14 +902,72 @@ impl HtbLeaf {
     }
 }
 
-/// `tc filter … u32 match … flowid M:N`: all matches must hold.
+/// `tc filter … u32 match … flowid M:N` (all matches must hold), or with
+/// `flower` set `tc filter … flower KEYS classid M:N` (its keys must hold;
+/// `matches` is then empty).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct U32Filter {
+    /// 0 in a `tc filter add` without one: the kernel's pick (ingress.rs `auto_prio`)
     pub prio: u32,
     pub matches: Vec<U32Match>,
     /// minor of the target class
     pub flowid: u16,
+    /// a flower filter's keys (classify.rs `flower_match`)
+    #[serde(default)]
+    pub flower: Option<FlowerKey>,
+}
+
+/// The keys of one `flower` filter as tc/f_flower.c `flower_parse_opt`
+/// sends them and net/sched/cls_flower.c `fl_set_key` keeps them: each
+/// value as typed with its mask; a packet matches when `field & mask ==
+/// value & mask` holds for every key given (a port range: min ≤ port ≤ max).
+/// `protocol ip` is the `eth_type` key, which the filter's protocol carries.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowerKey {
+    /// IP protocol number (`ip_proto tcp` 6, `udp` 17, `icmp` 1, `sctp` 132)
+    #[serde(default)]
+    pub ip_proto: Option<u8>,
+    #[serde(default)]
+    pub src_ip: Option<FlowerMasked>,
+    #[serde(default)]
+    pub dst_ip: Option<FlowerMasked>,
+    #[serde(default)]
+    pub src_port: Option<FlowerPort>,
+    #[serde(default)]
+    pub dst_port: Option<FlowerPort>,
+    /// the whole TOS byte (DSCP and ECN)
+    #[serde(default)]
+    pub ip_tos: Option<FlowerMasked>,
+    #[serde(default)]
+    pub ip_ttl: Option<FlowerMasked>,
+    /// `ip_flags`: bit 0 `frag`, bit 1 `firstfrag` (`TCA_FLOWER_KEY_FLAGS_*`)
+    #[serde(default)]
+    pub ip_flags: Option<FlowerMasked>,
+    /// `indev DEV`: only packets received on DEV (a receive hook's filters)
+    #[serde(default)]
+    pub indev: Option<String>,
+    /// `skip_hw` (`TCA_CLS_FLAGS_SKIP_HW`; every filter is `not_in_hw`)
+    #[serde(default)]
+    pub skip_hw: bool,
+}
+
+/// A key and its mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowerMasked {
+    pub value: u32,
+    pub mask: u32,
+}
+
+/// `src_port`/`dst_port`: `N` or `N/MASK` (`TCA_FLOWER_KEY_TCP_DST` and its
+/// mask), or `MIN-MAX` (`TCA_FLOWER_KEY_PORT_DST_MIN`/`_MAX`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FlowerPort {
+    Masked { value: u16, mask: u16 },
+    Range { min: u16, max: u16 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema, Serialize)]
@@ -1390,7 +1448,7 @@ pub struct HookSpec {
 }
 
 /// One `tc filter add dev D parent ffff: [protocol ip|all] [prio N]
-/// (u32 match … | matchall) [flowid X:Y] action …`.
+/// (u32 match … | matchall | flower KEYS) [flowid X:Y] action …`.
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HookFilter {
@@ -1398,11 +1456,14 @@ pub struct HookFilter {
     /// `protocol all` (else `ip`: ARP frames do not match)
     #[serde(default)]
     pub protocol_all: bool,
-    /// `u32` or `matchall`, for `tc filter show`
+    /// `u32`, `matchall` or `flower`
     pub classifier: Classifier,
     /// u32 matches, all of which must hold (none: every packet)
     #[serde(default)]
     pub matches: Vec<U32Match>,
+    /// flower's keys
+    #[serde(default)]
+    pub flower: Option<FlowerKey>,
     /// `flowid`/`classid` (major << 16 | minor), recorded for show
     #[serde(default)]
     pub classid: Option<u32>,
@@ -1415,6 +1476,7 @@ pub struct HookFilter {
 pub enum Classifier {
     U32,
     Matchall,
+    Flower,
 }
 
 /// A verdict of an action (`TC_ACT_*` as tc's `parse_action_control` names

@@ -39,6 +39,21 @@ class Cursor:
         return self.take()
 
 
+def read_classid(v: Word) -> int:
+    """``get_tc_classid`` of a filter's ``flowid``/``classid`` or ``parent``: ``MAJOR:MINOR``
+    in hex (a word that is no hex number, ``flowid flowid 1:1`` of fuzz.py campaign 6, is
+    refused as tc refuses it)."""
+    major_t, colon, minor_t = v.text.partition(":")
+    try:
+        major = int(major_t, 16) if major_t else 0 if colon else None
+        minor = int(minor_t, 16) if minor_t else 0
+    except ValueError:
+        major = minor = None
+    if major is None or minor is None or not colon or major > 0xFFFF or minor > 0xFFFF:
+        raise CommandError(f'Illegal "classid" "{v.text}"', col=v.col, expected="MAJOR:MINOR, e.g. 1:1")
+    return (major << 16) | minor
+
+
 def rewrap(err: CommandError, message: str, col: int | None = None) -> CommandError:
     cls = NotSupportedError if isinstance(err, NotSupportedError) else CommandError
     return cls(message, col=err.col if col is None else col, expected=err.expected, suggestion=err.suggestion)

@@ -7,12 +7,13 @@ the block's classid and its ``tcf_proto``s with their handles, u32 keys, actions
 ages); this module prints them as iproute2 does: tc/tc_filter.c ``print_filter`` (one line per
 dumped message: the ``tcf_proto`` header, then u32's hash table and its nodes, or matchall's
 filter), tc/f_u32.c ``u32_print_opt`` and ``print_raw``, tc/f_matchall.c ``matchall_print_opt``,
-tc/m_action.c ``tc_print_one_action``, tc/m_mirred.c ``print_mirred``, tc/m_police.c
-``print_police``, tc/m_gact.c ``print_gact`` and tc/tc_util.c ``print_tm`` and
-``print_tcstats2_attr``. ``lab2019`` prints as iproute2 4.15, ``modern`` as 6.9 and later; the
-differences: u32's ``terminal flowid ???`` (4.15) or ``terminal flowid`` (6.x), mirred's index
-line (`` \\tindex`` and a trailing ``\\n `` in 4.15), police's ``ref 1 bind 1`` without the
-trailing space (4.15), matchall's ``(rule hit N)`` and the actions' ``firstused`` age (6.x only).
+tc/f_flower.c ``flower_print_opt`` (6.x; flower.py refuses lab2019), tc/m_action.c
+``tc_print_one_action``, tc/m_mirred.c ``print_mirred``, tc/m_police.c ``print_police``,
+tc/m_gact.c ``print_gact`` and tc/tc_util.c ``print_tm`` and ``print_tcstats2_attr``.
+``lab2019`` prints as iproute2 4.15, ``modern`` as 6.9 and later; the differences: u32's
+``terminal flowid ???`` (4.15) or ``terminal flowid`` (6.x), mirred's index line (`` \\tindex``
+and a trailing ``\\n `` in 4.15), police's ``ref 1 bind 1`` without the trailing space (4.15),
+matchall's ``(rule hit N)`` and the actions' ``firstused`` age (6.x only).
 
 u32 runs without ``CONFIG_CLS_U32_PERF`` and ``CONFIG_CLS_U32_MARK`` (as Debian's and this
 project's reference kernels: no ``rule hit`` counters on u32 lines); every filter is
@@ -29,6 +30,7 @@ from ...errors import CommandError, NotSupportedError
 from .._common import c_int_full, matches
 from ..shell import Word
 from .cursor import Cursor
+from .flower import IP_FLAGS, IP_PROTOS
 from .tc_util import sprint_rate, sprint_size, xmitsize
 
 #: ``TC_H_CLSACT`` minors
@@ -259,6 +261,55 @@ def _matchall_text(f: dict[str, Any], stats: bool, details: bool, modern: bool) 
     return out + _actions_text(f["actions"], stats, details, modern)
 
 
+def _masked_u8_text(name: str, m: dict[str, int] | None) -> str:
+    """``print_masked_u8``: the value in decimal, a mask other than 0xff in hex."""
+    if not m or not m["mask"]:
+        return ""
+    return f"\n  {name} {m['value']}" + (f"/0x{m['mask']:x}" if m["mask"] != 0xFF else "")
+
+
+def _ip_text(name: str, m: dict[str, int] | None) -> str:
+    """``flower_print_ip_addr``: the address as given, ``/LEN`` below 32."""
+    if not m or not m["mask"]:
+        return ""
+    addr = ".".join(str(b) for b in int(m["value"]).to_bytes(4, "big"))
+    bits = bin(m["mask"]).count("1")
+    return f"\n  {name} {addr}" + (f"/{bits}" if bits < 32 else "")
+
+
+def _flower_text(f: dict[str, Any], protocol_all: bool, stats: bool, details: bool, modern: bool) -> str:
+    """f_flower.c ``flower_print_opt`` (iproute2 6.x): ``handle``, ``classid``, ``indev``, the
+    keys in its order (each ``print_nl`` then two spaces; a key whose mask is zero the kernel
+    does not dump), the flags (``not_in_hw``: nothing is offloaded), the actions."""
+    k = f["flower"] or {}
+    out = "handle 0x%x " % f["handle"]
+    if f["classid"] is not None:
+        out += "classid %s " % classid_text(int(f["classid"]))
+    if k.get("indev"):
+        out += "\n  indev %s" % k["indev"]
+    if not protocol_all:
+        out += "\n  eth_type ipv4"
+    if k.get("ip_proto") is not None:
+        names = {n: name for name, n in IP_PROTOS}
+        out += "\n  ip_proto %s" % names.get(k["ip_proto"], "%02x" % k["ip_proto"])
+    out += _masked_u8_text("ip_tos", k.get("ip_tos")) + _masked_u8_text("ip_ttl", k.get("ip_ttl"))
+    out += _ip_text("dst_ip", k.get("dst_ip")) + _ip_text("src_ip", k.get("src_ip"))
+    ports = [(name, k.get(name)) for name in ("dst_port", "src_port")]
+    for name, p in ports:
+        if p and p["kind"] == "masked" and p["mask"]:
+            out += f"\n  {name} {p['value']}" + (f"/0x{p['mask']:x}" if p["mask"] != 0xFFFF else "")
+    for name, p in ports:
+        if p and p["kind"] == "range":
+            out += f"\n  {name} {p['min']}-{p['max']}"
+    flags = k.get("ip_flags")
+    if flags and flags["mask"]:
+        shown = [n if flags["value"] & bit else "no" + n for n, bit in IP_FLAGS if flags["mask"] & bit]
+        out += "\n  ip_flags " + "/".join(shown)
+    if k.get("skip_hw"):
+        out += "\n  skip_hw"
+    return out + "\n  not_in_hw" + _actions_text(f["actions"], stats, details, modern)
+
+
 def filter_show_text(dump: dict[str, Any], show: TcFilterShow, modern: bool) -> str:
     """``print_filter`` for every message of the engine's dump (``FilterDump``)."""
     out = []
@@ -282,6 +333,10 @@ def filter_show_text(dump: dict[str, Any], show: TcFilterShow, modern: bool) -> 
         for f in tp["filters"]:
             if tp["kind"] == "matchall":
                 out.append(head + _matchall_text(f, show.stats, show.details, modern) + "\n")
+                continue
+            if tp["kind"] == "flower":
+                text = _flower_text(f, tp["protocol_all"], show.stats, show.details, modern)
+                out.append(head + text + "\n")
                 continue
             if f["handle"] & 0xFFF00000 != ht:
                 ht = f["handle"] & 0xFFF00000

@@ -1,5 +1,5 @@
 """``htb`` (tc/q_htb.c) with ``tc class`` (tc/tc_class.c) and the ``u32`` matches of
-``tc filter`` (tc/f_u32.c) that steer packets into its classes.
+``tc filter`` (tc/f_u32.c; ``flower``: flower.py) that steer packets into its classes.
 
 Each ``tc class`` line becomes one engine request (``TcClassRequest.to_dict``: the
 ``ClassRequest`` of crates/bufferlab-core/src/qdisc/spec.rs, sent by
@@ -34,6 +34,7 @@ from . import ets as _ets
 from . import hfsc as _hfsc
 from ._schema import QdiscSpecHtb as HtbSpec
 from .cursor import Cursor, read_unit
+from .flower import parse_flower
 from .kind import QdiscKind
 from .prio import class_show_lines as prio_class_show_lines
 from .tc_util import sprint_rate, sprint_size, xmitsize, xmittime
@@ -307,11 +308,12 @@ def _parse_class_opt(kind_word: Word, cur: Cursor, modern: bool) -> dict[str, An
 
 _FILTER_EXPECTED = (
     "tc filter add dev D parent M: protocol ip prio N u32 match ip {src|dst} A/LEN | "
-    "match ip {sport|dport} N 0xffff | match ip tos V M ... flowid M:N"
+    "match ip {sport|dport} N 0xffff | match ip tos V M ... flowid M:N | "
+    "… protocol ip prio N flower ip_proto tcp dst_port N classid M:N"
 )
 
 
-def parse_filter(words: list[Word], i: int) -> TcFilterRequest:
+def parse_filter(words: list[Word], i: int, modern: bool) -> TcFilterRequest:
     cur = Cursor(words, i)
     verb_w = cur.take()
     verb = next((v for v in ("add", "delete") if matches(verb_w.text, v)), None)
@@ -324,6 +326,8 @@ def parse_filter(words: list[Word], i: int) -> TcFilterRequest:
     prio = 0
     matches_: list[dict[str, int | str]] = []
     flowid: int | None = None
+    protocol: str | None = None
+    flower: dict[str, Any] | None = None
     while not cur.done():
         w = cur.take()
         t = w.text
@@ -340,10 +344,15 @@ def parse_filter(words: list[Word], i: int) -> TcFilterRequest:
             v = cur.value(w, "protocol ip")
             if v.text != "ip":
                 raise NotSupportedError(f"tc filter protocol {v.text} is not supported yet", col=v.col)
+            protocol = v.text
         elif t in ("prio", "pref", "priority", "preference"):
             prio = _number(cur.value(w, "prio N"), 0, "prio", "a filter priority")
         elif t == "u32":
             pass
+        elif t == "flower":
+            fl = parse_flower(cur, protocol, False, modern, None, w)
+            flower = fl.key
+            flowid = None if fl.classid is None else fl.classid & 0xFFFF
         elif t == "match":
             matches_.append(_parse_match(w, cur))
         elif t in ("flowid", "classid"):
@@ -355,14 +364,37 @@ def parse_filter(words: list[Word], i: int) -> TcFilterRequest:
     if dev is None or major is None:
         raise CommandError("tc filter needs dev and parent", col=verb_w.col, expected=_FILTER_EXPECTED)
     if verb == "delete":
+        if prio:
+            # tc_del_tfilter removes that prio's tcf_proto only; the engine keeps no handles to
+            # renumber what would stay
+            raise NotSupportedError(
+                "tc filter del … prio N on a qdisc is not supported yet",
+                col=verb_w.col,
+                expected="tc filter del dev D parent M: (every filter there)",
+            )
         return TcFilterRequest(verb="delete", dev=dev.text, major=major, dev_col=dev.col, verb_col=verb_w.col)
-    if not matches_ or flowid is None:
+    if flower is not None:
+        if protocol is None:
+            message = "Error: Filter kind and protocol must be specified."
+            raise CommandError(message, col=verb_w.col, expected=_FILTER_EXPECTED)
+        if flowid is None:
+            raise NotSupportedError(
+                "a qdisc's flower filter without classid is not supported yet",
+                col=verb_w.col,
+                expected="flower KEYS classid M:N",
+            )
+    elif not matches_ or flowid is None:
         raise CommandError("u32 needs match ... and flowid M:N", col=verb_w.col, expected=_FILTER_EXPECTED)
     return TcFilterRequest(
         verb="add",
         dev=dev.text,
         major=major,
-        filter={"prio": prio or 49152, "matches": matches_, "flowid": flowid},
+        filter={
+            "prio": prio,
+            "matches": matches_,
+            "flowid": flowid,
+            **({"flower": flower} if flower is not None else {}),
+        },
         dev_col=dev.col,
         verb_col=verb_w.col,
     )

@@ -2,15 +2,15 @@
 them (docs/semantics/qdiscs.md §21).
 
 ``tc filter {add|delete} dev D {parent ffff:|ingress|egress} protocol {ip|all} [prio N]
-{u32 match … | matchall} [flowid X:Y] [action] …`` as tc/tc_filter.c, tc/f_u32.c and
-tc/f_matchall.c read it, with the actions of tc/m_action.c: ``mirred egress redirect|mirror
-dev DEV`` (tc/m_mirred.c), ``police`` (tc/m_police.c ``act_parse_police``: rate, burst, mtu,
-peakrate, overhead, mpu, linklayer and the ``conform-exceed EXCEED[/CONFORM]`` verdicts)
-and the plain verdicts of tc/m_gact.c (``action drop``). Each ``tc filter`` line is one
-engine request (``HookFilterRequest.to_dict``, sent by ``Engine.tc_hook_filter``): the
-engine adds or removes the filter and answers as the kernel does; a ``tc qdisc
-change|replace`` of the same kind keeps the filters. ``flower``, ``bpf``, ``basic``,
-``fw``, ``mirred ingress``, ``avrate``, ``pkts_rate``, ``goto chain`` and ``index`` raise "not supported
+{u32 match … | matchall | flower KEYS} [flowid X:Y] [action] …`` as tc/tc_filter.c, tc/f_u32.c,
+tc/f_matchall.c and (flower.py) tc/f_flower.c read it, with the actions of tc/m_action.c:
+``mirred egress redirect|mirror dev DEV`` (tc/m_mirred.c), ``police`` (tc/m_police.c
+``act_parse_police``: rate, burst, mtu, peakrate, overhead, mpu, linklayer and the
+``conform-exceed EXCEED[/CONFORM]`` verdicts) and the plain verdicts of tc/m_gact.c (``action
+drop``). Each ``tc filter`` line is one engine request (``HookFilterRequest.to_dict``, sent by
+``Engine.tc_hook_filter``): the engine adds or removes the filter and answers as the kernel does;
+a ``tc qdisc change|replace`` of the same kind keeps the filters. ``bpf``, ``basic``, ``fw``,
+``mirred ingress``, ``avrate``, ``pkts_rate``, ``goto chain`` and ``index`` raise "not supported
 yet"; ``tc actions`` is not supported yet either (``tc filter show``: filter_show.py).
 
 Printing: ``ingress_print_opt`` prints a row of dashes; clsact prints nothing.
@@ -29,7 +29,8 @@ from ..shell import Word
 from . import _schema
 from ._schema import QdiscSpecClsact as ClsactSpec
 from ._schema import QdiscSpecIngress as IngressSpec
-from .cursor import Cursor, read_unit
+from .cursor import Cursor, read_classid, read_unit
+from .flower import parse_flower
 from .htb import _parse_match as _parse_ip_match
 from .kind import QdiscKind
 from .tc_util import cell_log, xmittime
@@ -48,7 +49,8 @@ _CONTROLS = {
 }
 _FILTER_EXPECTED = (
     "tc filter add dev D parent ffff: protocol all prio N u32 match u32 0 0 "
-    "action mirred egress redirect dev ifb0 | … matchall action police rate R burst B drop"
+    "action mirred egress redirect dev ifb0 | … matchall action police rate R burst B drop | "
+    "… protocol ip flower ip_proto tcp dst_port 5201 action drop"
 )
 
 
@@ -113,18 +115,6 @@ def is_hook_filter(words: list[Word], i: int) -> bool:
     return False
 
 
-def _classid(v: Word) -> int:
-    major_t, colon, minor_t = v.text.partition(":")
-    try:  # a word that is no hex number (`flowid flowid 1:1`, fuzz.py campaign 6) is refused below
-        major = int(major_t, 16) if major_t else 0 if colon else None
-        minor = int(minor_t, 16) if minor_t else 0
-    except ValueError:
-        major = minor = None
-    if major is None or minor is None or not colon or major > 0xFFFF or minor > 0xFFFF:
-        raise CommandError(f'Illegal "classid" "{v.text}"', col=v.col, expected="MAJOR:MINOR, e.g. 1:1")
-    return (major << 16) | minor
-
-
 def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterRequest:
     cur = Cursor(words, i)
     verb_w = cur.take()
@@ -140,6 +130,7 @@ def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterReque
     prio = 0
     classifier: str | None = None
     matches_: list[dict[str, Any]] = []
+    flower: dict[str, Any] | None = None
     classid: int | None = None
     actions: list[dict[str, Any]] = []
     mirred: list[tuple[str, int | None]] = []
@@ -153,7 +144,7 @@ def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterReque
                 hook = t
             elif t == "parent":
                 v = cur.value(w, "parent ffff:")
-                cid = _classid(v)
+                cid = read_classid(v)
                 minor = cid & 0xFFFF
                 if cid >> 16 != 0xFFFF or minor not in (0, 0xFFF2, 0xFFF3):
                     raise CommandError(
@@ -181,9 +172,20 @@ def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterReque
                 prio = n
             elif t in ("u32", "matchall"):
                 classifier = t
-            elif t in ("flower", "bpf", "basic", "fw", "route", "cgroup", "flow", "tcindex", "rsvp"):
+            elif t == "flower":
+                classifier = t
+                fl = parse_flower(
+                    cur,
+                    protocol,
+                    hook == "ingress",
+                    modern,
+                    lambda a, c: _parse_action(a, c, modern, mirred),
+                    w,
+                )
+                flower, classid, actions = fl.key, fl.classid, fl.actions
+            elif t in ("bpf", "basic", "fw", "route", "cgroup", "flow", "tcindex", "rsvp"):
                 raise NotSupportedError(
-                    f"tc filter {t} is not supported yet", col=w.col, expected="u32 or matchall"
+                    f"tc filter {t} is not supported yet", col=w.col, expected="u32, matchall or flower"
                 )
             elif t in ("handle", "chain", "block", "estimator", "root"):
                 raise NotSupportedError(
@@ -199,7 +201,7 @@ def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterReque
         if t == "match" and classifier == "u32":
             matches_.append(_parse_match(w, cur))
         elif t in ("flowid", "classid"):
-            classid = _classid(cur.value(w, "flowid X:Y"))
+            classid = read_classid(cur.value(w, "flowid X:Y"))
         elif t == "action" or t == "actions":
             actions.append(_parse_action(w, cur, modern, mirred))
         elif t == "police" and classifier == "u32":
@@ -237,6 +239,7 @@ def parse_filter(words: list[Word], i: int, profile: Profile) -> HookFilterReque
         "protocol_all": protocol == "all",
         "classifier": classifier,
         "matches": matches_,
+        **({"flower": flower} if flower is not None else {}),
         "classid": classid,
         "actions": actions,
     }

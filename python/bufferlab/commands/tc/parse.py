@@ -221,7 +221,7 @@ def parse_tc(
             return parse_filter_show(words, min(i + 2, len(words)), flags)
         if is_hook_filter(words, i + 1):
             return parse_hook_filter(words, i + 1, profile)
-        return parse_filter(words, i + 1)
+        return parse_filter(words, i + 1, bool(profile.tc_modern_print))
     elif any(matches(obj.text, o) for o in ("chain", "actions", "monitor", "exec")):
         full = next(o for o in ("chain", "actions", "monitor", "exec") if matches(obj.text, o))
         raise NotSupportedError(f"tc {full} is not supported yet", col=obj.col, expected="tc qdisc ...")

@@ -22,11 +22,38 @@
 
 use super::ops::{qdisc_not_found, ClassOps, Qdisc};
 use super::spec::{
-    ClassRequest, FilterRequest, FilterVerb, HtbLeaf, ParentSpec, TcRequest, TcVerb,
+    ClassRequest, FilterRequest, FilterVerb, HtbLeaf, ParentSpec, TcRequest, TcVerb, U32Filter,
 };
 use super::tree::{chain_netems, QdiscTree};
 use super::QdiscCtx;
 use crate::error::TcError;
+
+/// `tc_new_tfilter`'s checks of a new filter against those at its qdisc:
+/// one kind per prio (`Specified filter kind does not match existing
+/// one`), no second flower filter of the same mask and masked key
+/// (cls_flower.c `fl_ht_insert_unique`: EEXIST); `indev` needs a receive
+/// hook (a qdisc's packets carry no receiving device in the model).
+fn check_new_filter(f: &U32Filter, filters: &[U32Filter]) -> Result<(), TcError> {
+    if f.flower.as_ref().is_some_and(|k| k.indev.is_some()) {
+        return Err(TcError::NotSupported(
+            "flower indev on a qdisc's filters is not supported yet".into(),
+        ));
+    }
+    for g in filters.iter().filter(|g| g.prio == f.prio) {
+        match (&g.flower, &f.flower) {
+            (Some(a), Some(b)) if a.same_masked_key(b) => {
+                return Err(TcError::FilterErrno("File exists"))
+            }
+            (Some(_), Some(_)) | (None, None) => {}
+            _ => {
+                return Err(TcError::FilterExtack(
+                    "Specified filter kind does not match existing one".into(),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Where a `tc qdisc … parent P` lands inside a qdisc that owns classes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,7 +95,14 @@ impl QdiscTree {
             .find_map(|n| n.q.filters())
             .ok_or_else(qdisc_not_found)?;
         match (req.verb, &req.filter) {
-            (FilterVerb::Add, Some(f)) => filters.push(f.clone()),
+            (FilterVerb::Add, Some(f)) => {
+                let mut f = f.clone();
+                if f.prio == 0 {
+                    f.prio = super::ingress::auto_prio(filters.iter().map(|g| g.prio))?;
+                }
+                check_new_filter(&f, filters)?;
+                filters.push(f)
+            }
             (FilterVerb::Add, None) => {
                 return Err(TcError::Invalid(
                     "a filter is required for this command".into(),

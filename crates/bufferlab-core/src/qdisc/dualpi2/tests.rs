@@ -230,6 +230,7 @@ fn classification_by_ecn_and_by_filter() {
             mask: 0xffff,
         }],
         flowid: 2,
+        flower: None,
     };
     let mut d = q(DualPi2Spec {
         filters: Some(vec![filter]),
@@ -252,6 +253,7 @@ fn step_marks_l_packets_above_the_threshold_and_drops_non_ect_ones() {
             mask: 0xfc,
         }],
         flowid: 1,
+        flower: None,
     };
     let mut d = q(DualPi2Spec {
         filters: Some(vec![filter]),

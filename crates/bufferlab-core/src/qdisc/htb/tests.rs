@@ -31,6 +31,7 @@ fn dport_filter(port: u16, flowid: u16) -> U32Filter {
             mask: 0xffff,
         }],
         flowid,
+        flower: None,
     }
 }
 

@@ -74,6 +74,7 @@ fn filters_pick_the_band_and_an_out_of_range_flowid_takes_priority_zeros_band() 
             mask: 0xffff,
         }],
         flowid,
+        flower: None,
     };
     let mut s = spec(4);
     s.filters = vec![f(5201, 4)];
