@@ -40,7 +40,7 @@ impl Entry {
     /// the compiler turns into conditional moves rather than branches.
     #[inline(always)]
     fn key(&self) -> u128 {
-        (self.at.0 as u128) << 64 | self.seq as u128
+        key_of(self.at, self.seq)
     }
 }
 
@@ -145,20 +145,69 @@ pub struct EventQueue {
     timers: Heap,
     next_seq: u64,
     popped: u64,
+    /// events run outside the queue (engine/link_free.rs), of `popped`
+    run_outside: u64,
+    /// (instant, sequence number) of the last event popped, as `Entry::key`
+    /// (raised to the end of an instant by [`EventQueue::pass`]): which events
+    /// the engine has run already
+    position: u128,
+}
+
+/// `Entry::key` of an event not (yet) in the queue.
+#[inline]
+fn key_of(at: SimTime, seq: u64) -> u128 {
+    (at.0 as u128) << 64 | seq as u128
 }
 
 impl EventQueue {
     pub fn schedule(&mut self, at: SimTime, ev: Event) {
+        let seq = self.reserve_seq();
+        self.schedule_reserved(at, seq, ev);
+    }
+
+    /// The sequence number the next `schedule` would use, taken for an
+    /// event the owner keeps aside and may hand to
+    /// [`schedule_reserved`](Self::schedule_reserved) later: queued then,
+    /// it runs where it would have run had it been queued now.
+    pub fn reserve_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq - 1
+    }
+
+    /// Queue `ev` at `at` with a sequence number from
+    /// [`reserve_seq`](Self::reserve_seq), not yet run past
+    /// ([`has_passed`](Self::has_passed) false).
+    pub fn schedule_reserved(&mut self, at: SimTime, seq: u64, ev: Event) {
+        debug_assert!(!self.has_passed(at, seq));
         let heap = match ev {
             Event::AppTimer(_) | Event::NodeTimer(_) => &mut self.timers,
             _ => &mut self.packets,
         };
-        heap.push(Entry {
-            at,
-            seq: self.next_seq,
-            ev,
-        });
-        self.next_seq += 1;
+        heap.push(Entry { at, seq, ev });
+    }
+
+    /// Would an event at `at` with sequence number `seq` have run already?
+    #[inline]
+    pub fn has_passed(&self, at: SimTime, seq: u64) -> bool {
+        key_of(at, seq) < self.position
+    }
+
+    /// The run has reached the end of instant `until`: every event at or
+    /// before it counts as run.
+    pub fn pass(&mut self, until: SimTime) {
+        self.position = self.position.max(key_of(until, u64::MAX));
+    }
+
+    /// Count an event its owner kept out of the queue and ran itself
+    /// (engine/link_free.rs), as if it had been popped.
+    pub fn count_run_outside(&mut self) {
+        self.popped += 1;
+        self.run_outside += 1;
+    }
+
+    #[cfg(test)]
+    pub fn run_outside(&self) -> u64 {
+        self.run_outside
     }
 
     /// The heap whose head comes first.
@@ -184,10 +233,12 @@ impl EventQueue {
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
         let e = self.first().pop()?;
         self.popped += 1;
+        self.position = e.key();
         Some((e.at, e.ev))
     }
 
-    /// Events popped so far (stale ones included): the benchmark's event count.
+    /// Events popped so far (stale ones included) and those run outside the
+    /// queue: the benchmark's event count.
     pub fn popped(&self) -> u64 {
         self.popped
     }

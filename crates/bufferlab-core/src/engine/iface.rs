@@ -55,7 +55,14 @@ pub(super) struct Iface {
     pub(super) rate: Rate,
     pub(super) delay: SimDuration,
     pub(super) busy_until: SimTime,
+    /// a `LinkFree` is due at `busy_until`: queued, or kept aside in
+    /// `quiet_link_free`
     pub(super) link_free_pending: bool,
+    /// the sequence number of a pending `LinkFree` not in the event queue
+    /// because it will find the qdiscs empty (engine/link_free.rs)
+    pub(super) quiet_link_free: Option<u64>,
+    /// listed in `Simulator::quiet_link_frees`
+    pub(super) quiet_listed: bool,
     /// TCP Small Queues: the send memory of the packets serialising on a
     /// finite-rate link, given back to their sockets at TX completion
     /// (`busy_until`, the next `LinkFree`)
@@ -95,6 +102,8 @@ impl Iface {
             delay,
             busy_until: SimTime::ZERO,
             link_free_pending: false,
+            quiet_link_free: None,
+            quiet_listed: false,
             tx_releases: Vec::new(),
             watchdog_at: None,
             drops: DropCounters::default(),

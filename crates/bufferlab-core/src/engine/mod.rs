@@ -16,6 +16,7 @@
 //! | dev.rs | a device's receive and transmit steps: link down, hooks, redirect, ifb | net/core/dev.c, act_mirred.c |
 //! | qdisc_run.rs | the root qdisc: enqueue and `__qdisc_run` | net/sched/sch_generic.c |
 //! | wire.rs | transmission, serialisation, propagation, TX completion | net/core/dev.c, drivers/net/veth.c |
+//! | link_free.rs | TX completion: the events of quiet ones kept out of the queue | (engine only) |
 //! | tc.rs | the `tc` verbs and the ingress/clsact hook | net/sched/sch_api.c, cls_api.c |
 //! | observe.rs | packet captures and queue traces | net/packet/af_packet.c |
 //! | summary.rs | the summary and the accounting identity | net/core/rtnetlink.c |
@@ -40,6 +41,7 @@ mod dev;
 mod host_time;
 mod iface;
 mod ip;
+mod link_free;
 mod local;
 mod neigh;
 mod observe;
@@ -178,6 +180,16 @@ pub struct Simulator {
     mirred_nest: u32,
     /// the qdisc profile new devices (ifb) get
     profile: QdiscProfile,
+    /// inside `run_bounded`, the only place a `LinkFree` may stay out of
+    /// the queue (link_free.rs)
+    in_stretch: bool,
+    /// events (and zero-delay arrivals) the current stretch may still run
+    stretch_left: u64,
+    /// the devices whose `LinkFree` may be out of the queue (link_free.rs)
+    quiet_link_frees: Vec<u32>,
+    /// tests: queue every `LinkFree`, the reference the quiet ones must match
+    #[cfg(test)]
+    queue_every_link_free: bool,
 }
 
 impl Simulator {
@@ -268,6 +280,11 @@ impl Simulator {
             ifb_from: Vec::new(),
             mirred_nest: 0,
             profile,
+            in_stretch: false,
+            stretch_left: 0,
+            quiet_link_frees: Vec::new(),
+            #[cfg(test)]
+            queue_every_link_free: false,
         })
     }
 

@@ -21,6 +21,7 @@ const BULK_EXTRA: u32 = 8;
 impl Simulator {
     /// The transmit path after clsact's egress hook: the root qdisc.
     pub(super) fn xmit_past_hook(&mut self, iface: IfaceId, pid: PacketId) {
+        self.settle_link_free(iface);
         if self.ifaces[iface].tree.is_noqueue() {
             self.put_on_wire(iface, pid);
             return;
@@ -82,13 +83,12 @@ impl Simulator {
     pub(super) fn kick(&mut self, iface: IfaceId) {
         // packets the current restart has taken (0: the next dequeue starts a restart)
         let mut batch = 0u32;
+        self.settle_link_free(iface);
         loop {
             let ifc = &mut self.ifaces[iface];
             if ifc.busy_until > self.now {
                 if !ifc.link_free_pending {
-                    ifc.link_free_pending = true;
-                    self.events
-                        .schedule(ifc.busy_until, Event::LinkFree(iface as u32));
+                    self.arm_link_free(iface);
                 }
                 return;
             }

@@ -48,9 +48,18 @@ impl Simulator {
     /// ends (and the binding checks for signals, the caller for its limits)
     /// however long simulated time stands still.
     pub fn run_bounded(&mut self, until: SimTime, max_events: u64) -> Result<Option<Vec<u32>>> {
-        let mut budget = max_events;
+        self.stretch_left = max_events;
+        self.in_stretch = true;
+        let ran = self.run_stretch(until);
+        // between stretches every event is in the queue (link_free.rs)
+        self.in_stretch = false;
+        self.settle_link_frees();
+        ran
+    }
+
+    fn run_stretch(&mut self, until: SimTime) -> Result<Option<Vec<u32>>> {
         loop {
-            let drained = self.drain_pending(&mut budget);
+            let drained = self.drain_pending();
             self.check_stuck()?;
             if !drained? {
                 return Ok(None);
@@ -60,10 +69,16 @@ impl Simulator {
             }
             match self.events.peek_time() {
                 Some(t) if t <= until => {
-                    if budget == 0 {
-                        return Ok(None);
+                    if self.budget_near_quiet() {
+                        self.settle_link_frees();
+                        self.check_stuck()?;
+                        if self.stretch_left == 0 {
+                            return Ok(None);
+                        }
+                        // one of them may now come first
+                        continue;
                     }
-                    budget -= 1;
+                    self.stretch_left -= 1;
                     let (t, ev) = self.events.pop().expect("peeked");
                     self.now = t;
                     if self.work_at_instant() {
@@ -77,6 +92,7 @@ impl Simulator {
                 }
                 _ => {
                     self.now = self.now.max(until);
+                    self.events.pass(until);
                     break;
                 }
             }
@@ -96,15 +112,7 @@ impl Simulator {
     fn dispatch(&mut self, ev: Event) {
         match ev {
             Event::WireArrival(i) => self.wire_arrival(i as usize),
-            Event::LinkFree(i) => {
-                let ifc = &mut self.ifaces[i as usize];
-                ifc.link_free_pending = false;
-                // TX completion: the sockets get the sent packets' memory back
-                for r in ifc.tx_releases.drain(..) {
-                    self.arena.push_tsq(r);
-                }
-                self.kick(i as usize);
-            }
+            Event::LinkFree(i) => self.link_free(i as usize),
             Event::Watchdog(i) => {
                 let ifc = &mut self.ifaces[i as usize];
                 if ifc.watchdog_at == Some(self.now) {
@@ -197,16 +205,19 @@ impl Simulator {
         format!("the qdiscs of {}{what}", self.topo.iface_names[iface])
     }
 
-    /// Process the zero-delay arrivals of this instant, each against
-    /// `budget`; false when the budget ran out first.
-    fn drain_pending(&mut self, budget: &mut u64) -> Result<bool> {
+    /// Process the zero-delay arrivals of this instant, each against the
+    /// stretch's budget; false when the budget ran out first.
+    fn drain_pending(&mut self) -> Result<bool> {
         self.at_instant();
         while let Some((iface, pid)) = self.pending.pop_front() {
-            if *budget == 0 {
+            if self.budget_near_quiet() {
+                self.settle_link_frees();
+            }
+            if self.stretch_left == 0 {
                 self.pending.push_front((iface, pid));
                 return Ok(false);
             }
-            *budget -= 1;
+            self.stretch_left -= 1;
             self.instant_packets += 1;
             if self.instant_packets > MAX_PACKETS_PER_INSTANT {
                 self.pending.push_front((iface, pid));

@@ -1,5 +1,6 @@
 //! The engine's own unit tests: the per-instant limits, the qdisc run's
-//! batches, TCP Small Queues hand-back, a host outrunning its stack.
+//! batches, TCP Small Queues hand-back, a host outrunning its stack, quiet
+//! transmission ends kept out of the event queue.
 
 use super::*;
 use crate::packet::{Payload, Proto, TsqRelease};
@@ -225,4 +226,88 @@ fn a_host_sending_faster_than_its_stack_stops_the_run() {
     );
     assert!(err.contains("1 s behind"), "{err}");
     assert!(sim.now() < SimTime::from_nanos(S / 100), "{}", sim.now());
+}
+
+/// h1 ==10G== s1, and h2, h3 --1G-- s1 (10 µs wires, no ARP, no GSO, no
+/// host cost), ns-3's RED on s1's ports with qw 0.05 (the idle periods that
+/// empty dequeues start weigh in its average, which the summary shows); TCP
+/// from h3 to h1 and from h2 to h3, started together so that many events
+/// fall on the same nanosecond, and Poisson UDP at 700 Mbit/s from h1 to h2,
+/// which empties and fills s1's port to h2 again and again. `queue_every`
+/// queues every `LinkFree`.
+fn red_dumbbell(queue_every: bool) -> Simulator {
+    let wire = |a: &str, ai: &str, b: &str, bi: &str, ip: &str, gbps: u64| {
+        json!({"a": {"node": a, "intf": ai, "ip": ip}, "b": {"node": b, "intf": bi},
+               "rate_bps": gbps * 1_000_000_000, "delay_ns": 10_000})
+    };
+    let cfg = json!({
+        "seed": 7,
+        "nodes": [{"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"},
+                  {"name": "h3", "kind": "host"}, {"name": "s1", "kind": "switch"}],
+        "links": [wire("h1", "h1-eth0", "s1", "s1-eth1", "10.0.0.1", 10),
+                  wire("h2", "h2-eth0", "s1", "s1-eth2", "10.0.0.2", 1),
+                  wire("h3", "h3-eth0", "s1", "s1-eth3", "10.0.0.3", 1)],
+        "options": {"arp": false, "gso": false, "host_cost": no_cost()},
+    });
+    let mut sim = Simulator::from_json(&cfg.to_string()).unwrap();
+    sim.queue_every_link_free = queue_every;
+    let mut red = serde_json::to_value(crate::qdisc::spec::RedNs3Spec {
+        qw: 0.05,
+        bandwidth: 1_000_000_000,
+        link_delay: 10_000,
+        ..Default::default()
+    })
+    .unwrap();
+    red["kind"] = json!("red_ns3");
+    for dev in ["s1-eth1", "s1-eth2", "s1-eth3"] {
+        let tc = json!({"verb": "add", "dev": dev, "parent": "root", "handle": 1, "qdisc": red});
+        sim.tc(&serde_json::from_value(tc).unwrap()).unwrap();
+    }
+    for (from, to, addr) in [("h3", "h1", "10.0.0.1"), ("h2", "h3", "10.0.0.3")] {
+        let sink = json!({"kind": "sink", "port": 5001, "proto": "tcp"});
+        sim.start_app(to, &sink.to_string()).unwrap();
+        let bulk = json!({"kind": "bulk", "dst": addr, "port": 5001, "duration_ns": S});
+        sim.start_app(from, &bulk.to_string()).unwrap();
+    }
+    let sink = json!({"kind": "sink", "port": 9, "proto": "udp"});
+    sim.start_app("h2", &sink.to_string()).unwrap();
+    let poisson = json!({"kind": "udp_source", "pattern": "poisson", "dst": "10.0.0.2", "port": 9,
+                         "rate_bps": 700_000_000, "size": 1472, "duration_ns": S});
+    sim.start_app("h1", &poisson.to_string()).unwrap();
+    sim
+}
+
+/// Run to 100 ms in stretches of the given budgets (cycled): after each
+/// stretch, (instant, events so far); then the summary.
+fn stretches(sim: &mut Simulator, budgets: &[u64]) -> (Vec<(SimTime, u64)>, Value) {
+    let end = SimTime::from_nanos(100_000_000);
+    let mut stops = vec![];
+    for &b in budgets.iter().cycle() {
+        let out = sim.run_bounded(end, b).unwrap();
+        stops.push((sim.now(), sim.events_processed()));
+        if out.is_some() && sim.now() >= end {
+            break;
+        }
+    }
+    (stops, sim.summary())
+}
+
+#[test]
+fn quiet_link_frees_change_no_run() {
+    let (reference_stops, reference) = stretches(&mut red_dumbbell(true), &[u64::MAX]);
+    let mut sim = red_dumbbell(false);
+    let (stops, summary) = stretches(&mut sim, &[u64::MAX]);
+    assert_eq!(summary, reference);
+    assert_eq!(stops, reference_stops);
+    // ports that are not the bottleneck: most of their transmission ends are quiet
+    let outside = sim.events.run_outside();
+    let events = sim.events_processed();
+    assert!(outside * 10 > events, "{outside} of {events}");
+    // a budget can run out among them: every stretch stops after the same
+    // events as the reference's, including stretches of one
+    let budgets = [1, 3, 2, 1, 50, 7, 1, 400];
+    let (reference_stops, reference) = stretches(&mut red_dumbbell(true), &budgets);
+    let (stops, summary) = stretches(&mut red_dumbbell(false), &budgets);
+    assert_eq!(summary, reference);
+    assert_eq!(stops, reference_stops);
 }

@@ -37,6 +37,7 @@ impl Simulator {
     }
 
     fn transmit(&mut self, iface: IfaceId, pid: PacketId, depart: SimTime) {
+        self.settle_link_free(iface);
         if self.obs.captures_on(iface) {
             let t = depart.as_nanos();
             self.obs

@@ -243,6 +243,18 @@ impl QdiscTree {
         matches!(self.nodes[0].q, AnyQdisc::Noqueue(_))
     }
 
+    /// Would a dequeue now hand nothing out, ask for no watchdog and touch no
+    /// packet, counter or random stream, changing at most what depends on
+    /// the instant alone? True of an empty tree whose one qdisc is a fifo,
+    /// pfifo_fast (nothing changes) or ns-3's RED (it notes when its idle
+    /// period began, `RedQueueDisc::DoDequeue`). Such a dequeue can be run
+    /// later for its instant with the same effect (engine/link_free.rs).
+    pub fn dequeue_is_quiet(&self) -> bool {
+        self.held.packets == 0
+            && matches!(self.nodes.as_slice(), [n] if n.peeked.is_none()
+                && matches!(n.q, AnyQdisc::Fifo(_) | AnyQdisc::PfifoFast(_) | AnyQdisc::RedNs3(_)))
+    }
+
     /// Enqueue at the root (then re-enqueue any netem duplicates made).
     pub fn enqueue(&mut self, ctx: &mut QdiscCtx, id: PacketId) -> Verdict {
         let before = HeldFlow::start(ctx);
