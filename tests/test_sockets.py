@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bufferlab import load_scenario, run_scenario
 from bufferlab.cli import main
 from bufferlab.commands import nstat as nstat_cmd
 from bufferlab.commands import ss as ss_cmd
@@ -361,6 +362,44 @@ def test_an_unsupported_option_is_positioned_in_the_scenario(write_scenario, cap
     assert main(["check", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}:11:13: error: ss: option -p (the processes' file descriptors) is not supported yet" in err
+
+
+HYSTART = """name = "hystart"
+seed = 1
+[sim]
+profile = "PROFILE"
+[topology]
+hosts = ["h1", "h2"]
+switches = ["s1"]
+links = [["h1", "s1"], ["s1", "h2"]]
+[[part]]
+name = "p"
+cmds = [
+  "admin: tc qdisc add dev s1-eth1 root netem delay 20ms",
+  "admin: tc qdisc add dev s1-eth2 root tbf rate 20mbit burst 32k limit 200k",
+  "h2: iperf3 -s -D",
+  "h1: iperf3 -c 10.0.0.2 -t 3 -C cubic -J > c.json",
+  "h1: nstat 'TcpExtTCPHystart*'",
+]
+"""
+
+
+@pytest.mark.parametrize("profile", ["modern", "lab2019"])
+def test_nstat_counts_hystarts_exit_where_linux_5_7_does(tmp_path, profile):
+    """tcp_cubic.c counts HyStart's exits (TCPHystart{Train,Delay}{Detect,Cwnd}) since 5.7:
+    the modern kernel's nstat shows the exit and the cwnd it left slow start at (its
+    ssthresh, as cwnd is not cut); the lab2019 kernels have no such counter."""
+    sc = tmp_path / "h.toml"
+    sc.write_text(HYSTART.replace("PROFILE", profile), encoding="utf-8")
+    run_scenario(load_scenario(sc), results_root=tmp_path / "runs", progress=False)
+    log = (tmp_path / "runs" / "h" / "p" / "h1" / "terminal.log").read_text()
+    counted = dict(re.findall(r"^TcpExt(TCPHystart\w+)\s+(\d+)", log, re.M))
+    if profile == "lab2019":
+        assert counted == {}, log
+        return
+    detector = "Train" if "TCPHystartTrainDetect" in counted else "Delay"
+    assert counted[f"TCPHystart{detector}Detect"] == "1", log
+    assert int(counted[f"TCPHystart{detector}Cwnd"]) >= 16, "hystart_low_window: never below 16"
 
 
 # ---------------------------------------------------------------- request/response applications

@@ -361,6 +361,8 @@ impl Cubic {
                 // the kernel compares (s32) against u32: an unsigned test
                 if now.wrapping_sub(self.round_start) > threshold {
                     self.found = 1;
+                    tp.hystart.train_detect += 1;
+                    tp.hystart.train_cwnd += tp.snd_cwnd;
                     tp.snd_ssthresh = tp.snd_cwnd;
                 }
             }
@@ -377,6 +379,8 @@ impl Cubic {
                     .wrapping_add((self.delay_min >> 3).clamp(4_000, 16_000))
             {
                 self.found = 1;
+                tp.hystart.delay_detect += 1;
+                tp.hystart.delay_cwnd += tp.snd_cwnd;
                 tp.snd_ssthresh = tp.snd_cwnd;
             }
         }
@@ -558,7 +562,7 @@ impl CongestionOps for Cubic {
 #[cfg(test)]
 mod tests {
     use super::super::fluid::{Fluid, Path};
-    use super::super::{Cc, INITIAL_JIFFIES, TCP_INFINITE_SSTHRESH};
+    use super::super::{Cc, HystartExits, INITIAL_JIFFIES, TCP_INFINITE_SSTHRESH};
     use super::*;
     use crate::rng::ComponentRng;
 
@@ -852,6 +856,13 @@ mod tests {
         assert_eq!(c.found, 1);
         assert_eq!(tp.snd_ssthresh, 20);
         assert_eq!(tp.snd_cwnd, 20); // no reduction, slow start just ends
+                                     // TCPHystartDelayDetect 1, TCPHystartDelayCwnd 20 (≥ 5.7's counters)
+        let counted = HystartExits {
+            delay_detect: 1,
+            delay_cwnd: 20,
+            ..HystartExits::default()
+        };
+        assert_eq!(tp.hystart, counted);
     }
 
     #[test]
@@ -893,6 +904,8 @@ mod tests {
         c.pkts_acked(&mut tp, &s);
         assert_eq!(c.found, HYSTART_DELAY);
         assert_eq!(tp.snd_ssthresh, 21);
+        // the counters arrived in 5.7: none before
+        assert_eq!(tp.hystart, HystartExits::default());
     }
 
     #[test]

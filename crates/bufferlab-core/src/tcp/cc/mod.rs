@@ -246,6 +246,17 @@ pub enum CcInfo {
     },
 }
 
+/// HyStart's slow-start exits as CUBIC counts them (tcp_cubic.c
+/// `hystart_update`, Linux ≥ 5.7): each detector's exits and the sum of the
+/// cwnd at each (`TCPHystart{Train,Delay}{Detect,Cwnd}` in /proc/net/netstat).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HystartExits {
+    pub train_detect: u32,
+    pub train_cwnd: u32,
+    pub delay_detect: u32,
+    pub delay_cwnd: u32,
+}
+
 /// The `tcp_sock`/`sock` fields congestion control reads and writes, in the
 /// kernel's units. The endpoint keeps them current before every hook call.
 ///
@@ -338,6 +349,8 @@ pub struct CcSock {
     /// request from a hook: call `tcp_enter_cwr` once it returns (CDG's
     /// backoff calls it from `cong_avoid`); the endpoint clears it
     pub enter_cwr: bool,
+    /// CUBIC's HyStart counters (the socket's share of the node's `TcpExt`)
+    pub hystart: HystartExits,
 }
 
 impl Default for CcSock {
@@ -382,6 +395,7 @@ impl Default for CcSock {
             ts_now: 0,
             tcp_header_len: 32,
             enter_cwr: false,
+            hystart: HystartExits::default(),
         }
     }
 }

@@ -53,6 +53,10 @@ crate::counters::mib_counters! {
         orig_data_sent => "TcpExt" "TCPOrigDataSent",
         delivered => "TcpExt" "TCPDelivered",
         delivered_ce => "TcpExt" "TCPDeliveredCE",
+        hystart_train_detect => "TcpExt" "TCPHystartTrainDetect",
+        hystart_train_cwnd => "TcpExt" "TCPHystartTrainCwnd",
+        hystart_delay_detect => "TcpExt" "TCPHystartDelayDetect",
+        hystart_delay_cwnd => "TcpExt" "TCPHystartDelayCwnd",
     }
 }
 
@@ -83,12 +87,17 @@ impl TcpEndpoint {
         // and FIN (`__tcp_transmit_skb`); a retransmitted SYN-ACK is counted
         // by both (`tcp_make_synack`, `tcp_rtx_synack`)
         // TCPDelivered and TCPDeliveredCE move with tp->delivered and
-        // tp->delivered_ce (`tcp_count_delivered`)
+        // tp->delivered_ce (`tcp_count_delivered`); CUBIC counts its HyStart exits
         let data_rtx = self.mib.retrans_segs - self.synack_retrans;
+        let hystart = self.cs.hystart;
         TcpMib {
             out_segs: self.segs_out.saturating_sub(data_rtx),
             delivered: self.rate.delivered,
             delivered_ce: self.rate.delivered_ce,
+            hystart_train_detect: hystart.train_detect,
+            hystart_train_cwnd: hystart.train_cwnd,
+            hystart_delay_detect: hystart.delay_detect,
+            hystart_delay_cwnd: hystart.delay_cwnd,
             ..self.mib
         }
     }
