@@ -442,11 +442,9 @@ impl Application for Client {
             reverse: self.spec.reverse,
             blksize: self.spec.blksize,
             window,
-            max_pacing_rate: self
-                .tcp
-                .as_ref()
-                .map(|c| c.max_pacing_rate)
-                .filter(|&r| r != u64::MAX),
+            max_pacing_rate: (self.tcp.as_ref())
+                .filter(|c| c.requests_pacing())
+                .map(|c| c.max_pacing_rate),
         });
         self.send_connect(ctx);
         Ok(())
