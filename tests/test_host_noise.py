@@ -106,3 +106,9 @@ def test_the_receivers_acks_leave_late_in_order_and_as_the_seed_draws(tmp_path: 
     # one socket's ACKs leave in order: their ACK numbers never go back
     acks = [a for _, a in flows[noisy].acks]
     assert acks == sorted(acks)
+
+
+def test_the_noise_fit_takes_the_stacks_own_time_off() -> None:
+    """tools/ack_clock.py --fit-noise: turnarounds of 6 + 0…100 µs are 6 µs of stack and a noise
+    whose median is 50, p99 99 and maximum 100 µs."""
+    assert ack_clock.fit_noise([6.0 + k for k in range(101)], 6.0) == (50.0, 99.0, 100.0)

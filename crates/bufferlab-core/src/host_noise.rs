@@ -140,7 +140,10 @@ mod tests {
             held += usize::from(at == last);
             last = at;
         }
-        assert!(held > 100, "a late packet releases those behind it together ({held})");
+        assert!(
+            held > 100,
+            "a late packet releases those behind it together ({held})"
+        );
     }
 
     #[test]
@@ -151,7 +154,12 @@ mod tests {
             max_ns: 20,
         };
         assert!(bad.validate("h1").is_err());
-        assert!(HostNoise { median_ns: 0, ..SPEC }.validate("h1").is_err());
+        assert!(HostNoise {
+            median_ns: 0,
+            ..SPEC
+        }
+        .validate("h1")
+        .is_err());
         assert!(SPEC.validate("h1").is_ok());
     }
 }

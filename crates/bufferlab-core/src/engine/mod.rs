@@ -252,9 +252,11 @@ impl Simulator {
                 kind: topo.node_kinds[n],
                 tx_cpu: CpuQueue::default(),
                 rx_free: SimTime::ZERO,
-                rx_noise: cfg.options.host_noise.get(&topo.node_names[n]).map(|&spec| {
-                    RxNoise::new(spec, cfg.seed, &topo.node_names[n])
-                }),
+                rx_noise: cfg
+                    .options
+                    .host_noise
+                    .get(&topo.node_names[n])
+                    .map(|&spec| RxNoise::new(spec, cfg.seed, &topo.node_names[n])),
                 addr: topo.node_addrs(n).next().unwrap_or(Ipv4::UNSPECIFIED),
                 sockets: Sockets::new(ComponentRng::new(
                     cfg.seed,
