@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import shutil
 import math
+import shutil
 import statistics
 import subprocess
 import sys
@@ -202,7 +202,8 @@ def print_noise_fit(turnarounds: list[float], base_us: float) -> None:
           f" (sigma {sigma:.2f}; {len(excess)} ACKs)")
     for p in FIT_QUANTILES:
         model = min(median * math.exp(sigma * NORMAL.inv_cdf(p)), top)
-        print(f"  p{p * 100:g}: measured {excess[int(p * (len(excess) - 1))]:.1f} us, lognormal {model:.1f} us")
+        measured = excess[int(p * (len(excess) - 1))]
+        print(f"  p{p * 100:g}: measured {measured:.1f} us, lognormal {model:.1f} us")
 
 
 def main() -> int:

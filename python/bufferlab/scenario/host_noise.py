@@ -53,7 +53,9 @@ def parse_noise(value: Any, src: SourceMap, where: str, key: str, line: int | No
     return out
 
 
-def build_host_noise(sim: dict, hosts_table: Any, src: SourceMap, hosts: list[str]) -> dict[str, dict[str, int]]:
+def build_host_noise(
+    sim: dict, hosts_table: Any, src: SourceMap, hosts: list[str]
+) -> dict[str, dict[str, int]]:
     """Each noisy host's distribution: ``[sim] host_noise`` for all, ``[hosts.X] noise`` per host."""
     default = parse_noise(sim["host_noise"], src, "[sim]", "host_noise",
                           src.header_line("[sim]", 0)) if "host_noise" in sim else None
