@@ -9,7 +9,8 @@ samples, `bbr_update_bw`, net/ipv4/tcp_bbr.c; `tcp_rate_gen`, net/ipv4/tcp_rate.
 BBR's 1 % pacing margin (`bbr_pacing_margin_percent`), so the queue left by STARTUP and by
 each PROBE_RTT drains slowly or not at all. bufferlab's hosts send every ACK on time, so its
 samples never exceed the rate. These runs put the noise into bufferlab's ACK path (netem
-jitter, uniform ±J) and check that its BBR then does what the kernel's did.
+jitter, uniform ±J, or the receiver's timing noise as measured on the test machine, the case's
+`[hosts.h2] noise`) and check that its BBR then does what the kernel's did.
 """
 
 from __future__ import annotations

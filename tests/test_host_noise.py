@@ -11,6 +11,8 @@ import pytest
 
 from bufferlab import load_scenario, run_scenario
 from bufferlab.cli import main
+from bufferlab.real.preflight import read_plan
+from bufferlab.run.scheduler import Runner
 from bufferlab.scenario.topology import build_topology
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,3 +114,11 @@ def test_the_noise_fit_takes_the_stacks_own_time_off() -> None:
     """tools/ack_clock.py --fit-noise: turnarounds of 6 + 0…100 µs are 6 µs of stack and a noise
     whose median is 50, p99 99 and maximum 100 µs."""
     assert ack_clock.fit_noise([6.0 + k for k in range(101)], 6.0) == (50.0, 99.0, 100.0)
+
+
+def test_a_kernel_run_notes_that_the_noise_is_the_simulations_only(write_scenario):
+    r = Runner(load_scenario(write_scenario(scenario("", f"[hosts.h2]\nnoise = {NOISE}\n"))))
+    r.check()
+    plan = read_plan(r.sc, r.topo, r.lines)
+    assert plan.problems == []
+    assert any("host noise" in n and "on h2" in n and "their own" in n for n in plan.notes), plan.notes
