@@ -130,9 +130,10 @@ def main() -> None:
         if not args.compile_each_run:
             os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
             os.environ["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
-            warm = subprocess.run([sys.executable, "-c", "from bufferlab.cli import main; main()", "run", str(path),
-                                   "-q", "-o", str(tmp / "warm"), "--set", "warmup_s=0.1", "--set", "window_s=0.1",
-                                   "--set", "stop_s=0.2"], capture_output=True, text=True)
+            short = ["--set", "warmup_s=0.1", "--set", "window_s=0.1", "--set", "stop_s=0.2"]
+            warm = subprocess.run([sys.executable, "-c", "from bufferlab.cli import main; main()", "run",
+                                   str(path), "-q", "-o", str(tmp / "warm"), *short],
+                                  capture_output=True, text=True)
             if warm.returncode != 0:
                 raise SystemExit(f"the warm-up run failed ({warm.returncode}):\n{warm.stderr[-2000:]}")
         rows = []

@@ -309,11 +309,13 @@ def _card_left(x0: float, box_w: float, card_w: float, ys: tuple[float, float], 
 CardLine = tuple[str, str, str | None]  # (text, "intf" or "qdisc", the peer of an "intf" line)
 
 
-def _card_lines(summary: dict[str, Any], chains: dict[str, list[str]], wrap: int) -> dict[str, list[CardLine]]:
+def _card_lines(summary: dict[str, Any], chains: dict[str, list[str]],
+                wrap: int) -> dict[str, list[CardLine]]:
     """Each node's card text, before the positions are known (the arrows need them: filled
     in by :func:`_place`); ``chains`` holds :func:`part_chains` of every interface."""
     topo = summary["topology"]
-    ends: dict[str, list[tuple[str, str | None, str]]] = {n["name"]: [] for n in topo["nodes"]}  # (intf, ip, peer)
+    # (intf, ip, peer) per node
+    ends: dict[str, list[tuple[str, str | None, str]]] = {n["name"]: [] for n in topo["nodes"]}
     for lk in topo["links"]:
         for me, other in (("a", "b"), ("b", "a")):
             ends[lk[me]["node"]].append((lk[me]["intf"], lk[me].get("ip"), lk[other]["node"]))
