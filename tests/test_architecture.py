@@ -117,6 +117,9 @@ def _imports() -> list[Import]:
                 visit(child, inner)
 
         visit(ast.parse(path.read_text(), str(path)), "module")
+    # the registry imports a program's module by name when it is first looked up
+    found += [Import(programs.__name__, f"{programs.__name__}.{module}", 0, "registry")
+              for module, _ in programs.INDEX]
     return found
 
 
@@ -217,7 +220,12 @@ def test_the_registry_and_the_docs_list_the_same_programs() -> None:
 
 
 def test_every_program_module_is_registered() -> None:
-    """Each module of run/programs/ lists its records and is in the registry's MODULES."""
+    """Each module of run/programs/ is in the registry's INDEX, which names its records in
+    their order (the registry imports a module only when one of its programs is looked up)."""
     modules = {m for m in _modules() if m.startswith("bufferlab.run.programs.")}
-    assert {m.__name__ for m in programs.MODULES} == modules
-    assert all(p.name and p.summary for m in programs.MODULES for p in m.PROGRAMS)
+    assert {f"bufferlab.run.programs.{m}" for m, _ in programs.INDEX} == modules
+    for module, names in programs.INDEX:
+        records = programs.program_module(module).PROGRAMS
+        assert tuple(p.name for p in records) == names, f"run/programs/{module}.py"
+        assert all(p.name and p.summary for p in records)
+    assert [p.name for p in programs.PROGRAMS.values()] == list(programs.PROGRAMS)

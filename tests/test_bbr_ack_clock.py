@@ -9,7 +9,8 @@ samples, `bbr_update_bw`, net/ipv4/tcp_bbr.c; `tcp_rate_gen`, net/ipv4/tcp_rate.
 BBR's 1 % pacing margin (`bbr_pacing_margin_percent`), so the queue left by STARTUP and by
 each PROBE_RTT drains slowly or not at all. bufferlab's hosts send every ACK on time, so its
 samples never exceed the rate. These runs put the noise into bufferlab's ACK path (netem
-jitter, uniform ±J) and check that its BBR then does what the kernel's did.
+jitter, uniform ±J, or the receiver's timing noise as measured on the test machine, the case's
+`[hosts.h2] noise`) and check that its BBR then does what the kernel's did.
 """
 
 from __future__ import annotations
@@ -33,14 +34,20 @@ import fidelity  # noqa: E402
 TBF_PAYLOAD_MBPS = 20.0 * 1448 / 1514
 
 
-def scenario(tmp: Path, name: str, ack_delay: str) -> Path:
-    """The fidelity case with `ack_delay` as its netem and `ss -tin` every 0.5 s."""
+#: the receiver's noise the fidelity case carries (this machine's, docs/kernel-oracle.md)
+MEASURED_NOISE = 'noise = { median = "5us", p99 = "600us", max = "1.5ms" }'
+
+
+def scenario(tmp: Path, name: str, ack_delay: str, host_noise: bool) -> Path:
+    """The fidelity case with `ack_delay` as its netem, its receiver's timing noise or a
+    punctual receiver, and `ss -tin` every 0.5 s."""
     text = (fidelity.CASES / "bbr-tbf-20ms.toml").read_text()
     samples = ", ".join(['"h1: sleep 0.5", "h1: ss -tin dst 10.0.0.2 >> ss.txt"'] * 30)
     edits = {
         'name = "bbr-tbf-20ms"': f'name = "{name}"',
         "netem delay 20ms": f"netem delay {ack_delay}",
         '-J > iperf.json",': f'-J > iperf.json &", {samples}, "h1: sleep 1",',
+        MEASURED_NOISE: MEASURED_NOISE if host_noise else "noise = false",
     }
     for old, new in edits.items():
         assert text.count(old) == 1, old
@@ -50,10 +57,10 @@ def scenario(tmp: Path, name: str, ack_delay: str) -> Path:
     return path
 
 
-def run(tmp: Path, name: str, ack_delay: str) -> tuple[float, float]:
+def run(tmp: Path, name: str, ack_delay: str, host_noise: bool = False) -> tuple[float, float]:
     """The ping median (ms) and the median of BBR's bw estimate after STARTUP (Mbit/s)."""
     results = tmp / name
-    run_scenario(load_scenario(scenario(tmp, name, ack_delay)), results_root=results, progress=False)
+    run_scenario(load_scenario(scenario(tmp, name, ack_delay, host_noise)), results_root=results, progress=False)
     ss = (results / name / "p" / "h1" / "ss.txt").read_text()
     # the data connection's lines (the control connection carries a few hundred bytes);
     # from 4 s on, after STARTUP, DRAIN and the first loss recovery
@@ -78,6 +85,16 @@ def test_bbr_queue_grows_with_the_ack_clocks_jitter(tmp_path: Path) -> None:
     assert noisy_bw > TBF_PAYLOAD_MBPS * 1.005, noisy_bw
     # and the queue stays: the kernel's medians were 26.4–41 ms (33–37 in most runs)
     assert noisy_ping > 30.0, noisy_ping
+
+
+def test_the_receivers_measured_noise_keeps_the_kernels_queue(tmp_path: Path) -> None:
+    """The case as the fidelity matrix runs it: the receiver with this machine's timing noise
+    ([hosts.h2] noise, docs/models.md "Host timing noise"), ACKs otherwise on time."""
+    ping, bw = run(tmp_path, "measured", "20ms", host_noise=True)
+    # the kernel's `ss` read 19.19–19.37 Mbit/s after STARTUP (bufferlab punctual: 19.13)
+    assert 19.19 <= bw <= 19.37, bw
+    # the kernel's ping medians: 27.5–41 ms in the matrix's three runs (26.4–43 ms in eleven)
+    assert 27.5 <= ping <= 41.0, ping
 
 
 def test_a_late_ack_shortens_the_ack_phase_of_the_samples_that_start_at_it() -> None:

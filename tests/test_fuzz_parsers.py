@@ -260,7 +260,8 @@ def _toml_value(v: object) -> str:
 
 
 SCENARIO_KEYS = {
-    "sim": ["queue_sample_interval", "stop_at", "part_gap", "gso", "host_packet_ns", "profile", "seed", "zz"],
+    "sim": ["queue_sample_interval", "stop_at", "part_gap", "gso", "host_packet_ns", "host_noise", "profile",
+            "seed", "zz"],
     "topology": ["hosts", "switches", "links", "routers", "zz"],
     "part": ["name", "duration", "stop", "interrupt", "allow_fail", "cmds", "zz"],
     "trace": ["queues", "min_interval"],

@@ -37,7 +37,7 @@ SIZE_REASON = "//! Size:"
 LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"time", "error", "rng", "prefetch", "closed", "counters"}),
     ("packets", {"packet"}),
-    ("models", {"sched", "topology", "host", "tcp", "qdisc"}),
+    ("models", {"sched", "topology", "host", "host_noise", "tcp", "qdisc"}),
     ("observers and applications", {"capture", "app", "mib"}),
     ("the engine", {"engine"}),
     ("the request schema", {"schema"}),

@@ -6,6 +6,7 @@ benches/startup.py, not here."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,38 @@ def test_a_traced_run_loads_no_pandas(tmp_path: Path) -> None:
     root = tmp_path / "results" / "t"
     assert (root / "p" / "queue_trace_s1-eth2.parquet").is_file()
     assert (root / "tables" / "queue_events.parquet").is_file()
+
+
+def test_the_runner_imports_only_the_programs_a_scenario_uses(tmp_path: Path) -> None:
+    """The programs' registry imports a tool's module when a line first names one of its
+    programs (run/programs/__init__.py INDEX): a run of iperf3 and ping loads neither flent's
+    module nor the web fetches', and an unknown name still lists every program."""
+    (tmp_path / "t.toml").write_text(
+        f'name = "t"\nseed = 1\n{TWO_HOSTS}\n[[part]]\nname = "p"\ncmds = [\n'
+        '  "h2: iperf3 -s",\n  "h1: iperf3 -c 10.0.0.2 -t 1",\n  "h1: ping -c 2 10.0.0.2",\n]\n',
+        encoding="utf-8")
+    probe = ("from bufferlab.cli import main\nimport sys\n"
+             "assert main(['run', '-q', '--no-report', 't.toml']) == 0\n"
+             "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('bufferlab.run.programs.')))")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "python")}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    # shell's `cat` prints /proc/net/snmp as nstat's module does
+    assert done.stdout.splitlines()[-1] == str(sorted(["iperf3", "nstat", "ping", "shell", "tc"]))
+    from bufferlab.errors import CommandError
+    from bufferlab.run import programs
+
+    assert "flent" in programs.PROGRAMS and "nosuch" not in programs.PROGRAMS
+    (tmp_path / "u.toml").write_text(
+        f'name = "u"\nseed = 1\n{TWO_HOSTS}\n[[part]]\nname = "p"\ncmds = ["h1: pign -c 1 10.0.0.2"]\n',
+        encoding="utf-8")
+    from bufferlab import load_scenario
+    from bufferlab.run.scheduler import Runner
+
+    try:
+        Runner(load_scenario(tmp_path / "u.toml"), tmp_path / "r", progress=False).check()
+    except CommandError as e:
+        assert "did you mean ping?" in str(e) and "one of " in str(e) and "xdg-open" in str(e)
+    else:
+        raise AssertionError("pign accepted")

@@ -23,12 +23,19 @@ the flow after ``--skip`` seconds:
   `bbr_update_bw`, net/ipv4/tcp_bbr.c), both relative to ``--rate``, the bottleneck's
   payload rate. BBR paces 1 % below its filter (`bbr_pacing_margin_percent`): where the
   filter stays above 1/0.99 of the rate, it paces faster than the bottleneck drains.
+
+With ``--fit-noise`` (kernel captures) it also fits bufferlab's host timing noise
+(docs/models.md "Host timing noise") to the receiver's turnaround: the lognormal whose median
+and 99th percentile are the turnaround's less bufferlab's own (``--base``, two stack passes),
+and the measured maximum; it prints the ``[hosts.X] noise`` line and the two distributions'
+quantiles side by side.
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
+import math
 import shutil
 import statistics
 import subprocess
@@ -174,6 +181,31 @@ def running_max(samples: list[tuple[float, float]], window: float, since: float)
     ]
 
 
+#: quantiles --fit-noise compares, and the standard normal's at each
+FIT_QUANTILES = (0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999)
+NORMAL = statistics.NormalDist()
+
+
+def fit_noise(turnarounds: list[float], base_us: float) -> tuple[float, float, float]:
+    """(median, p99, max) in µs of the lognormal noise a punctual receiver needs to turn
+    around as ``turnarounds`` did: the measured quantiles less ``base_us``."""
+    excess = sorted(max(t - base_us, 0.0) for t in turnarounds)
+    q = lambda p: excess[int(p * (len(excess) - 1))]  # noqa: E731
+    return q(0.5), q(0.99), excess[-1]
+
+
+def print_noise_fit(turnarounds: list[float], base_us: float) -> None:
+    median, p99, top = fit_noise(turnarounds, base_us)
+    sigma = math.log(p99 / median) / NORMAL.inv_cdf(0.99)
+    excess = sorted(max(t - base_us, 0.0) for t in turnarounds)
+    print(f'noise fit: noise = {{ median = "{median:.0f}us", p99 = "{p99:.0f}us", max = "{top:.0f}us" }}'
+          f" (sigma {sigma:.2f}; {len(excess)} ACKs)")
+    for p in FIT_QUANTILES:
+        model = min(median * math.exp(sigma * NORMAL.inv_cdf(p)), top)
+        measured = excess[int(p * (len(excess) - 1))]
+        print(f"  p{p * 100:g}: measured {measured:.1f} us, lognormal {model:.1f} us")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sender", type=Path, help="capture on the sender's interface")
@@ -187,6 +219,9 @@ def main() -> int:
     ap.add_argument("--skip", type=float, default=4.0, help="seconds of the flow left out (default 4)")
     ap.add_argument("--min-rtt", type=float, default=20.0, help="path min RTT, ms (default 20)")
     ap.add_argument("--window", type=float, default=0.24, help="filter window, s (default 0.24: ten rounds)")
+    ap.add_argument("--fit-noise", action="store_true", help="fit bufferlab's host noise to the turnaround")
+    ap.add_argument("--base", type=float, default=6.0,
+                    help="bufferlab's own turnaround, us, taken off before --fit-noise (default 6)")
     args = ap.parse_args()
     if shutil.which("tshark") is None:
         print("ack_clock.py: needs tshark (apt-get install tshark)", file=sys.stderr)
@@ -201,7 +236,10 @@ def main() -> int:
     if not tail:
         raise SystemExit(f"{args.sender}: no rate samples after {args.skip} s")
     q = lambda v, p: sorted(v)[int(p * (len(v) - 1))]  # noqa: E731
-    print(f"receiver turnaround, us: {percentiles(turnaround_us(receiver, r_since))}")
+    turnaround = turnaround_us(receiver, r_since)
+    print(f"receiver turnaround, us: {percentiles(turnaround)}")
+    if args.fit_noise:
+        print_noise_fit(turnaround, args.base)
     print(f"ACK transit receiver -> sender, us: {percentiles(transit_us(sender, receiver, s_since))}")
     print(
         f"gap spread, us: data arriving at the receiver {gap_spread_us(receiver.data, r_since):.0f}, "

@@ -84,6 +84,8 @@ KEY_DOCS: dict[str, dict[str, str]] = {
         "host_packet_ns": "host stack time per packet and direction (ns)",
         "host_byte_ps": "host stack time per byte (ps)",
         "host_wakeup_ns": "time to wake ping (ns)",
+        "host_noise": 'every host\'s receive-path timing noise, lognormal: `{ median = "5us", p99 = '
+        '"600us", max = "1.5ms" }` (unset: punctual hosts; docs/models.md "Host timing noise")',
         "iperf3_version": _PROFILE_KNOB + ', e.g. `"3.12"`',
         "ping_style": _PROFILE_KNOB + ": iputils output style",
         "netem_time_ns": _PROFILE_KNOB + ": netem's time resolution",
@@ -118,7 +120,10 @@ KEY_DOCS: dict[str, dict[str, str]] = {
         "wire_rate": "a physical wire's rate (tc rate syntax)",
         "wire_delay": "a physical wire's propagation delay (duration)",
     },
-    "[hosts.NAME]": {"tcp": "TCP defaults of the host, applied before sysctls and `-C`/`-w`"},
+    "[hosts.NAME]": {
+        "tcp": "TCP defaults of the host, applied before sysctls and `-C`/`-w`",
+        "noise": "the host's timing noise, a table as `[sim] host_noise`, or `false` for none",
+    },
     "[hosts.NAME] tcp": {
         "flavour": '`"linux"` (default) or `"ns3"` (ns-3\'s TcpSocketBase)',
         "mss": "maximum segment size (bytes)",

@@ -21,6 +21,11 @@ results folder it reads the same metrics (the two layouts are the same):
   tree's backlog, which in bufferlab includes what netem holds, ~rate × delay), and the
   ``ping`` RTT median and p95.
 
+A case may give its hosts bufferlab's timing-noise model (``[hosts.X] noise``, docs/models.md
+"Host timing noise"): ``bbr-tbf-20ms`` gives its receiver the noise measured on the test
+machine (docs/kernel-oracle.md "Host timing noise"); a kernel run ignores it, its hosts having
+their own.
+
 The cases declare ``[sim] profile = "modern"`` (Linux 6.x TCP: TSO autosizing with the
 short-RTT bonus, 6.x HyStart, deferral, tcp_limit_output_bytes): judging a 6.x kernel against
 the lab2019 model (4.15–5.3) was the first cause of the differences the first matrix showed.

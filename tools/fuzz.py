@@ -147,6 +147,7 @@ SIM_LINES = [
     'queue_sample_interval = "{n}{u}"', 'stop_at = "{n}{u}"', 'part_gap = "{n}{u}"', "gso = {b}",
     "host_packet_ns = {n}", "host_byte_ps = {n}", "host_wakeup_ns = {n}", 'profile = "{w}"',
     'ping_style = "{w}"', 'iperf3_version = "{w}"', "red_adaptive_timer = {b}", "{w} = {n}",
+    'host_noise = {{ median = "{n}{u}", p99 = "{n}{u}", max = "{n}{u}" }}', "host_noise = {b}",
 ]
 
 NUM_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")

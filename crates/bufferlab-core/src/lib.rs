@@ -19,6 +19,7 @@ pub mod counters;
 pub mod engine;
 pub mod error;
 pub mod host;
+pub mod host_noise;
 pub mod mib;
 pub mod packet;
 pub mod prefetch;

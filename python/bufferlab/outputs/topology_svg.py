@@ -306,35 +306,45 @@ def _card_left(x0: float, box_w: float, card_w: float, ys: tuple[float, float], 
     return spots[0], False
 
 
-def _place(summary: dict[str, Any], gap: float, vgap: float, wrap: int = WRAP,
-           clear_cards: bool = True) -> tuple[list[str], float, float, bool, bool]:
-    """SVG elements, width, height, whether every card found a spot no link crosses (not
-    looked at without ``clear_cards``) and whether every link label found a free spot."""
-    topo = summary["topology"]
-    nodes, links = topo["nodes"], topo["links"]
-    pos = layout_columns(nodes, links)
-    names = [n["name"] for n in nodes]
-    kinds = {n["name"]: n["kind"] for n in nodes}
-    box_w = {n: text_width(n, FS_NAME) + 2 * PAD + (14 if kinds[n] != "host" else 0) for n in names}
-    box_h = FS_NAME + 2 * PAD
+CardLine = tuple[str, str, str | None]  # (text, "intf" or "qdisc", the peer of an "intf" line)
 
-    # the cards' text, before the positions are known (the arrows need them: filled in below)
-    ends: dict[str, list[tuple[str, str | None, str]]] = {n: [] for n in names}  # (intf, ip, peer)
-    for lk in links:
+
+def _card_lines(summary: dict[str, Any], chains: dict[str, list[str]],
+                wrap: int) -> dict[str, list[CardLine]]:
+    """Each node's card text, before the positions are known (the arrows need them: filled
+    in by :func:`_place`); ``chains`` holds :func:`part_chains` of every interface."""
+    topo = summary["topology"]
+    # (intf, ip, peer) per node
+    ends: dict[str, list[tuple[str, str | None, str]]] = {n["name"]: [] for n in topo["nodes"]}
+    for lk in topo["links"]:
         for me, other in (("a", "b"), ("b", "a")):
             ends[lk[me]["node"]].append((lk[me]["intf"], lk[me].get("ip"), lk[other]["node"]))
-    card_lines: dict[str, list[tuple[str, str, str | None]]] = {}  # (text, kind, peer)
-    for n in names:
-        lines: list[tuple[str, str, str | None]] = []
-        for intf, ip, peer in ends[n]:
+    card_lines: dict[str, list[CardLine]] = {}
+    for n, node_ends in ends.items():
+        lines: list[CardLine] = []
+        for intf, ip, peer in node_ends:
             lines.append((f"{intf}{' ' + ip if ip else ''}", "intf", peer))
-            for chain in part_chains(summary, intf):
+            for chain in chains[intf]:
                 who, sep, rest = chain.partition(": ")
                 if sep and len(chain) > wrap:  # a long line: the part's name on a line of its own
                     lines.append(("  " + who + ":", "qdisc", None))
                     chain = "  " + rest
                 lines.extend(("  " + w, "qdisc", None) for w in _wrap(chain, wrap))
         card_lines[n] = lines
+    return card_lines
+
+
+def _place(summary: dict[str, Any], pos: dict[str, tuple[int, int]], card_lines: dict[str, list[CardLine]],
+           gap: float, vgap: float, clear_cards: bool = True) -> tuple[list[str], float, float, bool, bool]:
+    """SVG elements, width, height, whether every card found a spot no link crosses (not
+    looked at without ``clear_cards``) and whether every link label found a free spot;
+    ``pos`` is :func:`layout_columns`' grid, ``card_lines`` :func:`_card_lines`' text."""
+    topo = summary["topology"]
+    nodes, links = topo["nodes"], topo["links"]
+    names = [n["name"] for n in nodes]
+    kinds = {n["name"]: n["kind"] for n in nodes}
+    box_w = {n: text_width(n, FS_NAME) + 2 * PAD + (14 if kinds[n] != "host" else 0) for n in names}
+    box_h = FS_NAME + 2 * PAD
     card_w = {n: max((text_width("↗ " + t if k == "intf" else t, FS_LABEL) for t, k, _ in card_lines[n]),
                      default=0) + 8 for n in names}
     card_h = {n: len(card_lines[n]) * LINE + (6 if card_lines[n] else 0) for n in names}
@@ -452,10 +462,14 @@ def topology_svg(summary: dict[str, Any]) -> str:
     # Clearing every card of every link is worth extra layouts in a lab-sized picture; in a
     # large one (hundreds of ports on a switch) no spacing achieves it and each try is costly.
     clear_cards = len(topo.get("links") or []) <= CLEAR_CARDS_MAX_LINKS
+    # what does not depend on the spacing, computed once for the up to 36 layouts below
+    pos = layout_columns(topo["nodes"], topo["links"])
+    chains = {lk[end]["intf"]: part_chains(summary, lk[end]["intf"]) for lk in topo["links"] for end in "ab"}
     for wrap in (WRAP, 32, 24):  # narrower cards while the picture is wider than the page's column
         gap, vgap = 40.0, 30.0
+        card_lines = _card_lines(summary, chains, wrap)
         for _ in range(12):  # more room until every card and link label has a free spot
-            els, width, height, cards_ok, labels_ok = _place(summary, gap, vgap, wrap, clear_cards)
+            els, width, height, cards_ok, labels_ok = _place(summary, pos, card_lines, gap, vgap, clear_cards)
             if labels_ok and (cards_ok or not clear_cards):
                 break
             # wider columns leave room for a card beside the links that leave its node

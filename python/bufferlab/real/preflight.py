@@ -168,6 +168,11 @@ def read_plan(sc: Scenario, topo: BuiltTopology, lines: dict[str, list[PreparedL
             f"[hosts.{next(iter(sc.host_tcp))}] tcp = {{...}} is bufferlab's model of a host's "
             "TCP: a real kernel takes sysctl lines instead"
         )
+    if sc.host_noise:
+        plan.notes.append(
+            f"host noise ([sim] host_noise / [hosts.X] noise, on {', '.join(sorted(sc.host_noise))}) is "
+            "bufferlab's model of a loaded host's timing: the kernel's hosts have their own"
+        )
     for node, dev, args in topo.tclink_commands:
         words = ["tc", "qdisc", "add", "dev", dev, *args.split()]
         u = tc_use(words, f"link of {node}", node)

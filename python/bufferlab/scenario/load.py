@@ -20,6 +20,7 @@ from ..commands.sysctl import SUPPORTED_CC
 from ..errors import CommandError, ScenarioError
 from ..profile import PROFILES, Profile, profile_fields, with_overrides
 from ..units import parse_duration_ns
+from .host_noise import build_host_noise
 from .mn_file import load_mn
 from .observe import CaptureOptions, TraceOptions, build_capture, build_trace
 from .params import Override, Value, resolve_params, substitute_text
@@ -47,6 +48,7 @@ SIM_KEYS = {
     "host_wakeup_ns",
     "iperf3_send_loop_us",
     "part_gap",
+    "host_noise",
 }
 DURATION_KEYS = ("queue_sample_interval", "stop_at")
 TOPOLOGY_KEYS = {"hosts", "switches", "routers", "links", "mn"}
@@ -175,6 +177,8 @@ class Scenario:
     warnings: list[str] = field(default_factory=list)
     #: per-host TCP defaults ([hosts.X] tcp = {...}), validated, in engine terms
     host_tcp: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: per-host receive-path timing noise ([sim] host_noise, [hosts.X] noise), in engine terms
+    host_noise: dict[str, dict[str, int]] = field(default_factory=dict)
     #: [capture] and [trace] (scenario/observe.py)
     capture: CaptureOptions | None = None
     trace: TraceOptions | None = None
@@ -553,6 +557,7 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
         links=links,
         parts=parts,
         host_tcp=_build_host_tcp(data.get("hosts", {}), src, set(hosts + routers)),
+        host_noise=build_host_noise(data.get("sim", {}), data.get("hosts", {}), src, hosts),
         capture=build_capture(data.get("capture"), src),
         trace=build_trace(data.get("trace"), src),
         part_gap=_part_gap(data.get("sim", {}), src),
@@ -605,7 +610,7 @@ def _part_gap(sim: dict[str, Any], src: SourceMap) -> float:
                        expected='a duration such as "5s", or "0s" for back-to-back parts') from None
 
 
-HOST_KEYS = {"tcp"}
+HOST_KEYS = {"tcp", "noise"}
 TCP_KEYS = {"flavour", "mss", "min_rto", "rcvbuf", "sndbuf", "init_cwnd", "congestion"}
 #: ns-3's TcpSocket defaults (src/internet/model/tcp-socket.cc) in the engine's terms:
 #: SegmentSize 536, MinRto 1 s, InitialCwnd 1, Snd/RcvBufSize 131072, TcpNewReno, no
@@ -633,7 +638,9 @@ def _build_host_tcp(raw: Any, src: SourceMap, names: set[str]) -> dict[str, dict
         if not isinstance(table, dict):
             raise error_at(src, f"[hosts.{host}] must be a table", line=line)
         check_keys(src, table, HOST_KEYS, f"[hosts.{host}]", line=line)
-        tcp = table.get("tcp", {})
+        if "tcp" not in table:
+            continue
+        tcp = table["tcp"]
         if not isinstance(tcp, dict):
             raise error_at(src, f"[hosts.{host}] tcp must be a table", line=line,
                        expected='tcp = { flavour = "ns3", mss = 536 }')
@@ -689,7 +696,7 @@ def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool, bool]:
     overrides: dict[str, Any] = {}
     known = set(profile_fields())
     for k, v in sim.items():
-        if k in ("profile", "arp", "gso", "part_gap"):
+        if k in ("profile", "arp", "gso", "part_gap", "host_noise"):
             continue
         try:
             overrides[k] = _convert_sim_value(k, v)

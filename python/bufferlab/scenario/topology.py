@@ -219,6 +219,7 @@ def build_topology(sc: Scenario) -> BuiltTopology:
             },
             "netem_modern_accounting": sc.profile.netem_modern_accounting,
             "netem_dup_after_limit": sc.profile.netem_modern_accounting,
+            **({"host_noise": sc.host_noise} if sc.host_noise else {}),
         },
     }
     return BuiltTopology(config, ifaces, by_node, kinds, commands)

@@ -109,24 +109,32 @@ impl Simulator {
 
     /// When `peer`'s receiving stack is done with `pid`, which reaches its
     /// interface at `at` (host.rs): the CPU takes packets in order; a ping
-    /// reply also wakes the sleeping ping. Only packets for the host pay.
+    /// reply also wakes the sleeping ping; a noisy host hands the packet to
+    /// its stack later still (host_noise.rs). Only packets for the host pay.
     pub(super) fn host_rx_done(&mut self, peer: IfaceId, pid: PacketId, at: SimTime) -> SimTime {
         let cost = self.options.host_cost;
         let node = self.topo.iface_node[peer];
         let p = self.arena.get(pid);
-        if cost.is_zero()
-            || self.nodes[node].kind != NodeKind::Host
+        let n = &mut self.nodes[node];
+        if (cost.is_zero() && n.rx_noise.is_none())
+            || n.kind != NodeKind::Host
             || p.proto == Proto::Arp
             || !self.topo.is_local(node, p.dst)
         {
             return at;
         }
-        let mut t = cost.of(p.len);
-        if matches!(p.payload, Payload::Echo { reply: true, .. }) {
-            t = t + SimDuration(cost.wakeup_ns);
+        let mut done = at;
+        if !cost.is_zero() {
+            let mut t = cost.of(p.len);
+            if matches!(p.payload, Payload::Echo { reply: true, .. }) {
+                t = t + SimDuration(cost.wakeup_ns);
+            }
+            n.rx_free = n.rx_free.max(at) + t;
+            done = n.rx_free;
         }
-        let n = &mut self.nodes[node];
-        n.rx_free = n.rx_free.max(at) + t;
-        n.rx_free
+        match n.rx_noise.as_mut() {
+            Some(noise) => noise.hand(done),
+            None => done,
+        }
     }
 }

@@ -58,6 +58,7 @@ use crate::app::{IperfRegistry, Sockets};
 use crate::capture::Observer;
 use crate::error::{Error, Result};
 use crate::host::{CpuQueue, StackCost};
+use crate::host_noise::{HostNoise, RxNoise};
 use crate::mib::NodeMib;
 use crate::packet::{Ipv4, Packet, PacketArena, PacketId};
 use crate::qdisc::{AutoHandles, DropCounters, QdiscProfile, QdiscTree};
@@ -70,7 +71,7 @@ use iface::Iface;
 use neigh::NeighbourTable;
 use run::MAX_WORK_PER_INSTANT;
 use serde::Deserialize;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -90,6 +91,9 @@ pub struct EngineOptions {
     /// hosts' stack processing time (host.rs)
     #[serde(default)]
     pub host_cost: StackCost,
+    /// hosts' receive-path timing noise, by host name (host_noise.rs); none: punctual
+    #[serde(default)]
+    pub host_noise: BTreeMap<String, HostNoise>,
 }
 
 fn yes() -> bool {
@@ -104,6 +108,7 @@ impl Default for EngineOptions {
             netem_dup_after_limit: false,
             gso: true,
             host_cost: StackCost::default(),
+            host_noise: BTreeMap::new(),
         }
     }
 }
@@ -127,6 +132,8 @@ struct Node {
     /// when the host's receiving stack is free again (its cost is added to
     /// a packet's arrival when the packet is put on the wire towards it)
     rx_free: SimTime,
+    /// the receiving stack's timing noise (host_noise.rs), if it has any
+    rx_noise: Option<RxNoise>,
     addr: Ipv4,
     sockets: Sockets,
     neighbours: NeighbourTable,
@@ -206,6 +213,13 @@ impl Simulator {
             nodes: cfg.nodes,
             links: cfg.links,
         })?;
+        for (host, spec) in &cfg.options.host_noise {
+            let n = topo.node_names.iter().position(|name| name == host);
+            if !n.is_some_and(|n| topo.node_kinds[n] == NodeKind::Host) {
+                return Err(Error::Schema(format!("host noise: no host named {host:?}")));
+            }
+            spec.validate(host)?;
+        }
         let n_ifaces = topo.iface_names.len();
         let profile = QdiscProfile {
             netem_modern_accounting: cfg.options.netem_modern_accounting,
@@ -240,6 +254,11 @@ impl Simulator {
                 kind: topo.node_kinds[n],
                 tx_cpu: CpuQueue::default(),
                 rx_free: SimTime::ZERO,
+                rx_noise: cfg
+                    .options
+                    .host_noise
+                    .get(&topo.node_names[n])
+                    .map(|&spec| RxNoise::new(spec, cfg.seed, &topo.node_names[n])),
                 addr: topo.node_addrs(n).next().unwrap_or(Ipv4::UNSPECIFIED),
                 sockets: Sockets::new(ComponentRng::new(
                     cfg.seed,

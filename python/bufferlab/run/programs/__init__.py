@@ -12,62 +12,79 @@ waits for) and returns its exit status.
 from __future__ import annotations
 
 import difflib
+import importlib
+from collections.abc import Iterator, Mapping
+from types import ModuleType
 
 from ...commands.shell import LAST_BACKGROUND_PID, Job, Loop, SimpleCommand
 from ...errors import CommandError, NotSupportedError
 from ..context import Chain, Item, PrepareCtx, Prepared, PreparedLoop, Program
-from . import (
-    capture,
-    ethtool,
-    flent,
-    flows,
-    fping,
-    generators,
-    iperf2,
-    iperf3,
-    irtt,
-    netinfo,
-    netperf,
-    ns3_goodput,
-    nstat,
-    ping,
-    plot_iperf,
-    plot_q,
-    procs,
-    shell,
-    ss,
-    sysctl,
-    tc,
-    web,
+from . import shell
+
+#: each module of a tool (run/programs/<module>.py) with the names of its ``PROGRAMS``, in
+#: their order; a module is imported when one of its programs is first looked up, since a
+#: scenario uses a few of them and importing all 22 was a tenth of a second of every run
+#: (tests/test_architecture.py keeps this table and the modules' records in step)
+INDEX: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("tc", ("tc",)),
+    ("sysctl", ("sysctl",)),
+    ("ethtool", ("ethtool",)),
+    ("ping", ("ping",)),
+    ("iperf3", ("iperf3",)),
+    ("iperf2", ("iperf",)),
+    ("generators", ("cbr", "poisson", "onoff", "sink", "bulk")),
+    ("flows", ("flows",)),
+    ("ns3_goodput", ("ns3-goodput",)),
+    ("plot_q", ("plot_q.sh",)),
+    ("plot_iperf", ("plot_iperf.sh",)),
+    ("capture", ("tcpdump", "tshark")),
+    ("shell", ("cd", "mkdir", "sleep", "echo", "cat", "date", "true", ":", "xdg-open")),
+    ("procs", ("kill", "pkill", "pgrep", "killall", "wait", "jobs", "ps")),
+    ("netinfo", ("ip", "ifconfig", "arp", "hostname")),
+    ("ss", ("ss",)),
+    ("nstat", ("nstat", "netstat")),
+    ("netperf", ("netserver", "netperf")),
+    ("irtt", ("irtt",)),
+    ("fping", ("fping",)),
+    ("flent", ("flent",)),
+    ("web", ("python", "python3", "curl", "wget", "dd", "head")),
 )
 
-#: the modules of the programs, one per tool
-MODULES = (
-    tc,
-    sysctl,
-    ethtool,
-    ping,
-    iperf3,
-    iperf2,
-    generators,
-    flows,
-    ns3_goodput,
-    plot_q,
-    plot_iperf,
-    capture,
-    shell,
-    procs,
-    netinfo,
-    ss,
-    nstat,
-    netperf,
-    irtt,
-    fping,
-    flent,
-    web,
-)
 
-PROGRAMS: dict[str, Program] = {p.name: p for module in MODULES for p in module.PROGRAMS}
+def program_module(module: str) -> ModuleType:
+    """The module ``run/programs/<module>.py`` (imported on first use)."""
+    return importlib.import_module(f"{__name__}.{module}")
+
+
+class Registry(Mapping[str, Program]):
+    """Every program by name, in :data:`INDEX`'s order; a record is read from its module
+    when first looked up. Membership, iteration and the names need no import."""
+
+    def __init__(self) -> None:
+        self._module_of = {name: module for module, names in INDEX for name in names}
+        self._loaded: dict[str, Program] = {}
+
+    def __getitem__(self, name: str) -> Program:
+        program = self._loaded.get(name)
+        if program is None:
+            module = self._module_of[name]
+            self._loaded.update((p.name, p) for p in program_module(module).PROGRAMS)
+            if name not in self._loaded:
+                raise RuntimeError(f"run/programs/{module}.py has no program {name!r}, as INDEX says")
+            program = self._loaded[name]
+        return program
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._module_of
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._module_of)
+
+    def __len__(self) -> int:
+        return len(self._module_of)
+
+
+PROGRAMS = Registry()
 
 
 def prepare_command(pc: PrepareCtx, sc: SimpleCommand) -> Prepared:
@@ -111,4 +128,4 @@ def _prepared(program: Program, prepared: Prepared) -> Prepared:
     return Prepared(prepared.run, prepared.endless, program)
 
 
-__all__ = ["PROGRAMS", "MODULES", "prepare_command", "prepare_chain"]
+__all__ = ["INDEX", "PROGRAMS", "Registry", "prepare_command", "prepare_chain", "program_module"]
