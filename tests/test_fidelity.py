@@ -95,3 +95,36 @@ def test_every_case_checks(case: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "bufferlab.cli", "check", str(case)],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+#: the kernel's first-second retransmissions in ``reno-tbf-20ms`` (docs/kernel-oracle.md,
+#: "Fidelity matrix": three runs of Linux 6.18 gave 158, 136, 177)
+RENO_KERNEL_FIRST_SECOND = (136, 177)
+
+
+def test_renos_slow_start_loss_spreads_with_the_seeds_clock_phase_as_the_kernels_does(
+        tmp_path: Path) -> None:
+    # Reno's slow start into the 200 kB tbf ends in a loss whose size depends on where the
+    # receiver's window stood, and the receiver's DRS steps count whole TS ticks: the phase
+    # of the kernel's TCP clock, drawn from the seed (crates/.../tcp/clock.rs), decides
+    # whether a 20 ms path reads as 20 or 21 ms (docs/kernel-oracle.md, "Reno's slow-start
+    # loss and the receiver's clock"). The first second is all this needs: a 2 s iperf3.
+    case = tmp_path / "reno.toml"
+    text = (fidelity.CASES / "reno-tbf-20ms.toml").read_text()
+    case.write_text(text.replace("-t 15", "-t 2").replace("-c 70", "-c 10"))
+    first_second = []
+    for seed in range(1, 7):
+        out = tmp_path / f"sim-{seed}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "bufferlab.cli", "run", str(case), "--seed", str(seed), "-o",
+             str(out), "--no-report", "-q"],
+            capture_output=True, text=True, check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        (report,) = out.glob("*/p/h1/iperf.json")
+        first_second.append(json.loads(report.read_text())["intervals"][0]["streams"][0]["retransmits"])
+    # the phase takes the model to either side of the decisive boundary, as runs of the kernel
+    # go: small window steps (118, 132) or large ones (156)
+    assert min(first_second) < RENO_KERNEL_FIRST_SECOND[0] < max(first_second), first_second
+    mean = sum(first_second) / len(first_second)
+    assert RENO_KERNEL_FIRST_SECOND[0] <= mean <= RENO_KERNEL_FIRST_SECOND[1], first_second

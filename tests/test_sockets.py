@@ -215,28 +215,31 @@ def nstat_values(path: Path) -> dict[str, int]:
 # SYN + final ACK of the handshake + 1528 data segments (3 of them retransmitted: retrans
 # 0/3); rcvmss 536 (no data received: TCP_MSS_DEFAULT), rcv_space 14600 = 10 x advmss;
 # lastrcv 956 = since the connection was established (1 s less the control exchange).
+# segs_in (the ACKs so far) and, below, modern's rtt and snd_wnd depend on the phase of the
+# TCP clock, drawn from the seed (docs/tcp-design.md "The TCP clock's phase"): the receiver's
+# DRS steps and so its window updates and ACKs.
 SS_LAB2019 = (
     "State   Recv-Q    Send-Q        Local Address:Port         Peer Address:Port" + " " * 84 + "\n"
     "ESTAB   0         605135             10.0.0.1:47165            10.0.0.2:5201    \n"
     "\t cubic wscale:7,7 rto:240 rtt:37.51/0.074 mss:1448 pmtu:1500 rcvmss:536 advmss:1460 cwnd:62 "
-    "ssthresh:51 bytes_acked:2118425 segs_out:1530 segs_in:712 data_segs_out:1528 send 19.1Mbps "
+    "ssthresh:51 bytes_acked:2118425 segs_out:1530 segs_in:713 data_segs_out:1528 send 19.1Mbps "
     "lastrcv:956 pacing_rate 23.0Mbps delivery_rate 19.1Mbps unacked:62 retrans:0/3 rcv_space:14600 "
     "rcv_ssthresh:29200 notsent:515359 minrtt:20.009\n"
 )
 # modern (iproute2 6.9 on Linux 6.18): the compact columns, each as wide as its longest
 # text (the header is padded to the width of the -i text, a column of its own); -n prints rates in bit/s
-# (19174712 = 62 x 1448 x 8e6 / 37456 us); bytes_sent counts every copy sent: 2211096 =
+# (19176248 = 62 x 1448 x 8e6 / 37453 us); bytes_sent counts every copy sent: 2211096 =
 # bytes_acked 2118425 less the SYN + 62 x 1448 in flight + bytes_retrans 2896 (2 x 1448);
-# snd_wnd 798592: h2's receive buffer grows as 6.18's does (the snd_wnd iperf3 reports in the
+# snd_wnd 817280: h2's receive buffer grows as 6.18's does (the snd_wnd iperf3 reports in the
 # same run, without ss, on main's model).
 SS_MODERN = (
     "State Recv-Q Send-Q Local Address:Port  Peer Address:Port" + " " * 419 + "\n"
     "ESTAB 0      605135      10.0.0.1:47165     10.0.0.2:5201\n"
-    "\t cubic wscale:7,7 rto:240 rtt:37.456/0.233 mss:1448 pmtu:1500 rcvmss:536 advmss:1460 cwnd:62 "
-    "ssthresh:51 bytes_sent:2211096 bytes_retrans:2896 bytes_acked:2118425 segs_out:1529 segs_in:680 "
-    "data_segs_out:1527 send 19174712bps lastrcv:956 pacing_rate 23009192bps delivery_rate 19128232bps "
+    "\t cubic wscale:7,7 rto:240 rtt:37.453/0.227 mss:1448 pmtu:1500 rcvmss:536 advmss:1460 cwnd:62 "
+    "ssthresh:51 bytes_sent:2211096 bytes_retrans:2896 bytes_acked:2118425 segs_out:1529 segs_in:679 "
+    "data_segs_out:1527 send 19176248bps lastrcv:956 pacing_rate 23011264bps delivery_rate 19128232bps "
     "delivered:1464 unacked:62 retrans:0/2 rcv_space:14600 rcv_ssthresh:64076 notsent:515359 "
-    "minrtt:20.009 snd_wnd:798592 rcv_wnd:64256\n"
+    "minrtt:20.009 snd_wnd:817280 rcv_wnd:64256\n"
 )
 
 

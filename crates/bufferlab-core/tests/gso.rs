@@ -10,10 +10,14 @@ use serde_json::{json, Value};
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
 
-/// h1 -- s1 -- s2 -- h3 (Lab 14's chain without h2).
+/// h1 -- s1 -- s2 -- h3 (Lab 14's chain without h2). The seed sets the
+/// phase of the TCP clock (tcp/clock.rs), which decides how fast the
+/// receiver's window grows in slow start: at seed 2 slow start outruns the
+/// tbf with 64 KB aggregates (9 split, 169 drops); at seeds 1, 3, 5–8 the
+/// window holds it below that (no split, 2 drops).
 fn chain(options: Value) -> Simulator {
     let cfg = json!({
-        "seed": 7,
+        "seed": 2,
         "nodes": [
             {"name": "h1", "kind": "host"}, {"name": "h3", "kind": "host"},
             {"name": "s1", "kind": "switch"}, {"name": "s2", "kind": "switch"}

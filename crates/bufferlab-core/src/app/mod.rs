@@ -215,6 +215,8 @@ pub struct AppCtx<'a> {
     /// qdisc other than `noqueue`, a finite-rate device, an egress hook): the
     /// sockets charge their skbs for TCP Small Queues (docs/semantics/tcp.md §6.4).
     pub tsq: bool,
+    /// The phase of the TCP clock the node's sockets read, µs (tcp/clock.rs).
+    pub tcp_clock_phase_us: u32,
     pub out: &'a mut Vec<Packet>,
     pub sockets: &'a mut Sockets,
     pub iperf: &'a mut IperfRegistry,

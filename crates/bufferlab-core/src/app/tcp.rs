@@ -190,12 +190,16 @@ impl TcpSpec {
     }
 }
 
-/// Give socket settings the host's GSO limit. An application with many
-/// connections applies it to the settings it keeps, so that its connections
-/// share one copy (this copies them only if the limit differs).
+/// Give socket settings the host's GSO limit and TCP clock phase. An
+/// application with many connections applies them to the settings it keeps,
+/// so that its connections share one copy (this copies them only if either
+/// differs).
 pub fn for_host(cfg: &mut Arc<TcpConfig>, ctx: &AppCtx) {
     if cfg.gso_max_size != ctx.gso_max_size {
         Arc::make_mut(cfg).gso_max_size = ctx.gso_max_size;
+    }
+    if cfg.clock_phase_us != ctx.tcp_clock_phase_us {
+        Arc::make_mut(cfg).clock_phase_us = ctx.tcp_clock_phase_us;
     }
 }
 

@@ -87,6 +87,7 @@ impl Bench {
             gso_max_size: 0,
             fq_pacing: false,
             tsq: false,
+            tcp_clock_phase_us: 0,
             out: &mut h.out,
             sockets: &mut h.sockets,
             iperf: &mut self.iperf,

@@ -181,6 +181,7 @@ impl Simulator {
             gso_max_size,
             fq_pacing,
             tsq,
+            tcp_clock_phase_us: self.tcp_clock_phase_us,
             out: &mut self.out_buf,
             sockets: &mut node.sockets,
             iperf: &mut self.iperf,

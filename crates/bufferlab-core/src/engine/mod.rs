@@ -147,6 +147,8 @@ struct Node {
 pub struct Simulator {
     now: SimTime,
     seed: u64,
+    /// the phase of the TCP clock every host's sockets read (tcp/clock.rs)
+    tcp_clock_phase_us: u32,
     topo: Topology,
     ifaces: Vec<Iface>,
     nodes: Vec<Node>,
@@ -271,6 +273,7 @@ impl Simulator {
         Ok(Simulator {
             now: SimTime::ZERO,
             seed: cfg.seed,
+            tcp_clock_phase_us: crate::tcp::clock::clock_phase_us(cfg.seed),
             topo,
             ifaces,
             nodes,

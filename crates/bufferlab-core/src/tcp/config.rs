@@ -114,6 +114,10 @@ pub struct TcpConfig {
     /// `sk_gso_max_size` of the route's device, bytes: 65536 on a veth with
     /// TSO/GSO on (a Mininet host); 0 = GSO off (every skb one MSS)
     pub gso_max_size: u32,
+    /// The phase of the host's TCP clock, µs in [0, 1000): how far past a
+    /// whole millisecond `tcp_clock_ns` is at simulated time zero, which
+    /// decides where its TS-option ticks fall among the packets (tcp/clock.rs)
+    pub clock_phase_us: u32,
 }
 
 impl Default for TcpConfig {
@@ -194,6 +198,7 @@ impl TcpConfig {
             tos: 0,
             seed: 0,
             gso_max_size: 0,
+            clock_phase_us: 0,
         }
     }
 }

@@ -198,7 +198,8 @@ pub struct Pair {
     pub b_reads: bool,
     pub read: u64,
     pub log: Vec<Sent>,
-    /// segments as delivered (time of arrival, CE mark applied in `ect`)
+    /// segments as delivered: time of arrival, and `seg.ecn` the IP ECN
+    /// field as it arrived (CE where the path marked it)
     pub arrivals: Vec<Sent>,
     pub samples: Vec<Sample>,
     pub record: bool,
@@ -344,7 +345,7 @@ impl Pair {
                     self.arrivals.push(Sent {
                         t: self.now,
                         from_a: true,
-                        seg,
+                        seg: Segment { ecn: ce, ..seg },
                     });
                 }
                 match self.b.as_mut() {
@@ -377,7 +378,7 @@ impl Pair {
                     self.arrivals.push(Sent {
                         t: self.now,
                         from_a: false,
-                        seg,
+                        seg: Segment { ecn: ce, ..seg },
                     });
                 }
                 self.a

@@ -4,7 +4,7 @@
 //!   segments and timer requests out — split along Linux's files: input/
 //!   (tcp_input.c), output.rs (tcp_output.c), timer.rs (tcp_timer.c),
 //!   info.rs (`TCP_INFO`, [`TcpInfo`]); config.rs: [`TcpConfig`] and the
-//!   kernel constants;
+//!   kernel constants; clock.rs: the phase of the kernel's TCP clock;
 //! * pieces over narrow state that never import the socket: recovery/
 //!   (scoreboard, SACK, RACK-TLP, PRR, undo; docs/semantics/tcp.md §8–9); rcv.rs: the
 //!   receiver state (§7); rtt.rs: RTT estimator and RTO (§5); rate.rs:
@@ -16,6 +16,7 @@
 
 pub mod accecn;
 pub mod cc;
+pub mod clock;
 pub mod config;
 pub mod endpoint;
 pub mod minmax;

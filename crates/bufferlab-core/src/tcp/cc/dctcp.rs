@@ -552,8 +552,15 @@ mod tests {
     use crate::time::{Rate, SimDuration};
 
     fn dctcp_pair(profile: CcProfile, k: usize, bytes: u64) -> Pair {
+        dctcp_pair_at_phase(profile, k, bytes, 0)
+    }
+
+    /// [`dctcp_pair`] whose hosts' TCP clock is `clock_phase_us` past a
+    /// whole millisecond (tcp/clock.rs).
+    fn dctcp_pair_at_phase(profile: CcProfile, k: usize, bytes: u64, clock_phase_us: u32) -> Pair {
         let c = crate::tcp::TcpConfig {
             congestion: "dctcp".into(),
+            clock_phase_us,
             ..crate::tcp::TcpConfig::for_profile(profile)
         };
         let mut p = Pair::sym(c, SimDuration::from_millis(5));
@@ -564,26 +571,92 @@ mod tests {
         p
     }
 
-    /// Every CE mark made on the path is seen by the receiver and reported
-    /// back: marked = `tcpi_received_ce` at the receiver = `delivered_ce`
-    /// at the sender (the CE state machine splits delayed ACKs at every
-    /// change, so an ECE ACK covers marked segments only).
+    /// The receiver's ACKs that acknowledge data of both CE states: (with
+    /// ECE, the unmarked segments they cover; without, the marked ones).
+    fn mixed_acks(p: &Pair) -> (u64, u64) {
+        let mut ce_by_end = std::collections::HashMap::new();
+        let mut snd_una = None;
+        let (mut ece_on_unmarked, mut marked_without_ece) = (0, 0);
+        for s in &p.arrivals {
+            let h = s.seg.hdr;
+            if s.from_a {
+                let fin = (h.flags & tcp_flags::FIN != 0) as u32;
+                if s.seg.payload_len + fin > 0 {
+                    let end = h.seq.wrapping_add(s.seg.payload_len + fin);
+                    ce_by_end.insert(end, (h.seq, s.seg.ecn == crate::packet::ECN_CE));
+                }
+                continue;
+            }
+            let una = *snd_una.get_or_insert(h.ack);
+            if !before(una, h.ack) {
+                continue;
+            }
+            let ece = h.flags & tcp_flags::ECE != 0;
+            let mut end = h.ack;
+            while end != una {
+                let (seq, ce) = ce_by_end[&end];
+                match (ece, ce) {
+                    (true, false) => ece_on_unmarked += 1,
+                    (false, true) => marked_without_ece += 1,
+                    _ => {}
+                }
+                end = seq;
+            }
+            snd_una = Some(h.ack);
+        }
+        (ece_on_unmarked, marked_without_ece)
+    }
+
+    /// Every CE mark made on the path is seen by the receiver
+    /// (`tcpi_received_ce`), and the sender counts as `delivered_ce` the
+    /// segments ECE ACKs acknowledge. The CE state machine splits delayed
+    /// ACKs at every change, so under [modern] an ECE ACK covers marked
+    /// segments only and the three counts agree, whatever the phase of the
+    /// hosts' TCP clock. [lab2019] (4.15) does not always split: the special
+    /// ACK is an ordinary `tcp_send_ack`, whose `tcp_event_ack_sent` clears
+    /// the delayed ACK the current segment had just scheduled
+    /// (`inet_csk_schedule_ack`), and `CA_EVENT_NON_DELAYED_ACK` clears
+    /// `delayed_ack_reserved`; when the next segment changes the state
+    /// back, nothing is pending, no special ACK goes out, and the ACK that
+    /// follows covers a segment of each state (4.18's "tcp: do not cancel
+    /// delay-AcK on DCTCP special ACK" fixed it). While the queue sits at K
+    /// and marks alternate, such ACKs alternate ECE on and off, so
+    /// `delivered_ce` is off from the marks by what the last pair leaves:
+    /// the clock's phase moves the marks, and at 0.45 ms the sender counts
+    /// 1476 for 1475 marks, at 0.8 ms 1558 for 1559.
     #[test]
     fn ce_marks_are_conserved_from_queue_to_receiver_to_ece() {
         for profile in [CcProfile::Lab2019, CcProfile::Modern] {
-            let mut p = dctcp_pair(profile, 20, 30_000_000);
-            p.run_until(ms(4000));
-            let (a, b) = (p.a.info(), p.b().info());
-            assert_eq!(a.bytes_acked, 30_000_000 + 1, "{profile:?}: transfer done");
-            assert_eq!(a.total_retrans, 0);
-            assert!(p.ab.ce_marked > 100, "{profile:?}: {}", p.ab.ce_marked);
-            assert_eq!(b.received_ce as u64, p.ab.ce_marked, "{profile:?}");
-            assert_eq!(a.delivered_ce as u64, p.ab.ce_marked, "{profile:?}");
-            assert!(a.options & 8 != 0 && b.options & 8 != 0);
-            assert!(matches!(
-                a.cc_info,
-                Some(CcInfo::Dctcp { enabled: true, .. })
-            ));
+            for clock_phase_us in [0, 450, 800] {
+                let mut p = dctcp_pair_at_phase(profile, 20, 30_000_000, clock_phase_us);
+                p.record = true;
+                p.run_until(ms(4000));
+                let (a, b) = (p.a.info(), p.b().info());
+                let run = format!("{profile:?} at {clock_phase_us} µs");
+                assert_eq!(a.bytes_acked, 30_000_000 + 1, "{run}: transfer done");
+                assert_eq!(a.total_retrans, 0, "{run}");
+                let marked = p.ab.ce_marked;
+                assert!(marked > 100, "{run}: {marked}");
+                assert_eq!(b.received_ce as u64, marked, "{run}");
+                let (ece_on_unmarked, marked_without_ece) = mixed_acks(&p);
+                assert_eq!(
+                    a.delivered_ce as u64 + marked_without_ece,
+                    marked + ece_on_unmarked,
+                    "{run}"
+                );
+                if profile == CcProfile::Modern {
+                    assert_eq!((ece_on_unmarked, marked_without_ece), (0, 0), "{run}");
+                } else {
+                    assert!(ece_on_unmarked > 0 && marked_without_ece > 0, "{run}");
+                    let off = a.delivered_ce as i64 - marked as i64;
+                    assert!(off.abs() <= 1, "{run}: {off}");
+                }
+                assert!(a.options & 8 != 0 && b.options & 8 != 0);
+                assert!(matches!(
+                    a.cc_info,
+                    Some(CcInfo::Dctcp { enabled: true, .. })
+                ));
+            }
         }
     }
 

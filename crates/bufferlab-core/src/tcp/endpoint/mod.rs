@@ -36,7 +36,8 @@
 //! timers.rs, cc/; settings and constants are in tcp/config.rs.
 //!
 //! Clocks: `tcp_mstamp` is the simulated time in µs plus [`CLOCK_BASE_US`]
-//! (the kernel treats a zero stamp as "none"); jiffies come from
+//! (the kernel treats a zero stamp as "none") plus the host's clock phase
+//! ([`TcpConfig::clock_phase_us`], tcp/clock.rs); jiffies come from
 //! `cc::tcp_jiffies32` (HZ 250) and jiffy timers fire on tick boundaries.
 //!
 //! TSO/GSO (docs/semantics/tcp.md §2.1, §6.1 step 5, §6.3): with [`TcpConfig::gso_max_size`]
@@ -251,6 +252,9 @@ pub struct TcpEndpoint {
     pub(super) now: SimTime,
     /// `tcp_mstamp`, µs
     pub(super) now_us: u64,
+    /// `tcp_mstamp` at simulated time zero: [`CLOCK_BASE_US`] plus the
+    /// host's clock phase
+    pub(super) clock_base_us: u64,
 
     // ---- negotiated options
     pub(super) sack_ok: bool,
@@ -421,8 +425,9 @@ impl TcpEndpoint {
             tso_segs_goal: 1,
             ..CcSock::default()
         };
+        let clock_base_us = CLOCK_BASE_US + cfg.clock_phase_us as u64;
         cs.set_clock(now);
-        cs.now_us = now.as_nanos() / 1000 + CLOCK_BASE_US;
+        cs.now_us = now.as_nanos() / 1000 + clock_base_us;
         let jiffies = tcp_jiffies32(now);
         let SocketBuffers {
             sndbuf,
@@ -440,7 +445,8 @@ impl TcpEndpoint {
             timers: TimerTable::default(),
             out: VecDeque::new(),
             now,
-            now_us: now.as_nanos() / 1000 + CLOCK_BASE_US,
+            now_us: now.as_nanos() / 1000 + clock_base_us,
+            clock_base_us,
             sack_ok: false,
             ts_ok: false,
             wscale_ok: false,
@@ -845,7 +851,7 @@ impl TcpEndpoint {
     pub(super) fn set_clock(&mut self, now: SimTime) {
         debug_assert!(now >= self.now, "time went backwards");
         self.now = now;
-        self.now_us = now.as_nanos() / 1000 + CLOCK_BASE_US;
+        self.now_us = self.tcp_clock_us(now.as_nanos());
         self.cs.set_clock(now);
         self.cs.now_us = self.now_us;
     }
@@ -853,6 +859,12 @@ impl TcpEndpoint {
     #[inline]
     pub(super) fn jiffies(&self) -> u32 {
         self.cs.jiffies
+    }
+
+    /// `tcp_clock_us` at simulated time `sim_ns`: the host's TCP clock, µs.
+    #[inline]
+    pub(super) fn tcp_clock_us(&self, sim_ns: u64) -> u64 {
+        sim_ns / 1000 + self.clock_base_us
     }
 
     /// `tcp_time_stamp_ts`: the TS-option clock (ms), without the offset.

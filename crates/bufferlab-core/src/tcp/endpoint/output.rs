@@ -9,7 +9,7 @@
 //! Queues (`tcp_small_queue_check`, `tcp_wfree`, the TSQ handler;
 //! docs/semantics/tcp.md §6.4).
 
-use super::{Segment, TcpEndpoint, TcpState, CLOCK_BASE_US};
+use super::{Segment, TcpEndpoint, TcpState};
 use crate::packet::{tcp_flags, TcpHeader, ECN_ECT0, SKB_TRUESIZE_OVERHEAD};
 use crate::tcp::accecn::{self, EcnMode};
 use crate::tcp::cc::{CaEvent, CaState, CcProfile};
@@ -105,7 +105,7 @@ impl TcpEndpoint {
     /// `tcp_skb_timestamp_ts` of an skb sent now: [`Self::edt`] on the TS
     /// clock (ms, the same base as [`TcpEndpoint::ts_now`]).
     pub(super) fn edt_ts(&self) -> u32 {
-        ((self.edt().as_nanos() / 1000 + CLOCK_BASE_US) / 1000) as u32
+        (self.tcp_clock_us(self.edt().as_nanos()) / 1000) as u32
     }
 
     /// `tcp_needs_internal_pacing`: the congestion control asked for pacing
@@ -611,7 +611,7 @@ impl TcpEndpoint {
     pub(super) fn send_new_skb(&mut self, len: u32, fin: bool) -> u32 {
         self.last_skb_seq = self.snd_nxt;
         let prior_wstamp = self.advance_wstamp();
-        let xmit_us = self.wstamp_ns / 1000 + CLOCK_BASE_US;
+        let xmit_us = self.tcp_clock_us(self.wstamp_ns);
         let mss = self.mss_cache.max(1);
         let mut off = 0;
         let mut segs = 0;
@@ -732,7 +732,7 @@ impl TcpEndpoint {
             self.mib.syn_retrans += 1;
         }
         let prior_wstamp = self.advance_wstamp();
-        let xmit_us = self.wstamp_ns / 1000 + CLOCK_BASE_US;
+        let xmit_us = self.tcp_clock_us(self.wstamp_ns);
         let hdr = if syn {
             // RFC 3168 6.1.1.1 fallback (tcp_ecn_clear_syn): with
             // tcp_ecn_fallback (the default) a retransmitted SYN no longer
@@ -1034,7 +1034,7 @@ impl TcpEndpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::endpoint::TcpConfig;
+    use crate::tcp::endpoint::{TcpConfig, CLOCK_BASE_US};
     use crate::tcp::harness::*;
     use crate::time::{Rate, SimDuration};
 
@@ -1217,9 +1217,11 @@ mod tests {
         // them). Each loss is repaired by one fast retransmission that waits
         // for at most the ~1 ms TCP Small Queues let the socket keep in fq.
         for cc in ["cubic", "bbr"] {
-            // GSO off: every skb one segment, so the drop rule can pick them
+            // GSO off: every skb one segment, so the drop rule can pick them;
+            // the host's TCP clock 0.7 ms past a whole millisecond
             let c = TcpConfig {
                 gso_max_size: 0,
+                clock_phase_us: 700,
                 ..cfg(cc)
             };
             let mut p = Pair::sym(c, SimDuration::from_millis(10));
@@ -1231,7 +1233,11 @@ mod tests {
             p.to_write = 8_000_000;
             let lost: Vec<u32> = (0..7).map(|k| (1400 + k * 200) * 1448).collect();
             p.ab.drop = Some(drop_first_tx(p.a.iss(), lost.clone()));
-            p.run_until(ms(3000));
+            // how long the transfer takes depends on the clock's phase: the
+            // receiver's DRS steps count TS ticks (tcp/clock.rs); at 0.7 ms
+            // CUBIC's window is held by the receiver in slow start and the
+            // transfer ends at 3.05 s, at 0 or 0.8 ms at 2.7 s
+            p.run_until(ms(4000));
             let m = p.a.mib();
             assert_eq!(p.read, 8_000_000, "{cc}");
             assert_eq!((m.timeouts, m.retrans_segs), (0, 7), "{cc} {m:?}");
@@ -1241,8 +1247,9 @@ mod tests {
             let tsoffset = p.a.tsoffset;
             let mut resent = vec![];
             for s in p.data_from_a() {
-                // TSval = the stamp on the TS clock (ms from the clock base)
-                let ts = ((s.seg.tstamp.as_nanos() / 1000 + CLOCK_BASE_US) / 1000) as u32;
+                // TSval = the stamp on the host's TS clock (ms from the clock
+                // base, shifted by the host's phase)
+                let ts = ((s.seg.tstamp.as_nanos() / 1000 + CLOCK_BASE_US + 700) / 1000) as u32;
                 assert_eq!(s.seg.hdr.tsval, ts.wrapping_add(tsoffset), "{cc}");
                 let off = s.seg.hdr.seq.wrapping_sub(iss);
                 if s.seg.hdr.seq != p.a.iss() && lost.contains(&off) {
