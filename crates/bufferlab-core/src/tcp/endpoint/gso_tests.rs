@@ -394,3 +394,119 @@ fn gso_off_sends_one_segment_per_skb() {
     assert!(acks * 2 + 2 >= n as usize, "{acks} ACKs for {n}");
     assert_eq!(p.b().info().rcv_mss, MSS);
 }
+
+/// An endpoint whose write queue is driven by hand: MSS 1448, peer window
+/// `max_window`, nothing sent (`snd_nxt` = `write_seq`).
+fn write_queue_endpoint(profile: CcProfile, gso_max: u32, max_window: u32) -> TcpEndpoint {
+    let c = TcpConfig {
+        gso_max_size: gso_max,
+        ..TcpConfig::for_profile(profile)
+    };
+    let mut ep = TcpEndpoint::connect(c, A_ADDR, B_ADDR, SimTime::ZERO, ComponentRng::new(1, "a"));
+    ep.mss_cache = MSS;
+    ep.max_window = max_window;
+    ep.snd_nxt = ep.write_seq;
+    ep
+}
+
+/// `tcp_sendmsg` as `write` does it, without the push.
+fn app_writes(ep: &mut TcpEndpoint, n: u32) {
+    ep.queue_written(n);
+    ep.write_seq = ep.write_seq.wrapping_add(n);
+}
+
+/// The write queue's skb ends, relative to `base`.
+fn skb_ends(ep: &TcpEndpoint, base: u32) -> Vec<u32> {
+    ep.unsent_skb_ends.iter().map(|e| e.wrapping_sub(base)).collect()
+}
+
+#[test]
+fn size_goal_is_the_gso_limit_bounded_to_half_the_window() {
+    let goal = |profile, gso, wnd| write_queue_endpoint(profile, gso, wnd).xmit_size_goal();
+    // [modern] sk_gso_max_size 65536 / 1448 = 45 → 65160, whatever the pacing rate
+    assert_eq!(goal(CcProfile::Modern, 65_536, 0), 65_160);
+    // [lab2019] 65536 − 1 − 320 = 65215 → 45 → 65160 as well
+    assert_eq!(goal(CcProfile::Lab2019, 65_536, 0), 65_160);
+    // a 60 000-byte peer window: half of it, 30 000 → 20 × 1448 = 28960
+    assert_eq!(goal(CcProfile::Modern, 65_536, 60_000), 28_960);
+    // a window of 2000: 1000 → no whole MSS → one MSS
+    assert_eq!(goal(CcProfile::Modern, 65_536, 2_000), MSS);
+    // at or below TCP_MSS_DEFAULT (536) the whole window is the cutoff: 536 → one MSS
+    assert_eq!(goal(CcProfile::Modern, 65_536, 536), MSS);
+    // GSO off: one MSS
+    assert_eq!(goal(CcProfile::Modern, 0, 0), MSS);
+}
+
+#[test]
+fn writes_fill_the_tail_skb_then_cut_new_ones_at_the_size_goal() {
+    let mut ep = write_queue_endpoint(CcProfile::Modern, 65_536, 0);
+    let base = ep.write_seq;
+    // iperf3's 128 KiB write: 131072 = 65160 + 65160 + 752
+    app_writes(&mut ep, 131_072);
+    assert_eq!(skb_ends(&ep, base), vec![65_160, 130_320, 131_072]);
+    // the next write tops the 752-byte tail up to 65160 (+64408), then
+    // 65160, then the rest 131072 − 64408 − 65160 = 1504
+    app_writes(&mut ep, 131_072);
+    assert_eq!(
+        skb_ends(&ep, base),
+        vec![65_160, 130_320, 195_480, 260_640, 262_144]
+    );
+    assert_eq!(ep.head_unsent_skb(), (65_160, false));
+    // tso_fragment sent the head's first 20 segments (28960): the other 25
+    // (36200) stay one skb, not merged with the skb behind them
+    ep.snd_nxt = ep.snd_nxt.wrapping_add(28_960);
+    assert_eq!(ep.head_unsent_skb(), (36_200, false));
+    ep.snd_nxt = ep.snd_nxt.wrapping_add(36_200);
+    assert_eq!(ep.head_unsent_skb(), (65_160, false));
+    assert_eq!(skb_ends(&ep, base), vec![130_320, 195_480, 260_640, 262_144]);
+    // the last skb is the tail
+    ep.snd_nxt = base.wrapping_add(260_640);
+    assert_eq!(ep.head_unsent_skb(), (1_504, true));
+}
+
+#[test]
+fn a_partly_sent_tail_grows_from_its_remainder() {
+    let mut ep = write_queue_endpoint(CcProfile::Modern, 65_536, 0);
+    let base = ep.write_seq;
+    app_writes(&mut ep, 14_480); // one skb of 10 segments
+    ep.snd_nxt = base.wrapping_add(7_240); // 5 of them left
+    assert_eq!(ep.head_unsent_skb(), (7_240, true));
+    // the remainder (7240) is the tail: it takes 65160 − 7240 = 57920 more,
+    // then 65160, then 131072 − 57920 − 65160 = 7992
+    app_writes(&mut ep, 131_072);
+    assert_eq!(skb_ends(&ep, base), vec![72_400, 137_560, 145_552]);
+    assert_eq!(ep.head_unsent_skb(), (65_160, false));
+}
+
+#[test]
+fn a_cut_skb_leaves_its_remainder_as_an_skb_of_its_own() {
+    let gso = || TcpConfig {
+        gso_max_size: 65_536,
+        ..TcpConfig::for_profile(CcProfile::Modern)
+    };
+    let mut p = Pair::new(gso(), roomy(gso()), SimDuration::from_micros(50));
+    p.run_until(ms(1));
+    assert_eq!(p.a.state(), TcpState::Established);
+    p.log.clear();
+    // min RTT 100 µs: tcp_tso_autosize's allowance makes 45-segment skbs
+    p.a.rtt_min = MinMax::new(0, 100);
+    p.a.sndbuf = 1 << 20;
+    // a peer that offers 1 MB: neither the send window nor the size goal
+    // (half the largest window: 22 segments from the handshake's 64 KB) binds
+    p.a.snd_wnd = 1 << 20;
+    p.a.max_window = 1 << 20;
+    // cwnd 60 (tcp_cwnd_test's quota: at most cwnd/2 = 30 per skb) and one
+    // 128 KiB write, cut by tcp_sendmsg into 45 + 45 segments + 752 bytes
+    p.a.cs.snd_cwnd = 60;
+    let now = p.now;
+    assert_eq!(p.a.write(now, 131_072), 131_072);
+    p.run_until(ms(3));
+    let segs: Vec<u32> = p.data_from_a().map(|s| s.seg.gso_segs).collect();
+    // the first skb leaves as 30 (the quota) + its remainder 15, sent alone
+    // (not the tail, and it fits); the second is cut at the 15 that cwnd
+    // leaves (no deferral: its ACK is not due within min(srtt/2, 1 ms)).
+    // The first ACK (30 segments: cwnd 90) lets the second skb's other 30
+    // go as one skb and the 752-byte tail as another. A stream re-cut at
+    // 45 segments would send 30, 30, then 30 + 752 bytes as one skb.
+    assert_eq!(segs, vec![30, 15, 15, 30, 1]);
+}
