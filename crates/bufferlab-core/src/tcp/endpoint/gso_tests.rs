@@ -478,35 +478,50 @@ fn a_partly_sent_tail_grows_from_its_remainder() {
     assert_eq!(ep.head_unsent_skb(), (65_160, false));
 }
 
-#[test]
-fn a_cut_skb_leaves_its_remainder_as_an_skb_of_its_own() {
+/// Segments per skb a sender with cwnd 60 sends for one 128 KiB write
+/// (cut by `tcp_sendmsg` into 45 + 45 segments + 752 bytes) and the ACKs
+/// that follow, on a 100 µs path whose peer offers 1 MB.
+fn skbs_of_one_write_at_cwnd_60(profile: CcProfile) -> Vec<u32> {
     let gso = || TcpConfig {
         gso_max_size: 65_536,
-        ..TcpConfig::for_profile(CcProfile::Modern)
+        ..TcpConfig::for_profile(profile)
     };
     let mut p = Pair::new(gso(), roomy(gso()), SimDuration::from_micros(50));
     p.run_until(ms(1));
     assert_eq!(p.a.state(), TcpState::Established);
     p.log.clear();
-    // min RTT 100 µs: tcp_tso_autosize's allowance makes 45-segment skbs
+    // min RTT 100 µs: [modern] tcp_tso_autosize's allowance makes 45-segment skbs
     p.a.rtt_min = MinMax::new(0, 100);
     p.a.sndbuf = 1 << 20;
-    // a peer that offers 1 MB: neither the send window nor the size goal
-    // (half the largest window: 22 segments from the handshake's 64 KB) binds
+    // neither the send window nor the size goal (half the largest window:
+    // 22 segments from the handshake's 64 KB) binds
     p.a.snd_wnd = 1 << 20;
     p.a.max_window = 1 << 20;
-    // cwnd 60 (tcp_cwnd_test's quota: at most cwnd/2 = 30 per skb) and one
-    // 128 KiB write, cut by tcp_sendmsg into 45 + 45 segments + 752 bytes
+    // tcp_cwnd_test's quota: at most cwnd/2 = 30 per skb
     p.a.cs.snd_cwnd = 60;
     let now = p.now;
     assert_eq!(p.a.write(now, 131_072), 131_072);
     p.run_until(ms(3));
-    let segs: Vec<u32> = p.data_from_a().map(|s| s.seg.gso_segs).collect();
-    // the first skb leaves as 30 (the quota) + its remainder 15, sent alone
-    // (not the tail, and it fits); the second is cut at the 15 that cwnd
-    // leaves (no deferral: its ACK is not due within min(srtt/2, 1 ms)).
-    // The first ACK (30 segments: cwnd 90) lets the second skb's other 30
-    // go as one skb and the 752-byte tail as another. A stream re-cut at
-    // 45 segments would send 30, 30, then 30 + 752 bytes as one skb.
-    assert_eq!(segs, vec![30, 15, 15, 30, 1]);
+    p.data_from_a().map(|s| s.seg.gso_segs).collect()
+}
+
+#[test]
+fn a_cut_skb_leaves_its_remainder_as_an_skb_of_its_own() {
+    // [lab2019]: the first skb leaves as 30 (the quota) and then its
+    // remainder 15 alone (not the tail, and it fits); the second is cut at
+    // the 15 that cwnd leaves (no deferral: its ACK is not due within
+    // srtt/2). The first ACK (30 segments: cwnd 90) lets the second skb's
+    // other 30 go as one skb and the 752-byte tail as another. A stream
+    // re-cut at 45 segments would send 30, 30, then 30 + 752 bytes.
+    assert_eq!(
+        skbs_of_one_write_at_cwnd_60(CcProfile::Lab2019),
+        vec![30, 15, 15, 30, 1]
+    );
+    // [modern] tcp_grow_skb tops the 15-segment remainder up to the quota
+    // (30) from the skb behind it, and after the first ACK the rest (30)
+    // absorbs the 752-byte tail: 30 segments + 752 bytes in one skb of 31
+    assert_eq!(
+        skbs_of_one_write_at_cwnd_60(CcProfile::Modern),
+        vec![30, 30, 31]
+    );
 }

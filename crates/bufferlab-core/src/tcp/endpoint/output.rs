@@ -240,6 +240,9 @@ impl TcpEndpoint {
                 }
                 cwnd_quota = 1;
             }
+            if self.cfg.profile == CcProfile::Modern {
+                self.grow_head_skb(cwnd_quota.min(max_segs) * mss);
+            }
             let (skb_len, is_tail) = self.head_unsent_skb();
             let fin = self.fin_queued && is_tail;
             // tcp_snd_wnd_test: the first MSS must fit the peer's window
@@ -409,6 +412,28 @@ impl TcpEndpoint {
             None => data_left,
         };
         (head, head == data_left)
+    }
+
+    /// `tcp_grow_skb` (\[modern\], 6.10's "tcp: try to send bigger TSO
+    /// packets"): a head skb shorter than `goal` (what cwnd and autosizing
+    /// let go now) takes the missing bytes from the one skb behind it, and
+    /// absorbs it when they are all of it.
+    fn grow_head_skb(&mut self, goal: u32) {
+        self.drop_sent_skb_ends();
+        if self.unsent_skb_ends.len() < 2 {
+            return;
+        }
+        let head_end = self.unsent_skb_ends[0];
+        let head_len = head_end.wrapping_sub(self.snd_nxt);
+        if goal <= head_len {
+            return;
+        }
+        let missing = goal - head_len;
+        if missing >= self.unsent_skb_ends[1].wrapping_sub(head_end) {
+            self.unsent_skb_ends.pop_front();
+        } else {
+            self.unsent_skb_ends[0] = head_end.wrapping_add(missing);
+        }
     }
 
     /// `tcp_tso_should_defer` (docs/semantics/tcp.md §6.1 step 5): hold back a TSO skb
