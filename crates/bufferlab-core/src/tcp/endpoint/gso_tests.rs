@@ -417,7 +417,10 @@ fn app_writes(ep: &mut TcpEndpoint, n: u32) {
 
 /// The write queue's skb ends, relative to `base`.
 fn skb_ends(ep: &TcpEndpoint, base: u32) -> Vec<u32> {
-    ep.unsent_skb_ends.iter().map(|e| e.wrapping_sub(base)).collect()
+    ep.unsent_skb_ends
+        .iter()
+        .map(|e| e.wrapping_sub(base))
+        .collect()
 }
 
 #[test]
@@ -458,7 +461,10 @@ fn writes_fill_the_tail_skb_then_cut_new_ones_at_the_size_goal() {
     assert_eq!(ep.head_unsent_skb(), (36_200, false));
     ep.snd_nxt = ep.snd_nxt.wrapping_add(36_200);
     assert_eq!(ep.head_unsent_skb(), (65_160, false));
-    assert_eq!(skb_ends(&ep, base), vec![130_320, 195_480, 260_640, 262_144]);
+    assert_eq!(
+        skb_ends(&ep, base),
+        vec![130_320, 195_480, 260_640, 262_144]
+    );
     // the last skb is the tail
     ep.snd_nxt = base.wrapping_add(260_640);
     assert_eq!(ep.head_unsent_skb(), (1_504, true));

@@ -1245,13 +1245,14 @@ mod tests {
     }
 
     #[test]
-    fn tsq_keeps_a_senders_own_queue_to_three_skbs() {
+    fn tsq_keeps_a_senders_own_queue_to_a_few_skbs() {
         // tcp_small_queue_check: an skb goes while the socket holds at most
-        // 2 × 66 056 bytes of truesize in its host, so the queue never has
-        // more than three 45-segment skbs; without TSQ the window fills it
+        // 2 × 66 056 bytes of truesize in its host, so the queue holds three
+        // 45-segment skbs, or four when some are shorter (a write's tail, a
+        // cut skb's remainder); without TSQ the window fills it
         let with = own_queue(true, 12_000_000);
         let without = own_queue(false, 12_000_000);
-        assert!(with.ab.max_queue <= 3, "{}", with.ab.max_queue);
+        assert!(with.ab.max_queue <= 4, "{}", with.ab.max_queue);
         assert!(without.ab.max_queue > 30, "{}", without.ab.max_queue);
         // the link is as busy: the same bytes arrive by the same time
         assert_eq!(with.read, 12_000_000);
