@@ -272,9 +272,6 @@ pub struct TcpEndpoint {
     pub(super) snd_nxt: u32,
     /// end of the application's data (+1 once a FIN is queued)
     pub(super) write_seq: u32,
-    /// end sequence of each skb of the write queue, oldest first: the cuts
-    /// `tcp_sendmsg` made and `tso_fragment` left (see `queue_written`)
-    pub(super) unsent_skb_ends: VecDeque<u32>,
     pub(super) fin_queued: bool,
     pub(super) snd_wnd: u32,
     pub(super) snd_wl1: u32,
@@ -458,7 +455,6 @@ impl TcpEndpoint {
             snd_una: iss,
             snd_nxt: iss,
             write_seq: iss,
-            unsent_skb_ends: VecDeque::new(),
             fin_queued: false,
             snd_wnd: 0,
             snd_wl1: 0,
@@ -730,7 +726,6 @@ impl TcpEndpoint {
             if established && self.unsent_bytes() == 0 {
                 self.slow_start_after_idle_check();
             }
-            self.queue_written(n as u32);
             self.write_seq = self.write_seq.wrapping_add(n as u32);
             if established {
                 self.push_pending_frames(false);

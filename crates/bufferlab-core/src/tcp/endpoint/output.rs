@@ -13,7 +13,7 @@ use super::{Segment, TcpEndpoint, TcpState, CLOCK_BASE_US};
 use crate::packet::{tcp_flags, TcpHeader, ECN_ECT0, SKB_TRUESIZE_OVERHEAD};
 use crate::tcp::accecn::{self, EcnMode};
 use crate::tcp::cc::{CaEvent, CaState, CcProfile};
-use crate::tcp::config::{MAX_TCP_HEADER, TCPOLEN_TSTAMP_ALIGNED, TCP_MSS_DEFAULT};
+use crate::tcp::config::{MAX_TCP_HEADER, TCPOLEN_TSTAMP_ALIGNED};
 use crate::tcp::recovery::{Seg, RETRANS};
 use crate::tcp::rtt::TCP_RTO_MIN;
 use crate::tcp::seq::{after, before};
@@ -240,10 +240,11 @@ impl TcpEndpoint {
                 }
                 cwnd_quota = 1;
             }
-            if self.cfg.profile == CcProfile::Modern {
-                self.grow_head_skb(cwnd_quota.min(max_segs) * mss);
-            }
-            let (skb_len, is_tail) = self.head_unsent_skb();
+            // the skb at the head of the unsent queue: tcp_sendmsg cut the
+            // stream at size_goal = tso_segs × mss
+            let data_left = self.unsent_bytes();
+            let skb_len = data_left.min(max_segs * mss);
+            let is_tail = skb_len == data_left;
             let fin = self.fin_queued && is_tail;
             // tcp_snd_wnd_test: the first MSS must fit the peer's window
             let first = skb_len.min(mss);
@@ -335,105 +336,6 @@ impl TcpEndpoint {
         }
         let segs = (bytes / self.mss_cache.max(1) as u64) as u32;
         segs.max(self.cc.min_tso_segs(&self.cs)).min(GSO_MAX_SEGS)
-    }
-
-    /// `tcp_xmit_size_goal` (net/ipv4/tcp.c): the size `tcp_sendmsg` fills a
-    /// write-queue skb to — `sk_gso_max_size` (\[lab2019\]: less 1 +
-    /// `MAX_TCP_HEADER`) bounded to half the peer's largest window
-    /// (`tcp_bound_to_half_wnd`), whole MSS, at least one. Not the pacing
-    /// size: `tcp_tso_autosize` cuts later, at transmit.
-    pub(super) fn xmit_size_goal(&self) -> u32 {
-        let mss = self.mss_cache.max(1);
-        let mut goal = match self.cfg.profile {
-            CcProfile::Modern => self.cfg.gso_max_size,
-            CcProfile::Lab2019 => self.cfg.gso_max_size.saturating_sub(1 + MAX_TCP_HEADER),
-        };
-        if goal == 0 {
-            return mss;
-        }
-        let cutoff = if self.max_window > TCP_MSS_DEFAULT {
-            self.max_window >> 1
-        } else {
-            self.max_window
-        };
-        // (its 68-byte floor is below one MSS, which the result keeps)
-        if cutoff != 0 {
-            goal = goal.min(cutoff);
-        }
-        ((goal / mss).min(GSO_MAX_SEGS) * mss).max(mss)
-    }
-
-    /// `tcp_sendmsg_locked`: `n` new bytes at `write_seq` first fill the
-    /// write queue's tail skb up to the size goal, then start new skbs of
-    /// that size. Only an unsent skb is the tail: once (part of) it left, its
-    /// remainder is its own skb that later writes extend, as Linux's
-    /// `tso_fragment` leaves it.
-    pub(super) fn queue_written(&mut self, n: u32) {
-        self.drop_sent_skb_ends();
-        let goal = self.xmit_size_goal();
-        let mut left = n;
-        let mut end = self.write_seq;
-        if self.unsent_skb_ends.back() == Some(&end) {
-            let start = match self.unsent_skb_ends.len() {
-                1 => self.snd_nxt,
-                k => self.unsent_skb_ends[k - 2],
-            };
-            let grow = goal.saturating_sub(end.wrapping_sub(start)).min(left);
-            end = end.wrapping_add(grow);
-            left -= grow;
-            *self.unsent_skb_ends.back_mut().expect("tail checked") = end;
-        }
-        while left > 0 {
-            let take = left.min(goal);
-            end = end.wrapping_add(take);
-            left -= take;
-            self.unsent_skb_ends.push_back(end);
-        }
-    }
-
-    /// Forget the ends of skbs that have left (`snd_nxt` reached them).
-    fn drop_sent_skb_ends(&mut self) {
-        while let Some(&end) = self.unsent_skb_ends.front() {
-            if after(end, self.snd_nxt) {
-                break;
-            }
-            self.unsent_skb_ends.pop_front();
-        }
-    }
-
-    /// The write queue's head skb (`tcp_send_head`): its unsent bytes and
-    /// whether it is the queue's tail. Bytes no write cut (none here) form
-    /// one skb.
-    pub(super) fn head_unsent_skb(&mut self) -> (u32, bool) {
-        self.drop_sent_skb_ends();
-        let data_left = self.unsent_bytes();
-        let head = match self.unsent_skb_ends.front() {
-            Some(&end) => end.wrapping_sub(self.snd_nxt).min(data_left),
-            None => data_left,
-        };
-        (head, head == data_left)
-    }
-
-    /// `tcp_grow_skb` (\[modern\], 6.10's "tcp: try to send bigger TSO
-    /// packets"): a head skb shorter than `goal` (what cwnd and autosizing
-    /// let go now) takes the missing bytes from the one skb behind it, and
-    /// absorbs it when they are all of it.
-    fn grow_head_skb(&mut self, goal: u32) {
-        self.drop_sent_skb_ends();
-        if self.unsent_skb_ends.len() < 2 {
-            return;
-        }
-        let head_end = self.unsent_skb_ends[0];
-        let head_len = head_end.wrapping_sub(self.snd_nxt);
-        if goal <= head_len {
-            return;
-        }
-        let missing = goal - head_len;
-        if missing >= self.unsent_skb_ends[1].wrapping_sub(head_end) {
-            self.unsent_skb_ends.pop_front();
-        } else {
-            self.unsent_skb_ends[0] = head_end.wrapping_add(missing);
-        }
     }
 
     /// `tcp_tso_should_defer` (docs/semantics/tcp.md §6.1 step 5): hold back a TSO skb
@@ -1245,14 +1147,13 @@ mod tests {
     }
 
     #[test]
-    fn tsq_keeps_a_senders_own_queue_to_a_few_skbs() {
+    fn tsq_keeps_a_senders_own_queue_to_three_skbs() {
         // tcp_small_queue_check: an skb goes while the socket holds at most
-        // 2 × 66 056 bytes of truesize in its host, so the queue holds three
-        // 45-segment skbs, or four when some are shorter (a write's tail, a
-        // cut skb's remainder); without TSQ the window fills it
+        // 2 × 66 056 bytes of truesize in its host, so the queue never has
+        // more than three 45-segment skbs; without TSQ the window fills it
         let with = own_queue(true, 12_000_000);
         let without = own_queue(false, 12_000_000);
-        assert!(with.ab.max_queue <= 4, "{}", with.ab.max_queue);
+        assert!(with.ab.max_queue <= 3, "{}", with.ab.max_queue);
         assert!(without.ab.max_queue > 30, "{}", without.ab.max_queue);
         // the link is as busy: the same bytes arrive by the same time
         assert_eq!(with.read, 12_000_000);
