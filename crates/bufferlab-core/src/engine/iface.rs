@@ -68,13 +68,15 @@ pub(super) struct Iface {
     /// (`busy_until`, the next `LinkFree`)
     pub(super) tx_releases: Vec<TsqRelease>,
     pub(super) watchdog_at: Option<SimTime>,
-    pub(super) drops: DropCounters,
+    /// boxed, as `hook`: rarely touched, and inline they would triple the
+    /// record every packet-hop reads (benches/RESULTS.md, 2026-11-30)
+    pub(super) drops: Box<DropCounters>,
     pub(super) tx_packets: u64,
     pub(super) tx_bytes: u64,
     pub(super) rx_packets: u64,
     pub(super) rx_bytes: u64,
     /// the `ingress` / `clsact` qdisc and its filters (qdisc/ingress.rs)
-    pub(super) hook: Option<Hook>,
+    pub(super) hook: Option<Box<Hook>>,
     /// an ifb (`ip link add … type ifb`): what its root qdisc releases goes
     /// back to where it came from instead of onto a wire
     pub(super) ifb: bool,
@@ -106,7 +108,7 @@ impl Iface {
             quiet_listed: false,
             tx_releases: Vec::new(),
             watchdog_at: None,
-            drops: DropCounters::default(),
+            drops: Box::default(),
             tx_packets: 0,
             tx_bytes: 0,
             rx_packets: 0,

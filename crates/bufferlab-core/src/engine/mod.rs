@@ -137,7 +137,8 @@ struct Node {
     addr: Ipv4,
     sockets: Sockets,
     neighbours: NeighbourTable,
-    drops: DropCounters,
+    /// boxed: rarely touched, kept out of the record the packet path reads
+    drops: Box<DropCounters>,
     timer_at: Option<SimTime>,
     /// the stack's SNMP counters (mib.rs); its connections' are in `sockets`
     mib: NodeMib,
@@ -263,7 +264,7 @@ impl Simulator {
                     &format!("node/{}/ports", topo.node_names[n]),
                 )),
                 neighbours: NeighbourTable::default(),
-                drops: DropCounters::default(),
+                drops: Box::default(),
                 timer_at: None,
                 mib: NodeMib::default(),
             })
