@@ -68,15 +68,13 @@ pub(super) struct Iface {
     /// (`busy_until`, the next `LinkFree`)
     pub(super) tx_releases: Vec<TsqRelease>,
     pub(super) watchdog_at: Option<SimTime>,
-    /// boxed, as `hook`: rarely touched, and inline they would triple the
-    /// record every packet-hop reads (benches/RESULTS.md, 2026-11-30)
-    pub(super) drops: Box<DropCounters>,
+    pub(super) drops: DropCounters,
     pub(super) tx_packets: u64,
     pub(super) tx_bytes: u64,
     pub(super) rx_packets: u64,
     pub(super) rx_bytes: u64,
     /// the `ingress` / `clsact` qdisc and its filters (qdisc/ingress.rs)
-    pub(super) hook: Option<Box<Hook>>,
+    pub(super) hook: Option<Hook>,
     /// an ifb (`ip link add … type ifb`): what its root qdisc releases goes
     /// back to where it came from instead of onto a wire
     pub(super) ifb: bool,
@@ -108,7 +106,7 @@ impl Iface {
             quiet_listed: false,
             tx_releases: Vec::new(),
             watchdog_at: None,
-            drops: Box::default(),
+            drops: DropCounters::default(),
             tx_packets: 0,
             tx_bytes: 0,
             rx_packets: 0,

@@ -137,8 +137,7 @@ struct Node {
     addr: Ipv4,
     sockets: Sockets,
     neighbours: NeighbourTable,
-    /// boxed: rarely touched, kept out of the record the packet path reads
-    drops: Box<DropCounters>,
+    drops: DropCounters,
     timer_at: Option<SimTime>,
     /// the stack's SNMP counters (mib.rs); its connections' are in `sockets`
     mib: NodeMib,
@@ -266,7 +265,7 @@ impl Simulator {
                     &format!("node/{}/ports", topo.node_names[n]),
                 )),
                 neighbours: NeighbourTable::default(),
-                drops: Box::default(),
+                drops: DropCounters::default(),
                 timer_at: None,
                 mib: NodeMib::default(),
             })

@@ -243,7 +243,7 @@ impl Simulator {
         iface: IfaceId,
         clsact: bool,
         spec: &crate::qdisc::spec::HookSpec,
-        old: Option<Box<Hook>>,
+        old: Option<Hook>,
     ) -> Result<()> {
         let topo = &self.topo;
         // the namespace's action tables: the other hooks of the node
@@ -260,12 +260,12 @@ impl Simulator {
             spec,
             self.now,
             &|d| topo.iface_by_name(d),
-            old.as_deref(),
+            old.as_ref(),
             &taken,
         );
         match built {
             Ok(h) => {
-                self.ifaces[iface].hook = Some(Box::new(h));
+                self.ifaces[iface].hook = Some(h);
                 Ok(())
             }
             Err(e) => {
