@@ -78,7 +78,12 @@ impl Rate {
         if self.0 == 0 {
             return SimDuration::ZERO;
         }
-        SimDuration(((bytes as u128 * 8 * NS_PER_SEC as u128) / self.0 as u128) as u64)
+        // the same quotient in 64 bits when the product fits (any frame: a
+        // 128-bit division is a library call, on every packet's transmission)
+        match bytes.checked_mul(8 * NS_PER_SEC) {
+            Some(bit_ns) => SimDuration(bit_ns / self.0),
+            None => SimDuration(((bytes as u128 * 8 * NS_PER_SEC as u128) / self.0 as u128) as u64),
+        }
     }
 }
 
@@ -136,6 +141,15 @@ mod tests {
     fn tx_time_truncates_to_the_nanosecond() {
         // 1490 B at 3 Mbit/s = 3_973_333.33 ns
         assert_eq!(Rate(3_000_000).tx_time(1490), SimDuration(3_973_333));
+    }
+
+    #[test]
+    fn tx_time_of_huge_transfers_is_exact() {
+        // past 2^64 bit-nanoseconds the 128-bit path takes over: 10^10 B at 3 Mbit/s
+        assert_eq!(
+            Rate(3_000_000).tx_time(10_000_000_000),
+            SimDuration(26_666_666_666_666)
+        );
     }
 
     #[test]

@@ -169,18 +169,23 @@ impl Simulator {
     }
 
     pub(super) fn with_app<R>(&mut self, id: u32, f: impl FnOnce(&mut App, &mut AppCtx) -> R) -> R {
+        let n = self.apps[id as usize].node;
+        let caps = if self.in_stretch {
+            let caps = self.stretch_caps[n];
+            debug_assert_eq!(caps, RouteCaps::of(&self.topo, &self.ifaces, n));
+            caps
+        } else {
+            RouteCaps::of(&self.topo, &self.ifaces, n)
+        };
         let slot = &mut self.apps[id as usize];
-        let gso_max_size = node_gso_max_size(&self.topo, &self.ifaces, slot.node);
-        let fq_pacing = node_fq_pacing(&self.topo, &self.ifaces, slot.node);
-        let tsq = node_tsq(&self.topo, &self.ifaces, slot.node);
         let node = &mut self.nodes[slot.node];
         let mut ctx = AppCtx {
             now: self.now,
             id,
             addr: node.addr,
-            gso_max_size,
-            fq_pacing,
-            tsq,
+            gso_max_size: caps.gso_max_size,
+            fq_pacing: caps.fq_pacing,
+            tsq: caps.tsq,
             tcp_clock_phase_us: self.tcp_clock_phase_us,
             out: &mut self.out_buf,
             sockets: &mut node.sockets,
@@ -218,6 +223,38 @@ impl Simulator {
             slot.reported = true;
             self.finished.push(id);
         }
+    }
+}
+
+/// The route capabilities a node's sockets get (`sk_setup_caps`). They
+/// change only with `tc` and `ethtool` requests, which come between the
+/// engine's stretches: each stretch takes them once for every node
+/// ([`Simulator::take_route_caps`]) instead of once per packet an
+/// application handles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct RouteCaps {
+    gso_max_size: u32,
+    fq_pacing: bool,
+    tsq: bool,
+}
+
+impl RouteCaps {
+    fn of(topo: &Topology, ifaces: &[Iface], node: NodeId) -> RouteCaps {
+        RouteCaps {
+            gso_max_size: node_gso_max_size(topo, ifaces, node),
+            fq_pacing: node_fq_pacing(topo, ifaces, node),
+            tsq: node_tsq(topo, ifaces, node),
+        }
+    }
+}
+
+impl Simulator {
+    /// Every node's [`RouteCaps`], for the stretch that starts.
+    pub(super) fn take_route_caps(&mut self) {
+        let mut caps = std::mem::take(&mut self.stretch_caps);
+        caps.clear();
+        caps.extend((0..self.nodes.len()).map(|n| RouteCaps::of(&self.topo, &self.ifaces, n)));
+        self.stretch_caps = caps;
     }
 }
 

@@ -63,30 +63,32 @@ impl Simulator {
         let node = self.topo.iface_node[iface];
         // a received packet has no socket of this node (`skb->sk` is NULL)
         // and no departure stamp (forwarding clears `skb->tstamp`)
+        // (the fields it needs, not a copy of the whole record: every hop)
         let rx = self.arena.get_mut(pid);
         rx.local = false;
         rx.tstamp = None;
-        let p = *self.arena.get(pid);
-        if p.proto == Proto::Arp && self.topo.is_local(node, p.dst) {
+        let (proto, src, dst, ttl) = (rx.proto, rx.src, rx.dst, rx.ttl);
+        if proto == Proto::Arp && self.topo.is_local(node, dst) {
+            let is_reply = matches!(rx.payload, Payload::Arp { reply: true });
             self.delivered(pid);
-            let is_reply = matches!(p.payload, Payload::Arp { reply: true });
-            self.neighbour_confirmed(node, p.src, iface);
+            self.neighbour_confirmed(node, src, iface);
             if !is_reply {
-                self.send_arp(node, iface, p.src, true);
+                self.send_arp(node, iface, src, true);
             }
             return;
         }
-        if self.nodes[node].kind != NodeKind::Switch {
-            self.nodes[node].mib.on_ip_receive(&p);
+        let kind = self.nodes[node].kind;
+        if kind != NodeKind::Switch {
+            self.nodes[node].mib.on_ip_receive(self.arena.get(pid));
         }
-        match self.nodes[node].kind {
+        match kind {
             NodeKind::Switch => self.send_from_node(node, pid),
-            NodeKind::Host | NodeKind::Router if self.topo.is_local(node, p.dst) => {
+            NodeKind::Host | NodeKind::Router if self.topo.is_local(node, dst) => {
                 self.local_deliver(node, pid)
             }
             NodeKind::Host => self.node_drop(node, pid, DropReason::NoRoute),
             NodeKind::Router => {
-                if p.ttl <= 1 {
+                if ttl <= 1 {
                     self.nodes[node].mib.on_ttl_expired();
                     self.node_drop(node, pid, DropReason::NoRoute);
                 } else {

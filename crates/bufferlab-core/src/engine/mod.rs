@@ -66,7 +66,7 @@ use crate::rng::ComponentRng;
 use crate::sched::EventQueue;
 use crate::time::{Rate, SimDuration, SimTime};
 use crate::topology::{IfaceId, NodeKind, Topology, TopologyConfig};
-use apps::{AppSlot, FlowStats};
+use apps::{AppSlot, FlowStats, RouteCaps};
 use iface::Iface;
 use neigh::NeighbourTable;
 use run::MAX_WORK_PER_INSTANT;
@@ -192,6 +192,8 @@ pub struct Simulator {
     /// inside `run_bounded`, the only place a `LinkFree` may stay out of
     /// the queue (link_free.rs)
     in_stretch: bool,
+    /// each node's route capabilities, taken when the stretch began (apps.rs)
+    stretch_caps: Vec<RouteCaps>,
     /// events (and zero-delay arrivals) the current stretch may still run
     stretch_left: u64,
     /// the devices whose `LinkFree` may be out of the queue (link_free.rs)
@@ -303,6 +305,7 @@ impl Simulator {
             mirred_nest: 0,
             profile,
             in_stretch: false,
+            stretch_caps: Vec::new(),
             stretch_left: 0,
             quiet_link_frees: Vec::new(),
             #[cfg(test)]

@@ -49,6 +49,7 @@ impl Simulator {
     /// however long simulated time stands still.
     pub fn run_bounded(&mut self, until: SimTime, max_events: u64) -> Result<Option<Vec<u32>>> {
         self.stretch_left = max_events;
+        self.take_route_caps();
         self.in_stretch = true;
         let ran = self.run_stretch(until);
         // between stretches every event is in the queue (link_free.rs)

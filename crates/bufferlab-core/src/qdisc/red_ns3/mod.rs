@@ -43,6 +43,19 @@ use std::collections::VecDeque;
 /// (same value up to rounding; keeps a long idle period cheap).
 const LOOP_MAX: u32 = 1 << 20;
 
+/// `keep`^(m + 1), what the average keeps over `m` idle arrivals and this
+/// one. With QW 1 (the instantaneous queue, as DCTCP's switches use it)
+/// `keep` is 0 and with no idle arrival the power is `keep` itself: both
+/// exact, so libm's `pow` (a call on every enqueue) is left for the rest.
+#[inline]
+fn keep_factor(keep: f64, m: u32) -> f64 {
+    if keep == 0.0 || m == 0 {
+        keep
+    } else {
+        keep.powf(m as f64 + 1.0)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum FengStatus {
     Above,
@@ -281,7 +294,7 @@ impl RedNs3 {
                 }
                 avg *= 1.0 - qw;
             }
-            _ => avg *= (1.0 - qw).powf(m as f64 + 1.0),
+            _ => avg *= keep_factor(1.0 - qw, m),
         }
         avg += qw * n as f64;
         if self.p.adapt_max_p && now > self.last_set.saturating_add(self.spec.interval) {

@@ -413,3 +413,18 @@ fn drop_fraction_matches_the_count_rule() {
         assert_eq!(r.stats().drops, dropped);
     }
 }
+
+/// The shortcuts of `keep_factor` give `powf`'s own values, bit for bit.
+#[test]
+fn keep_factor_matches_the_power() {
+    for keep in [0.0, 1.0 - 0.002, 0.5, 1.0 - 1.0 / 3.0, 1.0] {
+        for m in [0, 1, 2, 25, 1000] {
+            let want = f64::powf(keep, m as f64 + 1.0);
+            assert_eq!(
+                super::keep_factor(keep, m).to_bits(),
+                want.to_bits(),
+                "{keep} {m}"
+            );
+        }
+    }
+}
