@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import bufferlab
 from conftest import SCENARIOS, TWO_HOSTS
 
 HEAVY = ("matplotlib", "pandas", "pyarrow", "numpy", "rich")
@@ -84,7 +85,8 @@ def test_the_runner_imports_only_the_programs_a_scenario_uses(tmp_path: Path) ->
     probe = ("from bufferlab.cli import main\nimport sys\n"
              "assert main(['run', '-q', '--no-report', 't.toml']) == 0\n"
              "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('bufferlab.run.programs.')))")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "python")}
+    # the child imports the bufferlab this test imported (the source tree's, or the installed one)
+    env = {**os.environ, "PYTHONPATH": str(Path(bufferlab.__file__).resolve().parent.parent)}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, env=env,
                           timeout=120)
     assert done.returncode == 0, done.stderr
