@@ -23,6 +23,40 @@ links = [["h1", "s1"], ["s1", "h2"]]
 """
 
 
+def hog_and_thin(name: str, qdisc: str, head: str = "") -> str:
+    """A scenario in which a UDP hog (h1, 40 Mbit/s) and a thin UDP flow (h2, 40 kbit/s, 102
+    frames) share s1-eth3 towards h3: a 1 Mbit/s tbf with ``qdisc`` as its child 2:. The sinks
+    write hog.txt and thin.txt on h3; admin's log ends with ``tc -s qdisc show dev s1-eth3``.
+    ``head``: lines after the name and seed (a ``[sim]`` table)."""
+    return f"""name = "{name}"
+seed = 3
+{head}[topology]
+hosts = ["h1", "h2", "h3"]
+switches = ["s1"]
+links = [["h1", "s1"], ["h2", "s1"], ["s1", "h3"]]
+
+[[part]]
+name = "hog"
+duration = "4s"
+cmds = [
+  "admin: tc qdisc add dev s1-eth3 root handle 1: tbf rate 1mbit burst 10k limit 100000",
+  "admin: tc qdisc add dev s1-eth3 parent 1: handle 2: {qdisc}",
+  "h3: sink -u -p 5001 > hog.txt &",
+  "h3: sink -u -p 5002 > thin.txt",
+  "h1: cbr -c 10.0.0.3 -u -r 40mbit -l 972 -p 5001 -t 3.5",
+  "h2: cbr -c 10.0.0.3 -u -r 40kbit -l 172 -p 5002 -t 3.5",
+  "admin: sleep 3.6; tc -s qdisc show dev s1-eth3",
+]
+"""
+
+
+def sink_received(text: str) -> int:
+    """The packet count of a ``sink`` report."""
+    m = re.search(r"sink: received (\d+) packets", text)
+    assert m, text
+    return int(m.group(1))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", default=False, help="run long experiments")
 

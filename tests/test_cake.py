@@ -29,6 +29,8 @@ MODERN = PROFILES["modern"]
 sys.path.insert(0, str(ROOT / "tools"))
 import fuzz  # noqa: E402
 
+from conftest import TWO_HOSTS  # noqa: E402
+
 BASE = "tc qdisc add dev s1-eth2 root "
 
 
@@ -256,13 +258,9 @@ def test_cake_class_show_text():
     assert class_show_text([_engine_block({"kind": "cake"})], True, False, True) == ""
 
 
-CLASS_SCENARIO = """name = "cake-classes"
+CLASS_SCENARIO = ("""name = "cake-classes"
 seed = 3
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+""" + TWO_HOSTS + """
 [[part]]
 name = "cake"
 duration = "4s"
@@ -274,7 +272,7 @@ cmds = [
   "h1: iperf3 -c 10.0.0.2 -p 5002 -t 3 > b.txt &",
   "admin: sleep 2; tc class show dev s1-eth2; tc -s class show dev s1-eth2; tc -s qdisc show dev s1-eth2",
 ]
-"""
+""")
 
 
 def test_cake_class_show_lists_the_active_flows(tmp_path: Path) -> None:
@@ -307,12 +305,8 @@ def test_cake_class_show_lists_the_active_flows(tmp_path: Path) -> None:
     assert len(stats) == sp + bk, log
 
 
-LEAF_SCENARIO = """name = "cake-leaf"
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+LEAF_SCENARIO = ("""name = "cake-leaf"
+""" + TWO_HOSTS + """
 [[part]]
 name = "leaf"
 duration = "1s"
@@ -321,7 +315,7 @@ cmds = [
   "admin: tc qdisc add dev s1-eth2 parent 1:1 handle 10: cake",
   "admin: tc class show dev s1-eth2",
 ]
-"""
+""")
 
 
 def test_cake_class_show_of_a_grafted_cake_is_not_supported(tmp_path: Path) -> None:

@@ -279,15 +279,11 @@ def test_capture_errors_have_positions(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------- system: queue trace
 
-TRACE = """
+TRACE = ("""
 name = "trace check"
 seed = 1
 
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+""" + TWO_HOSTS + """
 [trace]
 queues = "all"
 {min_interval}
@@ -300,7 +296,7 @@ cmds = [
   "h2: sink -u",
   "h1: cbr -c 10.0.0.2 -u -r 12mbit -l 1448 -t 1",
 ]
-"""
+""")
 
 
 @pytest.fixture(scope="module")

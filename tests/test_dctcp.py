@@ -14,6 +14,7 @@ from bufferlab import load_scenario, run_scenario
 from bufferlab.commands.shell import parse_shell
 from bufferlab.commands.sysctl import parse_sysctl
 from bufferlab.errors import Diagnostics
+from conftest import TWO_HOSTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "scenarios" / "dctcp-steady-state.toml"
@@ -106,12 +107,8 @@ def test_reno_with_classic_ecn_empties_the_queue_dctcp_does_not(run):
     assert g[1] < g[0], g
 
 
-BULK = """name = "bulk-dctcp"
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-[[part]]
+BULK = ("""name = "bulk-dctcp"
+""" + TWO_HOSTS + """[[part]]
 name = "p"
 cmds = [
   "admin: tc qdisc add dev s1-eth2 root handle 1: tbf rate 50mbit burst 50000 limit 1000000",
@@ -121,7 +118,7 @@ cmds = [
   "h1: bulk -c 10.0.0.2 -C dctcp -t 2",
   "admin: sleep 2.5; tc -s qdisc show dev s1-eth2",
 ]
-"""
+""")
 
 
 def test_bulk_dash_c_dctcp_runs_on_ecn_marks(tmp_path):

@@ -16,21 +16,18 @@ from bufferlab import _core
 from bufferlab.cli import main
 from bufferlab.outputs.topology_svg import _Boxes, _crosses, _overlap, _Segments
 from bufferlab.run.engine import Engine, TcFailure
+from conftest import TWO_HOSTS
 
-TOPO = """name = "t"
+TOPO = ("""name = "t"
 {sim}
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+""" + TWO_HOSTS + """
 [[part]]
 name = "p"
 {part}
 cmds = [
 {cmds}
 ]
-"""
+""")
 Cap = pytest.CaptureFixture[str]
 
 

@@ -28,7 +28,7 @@ from bufferlab.commands.tc import parse_tc
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
 from bufferlab.profile import PROFILES
 from bufferlab.run.engine import TcFailure
-from conftest import TcEngine
+from conftest import TWO_HOSTS, TcEngine
 
 
 def parse(line: str, profile: str = "modern"):
@@ -235,17 +235,13 @@ def test_classful_handles_follow_the_adding_order():
     ]
 
 
-SCENARIO = """name = "flower"
+SCENARIO = ("""name = "flower"
 seed = 1
 
 [sim]
 profile = "modern"
 
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+""" + TWO_HOSTS + """
 [[part]]
 name = "classes"
 duration = "8s"
@@ -273,7 +269,7 @@ cmds = [
   "h1: iperf3 -c 10.0.0.2 -p 5002 -t 6 > b.txt &",
   "h2: sleep 7; tc -s filter show dev h2-eth0 ingress",
 ]
-"""
+""")
 
 
 @pytest.fixture(scope="module")

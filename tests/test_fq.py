@@ -18,6 +18,7 @@ from bufferlab.commands.tc import TcQdiscRequest, parse_tc, tc_show_text
 from bufferlab.commands.tc.registry import KNOWN_UNMODELLED_QDISCS, MODELLED_QDISCS
 from bufferlab.errors import CommandError, Diagnostics
 from bufferlab.profile import PROFILES
+from conftest import TWO_HOSTS, hog_and_thin, sink_received
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -232,34 +233,7 @@ def test_fq_pie_show():
 
 # ------------------------------------------------------------------ runs
 
-SCENARIO = """name = "fqs"
-seed = 3
-[sim]
-profile = "modern"
-[topology]
-hosts = ["h1", "h2", "h3"]
-switches = ["s1"]
-links = [["h1", "s1"], ["h2", "s1"], ["s1", "h3"]]
-
-[[part]]
-name = "hog"
-duration = "4s"
-cmds = [
-  "admin: tc qdisc add dev s1-eth3 root handle 1: tbf rate 1mbit burst 10k limit 100000",
-  "admin: tc qdisc add dev s1-eth3 parent 1: handle 2: KIND",
-  "h3: sink -u -p 5001 > hog.txt &",
-  "h3: sink -u -p 5002 > thin.txt",
-  "h1: cbr -c 10.0.0.3 -u -r 40mbit -l 972 -p 5001 -t 3.5",
-  "h2: cbr -c 10.0.0.3 -u -r 40kbit -l 172 -p 5002 -t 3.5",
-  "admin: sleep 3.6; tc -s qdisc show dev s1-eth3",
-]
-"""
-
-
-def received(text: str) -> int:
-    m = re.search(r"sink: received (\d+) packets", text)
-    assert m, text
-    return int(m.group(1))
+SCENARIO = hog_and_thin("fqs", "KIND", head='[sim]\nprofile = "modern"\n')
 
 
 @pytest.mark.parametrize("kind", ["sfq", "fq_pie", "fq"])
@@ -270,8 +244,8 @@ def test_a_thin_flow_keeps_its_share_behind_a_hog(tmp_path: Path, kind: str):
     part = tmp_path / "runs" / "s" / "hog"
     out = (part / "admin" / "terminal.log").read_text()
     assert f"qdisc {kind} 2: parent 1: " in out
-    thin = received((part / "h3" / "thin.txt").read_text())
-    hog = received((part / "h3" / "hog.txt").read_text())
+    thin = sink_received((part / "h3" / "thin.txt").read_text())
+    hog = sink_received((part / "h3" / "hog.txt").read_text())
     # 102 thin frames offered; the 1 Mbit/s link carries < 493 frames of 1014 B in 4 s
     assert thin >= 100, (thin, out)
     assert 400 < hog < 493, hog
@@ -281,15 +255,11 @@ def test_a_thin_flow_keeps_its_share_behind_a_hog(tmp_path: Path, kind: str):
     assert drops.get(want, {}).get("packets", 0) > 0, drops
 
 
-FQ_TCP = """name = "fqtcp"
+FQ_TCP = ("""name = "fqtcp"
 seed = 1
 [sim]
 profile = "modern"
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+""" + TWO_HOSTS + """
 [[part]]
 name = "p"
 cmds = [
@@ -299,7 +269,7 @@ cmds = [
   "h1: iperf3 -c 10.0.0.2 -t 3 -J > out.json",
   "h1: tc -s qdisc show dev h1-eth0",
 ]
-"""
+""")
 
 
 def test_fq_maxrate_paces_a_tcp_sender(tmp_path: Path):
@@ -319,15 +289,11 @@ def test_fq_maxrate_paces_a_tcp_sender(tmp_path: Path):
     assert res["end"]["sum_sent"]["retransmits"] == 0
 
 
-FQ_RATE = """name = "fqrate"
+FQ_RATE = ("""name = "fqrate"
 seed = 1
 [sim]
 profile = "modern"
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+""" + TWO_HOSTS + """
 [[part]]
 name = "p"
 cmds = [
@@ -340,7 +306,7 @@ cmds = [
   "h2: tc qdisc add dev h2-eth0 root fq",
   "h1: iperf3 -c 10.0.0.2 -t 3 -J -R --fq-rate 30M > reverse.json",
 ]
-"""
+""")
 
 
 def test_iperf3_fq_rate_caps_the_sender_with_or_without_fq(tmp_path: Path):

@@ -25,15 +25,13 @@ import fuzz  # noqa: E402
 import fuzz_inputs  # noqa: E402
 import fuzz_signals  # noqa: E402
 
-SMALL = """name = "small"
+from conftest import TWO_HOSTS  # noqa: E402
+
+SMALL = ("""name = "small"
 seed = 1
 [sim]
 {sim}
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-[[part]]
+""" + TWO_HOSTS + """[[part]]
 name = "a"
 cmds = [
   "admin: sudo tc qdisc add dev s1-eth2 root netem delay 5ms",
@@ -41,7 +39,7 @@ cmds = [
   "h2: iperf3 -s",
   "h1: iperf3 -c 10.0.0.2 -u -b 5M -t {t} -J > udp.json",
 ]
-"""
+""")
 
 
 def _write(tmp_path: Path, sim: str = "", t: int = 2) -> Path:

@@ -20,13 +20,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import ack_clock  # noqa: E402
 
+from conftest import TWO_HOSTS  # noqa: E402
+
 NOISE = '{ median = "5us", p99 = "600us", max = "1.5ms" }'
-TOPO = """\
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-"""
 #: 2 s of CUBIC through a 20 Mbit/s tbf, a capture on the receiver
 PART = """
 [[part]]
@@ -41,7 +37,7 @@ cmds = [
 
 
 def scenario(sim: str = "", hosts: str = "", seed: int = 1) -> str:
-    return f'name = "t"\nseed = {seed}\n[sim]\n{sim}\n{TOPO}{hosts}{PART}'
+    return f'name = "t"\nseed = {seed}\n[sim]\n{sim}\n{TWO_HOSTS}{hosts}{PART}'
 
 
 @pytest.mark.parametrize(

@@ -332,11 +332,7 @@ MININET_RED = (
 )
 SCENARIO = f"""name = "htb"
 seed = 3
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+{TWO_HOSTS}
 [[part]]
 name = "one"
 duration = "7s"

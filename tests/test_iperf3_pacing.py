@@ -22,6 +22,7 @@ from bufferlab.commands.iperf3 import Iperf3Client, ensure_supported, parse_iper
 from bufferlab.commands.shell import parse_shell
 from bufferlab.errors import BufferlabError, CommandError, Diagnostics, NotSupportedError
 from bufferlab.profile import PROFILES, Profile
+from conftest import TWO_HOSTS
 
 LAB2019 = PROFILES["lab2019"]
 MODERN = PROFILES["modern"]
@@ -173,21 +174,17 @@ def test_generator_jitter_option():
 
 # ------------------------------------------------------------------ end to end
 
-SMALL_QUEUE = """
+SMALL_QUEUE = ("""
 name = "pacing"
 seed = 1
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-[[part]]
+""" + TWO_HOSTS + """[[part]]
 name = "p"
 cmds = [
   "admin: tc qdisc add dev s1-eth2 root tbf rate 2mbit burst 3000 limit 15000",
   "h2: iperf3 -s -1",
   "h1: {client}",
 ]
-"""
+""")
 
 
 def receiver_loss(log: str) -> tuple[int, int]:
@@ -351,15 +348,11 @@ def test_fq_rate_on_udp_is_refused_as_not_supported_yet():
 
 # ---------------------------------------------------------------- -b over TCP (the throttle)
 
-TCP_RATE = """name = "tcprate"
+TCP_RATE = ("""name = "tcprate"
 seed = 1
 [sim]
 profile = "PROFILE"
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+""" + TWO_HOSTS + """
 [[part]]
 name = "p"
 cmds = [
@@ -369,7 +362,7 @@ cmds = [
   "h1: iperf3 -c 10.0.0.2 -t 5 -b 30M -P 2 -J > two.json",
   "h1: iperf3 -c 10.0.0.2 -t 5 -b 200M -J > over.json",
 ]
-"""
+""")
 
 
 @pytest.mark.parametrize("profile", ["lab2019", "modern"])

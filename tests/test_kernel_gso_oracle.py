@@ -73,6 +73,7 @@ from typing import Any
 import pytest
 
 from bufferlab import load_scenario, run_scenario
+from conftest import TWO_HOSTS
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "kernel_oracle" / "gso_oracle.json"
@@ -157,11 +158,7 @@ seed = 1
 profile = "modern"
 {sim_gso}[trace]
 queues = ["s1-eth2"]
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-[[part]]
+{TWO_HOSTS}[[part]]
 name = "p"
 cmds = [
 {cmds},

@@ -25,6 +25,7 @@ import uuid
 import pytest
 
 from bufferlab import load_scenario, run_scenario
+from conftest import TWO_HOSTS
 
 RATE = "10mbit"
 BURST = "15k"
@@ -101,11 +102,7 @@ def _received_bps(doc: dict) -> float:
 def _simulated_run(write_scenario, tmp_path) -> float:
     path = write_scenario(f"""
 name = "kernel oracle"
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-[[part]]
+{TWO_HOSTS}[[part]]
 name = "p"
 cmds = [
   "admin: tc qdisc add dev s1-eth2 root tbf rate {RATE} burst {BURST} limit {LIMIT}",

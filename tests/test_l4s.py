@@ -22,6 +22,7 @@ from bufferlab import load_scenario, run_scenario
 from bufferlab.commands.shell import parse_shell
 from bufferlab.commands.sysctl import SUPPORTED_CC, execute_sysctl, parse_sysctl, sysctl_defaults
 from bufferlab.errors import CommandError, Diagnostics, NotSupportedError
+from conftest import TWO_HOSTS
 
 ROOT = Path(__file__).resolve().parent.parent
 TSHARK = shutil.which("tshark")
@@ -69,18 +70,14 @@ def test_prague_is_an_available_congestion_control() -> None:
 
 # ------------------------------------------------------------------ on the wire
 
-WIRE = """
+WIRE = ("""
 name = "accecn wire"
 seed = 2
 
 [sim]
 profile = "{profile}"
 
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+""" + TWO_HOSTS + """
 [[part]]
 name = "p"
 cmds = [
@@ -92,7 +89,7 @@ cmds = [
   "h1: iperf3 -c 10.0.0.2 -t 3 -C {cc} -J > client.json",
   "admin: sleep 3.5; tc -s qdisc show dev s1-eth2",
 ]
-"""
+""")
 
 
 def wire(tmp: Path, cc: str = "prague", server_ecn: int = 3, profile: str = "modern") -> Path:
@@ -247,18 +244,14 @@ def test_the_seeds_median_ratio_lies_between_the_testbeds_at_20_and_80_ms(tmp_pa
     assert low <= statistics.median(ratios) <= high, ratios
 
 
-PRAGUE_MARKED = """
+PRAGUE_MARKED = ("""
 name = "prague under random marks"
 seed = 1
 
 [sim]
 profile = "modern"
 
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+""" + TWO_HOSTS + """
 [[part]]
 name = "p"
 cmds = [
@@ -268,7 +261,7 @@ cmds = [
   "h2: iperf3 -s -D",
   "h1: iperf3 -c 10.0.0.2 -t 40 -C prague",
 ]
-"""
+""")
 
 
 def test_prague_cuts_once_per_cwr_episode(tmp_path: Path) -> None:

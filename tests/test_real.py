@@ -26,6 +26,7 @@ from bufferlab.cli import main
 from bufferlab.real import netns
 from bufferlab.real.preflight import RealError, check_machine, read_plan
 from bufferlab.run.scheduler import Runner
+from conftest import TWO_HOSTS
 
 
 @cache
@@ -52,11 +53,7 @@ def _scenario(port: int, extra: str = "", h1: str | None = None, sim: str = "") 
     return f"""
 name = "real"
 {sim}
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-[[part]]
+{TWO_HOSTS}[[part]]
 name = "p"
 cmds = [
   "admin: tc qdisc add dev s1-eth2 root tbf rate 10mbit burst 15k limit 150k",
@@ -197,11 +194,7 @@ def test_netem_delay_is_a_delay_line_where_the_kernel_has_no_netem(write_scenari
     port = 5395
     path = write_scenario(f"""
 name = "real"
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-[[part]]
+{TWO_HOSTS}[[part]]
 name = "p"
 cmds = [
   "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms",

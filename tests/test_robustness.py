@@ -19,20 +19,17 @@ from bufferlab.errors import BufferlabError
 from bufferlab.run.scheduler import Runner
 from bufferlab.scenario.load import MAX_COMMAND_CHARS, MAX_SCENARIO_BYTES, load_scenario
 from bufferlab.scenario.topology import mininet_host_ip
+from conftest import TWO_HOSTS
 
-TOPO = """name = "t"
+TOPO = ("""name = "t"
 {sim}
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+""" + TWO_HOSTS + """
 [[part]]
 name = "p"
 cmds = [
 {cmds}
 ]
-"""
+""")
 Cap = pytest.CaptureFixture[str]
 #: file:line:col at the start of an error message
 POSITION = re.compile(r"^\S+\.toml:\d+:\d+: error: ", re.M)

@@ -20,17 +20,13 @@ import pytest
 import test_report_browser
 
 from bufferlab.serve.app import make_server
-from conftest import SCENARIOS
+from conftest import SCENARIOS, TWO_HOSTS
 
 #: two quick parts: pings, then a short UDP test through a tbf
-QUICK = """name = "quick"
+QUICK = ("""name = "quick"
 seed = 1
 
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+""" + TWO_HOSTS + """
 [[part]]
 name = "first"
 cmds = [
@@ -47,7 +43,7 @@ cmds = [
   "h1: iperf3 -c 10.0.0.2 -u -b 12M -t 3 -J > udp.json",
   "h1: ping -c 10 -i 0.2 10.0.0.2",
 ]
-"""
+""")
 #: a first part that ends at once, then one that takes long enough in wall time to be stopped
 SLOW = QUICK.replace('name = "quick"', 'name = "slow"').replace(
     '"h1: iperf3 -c 10.0.0.2 -u -b 12M -t 3 -J > udp.json"', '"h1: iperf3 -c 10.0.0.2 -t 3000"').replace(

@@ -18,6 +18,7 @@ from bufferlab.commands.tc.sfb import SfbSpec, sfb_prob
 from bufferlab.errors import CommandError, Diagnostics
 from bufferlab.profile import PROFILES
 from bufferlab.run.scheduler import Runner
+from conftest import hog_and_thin, sink_received
 
 LAB2019 = PROFILES["lab2019"]
 MODERN = PROFILES["modern"]
@@ -142,32 +143,7 @@ def test_tc_show_modern_layout():
 
 # ------------------------------------------------------------------ a run
 
-SCENARIO = """name = "sfb"
-seed = 3
-[topology]
-hosts = ["h1", "h2", "h3"]
-switches = ["s1"]
-links = [["h1", "s1"], ["h2", "s1"], ["s1", "h3"]]
-
-[[part]]
-name = "hog"
-duration = "4s"
-cmds = [
-  "admin: tc qdisc add dev s1-eth3 root handle 1: tbf rate 1mbit burst 10k limit 100000",
-  "admin: tc qdisc add dev s1-eth3 parent 1: handle 2: sfb",
-  "h3: sink -u -p 5001 > hog.txt &",
-  "h3: sink -u -p 5002 > thin.txt",
-  "h1: cbr -c 10.0.0.3 -u -r 40mbit -l 972 -p 5001 -t 3.5",
-  "h2: cbr -c 10.0.0.3 -u -r 40kbit -l 172 -p 5002 -t 3.5",
-  "admin: sleep 3.6; tc -s qdisc show dev s1-eth3",
-]
-"""
-
-
-def received(text: str) -> int:
-    m = re.search(r"sink: received (\d+) packets", text)
-    assert m, text
-    return int(m.group(1))
+SCENARIO = hog_and_thin("sfb", "sfb")
 
 
 def test_scenario_boxes_the_hog_and_spares_the_thin_flow(tmp_path: Path):
@@ -184,8 +160,8 @@ def test_scenario_boxes_the_hog_and_spares_the_thin_flow(tmp_path: Path):
     early, penalty = int(m.group(1)), int(m.group(2))
     assert early > 0 and penalty > 0, out
     assert "qdisc sfb 2: parent 1: limit 1000 max 25 target 20" in out
-    hog = received((part / "h3" / "hog.txt").read_text())
-    thin = received((part / "h3" / "thin.txt").read_text())
+    hog = sink_received((part / "h3" / "hog.txt").read_text())
+    thin = sink_received((part / "h3" / "thin.txt").read_text())
     # the thin flow sent 102 frames (40 kbit/s for 3.5 s); at most one may be lost
     assert thin >= 101, thin
     # the hog offered ~18 000 frames; the 1 Mbit/s link carries < 460 in 3.6 s

@@ -367,15 +367,11 @@ def test_an_unsupported_option_is_positioned_in_the_scenario(write_scenario, cap
     assert f"{path}:11:13: error: ss: option -p (the processes' file descriptors) is not supported yet" in err
 
 
-HYSTART = """name = "hystart"
+HYSTART = ("""name = "hystart"
 seed = 1
 [sim]
 profile = "PROFILE"
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-[[part]]
+""" + TWO_HOSTS + """[[part]]
 name = "p"
 cmds = [
   "admin: tc qdisc add dev s1-eth1 root netem delay 20ms",
@@ -384,7 +380,7 @@ cmds = [
   "h1: iperf3 -c 10.0.0.2 -t 3 -C cubic -J > c.json",
   "h1: nstat 'TcpExtTCPHystart*'",
 ]
-"""
+""")
 
 
 @pytest.mark.parametrize("profile", ["modern", "lab2019"])

@@ -19,7 +19,7 @@ from bufferlab.scenario.params import Override
 from bufferlab.sweep.progress import Progress
 from bufferlab.sweep.runs import prepare
 from bufferlab.sweep.spec import load_sweep
-from conftest import ROOT, SCENARIOS
+from conftest import ROOT, SCENARIOS, TWO_HOSTS
 
 SWEEP = f"""scenario = "{SCENARIOS.as_posix()}/red-vs-droptail.toml"
 seeds = 2
@@ -122,13 +122,9 @@ def test_no_did_you_mean_when_nothing_is_near(tmp_path: Path, capsys: pytest.Cap
 
 # ---------------------------------------------------------------- where output goes
 
-TWO_PARTS = """name = "t"
+TWO_PARTS = ("""name = "t"
 seed = 1
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-
+""" + TWO_HOSTS + """
 [[part]]
 name = "a"
 cmds = ["h2: iperf3 -s &", "h1: iperf3 -c 10.0.0.2 -u -b 2M -t 1", "h1: ping -c 2 10.0.0.2"]
@@ -136,7 +132,7 @@ cmds = ["h2: iperf3 -s &", "h1: iperf3 -c 10.0.0.2 -u -b 2M -t 1", "h1: ping -c 
 [[part]]
 name = "b"
 cmds = ["h1: iperf3 -c 10.0.0.2 -u -b 4M -t 1 -S 0x20", "h1: iperf3 -c 10.0.0.2 -u -b 4M -t 1 -S 0x40"]
-"""
+""")
 
 
 def test_compare_without_o_writes_under_results_and_says_where(

@@ -7,16 +7,13 @@ import re
 import pytest
 
 from bufferlab.cli import main
+from conftest import TWO_HOSTS
 
-SCENARIO = """name = "cc"
-[topology]
-hosts = ["h1", "h2"]
-switches = ["s1"]
-links = [["h1", "s1"], ["s1", "h2"]]
-[[part]]
+SCENARIO = ("""name = "cc"
+""" + TWO_HOSTS + """[[part]]
 name = "p"
 cmds = ["h2: iperf3 -s", "{line}"]
-"""
+""")
 
 
 @pytest.mark.parametrize(

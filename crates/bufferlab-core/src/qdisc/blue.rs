@@ -209,26 +209,7 @@ impl Qdisc for Blue {
         "blue"
     }
 
-    #[inline]
-    fn enqueue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        _reduce: &mut Reduce,
-        id: PacketId,
-        _child: &mut [Node],
-    ) -> Verdict {
-        Blue::enqueue(self, ctx, id)
-    }
-
-    #[inline]
-    fn dequeue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        _reduce: &mut Reduce,
-        _child: &mut [Node],
-    ) -> Option<PacketId> {
-        Blue::dequeue(self, ctx)
-    }
+    crate::qdisc::ops::forward_queue_ops!(leaf Blue);
 
     /// Head of the queue; an empty queue is a link-idle event.
     fn peek(&mut self, ctx: &mut QdiscCtx, _reduce: &mut Reduce, _child: &mut [Node]) -> Peeked {
@@ -264,13 +245,7 @@ impl Qdisc for Blue {
         Blue::change(self, s).map(|()| Changed::IN_PLACE)
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     fn options(&self) -> serde_json::Value {
         serde_json::to_value(&self.spec).unwrap_or(serde_json::Value::Null)

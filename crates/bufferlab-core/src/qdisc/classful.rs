@@ -275,13 +275,7 @@ macro_rules! class_owner_methods {
         $crate::qdisc::classful::class_owner_methods!($self => $chains, 0);
     };
     ($self:ident => $chains:expr, $own:expr) => {
-        fn stats(&self) -> &$crate::qdisc::QdiscStats {
-            &self.stats
-        }
-
-        fn stats_mut(&mut self) -> &mut $crate::qdisc::QdiscStats {
-            &mut self.stats
-        }
+        $crate::qdisc::ops::own_stats!();
 
         fn class_ops(&mut self) -> Option<&mut dyn $crate::qdisc::ops::ClassOps> {
             Some(self)

@@ -423,13 +423,7 @@ impl Qdisc for Codel {
         })
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     /// Options in µs, as `tc` would read them back from the kernel.
     fn options(&self) -> serde_json::Value {

@@ -231,13 +231,7 @@ impl Qdisc for Fifo {
         Fifo::change(self, spec).map(|()| Changed::IN_PLACE)
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     /// `{"limit": N}` with the default resolved (packets or bytes).
     fn options(&self) -> serde_json::Value {

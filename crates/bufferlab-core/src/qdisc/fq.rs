@@ -39,9 +39,8 @@
 //! full length, as here.
 
 use super::fq_codel::hash32;
-use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc, Reduce};
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc};
 use super::spec::{FqSpec, QdiscSpec};
-use super::tree::Node;
 use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::{Packet, PacketId, Proto};
@@ -680,26 +679,7 @@ impl Qdisc for Fq {
         "fq"
     }
 
-    #[inline]
-    fn enqueue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        _reduce: &mut Reduce,
-        id: PacketId,
-        _child: &mut [Node],
-    ) -> Verdict {
-        Fq::enqueue(self, ctx, id)
-    }
-
-    #[inline]
-    fn dequeue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        _reduce: &mut Reduce,
-        _child: &mut [Node],
-    ) -> Option<PacketId> {
-        Fq::dequeue(self, ctx)
-    }
+    crate::qdisc::ops::forward_queue_ops!(leaf Fq);
 
     /// `fq_reset`: every flow freed.
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
@@ -774,13 +754,7 @@ impl Qdisc for Fq {
         })
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     /// `fq_dump`, in the kernel's units (µs, ns for `timer_slack`).
     fn options(&self) -> serde_json::Value {

@@ -406,13 +406,7 @@ impl Qdisc for FqCodel {
         })
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     fn options(&self) -> serde_json::Value {
         json!({

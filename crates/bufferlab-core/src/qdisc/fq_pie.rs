@@ -22,10 +22,9 @@
 //! GSO: the kernel does not segment in fq_pie; an aggregate is one entry.
 
 use super::fq_codel::{hash32, TRUESIZE_EXTRA};
-use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc, Reduce};
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc};
 use super::pie::{calculate_probability, drop_early, process_dequeue, PieVars, MAX_PROB};
 use super::spec::{FqPieSpec, QdiscSpec};
-use super::tree::Node;
 use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
@@ -346,26 +345,7 @@ impl Qdisc for FqPie {
         "fq_pie"
     }
 
-    #[inline]
-    fn enqueue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        _reduce: &mut Reduce,
-        id: PacketId,
-        _child: &mut [Node],
-    ) -> Verdict {
-        FqPie::enqueue(self, ctx, id)
-    }
-
-    #[inline]
-    fn dequeue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        _reduce: &mut Reduce,
-        _child: &mut [Node],
-    ) -> Option<PacketId> {
-        FqPie::dequeue(self, ctx)
-    }
+    crate::qdisc::ops::forward_queue_ops!(leaf FqPie);
 
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let (mut n, mut b) = (0, 0);
@@ -429,13 +409,7 @@ impl Qdisc for FqPie {
         })
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     /// `fq_pie_dump`: times in µs as the kernel reports them.
     fn options(&self) -> serde_json::Value {

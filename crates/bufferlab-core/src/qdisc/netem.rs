@@ -919,13 +919,7 @@ impl Qdisc for Netem {
         Netem::change(self, s, ctx.now).map(|()| Changed::IN_PLACE)
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     fn options(&self) -> serde_json::Value {
         serde_json::to_value(&self.spec).unwrap_or(serde_json::Value::Null)

@@ -83,13 +83,7 @@ impl Qdisc for Noqueue {
         }
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     fn options(&self) -> serde_json::Value {
         json!({})

@@ -403,6 +403,73 @@ pub trait Qdisc {
     fn inner_netems(&self, _out: &mut Vec<bool>) {}
 }
 
+/// `stats` and `stats_mut` of a kind whose counters are its field `stats`,
+/// stated once inside its `impl Qdisc`.
+macro_rules! own_stats {
+    () => {
+        fn stats(&self) -> &$crate::qdisc::QdiscStats {
+            &self.stats
+        }
+
+        fn stats_mut(&mut self) -> &mut $crate::qdisc::QdiscStats {
+            &mut self.stats
+        }
+    };
+}
+pub(crate) use own_stats;
+
+/// `enqueue` and `dequeue` of a kind whose inherent methods of the same names
+/// do the work, stated once inside its `impl Qdisc`. A `leaf` kind's take the
+/// context and the packet only (it has no child chain and reduces nothing);
+/// a `chained` kind's (tbf, red, sfb) also the reduction and the chain below.
+macro_rules! forward_queue_ops {
+    (leaf $kind:ident) => {
+        #[inline]
+        fn enqueue(
+            &mut self,
+            ctx: &mut $crate::qdisc::QdiscCtx,
+            _reduce: &mut $crate::qdisc::ops::Reduce,
+            id: $crate::packet::PacketId,
+            _child: &mut [$crate::qdisc::tree::Node],
+        ) -> $crate::qdisc::Verdict {
+            $kind::enqueue(self, ctx, id)
+        }
+
+        #[inline]
+        fn dequeue(
+            &mut self,
+            ctx: &mut $crate::qdisc::QdiscCtx,
+            _reduce: &mut $crate::qdisc::ops::Reduce,
+            _child: &mut [$crate::qdisc::tree::Node],
+        ) -> Option<$crate::packet::PacketId> {
+            $kind::dequeue(self, ctx)
+        }
+    };
+    (chained $kind:ident) => {
+        #[inline]
+        fn enqueue(
+            &mut self,
+            ctx: &mut $crate::qdisc::QdiscCtx,
+            reduce: &mut $crate::qdisc::ops::Reduce,
+            id: $crate::packet::PacketId,
+            child: &mut [$crate::qdisc::tree::Node],
+        ) -> $crate::qdisc::Verdict {
+            $kind::enqueue(self, ctx, reduce, id, child)
+        }
+
+        #[inline]
+        fn dequeue(
+            &mut self,
+            ctx: &mut $crate::qdisc::QdiscCtx,
+            reduce: &mut $crate::qdisc::ops::Reduce,
+            child: &mut [$crate::qdisc::tree::Node],
+        ) -> Option<$crate::packet::PacketId> {
+            $kind::dequeue(self, ctx, reduce, child)
+        }
+    };
+}
+pub(crate) use forward_queue_ops;
+
 // ------------------------------------------------------------ the chain
 
 /// One qdisc in a device's chain.

@@ -9,9 +9,8 @@
 //! events nothing it reads changes, so the updates due are run lazily,
 //! in order, before each enqueue/dequeue at or after their instant.
 
-use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc, Reduce};
+use super::ops::{wrong_kind, BuildEnv, Built, Changed, ChildChange, Purged, Qdisc};
 use super::spec::{PieSpec, QdiscSpec};
-use super::tree::Node;
 use super::{AnyQdisc, DropReason, QdiscCtx, QdiscStats, Verdict};
 use crate::error::TcError;
 use crate::packet::PacketId;
@@ -415,26 +414,7 @@ impl Qdisc for Pie {
         "pie"
     }
 
-    #[inline]
-    fn enqueue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        _reduce: &mut Reduce,
-        id: PacketId,
-        _child: &mut [Node],
-    ) -> Verdict {
-        Pie::enqueue(self, ctx, id)
-    }
-
-    #[inline]
-    fn dequeue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        _reduce: &mut Reduce,
-        _child: &mut [Node],
-    ) -> Option<PacketId> {
-        Pie::dequeue(self, ctx)
-    }
+    crate::qdisc::ops::forward_queue_ops!(leaf Pie);
 
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
         let (mut n, mut b) = (0, 0);
@@ -483,13 +463,7 @@ impl Qdisc for Pie {
         })
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     /// Options as the kernel reports them (µs).
     fn options(&self) -> serde_json::Value {

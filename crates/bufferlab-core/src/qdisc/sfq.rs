@@ -730,13 +730,7 @@ impl Qdisc for Sfq {
         })
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     /// `sfq_dump` (`struct tc_sfq_qopt_v1`).
     fn options(&self) -> serde_json::Value {

@@ -358,26 +358,7 @@ impl Qdisc for Tbf {
         "tbf"
     }
 
-    #[inline]
-    fn enqueue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        reduce: &mut Reduce,
-        id: PacketId,
-        child: &mut [Node],
-    ) -> Verdict {
-        Tbf::enqueue(self, ctx, reduce, id, child)
-    }
-
-    #[inline]
-    fn dequeue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        reduce: &mut Reduce,
-        child: &mut [Node],
-    ) -> Option<PacketId> {
-        Tbf::dequeue(self, ctx, reduce, child)
-    }
+    crate::qdisc::ops::forward_queue_ops!(chained Tbf);
 
     /// `tbf_reset` (the tree purges the child): empty, bucket full, `t_c = now`.
     fn reset(&mut self, ctx: &mut QdiscCtx) -> Purged {
@@ -416,13 +397,7 @@ impl Qdisc for Tbf {
         })
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     /// The options as `tc` sent them (the [`TbfSpec`] JSON shape).
     fn options(&self) -> serde_json::Value {

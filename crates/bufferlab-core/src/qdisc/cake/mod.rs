@@ -337,13 +337,7 @@ impl Qdisc for Cake {
         })
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     /// `cake_dump`, in the shape commands/tc/cake.py prints.
     fn options(&self) -> serde_json::Value {

@@ -716,13 +716,7 @@ impl Qdisc for DualPi2 {
         })
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     /// `dualpi2_dump`: every attribute, in the spec's shape.
     fn filters(&mut self) -> Option<&mut Vec<U32Filter>> {

@@ -427,13 +427,7 @@ impl Qdisc for PfifoFast {
         }
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     fn options(&self) -> serde_json::Value {
         json!({"bands": 3, "priomap": DEFAULT_PRIOMAP})

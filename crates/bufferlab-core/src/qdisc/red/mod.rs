@@ -449,26 +449,7 @@ impl Qdisc for Red {
         "red"
     }
 
-    #[inline]
-    fn enqueue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        reduce: &mut Reduce,
-        id: PacketId,
-        child: &mut [Node],
-    ) -> Verdict {
-        Red::enqueue(self, ctx, reduce, id, child)
-    }
-
-    #[inline]
-    fn dequeue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        reduce: &mut Reduce,
-        child: &mut [Node],
-    ) -> Option<PacketId> {
-        Red::dequeue(self, ctx, reduce, child)
-    }
+    crate::qdisc::ops::forward_queue_ops!(chained Red);
 
     /// red's peek is its child's own (non-destructive) peek.
     fn peek(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, child: &mut [Node]) -> Peeked {
@@ -514,13 +495,7 @@ impl Qdisc for Red {
         })
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     /// Options as `tc -d` reports them: the spec's fields without the
     /// damping table, `max_p` the current value (adaptive RED moves it).

@@ -520,26 +520,7 @@ impl Qdisc for RedNs3 {
         "red_ns3"
     }
 
-    #[inline]
-    fn enqueue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        _reduce: &mut Reduce,
-        id: PacketId,
-        _child: &mut [Node],
-    ) -> Verdict {
-        RedNs3::enqueue(self, ctx, id)
-    }
-
-    #[inline]
-    fn dequeue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        _reduce: &mut Reduce,
-        _child: &mut [Node],
-    ) -> Option<PacketId> {
-        RedNs3::dequeue(self, ctx)
-    }
+    crate::qdisc::ops::forward_queue_ops!(leaf RedNs3);
 
     fn peek(&mut self, _ctx: &mut QdiscCtx, _reduce: &mut Reduce, _child: &mut [Node]) -> Peeked {
         Peeked::Head(self.queue.front().copied())
@@ -576,13 +557,7 @@ impl Qdisc for RedNs3 {
         Ok(Changed::IN_PLACE)
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     fn options(&self) -> serde_json::Value {
         serde_json::to_value(&self.spec).unwrap_or(serde_json::Value::Null)

@@ -408,26 +408,7 @@ impl Qdisc for Sfb {
         "sfb"
     }
 
-    #[inline]
-    fn enqueue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        reduce: &mut Reduce,
-        id: PacketId,
-        child: &mut [Node],
-    ) -> Verdict {
-        Sfb::enqueue(self, ctx, reduce, id, child)
-    }
-
-    #[inline]
-    fn dequeue(
-        &mut self,
-        ctx: &mut QdiscCtx,
-        reduce: &mut Reduce,
-        child: &mut [Node],
-    ) -> Option<PacketId> {
-        Sfb::dequeue(self, ctx, reduce, child)
-    }
+    crate::qdisc::ops::forward_queue_ops!(chained Sfb);
 
     /// sfb's peek is its child's own peek.
     fn peek(&mut self, ctx: &mut QdiscCtx, reduce: &mut Reduce, child: &mut [Node]) -> Peeked {
@@ -468,13 +449,7 @@ impl Qdisc for Sfb {
         })
     }
 
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut QdiscStats {
-        &mut self.stats
-    }
+    crate::qdisc::ops::own_stats!();
 
     /// Options as `sfb_dump` reports them: times back from jiffies, the
     /// effective limit.
