@@ -56,6 +56,12 @@ impl Simulator {
             self.obs
                 .with_trace(iface, |tr| tr.on_enqueue(t, before, after, marked));
         }
+        // a wire still serialising, its end already queued: `kick` would
+        // find it busy and return (the call is most of the cost)
+        let ifc = &self.ifaces[iface];
+        if ifc.busy_until > self.now && ifc.link_free_pending && ifc.quiet_link_free.is_none() {
+            return;
+        }
         self.kick(iface);
     }
 
@@ -84,6 +90,11 @@ impl Simulator {
         // packets the current restart has taken (0: the next dequeue starts a restart)
         let mut batch = 0u32;
         self.settle_link_free(iface);
+        // (neither changes while the root runs)
+        let (ifb, zero_rate) = {
+            let ifc = &self.ifaces[iface];
+            (ifc.ifb, ifc.rate.bps() == 0)
+        };
         loop {
             let ifc = &mut self.ifaces[iface];
             if ifc.busy_until > self.now {
@@ -108,7 +119,7 @@ impl Simulator {
                 self.trace_dequeue(iface, before, out);
             }
             match out {
-                Some(pid) if self.ifaces[iface].ifb => {
+                Some(pid) if ifb => {
                     self.ifb_return(iface, pid);
                     if self.work_at_instant() {
                         let who = self.qdisc_component(iface);
@@ -117,7 +128,7 @@ impl Simulator {
                     }
                 }
                 Some(pid) => {
-                    if self.ifaces[iface].rate.bps() == 0 {
+                    if zero_rate {
                         batch = if batch < BULK_EXTRA { batch + 1 } else { 0 };
                     }
                     self.put_on_wire(iface, pid);
