@@ -90,11 +90,6 @@ impl Simulator {
         // packets the current restart has taken (0: the next dequeue starts a restart)
         let mut batch = 0u32;
         self.settle_link_free(iface);
-        // (neither changes while the root runs)
-        let (ifb, zero_rate) = {
-            let ifc = &self.ifaces[iface];
-            (ifc.ifb, ifc.rate.bps() == 0)
-        };
         loop {
             let ifc = &mut self.ifaces[iface];
             if ifc.busy_until > self.now {
@@ -119,7 +114,7 @@ impl Simulator {
                 self.trace_dequeue(iface, before, out);
             }
             match out {
-                Some(pid) if ifb => {
+                Some(pid) if self.ifaces[iface].ifb => {
                     self.ifb_return(iface, pid);
                     if self.work_at_instant() {
                         let who = self.qdisc_component(iface);
@@ -128,7 +123,7 @@ impl Simulator {
                     }
                 }
                 Some(pid) => {
-                    if zero_rate {
+                    if self.ifaces[iface].rate.bps() == 0 {
                         batch = if batch < BULK_EXTRA { batch + 1 } else { 0 };
                     }
                     self.put_on_wire(iface, pid);

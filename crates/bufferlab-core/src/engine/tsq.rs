@@ -23,6 +23,9 @@ impl Simulator {
         }
     }
 
+    /// The hand-back itself, out of line: inlined into `settle_tsq` it
+    /// made the check a call of its own (benches/RESULTS.md, `engine26b`).
+    #[inline(never)]
     fn hand_back_tsq(&mut self) {
         while self.arena.has_tsq() {
             let mut batch = self.arena.take_tsq();
