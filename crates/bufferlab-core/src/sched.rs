@@ -97,25 +97,13 @@ impl Heap {
         let mut i = 0;
         loop {
             let f = ARITY * i + 1;
-            let c = if f + 3 < n {
-                // all ARITY (4) children: a tournament of selects, no
-                // branch to mispredict
-                let k = |j: usize| v[j].key();
-                let (a, ka) = if k(f + 1) < k(f) {
-                    (f + 1, k(f + 1))
-                } else {
-                    (f, k(f))
-                };
-                let (b, kb) = if k(f + 3) < k(f + 2) {
-                    (f + 3, k(f + 3))
-                } else {
-                    (f + 2, k(f + 2))
-                };
-                if kb < ka {
-                    b
-                } else {
-                    a
-                }
+            let c = if let Some(kids) = v.get(f..f + ARITY) {
+                // all ARITY (4) children, one bounds check for the four: a
+                // tournament of selects, no branch to mispredict
+                let k = |j: usize| kids[j].key();
+                let (a, ka) = if k(1) < k(0) { (1, k(1)) } else { (0, k(0)) };
+                let (b, kb) = if k(3) < k(2) { (3, k(3)) } else { (2, k(2)) };
+                f + if kb < ka { b } else { a }
             } else if f < n {
                 (f + 1..n).fold(f, |c, j| if v[j].key() < v[c].key() { j } else { c })
             } else {

@@ -200,16 +200,18 @@ impl Simulator {
     pub(super) fn after_app(&mut self, id: u32) {
         let node = self.apps[id as usize].node;
         let mut out = std::mem::take(&mut self.out_buf);
-        for p in out.drain(..) {
-            self.nodes[node].mib.on_originate(&p);
+        // (by reference: each record is copied once, into the arena)
+        for p in &out {
+            self.nodes[node].mib.on_originate(p);
             if p.flow != Packet::NO_FLOW {
                 let f = &mut self.flows[p.flow as usize];
                 f.sent_packets += p.segs() as u64;
                 f.sent_bytes += p.len as u64;
             }
-            let pid = self.arena.alloc(Packet { local: true, ..p });
+            let pid = self.arena.alloc(Packet { local: true, ..*p });
             self.host_send(node, pid);
         }
+        out.clear();
         self.out_buf = out;
         let slot = &mut self.apps[id as usize];
         slot.timer_at = slot.app.poll_timeout(&self.nodes[node].sockets);

@@ -56,6 +56,12 @@ impl Simulator {
             self.obs
                 .with_trace(iface, |tr| tr.on_enqueue(t, before, after, marked));
         }
+        // a wire still serialising, its end already queued: `kick` would
+        // find it busy and return (the call is most of the cost)
+        let ifc = &self.ifaces[iface];
+        if ifc.busy_until > self.now && ifc.link_free_pending && ifc.quiet_link_free.is_none() {
+            return;
+        }
         self.kick(iface);
     }
 

@@ -130,6 +130,9 @@ pub struct Sockets {
     gone: TcpTotals,
     /// sockets created so far (the last identity given)
     created: u32,
+    /// `tsq_release`'s connection of each release, looked up once (kept
+    /// between calls, so that a release allocates nothing)
+    tsq_found: Vec<Option<SocketHandle>>,
 }
 
 impl Sockets {
@@ -146,6 +149,7 @@ impl Sockets {
             spare: OutputBuffer::default(),
             gone: TcpTotals::default(),
             created: 0,
+            tsq_found: Vec::new(),
         }
     }
 
@@ -398,19 +402,24 @@ impl Sockets {
         owner: u32,
         releases: &[TsqRelease],
     ) -> Vec<SocketHandle> {
+        // (the handlers neither open nor close connections: the lookups of
+        // the first pass hold for the second)
+        let mut found = std::mem::take(&mut self.tsq_found);
+        found.clear();
         for r in releases {
-            if let Some(h) = self.owned(owner, &ConnKey::of_release(r)) {
+            let h = self.owned(owner, &ConnKey::of_release(r));
+            if let Some(h) = h {
                 self.tcp_mut(h).ep.tsq_account(r.bytes);
             }
+            found.push(h);
         }
         let mut ran = Vec::new();
-        for r in releases {
-            if let Some(h) = self.owned(owner, &ConnKey::of_release(r)) {
-                if self.tcp_mut(h).ep.tsq_handler(now) {
-                    ran.push(h);
-                }
+        for &h in found.iter().flatten() {
+            if self.tcp_mut(h).ep.tsq_handler(now) {
+                ran.push(h);
             }
         }
+        self.tsq_found = found;
         ran
     }
 
