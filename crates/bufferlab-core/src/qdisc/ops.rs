@@ -430,7 +430,7 @@ macro_rules! forward_queue_ops {
             ctx: &mut $crate::qdisc::QdiscCtx,
             _reduce: &mut $crate::qdisc::ops::Reduce,
             id: $crate::packet::PacketId,
-            _child: &mut [$crate::qdisc::tree::Node],
+            _child: &mut [$crate::qdisc::ops::Node],
         ) -> $crate::qdisc::Verdict {
             $kind::enqueue(self, ctx, id)
         }
@@ -440,7 +440,7 @@ macro_rules! forward_queue_ops {
             &mut self,
             ctx: &mut $crate::qdisc::QdiscCtx,
             _reduce: &mut $crate::qdisc::ops::Reduce,
-            _child: &mut [$crate::qdisc::tree::Node],
+            _child: &mut [$crate::qdisc::ops::Node],
         ) -> Option<$crate::packet::PacketId> {
             $kind::dequeue(self, ctx)
         }
@@ -452,7 +452,7 @@ macro_rules! forward_queue_ops {
             ctx: &mut $crate::qdisc::QdiscCtx,
             reduce: &mut $crate::qdisc::ops::Reduce,
             id: $crate::packet::PacketId,
-            child: &mut [$crate::qdisc::tree::Node],
+            child: &mut [$crate::qdisc::ops::Node],
         ) -> $crate::qdisc::Verdict {
             $kind::enqueue(self, ctx, reduce, id, child)
         }
@@ -462,7 +462,7 @@ macro_rules! forward_queue_ops {
             &mut self,
             ctx: &mut $crate::qdisc::QdiscCtx,
             reduce: &mut $crate::qdisc::ops::Reduce,
-            child: &mut [$crate::qdisc::tree::Node],
+            child: &mut [$crate::qdisc::ops::Node],
         ) -> Option<$crate::packet::PacketId> {
             $kind::dequeue(self, ctx, reduce, child)
         }
