@@ -2,7 +2,8 @@
 //! parameters, runs the UDP or TCP test and collects the server's results.
 
 use super::control::{
-    msg, ReceiverTotals, SharedTest, CONNECT_BYTES, RUNNING_RETRY, SETUP_RETRY, STATE_BYTES,
+    msg, ReceiverTotals, SharedTest, CONNECT_BYTES, RESULTS_BYTES, RUNNING_RETRY, SETUP_RETRY,
+    STATE_BYTES,
 };
 use super::tcp::{records_json, RecvStream, SendStream, Stream};
 use super::throttle::{PacingSpec, Throttle};
@@ -74,7 +75,10 @@ enum ClientState {
     Connecting,
     Starting,
     Running,
+    /// TEST_END sent, waiting for the server's EXCHANGE_RESULTS
     Ending,
+    /// the client's results sent, waiting for the server's
+    Exchanging,
     Done,
 }
 
@@ -148,6 +152,11 @@ impl Client {
 
     fn send_test_end(&mut self, ctx: &mut AppCtx) {
         self.send_ctrl(ctx, msg::TEST_END, STATE_BYTES, RUNNING_RETRY);
+    }
+
+    /// `iperf_exchange_results`: the client's results go first.
+    fn send_results(&mut self, ctx: &mut AppCtx) {
+        self.send_ctrl(ctx, msg::CLIENT_RESULTS, RESULTS_BYTES, RUNNING_RETRY);
     }
 
     fn begin(&mut self, ctx: &mut AppCtx) {
@@ -516,6 +525,16 @@ impl Application for Client {
             (
                 ClientState::Ending,
                 Payload::Control {
+                    msg: msg::EXCHANGE_RESULTS,
+                    ..
+                },
+            ) => {
+                self.state = ClientState::Exchanging;
+                self.send_results(ctx);
+            }
+            (
+                ClientState::Exchanging,
+                Payload::Control {
                     msg: msg::RESULTS, ..
                 },
             ) => {
@@ -565,6 +584,7 @@ impl Application for Client {
                 ClientState::Connecting => self.send_connect(ctx),
                 ClientState::Starting => self.send_udp_connect(ctx),
                 ClientState::Ending => self.send_test_end(ctx),
+                ClientState::Exchanging => self.send_results(ctx),
                 _ => self.retry_at = None,
             }
         }
