@@ -159,6 +159,55 @@ impl Client {
         self.send_ctrl(ctx, msg::CLIENT_RESULTS, RESULTS_BYTES, RUNNING_RETRY);
     }
 
+    /// A message of the control connection, by the state the client is in.
+    fn on_control(&mut self, ctx: &mut AppCtx, m: u8) {
+        match (self.state, m) {
+            (ClientState::Connecting, msg::CREATE_STREAMS) => {
+                self.state = ClientState::Starting;
+                match &self.tcp {
+                    None => self.send_udp_connect(ctx),
+                    Some(cfg) => {
+                        // iperf_create_streams: one connection per stream
+                        self.retry_at = None;
+                        for _ in 0..self.spec.parallel {
+                            let Ok(port) = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id) else {
+                                self.fail(
+                                    ctx,
+                                    "unable to connect stream: Cannot assign requested address",
+                                );
+                                return;
+                            };
+                            let rng = ComponentRng::new(self.rng.next_u64(), "iperf3/stream");
+                            let remote = (self.dst, self.spec.port);
+                            let sock = ctx.connect(cfg.clone(), port, remote, rng);
+                            ctx.flush(sock, self.spec.tos);
+                            ctx.sockets.set_tag(sock, self.streams.len() as u32);
+                            self.streams.push(if self.spec.reverse {
+                                Stream::Recv(RecvStream::new(sock))
+                            } else {
+                                Stream::Send(SendStream::new(sock, self.spec.blksize))
+                            });
+                        }
+                    }
+                }
+            }
+            (ClientState::Connecting, msg::ACCESS_DENIED) => {
+                self.fail(ctx, "the server is busy running a test. try again later");
+            }
+            (ClientState::Starting, msg::TEST_START) => self.begin(ctx),
+            (ClientState::Ending, msg::EXCHANGE_RESULTS) => {
+                self.state = ClientState::Exchanging;
+                self.send_results(ctx);
+            }
+            (ClientState::Exchanging, msg::RESULTS) => {
+                self.state = ClientState::Done;
+                self.retry_at = None;
+                self.stop(ctx);
+            }
+            _ => {}
+        }
+    }
+
     fn begin(&mut self, ctx: &mut AppCtx) {
         self.state = ClientState::Running;
         self.retry_at = None;
@@ -460,88 +509,18 @@ impl Application for Client {
     }
 
     fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        match (self.state, p.payload) {
-            (_, Payload::Reset { .. }) if self.state == ClientState::Connecting => {
+        match p.payload {
+            Payload::Reset { .. } if self.state == ClientState::Connecting => {
                 self.fail(ctx, "unable to connect to server: Connection refused");
             }
-            (
-                ClientState::Connecting,
-                Payload::Control {
-                    msg: msg::CREATE_STREAMS,
-                    ..
-                },
-            ) => {
-                self.state = ClientState::Starting;
-                match &self.tcp {
-                    None => self.send_udp_connect(ctx),
-                    Some(cfg) => {
-                        // iperf_create_streams: one connection per stream
-                        self.retry_at = None;
-                        for _ in 0..self.spec.parallel {
-                            let Ok(port) = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id) else {
-                                self.fail(
-                                    ctx,
-                                    "unable to connect stream: Cannot assign requested address",
-                                );
-                                return;
-                            };
-                            let rng = ComponentRng::new(self.rng.next_u64(), "iperf3/stream");
-                            let remote = (self.dst, self.spec.port);
-                            let sock = ctx.connect(cfg.clone(), port, remote, rng);
-                            ctx.flush(sock, self.spec.tos);
-                            ctx.sockets.set_tag(sock, self.streams.len() as u32);
-                            self.streams.push(if self.spec.reverse {
-                                Stream::Recv(RecvStream::new(sock))
-                            } else {
-                                Stream::Send(SendStream::new(sock, self.spec.blksize))
-                            });
-                        }
-                    }
-                }
-            }
-            (_, Payload::Tcp(_)) => {
+            Payload::Tcp(_) => {
                 if let Some(h) = ctx.sockets.find(p) {
                     let now = ctx.now;
                     ctx.tcp_mut(h).input(now, p);
                 }
                 self.pump(ctx);
             }
-            (
-                ClientState::Connecting,
-                Payload::Control {
-                    msg: msg::ACCESS_DENIED,
-                    ..
-                },
-            ) => {
-                self.fail(ctx, "the server is busy running a test. try again later");
-            }
-            (
-                ClientState::Starting,
-                Payload::Control {
-                    msg: msg::TEST_START,
-                    ..
-                },
-            ) => self.begin(ctx),
-            (
-                ClientState::Ending,
-                Payload::Control {
-                    msg: msg::EXCHANGE_RESULTS,
-                    ..
-                },
-            ) => {
-                self.state = ClientState::Exchanging;
-                self.send_results(ctx);
-            }
-            (
-                ClientState::Exchanging,
-                Payload::Control {
-                    msg: msg::RESULTS, ..
-                },
-            ) => {
-                self.state = ClientState::Done;
-                self.retry_at = None;
-                self.stop(ctx);
-            }
+            Payload::Control { msg: m, .. } => self.on_control(ctx, m),
             _ => {}
         }
     }
