@@ -26,8 +26,10 @@
 //!
 //! Modes are evaluated when a dequeue needs them instead of through the
 //! kernel's event queue: with hysteresis off a mode is a function of the
-//! buckets and the clock, so the decisions are the same; the watchdog is
-//! armed for the first instant some waiting leaf can send.
+//! buckets and the clock, so the decisions are the same. What the stored
+//! modes remember is the kernel's (they decide `overlimits`): a dequeue runs
+//! the events of the levels up to the one that sends, an empty tree none, and
+//! a blocked tree's watchdog is armed for the next mode change of any class.
 //!
 //! Classes are made, changed and deleted one `tc class` line at a time
 //! (`htb_change_class`, `htb_delete`) and leaves grafted one `tc qdisc … parent
