@@ -128,3 +128,33 @@ def test_renos_slow_start_loss_spreads_with_the_seeds_clock_phase_as_the_kernels
     assert min(first_second) < RENO_KERNEL_FIRST_SECOND[0] < max(first_second), first_second
     mean = sum(first_second) / len(first_second)
     assert RENO_KERNEL_FIRST_SECOND[0] <= mean <= RENO_KERNEL_FIRST_SECOND[1], first_second
+
+
+#: the kernel's htb ``overlimits`` band for ``cubic-4flows-htb`` (docs/kernel-oracle.md,
+#: "Fidelity matrix": three runs of Linux 6.18 gave 724, 733, 735; ±10 % of their mean)
+FOUR_FLOWS_KERNEL_OVERLIMITS = (658, 804)
+
+
+def test_four_flows_htb_counters_are_read_once_iperf3s_results_have_crossed_the_queue(
+        tmp_path: Path) -> None:
+    # iperf3 ends with iperf_exchange_results: TEST_END, then the client's results, cross the
+    # client→server path, so the client exits once the htb queue its four flows built has
+    # drained — the kernel's parts lasted 26.1 s and ended with an empty queue — and the
+    # part's `tc -s` counts every skb (docs/kernel-oracle.md, "htb's overlimits: the rule,
+    # the skbs and when `tc -s` reads them"; ending one crossing early read 503 at 20.5 s)
+    case = fidelity.CASES / "cubic-4flows-htb.toml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bufferlab.cli", "run", str(case), "--seed", "1", "-o",
+         str(tmp_path / "sim-1"), "--no-report", "-q"],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (summary,) = (tmp_path / "sim-1").glob("*/summary.json")
+    (part,) = json.loads(summary.read_text())["parts"]
+    (htb,) = part["qdiscs"]["s1-eth2"]
+    # what is left entered behind the results (bufferlab's four flows still empty their
+    # larger send buffers then; the kernel's queue was empty): a few % of the 9.5 MB peak
+    assert htb["stats"]["backlog"] < 0.05 * part["peak_backlog"]["s1-eth2"]["bytes"]
+    assert (part["end_ns"] - part["start_ns"]) / 1e9 > 24
+    low, high = FOUR_FLOWS_KERNEL_OVERLIMITS
+    assert low <= fidelity.metrics(tmp_path / "sim-1")["overlimits"] <= high

@@ -2,7 +2,8 @@
 //! parameters, runs the UDP or TCP test and collects the server's results.
 
 use super::control::{
-    msg, ReceiverTotals, SharedTest, CONNECT_BYTES, RUNNING_RETRY, SETUP_RETRY, STATE_BYTES,
+    msg, ReceiverTotals, SharedTest, CONNECT_BYTES, RESULTS_BYTES, RUNNING_RETRY, SETUP_RETRY,
+    STATE_BYTES,
 };
 use super::tcp::{records_json, RecvStream, SendStream, Stream};
 use super::throttle::{PacingSpec, Throttle};
@@ -74,7 +75,10 @@ enum ClientState {
     Connecting,
     Starting,
     Running,
+    /// TEST_END sent, waiting for the server's EXCHANGE_RESULTS
     Ending,
+    /// the client's results sent, waiting for the server's
+    Exchanging,
     Done,
 }
 
@@ -148,6 +152,60 @@ impl Client {
 
     fn send_test_end(&mut self, ctx: &mut AppCtx) {
         self.send_ctrl(ctx, msg::TEST_END, STATE_BYTES, RUNNING_RETRY);
+    }
+
+    /// `iperf_exchange_results`: the client's results go first.
+    fn send_results(&mut self, ctx: &mut AppCtx) {
+        self.send_ctrl(ctx, msg::CLIENT_RESULTS, RESULTS_BYTES, RUNNING_RETRY);
+    }
+
+    /// A message of the control connection, by the state the client is in.
+    fn on_control(&mut self, ctx: &mut AppCtx, m: u8) {
+        match (self.state, m) {
+            (ClientState::Connecting, msg::CREATE_STREAMS) => {
+                self.state = ClientState::Starting;
+                match &self.tcp {
+                    None => self.send_udp_connect(ctx),
+                    Some(cfg) => {
+                        // iperf_create_streams: one connection per stream
+                        self.retry_at = None;
+                        for _ in 0..self.spec.parallel {
+                            let Ok(port) = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id) else {
+                                self.fail(
+                                    ctx,
+                                    "unable to connect stream: Cannot assign requested address",
+                                );
+                                return;
+                            };
+                            let rng = ComponentRng::new(self.rng.next_u64(), "iperf3/stream");
+                            let remote = (self.dst, self.spec.port);
+                            let sock = ctx.connect(cfg.clone(), port, remote, rng);
+                            ctx.flush(sock, self.spec.tos);
+                            ctx.sockets.set_tag(sock, self.streams.len() as u32);
+                            self.streams.push(if self.spec.reverse {
+                                Stream::Recv(RecvStream::new(sock))
+                            } else {
+                                Stream::Send(SendStream::new(sock, self.spec.blksize))
+                            });
+                        }
+                    }
+                }
+            }
+            (ClientState::Connecting, msg::ACCESS_DENIED) => {
+                self.fail(ctx, "the server is busy running a test. try again later");
+            }
+            (ClientState::Starting, msg::TEST_START) => self.begin(ctx),
+            (ClientState::Ending, msg::EXCHANGE_RESULTS) => {
+                self.state = ClientState::Exchanging;
+                self.send_results(ctx);
+            }
+            (ClientState::Exchanging, msg::RESULTS) => {
+                self.state = ClientState::Done;
+                self.retry_at = None;
+                self.stop(ctx);
+            }
+            _ => {}
+        }
     }
 
     fn begin(&mut self, ctx: &mut AppCtx) {
@@ -451,78 +509,18 @@ impl Application for Client {
     }
 
     fn handle_packet(&mut self, ctx: &mut AppCtx, p: &Packet) {
-        match (self.state, p.payload) {
-            (_, Payload::Reset { .. }) if self.state == ClientState::Connecting => {
+        match p.payload {
+            Payload::Reset { .. } if self.state == ClientState::Connecting => {
                 self.fail(ctx, "unable to connect to server: Connection refused");
             }
-            (
-                ClientState::Connecting,
-                Payload::Control {
-                    msg: msg::CREATE_STREAMS,
-                    ..
-                },
-            ) => {
-                self.state = ClientState::Starting;
-                match &self.tcp {
-                    None => self.send_udp_connect(ctx),
-                    Some(cfg) => {
-                        // iperf_create_streams: one connection per stream
-                        self.retry_at = None;
-                        for _ in 0..self.spec.parallel {
-                            let Ok(port) = ctx.sockets.bind_ephemeral(Proto::Tcp, ctx.id) else {
-                                self.fail(
-                                    ctx,
-                                    "unable to connect stream: Cannot assign requested address",
-                                );
-                                return;
-                            };
-                            let rng = ComponentRng::new(self.rng.next_u64(), "iperf3/stream");
-                            let remote = (self.dst, self.spec.port);
-                            let sock = ctx.connect(cfg.clone(), port, remote, rng);
-                            ctx.flush(sock, self.spec.tos);
-                            ctx.sockets.set_tag(sock, self.streams.len() as u32);
-                            self.streams.push(if self.spec.reverse {
-                                Stream::Recv(RecvStream::new(sock))
-                            } else {
-                                Stream::Send(SendStream::new(sock, self.spec.blksize))
-                            });
-                        }
-                    }
-                }
-            }
-            (_, Payload::Tcp(_)) => {
+            Payload::Tcp(_) => {
                 if let Some(h) = ctx.sockets.find(p) {
                     let now = ctx.now;
                     ctx.tcp_mut(h).input(now, p);
                 }
                 self.pump(ctx);
             }
-            (
-                ClientState::Connecting,
-                Payload::Control {
-                    msg: msg::ACCESS_DENIED,
-                    ..
-                },
-            ) => {
-                self.fail(ctx, "the server is busy running a test. try again later");
-            }
-            (
-                ClientState::Starting,
-                Payload::Control {
-                    msg: msg::TEST_START,
-                    ..
-                },
-            ) => self.begin(ctx),
-            (
-                ClientState::Ending,
-                Payload::Control {
-                    msg: msg::RESULTS, ..
-                },
-            ) => {
-                self.state = ClientState::Done;
-                self.retry_at = None;
-                self.stop(ctx);
-            }
+            Payload::Control { msg: m, .. } => self.on_control(ctx, m),
             _ => {}
         }
     }
@@ -565,6 +563,7 @@ impl Application for Client {
                 ClientState::Connecting => self.send_connect(ctx),
                 ClientState::Starting => self.send_udp_connect(ctx),
                 ClientState::Ending => self.send_test_end(ctx),
+                ClientState::Exchanging => self.send_results(ctx),
                 _ => self.retry_at = None,
             }
         }

@@ -13,7 +13,14 @@ pub(super) mod msg {
     pub const ACCESS_DENIED: u8 = 3;
     pub const TEST_START: u8 = 4;
     pub const TEST_END: u8 = 5;
+    /// the server's results JSON (followed at once by DISPLAY_RESULTS, which
+    /// this message also stands for)
     pub const RESULTS: u8 = 6;
+    /// the server's EXCHANGE_RESULTS state, its answer to TEST_END
+    pub const EXCHANGE_RESULTS: u8 = 7;
+    /// the client's results JSON, which `iperf_exchange_results` sends before
+    /// it reads the server's: the exchange crosses the client→server path twice
+    pub const CLIENT_RESULTS: u8 = 8;
 }
 
 /// Application bytes carried by each control message (cookie + JSON

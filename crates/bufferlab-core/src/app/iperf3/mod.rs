@@ -7,7 +7,9 @@
 //!   → CREATE_STREAMS → the client's 4-byte UDP "connect" datagram and the
 //!   server's 4-byte answer (both TOS 0, sent before `IP_TOS` is applied) →
 //!   TEST_START (the server's clock starts when it sends it, the client's
-//!   when it arrives) → data → TEST_END → RESULTS. Control messages travel
+//!   when it arrives) → data → TEST_END → EXCHANGE_RESULTS → the client's
+//!   results → the server's (`iperf_exchange_results`: the client sends
+//!   first, so the end crosses the client→server path twice). Control messages travel
 //!   through the same qdiscs as the data, so `receiver_time` includes the
 //!   queueing delay, as on a real path. A lost control message is resent
 //!   after a fixed timer (1 s during set-up, 300 ms later) — a stand-in for

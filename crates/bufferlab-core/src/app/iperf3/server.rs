@@ -154,6 +154,9 @@ pub struct Server {
     stream_at: Vec<(usize, usize)>,
     /// index into `tests` of the test in progress
     current: Option<usize>,
+    /// the test whose results are being exchanged (it has ended; the server
+    /// takes no other client until the exchange is over)
+    exchanging: Option<usize>,
     finished: bool,
     interrupted: bool,
 }
@@ -238,7 +241,7 @@ impl Server {
     fn on_control(&mut self, ctx: &mut AppCtx, p: &Packet, m: u8, conn: u32) {
         let same = |t: &ServerTest| t.conn == conn;
         match m {
-            msg::CONNECT => match self.current {
+            msg::CONNECT => match self.current.or(self.exchanging) {
                 None if self.tests.last().is_some_and(same) => {} // stale retransmission
                 None => {
                     let shared = ctx.iperf.tests.get_mut(conn as usize);
@@ -298,11 +301,24 @@ impl Server {
                 }
                 Some(_) => Self::reply(ctx, p, msg::ACCESS_DENIED, conn, STATE_BYTES),
             },
+            // iperf_server_api.c: TEST_END closes the test and answers
+            // EXCHANGE_RESULTS; the server then reads the client's results
+            // before it sends its own (`iperf_exchange_results`), and is busy
+            // until then
             msg::TEST_END => {
                 if let Some(i) = self.current.filter(|&i| same(&self.tests[i])) {
                     self.finish_test(ctx, i);
-                    Self::reply(ctx, p, msg::RESULTS, conn, RESULTS_BYTES);
                     self.current = None;
+                    self.exchanging = Some(i);
+                }
+                if self.exchanging.is_some_and(|i| same(&self.tests[i])) {
+                    Self::reply(ctx, p, msg::EXCHANGE_RESULTS, conn, STATE_BYTES);
+                }
+            }
+            msg::CLIENT_RESULTS => {
+                if self.exchanging.is_some_and(|i| same(&self.tests[i])) {
+                    Self::reply(ctx, p, msg::RESULTS, conn, RESULTS_BYTES);
+                    self.exchanging = None;
                     if self.one_off {
                         self.stop(ctx);
                     }
@@ -428,6 +444,7 @@ impl Application for Server {
             end: SimTime::ZERO,
             tests: Vec::new(),
             current: None,
+            exchanging: None,
             finished: false,
             interrupted: false,
         })

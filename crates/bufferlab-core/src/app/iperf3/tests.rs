@@ -398,13 +398,28 @@ fn intervals_tick_every_interval_from_the_start_with_bytes_loss_and_reordering()
 }
 
 #[test]
-fn test_end_closes_the_last_partial_interval_and_answers_with_results() {
+fn test_end_closes_the_last_partial_interval_and_the_results_cross_twice() {
     let mut sc = ServerScript::new(0, false);
     sc.start_test(at_ms(0));
     sc.datagram(at_ms(10), 1);
     sc.datagram(at_ms(150), 2);
     sc.run_timers(at_ms(160));
+    // iperf_exchange_results: TEST_END → EXCHANGE_RESULTS, then the client's
+    // results → the server's (with DISPLAY_RESULTS)
     let out = sc.ctrl(at_ms(160), msg::TEST_END, 0);
+    assert_eq!(
+        out.iter().map(control_msg).collect::<Vec<_>>(),
+        vec![Some(msg::EXCHANGE_RESULTS)]
+    );
+    assert_eq!(out[0].len, 14 + 20 + 32 + 1);
+    // busy until the client's results: another client is turned away
+    let other = sc.ctrl(at_ms(165), msg::CONNECT, 1);
+    assert_eq!(
+        other.iter().map(control_msg).collect::<Vec<_>>(),
+        vec![Some(msg::ACCESS_DENIED)]
+    );
+
+    let out = sc.ctrl(at_ms(175), msg::CLIENT_RESULTS, 0);
     assert_eq!(
         out.iter().map(control_msg).collect::<Vec<_>>(),
         vec![Some(msg::RESULTS)]
@@ -471,17 +486,28 @@ fn the_udp_tests_sockets_exist_while_it_runs() {
 }
 
 #[test]
-fn a_repeated_test_end_gets_the_results_again() {
+fn repeated_control_messages_get_their_answers_again() {
     let mut sc = ServerScript::new(0, false);
     sc.start_test(at_ms(0));
+    sc.datagram(at_ms(20), 1);
     sc.ctrl(at_ms(50), msg::TEST_END, 0);
+    // EXCHANGE_RESULTS was lost: the resent TEST_END gets it again, and the
+    // test's totals stay those of the first TEST_END
     let again = sc.ctrl(at_ms(350), msg::TEST_END, 0);
+    assert_eq!(
+        again.iter().map(control_msg).collect::<Vec<_>>(),
+        vec![Some(msg::EXCHANGE_RESULTS)]
+    );
+    assert_eq!(u(&sc.test_json()["total"]["end_ns"]), 50 * MS);
+    sc.ctrl(at_ms(400), msg::CLIENT_RESULTS, 0);
+    // RESULTS was lost: the resent client results get it again
+    let again = sc.ctrl(at_ms(700), msg::CLIENT_RESULTS, 0);
     assert_eq!(
         again.iter().map(control_msg).collect::<Vec<_>>(),
         vec![Some(msg::RESULTS)]
     );
     // a stale CONNECT of the finished test is not a new test
-    assert!(sc.ctrl(at_ms(400), msg::CONNECT, 0).is_empty());
+    assert!(sc.ctrl(at_ms(750), msg::CONNECT, 0).is_empty());
     assert_eq!(sc.s.tests.len(), 1);
 }
 
@@ -506,6 +532,8 @@ fn one_off_server_stops_after_its_test() {
     let mut sc = ServerScript::new(0, true);
     sc.start_test(at_ms(0));
     sc.ctrl(at_ms(50), msg::TEST_END, 0);
+    assert!(!sc.s.is_finished(), "the results are still to be exchanged");
+    sc.ctrl(at_ms(50), msg::CLIENT_RESULTS, 0);
     assert!(sc.s.is_finished());
     assert!(sc.bench.hosts[SERVER]
         .sockets
@@ -791,17 +819,26 @@ fn bytes_limit_stops_the_udp_test_at_the_datagram_that_reaches_it() {
 }
 
 #[test]
-fn test_end_is_resent_until_results_arrive() {
+fn test_end_then_the_clients_results_are_resent_until_answered() {
     let mut cs = ClientScript::running(udp_client_spec(1_000_000, 1250, 100));
     cs.ctrl(at_ms(20), msg::TEST_START);
+    let times = |sent: &[Packet], m: u8| -> Vec<u64> {
+        sent.iter()
+            .filter(|p| control_msg(p) == Some(m))
+            .map(|p| p.sent_at.as_nanos() / MS)
+            .collect()
+    };
     let sent = cs.run_timers(at_ms(800));
-    let ends: Vec<u64> = sent
-        .iter()
-        .filter(|p| control_msg(p) == Some(msg::TEST_END))
-        .map(|p| p.sent_at.as_nanos() / MS)
-        .collect();
-    assert_eq!(ends, vec![120, 420, 720]);
-    cs.ctrl(at_ms(800), msg::RESULTS);
+    assert_eq!(times(&sent, msg::TEST_END), vec![120, 420, 720]);
+    // a RESULTS before EXCHANGE_RESULTS does not end the client
+    cs.ctrl(at_ms(790), msg::RESULTS);
+    assert!(!cs.c.is_finished());
+    let mut sent = cs.ctrl(at_ms(800), msg::EXCHANGE_RESULTS);
+    sent.extend(cs.run_timers(at_ms(1500)));
+    assert_eq!(times(&sent, msg::CLIENT_RESULTS), vec![800, 1100, 1400]);
+    assert_eq!(times(&sent, msg::TEST_END), Vec::<u64>::new());
+    assert_eq!(sent[0].len, 14 + 20 + 32 + 424);
+    cs.ctrl(at_ms(1500), msg::RESULTS);
     assert!(cs.c.is_finished());
     assert_eq!(cs.c.poll_timeout(&cs.bench.hosts[CLIENT].sockets), None);
 }

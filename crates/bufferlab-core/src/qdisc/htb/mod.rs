@@ -26,8 +26,10 @@
 //!
 //! Modes are evaluated when a dequeue needs them instead of through the
 //! kernel's event queue: with hysteresis off a mode is a function of the
-//! buckets and the clock, so the decisions are the same; the watchdog is
-//! armed for the first instant some waiting leaf can send.
+//! buckets and the clock, so the decisions are the same. What the stored
+//! modes remember is the kernel's (they decide `overlimits`): a dequeue runs
+//! the events of the levels up to the one that sends, an empty tree none, and
+//! a blocked tree's watchdog is armed for the next mode change of any class.
 //!
 //! Classes are made, changed and deleted one `tc class` line at a time
 //! (`htb_change_class`, `htb_delete`) and leaves grafted one `tc qdisc … parent
@@ -373,20 +375,16 @@ impl Htb {
         }
     }
 
-    /// First instant at which leaf `i` can send (see `send_level`).
-    fn ready_at(&self, i: usize) -> i64 {
-        let wait = |toks: i64, t_c: i64| if toks >= 0 { t_c } else { t_c - toks };
-        let (mut best, mut below) = (i64::MAX, i64::MIN);
-        let mut c = Some(i);
-        while let Some(k) = c {
-            let cl = &self.classes[k];
-            let ceil_ok = wait(cl.ctokens, cl.t_c);
-            let own = wait(cl.tokens, cl.t_c).max(ceil_ok).max(below);
-            best = best.min(own);
-            below = below.max(ceil_ok);
-            c = cl.parent;
-        }
-        best
+    /// When waiting class `i`'s mode next changes (the kernel's `pq_key`,
+    /// `htb_class_mode`'s `diff`): CANT_SEND leaves when `ctokens` are back
+    /// to zero, MAY_BORROW when `tokens` are.
+    fn next_change(&self, i: usize) -> i64 {
+        let cl = &self.classes[i];
+        let short = match cl.mode {
+            Mode::CantSend => cl.ctokens,
+            Mode::MayBorrow | Mode::CanSend => cl.tokens,
+        };
+        cl.t_c - short.min(0)
     }
 
     /// Pick the leaf to serve: lowest level, then lowest prio, then round
@@ -647,6 +645,11 @@ impl Qdisc for Htb {
             self.stats.sent(len, ctx.arena.segs_of(id));
             return Some(id);
         }
+        // an empty tree runs no events: the classes keep their modes until
+        // the next packet (`htb_dequeue` returns before `htb_do_events`)
+        if self.stats.qlen == 0 {
+            return None;
+        }
         let now = ctx.now.as_nanos() as i64;
         let classes = &self.classes;
         self.backlogged
@@ -684,17 +687,15 @@ impl Qdisc for Htb {
             self.stats.sent(len, segs);
             return Some(id);
         }
+        // Nothing may send: every level's events ran, and the watchdog wakes
+        // the qdisc at the next mode change of any class, at any level
+        // (`htb_dequeue`'s `next_event`), even one that lets no leaf send:
+        // that wake-up still brings the class's mode up to date, and so
+        // decides whether its next charge counts an overlimit.
         self.run_events(MAX_DEPTH - 1, now);
-        if self.stats.qlen > 0 {
-            let next = self
-                .backlogged
-                .iter()
-                .filter(|&&i| self.classes[i].backlog().0 > 0)
-                .map(|&i| self.ready_at(i))
-                .min();
-            if let Some(t) = next.filter(|&t| t > now) {
-                ctx.arm_watchdog(SimTime::from_nanos(t as u64));
-            }
+        let next = self.waiting.iter().map(|&i| self.next_change(i)).min();
+        if let Some(t) = next.filter(|&t| t > now) {
+            ctx.arm_watchdog(SimTime::from_nanos(t as u64));
         }
         None
     }

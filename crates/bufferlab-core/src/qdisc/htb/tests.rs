@@ -179,6 +179,94 @@ fn a_class_sending_skbs_beyond_its_burst_counts_an_overlimit_per_dequeue() {
     assert_eq!(h.classes()[0].stats.overlimits, 5);
 }
 
+/// Serve `h` as a veth does after each arrival: dequeue until it returns
+/// nothing (the last call is the batch's failed one). Returns the packets sent.
+fn drain(h: &mut Htb, env: &mut Env, t: u64) -> (usize, Option<SimTime>) {
+    let mut reduce = Reduce::default();
+    let mut sent = 0;
+    loop {
+        let mut ctx = env.ctx(t);
+        match h.dequeue(&mut ctx, &mut reduce, &mut []) {
+            Some(id) => {
+                env.arena.free(id);
+                sent += 1;
+            }
+            None => return (sent, ctx.watchdog),
+        }
+    }
+}
+
+/// A 10 Mbit/s parent (1:1, the default 1.28 ms bucket) and one 10 Mbit/s
+/// leaf under it (1:10) whose buckets are `leaf_bucket_ns` deep.
+fn parent_and_leaf(leaf_bucket_ns: u64) -> Htb {
+    let mut leaf = class(10, 1, 10 * MBIT, 10 * MBIT);
+    leaf.buffer = leaf_bucket_ns;
+    leaf.cbuffer = leaf_bucket_ns;
+    htb(10, vec![class(1, 0, 10 * MBIT, 10 * MBIT), leaf], vec![])
+}
+
+#[test]
+fn a_parent_charged_by_a_leaf_sending_at_its_own_level_compares_with_its_stale_mode() {
+    // htb_charge_class counts a change into CANT_SEND from the mode the class
+    // holds (htb_change_class_mode); a leaf sending at level 0 ran the events
+    // of level 0 only, and an empty htb runs none (htb_dequeue returns at
+    // once). 15 140 B cost 12.112 ms at 10 Mbit/s; the leaf's 100 ms buckets
+    // keep it CAN_SEND throughout.
+    let mut h = parent_and_leaf(100_000_000);
+    let mut env = Env::default();
+    // t = 0: the parent goes 1.28 − 12.112 = −10.832 ms: CANT_SEND, counted;
+    // a second skb takes it to −22.944 ms
+    for _ in 0..2 {
+        push(&mut h, &mut env, 0, 1, 15_140);
+        assert_eq!(drain(&mut h, &mut env, 0), (1, None), "empty: no watchdog");
+    }
+    assert_eq!(h.classes()[0].tokens, -22_944_000);
+    // t = 25 ms: the parent's tokens would be back at 2.056 ms, but a dequeue
+    // of the empty tree leaves its mode CANT_SEND
+    assert_eq!(drain(&mut h, &mut env, 25_000_000), (0, None));
+    // t = 30 ms: min(−22.944 + 30, 1.28) − 12.112 = −10.832 ms, CANT_SEND
+    // again: not a change, not counted
+    push(&mut h, &mut env, 30_000_000, 1, 15_140);
+    assert_eq!(drain(&mut h, &mut env, 30_000_000).0, 1);
+    assert_eq!(h.classes()[0].tokens, -10_832_000);
+    let counted: Vec<u64> = h.classes().iter().map(|c| c.stats.overlimits).collect();
+    assert_eq!(counted, vec![1, 0]);
+    assert_eq!(h.stats().overlimits, 1);
+}
+
+#[test]
+fn the_watchdog_wakes_at_a_parents_mode_change_and_that_refresh_counts_later() {
+    // htb_dequeue arms its watchdog for the next event of any level
+    // (next_event), so a blocked htb also wakes when only its parent becomes
+    // CAN_SEND; that wake-up runs every level's events (htb_do_events) and the
+    // parent's next charge, from a leaf sending at level 0, counts again.
+    // Leaf buckets 0.64 ms, parent 1.28 ms, skbs 12.112 ms.
+    let mut h = parent_and_leaf(640_000);
+    let mut env = Env::default();
+    push(&mut h, &mut env, 0, 1, 15_140);
+    push(&mut h, &mut env, 0, 1, 15_140);
+    // t = 0: leaf 0.64 − 12.112 = −11.472 ms, parent −10.832 ms: both
+    // CANT_SEND, two overlimits; the parent changes first
+    assert_eq!(
+        drain(&mut h, &mut env, 0),
+        (1, Some(SimTime::from_nanos(10_832_000)))
+    );
+    assert_eq!(h.stats().overlimits, 2);
+    // t = 10.832 ms: the parent is CAN_SEND, the leaf still CANT_SEND
+    assert_eq!(
+        drain(&mut h, &mut env, 10_832_000),
+        (0, Some(SimTime::from_nanos(11_472_000)))
+    );
+    // t = 11.472 ms: the leaf sends at level 0; it goes to −12.112 ms and the
+    // parent to min(−10.832 + 11.472, 1.28) − 12.112 = −11.472 ms: both
+    // change into CANT_SEND, both count
+    assert_eq!(drain(&mut h, &mut env, 11_472_000).0, 1);
+    assert_eq!(h.classes()[0].tokens, -11_472_000);
+    let counted: Vec<u64> = h.classes().iter().map(|c| c.stats.overlimits).collect();
+    assert_eq!(counted, vec![2, 2]);
+    assert_eq!(h.stats().overlimits, 4);
+}
+
 #[test]
 fn single_class_shapes_to_its_rate() {
     let mut h = htb(10, vec![class(10, 0, 5 * MBIT, 5 * MBIT)], vec![]);
