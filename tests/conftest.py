@@ -23,9 +23,11 @@ links = [["h1", "s1"], ["s1", "h2"]]
 """
 
 
-def hog_and_thin(name: str, qdisc: str, head: str = "") -> str:
+def hog_and_thin(name: str, child_line: str, head: str = "") -> str:
     """A scenario in which a UDP hog (h1, 40 Mbit/s) and a thin UDP flow (h2, 40 kbit/s, 102
-    frames) share s1-eth3 towards h3: a 1 Mbit/s tbf with ``qdisc`` as its child 2:. The sinks
+    frames) share s1-eth3 towards h3: a 1 Mbit/s tbf (handle 1:) with the qdisc of
+    ``child_line`` below it, a whole ``tc qdisc add … parent 1: handle 2: KIND`` line (written
+    out at the call, so that test_schema's scan of sample lines sees the kind). The sinks
     write hog.txt and thin.txt on h3; admin's log ends with ``tc -s qdisc show dev s1-eth3``.
     ``head``: lines after the name and seed (a ``[sim]`` table)."""
     return f"""name = "{name}"
@@ -40,7 +42,7 @@ name = "hog"
 duration = "4s"
 cmds = [
   "admin: tc qdisc add dev s1-eth3 root handle 1: tbf rate 1mbit burst 10k limit 100000",
-  "admin: tc qdisc add dev s1-eth3 parent 1: handle 2: {qdisc}",
+  "admin: {child_line}",
   "h3: sink -u -p 5001 > hog.txt &",
   "h3: sink -u -p 5002 > thin.txt",
   "h1: cbr -c 10.0.0.3 -u -r 40mbit -l 972 -p 5001 -t 3.5",

@@ -233,7 +233,7 @@ def test_fq_pie_show():
 
 # ------------------------------------------------------------------ runs
 
-SCENARIO = hog_and_thin("fqs", "KIND", head='[sim]\nprofile = "modern"\n')
+SCENARIO = hog_and_thin("fqs", "tc qdisc add dev s1-eth3 parent 1: handle 2: KIND", head='[sim]\nprofile = "modern"\n')
 
 
 @pytest.mark.parametrize("kind", ["sfq", "fq_pie", "fq"])

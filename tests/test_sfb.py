@@ -143,7 +143,7 @@ def test_tc_show_modern_layout():
 
 # ------------------------------------------------------------------ a run
 
-SCENARIO = hog_and_thin("sfb", "sfb")
+SCENARIO = hog_and_thin("sfb", "tc qdisc add dev s1-eth3 parent 1: handle 2: sfb")
 
 
 def test_scenario_boxes_the_hog_and_spares_the_thin_flow(tmp_path: Path):
