@@ -70,15 +70,19 @@ def test_a_client_refused_by_a_server_not_yet_listening_is_found(tmp_path: Path)
     assert fidelity.refused_clients(tmp_path / "real-2") == []
 
 
-def test_metrics_of_a_simulated_run_of_a_case(tmp_path: Path) -> None:
-    case = fidelity.CASES / "htb-split.toml"
+def simulate(case: Path, seed: int, out: Path) -> Path:
+    """``bufferlab run CASE --seed SEED -o OUT`` (no report) in its own process; ``out``."""
     proc = subprocess.run(
-        [sys.executable, "-m", "bufferlab.cli", "run", str(case), "--seed", "1", "-o",
-         str(tmp_path / "sim-1"), "--no-report", "-q"],
+        [sys.executable, "-m", "bufferlab.cli", "run", str(case), "--seed", str(seed), "-o",
+         str(out), "--no-report", "-q"],
         capture_output=True, text=True, check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    m = fidelity.metrics(tmp_path / "sim-1")
+    return out
+
+
+def test_metrics_of_a_simulated_run_of_a_case(tmp_path: Path) -> None:
+    m = fidelity.metrics(simulate(fidelity.CASES / "htb-split.toml", 1, tmp_path / "sim-1"))
     # two CUBIC flows share the 10 Mbit/s parent; goodput ≤ the rate
     assert 9.0 <= m["goodput_mbps"] <= 10.0
     assert m["share low.json"] + m["share high.json"] == pytest.approx(1.0)
@@ -114,13 +118,7 @@ def test_renos_slow_start_loss_spreads_with_the_seeds_clock_phase_as_the_kernels
     case.write_text(text.replace("-t 15", "-t 2").replace("-c 70", "-c 10"))
     first_second = []
     for seed in range(1, 7):
-        out = tmp_path / f"sim-{seed}"
-        proc = subprocess.run(
-            [sys.executable, "-m", "bufferlab.cli", "run", str(case), "--seed", str(seed), "-o",
-             str(out), "--no-report", "-q"],
-            capture_output=True, text=True, check=False,
-        )
-        assert proc.returncode == 0, proc.stderr
+        out = simulate(case, seed, tmp_path / f"sim-{seed}")
         (report,) = out.glob("*/p/h1/iperf.json")
         first_second.append(json.loads(report.read_text())["intervals"][0]["streams"][0]["retransmits"])
     # the phase takes the model to either side of the decisive boundary, as runs of the kernel
@@ -142,14 +140,8 @@ def test_four_flows_htb_counters_are_read_once_iperf3s_results_have_crossed_the_
     # drained — the kernel's parts lasted 26.1 s and ended with an empty queue — and the
     # part's `tc -s` counts every skb (docs/kernel-oracle.md, "htb's overlimits: the rule,
     # the skbs and when `tc -s` reads them"; ending one crossing early read 503 at 20.5 s)
-    case = fidelity.CASES / "cubic-4flows-htb.toml"
-    proc = subprocess.run(
-        [sys.executable, "-m", "bufferlab.cli", "run", str(case), "--seed", "1", "-o",
-         str(tmp_path / "sim-1"), "--no-report", "-q"],
-        capture_output=True, text=True, check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    (summary,) = (tmp_path / "sim-1").glob("*/summary.json")
+    out = simulate(fidelity.CASES / "cubic-4flows-htb.toml", 1, tmp_path / "sim-1")
+    (summary,) = out.glob("*/summary.json")
     (part,) = json.loads(summary.read_text())["parts"]
     (htb,) = part["qdiscs"]["s1-eth2"]
     # what is left entered behind the results (bufferlab's four flows still empty their
@@ -157,4 +149,4 @@ def test_four_flows_htb_counters_are_read_once_iperf3s_results_have_crossed_the_
     assert htb["stats"]["backlog"] < 0.05 * part["peak_backlog"]["s1-eth2"]["bytes"]
     assert (part["end_ns"] - part["start_ns"]) / 1e9 > 24
     low, high = FOUR_FLOWS_KERNEL_OVERLIMITS
-    assert low <= fidelity.metrics(tmp_path / "sim-1")["overlimits"] <= high
+    assert low <= fidelity.metrics(out)["overlimits"] <= high
