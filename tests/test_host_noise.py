@@ -118,3 +118,43 @@ def test_a_kernel_run_notes_that_the_noise_is_the_simulations_only(write_scenari
     plan = read_plan(r.sc, r.topo, r.lines)
     assert plan.problems == []
     assert any("host noise" in n and "on h2" in n and "their own" in n for n in plan.notes), plan.notes
+
+
+# ---------------------------------------------------------------- process timing
+
+WAKEUP = '{ median = "15us", p99 = "110us", max = "2ms" }'
+SETUP = '{ median = "3ms", p99 = "6ms", max = "20ms" }'
+
+
+@pytest.mark.parametrize("key", ["reader_wakeup", "app_setup"])
+def test_process_timing_takes_the_noises_forms_and_errors(write_scenario, capsys, key):
+    sc = load_scenario(write_scenario(scenario(f"{key} = {WAKEUP}", "[hosts.h1]\n" + f"{key} = false\n")))
+    options = build_topology(sc).engine_config["options"]
+    assert options[key] == {"h2": {"median_ns": 15_000, "p99_ns": 110_000, "max_ns": 2_000_000}}
+    assert "host_noise" not in options
+    bad = scenario("", f'[hosts.h2]\n{key} = {{ median = "9ms", p99 = "1ms", max = "20ms" }}\n')
+    assert main(["check", str(write_scenario(bad))]) == 2
+    err = capsys.readouterr().err
+    assert "t.toml:10:" in err and f"[hosts.h2] {key}: needs median <= p99 <= max" in err, err
+
+
+def test_a_woken_reader_and_a_slow_set_up_move_the_run_as_the_seed_draws(tmp_path: Path):
+    """Each distribution draws on a stream of its host's own: the same seed gives the same run,
+    and turning them on changes what the receiver does (its reads, hence its DRS steps)."""
+    timing = f"reader_wakeup = {WAKEUP}\napp_setup = {SETUP}\n"
+    iperf = lambda d: (d.parent / "h1" / "iperf.json").read_text()  # noqa: E731
+    punctual = iperf(run(tmp_path, "punctual", scenario()))
+    timed = iperf(run(tmp_path, "timed", scenario("", "[hosts.h2]\n" + timing)))
+    again = iperf(run(tmp_path, "again", scenario("", "[hosts.h2]\n" + timing)))
+    assert timed == again
+    assert timed != punctual
+
+
+def test_a_kernel_run_notes_that_process_timing_is_the_simulations_only(write_scenario):
+    text = scenario("", f"[hosts.h2]\nreader_wakeup = {WAKEUP}\napp_setup = {SETUP}\n")
+    r = Runner(load_scenario(write_scenario(text)))
+    r.check()
+    plan = read_plan(r.sc, r.topo, r.lines)
+    assert plan.problems == []
+    for key in ("reader_wakeup", "app_setup"):
+        assert any(key in n and "on h2" in n and "their own" in n for n in plan.notes), plan.notes

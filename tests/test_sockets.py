@@ -206,39 +206,40 @@ def nstat_values(path: Path) -> dict[str, int]:
     return {ln.split()[0]: int(ln.split()[1]) for ln in lines[1:]}
 
 
-# Checked by hand at 1.0 s (lab2019): cwnd 62 ~ the path's BDP (20 Mbit/s x 37.5 ms = 93.8 kB
-# = 64.7 segments); unacked = cwnd; Send-Q 605135 = 62 x 1448 in flight + notsent 515359; rto
-# 240 = 200 + srtt 37.51 rounded up to the 4 ms jiffy; send 19.1M = 62 x 1448 x 8 / 37.51 ms;
-# pacing 23.0M = 1.2 x send (congestion avoidance: cwnd 62 >= ssthresh 51); delivery_rate
-# 19.1M = 20 Mbit/s x 1448 / 1514 (the tbf counts frames); minrtt 20.009 = netem's 20 ms +
-# the 1 Gbit/s links; bytes_acked 2118425 = the SYN + 1463 full segments; segs_out 1530 =
-# SYN + final ACK of the handshake + 1528 data segments (3 of them retransmitted: retrans
-# 0/3); rcvmss 536 (no data received: TCP_MSS_DEFAULT), rcv_space 14600 = 10 x advmss;
-# lastrcv 956 = since the connection was established (1 s less the control exchange).
+# Checked by hand at 1.0 s (lab2019): cwnd 50 = ssthresh 50, congestion avoidance after the
+# recovery of slow start's overshoot into the 40-frame tbf (retrans 0/92: 92 segments resent);
+# unacked 49; Send-Q 1110796 = 49 x 1448 in flight + notsent 1039844; rto 244 = 200 + srtt
+# 40.486 rounded up to the 4 ms jiffy; send 14.3M = 50 x 1448 x 8 / 40.486 ms; pacing 17.2M =
+# 1.2 x send (congestion avoidance); minrtt 20.009 = netem's 20 ms + the 1 Gbit/s links;
+# bytes_acked 2111086 counts the SYN and iperf3's 37-byte cookie; segs_out 1602 = SYN + final
+# ACK of the handshake + 1600 data segments (the cookie's and the retransmissions among them);
+# rcvmss 536 (no data received: TCP_MSS_DEFAULT), rcv_space 14600 = 10 x advmss; lastrcv 956
+# = since the connection was established (1 s less the control exchange).
 # segs_in (the ACKs so far) and, below, modern's rtt and snd_wnd depend on the phase of the
 # TCP clock, drawn from the seed (docs/tcp-design.md "The TCP clock's phase"): the receiver's
 # DRS steps and so its window updates and ACKs.
 SS_LAB2019 = (
-    "State   Recv-Q    Send-Q        Local Address:Port         Peer Address:Port" + " " * 84 + "\n"
-    "ESTAB   0         605135             10.0.0.1:47165            10.0.0.2:5201    \n"
-    "\t cubic wscale:7,7 rto:240 rtt:37.51/0.074 mss:1448 pmtu:1500 rcvmss:536 advmss:1460 cwnd:62 "
-    "ssthresh:51 bytes_acked:2118425 segs_out:1530 segs_in:713 data_segs_out:1528 send 19.1Mbps "
-    "lastrcv:956 pacing_rate 23.0Mbps delivery_rate 19.1Mbps unacked:62 retrans:0/3 rcv_space:14600 "
-    "rcv_ssthresh:29200 notsent:515359 minrtt:20.009\n"
+    "State   Recv-Q    Send-Q         Local Address:Port        Peer Address:Port" + " " * 84 + "\n"
+    "ESTAB   0         1110796             10.0.0.1:47165           10.0.0.2:5201    \n"
+    "\t cubic wscale:7,7 rto:244 rtt:40.486/0.678 mss:1448 pmtu:1500 rcvmss:536 advmss:1460 cwnd:50 "
+    "ssthresh:50 bytes_acked:2111086 segs_out:1602 segs_in:673 data_segs_out:1600 send 14.3Mbps "
+    "lastrcv:956 pacing_rate 17.2Mbps delivery_rate 16.3Mbps unacked:49 retrans:0/92 rcv_space:14600 "
+    "rcv_ssthresh:29200 notsent:1039844 minrtt:20.009\n"
 )
 # modern (iproute2 6.9 on Linux 6.18): the compact columns, each as wide as its longest
 # text (the header is padded to the width of the -i text, a column of its own); -n prints rates in bit/s
-# (19176248 = 62 x 1448 x 8e6 / 37453 us); bytes_sent counts every copy sent: 2211096 =
-# bytes_acked 2118425 less the SYN + 62 x 1448 in flight + bytes_retrans 2896 (2 x 1448);
+# (19176248 = 62 x 1448 x 8e6 / 37453 us); bytes_acked 2118462 = the SYN + iperf3's 37-byte
+# cookie + 1463 full segments; bytes_sent counts every copy sent: 2211133 = bytes_acked
+# 2118462 less the SYN + 62 x 1448 in flight + bytes_retrans 2896 (2 x 1448);
 # snd_wnd 817280: h2's receive buffer grows as 6.18's does (the snd_wnd iperf3 reports in the
 # same run, without ss, on main's model).
 SS_MODERN = (
     "State Recv-Q Send-Q Local Address:Port  Peer Address:Port" + " " * 419 + "\n"
     "ESTAB 0      605135      10.0.0.1:47165     10.0.0.2:5201\n"
     "\t cubic wscale:7,7 rto:240 rtt:37.453/0.227 mss:1448 pmtu:1500 rcvmss:536 advmss:1460 cwnd:62 "
-    "ssthresh:51 bytes_sent:2211096 bytes_retrans:2896 bytes_acked:2118425 segs_out:1529 segs_in:679 "
-    "data_segs_out:1527 send 19176248bps lastrcv:956 pacing_rate 23011264bps delivery_rate 19128232bps "
-    "delivered:1464 unacked:62 retrans:0/2 rcv_space:14600 rcv_ssthresh:64076 notsent:515359 "
+    "ssthresh:51 bytes_sent:2211133 bytes_retrans:2896 bytes_acked:2118462 segs_out:1530 segs_in:676 "
+    "data_segs_out:1528 send 19176248bps lastrcv:956 pacing_rate 23011264bps delivery_rate 19128232bps "
+    "delivered:1465 unacked:62 retrans:0/2 rcv_space:14600 rcv_ssthresh:64076 notsent:515359 "
     "minrtt:20.009 snd_wnd:817280 rcv_wnd:64256\n"
 )
 
@@ -259,7 +260,7 @@ def test_ss_ti_of_a_scripted_transfer(tmp_path, profile, expected):
     # the counters agree with what iperf3 and ss saw
     n1, n2, total = (nstat_values(h1 / f) for f in ("n1.txt", "n2.txt", "all.txt"))
     ss_info = dict(w.split(":", 1) for w in expected.split("\t")[1].split() if ":" in w)
-    retrans = {"lab2019": 3, "modern": 2}[profile]  # segments retransmitted by 1 s
+    retrans = {"lab2019": 92, "modern": 2}[profile]  # segments retransmitted by 1 s
     assert n1["TcpRetransSegs"] == int(ss_info["retrans"].split("/")[1]) == retrans
     assert n1["TcpOutSegs"] == int(ss_info["segs_out"]) - retrans, (
         "OutSegs leaves retransmitted data out")
@@ -287,15 +288,16 @@ def test_ss_ti_of_a_scripted_transfer(tmp_path, profile, expected):
 
 
 # ss -m and -e at 1.0 s, by hand. h1's connection (lab2019): rb 87380 = tcp_rmem[1] (it
-# receives no data, so no autotuning), tb 635392 = its send buffer autotuned by then (what
-# the -i listing's notsent + in flight need); w 635391 = Send-Q 605135 x 1.05 (the model's
-# truesize per queued byte); f 3585 = 4096 - 635391 mod 4096 (the rest of the last page);
+# receives no data, so no autotuning), tb 1166336 = its send buffer autotuned by then (2 x
+# per_mss 4352 x cwnd 134 at its last expansion, in slow start); w 1166335 = Send-Q 1110796 x
+# 1.05 (the model's truesize per queued byte); f 1025 = 4096 - 1166335 mod 4096 (the rest of
+# the last page);
 # t 0: h1's own interface has no qdisc, so no skb waits in its host; d 0: nothing dropped.
 # sk/ino: h1's first socket (iperf3's control connection is a message exchange, not a
 # socket). The listener on h2: tcp_rmem[1] / tcp_wmem[1]; v6only:0 (dual-stack).
 SSM_LAB2019 = (
-    "ESTAB   0         605135             10.0.0.1:47165            10.0.0.2:5201     ino:1 sk:1 <->\n"
-    "\t skmem:(r0,rb87380,t0,tb635392,f3585,w635391,o0,bl0,d0)        \n"
+    "ESTAB   0         1110796             10.0.0.1:47165           10.0.0.2:5201     ino:1 sk:1 <->\n"
+    "\t skmem:(r0,rb87380,t0,tb1166336,f1025,w1166335,o0,bl0,d0)      \n"
 )
 SSM_MODERN_LISTENER = (
     "LISTEN 0      4096                   *:5201                 *:*     ino:1 sk:1 cgroup:/ v6only:0 <->\n"

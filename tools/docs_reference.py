@@ -86,6 +86,10 @@ KEY_DOCS: dict[str, dict[str, str]] = {
         "host_wakeup_ns": "time to wake ping (ns)",
         "host_noise": 'every host\'s receive-path timing noise, lognormal: `{ median = "5us", p99 = '
         '"600us", max = "1.5ms" }` (unset: punctual hosts; docs/models.md "Host timing noise")',
+        "reader_wakeup": "every host's reading processes' scheduling latency, a table as `host_noise` "
+        '(unset: a reader runs at each arrival; docs/models.md "Process timing")',
+        "app_setup": "every host's server programs' set-up work before a test starts (iperf3: last "
+        'cookie to TEST_START), a table as `host_noise` (unset: none; docs/models.md "Process timing")',
         "iperf3_version": _PROFILE_KNOB + ', e.g. `"3.12"`',
         "ping_style": _PROFILE_KNOB + ": iputils output style",
         "netem_time_ns": _PROFILE_KNOB + ": netem's time resolution",
@@ -123,6 +127,8 @@ KEY_DOCS: dict[str, dict[str, str]] = {
     "[hosts.NAME]": {
         "tcp": "TCP defaults of the host, applied before sysctls and `-C`/`-w`",
         "noise": "the host's timing noise, a table as `[sim] host_noise`, or `false` for none",
+        "reader_wakeup": "the host's readers' scheduling latency, as `[sim] reader_wakeup`, or `false`",
+        "app_setup": "the host's server programs' set-up work, as `[sim] app_setup`, or `false`",
     },
     "[hosts.NAME] tcp": {
         "flavour": '`"linux"` (default) or `"ns3"` (ns-3\'s TcpSocketBase)',

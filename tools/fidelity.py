@@ -40,11 +40,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +200,32 @@ def table(cases: dict[str, list[dict[str, Any]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def recorded_runs(path: Path) -> dict[str, list[dict[str, float]]]:
+    """Every kernel run recorded in ``path`` (``--record``), pooled by case."""
+    try:
+        sets = json.loads(path.read_text())["sets"]
+    except (OSError, ValueError, KeyError) as e:
+        raise SystemExit(f"{path}: not a record of kernel runs ({e}); make one with --record") from None
+    pooled: dict[str, list[dict[str, float]]] = {}
+    for kernel_set in sets:
+        for case, runs in kernel_set["cases"].items():
+            pooled.setdefault(case, []).extend(runs)
+    return pooled
+
+
+def record_runs(path: Path, facts: dict[str, str], load: tuple[tuple[float, ...], ...],
+                runs: dict[str, list[dict[str, float]]]) -> None:
+    """Append one set of kernel runs to ``path``: what the kernel measured, on what, under what load."""
+    doc = json.loads(path.read_text()) if path.exists() else {"sets": []}
+    doc["sets"].append({
+        "recorded": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()),
+        "machine": facts,
+        "load_average_1min": [load[0][0], load[1][0]],
+        "cases": {case: r for case, r in runs.items() if r},
+    })
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+
+
 def kernel_facts() -> dict[str, str]:
     def version(cmd: list[str]) -> str:
         try:
@@ -219,22 +247,37 @@ def main() -> int:
     parser.add_argument("--real-runs", type=int, default=3, help="kernel runs per case (default 3)")
     parser.add_argument("--seeds", type=int, default=3, help="simulated runs per case, seeds 1…N (default 3)")
     parser.add_argument("--only", nargs="*", default=[], help="case names (file stems) to run")
+    parser.add_argument("--cases", type=Path, default=CASES,
+                        help="folder of case scenarios (default benches/fidelity/; e.g. variants of them)")
     parser.add_argument("--reuse", action="store_true", help="judge the runs already in --out; run nothing")
+    parser.add_argument("--record", type=Path,
+                        help="append this invocation's kernel runs (their metrics, the kernel, the load) "
+                             "to this JSON file, e.g. benches/fidelity/kernel-runs.json")
+    parser.add_argument("--kernel", type=Path,
+                        help="judge against every kernel run recorded in this file (--record), pooled "
+                             "with any in --out: no root needed")
     args = parser.parse_args()
-    cases = sorted(CASES.glob("*.toml"))
+    cases = sorted(args.cases.glob("*.toml"))
     if args.only:
         cases = [c for c in cases if c.stem in args.only]
+    recorded = recorded_runs(args.kernel) if args.kernel else {}
     verdicts: dict[str, list[dict[str, Any]]] = {}
+    measured: dict[str, list[dict[str, float]]] = {}
+    load_before = os.getloadavg()
     for case in cases:
         dest = args.out / case.stem
         if not args.reuse:
             dest.mkdir(parents=True, exist_ok=True)
             run_case(case, dest, args.real_runs, args.seeds)
         real = [metrics(p) for p in sorted(dest.glob("real-*"))]
+        measured[case.stem] = real
         sim = [metrics(p) for p in sorted(dest.glob("sim-*"))]
+        real += recorded.get(case.stem, [])
         if real and sim:
             verdicts[case.stem] = judge(real, sim)
     facts = kernel_facts()
+    if args.record and any(measured.values()):
+        record_runs(args.record, facts, (load_before, os.getloadavg()), measured)
     text = table(verdicts)
     header = f"Kernel {facts['kernel']}, {facts['iperf3']}, {facts['tc']}.\n\n"
     (args.out / "fidelity.txt").write_text(header + text)

@@ -54,27 +54,25 @@ impl HostNoise {
     }
 }
 
-/// One host's receive-path latency: its draws and the last hand-over.
+/// Draws from one latency distribution, on a random stream of its own.
 #[derive(Clone, Debug)]
-pub struct RxNoise {
+pub struct Latency {
     rng: ComponentRng,
     /// the underlying normal's mean and deviation (ln of ns)
     mu: f64,
     sigma: f64,
     max_ns: u64,
-    /// when the last packet was handed to the stack
-    handed: SimTime,
 }
 
-impl RxNoise {
-    pub fn new(spec: HostNoise, seed: u64, host: &str) -> Self {
+impl Latency {
+    /// `stream` names the random stream (`node/<host>/noise`, `node/<host>/wakeup`).
+    pub fn new(spec: HostNoise, seed: u64, stream: &str) -> Self {
         let mu = (spec.median_ns as f64).ln();
-        RxNoise {
-            rng: ComponentRng::new(seed, &format!("node/{host}/noise")),
+        Latency {
+            rng: ComponentRng::new(seed, stream),
             mu,
             sigma: ((spec.p99_ns as f64).ln() - mu) / Z_P99,
             max_ns: spec.max_ns,
-            handed: SimTime::ZERO,
         }
     }
 
@@ -86,11 +84,57 @@ impl RxNoise {
         let ns = (self.mu + self.sigma * z).exp().round();
         SimDuration((ns as u64).min(self.max_ns))
     }
+}
+
+/// A host's processes' timing, each part drawn on a stream of its own
+/// (`node/<host>/wakeup`, `node/<host>/setup`); `None`: punctual.
+#[derive(Clone, Debug, Default)]
+pub struct HostTiming {
+    /// how long a process woken by a readable socket takes to run
+    pub reader_wakeup: Option<Latency>,
+    /// a server program's work between its last stream's arrival and the
+    /// test's start (iperf3: `iperf_tcp_accept`'s stream set-up, then
+    /// TEST_START and TEST_RUNNING)
+    pub app_setup: Option<Latency>,
+}
+
+impl HostTiming {
+    pub fn new(
+        reader_wakeup: Option<HostNoise>,
+        app_setup: Option<HostNoise>,
+        seed: u64,
+        host: &str,
+    ) -> Self {
+        let draw = |spec: Option<HostNoise>, part: &str| {
+            spec.map(|spec| Latency::new(spec, seed, &format!("node/{host}/{part}")))
+        };
+        HostTiming {
+            reader_wakeup: draw(reader_wakeup, "wakeup"),
+            app_setup: draw(app_setup, "setup"),
+        }
+    }
+}
+
+/// One host's receive-path latency: its draws and the last hand-over.
+#[derive(Clone, Debug)]
+pub struct RxNoise {
+    latency: Latency,
+    /// when the last packet was handed to the stack
+    handed: SimTime,
+}
+
+impl RxNoise {
+    pub fn new(spec: HostNoise, seed: u64, host: &str) -> Self {
+        RxNoise {
+            latency: Latency::new(spec, seed, &format!("node/{host}/noise")),
+            handed: SimTime::ZERO,
+        }
+    }
 
     /// When a packet the CPU is done with at `ready` reaches the stack:
     /// after its latency, and not before the packet ahead of it.
     pub fn hand(&mut self, ready: SimTime) -> SimTime {
-        let at = (ready + self.draw()).max(self.handed);
+        let at = (ready + self.latency.draw()).max(self.handed);
         self.handed = at;
         at
     }
@@ -107,7 +151,7 @@ mod tests {
     };
 
     fn draws(seed: u64, n: usize) -> Vec<u64> {
-        let mut noise = RxNoise::new(SPEC, seed, "h2");
+        let mut noise = Latency::new(SPEC, seed, "node/h2/noise");
         (0..n).map(|_| noise.draw().as_nanos()).collect()
     }
 

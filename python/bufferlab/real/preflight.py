@@ -173,6 +173,14 @@ def read_plan(sc: Scenario, topo: BuiltTopology, lines: dict[str, list[PreparedL
             f"host noise ([sim] host_noise / [hosts.X] noise, on {', '.join(sorted(sc.host_noise))}) is "
             "bufferlab's model of a loaded host's timing: the kernel's hosts have their own"
         )
+    for key, what in (("reader_wakeup", "a reading process's scheduling latency"),
+                      ("app_setup", "a server program's set-up work")):
+        hosts = getattr(sc, key)
+        if hosts:
+            plan.notes.append(
+                f"{key} ([sim] {key} / [hosts.X] {key}, on {', '.join(sorted(hosts))}) is "
+                f"bufferlab's model of {what}: the kernel's hosts have their own"
+            )
     for node, dev, args in topo.tclink_commands:
         words = ["tc", "qdisc", "add", "dev", dev, *args.split()]
         u = tc_use(words, f"link of {node}", node)

@@ -1,10 +1,20 @@
-"""``[sim] host_noise`` and ``[hosts.X] noise``: how late each host's stack gets to the packets
-it receives (docs/models.md "Host timing noise"; the engine's crates/bufferlab-core/src/host_noise.rs).
+"""Hosts' timing distributions (docs/models.md "Host timing noise"; the engine's
+crates/bufferlab-core/src/host_noise.rs):
+
+- ``[sim] host_noise`` and ``[hosts.X] noise``: how late each host's stack gets to the packets
+  it receives;
+- ``[sim] reader_wakeup`` and ``[hosts.X] reader_wakeup``: how long a reading process (iperf3's
+  data reader) takes to run once its socket is readable; the read then takes everything that
+  arrived meanwhile;
+- ``[sim] app_setup`` and ``[hosts.X] app_setup``: a server program's own work between its last
+  stream's arrival and the test's start (iperf3's server: reading the cookies, setting the
+  streams up, then TEST_START and TEST_RUNNING).
 
 ``[sim] host_noise = { median = "6us", p99 = "400us", max = "1.5ms" }`` gives every host a
-receive-path latency drawn from a lognormal distribution with that median and 99th percentile,
-clamped at ``max``; ``[hosts.X] noise = { ... }`` sets one host's, ``noise = false`` makes one
-host punctual. Unset (the default), hosts are punctual and no draw is made.
+latency drawn from a lognormal distribution with that median and 99th percentile, clamped at
+``max``; ``[hosts.X] noise = { ... }`` sets one host's, ``noise = false`` makes one host
+punctual. ``reader_wakeup`` and ``app_setup`` take the same forms. Unset (the default), hosts are punctual and
+no draw is made.
 """
 
 from __future__ import annotations
@@ -54,20 +64,21 @@ def parse_noise(value: Any, src: SourceMap, where: str, key: str, line: int | No
 
 
 def build_host_noise(
-    sim: dict, hosts_table: Any, src: SourceMap, hosts: list[str]
+    sim: dict, hosts_table: Any, src: SourceMap, hosts: list[str],
+    sim_key: str = "host_noise", host_key: str = "noise",
 ) -> dict[str, dict[str, int]]:
-    """Each noisy host's distribution: ``[sim] host_noise`` for all, ``[hosts.X] noise`` per host."""
-    default = parse_noise(sim["host_noise"], src, "[sim]", "host_noise",
-                          src.header_line("[sim]", 0)) if "host_noise" in sim else None
+    """Each host's distribution: ``[sim] <sim_key>`` for all, ``[hosts.X] <host_key>`` per host."""
+    default = parse_noise(sim[sim_key], src, "[sim]", sim_key,
+                          src.header_line("[sim]", 0)) if sim_key in sim else None
     out = {h: default for h in hosts if default is not None}
     for host, table in (hosts_table.items() if isinstance(hosts_table, dict) else ()):
-        if not isinstance(table, dict) or "noise" not in table:
+        if not isinstance(table, dict) or host_key not in table:
             continue
         line = src.header_line(f"[hosts.{host}]", 0)
         if host not in hosts:
-            raise error_at(src, f"[hosts.{host}] noise: {host} is a router; host noise is modelled for "
-                           "hosts only (not supported yet for routers)", line=line)
-        spec = parse_noise(table["noise"], src, f"[hosts.{host}]", "noise", line)
+            raise error_at(src, f"[hosts.{host}] {host_key}: {host} is a router; host timing is modelled "
+                           "for hosts only (not supported yet for routers)", line=line)
+        spec = parse_noise(table[host_key], src, f"[hosts.{host}]", host_key, line)
         if spec is None:
             out.pop(host, None)
         else:

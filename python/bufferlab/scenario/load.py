@@ -49,6 +49,8 @@ SIM_KEYS = {
     "iperf3_send_loop_us",
     "part_gap",
     "host_noise",
+    "reader_wakeup",
+    "app_setup",
 }
 DURATION_KEYS = ("queue_sample_interval", "stop_at")
 TOPOLOGY_KEYS = {"hosts", "switches", "routers", "links", "mn"}
@@ -179,6 +181,10 @@ class Scenario:
     host_tcp: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: per-host receive-path timing noise ([sim] host_noise, [hosts.X] noise), in engine terms
     host_noise: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: per-host reading processes' wake-up latency ([sim] reader_wakeup, [hosts.X] reader_wakeup)
+    reader_wakeup: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: per-host server programs' set-up work ([sim] app_setup, [hosts.X] app_setup)
+    app_setup: dict[str, dict[str, int]] = field(default_factory=dict)
     #: [capture] and [trace] (scenario/observe.py)
     capture: CaptureOptions | None = None
     trace: TraceOptions | None = None
@@ -558,6 +564,10 @@ def _build(data: dict, src: SourceMap, path: Path) -> Scenario:
         parts=parts,
         host_tcp=_build_host_tcp(data.get("hosts", {}), src, set(hosts + routers)),
         host_noise=build_host_noise(data.get("sim", {}), data.get("hosts", {}), src, hosts),
+        reader_wakeup=build_host_noise(data.get("sim", {}), data.get("hosts", {}), src, hosts,
+                                       "reader_wakeup", "reader_wakeup"),
+        app_setup=build_host_noise(data.get("sim", {}), data.get("hosts", {}), src, hosts,
+                                   "app_setup", "app_setup"),
         capture=build_capture(data.get("capture"), src),
         trace=build_trace(data.get("trace"), src),
         part_gap=_part_gap(data.get("sim", {}), src),
@@ -610,7 +620,7 @@ def _part_gap(sim: dict[str, Any], src: SourceMap) -> float:
                        expected='a duration such as "5s", or "0s" for back-to-back parts') from None
 
 
-HOST_KEYS = {"tcp", "noise"}
+HOST_KEYS = {"tcp", "noise", "reader_wakeup", "app_setup"}
 TCP_KEYS = {"flavour", "mss", "min_rto", "rcvbuf", "sndbuf", "init_cwnd", "congestion"}
 #: ns-3's TcpSocket defaults (src/internet/model/tcp-socket.cc) in the engine's terms:
 #: SegmentSize 536, MinRto 1 s, InitialCwnd 1, Snd/RcvBufSize 131072, TcpNewReno, no
@@ -696,7 +706,7 @@ def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool, bool]:
     overrides: dict[str, Any] = {}
     known = set(profile_fields())
     for k, v in sim.items():
-        if k in ("profile", "arp", "gso", "part_gap", "host_noise"):
+        if k in ("profile", "arp", "gso", "part_gap", "host_noise", "reader_wakeup", "app_setup"):
             continue
         try:
             overrides[k] = _convert_sim_value(k, v)

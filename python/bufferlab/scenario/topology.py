@@ -220,6 +220,8 @@ def build_topology(sc: Scenario) -> BuiltTopology:
             "netem_modern_accounting": sc.profile.netem_modern_accounting,
             "netem_dup_after_limit": sc.profile.netem_modern_accounting,
             **({"host_noise": sc.host_noise} if sc.host_noise else {}),
+            **({"reader_wakeup": sc.reader_wakeup} if sc.reader_wakeup else {}),
+            **({"app_setup": sc.app_setup} if sc.app_setup else {}),
         },
     }
     return BuiltTopology(config, ifaces, by_node, kinds, commands)

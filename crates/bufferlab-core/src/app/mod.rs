@@ -23,12 +23,13 @@ pub(crate) mod test_support;
 pub mod udp_source;
 
 use crate::error::{Error, Result};
+use crate::host_noise::HostTiming;
 use crate::packet::{
     Ipv4, Packet, Payload, Proto, TsqRelease, ETH_HEADER, IPV4_HEADER, TCP_HEADER_TS, UDP_HEADER,
 };
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::TcpConfig;
-use crate::time::SimTime;
+use crate::time::{SimDuration, SimTime};
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -217,6 +218,8 @@ pub struct AppCtx<'a> {
     pub tsq: bool,
     /// The phase of the TCP clock the node's sockets read, µs (tcp/clock.rs).
     pub tcp_clock_phase_us: u32,
+    /// the node's processes' timing (host_noise.rs); punctual by default
+    pub timing: &'a mut HostTiming,
     pub out: &'a mut Vec<Packet>,
     pub sockets: &'a mut Sockets,
     pub iperf: &'a mut IperfRegistry,
@@ -233,6 +236,22 @@ pub trait QdiscBacklog {
 }
 
 impl AppCtx<'_> {
+    /// When a process of this node, woken now by a readable socket, runs:
+    /// after a scheduling latency drawn from the host's wake-up
+    /// distribution, or at once on a punctual host (`None`).
+    pub fn wake_delay(&mut self) -> Option<SimDuration> {
+        self.timing.reader_wakeup.as_mut().map(|w| w.draw())
+    }
+
+    /// How long a server program's set-up work before a test takes on this
+    /// node (zero on a punctual host).
+    pub fn setup_delay(&mut self) -> SimDuration {
+        self.timing
+            .app_setup
+            .as_mut()
+            .map_or(SimDuration::ZERO, |s| s.draw())
+    }
+
     /// A packet from this application with the given protocol, frame length
     /// and payload; ports, TOS and sequence number start at zero.
     fn base(&self, dst: Ipv4, proto: Proto, len: u32, payload: Payload) -> Packet {

@@ -10,6 +10,7 @@
 
 use super::tcp::Conn;
 use super::{App, AppCtx, IperfRegistry, QdiscBacklog, ResultCtx, SocketHandle, Sockets};
+use crate::host_noise::HostTiming;
 use crate::packet::{Ipv4, Packet, Payload, Proto, ETH_HEADER, IPV4_HEADER, UDP_HEADER};
 use crate::rng::ComponentRng;
 use crate::tcp::endpoint::{TcpConfig, TcpState};
@@ -30,6 +31,8 @@ pub struct Host {
     pub app_id: u32,
     pub sockets: Sockets,
     pub out: Vec<Packet>,
+    /// its processes' timing (punctual unless a test sets it)
+    pub timing: HostTiming,
 }
 
 /// Hosts `10.0.0.1`, `10.0.0.2`, … (host `i` runs application `i`), the
@@ -65,6 +68,7 @@ impl Bench {
                     app_id: i as u32,
                     sockets: Sockets::new(ComponentRng::new(i as u64, "bench/sockets")),
                     out: Vec::new(),
+                    timing: HostTiming::default(),
                 })
                 .collect(),
             iperf: IperfRegistry::default(),
@@ -88,6 +92,7 @@ impl Bench {
             fq_pacing: false,
             tsq: false,
             tcp_clock_phase_us: 0,
+            timing: &mut h.timing,
             out: &mut h.out,
             sockets: &mut h.sockets,
             iperf: &mut self.iperf,

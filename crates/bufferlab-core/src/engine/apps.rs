@@ -187,6 +187,7 @@ impl Simulator {
             fq_pacing: caps.fq_pacing,
             tsq: caps.tsq,
             tcp_clock_phase_us: self.tcp_clock_phase_us,
+            timing: &mut node.timing,
             out: &mut self.out_buf,
             sockets: &mut node.sockets,
             iperf: &mut self.iperf,

@@ -58,7 +58,7 @@ use crate::app::{IperfRegistry, Sockets};
 use crate::capture::Observer;
 use crate::error::{Error, Result};
 use crate::host::{CpuQueue, StackCost};
-use crate::host_noise::{HostNoise, RxNoise};
+use crate::host_noise::{HostNoise, HostTiming, RxNoise};
 use crate::mib::NodeMib;
 use crate::packet::{Ipv4, Packet, PacketArena, PacketId};
 use crate::qdisc::{AutoHandles, DropCounters, QdiscProfile, QdiscTree};
@@ -94,6 +94,14 @@ pub struct EngineOptions {
     /// hosts' receive-path timing noise, by host name (host_noise.rs); none: punctual
     #[serde(default)]
     pub host_noise: BTreeMap<String, HostNoise>,
+    /// how long a host's reading process takes to run once its socket is
+    /// readable, by host name (host_noise.rs `HostTiming`); none: at once
+    #[serde(default)]
+    pub reader_wakeup: BTreeMap<String, HostNoise>,
+    /// a host's server programs' set-up work before a test starts, by host
+    /// name (host_noise.rs `HostTiming`); none: none
+    #[serde(default)]
+    pub app_setup: BTreeMap<String, HostNoise>,
 }
 
 fn yes() -> bool {
@@ -109,6 +117,8 @@ impl Default for EngineOptions {
             gso: true,
             host_cost: StackCost::default(),
             host_noise: BTreeMap::new(),
+            reader_wakeup: BTreeMap::new(),
+            app_setup: BTreeMap::new(),
         }
     }
 }
@@ -134,6 +144,8 @@ struct Node {
     rx_free: SimTime,
     /// the receiving stack's timing noise (host_noise.rs), if it has any
     rx_noise: Option<RxNoise>,
+    /// its processes' timing (host_noise.rs)
+    timing: HostTiming,
     addr: Ipv4,
     sockets: Sockets,
     neighbours: NeighbourTable,
@@ -215,12 +227,18 @@ impl Simulator {
             nodes: cfg.nodes,
             links: cfg.links,
         })?;
-        for (host, spec) in &cfg.options.host_noise {
-            let n = topo.node_names.iter().position(|name| name == host);
-            if !n.is_some_and(|n| topo.node_kinds[n] == NodeKind::Host) {
-                return Err(Error::Schema(format!("host noise: no host named {host:?}")));
+        for (what, specs) in [
+            ("host noise", &cfg.options.host_noise),
+            ("reader wake-up", &cfg.options.reader_wakeup),
+            ("application set-up", &cfg.options.app_setup),
+        ] {
+            for (host, spec) in specs {
+                let n = topo.node_names.iter().position(|name| name == host);
+                if !n.is_some_and(|n| topo.node_kinds[n] == NodeKind::Host) {
+                    return Err(Error::Schema(format!("{what}: no host named {host:?}")));
+                }
+                spec.validate(host)?;
             }
-            spec.validate(host)?;
         }
         let n_ifaces = topo.iface_names.len();
         let profile = QdiscProfile {
@@ -261,6 +279,12 @@ impl Simulator {
                     .host_noise
                     .get(&topo.node_names[n])
                     .map(|&spec| RxNoise::new(spec, cfg.seed, &topo.node_names[n])),
+                timing: HostTiming::new(
+                    cfg.options.reader_wakeup.get(&topo.node_names[n]).copied(),
+                    cfg.options.app_setup.get(&topo.node_names[n]).copied(),
+                    cfg.seed,
+                    &topo.node_names[n],
+                ),
                 addr: topo.node_addrs(n).next().unwrap_or(Ipv4::UNSPECIFIED),
                 sockets: Sockets::new(ComponentRng::new(
                     cfg.seed,

@@ -182,11 +182,15 @@ impl Client {
                             let sock = ctx.connect(cfg.clone(), port, remote, rng);
                             ctx.flush(sock, self.spec.tos);
                             ctx.sockets.set_tag(sock, self.streams.len() as u32);
-                            self.streams.push(if self.spec.reverse {
-                                Stream::Recv(RecvStream::new(sock))
-                            } else {
-                                Stream::Send(SendStream::new(sock, self.spec.blksize))
-                            });
+                            let blksize = self.spec.blksize;
+                            self.streams.push(
+                                if self.spec.reverse {
+                                    Stream::Recv(RecvStream::new(sock, blksize))
+                                } else {
+                                    Stream::Send(SendStream::new(sock, blksize))
+                                }
+                                .owe_cookie(),
+                            );
                         }
                     }
                 }
@@ -517,6 +521,8 @@ impl Application for Client {
                 if let Some(h) = ctx.sockets.find(p) {
                     let now = ctx.now;
                     ctx.tcp_mut(h).input(now, p);
+                    let tos = self.spec.tos;
+                    self.streams[ctx.sockets.tag(h) as usize].write_cookie_once_connected(ctx, tos);
                 }
                 self.pump(ctx);
             }
@@ -532,6 +538,7 @@ impl Application for Client {
         let mut next = [
             self.retry_at,
             next_timeout(sockets, self.streams.iter().map(Stream::sock)),
+            self.streams.iter().filter_map(Stream::read_wake).min(),
         ]
         .into_iter()
         .flatten()
@@ -552,11 +559,13 @@ impl Application for Client {
 
     fn handle_timeout(&mut self, ctx: &mut AppCtx) {
         let now = ctx.now;
-        for st in &self.streams {
+        let reading = self.state == ClientState::Running && now < self.stop_at;
+        for st in &mut self.streams {
             let h = st.sock();
             if ctx.tcp(h).ep.poll_timeout().is_some_and(|t| t <= now) {
                 ctx.tcp_mut(h).ep.handle_timeout(now);
             }
+            st.handle_read_wake(ctx, reading);
         }
         if self.retry_at.is_some_and(|t| now >= t) {
             match self.state {

@@ -61,6 +61,8 @@ pub(super) struct ServerTest {
     /// TCP: TEST_START is resent until the first data arrives (the control
     /// connection is a modelled message exchange)
     start_retry: Option<SimTime>,
+    /// TCP: when TEST_START leaves, the server's set-up work being done
+    start_at: Option<SimTime>,
 }
 
 impl ServerTest {
@@ -74,6 +76,14 @@ impl ServerTest {
             self.conn,
             STATE_BYTES,
         );
+    }
+
+    /// Reading data proves the client got TEST_START; with -R nothing
+    /// does, so TEST_START is repeated until TEST_END.
+    fn note_data_arrived(&mut self, counting: bool) {
+        if counting && !self.reverse && self.streams.iter().any(|st| st.bytes() > 0) {
+            self.start_retry = None;
+        }
     }
 
     fn close_interval(&mut self, sockets: &Sockets, end: SimTime) {
@@ -193,43 +203,62 @@ impl Server {
                 let Some(sock) = ctx.accept(cfg, p, rng, true) else {
                     return;
                 };
-                t.streams.push(if t.reverse {
-                    Stream::Send(SendStream::new(sock, t.blksize))
-                } else {
-                    Stream::Recv(RecvStream::new(sock))
-                });
+                t.streams.push(
+                    if t.reverse {
+                        Stream::Send(SendStream::new(sock, t.blksize))
+                    } else {
+                        Stream::Recv(RecvStream::new(sock, t.blksize))
+                    }
+                    .expect_cookie(),
+                );
                 let at = (ti, t.streams.len() - 1);
                 ctx.sockets.set_tag(sock, self.stream_at.len() as u32);
                 self.stream_at.push(at);
                 at
             }
         };
-        let interval = self.interval;
         let running = self.current == Some(ti);
         let t = &mut self.tests[ti];
         let counting = running && t.started.is_some();
         t.streams[si].service(ctx, counting, None, 0);
-        // Receiving data proves the client got TEST_START; with -R nothing
-        // does, so TEST_START is repeated until TEST_END.
-        if counting && !t.reverse && t.streams[si].bytes() > 0 {
-            t.start_retry = None;
+        t.note_data_arrived(counting);
+        if running {
+            self.check_streams_ready(ctx, ti);
         }
-        let all_up = t.streams.len() as u32 == t.expected_streams
-            && t.streams
-                .iter()
-                .all(|st| ctx.tcp(st.sock()).ep.state() == TcpState::Established);
-        if running && t.started.is_none() && all_up {
-            t.started = Some(ctx.now);
-            t.omit_end = (t.omit > SimDuration::ZERO).then(|| ctx.now + t.omit);
-            t.ticker = Some(Ticker::new(interval, ctx.now));
-            t.start_retry = Some(ctx.now + RUNNING_RETRY);
-            t.send_test_start(ctx, self.port);
-            // a sending (-R) server writes as soon as it is TEST_RUNNING
-            // (iperf_run_server), not on the next packet to arrive
-            if t.reverse {
-                for st in t.streams.iter_mut() {
-                    st.service(ctx, true, None, 0);
-                }
+    }
+
+    /// Once every stream is connected and its cookie read, the server sets
+    /// TEST_START after its set-up work (the host's `app_setup`).
+    fn check_streams_ready(&mut self, ctx: &mut AppCtx, ti: usize) {
+        let t = &mut self.tests[ti];
+        let ready = t.streams.len() as u32 == t.expected_streams
+            && t.streams.iter().all(|st| {
+                st.cookie_read() && ctx.tcp(st.sock()).ep.state() == TcpState::Established
+            });
+        if t.started.is_some() || t.start_at.is_some() || !ready {
+            return;
+        }
+        match ctx.setup_delay() {
+            SimDuration::ZERO => self.start_test(ctx, ti),
+            setup => t.start_at = Some(ctx.now + setup),
+        }
+    }
+
+    /// TEST_START (and TEST_RUNNING, which the same message stands for):
+    /// the server's clock starts.
+    fn start_test(&mut self, ctx: &mut AppCtx, ti: usize) {
+        let t = &mut self.tests[ti];
+        t.start_at = None;
+        t.started = Some(ctx.now);
+        t.omit_end = (t.omit > SimDuration::ZERO).then(|| ctx.now + t.omit);
+        t.ticker = Some(Ticker::new(self.interval, ctx.now));
+        t.start_retry = Some(ctx.now + RUNNING_RETRY);
+        t.send_test_start(ctx, self.port);
+        // a sending (-R) server writes as soon as it is TEST_RUNNING
+        // (iperf_run_server), not on the next packet to arrive
+        if t.reverse {
+            for st in t.streams.iter_mut() {
+                st.service(ctx, true, None, 0);
             }
         }
     }
@@ -292,6 +321,7 @@ impl Server {
                         window,
                         max_pacing_rate,
                         start_retry: None,
+                        start_at: None,
                     });
                     self.current = Some(self.tests.len() - 1);
                     Self::reply(ctx, p, msg::CREATE_STREAMS, conn, STATE_BYTES);
@@ -490,12 +520,9 @@ impl Application for Server {
         if self.finished {
             return None;
         }
-        let conns = next_timeout(
-            sockets,
-            self.tests
-                .iter()
-                .flat_map(|t| t.streams.iter().map(Stream::sock)),
-        );
+        let streams = || self.tests.iter().flat_map(|t| t.streams.iter());
+        let conns = next_timeout(sockets, streams().map(Stream::sock));
+        let reads = streams().filter_map(Stream::read_wake).min();
         let test = self.current.map(|i| &self.tests[i]).and_then(|t| {
             let tick = t.ticker.as_ref()?.next_tick;
             [Some(tick), t.omit_end, t.start_retry]
@@ -503,7 +530,8 @@ impl Application for Server {
                 .flatten()
                 .min()
         });
-        [conns, test].into_iter().flatten().min()
+        let setup = self.current.and_then(|i| self.tests[i].start_at);
+        [conns, reads, test, setup].into_iter().flatten().min()
     }
 
     fn handle_timeout(&mut self, ctx: &mut AppCtx) {
@@ -516,9 +544,16 @@ impl Application for Server {
                     ctx.tcp_mut(h).ep.handle_timeout(now);
                     st.service(ctx, counting, None, 0);
                 }
+                st.handle_read_wake(ctx, counting);
             }
+            t.note_data_arrived(counting);
         }
         let Some(i) = current else { return };
+        if self.tests[i].start_at.is_some_and(|at| at <= ctx.now) {
+            self.start_test(ctx, i);
+        } else {
+            self.check_streams_ready(ctx, i);
+        }
         let t = &mut self.tests[i];
         if t.start_retry.is_some_and(|r| r <= ctx.now) {
             t.send_test_start(ctx, self.port);

@@ -9,6 +9,7 @@ use super::throttle::{PacingSpec, Throttle};
 use crate::app::sockets::{SocketHandle, Sockets};
 use crate::app::AppCtx;
 use crate::rng::ComponentRng;
+use crate::tcp::endpoint::{TcpEndpoint, TcpState};
 use crate::time::SimTime;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -45,9 +46,35 @@ pub fn records_json<T: Serialize>(records: &[T]) -> Value {
     serde_json::to_value(records).unwrap_or(Value::Null)
 }
 
+/// iperf3's cookie (`COOKIE_SIZE`, src/iperf.h): the 37 bytes a client
+/// writes first on every data connection, once `connect()` has returned
+/// (`iperf_tcp_connect`, src/iperf_tcp.c), and the server reads before it
+/// takes the connection as a stream (`iperf_tcp_accept`). They count in no
+/// interval or total.
+pub const COOKIE_BYTES: u64 = 37;
+
+/// A data connection's cookie, as one side sees it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cookie {
+    /// the client has yet to write it
+    unsent: bool,
+    /// bytes of it the server has yet to read
+    unread: u64,
+}
+
+impl Cookie {
+    /// Read what is left of the client's cookie (counted nowhere).
+    fn read(&mut self, ep: &mut TcpEndpoint, now: SimTime) {
+        if self.unread > 0 {
+            self.unread -= ep.read(now, self.unread);
+        }
+    }
+}
+
 /// The sending side of one stream (client without `-R`).
 pub struct SendStream {
     pub sock: SocketHandle,
+    cookie: Cookie,
     blksize: u64,
     /// bytes of the current blocking write still to be copied
     block_left: u64,
@@ -76,6 +103,7 @@ impl SendStream {
     pub fn new(sock: SocketHandle, blksize: u32) -> Self {
         SendStream {
             sock,
+            cookie: Cookie::default(),
             blksize: blksize as u64,
             block_left: blksize as u64,
             bytes: 0,
@@ -185,8 +213,24 @@ impl SendStream {
 }
 
 /// The receiving side of one stream (server without `-R`).
+///
+/// iperf3 reads a data socket when `select` reports it readable
+/// (`iperf_recv` → `iperf_tcp_recv` → `Nread` of one block, src/iperf_api.c,
+/// src/net.c). The kernel wakes the process from the socket's
+/// `sk_data_ready` (`sock_def_readable`, net/core/sock.c); it runs after a
+/// scheduling latency, and its reads take everything that arrived meanwhile
+/// (consecutive in-order skbs coalesce in the receive queue, `tcp_try_coalesce`,
+/// net/ipv4/tcp_input.c), so `tcp_rcv_space_adjust` runs once per read, not
+/// once per arrival. On a host with a wake-up distribution
+/// (`AppCtx::wake_delay`) an arrival schedules one such read; arrivals
+/// before it wait for it. A punctual host reads at each arrival.
 pub struct RecvStream {
     pub sock: SocketHandle,
+    cookie: Cookie,
+    /// iperf3's read size, the block size (`-l`)
+    blksize: u32,
+    /// the reader's pending wake-up: data arrived, the process has not run yet
+    read_at: Option<SimTime>,
     /// bytes read while the test was running, since the (post-omit) start
     bytes: u64,
     tick_bytes: u64,
@@ -194,21 +238,67 @@ pub struct RecvStream {
 }
 
 impl RecvStream {
-    pub fn new(sock: SocketHandle) -> Self {
+    pub fn new(sock: SocketHandle, blksize: u32) -> Self {
         RecvStream {
             sock,
+            cookie: Cookie::default(),
+            blksize,
+            read_at: None,
             bytes: 0,
             tick_bytes: 0,
             intervals: Vec::new(),
         }
     }
 
-    /// Read everything available; count it only while the test runs.
-    pub fn read(&mut self, ctx: &mut AppCtx, counting: bool) {
+    /// After an input or a timer of the connection: read now on a punctual
+    /// host, otherwise wake the reader after its latency (unless it is
+    /// already due); send what the connection emits either way.
+    pub fn on_input(&mut self, ctx: &mut AppCtx, counting: bool) {
+        if self.read_at.is_none() && ctx.tcp(self.sock).ep.readable() > 0 {
+            match ctx.wake_delay() {
+                Some(latency) => self.read_at = Some(ctx.now + latency),
+                None => return self.read(ctx, counting),
+            }
+        }
+        if self.read_at.is_some() {
+            ctx.flush(self.sock, 0);
+        } else {
+            self.read(ctx, counting);
+        }
+    }
+
+    /// The reader's wake-up, while one is pending.
+    pub fn wake_at(&self) -> Option<SimTime> {
+        self.read_at
+    }
+
+    /// The reader runs: read what is queued, if its wake-up is due.
+    pub fn handle_wake(&mut self, ctx: &mut AppCtx, counting: bool) {
+        if self.read_at.is_some_and(|t| t <= ctx.now) {
+            self.read_at = None;
+            self.read(ctx, counting);
+        }
+    }
+
+    /// Read everything available, a block per read as `Nread` does (each
+    /// read runs the receiver's DRS step once); count it only while the
+    /// test runs.
+    fn read(&mut self, ctx: &mut AppCtx, counting: bool) {
         let now = ctx.now;
-        let got = ctx.tcp_mut(self.sock).ep.read(now, u64::MAX);
-        if counting {
-            self.bytes += got;
+        let max = match self.blksize {
+            0 => u64::MAX,
+            b => u64::from(b),
+        };
+        let ep = &mut ctx.tcp_mut(self.sock).ep;
+        self.cookie.read(ep, now);
+        loop {
+            let got = ep.read(now, max);
+            if counting {
+                self.bytes += got;
+            }
+            if got == 0 || ep.readable() == 0 {
+                break;
+            }
         }
         ctx.flush(self.sock, 0);
     }
@@ -291,6 +381,61 @@ impl Stream {
         }
     }
 
+    fn cookie_mut(&mut self) -> &mut Cookie {
+        match self {
+            Stream::Send(s) => &mut s.cookie,
+            Stream::Recv(r) => &mut r.cookie,
+        }
+    }
+
+    /// A client's stream: it writes the cookie once connected.
+    pub fn owe_cookie(mut self) -> Self {
+        self.cookie_mut().unsent = true;
+        self
+    }
+
+    /// A server's stream: it reads the client's cookie first.
+    pub fn expect_cookie(mut self) -> Self {
+        self.cookie_mut().unread = COOKIE_BYTES;
+        self
+    }
+
+    /// The server has read the stream's cookie.
+    pub fn cookie_read(&self) -> bool {
+        let cookie = match self {
+            Stream::Send(s) => s.cookie,
+            Stream::Recv(r) => r.cookie,
+        };
+        cookie.unread == 0
+    }
+
+    /// The client writes the cookie as `connect()` returns (`iperf_tcp_connect`).
+    pub fn write_cookie_once_connected(&mut self, ctx: &mut AppCtx, tos: u8) {
+        let sock = self.sock();
+        let cookie = self.cookie_mut();
+        if cookie.unsent && ctx.tcp(sock).ep.state() == TcpState::Established {
+            cookie.unsent = false;
+            let now = ctx.now;
+            ctx.tcp_mut(sock).ep.write(now, COOKIE_BYTES);
+            ctx.flush(sock, tos);
+        }
+    }
+
+    /// A receiving stream's pending read (`RecvStream::wake_at`).
+    pub fn read_wake(&self) -> Option<SimTime> {
+        match self {
+            Stream::Recv(r) => r.wake_at(),
+            Stream::Send(_) => None,
+        }
+    }
+
+    /// Run a receiving stream's reader if its wake-up is due.
+    pub fn handle_read_wake(&mut self, ctx: &mut AppCtx, counting: bool) {
+        if let Stream::Recv(r) = self {
+            r.handle_wake(ctx, counting);
+        }
+    }
+
     /// Run the stream's throttle timer if due (send_timer_proc).
     pub fn handle_throttle(&mut self, now: SimTime) {
         if let Stream::Send(s) = self {
@@ -306,12 +451,14 @@ impl Stream {
     pub fn service(&mut self, ctx: &mut AppCtx, active: bool, budget: Option<u64>, tos: u8) {
         match self {
             Stream::Send(s) => {
+                let now = ctx.now;
+                s.cookie.read(&mut ctx.tcp_mut(s.sock).ep, now);
                 if active {
                     s.write(ctx.sockets, ctx.now, budget);
                 }
                 ctx.flush(s.sock, tos);
             }
-            Stream::Recv(s) => s.read(ctx, active),
+            Stream::Recv(s) => s.on_input(ctx, active),
         }
     }
 
@@ -357,6 +504,7 @@ mod tests {
     use crate::app::tcp::TcpSpec;
     use crate::app::test_support::{established, exchange, Bench, MS};
     use crate::tcp::endpoint::TcpConfig;
+    use crate::time::SimDuration;
 
     fn cfg() -> TcpConfig {
         TcpSpec::default().config(9, 0).unwrap()
@@ -366,7 +514,11 @@ mod tests {
     fn streams(blksize: u32) -> (SendStream, RecvStream, Bench) {
         let mut bench = Bench::new(2);
         let (c, s) = established(&mut bench, &cfg());
-        (SendStream::new(c, blksize), RecvStream::new(s), bench)
+        (
+            SendStream::new(c, blksize),
+            RecvStream::new(s, blksize),
+            bench,
+        )
     }
 
     /// Move what the sender wrote across at `ms`, the receiver reading.
@@ -380,7 +532,7 @@ mod tests {
         let now = SimTime(ms * MS);
         bench.ctx(0, now).flush(tx.sock, 0);
         exchange(bench, tx.sock, rx.sock, now);
-        rx.read(&mut bench.ctx(1, now), counting);
+        rx.on_input(&mut bench.ctx(1, now), counting);
         exchange(bench, tx.sock, rx.sock, now);
     }
 
@@ -462,6 +614,43 @@ mod tests {
         tx.write(&mut bench.hosts[0].sockets, SimTime(MS), Some(5000));
         deliver(&mut tx, &mut rx, &mut bench, 2, true);
         assert_eq!(rx.bytes(), 2000);
+    }
+
+    #[test]
+    fn a_woken_reader_takes_what_arrived_before_it_ran_in_one_wake_up() {
+        use crate::host_noise::{HostNoise, Latency};
+        let (mut tx, mut rx, mut bench) = streams(1000);
+        let fifty_us = HostNoise {
+            median_ns: 50_000,
+            p99_ns: 50_001,
+            max_ns: 50_001,
+        };
+        bench.hosts[1].timing.reader_wakeup = Some(Latency::new(fifty_us, 1, "node/h2/wakeup"));
+        let arrive = |tx: &mut SendStream, rx: &mut RecvStream, bench: &mut Bench, now, budget| {
+            tx.write(&mut bench.hosts[0].sockets, now, Some(budget));
+            bench.ctx(0, now).flush(tx.sock, 0);
+            exchange(bench, tx.sock, rx.sock, now);
+            rx.on_input(&mut bench.ctx(1, now), true);
+        };
+        let first = SimTime(MS);
+        arrive(&mut tx, &mut rx, &mut bench, first, 2000);
+        assert_eq!(rx.bytes(), 0, "nothing is read before the reader runs");
+        let wake = rx.wake_at().expect("a wake-up is pending");
+        assert!(
+            (49_000..=51_000).contains(&(wake - first).as_nanos()),
+            "{wake:?}"
+        );
+        // a later arrival waits for the same wake-up
+        arrive(
+            &mut tx,
+            &mut rx,
+            &mut bench,
+            first + SimDuration(10_000),
+            5000,
+        );
+        assert_eq!(rx.wake_at(), Some(wake));
+        rx.handle_wake(&mut bench.ctx(1, wake), true);
+        assert_eq!((rx.bytes(), rx.wake_at()), (5000, None));
     }
 
     #[test]

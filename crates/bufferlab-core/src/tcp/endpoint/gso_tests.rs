@@ -366,6 +366,63 @@ fn a_lost_aggregate_counts_one_retransmission_per_segment() {
 }
 
 #[test]
+fn a_paced_retransmission_leaves_as_one_skb_of_free_cwnd_and_tso_goal() {
+    // tcp_xmit_retransmit_queue → tcp_retransmit_skb(sk, skb, segs): one skb
+    // of min(cwnd − in_flight, tcp_tso_segs) lost segments, then the pacing
+    // check; pacing advances once for the skb's bytes (net/ipv4/tcp_output.c)
+    let mut p = Pair::new(
+        gso_cfg("bbr"),
+        roomy(gso_cfg("bbr")),
+        SimDuration::from_millis(10),
+    );
+    p.ab.rate = Some(Rate::from_bps(100_000_000));
+    p.to_write = u64::MAX;
+    p.run_until(ms(300));
+    let a = &mut p.a;
+    assert!(a.needs_internal_pacing());
+    assert!(a.data_segs_out >= 10);
+    assert!(a.sb.q.len() >= 8, "{} segments out", a.sb.q.len());
+    // the first seven segments out are lost
+    for i in 0..7 {
+        assert_eq!(a.sb.q[i].sacked, 0);
+        assert!(a.sb.mark_lost(i));
+        a.sb.lost_out += 1;
+    }
+    // 10 MB/s: tso goal (10 000 000 >> 10) / 1448 = 9765 / 1448 = 6 segments
+    a.cs.pacing_rate = 10_000_000;
+    assert_eq!(a.tso_segs(), 6);
+    let room = 10;
+    a.set_cwnd(a.in_flight() + room);
+    let t0 = a.now.as_nanos();
+    a.wstamp_ns = t0;
+    a.out.clear();
+    let lost_seq = a.sb.q[0].seq;
+    a.xmit_retransmit_queue();
+    // one skb of 6 segments (the tso goal), and pacing holds the 7th:
+    // 6 × 1448 = 8688 bytes at 10 MB/s = 868 800 ns, no credit (stamp = now)
+    let sent: Vec<_> = a.out.drain(..).collect();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(
+        (sent[0].hdr.seq, sent[0].gso_segs, sent[0].payload_len),
+        (lost_seq, 6, 6 * MSS)
+    );
+    assert_eq!(a.wstamp_ns, t0 + 868_800);
+    assert_eq!(a.sb.retrans_out, 6);
+    assert_eq!(a.total_retrans, 6);
+    // at its departure time the 7th goes alone: 1448 bytes = 144 800 ns
+    a.set_clock(SimTime::from_nanos(t0 + 868_800));
+    a.xmit_retransmit_queue();
+    let sent: Vec<_> = a.out.drain(..).collect();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(
+        (sent[0].hdr.seq, sent[0].gso_segs),
+        (lost_seq.wrapping_add(6 * MSS), 1)
+    );
+    assert_eq!(a.wstamp_ns, t0 + 868_800 + 144_800);
+    assert_eq!(a.sb.retrans_out, 7);
+}
+
+#[test]
 fn gso_off_sends_one_segment_per_skb() {
     let mut p = Pair::new(
         cfg("reno"),

@@ -688,36 +688,65 @@ impl TcpEndpoint {
         }
     }
 
-    /// `tcp_retransmit_skb` for the segment at `idx`: resend it and count it
-    /// as a retransmission in flight (`SACKED_RETRANS`, `retrans_out`, the
-    /// undo bookkeeping); false if it could not be sent.
-    pub(in crate::tcp) fn retransmit_seg(&mut self, idx: usize) -> bool {
-        if !self.retransmit_raw(idx) {
-            return false;
-        }
-        let s = &mut self.sb.q[idx];
-        s.sacked |= RETRANS;
-        let xmit_ms = (s.xmit_us / 1000) as u32;
-        self.sb.retrans_out += 1;
-        if self.retrans_stamp == 0 {
-            self.retrans_stamp = xmit_ms;
-        }
-        self.undo.on_retransmit();
-        true
+    /// `tcp_retransmit_skb` for the `n` segments from `idx`: resend them as
+    /// one skb and count them as retransmissions in flight
+    /// (`SACKED_RETRANS`, `retrans_out`, the undo bookkeeping). Returns the
+    /// segments sent (0 if none could be).
+    pub(in crate::tcp) fn retransmit_seg(&mut self, idx: usize, n: usize) -> usize {
+        self.retransmit_skb(idx, n, true)
     }
 
-    /// `__tcp_retransmit_skb`: resend the segment at `idx` (counted in
+    /// `__tcp_retransmit_skb` of the one segment at `idx` (counted in
     /// `total_retrans`, marked `EVER_RETRANS`) without the scoreboard
     /// bookkeeping — what a tail loss probe does; false if it could not be
     /// sent (outside the peer's window).
     pub(in crate::tcp) fn retransmit_raw(&mut self, idx: usize) -> bool {
-        let seg = self.sb.q[idx];
-        // __tcp_retransmit_skb: do not retransmit beyond a shrunk window,
-        // except the head as a zero-window probe
-        let avail = self.wnd_end().wrapping_sub(seg.seq) as i32;
-        if avail <= 0 && seg.seq != self.snd_una {
-            return false;
+        self.retransmit_skb(idx, 1, false) > 0
+    }
+
+    /// Resend up to `n` segments from `idx` as one skb, with the
+    /// retransmission bookkeeping if `count`. Like `__tcp_retransmit_skb`'s
+    /// `len = cur_mss * segs` (net/ipv4/tcp_output.c), the skb takes the
+    /// segments that fit the peer's window; they share one departure stamp
+    /// and pacing advances once for their bytes (`tcp_update_skb_after_send`
+    /// in `__tcp_transmit_skb`), so a paced sender's retransmission leaves as
+    /// one aggregate as the kernel's does. Returns the segments sent: 0 if
+    /// the first lies beyond a shrunk window (only the head may, as a
+    /// zero-window probe).
+    fn retransmit_skb(&mut self, idx: usize, n: usize, count: bool) -> usize {
+        let wnd_end = self.wnd_end();
+        let first = self.sb.q[idx];
+        if wnd_end.wrapping_sub(first.seq) as i32 <= 0 && first.seq != self.snd_una {
+            return 0;
         }
+        let n = 1
+            + (idx + 1..idx + n)
+                .take_while(|&i| !after(self.sb.q[i].end_seq, wnd_end))
+                .count();
+        let prior_wstamp = self.advance_wstamp();
+        let xmit_us = self.tcp_clock_us(self.wstamp_ns);
+        let mut skb_len = 0;
+        for i in idx..idx + n {
+            self.gso_continue = i > idx;
+            skb_len += self.retransmit_piece(i, xmit_us);
+            if count {
+                self.sb.q[i].sacked |= RETRANS;
+                self.sb.retrans_out += 1;
+                if self.retrans_stamp == 0 {
+                    self.retrans_stamp = (xmit_us / 1000) as u32;
+                }
+                self.undo.on_retransmit();
+            }
+        }
+        self.gso_continue = false;
+        self.update_after_send(skb_len, prior_wstamp);
+        n
+    }
+
+    /// One segment of a retransmitted skb, leaving at `xmit_us`: counters,
+    /// header, emission, the scoreboard's send stamp. Returns its payload.
+    fn retransmit_piece(&mut self, idx: usize, xmit_us: u64) -> u32 {
+        let seg = self.sb.q[idx];
         let syn = seg.flags & tcp_flags::SYN != 0;
         let fin = seg.flags & tcp_flags::FIN != 0;
         let len = seg
@@ -731,8 +760,6 @@ impl TcpEndpoint {
         if syn {
             self.mib.syn_retrans += 1;
         }
-        let prior_wstamp = self.advance_wstamp();
-        let xmit_us = self.tcp_clock_us(self.wstamp_ns);
         let hdr = if syn {
             // RFC 3168 6.1.1.1 fallback (tcp_ecn_clear_syn): with
             // tcp_ecn_fallback (the default) a retransmitted SYN no longer
@@ -762,10 +789,9 @@ impl TcpEndpoint {
         // needs ECN (the socket's ECT stays set)
         let ect = self.ect_always();
         self.emit(hdr, len, ect);
-        self.update_after_send(len, prior_wstamp);
         let tx = self.rate_on_sent(xmit_us);
         self.sb.on_retransmit(idx, xmit_us, tx);
-        true
+        len
     }
 
     pub(super) fn syn_header(&mut self) -> TcpHeader {

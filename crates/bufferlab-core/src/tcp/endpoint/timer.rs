@@ -196,14 +196,14 @@ impl TcpEndpoint {
         if self.snd_wnd == 0 && self.state != TcpState::SynSent {
             // the receiver shrank its window to zero: retransmissions probe
             self.enter_loss();
-            self.retransmit_seg(0);
+            self.retransmit_seg(0, 1);
         } else {
             self.count_timeout();
             self.enter_loss();
             // tcp_update_rto_stats
             self.retransmits += 1;
             self.total_rto += 1;
-            self.retransmit_seg(0);
+            self.retransmit_seg(0, 1);
         }
         // out_reset_timer: exponential backoff (modern: SYNs start linear)
         let linear_syn = self.cfg.profile == CcProfile::Modern

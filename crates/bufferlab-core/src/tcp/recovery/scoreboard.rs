@@ -137,6 +137,27 @@ impl Scoreboard {
             .partition_point(|s| s.end_seq.wrapping_sub(base) <= key)
     }
 
+    /// How many segments from `idx` (at most `max`, at least 1) one
+    /// retransmitted skb takes: `idx` and the contiguous segments after it
+    /// that are lost and neither SACKed nor already retransmitted.
+    pub fn lost_run(&self, idx: usize, max: usize) -> usize {
+        let mut n = 1;
+        while n < max {
+            let (prev, next) = match (self.q.get(idx + n - 1), self.q.get(idx + n)) {
+                (Some(p), Some(s)) => (p, s),
+                _ => break,
+            };
+            if next.seq != prev.end_seq
+                || next.sacked & LOST == 0
+                || next.sacked & (SACKED_ACKED | SACKED_RETRANS) != 0
+            {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
     /// A retransmission of `idx` left at `xmit_us`: re-stamp it and move it
     /// to the send-time tail.
     pub fn on_retransmit(&mut self, idx: usize, xmit_us: u64, tx: TxInfo) {

@@ -636,7 +636,11 @@ impl TcpEndpoint {
     }
 
     /// `tcp_xmit_retransmit_queue`: retransmit LOST segments, lowest first,
-    /// while cwnd allows (docs/semantics/tcp.md §6.5).
+    /// while cwnd allows (docs/semantics/tcp.md §6.5). Each pass sends one
+    /// skb, as `tcp_retransmit_skb(sk, skb, segs)` does: the lost segment
+    /// and the lost ones right after it, up to the free cwnd and the TSO
+    /// goal (`segs = min(cwnd − in_flight, max_segs)`), so the pacing and
+    /// TSQ checks come once per skb, not once per segment.
     pub(in crate::tcp) fn xmit_retransmit_queue(&mut self) {
         if self.sb.packets_out == 0 {
             return;
@@ -647,10 +651,7 @@ impl TcpEndpoint {
         };
         let mut hole = false;
         let mut rearm = false;
-        // __tcp_retransmit_skb sends up to the free cwnd of one skb's lost
-        // segments as one aggregate: neighbours retransmitted in a row
-        // leave together
-        let mut prev_retransmitted: Option<usize> = None;
+        let max_segs = self.tso_segs() as usize;
         while idx < self.sb.q.len() {
             if self.pacing_check() {
                 break;
@@ -658,7 +659,8 @@ impl TcpEndpoint {
             if !hole {
                 self.sb.retransmit_hint = Some(self.sb.q[idx].seq);
             }
-            if self.cwnd() as i64 - self.in_flight() as i64 <= 0 {
+            let room = self.cwnd() as i64 - self.in_flight() as i64;
+            if room <= 0 {
                 break;
             }
             let sacked = self.sb.q[idx].sacked;
@@ -675,30 +677,28 @@ impl TcpEndpoint {
                 idx += 1;
                 continue;
             }
-            let continues = prev_retransmitted.is_some_and(|p| p + 1 == idx);
+            let segs = self.sb.lost_run(idx, (room as usize).min(max_segs));
             // TSQ for a retransmission: twice the usual limit (factor 1)
-            if !continues && self.small_queue_check(self.mss_cache + SKB_TRUESIZE_OVERHEAD, 1) {
+            let truesize = segs as u32 * self.mss_cache + SKB_TRUESIZE_OVERHEAD;
+            if self.small_queue_check(truesize, 1) {
                 break;
             }
-            self.gso_continue = continues;
-            let sent = self.retransmit_seg(idx);
-            self.gso_continue = false;
-            if !sent {
+            let sent = self.retransmit_seg(idx, segs);
+            if sent == 0 {
                 break;
             }
             if self.ca_state() != CaState::Loss {
-                self.mib.fast_retrans += 1;
+                self.mib.fast_retrans += sent as u32;
             } else {
-                self.mib.slow_start_retrans += 1;
+                self.mib.slow_start_retrans += sent as u32;
             }
-            prev_retransmitted = Some(idx);
             if self.in_cwnd_reduction() {
-                self.prr.on_sent(1);
+                self.prr.on_sent(sent as u32);
             }
             if idx == 0 && !matches!(self.timers.pending_xmit(), Some((TcpTimer::ReoTimeout, _))) {
                 rearm = true;
             }
-            idx += 1;
+            idx += sent;
         }
         if rearm {
             let rto = self.icsk_rto;
