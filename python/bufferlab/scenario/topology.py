@@ -220,6 +220,8 @@ def build_topology(sc: Scenario) -> BuiltTopology:
             "netem_modern_accounting": sc.profile.netem_modern_accounting,
             "netem_dup_after_limit": sc.profile.netem_modern_accounting,
             **({"host_noise": sc.host_noise} if sc.host_noise else {}),
+            **({"max_tcp_header": sc.profile.max_tcp_header}
+               if sc.profile.max_tcp_header is not None else {}),
         },
     }
     return BuiltTopology(config, ifaces, by_node, kinds, commands)

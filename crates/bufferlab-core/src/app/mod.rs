@@ -217,6 +217,9 @@ pub struct AppCtx<'a> {
     pub tsq: bool,
     /// The phase of the TCP clock the node's sockets read, µs (tcp/clock.rs).
     pub tcp_clock_phase_us: u32,
+    /// The kernel build's `MAX_TCP_HEADER` for the node's TCP sockets, bytes
+    /// (`[sim] max_tcp_header`, tcp/config.rs).
+    pub max_tcp_header: u32,
     pub out: &'a mut Vec<Packet>,
     pub sockets: &'a mut Sockets,
     pub iperf: &'a mut IperfRegistry,

@@ -88,6 +88,7 @@ impl Bench {
             fq_pacing: false,
             tsq: false,
             tcp_clock_phase_us: 0,
+            max_tcp_header: crate::tcp::config::DEFAULT_MAX_TCP_HEADER,
             out: &mut h.out,
             sockets: &mut h.sockets,
             iperf: &mut self.iperf,

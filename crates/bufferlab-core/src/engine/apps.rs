@@ -187,6 +187,7 @@ impl Simulator {
             fq_pacing: caps.fq_pacing,
             tsq: caps.tsq,
             tcp_clock_phase_us: self.tcp_clock_phase_us,
+            max_tcp_header: self.options.max_tcp_header,
             out: &mut self.out_buf,
             sockets: &mut node.sockets,
             iperf: &mut self.iperf,

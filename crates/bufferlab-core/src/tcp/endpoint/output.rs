@@ -13,7 +13,7 @@ use super::{Segment, TcpEndpoint, TcpState};
 use crate::packet::{tcp_flags, TcpHeader, ECN_ECT0, SKB_TRUESIZE_OVERHEAD};
 use crate::tcp::accecn::{self, EcnMode};
 use crate::tcp::cc::{CaEvent, CaState, CcProfile};
-use crate::tcp::config::{MAX_TCP_HEADER, TCPOLEN_TSTAMP_ALIGNED};
+use crate::tcp::config::TCPOLEN_TSTAMP_ALIGNED;
 use crate::tcp::recovery::{Seg, RETRANS};
 use crate::tcp::rtt::TCP_RTO_MIN;
 use crate::tcp::seq::{after, before};
@@ -325,7 +325,7 @@ impl TcpEndpoint {
         }
         let mut bytes = self.cs.pacing_rate >> SK_PACING_SHIFT;
         match self.cfg.profile {
-            CcProfile::Lab2019 => bytes = bytes.min(gso_max - 1 - MAX_TCP_HEADER as u64),
+            CcProfile::Lab2019 => bytes = bytes.min(gso_max - 1 - self.cfg.max_tcp_header as u64),
             CcProfile::Modern => {
                 let r = self.min_rtt_us() >> TCP_TSO_RTT_LOG;
                 if r < 32 {
