@@ -56,7 +56,7 @@ class Profile:
     host_wakeup_ns: int = 27000
     #: the kernel build's MAX_TCP_HEADER, bytes: the skb headroom that sizes TCP's send
     #: buffer (tcp_sndbuf_expand's per_mss). None: 320, as distribution kernels build it;
-    #: 192 or 256 for kernels without WLAN/Hyper-V networking (docs/scenario-format.md)
+    #: 192 or 256 for kernels without WLAN/Hyper-V networking (docs/semantics/tcp.md §6.2)
     max_tcp_header: int | None = None
 
     def iperf3_at_least(self, major: int, minor: int) -> bool:
