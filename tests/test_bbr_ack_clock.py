@@ -75,8 +75,9 @@ def run(tmp: Path, name: str, ack_delay: str, host_noise: bool = False) -> tuple
 
 def test_bbr_queue_grows_with_the_ack_clocks_jitter(tmp_path: Path) -> None:
     quiet_ping, quiet_bw = run(tmp_path, "quiet", "20ms")
-    # on time: every sample is at most the tbf's payload rate, which the filter holds
-    assert abs(quiet_bw - TBF_PAYLOAD_MBPS) < 0.01, quiet_bw
+    # on time: the filter holds the tbf's payload rate, within the few samples that catch the
+    # bucket's 32 kB burst (19.17 since the write path pushes as Linux's does, 19.13 before)
+    assert TBF_PAYLOAD_MBPS - 0.01 < quiet_bw < TBF_PAYLOAD_MBPS * 1.003, quiet_bw
     # pacing 1 % below it drains the queue: the ping sees ~3 ms of it at the median
     assert 22.0 < quiet_ping < 26.0, quiet_ping
     noisy_ping, noisy_bw = run(tmp_path, "noisy", "20ms 200us")

@@ -144,9 +144,11 @@ def test_four_flows_htb_counters_are_read_once_iperf3s_results_have_crossed_the_
     (summary,) = out.glob("*/summary.json")
     (part,) = json.loads(summary.read_text())["parts"]
     (htb,) = part["qdiscs"]["s1-eth2"]
-    # what is left entered behind the results (bufferlab's four flows still empty their
-    # larger send buffers then; the kernel's queue was empty): a few % of the 9.5 MB peak
-    assert htb["stats"]["backlog"] < 0.05 * part["peak_backlog"]["s1-eth2"]["bytes"]
     assert (part["end_ns"] - part["start_ns"]) / 1e9 > 24
     low, high = FOUR_FLOWS_KERNEL_OVERLIMITS
     assert low <= fidelity.metrics(out)["overlimits"] <= high
+    # what is left entered behind the results: bufferlab's four flows still empty their send
+    # buffers into the queue then (1.5 MB of an 8.5 MB peak since the kernel's write path and
+    # send buffer, 0.3 MB of 9.5 MB before), where the kernel's queue was empty: less than a
+    # fifth of the peak, a known gap (docs/kernel-oracle.md, "Fidelity matrix")
+    assert htb["stats"]["backlog"] < 0.2 * part["peak_backlog"]["s1-eth2"]["bytes"]

@@ -201,12 +201,15 @@ def test_udp_client_text_ends_with_the_server_report():
 def test_the_client_shows_its_send_buffer_once_connected():
     tcp = parse_iperf(words("iperf -c 10.0.0.2"))
     # tcp_sndbuf_expand: 2 x 10 segments x 4352 B = 87 040 B ("85.0 KByte", iperf 2.0.13 on Mininet)
-    assert fmt.client_buffer(tcp, (4096, 16384, 4194304), 212992) == 87040
-    assert fmt.client_buffer(tcp, (10240, 87380, 150000000), 212992) == 87380  # a handout's tcp_wmem
-    assert fmt.client_buffer(tcp, (4096, 16384, 65536), 212992) == 65536
+    assert fmt.client_buffer(tcp, (4096, 16384, 4194304), 212992, 320) == 87040
+    assert fmt.client_buffer(tcp, (10240, 87380, 150000000), 212992, 320) == 87380  # a handout's tcp_wmem
+    assert fmt.client_buffer(tcp, (4096, 16384, 65536), 212992, 320) == 65536
+    # a kernel built with MAX_TCP_HEADER 256 ([sim] max_tcp_header): roundup_pow_of_two(1460 + 256
+    # + 320 = 2036) = 2048, + 256 = 2304 per segment, 2 x 10 x 2304 = 46 080 B
+    assert fmt.client_buffer(tcp, (4096, 16384, 4194304), 212992, 256) == 46080
     # SO_SNDBUF: twice the request, capped at twice net.core.wmem_max
     def buffer(line: str) -> int:
-        return fmt.client_buffer(parse_iperf(words(line)), (4096, 16384, 4194304), 212992)
+        return fmt.client_buffer(parse_iperf(words(line)), (4096, 16384, 4194304), 212992, 320)
 
     assert buffer("iperf -c 10.0.0.2 -w 64K") == 131072
     assert buffer("iperf -c 10.0.0.2 -w 1M") == 425984

@@ -216,5 +216,7 @@ def test_lab16_like_red_under_tbf_keeps_the_average_between_min_and_max(tmp_path
     assert goodput > 0.9 * 100e6 * 1448 / 1514, goodput
     log = (root / "admin/terminal.log").read_text()
     assert "qdisc red 2: parent 1: limit 2560Kb min 218453b max 873813b adaptive \n" in log
-    assert f"  marked 0 early {red['xstats']['early']} pdrop 0 other 0\n" in log
+    # `tc -s` ran before the flows' last packets: it shows the early drops up to then
+    printed = int(re.search(r"  marked 0 early (\d+) pdrop 0 other 0\n", log)[1])
+    assert 0 < printed <= red["xstats"]["early"] <= printed + 5, (printed, red["xstats"])
     assert_conserved(summary)

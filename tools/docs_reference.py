@@ -86,6 +86,8 @@ KEY_DOCS: dict[str, dict[str, str]] = {
         "host_wakeup_ns": "time to wake ping (ns)",
         "host_noise": 'every host\'s receive-path timing noise, lognormal: `{ median = "5us", p99 = '
         '"600us", max = "1.5ms" }` (unset: punctual hosts; docs/models.md "Host timing noise")',
+        "max_tcp_header": "the simulated kernel build's `MAX_TCP_HEADER`: 192, 256 or 320 (unset: 320, "
+        "as distribution kernels; it sizes the send buffer, docs/semantics/tcp.md §6.2)",
         "reader_wakeup": "every host's reading processes' scheduling latency, a table as `host_noise` "
         '(unset: a reader runs at each arrival; docs/models.md "Process timing")',
         "app_setup": "every host's server programs' set-up work before a test starts (iperf3: last "

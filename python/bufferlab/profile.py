@@ -54,9 +54,22 @@ class Profile:
     host_packet_ns: int = 2250
     host_byte_ps: int = 610
     host_wakeup_ns: int = 27000
+    #: the kernel build's MAX_TCP_HEADER, bytes: the skb headroom that sizes TCP's send
+    #: buffer (tcp_sndbuf_expand's per_mss). None: 320, as distribution kernels build it;
+    #: 192 or 256 for kernels without WLAN/Hyper-V networking (docs/semantics/tcp.md §6.2)
+    max_tcp_header: int | None = None
 
     def iperf3_at_least(self, major: int, minor: int) -> bool:
         return self.iperf3_version >= (major, minor)
+
+    @property
+    def kernel_max_tcp_header(self) -> int:
+        """The MAX_TCP_HEADER the simulated kernel has (``max_tcp_header``, else 320)."""
+        return DEFAULT_MAX_TCP_HEADER if self.max_tcp_header is None else self.max_tcp_header
+
+
+#: MAX_TCP_HEADER of x86-64 distribution kernels (crates/bufferlab-core/src/tcp/config.rs)
+DEFAULT_MAX_TCP_HEADER = 320
 
 
 PROFILES: dict[str, Profile] = {

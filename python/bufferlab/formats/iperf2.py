@@ -39,10 +39,16 @@ HEADER_BW = "[ ID] Interval       Transfer     Bandwidth\n"
 HEADER_JITTER = "[ ID] Interval       Transfer     Bandwidth        Jitter   Lost/Total Datagrams\n"
 #: SO_RCVBUF/SO_SNDBUF of a fresh UDP socket (net.core.rmem_default)
 UDP_SOCKBUF = 212992
-#: a TCP socket's send buffer once connected (net/ipv4/tcp_input.c ``tcp_sndbuf_expand``):
-#: 2 x TCP_INIT_CWND (10) x per-segment truesize, 4352 bytes for a 1460-byte MSS
-#: (roundup_pow_of_two(1460 + MAX_TCP_HEADER 320 + skb_shared_info 320) + sk_buff 256)
-CONNECTED_SNDBUF = 2 * 10 * 4352
+
+
+def connected_sndbuf(max_tcp_header: int) -> int:
+    """A TCP socket's send buffer once connected (net/ipv4/tcp_input.c ``tcp_sndbuf_expand``):
+    2 x TCP_INIT_CWND (10) x per-segment truesize for a 1460-byte MSS,
+    roundup_pow_of_two(1460 + MAX_TCP_HEADER + skb_shared_info 320) + sk_buff 256
+    (4352 bytes with the distribution kernels' MAX_TCP_HEADER 320, 2304 with 192 or 256)."""
+    head = 1460 + max_tcp_header + 320
+    return 2 * 10 * ((1 << (head - 1).bit_length()) + 256)
+
 CLIENT_FIRST_ID = 3
 SERVER_FIRST_ID = 4
 NS = 1_000_000_000
@@ -58,16 +64,16 @@ def window_line(udp: bool, actual: int, requested: int | None) -> str:
     return text + "\n"
 
 
-def client_buffer(cmd: IperfClient, wmem: tuple[int, int, int], wmem_max: int) -> int:
+def client_buffer(cmd: IperfClient, wmem: tuple[int, int, int], wmem_max: int, max_tcp_header: int) -> int:
     """What the client's settings block shows: ``getsockopt(SO_SNDBUF)`` once
     connected. Linux doubles a ``-w`` request capped at net.core.wmem_max
     (net/core/sock.c); otherwise a TCP socket has grown from tcp_wmem[1] to
-    :data:`CONNECTED_SNDBUF` (capped at tcp_wmem[2]), a UDP one has the default."""
+    :func:`connected_sndbuf` (capped at tcp_wmem[2]), a UDP one has the default."""
     if cmd.window:
         return 2 * min(cmd.window, wmem_max)
     if cmd.udp:
         return UDP_SOCKBUF
-    return max(wmem[1], min(CONNECTED_SNDBUF, wmem[2]))
+    return max(wmem[1], min(connected_sndbuf(max_tcp_header), wmem[2]))
 
 
 def server_header(cmd: IperfServer, actual_buffer: int) -> str:

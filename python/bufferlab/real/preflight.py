@@ -181,6 +181,12 @@ def read_plan(sc: Scenario, topo: BuiltTopology, lines: dict[str, list[PreparedL
                 f"{key} ([sim] {key} / [hosts.X] {key}, on {', '.join(sorted(hosts))}) is "
                 f"bufferlab's model of {what}: the kernel's hosts have their own"
             )
+    if sc.profile.max_tcp_header is not None:
+        plan.notes.append(
+            f"[sim] max_tcp_header = {sc.profile.max_tcp_header} is the simulated kernel's build: the "
+            "kernel here uses the MAX_TCP_HEADER it was built with (its send buffer shows it: "
+            "`ss -tmi` tb = 2 x per_mss x cwnd: 4608 x cwnd for 192 or 256, 8704 x cwnd for 320)"
+        )
     for node, dev, args in topo.tclink_commands:
         words = ["tc", "qdisc", "add", "dev", dev, *args.split()]
         u = tc_use(words, f"link of {node}", node)

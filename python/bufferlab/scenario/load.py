@@ -46,6 +46,7 @@ SIM_KEYS = {
     "host_packet_ns",
     "host_byte_ps",
     "host_wakeup_ns",
+    "max_tcp_header",
     "iperf3_send_loop_us",
     "part_gap",
     "host_noise",
@@ -712,7 +713,14 @@ def _build_sim(sim: Any, src: SourceMap) -> tuple[Profile, bool, bool]:
             overrides[k] = _convert_sim_value(k, v)
         except ValueError as e:
             expected = 'a duration such as "100ms" or "300s"' if k in DURATION_KEYS else None
-            raise key_error(src, f"[sim] {k}: {e}", k, line, expected=expected) from None
+            suggestion = None
+            if k == "max_tcp_header":
+                expected = f"max_tcp_header = {MAX_TCP_HEADER_BUILDS[1]} (one of " + ", ".join(
+                    map(str, MAX_TCP_HEADER_BUILDS)) + ")"
+                suggestion = ("a kernel whose `ss -tmi` shows tb = 4608 x cwnd (CUBIC, Reno) has 192 or 256; "
+                              "one with tb = 8704 x cwnd has 320")
+            raise key_error(src, f"[sim] {k}: {e}", k, line, expected=expected,
+                            suggestion=suggestion) from None
         assert k in known
     switches = []
     for k in ("arp", "gso"):
@@ -736,6 +744,12 @@ SIM_INT_MAX = {
     "iperf3_socket_base": 2**31 - 1,
     "epoch": 253402300799,
 }
+
+
+#: the values an x86-64 kernel's MAX_TCP_HEADER takes: L1_CACHE_ALIGN(128 + MAX_HEADER), with
+#: LL_MAX_HEADER 32, 96 or 128 and 48 more with IP tunnels (include/net/tcp.h,
+#: include/linux/netdevice.h); crates/bufferlab-core/src/tcp/config.rs has the same list
+MAX_TCP_HEADER_BUILDS = (192, 256, 320)
 
 
 def _convert_sim_value(key: str, v: Any) -> Any:
@@ -763,6 +777,11 @@ def _convert_sim_value(key: str, v: Any) -> Any:
         top = SIM_INT_MAX[key]
         if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= top:
             raise ValueError(f"expected an integer from 0 to {top}")
+        return v
+    if key == "max_tcp_header":
+        if isinstance(v, bool) or v not in MAX_TCP_HEADER_BUILDS:
+            raise ValueError(f"expected {', '.join(map(str, MAX_TCP_HEADER_BUILDS[:-1]))} or "
+                             f"{MAX_TCP_HEADER_BUILDS[-1]} bytes, got {v!r}")
         return v
     if key == "system_info":
         if not isinstance(v, str):

@@ -222,6 +222,8 @@ def build_topology(sc: Scenario) -> BuiltTopology:
             **({"host_noise": sc.host_noise} if sc.host_noise else {}),
             **({"reader_wakeup": sc.reader_wakeup} if sc.reader_wakeup else {}),
             **({"app_setup": sc.app_setup} if sc.app_setup else {}),
+            **({"max_tcp_header": sc.profile.max_tcp_header}
+               if sc.profile.max_tcp_header is not None else {}),
         },
     }
     return BuiltTopology(config, ifaces, by_node, kinds, commands)

@@ -220,6 +220,9 @@ pub struct AppCtx<'a> {
     pub tcp_clock_phase_us: u32,
     /// the node's processes' timing (host_noise.rs); punctual by default
     pub timing: &'a mut HostTiming,
+    /// The kernel build's `MAX_TCP_HEADER` for the node's TCP sockets, bytes
+    /// (`[sim] max_tcp_header`, tcp/config.rs).
+    pub max_tcp_header: u32,
     pub out: &'a mut Vec<Packet>,
     pub sockets: &'a mut Sockets,
     pub iperf: &'a mut IperfRegistry,

@@ -190,7 +190,8 @@ impl TcpSpec {
     }
 }
 
-/// Give socket settings the host's GSO limit and TCP clock phase. An
+/// Give socket settings the host's GSO limit, TCP clock phase and kernel
+/// build's `MAX_TCP_HEADER`. An
 /// application with many connections applies them to the settings it keeps,
 /// so that its connections share one copy (this copies them only if either
 /// differs).
@@ -200,6 +201,9 @@ pub fn for_host(cfg: &mut Arc<TcpConfig>, ctx: &AppCtx) {
     }
     if cfg.clock_phase_us != ctx.tcp_clock_phase_us {
         Arc::make_mut(cfg).clock_phase_us = ctx.tcp_clock_phase_us;
+    }
+    if cfg.max_tcp_header != ctx.max_tcp_header {
+        Arc::make_mut(cfg).max_tcp_header = ctx.max_tcp_header;
     }
 }
 

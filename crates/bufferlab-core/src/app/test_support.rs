@@ -93,6 +93,7 @@ impl Bench {
             tsq: false,
             tcp_clock_phase_us: 0,
             timing: &mut h.timing,
+            max_tcp_header: crate::tcp::config::DEFAULT_MAX_TCP_HEADER,
             out: &mut h.out,
             sockets: &mut h.sockets,
             iperf: &mut self.iperf,

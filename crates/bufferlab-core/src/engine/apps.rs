@@ -188,6 +188,7 @@ impl Simulator {
             tsq: caps.tsq,
             tcp_clock_phase_us: self.tcp_clock_phase_us,
             timing: &mut node.timing,
+            max_tcp_header: self.options.max_tcp_header,
             out: &mut self.out_buf,
             sockets: &mut node.sockets,
             iperf: &mut self.iperf,

@@ -64,6 +64,7 @@ use crate::packet::{Ipv4, Packet, PacketArena, PacketId};
 use crate::qdisc::{AutoHandles, DropCounters, QdiscProfile, QdiscTree};
 use crate::rng::ComponentRng;
 use crate::sched::EventQueue;
+use crate::tcp::config::{DEFAULT_MAX_TCP_HEADER, MAX_TCP_HEADER_BUILDS};
 use crate::time::{Rate, SimDuration, SimTime};
 use crate::topology::{IfaceId, NodeKind, Topology, TopologyConfig};
 use apps::{AppSlot, FlowStats, RouteCaps};
@@ -102,6 +103,14 @@ pub struct EngineOptions {
     /// name (host_noise.rs `HostTiming`); none: none
     #[serde(default)]
     pub app_setup: BTreeMap<String, HostNoise>,
+    /// the kernel build's `MAX_TCP_HEADER`, bytes, for every host's TCP
+    /// (`[sim] max_tcp_header`; tcp/config.rs)
+    #[serde(default = "default_max_tcp_header")]
+    pub max_tcp_header: u32,
+}
+
+fn default_max_tcp_header() -> u32 {
+    DEFAULT_MAX_TCP_HEADER
 }
 
 fn yes() -> bool {
@@ -119,6 +128,7 @@ impl Default for EngineOptions {
             host_noise: BTreeMap::new(),
             reader_wakeup: BTreeMap::new(),
             app_setup: BTreeMap::new(),
+            max_tcp_header: DEFAULT_MAX_TCP_HEADER,
         }
     }
 }
@@ -239,6 +249,13 @@ impl Simulator {
                 }
                 spec.validate(host)?;
             }
+        }
+        if !MAX_TCP_HEADER_BUILDS.contains(&cfg.options.max_tcp_header) {
+            return Err(Error::Schema(format!(
+                "max_tcp_header {}: expected one of {MAX_TCP_HEADER_BUILDS:?} (an x86-64 kernel's \
+                 L1_CACHE_ALIGN(128 + MAX_HEADER); distribution kernels: 320)",
+                cfg.options.max_tcp_header
+            )));
         }
         let n_ifaces = topo.iface_names.len();
         let profile = QdiscProfile {

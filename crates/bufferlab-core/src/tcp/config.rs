@@ -12,8 +12,14 @@ pub const TCP_MIN_MSS: u32 = 88;
 pub const TCP_HEADER_TS: u32 = 32;
 /// `TCPOLEN_TSTAMP_ALIGNED`.
 pub const TCPOLEN_TSTAMP_ALIGNED: u32 = 12;
-/// `MAX_TCP_HEADER` on x86-64, bytes (skb headroom; sndbuf/rcvbuf sizing).
-pub const MAX_TCP_HEADER: u32 = 320;
+/// `MAX_TCP_HEADER` (include/net/tcp.h) as x86-64 distribution kernels build it, bytes:
+/// `L1_CACHE_ALIGN(128 + MAX_HEADER)` with WLAN/Hyper-V's `LL_MAX_HEADER` and the
+/// tunnels' 48 bytes. The skb headroom; it sizes the send buffer (`tcp_sndbuf_expand`).
+pub const DEFAULT_MAX_TCP_HEADER: u32 = 320;
+/// The values `MAX_TCP_HEADER` takes on x86-64 (64-byte cache lines): `LL_MAX_HEADER`
+/// 32, 96 or 128 (include/linux/netdevice.h), plus 48 with IP tunnels, plus 128,
+/// rounded up to 64 bytes.
+pub const MAX_TCP_HEADER_BUILDS: [u32; 3] = [192, 256, 320];
 /// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))`, bytes.
 pub const SKB_SHINFO: u32 = 320;
 /// `SKB_DATA_ALIGN(sizeof(struct sk_buff))`, bytes.
@@ -118,6 +124,9 @@ pub struct TcpConfig {
     /// whole millisecond `tcp_clock_ns` is at simulated time zero, which
     /// decides where its TS-option ticks fall among the packets (tcp/clock.rs)
     pub clock_phase_us: u32,
+    /// The kernel build's `MAX_TCP_HEADER`, bytes (one of [`MAX_TCP_HEADER_BUILDS`];
+    /// `[sim] max_tcp_header`, the host's setting like `gso_max_size`)
+    pub max_tcp_header: u32,
 }
 
 impl Default for TcpConfig {
@@ -199,6 +208,7 @@ impl TcpConfig {
             seed: 0,
             gso_max_size: 0,
             clock_phase_us: 0,
+            max_tcp_header: DEFAULT_MAX_TCP_HEADER,
         }
     }
 }

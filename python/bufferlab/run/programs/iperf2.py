@@ -61,7 +61,8 @@ def _client(node: str, cmd: iperf2_cmd.IperfClient) -> Prepared:
         yield WaitApp(app, False, expected)
         result = rt.engine.app_result(app)
         values = host_sysctls(rt, node)
-        buffer = iperf2_fmt.client_buffer(cmd, values["net.ipv4.tcp_wmem"], int(values["net.core.wmem_max"]))
+        buffer = iperf2_fmt.client_buffer(cmd, values["net.ipv4.tcp_wmem"], int(values["net.core.wmem_max"]),
+                                          profile.kernel_max_tcp_header)
         out, err = iperf2_fmt.client_text(result, cmd, profile.epoch, buffer)
         write_tool_output(rt, None, out, err)
         return 1 if result.get("error") or result.get("interrupted") else 0

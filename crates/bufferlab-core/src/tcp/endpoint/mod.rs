@@ -91,6 +91,7 @@ mod info;
 mod input;
 mod mib;
 mod output;
+mod sendmsg;
 mod timer;
 
 pub use crate::tcp::config::TcpConfig;
@@ -276,6 +277,10 @@ pub struct TcpEndpoint {
     pub(super) snd_nxt: u32,
     /// end of the application's data (+1 once a FIN is queued)
     pub(super) write_seq: u32,
+    /// where the write queue's last skb starts (`tcp_write_queue_tail`'s
+    /// seq); the unsent data are one byte stream, this is the one skb
+    /// boundary `tcp_sendmsg_locked` reads (sendmsg.rs)
+    pub(super) tail_skb_seq: u32,
     pub(super) fin_queued: bool,
     pub(super) snd_wnd: u32,
     pub(super) snd_wl1: u32,
@@ -461,6 +466,7 @@ impl TcpEndpoint {
             snd_una: iss,
             snd_nxt: iss,
             write_seq: iss,
+            tail_skb_seq: iss,
             fin_queued: false,
             snd_wnd: 0,
             snd_wl1: 0,
@@ -702,42 +708,6 @@ impl TcpEndpoint {
                 }
             }
         }
-    }
-
-    /// The application writes `bytes` (`tcp_sendmsg`); returns how many the
-    /// send buffer accepted (docs/semantics/tcp.md §6.2) and pushes what may be sent now.
-    pub fn write(&mut self, now: SimTime, bytes: u64) -> u64 {
-        self.set_clock(now);
-        if self.fin_queued
-            || !matches!(
-                self.state,
-                TcpState::Established
-                    | TcpState::CloseWait
-                    | TcpState::SynSent
-                    | TcpState::SynReceived
-            )
-        {
-            return 0;
-        }
-        let established = matches!(self.state, TcpState::Established | TcpState::CloseWait);
-        if established {
-            self.rate_check_app_limited();
-        }
-        let space = self.send_space();
-        let n = bytes.min(space);
-        if n < bytes {
-            self.nospace = true;
-        }
-        if n > 0 {
-            if established && self.unsent_bytes() == 0 {
-                self.slow_start_after_idle_check();
-            }
-            self.write_seq = self.write_seq.wrapping_add(n as u32);
-            if established {
-                self.push_pending_frames(false);
-            }
-        }
-        n
     }
 
     /// Bytes the application may write now.
@@ -1151,6 +1121,27 @@ impl TcpEndpoint {
         self.cc.ssthresh(&mut self.cs)
     }
 
+    /// `tcp_bound_to_half_wnd`: at most half the peer's largest window (all of
+    /// it while that is no more than the default MSS), and never below
+    /// 68 bytes of packet less the TCP header.
+    pub(super) fn bound_to_half_wnd(&self, size: u32) -> u32 {
+        let cutoff = if self.max_window > TCP_MSS_DEFAULT {
+            self.max_window / 2
+        } else {
+            self.max_window
+        };
+        if cutoff == 0 || size <= cutoff {
+            return size;
+        }
+        let header = 20
+            + if self.ts_ok {
+                TCPOLEN_TSTAMP_ALIGNED
+            } else {
+                0
+            };
+        cutoff.max(68 - header)
+    }
+
     /// `mss_cache` as `tcp_sync_mss` computes it for a given peer MSS.
     pub(super) fn mss_cache_for(&self, mss_clamp: u32) -> u32 {
         let mss = (self.cfg.pmtu - 40).min(mss_clamp);
@@ -1170,11 +1161,7 @@ impl TcpEndpoint {
         } else {
             0
         };
-        let mut mss = mss.saturating_sub(opts + self.accecn_opt_len).max(48);
-        // tcp_bound_to_half_wnd
-        if self.max_window > TCP_MSS_DEFAULT && mss > self.max_window / 2 {
-            mss = (self.max_window / 2).max(68 - 40);
-        }
+        let mss = self.bound_to_half_wnd(mss.saturating_sub(opts + self.accecn_opt_len).max(48));
         self.mss_cache = mss;
         self.cs.mss_cache = mss + self.accecn_opt_len;
     }

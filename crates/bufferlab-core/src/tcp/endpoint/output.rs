@@ -13,7 +13,7 @@ use super::{Segment, TcpEndpoint, TcpState};
 use crate::packet::{tcp_flags, TcpHeader, ECN_ECT0, SKB_TRUESIZE_OVERHEAD};
 use crate::tcp::accecn::{self, EcnMode};
 use crate::tcp::cc::{CaEvent, CaState, CcProfile};
-use crate::tcp::config::{MAX_TCP_HEADER, TCPOLEN_TSTAMP_ALIGNED};
+use crate::tcp::config::TCPOLEN_TSTAMP_ALIGNED;
 use crate::tcp::recovery::{Seg, RETRANS};
 use crate::tcp::rtt::TCP_RTO_MIN;
 use crate::tcp::seq::{after, before};
@@ -27,7 +27,7 @@ const TCP_TSO_RTT_LOG: u32 = 9;
 /// `net.ipv4.tcp_tso_win_divisor` default.
 const TCP_TSO_WIN_DIVISOR: u32 = 3;
 /// `GSO_MAX_SEGS` (`sk_gso_max_segs` of a veth).
-const GSO_MAX_SEGS: u32 = 65535;
+pub(super) const GSO_MAX_SEGS: u32 = 65535;
 
 /// `tcp_small_queue_check`'s limit on `sk_wmem_alloc` before an skb of
 /// `truesize` bytes may go (docs/semantics/tcp.md §6.4): two such skbs or about
@@ -218,7 +218,8 @@ impl TcpEndpoint {
 
     /// `tcp_write_xmit`: send skbs of the write queue while cwnd, the
     /// peer's window, Nagle, TSO deferral and pacing allow. `push_one`: 0 =
-    /// normal, 2 = one segment ignoring cwnd (loss probe). Returns true when
+    /// normal, 1 = the head skb only, without TSO deferral (`tcp_push_one`,
+    /// sendmsg.rs), 2 = one segment ignoring cwnd (loss probe). Returns true when
     /// nothing is in flight but data waits (zero window).
     pub(in crate::tcp) fn write_xmit(&mut self, nagle_off: bool, push_one: u8) -> bool {
         let mut sent = 0u32;
@@ -325,7 +326,7 @@ impl TcpEndpoint {
         }
         let mut bytes = self.cs.pacing_rate >> SK_PACING_SHIFT;
         match self.cfg.profile {
-            CcProfile::Lab2019 => bytes = bytes.min(gso_max - 1 - MAX_TCP_HEADER as u64),
+            CcProfile::Lab2019 => bytes = bytes.min(gso_max - 1 - self.cfg.max_tcp_header as u64),
             CcProfile::Modern => {
                 let r = self.min_rtt_us() >> TCP_TSO_RTT_LOG;
                 if r < 32 {

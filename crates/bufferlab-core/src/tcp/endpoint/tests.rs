@@ -86,3 +86,23 @@ fn only_an_empty_output_queue_exchanges_its_buffer() {
     p.a.swap_output_buffer(&mut spare);
     assert!(p.a.out.capacity() >= 64, "the lent buffer");
 }
+
+#[test]
+fn per_mss_and_the_first_send_buffer_follow_max_tcp_header() {
+    let modern = |max_tcp_header| TcpConfig {
+        gso_max_size: 65_536,
+        max_tcp_header,
+        ..TcpConfig::for_profile(CcProfile::Modern)
+    };
+    // roundup_pow_of_two(1460 + MAX_TCP_HEADER + 320) + 256, the peer's MSS 1460:
+    // 320: 2100 → 4096 + 256 = 4352; 256: 2036 → 2048 + 256 = 2304; 192: 1972 → 2304
+    for (header, per_mss) in [(320, 4352), (256, 2304), (192, 2304)] {
+        let mut p = Pair::sym(modern(header), SimDuration::from_millis(10));
+        p.run_until(ms(30));
+        assert_eq!((p.a.mss_clamp, p.a.mss_cache), (1460, 1448));
+        assert_eq!(p.a.sndbuf_per_mss(), per_mss, "MAX_TCP_HEADER {header}");
+        // tcp_init_buffer_space: 2 × initial cwnd 10 × per_mss; 46 080 = 10 × 4 608 is
+        // the `skmem` tb Linux 6.18 showed on this machine (docs/kernel-oracle.md)
+        assert_eq!(p.a.sndbuf, 2 * 10 * per_mss, "MAX_TCP_HEADER {header}");
+    }
+}

@@ -372,8 +372,7 @@ impl TcpEndpoint {
                         rcvwin += grow << 1;
                         // SKB_TRUESIZE(advmss + MAX_TCP_HEADER), bumped until it
                         // holds an advmss of window
-                        let mut rcvmem = (self.rcv.advmss + crate::tcp::config::MAX_TCP_HEADER)
-                            .div_ceil(64)
+                        let mut rcvmem = (self.rcv.advmss + self.cfg.max_tcp_header).div_ceil(64)
                             * 64
                             + crate::tcp::config::SKB_STRUCT
                             + crate::tcp::config::SKB_SHINFO;

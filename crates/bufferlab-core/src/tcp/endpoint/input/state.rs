@@ -7,7 +7,7 @@
 
 use crate::packet::{tcp_flags, TcpHeader, ECN_CE, ECN_MASK};
 use crate::tcp::accecn::{self, EcnMode};
-use crate::tcp::config::{MAX_TCP_HEADER, SKB_SHINFO, SKB_STRUCT, TCP_TIMEWAIT};
+use crate::tcp::config::{SKB_SHINFO, SKB_STRUCT, TCP_TIMEWAIT};
 use crate::tcp::endpoint::{flag, TcpEndpoint, TcpState};
 use crate::tcp::seq::after;
 use crate::tcp::timers::TcpTimer;
@@ -199,8 +199,7 @@ impl TcpEndpoint {
 
     /// `tcp_sndbuf_expand` (docs/semantics/tcp.md §6.2).
     pub(in crate::tcp) fn sndbuf_expand(&mut self) {
-        let per_mss = self.mss_clamp.max(self.mss_cache) + MAX_TCP_HEADER + SKB_SHINFO;
-        let per_mss = per_mss.next_power_of_two() + SKB_STRUCT;
+        let per_mss = self.sndbuf_per_mss();
         let nr_segs = self
             .cfg
             .init_cwnd
@@ -211,6 +210,13 @@ impl TcpEndpoint {
         if (self.sndbuf as u64) < sndmem {
             self.sndbuf = sndmem.min(self.cfg.wmem[2] as u64) as u32;
         }
+    }
+
+    /// `tcp_sndbuf_expand`'s `per_mss`: the memory one MSS of payload takes in
+    /// the send buffer, with the kernel build's `MAX_TCP_HEADER` of headroom.
+    pub(in crate::tcp) fn sndbuf_per_mss(&self) -> u32 {
+        let head = self.mss_clamp.max(self.mss_cache) + self.cfg.max_tcp_header + SKB_SHINFO;
+        head.next_power_of_two() + SKB_STRUCT
     }
 
     /// `tcp_check_space` → `tcp_new_space`: after sending, if the
