@@ -152,3 +152,32 @@ def test_four_flows_htb_counters_are_read_once_iperf3s_results_have_crossed_the_
     # send buffer, 0.3 MB of 9.5 MB before), where the kernel's queue was empty: less than a
     # fifth of the peak, a known gap (docs/kernel-oracle.md, "Fidelity matrix")
     assert htb["stats"]["backlog"] < 0.2 * part["peak_backlog"]["s1-eth2"]["bytes"]
+
+
+def test_recorded_kernel_runs_append_as_sets_and_pool_by_case(tmp_path: Path) -> None:
+    record = tmp_path / "kernel-runs.json"
+    facts = {"kernel": "6.18.44", "iperf3": "iperf 3.12", "tc": "iproute2-6.1.0"}
+    fidelity.record_runs(record, facts, ((1.0, 0.5, 0.2), (2.0, 1.0, 0.4)),
+                         {"a": [{"drops": 4.0}], "b": []})
+    fidelity.record_runs(record, facts, ((5.0, 0, 0), (6.0, 0, 0)), {"a": [{"drops": 3.0}, {"drops": 5.0}]})
+    doc = json.loads(record.read_text())
+    assert [s["load_average_1min"] for s in doc["sets"]] == [[1.0, 2.0], [5.0, 6.0]]
+    assert doc["sets"][0]["cases"] == {"a": [{"drops": 4.0}]}, "a case without runs is not recorded"
+    assert doc["sets"][0]["machine"] == facts and doc["sets"][0]["recorded"].endswith("Z")
+    assert fidelity.recorded_runs(record) == {"a": [{"drops": 4.0}, {"drops": 3.0}, {"drops": 5.0}]}
+
+
+def test_a_file_that_is_not_a_record_is_refused_with_the_way_to_make_one(tmp_path: Path) -> None:
+    bad = tmp_path / "runs.json"
+    bad.write_text('{"cases": {}}')
+    with pytest.raises(SystemExit, match="not a record of kernel runs.*--record"):
+        fidelity.recorded_runs(bad)
+
+
+def test_the_shipped_record_covers_every_case_with_every_metric() -> None:
+    pooled = fidelity.recorded_runs(fidelity.CASES / "kernel-runs.json")
+    assert set(pooled) == {c.stem for c in fidelity.CASES.glob("*.toml")}
+    for case, runs in pooled.items():
+        assert len(runs) >= 6, case
+        assert all(r.keys() == runs[0].keys() for r in runs), case
+        assert all(r["goodput_mbps"] > 0 for r in runs), case
