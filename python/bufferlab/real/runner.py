@@ -252,7 +252,9 @@ class RealRunner:
             threads.append(th)
         # lines typed at one instant start in file order, each once its program runs: a client
         # typed after its server finds it listening, as in the simulation (and in the lab,
-        # where seconds pass between the two)
+        # where seconds pass between the two); a terminal's leading tc/sysctl/ethtool lines,
+        # which take no time in the simulation, are done before the next terminal starts, so
+        # no flow typed after them runs before the classes and filters they make exist
         for th, ev in zip(threads, first_started, strict=True):
             th.start()
             ev.wait(5.0)
@@ -345,10 +347,13 @@ class RealRunner:
     def _terminal(self, part: Part, term: Terminal, lines: list[PreparedLine], states: dict[str, str],
                   first_started: threading.Event) -> None:
         ts = self.terms.setdefault(term.name, TermState(term.name))
+        # until its first line that does more than configure, the terminal holds the others back
+        settling = True
         try:
-            for k, pl in enumerate(lines):
-                if k == 1:
+            for pl in lines:
+                if not settling:
                     first_started.set()
+                settling = settling and pl.configures_only()
                 if self.stopping:
                     break
                 if ts.persisting is not None and not pl.configures_only():
@@ -364,11 +369,11 @@ class RealRunner:
                     th = threading.Thread(target=self._job, args=(j,), daemon=True)
                     th.start()
                     j.launched.wait(5.0)
-                    if k == 0:
+                    if not settling:
                         first_started.set()
                     if bg:
                         continue
-                    if endless and k == len(lines) - 1:  # it outlives the part, in the foreground
+                    if endless and pl is lines[-1]:  # it outlives the part, in the foreground
                         ts.persisting = j
                         continue
                     if endless:
