@@ -181,3 +181,18 @@ def test_the_shipped_record_covers_every_case_with_every_metric() -> None:
         assert len(runs) >= 6, case
         assert all(r.keys() == runs[0].keys() for r in runs), case
         assert all(r["goodput_mbps"] > 0 for r in runs), case
+
+
+def test_a_kernel_run_whose_flows_passed_the_htb_unclassified_is_spoiled(tmp_path: Path) -> None:
+    # htb-split's runs that started their flows before the classes existed sent 181 and 927
+    # packets past them; a namespace's own IPv6 chatter accounts for the 1–15 of good runs
+    def run_with(direct: int) -> Path:
+        folder = tmp_path / f"real-{direct}" / "case-real"
+        folder.mkdir(parents=True)
+        htb = {"kind": "htb", "options": {"default": "0x20", "direct_packets_stat": direct}}
+        summary = {"parts": [{"results": {}, "qdiscs": {"s1-eth2": [htb], "s1-eth1": []}}]}
+        (folder / "summary.json").write_text(json.dumps(summary))
+        return folder.parent
+
+    assert fidelity.unclassified(run_with(11)) == []
+    assert fidelity.unclassified(run_with(181)) == ["htb on s1-eth2 sent 181 packets unclassified"]
