@@ -79,6 +79,16 @@ def _procs_with(marker: str) -> list[str]:
     return [ln for ln in out.splitlines() if marker in ln and "ps -eo" not in ln]
 
 
+def _run_real(path: Path, tmp_path: Path, port: int) -> str:
+    """``bufferlab run --real`` of ``path`` into ``tmp_path/results``: it succeeds and leaves
+    nothing behind; its standard output."""
+    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report")
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    _nothing_left(p.pid, port)
+    return out
+
+
 def _nothing_left(pid: int, port: int) -> None:
     assert _ours(pid) == []
     # and nothing was ever made in the machine's own namespace
@@ -92,10 +102,7 @@ def _nothing_left(pid: int, port: int) -> None:
 def test_tbf_goodput_outputs_and_compare(write_scenario, tmp_path):
     port = 5390
     path = write_scenario(_scenario(port))
-    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report")
-    out, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
-    _nothing_left(p.pid, port)
+    out = _run_real(path, tmp_path, port)
     root = tmp_path / "results" / "t-real"
     doc = json.loads((root / "p/h1/o.json").read_text())
     goodput = doc["end"]["sum_received"]["bits_per_second"]
@@ -204,10 +211,7 @@ cmds = [
   "h1: ping 10.0.0.2 -c 4 -i 0.2",
 ]
 """)
-    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report")
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
-    _nothing_left(p.pid, port)
+    _run_real(path, tmp_path, port)
     summary = json.loads((tmp_path / "results/t-real/summary.json").read_text())
     res = summary["parts"][0]["results"]
     if "no netem" in json.dumps(summary["real"]["notes"]):
@@ -285,10 +289,7 @@ cmds = ["h1: sysctl -w net.ipv4.tcp_congestion_control={other}", "h1: ping 10.0.
 name = "three"
 cmds = ["h1: iperf3 -c 10.0.0.2 -p {port} -t 1 -J > tcp.json && echo done"]
 """)
-    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report")
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
-    _nothing_left(p.pid, port)
+    _run_real(path, tmp_path, port)
     assert Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text() == machine_cc
     root = tmp_path / "results/t-real"
     tcp = json.loads((root / "three/h1/tcp.json").read_text())
@@ -417,10 +418,7 @@ cmds = [
   "h1: iperf3 -c 10.0.0.2 -p {port} -t 2 -C cubic -J > o.json",
 ]
 """)
-    p = _bufferlab("run", "--real", str(path), "-o", str(tmp_path / "results"), "--no-report")
-    out, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
-    _nothing_left(p.pid, port)
+    _run_real(path, tmp_path, port)
     (root,) = (tmp_path / "results").iterdir()
     doc = json.loads((root / "p/h1/o.json").read_text())
     assert doc["end"]["sum_received"]["bits_per_second"] <= 10e6

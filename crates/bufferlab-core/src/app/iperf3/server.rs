@@ -231,11 +231,13 @@ impl Server {
     /// TEST_START after its set-up work (the host's `app_setup`).
     fn check_streams_ready(&mut self, ctx: &mut AppCtx, ti: usize) {
         let t = &mut self.tests[ti];
-        let ready = t.streams.len() as u32 == t.expected_streams
+        let ready = t.started.is_none()
+            && t.start_at.is_none()
+            && t.streams.len() as u32 == t.expected_streams
             && t.streams.iter().all(|st| {
                 st.cookie_read() && ctx.tcp(st.sock()).ep.state() == TcpState::Established
             });
-        if t.started.is_some() || t.start_at.is_some() || !ready {
+        if !ready {
             return;
         }
         match ctx.setup_delay() {

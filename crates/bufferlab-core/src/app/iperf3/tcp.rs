@@ -255,10 +255,8 @@ impl RecvStream {
     /// already due); send what the connection emits either way.
     pub fn on_input(&mut self, ctx: &mut AppCtx, counting: bool) {
         if self.read_at.is_none() && ctx.tcp(self.sock).ep.readable() > 0 {
-            match ctx.wake_delay() {
-                Some(latency) => self.read_at = Some(ctx.now + latency),
-                None => return self.read(ctx, counting),
-            }
+            let now = ctx.now;
+            self.read_at = ctx.wake_delay().map(|latency| now + latency);
         }
         if self.read_at.is_some() {
             ctx.flush(self.sock, 0);
@@ -451,8 +449,10 @@ impl Stream {
     pub fn service(&mut self, ctx: &mut AppCtx, active: bool, budget: Option<u64>, tos: u8) {
         match self {
             Stream::Send(s) => {
-                let now = ctx.now;
-                s.cookie.read(&mut ctx.tcp_mut(s.sock).ep, now);
+                if s.cookie.unread > 0 {
+                    let now = ctx.now;
+                    s.cookie.read(&mut ctx.tcp_mut(s.sock).ep, now);
+                }
                 if active {
                     s.write(ctx.sockets, ctx.now, budget);
                 }
