@@ -466,8 +466,11 @@ def _reno_flows_share_fairly(tmp_path, record_property, rate: str, line: float, 
 
 
 def test_four_reno_flows_share_a_link_fairly(tmp_path, record_property):
-    # scaled: 100 Mbit/s, 20 ms, one BDP of buffer, 30 s
-    _reno_flows_share_fairly(tmp_path, record_property, "100mbit", 1e8, 30)
+    # scaled: 100 Mbit/s, 20 ms, one BDP of buffer, 60 s. After 30 s the index still carries
+    # slow start's uneven exit (seed 1: 0.938, 0.954 before the receiver stopped taking DRS
+    # steps on empty reads; seeds 1-12 average 0.953 and 0.956); after 60 s AIMD has evened
+    # the shares (0.991 at seeds 1, 5, 9, 10, 11; 0.962-0.978 before)
+    _reno_flows_share_fairly(tmp_path, record_property, "100mbit", 1e8, 60)
 
 
 @pytest.mark.slow

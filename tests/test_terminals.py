@@ -155,14 +155,17 @@ def test_part_of_only_endless_lines_needs_a_duration(write_scenario, capsys):
 
 @pytest.mark.parametrize("gap", ["", 'part_gap = "0s"'])
 def test_the_gap_drains_a_10_bdp_queue_before_the_next_part(write_scenario, tmp_path, capsys, gap):
-    # 10 Mbit/s, 20 ms: BDP = 25 kB, a 10-BDP tbf queue of 250 kB that a bulk TCP flow fills
+    # 10 Mbit/s, 20 ms: BDP = 25 kB, a 10-BDP tbf queue of 250 kB that a bulk TCP flow fills;
+    # the part ends after 4 s with a Ctrl-C to h1's endless client, on the full queue (an
+    # iperf3 that ends on its own leaves none: its server resets the connection at TEST_END,
+    # and its results cross the queue after that)
     bufs = "'10240 87380 52428800'"
     text = scenario(
         part("fill",
              "admin: tc qdisc add dev s1-eth2 root handle 1: netem delay 20ms limit 100000",
              "admin: tc qdisc add dev s1-eth2 parent 1: handle 2: tbf rate 10mbit burst 5000 limit 250000",
              f"h1: sysctl -w net.ipv4.tcp_wmem={bufs}", f"h3: sysctl -w net.ipv4.tcp_rmem={bufs}",
-             "h3: iperf3 -s &", "h1: iperf3 -c 10.0.0.3 -t 4"),
+             "h3: iperf3 -s &", "h1: iperf3 -c 10.0.0.3 -t 0 &", extra='duration = "4s"\ninterrupt = ["h1"]\n'),
         part("next", "admin: tc -s qdisc show dev s1-eth2", "h2: ping 10.0.0.3 -c 1"),
         top='[trace]\nqueues = ["s1-eth2"]\n', sim=gap,
     )

@@ -71,7 +71,9 @@ class Flow:
 def read_flow(pcap: Path, base: int | None = None) -> Flow:
     """The flow carrying the most payload in ``pcap``, sequence numbers relative to ``base``
     (its first data's where not given: pass the other capture's to compare the two)."""
-    cmd = ["tshark", "-r", str(pcap), "-Y", "tcp", "-T", "fields"] + [a for f in FIELDS for a in ("-e", f)]
+    # resets are not part of the ACK clock (a server closing at the end answers data with them)
+    cmd = ["tshark", "-r", str(pcap), "-Y", "tcp and tcp.flags.reset == 0", "-T", "fields"]
+    cmd += [a for f in FIELDS for a in ("-e", f)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     rows = []
     for line in out.splitlines():

@@ -15,7 +15,7 @@
 //! datagram to a closed port with a port unreachable, only `Udp NoPorts`
 //! moves here).
 
-use crate::packet::{Packet, Payload, Proto, ECN_MASK};
+use crate::packet::{tcp_flags, Packet, Payload, Proto, ECN_MASK};
 use crate::tcp::endpoint::TcpTotals;
 use serde_json::{json, Map, Value};
 
@@ -135,14 +135,17 @@ impl NodeMib {
                     self.icmp_out_echos += 1;
                 }
             }
+            // every reset, a socket's (`tcp_send_active_reset`, an aborted
+            // connection's answer) or the node's own
+            Payload::Tcp(h) if h.flags & tcp_flags::RST != 0 => self.tcp_out_rsts += 1,
             _ if p.proto == Proto::Udp => self.udp_out_datagrams += 1,
             _ => {}
         }
     }
 
-    /// `tcp_v4_send_reset`: a reset for a segment no socket wanted.
+    /// `tcp_v4_send_reset` for a segment no socket wanted: a segment the
+    /// node sends itself (a socket counts its own).
     pub fn on_reset_sent(&mut self) {
-        self.tcp_out_rsts += 1;
         self.tcp_out_segs += 1;
     }
 }

@@ -236,6 +236,27 @@ impl AccEcnOption {
 }
 
 impl TcpHeader {
+    /// The reset answering this segment when no connection takes it
+    /// (`tcp_v4_send_reset`, RFC 793 "Reset Generation"): an ACK's
+    /// acknowledgment becomes the reset's sequence number; otherwise the
+    /// reset acknowledges the segment (`payload_len` bytes plus SYN and FIN).
+    pub fn reset_reply(&self, payload_len: u32) -> TcpHeader {
+        use tcp_flags::{ACK, FIN, RST, SYN};
+        if self.flags & ACK != 0 {
+            return TcpHeader {
+                seq: self.ack,
+                flags: RST,
+                ..TcpHeader::default()
+            };
+        }
+        let len = payload_len + (self.flags & SYN != 0) as u32 + (self.flags & FIN != 0) as u32;
+        TcpHeader {
+            ack: self.seq.wrapping_add(len),
+            flags: RST | ACK,
+            ..TcpHeader::default()
+        }
+    }
+
     /// The ACE field (RFC 9768 §3.2.1): AE·4 + CWR·2 + ECE.
     #[inline]
     pub fn ace(&self) -> u8 {

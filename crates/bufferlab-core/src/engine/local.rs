@@ -6,7 +6,7 @@
 //! net/ipv4/udp.c (`__udp4_lib_rcv`).
 
 use super::Simulator;
-use crate::packet::{tcp_flags, Packet, PacketId, Payload, Proto, TcpHeader};
+use crate::packet::{tcp_flags, Packet, PacketId, Payload, Proto};
 use crate::qdisc::DropReason;
 use crate::topology::NodeId;
 
@@ -80,7 +80,7 @@ impl Simulator {
                 let reset = match p.payload {
                     Payload::Control { conn, .. } => Some(Payload::Reset { conn }),
                     Payload::Tcp(h) if h.flags & tcp_flags::RST == 0 => {
-                        Some(Payload::Tcp(reset_for(&h, &p)))
+                        Some(Payload::Tcp(h.reset_reply(p.payload_len())))
                     }
                     _ => None,
                 };
@@ -110,28 +110,5 @@ impl Simulator {
             }
             None => self.node_drop(node, pid, DropReason::NoListener),
         }
-    }
-}
-
-/// The RST a closed port sends back (RFC 793 "Reset Generation"): it takes
-/// the offending segment's ACK as its sequence number, or, if there was no
-/// ACK, acknowledges the segment (SYN and FIN count one each).
-fn reset_for(h: &TcpHeader, p: &Packet) -> TcpHeader {
-    use tcp_flags::{ACK, FIN, RST, SYN};
-    if h.flags & ACK != 0 {
-        return TcpHeader {
-            seq: h.ack,
-            flags: RST,
-            ..TcpHeader::default()
-        };
-    }
-    let payload = p
-        .len
-        .saturating_sub(crate::packet::ETH_HEADER + crate::packet::IPV4_HEADER + h.header_len());
-    let len = payload + (h.flags & SYN != 0) as u32 + (h.flags & FIN != 0) as u32;
-    TcpHeader {
-        ack: h.seq.wrapping_add(len),
-        flags: RST | ACK,
-        ..TcpHeader::default()
     }
 }

@@ -340,6 +340,15 @@ impl Server {
             msg::TEST_END => {
                 if let Some(i) = self.current.filter(|&i| same(&self.tests[i])) {
                     self.finish_test(ctx, i);
+                    // ... and closes every data socket: one still holding
+                    // unread data is reset at once, the others when the
+                    // client's next data reaches them (docs/semantics/tcp.md §3.1)
+                    let now = ctx.now;
+                    for st in &self.tests[i].streams {
+                        let sock = st.sock();
+                        ctx.tcp_mut(sock).ep.close(now);
+                        ctx.flush(sock, 0);
+                    }
                     self.current = None;
                     self.exchanging = Some(i);
                 }

@@ -57,6 +57,8 @@ crate::counters::mib_counters! {
         hystart_train_cwnd => "TcpExt" "TCPHystartTrainCwnd",
         hystart_delay_detect => "TcpExt" "TCPHystartDelayDetect",
         hystart_delay_cwnd => "TcpExt" "TCPHystartDelayCwnd",
+        abort_on_close => "TcpExt" "TCPAbortOnClose",
+        abort_on_data => "TcpExt" "TCPAbortOnData",
     }
 }
 

@@ -282,6 +282,9 @@ pub struct TcpEndpoint {
     /// boundary `tcp_sendmsg_locked` reads (sendmsg.rs)
     pub(super) tail_skb_seq: u32,
     pub(super) fin_queued: bool,
+    /// the application closed the socket (`close()` sets `RCV_SHUTDOWN`):
+    /// it reads no more, so new data aborts the connection
+    pub(super) rcv_shutdown: bool,
     pub(super) snd_wnd: u32,
     pub(super) snd_wl1: u32,
     pub(super) max_window: u32,
@@ -468,6 +471,7 @@ impl TcpEndpoint {
             write_seq: iss,
             tail_skb_seq: iss,
             fin_queued: false,
+            rcv_shutdown: false,
             snd_wnd: 0,
             snd_wl1: 0,
             max_window: 0,
@@ -673,6 +677,11 @@ impl TcpEndpoint {
         self.rcv.skb_gso_size = gso_size;
         self.parse_timestamps(hdr);
         match self.state {
+            // Linux has unhashed a closed socket: what reaches it meets no
+            // connection and is answered with a reset (`tcp_v4_send_reset`)
+            TcpState::Closed if hdr.flags & tcp_flags::RST == 0 => {
+                self.send_reset_reply(hdr, payload_len)
+            }
             TcpState::Closed | TcpState::Listen => {}
             TcpState::SynSent => self.rcv_synsent(hdr, payload_len, ecn),
             _ => self.rcv_state_process(hdr, payload_len, ecn & crate::packet::ECN_MASK),
@@ -738,12 +747,17 @@ impl TcpEndpoint {
     }
 
     /// The application reads up to `max` in-order bytes (`tcp_recvmsg`);
-    /// may send a window update (`tcp_cleanup_rbuf`).
+    /// may send a window update (`tcp_cleanup_rbuf`). DRS runs only when
+    /// bytes were copied (`tcp_recvmsg_locked` calls `tcp_rcv_space_adjust`
+    /// after each copy): a read that finds nothing, as in a recovery hole,
+    /// measures nothing (docs/kernel-oracle.md, "BBR's drops").
     pub fn read(&mut self, now: SimTime, max: u64) -> u64 {
         self.set_clock(now);
         let n = self.rcv.consume(max);
-        if n > 0 || self.rcv.readable() == 0 {
+        if n > 0 {
             self.rcv_space_adjust();
+        }
+        if n > 0 || self.rcv.readable() == 0 {
             self.cleanup_rbuf(n as u32);
         }
         n
@@ -760,8 +774,22 @@ impl TcpEndpoint {
     }
 
     /// `close()` / `shutdown(SHUT_WR)`: a FIN follows the queued data.
+    ///
+    /// The application reads no more (`tcp_close` sets `SHUTDOWN_MASK`):
+    /// what it left unread is dropped and, if there was any, the connection
+    /// is aborted with a reset instead (`TCPAbortOnClose`; RFC 2525 §2.17),
+    /// and data arriving after the close aborts it too (`TCPAbortOnData`).
     pub fn close(&mut self, now: SimTime) {
         self.set_clock(now);
+        self.rcv_shutdown = true;
+        let unread = self.rcv.readable();
+        self.rcv.consume(unread);
+        if unread > 0 && !matches!(self.state, TcpState::Closed | TcpState::Listen) {
+            self.mib.abort_on_close += 1;
+            self.send_active_reset();
+            self.reset();
+            return;
+        }
         match self.state {
             TcpState::Established => self.set_state(TcpState::FinWait1),
             TcpState::CloseWait => self.set_state(TcpState::LastAck),

@@ -903,6 +903,22 @@ impl TcpEndpoint {
         self.emit(hdr, 0, ect);
     }
 
+    /// `tcp_send_active_reset`: abort the connection on the wire (RST|ACK at
+    /// the acceptable sequence number, through `tcp_transmit_skb` like any
+    /// other segment of the socket).
+    pub(in crate::tcp) fn send_active_reset(&mut self) {
+        let seq = self.acceptable_seq();
+        let hdr = self.build_header(seq, tcp_flags::RST | tcp_flags::ACK);
+        let ect = self.ect_always();
+        self.emit(hdr, 0, ect);
+    }
+
+    /// `tcp_v4_send_reset`: the bare reset answering one segment (no
+    /// options, window 0).
+    pub(in crate::tcp) fn send_reset_reply(&mut self, hdr: &TcpHeader, payload_len: u32) {
+        self.emit_no_ack_event(hdr.reset_reply(payload_len), 0, 0);
+    }
+
     /// `tcp_acceptable_seq`.
     pub(super) fn acceptable_seq(&self) -> u32 {
         if !before(self.wnd_end(), self.snd_nxt)

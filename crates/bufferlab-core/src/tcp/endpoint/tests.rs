@@ -75,6 +75,59 @@ fn close_sends_fin_after_the_data_and_both_sides_finish() {
 }
 
 #[test]
+fn closing_with_unread_data_resets_instead_of_finishing() {
+    // tcp_close: what the application left unread is lost, so the
+    // connection is aborted with RST|ACK at snd_nxt (TCPAbortOnClose), no
+    // FIN; the peer, reset at exactly its rcv_nxt, is gone too
+    let mut p = Pair::sym(cfg("cubic"), SimDuration::from_millis(10));
+    p.b_reads = false;
+    p.to_write = 5000;
+    p.run_until(ms(100));
+    assert_eq!(p.b().readable(), 5000);
+    let now = p.now;
+    p.b.as_mut().unwrap().close(now);
+    p.run_until(ms(200));
+    let rst = p.segs_from_b().last().unwrap().seg.hdr;
+    assert_eq!(rst.flags, tcp_flags::RST | tcp_flags::ACK);
+    assert!(p
+        .segs_from_b()
+        .all(|s| s.seg.hdr.flags & tcp_flags::FIN == 0));
+    let m = p.b().mib();
+    assert_eq!((m.abort_on_close, m.estab_resets), (1, 1));
+    assert_eq!((p.b().state(), p.b().readable()), (TcpState::Closed, 0));
+    assert_eq!(p.a.state(), TcpState::Closed, "the peer takes the reset");
+}
+
+#[test]
+fn data_reaching_a_closed_socket_is_answered_with_a_reset() {
+    // iperf3's server closes its data sockets at TEST_END while the client
+    // still sends: with nothing unread the FIN goes out, the next data
+    // aborts the connection (TCPAbortOnData) and is answered with a reset at
+    // the data's ACK, the FIN's own sequence number, which the client, in
+    // CLOSE_WAIT by then, takes (tcp_reset_check); the closed socket answers
+    // every later segment with a reset of its own
+    let mut p = Pair::sym(cfg("cubic"), SimDuration::from_millis(10));
+    p.to_write = u64::MAX;
+    p.run_until(ms(100));
+    let now = p.now;
+    p.b.as_mut().unwrap().close(now);
+    p.run_until(ms(300));
+    let from_b: Vec<u8> = p.segs_from_b().map(|s| s.seg.hdr.flags).collect();
+    let fin = from_b.iter().position(|f| f & tcp_flags::FIN != 0).unwrap();
+    let resets = from_b[fin..]
+        .iter()
+        .filter(|&&f| f == tcp_flags::RST)
+        .count();
+    assert!(resets >= 2, "{from_b:?}");
+    assert_eq!(p.b().mib().abort_on_data, 1);
+    assert_eq!(
+        (p.b().state(), p.a.state()),
+        (TcpState::Closed, TcpState::Closed)
+    );
+    assert_eq!(p.a.mib().estab_resets, 1, "reset in CLOSE_WAIT");
+}
+
+#[test]
 fn only_an_empty_output_queue_exchanges_its_buffer() {
     let mut p = Pair::sym(cfg("cubic"), SimDuration::from_millis(10));
     let mut spare = OutputBuffer(VecDeque::with_capacity(64));

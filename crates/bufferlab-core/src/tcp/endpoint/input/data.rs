@@ -629,6 +629,33 @@ mod tests {
     }
 
     #[test]
+    fn a_read_that_finds_nothing_takes_no_drs_step() {
+        // tcp_recvmsg_locked runs tcp_rcv_space_adjust after each copy, so a
+        // receiver waiting on a recovery hole measures nothing until the hole
+        // fills (a 6.18 trace: no call between the last in-order read and the
+        // retransmission, 102 ms later). The state below is one where a step
+        // is due: 300 kB read since the last measurement, 200 ms ago, against
+        // a 96 ms RTT estimate and a 100 kB space.
+        let mut p = Pair::sym(
+            TcpConfig::for_profile(CcProfile::Modern),
+            SimDuration::from_millis(10),
+        );
+        p.run_until(ms(50));
+        let b = p.b.as_mut().expect("connected");
+        b.rcv.rcv_rtt_us = 96_000 << 3;
+        b.rcv.space = 100_000;
+        b.rcv.space_seq = b.rcv.copied_seq.wrapping_sub(300_000);
+        b.rcv.space_time = 0;
+        let before = (b.rcv.space, b.rcv.space_seq, b.rcv.rcvbuf);
+        assert_eq!(b.read(ms(200), u64::MAX), 0, "nothing in order to read");
+        assert_eq!((b.rcv.space, b.rcv.space_seq, b.rcv.rcvbuf), before);
+        // the same state measured: the step was due
+        b.rcv_space_adjust();
+        assert_eq!(b.rcv.space, 300_000);
+        assert!(b.rcv.rcvbuf > before.2);
+    }
+
+    #[test]
     fn a_small_receive_buffer_caps_throughput_at_rwnd_per_rtt() {
         // iperf3 -w 16K at the receiver: sk_rcvbuf 32768 (locked), so the
         // window is not scaled (wscale 0, the clamp bounds the scale too);

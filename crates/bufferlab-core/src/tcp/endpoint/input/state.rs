@@ -262,14 +262,18 @@ impl TcpEndpoint {
         if !self.rcv.sequence_ok(seq, end_seq) {
             if f & tcp_flags::RST == 0 {
                 self.send_dupack(seq, end_seq);
+            } else if self.reset_check(seq) {
+                self.reset();
             }
             self.drop_skb(payload_len);
             return;
         }
         if f & tcp_flags::RST != 0 {
-            if seq == self.rcv.rcv_nxt {
-                self.set_state(TcpState::Closed);
-                self.timers.clear_all();
+            // RFC 5961 §3.2 as Linux extends it: a reset at rcv_nxt, or just
+            // below it once the peer's FIN is in (not modelled: the challenge
+            // ACK answering any other reset in the window)
+            if seq == self.rcv.rcv_nxt || self.reset_check(seq) {
+                self.reset();
             }
             return;
         }
@@ -314,6 +318,18 @@ impl TcpEndpoint {
             _ => {}
         }
         self.rcv_rtt_measure_ts(seq, end_seq, payload_len);
+        // step 7: data after the application closed the socket aborts the
+        // connection (RFC 1122 §4.2.2.13; tcp_rcv_state_process)
+        if matches!(self.state, TcpState::FinWait1 | TcpState::FinWait2)
+            && self.rcv_shutdown
+            && payload_len > 0
+            && after(seq.wrapping_add(payload_len), self.rcv.rcv_nxt)
+        {
+            self.mib.abort_on_data += 1;
+            self.send_reset_reply(hdr, payload_len);
+            self.reset();
+            return;
+        }
         // step 7: the segment text
         if matches!(
             self.state,
@@ -354,6 +370,22 @@ impl TcpEndpoint {
             self.max_window = self.snd_wnd;
         }
         self.sync_mss();
+    }
+
+    /// `tcp_reset_check`: a reset whose sequence number is the peer's FIN
+    /// (its sender had not seen our ACK of it) is taken once the FIN is in.
+    fn reset_check(&self, seq: u32) -> bool {
+        seq == self.rcv.rcv_nxt.wrapping_sub(1)
+            && matches!(
+                self.state,
+                TcpState::CloseWait | TcpState::LastAck | TcpState::Closing
+            )
+    }
+
+    /// `tcp_reset` → `tcp_done`: the connection is gone.
+    pub(in crate::tcp) fn reset(&mut self) {
+        self.set_state(TcpState::Closed);
+        self.timers.clear_all();
     }
 
     pub(super) fn our_fin_acked(&self) -> bool {
