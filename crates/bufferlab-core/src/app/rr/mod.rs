@@ -15,7 +15,8 @@
 //! received from this client (irtt's received-count field).
 //!
 //! Client modes ([`RrMode`]):
-//! - `stream`: write for `duration` (netperf TCP_STREAM), then close;
+//! - `stream`: write for `duration` (netperf TCP_STREAM), then `shutdown(SHUT_WR)` and read
+//!   until the remote closes;
 //! - `maerts`: the server writes for `duration` (TCP_MAERTS) and closes; the
 //!   client reads to the end;
 //! - `closed`: one request at a time — write the request, read the whole

@@ -773,12 +773,12 @@ impl TcpEndpoint {
         self.rcv.fin_received && self.rcv.readable() == 0
     }
 
-    /// `close()` / `shutdown(SHUT_WR)`: a FIN follows the queued data.
-    ///
-    /// The application reads no more (`tcp_close` sets `SHUTDOWN_MASK`):
-    /// what it left unread is dropped and, if there was any, the connection
-    /// is aborted with a reset instead (`TCPAbortOnClose`; RFC 2525 §2.17),
-    /// and data arriving after the close aborts it too (`TCPAbortOnData`).
+    /// `close()`: the application is done with the socket in both
+    /// directions (`tcp_close` sets `SHUTDOWN_MASK`). What it left unread is
+    /// dropped and, if there was any, the connection is aborted with a reset
+    /// (`TCPAbortOnClose`; RFC 2525 §2.17); otherwise a FIN follows the
+    /// queued data, and data arriving after it aborts the connection
+    /// (`TCPAbortOnData`).
     pub fn close(&mut self, now: SimTime) {
         self.set_clock(now);
         self.rcv_shutdown = true;
@@ -790,6 +790,14 @@ impl TcpEndpoint {
             self.reset();
             return;
         }
+        self.shutdown_write(now);
+    }
+
+    /// `shutdown(SHUT_WR)` (`tcp_shutdown`, `tcp_close_state`): a FIN
+    /// follows the queued data, and the application may go on reading (as
+    /// netperf's TCP_STREAM does, waiting for the remote's close).
+    pub fn shutdown_write(&mut self, now: SimTime) {
+        self.set_clock(now);
         match self.state {
             TcpState::Established => self.set_state(TcpState::FinWait1),
             TcpState::CloseWait => self.set_state(TcpState::LastAck),

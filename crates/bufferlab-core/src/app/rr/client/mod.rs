@@ -502,7 +502,9 @@ impl RrClient {
                 RrMode::Stream => {
                     let ep = &mut ctx.tcp_mut(h).ep;
                     if up {
-                        ep.close(now);
+                        // netperf's TCP_STREAM: shutdown(SHUT_WR), then read
+                        // until the remote closes
+                        ep.shutdown_write(now);
                         self.closing = true;
                     } else if state == TcpState::Established {
                         let n = ep.write(now, u64::MAX);
