@@ -712,8 +712,7 @@ impl TcpEndpoint {
                 TcpTimer::Probe0 => self.probe_timer(),
                 TcpTimer::Pacing => self.tsq_write(),
                 TcpTimer::TimeWait => {
-                    self.set_state(TcpState::Closed);
-                    self.timers.clear_all();
+                    self.done();
                 }
             }
         }
@@ -787,7 +786,7 @@ impl TcpEndpoint {
         if unread > 0 && !matches!(self.state, TcpState::Closed | TcpState::Listen) {
             self.mib.abort_on_close += 1;
             self.send_active_reset();
-            self.reset();
+            self.done();
             return;
         }
         self.shutdown_write(now);
@@ -802,8 +801,7 @@ impl TcpEndpoint {
             TcpState::Established => self.set_state(TcpState::FinWait1),
             TcpState::CloseWait => self.set_state(TcpState::LastAck),
             TcpState::SynSent | TcpState::Closed | TcpState::Listen => {
-                self.set_state(TcpState::Closed);
-                self.timers.clear_all();
+                self.done();
                 return;
             }
             _ => return,

@@ -166,8 +166,7 @@ impl TcpEndpoint {
             TcpState::SynReceived => {
                 // the request sock's SYN-ACK timer (inet_rtx_syn_ack)
                 if self.synack_retrans >= TCP_SYNACK_RETRIES {
-                    self.set_state(TcpState::Closed);
-                    self.timers.clear_all();
+                    self.done();
                     return;
                 }
                 self.synack_retrans += 1;
@@ -189,8 +188,7 @@ impl TcpEndpoint {
         }
         if self.state == TcpState::SynSent && self.retransmits >= TCP_SYN_RETRIES {
             self.mib.timeouts += 1;
-            self.set_state(TcpState::Closed);
-            self.timers.clear_all();
+            self.done();
             return;
         }
         if self.snd_wnd == 0 && self.state != TcpState::SynSent {

@@ -26,8 +26,7 @@ impl TcpEndpoint {
                 return; // (a RST would be sent in reply)
             }
             if f & tcp_flags::RST != 0 {
-                self.set_state(TcpState::Closed);
-                self.timers.clear_all();
+                self.done();
                 return;
             }
             if f & tcp_flags::SYN == 0 {
@@ -263,7 +262,7 @@ impl TcpEndpoint {
             if f & tcp_flags::RST == 0 {
                 self.send_dupack(seq, end_seq);
             } else if self.reset_check(seq) {
-                self.reset();
+                self.done();
             }
             self.drop_skb(payload_len);
             return;
@@ -273,7 +272,7 @@ impl TcpEndpoint {
             // below it once the peer's FIN is in (not modelled: the challenge
             // ACK answering any other reset in the window)
             if seq == self.rcv.rcv_nxt || self.reset_check(seq) {
-                self.reset();
+                self.done();
             }
             return;
         }
@@ -311,8 +310,7 @@ impl TcpEndpoint {
                 return;
             }
             TcpState::LastAck if self.our_fin_acked() => {
-                self.set_state(TcpState::Closed);
-                self.timers.clear_all();
+                self.done();
                 return;
             }
             _ => {}
@@ -327,7 +325,7 @@ impl TcpEndpoint {
         {
             self.mib.abort_on_data += 1;
             self.send_reset_reply(hdr, payload_len);
-            self.reset();
+            self.done();
             return;
         }
         // step 7: the segment text
@@ -382,8 +380,9 @@ impl TcpEndpoint {
             )
     }
 
-    /// `tcp_reset` → `tcp_done`: the connection is gone.
-    pub(in crate::tcp) fn reset(&mut self) {
+    /// `tcp_done`: the connection is gone (a reset, a failed open, the end
+    /// of TIME-WAIT or LAST-ACK); no timer of it runs again.
+    pub(in crate::tcp) fn done(&mut self) {
         self.set_state(TcpState::Closed);
         self.timers.clear_all();
     }
